@@ -1,0 +1,198 @@
+"""The JSON API of docs/protocol.md: conversations, messages, call answers and decisions."""
+
+from __future__ import annotations
+
+import time
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+from server.errors import BadRequest, NotFound, ToolErrorCode, Unprocessable, SURFACE_ERROR_CODES
+from server.ledger import new_id
+from server.protocol import field_object, field_str, read_json
+from server.runtime import Runtime
+from server.store.records import Conversation
+from server.tokens import Claims, Purpose
+
+MAX_MESSAGE_CHARS = 8000
+LOCALES = {"en", "fr", "es", "ja"}
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.hostcall
+    return runtime
+
+
+def _conversation(request: Request, runtime: Runtime) -> Conversation:
+    """The conversation in the path, if the bearer session token is for it."""
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else None
+    claims = runtime.tokens.verify(Purpose.SESSION, token)
+    conversation_id = request.path_params["conversation_id"]
+    if claims.conversation_id != conversation_id:
+        from server.errors import Forbidden
+
+        raise Forbidden(f"this session token is for another conversation than {conversation_id}")
+    conversation = runtime.store.get_conversation(conversation_id)
+    if conversation is None:
+        raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+    return conversation
+
+
+async def create_conversation(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    agent_id = request.path_params["agent_id"]
+    agent = runtime.agents.get(agent_id)
+    if agent is None:
+        raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+    body = await read_json(request, runtime.settings.max_body_bytes)
+    locale = field_str(body, "locale", required=False) or ""
+    if locale and locale not in LOCALES:
+        raise BadRequest(f"locale {locale!r} is not one of {sorted(LOCALES)}", field="locale")
+    conversation = Conversation(new_id("c"), agent.id, time.time(), locale)
+    runtime.store.create_conversation(conversation)
+    claims = Claims(conversation.id)
+    return JSONResponse(
+        {
+            "conversationId": conversation.id,
+            "sessionToken": runtime.tokens.sign(Purpose.SESSION, claims),
+            "streamToken": runtime.tokens.sign(Purpose.STREAM, claims),
+            "agent": {
+                "id": agent.id,
+                "name": agent.name,
+                "greeting": agent.greeting,
+                "tools": [t.public() for t in agent.tools],
+            },
+        },
+        status_code=201,
+    )
+
+
+async def snapshot(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    conversation = _conversation(request, runtime)
+    store = runtime.store
+    run = store.latest_run(conversation.id)
+    messages = []
+    for m in store.list_messages(conversation.id):
+        if m.role == "tool":
+            continue
+        item: dict[str, object] = {"id": m.id, "role": m.role, "text": m.text, "runId": m.run_id}
+        if m.tool_calls:
+            item["toolCallIds"] = [c["id"] for c in m.tool_calls]
+        messages.append(item)
+    return JSONResponse({
+        "conversationId": conversation.id,
+        "agentId": conversation.agent_id,
+        "lastEventId": f"{conversation.id}:{store.last_seq(conversation.id)}",
+        "handledTools": list(conversation.handled_tools),
+        "run": None if run is None else {
+            "runId": run.id, "status": run.status.value, "error": run.error,
+        },
+        "messages": messages,
+        "calls": [runtime.engine.ledger.view(c) for c in store.list_calls(conversation.id)],
+    })
+
+
+async def stream_token(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    conversation = _conversation(request, runtime)
+    token = runtime.tokens.sign(Purpose.STREAM, Claims(conversation.id))
+    return JSONResponse({"streamToken": token})
+
+
+async def capabilities(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    conversation = _conversation(request, runtime)
+    body = await read_json(request, runtime.settings.max_body_bytes)
+    tools = body.get("tools")
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise BadRequest("field 'tools' must be a list of tool names", field="tools")
+    agent = runtime.agents[conversation.agent_id]
+    unknown = sorted(set(tools) - {t.name for t in agent.tools})
+    if unknown:
+        raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")
+    handled = tuple(dict.fromkeys(tools))
+    runtime.store.set_handled_tools(conversation.id, handled)
+    return JSONResponse({"tools": list(handled)})
+
+
+async def post_message(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    conversation = _conversation(request, runtime)
+    body = await read_json(request, runtime.settings.max_body_bytes)
+    text = body.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise Unprocessable("field 'text' must be a non-empty string", code="invalid_message")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise Unprocessable(
+            f"the message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}",
+            code="invalid_message",
+        )
+    run = runtime.engine.start_run(conversation, text.strip())
+    return JSONResponse({"runId": run.id}, status_code=202)
+
+
+async def call_delivered(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    ledger = runtime.engine.ledger
+    body = await read_json(request, runtime.settings.max_body_bytes)
+    claims = runtime.tokens.verify(Purpose.CALL_RESULT, field_str(body, "token"))
+    call = ledger.deliver(ledger.checked_call(request.path_params["call_id"], claims))
+    return JSONResponse({"state": call.state.value})
+
+
+async def call_result(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    ledger = runtime.engine.ledger
+    body = await read_json(request, runtime.settings.max_body_bytes)
+    claims = runtime.tokens.verify(Purpose.CALL_RESULT, field_str(body, "token"))
+    has_output, has_error = "output" in body, "error" in body
+    if has_output == has_error:
+        raise BadRequest("send exactly one of 'output' or 'error'")
+    call = ledger.checked_call(request.path_params["call_id"], claims)
+    if has_output:
+        call = ledger.answer(call, body["output"])
+    else:
+        error = field_object(body, "error") or {}
+        code = error.get("code")
+        if code not in SURFACE_ERROR_CODES:
+            raise BadRequest(
+                f"error code must be one of {sorted(SURFACE_ERROR_CODES)} (got {code!r})",
+                field="error.code",
+            )
+        message = error.get("message", "")
+        if not isinstance(message, str):
+            raise BadRequest("error.message must be a string", field="error.message")
+        call = ledger.fail(call, ToolErrorCode(code), message)
+    return JSONResponse({"state": call.state.value})
+
+
+async def call_decision(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    ledger = runtime.engine.ledger
+    body = await read_json(request, runtime.settings.max_body_bytes)
+    claims = runtime.tokens.verify(Purpose.CALL_DECISION, field_str(body, "token"))
+    decision = body.get("decision")
+    if decision not in ("approve", "reject"):
+        raise BadRequest("field 'decision' must be 'approve' or 'reject'", field="decision")
+    call = ledger.checked_call(request.path_params["call_id"], claims)
+    if decision == "approve":
+        call = ledger.approve(call, field_object(body, "input", required=False))
+    else:
+        call = ledger.reject(call, field_str(body, "reason", required=False))
+    return JSONResponse({"state": call.state.value})
+
+
+def api_routes() -> list[BaseRoute]:
+    return [
+        Route("/api/agents/{agent_id}/conversations", create_conversation, methods=["POST"]),
+        Route("/api/conversations/{conversation_id}", snapshot, methods=["GET"]),
+        Route("/api/conversations/{conversation_id}/stream-token", stream_token, methods=["POST"]),
+        Route("/api/conversations/{conversation_id}/capabilities", capabilities, methods=["POST"]),
+        Route("/api/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
+        Route("/api/calls/{call_id}/delivered", call_delivered, methods=["POST"]),
+        Route("/api/calls/{call_id}/result", call_result, methods=["POST"]),
+        Route("/api/calls/{call_id}/decision", call_decision, methods=["POST"]),
+    ]

@@ -1,0 +1,123 @@
+"""``hostcall`` / ``python -m server``: serve agents, run the demo, check agent files."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from server.agents import load_agents, valid_origin
+from server.errors import AgentConfigError
+from server.settings import DEMO_AGENTS, ROOT, Settings
+
+DEFAULT_DB = ROOT / "var" / "hostcall.db"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hostcall",
+        description="Hostcall: an embeddable chat agent whose tools run in the host page.",
+        epilog="Secrets: set HOSTCALL_SECRET_KEYS (comma-separated, newest last) in production; "
+        "otherwise a development key is generated and kept beside the database.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve the agents in a directory")
+    _common(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+
+    demo = sub.add_parser(
+        "demo",
+        help="serve the project-planner demo: Hostcall plus a task-board host page on another origin",
+    )
+    _common(demo, agents=DEMO_AGENTS, db=ROOT / "var" / "demo.db")
+    demo.add_argument("--port", type=int, default=8000, help="Hostcall's port on 127.0.0.1 (default: %(default)s)")
+    demo.add_argument("--host-port", type=int, default=8001,
+                      help="the demo host page's port on localhost (default: %(default)s)")
+
+    check = sub.add_parser("check", help="load and check agent files, then exit")
+    check.add_argument("--agents", type=Path, default=DEMO_AGENTS, metavar="DIR",
+                       help="directory of agent files, *.json (default: the demo agents)")
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser, *, agents: Path = DEMO_AGENTS, db: Path = DEFAULT_DB) -> None:
+    parser.add_argument("--agents", type=Path, default=agents, metavar="DIR",
+                        help="directory of agent files, *.json (default: %(default)s)")
+    parser.add_argument("--db", type=Path, default=db, metavar="FILE",
+                        help="SQLite database file, created if missing (default: %(default)s)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="also allow embedding from ORIGIN (exact, e.g. https://shop.example); repeatable")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "check":
+        return _check(args.agents)
+    for origin in args.allow_origin:
+        if not valid_origin(origin):
+            print(f"hostcall: --allow-origin {origin!r} is not an origin like https://example.com",
+                  file=sys.stderr)
+            return 2
+    extra = list(args.allow_origin)
+    if args.command == "demo":
+        extra.append(f"http://localhost:{args.host_port}")
+    settings = Settings(agents_dir=args.agents, db_path=args.db, extra_origins=tuple(extra),
+                        environ=dict(os.environ))
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    try:
+        from server.app import create_app
+
+        app = create_app(settings)
+    except AgentConfigError as exc:
+        print(f"hostcall: the agent files in {args.agents} have problems:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    if args.command == "demo":
+        return asyncio.run(_demo(app, args))
+    asyncio.run(_serve(app, args.host, args.port, args.log_level))
+    return 0
+
+
+def _check(agents: Path) -> int:
+    try:
+        found = load_agents(agents, os.environ)
+    except AgentConfigError as exc:
+        for problem in exc.problems:
+            print(f"{problem}", file=sys.stderr)
+        return 1
+    for agent in found.values():
+        print(f"ok: {agent.id} ({len(agent.tools)} tools: {', '.join(t.name for t in agent.tools)})")
+    return 0
+
+
+async def _serve(app: object, host: str, port: int, log_level: str) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    await uvicorn.Server(config).serve()
+
+
+async def _demo(app: object, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from server.demo_host import create_demo_host_app
+
+    hostcall_url = f"http://127.0.0.1:{args.port}"
+    host_url = f"http://localhost:{args.host_port}"
+    servers = [
+        uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=args.port,
+                                      log_level=args.log_level, lifespan="on")),
+        uvicorn.Server(uvicorn.Config(create_demo_host_app(hostcall_url), host="localhost",
+                                      port=args.host_port, log_level="warning", lifespan="off")),
+    ]
+    print(f"\n  Hostcall demo\n  Open the task board:  {host_url}/\n"
+          f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n", flush=True)
+    await asyncio.gather(*(s.serve() for s in servers))
+    return 0

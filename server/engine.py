@@ -1,0 +1,222 @@
+"""The run engine: a user message starts a run; the model steps until it stops calling tools.
+
+A run waiting for a client holds no coroutine. Its state lives in the store (status
+``waiting``, the calls of its current step); whoever settles the last open call of the step
+claims the run (``waiting`` → ``running``, atomically) and starts the next step. After a
+restart, ``recover`` finishes what a killed process left: runs that were mid-step are
+stepped again, waiting runs whose calls were all settled are resumed, and the sweeper
+expires calls past their deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+from server.agents import Agent, parse_agent
+from server.errors import Conflict, NotFound
+from server.journal import Journal
+from server.ledger import Ledger, new_id
+from server.models.base import Message, ModelError, TextDelta, ToolCallRequest, ToolDescriptor
+from server.models.factory import build_model
+from server.protocol import EventType
+from server.store.records import Conversation, Run, RunStatus, StoredMessage
+from server.tokens import Tokens
+
+log = logging.getLogger("hostcall.engine")
+
+
+class Engine:
+    def __init__(
+        self,
+        journal: Journal,
+        tokens: Tokens,
+        agents: Mapping[str, Agent],
+        *,
+        environ: Mapping[str, str],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.journal = journal
+        self.store = journal.store
+        self.agents = agents
+        self.environ = environ
+        self._frozen: dict[str, Agent] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.ledger = Ledger(journal, tokens, self.agent_of_run, self._resume_if_ready, clock)
+
+    # ---- agents, frozen per run -----------------------------------------------------------
+
+    def agent_of_run(self, run_id: str) -> Agent:
+        """The agent as it was when the run started (its definition is stored in the run)."""
+        run = self.store.get_run(run_id)
+        assert run is not None, f"no run {run_id}"
+        key = hashlib.sha256(json.dumps(run.agent, sort_keys=True).encode()).hexdigest()
+        agent = self._frozen.get(key)
+        if agent is None:
+            agent, problems = parse_agent(run.agent, f"run {run_id}", self.environ)
+            assert agent is not None, problems
+            self._frozen[key] = agent
+        return agent
+
+    # ---- starting and resuming -------------------------------------------------------------
+
+    def start_run(self, conversation: Conversation, text: str) -> Run:
+        agent = self.agents.get(conversation.agent_id)
+        if agent is None:
+            raise NotFound(f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent")
+        latest = self.store.latest_run(conversation.id)
+        if latest is not None and latest.status in (RunStatus.RUNNING, RunStatus.WAITING):
+            raise Conflict(
+                f"run {latest.id} is still {latest.status.value}; wait for it to finish",
+                code="run_in_progress",
+                runId=latest.id,
+            )
+        run = Run(new_id("r"), conversation.id, agent.source, RunStatus.RUNNING)
+        message_id = new_id("m")
+        cid = conversation.id
+        with self.journal.unit() as unit:
+            self.store.create_run(run)
+            self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
+            unit.emit(cid, EventType.RUN_STARTED, {"threadId": cid, "runId": run.id})
+            unit.emit(cid, EventType.TEXT_MESSAGE_START, {"messageId": message_id, "role": "user"})
+            unit.emit(cid, EventType.TEXT_MESSAGE_CONTENT, {"messageId": message_id, "delta": text})
+            unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+        self._spawn(self._advance(run.id))
+        return run
+
+    def _resume_if_ready(self, run_id: str) -> None:
+        run = self.store.get_run(run_id)
+        if run is None or run.status is not RunStatus.WAITING:
+            return
+        if any(c.state.open for c in self.store.calls_of_step(run_id, run.step)):
+            return
+        if self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING):
+            self._spawn(self._advance(run_id))
+
+    def recover(self) -> None:
+        """Pick up what a previous process left (called once at start)."""
+        self.ledger.expire_due()
+        for run in self.store.runs_with_status(RunStatus.RUNNING):
+            log.info("resuming run %s, interrupted mid-step", run.id)
+            self._spawn(self._advance(run.id))
+        for run in self.store.runs_with_status(RunStatus.WAITING):
+            self._resume_if_ready(run.id)
+
+    async def sweep_forever(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            try:
+                self.ledger.expire_due()
+            except Exception:  # a bad row must not stop expiry for every other call
+                log.exception("expiry sweep failed")
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait for steps in flight (tests and shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*tuple(self._tasks), return_exceptions=True)
+
+    # ---- stepping --------------------------------------------------------------------------
+
+    async def _advance(self, run_id: str) -> None:
+        try:
+            while await self._step(run_id):
+                pass
+        except Exception as exc:
+            log.exception("run %s failed", run_id)
+            self._fail(run_id, "internal_error", f"The run stopped on an internal error: {exc}")
+
+    async def _step(self, run_id: str) -> bool:
+        """One model step; True when the run should step again at once."""
+        run = self.store.get_run(run_id)
+        assert run is not None
+        agent = self.agent_of_run(run_id)
+        cid = run.conversation_id
+        if run.step >= agent.max_steps:
+            self._fail(run_id, "step_limit",
+                       f"The agent made {run.step} model steps without finishing; "
+                       f"the limit is {agent.max_steps}.")
+            return False
+        model = build_model(agent.model, environ=self.environ, tools=[t.name for t in agent.tools])
+        tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
+        history = [_model_message(m) for m in self.store.list_messages(cid)]
+        message_id = new_id("m")
+        text: list[str] = []
+        requests: list[ToolCallRequest] = []
+        try:
+            async for item in model.stream(history, tools, instructions=agent.instructions):
+                if isinstance(item, TextDelta):
+                    if not item.text:
+                        continue
+                    if not text:
+                        self.journal.emit(cid, EventType.TEXT_MESSAGE_START,
+                                          {"messageId": message_id, "role": "assistant"})
+                    text.append(item.text)
+                    self.journal.emit(cid, EventType.TEXT_MESSAGE_CONTENT,
+                                      {"messageId": message_id, "delta": item.text})
+                else:
+                    requests.append(item)
+        except ModelError as exc:
+            if text:
+                self.journal.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+            self._fail(run_id, exc.code, exc.message)
+            return False
+        conversation = self.store.get_conversation(cid)
+        assert conversation is not None
+        step = run.step + 1
+        calls = [(new_id("k"), r) for r in requests]
+        with self.journal.unit() as unit:
+            if text:
+                unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+            self.store.add_message(StoredMessage(
+                message_id, cid, run_id, "assistant", "".join(text),
+                tool_calls=tuple({"id": k, "name": r.name, "arguments": r.arguments} for k, r in calls),
+            ))
+            if not calls:
+                self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
+                unit.emit(cid, EventType.RUN_FINISHED, {"threadId": cid, "runId": run_id})
+                return False
+            opened = [
+                self.ledger.propose(
+                    unit, run=run, agent=agent, conversation=conversation, step=step,
+                    call_id=call_id, name=r.name, arguments=r.arguments, message_id=message_id,
+                )
+                for call_id, r in calls
+            ]
+            waiting = any(c.state.open for c in opened)
+            status = RunStatus.WAITING if waiting else RunStatus.RUNNING
+            self.store.update_run(run_id, status=status, step=step)
+        return not waiting
+
+    def _fail(self, run_id: str, code: str, message: str) -> None:
+        run = self.store.get_run(run_id)
+        assert run is not None
+        with self.journal.unit() as unit:
+            self.store.update_run(run_id, status=RunStatus.FAILED,
+                                  error={"code": code, "message": message})
+            unit.emit(run.conversation_id, EventType.RUN_ERROR,
+                      {"runId": run_id, "code": code, "message": message})
+
+
+def _model_message(message: StoredMessage) -> Message:
+    if message.role == "assistant":
+        return Message(
+            role="assistant",
+            text=message.text,
+            tool_calls=tuple(
+                ToolCallRequest(c["id"], c["name"], c["arguments"]) for c in message.tool_calls
+            ),
+        )
+    if message.role == "tool":
+        return Message(role="tool", text=message.text, tool_call_id=message.tool_call_id,
+                       tool_name=message.tool_name)
+    return Message(role="user", text=message.text)

@@ -1,0 +1,103 @@
+"""Errors, as types.
+
+Every error a client can meet is a ``HostcallError`` carrying an HTTP status, a
+machine-readable ``code`` and a message; ``server.app`` turns them into
+``{"error": {"code", "message", "details"}}`` in one place.
+
+    HostcallError
+     ├── BadRequest            400  malformed_json, bad_request, bad_event_id, foreign_event_id
+     ├── Unauthorized          401  missing_token, bad_token, expired_token
+     ├── Forbidden             403  wrong_token, origin_not_allowed
+     ├── NotFound              404  unknown_agent, unknown_conversation, unknown_call
+     ├── Conflict              409  call_already_settled, call_not_awaiting_decision, ...
+     ├── Gone                  410  call_expired
+     ├── PayloadTooLarge       413  body_too_large
+     └── Unprocessable         422  invalid_result, invalid_input, invalid_message
+
+``AgentConfigError`` is not an HTTP error: it stops the server at start with one line per
+problem. ``ToolErrorCode`` is the closed set of errors the *model* receives for a call.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class HostcallError(Exception):
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details = details
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class BadRequest(HostcallError):
+    status = 400
+    code = "bad_request"
+
+
+class Unauthorized(HostcallError):
+    status = 401
+    code = "bad_token"
+
+
+class Forbidden(HostcallError):
+    status = 403
+    code = "wrong_token"
+
+
+class NotFound(HostcallError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(HostcallError):
+    status = 409
+    code = "conflict"
+
+
+class Gone(HostcallError):
+    status = 410
+    code = "call_expired"
+
+
+class PayloadTooLarge(HostcallError):
+    status = 413
+    code = "body_too_large"
+
+
+class Unprocessable(HostcallError):
+    status = 422
+    code = "unprocessable"
+
+
+class AgentConfigError(Exception):
+    """One or more agent files are wrong; ``problems`` holds one readable line each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class ToolErrorCode(StrEnum):
+    """What the model can be told instead of a tool's output (a closed, documented set)."""
+
+    INVALID_ARGUMENTS = "invalid_arguments"
+    UNKNOWN_TOOL = "unknown_tool"
+    NO_HANDLER = "no_handler"
+    CLIENT_ERROR = "client_error"
+    APPROVAL_REJECTED = "approval_rejected"
+    APPROVAL_EXPIRED = "approval_expired"
+    TIMEOUT = "timeout"
+
+
+# The error codes a surface may send in place of a result.
+SURFACE_ERROR_CODES = frozenset({ToolErrorCode.NO_HANDLER, ToolErrorCode.CLIENT_ERROR})

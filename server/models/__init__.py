@@ -1,0 +1,1 @@
+"""Model adapters: the scripted default and an OpenAI-compatible client."""

@@ -1,0 +1,77 @@
+"""The model interface the run engine drives.
+
+A model receives the conversation so far and the tools it may call, and streams back text
+deltas and tool-call requests. Tool-call arguments stay a raw string: parsing and validating
+them is the engine's job, so a model that sends malformed JSON is answered with
+``invalid_arguments`` instead of crashing the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """A tool call as the model asked for it (arguments not yet parsed)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One entry of the model's view of a conversation.
+
+    ``user``: ``text``. ``assistant``: ``text`` and/or ``tool_calls``. ``tool``: the answer
+    to ``tool_call_id``, with ``text`` holding the JSON the model reads.
+    """
+
+    role: Role
+    text: str = ""
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDescriptor:
+    """What a model is told about a tool."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+ModelEvent = TextDelta | ToolCallRequest
+
+
+class ModelError(Exception):
+    """The model could not produce a step (unreachable, bad reply, refused)."""
+
+    def __init__(self, message: str, *, code: str = "model_error") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Model(Protocol):
+    def stream(
+        self,
+        messages: list[Message],
+        tools: list[ToolDescriptor],
+        *,
+        instructions: str = "",
+    ) -> AsyncIterator[ModelEvent]:
+        """Stream one step: text deltas, then zero or more tool-call requests."""
+        ...

@@ -1,0 +1,195 @@
+"""The scripted model: deterministic rules instead of a language model.
+
+A rule matches the latest user message with a regular expression, may say something, may
+call one tool with arguments rendered from the match, and renders its reply from the tool's
+result (or error). Templates run in Jinja2's sandbox and only ever produce text.
+
+It is the embedded default: the demo runs offline and QA tests are exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import AsyncIterator, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from server.models.base import Message, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
+
+RULE_KEYS = {"match", "say", "tool", "arguments", "raw_arguments", "reply", "error_reply"}
+CONFIG_KEYS = {"kind", "rules", "fallback"}
+DEFAULT_FALLBACK = "Sorry, I can't help with that yet."
+DEFAULT_ERROR_REPLY = "I couldn't finish that: {{ error.message }}"
+
+_env = ImmutableSandboxedEnvironment(autoescape=False, undefined=StrictUndefined)
+_lenient = ImmutableSandboxedEnvironment(autoescape=False)
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    pattern: re.Pattern[str]
+    say: str = ""
+    tool: str | None = None
+    arguments: Any = None
+    raw_arguments: str | None = None
+    reply: str = ""
+    error_reply: str = DEFAULT_ERROR_REPLY
+
+
+class ScriptedModel:
+    def __init__(self, rules: list[Rule], fallback: str = DEFAULT_FALLBACK) -> None:
+        self.rules = rules
+        self.fallback = fallback
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], *, tools: Collection[str] | None = None) -> ScriptedModel:
+        """Build from an agent file's ``model`` object; ``ValueError`` says what is wrong."""
+        unknown = set(config) - CONFIG_KEYS
+        if unknown:
+            raise ValueError(f"unknown key {sorted(unknown)[0]!r} for a scripted model")
+        raw_rules = config.get("rules", [])
+        if not isinstance(raw_rules, list):
+            raise ValueError("'rules' must be a list")
+        rules = [_parse_rule(raw, i + 1, tools) for i, raw in enumerate(raw_rules)]
+        fallback = config.get("fallback", DEFAULT_FALLBACK)
+        if not isinstance(fallback, str):
+            raise ValueError("'fallback' must be a string")
+        _check_template(fallback, "fallback")
+        return cls(rules, fallback)
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolDescriptor], *, instructions: str = ""
+    ) -> AsyncIterator[ModelEvent]:
+        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+        if last_user is None:
+            yield TextDelta(self.fallback)
+            return
+        text = messages[last_user].text
+        for rule in self.rules:
+            found = rule.pattern.search(text)
+            if found is None:
+                continue
+            context: dict[str, Any] = {"match": found.groupdict(), **found.groupdict()}
+            answers = [m for m in messages[last_user + 1 :] if m.role == "tool"]
+            if rule.tool is None:
+                for chunk in _chunks(_render(rule.reply, context)):
+                    yield TextDelta(chunk)
+            elif not answers:
+                if rule.say:
+                    for chunk in _chunks(_render(rule.say, context)):
+                        yield TextDelta(chunk)
+                yield ToolCallRequest(
+                    call_id=f"call_{next(_ids)}",
+                    name=rule.tool,
+                    arguments=rule.raw_arguments
+                    if rule.raw_arguments is not None
+                    else json.dumps(_render_value(rule.arguments or {}, context)),
+                )
+            else:
+                for chunk in _chunks(_reply(rule, answers[-1].text, context)):
+                    yield TextDelta(chunk)
+            return
+        yield TextDelta(self.fallback)
+
+
+def _reply(rule: Rule, content: str, context: dict[str, Any]) -> str:
+    try:
+        value = json.loads(content)
+    except json.JSONDecodeError:
+        value = content
+    error = value.get("error") if isinstance(value, dict) and len(value) == 1 else None
+    if isinstance(error, dict):
+        return _render(rule.error_reply, {**context, "error": error})
+    return _render(rule.reply, {**context, "result": value})
+
+
+def _render(template: str, context: dict[str, Any]) -> str:
+    # Lenient at run time: a reply that names a missing field renders it empty rather than
+    # failing the run; templates were already compiled (syntax-checked) at load.
+    try:
+        return _lenient.from_string(template).render(context).strip()
+    except TemplateError as exc:
+        return f"(reply template failed: {exc})"
+
+
+def _render_value(value: Any, context: dict[str, Any]) -> Any:
+    """Render every string in ``value``; keys whose string renders empty are left out."""
+    if isinstance(value, str):
+        return _render(value, context)
+    if isinstance(value, list):
+        return [_render_value(v, context) for v in value]
+    if isinstance(value, dict):
+        rendered = {k: _render_value(v, context) for k, v in value.items()}
+        return {k: v for k, v in rendered.items() if v != ""}
+    return value
+
+
+def _chunks(text: str, words: int = 4) -> list[str]:
+    # Stream a few words at a time, like a real model, so the widget's streaming path is
+    # exercised by the demo and by QA tests.
+    pieces = re.findall(r"\s*\S+\s*", text)
+    return ["".join(pieces[i : i + words]) for i in range(0, len(pieces), words)] or [""]
+
+
+def _check_template(template: str, where: str) -> None:
+    try:
+        _env.parse(template)
+    except TemplateError as exc:
+        raise ValueError(f"{where}: template does not compile: {exc}") from None
+
+
+def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
+    where = f"rule #{number}"
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must be a JSON object")
+    unknown = set(raw) - RULE_KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+    if not isinstance(raw.get("match"), str):
+        raise ValueError(f"{where}: 'match' (a regular expression) is required")
+    try:
+        pattern = re.compile(raw["match"])
+    except re.error as exc:
+        raise ValueError(f"{where}: 'match' is not a valid regular expression: {exc}") from None
+    tool = raw.get("tool")
+    if tool is not None and not isinstance(tool, str):
+        raise ValueError(f"{where}: 'tool' must be a tool name")
+    # raw_arguments exists to script a misbehaving model (conformance tests); such a rule
+    # may also name a tool the agent lacks, to exercise unknown_tool.
+    raw_args = raw.get("raw_arguments")
+    if raw_args is not None and not isinstance(raw_args, str):
+        raise ValueError(f"{where}: 'raw_arguments' must be a string")
+    if tool is not None and tools is not None and tool not in tools and raw_args is None:
+        raise ValueError(f"{where}: calls tool {tool!r}, which the agent does not define")
+    for key in ("say", "reply", "error_reply"):
+        if key in raw:
+            if not isinstance(raw[key], str):
+                raise ValueError(f"{where}: {key!r} must be a string")
+            _check_template(raw[key], f"{where}: {key!r}")
+    _walk_templates(raw.get("arguments"), f"{where}: 'arguments'")
+    return Rule(
+        pattern=pattern,
+        say=raw.get("say", ""),
+        tool=tool,
+        arguments=raw.get("arguments"),
+        raw_arguments=raw_args,
+        reply=raw.get("reply", ""),
+        error_reply=raw.get("error_reply", DEFAULT_ERROR_REPLY),
+    )
+
+
+def _walk_templates(value: Any, where: str) -> None:
+    if isinstance(value, str):
+        _check_template(value, where)
+    elif isinstance(value, list):
+        for v in value:
+            _walk_templates(v, where)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _walk_templates(v, where)

@@ -1,0 +1,61 @@
+"""Everything one server process holds, built from settings (reached as ``app.state.hostcall``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+import time
+from dataclasses import dataclass, field, replace
+
+from server.agents import Agent, load_agents
+from server.broker import Broker
+from server.engine import Engine
+from server.journal import Journal
+from server.settings import Settings, load_secret_keys
+from server.store import Store
+from server.store.sqlite import SQLiteStore
+from server.tokens import Purpose, Tokens
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    agents: dict[str, Agent]
+    store: Store
+    broker: Broker
+    tokens: Tokens
+    engine: Engine
+    _sweeper: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:
+        agents = {
+            agent_id: replace(agent, allowed_origins=(*agent.allowed_origins, *settings.extra_origins))
+            for agent_id, agent in load_agents(settings.agents_dir, settings.environ).items()
+        }
+        keys = settings.secret_keys or load_secret_keys(settings.db_path, settings.environ)
+        tokens = Tokens(keys, {
+            Purpose.SESSION: settings.session_max_age,
+            Purpose.STREAM: settings.stream_max_age,
+            Purpose.CALL_RESULT: settings.call_token_max_age,
+            Purpose.CALL_DECISION: settings.call_token_max_age,
+        })
+        store = SQLiteStore(settings.db_path)
+        broker = Broker()
+        engine = Engine(Journal(store, broker), tokens, agents, environ=settings.environ, clock=clock)
+        return cls(settings, agents, store, broker, tokens, engine)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Recover what a previous process left, expire calls on time, close on the way out."""
+        self.engine.recover()
+        self._sweeper = asyncio.create_task(self.engine.sweep_forever(self.settings.sweep_seconds))
+        try:
+            yield
+        finally:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            await self.engine.drain()
+            self.store.close()

@@ -1,0 +1,47 @@
+"""Runtime settings, read once at start from the command line and the environment."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_AGENTS = ROOT / "demo" / "agents"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    agents_dir: Path = DEMO_AGENTS
+    db_path: Path = Path("hostcall.db")
+    # Newest key last: itsdangerous signs with the last and accepts all (key rotation).
+    secret_keys: tuple[str, ...] = ()
+    max_body_bytes: int = 256 * 1024
+    session_max_age: int = 30 * 24 * 3600
+    stream_max_age: int = 10 * 60
+    call_token_max_age: int = 24 * 3600
+    ping_seconds: float = 15.0
+    sweep_seconds: float = 0.5
+    # Added to every agent's allowed origins (the demo adds its host page this way).
+    extra_origins: tuple[str, ...] = ()
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+def load_secret_keys(db_path: Path, environ: dict[str, str]) -> tuple[str, ...]:
+    """Secrets from ``HOSTCALL_SECRET_KEYS`` (comma-separated, newest last), else a dev key.
+
+    The dev key is generated on first run and kept beside the database, so tokens survive
+    a restart; it is never a constant in the code.
+    """
+    configured = [k.strip() for k in environ.get("HOSTCALL_SECRET_KEYS", "").split(",")]
+    keys = tuple(k for k in configured if k)
+    if keys:
+        return keys
+    key_file = db_path.with_name(db_path.name + ".secret")
+    if not key_file.exists():
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(48))
+    return (key_file.read_text().strip(),)

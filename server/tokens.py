@@ -1,0 +1,89 @@
+"""Signed tokens: one itsdangerous serializer per purpose, always checked with ``max_age``.
+
+Payloads bind what the token is for (conversation, call, tool, input digest) and hold no
+secret. Single use is not the signer's job: the store settles a call exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
+
+from server.errors import Forbidden, Unauthorized
+
+
+class Purpose(StrEnum):
+    SESSION = "session"
+    STREAM = "stream"
+    CALL_RESULT = "call-result"
+    CALL_DECISION = "call-decision"
+
+
+def input_digest(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    conversation_id: str
+    call_id: str | None = None
+    tool: str | None = None
+    digest: str | None = None
+
+
+class Tokens:
+    def __init__(self, secret_keys: tuple[str, ...], max_ages: dict[Purpose, int]) -> None:
+        assert secret_keys, "at least one secret key"
+        self._max_ages = max_ages
+        self._serializers = {
+            purpose: URLSafeTimedSerializer(list(secret_keys), salt=f"hostcall.{purpose}")
+            for purpose in Purpose
+        }
+
+    def sign(self, purpose: Purpose, claims: Claims) -> str:
+        payload = {"c": claims.conversation_id}
+        if claims.call_id is not None:
+            payload |= {"k": claims.call_id, "t": claims.tool or "", "d": claims.digest or ""}
+        return self._serializers[purpose].dumps(payload)
+
+    def verify(self, purpose: Purpose, token: str | None) -> Claims:
+        if not token:
+            raise Unauthorized(f"a {purpose} token is required", code="missing_token")
+        serializer = self._serializers[purpose]
+        try:
+            payload = serializer.loads(token, max_age=self._max_ages[purpose])
+        except SignatureExpired:
+            raise Unauthorized(f"the {purpose} token has expired", code="expired_token") from None
+        except BadSignature:
+            # A genuine token of another purpose fails here too (other salt): say so, since
+            # "you sent the decision token to the result endpoint" is a fixable mistake.
+            if self._signed_for_other_purpose(purpose, token):
+                raise Forbidden(
+                    f"this token was not issued as a {purpose} token", code="wrong_token"
+                ) from None
+            raise Unauthorized(f"the {purpose} token is not valid", code="bad_token") from None
+        if not isinstance(payload, dict) or "c" not in payload:
+            raise Unauthorized(f"the {purpose} token is not valid", code="bad_token")
+        return Claims(
+            conversation_id=payload["c"],
+            call_id=payload.get("k"),
+            tool=payload.get("t"),
+            digest=payload.get("d"),
+        )
+
+    def _signed_for_other_purpose(self, purpose: Purpose, token: str) -> bool:
+        for other, serializer in self._serializers.items():
+            if other is purpose:
+                continue
+            try:
+                serializer.loads(token)
+            except BadSignature:
+                continue
+            return True
+        return False
