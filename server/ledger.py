@@ -128,7 +128,7 @@ class Ledger:
         self.store.add_call(call)
         if failure is not None:
             self._settle(unit, call, CallState.FAILED, failure)
-            return call
+            return self._reload(call.id)
         assert tool is not None
         if tool.require_confirmation:
             deadline = now + tool.approval_timeout_seconds

@@ -1,0 +1,158 @@
+"""Fixtures: the real app on a real SQLite file in a temp dir, driven over HTTP."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from server.app import create_app
+from server.runtime import Runtime
+from server.settings import DEMO_AGENTS, Settings
+
+SECRET = ("unit-test-secret-key-0123456789abcdef",)
+
+
+@dataclass
+class Conv:
+    id: str
+    session: str
+    stream: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.session}"}
+
+
+class Harness:
+    """One server on one database; ``restart()`` keeps the file, as a new process would."""
+
+    def __init__(self, tmp_path: Path, agents_dir: Path, **settings: Any) -> None:
+        self.tmp_path = tmp_path
+        self.agents_dir = agents_dir
+        self.settings = Settings(
+            agents_dir=agents_dir,
+            db_path=tmp_path / "hostcall.db",
+            secret_keys=SECRET,
+            sweep_seconds=0.05,
+            environ={},
+            **settings,
+        )
+        self.client: TestClient | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.app = create_app(self.settings)
+        self.client = TestClient(self.app, raise_server_exceptions=True)
+        self.client.__enter__()
+
+    def stop(self) -> None:
+        if self.client is not None:
+            self.client.__exit__(None, None, None)
+            self.client = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    @property
+    def http(self) -> TestClient:
+        assert self.client is not None
+        return self.client
+
+    @property
+    def runtime(self) -> Runtime:
+        runtime: Runtime = self.app.state.hostcall
+        return runtime
+
+    # ---- conversation helpers -------------------------------------------------------------
+
+    def conversation(self, agent: str = "planner") -> Conv:
+        r = self.http.post(f"/api/agents/{agent}/conversations")
+        assert r.status_code == 201, r.text
+        body = r.json()
+        return Conv(body["conversationId"], body["sessionToken"], body["streamToken"])
+
+    def say(self, conv: Conv, text: str) -> str:
+        r = self.http.post(f"/api/conversations/{conv.id}/messages", json={"text": text},
+                           headers=conv.auth)
+        assert r.status_code == 202, r.text
+        return str(r.json()["runId"])
+
+    def snapshot(self, conv: Conv) -> dict[str, Any]:
+        r = self.http.get(f"/api/conversations/{conv.id}", headers=conv.auth)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    def settle(self, conv: Conv, timeout: float = 5.0) -> dict[str, Any]:
+        """Wait until the latest run is no longer running; return the snapshot."""
+        deadline = time.monotonic() + timeout
+        while True:
+            snap = self.snapshot(conv)
+            if snap["run"] and snap["run"]["status"] != "running":
+                return snap
+            if time.monotonic() > deadline:
+                raise AssertionError(f"run still running after {timeout}s: {snap['run']}")
+            time.sleep(0.02)
+
+    def open_call(self, conv: Conv, state: str | None = None) -> dict[str, Any]:
+        calls = [c for c in self.settle(conv)["calls"] if c["outcome"] is None]
+        if state:
+            calls = [c for c in calls if c["state"] == state]
+        assert calls, "no open call"
+        return dict(calls[-1])
+
+    def events(self, conv: Conv) -> list[tuple[str, dict[str, Any]]]:
+        return [(e.type.value, e.data) for e in self.runtime.store.events_after(conv.id, 0)]
+
+    def answer(self, call: dict[str, Any], output: Any) -> Any:
+        return self.http.post(f"/api/calls/{call['toolCallId']}/result",
+                              json={"token": call["resultToken"], "output": output})
+
+    def decide(self, call: dict[str, Any], decision: str, **extra: Any) -> Any:
+        return self.http.post(f"/api/calls/{call['toolCallId']}/decision",
+                              json={"token": call["decisionToken"], "decision": decision, **extra})
+
+    def assistant_texts(self, conv: Conv) -> list[str]:
+        return [m["text"] for m in self.snapshot(conv)["messages"]
+                if m["role"] == "assistant" and m["text"]]
+
+
+def write_agent(directory: Path, data: dict[str, Any], name: str | None = None) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / (name or f"{data.get('id', 'agent')}.json")
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
+def planner_definition() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DEMO_AGENTS / "planner.json").read_text())
+    return data
+
+
+@pytest.fixture
+def agents_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "agents"
+    shutil.copytree(DEMO_AGENTS, directory)
+    return directory
+
+
+@pytest.fixture
+def harness(tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    h = Harness(tmp_path, agents_dir)
+    yield h
+    h.stop()
+
+
+BOARD = {"tasks": [
+    {"id": "t1", "title": "Write release notes", "status": "todo", "assignee": "Ana", "dueDate": "Thursday"},
+    {"id": "t2", "title": "Fix login bug", "status": "in-progress", "assignee": "Kenji"},
+    {"id": "t3", "title": "Plan sprint", "status": "done", "assignee": "Ana"},
+]}

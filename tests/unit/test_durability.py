@@ -1,0 +1,212 @@
+"""Runs survive restarts; calls always end; a misbehaving model cannot hang a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from server.settings import ROOT
+from tests.unit.conftest import BOARD, SECRET, Harness, planner_definition, write_agent
+
+
+def test_waiting_run_resumes_after_restart(harness: Harness) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "What should I work on next?")
+    call = harness.open_call(conv)
+    harness.restart()
+    assert harness.snapshot(conv)["run"]["status"] == "waiting"
+    assert harness.answer(call, BOARD).status_code == 200
+    assert harness.settle(conv)["run"]["status"] == "finished"
+    assert "Fix login bug" in harness.assistant_texts(conv)[-1]
+
+
+def test_call_expires_across_a_restart(tmp_path: Path) -> None:
+    data = planner_definition()
+    data["tools"][0]["deadline_seconds"] = 0.5
+    agents = tmp_path / "agents"
+    write_agent(agents, data)
+    h = Harness(tmp_path, agents)
+    try:
+        conv = h.conversation()
+        h.say(conv, "What should I work on next?")
+        call = h.open_call(conv)
+        h.stop()
+        time.sleep(0.8)  # the deadline passes while no server runs
+        h.start()
+        snap = h.settle(conv)
+        assert snap["run"]["status"] == "finished"
+        assert snap["calls"][0]["state"] == "expired"
+        assert snap["calls"][0]["outcome"]["error"]["code"] == "timeout"
+        late = h.answer(call, BOARD)
+        assert late.status_code == 410 and late.json()["error"]["code"] == "call_expired"
+        assert "timeout" in h.assistant_texts(conv)[-1]
+    finally:
+        h.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HOSTCALL_SECRET_KEYS": SECRET[0]}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "serve", "--db", str(db), "--port", str(port),
+         "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            out = process.stdout.read().decode() if process.stdout else ""
+            raise AssertionError(f"server exited with {process.returncode}:\n{out}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    process.kill()
+    raise AssertionError("server did not start in 20 s")
+
+
+def _wait_status(client: httpx.Client, conv: dict[str, Any], wanted: str) -> dict[str, Any]:
+    auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
+    for _ in range(200):
+        snap: dict[str, Any] = client.get(f"/api/conversations/{conv['conversationId']}",
+                                          headers=auth).json()
+        if snap["run"] and snap["run"]["status"] == wanted:
+            return snap
+        time.sleep(0.05)
+    raise AssertionError(f"run never reached {wanted}: {snap['run']}")
+
+
+def test_sigkill_while_a_call_is_pending_then_restart_and_answer(tmp_path: Path) -> None:
+    db = tmp_path / "kill.db"
+    port = _free_port()
+    server = _start_server(db, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(base_url=base) as client:
+            conv = client.post("/api/agents/planner/conversations").json()
+            auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
+            r = client.post(f"/api/conversations/{conv['conversationId']}/messages",
+                            json={"text": "What should I work on next?"}, headers=auth)
+            assert r.status_code == 202
+            call = _wait_status(client, conv, "waiting")["calls"][0]
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait(10)
+
+    server = _start_server(db, port)
+    try:
+        with httpx.Client(base_url=base) as client:
+            r = client.post(f"/api/calls/{call['toolCallId']}/result",
+                            json={"token": call["resultToken"], "output": BOARD})
+            assert r.status_code == 200, r.text
+            snap = _wait_status(client, conv, "finished")
+            assert "Fix login bug" in snap["messages"][-1]["text"]
+            again = client.post(f"/api/calls/{call['toolCallId']}/result",
+                                json={"token": call["resultToken"], "output": BOARD})
+            assert again.status_code == 409
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(10)
+
+
+def _agent_with_rules(tmp_path: Path, rules: list[dict[str, Any]], **extra: Any) -> Path:
+    data = planner_definition()
+    data["model"] = {"kind": "scripted", "rules": rules, "fallback": "fallback"}
+    data.update(extra)
+    agents = tmp_path / "agents"
+    write_agent(agents, data)
+    return agents
+
+
+def test_unknown_tool_and_malformed_arguments_are_answered_not_crashed(tmp_path: Path) -> None:
+    agents = _agent_with_rules(tmp_path, [
+        {"match": "ghost", "tool": "delete_everything", "raw_arguments": "{}",
+         "error_reply": "got {{ error.code }}"},
+        {"match": "garbled", "tool": "read_board_tasks", "raw_arguments": "{\"boardId\": ",
+         "error_reply": "got {{ error.code }}"},
+        {"match": "wrongtype", "tool": "read_board_tasks", "arguments": {"status": "someday"},
+         "error_reply": "got {{ error.code }}: {{ error.errors | length }} errors"},
+    ])
+    h = Harness(tmp_path, agents)
+    try:
+        for text, expected in [("ghost", "got unknown_tool"), ("garbled", "got invalid_arguments"),
+                               ("wrongtype", "got invalid_arguments: 2 errors")]:
+            conv = h.conversation()
+            h.say(conv, text)
+            snap = h.settle(conv)
+            assert snap["run"]["status"] == "finished"
+            assert snap["calls"][0]["state"] == "failed"
+            assert h.assistant_texts(conv)[-1] == expected
+            types = [t for t, _ in h.events(conv)]
+            assert "TOOL_CALL_DISPATCH" not in types  # never reached a surface
+    finally:
+        h.stop()
+
+
+def test_a_model_that_keeps_calling_tools_ends_with_a_step_limit_error(tmp_path: Path) -> None:
+    # With max_steps 1, the step after the (failed) tool call is one too many.
+    agents = _agent_with_rules(
+        tmp_path,
+        [{"match": "loop", "tool": "read_board_tasks", "raw_arguments": "not json"}],
+        max_steps=1,
+    )
+    h = Harness(tmp_path, agents)
+    try:
+        conv = h.conversation()
+        h.say(conv, "loop")
+        snap = h.settle(conv)
+        assert snap["run"]["status"] == "failed"
+        assert snap["run"]["error"]["code"] == "step_limit"
+        assert [t for t, _ in h.events(conv)][-1] == "RUN_ERROR"
+        # The conversation goes on: the next message starts a new run.
+        h.say(conv, "hello")
+        assert h.settle(conv)["run"]["status"] == "finished"
+        assert h.assistant_texts(conv)[-1] == "fallback"
+    finally:
+        h.stop()
+
+
+def test_unreachable_model_fails_the_run_with_a_clear_error(tmp_path: Path) -> None:
+    data = planner_definition()
+    port = _free_port()  # nothing listens there
+    data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
+    agents = tmp_path / "agents"
+    write_agent(agents, data)
+    h = Harness(tmp_path, agents)
+    try:
+        conv = h.conversation()
+        h.say(conv, "hello")
+        snap = h.settle(conv)
+        assert snap["run"]["status"] == "failed"
+        assert snap["run"]["error"]["code"] == "model_unreachable"
+        errors = [d for t, d in h.events(conv) if t == "RUN_ERROR"]
+        assert len(errors) == 1 and str(port) in errors[0]["message"]
+        # The conversation is not stuck: a new message starts a new run.
+        h.say(conv, "again")
+        assert h.settle(conv)["run"]["status"] == "failed"
+    finally:
+        h.stop()
+
+
+def test_frozen_agent_definition_is_stored_with_the_run(harness: Harness) -> None:
+    conv = harness.conversation()
+    run_id = harness.say(conv, "What should I work on next?")
+    harness.open_call(conv)
+    run = harness.runtime.store.get_run(run_id)
+    assert run is not None
+    assert run.agent == json.loads((harness.agents_dir / "planner.json").read_text())

@@ -1,0 +1,133 @@
+"""The run engine and the ledger, driven through the real HTTP API."""
+
+from __future__ import annotations
+
+from tests.unit.conftest import BOARD, Harness
+
+
+def test_read_board_flow_answers_with_priority_order(harness: Harness) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "What should I work on next?")
+    call = harness.open_call(conv, "dispatched")
+    assert call["toolCallName"] == "read_board_tasks"
+    assert call["input"] == {"boardId": "main"}
+    assert harness.snapshot(conv)["run"]["status"] == "waiting"
+
+    r = harness.answer(call, BOARD)
+    assert r.status_code == 200 and r.json() == {"state": "answered"}
+    snap = harness.settle(conv)
+    assert snap["run"]["status"] == "finished"
+    reply = harness.assistant_texts(conv)[-1]
+    assert reply.index("Fix login bug") < reply.index("Write release notes")
+    assert "Plan sprint" not in reply
+
+
+def test_events_follow_agui_names_and_increase_by_one(harness: Harness) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "What should I work on next?")
+    harness.answer(harness.open_call(conv), BOARD)
+    harness.settle(conv)
+    store = harness.runtime.store
+    events = store.events_after(conv.id, 0)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    names = [e.type.value for e in events]
+    assert names[0] == "RUN_STARTED" and names[-1] == "RUN_FINISHED"
+    for expected in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_DISPATCH",
+                     "TOOL_CALL_RESULT", "TEXT_MESSAGE_CONTENT"):
+        assert expected in names
+    dispatch = next(e.data for e in events if e.type.value == "TOOL_CALL_DISPATCH")
+    for key in ("toolCallId", "toolCallName", "input", "inputSchema", "outputSchema",
+                "deadline", "resultToken"):
+        assert key in dispatch
+
+
+def test_confirmation_approve_with_edits_dispatches_the_edited_input(harness: Harness) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "Add a task to review the Q3 report before Friday")
+    call = harness.open_call(conv, "awaiting_confirmation")
+    assert call["input"] == {"title": "Review the Q3 report", "description": "Added from the chat.",
+                             "dueDate": "Friday"}
+    assert "resultToken" not in call and "decisionToken" in call
+
+    edited = {"title": "Review the Q3 report draft", "dueDate": "Friday"}
+    r = harness.decide(call, "approve", input=edited)
+    assert r.status_code == 200 and r.json() == {"state": "dispatched"}
+    dispatched = harness.open_call(conv, "dispatched")
+    assert dispatched["input"] == edited
+
+    r = harness.answer(dispatched, {"id": "t9", "title": edited["title"], "status": "todo"})
+    assert r.status_code == 200
+    harness.settle(conv)
+    assert "Review the Q3 report draft" in harness.assistant_texts(conv)[-1]
+
+
+def test_reject_with_reason_reaches_the_model(harness: Harness) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "Add a task to review the Q3 report before Friday")
+    call = harness.open_call(conv, "awaiting_confirmation")
+    r = harness.decide(call, "reject", reason="not this week")
+    assert r.status_code == 200 and r.json() == {"state": "rejected"}
+    snap = harness.settle(conv)
+    assert snap["run"]["status"] == "finished"
+    assert snap["calls"][-1]["outcome"]["error"]["code"] == "approval_rejected"
+    assert "not this week" in harness.assistant_texts(conv)[-1]
+
+
+def test_surface_errors_reach_the_model(harness: Harness) -> None:
+    for code in ("no_handler", "client_error"):
+        conv = harness.conversation()
+        harness.say(conv, "What should I work on next?")
+        call = harness.open_call(conv)
+        r = harness.http.post(f"/api/calls/{call['toolCallId']}/result", json={
+            "token": call["resultToken"], "error": {"code": code, "message": "board offline"}})
+        assert r.status_code == 200 and r.json() == {"state": "failed"}
+        harness.settle(conv)
+        reply = harness.assistant_texts(conv)[-1]
+        assert code in reply and "board offline" in reply
+
+
+def test_delivered_is_recorded_and_idempotent(harness: Harness) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "What should I work on next?")
+    call = harness.open_call(conv)
+    for _ in range(2):
+        r = harness.http.post(f"/api/calls/{call['toolCallId']}/delivered",
+                              json={"token": call["resultToken"]})
+        assert r.status_code == 200 and r.json() == {"state": "delivered"}
+    again = harness.open_call(conv)
+    assert again["state"] == "delivered" and again["delivered"] is True
+    states = [d for t, d in harness.events(conv) if t == "TOOL_CALL_STATE"]
+    assert states == [{"toolCallId": call["toolCallId"], "state": "delivered"}]
+    assert harness.answer(again, BOARD).status_code == 200
+
+
+def test_capabilities_route_calls_to_handler_or_form(harness: Harness) -> None:
+    conv = harness.conversation()
+    r = harness.http.post(f"/api/conversations/{conv.id}/capabilities",
+                          json={"tools": ["read_board_tasks"]}, headers=conv.auth)
+    assert r.status_code == 200
+    harness.say(conv, "What should I work on next?")
+    assert harness.open_call(conv)["route"] == "handler"
+    harness.answer(harness.open_call(conv), BOARD)
+    harness.settle(conv)
+    harness.say(conv, "Add a task to call Bob")
+    assert harness.open_call(conv)["route"] == "form"
+
+
+def test_message_while_run_waits_is_refused_and_nothing_lost(harness: Harness) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "What should I work on next?")
+    harness.open_call(conv)
+    before = harness.snapshot(conv)
+    r = harness.http.post(f"/api/conversations/{conv.id}/messages", json={"text": "hello"},
+                          headers=conv.auth)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "run_in_progress"
+    assert harness.snapshot(conv) == before
+
+
+def test_fallback_reply_without_tools(harness: Harness) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "Tell me a joke")
+    snap = harness.settle(conv)
+    assert snap["run"]["status"] == "finished" and snap["calls"] == []
+    assert "add a task" in harness.assistant_texts(conv)[-1]
