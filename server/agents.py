@@ -17,11 +17,24 @@ from server.errors import AgentConfigError
 from server.schemas import CompiledSchema, schema_problem
 
 AGENT_KEYS = {
-    "id", "name", "greeting", "instructions", "allowed_origins", "max_steps", "model", "tools",
+    "id",
+    "name",
+    "greeting",
+    "instructions",
+    "allowed_origins",
+    "max_steps",
+    "model",
+    "tools",
 }
 TOOL_KEYS = {
-    "name", "kind", "description", "input_schema", "output_schema", "require_confirmation",
-    "deadline_seconds", "approval_timeout_seconds",
+    "name",
+    "kind",
+    "description",
+    "input_schema",
+    "output_schema",
+    "require_confirmation",
+    "deadline_seconds",
+    "approval_timeout_seconds",
 }
 TOOL_KINDS = {"client"}
 MAX_NAME_LENGTH = 64
@@ -106,7 +119,9 @@ def valid_origin(origin: Any) -> bool:
     )
 
 
-def parse_agent(data: Any, where: str, environ: Mapping[str, str]) -> tuple[Agent | None, list[str]]:
+def parse_agent(
+    data: Any, where: str, environ: Mapping[str, str]
+) -> tuple[Agent | None, list[str]]:
     """Check one agent definition; return it, or the problems found (all of them)."""
     # Imported here: the model factory imports adapters that import this module's types.
     from server.models.factory import model_problem
@@ -153,9 +168,10 @@ def parse_agent(data: Any, where: str, environ: Mapping[str, str]) -> tuple[Agen
         problems.append(f"{where}: model: {problem}")
     if problems:
         return None, problems
+    assert isinstance(agent_id, str)
     return Agent(
         id=agent_id,
-        name=data.get("name", agent_id),
+        name=str(data.get("name", agent_id)),
         greeting=data.get("greeting", ""),
         instructions=data.get("instructions", ""),
         allowed_origins=tuple(origins),
@@ -197,6 +213,7 @@ def _parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
             problems.append(f"{where}: {key!r} must be a positive number of seconds")
     if problems:
         return None, problems
+    assert isinstance(name, str)
     return Tool(
         name=name,
         description=raw["description"],

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from server.errors import BadRequest, NotFound, ToolErrorCode, Unprocessable, SURFACE_ERROR_CODES
+from server.errors import SURFACE_ERROR_CODES, BadRequest, NotFound, ToolErrorCode, Unprocessable
 from server.ledger import new_id
 from server.protocol import field_object, field_str, read_json
 from server.runtime import Runtime
@@ -82,17 +82,23 @@ async def snapshot(request: Request) -> JSONResponse:
         if m.tool_calls:
             item["toolCallIds"] = [c["id"] for c in m.tool_calls]
         messages.append(item)
-    return JSONResponse({
-        "conversationId": conversation.id,
-        "agentId": conversation.agent_id,
-        "lastEventId": f"{conversation.id}:{store.last_seq(conversation.id)}",
-        "handledTools": list(conversation.handled_tools),
-        "run": None if run is None else {
-            "runId": run.id, "status": run.status.value, "error": run.error,
-        },
-        "messages": messages,
-        "calls": [runtime.engine.ledger.view(c) for c in store.list_calls(conversation.id)],
-    })
+    return JSONResponse(
+        {
+            "conversationId": conversation.id,
+            "agentId": conversation.agent_id,
+            "lastEventId": f"{conversation.id}:{store.last_seq(conversation.id)}",
+            "handledTools": list(conversation.handled_tools),
+            "run": None
+            if run is None
+            else {
+                "runId": run.id,
+                "status": run.status.value,
+                "error": run.error,
+            },
+            "messages": messages,
+            "calls": [runtime.engine.ledger.view(c) for c in store.list_calls(conversation.id)],
+        }
+    )
 
 
 async def stream_token(request: Request) -> JSONResponse:

@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from starlette.applications import Starlette
+
 from server.agents import load_agents, valid_origin
 from server.errors import AgentConfigError
 from server.settings import DEMO_AGENTS, ROOT, Settings
@@ -27,32 +29,64 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve the agents in a directory")
     _common(serve)
-    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: %(default)s)")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="interface to bind (default: %(default)s)"
+    )
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
 
     demo = sub.add_parser(
         "demo",
-        help="serve the project-planner demo: Hostcall plus a task-board host page on another origin",
+        help="serve the project-planner demo: Hostcall, and a task-board page on another origin",
     )
     _common(demo, agents=DEMO_AGENTS, db=ROOT / "var" / "demo.db")
-    demo.add_argument("--port", type=int, default=8000, help="Hostcall's port on 127.0.0.1 (default: %(default)s)")
-    demo.add_argument("--host-port", type=int, default=8001,
-                      help="the demo host page's port on localhost (default: %(default)s)")
+    demo.add_argument(
+        "--port", type=int, default=8000, help="Hostcall's port on 127.0.0.1 (default: %(default)s)"
+    )
+    demo.add_argument(
+        "--host-port",
+        type=int,
+        default=8001,
+        help="the demo host page's port on localhost (default: %(default)s)",
+    )
 
     check = sub.add_parser("check", help="load and check agent files, then exit")
-    check.add_argument("--agents", type=Path, default=DEMO_AGENTS, metavar="DIR",
-                       help="directory of agent files, *.json (default: the demo agents)")
+    check.add_argument(
+        "--agents",
+        type=Path,
+        default=DEMO_AGENTS,
+        metavar="DIR",
+        help="directory of agent files, *.json (default: the demo agents)",
+    )
     return parser
 
 
-def _common(parser: argparse.ArgumentParser, *, agents: Path = DEMO_AGENTS, db: Path = DEFAULT_DB) -> None:
-    parser.add_argument("--agents", type=Path, default=agents, metavar="DIR",
-                        help="directory of agent files, *.json (default: %(default)s)")
-    parser.add_argument("--db", type=Path, default=db, metavar="FILE",
-                        help="SQLite database file, created if missing (default: %(default)s)")
-    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                        help="also allow embedding from ORIGIN (exact, e.g. https://shop.example); repeatable")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+def _common(
+    parser: argparse.ArgumentParser, *, agents: Path = DEMO_AGENTS, db: Path = DEFAULT_DB
+) -> None:
+    parser.add_argument(
+        "--agents",
+        type=Path,
+        default=agents,
+        metavar="DIR",
+        help="directory of agent files, *.json (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=db,
+        metavar="FILE",
+        help="SQLite database file, created if missing (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also allow embedding from ORIGIN (exact, e.g. https://shop.example); repeatable",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,14 +95,20 @@ def main(argv: list[str] | None = None) -> int:
         return _check(args.agents)
     for origin in args.allow_origin:
         if not valid_origin(origin):
-            print(f"hostcall: --allow-origin {origin!r} is not an origin like https://example.com",
-                  file=sys.stderr)
+            print(
+                f"hostcall: --allow-origin {origin!r} is not an origin like https://example.com",
+                file=sys.stderr,
+            )
             return 2
     extra = list(args.allow_origin)
     if args.command == "demo":
         extra.append(f"http://localhost:{args.host_port}")
-    settings = Settings(agents_dir=args.agents, db_path=args.db, extra_origins=tuple(extra),
-                        environ=dict(os.environ))
+    settings = Settings(
+        agents_dir=args.agents,
+        db_path=args.db,
+        extra_origins=tuple(extra),
+        environ=dict(os.environ),
+    )
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     try:
         from server.app import create_app
@@ -93,18 +133,20 @@ def _check(agents: Path) -> int:
             print(f"{problem}", file=sys.stderr)
         return 1
     for agent in found.values():
-        print(f"ok: {agent.id} ({len(agent.tools)} tools: {', '.join(t.name for t in agent.tools)})")
+        print(
+            f"ok: {agent.id} ({len(agent.tools)} tools: {', '.join(t.name for t in agent.tools)})"
+        )
     return 0
 
 
-async def _serve(app: object, host: str, port: int, log_level: str) -> None:
+async def _serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     import uvicorn
 
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     await uvicorn.Server(config).serve()
 
 
-async def _demo(app: object, args: argparse.Namespace) -> int:
+async def _demo(app: Starlette, args: argparse.Namespace) -> int:
     import uvicorn
 
     from server.demo_host import create_demo_host_app
@@ -112,12 +154,25 @@ async def _demo(app: object, args: argparse.Namespace) -> int:
     hostcall_url = f"http://127.0.0.1:{args.port}"
     host_url = f"http://localhost:{args.host_port}"
     servers = [
-        uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=args.port,
-                                      log_level=args.log_level, lifespan="on")),
-        uvicorn.Server(uvicorn.Config(create_demo_host_app(hostcall_url), host="localhost",
-                                      port=args.host_port, log_level="warning", lifespan="off")),
+        uvicorn.Server(
+            uvicorn.Config(
+                app, host="127.0.0.1", port=args.port, log_level=args.log_level, lifespan="on"
+            )
+        ),
+        uvicorn.Server(
+            uvicorn.Config(
+                create_demo_host_app(hostcall_url),
+                host="localhost",
+                port=args.host_port,
+                log_level="warning",
+                lifespan="off",
+            )
+        ),
     ]
-    print(f"\n  Hostcall demo\n  Open the task board:  {host_url}/\n"
-          f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n", flush=True)
+    print(
+        f"\n  Hostcall demo\n  Open the task board:  {host_url}/\n"
+        f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n",
+        flush=True,
+    )
     await asyncio.gather(*(s.serve() for s in servers))
     return 0

@@ -68,7 +68,9 @@ class Engine:
     def start_run(self, conversation: Conversation, text: str) -> Run:
         agent = self.agents.get(conversation.agent_id)
         if agent is None:
-            raise NotFound(f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent")
+            raise NotFound(
+                f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent"
+            )
         latest = self.store.latest_run(conversation.id)
         if latest is not None and latest.status in (RunStatus.RUNNING, RunStatus.WAITING):
             raise Conflict(
@@ -142,9 +144,12 @@ class Engine:
         agent = self.agent_of_run(run_id)
         cid = run.conversation_id
         if run.step >= agent.max_steps:
-            self._fail(run_id, "step_limit",
-                       f"The agent made {run.step} model steps without finishing; "
-                       f"the limit is {agent.max_steps}.")
+            self._fail(
+                run_id,
+                "step_limit",
+                f"The agent made {run.step} model steps without finishing; "
+                f"the limit is {agent.max_steps}.",
+            )
             return False
         model = build_model(agent.model, environ=self.environ, tools=[t.name for t in agent.tools])
         tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
@@ -158,11 +163,17 @@ class Engine:
                     if not item.text:
                         continue
                     if not text:
-                        self.journal.emit(cid, EventType.TEXT_MESSAGE_START,
-                                          {"messageId": message_id, "role": "assistant"})
+                        self.journal.emit(
+                            cid,
+                            EventType.TEXT_MESSAGE_START,
+                            {"messageId": message_id, "role": "assistant"},
+                        )
                     text.append(item.text)
-                    self.journal.emit(cid, EventType.TEXT_MESSAGE_CONTENT,
-                                      {"messageId": message_id, "delta": item.text})
+                    self.journal.emit(
+                        cid,
+                        EventType.TEXT_MESSAGE_CONTENT,
+                        {"messageId": message_id, "delta": item.text},
+                    )
                 else:
                     requests.append(item)
         except ModelError as exc:
@@ -177,18 +188,33 @@ class Engine:
         with self.journal.unit() as unit:
             if text:
                 unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
-            self.store.add_message(StoredMessage(
-                message_id, cid, run_id, "assistant", "".join(text),
-                tool_calls=tuple({"id": k, "name": r.name, "arguments": r.arguments} for k, r in calls),
-            ))
+            self.store.add_message(
+                StoredMessage(
+                    message_id,
+                    cid,
+                    run_id,
+                    "assistant",
+                    "".join(text),
+                    tool_calls=tuple(
+                        {"id": k, "name": r.name, "arguments": r.arguments} for k, r in calls
+                    ),
+                )
+            )
             if not calls:
                 self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
                 unit.emit(cid, EventType.RUN_FINISHED, {"threadId": cid, "runId": run_id})
                 return False
             opened = [
                 self.ledger.propose(
-                    unit, run=run, agent=agent, conversation=conversation, step=step,
-                    call_id=call_id, name=r.name, arguments=r.arguments, message_id=message_id,
+                    unit,
+                    run=run,
+                    agent=agent,
+                    conversation=conversation,
+                    step=step,
+                    call_id=call_id,
+                    name=r.name,
+                    arguments=r.arguments,
+                    message_id=message_id,
                 )
                 for call_id, r in calls
             ]
@@ -201,10 +227,14 @@ class Engine:
         run = self.store.get_run(run_id)
         assert run is not None
         with self.journal.unit() as unit:
-            self.store.update_run(run_id, status=RunStatus.FAILED,
-                                  error={"code": code, "message": message})
-            unit.emit(run.conversation_id, EventType.RUN_ERROR,
-                      {"runId": run_id, "code": code, "message": message})
+            self.store.update_run(
+                run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
+            )
+            unit.emit(
+                run.conversation_id,
+                EventType.RUN_ERROR,
+                {"runId": run_id, "code": code, "message": message},
+            )
 
 
 def _model_message(message: StoredMessage) -> Message:
@@ -217,6 +247,10 @@ def _model_message(message: StoredMessage) -> Message:
             ),
         )
     if message.role == "tool":
-        return Message(role="tool", text=message.text, tool_call_id=message.tool_call_id,
-                       tool_name=message.tool_name)
+        return Message(
+            role="tool",
+            text=message.text,
+            tool_call_id=message.tool_call_id,
+            tool_name=message.tool_name,
+        )
     return Message(role="user", text=message.text)

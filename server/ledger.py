@@ -40,7 +40,9 @@ def tool_error(code: ToolErrorCode, message: str, **details: Any) -> dict[str, A
 
 
 def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return (
+        datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    )
 
 
 class Ledger:
@@ -104,9 +106,15 @@ class Ledger:
     ) -> Call:
         """Record a call the model asked for; settle it at once if it cannot go anywhere."""
         cid = conversation.id
-        unit.emit(cid, EventType.TOOL_CALL_START, {
-            "toolCallId": call_id, "toolCallName": name, "parentMessageId": message_id,
-        })
+        unit.emit(
+            cid,
+            EventType.TOOL_CALL_START,
+            {
+                "toolCallId": call_id,
+                "toolCallName": name,
+                "parentMessageId": message_id,
+            },
+        )
         unit.emit(cid, EventType.TOOL_CALL_ARGS, {"toolCallId": call_id, "delta": arguments})
         unit.emit(cid, EventType.TOOL_CALL_END, {"toolCallId": call_id})
 
@@ -162,7 +170,9 @@ class Ledger:
         if call is None:
             raise NotFound(f"no call {call_id}", code="unknown_call")
         if claims.conversation_id != call.conversation_id or claims.tool != call.tool_name:
-            raise Forbidden(f"this token was issued for another conversation or tool than {call_id}")
+            raise Forbidden(
+                f"this token was issued for another conversation or tool than {call_id}"
+            )
         if claims.digest != input_digest(call.input):
             raise Conflict(
                 f"the input of call {call_id} changed since this token was issued",
@@ -182,8 +192,11 @@ class Ledger:
             if self.store.transition_call(
                 call.id, [CallState.DISPATCHED], CallState.DELIVERED, delivered=True
             ):
-                unit.emit(call.conversation_id, EventType.TOOL_CALL_STATE,
-                          {"toolCallId": call.id, "state": CallState.DELIVERED.value})
+                unit.emit(
+                    call.conversation_id,
+                    EventType.TOOL_CALL_STATE,
+                    {"toolCallId": call.id, "state": CallState.DELIVERED.value},
+                )
         return self._reload(call.id)
 
     def answer(self, call: Call, output: Any) -> Call:
@@ -199,15 +212,23 @@ class Ledger:
                 code="invalid_result",
                 errors=[p.to_json() for p in problems],
             )
-        return self._settle_from(call, [CallState.DISPATCHED, CallState.DELIVERED],
-                                 CallState.ANSWERED, {"output": output})
+        return self._settle_from(
+            call,
+            [CallState.DISPATCHED, CallState.DELIVERED],
+            CallState.ANSWERED,
+            {"output": output},
+        )
 
     def fail(self, call: Call, code: ToolErrorCode, message: str) -> Call:
         if not call.state.answerable:
             raise self._not_open(call.id)
         text = message[:MAX_ERROR_MESSAGE] or code.value
-        return self._settle_from(call, [CallState.DISPATCHED, CallState.DELIVERED],
-                                 CallState.FAILED, tool_error(code, f"The page reported: {text}"))
+        return self._settle_from(
+            call,
+            [CallState.DISPATCHED, CallState.DELIVERED],
+            CallState.FAILED,
+            tool_error(code, f"The page reported: {text}"),
+        )
 
     def approve(self, call: Call, edited: Any | None) -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
@@ -231,7 +252,9 @@ class Ledger:
         reason = (reason or "").strip()[:MAX_REASON]
         message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
         outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
-        return self._settle_from(call, [CallState.AWAITING_CONFIRMATION], CallState.REJECTED, outcome)
+        return self._settle_from(
+            call, [CallState.AWAITING_CONFIRMATION], CallState.REJECTED, outcome
+        )
 
     def expire(self, call: Call) -> bool:
         if call.state is CallState.AWAITING_CONFIRMATION:
@@ -279,14 +302,29 @@ class Ledger:
             return False
         content = json.dumps(outcome.get("output", outcome), ensure_ascii=False)
         message_id = new_id("m")
-        self.store.add_message(StoredMessage(
-            id=message_id, conversation_id=call.conversation_id, run_id=call.run_id,
-            role="tool", text=content, tool_call_id=call.id, tool_name=call.tool_name,
-        ))
-        unit.emit(call.conversation_id, EventType.TOOL_CALL_RESULT, {
-            "messageId": message_id, "toolCallId": call.id, "role": "tool",
-            "content": content, "state": state.value, "outcome": outcome,
-        })
+        self.store.add_message(
+            StoredMessage(
+                id=message_id,
+                conversation_id=call.conversation_id,
+                run_id=call.run_id,
+                role="tool",
+                text=content,
+                tool_call_id=call.id,
+                tool_name=call.tool_name,
+            )
+        )
+        unit.emit(
+            call.conversation_id,
+            EventType.TOOL_CALL_RESULT,
+            {
+                "messageId": message_id,
+                "toolCallId": call.id,
+                "role": "tool",
+                "content": content,
+                "state": state.value,
+                "outcome": outcome,
+            },
+        )
         return True
 
     def _reload(self, call_id: str) -> Call:
@@ -329,7 +367,9 @@ def _parse_arguments(
             ToolErrorCode.INVALID_ARGUMENTS, f"The arguments are not valid JSON: {exc}."
         )
     if not isinstance(value, dict):
-        return None, tool_error(ToolErrorCode.INVALID_ARGUMENTS, "The arguments must be a JSON object.")
+        return None, tool_error(
+            ToolErrorCode.INVALID_ARGUMENTS, "The arguments must be a JSON object."
+        )
     problems = tool.input_validator.problems(value)
     if problems:
         return None, tool_error(

@@ -55,7 +55,7 @@ def event_id(conversation_id: str, seq: int) -> str:
 def parse_event_id(raw: str, conversation_id: str, last_seq: int) -> int:
     """The sequence number a reconnecting client has seen, checked against this stream."""
     owner, sep, number = raw.strip().rpartition(":")
-    if not sep or not number.isdigit() or not owner:
+    if not sep or not (number.isascii() and number.isdigit()) or not owner:
         raise BadRequest(f"Last-Event-ID {raw[:80]!r} is not an event id", code="bad_event_id")
     if owner != conversation_id:
         raise BadRequest(
@@ -83,7 +83,7 @@ def to_sse(event: Event) -> ServerSentEvent:
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
     """The request body as a JSON object, refusing more than ``max_bytes`` before parsing."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    if declared and declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
         raise PayloadTooLarge(f"request body is {declared} bytes; the limit is {max_bytes}")
     chunks: list[bytes] = []
     size = 0
@@ -113,7 +113,9 @@ def field_str(body: dict[str, Any], name: str, *, required: bool = True) -> str 
     return value
 
 
-def field_object(body: dict[str, Any], name: str, *, required: bool = True) -> dict[str, Any] | None:
+def field_object(
+    body: dict[str, Any], name: str, *, required: bool = True
+) -> dict[str, Any] | None:
     value = body.get(name)
     if value is None and not required:
         return None

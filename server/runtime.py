@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 
 from server.agents import Agent, load_agents
@@ -31,19 +31,26 @@ class Runtime:
     @classmethod
     def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:
         agents = {
-            agent_id: replace(agent, allowed_origins=(*agent.allowed_origins, *settings.extra_origins))
+            agent_id: replace(
+                agent, allowed_origins=(*agent.allowed_origins, *settings.extra_origins)
+            )
             for agent_id, agent in load_agents(settings.agents_dir, settings.environ).items()
         }
         keys = settings.secret_keys or load_secret_keys(settings.db_path, settings.environ)
-        tokens = Tokens(keys, {
-            Purpose.SESSION: settings.session_max_age,
-            Purpose.STREAM: settings.stream_max_age,
-            Purpose.CALL_RESULT: settings.call_token_max_age,
-            Purpose.CALL_DECISION: settings.call_token_max_age,
-        })
+        tokens = Tokens(
+            keys,
+            {
+                Purpose.SESSION: settings.session_max_age,
+                Purpose.STREAM: settings.stream_max_age,
+                Purpose.CALL_RESULT: settings.call_token_max_age,
+                Purpose.CALL_DECISION: settings.call_token_max_age,
+            },
+        )
         store = SQLiteStore(settings.db_path)
         broker = Broker()
-        engine = Engine(Journal(store, broker), tokens, agents, environ=settings.environ, clock=clock)
+        engine = Engine(
+            Journal(store, broker), tokens, agents, environ=settings.environ, clock=clock
+        )
         return cls(settings, agents, store, broker, tokens, engine)
 
     @contextlib.asynccontextmanager

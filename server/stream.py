@@ -43,18 +43,18 @@ async def events(request: Request) -> EventSourceResponse:
                 if len(backlog) < 1000:
                     break
             while True:
-                event = await queue.get()
-                if event is None:  # dropped for falling behind: the client will replay
+                live = await queue.get()
+                if live is None:  # dropped for falling behind: the client will replay
                     return
-                if event.seq <= last:
+                if live.seq <= last:
                     continue
-                if event.seq > last + 1:
+                if live.seq > last + 1:
                     for missed in store.events_after(conversation_id, last):
                         yield to_sse(missed)
                         last = missed.seq
                     continue
-                yield to_sse(event)
-                last = event.seq
+                yield to_sse(live)
+                last = live.seq
         finally:
             runtime.broker.unsubscribe(conversation_id, queue)
 

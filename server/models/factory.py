@@ -26,9 +26,7 @@ def build_model(
     raise ValueError(f"'kind' must be one of {', '.join(KINDS)} (got {kind!r})")
 
 
-def model_problem(
-    config: Any, *, tools: Collection[str], environ: Mapping[str, str]
-) -> str | None:
+def model_problem(config: Any, *, tools: Collection[str], environ: Mapping[str, str]) -> str | None:
     try:
         build_model(config, environ=environ, tools=tools)
     except ValueError as exc:

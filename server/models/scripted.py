@@ -48,7 +48,9 @@ class ScriptedModel:
         self.fallback = fallback
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], *, tools: Collection[str] | None = None) -> ScriptedModel:
+    def from_config(
+        cls, config: Mapping[str, Any], *, tools: Collection[str] | None = None
+    ) -> ScriptedModel:
         """Build from an agent file's ``model`` object; ``ValueError`` says what is wrong."""
         unknown = set(config) - CONFIG_KEYS
         if unknown:

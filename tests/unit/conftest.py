@@ -81,8 +81,9 @@ class Harness:
         return Conv(body["conversationId"], body["sessionToken"], body["streamToken"])
 
     def say(self, conv: Conv, text: str) -> str:
-        r = self.http.post(f"/api/conversations/{conv.id}/messages", json={"text": text},
-                           headers=conv.auth)
+        r = self.http.post(
+            f"/api/conversations/{conv.id}/messages", json={"text": text}, headers=conv.auth
+        )
         assert r.status_code == 202, r.text
         return str(r.json()["runId"])
 
@@ -113,16 +114,23 @@ class Harness:
         return [(e.type.value, e.data) for e in self.runtime.store.events_after(conv.id, 0)]
 
     def answer(self, call: dict[str, Any], output: Any) -> Any:
-        return self.http.post(f"/api/calls/{call['toolCallId']}/result",
-                              json={"token": call["resultToken"], "output": output})
+        return self.http.post(
+            f"/api/calls/{call['toolCallId']}/result",
+            json={"token": call["resultToken"], "output": output},
+        )
 
     def decide(self, call: dict[str, Any], decision: str, **extra: Any) -> Any:
-        return self.http.post(f"/api/calls/{call['toolCallId']}/decision",
-                              json={"token": call["decisionToken"], "decision": decision, **extra})
+        return self.http.post(
+            f"/api/calls/{call['toolCallId']}/decision",
+            json={"token": call["decisionToken"], "decision": decision, **extra},
+        )
 
     def assistant_texts(self, conv: Conv) -> list[str]:
-        return [m["text"] for m in self.snapshot(conv)["messages"]
-                if m["role"] == "assistant" and m["text"]]
+        return [
+            m["text"]
+            for m in self.snapshot(conv)["messages"]
+            if m["role"] == "assistant" and m["text"]
+        ]
 
 
 def write_agent(directory: Path, data: dict[str, Any], name: str | None = None) -> Path:
@@ -151,8 +159,16 @@ def harness(tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
     h.stop()
 
 
-BOARD = {"tasks": [
-    {"id": "t1", "title": "Write release notes", "status": "todo", "assignee": "Ana", "dueDate": "Thursday"},
-    {"id": "t2", "title": "Fix login bug", "status": "in-progress", "assignee": "Kenji"},
-    {"id": "t3", "title": "Plan sprint", "status": "done", "assignee": "Ana"},
-]}
+BOARD = {
+    "tasks": [
+        {
+            "id": "t1",
+            "title": "Write release notes",
+            "status": "todo",
+            "assignee": "Ana",
+            "dueDate": "Thursday",
+        },
+        {"id": "t2", "title": "Fix login bug", "status": "in-progress", "assignee": "Kenji"},
+        {"id": "t3", "title": "Plan sprint", "status": "done", "assignee": "Ana"},
+    ]
+}

@@ -62,9 +62,22 @@ def _free_port() -> int:
 def _start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "HOSTCALL_SECRET_KEYS": SECRET[0]}
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--db", str(db), "--port", str(port),
-         "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "server",
+            "serve",
+            "--db",
+            str(db),
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -83,8 +96,9 @@ def _start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
 def _wait_status(client: httpx.Client, conv: dict[str, Any], wanted: str) -> dict[str, Any]:
     auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
     for _ in range(200):
-        snap: dict[str, Any] = client.get(f"/api/conversations/{conv['conversationId']}",
-                                          headers=auth).json()
+        snap: dict[str, Any] = client.get(
+            f"/api/conversations/{conv['conversationId']}", headers=auth
+        ).json()
         if snap["run"] and snap["run"]["status"] == wanted:
             return snap
         time.sleep(0.05)
@@ -100,8 +114,11 @@ def test_sigkill_while_a_call_is_pending_then_restart_and_answer(tmp_path: Path)
         with httpx.Client(base_url=base) as client:
             conv = client.post("/api/agents/planner/conversations").json()
             auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
-            r = client.post(f"/api/conversations/{conv['conversationId']}/messages",
-                            json={"text": "What should I work on next?"}, headers=auth)
+            r = client.post(
+                f"/api/conversations/{conv['conversationId']}/messages",
+                json={"text": "What should I work on next?"},
+                headers=auth,
+            )
             assert r.status_code == 202
             call = _wait_status(client, conv, "waiting")["calls"][0]
     finally:
@@ -111,13 +128,17 @@ def test_sigkill_while_a_call_is_pending_then_restart_and_answer(tmp_path: Path)
     server = _start_server(db, port)
     try:
         with httpx.Client(base_url=base) as client:
-            r = client.post(f"/api/calls/{call['toolCallId']}/result",
-                            json={"token": call["resultToken"], "output": BOARD})
+            r = client.post(
+                f"/api/calls/{call['toolCallId']}/result",
+                json={"token": call["resultToken"], "output": BOARD},
+            )
             assert r.status_code == 200, r.text
             snap = _wait_status(client, conv, "finished")
             assert "Fix login bug" in snap["messages"][-1]["text"]
-            again = client.post(f"/api/calls/{call['toolCallId']}/result",
-                                json={"token": call["resultToken"], "output": BOARD})
+            again = client.post(
+                f"/api/calls/{call['toolCallId']}/result",
+                json={"token": call["resultToken"], "output": BOARD},
+            )
             assert again.status_code == 409
     finally:
         server.send_signal(signal.SIGTERM)
@@ -134,18 +155,36 @@ def _agent_with_rules(tmp_path: Path, rules: list[dict[str, Any]], **extra: Any)
 
 
 def test_unknown_tool_and_malformed_arguments_are_answered_not_crashed(tmp_path: Path) -> None:
-    agents = _agent_with_rules(tmp_path, [
-        {"match": "ghost", "tool": "delete_everything", "raw_arguments": "{}",
-         "error_reply": "got {{ error.code }}"},
-        {"match": "garbled", "tool": "read_board_tasks", "raw_arguments": "{\"boardId\": ",
-         "error_reply": "got {{ error.code }}"},
-        {"match": "wrongtype", "tool": "read_board_tasks", "arguments": {"status": "someday"},
-         "error_reply": "got {{ error.code }}: {{ error.errors | length }} errors"},
-    ])
+    agents = _agent_with_rules(
+        tmp_path,
+        [
+            {
+                "match": "ghost",
+                "tool": "delete_everything",
+                "raw_arguments": "{}",
+                "error_reply": "got {{ error.code }}",
+            },
+            {
+                "match": "garbled",
+                "tool": "read_board_tasks",
+                "raw_arguments": '{"boardId": ',
+                "error_reply": "got {{ error.code }}",
+            },
+            {
+                "match": "wrongtype",
+                "tool": "read_board_tasks",
+                "arguments": {"status": "someday"},
+                "error_reply": "got {{ error.code }}: {{ error.errors | length }} errors",
+            },
+        ],
+    )
     h = Harness(tmp_path, agents)
     try:
-        for text, expected in [("ghost", "got unknown_tool"), ("garbled", "got invalid_arguments"),
-                               ("wrongtype", "got invalid_arguments: 2 errors")]:
+        for text, expected in [
+            ("ghost", "got unknown_tool"),
+            ("garbled", "got invalid_arguments"),
+            ("wrongtype", "got invalid_arguments: 2 errors"),
+        ]:
             conv = h.conversation()
             h.say(conv, text)
             snap = h.settle(conv)

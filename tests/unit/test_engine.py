@@ -32,12 +32,25 @@ def test_events_follow_agui_names_and_increase_by_one(harness: Harness) -> None:
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     names = [e.type.value for e in events]
     assert names[0] == "RUN_STARTED" and names[-1] == "RUN_FINISHED"
-    for expected in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_DISPATCH",
-                     "TOOL_CALL_RESULT", "TEXT_MESSAGE_CONTENT"):
+    for expected in (
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_DISPATCH",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_CONTENT",
+    ):
         assert expected in names
     dispatch = next(e.data for e in events if e.type.value == "TOOL_CALL_DISPATCH")
-    for key in ("toolCallId", "toolCallName", "input", "inputSchema", "outputSchema",
-                "deadline", "resultToken"):
+    for key in (
+        "toolCallId",
+        "toolCallName",
+        "input",
+        "inputSchema",
+        "outputSchema",
+        "deadline",
+        "resultToken",
+    ):
         assert key in dispatch
 
 
@@ -45,8 +58,11 @@ def test_confirmation_approve_with_edits_dispatches_the_edited_input(harness: Ha
     conv = harness.conversation()
     harness.say(conv, "Add a task to review the Q3 report before Friday")
     call = harness.open_call(conv, "awaiting_confirmation")
-    assert call["input"] == {"title": "Review the Q3 report", "description": "Added from the chat.",
-                             "dueDate": "Friday"}
+    assert call["input"] == {
+        "title": "Review the Q3 report",
+        "description": "Added from the chat.",
+        "dueDate": "Friday",
+    }
     assert "resultToken" not in call and "decisionToken" in call
 
     edited = {"title": "Review the Q3 report draft", "dueDate": "Friday"}
@@ -78,8 +94,13 @@ def test_surface_errors_reach_the_model(harness: Harness) -> None:
         conv = harness.conversation()
         harness.say(conv, "What should I work on next?")
         call = harness.open_call(conv)
-        r = harness.http.post(f"/api/calls/{call['toolCallId']}/result", json={
-            "token": call["resultToken"], "error": {"code": code, "message": "board offline"}})
+        r = harness.http.post(
+            f"/api/calls/{call['toolCallId']}/result",
+            json={
+                "token": call["resultToken"],
+                "error": {"code": code, "message": "board offline"},
+            },
+        )
         assert r.status_code == 200 and r.json() == {"state": "failed"}
         harness.settle(conv)
         reply = harness.assistant_texts(conv)[-1]
@@ -91,8 +112,9 @@ def test_delivered_is_recorded_and_idempotent(harness: Harness) -> None:
     harness.say(conv, "What should I work on next?")
     call = harness.open_call(conv)
     for _ in range(2):
-        r = harness.http.post(f"/api/calls/{call['toolCallId']}/delivered",
-                              json={"token": call["resultToken"]})
+        r = harness.http.post(
+            f"/api/calls/{call['toolCallId']}/delivered", json={"token": call["resultToken"]}
+        )
         assert r.status_code == 200 and r.json() == {"state": "delivered"}
     again = harness.open_call(conv)
     assert again["state"] == "delivered" and again["delivered"] is True
@@ -103,8 +125,11 @@ def test_delivered_is_recorded_and_idempotent(harness: Harness) -> None:
 
 def test_capabilities_route_calls_to_handler_or_form(harness: Harness) -> None:
     conv = harness.conversation()
-    r = harness.http.post(f"/api/conversations/{conv.id}/capabilities",
-                          json={"tools": ["read_board_tasks"]}, headers=conv.auth)
+    r = harness.http.post(
+        f"/api/conversations/{conv.id}/capabilities",
+        json={"tools": ["read_board_tasks"]},
+        headers=conv.auth,
+    )
     assert r.status_code == 200
     harness.say(conv, "What should I work on next?")
     assert harness.open_call(conv)["route"] == "handler"
@@ -119,8 +144,9 @@ def test_message_while_run_waits_is_refused_and_nothing_lost(harness: Harness) -
     harness.say(conv, "What should I work on next?")
     harness.open_call(conv)
     before = harness.snapshot(conv)
-    r = harness.http.post(f"/api/conversations/{conv.id}/messages", json={"text": "hello"},
-                          headers=conv.auth)
+    r = harness.http.post(
+        f"/api/conversations/{conv.id}/messages", json={"text": "hello"}, headers=conv.auth
+    )
     assert r.status_code == 409 and r.json()["error"]["code"] == "run_in_progress"
     assert harness.snapshot(conv) == before
 

@@ -230,8 +230,7 @@ def test_replay_never_includes_another_conversations_events(live: Live) -> None:
 
 
 def test_event_id_of_another_conversation_is_refused(live: Live) -> None:
-    conv, _ = live.finished_conversation()
-    other, _ = live.finished_conversation()
+    conv, other = live.conversation(), live.conversation()
     foreign = f"{other.id}:1"
     r = live.client.get(live.events_url(conv), headers={"Last-Event-ID": foreign})
     assert other.id in assert_error(r, 400, "foreign_event_id")
@@ -241,7 +240,7 @@ def test_event_id_of_another_conversation_is_refused(live: Live) -> None:
 
 @pytest.mark.parametrize("bogus", ["abc", "c_x:", "12", ":5", "{conv}:-1", "{conv}:1.5"])
 def test_unparsable_event_id_is_refused(live: Live, bogus: str) -> None:
-    conv, _ = live.finished_conversation()
+    conv = live.conversation()
     raw = bogus.format(conv=conv.id)
     for r in (live.client.get(live.events_url(conv), headers={"Last-Event-ID": raw}),
               live.client.get(live.events_url(conv, after=raw))):
@@ -257,7 +256,7 @@ def test_event_id_ahead_of_the_log_is_refused(live: Live) -> None:
 
 def test_event_id_with_a_non_ascii_digit_is_refused_not_a_server_error(live: Live) -> None:
     # "²" passes str.isdigit() but int() rejects it; a client must get 400, not 500.
-    conv, _ = live.finished_conversation()
+    conv = live.conversation()
     raw = f"{conv.id}:\u00b2"
     r = live.client.get(live.events_url(conv, after=raw))
     assert_error(r, 400, "bad_event_id")

@@ -1,0 +1,121 @@
+"""The servers under test, as subprocesses on 127.0.0.1 that are always stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+PING_SECONDS = 15  # server/settings.py's ping_seconds default; the floor uses the same
+LOG_LEVEL = "warning"  # both servers: no per-request access log in the measurement
+START_TIMEOUT = 30.0
+
+
+def raise_fd_limit() -> int:
+    """Soft RLIMIT_NOFILE up to the hard limit (this process; children inherit it)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def rss(self) -> int:
+        return int(psutil.Process(self.proc.pid).memory_info().rss)
+
+    def established(self) -> int:
+        conns = psutil.Process(self.proc.pid).net_connections(kind="tcp")
+        return sum(1 for c in conns if c.status == psutil.CONN_ESTABLISHED)
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def check_alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+@contextlib.contextmanager
+def running(name: str, argv: list[str], workdir: Path, env: dict[str, str]) -> Iterator[Server]:
+    """Start ``argv + --port N``, wait for /healthz, yield; stop it whatever happens."""
+    port = _free_port()
+    log_path = workdir / f"{name}-{port}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [*argv, "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=raise_fd_limit, start_new_session=True,  # our Ctrl-C stops it via finally
+        )
+    server = Server(name, port, proc, log_path)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            server.check_alive()
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{server.url}/healthz", timeout=1.0).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} not healthy after {START_TIMEOUT}s:\n{server.log_tail()}")
+            time.sleep(0.1)
+        yield server
+    finally:
+        server.stop()
+
+
+def bench_agents(workdir: Path) -> Path:
+    """A copy of the demo planner named ``bench``: its read_board_tasks flow needs no approval."""
+    agent = json.loads((ROOT / "demo" / "agents" / "planner.json").read_text())
+    agent["id"] = "bench"
+    directory = workdir / "agents"
+    directory.mkdir(exist_ok=True)
+    (directory / "bench.json").write_text(json.dumps(agent, indent=2))
+    return directory
+
+
+def hostcall(workdir: Path, db: Path, secret: str) -> contextlib.AbstractContextManager[Server]:
+    argv = [sys.executable, "-m", "server", "serve", "--agents", str(bench_agents(workdir)),
+            "--db", str(db), "--host", HOST, "--log-level", LOG_LEVEL]
+    return running("hostcall", argv, workdir, dict(os.environ, HOSTCALL_SECRET_KEYS=secret))
+
+
+def floor(workdir: Path) -> contextlib.AbstractContextManager[Server]:
+    argv = [sys.executable, str(ROOT / "bench" / "floor_app.py"),
+            "--ping", str(PING_SECONDS), "--log-level", LOG_LEVEL]
+    return running("floor", argv, workdir, dict(os.environ))

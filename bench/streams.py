@@ -1,0 +1,125 @@
+"""Client side of the event streams: an httpx SSE reader, and raw asyncio streams.
+
+The round trip reads with httpx (what a Python client would use). Thousands of idle or
+fan-out streams use bare asyncio connections instead: one GET written by hand, the headers
+read, then bytes counted — far lighter than thousands of httpx streams in one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import httpx
+
+
+async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    """(event type, data) per SSE event; comments (pings) are skipped."""
+    kind, data = "message", []
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield kind, "\n".join(data)
+            kind, data = "message", []
+        elif not line.startswith(":"):
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "event":
+                kind = value
+            elif name == "data":
+                data.append(value)
+
+
+class _Counter:
+    """Occurrences of a marker in a byte stream fed in arbitrary chunks."""
+
+    def __init__(self, marker: bytes) -> None:
+        self.marker = marker
+        self.count = 0
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> int:
+        buf = self._tail + chunk
+        found = buf.count(self.marker)
+        # The tail is shorter than the marker, so no occurrence is counted twice.
+        self._tail = buf[-(len(self.marker) - 1):]
+        self.count += found
+        return found
+
+
+@dataclass
+class Tally:
+    """End markers seen over all streams; ``reached`` is set once ``target`` is met."""
+
+    target: int = 0
+    ends: int = 0
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def expect(self, target: int) -> None:
+        self.target = target
+        if self.ends >= target:
+            self.reached.set()
+        else:
+            self.reached.clear()
+
+    def add(self, n: int) -> None:
+        self.ends += n
+        if self.ends >= self.target:
+            self.reached.set()
+
+
+class RawStream:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.events = _Counter(b"\nevent: ")
+
+    @classmethod
+    async def open(cls, host: str, port: int, path: str) -> RawStream:
+        """Connect, send the GET, and return once the response headers (first bytes) arrived."""
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                         f"Accept: text/event-stream\r\n\r\n".encode())
+            await writer.drain()
+            head = await reader.readuntil(b"\r\n\r\n")
+            if head.split(b" ", 2)[1] != b"200":
+                raise RuntimeError(f"GET {path} answered {head[:300]!r}")
+        except BaseException:
+            writer.transport.abort()
+            raise
+        return cls(reader, writer)
+
+    async def pump(self, end_marker: bytes, tally: Tally) -> None:
+        """Count events and end markers until the server closes the stream."""
+        ends = _Counter(end_marker)
+        while chunk := await self.reader.read(65536):
+            self.events.feed(chunk)
+            if found := ends.feed(chunk):
+                tally.add(found)
+
+    def close(self) -> None:
+        self.writer.transport.abort()
+
+
+async def open_many(host: str, port: int, paths: list[str], concurrency: int = 200) -> list[RawStream]:
+    """Open one stream per path, at most ``concurrency`` connecting at a time; all or none."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(path: str) -> RawStream:
+        async with gate:
+            return await RawStream.open(host, port, path)
+
+    results = await asyncio.gather(*(one(p) for p in paths), return_exceptions=True)
+    opened = [r for r in results if isinstance(r, RawStream)]
+    failures = [r for r in results if not isinstance(r, RawStream)]
+    if failures:
+        close_all(opened)
+        raise RuntimeError(f"{len(failures)} of {len(paths)} streams failed to open: {failures[0]!r}")
+    return opened
+
+
+def close_all(streams: list[RawStream]) -> None:
+    for stream in streams:
+        stream.close()
