@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -61,7 +62,8 @@ class Server:
 
     def check_alive(self) -> None:
         if self.proc.poll() is not None:
-            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
+            raise RuntimeError(
+                f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -89,10 +91,12 @@ def running(name: str, argv: list[str], workdir: Path, env: dict[str, str]) -> I
         while True:
             server.check_alive()
             with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{server.url}/healthz", timeout=1.0).status_code == 200:
+                health = httpx.get(f"{server.url}/healthz", timeout=1.0, trust_env=False)
+                if health.status_code == 200:
                     break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{name} not healthy after {START_TIMEOUT}s:\n{server.log_tail()}")
+                raise RuntimeError(
+                    f"{name} not healthy after {START_TIMEOUT}s:\n{server.log_tail()}")
             time.sleep(0.1)
         yield server
     finally:
@@ -100,12 +104,14 @@ def running(name: str, argv: list[str], workdir: Path, env: dict[str, str]) -> I
 
 
 def bench_agents(workdir: Path) -> Path:
-    """A copy of the demo planner named ``bench``: its read_board_tasks flow needs no approval."""
-    agent = json.loads((ROOT / "demo" / "agents" / "planner.json").read_text())
-    agent["id"] = "bench"
+    """The demo agents dir (with its platform files), plus ``bench``: a copy of the planner,
+    whose read_board_tasks flow needs no approval."""
     directory = workdir / "agents"
-    directory.mkdir(exist_ok=True)
-    (directory / "bench.json").write_text(json.dumps(agent, indent=2))
+    if not directory.exists():
+        shutil.copytree(ROOT / "demo" / "agents", directory)
+        agent = json.loads((directory / "planner.json").read_text())
+        agent["id"] = "bench"
+        (directory / "bench.json").write_text(json.dumps(agent, indent=2))
     return directory
 
 

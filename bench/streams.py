@@ -16,7 +16,7 @@ import httpx
 
 async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
     """(event type, data) per SSE event; comments (pings) are skipped."""
-    kind, data = "message", []
+    kind, data = "message", list[str]()
     async for line in response.aiter_lines():
         if not line:
             if data:
@@ -73,7 +73,7 @@ class RawStream:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
-        self.events = _Counter(b"\nevent: ")
+        self.delivered = _Counter(b"\nevent: ")
 
     @classmethod
     async def open(cls, host: str, port: int, path: str) -> RawStream:
@@ -91,11 +91,32 @@ class RawStream:
             raise
         return cls(reader, writer)
 
+    async def events(self) -> AsyncIterator[tuple[str, str]]:
+        """(event type, data) per SSE event, read from the chunked body; pings skipped.
+
+        Frames end with a blank line in sse-starlette's default CRLF framing (both servers).
+        """
+        buffer = b""
+        while size := int((await self.reader.readline()).split(b";")[0], 16):
+            buffer += (await self.reader.readexactly(size + 2))[:-2]
+            *frames, buffer = buffer.split(b"\r\n\r\n")
+            for frame in frames:
+                kind, data = "message", []
+                for line in frame.decode().split("\r\n"):
+                    name, _, value = line.partition(":")
+                    value = value[1:] if value.startswith(" ") else value
+                    if name == "event":
+                        kind = value
+                    elif name == "data":
+                        data.append(value)
+                if data:
+                    yield kind, "\n".join(data)
+
     async def pump(self, end_marker: bytes, tally: Tally) -> None:
         """Count events and end markers until the server closes the stream."""
         ends = _Counter(end_marker)
         while chunk := await self.reader.read(65536):
-            self.events.feed(chunk)
+            self.delivered.feed(chunk)
             if found := ends.feed(chunk):
                 tally.add(found)
 
@@ -103,7 +124,8 @@ class RawStream:
         self.writer.transport.abort()
 
 
-async def open_many(host: str, port: int, paths: list[str], concurrency: int = 200) -> list[RawStream]:
+async def open_many(host: str, port: int, paths: list[str],
+                    concurrency: int = 200) -> list[RawStream]:
     """Open one stream per path, at most ``concurrency`` connecting at a time; all or none."""
     gate = asyncio.Semaphore(concurrency)
 
@@ -116,7 +138,8 @@ async def open_many(host: str, port: int, paths: list[str], concurrency: int = 2
     failures = [r for r in results if not isinstance(r, RawStream)]
     if failures:
         close_all(opened)
-        raise RuntimeError(f"{len(failures)} of {len(paths)} streams failed to open: {failures[0]!r}")
+        raise RuntimeError(
+            f"{len(failures)} of {len(paths)} streams failed to open: {failures[0]!r}")
     return opened
 
 

@@ -14,10 +14,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from server.errors import AgentConfigError
-from server.schemas import CompiledSchema, schema_problem
+from server.platform import DEFAULT_ENVIRONMENT, PLATFORM_FILE, Platform, load_platform
+from server.tools import Tool, parse_tool
 
 AGENT_KEYS = {
     "id",
+    "environment",
     "name",
     "greeting",
     "instructions",
@@ -26,58 +28,6 @@ AGENT_KEYS = {
     "model",
     "tools",
 }
-TOOL_KEYS = {
-    "name",
-    "kind",
-    "description",
-    "input_schema",
-    "output_schema",
-    "require_confirmation",
-    "deadline_seconds",
-    "approval_timeout_seconds",
-}
-TOOL_KINDS = {"client"}
-MAX_NAME_LENGTH = 64
-
-
-@dataclass(frozen=True, slots=True)
-class Tool:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
-    kind: str = "client"
-    require_confirmation: bool = False
-    deadline_seconds: float = 300.0
-    approval_timeout_seconds: float = 600.0
-
-    @property
-    def input_validator(self) -> CompiledSchema:
-        return _compiled(self.name, "input", self.input_schema)
-
-    @property
-    def output_validator(self) -> CompiledSchema:
-        return _compiled(self.name, "output", self.output_schema)
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "inputSchema": self.input_schema,
-            "outputSchema": self.output_schema,
-            "requireConfirmation": self.require_confirmation,
-        }
-
-
-_COMPILED: dict[tuple[str, str, str], CompiledSchema] = {}
-
-
-def _compiled(name: str, which: str, schema: dict[str, Any]) -> CompiledSchema:
-    key = (name, which, json.dumps(schema, sort_keys=True))
-    found = _COMPILED.get(key)
-    if found is None:
-        found = _COMPILED[key] = CompiledSchema(schema)
-    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,20 +41,10 @@ class Agent:
     model: Mapping[str, Any]
     tools: tuple[Tool, ...]
     source: dict[str, Any]
+    environment: str = DEFAULT_ENVIRONMENT
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
-
-
-def valid_tool_name(name: Any) -> bool:
-    """Seed rule: starts with a letter or ``_``; then letters, digits, spaces and ``_``."""
-    return (
-        isinstance(name, str)
-        and 0 < len(name) <= MAX_NAME_LENGTH
-        and (name[0].isalpha() or name[0] == "_")
-        and all(c.isalnum() or c in " _" for c in name)
-        and name == name.strip()
-    )
 
 
 def valid_origin(origin: Any) -> bool:
@@ -120,11 +60,15 @@ def valid_origin(origin: Any) -> bool:
 
 
 def parse_agent(
-    data: Any, where: str, environ: Mapping[str, str]
+    data: Any, where: str, environ: Mapping[str, str], platform: Platform | None = None
 ) -> tuple[Agent | None, list[str]]:
-    """Check one agent definition; return it, or the problems found (all of them)."""
+    """Check one agent definition; return it, or the problems found (all of them).
+
+    With ``platform``, also check the agent against its environment (a definition frozen in
+    a run is re-read without it: the engine enforces the environment at run time).
+    """
     # Imported here: the model factory imports adapters that import this module's types.
-    from server.models.factory import model_problem
+    from server.models.factory import model_problems
 
     if not isinstance(data, dict):
         return None, [f"{where}: an agent file must hold a JSON object"]
@@ -154,7 +98,7 @@ def parse_agent(
     tools: list[Tool] = []
     seen: set[str] = set()
     for index, raw in enumerate(tools_data):
-        tool, tool_problems = _parse_tool(raw, f"{where}: tool #{index + 1}")
+        tool, tool_problems = parse_tool(raw, f"{where}: tool #{index + 1}")
         problems += tool_problems
         if tool is None:
             continue
@@ -162,9 +106,16 @@ def parse_agent(
             problems.append(f"{where}: tool {tool.name!r}: duplicate name")
         seen.add(tool.name)
         tools.append(tool)
+    environment = data.get("environment", DEFAULT_ENVIRONMENT)
+    if not isinstance(environment, str):
+        problems.append(f"{where}: 'environment' must be the name of an environment")
+    elif platform is not None:
+        problems += _environment_problems(where, environment, tools, platform)
     model = data.get("model", {"kind": "scripted", "rules": []})
-    problem = model_problem(model, tools=seen, environ=environ)
-    if problem:
+    # Rules may name any declared tool: a broken tool is reported once, for itself.
+    declared = {t.get("name", t.get("toolName")) for t in tools_data if isinstance(t, dict)}
+    names = {n for n in declared if isinstance(n, str)}
+    for problem in model_problems(model, tools=names, environ=environ):
         problems.append(f"{where}: model: {problem}")
     if problems:
         return None, problems
@@ -179,60 +130,46 @@ def parse_agent(
         model=model,
         tools=tuple(tools),
         source=data,
+        environment=environment,
     ), []
 
 
-def _parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
-    if not isinstance(raw, dict):
-        return None, [f"{where}: must be a JSON object"]
-    name = raw.get("name")
-    if isinstance(name, str):
-        where = f"{where.rsplit(': ', 1)[0]}: tool {name!r}"
-    problems = [f"{where}: unknown key {k!r}" for k in sorted(set(raw) - TOOL_KEYS)]
-    if not valid_tool_name(name):
-        problems.append(
-            f"{where}: 'name' must start with a letter or _ and hold only letters, digits, "
-            f"spaces and _ (at most {MAX_NAME_LENGTH} characters)"
-        )
-    if raw.get("kind", "client") not in TOOL_KINDS:
-        problems.append(f"{where}: 'kind' must be one of {sorted(TOOL_KINDS)}")
-    if not isinstance(raw.get("description"), str) or not raw["description"].strip():
-        problems.append(f"{where}: 'description' is required (it tells the model when to call)")
-    for key in ("input_schema", "output_schema"):
-        if key not in raw:
-            problems.append(f"{where}: {key!r} is required")
-            continue
-        problem = schema_problem(raw[key])
-        if problem:
-            problems.append(f"{where}: {key!r} {problem}")
-    if not isinstance(raw.get("require_confirmation", False), bool):
-        problems.append(f"{where}: 'require_confirmation' must be true or false")
-    for key in ("deadline_seconds", "approval_timeout_seconds"):
-        value = raw.get(key, 1)
-        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-            problems.append(f"{where}: {key!r} must be a positive number of seconds")
-    if problems:
-        return None, problems
-    assert isinstance(name, str)
-    return Tool(
-        name=name,
-        description=raw["description"],
-        input_schema=raw["input_schema"],
-        output_schema=raw["output_schema"],
-        kind=raw.get("kind", "client"),
-        require_confirmation=raw.get("require_confirmation", False),
-        deadline_seconds=float(raw.get("deadline_seconds", 300)),
-        approval_timeout_seconds=float(raw.get("approval_timeout_seconds", 600)),
-    ), []
+def _environment_problems(
+    where: str, name: str, tools: list[Tool], platform: Platform
+) -> list[str]:
+    if name not in platform.environments:
+        known = ", ".join(sorted(platform.environments))
+        return [f"{where}: environment {name!r} is not defined in {PLATFORM_FILE} ({known})"]
+    env = platform.environments[name]
+    problems = []
+    for tool in tools:
+        if env.protected and tool.effect == "write" and tool.approval == "never":
+            problems.append(
+                f"{where}: tool {tool.name!r}: 'approval': 'never' is refused for a write tool "
+                f"in the protected environment {name!r} (writes there always need a person)"
+            )
+        if tool.http and tool.http.connection and tool.http.connection not in platform.connections:
+            problems.append(
+                f"{where}: tool {tool.name!r}: connection {tool.http.connection!r} is not "
+                f"defined in {PLATFORM_FILE}"
+            )
+    return problems
 
 
-def load_agents(directory: Path, environ: Mapping[str, str]) -> dict[str, Agent]:
-    """Every ``*.json`` agent in ``directory``; raises ``AgentConfigError`` listing all problems."""
+def load_agents(
+    directory: Path, environ: Mapping[str, str], platform: Platform | None = None
+) -> dict[str, Agent]:
+    """Every ``*.json`` agent in ``directory``; raises ``AgentConfigError`` listing all problems.
+
+    Files whose name starts with ``_`` are not agents (``_platform.json``).
+    """
     if not directory.is_dir():
         raise AgentConfigError([f"{directory}: agents directory not found"])
+    if platform is None:
+        platform = load_platform(directory, environ)
     agents: dict[str, Agent] = {}
     problems: list[str] = []
-    files = sorted(directory.glob("*.json"))
+    files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("_"))
     if not files:
         problems.append(f"{directory}: no agent files (*.json) found")
     for path in files:
@@ -241,7 +178,7 @@ def load_agents(directory: Path, environ: Mapping[str, str]) -> dict[str, Agent]
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             problems.append(f"{path.name}: not valid JSON: {exc}")
             continue
-        agent, found = parse_agent(data, path.name, environ)
+        agent, found = parse_agent(data, path.name, environ, platform)
         problems += found
         if agent is None:
             continue

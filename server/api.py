@@ -19,6 +19,13 @@ MAX_MESSAGE_CHARS = 8000
 LOCALES = {"en", "fr", "es", "ja"}
 
 
+def _token(body: dict[str, object]) -> str | None:
+    """The body's token: absent is 401 missing_token (from the verifier), not a 400."""
+    if body.get("token") is None:
+        return None
+    return field_str(body, "token")
+
+
 def _runtime(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.hostcall
     return runtime
@@ -136,7 +143,10 @@ async def post_message(request: Request) -> JSONResponse:
             f"the message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}",
             code="invalid_message",
         )
-    run = runtime.engine.start_run(conversation, text.strip())
+    simulate = body.get("simulate", False)
+    if not isinstance(simulate, bool):
+        raise BadRequest("field 'simulate' must be true or false", field="simulate")
+    run = runtime.engine.start_run(conversation, text.strip(), simulate=simulate)
     return JSONResponse({"runId": run.id}, status_code=202)
 
 
@@ -144,7 +154,7 @@ async def call_delivered(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
     body = await read_json(request, runtime.settings.max_body_bytes)
-    claims = runtime.tokens.verify(Purpose.CALL_RESULT, field_str(body, "token"))
+    claims = runtime.tokens.verify(Purpose.CALL_RESULT, _token(body))
     call = ledger.deliver(ledger.checked_call(request.path_params["call_id"], claims))
     return JSONResponse({"state": call.state.value})
 
@@ -153,7 +163,7 @@ async def call_result(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
     body = await read_json(request, runtime.settings.max_body_bytes)
-    claims = runtime.tokens.verify(Purpose.CALL_RESULT, field_str(body, "token"))
+    claims = runtime.tokens.verify(Purpose.CALL_RESULT, _token(body))
     has_output, has_error = "output" in body, "error" in body
     if has_output == has_error:
         raise BadRequest("send exactly one of 'output' or 'error'")
@@ -171,7 +181,8 @@ async def call_result(request: Request) -> JSONResponse:
         message = error.get("message", "")
         if not isinstance(message, str):
             raise BadRequest("error.message must be a string", field="error.message")
-        call = ledger.fail(call, ToolErrorCode(code), message)
+        text = message.strip() or "no message"
+        call = ledger.fail(call, ToolErrorCode(code), f"The page reported: {text}")
     return JSONResponse({"state": call.state.value})
 
 
@@ -179,13 +190,14 @@ async def call_decision(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
     body = await read_json(request, runtime.settings.max_body_bytes)
-    claims = runtime.tokens.verify(Purpose.CALL_DECISION, field_str(body, "token"))
+    claims = runtime.tokens.verify(Purpose.CALL_DECISION, _token(body))
     decision = body.get("decision")
     if decision not in ("approve", "reject"):
         raise BadRequest("field 'decision' must be 'approve' or 'reject'", field="decision")
     call = ledger.checked_call(request.path_params["call_id"], claims)
     if decision == "approve":
-        call = ledger.approve(call, field_object(body, "input", required=False))
+        scope = field_str(body, "scope", required=False) or "once"
+        call = ledger.approve(call, field_object(body, "input", required=False), scope)
     else:
         call = ledger.reject(call, field_str(body, "reason", required=False))
     return JSONResponse({"state": call.state.value})

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
+import signal
+import socket
 import sys
 from pathlib import Path
+from typing import Any, Literal
 
 from starlette.applications import Starlette
 
@@ -16,6 +20,9 @@ from server.errors import AgentConfigError
 from server.settings import DEMO_AGENTS, ROOT, Settings
 
 DEFAULT_DB = ROOT / "var" / "hostcall.db"
+SERVICES_PORT = 8002
+Lifespan = Literal["on", "off"]
+log = logging.getLogger("hostcall")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -110,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         environ=dict(os.environ),
     )
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         from server.app import create_app
 
@@ -139,9 +147,35 @@ def _check(agents: Path) -> int:
     return 0
 
 
+def _reload_on_sighup(app: Starlette) -> None:
+    """``kill -HUP`` re-reads the agent files; runs already started keep their definition."""
+    runtime = app.state.hostcall
+
+    def reload() -> None:
+        try:
+            runtime.reload_agents()
+        except AgentConfigError as exc:
+            log.error("agent files not reloaded:\n  - %s", "\n  - ".join(exc.problems))
+        else:
+            log.info("agent files reloaded: %s", ", ".join(sorted(runtime.agents)))
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 async def _serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     import uvicorn
 
+    _reload_on_sighup(app)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
     await uvicorn.Server(config).serve()
 
@@ -150,28 +184,30 @@ async def _demo(app: Starlette, args: argparse.Namespace) -> int:
     import uvicorn
 
     from server.demo_host import create_demo_host_app
+    from server.demo_services import create_services_app
 
+    _reload_on_sighup(app)
     hostcall_url = f"http://127.0.0.1:{args.port}"
     host_url = f"http://localhost:{args.host_port}"
+
+    def server(asgi: Starlette, host: str, port: int, level: str, lifespan: Lifespan) -> Any:
+        config = uvicorn.Config(asgi, host=host, port=port, log_level=level, lifespan=lifespan)
+        return uvicorn.Server(config)
+
     servers = [
-        uvicorn.Server(
-            uvicorn.Config(
-                app, host="127.0.0.1", port=args.port, log_level=args.log_level, lifespan="on"
-            )
-        ),
-        uvicorn.Server(
-            uvicorn.Config(
-                create_demo_host_app(hostcall_url),
-                host="localhost",
-                port=args.host_port,
-                log_level="warning",
-                lifespan="off",
-            )
-        ),
+        server(app, "127.0.0.1", args.port, args.log_level, "on"),
+        server(create_demo_host_app(hostcall_url), "localhost", args.host_port, "warning", "off"),
     ]
+    services = "http://127.0.0.1:8002  (public holidays, for the server-side tool)"
+    # The planner's public_holidays tool targets this fixed address (demo/agents).
+    if _port_free("127.0.0.1", SERVICES_PORT):
+        servers.append(server(create_services_app(), "127.0.0.1", SERVICES_PORT, "warning", "off"))
+    else:
+        services = f"not started: port {SERVICES_PORT} is busy (public_holidays will fail)"
     print(
         f"\n  Hostcall demo\n  Open the task board:  {host_url}/\n"
-        f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n",
+        f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n"
+        f"  Demo service:         {services}\n",
         flush=True,
     )
     await asyncio.gather(*(s.serve() for s in servers))

@@ -19,13 +19,15 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from server.agents import Agent, parse_agent
-from server.errors import Conflict, NotFound
+from server.blocks.http_request import BlockError, BlockFailed, execute, render_request
+from server.errors import Conflict, NotFound, ToolErrorCode
 from server.journal import Journal
 from server.ledger import Ledger, new_id
 from server.models.base import Message, ModelError, TextDelta, ToolCallRequest, ToolDescriptor
 from server.models.factory import build_model
+from server.platform import Platform
 from server.protocol import EventType
-from server.store.records import Conversation, Run, RunStatus, StoredMessage
+from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 from server.tokens import Tokens
 
 log = logging.getLogger("hostcall.engine")
@@ -38,16 +40,27 @@ class Engine:
         tokens: Tokens,
         agents: Mapping[str, Agent],
         *,
+        platform: Platform,
         environ: Mapping[str, str],
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.journal = journal
         self.store = journal.store
+        # Replaced whole on reload; runs in flight keep the definition they started with.
         self.agents = agents
+        self.platform = platform
         self.environ = environ
         self._frozen: dict[str, Agent] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self.ledger = Ledger(journal, tokens, self.agent_of_run, self._resume_if_ready, clock)
+        self.ledger = Ledger(
+            journal,
+            tokens,
+            agent_of_run=self.agent_of_run,
+            platform=lambda: self.platform,
+            on_settled=self._resume_if_ready,
+            on_dispatched=self._start_server_call,
+            clock=clock,
+        )
 
     # ---- agents, frozen per run -----------------------------------------------------------
 
@@ -65,7 +78,7 @@ class Engine:
 
     # ---- starting and resuming -------------------------------------------------------------
 
-    def start_run(self, conversation: Conversation, text: str) -> Run:
+    def start_run(self, conversation: Conversation, text: str, *, simulate: bool = False) -> Run:
         agent = self.agents.get(conversation.agent_id)
         if agent is None:
             raise NotFound(
@@ -78,13 +91,16 @@ class Engine:
                 code="run_in_progress",
                 runId=latest.id,
             )
-        run = Run(new_id("r"), conversation.id, agent.source, RunStatus.RUNNING)
+        run = Run(new_id("r"), conversation.id, agent.source, RunStatus.RUNNING, simulate=simulate)
         message_id = new_id("m")
         cid = conversation.id
         with self.journal.unit() as unit:
             self.store.create_run(run)
             self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
-            unit.emit(cid, EventType.RUN_STARTED, {"threadId": cid, "runId": run.id})
+            started: dict[str, Any] = {"threadId": cid, "runId": run.id}
+            if simulate:
+                started["simulated"] = True
+            unit.emit(cid, EventType.RUN_STARTED, started)
             unit.emit(cid, EventType.TEXT_MESSAGE_START, {"messageId": message_id, "role": "user"})
             unit.emit(cid, EventType.TEXT_MESSAGE_CONTENT, {"messageId": message_id, "delta": text})
             unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
@@ -103,6 +119,19 @@ class Engine:
     def recover(self) -> None:
         """Pick up what a previous process left (called once at start)."""
         self.ledger.expire_due()
+        for call in self.store.calls_in_states([CallState.DISPATCHED]):
+            tool = self.ledger.tool_of(call)
+            if tool is None or tool.kind == "client":
+                continue
+            if tool.effect == "read":
+                self._start_server_call(call)
+            else:
+                # It may have reached its target before the restart: never send a write twice.
+                self.ledger.fail(
+                    call, ToolErrorCode.BLOCK_FAILED,
+                    "The server restarted while this request was in flight; a write is not "
+                    "retried, so check whether it took effect.",
+                )  # fmt: skip
         for run in self.store.runs_with_status(RunStatus.RUNNING):
             log.info("resuming run %s, interrupted mid-step", run.id)
             self._spawn(self._advance(run.id))
@@ -116,6 +145,49 @@ class Engine:
                 self.ledger.expire_due()
             except Exception:  # a bad row must not stop expiry for every other call
                 log.exception("expiry sweep failed")
+
+    # ---- server-side tools ---------------------------------------------------------------
+
+    def _start_server_call(self, call: Call) -> None:
+        self._spawn(self._run_server_call(call.id))
+
+    async def _run_server_call(self, call_id: str) -> None:
+        call = self.store.get_call(call_id)
+        if call is None or not call.state.answerable:
+            return
+        tool = self.ledger.tool_of(call)
+        assert tool is not None and tool.http is not None
+        agent = self.agent_of_run(call.run_id)
+        environment = self.platform.environment(agent.environment)
+        connection = self.platform.connections.get(tool.http.connection or "", {})
+        try:
+            request = render_request(tool.http.spec, call.input)
+            result = await execute(
+                request,
+                allowed_hosts=environment.allowed_hosts,
+                extra_headers=connection,
+                timeout=tool.deadline_seconds,
+                max_response_bytes=int(tool.http.max_response_kb * 1024),
+            )
+        except BlockError as exc:
+            status = exc.status if isinstance(exc, BlockFailed) else None
+            details = {"status": status} if status else {}
+            self._settle_quietly(call, ToolErrorCode(exc.code), exc.message, **details)
+            return
+        current = self.store.get_call(call_id)
+        if current is None or not current.state.answerable:
+            return  # expired (or settled by an operator) while the request ran
+        try:
+            self.ledger.answer(current, result.to_output())
+        except Exception as exc:  # e.g. the body does not match the tool's output schema
+            self._settle_quietly(current, ToolErrorCode.BLOCK_FAILED, str(exc))
+
+    def _settle_quietly(
+        self, call: Call, code: ToolErrorCode, message: str, **details: Any
+    ) -> None:
+        current = self.store.get_call(call.id)
+        if current is not None and current.state.answerable:
+            self.ledger.fail(current, code, message, **details)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

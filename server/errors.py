@@ -97,6 +97,10 @@ class ToolErrorCode(StrEnum):
     APPROVAL_REJECTED = "approval_rejected"
     APPROVAL_EXPIRED = "approval_expired"
     TIMEOUT = "timeout"
+    NOT_AUTHORIZED = "not_authorized"
+    CALL_LIMIT_REACHED = "call_limit_reached"
+    BLOCKED_BY_GUARDRAIL = "blocked_by_guardrail"
+    BLOCK_FAILED = "block_failed"
 
 
 # The error codes a surface may send in place of a result.

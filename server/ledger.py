@@ -4,31 +4,48 @@
               │                          ├─> rejected                 ├─> failed
               │                          └─> expired                  └─> expired
               ├─> dispatched ...
-              └─> failed (unknown tool, invalid arguments)
+              ├─> answered (simulated run)
+              └─> failed (unknown tool, invalid arguments, call limit, guardrail)
 
 A call leaves an open state exactly once (``Store.transition_call``); whatever settles it
 also writes the tool message the model reads and the ``TOOL_CALL_RESULT`` event, in one
-unit, and then asks the engine to resume the run.
+unit, and then asks the engine to resume the run. Policies (server/policies.py) decide
+whether a person must approve, and what the model reads of the outcome.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from server.agents import Agent, Tool
-from server.errors import Conflict, Forbidden, Gone, NotFound, ToolErrorCode, Unprocessable
+from server.agents import Agent
+from server.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    ToolErrorCode,
+    Unprocessable,
+)
+from server.guardrails import Hit, evaluate
 from server.journal import Journal, Unit
+from server.platform import Platform
+from server.policies import ApprovalReason, approval_reason, model_content, visible_outcome
 from server.protocol import EventType
 from server.store.records import OPEN_STATES, Call, CallState, Conversation, Run, StoredMessage
 from server.tokens import Claims, Purpose, Tokens, input_digest
+from server.tools import Tool
 
 MAX_ERROR_MESSAGE = 1000
 MAX_REASON = 1000
+SCOPES = ("once", "conversation")
+log = logging.getLogger("hostcall.guardrails")
 
 
 def new_id(prefix: str) -> str:
@@ -40,9 +57,8 @@ def tool_error(code: ToolErrorCode, message: str, **details: Any) -> dict[str, A
 
 
 def _iso(timestamp: float) -> str:
-    return (
-        datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    )
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class Ledger:
@@ -50,15 +66,20 @@ class Ledger:
         self,
         journal: Journal,
         tokens: Tokens,
+        *,
         agent_of_run: Callable[[str], Agent],
+        platform: Callable[[], Platform],
         on_settled: Callable[[str], None],
+        on_dispatched: Callable[[Call], None],
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.journal = journal
         self.store = journal.store
         self.tokens = tokens
         self.agent_of_run = agent_of_run
+        self.platform = platform
         self.on_settled = on_settled
+        self.on_dispatched = on_dispatched
         self.clock = clock
 
     # ---- views ---------------------------------------------------------------------------
@@ -72,6 +93,7 @@ class Ledger:
         data: dict[str, Any] = {
             "toolCallId": call.id,
             "toolCallName": call.tool_name,
+            "kind": tool.kind if tool else "client",
             "runId": call.run_id,
             "state": call.state.value,
             "input": call.input,
@@ -80,10 +102,14 @@ class Ledger:
             "deadline": _iso(call.deadline),
             "route": call.route,
             "delivered": call.delivered,
-            "outcome": call.outcome,
+            "outcome": None if call.outcome is None else visible_outcome(tool, call.outcome),
         }
+        if "approval" in call.extra:
+            data["approval"] = call.extra["approval"]
+        if call.outcome and call.outcome.get("simulated"):
+            data["simulated"] = True
         claims = Claims(call.conversation_id, call.id, call.tool_name, input_digest(call.input))
-        if call.state.answerable:
+        if call.state.answerable and data["kind"] == "client":
             data["resultToken"] = self.tokens.sign(Purpose.CALL_RESULT, claims)
         if call.state is CallState.AWAITING_CONFIRMATION:
             data["decisionToken"] = self.tokens.sign(Purpose.CALL_DECISION, claims)
@@ -104,22 +130,36 @@ class Ledger:
         arguments: str,
         message_id: str,
     ) -> Call:
-        """Record a call the model asked for; settle it at once if it cannot go anywhere."""
+        """Record a call the model asked for, and send it where its policies say."""
         cid = conversation.id
-        unit.emit(
-            cid,
-            EventType.TOOL_CALL_START,
-            {
-                "toolCallId": call_id,
-                "toolCallName": name,
-                "parentMessageId": message_id,
-            },
-        )
+        unit.emit(cid, EventType.TOOL_CALL_START, {
+            "toolCallId": call_id, "toolCallName": name, "parentMessageId": message_id,
+        })  # fmt: skip
         unit.emit(cid, EventType.TOOL_CALL_ARGS, {"toolCallId": call_id, "delta": arguments})
         unit.emit(cid, EventType.TOOL_CALL_END, {"toolCallId": call_id})
 
         tool = agent.tool(name)
         value, failure = _parse_arguments(tool, name, arguments, agent)
+        if failure is None and tool and tool.max_calls_per_pass is not None:
+            made = self.store.count_calls(run.id, name)
+            if made >= tool.max_calls_per_pass:
+                failure = tool_error(
+                    ToolErrorCode.CALL_LIMIT_REACHED,
+                    f"{name!r} may be called at most {tool.max_calls_per_pass} time(s) per "
+                    f"agent pass; this call was not executed. Continue without it.",
+                    limit=tool.max_calls_per_pass,
+                )
+        hits: list[Hit] = []
+        if failure is None and tool and tool.guardrails:
+            hits = evaluate(tool.guardrails, "input", value)
+            self._record_hits(unit, cid, call_id, name, hits)
+            blocked = next((h for h in hits if h.action == "block"), None)
+            if blocked:
+                failure = tool_error(
+                    ToolErrorCode.BLOCKED_BY_GUARDRAIL,
+                    f"The guardrail {blocked.rule!r} blocked this call; it was not executed.",
+                    rule=blocked.rule,
+                )
         now = self.clock()
         call = Call(
             id=call_id,
@@ -132,33 +172,65 @@ class Ledger:
             arguments=arguments,
             deadline=now,
             route="handler" if name in conversation.handled_tools else "form",
+            extra={"guardrails": [h.to_json() for h in hits]} if hits else {},
         )
         self.store.add_call(call)
         if failure is not None:
+            failure["guardrails"] = [h.to_json() for h in hits]
             self._settle(unit, call, CallState.FAILED, failure)
             return self._reload(call.id)
         assert tool is not None
-        if tool.require_confirmation:
-            deadline = now + tool.approval_timeout_seconds
+        if run.simulate:
+            result = tool.simulation_result if tool.has_simulation_result else None
+            self._settle(unit, call, CallState.ANSWERED, {"output": result, "simulated": True})
+            return self._reload(call.id)
+        environment = self.platform().environment(agent.environment)
+        granted = self.store.has_grant(cid, name)
+        reason = approval_reason(tool, environment, granted=granted, hits=hits)
+        if reason is not None:
+            approval = {
+                "reason": reason.value,
+                "scopes": list(SCOPES) if reason.grantable else ["once"],
+            }
             self.store.transition_call(
-                call.id, [CallState.PROPOSED], CallState.AWAITING_CONFIRMATION, deadline=deadline
+                call.id,
+                [CallState.PROPOSED],
+                CallState.AWAITING_CONFIRMATION,
+                deadline=now + tool.approval_timeout_seconds,
+                extra={**call.extra, "approval": approval},
             )
             moved = self._reload(call.id)
             unit.emit(cid, EventType.TOOL_CALL_APPROVAL_REQUESTED, self.view(moved))
             return moved
+        if granted and tool.approval == "always":
+            call = self._with_extra(call, approval={"reason": "grant", "scope": "conversation"})
         return self._dispatch(unit, call, tool, [CallState.PROPOSED], value)
 
     def _dispatch(
         self, unit: Unit, call: Call, tool: Tool, from_states: list[CallState], value: Any
     ) -> Call:
         deadline = self.clock() + tool.deadline_seconds
+        if tool.kind != "client":
+            # The block enforces this timeout itself; the sweeper is only the safety net.
+            deadline += 5
         if not self.store.transition_call(
             call.id, from_states, CallState.DISPATCHED, input=value, deadline=deadline
         ):
             raise self._not_open(call.id)
         moved = self._reload(call.id)
         unit.emit(call.conversation_id, EventType.TOOL_CALL_DISPATCH, self.view(moved))
+        if tool.kind != "client":
+            self.on_dispatched(moved)
         return moved
+
+    def _record_hits(
+        self, unit: Unit, conversation_id: str, call_id: str, name: str, hits: list[Hit]
+    ) -> None:
+        for hit in hits:
+            log.info("guardrail %r (%s, %s) matched call %s of %r",
+                     hit.rule, hit.action, hit.on, call_id, name)  # fmt: skip
+            unit.emit(conversation_id, EventType.TOOL_CALL_GUARDRAIL,
+                      {"toolCallId": call_id, **hit.to_json()})  # fmt: skip
 
     # ---- what surfaces and people send -----------------------------------------------------
 
@@ -192,11 +264,8 @@ class Ledger:
             if self.store.transition_call(
                 call.id, [CallState.DISPATCHED], CallState.DELIVERED, delivered=True
             ):
-                unit.emit(
-                    call.conversation_id,
-                    EventType.TOOL_CALL_STATE,
-                    {"toolCallId": call.id, "state": CallState.DELIVERED.value},
-                )
+                unit.emit(call.conversation_id, EventType.TOOL_CALL_STATE,
+                          {"toolCallId": call.id, "state": CallState.DELIVERED.value})  # fmt: skip
         return self._reload(call.id)
 
     def answer(self, call: Call, output: Any) -> Call:
@@ -212,27 +281,48 @@ class Ledger:
                 code="invalid_result",
                 errors=[p.to_json() for p in problems],
             )
-        return self._settle_from(
-            call,
-            [CallState.DISPATCHED, CallState.DELIVERED],
-            CallState.ANSWERED,
-            {"output": output},
-        )
+        with self.journal.unit() as unit:
+            hits = evaluate(tool.guardrails, "output", output) if tool.guardrails else []
+            self._record_hits(unit, call.conversation_id, call.id, call.tool_name, hits)
+            blocked = next((h for h in hits if h.action == "block"), None)
+            outcome: dict[str, Any] = {"output": output}
+            state = CallState.ANSWERED
+            if blocked:
+                state = CallState.FAILED
+                outcome = tool_error(
+                    ToolErrorCode.BLOCKED_BY_GUARDRAIL,
+                    f"The guardrail {blocked.rule!r} withheld this result.",
+                    rule=blocked.rule,
+                )
+                outcome["withheldOutput"] = output
+            if hits:
+                outcome["guardrails"] = [h.to_json() for h in hits]
+            if not self._settle(unit, call, state, outcome, from_states=_ANSWERABLE):
+                raise self._not_open(call.id)
+        self.on_settled(call.run_id)
+        return self._reload(call.id)
 
-    def fail(self, call: Call, code: ToolErrorCode, message: str) -> Call:
+    def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
         if not call.state.answerable:
             raise self._not_open(call.id)
         text = message[:MAX_ERROR_MESSAGE] or code.value
-        return self._settle_from(
-            call,
-            [CallState.DISPATCHED, CallState.DELIVERED],
-            CallState.FAILED,
-            tool_error(code, f"The page reported: {text}"),
-        )
+        outcome = tool_error(code, text, **details)
+        with self.journal.unit() as unit:
+            if not self._settle(unit, call, CallState.FAILED, outcome, from_states=_ANSWERABLE):
+                raise self._not_open(call.id)
+        self.on_settled(call.run_id)
+        return self._reload(call.id)
 
-    def approve(self, call: Call, edited: Any | None) -> Call:
+    def approve(self, call: Call, edited: Any | None, scope: str = "once") -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
             raise self._not_open(call.id, code="call_not_awaiting_decision")
+        approval = dict(call.extra.get("approval", {}))
+        if scope not in approval.get("scopes", ["once"]):
+            raise BadRequest(
+                f"scope {scope!r} is not offered for call {call.id} "
+                f"(offered: {', '.join(approval.get('scopes', ['once']))})",
+                field="scope",
+            )
         tool = self.tool_of(call)
         assert tool is not None
         value = call.input if edited is None else edited
@@ -243,7 +333,11 @@ class Ledger:
                 code="invalid_input",
                 errors=[p.to_json() for p in problems],
             )
+        approval |= {"decision": "approved", "scope": scope, "edited": edited is not None}
         with self.journal.unit() as unit:
+            call = self._with_extra(call, approval=approval)
+            if scope == "conversation":
+                self.store.add_grant(call.conversation_id, call.tool_name, call.id)
             return self._dispatch(unit, call, tool, [CallState.AWAITING_CONFIRMATION], value)
 
     def reject(self, call: Call, reason: str | None) -> Call:
@@ -252,9 +346,14 @@ class Ledger:
         reason = (reason or "").strip()[:MAX_REASON]
         message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
         outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
-        return self._settle_from(
-            call, [CallState.AWAITING_CONFIRMATION], CallState.REJECTED, outcome
-        )
+        with self.journal.unit() as unit:
+            if not self._settle(
+                unit, call, CallState.REJECTED, outcome,
+                from_states=[CallState.AWAITING_CONFIRMATION],
+            ):  # fmt: skip
+                raise self._not_open(call.id)
+        self.on_settled(call.run_id)
+        return self._reload(call.id)
 
     def expire(self, call: Call) -> bool:
         if call.state is CallState.AWAITING_CONFIRMATION:
@@ -265,7 +364,7 @@ class Ledger:
         else:
             outcome = tool_error(
                 ToolErrorCode.TIMEOUT,
-                "The page did not answer this call before its deadline.",
+                "The call was not answered before its deadline.",
                 delivered=call.delivered,
             )
         with self.journal.unit() as unit:
@@ -279,15 +378,6 @@ class Ledger:
 
     # ---- settling ------------------------------------------------------------------------
 
-    def _settle_from(
-        self, call: Call, from_states: list[CallState], state: CallState, outcome: dict[str, Any]
-    ) -> Call:
-        with self.journal.unit() as unit:
-            if not self._settle(unit, call, state, outcome, from_states=from_states):
-                raise self._not_open(call.id)
-        self.on_settled(call.run_id)
-        return self._reload(call.id)
-
     def _settle(
         self,
         unit: Unit,
@@ -300,32 +390,30 @@ class Ledger:
         states = from_states if from_states is not None else list(OPEN_STATES)
         if not self.store.transition_call(call.id, states, state, outcome=outcome):
             return False
-        content = json.dumps(outcome.get("output", outcome), ensure_ascii=False)
+        tool = self.tool_of(call)
+        content = model_content(tool, outcome)
         message_id = new_id("m")
-        self.store.add_message(
-            StoredMessage(
-                id=message_id,
-                conversation_id=call.conversation_id,
-                run_id=call.run_id,
-                role="tool",
-                text=content,
-                tool_call_id=call.id,
-                tool_name=call.tool_name,
-            )
-        )
-        unit.emit(
-            call.conversation_id,
-            EventType.TOOL_CALL_RESULT,
-            {
-                "messageId": message_id,
-                "toolCallId": call.id,
-                "role": "tool",
-                "content": content,
-                "state": state.value,
-                "outcome": outcome,
-            },
-        )
+        self.store.add_message(StoredMessage(
+            id=message_id, conversation_id=call.conversation_id, run_id=call.run_id,
+            role="tool", text=content, tool_call_id=call.id, tool_name=call.tool_name,
+        ))  # fmt: skip
+        data: dict[str, Any] = {
+            "messageId": message_id,
+            "toolCallId": call.id,
+            "role": "tool",
+            "content": content,
+            "state": state.value,
+            "outcome": visible_outcome(tool, outcome),
+        }
+        if outcome.get("simulated"):
+            data["simulated"] = True
+        unit.emit(call.conversation_id, EventType.TOOL_CALL_RESULT, data)
         return True
+
+    def _with_extra(self, call: Call, **extra: Any) -> Call:
+        merged = {**call.extra, **extra}
+        self.store.transition_call(call.id, [call.state], call.state, extra=merged)
+        return self._reload(call.id)
 
     def _reload(self, call_id: str) -> Call:
         call = self.store.get_call(call_id)
@@ -350,6 +438,9 @@ class Ledger:
             code=code or "call_already_settled",
             state=call.state.value,
         )
+
+
+_ANSWERABLE = [CallState.DISPATCHED, CallState.DELIVERED]
 
 
 def _parse_arguments(
@@ -378,3 +469,6 @@ def _parse_arguments(
             errors=[p.to_json() for p in problems],
         )
     return value, None
+
+
+__all__ = ["SCOPES", "ApprovalReason", "Ledger", "new_id", "tool_error"]

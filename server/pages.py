@@ -1,7 +1,205 @@
-"""Page routes (placeholder until the widget lands)."""
+"""Page routes: the embed loader, the widget page and the widget's static files (issue 3).
 
-from starlette.routing import BaseRoute
+The widget page is the security boundary between a host page and Hostcall. It trusts
+exactly one parent origin — the ``origin`` query parameter, and only when it is one of the
+agent's allowed origins — and says so to the browser with ``frame-ancestors <origin>``, so
+a page of any other origin that frames it gets nothing. Opened without ``origin`` it runs
+standalone (top level only: ``frame-ancestors 'none'``) and every client-side tool is
+answered through the form. The page carries no inline script or style: its configuration is
+a ``<script type="application/json">`` block the widget reads with ``textContent``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route
+
+WIDGET_DIR = Path(__file__).resolve().parent.parent / "widget"
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+
+LOCALES = ("en", "fr", "es", "ja")
+THEMES = ("light", "dark", "auto")
+MODES = ("bubble", "inline")
+#: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
+WIDGET_MODULES = ("i18n.js", "schema.js", "chat.js", "form.js", "api.js")
+
+_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css)")
+_CONTENT_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
+_ACCENT = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
+# An origin as browsers serialise it. Checked on top of the allow-list because the value is
+# written into a CSP header: do not relax this to anything that may contain ';' or spaces.
+_ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
+
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors {ancestors}"
+)
+_SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+_templates = Environment(
+    loader=FileSystemLoader(TEMPLATE_DIR), autoescape=True, trim_blocks=True, lstrip_blocks=True
+)
 
 
 def page_routes() -> list[BaseRoute]:
-    return []
+    return [
+        Route("/embed.js", embed_js, methods=["GET"]),
+        Route("/widget/{agent_id}", widget_page, methods=["GET"]),
+        Route("/static/{name:path}", static_file, methods=["GET"]),
+    ]
+
+
+# ----------------------------------------------------------------------------- static files
+
+
+@dataclass(frozen=True, slots=True)
+class _Asset:
+    body: bytes
+    content_type: str
+    etag: str
+
+
+def _asset(name: str) -> _Asset | None:
+    """A file of widget/ by bare name; anything else (paths, dotfiles, other types) is None."""
+    match = _STATIC_NAME.fullmatch(name)
+    if match is None:
+        return None
+    path = WIDGET_DIR / name
+    if not path.is_file():
+        return None
+    body = path.read_bytes()
+    etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+    return _Asset(body, _CONTENT_TYPES[match.group(1)], etag)
+
+
+def _asset_response(request: Request, asset: _Asset, *, max_age: int) -> Response:
+    headers = {
+        "ETag": asset.etag,
+        "Cache-Control": f"public, max-age={max_age}",
+        "X-Content-Type-Options": "nosniff",
+    }
+    if request.headers.get("if-none-match") == asset.etag:
+        return Response(status_code=304, headers=headers)
+    return Response(asset.body, media_type=asset.content_type, headers=headers)
+
+
+async def embed_js(request: Request) -> Response:
+    asset = _asset("loader.js")
+    assert asset is not None, "widget/loader.js is part of the package"
+    # Short cache: owners pick up a new loader within minutes; the ETag makes revalidation cheap.
+    return _asset_response(request, asset, max_age=300)
+
+
+async def static_file(request: Request) -> Response:
+    asset = _asset(request.path_params["name"])
+    if asset is None:
+        return Response("Not found", status_code=404, media_type="text/plain")
+    return _asset_response(request, asset, max_age=300)
+
+
+# ----------------------------------------------------------------------------- widget page
+
+
+def _accept_language(header: str) -> str:
+    """The first supported language of an Accept-Language header, else English."""
+    for part in header.split(","):
+        lang = part.split(";")[0].strip()[:2].lower()
+        if lang in LOCALES:
+            return lang
+    return "en"
+
+
+def _pick(value: str | None, allowed: tuple[str, ...], default: str) -> str:
+    value = (value or "").strip().lower()
+    return value if value in allowed else default
+
+
+def _page(
+    request: Request, status: int, ancestors: str, context: dict[str, Any]
+) -> HTMLResponse:
+    html = _templates.get_template("widget.html").render(
+        base=request.scope.get("root_path", ""), **context
+    )
+    headers = {
+        "Content-Security-Policy": _CSP.format(ancestors=ancestors),
+        "Cache-Control": "no-store",
+        **_SECURITY_HEADERS,
+    }
+    if ancestors == "'none'":
+        headers["X-Frame-Options"] = "DENY"
+    return HTMLResponse(html, status_code=status, headers=headers)
+
+
+def _error(request: Request, status: int, locale: str, title: str, message: str) -> HTMLResponse:
+    context = {"locale": locale or "en", "theme": "auto", "error": {"title": title, "message": message}}
+    return _page(request, status, "'none'", context)
+
+
+async def widget_page(request: Request) -> HTMLResponse:
+    runtime = request.app.state.hostcall
+    agent_id = request.path_params["agent_id"]
+    query = request.query_params
+    locale = _pick((query.get("locale") or "")[:2], LOCALES, "")
+    theme = _pick(query.get("theme"), THEMES, "auto")
+
+    agent = runtime.agents.get(agent_id)
+    if agent is None:
+        return _error(
+            request, 404, locale, "Unknown agent", f"There is no agent called “{agent_id[:100]}” on this server."
+        )
+
+    origin = query.get("origin")
+    if origin is not None:
+        origin = origin.rstrip("/")
+        if not _ORIGIN.fullmatch(origin) or origin not in agent.allowed_origins:
+            allowed = ", ".join(agent.allowed_origins) or "none"
+            return _error(
+                request,
+                403,
+                locale,
+                "This site may not embed this chat",
+                f"The page at {origin[:200]} is not one of the origins allowed to embed the agent "
+                f"“{agent.name}” (allowed: {allowed}). The site owner can add it to the agent's "
+                "allowed origins.",
+            )
+
+    accent = query.get("accent")
+    config = {
+        "agentId": agent.id,
+        "agentName": agent.name,
+        "greeting": agent.greeting,
+        "parentOrigin": origin,
+        "mode": _pick(query.get("mode"), MODES, "bubble") if origin else "standalone",
+        "locale": locale,
+        "theme": theme,
+        "accent": accent if accent and _ACCENT.fullmatch(accent) else None,
+        "apiBase": request.scope.get("root_path", ""),
+        "tools": [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "requireConfirmation": bool(getattr(tool, "require_confirmation", False)),
+            }
+            for tool in agent.tools
+        ],
+    }
+    # The widget picks the language (snippet, else the browser's languages); preload the
+    # strings it will most likely ask for.
+    likely = locale or _accept_language(request.headers.get("accept-language", ""))
+    context = {
+        "locale": likely,
+        "theme": theme,
+        "mode": config["mode"],
+        "title": agent.name,
+        "config": config,
+        "modules": (*WIDGET_MODULES, f"locale-{likely}.js"),
+    }
+    return _page(request, 200, origin or "'none'", context)

@@ -2,7 +2,7 @@
 
 This is the only module that encodes stream events or decodes request bodies; the rest of
 the server passes typed objects. Event names follow AG-UI where the meaning is the same
-(https://docs.ag-ui.com/concepts/events); the three ``TOOL_CALL_*`` names AG-UI has no
+(https://docs.ag-ui.com/concepts/events); the ``TOOL_CALL_*`` names AG-UI has no
 word for are ours and documented in docs/protocol.md.
 """
 
@@ -34,6 +34,7 @@ class EventType(StrEnum):
     TOOL_CALL_APPROVAL_REQUESTED = "TOOL_CALL_APPROVAL_REQUESTED"
     TOOL_CALL_DISPATCH = "TOOL_CALL_DISPATCH"
     TOOL_CALL_STATE = "TOOL_CALL_STATE"
+    TOOL_CALL_GUARDRAIL = "TOOL_CALL_GUARDRAIL"
 
 
 @dataclass(frozen=True, slots=True)

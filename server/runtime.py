@@ -12,6 +12,7 @@ from server.agents import Agent, load_agents
 from server.broker import Broker
 from server.engine import Engine
 from server.journal import Journal
+from server.platform import Platform, load_platform
 from server.settings import Settings, load_secret_keys
 from server.store import Store
 from server.store.sqlite import SQLiteStore
@@ -30,12 +31,8 @@ class Runtime:
 
     @classmethod
     def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:
-        agents = {
-            agent_id: replace(
-                agent, allowed_origins=(*agent.allowed_origins, *settings.extra_origins)
-            )
-            for agent_id, agent in load_agents(settings.agents_dir, settings.environ).items()
-        }
+        platform = load_platform(settings.agents_dir, settings.environ)
+        agents = _load(settings, platform)
         keys = settings.secret_keys or load_secret_keys(settings.db_path, settings.environ)
         tokens = Tokens(
             keys,
@@ -49,9 +46,24 @@ class Runtime:
         store = SQLiteStore(settings.db_path)
         broker = Broker()
         engine = Engine(
-            Journal(store, broker), tokens, agents, environ=settings.environ, clock=clock
+            Journal(store, broker),
+            tokens,
+            agents,
+            platform=platform,
+            environ=settings.environ,
+            clock=clock,
         )
         return cls(settings, agents, store, broker, tokens, engine)
+
+    def reload_agents(self) -> None:
+        """Read the agent files again; runs already started keep their own definitions.
+
+        Raises ``AgentConfigError`` (and changes nothing) if the files have problems.
+        """
+        platform = load_platform(self.settings.agents_dir, self.settings.environ)
+        agents = _load(self.settings, platform)
+        self.agents = self.engine.agents = agents
+        self.engine.platform = platform
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -66,3 +78,11 @@ class Runtime:
                 await self._sweeper
             await self.engine.drain()
             self.store.close()
+
+
+def _load(settings: Settings, platform: Platform) -> dict[str, Agent]:
+    extra = settings.extra_origins
+    return {
+        agent_id: replace(agent, allowed_origins=(*agent.allowed_origins, *extra))
+        for agent_id, agent in load_agents(settings.agents_dir, settings.environ, platform).items()
+    }

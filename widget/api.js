@@ -132,30 +132,64 @@ export function openStream(o) {
 }
 
 // ============================================================================
-// Storage (localStorage of the widget's origin; partitioned per top-level site by modern
-// browsers). Falls back to memory where storage is blocked, so the widget still works —
-// it just cannot restore the conversation after a reload.
+// Storage for the widget's origin only (the parent page can read none of it):
+// localStorage where the browser allows it; else a partitioned cookie (CHIPS), which
+// browsers that block third-party storage in iframes still allow (Chromium does, when it
+// denies localStorage, IndexedDB and Web Locks to a cross-site frame); else memory, and the
+// conversation is not restored after a reload. Values are small: a session, a ledger.
 // ============================================================================
 
 /** @type {Map<string, any>} */
 const memory = new Map()
+const COOKIE = '; Path=/; Secure; SameSite=None; Partitioned'
+
+const backends = {
+  local: {
+    /** @param {string} key */ get: key => JSON.parse(localStorage.getItem(key) || 'null'),
+    /** @param {string} key @param {unknown} value */ set: (key, value) => localStorage.setItem(key, JSON.stringify(value)),
+    /** @param {string} key */ del: key => localStorage.removeItem(key),
+  },
+  cookie: {
+    /** @param {string} key */
+    get(key) {
+      const name = `${encodeURIComponent(key)}=`
+      const hit = document.cookie.split('; ').find(c => c.startsWith(name))
+      return hit ? JSON.parse(decodeURIComponent(hit.slice(name.length))) : null
+    },
+    /** @param {string} key @param {unknown} value */
+    set: (key, value) => { document.cookie = `${encodeURIComponent(key)}=${encodeURIComponent(JSON.stringify(value))}; Max-Age=2592000${COOKIE}` },
+    /** @param {string} key */
+    del: key => { document.cookie = `${encodeURIComponent(key)}=; Max-Age=0${COOKIE}` },
+  },
+  memory: {
+    /** @param {string} key */ get: key => memory.get(key) ?? null,
+    /** @param {string} key @param {unknown} value */ set: (key, value) => memory.set(key, value),
+    /** @param {string} key */ del: key => memory.delete(key),
+  },
+}
+
+/** The first backend that keeps what it is given. */
+function usable() {
+  for (const kind of /** @type {const} */ (['local', 'cookie'])) {
+    try {
+      backends[kind].set('hostcall:probe', 1)
+      const ok = backends[kind].get('hostcall:probe') === 1
+      backends[kind].del('hostcall:probe')
+      if (ok) return kind
+    } catch { /* denied in this context */ }
+  }
+  return 'memory'
+}
+
+const kind = usable()
+const backend = backends[kind]
 
 export const store = {
+  kind,
   /** @param {string} key */
-  get(key) {
-    try {
-      const raw = localStorage.getItem(key)
-      return raw == null ? memory.get(key) ?? null : JSON.parse(raw)
-    } catch { return memory.get(key) ?? null }
-  },
+  get(key) { try { return backend.get(key) } catch { return null } },
   /** @param {string} key @param {unknown} value */
-  set(key, value) {
-    memory.set(key, value)
-    try { localStorage.setItem(key, JSON.stringify(value)) } catch { /* memory only */ }
-  },
+  set(key, value) { try { backend.set(key, value) } catch { /* full or denied: best effort */ } },
   /** @param {string} key */
-  del(key) {
-    memory.delete(key)
-    try { localStorage.removeItem(key) } catch { /* memory only */ }
-  },
+  del(key) { try { backend.del(key) } catch { /* best effort */ } },
 }

@@ -9,10 +9,8 @@ import { t } from './i18n.js'
 
 /**
  * @typedef {{el: HTMLElement, setState: (state: string, note?: string) => void,
- *   setInput: (input: unknown, schema?: any) => void, setBody: (...nodes: (Node|null)[]) => void,
- *   busy: (on: boolean) => void}} Card
- * @typedef {{title: string, greeting: string, closable: boolean,
- *   onSend: (text: string) => void, onClose: () => void, onNew: () => void}} ShellOptions
+ *   setInput: (input: unknown, schema?: any) => void, setBody: (...nodes: any[]) => void,
+ *   busy: (on: boolean) => void, focus: (part: string) => void}} Card
  */
 
 // ============================================================================
@@ -20,11 +18,9 @@ import { t } from './i18n.js'
 // ============================================================================
 
 /**
- * Create an element. `attrs`: `text` sets textContent, `on<event>` adds a listener, `true`
- * sets an empty attribute, `null`/`false` are skipped. Children: nodes or strings (text).
- * @param {string} tag
- * @param {Record<string, any> | null} [attrs]
- * @param {...any} kids
+ * Create an element. attrs: `text` sets textContent, `on<event>` adds a listener, `true` is
+ * an empty attribute, null/false are skipped. Children: nodes, or strings (as text).
+ * @param {string} tag @param {Record<string, any> | null} [attrs] @param {...any} kids
  * @returns {HTMLElement}
  */
 export function h(tag, attrs, ...kids) {
@@ -85,8 +81,9 @@ let pendingUser = null
 
 /**
  * Build the widget's frame inside `root`.
- * @param {HTMLElement} root
- * @param {ShellOptions} o
+ * @param {HTMLElement | null} root
+ * @param {{title: string, greeting: string, closable: boolean, onSend: (text: string) => void,
+ *   onClose: () => void, onNew: () => void}} o
  */
 export function mountShell(root, o) {
   const inputId = uid('composer')
@@ -121,7 +118,7 @@ export function mountShell(root, o) {
     h('h1', { 'data-part': 'title', text: o.title }),
     h('button', { type: 'button', 'data-part': 'new-conversation', 'aria-label': t('newConversation'), title: t('newConversation'), onclick: o.onNew }, icon('restart')),
     o.closable && h('button', { type: 'button', 'data-part': 'close', 'aria-label': t('close'), title: t('close'), onclick: o.onClose }, icon('close')))
-  root.replaceChildren(header, parts.connection, parts.messages, parts.working, parts.composer, parts.live)
+  root?.replaceChildren(header, parts.connection, parts.messages, parts.working, parts.composer, parts.live)
   reset(o.greeting)
 }
 
@@ -214,12 +211,12 @@ export function appendDelta(id, delta) {
   setText(m, m.raw + delta)
 }
 
-/** Finish a streamed message; returns its text. @param {string} id */
+/** Finish a streamed message; returns its text and role. @param {string} id */
 export function endMessage(id) {
   const m = messages.get(id)
-  if (!m) return ''
+  if (!m) return { text: '', role: '' }
   if (!m.raw.trim()) { m.el.remove(); messages.delete(id) }
-  return m.raw
+  return { text: m.raw, role: m.role }
 }
 
 /** @param {string} id */
@@ -369,12 +366,10 @@ export function readable(v, schema, depth = 0) {
 // ============================================================================
 
 /**
- * A card for one tool call. `state` is one of running, waiting, done, failed, rejected,
- * expired (exposed as `data-state`).
- * @param {{id: string, name: string, after?: Element | null}} call
- * @returns {Card}
+ * A card for one tool call; `data-state` is running, waiting, done, failed, rejected or expired.
+ * @param {string} id @param {string} name @returns {Card}
  */
-export function toolCard({ id, name, after }) {
+export function toolCard(id, name) {
   const titleId = uid('call')
   const status = h('span', { 'data-part': 'tool-call-status' })
   const input = h('div', { 'data-part': 'tool-call-input', hidden: true })
@@ -384,8 +379,7 @@ export function toolCard({ id, name, after }) {
       h('h2', { id: titleId, 'data-part': 'tool-call-title' }, h('span', { class: 'sr-only', text: `${t('toolCall')} ` }), h('code', { text: name })),
       status),
     input, body)
-  if (after?.isConnected) after.after(el)
-  else append(el)
+  append(el)
   return {
     el,
     setState(state, note) {
@@ -403,11 +397,12 @@ export function toolCard({ id, name, after }) {
       input.hidden = false
       input.replaceChildren(h('p', { 'data-part': 'label', text: t('input') }), readable(value, schema))
     },
-    setBody(...nodes) { body.replaceChildren(...nodes.filter(n => n != null)) },
+    setBody(...nodes) { body.replaceChildren(...nodes.filter(Boolean)) },
     busy(on) {
-      for (const b of el.querySelectorAll('button')) on ? b.setAttribute('disabled', '') : b.removeAttribute('disabled')
+      for (const b of el.querySelectorAll('button')) b.toggleAttribute('disabled', on)
       on ? el.setAttribute('aria-busy', 'true') : el.removeAttribute('aria-busy')
     },
+    focus(part) { /** @type {HTMLElement | null} */ (el.querySelector(`[data-part=${part}]`))?.focus() },
   }
 }
 

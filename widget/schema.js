@@ -65,7 +65,8 @@ export const childPath = (path, key) => `${path}/${String(key).replace(/~/g, '~0
 export function toPointer(path) {
   if (Array.isArray(path)) return path.reduce((p, k) => childPath(p, k), '')
   const s = String(path ?? '')
-  if (s === '' || s === '$' || s.startsWith('/')) return s === '$' ? '' : s
+  if (s === '/' || s === '$') return ''
+  if (s === '' || s.startsWith('/')) return s
   return s.replace(/^\$\.?/, '').split(/[.[\]]+/).filter(Boolean).reduce((p, k) => childPath(p, k), '')
 }
 
@@ -153,7 +154,7 @@ function walk(schema, v, path, out, root, depth) {
 
   if (typeof v === 'string') {
     const len = [...v].length
-    if (typeof s.minLength === 'number' && len < s.minLength) fail('minLength', { n: s.minLength })
+    if (typeof s.minLength === 'number' && len < s.minLength) fail(s.minLength === 1 ? 'notEmpty' : 'minLength', { n: s.minLength })
     if (typeof s.maxLength === 'number' && len > s.maxLength) fail('maxLength', { n: s.maxLength })
     if (typeof s.pattern === 'string') {
       let re = null

@@ -26,9 +26,10 @@ def build_model(
     raise ValueError(f"'kind' must be one of {', '.join(KINDS)} (got {kind!r})")
 
 
-def model_problem(config: Any, *, tools: Collection[str], environ: Mapping[str, str]) -> str | None:
+def model_problems(config: Any, *, tools: Collection[str], environ: Mapping[str, str]) -> list[str]:
+    """Every problem of a ``model`` object (a ValueError may carry several, one per arg)."""
     try:
         build_model(config, environ=environ, tools=tools)
     except ValueError as exc:
-        return str(exc)
-    return None
+        return [str(arg) for arg in exc.args] or ["is not valid"]
+    return []

@@ -21,7 +21,9 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from server.models.base import Message, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
 
-RULE_KEYS = {"match", "say", "tool", "arguments", "raw_arguments", "reply", "error_reply"}
+RULE_KEYS = {
+    "match", "say", "tool", "arguments", "raw_arguments", "calls", "reply", "error_reply",
+}  # fmt: skip
 CONFIG_KEYS = {"kind", "rules", "fallback"}
 DEFAULT_FALLBACK = "Sorry, I can't help with that yet."
 DEFAULT_ERROR_REPLY = "I couldn't finish that: {{ error.message }}"
@@ -35,9 +37,9 @@ _ids = itertools.count(1)
 class Rule:
     pattern: re.Pattern[str]
     say: str = ""
-    tool: str | None = None
-    arguments: Any = None
-    raw_arguments: str | None = None
+    # Each call: (tool, arguments template, raw arguments or None). Several make one turn
+    # with parallel tool calls.
+    calls: tuple[tuple[str, Any, str | None], ...] = ()
     reply: str = ""
     error_reply: str = DEFAULT_ERROR_REPLY
 
@@ -58,7 +60,15 @@ class ScriptedModel:
         raw_rules = config.get("rules", [])
         if not isinstance(raw_rules, list):
             raise ValueError("'rules' must be a list")
-        rules = [_parse_rule(raw, i + 1, tools) for i, raw in enumerate(raw_rules)]
+        rules, problems = [], []
+        for index, raw in enumerate(raw_rules):
+            try:
+                rules.append(_parse_rule(raw, index + 1, tools))
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems:
+            # Every bad rule at once: fixing a file one error per restart is no fun.
+            raise ValueError(*problems)
         fallback = config.get("fallback", DEFAULT_FALLBACK)
         if not isinstance(fallback, str):
             raise ValueError("'fallback' must be a string")
@@ -79,36 +89,46 @@ class ScriptedModel:
                 continue
             context: dict[str, Any] = {"match": found.groupdict(), **found.groupdict()}
             answers = [m for m in messages[last_user + 1 :] if m.role == "tool"]
-            if rule.tool is None:
+            if not rule.calls:
                 for chunk in _chunks(_render(rule.reply, context)):
                     yield TextDelta(chunk)
             elif not answers:
                 if rule.say:
                     for chunk in _chunks(_render(rule.say, context)):
                         yield TextDelta(chunk)
-                yield ToolCallRequest(
-                    call_id=f"call_{next(_ids)}",
-                    name=rule.tool,
-                    arguments=rule.raw_arguments
-                    if rule.raw_arguments is not None
-                    else json.dumps(_render_value(rule.arguments or {}, context)),
-                )
+                for tool, arguments, raw in rule.calls:
+                    yield ToolCallRequest(
+                        call_id=f"call_{next(_ids)}",
+                        name=tool,
+                        arguments=raw
+                        if raw is not None
+                        else json.dumps(_render_value(arguments or {}, context)),
+                    )
             else:
+                # `result`/`error` are the last answer's; `results` lists every answer's.
+                context["results"] = [_parse(m.text) for m in answers]
                 for chunk in _chunks(_reply(rule, answers[-1].text, context)):
                     yield TextDelta(chunk)
             return
         yield TextDelta(self.fallback)
 
 
-def _reply(rule: Rule, content: str, context: dict[str, Any]) -> str:
+def _parse(content: str) -> Any:
     try:
-        value = json.loads(content)
+        return json.loads(content)
     except json.JSONDecodeError:
-        value = content
-    error = value.get("error") if isinstance(value, dict) and len(value) == 1 else None
-    if isinstance(error, dict):
-        return _render(rule.error_reply, {**context, "error": error})
-    return _render(rule.reply, {**context, "result": value})
+        return content
+
+
+def _reply(rule: Rule, content: str, context: dict[str, Any]) -> str:
+    value = _parse(content)
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("error"), dict):
+        return _render(rule.error_reply, {**context, "error": value["error"]})
+    simulated = isinstance(value, dict) and value.get("simulated") is True and "result" in value
+    if simulated:
+        value = value["result"]
+    reply = _render(rule.reply, {**context, "result": value, "simulated": simulated})
+    return f"(Simulated) {reply}" if simulated else reply
 
 
 def _render(template: str, context: dict[str, Any]) -> str:
@@ -159,31 +179,42 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
         pattern = re.compile(raw["match"])
     except re.error as exc:
         raise ValueError(f"{where}: 'match' is not a valid regular expression: {exc}") from None
-    tool = raw.get("tool")
-    if tool is not None and not isinstance(tool, str):
-        raise ValueError(f"{where}: 'tool' must be a tool name")
-    # raw_arguments exists to script a misbehaving model (conformance tests); such a rule
-    # may also name a tool the agent lacks, to exercise unknown_tool.
-    raw_args = raw.get("raw_arguments")
-    if raw_args is not None and not isinstance(raw_args, str):
-        raise ValueError(f"{where}: 'raw_arguments' must be a string")
-    if tool is not None and tools is not None and tool not in tools and raw_args is None:
-        raise ValueError(f"{where}: calls tool {tool!r}, which the agent does not define")
+    if "tool" in raw and "calls" in raw:
+        raise ValueError(f"{where}: use 'tool' for one call or 'calls' for several, not both")
+    singles = [{k: raw[k] for k in ("tool", "arguments", "raw_arguments") if k in raw}]
+    raw_calls = raw.get("calls", singles if "tool" in raw else [])
+    if not isinstance(raw_calls, list):
+        raise ValueError(f"{where}: 'calls' must be a list of {{'tool', 'arguments'}}")
+    calls = tuple(_parse_call(c, where, tools) for c in raw_calls)
     for key in ("say", "reply", "error_reply"):
         if key in raw:
             if not isinstance(raw[key], str):
                 raise ValueError(f"{where}: {key!r} must be a string")
             _check_template(raw[key], f"{where}: {key!r}")
-    _walk_templates(raw.get("arguments"), f"{where}: 'arguments'")
     return Rule(
         pattern=pattern,
         say=raw.get("say", ""),
-        tool=tool,
-        arguments=raw.get("arguments"),
-        raw_arguments=raw_args,
+        calls=calls,
         reply=raw.get("reply", ""),
         error_reply=raw.get("error_reply", DEFAULT_ERROR_REPLY),
     )
+
+
+def _parse_call(raw: Any, where: str, tools: Collection[str] | None) -> tuple[str, Any, str | None]:
+    if not isinstance(raw, dict) or set(raw) - {"tool", "arguments", "raw_arguments"}:
+        raise ValueError(f"{where}: a call is {{'tool', 'arguments' or 'raw_arguments'}}")
+    tool = raw.get("tool")
+    if not isinstance(tool, str):
+        raise ValueError(f"{where}: 'tool' must be a tool name")
+    # raw_arguments exists to script a misbehaving model (conformance tests); such a call
+    # may also name a tool the agent lacks, to exercise unknown_tool.
+    raw_args = raw.get("raw_arguments")
+    if raw_args is not None and not isinstance(raw_args, str):
+        raise ValueError(f"{where}: 'raw_arguments' must be a string")
+    if tools is not None and tool not in tools and raw_args is None:
+        raise ValueError(f"{where}: calls tool {tool!r}, which the agent does not define")
+    _walk_templates(raw.get("arguments"), f"{where}: 'arguments'")
+    return tool, raw.get("arguments"), raw_args
 
 
 def _walk_templates(value: Any, where: str) -> None:

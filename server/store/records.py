@@ -70,6 +70,7 @@ class Run:
     status: RunStatus
     step: int = 0
     error: dict[str, Any] | None = None
+    simulate: bool = False
 
 
 @dataclass(frozen=True, slots=True)

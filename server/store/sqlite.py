@@ -39,7 +39,7 @@ CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id
 CREATE TABLE IF NOT EXISTS runs (
     pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,
     conversation_id TEXT NOT NULL, agent TEXT NOT NULL, status TEXT NOT NULL,
-    step INTEGER NOT NULL, error TEXT
+    step INTEGER NOT NULL, error TEXT, simulate INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_by_conversation ON runs (conversation_id, pos);
 CREATE TABLE IF NOT EXISTS calls (
@@ -51,6 +51,10 @@ CREATE TABLE IF NOT EXISTS calls (
 );
 CREATE INDEX IF NOT EXISTS calls_by_run ON calls (run_id, step);
 CREATE INDEX IF NOT EXISTS calls_open ON calls (state, deadline);
+CREATE TABLE IF NOT EXISTS grants (
+    conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, call_id TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, tool_name)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (conversation_id, seq)
@@ -177,9 +181,17 @@ class SQLiteStore:
 
     def create_run(self, run: Run) -> None:
         self._db.execute(
-            "INSERT INTO runs (id, conversation_id, agent, status, step, error)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (run.id, run.conversation_id, _dump(run.agent), run.status, run.step, None),
+            "INSERT INTO runs (id, conversation_id, agent, status, step, error, simulate)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                run.id,
+                run.conversation_id,
+                _dump(run.agent),
+                run.status,
+                run.step,
+                None,
+                int(run.simulate),
+            ),
         )
 
     def _run(self, row: sqlite3.Row | None) -> Run | None:
@@ -192,6 +204,7 @@ class SQLiteStore:
             status=RunStatus(row["status"]),
             step=row["step"],
             error=json.loads(row["error"]) if row["error"] else None,
+            simulate=bool(row["simulate"]),
         )
 
     def get_run(self, run_id: str) -> Run | None:
@@ -287,6 +300,33 @@ class SQLiteStore:
             (*OPEN_STATES, now),
         )
         return [self._call(r) for r in rows]
+
+    def count_calls(self, run_id: str, tool_name: str) -> int:
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM calls WHERE run_id = ? AND tool_name = ?", (run_id, tool_name)
+        ).fetchone()
+        return int(row[0])
+
+    def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
+        wanted = list(states)
+        marks = ",".join("?" * len(wanted))
+        rows = self._db.execute(
+            f"SELECT * FROM calls WHERE state IN ({marks}) ORDER BY pos", wanted
+        )
+        return [self._call(r) for r in rows]
+
+    def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None:
+        self._db.execute(
+            "INSERT OR IGNORE INTO grants (conversation_id, tool_name, call_id) VALUES (?, ?, ?)",
+            (conversation_id, tool_name, call_id),
+        )
+
+    def has_grant(self, conversation_id: str, tool_name: str) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM grants WHERE conversation_id = ? AND tool_name = ?",
+            (conversation_id, tool_name),
+        ).fetchone()
+        return row is not None
 
     def transition_call(
         self, call_id: str, from_states: Iterable[CallState], to_state: CallState, **changes: Any

@@ -134,7 +134,11 @@ class Harness:
 
 
 def write_agent(directory: Path, data: dict[str, Any], name: str | None = None) -> Path:
+    """Write an agent file; a directory without a platform file gets the demo's."""
     directory.mkdir(parents=True, exist_ok=True)
+    platform = directory / "_platform.json"
+    if not platform.exists() and name != "_platform.json":
+        shutil.copy(DEMO_AGENTS / "_platform.json", platform)
     path = directory / (name or f"{data.get('id', 'agent')}.json")
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")
     return path

@@ -1,0 +1,86 @@
+"""HTTP clients the bench drives the servers with: httpx, and a raw keep-alive connection."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from servers import HOST, Server
+
+TIMEOUT = 10.0
+_CONTENT_LENGTH = re.compile(rb"(?i)\r\ncontent-length:[ \t]*(\d+)")
+
+
+def expect(response: httpx.Response, status: int) -> None:
+    if response.status_code != status:
+        raise RuntimeError(f"{response.request.method} {response.request.url} answered "
+                           f"{response.status_code}: {response.text[:300]}")
+
+
+def client_for(server: Server) -> httpx.AsyncClient:
+    # One persistent client per server: POSTs reuse a keep-alive connection.
+    return httpx.AsyncClient(base_url=server.url, timeout=TIMEOUT, trust_env=False,
+                             limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
+
+
+@dataclass(frozen=True)
+class Conv:
+    id: str
+    session: str
+    stream: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.session}"}
+
+    @property
+    def events_path(self) -> str:
+        return f"/api/conversations/{self.id}/events?token={self.stream}"
+
+
+async def create_conversations(client: httpx.AsyncClient, n: int,
+                               concurrency: int = 16) -> list[Conv]:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> Conv:
+        async with gate:
+            r = await client.post("/api/agents/bench/conversations")
+        expect(r, 201)
+        body = r.json()
+        return Conv(body["conversationId"], body["sessionToken"], body["streamToken"])
+
+    return list(await asyncio.gather(*(one() for _ in range(n))))
+
+
+class RawHttp:
+    """One keep-alive HTTP/1.1 connection, one request at a time: the least a client costs."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 port: int) -> None:
+        self.reader, self.writer, self.port = reader, writer, port
+
+    @classmethod
+    async def open(cls, port: int) -> RawHttp:
+        reader, writer = await asyncio.open_connection(HOST, port)
+        return cls(reader, writer, port)
+
+    async def post(self, path: str, body: dict[str, Any], status: int = 200) -> bytes:
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        self.writer.write(f"POST {path} HTTP/1.1\r\nHost: {HOST}:{self.port}\r\n"
+                          f"Content-Type: application/json\r\nContent-Length: {len(payload)}"
+                          f"\r\n\r\n".encode() + payload)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        length = _CONTENT_LENGTH.search(head)
+        if length is None:
+            raise RuntimeError(f"POST {path}: no Content-Length in {head[:300]!r}")
+        answer = await self.reader.readexactly(int(length.group(1)))
+        if int(head.split(b" ", 2)[1]) != status:
+            raise RuntimeError(f"POST {path} answered {head[:40]!r}: {answer[:300]!r}")
+        return answer
+
+    def close(self) -> None:
+        self.writer.transport.abort()

@@ -1,0 +1,127 @@
+"""Blocks the server runs itself when an agent calls them as tools (issue #4, section 2).
+
+What every block shares lives here: the errors the model receives, the AI-provided
+parameters a tool declares, and the ``{{ $fromAI.key }}`` references that place them.
+
+    BlockError            .code, .message (written for the model)
+     ├── InvalidValue     invalid_arguments
+     ├── NotAuthorized    not_authorized     .host
+     └── BlockFailed      block_failed       .status, .reason
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+PARAM_TYPES = ("string", "number", "integer", "boolean")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_EXPR = re.compile(r"\{\{(.*?)\}\}", re.S)
+_REF = re.compile(r"\s*\$fromAI\.([A-Za-z_][A-Za-z0-9_]*)\s*\Z")
+
+
+# ---- errors the model receives ---------------------------------------------------------------
+
+
+class BlockError(Exception):
+    code = "block_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidValue(BlockError):
+    code = "invalid_arguments"
+
+
+class NotAuthorized(BlockError):
+    code = "not_authorized"
+
+    def __init__(self, host: str) -> None:
+        super().__init__(f"This tool may not send requests to {host}.")
+        self.host = host
+
+
+class BlockFailed(BlockError):
+    code = "block_failed"
+
+    def __init__(self, reason: str, *, status: int | None = None) -> None:
+        where = "" if status is None else f" with status {status}"
+        super().__init__(f"The request failed{where}: {reason}")
+        self.status = status
+        self.reason = reason
+
+
+# ---- AI-provided parameters ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AiParam:
+    key: str
+    type: str
+    description: str = ""
+    required: bool = False
+
+
+def parse_ai_params(raw: Any) -> tuple[AiParam, ...]:
+    """Read the seed's ``aiParams`` list (an entry's ``id`` is accepted and ignored)."""
+    if not isinstance(raw, list | None):
+        raise ValueError("aiParams: expected a list of parameters")
+    params: list[AiParam] = []
+    for i, item in enumerate(raw or ()):
+        where = f"aiParams[{i}]"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: expected an object")
+        if unknown := set(item) - {"id", "key", "type", "description", "required"}:
+            raise ValueError(f"{where}: unknown field {min(unknown)!r}")
+        p = AiParam(item.get("key", ""), item.get("type", "string"), item.get("description", ""),
+                    item.get("required", False))
+        if not isinstance(p.key, str) or not _KEY.match(p.key):
+            raise ValueError(f"{where}.key: {p.key!r} must be letters, digits and _, "
+                             "not starting with a digit")
+        if any(q.key == p.key for q in params):
+            raise ValueError(f"{where}.key: duplicate key {p.key!r}")
+        if p.type not in PARAM_TYPES:
+            raise ValueError(f"{where}.type: {p.type!r} is not one of {', '.join(PARAM_TYPES)}")
+        if not isinstance(p.description, str):
+            raise ValueError(f"{where}.description: expected text")
+        if not isinstance(p.required, bool):
+            raise ValueError(f"{where}.required: expected true or false")
+        params.append(p)
+    return tuple(params)
+
+
+def ai_params_schema(params: Sequence[AiParam]) -> dict[str, Any]:
+    properties = {p.key: {"type": p.type} | ({"description": p.description} if p.description
+                                              else {}) for p in params}
+    return {"type": "object", "properties": properties,
+            "required": [p.key for p in params if p.required], "additionalProperties": False}
+
+
+# ---- {{ $fromAI.key }} -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AiRef:
+    key: str
+
+
+def split_template(text: str, where: str, keys: Collection[str] | None = None) -> list[str | AiRef]:
+    """``text`` as literal parts and ``$fromAI`` references; any other ``{{ }}`` is refused."""
+    parts: list[str | AiRef] = []
+    pos = 0
+    for m in _EXPR.finditer(text):
+        if (ref := _REF.match(m.group(1))) is None:
+            raise ValueError(f"{where}: {m.group(0)!r} is not allowed; only "
+                             "{{ $fromAI.<key> }} is (expressions are never evaluated)")
+        if keys is not None and ref.group(1) not in keys:
+            raise ValueError(f"{where}: $fromAI.{ref.group(1)} is not a declared AI parameter")
+        parts += [text[pos : m.start()], AiRef(ref.group(1))]
+        pos = m.end()
+    parts.append(text[pos:])
+    if any(isinstance(p, str) and "{{" in p for p in parts):
+        raise ValueError(f"{where}: '{{{{' without a matching '}}}}'")
+    return [p for p in parts if p != ""]

@@ -1,0 +1,41 @@
+"""A small local service for the demo's server-side tool (public holidays, offline)."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+HOLIDAYS: dict[str, list[tuple[str, str]]] = {
+    "FR": [("2026-01-01", "Jour de l'an"), ("2026-04-06", "Lundi de Pâques"),
+           ("2026-05-01", "Fête du Travail"), ("2026-05-08", "Victoire 1945"),
+           ("2026-07-14", "Fête nationale"), ("2026-08-15", "Assomption"),
+           ("2026-11-01", "Toussaint"), ("2026-11-11", "Armistice"), ("2026-12-25", "Noël")],
+    "ES": [("2026-01-01", "Año Nuevo"), ("2026-01-06", "Epifanía del Señor"),
+           ("2026-04-03", "Viernes Santo"), ("2026-05-01", "Fiesta del Trabajo"),
+           ("2026-08-15", "Asunción de la Virgen"), ("2026-10-12", "Fiesta Nacional de España"),
+           ("2026-12-08", "Inmaculada Concepción"), ("2026-12-25", "Navidad")],
+    "JP": [("2026-01-01", "元日"), ("2026-02-11", "建国記念の日"), ("2026-04-29", "昭和の日"),
+           ("2026-05-03", "憲法記念日"), ("2026-05-05", "こどもの日"), ("2026-11-03", "文化の日"),
+           ("2026-11-23", "勤労感謝の日")],
+    "US": [("2026-01-01", "New Year's Day"), ("2026-05-25", "Memorial Day"),
+           ("2026-07-03", "Independence Day (observed)"), ("2026-09-07", "Labor Day"),
+           ("2026-11-26", "Thanksgiving Day"), ("2026-12-25", "Christmas Day")],
+}  # fmt: skip
+NAMES = {"FRANCE": "FR", "SPAIN": "ES", "ESPAÑA": "ES", "JAPAN": "JP", "USA": "US",
+         "UNITED STATES": "US"}  # fmt: skip
+
+
+async def holidays(request: Request) -> JSONResponse:
+    raw = request.path_params["country"].strip().upper()
+    code = NAMES.get(raw, raw)
+    if code not in HOLIDAYS:
+        return JSONResponse({"error": f"unknown country {raw!r}"}, status_code=404)
+    after = request.query_params.get("after", "")
+    days = [{"date": d, "name": n} for d, n in HOLIDAYS[code] if d >= after]
+    return JSONResponse({"country": code, "holidays": days})
+
+
+def create_services_app() -> Starlette:
+    return Starlette(routes=[Route("/holidays/{country}", holidays)])

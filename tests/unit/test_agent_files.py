@@ -1,0 +1,261 @@
+"""Agent file mistakes stop loading, one clear line each, naming the file, the tool and the field."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.agents import load_agents
+from server.errors import AgentConfigError
+from server.settings import DEMO_AGENTS, ROOT
+from tests.unit.conftest import planner_definition, write_agent
+
+Definition = dict[str, Any]
+
+
+def archive_tool(**changes: Any) -> dict[str, Any]:
+    """A valid extra tool, so a mistake in it is the file's only problem."""
+    tool: dict[str, Any] = {
+        "name": "archive_task",
+        "description": "Archives a task on the user's board.",
+        "input_schema": {"type": "object", "properties": {"id": {"type": "string"}},
+                         "required": ["id"]},
+        "output_schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+    }
+    tool.update(changes)
+    return {k: v for k, v in tool.items() if v is not None}
+
+
+def with_tool(**changes: Any) -> Callable[[Definition], None]:
+    def mutate(data: Definition) -> None:
+        data["tools"].append(archive_tool(**changes))
+    return mutate
+
+
+def with_key(key: str, value: Any) -> Callable[[Definition], None]:
+    def mutate(data: Definition) -> None:
+        data[key] = value
+    return mutate
+
+
+def with_rule(number: int, **changes: Any) -> Callable[[Definition], None]:
+    def mutate(data: Definition) -> None:
+        data["model"]["rules"][number - 1].update(changes)
+    return mutate
+
+
+@dataclass(frozen=True)
+class Mistake:
+    id: str
+    mutate: Callable[[Definition], None]
+    says: tuple[str, ...]  # besides the file name, which every line starts with
+
+
+DEMO_TOOLS = [t["name"] for t in planner_definition()["tools"]]
+BAD_SCHEMA = {"type": "object", "properties": {"a": {"type": "nope"}}}
+
+MISTAKES = [
+    Mistake("name-starts-with-digit", with_tool(name="1archive"), ("tool '1archive'", "'name'")),
+    Mistake("name-with-dash", with_tool(name="archive-task"), ("tool 'archive-task'", "'name'")),
+    Mistake("name-with-bang", with_tool(name="archive!"), ("tool 'archive!'", "'name'")),
+    Mistake("name-with-outer-space", with_tool(name=" archive"), ("tool ' archive'", "'name'")),
+    Mistake("name-too-long", with_tool(name="a" * 65), ("'name'", "64")),
+    Mistake("duplicate-name", with_tool(name="read_board_tasks"),
+            ("tool 'read_board_tasks'", "duplicate name")),
+    Mistake("missing-input-schema", with_tool(input_schema=None),
+            ("tool 'archive_task'", "'input_schema'", "required")),
+    Mistake("missing-output-schema", with_tool(output_schema=None),
+            ("tool 'archive_task'", "'output_schema'", "required")),
+    Mistake("schema-not-an-object", with_tool(input_schema=["type", "object"]),
+            ("tool 'archive_task'", "'input_schema'", "JSON Schema object")),
+    Mistake("schema-root-not-object", with_tool(output_schema={"type": "array"}),
+            ("tool 'archive_task'", "'output_schema'", '"type": "object"')),
+    Mistake("invalid-json-schema", with_tool(input_schema=BAD_SCHEMA),
+            ("tool 'archive_task'", "'input_schema'", "properties/a/type", "'nope'")),
+    Mistake("unknown-agent-key", with_key("colour", "red"), ("unknown key 'colour'",)),
+    Mistake("unknown-tool-key", with_tool(timeout=5),
+            ("tool 'archive_task'", "unknown key 'timeout'")),
+    Mistake("missing-description", with_tool(description=None),
+            ("tool 'archive_task'", "'description'")),
+    Mistake("blank-description", with_tool(description="  "),
+            ("tool 'archive_task'", "'description'")),
+    Mistake("bad-deadline", with_tool(deadline_seconds=0),
+            ("tool 'archive_task'", "'deadline_seconds'")),
+    Mistake("origin-with-path", with_key("allowed_origins", ["http://localhost:8001/app"]),
+            ("allowed origin 'http://localhost:8001/app'",)),
+    Mistake("origin-not-http", with_key("allowed_origins", ["ftp://example.com"]),
+            ("allowed origin 'ftp://example.com'",)),
+    Mistake("origin-without-scheme", with_key("allowed_origins", ["example.com"]),
+            ("allowed origin 'example.com'",)),
+    Mistake("rule-bad-regex", with_rule(1, match="(unclosed"),
+            ("model", "rule #1", "'match'", "regular expression")),
+    Mistake("rule-bad-template", with_rule(2, reply="Done: {% if %}"),
+            ("model", "rule #2", "'reply'", "template")),
+    Mistake("rule-bad-argument-template", with_rule(2, arguments={"title": "{{ title"}),
+            ("model", "rule #2", "'arguments'", "template")),
+    Mistake("rule-unknown-tool", with_rule(1, tool="delete_everything"),
+            ("model", "rule #1", "'delete_everything'")),
+]
+
+
+def agents_folder(path: Path) -> Path:
+    """A directory for agent files, with the demo's platform files (``_*.json``, not agents)."""
+    path.mkdir(parents=True, exist_ok=True)
+    for platform_file in DEMO_AGENTS.glob("_*.json"):
+        shutil.copy(platform_file, path)
+    return path
+
+
+def bad_definition(mistake: Mistake) -> Definition:
+    data = planner_definition()
+    data["id"] = mistake.id.replace("-", "_")
+    mistake.mutate(data)
+    return data
+
+
+def problems_of(directory: Path) -> list[str]:
+    with pytest.raises(AgentConfigError) as caught:
+        load_agents(directory, {})
+    assert str(caught.value) == "\n".join(caught.value.problems)
+    return caught.value.problems
+
+
+def check_cli(directory: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "server", "check", "--agents", str(directory)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[m.id for m in MISTAKES])
+def test_mistake_stops_loading_with_one_line_naming_file_tool_and_field(
+    tmp_path: Path, mistake: Mistake
+) -> None:
+    write_agent(agents_folder(tmp_path), bad_definition(mistake), name="agent.json")
+    [problem] = problems_of(tmp_path)
+    assert problem.startswith("agent.json: ") and "\n" not in problem
+    for words in mistake.says:
+        assert words in problem, (words, problem)
+
+
+def test_invalid_json_file_stops_loading_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "broken.json").write_text('{"id": "broken",\n  "tools": [}', encoding="utf-8")
+    [problem] = problems_of(tmp_path)
+    assert problem.startswith("broken.json: not valid JSON") and "line 2" in problem
+
+
+@pytest.mark.parametrize("name", ["créer tâche", "タスク 作成", "_archive", "archive task 2"])
+def test_tool_names_with_spaces_and_non_ascii_letters_are_accepted(
+    tmp_path: Path, name: str
+) -> None:
+    data = planner_definition()
+    data["tools"].append(archive_tool(name=name))
+    write_agent(agents_folder(tmp_path), data)
+    agent = load_agents(tmp_path, {})["planner"]
+    tool = agent.tool(name)
+    assert tool is not None and tool.public()["name"] == name
+
+
+def test_a_broken_tool_is_reported_once_not_again_by_the_rules_that_call_it(
+    tmp_path: Path,
+) -> None:
+    data = planner_definition()
+    create = next(t for t in data["tools"] if t["name"] == "create_task")
+    del create["output_schema"]
+    write_agent(agents_folder(tmp_path), data, name="agent.json")
+    # Rule #2 calls create_task, which IS defined (wrongly): one line, about the schema.
+    assert problems_of(tmp_path) == ["agent.json: tool 'create_task': 'output_schema' is required"]
+
+
+def test_several_problems_in_one_file_are_reported_at_once(tmp_path: Path) -> None:
+    data = planner_definition()
+    data["colour"] = "red"
+    data["allowed_origins"] = ["http://localhost:8001/app"]
+    data["tools"] += [archive_tool(name="archive-task"), archive_tool(name="restore", description=None)]
+    data["model"]["rules"][0]["match"] = "(unclosed"
+    write_agent(agents_folder(tmp_path), data, name="agent.json")
+    problems = problems_of(tmp_path)
+    expected = ["unknown key 'colour'", "allowed origin 'http://localhost:8001/app'",
+                "tool 'archive-task': 'name'", "tool 'restore': 'description'",
+                "model: rule #1: 'match'"]
+    assert len(problems) == len(expected), problems
+    for words in expected:
+        assert sum(words in p for p in problems) == 1, (words, problems)
+
+
+def test_several_bad_rules_are_all_reported(tmp_path: Path) -> None:
+    data = planner_definition()
+    data["model"]["rules"][0]["match"] = "(unclosed"
+    data["model"]["rules"][2]["reply"] = "{% if %}"
+    write_agent(agents_folder(tmp_path), data, name="agent.json")
+    problems = problems_of(tmp_path)
+    assert len(problems) == 2, problems
+    assert "rule #1" in problems[0] and "rule #3" in problems[1]
+
+
+def test_problems_in_several_files_are_all_reported(tmp_path: Path) -> None:
+    agents_folder(tmp_path)
+    for mistake in MISTAKES[:3]:
+        write_agent(tmp_path, bad_definition(mistake), name=f"{mistake.id}.json")
+    write_agent(tmp_path, planner_definition())  # a good file does not hide the bad ones
+    problems = problems_of(tmp_path)
+    assert sorted(p.split(":")[0] for p in problems) == sorted(
+        f"{m.id}.json" for m in MISTAKES[:3])
+
+
+def test_the_demo_agent_loads() -> None:
+    agents = load_agents(DEMO_AGENTS, {})
+    assert list(agents) == ["planner"]
+    assert [t.name for t in agents["planner"].tools] == DEMO_TOOLS
+
+
+# ---- the command line -------------------------------------------------------------------
+
+
+def test_check_prints_one_line_per_bad_file_and_exits_1(tmp_path: Path) -> None:
+    agents_folder(tmp_path)
+    for mistake in MISTAKES:
+        write_agent(tmp_path, bad_definition(mistake), name=f"{mistake.id}.json")
+    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+    done = check_cli(tmp_path)
+    assert done.returncode == 1, done
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == len(MISTAKES) + 1, done.stderr
+    for mistake in MISTAKES:
+        [line] = [line for line in lines if line.startswith(f"{mistake.id}.json: ")]
+        for words in mistake.says:
+            assert words in line, (words, line)
+    assert any(line.startswith("broken.json: not valid JSON") for line in lines)
+
+
+def test_check_accepts_the_demo_agents() -> None:
+    done = check_cli(DEMO_AGENTS)
+    assert done.returncode == 0, done.stderr
+    tools = f"{len(DEMO_TOOLS)} tools: {', '.join(DEMO_TOOLS)}"
+    assert done.stdout == f"ok: planner ({tools})\n"
+
+
+def test_serve_with_bad_agents_exits_1_and_prints_the_problems(tmp_path: Path) -> None:
+    agents = agents_folder(tmp_path / "agents")
+    write_agent(agents, bad_definition(MISTAKES[0]), name="agent.json")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    # run(timeout=...) kills the server if it starts anyway, so nothing is left running.
+    done = subprocess.run(
+        [sys.executable, "-m", "server", "serve", "--agents", str(agents),
+         "--db", str(tmp_path / "hostcall.db"), "--port", str(port)],
+        cwd=ROOT, capture_output=True, text=True, timeout=30,
+    )
+    assert done.returncode == 1, done
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"hostcall: the agent files in {agents} have problems:"
+    assert lines[1].startswith("  - agent.json: tool '1archive': 'name'")
+    assert len(lines) == 2, done.stderr

@@ -1,0 +1,695 @@
+// Hostcall widget: the in-iframe app (entry point of server/templates/widget.html).
+//
+// It owns one conversation with the server (docs/protocol.md) and is the only party that
+// sees tokens. A client-side tool call arriving on the stream goes to the parent page's
+// handler over postMessage when the page registered one, else to a form built from the
+// tool's output schema (issue 3).
+//
+// Trust: the parent origin is the one the server bound into this page and the browser
+// enforces (CSP frame-ancestors). Messages are accepted only from that exact origin AND
+// window.parent, and posted only to that exact origin.
+//
+// At most once per call: a handler runs only for a call the server reports `dispatched`,
+// after its id is written to a ledger (`hostcall:v1:calls:<conversationId>` in the widget's
+// storage, see api.js) and after `POST /delivered` succeeded. A call already in the ledger,
+// or already `delivered` on the server (a reloaded page sees that in the snapshot), is never
+// posted to the page again: it goes to the form, with a note saying why. Where Web Locks
+// are allowed, a lock named after the call is held while its handler runs, so another
+// window of the same page shows "running in another window" and takes over (with the form)
+// only if that window goes away.
+
+import { t, pickLocale, setLocale } from './i18n.js'
+import { validate, toPointer, childPath } from './schema.js'
+import { schemaForm } from './form.js'
+import { createApi, openStream, store } from './api.js'
+import * as ui from './chat.js'
+
+/**
+ * @typedef {{toolCallId: string, toolCallName: string, state: string, input?: any,
+ *   inputSchema?: any, outputSchema?: any, deadline?: string, route?: string,
+ *   resultToken?: string, decisionToken?: string, outcome?: any}} Call  (docs/protocol.md CALL)
+ * @typedef {{id: string, call: Call, card: import('./chat.js').Card, args: string, phase: string,
+ *   resolveParent: Function | null, release: Function | null, delivered: Promise<boolean> | null}} CallView
+ * @typedef {import('./form.js').FieldError} FieldError
+ */
+
+// ============================================================================
+// Constants
+// ============================================================================
+
+/** Messages between the widget and the loader (mirrored in widget/loader.js). */
+export const MSG = Object.freeze({
+  HELLO: 'hostcall:hello', //       widget → page: I am up; tell me your handlers
+  HANDLERS: 'hostcall:handlers', // page → widget: {tools: [names]}, again whenever they change
+  READY: 'hostcall:ready', //       widget → page: conversation loaded, stream open
+  CALL: 'hostcall:call', //         widget → page: {callId, toolName, input, inputSchema, outputSchema, deadline}
+  RESULT: 'hostcall:result', //     page → widget: {callId, output} | {callId, error: {message}} | {callId, noHandler}
+  CANCEL: 'hostcall:cancel', //     widget → page: {callId}: settled elsewhere or expired; abort ctx.signal
+  SEND: 'hostcall:send', //         page → widget: {text}: send as the user
+  FOCUS: 'hostcall:focus', //       page → widget: the panel opened; focus the composer
+  CLOSE: 'hostcall:close', //       widget → page: close the panel (close button, Escape)
+  EVENT: 'hostcall:event', //       widget → page: {event, detail} for Hostcall('on', …)
+})
+
+const STREAM_EVENTS = Object.freeze([
+  'RUN_STARTED', 'RUN_FINISHED', 'RUN_ERROR', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT',
+  'TEXT_MESSAGE_END', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'TOOL_CALL_RESULT',
+  'TOOL_CALL_APPROVAL_REQUESTED', 'TOOL_CALL_DISPATCH', 'TOOL_CALL_STATE',
+])
+
+/** Server call state → card `data-state`. */
+const CARD_STATE = /** @type {Record<string, string>} */ ({
+  proposed: 'running', awaiting_confirmation: 'waiting', dispatched: 'running', delivered: 'running',
+  answered: 'done', rejected: 'rejected', failed: 'failed', expired: 'expired',
+})
+const TERMINAL = new Set(['answered', 'rejected', 'failed', 'expired'])
+/** Phases of a call view in which the person has something to do. */
+const PERSON = new Set(['confirm', 'edit', 'reject', 'form'])
+/** Phases from which a dispatch of the call is acted on. */
+const DISPATCHABLE = new Set(['', 'confirm', 'edit', 'reject', 'deciding'])
+const GONE = [401, 403, 404] // the session or conversation no longer exists
+const MAX_RESULT_CHARS = 256 * 1024
+
+// ============================================================================
+// Configuration and state
+// ============================================================================
+
+/** Written by server/pages.py. */
+const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}')
+const framed = Boolean(cfg.parentOrigin) && window.parent !== window
+const agentTools = new Map((cfg.tools || []).map((/** @type {any} */ tool) => [tool.name, tool]))
+const api = createApi(cfg.apiBase || '')
+const sessionKey = `hostcall:v1:session:${cfg.agentId}:${framed ? cfg.parentOrigin : 'standalone'}`
+const locale = pickLocale(cfg.locale, ...navigator.languages)
+
+const state = {
+  conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0,
+  run: '', // '' | running | waiting | finished | failed
+  streaming: '', // id of the assistant message being streamed
+  lastUserText: '',
+  ready: false,
+  /** @type {{close: () => void} | null} */ stream: null,
+  /** @type {string[]} */ outbox: [], // texts the page sent before we were ready
+}
+/** @type {Map<string, CallView>} */
+const calls = new Map()
+let parentTools = new Set()
+let handshakeDone = () => {}
+const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
+
+// ============================================================================
+// Parent bridge
+// ============================================================================
+
+/** @param {string} type @param {object} [data] */
+function toParent(type, data) {
+  if (framed) window.parent.postMessage({ type, ...data }, cfg.parentOrigin)
+}
+
+/** A Hostcall('on', …) event for the page; never carries tokens. @param {string} event @param {any} detail */
+const emit = (event, detail) => toParent(MSG.EVENT, { event, detail })
+
+/** @param {Call} c */
+const publicCall = c => ({ callId: c.toolCallId, toolName: c.toolCallName, input: c.input, state: c.state, route: c.route })
+
+window.addEventListener('message', e => {
+  const m = e.data
+  if (!framed || e.origin !== cfg.parentOrigin || e.source !== window.parent || typeof m?.type !== 'string') return
+  if (m.type === MSG.HANDLERS) setParentTools(m.tools)
+  else if (m.type === MSG.RESULT) calls.get(String(m.callId))?.resolveParent?.(m)
+  else if (m.type === MSG.SEND && typeof m.text === 'string') state.ready ? send(m.text) : state.outbox.push(m.text)
+  else if (m.type === MSG.FOCUS) ui.focusComposer()
+})
+
+/** @param {unknown} list */
+function setParentTools(list) {
+  parentTools = new Set(Array.isArray(list) ? list.filter(n => typeof n === 'string').slice(0, 200) : [])
+  handshakeDone()
+  if (state.conversationId) sendCapabilities()
+}
+
+/** Handler negotiation: tell the server which of the agent's tools the page answers. */
+async function sendCapabilities() {
+  const tools = framed ? [...parentTools].filter(name => agentTools.has(name)) : []
+  try { await api.capabilities(state.conversationId, tools) } catch (err) { console.warn('hostcall: capabilities', err) }
+}
+
+// ============================================================================
+// Boot: restore or create the conversation, then follow its stream
+// ============================================================================
+
+async function boot() {
+  ui.setConnection('connecting')
+  try {
+    if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
+    let snapshot = null
+    const saved = store.get(sessionKey)
+    if (saved?.conversationId) {
+      state.conversationId = saved.conversationId
+      api.setSession(saved.sessionToken)
+      snapshot = await api.snapshot(saved.conversationId).catch(err => {
+        if (!GONE.includes(err.status)) throw err
+        store.del(sessionKey)
+      })
+    }
+    if (!snapshot) {
+      const created = await api.create(cfg.agentId, locale)
+      state.conversationId = created.conversationId
+      state.streamToken = created.streamToken
+      api.setSession(created.sessionToken)
+      store.set(sessionKey, { conversationId: created.conversationId, sessionToken: created.sessionToken })
+    }
+    pruneLedger()
+    await sendCapabilities()
+    if (snapshot) applySnapshot(snapshot)
+    state.stream = openStream({ url: streamUrl, types: STREAM_EVENTS, onEvent, onState: onStreamState })
+    state.ready = true
+    toParent(MSG.READY)
+    state.outbox.splice(0).forEach(send)
+  } catch (err) {
+    ui.setConnection('open')
+    ui.showError(t('errorStart'), boot)
+    emit('error', { code: err.code || 'start_failed', message: String(err.message || err) })
+  }
+  refresh()
+}
+
+/** The events URL: a fresh stream token and `after` the last event applied. @param {number} failures */
+async function streamUrl(failures) {
+  // Every third failure, re-read the snapshot: it recovers from a log we can no longer
+  // resume (e.g. `bad_event_id`) at the cost of one request.
+  if (failures && failures % 3 === 0) applySnapshot(await api.snapshot(state.conversationId))
+  const token = state.streamToken || (await api.streamToken(state.conversationId)).streamToken
+  state.streamToken = ''
+  return api.eventsUrl(state.conversationId, token, state.lastEventId)
+}
+
+/** @param {string} s @param {number} failures @param {any} [err] */
+function onStreamState(s, failures, err) {
+  if (GONE.includes(err?.status)) {
+    ui.setConnection('open')
+    ui.showError(t('errorGone'), restart)
+    return false
+  }
+  ui.setConnection(s === 'open' ? 'open' : failures ? 'down' : 'connecting')
+}
+
+/** Start a new conversation, leaving this one. */
+function restart() {
+  state.stream?.close()
+  calls.forEach(cancelParent)
+  calls.clear()
+  store.del(sessionKey)
+  Object.assign(state, { conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
+  ui.reset(cfg.greeting)
+  boot()
+  ui.focusComposer()
+}
+
+/** "c_…:42" → 42 @param {string} [id] */
+function seqOf(id = '') {
+  return Number(id.slice(id.lastIndexOf(':') + 1)) || 0
+}
+
+/** Render the conversation as the server has it, merged into what is shown. @param {any} snap */
+function applySnapshot(snap) {
+  if (seqOf(snap.lastEventId) >= state.lastSeq) {
+    state.lastEventId = snap.lastEventId || ''
+    state.lastSeq = seqOf(snap.lastEventId)
+  }
+  state.run = snap.run?.status || ''
+  /** @type {Map<string, Call>} */
+  const byId = new Map((snap.calls || []).map((/** @type {Call} */ c) => [c.toolCallId, c]))
+  for (const m of snap.messages || []) {
+    if ((m.role === 'user' || m.role === 'assistant') && m.text) ui.upsertMessage(m.id, m.role, m.text)
+    for (const id of m.toolCallIds || []) {
+      upsertCall(byId.get(id))
+      byId.delete(id)
+    }
+  }
+  byId.forEach(upsertCall)
+  ui.scrollToEnd()
+}
+
+// ============================================================================
+// Stream events
+// ============================================================================
+
+/** @param {string} type @param {MessageEvent} e */
+function onEvent(type, e) {
+  const seq = seqOf(e.lastEventId)
+  if (seq && seq <= state.lastSeq) return // replayed: already applied
+  if (seq) Object.assign(state, { lastSeq: seq, lastEventId: e.lastEventId })
+  try { ON[type]?.(JSON.parse(e.data)) } catch (err) { console.error('hostcall:', type, err) }
+  refresh()
+}
+
+/** @type {Record<string, (d: any) => void>} */
+const ON = {
+  RUN_STARTED: () => { state.run = 'running' },
+  RUN_FINISHED: () => { state.run = 'finished' },
+  RUN_ERROR: d => {
+    state.run = 'failed'
+    const text = state.lastUserText
+    ui.showError(t('errorRun', { message: d.message || d.code }), text ? () => send(text) : null)
+    emit('error', { code: d.code, message: d.message })
+  },
+  TEXT_MESSAGE_START: d => {
+    const role = d.role === 'user' ? 'user' : 'assistant'
+    if (!ui.hasMessage(d.messageId)) ui.upsertMessage(d.messageId, role)
+    if (role === 'assistant') state.streaming = d.messageId
+  },
+  TEXT_MESSAGE_CONTENT: d => ui.appendDelta(d.messageId, String(d.delta ?? '')),
+  TEXT_MESSAGE_END: d => {
+    const { text, role } = ui.endMessage(d.messageId)
+    if (state.streaming === d.messageId) state.streaming = ''
+    if (!text) return
+    if (role === 'assistant') ui.announce(text)
+    emit('message', { messageId: d.messageId, role, text })
+  },
+  TOOL_CALL_START: d => view(d.toolCallId, d.toolCallName),
+  TOOL_CALL_ARGS: d => { view(d.toolCallId).args += String(d.delta ?? '') },
+  TOOL_CALL_END: d => {
+    const v = calls.get(d.toolCallId)
+    if (v && v.call.input === undefined) try { v.card.setInput(JSON.parse(v.args)) } catch { /* malformed: the server says so */ }
+  },
+  TOOL_CALL_APPROVAL_REQUESTED: d => { state.run = 'waiting'; upsertCall(d) },
+  TOOL_CALL_DISPATCH: d => { state.run = 'waiting'; upsertCall(d) },
+  TOOL_CALL_STATE: d => {
+    const v = calls.get(d.toolCallId)
+    if (v && TERMINAL.has(d.state)) settle(v, d.state)
+    else if (v) v.call.state = d.state
+  },
+  TOOL_CALL_RESULT: d => {
+    const v = view(d.toolCallId)
+    settle(v, d.state || (d.outcome?.error ? 'failed' : 'answered'), d.outcome)
+    emit('toolresult', { callId: v.id, toolName: v.call.toolCallName, state: v.call.state, outcome: v.call.outcome })
+  },
+}
+
+// ============================================================================
+// Tool calls: one view per call, driven by the call's server state
+// ============================================================================
+
+/** The view of call `id`, created with its card on first sight. @param {string} id @param {string} [name] */
+function view(id, name = '?') {
+  let v = calls.get(id)
+  if (!v) {
+    v = {
+      id, call: { toolCallId: id, toolCallName: name, state: 'proposed' }, args: '', phase: '',
+      card: ui.toolCard(id, name), resolveParent: null, release: null, delivered: null,
+    }
+    v.card.setState('running')
+    calls.set(id, v)
+  }
+  return v
+}
+
+/** A CALL object, from the snapshot or an event. @param {Call} [c] */
+function upsertCall(c) {
+  if (typeof c?.toolCallId !== 'string') return
+  const v = view(c.toolCallId, c.toolCallName)
+  v.call = { ...v.call, ...c }
+  if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
+  if (TERMINAL.has(c.state)) settle(v, c.state, c.outcome)
+  else if (c.state === 'awaiting_confirmation' && !v.phase) showConfirm(v)
+  else if ((c.state === 'dispatched' || c.state === 'delivered') && DISPATCHABLE.has(v.phase)) dispatch(v)
+}
+
+/** The call reached a terminal state. @param {CallView} v @param {string} st @param {any} [outcome] */
+function settle(v, st, outcome) {
+  cancelParent(v)
+  v.release?.()
+  v.release = null
+  const again = v.phase === 'settled'
+  v.phase = 'settled'
+  v.call.state = st
+  if (outcome !== undefined) v.call.outcome = outcome
+  else if (again) return
+  const oc = v.call.outcome
+  const error = oc?.error ? String(oc.error.message || oc.error.code) : ''
+  const note = st === 'expired' ? t('expiredNote') : st !== 'rejected' ? error : error && t('rejectedNote', { reason: error })
+  v.card.setState(CARD_STATE[st] || 'failed', note)
+  v.card.setBody(oc && 'output' in oc
+    ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), ui.readable(oc.output, v.call.outputSchema))
+    : null)
+}
+
+/** Run the call: the page's handler if it has one, else the form. @param {CallView} v */
+async function dispatch(v) {
+  const c = v.call
+  v.phase = 'routing'
+  if (!c.resultToken) return
+  emit('toolcall', publicCall(c))
+  if (c.route !== 'handler' || !framed || !parentTools.has(c.toolCallName)) {
+    v.delivered = deliver(v)
+    return showAnswerForm(v, {})
+  }
+  const claim = await claimCall(v)
+  if (v.phase !== 'routing') return claim.release?.()
+  if (claim.status === 'new') return runInParent(v, claim.release)
+  if (claim.status === 'started') return showAnswerForm(v, { note: t('answerReloaded') })
+  if (claim.status !== 'elsewhere') return // settled meanwhile: the result event follows
+  v.phase = 'elsewhere'
+  v.card.setState('running', t('runningElsewhere'))
+  claim.whenFree?.then(() => { if (v.phase === 'elsewhere') showAnswerForm(v, { note: t('answerReloaded') }) })
+}
+
+/**
+ * POST /delivered. 'settled' if the call is already over (stop any handler), 'again' if the
+ * server says another delivery came first (a `first: false` field, when the server has it).
+ * @param {CallView} v @returns {Promise<string>}
+ */
+function deliver(v) {
+  return api.delivered(v.id, v.call.resultToken).then(res => (res?.first === false ? 'again' : 'ok'), err => {
+    if (err.status !== 409 && err.status !== 410) return 'unknown'
+    cancelParent(v)
+    return 'settled'
+  })
+}
+
+/** @param {CallView} v @param {Function | null} [release] */
+async function runInParent(v, release) {
+  const c = v.call
+  v.phase = 'handler'
+  v.release = release || null
+  v.card.setState('running', t('runningInPage'))
+  /** @type {any} */
+  const res = await new Promise(resolve => {
+    v.resolveParent = resolve
+    toParent(MSG.CALL, {
+      callId: c.toolCallId, toolName: c.toolCallName, input: c.input,
+      inputSchema: c.inputSchema, outputSchema: c.outputSchema, deadline: c.deadline,
+    })
+  })
+  v.resolveParent = null
+  if (v.phase !== 'handler' || res.cancelled) return
+  if (res.noHandler) return showAnswerForm(v, { note: t('answerNoHandler') })
+  if (res.error !== undefined) {
+    const message = String(res.error?.message ?? res.error).slice(0, 2000) || 'The handler failed.'
+    return answer(v, { error: { code: 'client_error', message } })
+  }
+  const size = JSON.stringify(res.output ?? null).length
+  if (size > MAX_RESULT_CHARS) {
+    return answer(v, { error: { code: 'client_error', message: `The handler's result is too large (${size} characters; the limit is ${MAX_RESULT_CHARS}).` } })
+  }
+  const errors = validate(c.outputSchema ?? {}, res.output)
+  if (errors.length) return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
+  answer(v, { output: res.output })
+}
+
+/** Stop waiting for the page's handler; the page aborts its ctx.signal. @param {CallView} v */
+function cancelParent(v) {
+  if (!v.resolveParent) return
+  toParent(MSG.CANCEL, { callId: v.id })
+  v.resolveParent({ cancelled: true })
+  v.resolveParent = null
+}
+
+/**
+ * POST the answer; resolves to field errors when the form that sent it should show them.
+ * @param {CallView} v @param {{output?: any, error?: {code: string, message: string}}} body
+ * @returns {Promise<FieldError[] | void>}
+ */
+async function answer(v, body) {
+  const c = v.call
+  const from = v.phase
+  v.phase = 'sending'
+  v.card.busy(true)
+  await v.delivered // the server sees "delivered" before the answer
+  try {
+    await api.result(c.toolCallId, { token: c.resultToken, ...body })
+    if (v.phase !== 'sending') return
+    v.phase = 'answered'
+    v.release?.()
+    v.release = null
+    v.card.setState('running', t('sent'))
+    v.card.setBody()
+    ui.focusComposer()
+  } catch (err) {
+    if (v.phase !== 'sending') return
+    if (err.status === 409 || err.status === 410) {
+      v.phase = 'answered'
+      v.card.setState(err.status === 410 ? 'expired' : 'running', t(err.status === 410 ? 'expiredNote' : 'alreadySettled'))
+      return v.card.setBody()
+    }
+    const errors = err.status === 422 && Array.isArray(err.details?.errors)
+      ? serverErrors(err.details.errors)
+      : [{ path: '', message: err.status === 422 ? err.message : t('errorAnswer') }]
+    if (from === 'form') { v.phase = 'form'; return errors }
+    if (err.status === 422 && 'output' in body) return showAnswerForm(v, { value: body.output, errors, note: t('answerInvalid'), returned: body.output })
+    v.phase = 'retry'
+    v.card.setState('failed', t('errorAnswer'))
+    v.card.setBody(ui.h('button', { type: 'button', 'data-part': 'retry', onclick: () => answer(v, body) }, t('retry')))
+  } finally {
+    v.card.busy(false)
+    refresh()
+  }
+}
+
+/**
+ * The output-schema form: a person supplies the result.
+ * @param {CallView} v @param {{value?: any, errors?: FieldError[], note?: string, returned?: any}} o
+ */
+function showAnswerForm(v, o) {
+  const c = v.call
+  v.phase = 'form'
+  const form = schemaForm(c.outputSchema ?? {}, 'value' in o ? o.value : fromInput(c), {
+    purpose: 'answer',
+    label: t('answerFor', { name: c.toolCallName }),
+    submitLabel: t('submitAnswer'),
+    onSubmit: output => answer(v, { output }),
+    actions: [{ part: 'decline', label: t('decline'), onClick: () => answer(v, { error: { code: 'no_handler', message: 'The person declined to answer this call.' } }) }],
+  })
+  const description = agentTools.get(c.toolCallName)?.description
+  v.card.setState('waiting', o.note || t('answerPrompt'))
+  v.card.setBody(
+    description && ui.h('p', { 'data-part': 'tool-description', text: description }),
+    'returned' in o && ui.h('details', { 'data-part': 'handler-output' },
+      ui.h('summary', { text: t('returned') }), ui.h('pre', { text: json(o.returned) })),
+    form.el)
+  if (o.errors?.length) form.showErrors(o.errors)
+  ui.announce(t('needsAnswer', { name: c.toolCallName }))
+  maybeFocus(form.focus)
+  refresh()
+}
+
+// ============================================================================
+// Confirmation: approve, edit (input-schema form), reject with a reason
+// ============================================================================
+
+/** @param {CallView} v */
+function showConfirm(v) {
+  v.phase = 'confirm'
+  v.card.setState('waiting')
+  const panel = ui.confirmPanel({ onApprove: () => decide(v, { decision: 'approve' }), onEdit: () => showEdit(v), onReject: () => showReject(v) })
+  v.card.setBody(panel)
+  emit('toolcall', publicCall(v.call))
+  ui.announce(t('needsConfirm', { name: v.call.toolCallName }))
+  maybeFocus(() => v.card.focus('approve'))
+  refresh()
+}
+
+/** @param {CallView} v */
+function showEdit(v) {
+  v.phase = 'edit'
+  const back = () => { showConfirm(v); v.card.focus('edit') }
+  const form = schemaForm(v.call.inputSchema ?? {}, v.call.input, {
+    purpose: 'edit',
+    label: t('editFor', { name: v.call.toolCallName }),
+    submitLabel: t('approveEdited'),
+    onSubmit: input => decide(v, { decision: 'approve', input }),
+    actions: [{ part: 'cancel', label: t('cancel'), onClick: back }],
+  })
+  form.el.addEventListener('keydown', e => { if (e.key === 'Escape') { e.stopPropagation(); back() } })
+  v.card.setBody(form.el)
+  form.focus()
+}
+
+/** @param {CallView} v */
+function showReject(v) {
+  v.phase = 'reject'
+  const panel = ui.rejectPanel({
+    onConfirm: reason => decide(v, reason ? { decision: 'reject', reason } : { decision: 'reject' }),
+    onCancel: () => { showConfirm(v); v.card.focus('reject') },
+  })
+  v.card.setBody(panel.el)
+  panel.focus()
+}
+
+/**
+ * POST the person's decision; resolves to field errors for the edit form.
+ * @param {CallView} v @param {{decision: string, input?: any, reason?: string}} body
+ * @returns {Promise<FieldError[] | void>}
+ */
+async function decide(v, body) {
+  const from = v.phase
+  v.phase = 'deciding'
+  v.card.busy(true)
+  try {
+    const res = await api.decision(v.call.toolCallId, { token: v.call.decisionToken, ...body })
+    if (v.phase !== 'deciding') return // the dispatch or result event got here first
+    const rejected = res?.state === 'rejected'
+    v.card.setState(rejected ? 'rejected' : 'running', rejected ? '' : t('approved'))
+    v.card.setBody()
+    ui.focusComposer()
+  } catch (err) {
+    if (v.phase !== 'deciding') return
+    if (err.status === 409 || err.status === 410) {
+      v.card.setState(err.status === 410 ? 'expired' : 'running', t(err.status === 410 ? 'expiredNote' : 'alreadyDecided'))
+      return v.card.setBody()
+    }
+    v.phase = from
+    if (err.status === 422 && 'input' in body && Array.isArray(err.details?.errors)) return serverErrors(err.details.errors)
+    if (from === 'edit') return [{ path: '', message: t('errorDecision') }]
+    showConfirm(v)
+    v.card.setState('waiting', t('errorDecision'))
+  } finally {
+    v.card.busy(false)
+    refresh()
+  }
+}
+
+/**
+ * A 422's `details.errors` as form errors. jsonschema reports a missing property on its
+ * parent ("'title' is a required property" at "/"): move it onto the property's own field.
+ * @param {any[]} errors @returns {FieldError[]}
+ */
+function serverErrors(errors) {
+  return errors.slice(0, 50).map(x => {
+    const path = toPointer(x?.path)
+    const missing = /^'([^']+)' is a required property/.exec(x?.message)
+    return missing ? { path: childPath(path, missing[1]), message: t('v_required') } : { path, message: String(x?.message) }
+  })
+}
+
+// ============================================================================
+// Ledger: a page handler runs at most once per call id (see the header)
+// ============================================================================
+
+const ledgerKey = () => `hostcall:v1:calls:${state.conversationId}`
+
+/** Record call `id` as started; false if it already was. @param {string} id */
+function markStarted(id) {
+  const started = store.get(ledgerKey()) || {}
+  if (started[id]) return false
+  started[id] = Date.now()
+  store.set(ledgerKey(), started)
+  return true
+}
+
+/** Keep the 30 most recent entries of the last week (calls expire long before). */
+function pruneLedger() {
+  const started = store.get(ledgerKey())
+  const cutoff = Date.now() - 7 * 864e5
+  if (started) {
+    store.set(ledgerKey(), Object.fromEntries(Object.entries(started).filter(([, at]) => at > cutoff).sort((a, b) => b[1] - a[1]).slice(0, 30)))
+  }
+}
+
+/**
+ * 'new' (run it; call release() once settled), 'started' (may have run: use the form),
+ * 'settled', or 'elsewhere' (another window runs it; whenFree resolves if it goes away).
+ * @param {CallView} v
+ * @returns {Promise<{status: string, release?: Function, whenFree?: Promise<unknown>}>}
+ */
+function claimCall(v) {
+  const claim = async () => {
+    if (v.call.state !== 'dispatched' || !markStarted(v.id)) return { status: 'started' }
+    v.delivered = deliver(v)
+    const delivery = await v.delivered
+    return { status: delivery === 'again' ? 'started' : delivery === 'settled' ? 'settled' : 'new' }
+  }
+  const locks = navigator.locks
+  if (!locks) return claim()
+  const name = `hostcall:call:${state.conversationId}:${v.id}`
+  return new Promise(resolve => {
+    locks.request(name, { ifAvailable: true }, async lock => {
+      if (!lock) return resolve({ status: 'elsewhere', whenFree: locks.request(name, () => {}) })
+      const result = await claim()
+      if (result.status !== 'new') return resolve(result)
+      return new Promise(release => resolve({ ...result, release })) // held until release()
+    }).catch(async () => resolve(await claim())) // Web Locks denied (e.g. a cross-site frame)
+  })
+}
+
+// ============================================================================
+// Sending, chrome, focus
+// ============================================================================
+
+/** @param {string} raw */
+async function send(raw) {
+  const text = String(raw).trim().slice(0, 8000)
+  if (!text) return
+  if (state.run === 'running' || state.run === 'waiting') return void ui.showError(t('errorBusy'))
+  const pending = ui.addPendingUser(text)
+  state.run = 'running'
+  state.lastUserText = text
+  refresh()
+  try {
+    await api.message(state.conversationId, text)
+  } catch (err) {
+    pending.remove()
+    if (err.status === 409) return void ui.showError(t('errorBusy'))
+    state.run = 'failed'
+    ui.showError(err.status === 422 ? err.message : t('errorSend'), err.status === 422 ? null : () => send(text))
+    emit('error', { code: err.code, message: err.message })
+  } finally { refresh() }
+}
+
+/** Sync the working indicator and the send button with the run. */
+function refresh() {
+  const active = state.run === 'running' || state.run === 'waiting'
+  const person = [...calls.values()].some(v => PERSON.has(v.phase))
+  ui.setWorking(state.ready && active && !person && !state.streaming)
+  ui.setSendEnabled(state.ready && !active)
+}
+
+/** Move focus to a new prompt only if the person is not busy elsewhere. @param {() => void} focus */
+function maybeFocus(focus) {
+  const el = /** @type {HTMLElement | null} */ (document.activeElement)
+  const part = el?.dataset?.part
+  if (!el || el === document.body || part === 'messages' || (part === 'composer-input' && !(/** @type {HTMLTextAreaElement} */ (el)).value)) setTimeout(focus)
+}
+
+/**
+ * A starting answer: the output's top-level fields that the input has too, with the same
+ * scalar type (create_task's title). The person sees and can change every one of them.
+ * @param {Call} c
+ */
+function fromInput(c) {
+  const props = c.outputSchema?.properties || {}
+  const input = c.input && typeof c.input === 'object' ? c.input : {}
+  return Object.fromEntries(Object.entries(input).filter(([k, x]) =>
+    k in props && typeof x !== 'object' && (props[k].type === typeof x || props[k].type === undefined)))
+}
+
+/** @param {unknown} v */
+function json(v) {
+  try { return String(JSON.stringify(v, null, 2)).slice(0, 20000) } catch { return String(v) }
+}
+
+// ============================================================================
+// Start
+// ============================================================================
+
+await setLocale(locale)
+const root = document.documentElement
+root.dataset.theme = ['light', 'dark'].includes(cfg.theme) ? cfg.theme : 'auto'
+root.dataset.mode = framed ? cfg.mode : 'standalone'
+root.dataset.storage = store.kind // local | cookie | memory: whether a reload restores the chat
+if (/^#[0-9a-f]{3,8}$/i.test(cfg.accent)) root.style.setProperty('--hc-accent', cfg.accent)
+ui.mountShell(document.getElementById('hc-root'), {
+  title: cfg.agentName || t('chat'),
+  greeting: cfg.greeting || '',
+  closable: framed && cfg.mode === 'bubble',
+  onSend: send,
+  onClose: () => toParent(MSG.CLOSE),
+  onNew: restart,
+})
+document.addEventListener('keydown', e => {
+  if (e.key === 'Escape' && framed && cfg.mode === 'bubble') toParent(MSG.CLOSE)
+})
+refresh()
+toParent(MSG.HELLO, { version: 1 })
+boot()
