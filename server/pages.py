@@ -160,7 +160,7 @@ async def widget_page(request: Request) -> HTMLResponse:
     if origin is not None:
         origin = origin.rstrip("/")
         if not _ORIGIN.fullmatch(origin) or origin not in agent.allowed_origins:
-            allowed = ", ".join(agent.allowed_origins) or "none"
+            allowed = ", ".join(dict.fromkeys(agent.allowed_origins)) or "none"
             return _error(
                 request,
                 403,

@@ -42,7 +42,7 @@ class Harness:
             db_path=tmp_path / "hostcall.db",
             secret_keys=SECRET,
             sweep_seconds=0.05,
-            environ={},
+            environ=settings.pop("environ", {}),
             **settings,
         )
         self.client: TestClient | None = None

@@ -1,4 +1,4 @@
-"""Agent file mistakes stop loading, one clear line each, naming the file, the tool and the field."""
+"""Agent file mistakes stop loading with one clear line naming the file, tool and field."""
 
 from __future__ import annotations
 
@@ -26,8 +26,11 @@ def archive_tool(**changes: Any) -> dict[str, Any]:
     tool: dict[str, Any] = {
         "name": "archive_task",
         "description": "Archives a task on the user's board.",
-        "input_schema": {"type": "object", "properties": {"id": {"type": "string"}},
-                         "required": ["id"]},
+        "input_schema": {
+            "type": "object",
+            "properties": {"id": {"type": "string"}},
+            "required": ["id"],
+        },
         "output_schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
     }
     tool.update(changes)
@@ -37,18 +40,21 @@ def archive_tool(**changes: Any) -> dict[str, Any]:
 def with_tool(**changes: Any) -> Callable[[Definition], None]:
     def mutate(data: Definition) -> None:
         data["tools"].append(archive_tool(**changes))
+
     return mutate
 
 
 def with_key(key: str, value: Any) -> Callable[[Definition], None]:
     def mutate(data: Definition) -> None:
         data[key] = value
+
     return mutate
 
 
 def with_rule(number: int, **changes: Any) -> Callable[[Definition], None]:
     def mutate(data: Definition) -> None:
         data["model"]["rules"][number - 1].update(changes)
+
     return mutate
 
 
@@ -68,41 +74,84 @@ MISTAKES = [
     Mistake("name-with-bang", with_tool(name="archive!"), ("tool 'archive!'", "'name'")),
     Mistake("name-with-outer-space", with_tool(name=" archive"), ("tool ' archive'", "'name'")),
     Mistake("name-too-long", with_tool(name="a" * 65), ("'name'", "64")),
-    Mistake("duplicate-name", with_tool(name="read_board_tasks"),
-            ("tool 'read_board_tasks'", "duplicate name")),
-    Mistake("missing-input-schema", with_tool(input_schema=None),
-            ("tool 'archive_task'", "'input_schema'", "required")),
-    Mistake("missing-output-schema", with_tool(output_schema=None),
-            ("tool 'archive_task'", "'output_schema'", "required")),
-    Mistake("schema-not-an-object", with_tool(input_schema=["type", "object"]),
-            ("tool 'archive_task'", "'input_schema'", "JSON Schema object")),
-    Mistake("schema-root-not-object", with_tool(output_schema={"type": "array"}),
-            ("tool 'archive_task'", "'output_schema'", '"type": "object"')),
-    Mistake("invalid-json-schema", with_tool(input_schema=BAD_SCHEMA),
-            ("tool 'archive_task'", "'input_schema'", "properties/a/type", "'nope'")),
+    Mistake(
+        "duplicate-name",
+        with_tool(name="read_board_tasks"),
+        ("tool 'read_board_tasks'", "duplicate name"),
+    ),
+    Mistake(
+        "missing-input-schema",
+        with_tool(input_schema=None),
+        ("tool 'archive_task'", "'input_schema'", "required"),
+    ),
+    Mistake(
+        "missing-output-schema",
+        with_tool(output_schema=None),
+        ("tool 'archive_task'", "'output_schema'", "required"),
+    ),
+    Mistake(
+        "schema-not-an-object",
+        with_tool(input_schema=["type", "object"]),
+        ("tool 'archive_task'", "'input_schema'", "JSON Schema object"),
+    ),
+    Mistake(
+        "schema-root-not-object",
+        with_tool(output_schema={"type": "array"}),
+        ("tool 'archive_task'", "'output_schema'", '"type": "object"'),
+    ),
+    Mistake(
+        "invalid-json-schema",
+        with_tool(input_schema=BAD_SCHEMA),
+        ("tool 'archive_task'", "'input_schema'", "properties/a/type", "'nope'"),
+    ),
     Mistake("unknown-agent-key", with_key("colour", "red"), ("unknown key 'colour'",)),
-    Mistake("unknown-tool-key", with_tool(timeout=5),
-            ("tool 'archive_task'", "unknown key 'timeout'")),
-    Mistake("missing-description", with_tool(description=None),
-            ("tool 'archive_task'", "'description'")),
-    Mistake("blank-description", with_tool(description="  "),
-            ("tool 'archive_task'", "'description'")),
-    Mistake("bad-deadline", with_tool(deadline_seconds=0),
-            ("tool 'archive_task'", "'deadline_seconds'")),
-    Mistake("origin-with-path", with_key("allowed_origins", ["http://localhost:8001/app"]),
-            ("allowed origin 'http://localhost:8001/app'",)),
-    Mistake("origin-not-http", with_key("allowed_origins", ["ftp://example.com"]),
-            ("allowed origin 'ftp://example.com'",)),
-    Mistake("origin-without-scheme", with_key("allowed_origins", ["example.com"]),
-            ("allowed origin 'example.com'",)),
-    Mistake("rule-bad-regex", with_rule(1, match="(unclosed"),
-            ("model", "rule #1", "'match'", "regular expression")),
-    Mistake("rule-bad-template", with_rule(2, reply="Done: {% if %}"),
-            ("model", "rule #2", "'reply'", "template")),
-    Mistake("rule-bad-argument-template", with_rule(2, arguments={"title": "{{ title"}),
-            ("model", "rule #2", "'arguments'", "template")),
-    Mistake("rule-unknown-tool", with_rule(1, tool="delete_everything"),
-            ("model", "rule #1", "'delete_everything'")),
+    Mistake(
+        "unknown-tool-key", with_tool(timeout=5), ("tool 'archive_task'", "unknown key 'timeout'")
+    ),
+    Mistake(
+        "missing-description", with_tool(description=None), ("tool 'archive_task'", "'description'")
+    ),
+    Mistake(
+        "blank-description", with_tool(description="  "), ("tool 'archive_task'", "'description'")
+    ),
+    Mistake(
+        "bad-deadline", with_tool(deadline_seconds=0), ("tool 'archive_task'", "'deadline_seconds'")
+    ),
+    Mistake(
+        "origin-with-path",
+        with_key("allowed_origins", ["http://localhost:8001/app"]),
+        ("allowed origin 'http://localhost:8001/app'",),
+    ),
+    Mistake(
+        "origin-not-http",
+        with_key("allowed_origins", ["ftp://example.com"]),
+        ("allowed origin 'ftp://example.com'",),
+    ),
+    Mistake(
+        "origin-without-scheme",
+        with_key("allowed_origins", ["example.com"]),
+        ("allowed origin 'example.com'",),
+    ),
+    Mistake(
+        "rule-bad-regex",
+        with_rule(1, match="(unclosed"),
+        ("model", "rule #1", "'match'", "regular expression"),
+    ),
+    Mistake(
+        "rule-bad-template",
+        with_rule(2, reply="Done: {% if %}"),
+        ("model", "rule #2", "'reply'", "template"),
+    ),
+    Mistake(
+        "rule-bad-argument-template",
+        with_rule(2, arguments={"title": "{{ title"}),
+        ("model", "rule #2", "'arguments'", "template"),
+    ),
+    Mistake(
+        "rule-unknown-tool",
+        with_rule(1, tool="delete_everything"),
+        ("model", "rule #1", "'delete_everything'"),
+    ),
 ]
 
 
@@ -129,8 +178,13 @@ def problems_of(directory: Path) -> list[str]:
 
 
 def check_cli(directory: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "server", "check", "--agents", str(directory)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        [sys.executable, "-m", "server", "check", "--agents", str(directory)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
 
 
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[m.id for m in MISTAKES])
@@ -177,13 +231,20 @@ def test_several_problems_in_one_file_are_reported_at_once(tmp_path: Path) -> No
     data = planner_definition()
     data["colour"] = "red"
     data["allowed_origins"] = ["http://localhost:8001/app"]
-    data["tools"] += [archive_tool(name="archive-task"), archive_tool(name="restore", description=None)]
+    data["tools"] += [
+        archive_tool(name="archive-task"),
+        archive_tool(name="restore", description=None),
+    ]
     data["model"]["rules"][0]["match"] = "(unclosed"
     write_agent(agents_folder(tmp_path), data, name="agent.json")
     problems = problems_of(tmp_path)
-    expected = ["unknown key 'colour'", "allowed origin 'http://localhost:8001/app'",
-                "tool 'archive-task': 'name'", "tool 'restore': 'description'",
-                "model: rule #1: 'match'"]
+    expected = [
+        "unknown key 'colour'",
+        "allowed origin 'http://localhost:8001/app'",
+        "tool 'archive-task': 'name'",
+        "tool 'restore': 'description'",
+        "model: rule #1: 'match'",
+    ]
     assert len(problems) == len(expected), problems
     for words in expected:
         assert sum(words in p for p in problems) == 1, (words, problems)
@@ -205,8 +266,7 @@ def test_problems_in_several_files_are_all_reported(tmp_path: Path) -> None:
         write_agent(tmp_path, bad_definition(mistake), name=f"{mistake.id}.json")
     write_agent(tmp_path, planner_definition())  # a good file does not hide the bad ones
     problems = problems_of(tmp_path)
-    assert sorted(p.split(":")[0] for p in problems) == sorted(
-        f"{m.id}.json" for m in MISTAKES[:3])
+    assert sorted(p.split(":")[0] for p in problems) == sorted(f"{m.id}.json" for m in MISTAKES[:3])
 
 
 def test_the_demo_agent_loads() -> None:
@@ -250,9 +310,22 @@ def test_serve_with_bad_agents_exits_1_and_prints_the_problems(tmp_path: Path) -
         port = sock.getsockname()[1]
     # run(timeout=...) kills the server if it starts anyway, so nothing is left running.
     done = subprocess.run(
-        [sys.executable, "-m", "server", "serve", "--agents", str(agents),
-         "--db", str(tmp_path / "hostcall.db"), "--port", str(port)],
-        cwd=ROOT, capture_output=True, text=True, timeout=30,
+        [
+            sys.executable,
+            "-m",
+            "server",
+            "serve",
+            "--agents",
+            str(agents),
+            "--db",
+            str(tmp_path / "hostcall.db"),
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert done.returncode == 1, done
     lines = done.stderr.splitlines()

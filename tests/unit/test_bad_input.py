@@ -65,8 +65,11 @@ def results_of(h: Harness, conv: Conv, call_id: str) -> list[dict[str, Any]]:
 
 def tool_messages(h: Harness, conv: Conv, call_id: str) -> list[Any]:
     """What the model reads for the call, decoded."""
-    return [json.loads(m.text) for m in h.runtime.store.list_messages(conv.id)
-            if m.role == "tool" and m.tool_call_id == call_id]
+    return [
+        json.loads(m.text)
+        for m in h.runtime.store.list_messages(conv.id)
+        if m.role == "tool" and m.tool_call_id == call_id
+    ]
 
 
 def answers_correctly(h: Harness, conv: Conv) -> None:
@@ -128,7 +131,10 @@ def test_result_token_with_a_tampered_payload_is_refused(harness: Harness) -> No
     payload, timestamp, signature = call["resultToken"].rsplit(".", 2)
     other_payload = other["resultToken"].rsplit(".", 2)[0]
     flipped = ("A" if payload[1] != "A" else "B").join((payload[:1], payload[2:]))
-    for forged in (f"{other_payload}.{timestamp}.{signature}", f"{flipped}.{timestamp}.{signature}"):
+    for forged in (
+        f"{other_payload}.{timestamp}.{signature}",
+        f"{flipped}.{timestamp}.{signature}",
+    ):
         assert_error(post_result(harness, call, token=forged, output=BOARD), 401, "bad_token")
         assert_error(post_result(harness, other, token=forged, output=BOARD), 401, "bad_token")
     assert state(harness, conv) == before
@@ -165,12 +171,24 @@ def test_expired_session_token_is_refused(tmp_path: Path, agents_dir: Path) -> N
         h.open_call(fresh())
         before = state(h, fresh())
         time.sleep(2.1)
-        assert_error(h.http.get(f"/api/conversations/{old.id}", headers=old.auth),
-                     401, "expired_token", "session")
-        assert_error(h.http.post(f"/api/conversations/{old.id}/messages", json={"text": "hi"},
-                                 headers=old.auth), 401, "expired_token")
-        assert_error(h.http.post(f"/api/conversations/{old.id}/stream-token", headers=old.auth),
-                     401, "expired_token")
+        assert_error(
+            h.http.get(f"/api/conversations/{old.id}", headers=old.auth),
+            401,
+            "expired_token",
+            "session",
+        )
+        assert_error(
+            h.http.post(
+                f"/api/conversations/{old.id}/messages", json={"text": "hi"}, headers=old.auth
+            ),
+            401,
+            "expired_token",
+        )
+        assert_error(
+            h.http.post(f"/api/conversations/{old.id}/stream-token", headers=old.auth),
+            401,
+            "expired_token",
+        )
         assert state(h, fresh()) == before
         answers_correctly(h, fresh())
     finally:
@@ -183,8 +201,9 @@ def test_result_token_of_another_call_is_refused(harness: Harness) -> None:
     before = state(harness, conv), state(harness, other)
     r = post_result(harness, call, token=other_call["resultToken"], output=BOARD)
     assert_error(r, 403, "wrong_token", call["toolCallId"])
-    r = harness.http.post(f"/api/calls/{call['toolCallId']}/delivered",
-                          json={"token": other_call["resultToken"]})
+    r = harness.http.post(
+        f"/api/calls/{call['toolCallId']}/delivered", json={"token": other_call["resultToken"]}
+    )
     assert_error(r, 403, "wrong_token")
     assert (state(harness, conv), state(harness, other)) == before
     answers_correctly(harness, conv)
@@ -208,8 +227,9 @@ def test_session_token_of_another_conversation_is_refused(harness: Harness) -> N
     before = state(harness, conv), state(harness, other)
     r = harness.http.get(f"/api/conversations/{other.id}", headers=conv.auth)
     assert_error(r, 403, "wrong_token", other.id)
-    r = harness.http.post(f"/api/conversations/{other.id}/messages", json={"text": "hello"},
-                          headers=conv.auth)
+    r = harness.http.post(
+        f"/api/conversations/{other.id}/messages", json={"text": "hello"}, headers=conv.auth
+    )
     assert_error(r, 403, "wrong_token", other.id)
     r = harness.http.post(f"/api/conversations/{other.id}/stream-token", headers=conv.auth)
     assert_error(r, 403, "wrong_token", other.id)
@@ -228,8 +248,9 @@ def test_tokens_of_another_purpose_are_refused(harness: Harness) -> None:
     assert_error(r, 403, "wrong_token", "call-decision")
     r = post_result(harness, read, token=conv.session, output=BOARD)
     assert_error(r, 403, "wrong_token")
-    r = harness.http.get(f"/api/conversations/{conv.id}",
-                         headers={"Authorization": f"Bearer {conv.stream}"})
+    r = harness.http.get(
+        f"/api/conversations/{conv.id}", headers={"Authorization": f"Bearer {conv.stream}"}
+    )
     assert_error(r, 403, "wrong_token", "session")
     assert (state(harness, conv), state(harness, other)) == before
     answers_correctly(harness, conv)
@@ -249,8 +270,9 @@ def test_second_answer_to_an_answered_call_is_refused_and_the_model_got_one_answ
     r = harness.answer(call, {"tasks": []})
     error = assert_error(r, 409, "call_already_settled", call["toolCallId"])
     assert error["details"] == {"state": "answered"}
-    r = post_result(harness, call, token=call["resultToken"],
-                    error={"code": "client_error", "message": "late"})
+    r = post_result(
+        harness, call, token=call["resultToken"], error={"code": "client_error", "message": "late"}
+    )
     assert_error(r, 409, "call_already_settled")
     assert state(harness, conv) == before
     [result] = results_of(harness, conv, call["toolCallId"])
@@ -264,13 +286,17 @@ async def test_exactly_one_of_concurrent_answers_wins(tmp_path: Path) -> None:
         server.say(conv, READ)
         call = server.settle(conv)["calls"][-1]
         url = f"/api/calls/{call['toolCallId']}/result"
-        outputs = [{"tasks": [{"id": f"t{i}", "title": f"answer {i}", "status": "todo"}]}
-                   for i in range(10)]
+        outputs = [
+            {"tasks": [{"id": f"t{i}", "title": f"answer {i}", "status": "todo"}]}
+            for i in range(10)
+        ]
         async with httpx.AsyncClient(base_url=server.url, timeout=5) as client:
-            responses = await asyncio.gather(*(
-                client.post(url, json={"token": call["resultToken"], "output": output})
-                for output in outputs
-            ))
+            responses = await asyncio.gather(
+                *(
+                    client.post(url, json={"token": call["resultToken"], "output": output})
+                    for output in outputs
+                )
+            )
         statuses = [r.status_code for r in responses]
         assert sorted(statuses) == [200] + [409] * 9, statuses
         for r in responses:
@@ -279,11 +305,13 @@ async def test_exactly_one_of_concurrent_answers_wins(tmp_path: Path) -> None:
         winner = outputs[statuses.index(200)]
         assert server.settle(conv)["run"]["status"] == "finished"
         store = server.app.state.hostcall.store
-        results = [e.data for e in store.events_after(conv.id, 0)
-                   if e.type.value == "TOOL_CALL_RESULT"]
+        results = [
+            e.data for e in store.events_after(conv.id, 0) if e.type.value == "TOOL_CALL_RESULT"
+        ]
         assert [r["outcome"] for r in results] == [{"output": winner}]
-        assert [json.loads(m.text) for m in store.list_messages(conv.id)
-                if m.role == "tool"] == [winner]
+        assert [json.loads(m.text) for m in store.list_messages(conv.id) if m.role == "tool"] == [
+            winner
+        ]
 
 
 def test_answer_after_the_deadline_is_gone_and_the_model_got_timeout(tmp_path: Path) -> None:
@@ -320,8 +348,11 @@ def test_decision_after_the_approval_timeout_is_gone_and_the_call_never_ran(
         [result] = results_of(h, conv, call["toolCallId"])
         assert result["state"] == "expired"
         assert result["outcome"]["error"]["code"] == "approval_expired"
-        dispatched = [d for t, d in h.events(conv)
-                      if t == "TOOL_CALL_DISPATCH" and d["toolCallId"] == call["toolCallId"]]
+        dispatched = [
+            d
+            for t, d in h.events(conv)
+            if t == "TOOL_CALL_DISPATCH" and d["toolCallId"] == call["toolCallId"]
+        ]
         assert dispatched == []
         assert "Nobody confirmed the task in time" in h.assistant_texts(conv)[-1]
         assert_error(h.decide(call, "reject"), 410, "call_expired")
@@ -332,12 +363,15 @@ def test_decision_after_the_approval_timeout_is_gone_and_the_call_never_ran(
 # ---- schemas ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("output", "path"), [
-    ({"tasks": [{"id": "t1", "title": 7}]}, "/tasks/0/title"),
-    ({"tasks": "none"}, "/tasks"),
-    ({"items": []}, "/"),
-    ([], "/"),
-])
+@pytest.mark.parametrize(
+    ("output", "path"),
+    [
+        ({"tasks": [{"id": "t1", "title": 7}]}, "/tasks/0/title"),
+        ({"tasks": "none"}, "/tasks"),
+        ({"items": []}, "/"),
+        ([], "/"),
+    ],
+)
 def test_result_violating_the_output_schema_is_refused_and_the_call_stays_open(
     harness: Harness, output: Any, path: str
 ) -> None:
@@ -351,18 +385,22 @@ def test_result_violating_the_output_schema_is_refused_and_the_call_stays_open(
     answers_correctly(harness, conv)
 
 
-@pytest.mark.parametrize(("edited", "path", "words"), [
-    ({"title": ""}, "/title", "non-empty"),
-    ({"description": "no title"}, "/", "'title' is a required property"),
-    ({"title": 42}, "/title", "not of type 'string'"),
-])
+@pytest.mark.parametrize(
+    ("edited", "path", "words"),
+    [
+        ({"title": ""}, "/title", "non-empty"),
+        ({"description": "no title"}, "/", "'title' is a required property"),
+        ({"title": 42}, "/title", "not of type 'string'"),
+    ],
+)
 def test_edited_input_violating_the_input_schema_is_refused_and_the_call_still_awaits(
     harness: Harness, edited: dict[str, Any], path: str, words: str
 ) -> None:
     conv, call = create_call(harness)
     before = state(harness, conv)
-    error = assert_error(harness.decide(call, "approve", input=edited), 422, "invalid_input",
-                         "create_task")
+    error = assert_error(
+        harness.decide(call, "approve", input=edited), 422, "invalid_input", "create_task"
+    )
     [problem] = error["details"]["errors"]
     assert problem["path"] == path and words in problem["message"]
     assert state(harness, conv) == before
@@ -380,8 +418,9 @@ def test_session_token_for_a_conversation_that_does_not_exist_is_not_found(
     auth = {"Authorization": f"Bearer {token}"}
     r = harness.http.get("/api/conversations/c_doesnotexist", headers=auth)
     assert_error(r, 404, "unknown_conversation", "c_doesnotexist")
-    r = harness.http.post("/api/conversations/c_doesnotexist/messages", json={"text": "hi"},
-                          headers=auth)
+    r = harness.http.post(
+        "/api/conversations/c_doesnotexist/messages", json={"text": "hi"}, headers=auth
+    )
     assert_error(r, 404, "unknown_conversation", "c_doesnotexist")
     assert harness.runtime.store.get_conversation("c_doesnotexist") is None
 
@@ -389,9 +428,13 @@ def test_session_token_for_a_conversation_that_does_not_exist_is_not_found(
 def test_result_token_for_a_call_that_does_not_exist_is_not_found(harness: Harness) -> None:
     conv, call = read_call(harness)
     before = state(harness, conv)
-    token = harness.runtime.tokens.sign(Purpose.CALL_RESULT, Claims(
-        conv.id, "k_doesnotexist", "read_board_tasks", input_digest(call["input"])))
-    r = harness.http.post("/api/calls/k_doesnotexist/result", json={"token": token, "output": BOARD})
+    token = harness.runtime.tokens.sign(
+        Purpose.CALL_RESULT,
+        Claims(conv.id, "k_doesnotexist", "read_board_tasks", input_digest(call["input"])),
+    )
+    r = harness.http.post(
+        "/api/calls/k_doesnotexist/result", json={"token": token, "output": BOARD}
+    )
     assert_error(r, 404, "unknown_call", "k_doesnotexist")
     assert state(harness, conv) == before
     answers_correctly(harness, conv)
@@ -425,11 +468,13 @@ def target(h: Harness, endpoint: str) -> Target:
         return Target(conv, f"/api/conversations/{conv.id}/messages", conv.auth, starts_a_run)
     if endpoint == "result":
         conv, call = read_call(h)
-        return Target(conv, f"/api/calls/{call['toolCallId']}/result", {},
-                      lambda: answers_correctly(h, conv))
+        return Target(
+            conv, f"/api/calls/{call['toolCallId']}/result", {}, lambda: answers_correctly(h, conv)
+        )
     conv, call = create_call(h)
-    return Target(conv, f"/api/calls/{call['toolCallId']}/{endpoint}", {},
-                  lambda: approves_correctly(h, conv))
+    return Target(
+        conv, f"/api/calls/{call['toolCallId']}/{endpoint}", {}, lambda: approves_correctly(h, conv)
+    )
 
 
 ENDPOINTS = ["messages", "result", "decision"]
@@ -440,8 +485,9 @@ ENDPOINTS = ["messages", "result", "decision"]
 def test_malformed_json_is_refused(harness: Harness, endpoint: str, body: bytes) -> None:
     t = target(harness, endpoint)
     before = state(harness, t.conv)
-    r = harness.http.post(t.url, content=body,
-                          headers={**t.headers, "Content-Type": "application/json"})
+    r = harness.http.post(
+        t.url, content=body, headers={**t.headers, "Content-Type": "application/json"}
+    )
     assert_error(r, 400, "malformed_json", "JSON")
     assert state(harness, t.conv) == before
     t.still_works()
@@ -470,11 +516,14 @@ def test_missing_token_field_is_refused(harness: Harness, endpoint: str) -> None
     t.still_works()
 
 
-@pytest.mark.parametrize("body", [
-    {"output": BOARD, "error": {"code": "client_error", "message": "both"}},
-    {},
-    {"outcome": BOARD},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"output": BOARD, "error": {"code": "client_error", "message": "both"}},
+        {},
+        {"outcome": BOARD},
+    ],
+)
 def test_result_with_both_output_and_error_or_neither_is_refused(
     harness: Harness, body: dict[str, Any]
 ) -> None:
@@ -490,8 +539,9 @@ def test_result_with_both_output_and_error_or_neither_is_refused(
 def test_result_error_code_outside_the_surface_set_is_refused(harness: Harness, code: Any) -> None:
     conv, call = read_call(harness)
     before = state(harness, conv)
-    r = post_result(harness, call, token=call["resultToken"],
-                    error={"code": code, "message": "board offline"})
+    r = post_result(
+        harness, call, token=call["resultToken"], error={"code": code, "message": "board offline"}
+    )
     error = assert_error(r, 400, "bad_request", repr(code), "no_handler", "client_error")
     assert error["details"] == {"field": "error.code"}
     assert state(harness, conv) == before
@@ -515,8 +565,9 @@ def test_decision_other_than_approve_or_reject_is_refused(harness: Harness, deci
 
 
 def oversized_result(call: dict[str, Any]) -> bytes:
-    body = json.dumps({"token": call["resultToken"],
-                       "output": {"tasks": [], "notes": "x" * (LIMIT + 1)}}).encode()
+    body = json.dumps(
+        {"token": call["resultToken"], "output": {"tasks": [], "notes": "x" * (LIMIT + 1)}}
+    ).encode()
     assert len(body) > LIMIT
     return body
 
@@ -525,8 +576,11 @@ def test_oversized_body_with_content_length_is_refused(harness: Harness) -> None
     conv, call = read_call(harness)
     before = state(harness, conv)
     body = oversized_result(call)
-    r = harness.http.post(f"/api/calls/{call['toolCallId']}/result", content=body,
-                          headers={"Content-Type": "application/json"})
+    r = harness.http.post(
+        f"/api/calls/{call['toolCallId']}/result",
+        content=body,
+        headers={"Content-Type": "application/json"},
+    )
     assert r.request.headers["content-length"] == str(len(body))
     assert_error(r, 413, "body_too_large", str(LIMIT))
     assert state(harness, conv) == before
@@ -540,10 +594,13 @@ def test_oversized_streamed_body_without_content_length_is_refused(harness: Harn
 
     def chunks() -> Iterator[bytes]:
         for start in range(0, len(body), 16 * 1024):
-            yield body[start:start + 16 * 1024]
+            yield body[start : start + 16 * 1024]
 
-    r = harness.http.post(f"/api/calls/{call['toolCallId']}/result", content=chunks(),
-                          headers={"Content-Type": "application/json"})
+    r = harness.http.post(
+        f"/api/calls/{call['toolCallId']}/result",
+        content=chunks(),
+        headers={"Content-Type": "application/json"},
+    )
     assert "content-length" not in r.request.headers
     assert_error(r, 413, "body_too_large", str(LIMIT))
     assert state(harness, conv) == before
@@ -553,8 +610,7 @@ def test_oversized_streamed_body_without_content_length_is_refused(harness: Harn
 def test_oversized_message_body_is_refused_and_no_run_starts(harness: Harness) -> None:
     conv = harness.conversation()
     body = json.dumps({"text": "x" * (LIMIT + 1)}).encode()
-    r = harness.http.post(f"/api/conversations/{conv.id}/messages", content=body,
-                          headers=conv.auth)
+    r = harness.http.post(f"/api/conversations/{conv.id}/messages", content=body, headers=conv.auth)
     assert_error(r, 413, "body_too_large")
     assert harness.events(conv) == [] and harness.snapshot(conv)["run"] is None
 
@@ -562,8 +618,9 @@ def test_oversized_message_body_is_refused_and_no_run_starts(harness: Harness) -
 # ---- messages ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body", [{"text": ""}, {"text": "   \n\t"}, {}, {"text": 5},
-                                  {"text": ["hi"]}])
+@pytest.mark.parametrize(
+    "body", [{"text": ""}, {"text": "   \n\t"}, {}, {"text": 5}, {"text": ["hi"]}]
+)
 def test_empty_message_is_refused_and_no_run_starts(harness: Harness, body: dict[str, Any]) -> None:
     conv = harness.conversation()
     r = harness.http.post(f"/api/conversations/{conv.id}/messages", json=body, headers=conv.auth)
@@ -574,8 +631,9 @@ def test_empty_message_is_refused_and_no_run_starts(harness: Harness, body: dict
 
 def test_too_long_message_is_refused_and_no_run_starts(harness: Harness) -> None:
     conv = harness.conversation()
-    r = harness.http.post(f"/api/conversations/{conv.id}/messages", json={"text": "x" * 8001},
-                          headers=conv.auth)
+    r = harness.http.post(
+        f"/api/conversations/{conv.id}/messages", json={"text": "x" * 8001}, headers=conv.auth
+    )
     assert_error(r, 422, "invalid_message", "8001", "8000")
     assert harness.events(conv) == [] and harness.snapshot(conv)["run"] is None
     harness.say(conv, "x" * 8000)  # the limit itself is allowed
@@ -585,8 +643,9 @@ def test_too_long_message_is_refused_and_no_run_starts(harness: Harness) -> None
 def test_message_while_a_run_waits_is_refused(harness: Harness) -> None:
     conv, _ = read_call(harness)
     before = state(harness, conv)
-    r = harness.http.post(f"/api/conversations/{conv.id}/messages", json={"text": "hello"},
-                          headers=conv.auth)
+    r = harness.http.post(
+        f"/api/conversations/{conv.id}/messages", json={"text": "hello"}, headers=conv.auth
+    )
     error = assert_error(r, 409, "run_in_progress", "waiting")
     assert error["details"]["runId"] == before[2]["run"]["runId"]
     assert state(harness, conv) == before

@@ -7,32 +7,15 @@ that nothing was even dialled.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
-import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 import httpx
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import (
-    JSONResponse,
-    PlainTextResponse,
-    RedirectResponse,
-    Response,
-    StreamingResponse,
-)
-from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.blocks.http_request import (
     AiParam,
@@ -47,187 +30,11 @@ from server.blocks.http_request import (
     parse_request_spec,
     render_request,
 )
+from tests.unit.loopback import HUGE_CHUNK, HUGE_CHUNKS, Live, Seen, Trap, live_server
 
 SECRET = "Bearer s3cr3t-connection-token"
-HUGE_CHUNK = b"x" * 256 * 1024
-HUGE_CHUNKS = 64  # 16 MiB, paced so that reading all of it takes over a second
-ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 
 
-# ---- loopback servers ------------------------------------------------------------------------
-
-
-@dataclass
-class Seen:
-    method: str
-    raw_path: str
-    query: str
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class Recorder:
-    hits: Counter[str] = field(default_factory=Counter)
-    requests: list[Seen] = field(default_factory=list)
-    huge_sent: int = 0
-    huge_finished: bool = False
-
-    def clear(self) -> None:
-        self.hits.clear()
-        self.requests.clear()
-        self.huge_sent, self.huge_finished = 0, False
-
-    @property
-    def last(self) -> Seen:
-        return self.requests[-1]
-
-
-def recording_app(rec: Recorder) -> ASGIApp:
-    async def record(request: Request) -> Seen:
-        seen = Seen(
-            method=request.method,
-            raw_path=request.scope["raw_path"].decode("ascii"),
-            query=request.scope["query_string"].decode("ascii"),
-            headers=dict(request.headers),
-            body=await request.body(),
-        )
-        rec.hits[request.url.path.split("/")[1]] += 1
-        rec.requests.append(seen)
-        return seen
-
-    async def echo(request: Request) -> Response:
-        seen = await record(request)
-        return JSONResponse({"method": seen.method, "path": seen.raw_path,
-                             "headers": seen.headers, "body": seen.body.decode()})
-
-    async def redirect(request: Request) -> Response:
-        await record(request)
-        status = int(request.query_params.get("status", "302"))
-        return RedirectResponse(request.query_params["to"], status_code=status)
-
-    async def loop(request: Request) -> Response:
-        await record(request)
-        return RedirectResponse("/loop", status_code=302)
-
-    async def slow(request: Request) -> Response:
-        await record(request)
-        for _ in range(100):  # 5 s unless the client goes away
-            await asyncio.sleep(0.05)
-            if await request.is_disconnected():
-                break
-        return PlainTextResponse("late")
-
-    async def huge(request: Request) -> Response:
-        await record(request)
-
-        async def chunks() -> Any:
-            for _ in range(HUGE_CHUNKS):
-                rec.huge_sent += len(HUGE_CHUNK)
-                yield HUGE_CHUNK
-                await asyncio.sleep(0.02)
-            rec.huge_finished = True
-
-        return StreamingResponse(chunks(), media_type="application/octet-stream")
-
-    async def status(request: Request) -> Response:
-        seen = await record(request)
-        code = int(request.path_params["code"])
-        if "split" in request.query_params:  # the credential cut across two chunks
-            at, echoed = int(request.query_params["split"]), seen.headers["authorization"]
-
-            async def chunks() -> Any:
-                yield " " * 1100 + echoed[:at]
-                await asyncio.sleep(0.05)
-                yield echoed[at:]
-
-            return StreamingResponse(chunks(), status_code=code, media_type="text/plain")
-        return PlainTextResponse(f"target says no; you sent {seen.headers}", status_code=code)
-
-    methods = ALL_METHODS
-    app = Starlette(routes=[
-        Route("/echo", echo, methods=methods),
-        Route("/redirect", redirect, methods=methods),
-        Route("/loop", loop, methods=methods),
-        Route("/slow", slow),
-        Route("/huge", huge),
-        Route("/status/{code:int}", status),
-    ])
-
-    async def by_raw_path(scope: Scope, receive: Receive, send: Send) -> None:
-        # Route /echo/* on the raw path: a decoded path may hold "\r\n", which no route matches.
-        if scope["type"] == "http" and scope["raw_path"].startswith(b"/echo/"):
-            scope = {**scope, "path": "/echo"}
-        await app(scope, receive, send)
-
-    return by_raw_path
-
-
-@dataclass
-class Live:
-    rec: Recorder
-    port: int
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def host(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-
-@contextmanager
-def live_server() -> Iterator[Live]:
-    """A recording app under uvicorn in a background thread, on a free port of 127.0.0.1."""
-    rec = Recorder()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(recording_app(rec), log_level="warning", lifespan="off", ws="none",
-                            access_log=False, timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield Live(rec, sock.getsockname()[1])
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
-
-
-class Trap:
-    """A loopback port that counts every TCP connection made to it (and would answer 200)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.05)
-        self.port: int = self.sock.getsockname()[1]
-        self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            self.connections += 1
-            with conn:
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.sock.close()
 
 
 @pytest.fixture(scope="module")

@@ -54,8 +54,9 @@ def live_server(settings: Settings) -> Iterator[Live]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", ws="none",
-                            timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", ws="none", timeout_graceful_shutdown=2
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -89,8 +90,9 @@ class Live:
         return Conv(body["conversationId"], body["sessionToken"], body["streamToken"])
 
     def say(self, conv: Conv, text: str) -> None:
-        r = self.client.post(f"/api/conversations/{conv.id}/messages", json={"text": text},
-                             headers=conv.auth)
+        r = self.client.post(
+            f"/api/conversations/{conv.id}/messages", json={"text": text}, headers=conv.auth
+        )
         assert r.status_code == 202, r.text
 
     def snapshot(self, conv: Conv) -> dict[str, Any]:
@@ -112,8 +114,10 @@ class Live:
         conv = self.conversation()
         self.say(conv, "What should I work on next?")
         call = self.settle(conv)["calls"][-1]
-        r = self.client.post(f"/api/calls/{call['toolCallId']}/result",
-                             json={"token": call["resultToken"], "output": BOARD})
+        r = self.client.post(
+            f"/api/calls/{call['toolCallId']}/result",
+            json={"token": call["resultToken"], "output": BOARD},
+        )
         assert r.status_code == 200, r.text
         snap = self.settle(conv)
         assert snap["run"]["status"] == "finished"
@@ -175,7 +179,9 @@ def test_fresh_stream_replays_the_whole_log_with_ids_increasing_by_one(live: Liv
     assert got[0].event == "RUN_STARTED" and got[0].data["threadId"] == conv.id
     assert got[-1].event == "RUN_FINISHED"
     assert "TOOL_CALL_DISPATCH" in [f.event for f in got]
-    stored = [(e.type.value, e.data) for e in live.app.state.hostcall.store.events_after(conv.id, 0)]
+    stored = [
+        (e.type.value, e.data) for e in live.app.state.hostcall.store.events_after(conv.id, 0)
+    ]
     assert [(f.event, f.data) for f in got] == stored
 
 
@@ -242,8 +248,10 @@ def test_event_id_of_another_conversation_is_refused(live: Live) -> None:
 def test_unparsable_event_id_is_refused(live: Live, bogus: str) -> None:
     conv = live.conversation()
     raw = bogus.format(conv=conv.id)
-    for r in (live.client.get(live.events_url(conv), headers={"Last-Event-ID": raw}),
-              live.client.get(live.events_url(conv, after=raw))):
+    for r in (
+        live.client.get(live.events_url(conv), headers={"Last-Event-ID": raw}),
+        live.client.get(live.events_url(conv, after=raw)),
+    ):
         assert raw in assert_error(r, 400, "bad_event_id")
 
 

@@ -30,7 +30,7 @@ def payload_of(token: str) -> dict[str, Any]:
     return value
 
 
-def refused(tokens: Tokens, purpose: Purpose, token: str) -> Unauthorized | Forbidden:
+def refused(tokens: Tokens, purpose: Purpose, token: str | None) -> Unauthorized | Forbidden:
     with pytest.raises((Unauthorized, Forbidden)) as caught:
         tokens.verify(purpose, token)
     error = caught.value
@@ -79,7 +79,9 @@ def test_tokens_survive_a_key_rotation_and_die_with_the_retired_key(harness: Har
 
 
 @pytest.mark.parametrize(("signed_for", "sent_as"), list(permutations(Purpose, 2)))
-def test_a_token_of_one_purpose_is_refused_as_another(signed_for: Purpose, sent_as: Purpose) -> None:
+def test_a_token_of_one_purpose_is_refused_as_another(
+    signed_for: Purpose, sent_as: Purpose
+) -> None:
     tokens = Tokens((SECRET[0],), DAY)
     token = tokens.sign(signed_for, CLAIMS)
     assert tokens.verify(signed_for, token) == CLAIMS
@@ -111,8 +113,12 @@ def test_payloads_hold_only_what_the_token_is_for(harness: Harness) -> None:
         assert payload_of(token) == {"c": conv.id}
     harness.say(conv, "Add a task to call Bob")
     call = harness.open_call(conv, "awaiting_confirmation")
-    bound = {"c": conv.id, "k": call["toolCallId"], "t": "create_task",
-             "d": input_digest(call["input"])}
+    bound = {
+        "c": conv.id,
+        "k": call["toolCallId"],
+        "t": "create_task",
+        "d": input_digest(call["input"]),
+    }
     decision_token = call["decisionToken"]
     assert payload_of(decision_token) == bound
     assert harness.decide(call, "approve").status_code == 200
@@ -134,14 +140,17 @@ def test_approving_with_edits_invalidates_a_result_token_for_the_shown_input(
     conv = harness.conversation()
     harness.say(conv, "Add a task to review the Q3 report before Friday")
     shown = harness.open_call(conv, "awaiting_confirmation")
-    stale = harness.runtime.tokens.sign(Purpose.CALL_RESULT, Claims(
-        conv.id, shown["toolCallId"], "create_task", input_digest(shown["input"])))
+    stale = harness.runtime.tokens.sign(
+        Purpose.CALL_RESULT,
+        Claims(conv.id, shown["toolCallId"], "create_task", input_digest(shown["input"])),
+    )
     edited = {"title": "Review the Q3 report draft"}
     assert harness.decide(shown, "approve", input=edited).status_code == 200
 
     output = {"id": "t9", "title": edited["title"], "status": "todo"}
-    r = harness.http.post(f"/api/calls/{shown['toolCallId']}/result",
-                          json={"token": stale, "output": output})
+    r = harness.http.post(
+        f"/api/calls/{shown['toolCallId']}/result", json={"token": stale, "output": output}
+    )
     assert r.status_code == 409 and r.json()["error"]["code"] == "input_changed"
     assert shown["toolCallId"] in r.json()["error"]["message"]
     call = harness.open_call(conv, "dispatched")
