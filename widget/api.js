@@ -1,105 +1,67 @@
-// Hostcall widget: talking to the Hostcall server (docs/protocol.md) and to localStorage.
-//
-// Everything here is same-origin with the widget page (CSP `connect-src 'self'`). Errors
-// from the server arrive as one JSON shape, `{"error": {code, message, details}}`, and are
-// thrown as ApiError; a network failure is an ApiError with status 0.
+// Hostcall widget: the server's HTTP API and event stream (docs/protocol.md), and storage.
+// Same-origin only (CSP connect-src 'self'). Server errors, `{"error": {code, message,
+// details}}`, are thrown as ApiError; a network failure is an ApiError with status 0.
 
-/**
- * @typedef {{conversationId: string, sessionToken: string, streamToken: string, agent?: any}} Created
- * @typedef {(type: string, event: MessageEvent) => void} EventHandler
- * @typedef {'connecting' | 'open' | 'down'} StreamState
- */
+export class ApiError extends Error {
+  constructor(status, code, message, details) {
+    super(message)
+    Object.assign(this, { status, code, details: details || {} })
+  }
+}
 
 // ============================================================================
 // HTTP
 // ============================================================================
 
-export class ApiError extends Error {
-  /** @param {number} status @param {string} code @param {string} message @param {any} [details] */
-  constructor(status, code, message, details) {
-    super(message)
-    this.status = status
-    this.code = code
-    this.details = details || {}
-  }
-}
-
-/** @param {string} s */
-const enc = s => encodeURIComponent(s)
-
-/**
- * The JSON API of one Hostcall server (`base` is its path prefix, usually "").
- * @param {string} base
- */
+/** The API under path prefix `base` (usually ""). @param {string} base */
 export function createApi(base) {
   let session = ''
+  const enc = encodeURIComponent
 
-  /**
-   * @param {string} method @param {string} path @param {unknown} [body]
-   * @returns {Promise<any>}
-   */
   async function call(method, path, body) {
-    /** @type {Record<string, string>} */
-    const headers = {}
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    if (session) headers.authorization = `Bearer ${session}`
+    const headers = new Headers(session ? { authorization: `Bearer ${session}` } : {})
+    if (body !== undefined) headers.set('content-type', 'application/json')
     let res
     try {
-      res = await fetch(base + path, {
-        method, headers, credentials: 'omit', cache: 'no-store',
-        body: body === undefined ? undefined : JSON.stringify(body),
-      })
+      res = await fetch(base + path, { method, headers, credentials: 'omit', cache: 'no-store', body: body === undefined ? undefined : JSON.stringify(body) })
     } catch (err) {
-      throw new ApiError(0, 'network', String(/** @type {Error} */ (err)?.message || err))
+      throw new ApiError(0, 'network', String(err))
     }
-    let data = null
-    try { data = await res.json() } catch { /* empty or non-JSON body */ }
-    if (!res.ok) {
-      const e = data?.error || {}
-      throw new ApiError(res.status, e.code || `http_${res.status}`, e.message || res.statusText, e.details)
-    }
+    const data = await res.json().catch(() => null)
+    const e = data?.error || {}
+    if (!res.ok) throw new ApiError(res.status, e.code || `http_${res.status}`, e.message || res.statusText, e.details)
     return data
   }
 
+  const conv = (id, tail) => `/api/conversations/${enc(id)}${tail}`
   return {
-    /** @param {string} token */
     setSession(token) { session = token },
-    /** @param {string} agentId @param {string} locale @returns {Promise<Created>} */
     create: (agentId, locale) => call('POST', `/api/agents/${enc(agentId)}/conversations`, { locale }),
-    /** @param {string} id */
-    snapshot: id => call('GET', `/api/conversations/${enc(id)}`),
-    /** @param {string} id @returns {Promise<{streamToken: string}>} */
-    streamToken: id => call('POST', `/api/conversations/${enc(id)}/stream-token`, {}),
-    /** @param {string} id @param {string[]} tools */
-    capabilities: (id, tools) => call('POST', `/api/conversations/${enc(id)}/capabilities`, { tools }),
-    /** @param {string} id @param {string} text */
-    message: (id, text) => call('POST', `/api/conversations/${enc(id)}/messages`, { text }),
-    /** @param {string} callId @param {string} token */
+    snapshot: id => call('GET', conv(id, '')),
+    streamToken: id => call('POST', conv(id, '/stream-token'), {}),
+    capabilities: (id, tools) => call('POST', conv(id, '/capabilities'), { tools }),
+    message: (id, text) => call('POST', conv(id, '/messages'), { text }),
     delivered: (callId, token) => call('POST', `/api/calls/${enc(callId)}/delivered`, { token }),
-    /** @param {string} callId @param {Record<string, unknown>} body */
     result: (callId, body) => call('POST', `/api/calls/${enc(callId)}/result`, body),
-    /** @param {string} callId @param {Record<string, unknown>} body */
     decision: (callId, body) => call('POST', `/api/calls/${enc(callId)}/decision`, body),
-    /** @param {string} id @param {string} token @param {string} after */
-    eventsUrl: (id, token, after) =>
-      `${base}/api/conversations/${enc(id)}/events?token=${enc(token)}${after ? `&after=${enc(after)}` : ''}`,
+    eventsUrl: (id, token, after) => base + conv(id, `/events?token=${enc(token)}${after ? `&after=${enc(after)}` : ''}`),
   }
 }
 
 // ============================================================================
-// Event stream with reconnection
+// Event stream
 // ============================================================================
 
 /**
- * Keep one EventSource open. On any error the source is closed and reopened with a fresh
- * URL from `url(failures)` — a new stream token and `after=<last event id>` — with backoff.
- * Do not rely on EventSource's own retry: it reuses the first URL, whose stream token
- * expires after minutes, and gives up for good on a non-200 answer.
+ * Keep one EventSource open. On any error it is closed and reopened from `url(failures)`
+ * (a fresh stream token, `after` the last event) with backoff. Do not leave this to
+ * EventSource's own retry: it reuses a URL whose token expires, and stops on a non-200.
+ * `onState` returning false stops for good.
  * @param {{url: (failures: number) => Promise<string>, types: readonly string[],
- *   onEvent: EventHandler, onState: (state: StreamState, failures: number, err?: any) => boolean | void}} o
+ *   onEvent: (type: string, e: MessageEvent) => void,
+ *   onState: (state: string, failures: number, err?: any) => boolean | void}} o
  */
 export function openStream(o) {
-  /** @type {EventSource | null} */
   let es = null
   let timer = 0
   let failures = 0
@@ -113,83 +75,71 @@ export function openStream(o) {
     if (closed) return
     const source = (es = new EventSource(url))
     source.onopen = () => { failures = 0; o.onState('open', 0) }
-    source.onerror = () => { source.close(); if (es === source) { es = null; retry() } }
-    for (const type of o.types) source.addEventListener(type, e => { if (es === source) o.onEvent(type, /** @type {MessageEvent} */ (e)) })
+    source.onerror = () => { source.close(); if (es === source) retry() }
+    for (const type of o.types) source.addEventListener(type, e => es === source && o.onEvent(type, (e)))
   }
 
-  /** @param {any} [err] */
   function retry(err) {
-    if (closed) return
-    failures++
-    if (o.onState('down', failures, err) === false) { closed = true; return }
-    timer = window.setTimeout(start, Math.min(8000, 200 * 2 ** failures) + Math.random() * 200)
+    es = null
+    if (closed || o.onState('down', ++failures, err) === false) return void (closed = true)
+    timer = setTimeout(start, Math.min(8000, 200 * 2 ** failures) + Math.random() * 200)
   }
 
   start()
-  return {
-    close() { closed = true; clearTimeout(timer); es?.close(); es = null },
-  }
+  return { close() { closed = true; clearTimeout(timer); es?.close() } }
 }
 
 // ============================================================================
-// Storage for the widget's origin only (the parent page can read none of it):
-// localStorage where the browser allows it; else a partitioned cookie (CHIPS), which
-// browsers that block third-party storage in iframes still allow (Chromium does, when it
-// denies localStorage, IndexedDB and Web Locks to a cross-site frame); else memory, and the
-// conversation is not restored after a reload. Values are small: a session, a ledger.
+// Storage of the widget's origin, which the parent page cannot read: localStorage where
+// allowed; else a partitioned cookie (CHIPS), which browsers that block third-party
+// storage in frames still allow (Chromium denies a cross-site frame localStorage,
+// IndexedDB and Web Locks, but not these); else memory, and a reload loses the chat.
 // ============================================================================
 
-/** @type {Map<string, any>} */
-const memory = new Map()
 const COOKIE = '; Path=/; Secure; SameSite=None; Partitioned'
-
+const memory = new Map()
 const backends = {
   local: {
-    /** @param {string} key */ get: key => JSON.parse(localStorage.getItem(key) || 'null'),
-    /** @param {string} key @param {unknown} value */ set: (key, value) => localStorage.setItem(key, JSON.stringify(value)),
-    /** @param {string} key */ del: key => localStorage.removeItem(key),
+    get: (key) => JSON.parse(localStorage.getItem(key) || 'null'),
+    set: (key, value) => localStorage.setItem(key, JSON.stringify(value)),
+    del: (key) => localStorage.removeItem(key),
   },
   cookie: {
-    /** @param {string} key */
-    get(key) {
-      const name = `${encodeURIComponent(key)}=`
-      const hit = document.cookie.split('; ').find(c => c.startsWith(name))
-      return hit ? JSON.parse(decodeURIComponent(hit.slice(name.length))) : null
+    get: (key) => {
+      const hit = document.cookie.split('; ').find(c => c.startsWith(`${encodeURIComponent(key)}=`))
+      return hit ? JSON.parse(decodeURIComponent(hit.slice(hit.indexOf('=') + 1))) : null
     },
-    /** @param {string} key @param {unknown} value */
-    set: (key, value) => { document.cookie = `${encodeURIComponent(key)}=${encodeURIComponent(JSON.stringify(value))}; Max-Age=2592000${COOKIE}` },
-    /** @param {string} key */
-    del: key => { document.cookie = `${encodeURIComponent(key)}=; Max-Age=0${COOKIE}` },
+    set: (key, value) => {
+      document.cookie = `${encodeURIComponent(key)}=${encodeURIComponent(JSON.stringify(value))}; Max-Age=2592000${COOKIE}`
+    },
+    del: (key) => { document.cookie = `${encodeURIComponent(key)}=; Max-Age=0${COOKIE}` },
   },
   memory: {
-    /** @param {string} key */ get: key => memory.get(key) ?? null,
-    /** @param {string} key @param {unknown} value */ set: (key, value) => memory.set(key, value),
-    /** @param {string} key */ del: key => memory.delete(key),
+    get: (key) => memory.get(key) ?? null,
+    set: (key, value) => memory.set(key, value),
+    del: (key) => memory.delete(key),
   },
 }
 
-/** The first backend that keeps what it is given. */
+/** first backend that keeps what it is given */
 function usable() {
-  for (const kind of /** @type {const} */ (['local', 'cookie'])) {
+  for (const kind of (['local', 'cookie'])) {
     try {
       backends[kind].set('hostcall:probe', 1)
-      const ok = backends[kind].get('hostcall:probe') === 1
+      const kept = backends[kind].get('hostcall:probe') === 1
       backends[kind].del('hostcall:probe')
-      if (ok) return kind
-    } catch { /* denied in this context */ }
+      if (kept) return kind
+    } catch { /* denied here */ }
   }
   return 'memory'
 }
 
 const kind = usable()
-const backend = backends[kind]
 
+/** get/set/del of small JSON values; `kind` says where they live. */
 export const store = {
   kind,
-  /** @param {string} key */
-  get(key) { try { return backend.get(key) } catch { return null } },
-  /** @param {string} key @param {unknown} value */
-  set(key, value) { try { backend.set(key, value) } catch { /* full or denied: best effort */ } },
-  /** @param {string} key */
-  del(key) { try { backend.del(key) } catch { /* best effort */ } },
+  get(key) { try { return backends[kind].get(key) } catch { return null } },
+  set(key, value) { try { backends[kind].set(key, value) } catch { /* full or denied: best effort */ } },
+  del(key) { try { backends[kind].del(key) } catch { /* best effort */ } },
 }

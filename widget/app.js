@@ -1,22 +1,10 @@
-// Hostcall widget: the in-iframe app (entry point of server/templates/widget.html).
-//
-// It owns one conversation with the server (docs/protocol.md) and is the only party that
-// sees tokens. A client-side tool call arriving on the stream goes to the parent page's
-// handler over postMessage when the page registered one, else to a form built from the
-// tool's output schema (issue 3).
-//
-// Trust: the parent origin is the one the server bound into this page and the browser
-// enforces (CSP frame-ancestors). Messages are accepted only from that exact origin AND
-// window.parent, and posted only to that exact origin.
-//
-// At most once per call: a handler runs only for a call the server reports `dispatched`,
-// after its id is written to a ledger (`hostcall:v1:calls:<conversationId>` in the widget's
-// storage, see api.js) and after `POST /delivered` succeeded. A call already in the ledger,
-// or already `delivered` on the server (a reloaded page sees that in the snapshot), is never
-// posted to the page again: it goes to the form, with a note saying why. Where Web Locks
-// are allowed, a lock named after the call is held while its handler runs, so another
-// window of the same page shows "running in another window" and takes over (with the form)
-// only if that window goes away.
+// Hostcall widget app (issue 3). Owns one conversation (docs/protocol.md); the only party
+// that sees tokens. Client-side calls go to the page's handler over postMessage, else to a
+// form from the output schema. postMessage: only to/from the parent origin the server bound
+// into this page (and the browser enforces with frame-ancestors), and window.parent.
+// At most once: a handler runs only for a call still `dispatched` on the server, after its
+// id is written to the ledger and `POST /delivered` succeeded; a call already in the ledger
+// or `delivered` (as a reload sees it) goes to the form, with a note saying why.
 
 import { t, pickLocale, setLocale } from './i18n.js'
 import { validate, toPointer, childPath } from './schema.js'
@@ -58,10 +46,10 @@ const STREAM_EVENTS = Object.freeze([
 ])
 
 /** Server call state → card `data-state`. */
-const CARD_STATE = /** @type {Record<string, string>} */ ({
+const CARD_STATE = {
   proposed: 'running', awaiting_confirmation: 'waiting', dispatched: 'running', delivered: 'running',
   answered: 'done', rejected: 'rejected', failed: 'failed', expired: 'expired',
-})
+}
 const TERMINAL = new Set(['answered', 'rejected', 'failed', 'expired'])
 /** Phases of a call view in which the person has something to do. */
 const PERSON = new Set(['confirm', 'edit', 'reject', 'form'])
@@ -77,7 +65,7 @@ const MAX_RESULT_CHARS = 256 * 1024
 /** Written by server/pages.py. */
 const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}')
 const framed = Boolean(cfg.parentOrigin) && window.parent !== window
-const agentTools = new Map((cfg.tools || []).map((/** @type {any} */ tool) => [tool.name, tool]))
+const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
 const api = createApi(cfg.apiBase || '')
 const sessionKey = `hostcall:v1:session:${cfg.agentId}:${framed ? cfg.parentOrigin : 'standalone'}`
 const locale = pickLocale(cfg.locale, ...navigator.languages)
@@ -88,8 +76,8 @@ const state = {
   streaming: '', // id of the assistant message being streamed
   lastUserText: '',
   ready: false,
-  /** @type {{close: () => void} | null} */ stream: null,
-  /** @type {string[]} */ outbox: [], // texts the page sent before we were ready
+  stream: null,
+  outbox: [], // texts the page sent before we were ready
 }
 /** @type {Map<string, CallView>} */
 const calls = new Map()
@@ -101,15 +89,13 @@ const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 // Parent bridge
 // ============================================================================
 
-/** @param {string} type @param {object} [data] */
 function toParent(type, data) {
   if (framed) window.parent.postMessage({ type, ...data }, cfg.parentOrigin)
 }
 
-/** A Hostcall('on', …) event for the page; never carries tokens. @param {string} event @param {any} detail */
+/** A Hostcall('on', …) event for the page; never carries tokens. */
 const emit = (event, detail) => toParent(MSG.EVENT, { event, detail })
 
-/** @param {Call} c */
 const publicCall = c => ({ callId: c.toolCallId, toolName: c.toolCallName, input: c.input, state: c.state, route: c.route })
 
 window.addEventListener('message', e => {
@@ -121,7 +107,7 @@ window.addEventListener('message', e => {
   else if (m.type === MSG.FOCUS) ui.focusComposer()
 })
 
-/** @param {unknown} list */
+/** The handshake's answer, and any later change of the page's handlers. */
 function setParentTools(list) {
   parentTools = new Set(Array.isArray(list) ? list.filter(n => typeof n === 'string').slice(0, 200) : [])
   handshakeDone()
@@ -174,17 +160,15 @@ async function boot() {
   refresh()
 }
 
-/** The events URL: a fresh stream token and `after` the last event applied. @param {number} failures */
+/** The events URL: a fresh stream token, `after` the last event applied. */
 async function streamUrl(failures) {
-  // Every third failure, re-read the snapshot: it recovers from a log we can no longer
-  // resume (e.g. `bad_event_id`) at the cost of one request.
+  // Every third failure, resync from the snapshot (say the log can't resume: bad_event_id).
   if (failures && failures % 3 === 0) applySnapshot(await api.snapshot(state.conversationId))
   const token = state.streamToken || (await api.streamToken(state.conversationId)).streamToken
   state.streamToken = ''
   return api.eventsUrl(state.conversationId, token, state.lastEventId)
 }
 
-/** @param {string} s @param {number} failures @param {any} [err] */
 function onStreamState(s, failures, err) {
   if (GONE.includes(err?.status)) {
     ui.setConnection('open')
@@ -206,12 +190,12 @@ function restart() {
   ui.focusComposer()
 }
 
-/** "c_…:42" → 42 @param {string} [id] */
+/** "c_…:42" → 42 */
 function seqOf(id = '') {
   return Number(id.slice(id.lastIndexOf(':') + 1)) || 0
 }
 
-/** Render the conversation as the server has it, merged into what is shown. @param {any} snap */
+/** Render the conversation as the server has it, merged into what is shown. */
 function applySnapshot(snap) {
   if (seqOf(snap.lastEventId) >= state.lastSeq) {
     state.lastEventId = snap.lastEventId || ''
@@ -235,7 +219,6 @@ function applySnapshot(snap) {
 // Stream events
 // ============================================================================
 
-/** @param {string} type @param {MessageEvent} e */
 function onEvent(type, e) {
   const seq = seqOf(e.lastEventId)
   if (seq && seq <= state.lastSeq) return // replayed: already applied
@@ -244,7 +227,7 @@ function onEvent(type, e) {
   refresh()
 }
 
-/** @type {Record<string, (d: any) => void>} */
+/** Stream event → what it does. @type {Record<string, (d: any) => void>} */
 const ON = {
   RUN_STARTED: () => { state.run = 'running' },
   RUN_FINISHED: () => { state.run = 'finished' },
@@ -291,7 +274,7 @@ const ON = {
 // Tool calls: one view per call, driven by the call's server state
 // ============================================================================
 
-/** The view of call `id`, created with its card on first sight. @param {string} id @param {string} [name] */
+/** The view of call `id`, created with its card on first sight. */
 function view(id, name = '?') {
   let v = calls.get(id)
   if (!v) {
@@ -305,7 +288,7 @@ function view(id, name = '?') {
   return v
 }
 
-/** A CALL object, from the snapshot or an event. @param {Call} [c] */
+/** A CALL object, from the snapshot or an event. */
 function upsertCall(c) {
   if (typeof c?.toolCallId !== 'string') return
   const v = view(c.toolCallId, c.toolCallName)
@@ -316,7 +299,7 @@ function upsertCall(c) {
   else if ((c.state === 'dispatched' || c.state === 'delivered') && DISPATCHABLE.has(v.phase)) dispatch(v)
 }
 
-/** The call reached a terminal state. @param {CallView} v @param {string} st @param {any} [outcome] */
+/** The call reached a terminal state. */
 function settle(v, st, outcome) {
   cancelParent(v)
   v.release?.()
@@ -335,7 +318,7 @@ function settle(v, st, outcome) {
     : null)
 }
 
-/** Run the call: the page's handler if it has one, else the form. @param {CallView} v */
+/** Run the call: the page's handler if it has one, else the form. */
 async function dispatch(v) {
   const c = v.call
   v.phase = 'routing'
@@ -355,26 +338,20 @@ async function dispatch(v) {
   claim.whenFree?.then(() => { if (v.phase === 'elsewhere') showAnswerForm(v, { note: t('answerReloaded') }) })
 }
 
-/**
- * POST /delivered. 'settled' if the call is already over (stop any handler), 'again' if the
- * server says another delivery came first (a `first: false` field, when the server has it).
- * @param {CallView} v @returns {Promise<string>}
- */
+/** POST /delivered → ok | settled (stop the handler) | again (if the server says `first: false`). */
 function deliver(v) {
-  return api.delivered(v.id, v.call.resultToken).then(res => (res?.first === false ? 'again' : 'ok'), err => {
+  return patiently(() => api.delivered(v.id, v.call.resultToken)).then(res => (res?.first === false ? 'again' : 'ok'), err => {
     if (err.status !== 409 && err.status !== 410) return 'unknown'
     cancelParent(v)
     return 'settled'
   })
 }
 
-/** @param {CallView} v @param {Function | null} [release] */
 async function runInParent(v, release) {
   const c = v.call
   v.phase = 'handler'
   v.release = release || null
   v.card.setState('running', t('runningInPage'))
-  /** @type {any} */
   const res = await new Promise(resolve => {
     v.resolveParent = resolve
     toParent(MSG.CALL, {
@@ -398,7 +375,7 @@ async function runInParent(v, release) {
   answer(v, { output: res.output })
 }
 
-/** Stop waiting for the page's handler; the page aborts its ctx.signal. @param {CallView} v */
+/** Stop waiting for the page's handler; the page aborts its ctx.signal. */
 function cancelParent(v) {
   if (!v.resolveParent) return
   toParent(MSG.CANCEL, { callId: v.id })
@@ -406,11 +383,7 @@ function cancelParent(v) {
   v.resolveParent = null
 }
 
-/**
- * POST the answer; resolves to field errors when the form that sent it should show them.
- * @param {CallView} v @param {{output?: any, error?: {code: string, message: string}}} body
- * @returns {Promise<FieldError[] | void>}
- */
+/** POST the answer; resolves to field errors when the form that sent it should show them. */
 async function answer(v, body) {
   const c = v.call
   const from = v.phase
@@ -418,7 +391,7 @@ async function answer(v, body) {
   v.card.busy(true)
   await v.delivered // the server sees "delivered" before the answer
   try {
-    await api.result(c.toolCallId, { token: c.resultToken, ...body })
+    await patiently(() => api.result(c.toolCallId, { token: c.resultToken, ...body }))
     if (v.phase !== 'sending') return
     v.phase = 'answered'
     v.release?.()
@@ -447,10 +420,7 @@ async function answer(v, body) {
   }
 }
 
-/**
- * The output-schema form: a person supplies the result.
- * @param {CallView} v @param {{value?: any, errors?: FieldError[], note?: string, returned?: any}} o
- */
+/** The output-schema form: a person supplies the result. */
 function showAnswerForm(v, o) {
   const c = v.call
   v.phase = 'form'
@@ -478,7 +448,6 @@ function showAnswerForm(v, o) {
 // Confirmation: approve, edit (input-schema form), reject with a reason
 // ============================================================================
 
-/** @param {CallView} v */
 function showConfirm(v) {
   v.phase = 'confirm'
   v.card.setState('waiting')
@@ -490,7 +459,6 @@ function showConfirm(v) {
   refresh()
 }
 
-/** @param {CallView} v */
 function showEdit(v) {
   v.phase = 'edit'
   const back = () => { showConfirm(v); v.card.focus('edit') }
@@ -506,7 +474,6 @@ function showEdit(v) {
   form.focus()
 }
 
-/** @param {CallView} v */
 function showReject(v) {
   v.phase = 'reject'
   const panel = ui.rejectPanel({
@@ -517,17 +484,13 @@ function showReject(v) {
   panel.focus()
 }
 
-/**
- * POST the person's decision; resolves to field errors for the edit form.
- * @param {CallView} v @param {{decision: string, input?: any, reason?: string}} body
- * @returns {Promise<FieldError[] | void>}
- */
+/** POST the person's decision; resolves to field errors for the edit form. */
 async function decide(v, body) {
   const from = v.phase
   v.phase = 'deciding'
   v.card.busy(true)
   try {
-    const res = await api.decision(v.call.toolCallId, { token: v.call.decisionToken, ...body })
+    const res = await patiently(() => api.decision(v.call.toolCallId, { token: v.call.decisionToken, ...body }))
     if (v.phase !== 'deciding') return // the dispatch or result event got here first
     const rejected = res?.state === 'rejected'
     v.card.setState(rejected ? 'rejected' : 'running', rejected ? '' : t('approved'))
@@ -553,7 +516,6 @@ async function decide(v, body) {
 /**
  * A 422's `details.errors` as form errors. jsonschema reports a missing property on its
  * parent ("'title' is a required property" at "/"): move it onto the property's own field.
- * @param {any[]} errors @returns {FieldError[]}
  */
 function serverErrors(errors) {
   return errors.slice(0, 50).map(x => {
@@ -569,7 +531,7 @@ function serverErrors(errors) {
 
 const ledgerKey = () => `hostcall:v1:calls:${state.conversationId}`
 
-/** Record call `id` as started; false if it already was. @param {string} id */
+/** Record call `id` as started; false if it already was. */
 function markStarted(id) {
   const started = store.get(ledgerKey()) || {}
   if (started[id]) return false
@@ -588,10 +550,8 @@ function pruneLedger() {
 }
 
 /**
- * 'new' (run it; call release() once settled), 'started' (may have run: use the form),
- * 'settled', or 'elsewhere' (another window runs it; whenFree resolves if it goes away).
- * @param {CallView} v
- * @returns {Promise<{status: string, release?: Function, whenFree?: Promise<unknown>}>}
+ * new: run it (release() once settled); started: it may have run, use the form; settled;
+ * elsewhere: another window of the page runs it (Web Locks), whenFree if that window closes.
  */
 function claimCall(v) {
   const claim = async () => {
@@ -617,7 +577,6 @@ function claimCall(v) {
 // Sending, chrome, focus
 // ============================================================================
 
-/** @param {string} raw */
 async function send(raw) {
   const text = String(raw).trim().slice(0, 8000)
   if (!text) return
@@ -637,6 +596,20 @@ async function send(raw) {
   } finally { refresh() }
 }
 
+/**
+ * Retry through network errors and 5xx (a server restarting) for ~15 s. Only for requests
+ * safe to repeat: a second answer or decision gets a 409, read as "settled".
+ * @template T @param {() => Promise<T>} request @returns {Promise<T>}
+ */
+async function patiently(request) {
+  for (let attempt = 0; ; attempt++) {
+    try { return await request() } catch (err) {
+      if (attempt === 6 || (err.status && err.status < 500)) throw err
+      await new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt))
+    }
+  }
+}
+
 /** Sync the working indicator and the send button with the run. */
 function refresh() {
   const active = state.run === 'running' || state.run === 'waiting'
@@ -645,18 +618,14 @@ function refresh() {
   ui.setSendEnabled(state.ready && !active)
 }
 
-/** Move focus to a new prompt only if the person is not busy elsewhere. @param {() => void} focus */
+/** Move focus to a new prompt only if the person is not busy elsewhere. */
 function maybeFocus(focus) {
-  const el = /** @type {HTMLElement | null} */ (document.activeElement)
+  const el = (document.activeElement)
   const part = el?.dataset?.part
-  if (!el || el === document.body || part === 'messages' || (part === 'composer-input' && !(/** @type {HTMLTextAreaElement} */ (el)).value)) setTimeout(focus)
+  if (!el || el === document.body || part === 'messages' || (part === 'composer-input' && !el.value)) setTimeout(focus)
 }
 
-/**
- * A starting answer: the output's top-level fields that the input has too, with the same
- * scalar type (create_task's title). The person sees and can change every one of them.
- * @param {Call} c
- */
+/** A starting answer: scalar fields the input shares with the output (create_task's title). */
 function fromInput(c) {
   const props = c.outputSchema?.properties || {}
   const input = c.input && typeof c.input === 'object' ? c.input : {}
@@ -664,7 +633,6 @@ function fromInput(c) {
     k in props && typeof x !== 'object' && (props[k].type === typeof x || props[k].type === undefined)))
 }
 
-/** @param {unknown} v */
 function json(v) {
   try { return String(JSON.stringify(v, null, 2)).slice(0, 20000) } catch { return String(v) }
 }

@@ -17,7 +17,7 @@ import pytest
 from server.settings import DEMO_AGENTS
 from server.tokens import Claims, Purpose, input_digest
 from tests.unit.conftest import BOARD, Conv, Harness, planner_definition, write_agent
-from tests.unit.test_stream import live_server, settings_for
+from tests.unit.live import live_server, settings_for
 
 READ = "What should I work on next?"
 CREATE = "Add a task to review the Q3 report before Friday"

@@ -77,7 +77,7 @@ def test_64_character_safe_name_is_unchanged() -> None:
     assert ToolNameMap([name]).to_provider(name) == name
 
 
-@pytest.mark.parametrize("name", AWKWARD + ["", " ", "🙂", "a.b/c"])
+@pytest.mark.parametrize("name", [*AWKWARD, "", " ", "🙂", "a.b/c"])
 def test_every_provider_name_matches_the_function_name_pattern(name: str) -> None:
     assert PROVIDER_PATTERN.fullmatch(ToolNameMap([name]).to_provider(name))
 

@@ -44,7 +44,7 @@ def agent(*tools: dict[str, Any], environment: str = "dev", **extra: Any) -> dic
                 {"match": r"act (?P<amount>\d+)", "tool": "act",
                  "arguments": {"amount": 0, "email": "ana@example.com"},
                  "reply": "result: {{ result | tojson }}",
-                 "error_reply": "error: {{ error.code }}{% if error.rule %} {{ error.rule }}{% endif %}"},
+                 "error_reply": "error: {{ error.code }}{% if error.rule %} {{ error.rule }}{% endif %}"},  # noqa: E501
                 {"match": "twice", "tool": "act", "arguments": {}, "reply": "again"},
             ],
             "fallback": "nothing",
@@ -244,7 +244,7 @@ def test_result_truncated_exactly_past_the_limit(make: Any) -> None:
         assert len(json.dumps(output, separators=(",", ":"))) == size
         assert h.answer(call, output).status_code == 200
         h.settle(conv)
-        content = [d for t, d in h.events(conv) if t == "TOOL_CALL_RESULT"][0]["content"]
+        content = next(d for t, d in h.events(conv) if t == "TOOL_CALL_RESULT")["content"]
         seen = json.loads(content)
         if truncated:
             assert seen["truncated"] is True
@@ -275,7 +275,7 @@ def test_simulated_run_returns_the_simulation_result_and_executes_nothing(make: 
     assert call["state"] == "answered" and call["simulated"] is True
     types = [t for t, _ in h.events(conv)]
     assert "TOOL_CALL_DISPATCH" not in types and "TOOL_CALL_APPROVAL_REQUESTED" not in types
-    result = [d for t, d in h.events(conv) if t == "TOOL_CALL_RESULT"][0]
+    result = next(d for t, d in h.events(conv) if t == "TOOL_CALL_RESULT")
     assert result["simulated"] is True
     assert json.loads(result["content"]) == {"simulated": True, "result": {"note": "pretend"}}
     assert h.assistant_texts(conv)[-1] == '(Simulated) result: {"note": "pretend"}'
@@ -342,7 +342,7 @@ def test_output_guardrail_redacts_fields_before_the_model_sees_them(make: Any) -
     output = {"email": "secret@example.com", "ok": True}
     assert h.answer(call, output).status_code == 200
     h.settle(conv)
-    content = json.loads([d for t, d in h.events(conv) if t == "TOOL_CALL_RESULT"][0]["content"])
+    content = json.loads(next(d for t, d in h.events(conv) if t == "TOOL_CALL_RESULT")["content"])
     assert content == {"email": "[redacted]", "ok": True}
     assert "secret@example.com" not in h.assistant_texts(conv)[-1]
     stored = h.runtime.store.get_call(call["toolCallId"])
