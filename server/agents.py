@@ -6,6 +6,7 @@ field. The format is documented in docs/agents.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,9 +43,16 @@ class Agent:
     tools: tuple[Tool, ...]
     source: dict[str, Any]
     environment: str = DEFAULT_ENVIRONMENT
+    digest: str = ""
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
+
+
+def definition_digest(data: Any) -> str:
+    """Identifies an agent definition (same JSON, same digest)."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def valid_origin(origin: Any) -> bool:
@@ -131,6 +139,7 @@ def parse_agent(
         tools=tuple(tools),
         source=data,
         environment=environment,
+        digest=definition_digest(data),
     ), []
 
 

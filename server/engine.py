@@ -11,19 +11,25 @@ expires calls past their deadline.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from server.agents import Agent, parse_agent
+from server.agents import Agent, definition_digest, parse_agent
 from server.blocks.http_request import BlockError, BlockFailed, execute, render_request
 from server.errors import Conflict, NotFound, ToolErrorCode
 from server.journal import Journal
 from server.ledger import Ledger, new_id
-from server.models.base import Message, ModelError, TextDelta, ToolCallRequest, ToolDescriptor
+from server.models.base import (
+    Message,
+    Model,
+    ModelError,
+    TextDelta,
+    ToolCallRequest,
+    ToolDescriptor,
+)
 from server.models.factory import build_model
 from server.platform import Platform
 from server.protocol import EventType
@@ -31,6 +37,7 @@ from server.store.records import Call, CallState, Conversation, Run, RunStatus, 
 from server.tokens import Tokens
 
 log = logging.getLogger("hostcall.engine")
+RUN_CACHE_SIZE = 4096
 
 
 class Engine:
@@ -50,7 +57,11 @@ class Engine:
         self.agents = agents
         self.platform = platform
         self.environ = environ
+        # Definitions are immutable once a run starts: cache by run id (bounded), and share
+        # parsed agents and built models between runs of the same definition.
+        self._by_run: OrderedDict[str, Agent] = OrderedDict()
         self._frozen: dict[str, Agent] = {}
+        self._models: dict[str, Model] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.ledger = Ledger(
             journal,
@@ -66,15 +77,33 @@ class Engine:
 
     def agent_of_run(self, run_id: str) -> Agent:
         """The agent as it was when the run started (its definition is stored in the run)."""
+        agent = self._by_run.get(run_id)
+        if agent is not None:
+            self._by_run.move_to_end(run_id)
+            return agent
         run = self.store.get_run(run_id)
         assert run is not None, f"no run {run_id}"
-        key = hashlib.sha256(json.dumps(run.agent, sort_keys=True).encode()).hexdigest()
+        key = definition_digest(run.agent)
         agent = self._frozen.get(key)
         if agent is None:
             agent, problems = parse_agent(run.agent, f"run {run_id}", self.environ)
             assert agent is not None, problems
             self._frozen[key] = agent
+        self._remember(run_id, agent)
         return agent
+
+    def _remember(self, run_id: str, agent: Agent) -> None:
+        self._by_run[run_id] = agent
+        if len(self._by_run) > RUN_CACHE_SIZE:
+            self._by_run.popitem(last=False)
+
+    def _model(self, agent: Agent) -> Model:
+        key = agent.digest
+        model = self._models.get(key)
+        if model is None:
+            names = [t.name for t in agent.tools]
+            model = self._models[key] = build_model(agent.model, environ=self.environ, tools=names)
+        return model
 
     # ---- starting and resuming -------------------------------------------------------------
 
@@ -92,6 +121,7 @@ class Engine:
                 runId=latest.id,
             )
         run = Run(new_id("r"), conversation.id, agent.source, RunStatus.RUNNING, simulate=simulate)
+        self._remember(run.id, agent)
         message_id = new_id("m")
         cid = conversation.id
         with self.journal.unit() as unit:
@@ -223,7 +253,7 @@ class Engine:
                 f"the limit is {agent.max_steps}.",
             )
             return False
-        model = build_model(agent.model, environ=self.environ, tools=[t.name for t in agent.tools])
+        model = self._model(agent)
         tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
         history = [_model_message(m) for m in self.store.list_messages(cid)]
         message_id = new_id("m")

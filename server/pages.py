@@ -11,6 +11,7 @@ a ``<script type="application/json">`` block the widget reads with ``textContent
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import re
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ LOCALES = ("en", "fr", "es", "ja")
 THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
-WIDGET_MODULES = ("i18n.js", "schema.js", "chat.js", "form.js", "api.js")
+WIDGET_MODULES = ("chat.js", "form.js", "api.js")
 
 _STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css)")
 _CONTENT_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
@@ -63,31 +64,46 @@ def page_routes() -> list[BaseRoute]:
 @dataclass(frozen=True, slots=True)
 class _Asset:
     body: bytes
+    gzipped: bytes
     content_type: str
     etag: str
 
 
+_assets: dict[str, tuple[int, _Asset]] = {}
+
+
 def _asset(name: str) -> _Asset | None:
-    """A file of widget/ by bare name; anything else (paths, dotfiles, other types) is None."""
+    """A file of widget/ by bare name; anything else (paths, dotfiles, other types) is None.
+
+    Read again whenever the file changes, so an edited widget is served without a restart;
+    compressed once per version (the widget's size budget is counted gzipped).
+    """
     match = _STATIC_NAME.fullmatch(name)
-    if match is None:
-        return None
     path = WIDGET_DIR / name
-    if not path.is_file():
+    if match is None or not path.is_file():
         return None
-    body = path.read_bytes()
-    etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
-    return _Asset(body, _CONTENT_TYPES[match.group(1)], etag)
+    mtime = path.stat().st_mtime_ns
+    cached = _assets.get(name)
+    if cached is None or cached[0] != mtime:
+        body = path.read_bytes()
+        etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+        asset = _Asset(body, gzip.compress(body, 9), _CONTENT_TYPES[match.group(1)], etag)
+        cached = _assets[name] = (mtime, asset)
+    return cached[1]
 
 
 def _asset_response(request: Request, asset: _Asset, *, max_age: int) -> Response:
     headers = {
         "ETag": asset.etag,
         "Cache-Control": f"public, max-age={max_age}",
+        "Vary": "Accept-Encoding",
         "X-Content-Type-Options": "nosniff",
     }
     if request.headers.get("if-none-match") == asset.etag:
         return Response(status_code=304, headers=headers)
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        headers["Content-Encoding"] = "gzip"
+        return Response(asset.gzipped, media_type=asset.content_type, headers=headers)
     return Response(asset.body, media_type=asset.content_type, headers=headers)
 
 
@@ -182,13 +198,11 @@ async def widget_page(request: Request) -> HTMLResponse:
         "theme": theme,
         "accent": accent if accent and _ACCENT.fullmatch(accent) else None,
         "apiBase": request.scope.get("root_path", ""),
+        # The page's handlers can answer client-side tools only (server-side ones run a block).
         "tools": [
-            {
-                "name": tool.name,
-                "description": tool.description,
-                "requireConfirmation": bool(getattr(tool, "require_confirmation", False)),
-            }
+            {"name": tool.name, "description": tool.description}
             for tool in agent.tools
+            if getattr(tool, "kind", "client") == "client"
         ],
     }
     # The widget picks the language (snippet, else the browser's languages); preload the

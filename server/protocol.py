@@ -8,6 +8,7 @@ word for are ours and documented in docs/protocol.md.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from enum import StrEnum
@@ -37,7 +38,7 @@ class EventType(StrEnum):
     TOOL_CALL_GUARDRAIL = "TOOL_CALL_GUARDRAIL"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Event:
     conversation_id: str
     seq: int
@@ -47,6 +48,11 @@ class Event:
     @property
     def id(self) -> str:
         return event_id(self.conversation_id, self.seq)
+
+    @functools.cached_property
+    def encoded(self) -> str:
+        """The JSON of ``data``, computed once however many streams send the event."""
+        return encode_data(self.data)
 
 
 def event_id(conversation_id: str, seq: int) -> str:
@@ -78,7 +84,7 @@ def encode_data(data: dict[str, Any]) -> str:
 
 
 def to_sse(event: Event) -> ServerSentEvent:
-    return ServerSentEvent(data=encode_data(event.data), event=event.type.value, id=event.id)
+    return ServerSentEvent(data=event.encoded, event=event.type.value, id=event.id)
 
 
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:

@@ -6,11 +6,10 @@
 // id is written to the ledger and `POST /delivered` succeeded; a call already in the ledger
 // or `delivered` (as a reload sees it) goes to the form, with a note saying why.
 
-import { t, pickLocale, setLocale } from './i18n.js'
-import { validate, toPointer, childPath } from './schema.js'
-import { schemaForm } from './form.js'
+import { schemaForm, validate, toPointer, childPath } from './form.js'
 import { createApi, openStream, store } from './api.js'
 import * as ui from './chat.js'
+import { t, pickLocale, setLocale } from './chat.js'
 
 /**
  * @typedef {{toolCallId: string, toolCallName: string, state: string, input?: any,
@@ -39,18 +38,9 @@ export const MSG = Object.freeze({
   EVENT: 'hostcall:event', //       widget → page: {event, detail} for Hostcall('on', …)
 })
 
-const STREAM_EVENTS = Object.freeze([
-  'RUN_STARTED', 'RUN_FINISHED', 'RUN_ERROR', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT',
-  'TEXT_MESSAGE_END', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'TOOL_CALL_RESULT',
-  'TOOL_CALL_APPROVAL_REQUESTED', 'TOOL_CALL_DISPATCH', 'TOOL_CALL_STATE',
-])
-
-/** Server call state → card `data-state`. */
-const CARD_STATE = {
-  proposed: 'running', awaiting_confirmation: 'waiting', dispatched: 'running', delivered: 'running',
-  answered: 'done', rejected: 'rejected', failed: 'failed', expired: 'expired',
-}
 const TERMINAL = new Set(['answered', 'rejected', 'failed', 'expired'])
+/** Server call state → card `data-state` (running, waiting, done, failed, rejected, expired). */
+const cardState = (/** @type {string} */ st) => ({ awaiting_confirmation: 'waiting', answered: 'done' })[st] || (TERMINAL.has(st) ? st : 'running')
 /** Phases of a call view in which the person has something to do. */
 const PERSON = new Set(['confirm', 'edit', 'reject', 'form'])
 /** Phases from which a dispatch of the call is acted on. */
@@ -148,7 +138,7 @@ async function boot() {
     pruneLedger()
     await sendCapabilities()
     if (snapshot) applySnapshot(snapshot)
-    state.stream = openStream({ url: streamUrl, types: STREAM_EVENTS, onEvent, onState: onStreamState })
+    state.stream = openStream({ url: streamUrl, types: Object.keys(ON), onEvent, onState: onStreamState })
     state.ready = true
     toParent(MSG.READY)
     state.outbox.splice(0).forEach(send)
@@ -227,7 +217,7 @@ function onEvent(type, e) {
   refresh()
 }
 
-/** Stream event → what it does. @type {Record<string, (d: any) => void>} */
+/** Stream event (the ones followed) → what it does. @type {Record<string, (d: any) => void>} */
 const ON = {
   RUN_STARTED: () => { state.run = 'running' },
   RUN_FINISHED: () => { state.run = 'finished' },
@@ -312,7 +302,7 @@ function settle(v, st, outcome) {
   const oc = v.call.outcome
   const error = oc?.error ? String(oc.error.message || oc.error.code) : ''
   const note = st === 'expired' ? t('expiredNote') : st !== 'rejected' ? error : error && t('rejectedNote', { reason: error })
-  v.card.setState(CARD_STATE[st] || 'failed', note)
+  v.card.setState(cardState(st), note)
   v.card.setBody(oc && 'output' in oc
     ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), ui.readable(oc.output, v.call.outputSchema))
     : null)

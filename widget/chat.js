@@ -2,13 +2,35 @@
 // model, page or person wrote enters the DOM as text nodes, never innerHTML; links only for
 // http(s). Test hooks: roles and `data-part` attributes.
 
-import { t } from './i18n.js'
 
 /**
  * @typedef {{el: HTMLElement, setState: (state: string, note?: string) => void,
  *   setInput: (input: unknown, schema?: any) => void, setBody: (...nodes: any[]) => void,
  *   busy: (on: boolean) => void, focus: (part: string) => void}} Card
  */
+
+// ============================================================================
+// Text: English, French, Spanish, Japanese (the seeds' languages), one module per language
+// (locale-xx.js, each with every key) so a page loads only its own: from the snippet's
+// data-locale, else the browser's languages, else English.
+// ============================================================================
+
+const LOCALES = ['en', 'fr', 'es', 'ja']
+/** @type {Record<string, string>} */
+let strings = {}
+
+/** The first supported language among `candidates` ("fr-CA" → "fr"). @param {...(string | null | undefined)} candidates */
+export const pickLocale = (...candidates) =>
+  candidates.map(c => String(c || '').slice(0, 2).toLowerCase()).find(lang => LOCALES.includes(lang)) || 'en'
+
+/** Load a language's strings (the page preloads that module). @param {string} lang */
+export async function setLocale(lang) {
+  strings = (await import(`./locale-${lang}.js`)).default
+  document.documentElement.lang = lang
+}
+
+/** The string for `key`, `{name}` placeholders filled from `params`. @param {string} key @param {Record<string, unknown>} [params] */
+export const t = (key, params) => (strings[key] ?? key).replace(/\{(\w+)\}/g, (all, k) => (params && k in params ? String(params[k]) : all))
 
 // ============================================================================
 // DOM helpers
@@ -227,7 +249,7 @@ export function showError(text, retry) {
 // [links](https://…) and bare http(s) URLs — built with DOM calls only.
 // ============================================================================
 
-const INLINE = /`([^`\n]+)`|\*\*([^*\n]+?)\*\*|__([^_\n]+?)__|(?<![\w*])\*(?![\s*])([^*\n]+?)\*(?![\w*])|(?<![\w_])_(?![\s_])([^_\n]+?)_(?![\w_])|\[([^\]\n]+)\]\(\s*([^()\s]+)\s*\)|(https?:\/\/[^\s<>()"']+[^\s<>()"'.,;:!?])/g
+const INLINE = /`([^`\n]+)`|\*\*([^*\n]+?)\*\*|(?<![\w*])\*(?![\s*])([^*\n]+?)\*(?![\w*])|\[([^\]\n]+)\]\(\s*([^()\s]+)\s*\)|(https?:\/\/[^\s<>()"']+[^\s<>()"'.,;:!?])/g
 
 /** Render `src` into `into`, replacing its children. @param {string} src @param {HTMLElement} into */
 export function renderMarkdown(src, into) {
@@ -272,10 +294,10 @@ function inline(text) {
   for (const m of text.matchAll(INLINE)) {
     out.push(text.slice(last, m.index))
     if (m[1] != null) out.push(h('code', { text: m[1] }))
-    else if (m[2] ?? m[3]) out.push(h('strong', null, inline(m[2] ?? m[3])))
-    else if (m[4] ?? m[5]) out.push(h('em', null, inline(m[4] ?? m[5])))
-    else if (m[6]) out.push(link(m[7], inline(m[6])) ?? m[0])
-    else out.push(link(m[8], [m[8]]) ?? m[8])
+    else if (m[2]) out.push(h('strong', null, inline(m[2])))
+    else if (m[3]) out.push(h('em', null, inline(m[3])))
+    else if (m[4]) out.push(link(m[5], inline(m[4])) ?? m[0])
+    else out.push(link(m[6], [m[6]]) ?? m[6])
     last = (m.index) + m[0].length
   }
   out.push(text.slice(last))

@@ -1,33 +1,30 @@
-/* Hostcall embed loader (/embed.js); snippet and API in README.md. Events: ready open close
- * message toolcall toolresult error (also `hostcall:<event>` on window). A facade launcher: no
- * iframe until hovered, focused or opened. postMessage only to/from the widget's exact
- * origin and window; the page never sees tokens. Budget: 3 KB gzipped. */
+/* Hostcall embed loader (/embed.js): API in README.md. A facade: no iframe until the launcher
+ * is hovered, focused or opened. postMessage only with the widget's exact origin and window;
+ * the page never sees tokens. Budget: 3 KB gzipped. */
 ;(() => {
   // ======================================================================== Constants
-  // MSG.HELLO = 'hostcall:hello'…, as in widget/app.js, which documents each message.
+  // MSG.HELLO = 'hostcall:hello'…: documented in widget/app.js.
   const MSG = {}
   for (const k of 'hello handlers ready call result cancel send focus close event'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
   const ICONS = ['M3 5h18v12H9l-5 4v-4H3z', 'M6 6l12 12M18 6 6 18']
 
   const queued = window.Hostcall
   const script = document.currentScript || document.querySelector('script[data-agent]')
-  const opts = script.dataset
-  if ((queued && queued.loaded) || !opts.agent) return
+  const opts = script?.dataset || {}
+  if (queued?.loaded || !opts.agent) return
   const src = new URL(script.src, location.href)
   const label = { fr: 'Discussion', ja: 'チャット' }[(opts.locale || navigator.language).slice(0, 2)] || 'Chat'
   const openKey = 'hostcall:open:' + opts.agent
 
-  // ======================================================================== State
   const handlers = new Map()
   const listeners = {}
   const running = new Map() // callId → AbortController of a handler running in this page
   const outbox = [] // messages waiting for the widget's READY
-  let frame, panel, button, inline, isOpen, ready, greeted, openSoon
+  let frame, panel, button, icon, inline, isOpen, ready, greeted, openSoon
 
-  // ======================================================================== Public API
+  // ======================================================================== State and API
   const api = {
     register(name, fn) {
-      if (typeof fn != 'function') throw TypeError('Hostcall: register(name, handler)')
       handlers.set(name, fn)
       sync()
     },
@@ -48,7 +45,7 @@
       ready ? post(MSG.SEND, { text }) : outbox.push(text)
     },
     on(event, fn) {
-      (listeners[event] = listeners[event] || new Set()).add(fn)
+      (listeners[event] ||= new Set()).add(fn)
       return () => listeners[event].delete(fn)
     },
   }
@@ -57,16 +54,14 @@
     return api[command](...args)
   }
   window.Hostcall = Object.assign(Hostcall, api, { loaded: 1 })
-  for (const args of (queued && queued.q) || []) {
+  for (const args of queued?.q || []) {
     try { Hostcall(...args) } catch (err) { console.error(err) }
   }
 
-  /** Call the listeners, then dispatch `hostcall:<name>` on window. */
   function emit(name, detail) {
     for (const fn of listeners[name] || []) {
       try { fn(detail) } catch (err) { console.error(err) }
     }
-    dispatchEvent(new CustomEvent('hostcall:' + name, { detail }))
   }
 
   // ======================================================================== Widget bridge
@@ -74,7 +69,7 @@
     frame.contentWindow.postMessage({ type, ...data }, src.origin)
   }
 
-  /** Handshake: the names of the tools this page handles, again whenever they change. */
+  /** Handshake: the tools this page handles, again on every change. */
   function sync() {
     greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()] })
   }
@@ -94,7 +89,7 @@
     } else if (m.type === MSG.CALL) {
       run(m)
     } else if (m.type === MSG.CANCEL) {
-      running.has(m.callId) && running.get(m.callId).abort(new DOMException('Call settled elsewhere', 'AbortError'))
+      running.get(m.callId)?.abort(new DOMException('Call settled elsewhere', 'AbortError'))
     } else if (m.type === MSG.CLOSE) {
       api.close()
     } else if (m.type === MSG.EVENT) {
@@ -102,7 +97,7 @@
     }
   })
 
-  /** Run a call's handler and post its outcome, unless the call was settled meanwhile. */
+  /** Run a handler; post its outcome unless the call was settled meanwhile. */
   async function run({ callId, toolName, input, inputSchema, outputSchema, deadline }) {
     const fn = handlers.get(toolName)
     if (!fn) return post(MSG.RESULT, { callId, noHandler: 1 })
@@ -116,7 +111,7 @@
       const output = await fn(input, { callId, toolName, inputSchema, outputSchema, signal: ctrl.signal })
       reply = { callId, output: output === undefined ? null : JSON.parse(JSON.stringify(output)) }
     } catch (err) {
-      reply = { callId, error: { message: String((err && err.message) || err) } }
+      reply = { callId, error: { message: String(err?.message || err) } }
     }
     clearTimeout(timer)
     running.delete(callId)
@@ -124,23 +119,17 @@
   }
 
   // ======================================================================== UI
-  /** Open (1) or close (0) the bubble panel; toggle(0, 1) draws the closed launcher quietly. */
+  /** Open (1) or close (0) the panel; `quiet`: no event, no focus move. */
   function toggle(open, quiet) {
     isOpen = open
     panel.style.display = open ? 'block' : 'none'
     button.setAttribute('aria-expanded', !!open)
-    button.replaceChildren(svg('svg', { viewBox: '0 0 24 24', width: 26, height: 26, 'aria-hidden': true }, svg('path', { fill: open ? 'none' : 'currentColor', stroke: 'currentColor', 'stroke-width': 2, d: ICONS[open] })))
+    icon.setAttribute('d', ICONS[open])
+    icon.setAttribute('fill', open ? 'none' : 'currentColor')
     try { open ? sessionStorage.setItem(openKey, 1) : sessionStorage.removeItem(openKey) } catch (err) {}
     if (quiet) return
     open ? ready && post(MSG.FOCUS) : button.focus()
     emit(open ? 'open' : 'close', {})
-  }
-
-  function svg(tag, attrs, child) {
-    const el = document.createElementNS('http://www.w3.org/2000/svg', tag)
-    for (const k in attrs) el.setAttribute(k, attrs[k])
-    child && el.append(child)
-    return el
   }
 
   /** Create the iframe, once. Until then the widget costs the page nothing. */
@@ -153,14 +142,13 @@
     frame.src = src.href.replace(/embed\.js.*/, 'widget/') + encodeURIComponent(opts.agent) + '?' + q
     frame.title = label
     frame.dataset.part = 'hostcall-frame'
-    // No hello soon after load: most often this page's origin is not allowed for the agent,
-    // and then the snippet must do nothing here (PRODUCT.md, principle 4) but say why.
+    // No hello after load: this origin is most likely not allowed; do nothing but say why.
     frame.onload = () => setTimeout(() => greeted || unavailable(), 4000)
     panel.append(frame)
   }
 
   function unavailable() {
-    const message = 'Hostcall: the widget did not start; is ' + location.origin + ' an allowed origin of agent ' + opts.agent + '?'
+    const message = 'Hostcall: no widget; is ' + location.origin + ' an allowed origin of agent ' + opts.agent + '?'
     console.error(message)
     inline ? frame.remove() : (panel.remove(), button.remove())
     emit('error', { code: 'widget_unavailable', message })
@@ -182,6 +170,12 @@
     button.setAttribute('aria-label', label)
     button.onclick = () => toggle(isOpen ? 0 : (mount(), 1))
     button.onpointerenter = button.onfocus = mount
+    // DOM calls, not innerHTML: pages enforcing Trusted Types refuse markup strings.
+    const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg')
+    icon = document.createElementNS(svg.namespaceURI, 'path')
+    for (const [el, k, v] of [[svg, 'viewBox', '0 0 24 24'], [svg, 'width', 26], [svg, 'height', 26], [svg, 'aria-hidden', true], [icon, 'stroke', 'currentColor'], [icon, 'stroke-width', 2]]) el.setAttribute(k, v)
+    svg.append(icon)
+    button.append(svg)
     toggle(0, 1)
     document.body.append(panel, button)
     if (opts.open === 'true' || was || openSoon) api.open()

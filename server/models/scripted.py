@@ -9,6 +9,7 @@ It is the embedded default: the demo runs offline and QA tests are exact.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -16,7 +17,7 @@ from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError
+from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from server.models.base import Message, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
@@ -131,11 +132,16 @@ def _reply(rule: Rule, content: str, context: dict[str, Any]) -> str:
     return f"(Simulated) {reply}" if simulated else reply
 
 
+@functools.lru_cache(maxsize=2048)
+def _template(source: str) -> Template:
+    return _lenient.from_string(source)
+
+
 def _render(template: str, context: dict[str, Any]) -> str:
     # Lenient at run time: a reply that names a missing field renders it empty rather than
     # failing the run; templates were already compiled (syntax-checked) at load.
     try:
-        return _lenient.from_string(template).render(context).strip()
+        return _template(template).render(context).strip()
     except TemplateError as exc:
         return f"(reply template failed: {exc})"
 
