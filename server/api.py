@@ -155,8 +155,8 @@ async def call_delivered(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_json(request, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, _token(body))
-    call = ledger.deliver(ledger.checked_call(request.path_params["call_id"], claims))
-    return JSONResponse({"state": call.state.value})
+    first = ledger.deliver(ledger.checked_call(request.path_params["call_id"], claims))
+    return JSONResponse({"state": "delivered", "first": first})
 
 
 async def call_result(request: Request) -> JSONResponse:

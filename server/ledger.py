@@ -255,18 +255,24 @@ class Ledger:
             raise Gone(f"call {call_id} passed its deadline and has expired")
         return call
 
-    def deliver(self, call: Call) -> Call:
+    def deliver(self, call: Call) -> bool:
+        """Mark the call delivered; True only for the request that made the transition.
+
+        A surface runs a handler only when this says True, so two tabs (or a reload racing
+        a redelivery) can never both run it: the store makes the transition once.
+        """
         if call.state is CallState.DELIVERED:
-            return call
+            return False
         if not call.state.answerable:
             raise self._not_open(call.id, answering=False)
         with self.journal.unit() as unit:
-            if self.store.transition_call(
+            first = self.store.transition_call(
                 call.id, [CallState.DISPATCHED], CallState.DELIVERED, delivered=True
-            ):
+            )
+            if first:
                 unit.emit(call.conversation_id, EventType.TOOL_CALL_STATE,
                           {"toolCallId": call.id, "state": CallState.DELIVERED.value})  # fmt: skip
-        return self._reload(call.id)
+        return first
 
     def answer(self, call: Call, output: Any) -> Call:
         if not call.state.answerable:

@@ -138,9 +138,7 @@ def _pick(value: str | None, allowed: tuple[str, ...], default: str) -> str:
     return value if value in allowed else default
 
 
-def _page(
-    request: Request, status: int, ancestors: str, context: dict[str, Any]
-) -> HTMLResponse:
+def _page(request: Request, status: int, ancestors: str, context: dict[str, Any]) -> HTMLResponse:
     html = _templates.get_template("widget.html").render(
         base=request.scope.get("root_path", ""), **context
     )
@@ -155,7 +153,11 @@ def _page(
 
 
 def _error(request: Request, status: int, locale: str, title: str, message: str) -> HTMLResponse:
-    context = {"locale": locale or "en", "theme": "auto", "error": {"title": title, "message": message}}
+    context = {
+        "locale": locale or "en",
+        "theme": "auto",
+        "error": {"title": title, "message": message},
+    }
     return _page(request, status, "'none'", context)
 
 
@@ -169,7 +171,11 @@ async def widget_page(request: Request) -> HTMLResponse:
     agent = runtime.agents.get(agent_id)
     if agent is None:
         return _error(
-            request, 404, locale, "Unknown agent", f"There is no agent called “{agent_id[:100]}” on this server."
+            request,
+            404,
+            locale,
+            "Unknown agent",
+            f"There is no agent called “{agent_id[:100]}” on this server.",
         )
 
     origin = query.get("origin")

@@ -83,6 +83,8 @@ class Runtime:
 def _load(settings: Settings, platform: Platform) -> dict[str, Agent]:
     extra = settings.extra_origins
     return {
-        agent_id: replace(agent, allowed_origins=(*agent.allowed_origins, *extra))
+        agent_id: replace(
+            agent, allowed_origins=tuple(dict.fromkeys((*agent.allowed_origins, *extra)))
+        )
         for agent_id, agent in load_agents(settings.agents_dir, settings.environ, platform).items()
     }

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
 _FORMATS = FormatChecker()
@@ -46,7 +47,14 @@ class CompiledSchema:
 
     def problems(self, value: Any) -> list[SchemaProblem]:
         errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.path))
-        return [
-            SchemaProblem(path="/" + "/".join(str(p) for p in e.path), message=e.message)
-            for e in errors[:20]
-        ]
+        return [SchemaProblem(_pointer(e), e.message) for e in errors[:20]]
+
+
+def _pointer(error: ValidationError) -> str:
+    """Where the error belongs: a missing property's own path, so a form can mark the field."""
+    parts = [str(p) for p in error.path]
+    if error.validator == "required":
+        missing = re.match(r"^'(.+)' is a required property$", error.message)
+        if missing:
+            parts.append(missing.group(1))
+    return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)

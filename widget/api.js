@@ -62,6 +62,7 @@ export function createApi(base) {
  *   onState: (state: string, failures: number, err?: any) => boolean | void}} o
  */
 export function openStream(o) {
+  /** @type {EventSource | null} */
   let es = null
   let timer = 0
   let failures = 0
@@ -76,7 +77,7 @@ export function openStream(o) {
     const source = (es = new EventSource(url))
     source.onopen = () => { failures = 0; o.onState('open', 0) }
     source.onerror = () => { source.close(); if (es === source) retry() }
-    for (const type of o.types) source.addEventListener(type, e => es === source && o.onEvent(type, (e)))
+    for (const type of o.types) source.addEventListener(type, e => es === source && o.onEvent(type, /** @type {MessageEvent} */ (e)))
   }
 
   function retry(err) {
@@ -90,10 +91,9 @@ export function openStream(o) {
 }
 
 // ============================================================================
-// Storage of the widget's origin, which the parent page cannot read: localStorage where
-// allowed; else a partitioned cookie (CHIPS), which browsers that block third-party
-// storage in frames still allow (Chromium denies a cross-site frame localStorage,
-// IndexedDB and Web Locks, but not these); else memory, and a reload loses the chat.
+// Storage the parent page cannot read: localStorage if allowed, else a partitioned cookie
+// (CHIPS: Chromium denies cross-site frames localStorage, IndexedDB and Web Locks, but not
+// these), else memory, and a reload loses the chat.
 // ============================================================================
 
 const COOKIE = '; Path=/; Secure; SameSite=None; Partitioned'

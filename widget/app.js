@@ -1,12 +1,10 @@
-// Hostcall widget app (issue 3). Owns one conversation (docs/protocol.md); the only party
-// that sees tokens. Client-side calls go to the page's handler over postMessage, else to a
-// form from the output schema. postMessage: only to/from the parent origin the server bound
-// into this page (and the browser enforces with frame-ancestors), and window.parent.
-// At most once: a handler runs only for a call still `dispatched` on the server, after its
-// id is written to the ledger and `POST /delivered` succeeded; a call already in the ledger
-// or `delivered` (as a reload sees it) goes to the form, with a note saying why.
+// Hostcall widget app (issue 3): owns one conversation (docs/protocol.md) and is the only
+// party that sees tokens. A client-side call goes to the page's handler over postMessage
+// (only with the parent origin the server bound here and window.parent), else to a form.
+// At most once: a handler runs only for a call still `dispatched`, after its id is in the
+// ledger and `POST /delivered` succeeded; otherwise the form, with a note saying why.
 
-import { schemaForm, validate, toPointer, childPath } from './form.js'
+import { schemaForm, validate, toPointer } from './form.js'
 import { createApi, openStream, store } from './api.js'
 import * as ui from './chat.js'
 import { t, pickLocale, setLocale } from './chat.js'
@@ -55,6 +53,7 @@ const MAX_RESULT_CHARS = 256 * 1024
 /** Written by server/pages.py. */
 const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}')
 const framed = Boolean(cfg.parentOrigin) && window.parent !== window
+/** @type {Map<string, {name: string, description: string}>} */
 const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
 const api = createApi(cfg.apiBase || '')
 const sessionKey = `hostcall:v1:session:${cfg.agentId}:${framed ? cfg.parentOrigin : 'standalone'}`
@@ -66,8 +65,8 @@ const state = {
   streaming: '', // id of the assistant message being streamed
   lastUserText: '',
   ready: false,
-  stream: null,
-  outbox: [], // texts the page sent before we were ready
+  /** @type {{close: () => void} | null} */ stream: null,
+  /** @type {string[]} */ outbox: [], // texts the page sent before we were ready
 }
 /** @type {Map<string, CallView>} */
 const calls = new Map()
@@ -503,17 +502,8 @@ async function decide(v, body) {
   }
 }
 
-/**
- * A 422's `details.errors` as form errors. jsonschema reports a missing property on its
- * parent ("'title' is a required property" at "/"): move it onto the property's own field.
- */
-function serverErrors(errors) {
-  return errors.slice(0, 50).map(x => {
-    const path = toPointer(x?.path)
-    const missing = /^'([^']+)' is a required property/.exec(x?.message)
-    return missing ? { path: childPath(path, missing[1]), message: t('v_required') } : { path, message: String(x?.message) }
-  })
-}
+/** A 422's `details.errors` (`{path, message}`) as form errors. @param {any[]} errors */
+const serverErrors = errors => errors.slice(0, 50).map(x => ({ path: toPointer(x?.path), message: String(x?.message) }))
 
 // ============================================================================
 // Ledger: a page handler runs at most once per call id (see the header)
@@ -610,7 +600,7 @@ function refresh() {
 
 /** Move focus to a new prompt only if the person is not busy elsewhere. */
 function maybeFocus(focus) {
-  const el = (document.activeElement)
+  const el = /** @type {HTMLTextAreaElement | null} */ (document.activeElement)
   const part = el?.dataset?.part
   if (!el || el === document.body || part === 'messages' || (part === 'composer-input' && !el.value)) setTimeout(focus)
 }
@@ -631,7 +621,7 @@ function json(v) {
 // Start
 // ============================================================================
 
-await setLocale(locale)
+await setLocale(locale).catch(console.error) // keys shown rather than nothing
 const root = document.documentElement
 root.dataset.theme = ['light', 'dark'].includes(cfg.theme) ? cfg.theme : 'auto'
 root.dataset.mode = framed ? cfg.mode : 'standalone'

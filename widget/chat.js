@@ -62,7 +62,6 @@ const ICONS = {
   close: 'M6.4 5 12 10.6 17.6 5 19 6.4 13.4 12 19 17.6 17.6 19 12 13.4 6.4 19 5 17.6 10.6 12 5 6.4z',
   send: 'M3.4 20.4 21 12 3.4 3.6 3.4 10l12.6 2-12.6 2z',
   restart: 'M12 5V2L7 6l5 4V7a5 5 0 1 1-5 5H5a7 7 0 1 0 7-7z',
-  tool: 'M21.7 18.3 13 9.6c.9-2.3.4-5-1.5-6.9A6 6 0 0 0 4.7 1.5l4 4-2.8 2.8-4-4a6 6 0 0 0 1.2 6.8 6 6 0 0 0 6.9 1.5l8.7 8.7c.4.4 1 .4 1.4 0l1.6-1.6c.4-.4.4-1 0-1.4z',
 }
 
 function icon(name) {
@@ -86,8 +85,11 @@ const clip = (s, n) => (s.length > n ? `${s.slice(0, n)}…` : s)
 // Shell: header, message list, working indicator, composer, live region
 // ============================================================================
 
+/** @type {Record<string, HTMLElement>} */
 const parts = {}
+/** @type {Map<string, {el: HTMLElement, body: HTMLElement, raw: string, role: string, shown?: string}>} */
 const messages = new Map()
+/** @type {HTMLElement | null} */
 let pendingUser = null
 
 /**
@@ -197,7 +199,8 @@ export function upsertMessage(id, role, text) {
     if (el === pendingUser) pendingUser = null
     delete el.dataset.pending
     el.dataset.messageId = id
-    m = { el, body: (el.lastElementChild), raw: el.lastElementChild?.textContent || '', role }
+    // An adopted bubble keeps what was typed until the server's content replaces it.
+    m = { el, body: /** @type {HTMLElement} */ (el.lastElementChild), raw: '', role, shown: el.lastElementChild?.textContent || '' }
     messages.set(id, m)
   }
   if (text !== undefined && text !== m.raw) setText(m, text)
@@ -213,6 +216,7 @@ export function appendDelta(id, delta) {
 /** Finish a streamed message (an empty one is removed). @param {string} id */
 export function endMessage(id) {
   const m = messages.get(id)
+  if (m && !m.raw && m.shown) m.raw = m.shown
   if (m && !m.raw.trim()) { m.el.remove(); messages.delete(id) }
   return { text: m?.raw || '', role: m?.role || '' }
 }
@@ -342,7 +346,7 @@ export function toolCard(id, name) {
   const input = h('div', { 'data-part': 'tool-call-input', hidden: true })
   const body = h('div', { 'data-part': 'tool-call-body' })
   const el = h('article', { 'data-part': 'tool-call', 'data-call-id': id, 'data-tool': name, 'aria-labelledby': titleId },
-    h('header', null, icon('tool'),
+    h('header', null,
       h('h2', { id: titleId, 'data-part': 'tool-call-title' }, h('span', { class: 'sr-only', text: `${t('toolCall')} ` }), h('code', { text: name })),
       status),
     input, body)
@@ -364,7 +368,7 @@ export function toolCard(id, name) {
       for (const b of el.querySelectorAll('button')) b.toggleAttribute('disabled', on)
       on ? el.setAttribute('aria-busy', 'true') : el.removeAttribute('aria-busy')
     },
-    focus: part => (el.querySelector(`[data-part=${part}]`))?.focus(),
+    focus: part => /** @type {HTMLElement | null} */ (el.querySelector(`[data-part=${part}]`))?.focus(),
   }
 }
 

@@ -65,22 +65,21 @@ export function schemaForm(schema, value, o) {
   function show(errors, focus) {
     for (const slot of form.querySelectorAll('[data-part=field-error]')) Object.assign(slot, { textContent: '', hidden: true })
     for (const c of form.querySelectorAll('[aria-invalid]')) c.removeAttribute('aria-invalid')
-    let first = null
     for (const err of errors) {
       let path = toPointer(err.path)
       let wrap
       while (!(wrap = form.querySelector(`[data-field="${CSS.escape(path)}"]`)) && path) path = path.slice(0, path.lastIndexOf('/'))
-      const slot = (wrap?.querySelector(':scope > [data-part=field-error]'))
+      const slot = /** @type {HTMLElement | null | undefined} */ (wrap?.querySelector(':scope > [data-part=field-error]'))
       if (!wrap || !slot) continue
       slot.hidden = false
       slot.textContent = `${slot.textContent} ${err.message}`.trim()
-      const ctl = (wrap.querySelector('[data-path]'))
-      if (wrap.dataset.part === 'field') ctl?.setAttribute('aria-invalid', 'true')
-      first ??= ctl
+      if (wrap.dataset.part === 'field') wrap.querySelector('[data-path]')?.setAttribute('aria-invalid', 'true')
     }
     summary.hidden = !errors.length
     summary.textContent = t('fixErrors', { n: errors.length })
-    if (focus) first?.focus()
+    // Focus the first field with an error, in reading order.
+    const slot = [...form.querySelectorAll('[data-part=field-error]')].find(e => !e.hidden)
+    if (focus) /** @type {HTMLElement | null | undefined} */ (slot?.parentElement?.querySelector('[data-path]'))?.focus()
   }
 
   function busy(on) {
@@ -90,7 +89,7 @@ export function schemaForm(schema, value, o) {
 
   return {
     el: form,
-    focus: () => (form.querySelector('[data-path]'))?.focus(),
+    focus: () => /** @type {HTMLElement | null} */ (form.querySelector('[data-path]'))?.focus(),
     showErrors: errors => { tried = true; show(errors, false) },
   }
 }
@@ -108,6 +107,7 @@ export function schemaForm(schema, value, o) {
 
 /** Every error of `value` against `schema` (none: valid). @param {any} schema @param {unknown} value @returns {SchemaError[]} */
 export function validate(schema, value) {
+  /** @type {SchemaError[]} */
   const out = []
   walk(schema, value, '', out, schema, 0)
   return out
@@ -144,6 +144,7 @@ const isDate = s => {
   return Boolean(m && d && d.getUTCMonth() === +m[2] - 1 && d.getUTCDate() === +m[3])
 }
 
+/** @type {Record<string, (s: string) => boolean>} */
 const FORMATS = {
   date: isDate,
   'date-time': s => /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)$/.test(s) && isDate(s.slice(0, 10)),
@@ -235,6 +236,7 @@ function kindOf(s) {
 function build(schema, value, path, fallbackLabel, required, root, depth) {
   const s = deref(schema, root)
   const o = s && typeof s === 'object' ? s : {}
+  /** @type {Field} */
   const f = {
     s: o, path, required, root, depth: depth + 1,
     value: value === undefined && o.default !== undefined ? structuredClone(o.default) : value,
@@ -276,6 +278,7 @@ function arrayField(f) {
   const item = deref(f.s.items, f.root)
   const itemLabel = (typeof item?.title === 'string' && item.title) || t('item')
   const list = h('ol', { 'data-part': 'array-items' })
+  /** @type {{el: HTMLElement, node: FieldNode}[]} */
   let rows = []
   const focusIn = (el) => (el?.querySelector('[data-path], button'))?.focus()
   const add = h('button', {
@@ -383,7 +386,7 @@ function scalarField(kind, f) {
   const label = checkbox
     ? h('label', { for: id }, ctl, ' ', f.label)
     : h('label', { for: id }, f.label,
-      required && kind !== 'boolean' && h('span', { 'data-part': 'required', 'aria-hidden': 'true', text: ' *' }),
+      required && kind !== 'boolean' && !/\/\d+$/.test(path) && h('span', { 'data-part': 'required', 'aria-hidden': 'true', text: ' *' }),
       kind === 'json' && h('span', { 'data-part': 'json-hint', text: ` (${t('json')})` }))
   return { el: h('div', { 'data-part': 'field', 'data-field': path, 'data-kind': checkbox ? 'checkbox' : kind }, label, help, checkbox ? null : ctl, error), get }
 }

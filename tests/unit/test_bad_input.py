@@ -368,7 +368,7 @@ def test_decision_after_the_approval_timeout_is_gone_and_the_call_never_ran(
     [
         ({"tasks": [{"id": "t1", "title": 7}]}, "/tasks/0/title"),
         ({"tasks": "none"}, "/tasks"),
-        ({"items": []}, "/"),
+        ({"items": []}, "/tasks"),  # the missing property itself
         ([], "/"),
     ],
 )
@@ -389,7 +389,7 @@ def test_result_violating_the_output_schema_is_refused_and_the_call_stays_open(
     ("edited", "path", "words"),
     [
         ({"title": ""}, "/title", "non-empty"),
-        ({"description": "no title"}, "/", "'title' is a required property"),
+        ({"description": "no title"}, "/title", "'title' is a required property"),
         ({"title": 42}, "/title", "not of type 'string'"),
     ],
 )

@@ -107,15 +107,18 @@ def test_surface_errors_reach_the_model(harness: Harness) -> None:
         assert code in reply and "board offline" in reply
 
 
-def test_delivered_is_recorded_and_idempotent(harness: Harness) -> None:
+def test_delivered_is_recorded_once_and_only_the_first_delivery_may_run(harness: Harness) -> None:
     conv = harness.conversation()
     harness.say(conv, "What should I work on next?")
     call = harness.open_call(conv)
-    for _ in range(2):
+    firsts = []
+    for _ in range(3):
         r = harness.http.post(
             f"/api/calls/{call['toolCallId']}/delivered", json={"token": call["resultToken"]}
         )
-        assert r.status_code == 200 and r.json() == {"state": "delivered"}
+        assert r.status_code == 200 and r.json()["state"] == "delivered"
+        firsts.append(r.json()["first"])
+    assert firsts == [True, False, False]
     again = harness.open_call(conv)
     assert again["state"] == "delivered" and again["delivered"] is True
     states = [d for t, d in harness.events(conv) if t == "TOOL_CALL_STATE"]
