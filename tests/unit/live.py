@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
 from server.app import create_app
 from server.settings import DEMO_AGENTS, Settings
 from tests.unit.conftest import BOARD, SECRET, Conv
+from tests.unit.loopback import serve_in_thread
 
 READ = httpx.Timeout(5.0)
 
@@ -49,29 +47,12 @@ def settings_for(tmp_path: Path, **overrides: Any) -> Settings:
 def live_server(settings: Settings) -> Iterator[Live]:
     """The real app under uvicorn in a background thread, on a free port of 127.0.0.1."""
     app = create_app(settings)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", ws="none", timeout_graceful_shutdown=2
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    live = Live(f"http://127.0.0.1:{port}", app)
-    try:
-        yield live
-    finally:
-        live.client.close()
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with serve_in_thread(app, lifespan="on") as port:
+        live = Live(f"http://127.0.0.1:{port}", app)
+        try:
+            yield live
+        finally:
+            live.client.close()
 
 
 class Live:

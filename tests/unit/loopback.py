@@ -152,14 +152,13 @@ class Live:
 
 
 @contextmanager
-def live_server() -> Iterator[Live]:
-    """A recording app under uvicorn in a background thread, on a free port of 127.0.0.1."""
-    rec = Recorder()
+def serve_in_thread(app: ASGIApp, *, lifespan: str = "off") -> Iterator[int]:
+    """Run ``app`` under uvicorn in a background thread on a free port of 127.0.0.1."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(recording_app(rec), log_level="warning", lifespan="off", ws="none",
-                            access_log=False, timeout_graceful_shutdown=1)
+    config = uvicorn.Config(app, log_level="warning", lifespan=lifespan, ws="none",  # type: ignore[arg-type]
+                            access_log=False, timeout_graceful_shutdown=1)  # fmt: skip
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -169,11 +168,19 @@ def live_server() -> Iterator[Live]:
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.01)
     try:
-        yield Live(rec, sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
     finally:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@contextmanager
+def live_server() -> Iterator[Live]:
+    """A recording app on loopback."""
+    rec = Recorder()
+    with serve_in_thread(recording_app(rec)) as port:
+        yield Live(rec, port)
 
 
 class Trap:
