@@ -300,7 +300,8 @@ function settle(v, st, outcome) {
   else if (again) return
   const oc = v.call.outcome
   const error = oc?.error ? String(oc.error.message || oc.error.code) : ''
-  const note = st === 'expired' ? t('expiredNote') : st !== 'rejected' ? error : error && t('rejectedNote', { reason: error })
+  const reason = oc?.error?.reason // the person's own words, not the message written for the model
+  const note = st === 'expired' ? t('expiredNote') : st !== 'rejected' ? error : reason ? t('rejectedNote', { reason }) : ''
   v.card.setState(cardState(st), note)
   v.card.setBody(oc && 'output' in oc
     ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), ui.readable(oc.output, v.call.outputSchema))
@@ -378,6 +379,7 @@ async function answer(v, body) {
   const from = v.phase
   v.phase = 'sending'
   v.card.busy(true)
+  v.card.setState('running', t('sending')) // stays while the answer is retried (server down)
   await v.delivered // the server sees "delivered" before the answer
   try {
     await patiently(() => api.result(c.toolCallId, { token: c.resultToken, ...body }))

@@ -17,6 +17,7 @@ export default {
   editFor: 'Edit the input of {name}', approved: 'Approved', alreadyDecided: 'This action was already decided.',
   needsConfirm: '{name} needs your approval.', needsAnswer: '{name} needs an answer from you.',
   runningInPage: 'Running in the page…', runningElsewhere: 'Running in another window…',
+  sending: 'Sending the answer…',
   sent: 'Answer sent.', alreadySettled: 'This action was already answered.',
   expiredNote: 'This action expired before it was answered.', rejectedNote: 'Rejected: {reason}',
   answerPrompt: 'The agent needs a result for this action. Fill it in below.',

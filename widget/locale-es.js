@@ -17,6 +17,7 @@ export default {
   editFor: 'Editar la entrada de {name}', approved: 'Aprobada', alreadyDecided: 'Esta acción ya se decidió.',
   needsConfirm: '{name} necesita tu aprobación.', needsAnswer: '{name} necesita una respuesta tuya.',
   runningInPage: 'Ejecutándose en la página…', runningElsewhere: 'Ejecutándose en otra ventana…',
+  sending: 'Enviando la respuesta…',
   sent: 'Respuesta enviada.', alreadySettled: 'Esta acción ya tiene respuesta.',
   expiredNote: 'Esta acción caducó antes de recibir respuesta.', rejectedNote: 'Rechazada: {reason}',
   answerPrompt: 'El agente necesita un resultado para esta acción. Complétalo abajo.',

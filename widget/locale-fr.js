@@ -17,6 +17,7 @@ export default {
   editFor: 'Modifier l’entrée de {name}', approved: 'Approuvé', alreadyDecided: 'Cette action a déjà été décidée.',
   needsConfirm: '{name} attend votre approbation.', needsAnswer: '{name} attend une réponse de votre part.',
   runningInPage: 'Exécution dans la page…', runningElsewhere: 'Exécution dans une autre fenêtre…',
+  sending: 'Envoi de la réponse…',
   sent: 'Réponse envoyée.', alreadySettled: 'Cette action a déjà reçu une réponse.',
   expiredNote: 'Cette action a expiré avant d’avoir reçu une réponse.', rejectedNote: 'Refusé : {reason}',
   answerPrompt: 'L’agent a besoin d’un résultat pour cette action. Remplissez-le ci-dessous.',

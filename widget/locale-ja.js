@@ -17,6 +17,7 @@ export default {
   editFor: '{name} の入力を編集', approved: '承認済み', alreadyDecided: 'この操作はすでに判断済みです。',
   needsConfirm: '{name} の承認が必要です。', needsAnswer: '{name} への回答が必要です。',
   runningInPage: 'ページで実行中…', runningElsewhere: '別のウィンドウで実行中…',
+  sending: '回答を送信しています…',
   sent: '回答を送信しました。', alreadySettled: 'この操作にはすでに回答があります。',
   expiredNote: 'この操作は回答前に期限切れになりました。', rejectedNote: '却下: {reason}',
   answerPrompt: 'この操作の結果を下に入力してください。',

@@ -87,7 +87,8 @@ def start_demo(tmp: Path, *, db: Path | None = None, port: int | None = None,
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     demo = Demo(process, port, host_port, db, log)
-    deadline = time.monotonic() + 30
+    # Generous: on a loaded 2-core machine a cold start (imports, first SQLite file) is slow.
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"hostcall demo exited with {process.returncode}:\n{demo.output()}")
@@ -99,7 +100,7 @@ def start_demo(tmp: Path, *, db: Path | None = None, port: int | None = None,
             pass
         time.sleep(0.1)
     demo.stop(signal.SIGKILL)
-    raise RuntimeError(f"hostcall demo did not start in 30 s:\n{demo.output()}")
+    raise RuntimeError(f"hostcall demo did not start in 60 s:\n{demo.output()}")
 
 
 @pytest.fixture

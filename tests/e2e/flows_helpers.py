@@ -1,0 +1,90 @@
+"""Shared steps of the flow and resilience tests: open the demo's chat, ask, read the answer,
+and look at the conversation as the server has it (the snapshot of docs/protocol.md).
+
+Everything is selected by role, label and `data-part`, as the widget documents its hooks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from playwright.sync_api import FrameLocator, Locator, Page, expect
+
+from tests.e2e.conftest import Demo
+
+ASK_NEXT = "What should I work on next?"
+ASK_ADD = "Add a task to review the Q3 report before Friday"
+PROPOSED_TITLE = "Review the Q3 report"
+
+# Generous for a first paint in a cold Chromium; the scripted model answers in milliseconds.
+SLOW = 15_000
+
+
+def open_chat(page: Page, demo: Demo, query: str = "") -> FrameLocator:
+    """Load the host page, open the launcher, wait until the widget can send."""
+    page.goto(demo.board + query)
+    page.locator("[data-part=hostcall-launcher]").click()
+    widget = page.frame_locator("[data-part=hostcall-frame]")
+    expect(widget.locator("[data-part=send]")).to_be_enabled(timeout=SLOW)
+    return widget
+
+
+def ask(widget: FrameLocator, text: str) -> None:
+    box = widget.locator("[data-part=composer-input]")
+    box.fill(text)
+    box.press("Enter")
+    mine = widget.locator("[data-part=message][data-role=user] [data-part=message-text]")
+    expect(mine.last).to_have_text(text)
+
+
+def card(widget: FrameLocator, tool: str) -> Locator:
+    """The (only) card of a call of `tool`."""
+    return widget.locator(f"[data-part=tool-call][data-tool={tool}]")
+
+
+def last_reply(widget: FrameLocator) -> Locator:
+    return widget.locator("[data-part=message][data-role=assistant]").last
+
+
+def wait_idle(widget: FrameLocator, timeout: int = SLOW) -> None:
+    """The run is over: the send button is enabled again."""
+    expect(widget.locator("[data-part=send]")).to_be_enabled(timeout=timeout)
+
+
+def handler_runs(page: Page, tool: str) -> int:
+    """How many times the host page's handler for `tool` ran (kept in sessionStorage)."""
+    return int(page.evaluate("t => demoBoard.runs().filter(r => r.tool === t).length", tool))
+
+
+def board_titles(page: Page, status: str | None = None) -> list[str]:
+    """Task titles as the host page shows them, in board order."""
+    column = f"[data-part=column][data-status={status}]" if status else "[data-part=board]"
+    return page.locator(f"{column} [data-part=task-title]").all_inner_texts()
+
+
+def session(page: Page, demo: Demo) -> dict[str, str]:
+    """The widget's saved conversation: {conversationId, sessionToken}, read inside its frame
+    through the widget's own storage module (the host page never sees it)."""
+    frame = page.frame(url=lambda url: url.startswith(demo.hostcall))
+    assert frame is not None, "the widget frame is not loaded"
+    key = f"hostcall:v1:session:planner:{demo.board.rstrip('/')}"
+    saved = frame.evaluate("async key => (await import('/static/api.js')).store.get(key)", key)
+    assert saved and saved.get("conversationId"), f"no saved conversation under {key}"
+    return dict(saved)
+
+
+def snapshot(page: Page, demo: Demo) -> dict[str, Any]:
+    """GET /api/conversations/{id}: the conversation as the server has it."""
+    saved = session(page, demo)
+    response = httpx.get(
+        f"{demo.hostcall}/api/conversations/{saved['conversationId']}",
+        headers={"Authorization": f"Bearer {saved['sessionToken']}"},
+        timeout=5,
+    )
+    response.raise_for_status()
+    return dict(response.json())
+
+
+def calls_of(snap: dict[str, Any], tool: str) -> list[dict[str, Any]]:
+    return [c for c in snap["calls"] if c["toolCallName"] == tool]

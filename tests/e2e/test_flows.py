@@ -1,0 +1,255 @@
+"""The seed scenario on the real demo, in Chromium (issue 3 §6): the page's handler answers
+"What should I work on next?"; "Add a task…" asks for a confirmation that can be edited or
+rejected; with no handler, or a handler whose output is wrong, a person answers through the
+form built from the output schema; a handler that throws reaches the agent as client_error.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import Demo, shot
+from tests.e2e.flows_helpers import (
+    ASK_ADD,
+    ASK_NEXT,
+    PROPOSED_TITLE,
+    SLOW,
+    ask,
+    board_titles,
+    calls_of,
+    card,
+    handler_runs,
+    last_reply,
+    open_chat,
+    snapshot,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+def test_next_work_is_read_from_the_page_in_progress_before_todo(page: Page, demo: Demo) -> None:
+    widget = open_chat(page, demo)
+    shot(page, "flows-01-chat-open")
+    doing, todo = board_titles(page, "in-progress"), board_titles(page, "todo")
+    assert doing and todo, "the demo board starts with tasks in both columns"
+
+    ask(widget, ASK_NEXT)
+
+    call = card(widget, "read_board_tasks")
+    expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
+    reply = last_reply(widget)
+    expect(reply).to_contain_text("Here is the order I suggest", timeout=SLOW)
+    wait_idle(widget)
+    # The titles, in the order the agent suggests them: every in-progress task, then the todo.
+    suggested = reply.locator("[data-part=message-text] li strong").all_inner_texts()
+    assert suggested == doing + todo
+    assert handler_runs(page, "read_board_tasks") == 1
+    expect(page.locator("[data-part=handler-runs]")).to_contain_text("read_board_tasks \u00d7 1")
+    [server_call] = calls_of(snapshot(page, demo), "read_board_tasks")
+    assert server_call["route"] == "handler"
+    assert server_call["state"] == "answered"
+    shot(page, "flows-02-next-work-answered")
+
+
+def test_edited_task_is_created_on_the_board_and_confirmed(page: Page, demo: Demo) -> None:
+    widget = open_chat(page, demo)
+    ask(widget, ASK_ADD)
+
+    call = card(widget, "create_task")
+    expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    expect(call.locator("[data-part=tool-call-input]")).to_contain_text(PROPOSED_TITLE)
+    expect(call.locator("[data-part=confirm]")).to_be_visible()
+    assert handler_runs(page, "create_task") == 0, "nothing runs before the person approves"
+    shot(page, "flows-03-confirmation")
+
+    call.locator("[data-part=edit]").click()
+    form = call.locator("[data-part=form][data-purpose=edit]")
+    title = form.locator("[data-part=input][data-path='/title']")
+    expect(title).to_have_value(PROPOSED_TITLE)
+    title.fill("Review the Q3 report with Dana")
+    shot(page, "flows-04-edit")
+    form.locator("[data-part=submit]").click()  # "Approve with changes"
+
+    expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
+    new_task = page.locator("[data-part=column][data-status=todo] [data-part=task]").filter(
+        has_text="Review the Q3 report with Dana"
+    )
+    expect(new_task).to_have_count(1)
+    expect(last_reply(widget)).to_contain_text(
+        "Done: I created Review the Q3 report with Dana on your board (todo).", timeout=SLOW
+    )
+    wait_idle(widget)
+    assert PROPOSED_TITLE not in board_titles(page), "the unedited title was not created"
+    assert handler_runs(page, "create_task") == 1
+    [server_call] = calls_of(snapshot(page, demo), "create_task")
+    assert server_call["input"]["title"] == "Review the Q3 report with Dana"
+    assert server_call["approval"]["decision"] == "approved"
+    assert server_call["approval"]["edited"] is True
+    shot(page, "flows-05-edited-task-created")
+
+
+def test_rejected_task_is_not_created_and_the_agent_repeats_the_reason(
+    page: Page, demo: Demo
+) -> None:
+    widget = open_chat(page, demo)
+    before = board_titles(page)
+    ask(widget, ASK_ADD)
+
+    call = card(widget, "create_task")
+    expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    call.locator("[data-part=reject]").click()
+    reason = call.locator("[data-part=reject-reason]")
+    expect(reason).to_be_focused()
+    reason.fill("Dana already owns the Q3 report")
+    shot(page, "flows-06-reject-reason")
+    call.locator("[data-part=reject-confirm]").click()
+
+    expect(call).to_have_attribute("data-state", "rejected", timeout=SLOW)
+    expect(last_reply(widget)).to_contain_text(
+        "OK, I did not create the task (your reason: Dana already owns the Q3 report).",
+        timeout=SLOW,
+    )
+    wait_idle(widget)
+    assert board_titles(page) == before
+    assert handler_runs(page, "create_task") == 0
+    [server_call] = calls_of(snapshot(page, demo), "create_task")
+    assert server_call["state"] == "rejected"
+    assert server_call["outcome"]["error"]["code"] == "approval_rejected"
+    shot(page, "flows-07-rejected")
+
+
+def test_without_a_handler_a_person_answers_through_the_output_form(page: Page, demo: Demo) -> None:
+    page.goto(demo.board)
+    page.locator("[data-part=toggle-manual-create]").check()  # unregisters create_task
+    widget = open_chat(page, demo)
+    before = board_titles(page)
+    ask(widget, ASK_ADD)
+
+    call = card(widget, "create_task")
+    expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    call.locator("[data-part=approve]").click()
+
+    form = call.locator("[data-part=form][data-purpose=answer]")
+    expect(form).to_be_visible(timeout=SLOW)
+    expect(call).to_have_attribute("data-state", "waiting")
+    expect(call.locator("[data-part=tool-call-note]")).to_have_text(
+        "The agent needs a result for this action. Fill it in below."
+    )
+    field = {
+        name: form.locator(f"[data-part=field][data-field='/{name}']")
+        for name in ("id", "title", "status")
+    }
+    # Prefilled where the input says it (the title), from the schema's default (the status).
+    expect(field["title"].locator("[data-part=input]")).to_have_value(PROPOSED_TITLE)
+    expect(field["status"].locator("[data-part=input]")).to_have_value('"todo"')
+
+    field["title"].locator("[data-part=input]").fill("")
+    field["status"].locator("[data-part=input]").select_option("")
+    form.locator("[data-part=submit]").click()
+    expect(form.locator("[data-part=form-errors]")).to_have_text(
+        "Please correct the highlighted fields (3)."
+    )
+    for name in ("id", "title", "status"):
+        expect(field[name].locator("[data-part=field-error]")).to_have_text(
+            "This field is required."
+        )
+        expect(field[name].locator("[data-part=input]")).to_have_attribute("aria-invalid", "true")
+    expect(field["id"].locator("[data-part=input]")).to_be_focused()
+    shot(page, "flows-08-answer-form-errors")
+
+    field["id"].locator("[data-part=input]").fill("T-42")
+    field["title"].locator("[data-part=input]").fill("Review the Q3 report by hand")
+    field["status"].locator("[data-part=input]").select_option(label="in-progress")
+    expect(form.locator("[data-part=field-error]:visible")).to_have_count(0)
+    shot(page, "flows-09-answer-form-filled")
+    form.locator("[data-part=submit]").click()
+
+    expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
+    expect(last_reply(widget)).to_contain_text(
+        "Done: I created Review the Q3 report by hand on your board (in-progress).", timeout=SLOW
+    )
+    wait_idle(widget)
+    assert handler_runs(page, "create_task") == 0
+    assert board_titles(page) == before, "no handler ran, so the board is unchanged"
+    [server_call] = calls_of(snapshot(page, demo), "create_task")
+    assert server_call["route"] == "form"
+    assert server_call["outcome"] == {
+        "output": {"id": "T-42", "title": "Review the Q3 report by hand", "status": "in-progress"}
+    }
+    shot(page, "flows-10-answered-by-form")
+
+
+def test_handler_output_violating_the_schema_opens_a_prefilled_form(page: Page, demo: Demo) -> None:
+    widget = open_chat(page, demo)
+    # The demo's own handler always answers well; this one forgets title and status and
+    # returns the id as a number.
+    page.evaluate("Hostcall('register', 'create_task', () => ({id: 5}))")
+    ask(widget, ASK_ADD)
+
+    call = card(widget, "create_task")
+    expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    call.locator("[data-part=approve]").click()
+
+    form = call.locator("[data-part=form][data-purpose=answer]")
+    expect(form).to_be_visible(timeout=SLOW)
+    expect(call.locator("[data-part=tool-call-note]")).to_have_text(
+        "The page returned a result that does not match the expected format. Correct it below."
+    )
+    returned = call.locator("[data-part=handler-output]")
+    returned.locator("summary").click()
+    expect(returned.locator("pre")).to_have_text('{\n  "id": 5\n}')
+    field = {
+        name: form.locator(f"[data-part=field][data-field='/{name}']")
+        for name in ("id", "title", "status")
+    }
+    expect(field["id"].locator("[data-part=input]")).to_have_value("5")
+    expect(field["id"].locator("[data-part=field-error]")).to_have_text("Must be text.")
+    expect(field["title"].locator("[data-part=field-error]")).to_have_text(
+        "This field is required."
+    )
+    expect(field["status"].locator("[data-part=field-error]")).to_have_text(
+        "This field is required."
+    )
+    shot(page, "flows-11-invalid-handler-output")
+
+    field["id"].locator("[data-part=input]").fill("T-5")
+    field["title"].locator("[data-part=input]").fill("Review the Q3 report")
+    field["status"].locator("[data-part=input]").select_option(label="todo")
+    form.locator("[data-part=submit]").click()
+
+    expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
+    expect(last_reply(widget)).to_contain_text(
+        "Done: I created Review the Q3 report on your board (todo).", timeout=SLOW
+    )
+    wait_idle(widget)
+    [server_call] = calls_of(snapshot(page, demo), "create_task")
+    assert server_call["outcome"] == {
+        "output": {"id": "T-5", "title": "Review the Q3 report", "status": "todo"}
+    }
+    shot(page, "flows-12-invalid-output-corrected")
+
+
+def test_handler_that_throws_reaches_the_agent_as_client_error(page: Page, demo: Demo) -> None:
+    widget = open_chat(page, demo)
+    page.evaluate(
+        "Hostcall('register', 'read_board_tasks', () => { throw new Error('board is locked') })"
+    )
+    ask(widget, ASK_NEXT)
+
+    call = card(widget, "read_board_tasks")
+    expect(call).to_have_attribute("data-state", "failed", timeout=SLOW)
+    expect(call.locator("[data-part=tool-call-note]")).to_contain_text("board is locked")
+    reply = last_reply(widget)
+    expect(reply).to_contain_text("I couldn't read your board (client_error)", timeout=SLOW)
+    expect(reply).to_contain_text("board is locked")
+    wait_idle(widget)
+    expect(call.locator("[data-part=form]")).to_have_count(0)
+    [server_call] = calls_of(snapshot(page, demo), "read_board_tasks")
+    assert server_call["state"] == "failed"
+    assert server_call["outcome"]["error"]["code"] == "client_error"
+    assert re.search("board is locked", server_call["outcome"]["error"]["message"])
+    shot(page, "flows-13-handler-threw")

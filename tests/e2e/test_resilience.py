@@ -1,0 +1,216 @@
+"""What survives on the real demo, in Chromium (issue 3 §6): a page reload in the middle of a
+call (the conversation comes back, the handler does not run twice, the run finishes), a
+server restart in the middle of a call (the widget's answer gets through, the run finishes),
+and a second answer for a call already answered (refused by the server, ignored by the widget).
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Page, Request, expect
+
+from tests.e2e.conftest import Demo, shot, start_demo
+from tests.e2e.flows_helpers import (
+    ASK_NEXT,
+    SLOW,
+    ask,
+    board_titles,
+    calls_of,
+    card,
+    handler_runs,
+    last_reply,
+    open_chat,
+    snapshot,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.e2e
+
+RUNNING_IN_PAGE = "Running in the page…"
+
+
+def _is_answer(request: Request) -> bool:
+    """POST /api/calls/{id}/result, from the widget."""
+    return request.method == "POST" and request.url.endswith("/result")
+
+
+def _status(request: Request) -> str:
+    response = request.response()
+    return str(response.status) if response else "no response"
+
+
+def _answer_requests(page: Page) -> list[Request]:
+    sent: list[Request] = []
+    page.on("request", lambda r: _is_answer(r) and sent.append(r))
+    return sent
+
+
+def _hold_board_handler(page: Page) -> None:
+    """A read_board_tasks handler that answers when the test calls `window.answerBoard`."""
+    page.evaluate(
+        "Hostcall('register', 'read_board_tasks', () => new Promise(ok => {"
+        " window.answerBoard = () => ok({tasks: [{title: 'Held task', status: 'todo'}]}) }))"
+    )
+
+
+def test_reload_during_a_call_restores_the_chat_and_never_runs_the_handler_twice(
+    page: Page, demo: Demo
+) -> None:
+    # The page's handler takes 3 s: the reload lands while it is still running.
+    widget = open_chat(page, demo, "?delay=3000")
+    ask(widget, ASK_NEXT)
+    call = card(widget, "read_board_tasks")
+    expect(call.locator("[data-part=tool-call-note]")).to_have_text(RUNNING_IN_PAGE, timeout=SLOW)
+    assert handler_runs(page, "read_board_tasks") == 1
+    mine = widget.locator("[data-part=message][data-role=user]")
+    asked_id = mine.last.get_attribute("data-message-id")
+    assert asked_id, "the server's TEXT_MESSAGE_START gave the question its id"
+    [before] = calls_of(snapshot(page, demo), "read_board_tasks")
+    assert before["state"] == "delivered"
+    shot(page, "flows-20-reload-handler-running")
+
+    page.reload()
+
+    # The chat is open again and shows the conversation so far, with the same ids.
+    expect(widget.locator("[data-part=send]")).to_be_visible(timeout=SLOW)
+    expect(mine).to_have_count(1)
+    expect(mine.last).to_have_attribute("data-message-id", asked_id)
+    expect(mine.last.locator("[data-part=message-text]")).to_have_text(ASK_NEXT)
+    expect(
+        widget.locator("[data-part=message][data-role=assistant]").filter(
+            has_text="Let me look at your board."
+        )
+    ).to_have_count(1)
+    # The call may have run already (the handler started before the reload): the widget does
+    # not run it again but asks the person for the result (widget/app.js, claimCall).
+    expect(call).to_have_count(1)
+    expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    expect(call.locator("[data-part=tool-call-note]")).to_have_text(
+        "This action was already started before the page reloaded. "
+        "To avoid running it twice, enter the result yourself."
+    )
+    form = call.locator("[data-part=form][data-purpose=answer]")
+    expect(form).to_be_visible()
+    shot(page, "flows-21-reload-form")
+
+    form.locator("[data-part=add-item]").click()
+    form.locator("[data-part=input][data-path='/tasks/0/title']").fill("Answered by hand")
+    form.locator("[data-part=input][data-path='/tasks/0/status']").fill("todo")
+    form.locator("[data-part=submit]").click()
+
+    expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
+    reply = last_reply(widget)
+    expect(reply).to_contain_text("Here is the order I suggest", timeout=SLOW)
+    wait_idle(widget)
+    assert reply.locator("li strong").all_inner_texts() == ["Answered by hand"]
+    # Once before the reload, never after (the board keeps its run log in sessionStorage).
+    assert handler_runs(page, "read_board_tasks") == 1
+    [after] = calls_of(snapshot(page, demo), "read_board_tasks")
+    assert after["toolCallId"] == before["toolCallId"]
+    assert after["delivered"] is True
+    assert after["outcome"] == {
+        "output": {"tasks": [{"title": "Answered by hand", "status": "todo"}]}
+    }
+    shot(page, "flows-22-reload-answered")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_server_restart_during_a_call_still_finishes_the_run(
+    page: Page, demo: Demo, tmp_path: Path, sig: signal.Signals
+) -> None:
+    widget = open_chat(page, demo, "?delay=2000")
+    answers: list[str] = []  # how each POST …/result ended: "failed" or its status
+    page.on("requestfailed", lambda r: _is_answer(r) and answers.append("failed"))
+    page.on("requestfinished", lambda r: _is_answer(r) and answers.append(_status(r)))
+
+    ask(widget, ASK_NEXT)
+    call = card(widget, "read_board_tasks")
+    expect(call.locator("[data-part=tool-call-note]")).to_have_text(RUNNING_IN_PAGE, timeout=SLOW)
+
+    with page.expect_event("requestfailed", predicate=_is_answer, timeout=SLOW):
+        demo.stop(sig)  # the handler answers while the server is down
+    shot(page, "flows-23-restart-server-down")
+    again = start_demo(tmp_path, db=demo.db, port=demo.port, host_port=demo.host_port)
+    try:
+        expect(call).to_have_attribute("data-state", "done", timeout=30_000)
+        reply = last_reply(widget)
+        expect(reply).to_contain_text("Here is the order I suggest", timeout=SLOW)
+        wait_idle(widget)
+        expect(widget.locator("[data-part=connection]")).to_be_hidden(timeout=SLOW)
+        assert reply.locator("li strong").all_inner_texts() == (
+            board_titles(page, "in-progress") + board_titles(page, "todo")
+        )
+        assert handler_runs(page, "read_board_tasks") == 1
+        assert answers[0] == "failed" and answers[-1] == "200", answers
+        [server_call] = calls_of(snapshot(page, again), "read_board_tasks")
+        assert server_call["state"] == "answered"
+        shot(page, f"flows-24-restart-{sig.name.lower()}-finished")
+    finally:
+        again.stop()
+
+
+def test_second_result_for_an_answered_call_is_refused(page: Page, demo: Demo) -> None:
+    widget = open_chat(page, demo)
+    _hold_board_handler(page)
+    ask(widget, ASK_NEXT)
+    call = card(widget, "read_board_tasks")
+    expect(call.locator("[data-part=tool-call-note]")).to_have_text(RUNNING_IN_PAGE, timeout=SLOW)
+    [waiting] = calls_of(snapshot(page, demo), "read_board_tasks")
+    token = waiting["resultToken"]
+
+    page.evaluate("answerBoard()")
+    expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
+    wait_idle(widget)
+    messages = widget.locator("[data-part=message]")
+    shown = messages.count()
+
+    replay = httpx.post(
+        f"{demo.hostcall}/api/calls/{waiting['toolCallId']}/result",
+        json={"token": token, "output": {"tasks": [{"title": "Forged", "status": "todo"}]}},
+        timeout=5,
+    )
+    assert replay.status_code == 409
+    assert replay.json()["error"]["code"] == "call_already_settled"
+    [settled] = calls_of(snapshot(page, demo), "read_board_tasks")
+    assert settled["outcome"] == {"output": {"tasks": [{"title": "Held task", "status": "todo"}]}}
+    assert "resultToken" not in settled
+    expect(messages).to_have_count(shown)
+    expect(call).to_have_attribute("data-state", "done")
+
+
+def test_duplicate_result_from_the_page_is_ignored(page: Page, demo: Demo) -> None:
+    sent = _answer_requests(page)
+    widget = open_chat(page, demo)
+    _hold_board_handler(page)
+    ask(widget, ASK_NEXT)
+    call = card(widget, "read_board_tasks")
+    expect(call.locator("[data-part=tool-call-note]")).to_have_text(RUNNING_IN_PAGE, timeout=SLOW)
+    page.evaluate("answerBoard()")
+    expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
+    wait_idle(widget)
+    call_id = call.get_attribute("data-call-id")
+    assert len(sent) == 1
+
+    # The page (the trusted parent) answers the same call again, exactly as the loader would.
+    page.evaluate(
+        """([callId, origin]) => document.querySelector('[data-part=hostcall-frame]')
+            .contentWindow.postMessage({type: 'hostcall:result', callId,
+                output: {tasks: [{title: 'Second answer', status: 'todo'}]}}, origin)""",
+        [call_id, demo.hostcall],
+    )
+    # A later turn, as a sync point: the widget has handled the duplicate by then.
+    ask(widget, "Hello")
+    expect(last_reply(widget)).to_contain_text("Hello! Ask me", timeout=SLOW)
+    wait_idle(widget)
+
+    assert len(sent) == 1, [r.url for r in sent]
+    expect(call).to_have_attribute("data-state", "done")
+    [settled] = calls_of(snapshot(page, demo), "read_board_tasks")
+    assert settled["outcome"] == {"output": {"tasks": [{"title": "Held task", "status": "todo"}]}}
+    expect(
+        widget.locator("[data-part=message-text]").filter(has_text="Second answer")
+    ).to_have_count(0)
