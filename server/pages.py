@@ -149,6 +149,10 @@ def _page(request: Request, status: int, ancestors: str, context: dict[str, Any]
     }
     if ancestors == "'none'":
         headers["X-Frame-Options"] = "DENY"
+    headers["Vary"] = "Accept-Encoding"
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        headers["Content-Encoding"] = "gzip"
+        return HTMLResponse(gzip.compress(html.encode(), 6), status_code=status, headers=headers)
     return HTMLResponse(html, status_code=status, headers=headers)
 
 

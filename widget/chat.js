@@ -91,6 +91,8 @@ const parts = {}
 const messages = new Map()
 /** @type {HTMLElement | null} */
 let pendingUser = null
+let pinned = true
+let scrollQueued = false
 
 /**
  * Build the widget inside `root`.
@@ -121,6 +123,7 @@ export function mountShell(root, o) {
     },
   }, h('label', { for: inputId, class: 'sr-only', text: t('message') }), input, parts.send)
   parts.messages = h('div', { 'data-part': 'messages', role: 'log', 'aria-live': 'off', 'aria-label': t('conversation'), tabindex: 0 })
+  parts.messages.addEventListener('scroll', onScroll, { passive: true })
   parts.working = h('div', { 'data-part': 'working', role: 'status', hidden: true },
     h('span', { 'data-part': 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), t('working'))
   parts.connection = h('p', { 'data-part': 'connection', role: 'status', hidden: true })
@@ -154,7 +157,16 @@ export const focusComposer = () => parts.input?.focus()
 export const setWorking = on => { parts.working.hidden = !on }
 /** @param {boolean} on */
 export const setSendEnabled = on => parts.send.toggleAttribute('disabled', !on)
-export const scrollToEnd = () => { parts.messages.scrollTop = parts.messages.scrollHeight }
+/** Scroll to the newest message, once per frame however many changes asked for it. */
+export function scrollToEnd() {
+  pinned = true
+  if (scrollQueued) return
+  scrollQueued = true
+  requestAnimationFrame(() => {
+    scrollQueued = false
+    parts.messages.scrollTop = parts.messages.scrollHeight
+  })
+}
 
 /** For screen readers, once. @param {string} text */
 export function announce(text) {
@@ -173,9 +185,14 @@ export function append(node) {
   keepPinned(() => parts.messages.append(node))
 }
 
-function keepPinned(change) {
+// Whether the view sits at the bottom is read on scroll, not around each change: reading
+// scrollHeight after a DOM write forces a layout, and streamed text writes many times a frame.
+function onScroll() {
   const list = parts.messages
-  const pinned = list.scrollHeight - list.scrollTop - list.clientHeight < 80
+  pinned = scrollQueued || list.scrollHeight - list.scrollTop - list.clientHeight < 80
+}
+
+function keepPinned(change) {
   change()
   if (pinned) scrollToEnd()
 }

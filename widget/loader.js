@@ -126,8 +126,8 @@
     button.setAttribute('aria-expanded', !!open)
     icon.setAttribute('d', ICONS[open])
     icon.setAttribute('fill', open ? 'none' : 'currentColor')
+    if (quiet) return // the initial closed state: nothing to store or announce
     try { open ? sessionStorage.setItem(openKey, 1) : sessionStorage.removeItem(openKey) } catch (err) {}
-    if (quiet) return
     open ? ready && post(MSG.FOCUS) : button.focus()
     emit(open ? 'open' : 'close', {})
   }

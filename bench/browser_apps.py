@@ -1,0 +1,51 @@
+"""The floor app of bench/floor_app.py, plus the browser bench's pages, in one process.
+
+``GET /pages/host.html`` is a host page (``?snippet=1&hc=<Hostcall URL>`` pastes the README
+snippet in, from ``pages/snippet.html``); ``GET /pages/floor.html`` is the floor's browser
+side. The floor's routes are untouched. ``python bench/browser_apps.py --port N [--ping 15]``,
+with floor_app's uvicorn settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import resource
+from pathlib import Path
+
+import uvicorn
+from floor_app import create_floor_app
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+PAGES = Path(__file__).resolve().parent / "pages"
+HOSTCALL_URL = re.compile(r"http://127\.0\.0\.1:\d{1,5}")
+
+
+async def page(request: Request) -> Response:
+    name, query = request.path_params["name"], request.query_params
+    if name not in ("host", "floor"):
+        return Response("Not found", status_code=404, media_type="text/plain")
+    html = (PAGES / f"{name}.html").read_text()
+    if query.get("snippet") == "1" and HOSTCALL_URL.fullmatch(query.get("hc", "")):
+        snippet = (PAGES / "snippet.html").read_text().replace("{{HOSTCALL}}", query["hc"])
+        html = html.replace("<!--SNIPPET-->", snippet)
+    return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--ping", type=int, default=15)
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args()
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    app = create_floor_app(args.ping)
+    app.router.routes.append(Route("/pages/{name}.html", page))
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level=args.log_level, lifespan="off")
+
+
+if __name__ == "__main__":
+    main()

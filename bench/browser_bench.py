@@ -1,0 +1,470 @@
+"""Hostcall browser benchmark: Debian's Chromium, headless, driven by Playwright.
+
+1. Weight: the loader and everything the widget loads on open, gzipped, as the browser got it.
+2. Host-page cost: main-thread time a page pays for the snippet before the widget is opened.
+3. Tool round trip: server emits the call -> the page's handler answers -> server has the
+   validated result; floor: SSE event -> POST echo -> SSE event, same browser, same run.
+
+Usage: .venv/bin/python bench/browser_bench.py [--quick]
+A measurement: exits 0 when a target is missed, 1 when a section failed to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import os
+import platform
+import queue
+import secrets
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import servers
+from playwright.sync_api import Browser, Page, sync_playwright
+from report import compare, ms, print_table, summary
+from streams import RawStream
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's; never Playwright's download (tests/e2e/conftest.py)
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+ASK = "What should I work on next?"  # the planner's read_board_tasks rule: no approval
+AGENT = "bench"  # servers.bench_agents: a copy of demo/agents/planner.json
+LOADER_BUDGET, WIDGET_BUDGET, HOST_COST_BUDGET = 3 * 1024, 30 * 1024, 0.010
+TURNS = 10  # round trips per conversation, then a fresh widget (the widget slows as it grows)
+TIMEOUT = 10.0
+# In the widget's frame only: when each TOOL_CALL_DISPATCH reaches the widget's JS (one more
+# listener on its EventSource). Nothing else is added to the widget.
+PROBE = """if (location.pathname.startsWith('/widget/')) {
+  window.benchDispatched = {}
+  window.EventSource = class extends EventSource { constructor (...args) { super(...args)
+    this.addEventListener('TOOL_CALL_DISPATCH', e => {
+      benchDispatched[JSON.parse(e.data).toolCallId] = [performance.now(), 0] }) } }
+}"""
+# Per call id, [start, end] (ms, the widget's clock) of: dispatch (PROBE), delivered, result.
+TIMINGS = """() => { const out = {}
+  for (const e of performance.getEntriesByType('resource')) {
+    const [id, step] = (e.name.split('/api/calls/')[1] || '').split('/')
+    if (step) (out[id] ||= {})[step] = [e.startTime, e.responseEnd] }
+  for (const [id, at] of Object.entries(benchDispatched)) (out[id] ||= {}).dispatch = at
+  return out }"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mode:
+    loads: int  # host-page loads per variant (with / without the snippet)
+    round_trips: int
+    warmup: int
+    profiled: int  # more round trips, under the CPU profiler (not timed)
+
+
+FULL = Mode(loads=30, round_trips=100, warmup=10, profiled=10)
+QUICK = Mode(loads=10, round_trips=20, warmup=5, profiled=5)
+
+
+@dataclass
+class Env:
+    browser: Browser
+    apps: servers.Server  # bench/browser_apps.py: the floor app plus bench/pages
+    hc: servers.Server
+
+    def host_page(self, snippet: bool) -> str:
+        # localhost, while Hostcall is on 127.0.0.1: two sites, as on a customer's page.
+        return (f"http://localhost:{self.apps.port}/pages/host.html"
+                f"?snippet={int(snippet)}&hc={self.hc.url}")
+
+    def new_page(self) -> Page:  # in a context of its own: empty cache and storage
+        page = self.browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+        page.set_default_timeout(TIMEOUT * 1000)
+        return page
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]],
+          notes: Sequence[str] = ()) -> None:
+    """report.print_table's layout, with a header of the section's own."""
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+    print(f"\n## {title}\n")
+    for i, row in enumerate((header, *rows)):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    for note in notes:
+        print(f"  {note}")
+    sys.stdout.flush()
+
+
+def origin(url: str) -> str:
+    return "{0.scheme}://{0.netloc}".format(urlsplit(url))
+
+
+# ---- 1. weight -----------------------------------------------------------------------------
+
+def weight(env: Env) -> None:
+    page = env.new_page()
+    seen, done = [], []
+    page.on("request", lambda r: seen.append(r))
+    page.on("requestfinished", lambda r: done.append(r))
+    page.goto(env.host_page(True))
+    page.click("[data-part=hostcall-launcher]")  # hover mounts the iframe, the click opens it
+    page.wait_for_function("bench.ready")
+    page.wait_for_timeout(1000)  # anything the widget fetches late
+    own = (env.hc.url, origin(env.host_page(True)))
+    third = [r.url for r in seen if origin(r.url) not in own and not r.url.startswith("data:")]
+    files = []  # (path, raw, gzip -9, Content-Length sent, Content-Encoding)
+    for r in (r for r in done if origin(r.url) == env.hc.url):
+        body, headers = r.response().body(), r.response().all_headers()  # type: ignore[union-attr]
+        files.append((urlsplit(r.url).path, len(body), len(gzip.compress(body, 9)),
+                      int(headers.get("content-length", r.sizes()["responseBodySize"])),
+                      headers.get("content-encoding", "identity")))
+    page.context.close()
+    api = [f for f in files if f[0].startswith("/api/")]
+    loader = [f for f in files if f[0] == "/embed.js"]
+    widget = sorted((f for f in files if f not in api + loader), key=lambda f: -f[2])
+    if len(loader) != 1 or not any(f[0].startswith("/widget/") for f in widget):
+        raise RuntimeError(f"expected /embed.js and the widget page, got {files}")
+
+    def row(label: str, entries: list[Any], budget: int | None) -> tuple[str, ...]:
+        raw, gz, sent = (sum(f[i] for f in entries) for i in (1, 2, 3))
+        enc = entries[0][4] if len(entries) == 1 else ""
+        goal = "-" if budget is None else f"<= {budget:,} B"
+        verdict = "info" if budget is None else "ok" if gz <= budget else "MISSED"
+        return (label, f"{raw:,} B", f"{gz:,} B", f"{sent:,} B {enc}".strip(), goal, verdict)
+
+    rows = [row("/embed.js (loader)", loader, LOADER_BUDGET), *(row(f[0], [f], None)
+                                                                for f in widget),
+            row(f"widget in the iframe, {len(widget)} files", widget, None),
+            row("whole widget: loader + iframe", loader + widget, WIDGET_BUDGET),
+            ("third-party requests", str(len(third)), "", "", "0", "MISSED" if third else "ok")]
+    table("1. Weight, as Chromium loaded it: host page, hover + click the launcher, widget ready",
+          ("file", "raw", "gzip -9", "sent (Content-Length)", "target", "verdict"), rows,
+          ["1 KB = 1,024 B; targets: loader 3 KB, whole widget 30 KB gzipped (big vendors: "
+           "130-600 KB); the open event stream is not counted",
+           f"also on open, API JSON: {len(api)} requests, {sum(f[3] for f in api):,} B sent "
+           f"({', '.join(f[0].rsplit('/', 1)[-1] for f in api)}); third-party: {third or 'none'}"])
+
+
+# ---- 2. host-page cost ---------------------------------------------------------------------
+
+def load_metrics(env: Env, snippet: bool) -> dict[str, float]:
+    """Chromium's Performance.getMetrics for one load in a fresh context (cold cache)."""
+    page = env.new_page()
+    try:
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        page.goto(env.host_page(snippet), wait_until="load")  # the async loader has run by then
+        page.wait_for_timeout(300)
+        # Read before anything is evaluated in the page: Playwright's own scripts would count.
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        launcher = page.evaluate("!!document.querySelector('[data-part=hostcall-launcher]')")
+        if launcher != snippet or len(page.frames) != 1:
+            raise RuntimeError(f"snippet={snippet}: launcher {launcher}, {len(page.frames)} frames")
+        return metrics
+    finally:
+        page.context.close()
+
+
+def host_cost(env: Env, mode: Mode) -> None:
+    runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+    for i in range(2 + mode.loads):  # 2 warm-up pairs; the order alternates within pairs
+        for snippet in (True, False) if i % 2 else (False, True):
+            metrics = load_metrics(env, snippet)
+            if i >= 2:
+                runs[snippet].append(metrics)
+    rows = []
+    for label, key, judged in (("JS run (ScriptDuration, wall)", "ScriptDuration", True),
+                               ("main-thread CPU (ThreadTime)", "ThreadTime", True),
+                               ("main-thread tasks (TaskDuration, wall)", "TaskDuration", False),
+                               ("layout (LayoutDuration)", "LayoutDuration", False),
+                               ("DOM nodes", "Nodes", False)):
+        on, off = (statistics.median(m[key] for m in runs[s]) for s in (True, False))
+        if key == "Nodes":
+            rows.append((label, f"{on:.0f}", f"{off:.0f}", f"{on - off:+.0f}", "-", "info"))
+        else:
+            verdict = "info" if not judged else "ok" if on - off < HOST_COST_BUDGET else "MISSED"
+            rows.append((label, ms(on), ms(off), f"{(on - off) * 1000:+.2f} ms",
+                         "< 10 ms" if judged else "-", verdict))
+    table(f"2. Host-page cost before the widget is opened, median of {mode.loads} loads each",
+          ("CDP Performance.getMetrics", "with snippet", "without", "delta", "target",
+           "verdict"), rows,
+          ["the same page with and without the README snippet (stub, one handler, async "
+           "/embed.js); each load in a fresh context (cold cache), read 300 ms after 'load'",
+           "wall times include waiting for a core (2 cores, shared with the servers)"])
+
+
+# ---- 3. tool round trip --------------------------------------------------------------------
+
+Events = queue.Queue[tuple[float, str, str]]
+
+
+class Observer:
+    """SSE streams the bench reads in a thread of its own; events stamped on arrival."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.pumps: list[asyncio.Task[None]] = []
+
+    def follow(self, port: int, path: str) -> Events:
+        events: Events = queue.Queue()
+
+        async def pump(stream: RawStream) -> None:
+            try:
+                async for kind, data in stream.events():
+                    events.put((time.perf_counter(), kind, data))
+            finally:
+                stream.close()
+
+        async def start() -> None:
+            stream = await RawStream.open(servers.HOST, port, path)
+            self.pumps.append(asyncio.create_task(pump(stream)))
+
+        asyncio.run_coroutine_threadsafe(start(), self.loop).result(TIMEOUT)
+        time.sleep(0.3)  # replayed events, if any, are dropped
+        while not events.empty():
+            events.get_nowait()
+        return events
+
+    def close(self) -> None:
+        async def stop() -> None:
+            for task in self.pumps:
+                task.cancel()
+            await asyncio.gather(*self.pumps, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(TIMEOUT)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(TIMEOUT)
+        self.loop.close()
+
+
+def until(events: Events, last: str) -> dict[str, tuple[float, str]]:
+    """(arrival time, data) of the first event of each type, up to the first ``last``."""
+    seen: dict[str, tuple[float, str]] = {}
+    deadline = time.monotonic() + TIMEOUT
+    while last not in seen:
+        try:
+            at, kind, data = events.get(timeout=max(0.001, deadline - time.monotonic()))
+        except queue.Empty:
+            raise RuntimeError(f"no {last} within {TIMEOUT} s; got {sorted(seen)}") from None
+        if kind == "RUN_ERROR":
+            raise RuntimeError(f"the run failed: {data}")
+        seen.setdefault(kind, (at, data))
+    return seen
+
+
+class Widget:
+    """A fresh host page with the widget open and ready, and the conversation it created."""
+
+    def __init__(self, env: Env, observer: Observer) -> None:
+        self.page = env.new_page()
+        self.page.context.add_init_script(PROBE)
+        created = []
+        self.page.on("response", lambda r: created.append(r) if r.request.method == "POST"
+                     and r.url.endswith(f"/api/agents/{AGENT}/conversations") else None)
+        self.page.goto(env.host_page(True))
+        self.page.evaluate("Hostcall('open')")
+        self.page.wait_for_function("bench.ready")
+        self.frame = next(f for f in self.page.frames if f"/widget/{AGENT}" in f.url)
+        conv = created[0].json()
+        self.path = f"/api/conversations/{conv['conversationId']}"
+        self.auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
+        self.http = httpx.Client(base_url=env.hc.url, timeout=TIMEOUT, trust_env=False)
+        token = self.http.post(f"{self.path}/stream-token", headers=self.auth).json()
+        self.events = observer.follow(env.hc.port, f"{self.path}/events?token="
+                                      f"{token['streamToken']}")
+
+    def ask(self) -> tuple[float, str]:
+        """One run (posted by the bench, as the widget would); DISPATCH -> RESULT, call id."""
+        self.http.post(f"{self.path}/messages", json={"text": ASK},
+                       headers=self.auth).raise_for_status()
+        seen = until(self.events, "RUN_FINISHED")
+        call = json.loads(seen["TOOL_CALL_DISPATCH"][1])
+        outcome = json.loads(seen["TOOL_CALL_RESULT"][1])
+        if call["route"] != "handler" or outcome["state"] != "answered":
+            raise RuntimeError(f"not answered by the page's handler: {call} -> {outcome}")
+        return seen["TOOL_CALL_RESULT"][0] - seen["TOOL_CALL_DISPATCH"][0], call["toolCallId"]
+
+    def close(self, runs: int) -> dict[str, dict[str, list[float]]]:
+        """The widget's timings per call id (TIMINGS); checks the handler ran ``runs`` times."""
+        handled, timings = self.page.evaluate("bench.calls"), self.frame.evaluate(TIMINGS)
+        self.http.close()
+        self.page.context.close()
+        if handled != runs:
+            raise RuntimeError(f"the page's handler ran {handled} times for {runs} calls")
+        return timings  # type: ignore[no-any-return]
+
+
+SEGMENTS = (  # label, seconds from (widget's TIMINGS of the call, observer's DISPATCH -> RESULT)
+    ("widget: DISPATCH reaches its JS -> POST /delivered sent",
+     lambda s, t: (s["delivered"][0] - s["dispatch"][0]) / 1000),
+    ("widget: POST /delivered (the handler waits for it)",
+     lambda s, t: (s["delivered"][1] - s["delivered"][0]) / 1000),
+    ("widget: /delivered answered -> POST /result sent",
+     lambda s, t: (s["result"][0] - s["delivered"][1]) / 1000),
+    ("widget: POST /result (TOOL_CALL_RESULT emitted within)",
+     lambda s, t: (s["result"][1] - s["result"][0]) / 1000),
+    ("rest: DISPATCH to the widget's JS, POST /result to RESULT",
+     lambda s, t: t - (s["result"][0] - s["dispatch"][0]) / 1000),
+)
+
+
+def round_trip(env: Env, mode: Mode) -> None:
+    observer, floor = Observer(), env.new_page()
+    ours: list[float] = []
+    theirs: list[float] = []
+    steps: list[dict[str, list[float]]] = []
+    try:
+        floor.goto(f"{env.apps.url}/pages/floor.html?ch=browser")  # same origin as its SSE
+        floor.wait_for_function("floor.ready")
+        floor_events = observer.follow(env.apps.port, "/events?ch=browser")
+        total = mode.warmup + mode.round_trips
+        with httpx.Client(base_url=env.apps.url, timeout=TIMEOUT, trust_env=False) as kicker:
+            for first in range(0, total, TURNS):
+                widget, ids = Widget(env, observer), []
+                for i in range(first, min(total, first + TURNS)):  # interleaved with the floor
+                    elapsed, call_id = widget.ask()
+                    kicker.post("/kick/browser").raise_for_status()
+                    echo = until(floor_events, "echo")
+                    if i >= mode.warmup:
+                        ours.append(elapsed)
+                        theirs.append(echo["echo"][0] - echo["kick"][0])
+                        ids.append(call_id)
+                timings = widget.close(min(total, first + TURNS) - first)
+                steps += [timings[i] for i in ids]
+        cycles = [c / 1000 for c in floor.evaluate("floor.cycles")[-mode.round_trips:]]
+        posts = [p / 1000 for p in floor.evaluate(
+            "performance.getEntriesByType('resource').filter(e => e.name.includes('/echo/'))"
+            ".map(e => e.duration)")[-mode.round_trips:]]
+        profile = profiled(env, observer, mode.profiled)
+    finally:
+        floor.context.close()
+        observer.close()
+    env.hc.check_alive()
+    result, bare = summary(ours), summary(theirs)
+    print_table(f"3. Browser tool round trip, headless Chromium, n={mode.round_trips} after "
+                f"{mode.warmup} warm-up, interleaved with the floor", [
+                    compare(f"server emits call -> has validated result, {stat}", result[stat],
+                            bare[stat], ms, None if stat == "mean" else 1.5)
+                    for stat in ("p50", "p99", "mean")],
+                ["hostcall: TOOL_CALL_DISPATCH -> TOOL_CALL_RESULT; floor: kick -> echo (the "
+                 "floor page answers kick with fetch POST /echo)",
+                 "both timed as the two events reach an SSE stream the bench holds on the same "
+                 "conversation / channel (raw asyncio, own thread, one clock)",
+                 f"runs posted by the bench with the widget's session; a fresh widget and "
+                 f"conversation every {TURNS} round trips"])
+    rows = [(label, *map(ms, summary([f(s, t) for s, t in zip(steps, ours, strict=True)]).values()))
+            for label, f in SEGMENTS]
+    rows += [(label, *map(ms, summary(values).values())) for label, values in (
+        ("floor page: kick event -> echo event", cycles), ("floor page: POST /echo", posts))]
+    delivered = statistics.median(SEGMENTS[1][1](s, 0) for s in steps)
+    table("3b. Where the round trip goes", ("segment", "p50", "p99", "mean"), rows,
+          ["widget: its frame's Resource Timing, and PROBE; rest: the observer's DISPATCH -> "
+           "RESULT minus the widget's DISPATCH -> POST /result sent; floor page: its own clock",
+           f"the handler runs only once POST /delivered is answered: p50 {ms(delivered)}, "
+           f"{delivered / result['p50']:.0%} of the round trip's p50; '/delivered answered -> "
+           "POST /result sent' is 2 postMessages, the handler and the widget's checks"])
+    table(f"3c. Widget frame's main thread, CPU profile over {mode.profiled} more round trips",
+          ("function (self time)", "per round trip", "share"), profile,
+          ["(program): native work outside JS (style, layout, paint); a layout that JS forces "
+           "(e.g. reading scrollHeight) counts in that function"])
+
+
+def profiled(env: Env, observer: Observer, runs: int) -> list[tuple[str, str, str]]:
+    """Top self time in a fresh widget's frame, sampled every 100 us over ``runs`` runs."""
+    widget = Widget(env, observer)
+    cdp = widget.page.context.new_cdp_session(widget.frame)
+    for method, params in (("Profiler.enable", {}),
+                           ("Profiler.setSamplingInterval", {"interval": 100}),
+                           ("Profiler.start", {})):
+        cdp.send(method, params)
+    for _ in range(runs):
+        widget.ask()
+    profile = cdp.send("Profiler.stop")["profile"]
+    widget.close(runs)
+    frames = {node["id"]: node["callFrame"] for node in profile["nodes"]}
+    self_time: Counter[str] = Counter()
+    for sample, delta in zip(profile["samples"], profile["timeDeltas"], strict=True):
+        f = frames[sample]
+        where = f" {f['url'].rsplit('/', 1)[-1]}:{f['lineNumber'] + 1}" if f["url"] else ""
+        self_time[f"{f['functionName'] or '(anonymous)'}{where}"] += delta / 1e6 / runs
+    del self_time["(idle)"]
+    busy = sum(self_time.values())
+    return [*((name, ms(t), f"{t / busy:.0%}") for name, t in self_time.most_common(8)),
+            ("busy, all functions", ms(busy), "100%")]
+
+
+# ---- main ----------------------------------------------------------------------------------
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run(mode: Mode, workdir: Path) -> int:
+    failed = []
+    apps_argv = [sys.executable, str(servers.ROOT / "bench" / "browser_apps.py"),
+                 "--ping", str(servers.PING_SECONDS), "--log-level", servers.LOG_LEVEL]
+    with servers.running("apps", apps_argv, workdir, dict(os.environ)) as apps:
+        hc_argv = [sys.executable, "-m", "server", "serve", "--agents",
+                   str(servers.bench_agents(workdir)), "--db", str(workdir / "browser.db"),
+                   "--host", servers.HOST, "--log-level", servers.LOG_LEVEL,
+                   "--allow-origin", f"http://localhost:{apps.port}"]
+        env_vars = dict(os.environ, HOSTCALL_SECRET_KEYS=secrets.token_urlsafe(32))
+        with servers.running("hostcall", hc_argv, workdir, env_vars) as hc, \
+                sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            print(f"browser: Chromium {browser.version} headless, playwright "
+                  f"{version('playwright')}", flush=True)
+            env = Env(browser, apps, hc)
+            try:
+                for name, section in (("weight", lambda: weight(env)),
+                                      ("host-page cost", lambda: host_cost(env, mode)),
+                                      ("round trip", lambda: round_trip(env, mode))):
+                    try:
+                        section()
+                    except Exception:
+                        traceback.print_exc()
+                        print(f"\n!! section '{name}' failed to run; Hostcall's log:\n"
+                              f"{hc.log_tail()}", flush=True)
+                        failed.append(name)
+                    print(f"  (load average after {name}: {load()})", flush=True)
+            finally:
+                browser.close()
+    return 1 if failed else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer page loads and round trips")
+    args = parser.parse_args()
+    if not Path(CHROMIUM).exists():
+        print(f"{CHROMIUM} is missing: run scripts/install --test", file=sys.stderr)
+        return 1
+    print("# Hostcall browser benchmark\n")
+    print(f"command: {sys.executable} {' '.join(sys.argv)}")
+    print(f"machine: nproc={os.cpu_count()}, {platform.platform()}, "
+          f"python {platform.python_version()}; mode: {'quick' if args.quick else 'full'}")
+    print(f"load average at start: {load()} (other processes share these cores)", flush=True)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="hostcall-browser-bench-") as tmp:
+        code = run(QUICK if args.quick else FULL, Path(tmp))
+    print(f"\ntotal: {time.perf_counter() - started:.1f} s, load average at end: {load()}, "
+          f"exit {code}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
