@@ -482,7 +482,9 @@ async function decide(v, body) {
   v.card.busy(true)
   try {
     const res = await patiently(() => api.decision(v.call.toolCallId, { token: v.call.decisionToken, ...body }))
-    if (v.phase !== 'deciding') return // the dispatch or result event got here first
+    // The dispatch or result event got here first; the pressed button is gone with the
+    // old card state, so focus would fall to <body>.
+    if (v.phase !== 'deciding') return void maybeFocus(ui.focusComposer)
     const rejected = res?.state === 'rejected'
     v.card.setState(rejected ? 'rejected' : 'running', rejected ? '' : t('approved'))
     v.card.setBody()

@@ -84,7 +84,7 @@
     } else if (m.type === MSG.READY) {
       ready = 1
       for (const text of outbox.splice(0)) post(MSG.SEND, { text })
-      isOpen && post(MSG.FOCUS)
+      isOpen && (frame.focus(), post(MSG.FOCUS))
       emit('ready', {})
     } else if (m.type === MSG.CALL) {
       run(m)
@@ -128,7 +128,8 @@
     icon.setAttribute('fill', open ? 'none' : 'currentColor')
     if (quiet) return // the initial closed state: nothing to store or announce
     try { open ? sessionStorage.setItem(openKey, 1) : sessionStorage.removeItem(openKey) } catch (err) {}
-    open ? ready && post(MSG.FOCUS) : button.focus()
+    // Focus the frame from the page first: a frame's own focus() is often ignored.
+    open ? ready && (frame.focus(), post(MSG.FOCUS)) : button.focus()
     emit(open ? 'open' : 'close', {})
   }
 

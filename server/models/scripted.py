@@ -88,7 +88,9 @@ class ScriptedModel:
             found = rule.pattern.search(text)
             if found is None:
                 continue
-            context: dict[str, Any] = {"match": found.groupdict(), **found.groupdict()}
+            # An optional group that did not match is "", not None (which renders "None").
+            groups = found.groupdict("")
+            context: dict[str, Any] = {"match": groups, **groups}
             answers = [m for m in messages[last_user + 1 :] if m.role == "tool"]
             if not rule.calls:
                 for chunk in _chunks(_render(rule.reply, context)):

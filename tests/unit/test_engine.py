@@ -161,3 +161,10 @@ def test_fallback_reply_without_tools(harness: Harness) -> None:
     snap = harness.settle(conv)
     assert snap["run"]["status"] == "finished" and snap["calls"] == []
     assert "add a task" in harness.assistant_texts(conv)[-1]
+
+
+def test_an_optional_group_that_did_not_match_leaves_its_argument_out(harness: Harness) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "Add a task to ship the release")
+    call = harness.open_call(conv, "awaiting_confirmation")
+    assert call["input"] == {"title": "Ship the release", "description": "Added from the chat."}
