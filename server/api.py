@@ -122,7 +122,9 @@ async def capabilities(request: Request) -> JSONResponse:
     tools = body.get("tools")
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
         raise BadRequest("field 'tools' must be a list of tool names", field="tools")
-    agent = runtime.agents[conversation.agent_id]
+    agent = runtime.agents.get(conversation.agent_id)
+    if agent is None:
+        raise NotFound(f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent")
     unknown = sorted(set(tools) - {t.name for t in agent.tools})
     if unknown:
         raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")

@@ -405,3 +405,15 @@ def test_a_run_keeps_its_agent_definition_when_the_file_changes(make: Any) -> No
     assert h.answer(call2, {"new": 1}).status_code == 200
     h.settle(conv2)
     assert h.assistant_texts(conv2)[-1] == "NEW REPLY"
+
+
+def test_a_conversation_whose_agent_was_removed_gets_a_clear_error(make: Any) -> None:
+    h = make(agent())
+    conv = h.conversation("ops")
+    (h.agents_dir / "ops.json").rename(h.agents_dir / "ops.json.off")
+    write_agent(h.agents_dir, {**agent(), "id": "other"}, name="other.json")
+    h.runtime.reload_agents()
+    for path, body in [("capabilities", {"tools": []}), ("messages", {"text": "act 1"})]:
+        r = h.http.post(f"/api/conversations/{conv.id}/{path}", json=body, headers=conv.auth)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_agent", r.text
+    assert h.snapshot(conv)["messages"] == []  # nothing half-done
