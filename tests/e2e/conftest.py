@@ -110,7 +110,9 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
     running.stop()
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, not session-scoped: Playwright's sync API runs an event loop on the main
+# thread while it is open, and the async unit tests collected after e2e could not run.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         raise RuntimeError(f"{CHROMIUM} is missing: run scripts/install --test")
