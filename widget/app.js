@@ -202,6 +202,9 @@ function applySnapshot(snap) {
   }
   byId.forEach(upsertCall)
   ui.scrollToEnd()
+  // The snapshot may be all there is (a run that finished while the stream was down):
+  // no later event will come to update the composer.
+  refresh()
 }
 
 // ============================================================================
