@@ -95,16 +95,8 @@ class Env:
 
 def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]],
           notes: Sequence[str] = ()) -> None:
-    """report.print_table's layout, with a header of the section's own."""
-    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-    print(f"\n## {title}\n")
-    for i, row in enumerate((header, *rows)):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
-    for note in notes:
-        print(f"  {note}")
-    sys.stdout.flush()
+    """A table with a header of the section's own."""
+    print_table(title, rows, notes, header=header)
 
 
 def origin(url: str) -> str:

@@ -40,10 +40,15 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     return {"p50": q[49], "p99": q[98], "mean": statistics.fmean(values)}
 
 
-def print_table(title: str, rows: Sequence[Row], notes: Sequence[str] = ()) -> None:
-    widths = [max(len(r[i]) for r in (HEADER, *rows)) for i in range(len(HEADER))]
+def print_table(
+    title: str,
+    rows: Sequence[Sequence[str]],
+    notes: Sequence[str] = (),
+    header: Sequence[str] = HEADER,
+) -> None:
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
     print(f"\n## {title}\n")
-    for i, row in enumerate((HEADER, *rows)):
+    for i, row in enumerate((header, *rows)):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         if i == 0:
             print("  ".join("-" * w for w in widths))
