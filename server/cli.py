@@ -127,9 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         for problem in exc.problems:
             print(f"  - {problem}", file=sys.stderr)
         return 1
-    if args.command == "demo":
-        return asyncio.run(_demo(app, args))
-    asyncio.run(_serve(app, args.host, args.port, args.log_level))
+    try:
+        if args.command == "demo":
+            return asyncio.run(_demo(app, args))
+        asyncio.run(_serve(app, args.host, args.port, args.log_level))
+    except KeyboardInterrupt:  # Ctrl-C: the servers have shut down; no traceback
+        print("hostcall: stopped", file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,35 @@
+"""The README's commands, as a new user types them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from server.settings import ROOT
+
+
+def test_the_demo_command_installs_and_starts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # scripts/demo runs scripts/install (no test extras) and then the demo; --help proves
+    # both halves work without holding the demo's fixed ports.
+    result = subprocess.run(
+        ["scripts/demo", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--host-port" in result.stdout
+
+
+def test_ctrl_c_stops_the_server_without_a_traceback(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    env = {**os.environ, "HOSTCALL_SECRET_KEYS": "k" * 32}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "serve", "--port", "0",
+         "--db", str(tmp_path / "x.db")],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    time.sleep(2)
+    process.send_signal(signal.SIGINT)
+    out, _ = process.communicate(timeout=20)
+    assert process.returncode == 0, out
+    assert "Traceback" not in out
