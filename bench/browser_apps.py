@@ -8,13 +8,10 @@ with floor_app's uvicorn settings.
 
 from __future__ import annotations
 
-import argparse
 import re
-import resource
 from pathlib import Path
 
-import uvicorn
-from floor_app import create_floor_app
+import floor_app
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
@@ -35,16 +32,7 @@ async def page(request: Request) -> Response:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--ping", type=int, default=15)
-    parser.add_argument("--log-level", default="warning")
-    args = parser.parse_args()
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    app = create_floor_app(args.ping)
-    app.router.routes.append(Route("/pages/{name}.html", page))
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level=args.log_level, lifespan="off")
+    floor_app.main([Route("/pages/{name}.html", page)])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import itertools
 import json
 import resource
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import uvicorn
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -82,7 +82,7 @@ def create_floor_app(ping: int) -> Starlette:
     ])
 
 
-def main() -> None:
+def main(extra_routes: Sequence[Route] = ()) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ping", type=int, default=15)
@@ -91,7 +91,9 @@ def main() -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     # Same uvicorn settings as `python -m server serve` (server/cli.py), loopback only.
-    uvicorn.run(create_floor_app(args.ping), host="127.0.0.1", port=args.port,
+    app = create_floor_app(args.ping)
+    app.router.routes.extend(extra_routes)
+    uvicorn.run(app, host="127.0.0.1", port=args.port,
                 log_level=args.log_level, lifespan="off")
 
 
