@@ -39,6 +39,3 @@ class Broker:
                 queue.put_nowait(None)
             else:
                 queue.put_nowait(event)
-
-    def subscriber_count(self, conversation_id: str) -> int:
-        return len(self._subscribers.get(conversation_id, ()))

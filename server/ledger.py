@@ -36,7 +36,7 @@ from server.errors import (
 from server.guardrails import Hit, evaluate
 from server.journal import Journal, Unit
 from server.platform import Platform
-from server.policies import ApprovalReason, approval_reason, model_content, visible_outcome
+from server.policies import approval_reason, model_content, visible_outcome
 from server.protocol import EventType
 from server.store.records import OPEN_STATES, Call, CallState, Conversation, Run, StoredMessage
 from server.tokens import Claims, Purpose, Tokens, input_digest
@@ -475,6 +475,3 @@ def _parse_arguments(
             errors=[p.to_json() for p in problems],
         )
     return value, None
-
-
-__all__ = ["SCOPES", "ApprovalReason", "Ledger", "new_id", "tool_error"]

@@ -8,7 +8,7 @@ states it is given, atomically, and says whether it did.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -54,6 +54,3 @@ class Store(Protocol):
     def last_seq(self, conversation_id: str) -> int: ...
 
     def close(self) -> None: ...
-
-
-__all__ = ["Iterator", "Store"]
