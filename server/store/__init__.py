@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from server.protocol import Event, EventType
+from server.protocol.events import ProtocolEvent
+from server.protocol.frames import Event
 from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 
 
@@ -47,9 +48,7 @@ class Store(Protocol):
     def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None: ...
     def has_grant(self, conversation_id: str, tool_name: str) -> bool: ...
 
-    def append_event(
-        self, conversation_id: str, type: EventType, data: dict[str, Any]
-    ) -> Event: ...
+    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event: ...
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]: ...
     def last_seq(self, conversation_id: str) -> int: ...
 

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from server.protocol import Event, EventType
+from server.protocol.events import ProtocolEvent, encode
+from server.protocol.frames import Event, stored_event
 from server.store.records import (
     OPEN_STATES,
     Call,
@@ -347,7 +348,8 @@ class SQLiteStore:
 
     # ---- events --------------------------------------------------------------------------
 
-    def append_event(self, conversation_id: str, type: EventType, data: dict[str, Any]) -> Event:
+    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
+        name, encoded = encode(event)
         with self.transaction():
             row = self._db.execute(
                 "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq",
@@ -357,9 +359,9 @@ class SQLiteStore:
             seq = row[0]
             self._db.execute(
                 "INSERT INTO events (conversation_id, seq, type, data) VALUES (?, ?, ?, ?)",
-                (conversation_id, seq, type.value, _dump(data)),
+                (conversation_id, seq, name, encoded),
             )
-        return Event(conversation_id=conversation_id, seq=seq, type=type, data=data)
+        return Event(conversation_id, seq, name, encoded)
 
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
         rows = self._db.execute(
@@ -367,10 +369,7 @@ class SQLiteStore:
             " ORDER BY seq LIMIT ?",
             (conversation_id, seq, limit),
         )
-        return [
-            Event(conversation_id, r["seq"], EventType(r["type"]), json.loads(r["data"]))
-            for r in rows
-        ]
+        return [stored_event(conversation_id, r["seq"], r["type"], r["data"]) for r in rows]
 
     def last_seq(self, conversation_id: str) -> int:
         row = self._db.execute(
