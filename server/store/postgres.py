@@ -28,6 +28,7 @@ from server.errors import StoreError
 from server.protocol import Event, EventType
 from server.store import rows
 from server.store.migrations import Migration, pending
+from server.store.postgres_console import CONSOLE_SCHEMA, PostgresConsoleTables
 from server.store.records import (
     OPEN_STATES,
     Call,
@@ -83,6 +84,7 @@ CREATE TABLE events (
 CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until DOUBLE PRECISION NOT NULL);
 CREATE INDEX leases_by_until ON leases (until);
 """),
+    Migration(2, "console", CONSOLE_SCHEMA),
 )  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -126,7 +128,7 @@ def connect(url: str, **options: Any) -> psycopg.Connection[dict[str, Any]]:
         ) from None
 
 
-class PostgresStore:
+class PostgresStore(PostgresConsoleTables):
     def __init__(self, url: str) -> None:
         self.url = url
         self._db = connect(url)

@@ -32,6 +32,7 @@ from server.store.records import (
     RunStatus,
     StoredMessage,
 )
+from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables
 
 MIGRATIONS = (
     # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
@@ -77,6 +78,9 @@ CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT N
 CREATE INDEX leases_by_until ON leases (until);
 CREATE INDEX runs_by_status ON runs (status);
 """),
+    # The console's tables (issue 11); IF NOT EXISTS adopts files made before migrations.
+    # Changing them later means a new migration here, not an edit of CONSOLE_SCHEMA.
+    Migration(3, "console", CONSOLE_SCHEMA),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -117,7 +121,7 @@ def _lock(path: Path) -> IO[str]:
     return handle
 
 
-class SQLiteStore:
+class SQLiteStore(ConsoleTables):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
