@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from server.errors import StoreError
+from server.protocol.limits import MAX_BODY_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_AGENTS = ROOT / "demo" / "agents"
@@ -21,7 +22,7 @@ class Settings:
     database_url: str | None = None
     # Newest key last: itsdangerous signs with the last and accepts all (key rotation).
     secret_keys: tuple[str, ...] = ()
-    max_body_bytes: int = 256 * 1024
+    max_body_bytes: int = MAX_BODY_BYTES
     session_max_age: int = 30 * 24 * 3600
     stream_max_age: int = 10 * 60
     call_token_max_age: int = 24 * 3600

@@ -26,8 +26,12 @@ async def events(request: Request) -> EventSourceResponse:
     if store.get_conversation(conversation_id) is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
-    raw = request.headers.get("last-event-id") or request.query_params.get("after")
-    seen = parse_event_id(raw, conversation_id, store.last_seq(conversation_id)) if raw else 0
+    header = request.headers.get("last-event-id")
+    raw, source = (
+        (header, "Last-Event-ID") if header else (request.query_params.get("after"), "after")
+    )
+    last_seq = store.last_seq(conversation_id)
+    seen = parse_event_id(raw, conversation_id, last_seq, source=source) if raw else 0
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)
