@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from server.settings import ROOT
 
@@ -28,8 +27,15 @@ def test_ctrl_c_stops_the_server_without_a_traceback(tmp_path) -> None:  # type:
          "--db", str(tmp_path / "x.db")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    time.sleep(2)
+    # Ctrl-C once it serves (a fixed sleep raced the start on a loaded machine).
+    assert process.stdout is not None
+    seen = []
+    for line in process.stdout:
+        seen.append(line)
+        if "Uvicorn running on" in line:
+            break
     process.send_signal(signal.SIGINT)
-    out, _ = process.communicate(timeout=20)
+    rest, _ = process.communicate(timeout=20)
+    out = "".join(seen) + rest
     assert process.returncode == 0, out
     assert "Traceback" not in out
