@@ -597,12 +597,17 @@ async function patiently(request) {
   }
 }
 
-/** Sync the working indicator and the send button with the run. */
+/**
+ * Sync the working indicator and the send button with the run, and publish the agent's
+ * state on the root for tests and pages (README: `data-agent-state`): starting, idle (the
+ * agent has finished; a message can be sent), working, waiting (a person must act).
+ */
 function refresh() {
   const active = state.run === 'running' || state.run === 'waiting'
   const person = [...calls.values()].some(v => PERSON.has(v.phase))
   ui.setWorking(state.ready && active && !person && !state.streaming)
   ui.setSendEnabled(state.ready && !active)
+  document.documentElement.dataset.agentState = !state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working'
 }
 
 /** Move focus to a new prompt only if the person is not busy elsewhere. */
