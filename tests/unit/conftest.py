@@ -16,6 +16,8 @@ from starlette.testclient import TestClient
 from server.app import create_app
 from server.runtime import Runtime
 from server.settings import DEMO_AGENTS, Settings
+from server.store import Store, open_store
+from tests.unit.databases import fresh_schema
 
 SECRET = ("unit-test-secret-key-0123456789abcdef",)
 
@@ -176,3 +178,23 @@ BOARD = {
         {"id": "t3", "title": "Plan sprint", "status": "done", "assignee": "Ana"},
     ]
 }
+
+
+# ---- stores: every store test runs on SQLite and on PostgreSQL ---------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str | Path]:
+    """Where a store lives: a SQLite file, or a PostgreSQL URL on a fresh schema."""
+    if request.param == "sqlite":
+        yield tmp_path / "store.db"
+    else:
+        with fresh_schema() as url:
+            yield url
+
+
+@pytest.fixture
+def store(store_target: str | Path) -> Iterator[Store]:
+    opened = open_store(store_target)
+    yield opened
+    opened.close()

@@ -151,7 +151,7 @@ MISTAKES = [
     Mistake(
         "required-not-a-property",
         with_tool(output_schema={"type": "object", "properties": {"ok": {"type": "boolean"}},
-                                 "required": ["ok", "done"]}),  # fmt: skip
+                                 "required": ["ok", "done"]}),
         ("tool 'archive_task'", "'output_schema'", "requires 'done' at /", "(ok)"),
     ),
     Mistake(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from server.settings import ROOT
 from tests.unit.conftest import BOARD, SECRET, Harness, planner_definition, write_agent
