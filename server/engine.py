@@ -37,7 +37,14 @@ from server.models.base import (
 from server.models.factory import build_model
 from server.notices import run_notice
 from server.platform import Platform
-from server.protocol import EventType
+from server.protocol.events import (
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextMessageContent,
+    TextMessageEnd,
+    TextMessageStart,
+)
 from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 from server.tokens import Tokens
 
@@ -138,13 +145,10 @@ class Engine:
             taken = self.leases.take(run_key(run.id))
             assert taken, "a new run's lease is free"
             self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
-            started: dict[str, Any] = {"threadId": cid, "runId": run.id}
-            if simulate:
-                started["simulated"] = True
-            unit.emit(cid, EventType.RUN_STARTED, started)
-            unit.emit(cid, EventType.TEXT_MESSAGE_START, {"messageId": message_id, "role": "user"})
-            unit.emit(cid, EventType.TEXT_MESSAGE_CONTENT, {"messageId": message_id, "delta": text})
-            unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+            unit.emit(cid, RunStarted(cid, run.id, simulated=True if simulate else None))
+            unit.emit(cid, TextMessageStart(message_id, "user"))
+            unit.emit(cid, TextMessageContent(message_id, text))
+            unit.emit(cid, TextMessageEnd(message_id))
         self._spawn(self._advance(run.id))
         return run
 
@@ -349,22 +353,14 @@ class Engine:
                     if not item.text:
                         continue
                     if not text:
-                        self.journal.emit(
-                            cid,
-                            EventType.TEXT_MESSAGE_START,
-                            {"messageId": message_id, "role": "assistant"},
-                        )
+                        self.journal.emit(cid, TextMessageStart(message_id, "assistant"))
                     text.append(item.text)
-                    self.journal.emit(
-                        cid,
-                        EventType.TEXT_MESSAGE_CONTENT,
-                        {"messageId": message_id, "delta": item.text},
-                    )
+                    self.journal.emit(cid, TextMessageContent(message_id, item.text))
                 else:
                     requests.append(item)
         except ModelError as exc:
             if text:
-                self.journal.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+                self.journal.emit(cid, TextMessageEnd(message_id))
             self._fail(run_id, exc.code, exc.message)
             return False
         conversation = self.store.get_conversation(cid)
@@ -373,7 +369,7 @@ class Engine:
         calls = [(new_id("k"), r) for r in requests]
         with self.journal.unit() as unit:
             if text:
-                unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+                unit.emit(cid, TextMessageEnd(message_id))
             self.store.add_message(
                 StoredMessage(
                     message_id,
@@ -389,7 +385,7 @@ class Engine:
             if not calls:
                 self.leases.end(run_key(run_id))
                 self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
-                unit.emit(cid, EventType.RUN_FINISHED, {"threadId": cid, "runId": run_id})
+                unit.emit(cid, RunFinished(cid, run_id))
                 return False
             opened = [
                 self.ledger.propose(
@@ -433,11 +429,7 @@ class Engine:
             self.store.update_run(
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
-            unit.emit(
-                run.conversation_id,
-                EventType.RUN_ERROR,
-                {"runId": run_id, "code": code, "message": message},
-            )
+            unit.emit(run.conversation_id, RunError(message, code, run_id))
 
 
 def _model_message(message: StoredMessage) -> Message:
