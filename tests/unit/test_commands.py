@@ -8,6 +8,9 @@ import subprocess
 import sys
 import time
 
+import httpx
+
+from server.qa.servers import free_port
 from server.settings import ROOT
 
 
@@ -23,12 +26,20 @@ def test_the_demo_command_installs_and_starts(tmp_path) -> None:  # type: ignore
 
 def test_ctrl_c_stops_the_server_without_a_traceback(tmp_path) -> None:  # type: ignore[no-untyped-def]
     env = {**os.environ, "HOSTCALL_SECRET_KEYS": "k" * 32}
+    port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--port", "0",
+        [sys.executable, "-m", "server", "serve", "--port", str(port),
          "--db", str(tmp_path / "x.db")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    time.sleep(2)
+    # Ctrl-C once it serves (a fixed sleep raced a slow import on a loaded machine).
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     out, _ = process.communicate(timeout=20)
     assert process.returncode == 0, out
