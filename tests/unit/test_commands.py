@@ -8,9 +8,6 @@ import subprocess
 import sys
 import time
 
-import httpx
-
-from server.qa.servers import free_port
 from server.settings import ROOT
 
 
@@ -26,21 +23,26 @@ def test_the_demo_command_installs_and_starts(tmp_path) -> None:  # type: ignore
 
 def test_ctrl_c_stops_the_server_without_a_traceback(tmp_path) -> None:  # type: ignore[no-untyped-def]
     env = {**os.environ, "HOSTCALL_SECRET_KEYS": "k" * 32}
-    port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--port", str(port),
+        [sys.executable, "-m", "server", "serve", "--port", "0",
          "--db", str(tmp_path / "x.db")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    # Ctrl-C once it serves (a fixed sleep raced a slow import on a loaded machine).
+    # Interrupt only once the server is up: a signal during start-up tests something else
+    # (and a loaded machine can take seconds to import).
+    assert process.stdout is not None
+    seen: list[str] = []
     deadline = time.monotonic() + 60
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if "Uvicorn running on" in line or "Application startup complete" in line:
+            break
+    assert any("startup complete" in s or "running on" in s for s in seen), "".join(seen)
     process.send_signal(signal.SIGINT)
     out, _ = process.communicate(timeout=20)
+    out = "".join(seen) + out
     assert process.returncode == 0, out
     assert "Traceback" not in out
