@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 from server.settings import ROOT
 
@@ -27,15 +28,21 @@ def test_ctrl_c_stops_the_server_without_a_traceback(tmp_path) -> None:  # type:
          "--db", str(tmp_path / "x.db")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    # Ctrl-C once it serves (a fixed sleep raced the start on a loaded machine).
+    # Interrupt only once the server is up: a signal during start-up tests something else
+    # (and a loaded machine can take seconds to import).
     assert process.stdout is not None
-    seen = []
-    for line in process.stdout:
-        seen.append(line)
-        if "Uvicorn running on" in line:
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
             break
+        seen.append(line)
+        if "Uvicorn running on" in line or "Application startup complete" in line:
+            break
+    assert any("startup complete" in s or "running on" in s for s in seen), "".join(seen)
     process.send_signal(signal.SIGINT)
-    rest, _ = process.communicate(timeout=20)
-    out = "".join(seen) + rest
+    out, _ = process.communicate(timeout=20)
+    out = "".join(seen) + out
     assert process.returncode == 0, out
     assert "Traceback" not in out
