@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Route
 from server.errors import SURFACE_ERROR_CODES, BadRequest, NotFound, ToolErrorCode, Unprocessable
 from server.ledger import new_id
 from server.protocol import field_object, field_str, read_json
+from server.responses import StoredJSONResponse
 from server.runtime import Runtime
 from server.store.records import Conversation
 from server.tokens import Claims, Purpose
@@ -89,7 +90,7 @@ async def snapshot(request: Request) -> JSONResponse:
         if m.tool_calls:
             item["toolCallIds"] = [c["id"] for c in m.tool_calls]
         messages.append(item)
-    return JSONResponse(
+    return StoredJSONResponse(
         {
             "conversationId": conversation.id,
             "agentId": conversation.agent_id,
@@ -175,7 +176,7 @@ async def call_result(request: Request) -> JSONResponse:
     else:
         error = field_object(body, "error") or {}
         code = error.get("code")
-        if code not in SURFACE_ERROR_CODES:
+        if not isinstance(code, str) or code not in SURFACE_ERROR_CODES:
             raise BadRequest(
                 f"error code must be one of {sorted(SURFACE_ERROR_CODES)} (got {code!r})",
                 field="error.code",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from server.agents import Agent, load_agents
 from server.broker import Broker
 from server.engine import Engine
+from server.errors import StoreUnwritable, Unavailable
 from server.journal import Journal
 from server.platform import Platform, load_platform
 from server.settings import Settings, load_secret_keys
@@ -43,7 +45,7 @@ class Runtime:
                 Purpose.CALL_DECISION: settings.call_token_max_age,
             },
         )
-        store = SQLiteStore(settings.db_path)
+        store = _open_store(settings)
         broker = Broker()
         engine = Engine(
             Journal(store, broker),
@@ -54,6 +56,13 @@ class Runtime:
             clock=clock,
         )
         return cls(settings, agents, store, broker, tokens, engine)
+
+    def check_store(self) -> None:
+        """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write."""
+        try:
+            self.store.probe_write()
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the database cannot be written: {exc}") from None
 
     def reload_agents(self) -> None:
         """Read the agent files again; runs already started keep their own definitions.
@@ -78,6 +87,20 @@ class Runtime:
                 await self._sweeper
             await self.engine.drain()
             self.store.close()
+
+
+def _open_store(settings: Settings) -> SQLiteStore:
+    """The store, proven writable: better no server than one that fails every answer."""
+    try:
+        store = SQLiteStore(settings.db_path)
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreUnwritable(settings.db_path, str(exc)) from None
+    try:
+        store.probe_write()
+    except sqlite3.Error as exc:
+        store.close()
+        raise StoreUnwritable(settings.db_path, str(exc)) from None
+    return store
 
 
 def _load(settings: Settings, platform: Platform) -> dict[str, Agent]:

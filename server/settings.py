@@ -22,6 +22,8 @@ class Settings:
     stream_max_age: int = 10 * 60
     call_token_max_age: int = 24 * 3600
     ping_seconds: float = 15.0
+    # A request body that stops arriving for this long is answered 408 (issue 7).
+    body_timeout_seconds: float = 15.0
     sweep_seconds: float = 0.5
     # Added to every agent's allowed origins (the demo adds its host page this way).
     extra_origins: tuple[str, ...] = ()

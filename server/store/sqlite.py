@@ -6,13 +6,13 @@ single writer makes ``transition_call``'s conditional UPDATE the whole story of 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from server import strictjson
 from server.protocol import Event, EventType
 from server.store.records import (
     OPEN_STATES,
@@ -23,6 +23,7 @@ from server.store.records import (
     RunStatus,
     StoredMessage,
 )
+from server.strictjson import loads_stored
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -55,6 +56,7 @@ CREATE TABLE IF NOT EXISTS grants (
     conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, call_id TEXT NOT NULL,
     PRIMARY KEY (conversation_id, tool_name)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS probe (at REAL);
 CREATE TABLE IF NOT EXISTS events (
     conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (conversation_id, seq)
@@ -63,7 +65,9 @@ CREATE TABLE IF NOT EXISTS events (
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    # Strict: a non-finite number raises here and the unit rolls back, rather than being
+    # stored as the non-JSON `NaN` that every later read would have to survive.
+    return strictjson.dumps(value)
 
 
 class SQLiteStore:
@@ -106,6 +110,15 @@ class SQLiteStore:
     def close(self) -> None:
         self._db.close()
 
+    def probe_write(self) -> None:
+        """Write and roll back one row: raises ``sqlite3.Error`` when writes would fail
+        (read-only file or directory, full disk, a lock held past the busy timeout)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("INSERT INTO probe (at) VALUES (julianday('now'))")
+        finally:
+            self._db.execute("ROLLBACK")
+
     # ---- conversations -------------------------------------------------------------------
 
     def create_conversation(self, conversation: Conversation) -> None:
@@ -132,7 +145,7 @@ class SQLiteStore:
             agent_id=row["agent_id"],
             created_at=row["created_at"],
             locale=row["locale"],
-            handled_tools=tuple(json.loads(row["handled_tools"])),
+            handled_tools=tuple(loads_stored(row["handled_tools"]) or ()),
         )
 
     def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
@@ -170,7 +183,7 @@ class SQLiteStore:
                 run_id=r["run_id"],
                 role=r["role"],
                 text=r["text"],
-                tool_calls=tuple(json.loads(r["tool_calls"])),
+                tool_calls=tuple(loads_stored(r["tool_calls"]) or ()),
                 tool_call_id=r["tool_call_id"],
                 tool_name=r["tool_name"],
             )
@@ -200,10 +213,10 @@ class SQLiteStore:
         return Run(
             id=row["id"],
             conversation_id=row["conversation_id"],
-            agent=json.loads(row["agent"]),
+            agent=loads_stored(row["agent"]),
             status=RunStatus(row["status"]),
             step=row["step"],
-            error=json.loads(row["error"]) if row["error"] else None,
+            error=loads_stored(row["error"]) if row["error"] else None,
             simulate=bool(row["simulate"]),
         )
 
@@ -268,13 +281,13 @@ class SQLiteStore:
             step=row["step"],
             tool_name=row["tool_name"],
             state=CallState(row["state"]),
-            input=json.loads(row["input"]),
+            input=loads_stored(row["input"]),
             arguments=row["arguments"],
             deadline=row["deadline"],
             route=row["route"],
-            outcome=json.loads(row["outcome"]) if row["outcome"] else None,
+            outcome=loads_stored(row["outcome"]) if row["outcome"] else None,
             delivered=bool(row["delivered"]),
-            extra=json.loads(row["extra"]),
+            extra=loads_stored(row["extra"]) or {},
         )
 
     def get_call(self, call_id: str) -> Call | None:
@@ -368,7 +381,7 @@ class SQLiteStore:
             (conversation_id, seq, limit),
         )
         return [
-            Event(conversation_id, r["seq"], EventType(r["type"]), json.loads(r["data"]))
+            Event(conversation_id, r["seq"], EventType(r["type"]), loads_stored(r["data"]) or {})
             for r in rows
         ]
 

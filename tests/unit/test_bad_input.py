@@ -498,7 +498,8 @@ def test_malformed_json_is_refused(harness: Harness, endpoint: str, body: bytes)
 def test_json_that_is_not_an_object_is_refused(harness: Harness, endpoint: str, body: Any) -> None:
     t = target(harness, endpoint)
     before = state(harness, t.conv)
-    r = harness.http.post(t.url, content=json.dumps(body).encode(), headers=t.headers)
+    headers = {**t.headers, "Content-Type": "application/json"}
+    r = harness.http.post(t.url, content=json.dumps(body).encode(), headers=headers)
     assert_error(r, 400, "malformed_json", "object")
     assert state(harness, t.conv) == before
     t.still_works()
