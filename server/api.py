@@ -65,7 +65,7 @@ async def create_conversation(request: Request) -> JSONResponse:
         {
             "conversationId": conversation.id,
             "sessionToken": runtime.tokens.sign(Purpose.SESSION, claims),
-            "streamToken": runtime.tokens.sign(Purpose.STREAM, claims),
+            "streamToken": runtime.stream_ticket(conversation.id),
             "agent": {
                 "id": agent.id,
                 "name": agent.name,
@@ -112,8 +112,7 @@ async def snapshot(request: Request) -> JSONResponse:
 async def stream_token(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
-    token = runtime.tokens.sign(Purpose.STREAM, Claims(conversation.id))
-    return JSONResponse({"streamToken": token})
+    return JSONResponse({"streamToken": runtime.stream_ticket(conversation.id)})
 
 
 async def capabilities(request: Request) -> JSONResponse:

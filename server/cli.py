@@ -185,9 +185,10 @@ def server_config(app: Starlette, *, host: str, port: int, log_level: str) -> An
     streams end without an error each."""
     import uvicorn
 
+    from server import accesslog
     from server.connections import GuardedH11Protocol
 
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -198,6 +199,9 @@ def server_config(app: Starlette, *, host: str, port: int, log_level: str) -> An
         timeout_keep_alive=5,
         timeout_graceful_shutdown=3,
     )
+    # After Config(): it (re)configures uvicorn's loggers, keeping filters already there.
+    accesslog.install()
+    return config
 
 
 async def _serve(app: Starlette, host: str, port: int, log_level: str) -> None:

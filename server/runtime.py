@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
@@ -12,13 +13,13 @@ from dataclasses import dataclass, field, replace
 from server.agents import Agent, load_agents
 from server.broker import Broker
 from server.engine import Engine
-from server.errors import StoreUnwritable, Unavailable
+from server.errors import Forbidden, StoreUnwritable, Unauthorized, Unavailable
 from server.journal import Journal
 from server.platform import Platform, load_platform
 from server.settings import Settings, load_secret_keys
 from server.store import Store
 from server.store.sqlite import SQLiteStore
-from server.tokens import Purpose, Tokens
+from server.tokens import Claims, Purpose, Tokens
 
 
 @dataclass
@@ -29,6 +30,7 @@ class Runtime:
     broker: Broker
     tokens: Tokens
     engine: Engine
+    clock: Callable[[], float] = time.time
     _sweeper: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @classmethod
@@ -55,7 +57,29 @@ class Runtime:
             environ=settings.environ,
             clock=clock,
         )
-        return cls(settings, agents, store, broker, tokens, engine)
+        return cls(settings, agents, store, broker, tokens, engine, clock)
+
+    def stream_ticket(self, conversation_id: str) -> str:
+        """A stream token that opens one stream, once, within ``stream_max_age`` (issue 7):
+        it travels in a URL, so whoever sees it later (a log, a proxy) can do nothing."""
+        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12))
+        return self.tokens.sign(Purpose.STREAM, claims)
+
+    def check_stream_ticket(self, token: str | None, conversation_id: str) -> str:
+        """The ticket's single-use id, once its signature, age and conversation are right."""
+        claims = self.tokens.verify(Purpose.STREAM, token)
+        if claims.conversation_id != conversation_id:
+            raise Forbidden(f"this stream token is for another conversation than {conversation_id}")
+        if claims.nonce is None:
+            raise Unauthorized("the stream token is not a stream ticket", code="bad_token")
+        return claims.nonce
+
+    def redeem_stream_ticket(self, nonce: str) -> None:
+        """Use the ticket up; a second stream opened with it is refused (``used_token``)."""
+        now = self.clock()
+        expires = now + self.settings.stream_max_age + 1
+        if not self.store.consume_ticket(nonce, expires, now):
+            raise Unauthorized("this stream token was already used", code="used_token")
 
     def check_store(self) -> None:
         """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write."""

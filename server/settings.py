@@ -19,7 +19,8 @@ class Settings:
     secret_keys: tuple[str, ...] = ()
     max_body_bytes: int = 256 * 1024
     session_max_age: int = 30 * 24 * 3600
-    stream_max_age: int = 10 * 60
+    # A stream ticket is single use and only needs to live from issue to EventSource open.
+    stream_max_age: int = 60
     call_token_max_age: int = 24 * 3600
     ping_seconds: float = 15.0
     # A request body that stops arriving for this long is answered 408 (issue 7).

@@ -57,6 +57,9 @@ CREATE TABLE IF NOT EXISTS grants (
     PRIMARY KEY (conversation_id, tool_name)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS probe (at REAL);
+CREATE TABLE IF NOT EXISTS stream_tickets (
+    nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (conversation_id, seq)
@@ -109,6 +112,16 @@ class SQLiteStore:
 
     def close(self) -> None:
         self._db.close()
+
+    def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        """Record a single-use ticket as used; False if it already was (atomic)."""
+        with self.transaction():
+            self._db.execute("DELETE FROM stream_tickets WHERE expires_at < ?", (now,))
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO stream_tickets (nonce, expires_at) VALUES (?, ?)",
+                (nonce, expires_at),
+            )
+        return cursor.rowcount == 1
 
     def probe_write(self) -> None:
         """Write and roll back one row: raises ``sqlite3.Error`` when writes would fail
