@@ -13,12 +13,13 @@ from dataclasses import dataclass, field, replace
 from server.agents import Agent, load_agents
 from server.broker import Broker
 from server.engine import Engine
-from server.errors import Forbidden, StoreUnwritable, Unauthorized, Unavailable
+from server.errors import Forbidden, StoreError, StoreUnwritable, Unauthorized, Unavailable
 from server.journal import Journal
+from server.leases import Leases
 from server.platform import Platform, load_platform
+from server.relay import Relay
 from server.settings import Settings, load_secret_keys
-from server.store import Store
-from server.store.sqlite import SQLiteStore
+from server.store import Store, open_store
 from server.tokens import Claims, Purpose, Tokens
 
 
@@ -30,14 +31,18 @@ class Runtime:
     broker: Broker
     tokens: Tokens
     engine: Engine
+    leases: Leases
     clock: Callable[[], float] = time.time
-    _sweeper: asyncio.Task[None] | None = field(default=None, repr=False)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
 
     @classmethod
     def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:
         platform = load_platform(settings.agents_dir, settings.environ)
         agents = _load(settings, platform)
-        keys = settings.secret_keys or load_secret_keys(settings.db_path, settings.environ)
+        shared = settings.database_url is not None
+        keys = settings.secret_keys or load_secret_keys(
+            settings.db_path, settings.environ, shared=shared
+        )
         tokens = Tokens(
             keys,
             {
@@ -49,15 +54,17 @@ class Runtime:
         )
         store = _open_store(settings)
         broker = Broker()
+        leases = Leases(store, ttl=settings.lease_seconds, clock=clock)
         engine = Engine(
             Journal(store, broker),
             tokens,
             agents,
             platform=platform,
             environ=settings.environ,
+            leases=leases,
             clock=clock,
         )
-        return cls(settings, agents, store, broker, tokens, engine, clock)
+        return cls(settings, agents, store, broker, tokens, engine, leases, clock)
 
     def stream_ticket(self, conversation_id: str) -> str:
         """A stream token that opens one stream, once, within ``stream_max_age`` (issue 7):
@@ -85,7 +92,7 @@ class Runtime:
         """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write."""
         try:
             self.store.probe_write()
-        except sqlite3.Error as exc:
+        except Exception as exc:  # whatever the store's driver raises
             raise Unavailable(f"the database cannot be written: {exc}") from None
 
     def reload_agents(self) -> None:
@@ -100,30 +107,46 @@ class Runtime:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Recover what a previous process left, expire calls on time, close on the way out."""
+        """Recover what a previous process left, expire calls on time, close on the way out.
+
+        Background tasks: the sweeper (one process of a cluster at a time), lease renewal,
+        and on PostgreSQL the relay of other processes' events to this one's streams.
+        """
         self.engine.recover()
-        self._sweeper = asyncio.create_task(self.engine.sweep_forever(self.settings.sweep_seconds))
+        jobs = [
+            self.engine.sweep_forever(self.settings.sweep_seconds),
+            self.leases.renew_forever(),
+        ]
+        if self.settings.database_url is not None:
+            relay = Relay(self.settings.database_url, self.store, self.broker)
+            jobs.append(relay.run_forever())
+        self._tasks = [asyncio.create_task(job) for job in jobs]
         try:
             yield
         finally:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+            for task in self._tasks:
+                task.cancel()
+            for task in self._tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await self.engine.drain()
             self.store.close()
 
 
-def _open_store(settings: Settings) -> SQLiteStore:
+def _open_store(settings: Settings) -> Store:
     """The store, proven writable: better no server than one that fails every answer."""
+    target = settings.database_url or settings.db_path
     try:
-        store = SQLiteStore(settings.db_path)
+        store = open_store(target)
+    except StoreError:
+        raise
     except (sqlite3.Error, OSError) as exc:
-        raise StoreUnwritable(settings.db_path, str(exc)) from None
+        raise StoreUnwritable(target, str(exc)) from None
     try:
         store.probe_write()
-    except sqlite3.Error as exc:
+    except Exception as exc:  # whatever the store's driver raises
         store.close()
-        raise StoreUnwritable(settings.db_path, str(exc)) from None
+        raise StoreUnwritable(target, str(exc)) from None
     return store
 
 

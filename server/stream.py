@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from server.errors import NotFound
-from server.protocol import Event, parse_event_id, to_sse
+from server.protocol.frames import Event, parse_event_id, to_sse
 from server.runtime import Runtime
 
 PAGE = 100

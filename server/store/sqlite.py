@@ -2,18 +2,27 @@
 
 One connection, used from the event loop's thread only: every statement is short, and a
 single writer makes ``transition_call``'s conditional UPDATE the whole story of atomicity.
+One process per file: a second process on the same file is refused at start (issue 10:
+two processes on one file re-ran each other's steps and served each other's streams
+nowhere). Several processes share a PostgreSQL store instead.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from server import strictjson
-from server.protocol import Event, EventType
+from server.errors import StoreError
+from server.protocol.events import ProtocolEvent, encode
+from server.protocol.frames import Event, stored_event
+from server.store import rows
+from server.store.migrations import Migration, pending
 from server.store.records import (
     OPEN_STATES,
     Call,
@@ -23,9 +32,11 @@ from server.store.records import (
     RunStatus,
     StoredMessage,
 )
-from server.strictjson import loads_stored
+from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables
 
-SCHEMA = """
+MIGRATIONS = (
+    # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
+    Migration(1, "initial", """
 CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, created_at REAL NOT NULL,
     locale TEXT NOT NULL DEFAULT '', handled_tools TEXT NOT NULL DEFAULT '[]',
@@ -56,27 +67,70 @@ CREATE TABLE IF NOT EXISTS grants (
     conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, call_id TEXT NOT NULL,
     PRIMARY KEY (conversation_id, tool_name)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS probe (at REAL);
-CREATE TABLE IF NOT EXISTS stream_tickets (
-    nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (conversation_id, seq)
 ) WITHOUT ROWID;
+"""),
+    Migration(2, "leases", """
+CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL)
+    WITHOUT ROWID;
+CREATE INDEX leases_by_until ON leases (until);
+CREATE INDEX runs_by_status ON runs (status);
+"""),
+    # The console's tables (issue 11); IF NOT EXISTS adopts files made before migrations.
+    # Changing them later means a new migration here, not an edit of CONSOLE_SCHEMA.
+    Migration(3, "console", CONSOLE_SCHEMA),
+    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
+    Migration(4, "tickets", """
+CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE probe (at REAL);
+"""),
+)  # fmt: skip
+
+_OPEN = tuple(s.value for s in OPEN_STATES)
+# Runs no process works on although they could move: running with no lease (the process
+# died between claiming and leasing, or before leases existed), or waiting with every call
+# of the step settled (the process died between settling the last call and resuming).
+STALLED_RUNS = f"""
+SELECT r.* FROM runs r
+WHERE r.status IN ('running', 'waiting')
+  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
+  AND (r.status = 'running' OR NOT EXISTS (
+      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step
+      AND c.state IN ({",".join("?" * len(OPEN_STATES))})))
+ORDER BY r.pos
 """
 
 
-def _dump(value: Any) -> str:
-    # Strict: a non-finite number raises here and the unit rolls back, rather than being
-    # stored as the non-JSON `NaN` that every later read would have to survive.
-    return strictjson.dumps(value)
+def _lock(path: Path) -> IO[str]:
+    """Hold ``<db>.lock`` for the life of the process, or refuse to start."""
+    lock_path = path.with_name(path.name + ".lock")
+    handle = open(lock_path, "a+")  # held open until close()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise StoreError(
+            f"another Hostcall process (pid {holder}) is serving the SQLite database {path}; "
+            "a SQLite file serves one process. Stop it first, or run several processes on "
+            "PostgreSQL (--db postgresql://...)",
+            target=str(path),
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
-class SQLiteStore:
+class SQLiteStore(ConsoleTables):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock(self.path)
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction spans
         # exactly the writes of one engine decision.
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -86,8 +140,29 @@ class SQLiteStore:
         # FULL's cost per commit.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
         self._depth = 0
+        self._migrate()
+        # We hold the file alone: every lease in it belongs to a process that is gone.
+        self._db.execute("UPDATE leases SET until = 0")
+
+    def _migrate(self) -> None:
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+            " name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+        applied = [r[0] for r in self._db.execute("SELECT version FROM schema_migrations")]
+        for migration in pending(MIGRATIONS, applied, target=str(self.path)):
+            # executescript commits first; each migration and its record commit together.
+            self._db.executescript(
+                f"BEGIN IMMEDIATE;\n{migration.sql}\n"
+                f"INSERT INTO schema_migrations VALUES ({migration.version},"
+                f" '{migration.name}', {time.time()});\nCOMMIT;"
+            )
+
+    @property
+    def schema_version(self) -> int:
+        row = self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -112,9 +187,9 @@ class SQLiteStore:
 
     def close(self) -> None:
         self._db.close()
+        self._lock.close()
 
     def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
-        """Record a single-use ticket as used; False if it already was (atomic)."""
         with self.transaction():
             self._db.execute("DELETE FROM stream_tickets WHERE expires_at < ?", (now,))
             cursor = self._db.execute(
@@ -143,7 +218,7 @@ class SQLiteStore:
                 conversation.agent_id,
                 conversation.created_at,
                 conversation.locale,
-                _dump(list(conversation.handled_tools)),
+                rows.dump(list(conversation.handled_tools)),
             ),
         )
 
@@ -151,20 +226,12 @@ class SQLiteStore:
         row = self._db.execute(
             "SELECT * FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()
-        if row is None:
-            return None
-        return Conversation(
-            id=row["id"],
-            agent_id=row["agent_id"],
-            created_at=row["created_at"],
-            locale=row["locale"],
-            handled_tools=tuple(loads_stored(row["handled_tools"]) or ()),
-        )
+        return rows.conversation(row) if row else None
 
     def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
         self._db.execute(
             "UPDATE conversations SET handled_tools = ? WHERE id = ?",
-            (_dump(list(tools)), conversation_id),
+            (rows.dump(list(tools)), conversation_id),
         )
 
     # ---- messages ------------------------------------------------------------------------
@@ -179,29 +246,17 @@ class SQLiteStore:
                 message.run_id,
                 message.role,
                 message.text,
-                _dump(list(message.tool_calls)),
+                rows.dump(list(message.tool_calls)),
                 message.tool_call_id,
                 message.tool_name,
             ),
         )
 
     def list_messages(self, conversation_id: str) -> list[StoredMessage]:
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
-        ).fetchall()
-        return [
-            StoredMessage(
-                id=r["id"],
-                conversation_id=r["conversation_id"],
-                run_id=r["run_id"],
-                role=r["role"],
-                text=r["text"],
-                tool_calls=tuple(loads_stored(r["tool_calls"]) or ()),
-                tool_call_id=r["tool_call_id"],
-                tool_name=r["tool_name"],
-            )
-            for r in rows
-        ]
+        )
+        return [rows.message(r) for r in found]
 
     # ---- runs ----------------------------------------------------------------------------
 
@@ -212,7 +267,7 @@ class SQLiteStore:
             (
                 run.id,
                 run.conversation_id,
-                _dump(run.agent),
+                rows.dump(run.agent),
                 run.status,
                 run.step,
                 None,
@@ -220,39 +275,25 @@ class SQLiteStore:
             ),
         )
 
-    def _run(self, row: sqlite3.Row | None) -> Run | None:
-        if row is None:
-            return None
-        return Run(
-            id=row["id"],
-            conversation_id=row["conversation_id"],
-            agent=loads_stored(row["agent"]),
-            status=RunStatus(row["status"]),
-            step=row["step"],
-            error=loads_stored(row["error"]) if row["error"] else None,
-            simulate=bool(row["simulate"]),
-        )
-
     def get_run(self, run_id: str) -> Run | None:
-        return self._run(self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
+        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return rows.run(row) if row else None
 
     def latest_run(self, conversation_id: str) -> Run | None:
         row = self._db.execute(
             "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1",
             (conversation_id,),
         ).fetchone()
-        return self._run(row)
+        return rows.run(row) if row else None
 
     def runs_with_status(self, status: RunStatus) -> list[Run]:
-        rows = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
-        return [run for row in rows if (run := self._run(row)) is not None]
+        found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
+        return [rows.run(r) for r in found]
 
     def update_run(self, run_id: str, **changes: Any) -> None:
-        allowed = {"status", "step", "error"}
-        assert set(changes) <= allowed, f"unknown run fields: {set(changes) - allowed}"
-        values = [_dump(v) if k == "error" else v for k, v in changes.items()]
-        assignments = ", ".join(f"{k} = ?" for k in changes)
-        self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*values, run_id))
+        encoded = rows.run_changes(changes)
+        assignments = ", ".join(f"{k} = ?" for k in encoded)
+        self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*encoded.values(), run_id))
 
     def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
         cursor = self._db.execute(
@@ -260,6 +301,10 @@ class SQLiteStore:
             (to_status, run_id, from_status),
         )
         return cursor.rowcount == 1
+
+    def stalled_runs(self) -> list[Run]:
+        found = self._db.execute(STALLED_RUNS, (*_OPEN,))
+        return [rows.run(r) for r in found]
 
     # ---- calls ---------------------------------------------------------------------------
 
@@ -275,57 +320,39 @@ class SQLiteStore:
                 call.step,
                 call.tool_name,
                 call.state,
-                _dump(call.input),
+                rows.dump(call.input),
                 call.arguments,
                 call.deadline,
                 call.route,
-                _dump(call.outcome) if call.outcome is not None else None,
+                rows.dump(call.outcome) if call.outcome is not None else None,
                 int(call.delivered),
-                _dump(call.extra),
+                rows.dump(call.extra),
             ),
-        )
-
-    @staticmethod
-    def _call(row: sqlite3.Row) -> Call:
-        return Call(
-            id=row["id"],
-            conversation_id=row["conversation_id"],
-            run_id=row["run_id"],
-            step=row["step"],
-            tool_name=row["tool_name"],
-            state=CallState(row["state"]),
-            input=loads_stored(row["input"]),
-            arguments=row["arguments"],
-            deadline=row["deadline"],
-            route=row["route"],
-            outcome=loads_stored(row["outcome"]) if row["outcome"] else None,
-            delivered=bool(row["delivered"]),
-            extra=loads_stored(row["extra"]) or {},
         )
 
     def get_call(self, call_id: str) -> Call | None:
         row = self._db.execute("SELECT * FROM calls WHERE id = ?", (call_id,)).fetchone()
-        return self._call(row) if row else None
+        return rows.call(row) if row else None
 
     def list_calls(self, conversation_id: str) -> list[Call]:
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT * FROM calls WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
         )
-        return [self._call(r) for r in rows]
+        return [rows.call(r) for r in found]
 
     def calls_of_step(self, run_id: str, step: int) -> list[Call]:
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT * FROM calls WHERE run_id = ? AND step = ? ORDER BY pos", (run_id, step)
         )
-        return [self._call(r) for r in rows]
+        return [rows.call(r) for r in found]
 
     def due_calls(self, now: float) -> list[Call]:
         marks = ",".join("?" * len(OPEN_STATES))
-        rows = self._db.execute(
+        found = self._db.execute(
             f"SELECT * FROM calls WHERE state IN ({marks}) AND deadline <= ? ORDER BY deadline",
             (*OPEN_STATES, now),
         )
-        return [self._call(r) for r in rows]
+        return [rows.call(r) for r in found]
 
     def count_calls(self, run_id: str, tool_name: str) -> int:
         row = self._db.execute(
@@ -336,10 +363,10 @@ class SQLiteStore:
     def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
         wanted = list(states)
         marks = ",".join("?" * len(wanted))
-        rows = self._db.execute(
+        found = self._db.execute(
             f"SELECT * FROM calls WHERE state IN ({marks}) ORDER BY pos", wanted
         )
-        return [self._call(r) for r in rows]
+        return [rows.call(r) for r in found]
 
     def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None:
         self._db.execute(
@@ -357,11 +384,7 @@ class SQLiteStore:
     def transition_call(
         self, call_id: str, from_states: Iterable[CallState], to_state: CallState, **changes: Any
     ) -> bool:
-        allowed = {"input", "deadline", "route", "outcome", "delivered", "extra"}
-        assert set(changes) <= allowed, f"unknown call fields: {set(changes) - allowed}"
-        encoded = {
-            k: (_dump(v) if k in ("input", "outcome", "extra") else v) for k, v in changes.items()
-        }
+        encoded = rows.call_changes(changes)
         states = list(from_states)
         marks = ",".join("?" * len(states))
         assignments = "".join(f", {k} = ?" for k in encoded)
@@ -371,9 +394,42 @@ class SQLiteStore:
         )
         return cursor.rowcount == 1
 
+    # ---- leases (server/leases.py) ---------------------------------------------------------
+
+    def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
+        cursor = self._db.execute(
+            "INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until"
+            " WHERE leases.owner = excluded.owner OR leases.until < ?",
+            (key, owner, until, now),
+        )
+        return cursor.rowcount == 1
+
+    def keep_lease(self, key: str, owner: str, until: float) -> bool:
+        cursor = self._db.execute(
+            "UPDATE leases SET until = ? WHERE key = ? AND owner = ?", (until, key, owner)
+        )
+        return cursor.rowcount == 1
+
+    def renew_leases(self, owner: str, until: float) -> int:
+        cursor = self._db.execute("UPDATE leases SET until = ? WHERE owner = ?", (until, owner))
+        return cursor.rowcount
+
+    def release_lease(self, key: str, owner: str) -> bool:
+        cursor = self._db.execute("DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
+        return cursor.rowcount == 1
+
+    def expired_leases(self, now: float) -> list[str]:
+        found = self._db.execute("SELECT key FROM leases WHERE until < ? ORDER BY until", (now,))
+        return [r[0] for r in found]
+
+    def try_singleton(self, name: str) -> bool:
+        return True  # one process per file (see _lock)
+
     # ---- events --------------------------------------------------------------------------
 
-    def append_event(self, conversation_id: str, type: EventType, data: dict[str, Any]) -> Event:
+    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
+        name, encoded = encode(event)
         with self.transaction():
             row = self._db.execute(
                 "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq",
@@ -383,20 +439,17 @@ class SQLiteStore:
             seq = row[0]
             self._db.execute(
                 "INSERT INTO events (conversation_id, seq, type, data) VALUES (?, ?, ?, ?)",
-                (conversation_id, seq, type.value, _dump(data)),
+                (conversation_id, seq, name, encoded),
             )
-        return Event(conversation_id=conversation_id, seq=seq, type=type, data=data)
+        return Event(conversation_id, seq, name, encoded)
 
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT seq, type, data FROM events WHERE conversation_id = ? AND seq > ?"
             " ORDER BY seq LIMIT ?",
             (conversation_id, seq, limit),
         )
-        return [
-            Event(conversation_id, r["seq"], EventType(r["type"]), loads_stored(r["data"]) or {})
-            for r in rows
-        ]
+        return [stored_event(conversation_id, r["seq"], r["type"], r["data"]) for r in found]
 
     def last_seq(self, conversation_id: str) -> int:
         row = self._db.execute(

@@ -28,8 +28,17 @@ def test_ctrl_c_stops_the_server_without_a_traceback(tmp_path) -> None:  # type:
          "--db", str(tmp_path / "x.db")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    time.sleep(2)
+    # Ctrl-C once it serves (a fixed sleep raced the start-up on a loaded machine).
+    assert process.stdout is not None
+    seen = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        seen.append(line)
+        if "Uvicorn running" in line or not line:
+            break
     process.send_signal(signal.SIGINT)
     out, _ = process.communicate(timeout=20)
+    out = "".join(seen) + out
     assert process.returncode == 0, out
     assert "Traceback" not in out

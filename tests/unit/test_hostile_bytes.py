@@ -156,7 +156,7 @@ def test_snapshot_and_stream_survive_non_finite_and_deep_stored_data(harness: Ha
         )
         db.execute(
             "UPDATE events SET data = ? WHERE conversation_id = ? AND seq = 1",
-            ('{"threadId": "x", "runId": "r", "score": Infinity}', conv.id),
+            ('{"type":"RUN_STARTED","threadId":"x","runId":"r","score":Infinity}', conv.id),
         )
     db.close()
     snap = harness.snapshot(conv)  # 200, strict JSON
@@ -167,7 +167,12 @@ def test_snapshot_and_stream_survive_non_finite_and_deep_stored_data(harness: Ha
         "GET", f"/api/conversations/{conv.id}/events", params={"token": conv.stream}
     ) as r:
         first = next(line for line in r.iter_lines() if line.startswith("data:"))
-    assert json.loads(first[5:]) == {"threadId": "x", "runId": "r", "score": None}
+    assert json.loads(first[5:]) == {
+        "type": "RUN_STARTED",
+        "threadId": "x",
+        "runId": "r",
+        "score": None,
+    }
 
 
 # ---- upstreams and models writing non-strict JSON ------------------------------------------

@@ -1,0 +1,89 @@
+"""Rows to records, shared by every store (JSON columns are text in both databases)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from server import strictjson
+from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
+
+# The only run and call fields an update may change (guards the f-string SQL builders).
+RUN_FIELDS = frozenset({"status", "step", "error"})
+CALL_FIELDS = frozenset({"input", "deadline", "route", "outcome", "delivered", "extra"})
+JSON_CALL_FIELDS = frozenset({"input", "outcome", "extra"})
+
+
+def dump(value: Any) -> str:
+    # Strict (issue 7): a non-finite number raises here and the unit rolls back, rather
+    # than being stored as the non-JSON `NaN` that every later read would have to survive.
+    return strictjson.dumps(value)
+
+
+def _load(text: str) -> Any:
+    # Lenient: rows written before strict parsing may hold NaN or absurd nesting; they
+    # read back as NaN (rendered null) or None, never as an exception (issue 7).
+    return strictjson.loads_stored(text)
+
+
+def conversation(row: Mapping[str, Any]) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        agent_id=row["agent_id"],
+        created_at=row["created_at"],
+        locale=row["locale"],
+        handled_tools=tuple(_load(row["handled_tools"]) or ()),
+    )
+
+
+def message(row: Mapping[str, Any]) -> StoredMessage:
+    return StoredMessage(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        run_id=row["run_id"],
+        role=row["role"],
+        text=row["text"],
+        tool_calls=tuple(_load(row["tool_calls"]) or ()),
+        tool_call_id=row["tool_call_id"],
+        tool_name=row["tool_name"],
+    )
+
+
+def run(row: Mapping[str, Any]) -> Run:
+    return Run(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        agent=_load(row["agent"]),
+        status=RunStatus(row["status"]),
+        step=row["step"],
+        error=_load(row["error"]) if row["error"] else None,
+        simulate=bool(row["simulate"]),
+    )
+
+
+def call(row: Mapping[str, Any]) -> Call:
+    return Call(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        run_id=row["run_id"],
+        step=row["step"],
+        tool_name=row["tool_name"],
+        state=CallState(row["state"]),
+        input=_load(row["input"]),
+        arguments=row["arguments"],
+        deadline=row["deadline"],
+        route=row["route"],
+        outcome=_load(row["outcome"]) if row["outcome"] else None,
+        delivered=bool(row["delivered"]),
+        extra=_load(row["extra"]) or {},
+    )
+
+
+def run_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    assert set(changes) <= RUN_FIELDS, f"unknown run fields: {set(changes) - RUN_FIELDS}"
+    return {k: dump(v) if k == "error" else v for k, v in changes.items()}
+
+
+def call_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    assert set(changes) <= CALL_FIELDS, f"unknown call fields: {set(changes) - CALL_FIELDS}"
+    return {k: dump(v) if k in JSON_CALL_FIELDS else v for k, v in changes.items()}
