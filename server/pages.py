@@ -23,9 +23,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from server.assets import WIDGET_DIR
 from server.errors import NotFound
 
-WIDGET_DIR = Path(__file__).resolve().parent.parent / "widget"
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
 LOCALES = ("en", "fr", "es", "ja")
