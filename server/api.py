@@ -20,6 +20,7 @@ from server.protocol.requests import (
     read_body,
 )
 from server.protocol.wire import to_wire
+from server.responses import StoredJSONResponse
 from server.runtime import Runtime
 from server.store.records import Conversation
 from server.tokens import Claims, Purpose
@@ -60,7 +61,7 @@ async def create_conversation(request: Request) -> JSONResponse:
         {
             "conversationId": conversation.id,
             "sessionToken": runtime.tokens.sign(Purpose.SESSION, claims),
-            "streamToken": runtime.tokens.sign(Purpose.STREAM, claims),
+            "streamToken": runtime.stream_ticket(conversation.id),
             "agent": {
                 "id": agent.id,
                 "name": agent.name,
@@ -85,7 +86,7 @@ async def snapshot(request: Request) -> JSONResponse:
         if m.tool_calls:
             item["toolCallIds"] = [c["id"] for c in m.tool_calls]
         messages.append(item)
-    return JSONResponse(
+    return StoredJSONResponse(
         {
             "conversationId": conversation.id,
             "agentId": conversation.agent_id,
@@ -109,8 +110,7 @@ async def snapshot(request: Request) -> JSONResponse:
 async def stream_token(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
-    token = runtime.tokens.sign(Purpose.STREAM, Claims(conversation.id))
-    return JSONResponse({"streamToken": token})
+    return JSONResponse({"streamToken": runtime.stream_ticket(conversation.id)})
 
 
 async def capabilities(request: Request) -> JSONResponse:

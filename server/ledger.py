@@ -15,7 +15,6 @@ whether a person must approve, and what the model reads of the outcome.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -23,6 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from server import strictjson
 from server.agents import Agent
 from server.errors import (
     BadRequest,
@@ -461,10 +461,10 @@ def _parse_arguments(
             ToolErrorCode.UNKNOWN_TOOL, f"There is no tool named {name!r}. Tools: {known}."
         )
     try:
-        value = json.loads(arguments or "{}")
-    except json.JSONDecodeError as exc:
+        value = strictjson.loads(arguments or "{}")
+    except strictjson.StrictJSONError as exc:
         return None, tool_error(
-            ToolErrorCode.INVALID_ARGUMENTS, f"The arguments are not valid JSON: {exc}."
+            ToolErrorCode.INVALID_ARGUMENTS, f"The arguments are not valid JSON: {exc.message}."
         )
     if not isinstance(value, dict):
         return None, tool_error(

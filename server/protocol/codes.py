@@ -20,6 +20,7 @@ class ErrorCode(StrEnum):
     MISSING_TOKEN = "missing_token"
     BAD_TOKEN = "bad_token"
     EXPIRED_TOKEN = "expired_token"
+    USED_TOKEN = "used_token"
     # 403
     WRONG_TOKEN = "wrong_token"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
@@ -30,6 +31,8 @@ class ErrorCode(StrEnum):
     UNKNOWN_CALL = "unknown_call"
     # 405
     METHOD_NOT_ALLOWED = "method_not_allowed"
+    # 408
+    REQUEST_TIMEOUT = "request_timeout"
     # 409
     CONFLICT = "conflict"
     CALL_ALREADY_SETTLED = "call_already_settled"
@@ -41,13 +44,20 @@ class ErrorCode(StrEnum):
     CALL_EXPIRED = "call_expired"
     # 413
     BODY_TOO_LARGE = "body_too_large"
+    # 415
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     # 422
     UNPROCESSABLE = "unprocessable"
     INVALID_RESULT = "invalid_result"
     INVALID_INPUT = "invalid_input"
     INVALID_MESSAGE = "invalid_message"
+    # 429
+    RATE_LIMITED = "rate_limited"
+    TOKEN_BUDGET_EXHAUSTED = "token_budget_exhausted"
     # 500
     INTERNAL_ERROR = "internal_error"
+    # 503
+    STORE_UNAVAILABLE = "store_unavailable"
     # Any other status Starlette raises itself (none is known to reach a client).
     HTTP_ERROR = "http_error"
 
@@ -61,3 +71,4 @@ class RunErrorCode(StrEnum):
     MODEL_HTTP_ERROR = "model_http_error"
     MODEL_TIMEOUT = "model_timeout"
     MODEL_UNREACHABLE = "model_unreachable"
+    REPLY_TEMPLATE_FAILED = "reply_template_failed"

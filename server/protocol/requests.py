@@ -128,7 +128,7 @@ class CallResult:
             return cls(token, body["output"], None)
         error = _object(body, "error") or {}
         code = error.get("code")
-        if code not in SURFACE_ERROR_CODES:
+        if not isinstance(code, str) or code not in SURFACE_ERROR_CODES:  # a list is unhashable
             raise BadRequest(
                 f"error.code must be one of {_choices(SURFACE_ERROR_CODES)} "
                 f"(got {str(code)[:40]!r})",

@@ -164,6 +164,7 @@ def test_bodies_decode_into_typed_objects() -> None:
         (Decision, {"decision": "approve", "input": [1]}, BadRequest, "'input'"),
         (CallResult, {"token": 5, "output": 1}, BadRequest, "'token'"),
         (CallResult, {"error": {"code": "timeout"}}, BadRequest, "'client_error', 'no_handler'"),
+        (CallResult, {"error": {"code": ["no_handler"]}}, BadRequest, "error.code"),
     ],
 )
 def test_a_bad_body_names_what_is_wrong(
