@@ -390,8 +390,11 @@ class PostgresStore(PostgresConsoleTables):
         cursor = self._db.execute("DELETE FROM leases WHERE key = %s AND owner = %s", (key, owner))
         return cursor.rowcount == 1
 
-    def expired_leases(self, now: float) -> list[str]:
-        found = self._db.execute("SELECT key FROM leases WHERE until < %s ORDER BY until", (now,))
+    def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
+        found = self._db.execute(
+            "SELECT key FROM leases WHERE until < %s AND owner <> %s ORDER BY until",
+            (now, other_than),
+        )
         return [r["key"] for r in found]
 
     def try_singleton(self, name: str) -> bool:

@@ -224,6 +224,7 @@ def test_a_lease_belongs_to_one_owner_until_it_expires(store: Store) -> None:
     assert store.take_lease("run:r1", "a", until=12.0, now=5.0)  # its owner may renew
     assert store.expired_leases(11.0) == []
     assert store.expired_leases(13.0) == ["run:r1"]
+    assert store.expired_leases(13.0, other_than="a") == []  # not another's
     assert store.take_lease("run:r1", "b", until=30.0, now=13.0)  # expired: taken over
     assert not store.keep_lease("run:r1", "a", until=40.0)  # the old owner is fenced off
     assert not store.release_lease("run:r1", "a")
