@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 
-from server.protocol import Event
+from server.protocol.frames import Event
 
 QUEUE_LIMIT = 1000
 

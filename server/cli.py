@@ -17,10 +17,10 @@ from starlette.applications import Starlette
 
 from server.agents import load_agents, valid_origin
 from server.errors import AgentConfigError, StoreError
-from server.settings import DEMO_AGENTS, ROOT, Settings
+from server.settings import DATA_DIR, DEMO_AGENTS, Settings
 from server.store import is_database_url
 
-DEFAULT_DB = ROOT / "var" / "hostcall.db"
+DEFAULT_DB = DATA_DIR / "hostcall.db"
 SERVICES_PORT = 8002
 Lifespan = Literal["on", "off"]
 log = logging.getLogger("hostcall")
@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="serve the project-planner demo: Hostcall, and a task-board page on another origin",
     )
-    _common(demo, agents=DEMO_AGENTS, db=ROOT / "var" / "demo.db")
+    _common(demo, agents=DEMO_AGENTS, db=DATA_DIR / "demo.db")
     demo.add_argument(
         "--port", type=int, default=8000, help="Hostcall's port on 127.0.0.1 (default: %(default)s)"
     )

@@ -35,8 +35,16 @@ from server.models.base import (
     ToolDescriptor,
 )
 from server.models.factory import build_model
+from server.notices import run_notice
 from server.platform import Platform
-from server.protocol import EventType
+from server.protocol.events import (
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextMessageContent,
+    TextMessageEnd,
+    TextMessageStart,
+)
 from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 from server.tokens import Tokens
 
@@ -137,13 +145,10 @@ class Engine:
             taken = self.leases.take(run_key(run.id))
             assert taken, "a new run's lease is free"
             self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
-            started: dict[str, Any] = {"threadId": cid, "runId": run.id}
-            if simulate:
-                started["simulated"] = True
-            unit.emit(cid, EventType.RUN_STARTED, started)
-            unit.emit(cid, EventType.TEXT_MESSAGE_START, {"messageId": message_id, "role": "user"})
-            unit.emit(cid, EventType.TEXT_MESSAGE_CONTENT, {"messageId": message_id, "delta": text})
-            unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+            unit.emit(cid, RunStarted(cid, run.id, simulated=True if simulate else None))
+            unit.emit(cid, TextMessageStart(message_id, "user"))
+            unit.emit(cid, TextMessageContent(message_id, text))
+            unit.emit(cid, TextMessageEnd(message_id))
         self._spawn(self._advance(run.id))
         return run
 
@@ -269,6 +274,12 @@ class Engine:
                 max_response_bytes=int(tool.http.max_response_kb * 1024),
             )
         except BlockError as exc:
+            # The model gets the message; the visitor's card shows only a translated sentence
+            # for the code, so the operator's log is where the detail is read.
+            log.warning(
+                "server-side tool failed: agent=%s tool=%s call=%s code=%s: %s",
+                agent.id, tool.name, call.id, exc.code, exc.message,
+            )  # fmt: skip
             status = exc.status if isinstance(exc, BlockFailed) else None
             details = {"status": status} if status else {}
             self._settle_quietly(call, ToolErrorCode(exc.code), exc.message, **details)
@@ -310,7 +321,7 @@ class Engine:
                 raise
             except Exception as exc:
                 log.exception("run %s failed", run_id)
-                self._fail(run_id, "internal_error", f"The run stopped on an internal error: {exc}")
+                self._fail(run_id, "internal_error", f"{type(exc).__name__}: {exc}")
         except LeaseLost as lost:
             # This process stalled past its lease and another adopted the run: the step
             # was rolled back; the new owner runs it.
@@ -342,22 +353,14 @@ class Engine:
                     if not item.text:
                         continue
                     if not text:
-                        self.journal.emit(
-                            cid,
-                            EventType.TEXT_MESSAGE_START,
-                            {"messageId": message_id, "role": "assistant"},
-                        )
+                        self.journal.emit(cid, TextMessageStart(message_id, "assistant"))
                     text.append(item.text)
-                    self.journal.emit(
-                        cid,
-                        EventType.TEXT_MESSAGE_CONTENT,
-                        {"messageId": message_id, "delta": item.text},
-                    )
+                    self.journal.emit(cid, TextMessageContent(message_id, item.text))
                 else:
                     requests.append(item)
         except ModelError as exc:
             if text:
-                self.journal.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+                self.journal.emit(cid, TextMessageEnd(message_id))
             self._fail(run_id, exc.code, exc.message)
             return False
         conversation = self.store.get_conversation(cid)
@@ -366,7 +369,7 @@ class Engine:
         calls = [(new_id("k"), r) for r in requests]
         with self.journal.unit() as unit:
             if text:
-                unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+                unit.emit(cid, TextMessageEnd(message_id))
             self.store.add_message(
                 StoredMessage(
                     message_id,
@@ -382,7 +385,7 @@ class Engine:
             if not calls:
                 self.leases.end(run_key(run_id))
                 self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
-                unit.emit(cid, EventType.RUN_FINISHED, {"threadId": cid, "runId": run_id})
+                unit.emit(cid, RunFinished(cid, run_id))
                 return False
             opened = [
                 self.ledger.propose(
@@ -407,19 +410,26 @@ class Engine:
             self.store.update_run(run_id, status=status, step=step)
         return not waiting
 
-    def _fail(self, run_id: str, code: str, message: str) -> None:
+    def _fail(self, run_id: str, code: str, detail: str) -> None:
+        """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
+        gets the code and a sentence from ``server.notices``, never the detail."""
         run = self.store.get_run(run_id)
         assert run is not None
+        log.error(
+            "run failed: agent=%s conversation=%s run=%s code=%s: %s",
+            run.agent.get("id") if isinstance(run.agent, dict) else "?",
+            run.conversation_id,
+            run_id,
+            code,
+            detail,
+        )
+        message = run_notice(code)
         with self.journal.unit() as unit:
             self.leases.end(run_key(run_id))
             self.store.update_run(
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
-            unit.emit(
-                run.conversation_id,
-                EventType.RUN_ERROR,
-                {"runId": run_id, "code": code, "message": message},
-            )
+            unit.emit(run.conversation_id, RunError(message, code, run_id))
 
 
 def _model_message(message: StoredMessage) -> Message:

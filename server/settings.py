@@ -7,10 +7,14 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from server.assets import DEMO_AGENTS, SOURCE_ROOT, in_checkout
 from server.errors import StoreError
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO_AGENTS = ROOT / "demo" / "agents"
+# Kept for the tests and scripts that run from a checkout.
+ROOT = SOURCE_ROOT
+#: Where databases go by default: the checkout's var/, or ./var when installed from a wheel
+#: (never inside site-packages).
+DATA_DIR = ROOT / "var" if in_checkout() else Path("var")
 
 
 @dataclass(frozen=True, kw_only=True)

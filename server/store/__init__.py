@@ -18,7 +18,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from server.protocol import Event, EventType
+from server.protocol.events import ProtocolEvent
+from server.protocol.frames import Event
 from server.store.records import (
     AgentVersion,
     AuditEntry,
@@ -73,9 +74,7 @@ class Store(Protocol):
     def expired_leases(self, now: float, *, other_than: str = "") -> list[str]: ...
     def try_singleton(self, name: str) -> bool: ...
 
-    def append_event(
-        self, conversation_id: str, type: EventType, data: dict[str, Any]
-    ) -> Event: ...
+    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event: ...
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]: ...
     def last_seq(self, conversation_id: str) -> int: ...
 

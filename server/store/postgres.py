@@ -16,7 +16,6 @@ processes apart:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,7 +24,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from server.errors import StoreError
-from server.protocol import Event, EventType
+from server.protocol.events import ProtocolEvent, encode
+from server.protocol.frames import Event, stored_event
 from server.store import rows
 from server.store.migrations import Migration, pending
 from server.store.postgres_console import CONSOLE_SCHEMA, PostgresConsoleTables
@@ -415,18 +415,14 @@ class PostgresStore(PostgresConsoleTables):
 
     # ---- events --------------------------------------------------------------------------
 
-    def append_event(self, conversation_id: str, type: EventType, data: dict[str, Any]) -> Event:
+    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
+        name, encoded = encode(event)
         row = self._db.execute(
             APPEND_EVENT,
-            {
-                "cid": conversation_id,
-                "type": type.value,
-                "data": rows.dump(data),
-                "channel": CHANNEL,
-            },
+            {"cid": conversation_id, "type": name, "data": encoded, "channel": CHANNEL},
         ).fetchone()
         assert row is not None, f"no conversation {conversation_id}"
-        return Event(conversation_id=conversation_id, seq=int(row["seq"]), type=type, data=data)
+        return Event(conversation_id, int(row["seq"]), name, encoded)
 
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
         found = self._db.execute(
@@ -434,10 +430,7 @@ class PostgresStore(PostgresConsoleTables):
             " ORDER BY seq LIMIT %s",
             (conversation_id, seq, limit),
         )
-        return [
-            Event(conversation_id, int(r["seq"]), EventType(r["type"]), json.loads(r["data"]))
-            for r in found
-        ]
+        return [stored_event(conversation_id, int(r["seq"]), r["type"], r["data"]) for r in found]
 
     def last_seq(self, conversation_id: str) -> int:
         row = self._db.execute(

@@ -10,7 +10,6 @@ nowhere). Several processes share a PostgreSQL store instead.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import sqlite3
 import time
@@ -20,7 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from server.errors import StoreError
-from server.protocol import Event, EventType
+from server.protocol.events import ProtocolEvent, encode
+from server.protocol.frames import Event, stored_event
 from server.store import rows
 from server.store.migrations import Migration, pending
 from server.store.records import (
@@ -408,7 +408,8 @@ class SQLiteStore(ConsoleTables):
 
     # ---- events --------------------------------------------------------------------------
 
-    def append_event(self, conversation_id: str, type: EventType, data: dict[str, Any]) -> Event:
+    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
+        name, encoded = encode(event)
         with self.transaction():
             row = self._db.execute(
                 "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq",
@@ -418,9 +419,9 @@ class SQLiteStore(ConsoleTables):
             seq = row[0]
             self._db.execute(
                 "INSERT INTO events (conversation_id, seq, type, data) VALUES (?, ?, ?, ?)",
-                (conversation_id, seq, type.value, rows.dump(data)),
+                (conversation_id, seq, name, encoded),
             )
-        return Event(conversation_id=conversation_id, seq=seq, type=type, data=data)
+        return Event(conversation_id, seq, name, encoded)
 
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
         found = self._db.execute(
@@ -428,10 +429,7 @@ class SQLiteStore(ConsoleTables):
             " ORDER BY seq LIMIT ?",
             (conversation_id, seq, limit),
         )
-        return [
-            Event(conversation_id, r["seq"], EventType(r["type"]), json.loads(r["data"]))
-            for r in found
-        ]
+        return [stored_event(conversation_id, r["seq"], r["type"], r["data"]) for r in found]
 
     def last_seq(self, conversation_id: str) -> int:
         row = self._db.execute(

@@ -113,7 +113,11 @@ class Harness:
         return dict(calls[-1])
 
     def events(self, conv: Conv) -> list[tuple[str, dict[str, Any]]]:
-        return [(e.type.value, e.data) for e in self.runtime.store.events_after(conv.id, 0)]
+        """(SSE event name, payload): a CUSTOM event's payload is its ``value``."""
+        return [
+            (e.name, e.data["value"] if e.data["type"] == "CUSTOM" else e.data)
+            for e in self.runtime.store.events_after(conv.id, 0)
+        ]
 
     def answer(self, call: dict[str, Any], output: Any) -> Any:
         return self.http.post(

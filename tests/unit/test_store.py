@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from server.errors import StoreError
-from server.protocol import EventType
+from server.protocol.events import TextMessageContent
 from server.store import Store, open_store
 from server.store.migrations import Migration, pending
 from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
@@ -103,15 +103,15 @@ def test_events_are_numbered_per_conversation_without_gaps(store: Store) -> None
     _conversation(store, "c1")
     _conversation(store, "c2")
     for i in range(3):
-        store.append_event("c1", EventType.TEXT_MESSAGE_CONTENT, {"i": i})
-    store.append_event("c2", EventType.TEXT_MESSAGE_CONTENT, {"i": 0})
+        store.append_event("c1", TextMessageContent("m", f"{i}"))
+    store.append_event("c2", TextMessageContent("m", "0"))
     with pytest.raises(RuntimeError), store.transaction():
-        store.append_event("c1", EventType.TEXT_MESSAGE_CONTENT, {"i": "rolled back"})
+        store.append_event("c1", TextMessageContent("m", "rolled back"))
         raise RuntimeError
-    event = store.append_event("c1", EventType.TEXT_MESSAGE_CONTENT, {"i": 3})
+    event = store.append_event("c1", TextMessageContent("m", "3"))
     assert event.seq == 4
-    assert [(e.seq, e.data) for e in store.events_after("c1", 0)] == [
-        (1, {"i": 0}), (2, {"i": 1}), (3, {"i": 2}), (4, {"i": 3}),
+    assert [(e.seq, e.data["delta"]) for e in store.events_after("c1", 0)] == [
+        (1, "0"), (2, "1"), (3, "2"), (4, "3"),
     ]  # fmt: skip
     assert [e.seq for e in store.events_after("c1", 2, limit=1)] == [3]
     assert store.last_seq("c1") == 4 and store.last_seq("c2") == 1
@@ -202,14 +202,15 @@ def test_concurrent_event_appends_keep_one_gapless_sequence(
         def append(peer: Store, index: int) -> bool:
             for i in range(25):
                 with peer.transaction():
-                    peer.append_event("c1", EventType.TEXT_MESSAGE_CONTENT, {"by": index, "i": i})
+                    peer.append_event("c1", TextMessageContent(f"m{index}", f"{i}"))
             return True
 
         assert len(_race(peers, append)) == 4
         events = store.events_after("c1", 0)
         assert [e.seq for e in events] == list(range(1, 101))
         for index in range(4):  # each writer's events in its own order
-            assert [e.data["i"] for e in events if e.data["by"] == index] == list(range(25))
+            mine = [e.data["delta"] for e in events if e.data["messageId"] == f"m{index}"]
+            assert mine == [f"{i}" for i in range(25)]
     finally:
         for peer in set(peers) - {store}:
             peer.close()
