@@ -40,9 +40,9 @@ from server.store.records import (
 )
 
 CHANNEL = "hostcall_events"
-# Any constant shared by every Hostcall process: which advisory lock keys we use.
-_LOCK_SPACE = 0x486F7374  # "Host"
-_LOCKS = {"migrations": 1, "sweeper": 2}
+# Advisory locks are per database, not per schema: the key includes the schema, so two
+# Hostcall installations in two schemas of one database do not share a sweeper.
+_LOCK_KEY = "hashtext('hostcall:' || current_schema() || ':' || %s)"
 
 MIGRATIONS = (
     Migration(1, "initial", """
@@ -139,9 +139,7 @@ class PostgresStore(PostgresConsoleTables):
     def _migrate(self) -> None:
         with self.transaction():
             # Two processes starting together: one migrates, the other waits, then sees it.
-            self._db.execute(
-                "SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_SPACE, _LOCKS["migrations"])
-            )
+            self._db.execute(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})", ("migrations",))
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
                 " name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -406,7 +404,7 @@ class PostgresStore(PostgresConsoleTables):
         if name in self._singletons:
             return True
         row = self._db.execute(
-            "SELECT pg_try_advisory_lock(%s, %s) AS got", (_LOCK_SPACE, _LOCKS[name])
+            f"SELECT pg_try_advisory_lock({_LOCK_KEY}) AS got", (name,)
         ).fetchone()
         if row and row["got"]:
             self._singletons.add(name)

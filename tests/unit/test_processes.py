@@ -47,7 +47,7 @@ def _check_every_conversation(store: Store, handled: dict[str, list[str]]) -> No
         assert roles == ["user", "assistant", "tool", "assistant"], (cid, roles)
         events = store.events_after(cid, 0)
         assert [e.seq for e in events] == list(range(1, len(events) + 1)), cid
-        types = [e.type.value for e in events]
+        types = [e.name for e in events]
         for once in ("RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_RESULT", "RUN_FINISHED"):
             assert types.count(once) == 1, (cid, once, types)
 
@@ -122,7 +122,7 @@ def test_streams_on_one_process_get_what_another_commits(cluster: Cluster) -> No
     store = open_store(cluster.database_url)
     try:
         for cid, seen in results:
-            stored = [(e.seq, e.type.value) for e in store.events_after(cid, 0)]
+            stored = [(e.seq, e.name) for e in store.events_after(cid, 0)]
             assert seen == stored, cid  # every event, in order, no gap, no reconnect
         handled = {cid: [store.list_calls(cid)[0].id] for cid, _ in results}
         _check_every_conversation(store, handled)
