@@ -16,6 +16,7 @@ from server.errors import SURFACE_ERROR_CODES, BadRequest, ToolErrorCode, Unproc
 from server.protocol.codes import ErrorCode
 from server.protocol.limits import MAX_MESSAGE_CHARS
 from server.protocol.reading import read_json
+from server.protocol.run_input import RunAgentInput
 
 LOCALES = ("en", "fr", "es", "ja")
 
@@ -162,7 +163,16 @@ class Decision:
         raise BadRequest("field 'decision' must be 'approve' or 'reject'", field="decision")
 
 
-Body = TypeVar("Body", NewConversation, Capabilities, NewMessage, Delivered, CallResult, Decision)
+Body = TypeVar(
+    "Body",
+    NewConversation,
+    Capabilities,
+    NewMessage,
+    Delivered,
+    CallResult,
+    Decision,
+    RunAgentInput,
+)
 
 
 async def read_body(request: Request, body: type[Body], max_bytes: int) -> Body:
