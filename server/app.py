@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from server.api import api_routes
+from server.console import console_routes
 from server.errors import HostcallError
 from server.pages import page_routes
 from server.runtime import Runtime
@@ -46,7 +47,13 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             yield
 
     app = Starlette(
-        routes=[Route("/healthz", _health), *api_routes(), *stream_routes(), *page_routes()],
+        routes=[
+            Route("/healthz", _health),
+            *api_routes(),
+            *stream_routes(),
+            *page_routes(),
+            *console_routes(),
+        ],
         exception_handlers={HostcallError: _hostcall_error, HTTPException: _http_error},
         lifespan=lifespan,
     )

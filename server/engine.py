@@ -137,6 +137,23 @@ class Engine:
         self._spawn(self._advance(run.id))
         return run
 
+    def cancel_run(self, run_id: str, message: str) -> bool:
+        """Stop a run waiting on its calls (the operator console); its open calls expire.
+
+        False if the run is not waiting (a run mid-step finishes its step first).
+        """
+        run = self.store.get_run(run_id)
+        if run is None or not self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.FAILED):
+            return False
+        with self.journal.unit() as unit:
+            self.store.update_run(run_id, error={"code": "cancelled", "message": message})
+            unit.emit(run.conversation_id, EventType.RUN_ERROR,
+                      {"runId": run_id, "code": "cancelled", "message": message})  # fmt: skip
+        for call in self.store.calls_of_step(run_id, run.step):
+            if call.state.open:
+                self.ledger.expire(call)
+        return True
+
     def _resume_if_ready(self, run_id: str) -> None:
         run = self.store.get_run(run_id)
         if run is None or run.status is not RunStatus.WAITING:

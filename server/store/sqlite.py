@@ -218,6 +218,12 @@ class SQLiteStore(ConsoleTables):
         ).fetchone()
         return self._run(row)
 
+    def list_runs(self, conversation_id: str) -> list[Run]:
+        rows = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
+        )
+        return [run for row in rows if (run := self._run(row)) is not None]
+
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         rows = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
         return [run for row in rows if (run := self._run(row)) is not None]
