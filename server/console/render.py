@@ -49,6 +49,8 @@ def iso(timestamp: float) -> str:
 
 
 _env.filters["iso"] = iso
+# Keep the agent file's own key order in data blocks, so a save diffs only what changed.
+_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
 
 def preferences(request: Request) -> tuple[str, str, bool]:

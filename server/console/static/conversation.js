@@ -120,7 +120,7 @@ function renderCalls(d) {
 function render(d) {
   renderCalls(d)
   document.querySelector('[data-part="transcript"]')?.replaceChildren(...d.messages.map((/** @type {any} */ m) =>
-    h('li', { 'data-part': 'message', 'data-role': m.role },
+    h('li', { 'data-part': 'turn', 'data-role': m.role },
       h('strong', { text: tr(`role_${m.role}`) }), ' ',
       m.text ? h('span', { text: m.text }) : '',
       m.toolCalls.length ? h('span', { 'data-part': 'tool-calls', text: ` ${tr('calls_tools', { names: m.toolCalls.join(', ') })}` }) : '')))

@@ -177,14 +177,15 @@ function properties() {
   const name = tool.name ?? tool.toolName
   const http = tool.kind === 'http'
   const opts = { tool: name }
-  const req = tool.request || (tool.request = {})
+  const req = http ? (tool.request || (tool.request = {})) : {}
   const approval = field(tool, 'approval', tr('approval'), { ...opts, kind: 'select', optional: true, options: [['', tr('none')], ...page.data.approvals.map((/** @type {string} */ a) => [a, tr(`approval_${a}`)])], onChange: () => { delete tool.require_confirmation; confirmBox.checked = tool.approval === 'always' } })
   const confirmation = { on: tool.approval === 'always' || tool.require_confirmation === true }
   const confirmField = field(confirmation, 'on', tr('require_confirmation'), { ...opts, kind: 'check', onChange: () => {
     delete tool.require_confirmation
     if (confirmation.on) tool.approval = 'always'
     else if (tool.approval === 'always') delete tool.approval
-    /** @type {HTMLSelectElement} */ (approval.querySelector('select')).value = tool.approval ?? ''
+    const select = /** @type {HTMLSelectElement} */ (approval.querySelector('select'))
+    select.value = tool.approval ?? ''
   } })
   confirmField.dataset.key = 'require_confirmation'
   const confirmBox = /** @type {HTMLInputElement} */ (confirmField.querySelector('input'))
@@ -254,6 +255,7 @@ function showProblems() {
 let timer = 0
 function changed() {
   dirty = true
+  delete saveStatus.dataset.kind
   saveStatus.textContent = tr('unsaved')
   clearTimeout(timer)
   timer = window.setTimeout(check, 350)
@@ -269,6 +271,7 @@ async function check() {
 
 async function save() {
   saveStatus.textContent = tr('saving')
+  delete saveStatus.dataset.kind
   const result = await api(`/console/api/agents/${encodeURIComponent(agentId)}`, { agent: draft })
   if (result.ok) {
     dirty = false
@@ -280,6 +283,7 @@ async function save() {
     problems = result.body.error?.details?.problems || [result.body.error?.message || `HTTP ${result.status}`]
     showProblems()
     saveStatus.textContent = problems[0]
+    saveStatus.dataset.kind = 'error'
     problemList.querySelector('li')?.scrollIntoView({ block: 'nearest' })
   }
 }
@@ -287,7 +291,7 @@ async function save() {
 const simulate = h('input', { type: 'checkbox', id: 'try-simulate', 'data-part': 'simulate', onchange: () => reloadTry() })
 const frame = h('iframe', { 'data-part': 'try-frame', title: `${tr('try_it')}: ${agentId}` })
 function reloadTry() {
-  const query = new URLSearchParams({ locale: page.lang, mode: 'standalone' })
+  const query = new URLSearchParams({ locale: page.lang })
   if (/** @type {HTMLInputElement} */ (simulate).checked) query.set('simulate', '1')
   frame.setAttribute('src', `/widget/${encodeURIComponent(agentId)}?${query}`)
 }
