@@ -10,7 +10,8 @@ from starlette.routing import BaseRoute, Route
 
 from server.errors import SURFACE_ERROR_CODES, BadRequest, NotFound, ToolErrorCode, Unprocessable
 from server.ledger import new_id
-from server.protocol import field_object, field_str, read_json
+from server.protocol.reading import field_object, field_str, read_json
+from server.protocol.wire import to_wire
 from server.runtime import Runtime
 from server.store.records import Conversation
 from server.tokens import Claims, Purpose
@@ -103,7 +104,9 @@ async def snapshot(request: Request) -> JSONResponse:
                 "error": run.error,
             },
             "messages": messages,
-            "calls": [runtime.engine.ledger.view(c) for c in store.list_calls(conversation.id)],
+            "calls": [
+                to_wire(runtime.engine.ledger.view(c)) for c in store.list_calls(conversation.id)
+            ],
         }
     )
 

@@ -24,7 +24,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-WIDGET_DIR = Path(__file__).resolve().parent.parent / "widget"
+from server.assets import WIDGET_DIR
+
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
 LOCALES = ("en", "fr", "es", "ja")

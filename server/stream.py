@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from server.errors import NotFound
-from server.protocol import parse_event_id, to_sse
+from server.protocol.frames import parse_event_id, to_sse
 from server.runtime import Runtime
 from server.tokens import Purpose
 

@@ -215,18 +215,25 @@ function onEvent(type, e) {
   const seq = seqOf(e.lastEventId)
   if (seq && seq <= state.lastSeq) return // replayed: already applied
   if (seq) Object.assign(state, { lastSeq: seq, lastEventId: e.lastEventId })
-  try { ON[type]?.(JSON.parse(e.data)) } catch (err) { console.error('hostcall:', type, err) }
+  // Every event's JSON is an AG-UI event; Hostcall's own are CUSTOM, their payload in `value`.
+  try {
+    const d = JSON.parse(e.data)
+    ON[type]?.(d.type === 'CUSTOM' ? d.value : d)
+  } catch (err) { console.error('hostcall:', type, err) }
   refresh()
 }
 
-/** Stream event (the ones followed) → what it does. @type {Record<string, (d: any) => void>} */
+/** Stream event (the SSE `event:` name: the AG-UI type, or a CUSTOM event's name) → what it
+ * does with the event (a CUSTOM event's `value`). @type {Record<string, (d: any) => void>} */
 const ON = {
   RUN_STARTED: () => { state.run = 'running' },
   RUN_FINISHED: () => { state.run = 'finished' },
   RUN_ERROR: d => {
     state.run = 'failed'
     const text = state.lastUserText
-    ui.showError(t('errorRun', { message: d.message || d.code }), text ? () => send(text) : null)
+    // A short sentence in the visitor's language, never the server's detail (issue 12: that
+    // is in the operator's log); the code goes to the page's `error` listeners.
+    ui.showError(t(/^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'), text ? () => send(text) : null)
     emit('error', { code: d.code, message: d.message })
   },
   TEXT_MESSAGE_START: d => {
@@ -248,9 +255,9 @@ const ON = {
     const v = calls.get(d.toolCallId)
     if (v && v.call.input === undefined) try { v.card.setInput(JSON.parse(v.args)) } catch { /* malformed: the server says so */ }
   },
-  TOOL_CALL_APPROVAL_REQUESTED: d => { state.run = 'waiting'; upsertCall(d) },
-  TOOL_CALL_DISPATCH: d => { state.run = 'waiting'; upsertCall(d) },
-  TOOL_CALL_STATE: d => {
+  'hostcall.tool_call_approval_requested': d => { state.run = 'waiting'; upsertCall(d) },
+  'hostcall.tool_call_dispatch': d => { state.run = 'waiting'; upsertCall(d) },
+  'hostcall.tool_call_state': d => {
     const v = calls.get(d.toolCallId)
     if (v && TERMINAL.has(d.state)) settle(v, d.state)
     else if (v) v.call.state = d.state
@@ -302,7 +309,9 @@ function settle(v, st, outcome) {
   if (outcome !== undefined) v.call.outcome = outcome
   else if (again) return
   const oc = v.call.outcome
-  const error = oc?.error ? String(oc.error.message || oc.error.code) : ''
+    // The page's own words for a handler that threw; for anything else a translated sentence,
+  // never a raw code or an upstream body (the model gets those).
+  const error = !oc?.error ? '' : oc.error.code === 'client_error' && oc.error.message ? String(oc.error.message) : t('toolFailed')
   const reason = oc?.error?.reason // the person's own words, not the message written for the model
   const note = st === 'expired' ? t('expiredNote') : st !== 'rejected' ? error : reason ? t('rejectedNote', { reason }) : ''
   v.card.setState(cardState(st), note)
@@ -597,12 +606,17 @@ async function patiently(request) {
   }
 }
 
-/** Sync the working indicator and the send button with the run. */
+/**
+ * Sync the working indicator and the send button with the run, and publish the agent's
+ * state on the root for tests and pages (README: `data-agent-state`): starting, idle (the
+ * agent has finished; a message can be sent), working, waiting (a person must act).
+ */
 function refresh() {
   const active = state.run === 'running' || state.run === 'waiting'
   const person = [...calls.values()].some(v => PERSON.has(v.phase))
   ui.setWorking(state.ready && active && !person && !state.streaming)
   ui.setSendEnabled(state.ready && !active)
+  document.documentElement.dataset.agentState = !state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working'
 }
 
 /** Move focus to a new prompt only if the person is not busy elsewhere. */
