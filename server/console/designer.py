@@ -16,7 +16,7 @@ from server.console.audit import record
 from server.console.render import page
 from server.console.session import form_of, guarded, operator_of
 from server.errors import BadRequest, NotFound
-from server.protocol import read_json
+from server.protocol.reading import read_json
 from server.runtime import Runtime
 from server.tools import APPROVALS, EFFECTS
 

@@ -21,7 +21,8 @@ from server.console.render import page
 from server.console.session import guarded, operator_of
 from server.errors import BadRequest, Conflict, Gone, NotFound
 from server.ledger import MAX_REASON
-from server.protocol import field_object, field_str, read_json
+from server.protocol.reading import field_object, field_str, read_json
+from server.protocol.wire import to_wire
 from server.runtime import Runtime
 from server.store.records import Call, ConversationQuery, ConversationSummary, RunStatus
 
@@ -130,7 +131,7 @@ def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
     }
     calls = []
     for call in store.list_calls(conversation_id):
-        view = runtime.engine.ledger.view(call)
+        view = to_wire(runtime.engine.ledger.view(call))
         shown = {k: view[k] for k in _CALL_FIELDS if k in view}
         shown["answeredBy"] = answered_by.get(call.id)
         calls.append(shown)
@@ -165,9 +166,7 @@ def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
             for r in store.list_runs(conversation_id)
         ],
         "calls": calls,
-        "events": [
-            {"seq": e.seq, "type": str(e.type), "data": _without_tokens(e.data)} for e in events
-        ],
+        "events": [{"seq": e.seq, "type": e.name, "data": _without_tokens(e.data)} for e in events],
         "audit": [
             {"at": e.at, "actor": e.actor, "action": e.action, "callId": e.call_id}
             for e in audit[:50]
@@ -267,7 +266,7 @@ async def cancel_run(request: Request) -> Response:
     if run is None:
         raise NotFound(f"no run {run_id}", code="unknown_run")
     who = operator_of(request).name
-    if not runtime.engine.cancel_run(run_id, "An operator cancelled this run."):
+    if not runtime.engine.cancel_run(run_id):
         raise Conflict(f"run {run_id} is {run.status.value}; only a waiting run can be cancelled",
                        code="run_not_waiting")  # fmt: skip
     record(runtime.store, who, "run.cancel", conversation_id=run.conversation_id, run_id=run_id)

@@ -264,10 +264,10 @@ class SQLiteStore(ConsoleTables):
         return rows.run(row) if row else None
 
     def list_runs(self, conversation_id: str) -> list[Run]:
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
         )
-        return [run for row in rows if (run := self._run(row)) is not None]
+        return [rows.run(r) for r in found]
 
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))

@@ -62,8 +62,9 @@ def test_a_run_already_started_keeps_its_frozen_agent_after_a_save(
     harness.say(conv, "what should I work on next?")
     call = harness.open_call(conv)
     agent = planner_definition()
-    agent["tools"][0]["output_schema"] = {"type": "object", "properties": {"other": {}},
-                                          "required": ["other"]}  # fmt: skip
+    schema = agent["tools"][0]["output_schema"]
+    schema["properties"]["boardName"] = {"type": "string"}
+    schema["required"] = [*schema.get("required", []), "boardName"]
     assert designer.post("/console/api/agents/planner", {"agent": agent}).status_code == 200
     # The run validates its answer against the schema it started with.
     answered = harness.answer(call, {"tasks": []})
