@@ -227,12 +227,37 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def server_config(app: Starlette, *, host: str, port: int, log_level: str) -> Any:
+    """uvicorn's settings for Hostcall itself (issue 7, item 11): a deadline on request
+    headers (``GuardedH11Protocol``; bodies have theirs in ``server.middleware``), idle
+    keep-alive connections closed after 5 s, and a bounded graceful shutdown so open
+    streams end without an error each."""
+    import uvicorn
+
+    from server import accesslog
+    from server.connections import GuardedH11Protocol
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        http=GuardedH11Protocol,
+        ws="none",
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=3,
+    )
+    # After Config(): it (re)configures uvicorn's loggers, keeping filters already there.
+    accesslog.install()
+    return config
+
+
 async def _serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     import uvicorn
 
     _reload_on_sighup(app)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(server_config(app, host=host, port=port, log_level=log_level)).serve()
 
 
 async def _demo(app: Starlette, args: argparse.Namespace) -> int:
@@ -250,7 +275,9 @@ async def _demo(app: Starlette, args: argparse.Namespace) -> int:
         return uvicorn.Server(config)
 
     servers = [
-        server(app, "127.0.0.1", args.port, args.log_level, "on"),
+        uvicorn.Server(
+            server_config(app, host="127.0.0.1", port=args.port, log_level=args.log_level)
+        ),
         server(create_demo_host_app(hostcall_url), "localhost", args.host_port, "warning", "off"),
     ]
     services = "http://127.0.0.1:8002  (public holidays, for the server-side tool)"

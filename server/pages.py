@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.assets import WIDGET_DIR
+from server.errors import NotFound
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -32,9 +33,10 @@ LOCALES = ("en", "fr", "es", "ja")
 THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
-WIDGET_MODULES = ("chat.js", "form.js", "api.js")
+WIDGET_MODULES = ("protocol.js", "chat.js", "form.js", "api.js")
 
-_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css)")
+# Bounded: a long name must be a 404, not an OSError from the file system (issue 7).
+_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(js|css)")
 _CONTENT_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
 _ACCENT = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 # An origin as browsers serialise it. Checked on top of the allow-list because the value is
@@ -119,7 +121,7 @@ async def embed_js(request: Request) -> Response:
 async def static_file(request: Request) -> Response:
     asset = _asset(request.path_params["name"])
     if asset is None:
-        return Response("Not found", status_code=404, media_type="text/plain")
+        raise NotFound(f"no static file {request.path_params['name'][:80]!r}")
     return _asset_response(request, asset, max_age=300)
 
 
@@ -215,6 +217,7 @@ async def widget_page(request: Request) -> HTMLResponse:
         # agent out standalone (the console's "try it" pane), never for an embedded widget.
         "simulate": origin is None and query.get("simulate") == "1",
         "apiBase": request.scope.get("root_path", ""),
+        "maxBodyBytes": runtime.settings.max_body_bytes,
         # The page's handlers can answer client-side tools only (server-side ones run a block).
         "tools": [
             {"name": tool.name, "description": tool.description}

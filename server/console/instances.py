@@ -20,8 +20,9 @@ from server.console.audit import record
 from server.console.render import page
 from server.console.session import guarded, operator_of
 from server.errors import BadRequest, Conflict, Gone, NotFound
-from server.ledger import MAX_REASON
-from server.protocol.reading import field_object, field_str, read_json
+from server.protocol.limits import MAX_REASON_CHARS
+from server.protocol.reading import read_json
+from server.protocol.requests import Decision, read_body
 from server.protocol.wire import to_wire
 from server.runtime import Runtime
 from server.store.records import Call, ConversationQuery, ConversationSummary, RunStatus
@@ -226,22 +227,19 @@ async def answer_call(request: Request) -> Response:
 async def decide_call(request: Request) -> Response:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
-    body = await read_json(request, runtime.settings.max_body_bytes)
-    decision = body.get("decision")
-    if decision not in ("approve", "reject"):
-        raise BadRequest("field 'decision' must be 'approve' or 'reject'", field="decision")
+    # The visitor's decision body, read by the same code; a token, if sent, is ignored: the
+    # operator's session is the authority here.
+    body = await read_body(request, Decision, runtime.settings.max_body_bytes)
     call = _open_call(runtime, request.path_params["call_id"])
     who = operator_of(request).name
     where = {"conversation_id": call.conversation_id, "call_id": call.id}
-    if decision == "approve":
-        edited = field_object(body, "input", required=False)
-        scope = field_str(body, "scope", required=False) or "once"
-        call = ledger.approve(call, edited, scope)
-        record(runtime.store, who, "call.approve", **where, edited=edited, scope=scope)
+    if body.decision == "approve":
+        call = ledger.approve(call, body.input, body.scope)
+        record(runtime.store, who, "call.approve", **where, edited=body.input, scope=body.scope)
     else:
-        reason = (field_str(body, "reason", required=False) or "").strip()
+        reason = (body.reason or "").strip()
         # The model reads this: say the decision came from an operator, not the visitor.
-        said = f"(an operator decided) {reason}".strip()[:MAX_REASON]
+        said = f"(an operator decided) {reason}".strip()[:MAX_REASON_CHARS]
         call = ledger.reject(call, said)
         record(runtime.store, who, "call.reject", **where, reason=reason)
     return JSONResponse({"state": call.state.value})
