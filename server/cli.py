@@ -106,6 +106,14 @@ def _common(
     )
     parser.set_defaults(default_db=db)
     parser.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="how long a dead process keeps its run steps before another process resumes "
+        "them (default: %(default)s)",
+    )
+    parser.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -153,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         agents_dir=args.agents,
         db_path=Path(target) if url is None else DEFAULT_DB,
         database_url=url,
+        lease_seconds=args.lease_seconds,
         extra_origins=tuple(extra),
         environ=dict(os.environ),
     )

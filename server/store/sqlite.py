@@ -425,8 +425,11 @@ class SQLiteStore(ConsoleTables):
         cursor = self._db.execute("DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
         return cursor.rowcount == 1
 
-    def expired_leases(self, now: float) -> list[str]:
-        found = self._db.execute("SELECT key FROM leases WHERE until < ? ORDER BY until", (now,))
+    def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
+        found = self._db.execute(
+            "SELECT key FROM leases WHERE until < ? AND owner <> ? ORDER BY until",
+            (now, other_than),
+        )
         return [r[0] for r in found]
 
     def try_singleton(self, name: str) -> bool:
