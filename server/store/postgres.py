@@ -283,6 +283,12 @@ class PostgresStore(PostgresConsoleTables):
         ).fetchone()
         return rows.run(row) if row else None
 
+    def list_runs(self, conversation_id: str) -> list[Run]:
+        found = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
+        )
+        return [rows.run(r) for r in found]
+
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))
         return [rows.run(r) for r in found]

@@ -291,6 +291,12 @@ class SQLiteStore(ConsoleTables):
         ).fetchone()
         return rows.run(row) if row else None
 
+    def list_runs(self, conversation_id: str) -> list[Run]:
+        found = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
+        )
+        return [rows.run(r) for r in found]
+
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
         return [rows.run(r) for r in found]
