@@ -7,7 +7,7 @@ machine-readable ``code`` and a message; ``server.app`` turns them into
     HostcallError
      ├── BadRequest            400  malformed_json, bad_request, bad_event_id, foreign_event_id
      ├── Unauthorized          401  missing_token, bad_token, expired_token
-     ├── Forbidden             403  wrong_token, origin_not_allowed
+     ├── Forbidden             403  wrong_token
      ├── NotFound              404  unknown_agent, unknown_conversation, unknown_call
      ├── Conflict              409  call_already_settled, call_not_awaiting_decision, ...
      ├── RequestTimeout        408  request_timeout (a body that stopped arriving)
@@ -15,7 +15,7 @@ machine-readable ``code`` and a message; ``server.app`` turns them into
      ├── PayloadTooLarge       413  body_too_large
      ├── UnsupportedMediaType  415  unsupported_media_type
      ├── Unprocessable         422  invalid_result, invalid_input, invalid_message
-     ├── TooManyRequests       429  rate_limited, token_budget_exhausted (``Retry-After``)
+     ├── TooManyRequests       429  rate_limited (``Retry-After``)
      ├── InternalError         500  internal_error (anything unexpected; no traceback words)
      └── Unavailable           503  store_unavailable
 

@@ -23,7 +23,6 @@ class ErrorCode(StrEnum):
     USED_TOKEN = "used_token"
     # 403
     WRONG_TOKEN = "wrong_token"
-    ORIGIN_NOT_ALLOWED = "origin_not_allowed"
     # 404
     NOT_FOUND = "not_found"
     UNKNOWN_AGENT = "unknown_agent"
@@ -53,7 +52,6 @@ class ErrorCode(StrEnum):
     INVALID_MESSAGE = "invalid_message"
     # 429
     RATE_LIMITED = "rate_limited"
-    TOKEN_BUDGET_EXHAUSTED = "token_budget_exhausted"
     # 500
     INTERNAL_ERROR = "internal_error"
     # 503
