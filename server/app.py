@@ -17,6 +17,7 @@ from server.api import api_routes
 from server.console import console_routes
 from server.middleware import ApiHeaders
 from server.pages import page_routes
+from server.protocol.openapi import document as openapi_document
 from server.responses import exception_handlers
 from server.runtime import Runtime
 from server.settings import Settings
@@ -30,6 +31,10 @@ async def _health(request: Request) -> Response:
     return JSONResponse({"ok": True, "agents": sorted(runtime.agents)})
 
 
+async def _openapi(request: Request) -> Response:
+    return JSONResponse(openapi_document())
+
+
 def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) -> Starlette:
     runtime = Runtime.build(settings, clock=clock)
 
@@ -41,6 +46,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
     app = Starlette(
         routes=[
             Route("/healthz", _health),
+            Route("/openapi.json", _openapi),
             *api_routes(),
             *stream_routes(),
             *agui_routes(),
