@@ -7,6 +7,7 @@ from __future__ import annotations
 LOCALES = ("en", "fr", "es", "ja")
 
 EN = {
+    "allowed_targets": "Allowed targets (the environment's, in _platform.json)",
     "console": "Hostcall console",
     "skip": "Skip to content",
     "nav": "Console",
@@ -197,6 +198,7 @@ EN = {
 }
 
 FR = {
+    "allowed_targets": "Cibles autorisées (celles de l’environnement, dans _platform.json)",
     "console": "Console Hostcall",
     "skip": "Aller au contenu",
     "nav": "Console",
@@ -387,6 +389,7 @@ FR = {
 }
 
 ES = {
+    "allowed_targets": "Destinos permitidos (los del entorno, en _platform.json)",
     "console": "Consola de Hostcall",
     "skip": "Saltar al contenido",
     "nav": "Consola",
@@ -577,6 +580,7 @@ ES = {
 }
 
 JA = {
+    "allowed_targets": "許可された接続先（環境の設定、_platform.json）",
     "console": "Hostcall コンソール",
     "skip": "本文へ移動",
     "nav": "コンソール",
