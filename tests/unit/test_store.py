@@ -7,12 +7,14 @@ would have. A SQLite file has one process and one connection, used by one thread
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from server.errors import StoreError
@@ -127,6 +129,26 @@ def test_a_rolled_back_transaction_leaves_nothing(store: Store) -> None:
             _call(store)
         raise RuntimeError
     assert store.get_run("r1") is None and store.get_call("k1") is None
+
+
+def test_a_failing_statement_fails_its_transaction_and_leaves_nothing(store: Store) -> None:
+    # PostgreSQL sends a transaction's statements pipelined: the error may arrive later than
+    # the statement, but never after the transaction ends, and the store works on.
+    _conversation(store)
+    store.add_message(StoredMessage("m1", "c1", "r1", "user", "first"))
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
+        with store.transaction():
+            store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+            store.add_message(StoredMessage("m1", "c1", "r1", "user", "same id"))
+            store.append_event("c1", TextMessageContent("m2", "x"))
+            store.append_event("c1", TextMessageContent("m2", "y"))
+    assert store.get_run("r1") is None
+    assert store.last_seq("c1") == 0 and store.events_after("c1", 0) == []
+    assert [m.text for m in store.list_messages("c1")] == ["first"]
+    with store.transaction():
+        store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+        event = store.append_event("c1", TextMessageContent("m2", "x"))
+    assert event.seq == 1 and store.get_run("r1") is not None
 
 
 # ---- races -----------------------------------------------------------------------------
