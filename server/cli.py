@@ -73,6 +73,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory of agent files, *.json (default: the demo agents)",
     )
+    users = sub.add_parser("users", help="console accounts (the operator console at /console)")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    add = users_sub.add_parser(
+        "add", help="create an account; the password is prompted for, or read from stdin"
+    )
+    add.add_argument("name", help="the account's name")
+    add.add_argument("--role", required=True, choices=["operator", "designer", "admin"])
+    add.add_argument(
+        "--db", type=Path, default=DEFAULT_DB, metavar="FILE",
+        help="the server's SQLite database (default: %(default)s)",
+    )  # fmt: skip
     return parser
 
 
@@ -118,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return _check(args.agents)
+    if args.command == "users":
+        from server.console.users_command import add_user_command
+
+        return add_user_command(args.name, args.role, args.db)
     for origin in args.allow_origin:
         if not valid_origin(origin):
             print(

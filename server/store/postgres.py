@@ -91,6 +91,10 @@ CREATE INDEX leases_by_until ON leases (until);
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE probe (at DOUBLE PRECISION);
 """),
+    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    Migration(4, "interrupted messages", """
+ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
+"""),
 )  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -265,7 +269,7 @@ class PostgresStore(PostgresConsoleTables):
     def add_message(self, message: StoredMessage) -> None:
         self._db.execute(
             "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
-            " tool_call_id, tool_name) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            " tool_call_id, tool_name, interrupted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
                 message.id,
                 message.conversation_id,
@@ -275,6 +279,7 @@ class PostgresStore(PostgresConsoleTables):
                 rows.dump(list(message.tool_calls)),
                 message.tool_call_id,
                 message.tool_name,
+                message.interrupted,
             ),
         )
 
@@ -303,6 +308,12 @@ class PostgresStore(PostgresConsoleTables):
             (conversation_id,),
         ).fetchone()
         return rows.run(row) if row else None
+
+    def list_runs(self, conversation_id: str) -> list[Run]:
+        found = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
+        )
+        return [rows.run(r) for r in found]
 
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))

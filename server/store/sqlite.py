@@ -86,6 +86,10 @@ CREATE INDEX runs_by_status ON runs (status);
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE probe (at REAL);
 """),
+    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    Migration(5, "interrupted messages", """
+ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+"""),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -239,7 +243,7 @@ class SQLiteStore(ConsoleTables):
     def add_message(self, message: StoredMessage) -> None:
         self._db.execute(
             "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
-            " tool_call_id, tool_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " tool_call_id, tool_name, interrupted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 message.id,
                 message.conversation_id,
@@ -249,6 +253,7 @@ class SQLiteStore(ConsoleTables):
                 rows.dump(list(message.tool_calls)),
                 message.tool_call_id,
                 message.tool_name,
+                int(message.interrupted),
             ),
         )
 
@@ -285,6 +290,12 @@ class SQLiteStore(ConsoleTables):
             (conversation_id,),
         ).fetchone()
         return rows.run(row) if row else None
+
+    def list_runs(self, conversation_id: str) -> list[Run]:
+        found = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
+        )
+        return [rows.run(r) for r in found]
 
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
