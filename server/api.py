@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.errors import SURFACE_ERROR_CODES, BadRequest, NotFound, ToolErrorCode, Unprocessable
 from server.ledger import new_id
 from server.protocol import field_object, field_str, read_json
 from server.runtime import Runtime
-from server.store.records import Conversation
+from server.store.records import ANONYMOUS_SURFACE, Conversation
 from server.tokens import Claims, Purpose
 
 MAX_MESSAGE_CHARS = 8000
 LOCALES = {"en", "fr", "es", "ja"}
+# A surface id is chosen by its client: new for each page load, kept across reconnects.
+SURFACE_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+
+
+def surface_id(value: object, *, field: str = "surfaceId") -> str | None:
+    """A client's surface id, checked; None when it names none."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not SURFACE_ID.fullmatch(value):
+        raise BadRequest(
+            f"{field} must be 8 to 64 letters, digits, '-' or '_' (got {str(value)[:80]!r})",
+            field=field,
+        )
+    return value
 
 
 def _token(body: dict[str, object]) -> str | None:
@@ -80,6 +95,13 @@ async def snapshot(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
     store = runtime.store
+    surface = surface_id(request.query_params.get("surface"), field="surface")
+    ledger = runtime.engine.ledger
+    if surface is not None:
+        # The snapshot writes this surface's calls to it, as its stream would: the claim.
+        for call in store.list_calls(conversation.id):
+            if call.surface_id == surface and call.state.value == "dispatched":
+                ledger.claim(call.id, surface, call.assignment)
     run = store.latest_run(conversation.id)
     messages = []
     for m in store.list_messages(conversation.id):
@@ -94,7 +116,14 @@ async def snapshot(request: Request) -> JSONResponse:
             "conversationId": conversation.id,
             "agentId": conversation.agent_id,
             "lastEventId": f"{conversation.id}:{store.last_seq(conversation.id)}",
-            "handledTools": list(conversation.handled_tools),
+            "surfaces": [
+                {
+                    "surfaceId": x.id,
+                    "tools": list(x.tools),
+                    "present": x.present(ledger.clock(), ledger.surface_grace),
+                }
+                for x in store.list_surfaces(conversation.id)
+            ],
             "run": None
             if run is None
             else {
@@ -103,7 +132,7 @@ async def snapshot(request: Request) -> JSONResponse:
                 "error": run.error,
             },
             "messages": messages,
-            "calls": [runtime.engine.ledger.view(c) for c in store.list_calls(conversation.id)],
+            "calls": [ledger.view(c) for c in store.list_calls(conversation.id)],
         }
     )
 
@@ -129,8 +158,36 @@ async def capabilities(request: Request) -> JSONResponse:
     if unknown:
         raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")
     handled = tuple(dict.fromkeys(tools))
-    runtime.store.set_handled_tools(conversation.id, handled)
-    return JSONResponse({"tools": list(handled)})
+    surface = surface_id(body.get("surfaceId")) or ANONYMOUS_SURFACE
+    with runtime.store.transaction():
+        runtime.store.save_surface_tools(conversation.id, surface, handled, time.time())
+    # A read left on the form (its page reloaded) may now have a handler again.
+    runtime.engine.ledger.rehome(conversation.id)
+    return JSONResponse({"surfaceId": surface, "tools": list(handled)})
+
+
+async def surface_activity(request: Request) -> Response:
+    """The person did something on this surface (focus, typing, a click): calls go here."""
+    runtime = _runtime(request)
+    conversation = _conversation(request, runtime)
+    surface = surface_id(request.path_params["surface_id"], field="surface_id")
+    assert surface is not None
+    with runtime.store.transaction():
+        runtime.store.touch_surface(conversation.id, surface, time.time())
+    return Response(status_code=204)
+
+
+async def surface_leave(request: Request) -> Response:
+    """The page is going away (reload, navigation, closed tab): its calls move on now,
+    without waiting out the grace period."""
+    runtime = _runtime(request)
+    conversation = _conversation(request, runtime)
+    surface = surface_id(request.path_params["surface_id"], field="surface_id")
+    assert surface is not None
+    with runtime.store.transaction():
+        runtime.store.leave_surface(conversation.id, surface, time.time())
+    runtime.engine.ledger.rehome(conversation.id)
+    return Response(status_code=204)
 
 
 async def post_message(request: Request) -> JSONResponse:
@@ -199,7 +256,9 @@ async def call_decision(request: Request) -> JSONResponse:
     call = ledger.checked_call(request.path_params["call_id"], claims)
     if decision == "approve":
         scope = field_str(body, "scope", required=False) or "once"
-        call = ledger.approve(call, field_object(body, "input", required=False), scope)
+        surface = surface_id(body.get("surfaceId"))
+        edited = field_object(body, "input", required=False)
+        call = ledger.approve(call, edited, scope, surface=surface)
     else:
         call = ledger.reject(call, field_str(body, "reason", required=False))
     return JSONResponse({"state": call.state.value})
@@ -212,6 +271,16 @@ def api_routes() -> list[BaseRoute]:
         Route("/api/conversations/{conversation_id}/stream-token", stream_token, methods=["POST"]),
         Route("/api/conversations/{conversation_id}/capabilities", capabilities, methods=["POST"]),
         Route("/api/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
+        Route(
+            "/api/conversations/{conversation_id}/surfaces/{surface_id}/activity",
+            surface_activity,
+            methods=["POST"],
+        ),
+        Route(
+            "/api/conversations/{conversation_id}/surfaces/{surface_id}/leave",
+            surface_leave,
+            methods=["POST"],
+        ),
         Route("/api/calls/{call_id}/delivered", call_delivered, methods=["POST"]),
         Route("/api/calls/{call_id}/result", call_result, methods=["POST"]),
         Route("/api/calls/{call_id}/decision", call_decision, methods=["POST"]),

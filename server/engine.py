@@ -50,6 +50,7 @@ class Engine:
         platform: Platform,
         environ: Mapping[str, str],
         clock: Callable[[], float] = time.time,
+        surface_grace: float = 5.0,
     ) -> None:
         self.journal = journal
         self.store = journal.store
@@ -71,7 +72,9 @@ class Engine:
             on_settled=self._resume_if_ready,
             on_dispatched=self._start_server_call,
             clock=clock,
+            surface_grace=surface_grace,
         )
+        self.clock = clock
 
     # ---- agents, frozen per run -----------------------------------------------------------
 
@@ -148,6 +151,9 @@ class Engine:
 
     def recover(self) -> None:
         """Pick up what a previous process left (called once at start)."""
+        # Every stream this store counted belonged to a process that is gone; their pages
+        # reconnect within the grace period, or their calls move on.
+        self.store.reset_surfaces(self.clock())
         self.ledger.expire_due()
         for call in self.store.calls_in_states([CallState.DISPATCHED]):
             tool = self.ledger.tool_of(call)
@@ -173,6 +179,7 @@ class Engine:
             await asyncio.sleep(every)
             try:
                 self.ledger.expire_due()
+                self.ledger.rehome_due()
             except Exception:  # a bad row must not stop expiry for every other call
                 log.exception("expiry sweep failed")
 

@@ -210,7 +210,7 @@ async def widget_page(request: Request) -> HTMLResponse:
         "apiBase": request.scope.get("root_path", ""),
         # The page's handlers can answer client-side tools only (server-side ones run a block).
         "tools": [
-            {"name": tool.name, "description": tool.description}
+            {"name": tool.name, "description": tool.description, "title": tool.title or tool.name}
             for tool in agent.tools
             if getattr(tool, "kind", "client") == "client"
         ],

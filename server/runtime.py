@@ -52,6 +52,7 @@ class Runtime:
             platform=platform,
             environ=settings.environ,
             clock=clock,
+            surface_grace=settings.surface_grace_seconds,
         )
         return cls(settings, agents, store, broker, tokens, engine)
 

@@ -23,6 +23,10 @@ class Settings:
     call_token_max_age: int = 24 * 3600
     ping_seconds: float = 15.0
     sweep_seconds: float = 0.5
+    # How long a surface whose event streams all closed keeps its calls: enough for an
+    # EventSource to reconnect; a page that says it is leaving (reload, navigation,
+    # closed tab) gives its calls up at once (docs/protocol.md "Surfaces").
+    surface_grace_seconds: float = 5.0
     # Added to every agent's allowed origins (the demo adds its host page this way).
     extra_origins: tuple[str, ...] = ()
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))

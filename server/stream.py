@@ -8,8 +8,9 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
+from server.api import surface_id
 from server.errors import NotFound
-from server.protocol import parse_event_id, to_sse
+from server.protocol import Event, EventType, parse_event_id, to_sse
 from server.runtime import Runtime
 from server.tokens import Purpose
 
@@ -28,9 +29,25 @@ async def events(request: Request) -> EventSourceResponse:
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
     raw = request.headers.get("last-event-id") or request.query_params.get("after")
     seen = parse_event_id(raw, conversation_id, store.last_seq(conversation_id)) if raw else 0
+    surface = surface_id(request.query_params.get("surface"), field="surface")
+    ledger = runtime.engine.ledger
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)
+    if surface is not None:
+        with store.transaction():
+            store.attach_surface(conversation_id, surface, ledger.clock())
+
+    def passes(event: Event) -> bool:
+        """Record the claim of a dispatch addressed to this surface before writing it; a
+        stale one (the call was settled or assigned elsewhere since) is not passed on, so
+        a replay can never make a page run a call that is no longer its own."""
+        if surface is None or event.type is not EventType.TOOL_CALL_DISPATCH:
+            return True
+        data = event.data
+        if data.get("surfaceId") != surface:
+            return True
+        return ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         last = seen
@@ -38,7 +55,8 @@ async def events(request: Request) -> EventSourceResponse:
             while True:
                 backlog = store.events_after(conversation_id, last)
                 for event in backlog:
-                    yield to_sse(event)
+                    if passes(event):
+                        yield to_sse(event)
                     last = event.seq
                 if len(backlog) < 1000:
                     break
@@ -50,13 +68,18 @@ async def events(request: Request) -> EventSourceResponse:
                     continue
                 if live.seq > last + 1:
                     for missed in store.events_after(conversation_id, last):
-                        yield to_sse(missed)
+                        if passes(missed):
+                            yield to_sse(missed)
                         last = missed.seq
                     continue
-                yield to_sse(live)
+                if passes(live):
+                    yield to_sse(live)
                 last = live.seq
         finally:
             runtime.broker.unsubscribe(conversation_id, queue)
+            if surface is not None:
+                with store.transaction():
+                    store.detach_surface(conversation_id, surface, ledger.clock())
 
     return EventSourceResponse(
         frames(),

@@ -22,6 +22,7 @@ from server.store.records import (
     Run,
     RunStatus,
     StoredMessage,
+    Surface,
 )
 
 SCHEMA = """
@@ -55,6 +56,12 @@ CREATE TABLE IF NOT EXISTS grants (
     conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, call_id TEXT NOT NULL,
     PRIMARY KEY (conversation_id, tool_name)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS surfaces (
+    conversation_id TEXT NOT NULL, id TEXT NOT NULL, tools TEXT NOT NULL DEFAULT '[]',
+    last_active REAL NOT NULL, streams INTEGER NOT NULL DEFAULT 0, detached_at REAL,
+    left_page INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (conversation_id, id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (conversation_id, seq)
@@ -80,7 +87,18 @@ class SQLiteStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(SCHEMA)
+        self._migrate()
         self._depth = 0
+
+    def _migrate(self) -> None:
+        """Columns added after a database was first created (issue 9: surfaces)."""
+        have = {row["name"] for row in self._db.execute("PRAGMA table_info(calls)")}
+        for column, ddl in (
+            ("surface_id", "ALTER TABLE calls ADD COLUMN surface_id TEXT"),
+            ("assignment", "ALTER TABLE calls ADD COLUMN assignment INTEGER NOT NULL DEFAULT 0"),
+        ):
+            if column not in have:
+                self._db.execute(ddl)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -240,8 +258,8 @@ class SQLiteStore:
     def add_call(self, call: Call) -> None:
         self._db.execute(
             "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
-            " arguments, deadline, route, outcome, delivered, extra)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 call.id,
                 call.conversation_id,
@@ -256,6 +274,8 @@ class SQLiteStore:
                 _dump(call.outcome) if call.outcome is not None else None,
                 int(call.delivered),
                 _dump(call.extra),
+                call.surface_id,
+                call.assignment,
             ),
         )
 
@@ -275,6 +295,8 @@ class SQLiteStore:
             outcome=json.loads(row["outcome"]) if row["outcome"] else None,
             delivered=bool(row["delivered"]),
             extra=json.loads(row["extra"]),
+            surface_id=row["surface_id"],
+            assignment=row["assignment"],
         )
 
     def get_call(self, call_id: str) -> Call | None:
@@ -329,9 +351,18 @@ class SQLiteStore:
         return row is not None
 
     def transition_call(
-        self, call_id: str, from_states: Iterable[CallState], to_state: CallState, **changes: Any
+        self,
+        call_id: str,
+        from_states: Iterable[CallState],
+        to_state: CallState,
+        *,
+        assigned: tuple[str | None, int] | None = None,
+        **changes: Any,
     ) -> bool:
-        allowed = {"input", "deadline", "route", "outcome", "delivered", "extra"}
+        allowed = {
+            "input", "deadline", "route", "outcome", "delivered", "extra", "surface_id",
+            "assignment",
+        }  # fmt: skip
         assert set(changes) <= allowed, f"unknown call fields: {set(changes) - allowed}"
         encoded = {
             k: (_dump(v) if k in ("input", "outcome", "extra") else v) for k, v in changes.items()
@@ -339,11 +370,98 @@ class SQLiteStore:
         states = list(from_states)
         marks = ",".join("?" * len(states))
         assignments = "".join(f", {k} = ?" for k in encoded)
+        condition, extra_args = "", []
+        if assigned is not None:
+            condition, extra_args = " AND surface_id IS ? AND assignment = ?", list(assigned)
         cursor = self._db.execute(
-            f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})",
-            (to_state, *encoded.values(), call_id, *states),
+            f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})"
+            + condition,
+            (to_state, *encoded.values(), call_id, *states, *extra_args),
         )
         return cursor.rowcount == 1
+
+    # ---- surfaces ------------------------------------------------------------------------
+
+    def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        # A new surface starts detached "now": present for the grace period until its
+        # stream attaches (the widget says what it handles before it opens the stream).
+        self._db.execute(
+            "INSERT OR IGNORE INTO surfaces (conversation_id, id, last_active, detached_at)"
+            " VALUES (?, ?, ?, ?)",
+            (conversation_id, surface_id, now, now),
+        )
+
+    def save_surface_tools(
+        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
+    ) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET tools = ? WHERE conversation_id = ? AND id = ?",
+            (_dump(list(tools)), conversation_id, surface_id),
+        )
+
+    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._db.execute(
+            "UPDATE surfaces SET streams = MAX(streams - 1, 0),"
+            " detached_at = CASE WHEN streams <= 1 THEN ? ELSE detached_at END"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET left_page = 1, detached_at = ?"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET last_active = MAX(last_active, ?)"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    @staticmethod
+    def _surface(row: sqlite3.Row) -> Surface:
+        return Surface(
+            id=row["id"],
+            conversation_id=row["conversation_id"],
+            tools=tuple(json.loads(row["tools"])),
+            last_active=row["last_active"],
+            streams=row["streams"],
+            detached_at=row["detached_at"],
+            left=bool(row["left_page"]),
+        )
+
+    def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
+        row = self._db.execute(
+            "SELECT * FROM surfaces WHERE conversation_id = ? AND id = ?",
+            (conversation_id, surface_id),
+        ).fetchone()
+        return self._surface(row) if row else None
+
+    def list_surfaces(self, conversation_id: str) -> list[Surface]:
+        rows = self._db.execute(
+            "SELECT * FROM surfaces WHERE conversation_id = ? ORDER BY last_active DESC",
+            (conversation_id,),
+        )
+        return [self._surface(r) for r in rows]
+
+    def reset_surfaces(self, now: float) -> None:
+        self._db.execute(
+            "UPDATE surfaces SET streams = 0, detached_at = ? WHERE streams > 0", (now,)
+        )
 
     # ---- events --------------------------------------------------------------------------
 
