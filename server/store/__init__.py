@@ -21,13 +21,18 @@ from typing import Any, Protocol
 
 from server.protocol import Event, EventType
 from server.store.records import (
+    AgentVersion,
+    AuditEntry,
     Call,
     CallState,
     Conversation,
+    ConversationQuery,
+    ConversationSummary,
     Run,
     RunStatus,
     StoredMessage,
     Surface,
+    User,
 )
 
 
@@ -85,5 +90,32 @@ class Store(Protocol):
     ) -> Event: ...
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]: ...
     def last_seq(self, conversation_id: str) -> int: ...
+
+    # ---- the operator console (issue 11) ----
+    # Users: ``add_user`` returns False (and changes nothing) if the name is taken.
+    def add_user(self, user: User) -> bool: ...
+    def get_user(self, name: str) -> User | None: ...
+    def list_users(self) -> list[User]: ...  # by name
+
+    # Audit log: ``add_audit`` ignores ``entry.id`` and returns the entry with its new id.
+    # ``list_audit`` is newest first; ``before`` pages (ids < before); filters are ANDed.
+    def add_audit(self, entry: AuditEntry) -> AuditEntry: ...
+    def list_audit(
+        self,
+        *,
+        limit: int = 100,
+        before: int | None = None,
+        conversation_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> list[AuditEntry]: ...
+
+    # Newest conversation first (created_at, then id); see ``ConversationQuery``.
+    def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]: ...
+
+    # Agent versions: ``add_agent_version`` ignores ``version.version`` and assigns the next
+    # number for that agent atomically; lists are newest first.
+    def add_agent_version(self, version: AgentVersion) -> AgentVersion: ...
+    def list_agent_versions(self, agent_id: str) -> list[AgentVersion]: ...
+    def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None: ...
 
     def close(self) -> None: ...

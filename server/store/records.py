@@ -11,13 +11,18 @@ from server.calls.transitions import OPEN_STATES, CallState
 __all__ = [
     "ANONYMOUS_SURFACE",
     "OPEN_STATES",
+    "AgentVersion",
+    "AuditEntry",
     "Call",
     "CallState",
     "Conversation",
+    "ConversationQuery",
+    "ConversationSummary",
     "Run",
     "RunStatus",
     "StoredMessage",
     "Surface",
+    "User",
 ]
 
 
@@ -108,3 +113,73 @@ class Surface:
         if self.left:
             return False
         return self.streams > 0 or (self.detached_at is not None and now - self.detached_at < grace)
+
+
+# ---- the operator console (issue 11) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """A console account. ``password_hash`` is an argon2 hash string; never the password."""
+
+    name: str
+    role: str
+    password_hash: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One console action: who, what, when, on which conversation / call / agent.
+
+    ``id`` is assigned by the store (increasing); pass 0 when adding.
+    """
+
+    at: float
+    actor: str
+    action: str
+    conversation_id: str | None = None
+    call_id: str | None = None
+    agent_id: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationQuery:
+    """Filters for ``Store.list_conversations`` (all optional; combined with AND).
+
+    ``waiting``: only conversations with a call waiting for a person — a call awaiting
+    confirmation, or a dispatched/delivered call whose route is ``form``.
+    ``text``: case-insensitive substring of any message's text, or of the conversation id.
+    """
+
+    agent_id: str | None = None
+    run_status: RunStatus | None = None
+    waiting: bool = False
+    text: str = ""
+    limit: int = 50
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    conversation: Conversation
+    # The status of the conversation's latest run; None before its first message.
+    run_status: RunStatus | None
+    # How many of its calls wait for a person (the definition of ``ConversationQuery.waiting``).
+    waiting_calls: int
+    # The text of its first user message ('' if none), for the list.
+    first_message: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentVersion:
+    """One saved version of an agent file. ``version`` counts from 1 per agent (store-assigned)."""
+
+    agent_id: str
+    version: int
+    body: str
+    author: str
+    created_at: float
+    note: str = ""

@@ -24,6 +24,7 @@ from server.store.records import (
     StoredMessage,
     Surface,
 )
+from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables, dump
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -69,11 +70,10 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+_dump = dump
 
 
-class SQLiteStore:
+class SQLiteStore(ConsoleTables):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +87,7 @@ class SQLiteStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(SCHEMA)
+        self._db.executescript(CONSOLE_SCHEMA)
         self._migrate()
         self._depth = 0
 

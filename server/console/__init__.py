@@ -1,0 +1,1 @@
+"""The operator console (issue 11): instance management and the agent designer, at /console."""
