@@ -30,7 +30,7 @@ LOCALES = ("en", "fr", "es", "ja")
 THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
-WIDGET_MODULES = ("chat.js", "form.js", "api.js")
+WIDGET_MODULES = ("chat.js", "form.js", "api.js", "calls.js")
 
 _STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css)")
 _CONTENT_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
