@@ -45,15 +45,16 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 ASK = "What should I work on next?"  # the planner's read_board_tasks rule: no approval
 AGENT = "bench"  # servers.bench_agents: a copy of demo/agents/planner.json
 LOADER_BUDGET, WIDGET_BUDGET, HOST_COST_BUDGET = 3 * 1024, 30 * 1024, 0.010
+DISPATCH = "hostcall.tool_call_dispatch"
 TURNS = 10  # round trips per conversation, then a fresh widget (the widget slows as it grows)
 TIMEOUT = 10.0
-# In the widget's frame only: when each TOOL_CALL_DISPATCH reaches the widget's JS (one more
-# listener on its EventSource). Nothing else is added to the widget.
+# In the widget's frame only: when each hostcall.tool_call_dispatch reaches the widget's JS (one
+# more listener on its EventSource). Nothing else is added to the widget.
 PROBE = """if (location.pathname.startsWith('/widget/')) {
   window.benchDispatched = {}
   window.EventSource = class extends EventSource { constructor (...args) { super(...args)
-    this.addEventListener('TOOL_CALL_DISPATCH', e => {
-      benchDispatched[JSON.parse(e.data).toolCallId] = [performance.now(), 0] }) } }
+    this.addEventListener('hostcall.tool_call_dispatch', e => {
+      benchDispatched[JSON.parse(e.data).value.toolCallId] = [performance.now(), 0] }) } }
 }"""
 # Per call id, [start, end] (ms, the widget's clock) of: dispatch (PROBE), delivered, result.
 TIMINGS = """() => { const out = {}
@@ -284,11 +285,11 @@ class Widget:
         self.http.post(f"{self.path}/messages", json={"text": ASK},
                        headers=self.auth).raise_for_status()
         seen = until(self.events, "RUN_FINISHED")
-        call = json.loads(seen["TOOL_CALL_DISPATCH"][1])
+        call = json.loads(seen[DISPATCH][1])["value"]
         outcome = json.loads(seen["TOOL_CALL_RESULT"][1])
         if call["route"] != "handler" or outcome["state"] != "answered":
             raise RuntimeError(f"not answered by the page's handler: {call} -> {outcome}")
-        return seen["TOOL_CALL_RESULT"][0] - seen["TOOL_CALL_DISPATCH"][0], call["toolCallId"]
+        return seen["TOOL_CALL_RESULT"][0] - seen[DISPATCH][0], call["toolCallId"]
 
     def close(self, runs: int) -> dict[str, dict[str, list[float]]]:
         """The widget's timings per call id (TIMINGS); checks the handler ran ``runs`` times."""
@@ -352,7 +353,7 @@ def round_trip(env: Env, mode: Mode) -> None:
                     compare(f"server emits call -> has validated result, {stat}", result[stat],
                             bare[stat], ms, None if stat == "mean" else 1.5)
                     for stat in ("p50", "p99", "mean")],
-                ["hostcall: TOOL_CALL_DISPATCH -> TOOL_CALL_RESULT; floor: kick -> echo (the "
+                ["hostcall: tool_call_dispatch -> TOOL_CALL_RESULT; floor: kick -> echo (the "
                  "floor page answers kick with fetch POST /echo)",
                  "both timed as the two events reach an SSE stream the bench holds on the same "
                  "conversation / channel (raw asyncio, own thread, one clock)",

@@ -1,8 +1,8 @@
 """Section 1: tool round trip over loopback, Hostcall next to a bare SSE + POST echo floor.
 
 Per iteration and per side, a fresh stream is open before anything is sent; the clock starts
-when the client has parsed the call event (Hostcall ``TOOL_CALL_DISPATCH``, floor ``kick``),
-the answer POST starts at once, and each later event is timed from there.
+when the client has parsed the call event (Hostcall ``hostcall.tool_call_dispatch``, floor
+``kick``), the answer POST starts at once, and each later event is timed from there.
 Two clients: httpx (what a Python integrator would use), and raw asyncio connections, so
 the client's own cost (about 2 ms per httpx request on a small VM) does not hide the server's.
 """
@@ -52,7 +52,9 @@ async def exchange(events: Events, trigger: str, answer: Answer,
             raise RuntimeError(f"the run failed: {data}")
         if posting is None:
             if kind == trigger:
-                t0, posting = now, asyncio.create_task(timed(json.loads(data)))
+                event = json.loads(data)  # Hostcall's is AG-UI CUSTOM: the call is its value
+                call = event.get("value", event) if event.get("type") == "CUSTOM" else event
+                t0, posting = now, asyncio.create_task(timed(call))
         elif kind in marks and kind not in out:
             out[kind] = now - t0
             if len(out) == len(marks):
@@ -98,6 +100,9 @@ class Side:
                                   lambda call: answer(post_httpx, call), marks)
 
 
+DISPATCH = "hostcall.tool_call_dispatch"
+
+
 async def hostcall_iteration(side: Side) -> dict[str, float]:
     conv = (await create_conversations(side.http, 1))[0]
 
@@ -109,7 +114,7 @@ async def hostcall_iteration(side: Side) -> dict[str, float]:
         await post(f"/api/calls/{call['toolCallId']}/result",
                    {"token": call["resultToken"], "output": BOARD})
 
-    return await side.run(conv.events_path, start, "TOOL_CALL_DISPATCH", answer, HOSTCALL_MARKS)
+    return await side.run(conv.events_path, start, DISPATCH, answer, HOSTCALL_MARKS)
 
 
 async def floor_iteration(side: Side, channel: str) -> dict[str, float]:

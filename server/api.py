@@ -11,7 +11,8 @@ from starlette.routing import BaseRoute, Route
 
 from server.errors import SURFACE_ERROR_CODES, BadRequest, NotFound, ToolErrorCode, Unprocessable
 from server.ledger import new_id
-from server.protocol import field_object, field_str, read_json
+from server.protocol.reading import field_object, field_str, read_json
+from server.protocol.wire import to_wire
 from server.runtime import Runtime
 from server.store.records import ANONYMOUS_SURFACE, Conversation
 from server.tokens import Claims, Purpose
@@ -132,7 +133,7 @@ async def snapshot(request: Request) -> JSONResponse:
                 "error": run.error,
             },
             "messages": messages,
-            "calls": [ledger.view(c) for c in store.list_calls(conversation.id)],
+            "calls": [to_wire(ledger.view(c)) for c in store.list_calls(conversation.id)],
         }
     )
 

@@ -16,8 +16,9 @@ from typing import Any, Literal
 from starlette.applications import Starlette
 
 from server.agents import load_agents, valid_origin
-from server.errors import AgentConfigError
+from server.errors import AgentConfigError, StoreError
 from server.settings import DEMO_AGENTS, ROOT, Settings
+from server.store import is_database_url
 
 DEFAULT_DB = ROOT / "var" / "hostcall.db"
 SERVICES_PORT = 8002
@@ -30,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="hostcall",
         description="Hostcall: an embeddable chat agent whose tools run in the host page.",
         epilog="Secrets: set HOSTCALL_SECRET_KEYS (comma-separated, newest last) in production; "
-        "otherwise a development key is generated and kept beside the database.",
+        "otherwise a development key is generated and kept beside the SQLite database. "
+        "Several processes: --db postgresql://... (or HOSTCALL_DATABASE_URL); docs/deploy.md.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -40,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="interface to bind (default: %(default)s)"
     )
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N processes on the port; needs a PostgreSQL --db (default: %(default)s)",
+    )
 
     demo = sub.add_parser(
         "demo",
@@ -79,11 +88,12 @@ def _common(
     )
     parser.add_argument(
         "--db",
-        type=Path,
-        default=db,
-        metavar="FILE",
-        help="SQLite database file, created if missing (default: %(default)s)",
+        default=None,
+        metavar="FILE|URL",
+        help="SQLite database file, created if missing, or a postgresql:// URL to share "
+        f"conversations between processes (default: $HOSTCALL_DATABASE_URL, else {db})",
     )
+    parser.set_defaults(default_db=db)
     parser.add_argument(
         "--allow-origin",
         action="append",
@@ -110,9 +120,24 @@ def main(argv: list[str] | None = None) -> int:
     extra = list(args.allow_origin)
     if args.command == "demo":
         extra.append(f"http://localhost:{args.host_port}")
+    target = args.db or os.environ.get("HOSTCALL_DATABASE_URL") or str(args.default_db)
+    url = target if is_database_url(target) else None
+    workers = getattr(args, "workers", 1)
+    if workers < 1:
+        print(f"hostcall: --workers must be 1 or more, not {workers}", file=sys.stderr)
+        return 2
+    if workers > 1 and url is None:
+        print(
+            f"hostcall: --workers {workers} needs PostgreSQL: a SQLite file serves one process "
+            "(its runs and streams are not shared). Use --db postgresql://... "
+            "(see docs/deploy.md), or one worker.",
+            file=sys.stderr,
+        )
+        return 2
     settings = Settings(
         agents_dir=args.agents,
-        db_path=args.db,
+        db_path=Path(target) if url is None else DEFAULT_DB,
+        database_url=url,
         extra_origins=tuple(extra),
         environ=dict(os.environ),
     )
@@ -121,12 +146,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from server.app import create_app
 
+        # With workers, this checks agents and database (and migrates) before forking.
         app = create_app(settings)
     except AgentConfigError as exc:
         print(f"hostcall: the agent files in {args.agents} have problems:", file=sys.stderr)
         for problem in exc.problems:
             print(f"  - {problem}", file=sys.stderr)
         return 1
+    except StoreError as exc:
+        print(f"hostcall: {exc.message}", file=sys.stderr)
+        return 1
+    if workers > 1:
+        from server import workers as pool
+
+        app.state.hostcall.store.close()
+        pool.serve(
+            settings, host=args.host, port=args.port, workers=workers, log_level=args.log_level
+        )
+        return 0
     try:
         if args.command == "demo":
             return asyncio.run(_demo(app, args))

@@ -2,10 +2,13 @@
 
 A run waiting for a client holds no coroutine. Its state lives in the store (status
 ``waiting``, the calls of its current step); whoever settles the last open call of the step
-claims the run (``waiting`` → ``running``, atomically) and starts the next step. After a
-restart, ``recover`` finishes what a killed process left: runs that were mid-step are
-stepped again, waiting runs whose calls were all settled are resumed, and the sweeper
-expires calls past their deadline.
+claims the run (``waiting`` → ``running``, atomically) and starts the next step.
+
+Several processes may share the store. A step, and a server-side call in flight, is owned
+by a lease (server/leases.py) taken in the transaction that starts it; ``sweep`` runs in
+one process of the cluster at a time: it expires calls past their deadline, adopts the
+work of processes whose leases lapsed (they died), and resumes runs a crash left between
+two transactions. The same code recovers a single process after a restart.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from typing import Any
 
 from server.agents import Agent, definition_digest, parse_agent
 from server.blocks.http_request import BlockError, BlockFailed, execute, render_request
-from server.errors import Conflict, NotFound, ToolErrorCode
+from server.errors import Conflict, LeaseLost, NotFound, ToolErrorCode
 from server.journal import Journal
+from server.leases import Leases, call_key, run_key
 from server.ledger import Ledger, new_id
 from server.models.base import (
     Message,
@@ -32,12 +36,20 @@ from server.models.base import (
 )
 from server.models.factory import build_model
 from server.platform import Platform
-from server.protocol import EventType
+from server.protocol.events import (
+    RunError,
+    RunFinished,
+    RunStarted,
+    TextMessageContent,
+    TextMessageEnd,
+    TextMessageStart,
+)
 from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 from server.tokens import Tokens
 
 log = logging.getLogger("hostcall.engine")
 RUN_CACHE_SIZE = 4096
+SWEEPER = "sweeper"
 
 
 class Engine:
@@ -49,11 +61,14 @@ class Engine:
         *,
         platform: Platform,
         environ: Mapping[str, str],
+        leases: Leases,
         clock: Callable[[], float] = time.time,
         surface_grace: float = 5.0,
     ) -> None:
         self.journal = journal
         self.store = journal.store
+        self.leases = leases
+        self._stalled_checked = 0.0
         # Replaced whole on reload; runs in flight keep the definition they started with.
         self.agents = agents
         self.platform = platform
@@ -129,14 +144,13 @@ class Engine:
         cid = conversation.id
         with self.journal.unit() as unit:
             self.store.create_run(run)
+            taken = self.leases.take(run_key(run.id))
+            assert taken, "a new run's lease is free"
             self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
-            started: dict[str, Any] = {"threadId": cid, "runId": run.id}
-            if simulate:
-                started["simulated"] = True
-            unit.emit(cid, EventType.RUN_STARTED, started)
-            unit.emit(cid, EventType.TEXT_MESSAGE_START, {"messageId": message_id, "role": "user"})
-            unit.emit(cid, EventType.TEXT_MESSAGE_CONTENT, {"messageId": message_id, "delta": text})
-            unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+            unit.emit(cid, RunStarted(cid, run.id, simulated=True if simulate else None))
+            unit.emit(cid, TextMessageStart(message_id, "user"))
+            unit.emit(cid, TextMessageContent(message_id, text))
+            unit.emit(cid, TextMessageEnd(message_id))
         self._spawn(self._advance(run.id))
         return run
 
@@ -146,49 +160,108 @@ class Engine:
             return
         if any(c.state.open for c in self.store.calls_of_step(run_id, run.step)):
             return
-        if self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING):
-            self._spawn(self._advance(run_id))
+        key = run_key(run_id)
+        # The lease and the claim commit together: no process ever sees the run running
+        # without an owner (the sweeper would adopt it).
+        with self.store.transaction():
+            if not self.leases.take(key):
+                return  # another process holds the run; it resumes it
+            if not self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING):
+                self.leases.end(key)
+                return
+        self._spawn(self._advance(run_id))
 
     def recover(self) -> None:
         """Pick up what a previous process left (called once at start)."""
         # Every stream this store counted belonged to a process that is gone; their pages
         # reconnect within the grace period, or their calls move on.
         self.store.reset_surfaces(self.clock())
+        self.sweep(stalled=True)
+
+    def sweep(self, *, stalled: bool = False) -> None:
+        """The cluster's periodic chores; a no-op unless this process has the sweeper's turn."""
+        if not self.store.try_singleton(SWEEPER):
+            return
         self.ledger.expire_due()
-        for call in self.store.calls_in_states([CallState.DISPATCHED]):
-            tool = self.ledger.tool_of(call)
-            if tool is None or tool.kind == "client":
-                continue
-            if tool.effect == "read":
-                self._start_server_call(call)
-            else:
-                # It may have reached its target before the restart: never send a write twice.
-                self.ledger.fail(
-                    call, ToolErrorCode.BLOCK_FAILED,
-                    "The server restarted while this request was in flight; a write is not "
-                    "retried, so check whether it took effect.",
-                )  # fmt: skip
-        for run in self.store.runs_with_status(RunStatus.RUNNING):
-            log.info("resuming run %s, interrupted mid-step", run.id)
-            self._spawn(self._advance(run.id))
-        for run in self.store.runs_with_status(RunStatus.WAITING):
+        self.ledger.rehome_due()
+        for key in self.leases.expired():
+            if self.leases.take(key):
+                self._adopt(key)
+        if stalled:
+            for run in self.store.stalled_runs():
+                self._adopt_stalled(run)
+
+    def _adopt(self, key: str) -> None:
+        """Go on with the work of a lease that lapsed (its process died); we hold it now."""
+        kind, _, ident = key.partition(":")
+        if kind == "run":
+            run = self.store.get_run(ident)
+            if run is not None and run.status is RunStatus.RUNNING:
+                log.info("resuming run %s, interrupted mid-step", ident)
+                self._spawn(self._advance(ident))
+                return
+            self.leases.release(key)
+            if run is not None and run.status is RunStatus.WAITING:
+                self._resume_if_ready(ident)
+            return
+        call = self.store.get_call(ident) if kind == "call" else None
+        tool = self.ledger.tool_of(call) if call is not None else None
+        if call is None or tool is None or call.state is not CallState.DISPATCHED:
+            self.leases.release(key)
+            return
+        if tool.effect == "read":
+            self._spawn(self._run_server_call(call.id))
+            return
+        # It may have reached its target before the process died: never send a write twice.
+        self.ledger.fail(
+            call, ToolErrorCode.BLOCK_FAILED,
+            "The server restarted while this request was in flight; a write is not "
+            "retried, so check whether it took effect.",
+        )  # fmt: skip
+        self.leases.release(key)
+
+    def _adopt_stalled(self, run: Run) -> None:
+        if run.status is RunStatus.WAITING:
             self._resume_if_ready(run.id)
+            return
+        key = run_key(run.id)
+        if not self.leases.take(key):
+            return
+        current = self.store.get_run(run.id)  # it may have moved since we listed it
+        if current is not None and current.status is RunStatus.RUNNING:
+            log.info("resuming run %s, left running without an owner", run.id)
+            self._spawn(self._advance(run.id))
+        else:
+            self.leases.release(key)
 
     async def sweep_forever(self, every: float) -> None:
         while True:
             await asyncio.sleep(every)
+            now = time.monotonic()
+            # Stalled runs need a scan of open runs: look for them once per lease period.
+            stalled = now - self._stalled_checked >= self.leases.ttl
+            if stalled:
+                self._stalled_checked = now
             try:
-                self.ledger.expire_due()
-                self.ledger.rehome_due()
+                self.sweep(stalled=stalled)
             except Exception:  # a bad row must not stop expiry for every other call
-                log.exception("expiry sweep failed")
+                log.exception("sweep failed")
 
     # ---- server-side tools ---------------------------------------------------------------
 
     def _start_server_call(self, call: Call) -> None:
+        # Called inside the dispatching transaction: the lease commits with the dispatch.
+        taken = self.leases.take(call_key(call.id))
+        assert taken, "a newly dispatched call's lease is free"
         self._spawn(self._run_server_call(call.id))
 
     async def _run_server_call(self, call_id: str) -> None:
+        try:
+            await self._request(call_id)
+        finally:
+            self.leases.release(call_key(call_id))
+
+    async def _request(self, call_id: str) -> None:
         call = self.store.get_call(call_id)
         if call is None or not call.state.answerable:
             return
@@ -239,12 +312,20 @@ class Engine:
     # ---- stepping --------------------------------------------------------------------------
 
     async def _advance(self, run_id: str) -> None:
+        """Step the run while it can go on; we hold its lease, and hand it back at the end."""
         try:
-            while await self._step(run_id):
-                pass
-        except Exception as exc:
-            log.exception("run %s failed", run_id)
-            self._fail(run_id, "internal_error", f"The run stopped on an internal error: {exc}")
+            try:
+                while await self._step(run_id):
+                    pass
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                log.exception("run %s failed", run_id)
+                self._fail(run_id, "internal_error", f"The run stopped on an internal error: {exc}")
+        except LeaseLost as lost:
+            # This process stalled past its lease and another adopted the run: the step
+            # was rolled back; the new owner runs it.
+            log.warning("run %s left to its new owner: %s", run_id, lost)
 
     async def _step(self, run_id: str) -> bool:
         """One model step; True when the run should step again at once."""
@@ -272,22 +353,14 @@ class Engine:
                     if not item.text:
                         continue
                     if not text:
-                        self.journal.emit(
-                            cid,
-                            EventType.TEXT_MESSAGE_START,
-                            {"messageId": message_id, "role": "assistant"},
-                        )
+                        self.journal.emit(cid, TextMessageStart(message_id, "assistant"))
                     text.append(item.text)
-                    self.journal.emit(
-                        cid,
-                        EventType.TEXT_MESSAGE_CONTENT,
-                        {"messageId": message_id, "delta": item.text},
-                    )
+                    self.journal.emit(cid, TextMessageContent(message_id, item.text))
                 else:
                     requests.append(item)
         except ModelError as exc:
             if text:
-                self.journal.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+                self.journal.emit(cid, TextMessageEnd(message_id))
             self._fail(run_id, exc.code, exc.message)
             return False
         conversation = self.store.get_conversation(cid)
@@ -296,7 +369,7 @@ class Engine:
         calls = [(new_id("k"), r) for r in requests]
         with self.journal.unit() as unit:
             if text:
-                unit.emit(cid, EventType.TEXT_MESSAGE_END, {"messageId": message_id})
+                unit.emit(cid, TextMessageEnd(message_id))
             self.store.add_message(
                 StoredMessage(
                     message_id,
@@ -310,8 +383,9 @@ class Engine:
                 )
             )
             if not calls:
+                self.leases.end(run_key(run_id))
                 self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
-                unit.emit(cid, EventType.RUN_FINISHED, {"threadId": cid, "runId": run_id})
+                unit.emit(cid, RunFinished(cid, run_id))
                 return False
             opened = [
                 self.ledger.propose(
@@ -329,6 +403,10 @@ class Engine:
             ]
             waiting = any(c.state.open for c in opened)
             status = RunStatus.WAITING if waiting else RunStatus.RUNNING
+            if waiting:
+                self.leases.end(run_key(run_id))
+            else:
+                self.leases.keep(run_key(run_id))
             self.store.update_run(run_id, status=status, step=step)
         return not waiting
 
@@ -336,14 +414,11 @@ class Engine:
         run = self.store.get_run(run_id)
         assert run is not None
         with self.journal.unit() as unit:
+            self.leases.end(run_key(run_id))
             self.store.update_run(
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
-            unit.emit(
-                run.conversation_id,
-                EventType.RUN_ERROR,
-                {"runId": run_id, "code": code, "message": message},
-            )
+            unit.emit(run.conversation_id, RunError(message, code, run_id))
 
 
 def _model_message(message: StoredMessage) -> Message:

@@ -15,7 +15,10 @@ machine-readable ``code`` and a message; ``server.app`` turns them into
      └── Unprocessable         422  invalid_result, invalid_input, invalid_message
 
 ``AgentConfigError`` is not an HTTP error: it stops the server at start with one line per
-problem. ``ToolErrorCode`` is the closed set of errors the *model* receives for a call.
+problem; ``StoreError`` stops it when the database cannot be used (another process holds a
+SQLite file, a schema newer than this code, PostgreSQL unreachable). ``LeaseLost`` never
+leaves the engine: a step whose lease another process took is rolled back, not failed.
+``ToolErrorCode`` is the closed set of errors the *model* receives for a call.
 """
 
 from __future__ import annotations
@@ -85,6 +88,24 @@ class AgentConfigError(Exception):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("\n".join(problems))
+
+
+class StoreError(Exception):
+    """The database cannot be used as configured; the message says why and what to do."""
+
+    def __init__(self, message: str, *, target: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.target = target
+
+
+class LeaseLost(Exception):
+    """This process no longer holds the lease on ``key`` (it stalled and another took it)."""
+
+    def __init__(self, key: str, owner: str) -> None:
+        super().__init__(f"lease {key} is no longer held by {owner}")
+        self.key = key
+        self.owner = owner
 
 
 class ToolErrorCode(StrEnum):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from server.broker import Broker
-from server.protocol import Event, EventType
+from server.protocol.events import ProtocolEvent
+from server.protocol.frames import Event
 from server.store import Store
 
 
@@ -17,10 +17,10 @@ class Unit:
     store: Store
     events: list[Event] = field(default_factory=list)
 
-    def emit(self, conversation_id: str, type: EventType, data: dict[str, Any]) -> Event:
-        event = self.store.append_event(conversation_id, type, data)
-        self.events.append(event)
-        return event
+    def emit(self, conversation_id: str, event: ProtocolEvent) -> Event:
+        stored = self.store.append_event(conversation_id, event)
+        self.events.append(stored)
+        return stored
 
 
 class Journal:
@@ -37,6 +37,6 @@ class Journal:
         for event in unit.events:
             self.broker.publish(event)
 
-    def emit(self, conversation_id: str, type: EventType, data: dict[str, Any]) -> Event:
+    def emit(self, conversation_id: str, event: ProtocolEvent) -> Event:
         with self.unit() as unit:
-            return unit.emit(conversation_id, type, data)
+            return unit.emit(conversation_id, event)

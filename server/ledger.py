@@ -34,7 +34,16 @@ from server.guardrails import Hit, evaluate
 from server.journal import Journal, Unit
 from server.platform import Platform
 from server.policies import approval_reason, model_content, visible_outcome
-from server.protocol import EventType
+from server.protocol.events import (
+    ApprovalRequested,
+    CallDispatched,
+    GuardrailMatched,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallResult,
+    ToolCallStart,
+)
+from server.protocol.responses import CallView
 from server.store.records import Call, CallState, Conversation, Run, StoredMessage
 from server.tokens import Claims, Purpose, Tokens, input_digest
 from server.tools import Tool
@@ -87,39 +96,35 @@ class Ledger:
     def tool_of(self, call: Call) -> Tool | None:
         return self.agent_of_run(call.run_id).tool(call.tool_name)
 
-    def view(self, call: Call) -> dict[str, Any]:
+    def view(self, call: Call) -> CallView:
         """The ``CALL`` shape of docs/protocol.md, with the token the call's state needs."""
         tool = self.tool_of(call)
-        data: dict[str, Any] = {
-            "toolCallId": call.id,
-            "toolCallName": call.tool_name,
-            "kind": tool.kind if tool else "client",
-            "runId": call.run_id,
-            "state": call.state.value,
-            "input": call.input,
-            "inputSchema": tool.input_schema if tool else {},
-            "outputSchema": tool.output_schema if tool else {},
-            "deadline": _iso(call.deadline),
-            "route": call.route,
-            "surfaceId": call.surface_id,
-            "assignment": call.assignment,
-            "delivered": call.delivered,
-            "outcome": None if call.outcome is None else visible_outcome(tool, call.outcome),
-        }
-        if tool is not None and tool.title:
-            data["title"] = tool.title
-        if "approval" in call.extra:
-            data["approval"] = call.extra["approval"]
-        if "formReason" in call.extra:
-            data["formReason"] = call.extra["formReason"]
-        if call.outcome and call.outcome.get("simulated"):
-            data["simulated"] = True
+        kind = tool.kind if tool else "client"
         claims = Claims(call.conversation_id, call.id, call.tool_name, input_digest(call.input))
-        if call.state.answerable and data["kind"] == "client":
-            data["resultToken"] = self.tokens.sign(Purpose.CALL_RESULT, claims)
-        if call.state is CallState.AWAITING_CONFIRMATION:
-            data["decisionToken"] = self.tokens.sign(Purpose.CALL_DECISION, claims)
-        return data
+        answerable = call.state.answerable and kind == "client"
+        awaiting = call.state is CallState.AWAITING_CONFIRMATION
+        return CallView(
+            tool_call_id=call.id,
+            tool_call_name=call.tool_name,
+            kind=kind,
+            run_id=call.run_id,
+            state=call.state.value,
+            input=call.input,
+            input_schema=tool.input_schema if tool else {},
+            output_schema=tool.output_schema if tool else {},
+            deadline=_iso(call.deadline),
+            route=call.route,
+            delivered=call.delivered,
+            outcome=None if call.outcome is None else visible_outcome(tool, call.outcome),
+            approval=call.extra.get("approval"),
+            simulated=True if call.outcome and call.outcome.get("simulated") else None,
+            surface_id=call.surface_id,
+            assignment=call.assignment,
+            title=tool.title if tool and tool.title else None,
+            form_reason=call.extra.get("formReason"),
+            result_token=self.tokens.sign(Purpose.CALL_RESULT, claims) if answerable else None,
+            decision_token=self.tokens.sign(Purpose.CALL_DECISION, claims) if awaiting else None,
+        )
 
     # ---- proposing -----------------------------------------------------------------------
 
@@ -138,11 +143,9 @@ class Ledger:
     ) -> Call:
         """Record a call the model asked for, and send it where its policies say."""
         cid = conversation.id
-        unit.emit(cid, EventType.TOOL_CALL_START, {
-            "toolCallId": call_id, "toolCallName": name, "parentMessageId": message_id,
-        })  # fmt: skip
-        unit.emit(cid, EventType.TOOL_CALL_ARGS, {"toolCallId": call_id, "delta": arguments})
-        unit.emit(cid, EventType.TOOL_CALL_END, {"toolCallId": call_id})
+        unit.emit(cid, ToolCallStart(call_id, name, message_id))
+        unit.emit(cid, ToolCallArgs(call_id, arguments))
+        unit.emit(cid, ToolCallEnd(call_id))
 
         tool = agent.tool(name)
         value, failure = _parse_arguments(tool, name, arguments, agent)
@@ -256,8 +259,7 @@ class Ledger:
         for hit in hits:
             log.info("guardrail %r (%s, %s) matched call %s of %r",
                      hit.rule, hit.action, hit.on, call_id, name)  # fmt: skip
-            unit.emit(conversation_id, EventType.TOOL_CALL_GUARDRAIL,
-                      {"toolCallId": call_id, **hit.to_json()})  # fmt: skip
+            unit.emit(conversation_id, GuardrailMatched(call_id, hit.rule, hit.action, hit.on))
 
     # ---- what surfaces and people send -----------------------------------------------------
 
@@ -488,11 +490,9 @@ class Ledger:
     def _perform(self, unit: Unit, call: Call, move: Move) -> None:
         for effect in move.effects:
             if effect is Effect.EMIT_APPROVAL_REQUESTED:
-                unit.emit(
-                    call.conversation_id, EventType.TOOL_CALL_APPROVAL_REQUESTED, self.view(call)
-                )
+                unit.emit(call.conversation_id, ApprovalRequested(self.view(call)))
             elif effect is Effect.EMIT_DISPATCH:
-                unit.emit(call.conversation_id, EventType.TOOL_CALL_DISPATCH, self.view(call))
+                unit.emit(call.conversation_id, CallDispatched(self.view(call)))
             elif effect is Effect.EXECUTE:
                 tool = self.tool_of(call)
                 if tool is not None and tool.kind != "client":
@@ -515,17 +515,15 @@ class Ledger:
             id=message_id, conversation_id=call.conversation_id, run_id=call.run_id,
             role="tool", text=content, tool_call_id=call.id, tool_name=call.tool_name,
         ))  # fmt: skip
-        data: dict[str, Any] = {
-            "messageId": message_id,
-            "toolCallId": call.id,
-            "role": "tool",
-            "content": content,
-            "state": state.value,
-            "outcome": visible_outcome(tool, outcome),
-        }
-        if outcome.get("simulated"):
-            data["simulated"] = True
-        unit.emit(call.conversation_id, EventType.TOOL_CALL_RESULT, data)
+        result = ToolCallResult(
+            message_id=message_id,
+            tool_call_id=call.id,
+            content=content,
+            state=state.value,
+            outcome=visible_outcome(tool, outcome),
+            simulated=True if outcome.get("simulated") else None,
+        )
+        unit.emit(call.conversation_id, result)
         return True
 
     def _with_extra(self, call: Call, **extra: Any) -> Call:

@@ -12,10 +12,11 @@ from server.agents import Agent, load_agents
 from server.broker import Broker
 from server.engine import Engine
 from server.journal import Journal
+from server.leases import Leases
 from server.platform import Platform, load_platform
+from server.relay import Relay
 from server.settings import Settings, load_secret_keys
-from server.store import Store
-from server.store.sqlite import SQLiteStore
+from server.store import Store, open_store
 from server.tokens import Purpose, Tokens
 
 
@@ -27,13 +28,17 @@ class Runtime:
     broker: Broker
     tokens: Tokens
     engine: Engine
-    _sweeper: asyncio.Task[None] | None = field(default=None, repr=False)
+    leases: Leases
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
 
     @classmethod
     def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:
         platform = load_platform(settings.agents_dir, settings.environ)
         agents = _load(settings, platform)
-        keys = settings.secret_keys or load_secret_keys(settings.db_path, settings.environ)
+        shared = settings.database_url is not None
+        keys = settings.secret_keys or load_secret_keys(
+            settings.db_path, settings.environ, shared=shared
+        )
         tokens = Tokens(
             keys,
             {
@@ -43,18 +48,20 @@ class Runtime:
                 Purpose.CALL_DECISION: settings.call_token_max_age,
             },
         )
-        store = SQLiteStore(settings.db_path)
+        store = open_store(settings.database_url or settings.db_path)
         broker = Broker()
+        leases = Leases(store, ttl=settings.lease_seconds, clock=clock)
         engine = Engine(
             Journal(store, broker),
             tokens,
             agents,
             platform=platform,
             environ=settings.environ,
+            leases=leases,
             clock=clock,
             surface_grace=settings.surface_grace_seconds,
         )
-        return cls(settings, agents, store, broker, tokens, engine)
+        return cls(settings, agents, store, broker, tokens, engine, leases)
 
     def reload_agents(self) -> None:
         """Read the agent files again; runs already started keep their own definitions.
@@ -68,15 +75,28 @@ class Runtime:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Recover what a previous process left, expire calls on time, close on the way out."""
+        """Recover what a previous process left, expire calls on time, close on the way out.
+
+        Background tasks: the sweeper (one process of a cluster at a time), lease renewal,
+        and on PostgreSQL the relay of other processes' events to this one's streams.
+        """
         self.engine.recover()
-        self._sweeper = asyncio.create_task(self.engine.sweep_forever(self.settings.sweep_seconds))
+        jobs = [
+            self.engine.sweep_forever(self.settings.sweep_seconds),
+            self.leases.renew_forever(),
+        ]
+        if self.settings.database_url is not None:
+            relay = Relay(self.settings.database_url, self.store, self.broker)
+            jobs.append(relay.run_forever())
+        self._tasks = [asyncio.create_task(job) for job in jobs]
         try:
             yield
         finally:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+            for task in self._tasks:
+                task.cancel()
+            for task in self._tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await self.engine.drain()
             self.store.close()
 

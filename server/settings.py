@@ -7,6 +7,8 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from server.errors import StoreError
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_AGENTS = ROOT / "demo" / "agents"
 
@@ -15,6 +17,8 @@ DEMO_AGENTS = ROOT / "demo" / "agents"
 class Settings:
     agents_dir: Path = DEMO_AGENTS
     db_path: Path = Path("hostcall.db")
+    # postgresql://… selects the PostgreSQL store (several processes); else SQLite at db_path.
+    database_url: str | None = None
     # Newest key last: itsdangerous signs with the last and accepts all (key rotation).
     secret_keys: tuple[str, ...] = ()
     max_body_bytes: int = 256 * 1024
@@ -23,6 +27,9 @@ class Settings:
     call_token_max_age: int = 24 * 3600
     ping_seconds: float = 15.0
     sweep_seconds: float = 0.5
+    # How long a run step or server-side call stays owned by a process that stopped renewing
+    # (it died): another process resumes the work after this (docs/deploy.md).
+    lease_seconds: float = 10.0
     # How long a surface whose event streams all closed keeps its calls: enough for an
     # EventSource to reconnect; a page that says it is leaving (reload, navigation,
     # closed tab) gives its calls up at once (docs/protocol.md "Surfaces").
@@ -32,16 +39,26 @@ class Settings:
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
-def load_secret_keys(db_path: Path, environ: dict[str, str]) -> tuple[str, ...]:
+def load_secret_keys(
+    db_path: Path, environ: dict[str, str], *, shared: bool = False
+) -> tuple[str, ...]:
     """Secrets from ``HOSTCALL_SECRET_KEYS`` (comma-separated, newest last), else a dev key.
 
     The dev key is generated on first run and kept beside the database, so tokens survive
-    a restart; it is never a constant in the code.
+    a restart; it is never a constant in the code. A ``shared`` (PostgreSQL) database has
+    no file beside it, and every process must verify the others' tokens: keys are required.
     """
     configured = [k.strip() for k in environ.get("HOSTCALL_SECRET_KEYS", "").split(",")]
     keys = tuple(k for k in configured if k)
     if keys:
         return keys
+    if shared:
+        raise StoreError(
+            "HOSTCALL_SECRET_KEYS is not set: processes sharing a PostgreSQL database must "
+            "sign and verify tokens with the same keys; set it (comma-separated, newest "
+            "last) to the same value in every process",
+            target="HOSTCALL_SECRET_KEYS",
+        )
     key_file = db_path.with_name(db_path.name + ".secret")
     if not key_file.exists():
         key_file.parent.mkdir(parents=True, exist_ok=True)

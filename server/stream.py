@@ -10,9 +10,12 @@ from starlette.routing import BaseRoute, Route
 
 from server.api import surface_id
 from server.errors import NotFound
-from server.protocol import Event, EventType, parse_event_id, to_sse
+from server.protocol.events import CustomName
+from server.protocol.frames import Event, parse_event_id, to_sse
 from server.runtime import Runtime
 from server.tokens import Purpose
+
+DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
 
 
 async def events(request: Request) -> EventSourceResponse:
@@ -42,9 +45,9 @@ async def events(request: Request) -> EventSourceResponse:
         """Record the claim of a dispatch addressed to this surface before writing it; a
         stale one (the call was settled or assigned elsewhere since) is not passed on, so
         a replay can never make a page run a call that is no longer its own."""
-        if surface is None or event.type is not EventType.TOOL_CALL_DISPATCH:
+        if surface is None or event.name != DISPATCH:
             return True
-        data = event.data
+        data = event.data["value"]
         if data.get("surfaceId") != surface:
             return True
         return ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))

@@ -220,11 +220,16 @@ function onEvent(type, e) {
   const seq = seqOf(e.lastEventId)
   if (seq && seq <= state.lastSeq) return // replayed: already applied
   if (seq) Object.assign(state, { lastSeq: seq, lastEventId: e.lastEventId })
-  try { ON[type]?.(JSON.parse(e.data)) } catch (err) { console.error('hostcall:', type, err) }
+  // Every event's JSON is an AG-UI event; Hostcall's own are CUSTOM, their payload in `value`.
+  try {
+    const d = JSON.parse(e.data)
+    ON[type]?.(d.type === 'CUSTOM' ? d.value : d)
+  } catch (err) { console.error('hostcall:', type, err) }
   refresh()
 }
 
-/** Stream event (the ones followed) → what it does. @type {Record<string, (d: any) => void>} */
+/** Stream event (the SSE `event:` name: the AG-UI type, or a CUSTOM event's name) → what it
+ * does with the event (a CUSTOM event's `value`). @type {Record<string, (d: any) => void>} */
 const ON = {
   RUN_STARTED: () => { state.run = 'running' },
   RUN_FINISHED: () => { state.run = 'finished' },
@@ -253,9 +258,9 @@ const ON = {
     const v = calls.get(d.toolCallId)
     if (v && v.call.input === undefined) try { v.card.setInput(JSON.parse(v.args)) } catch { /* malformed: the server says so */ }
   },
-  TOOL_CALL_APPROVAL_REQUESTED: d => { state.run = 'waiting'; upsertCall(d) },
-  TOOL_CALL_DISPATCH: d => { state.run = 'waiting'; upsertCall(d) },
-  TOOL_CALL_STATE: d => {
+  'hostcall.tool_call_approval_requested': d => { state.run = 'waiting'; upsertCall(d) },
+  'hostcall.tool_call_dispatch': d => { state.run = 'waiting'; upsertCall(d) },
+  'hostcall.tool_call_state': d => {
     const v = calls.get(d.toolCallId)
     if (v && TERMINAL.has(d.state)) settle(v, d.state)
     else if (v) v.call.state = d.state

@@ -1,10 +1,17 @@
-"""The persistence interface. ``SQLiteStore`` is the embedded default.
+"""The persistence interface. ``SQLiteStore`` is the embedded default (one process);
+``PostgresStore`` lets several processes share conversations (docs/deploy.md).
 
 Every write the engine makes for one decision happens inside one ``transaction()``, so a
 crash never leaves a call settled without its tool message, or a step without its calls.
 Single use of a call answer is ``transition_call``'s job: it changes a call only from the
-states it is given (and, with ``assigned``, only while it is still assigned to that surface
-and assignment number), atomically, and says whether it did.
+states it is given, atomically, and says whether it did. Leases (server/leases.py) say which
+process works on a run step or a server-side call; ``try_singleton`` says whether this
+process has the cluster's one turn at a job (the deadline sweeper).
+
+tests/unit/test_store.py runs one suite against both stores: keep them equal.
+
+With ``assigned``, ``transition_call`` moves a call only while it is still assigned to that
+surface and assignment number.
 
 Surfaces (docs/protocol.md "Surfaces") are keyed by conversation and the id the client
 chose. ``streams`` counts a surface's open event streams; ``attach_surface`` and
@@ -17,9 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Protocol
 
-from server.protocol import Event, EventType
+from server.protocol.events import ProtocolEvent
+from server.protocol.frames import Event
 from server.store.records import (
     AgentVersion,
     AuditEntry,
@@ -50,6 +59,7 @@ class Store(Protocol):
     def get_run(self, run_id: str) -> Run | None: ...
     def latest_run(self, conversation_id: str) -> Run | None: ...
     def runs_with_status(self, status: RunStatus) -> list[Run]: ...
+    def stalled_runs(self) -> list[Run]: ...
     def update_run(self, run_id: str, **changes: Any) -> None: ...
     def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool: ...
 
@@ -85,9 +95,14 @@ class Store(Protocol):
     def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None: ...
     def has_grant(self, conversation_id: str, tool_name: str) -> bool: ...
 
-    def append_event(
-        self, conversation_id: str, type: EventType, data: dict[str, Any]
-    ) -> Event: ...
+    def take_lease(self, key: str, owner: str, until: float, now: float) -> bool: ...
+    def keep_lease(self, key: str, owner: str, until: float) -> bool: ...
+    def renew_leases(self, owner: str, until: float) -> int: ...
+    def release_lease(self, key: str, owner: str) -> bool: ...
+    def expired_leases(self, now: float) -> list[str]: ...
+    def try_singleton(self, name: str) -> bool: ...
+
+    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event: ...
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]: ...
     def last_seq(self, conversation_id: str) -> int: ...
 
@@ -119,3 +134,18 @@ class Store(Protocol):
     def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None: ...
 
     def close(self) -> None: ...
+
+
+def is_database_url(target: str) -> bool:
+    return target.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(target: str | Path) -> Store:
+    """A PostgreSQL store for a ``postgresql://`` URL, else a SQLite store at that path."""
+    if isinstance(target, str) and is_database_url(target):
+        from server.store.postgres import PostgresStore
+
+        return PostgresStore(target)
+    from server.store.sqlite import SQLiteStore
+
+    return SQLiteStore(target)

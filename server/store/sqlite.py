@@ -2,18 +2,27 @@
 
 One connection, used from the event loop's thread only: every statement is short, and a
 single writer makes ``transition_call``'s conditional UPDATE the whole story of atomicity.
+One process per file: a second process on the same file is refused at start (issue 10:
+two processes on one file re-ran each other's steps and served each other's streams
+nowhere). Several processes share a PostgreSQL store instead.
 """
 
 from __future__ import annotations
 
-import json
+import fcntl
+import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from server.protocol import Event, EventType
+from server.errors import StoreError
+from server.protocol.events import ProtocolEvent, encode
+from server.protocol.frames import Event, stored_event
+from server.store import rows
+from server.store.migrations import Migration, pending
 from server.store.records import (
     OPEN_STATES,
     Call,
@@ -22,11 +31,13 @@ from server.store.records import (
     Run,
     RunStatus,
     StoredMessage,
-    Surface,
 )
-from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables, dump
+from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables
+from server.store.sqlite_surfaces import SURFACES_SCHEMA, SurfaceTables
 
-SCHEMA = """
+MIGRATIONS = (
+    # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
+    Migration(1, "initial", """
 CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, created_at REAL NOT NULL,
     locale TEXT NOT NULL DEFAULT '', handled_tools TEXT NOT NULL DEFAULT '[]',
@@ -57,26 +68,66 @@ CREATE TABLE IF NOT EXISTS grants (
     conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, call_id TEXT NOT NULL,
     PRIMARY KEY (conversation_id, tool_name)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS surfaces (
-    conversation_id TEXT NOT NULL, id TEXT NOT NULL, tools TEXT NOT NULL DEFAULT '[]',
-    last_active REAL NOT NULL, streams INTEGER NOT NULL DEFAULT 0, detached_at REAL,
-    left_page INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (conversation_id, id)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (conversation_id, seq)
 ) WITHOUT ROWID;
+"""),
+    Migration(2, "leases", """
+CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL)
+    WITHOUT ROWID;
+CREATE INDEX leases_by_until ON leases (until);
+CREATE INDEX runs_by_status ON runs (status);
+"""),
+    # The console's tables (issue 11); IF NOT EXISTS adopts files made before migrations.
+    # Changing them later means a new migration here, not an edit of CONSOLE_SCHEMA.
+    Migration(3, "console", CONSOLE_SCHEMA),
+    Migration(4, "surfaces", SURFACES_SCHEMA),
+)  # fmt: skip
+
+_OPEN = tuple(s.value for s in OPEN_STATES)
+# Runs no process works on although they could move: running with no lease (the process
+# died between claiming and leasing, or before leases existed), or waiting with every call
+# of the step settled (the process died between settling the last call and resuming).
+STALLED_RUNS = f"""
+SELECT r.* FROM runs r
+WHERE r.status IN ('running', 'waiting')
+  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
+  AND (r.status = 'running' OR NOT EXISTS (
+      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step
+      AND c.state IN ({",".join("?" * len(OPEN_STATES))})))
+ORDER BY r.pos
 """
 
 
-_dump = dump
+def _lock(path: Path) -> IO[str]:
+    """Hold ``<db>.lock`` for the life of the process, or refuse to start."""
+    lock_path = path.with_name(path.name + ".lock")
+    handle = open(lock_path, "a+")  # held open until close()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise StoreError(
+            f"another Hostcall process (pid {holder}) is serving the SQLite database {path}; "
+            "a SQLite file serves one process. Stop it first, or run several processes on "
+            "PostgreSQL (--db postgresql://...)",
+            target=str(path),
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
-class SQLiteStore(ConsoleTables):
+class SQLiteStore(ConsoleTables, SurfaceTables):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock(self.path)
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction spans
         # exactly the writes of one engine decision.
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -86,20 +137,29 @@ class SQLiteStore(ConsoleTables):
         # FULL's cost per commit.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
-        self._db.executescript(CONSOLE_SCHEMA)
-        self._migrate()
         self._depth = 0
+        self._migrate()
+        # We hold the file alone: every lease in it belongs to a process that is gone.
+        self._db.execute("UPDATE leases SET until = 0")
 
     def _migrate(self) -> None:
-        """Columns added after a database was first created (issue 9: surfaces)."""
-        have = {row["name"] for row in self._db.execute("PRAGMA table_info(calls)")}
-        for column, ddl in (
-            ("surface_id", "ALTER TABLE calls ADD COLUMN surface_id TEXT"),
-            ("assignment", "ALTER TABLE calls ADD COLUMN assignment INTEGER NOT NULL DEFAULT 0"),
-        ):
-            if column not in have:
-                self._db.execute(ddl)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+            " name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+        applied = [r[0] for r in self._db.execute("SELECT version FROM schema_migrations")]
+        for migration in pending(MIGRATIONS, applied, target=str(self.path)):
+            # executescript commits first; each migration and its record commit together.
+            self._db.executescript(
+                f"BEGIN IMMEDIATE;\n{migration.sql}\n"
+                f"INSERT INTO schema_migrations VALUES ({migration.version},"
+                f" '{migration.name}', {time.time()});\nCOMMIT;"
+            )
+
+    @property
+    def schema_version(self) -> int:
+        row = self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -124,6 +184,7 @@ class SQLiteStore(ConsoleTables):
 
     def close(self) -> None:
         self._db.close()
+        self._lock.close()
 
     # ---- conversations -------------------------------------------------------------------
 
@@ -136,7 +197,7 @@ class SQLiteStore(ConsoleTables):
                 conversation.agent_id,
                 conversation.created_at,
                 conversation.locale,
-                _dump(list(conversation.handled_tools)),
+                rows.dump(list(conversation.handled_tools)),
             ),
         )
 
@@ -144,20 +205,12 @@ class SQLiteStore(ConsoleTables):
         row = self._db.execute(
             "SELECT * FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()
-        if row is None:
-            return None
-        return Conversation(
-            id=row["id"],
-            agent_id=row["agent_id"],
-            created_at=row["created_at"],
-            locale=row["locale"],
-            handled_tools=tuple(json.loads(row["handled_tools"])),
-        )
+        return rows.conversation(row) if row else None
 
     def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
         self._db.execute(
             "UPDATE conversations SET handled_tools = ? WHERE id = ?",
-            (_dump(list(tools)), conversation_id),
+            (rows.dump(list(tools)), conversation_id),
         )
 
     # ---- messages ------------------------------------------------------------------------
@@ -172,29 +225,17 @@ class SQLiteStore(ConsoleTables):
                 message.run_id,
                 message.role,
                 message.text,
-                _dump(list(message.tool_calls)),
+                rows.dump(list(message.tool_calls)),
                 message.tool_call_id,
                 message.tool_name,
             ),
         )
 
     def list_messages(self, conversation_id: str) -> list[StoredMessage]:
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
-        ).fetchall()
-        return [
-            StoredMessage(
-                id=r["id"],
-                conversation_id=r["conversation_id"],
-                run_id=r["run_id"],
-                role=r["role"],
-                text=r["text"],
-                tool_calls=tuple(json.loads(r["tool_calls"])),
-                tool_call_id=r["tool_call_id"],
-                tool_name=r["tool_name"],
-            )
-            for r in rows
-        ]
+        )
+        return [rows.message(r) for r in found]
 
     # ---- runs ----------------------------------------------------------------------------
 
@@ -205,7 +246,7 @@ class SQLiteStore(ConsoleTables):
             (
                 run.id,
                 run.conversation_id,
-                _dump(run.agent),
+                rows.dump(run.agent),
                 run.status,
                 run.step,
                 None,
@@ -213,39 +254,25 @@ class SQLiteStore(ConsoleTables):
             ),
         )
 
-    def _run(self, row: sqlite3.Row | None) -> Run | None:
-        if row is None:
-            return None
-        return Run(
-            id=row["id"],
-            conversation_id=row["conversation_id"],
-            agent=json.loads(row["agent"]),
-            status=RunStatus(row["status"]),
-            step=row["step"],
-            error=json.loads(row["error"]) if row["error"] else None,
-            simulate=bool(row["simulate"]),
-        )
-
     def get_run(self, run_id: str) -> Run | None:
-        return self._run(self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
+        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return rows.run(row) if row else None
 
     def latest_run(self, conversation_id: str) -> Run | None:
         row = self._db.execute(
             "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1",
             (conversation_id,),
         ).fetchone()
-        return self._run(row)
+        return rows.run(row) if row else None
 
     def runs_with_status(self, status: RunStatus) -> list[Run]:
-        rows = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
-        return [run for row in rows if (run := self._run(row)) is not None]
+        found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
+        return [rows.run(r) for r in found]
 
     def update_run(self, run_id: str, **changes: Any) -> None:
-        allowed = {"status", "step", "error"}
-        assert set(changes) <= allowed, f"unknown run fields: {set(changes) - allowed}"
-        values = [_dump(v) if k == "error" else v for k, v in changes.items()]
-        assignments = ", ".join(f"{k} = ?" for k in changes)
-        self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*values, run_id))
+        encoded = rows.run_changes(changes)
+        assignments = ", ".join(f"{k} = ?" for k in encoded)
+        self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*encoded.values(), run_id))
 
     def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
         cursor = self._db.execute(
@@ -253,6 +280,10 @@ class SQLiteStore(ConsoleTables):
             (to_status, run_id, from_status),
         )
         return cursor.rowcount == 1
+
+    def stalled_runs(self) -> list[Run]:
+        found = self._db.execute(STALLED_RUNS, (*_OPEN,))
+        return [rows.run(r) for r in found]
 
     # ---- calls ---------------------------------------------------------------------------
 
@@ -268,61 +299,41 @@ class SQLiteStore(ConsoleTables):
                 call.step,
                 call.tool_name,
                 call.state,
-                _dump(call.input),
+                rows.dump(call.input),
                 call.arguments,
                 call.deadline,
                 call.route,
-                _dump(call.outcome) if call.outcome is not None else None,
+                rows.dump(call.outcome) if call.outcome is not None else None,
                 int(call.delivered),
-                _dump(call.extra),
+                rows.dump(call.extra),
                 call.surface_id,
                 call.assignment,
             ),
         )
 
-    @staticmethod
-    def _call(row: sqlite3.Row) -> Call:
-        return Call(
-            id=row["id"],
-            conversation_id=row["conversation_id"],
-            run_id=row["run_id"],
-            step=row["step"],
-            tool_name=row["tool_name"],
-            state=CallState(row["state"]),
-            input=json.loads(row["input"]),
-            arguments=row["arguments"],
-            deadline=row["deadline"],
-            route=row["route"],
-            outcome=json.loads(row["outcome"]) if row["outcome"] else None,
-            delivered=bool(row["delivered"]),
-            extra=json.loads(row["extra"]),
-            surface_id=row["surface_id"],
-            assignment=row["assignment"],
-        )
-
     def get_call(self, call_id: str) -> Call | None:
         row = self._db.execute("SELECT * FROM calls WHERE id = ?", (call_id,)).fetchone()
-        return self._call(row) if row else None
+        return rows.call(row) if row else None
 
     def list_calls(self, conversation_id: str) -> list[Call]:
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT * FROM calls WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
         )
-        return [self._call(r) for r in rows]
+        return [rows.call(r) for r in found]
 
     def calls_of_step(self, run_id: str, step: int) -> list[Call]:
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT * FROM calls WHERE run_id = ? AND step = ? ORDER BY pos", (run_id, step)
         )
-        return [self._call(r) for r in rows]
+        return [rows.call(r) for r in found]
 
     def due_calls(self, now: float) -> list[Call]:
         marks = ",".join("?" * len(OPEN_STATES))
-        rows = self._db.execute(
+        found = self._db.execute(
             f"SELECT * FROM calls WHERE state IN ({marks}) AND deadline <= ? ORDER BY deadline",
             (*OPEN_STATES, now),
         )
-        return [self._call(r) for r in rows]
+        return [rows.call(r) for r in found]
 
     def count_calls(self, run_id: str, tool_name: str) -> int:
         row = self._db.execute(
@@ -333,10 +344,10 @@ class SQLiteStore(ConsoleTables):
     def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
         wanted = list(states)
         marks = ",".join("?" * len(wanted))
-        rows = self._db.execute(
+        found = self._db.execute(
             f"SELECT * FROM calls WHERE state IN ({marks}) ORDER BY pos", wanted
         )
-        return [self._call(r) for r in rows]
+        return [rows.call(r) for r in found]
 
     def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None:
         self._db.execute(
@@ -360,14 +371,7 @@ class SQLiteStore(ConsoleTables):
         assigned: tuple[str | None, int] | None = None,
         **changes: Any,
     ) -> bool:
-        allowed = {
-            "input", "deadline", "route", "outcome", "delivered", "extra", "surface_id",
-            "assignment",
-        }  # fmt: skip
-        assert set(changes) <= allowed, f"unknown call fields: {set(changes) - allowed}"
-        encoded = {
-            k: (_dump(v) if k in ("input", "outcome", "extra") else v) for k, v in changes.items()
-        }
+        encoded = rows.call_changes(changes)
         states = list(from_states)
         marks = ",".join("?" * len(states))
         assignments = "".join(f", {k} = ?" for k in encoded)
@@ -381,92 +385,42 @@ class SQLiteStore(ConsoleTables):
         )
         return cursor.rowcount == 1
 
-    # ---- surfaces ------------------------------------------------------------------------
+    # ---- leases (server/leases.py) ---------------------------------------------------------
 
-    def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        # A new surface starts detached "now": present for the grace period until its
-        # stream attaches (the widget says what it handles before it opens the stream).
-        self._db.execute(
-            "INSERT OR IGNORE INTO surfaces (conversation_id, id, last_active, detached_at)"
-            " VALUES (?, ?, ?, ?)",
-            (conversation_id, surface_id, now, now),
+    def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
+        cursor = self._db.execute(
+            "INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until"
+            " WHERE leases.owner = excluded.owner OR leases.until < ?",
+            (key, owner, until, now),
         )
+        return cursor.rowcount == 1
 
-    def save_surface_tools(
-        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
-    ) -> None:
-        self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
-            "UPDATE surfaces SET tools = ? WHERE conversation_id = ? AND id = ?",
-            (_dump(list(tools)), conversation_id, surface_id),
+    def keep_lease(self, key: str, owner: str, until: float) -> bool:
+        cursor = self._db.execute(
+            "UPDATE leases SET until = ? WHERE key = ? AND owner = ?", (until, key, owner)
         )
+        return cursor.rowcount == 1
 
-    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
-            "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"
-            " WHERE conversation_id = ? AND id = ?",
-            (now, conversation_id, surface_id),
-        )
+    def renew_leases(self, owner: str, until: float) -> int:
+        cursor = self._db.execute("UPDATE leases SET until = ? WHERE owner = ?", (until, owner))
+        return cursor.rowcount
 
-    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        self._db.execute(
-            "UPDATE surfaces SET streams = MAX(streams - 1, 0),"
-            " detached_at = CASE WHEN streams <= 1 THEN ? ELSE detached_at END"
-            " WHERE conversation_id = ? AND id = ?",
-            (now, conversation_id, surface_id),
-        )
+    def release_lease(self, key: str, owner: str) -> bool:
+        cursor = self._db.execute("DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
+        return cursor.rowcount == 1
 
-    def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
-            "UPDATE surfaces SET left_page = 1, detached_at = ?"
-            " WHERE conversation_id = ? AND id = ?",
-            (now, conversation_id, surface_id),
-        )
+    def expired_leases(self, now: float) -> list[str]:
+        found = self._db.execute("SELECT key FROM leases WHERE until < ? ORDER BY until", (now,))
+        return [r[0] for r in found]
 
-    def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
-            "UPDATE surfaces SET last_active = MAX(last_active, ?)"
-            " WHERE conversation_id = ? AND id = ?",
-            (now, conversation_id, surface_id),
-        )
-
-    @staticmethod
-    def _surface(row: sqlite3.Row) -> Surface:
-        return Surface(
-            id=row["id"],
-            conversation_id=row["conversation_id"],
-            tools=tuple(json.loads(row["tools"])),
-            last_active=row["last_active"],
-            streams=row["streams"],
-            detached_at=row["detached_at"],
-            left=bool(row["left_page"]),
-        )
-
-    def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
-        row = self._db.execute(
-            "SELECT * FROM surfaces WHERE conversation_id = ? AND id = ?",
-            (conversation_id, surface_id),
-        ).fetchone()
-        return self._surface(row) if row else None
-
-    def list_surfaces(self, conversation_id: str) -> list[Surface]:
-        rows = self._db.execute(
-            "SELECT * FROM surfaces WHERE conversation_id = ? ORDER BY last_active DESC",
-            (conversation_id,),
-        )
-        return [self._surface(r) for r in rows]
-
-    def reset_surfaces(self, now: float) -> None:
-        self._db.execute(
-            "UPDATE surfaces SET streams = 0, detached_at = ? WHERE streams > 0", (now,)
-        )
+    def try_singleton(self, name: str) -> bool:
+        return True  # one process per file (see _lock)
 
     # ---- events --------------------------------------------------------------------------
 
-    def append_event(self, conversation_id: str, type: EventType, data: dict[str, Any]) -> Event:
+    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
+        name, encoded = encode(event)
         with self.transaction():
             row = self._db.execute(
                 "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq",
@@ -476,20 +430,17 @@ class SQLiteStore(ConsoleTables):
             seq = row[0]
             self._db.execute(
                 "INSERT INTO events (conversation_id, seq, type, data) VALUES (?, ?, ?, ?)",
-                (conversation_id, seq, type.value, _dump(data)),
+                (conversation_id, seq, name, encoded),
             )
-        return Event(conversation_id=conversation_id, seq=seq, type=type, data=data)
+        return Event(conversation_id, seq, name, encoded)
 
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT seq, type, data FROM events WHERE conversation_id = ? AND seq > ?"
             " ORDER BY seq LIMIT ?",
             (conversation_id, seq, limit),
         )
-        return [
-            Event(conversation_id, r["seq"], EventType(r["type"]), json.loads(r["data"]))
-            for r in rows
-        ]
+        return [stored_event(conversation_id, r["seq"], r["type"], r["data"]) for r in found]
 
     def last_seq(self, conversation_id: str) -> int:
         row = self._db.execute(

@@ -16,6 +16,8 @@ from starlette.testclient import TestClient
 from server.app import create_app
 from server.runtime import Runtime
 from server.settings import DEMO_AGENTS, Settings
+from server.store import Store, open_store
+from tests.unit.databases import fresh_schema
 
 SECRET = ("unit-test-secret-key-0123456789abcdef",)
 
@@ -111,7 +113,11 @@ class Harness:
         return dict(calls[-1])
 
     def events(self, conv: Conv) -> list[tuple[str, dict[str, Any]]]:
-        return [(e.type.value, e.data) for e in self.runtime.store.events_after(conv.id, 0)]
+        """(SSE event name, payload): a CUSTOM event's payload is its ``value``."""
+        return [
+            (e.name, e.data["value"] if e.data["type"] == "CUSTOM" else e.data)
+            for e in self.runtime.store.events_after(conv.id, 0)
+        ]
 
     def answer(self, call: dict[str, Any], output: Any) -> Any:
         return self.http.post(
@@ -176,3 +182,23 @@ BOARD = {
         {"id": "t3", "title": "Plan sprint", "status": "done", "assignee": "Ana"},
     ]
 }
+
+
+# ---- stores: every store test runs on SQLite and on PostgreSQL ---------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str | Path]:
+    """Where a store lives: a SQLite file, or a PostgreSQL URL on a fresh schema."""
+    if request.param == "sqlite":
+        yield tmp_path / "store.db"
+    else:
+        with fresh_schema() as url:
+            yield url
+
+
+@pytest.fixture
+def store(store_target: str | Path) -> Iterator[Store]:
+    opened = open_store(store_target)
+    yield opened
+    opened.close()

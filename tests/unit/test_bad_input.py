@@ -306,7 +306,7 @@ async def test_exactly_one_of_concurrent_answers_wins(tmp_path: Path) -> None:
         assert server.settle(conv)["run"]["status"] == "finished"
         store = server.app.state.hostcall.store
         results = [
-            e.data for e in store.events_after(conv.id, 0) if e.type.value == "TOOL_CALL_RESULT"
+            e.data for e in store.events_after(conv.id, 0) if e.name == "TOOL_CALL_RESULT"
         ]
         assert [r["outcome"] for r in results] == [{"output": winner}]
         assert [json.loads(m.text) for m in store.list_messages(conv.id) if m.role == "tool"] == [
@@ -351,7 +351,7 @@ def test_decision_after_the_approval_timeout_is_gone_and_the_call_never_ran(
         dispatched = [
             d
             for t, d in h.events(conv)
-            if t == "TOOL_CALL_DISPATCH" and d["toolCallId"] == call["toolCallId"]
+            if t == "hostcall.tool_call_dispatch" and d["toolCallId"] == call["toolCallId"]
         ]
         assert dispatched == []
         assert "Nobody confirmed the task in time" in h.assistant_texts(conv)[-1]

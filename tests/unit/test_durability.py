@@ -192,7 +192,7 @@ def test_unknown_tool_and_malformed_arguments_are_answered_not_crashed(tmp_path:
             assert snap["calls"][0]["state"] == "failed"
             assert h.assistant_texts(conv)[-1] == expected
             types = [t for t, _ in h.events(conv)]
-            assert "TOOL_CALL_DISPATCH" not in types  # never reached a surface
+            assert "hostcall.tool_call_dispatch" not in types  # never reached a surface
     finally:
         h.stop()
 

@@ -30,18 +30,18 @@ def test_events_follow_agui_names_and_increase_by_one(harness: Harness) -> None:
     store = harness.runtime.store
     events = store.events_after(conv.id, 0)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    names = [e.type.value for e in events]
+    names = [e.name for e in events]
     assert names[0] == "RUN_STARTED" and names[-1] == "RUN_FINISHED"
     for expected in (
         "TOOL_CALL_START",
         "TOOL_CALL_ARGS",
         "TOOL_CALL_END",
-        "TOOL_CALL_DISPATCH",
+        "hostcall.tool_call_dispatch",
         "TOOL_CALL_RESULT",
         "TEXT_MESSAGE_CONTENT",
     ):
         assert expected in names
-    dispatch = next(e.data for e in events if e.type.value == "TOOL_CALL_DISPATCH")
+    dispatch = next(e.data["value"] for e in events if e.name == "hostcall.tool_call_dispatch")
     for key in (
         "toolCallId",
         "toolCallName",

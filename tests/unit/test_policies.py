@@ -156,7 +156,7 @@ def test_approval_expires_across_a_restart_and_is_never_executed(make: Any) -> N
     assert snap["calls"][0]["outcome"]["error"]["code"] == "approval_expired"
     late = h.decide(call, "approve")
     assert late.status_code == 410
-    assert "TOOL_CALL_DISPATCH" not in [t for t, _ in h.events(conv)]
+    assert "hostcall.tool_call_dispatch" not in [t for t, _ in h.events(conv)]
     assert h.assistant_texts(conv)[-1] == "error: approval_expired"
 
 
@@ -274,7 +274,8 @@ def test_simulated_run_returns_the_simulation_result_and_executes_nothing(make: 
     call = snap["calls"][0]
     assert call["state"] == "answered" and call["simulated"] is True
     types = [t for t, _ in h.events(conv)]
-    assert "TOOL_CALL_DISPATCH" not in types and "TOOL_CALL_APPROVAL_REQUESTED" not in types
+    assert "hostcall.tool_call_dispatch" not in types
+    assert "hostcall.tool_call_approval_requested" not in types
     result = next(d for t, d in h.events(conv) if t == "TOOL_CALL_RESULT")
     assert result["simulated"] is True
     assert json.loads(result["content"]) == {"simulated": True, "result": {"note": "pretend"}}
@@ -304,7 +305,7 @@ def test_input_guardrail_blocks_the_call(make: Any) -> None:
     assert call["outcome"]["error"]["rule"] == "big amounts"
     assert h.assistant_texts(conv)[-1] == "error: blocked_by_guardrail big amounts"
     types = [t for t, _ in h.events(conv)]
-    assert "TOOL_CALL_GUARDRAIL" in types and "TOOL_CALL_DISPATCH" not in types
+    assert "hostcall.tool_call_guardrail" in types and "hostcall.tool_call_dispatch" not in types
 
 
 def test_input_guardrail_does_not_block_when_the_condition_is_false(make: Any) -> None:
@@ -362,7 +363,7 @@ def test_output_guardrail_blocks_and_log_rules_are_recorded(make: Any) -> None:
     snap = h.settle(conv)
     assert snap["calls"][0]["outcome"]["error"]["code"] == "blocked_by_guardrail"
     assert "hunter2" not in json.dumps(snap)
-    fired = [d["rule"] for t, d in h.events(conv) if t == "TOOL_CALL_GUARDRAIL"]
+    fired = [d["rule"] for t, d in h.events(conv) if t == "hostcall.tool_call_guardrail"]
     assert fired == ["audit", "no secrets"]
 
 

@@ -1,14 +1,11 @@
 """The store's console records (issue 11): users, audit log, conversation list, agent versions.
 
-Real SQLite files; the PostgreSQL store must pass the same behaviours.
+Real SQLite files and a real PostgreSQL schema (conftest's ``store`` runs each test on both).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
+from server.store import Store
 from server.store.records import (
     AgentVersion,
     AuditEntry,
@@ -21,25 +18,17 @@ from server.store.records import (
     StoredMessage,
     User,
 )
-from server.store.sqlite import SQLiteStore
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> SQLiteStore:
-    s = SQLiteStore(tmp_path / "console.db")
-    yield s
-    s.close()
-
-
-def _conversation(store: SQLiteStore, cid: str, at: float, agent: str = "planner") -> None:
+def _conversation(store: Store, cid: str, at: float, agent: str = "planner") -> None:
     store.create_conversation(Conversation(cid, agent, at))
 
 
-def _call(store: SQLiteStore, cid: str, call_id: str, state: CallState, route: str) -> None:
+def _call(store: Store, cid: str, call_id: str, state: CallState, route: str) -> None:
     store.add_call(Call(call_id, cid, f"r_{cid}", 1, "t", state, {}, "{}", 0.0, route=route))
 
 
-def test_user_names_are_unique_and_the_first_account_stays(store: SQLiteStore) -> None:
+def test_user_names_are_unique_and_the_first_account_stays(store: Store) -> None:
     assert store.add_user(User("ada", "admin", "hash-1", 1.0))
     assert not store.add_user(User("ada", "operator", "hash-2", 2.0))
     assert store.get_user("ada") == User("ada", "admin", "hash-1", 1.0)
@@ -48,7 +37,7 @@ def test_user_names_are_unique_and_the_first_account_stays(store: SQLiteStore) -
     assert [u.name for u in store.list_users()] == ["ada", "bob"]
 
 
-def test_audit_entries_get_increasing_ids_and_list_newest_first(store: SQLiteStore) -> None:
+def test_audit_entries_get_increasing_ids_and_list_newest_first(store: Store) -> None:
     first = store.add_audit(AuditEntry(1.0, "ada", "login"))
     second = store.add_audit(
         AuditEntry(2.0, "ada", "call.answer", conversation_id="c1", call_id="k1",
@@ -64,7 +53,7 @@ def test_audit_entries_get_increasing_ids_and_list_newest_first(store: SQLiteSto
 
 
 def test_conversations_list_newest_first_with_status_waiting_and_preview(
-    store: SQLiteStore,
+    store: Store,
 ) -> None:
     _conversation(store, "c_old", 1.0)
     _conversation(store, "c_mid", 2.0, agent="other")
@@ -100,7 +89,7 @@ def test_conversations_list_newest_first_with_status_waiting_and_preview(
     assert ids(agent_id="planner", waiting=True, text="nothing like this") == []
 
 
-def test_agent_versions_count_from_one_per_agent(store: SQLiteStore) -> None:
+def test_agent_versions_count_from_one_per_agent(store: Store) -> None:
     one = store.add_agent_version(AgentVersion("planner", 99, '{"a":1}', "ada", 1.0, "created"))
     two = store.add_agent_version(AgentVersion("planner", 0, '{"a":2}', "bob", 2.0))
     other = store.add_agent_version(AgentVersion("other", 0, "{}", "ada", 3.0))

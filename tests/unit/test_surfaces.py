@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from server.protocol.events import CustomName
 from tests.unit.conftest import BOARD, Conv, Harness
 from tests.unit.live import Frame, Live, live_server, settings_for
 
@@ -21,6 +22,7 @@ ASK_WRITE = "Add a task to call Bob"
 BOTH = ["read_board_tasks", "create_task"]
 TASK = {"id": "t9", "title": "Call Bob", "status": "todo"}
 A, B = "tab-a-0000", "tab-b-0000"  # two tabs of one conversation
+DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
 
 
 def register(h: Harness, conv: Conv, surface: str | None, tools: list[str]) -> Any:
@@ -48,7 +50,7 @@ def claim(h: Harness, conv: Conv, surface: str) -> dict[str, Any]:
 
 
 def dispatches(h: Harness, conv: Conv) -> list[dict[str, Any]]:
-    return [d for t, d in h.events(conv) if t == "TOOL_CALL_DISPATCH"]
+    return [d for t, d in h.events(conv) if t == DISPATCH]
 
 
 def approve(h: Harness, call: dict[str, Any], surface: str, **extra: Any) -> None:
@@ -321,8 +323,10 @@ def register_live(live: Live, conv: Conv, surface: str, tools: list[str]) -> Non
     assert r.status_code == 200, r.text
 
 
-def next_dispatch(stream: Iterator[Frame]) -> Frame:
-    return next(f for f in stream if f.event == "TOOL_CALL_DISPATCH")
+def next_dispatch(stream: Iterator[Frame]) -> dict[str, Any]:
+    """The CALL of the next dispatch event on the stream."""
+    frame = next(f for f in stream if f.event == DISPATCH)
+    return dict(frame.data["value"])
 
 
 def wait_for(live: Live, conv: Conv, check: Any, timeout: float = 5.0) -> dict[str, Any]:
@@ -341,7 +345,7 @@ def test_a_surfaces_stream_claims_its_dispatch_as_it_writes_it(live: Live) -> No
     with live.stream(live.events_url(conv, surface=A)) as stream:
         live.say(conv, ASK_READ)
         frame = next_dispatch(stream)
-        assert frame.data["surfaceId"] == A
+        assert frame["surfaceId"] == A
         call = live.snapshot(conv)["calls"][-1]
         assert (call["state"], call["delivered"]) == ("delivered", True)
         [surface] = live.snapshot(conv)["surfaces"]
@@ -357,7 +361,7 @@ def test_a_stream_lost_past_the_grace_period_gives_its_read_to_another_surface(
         register_live(live, conv, B, BOTH)
         with live.stream(live.events_url(conv, surface=A)) as stream:
             live.say(conv, ASK_READ)
-            assert next_dispatch(stream).data["surfaceId"] == A
+            assert next_dispatch(stream)["surfaceId"] == A
         # A's stream closed without a word: after the grace period, B runs it again.
         moved = wait_for(live, conv, lambda c: c["surfaceId"] == B)
         assert moved["assignment"] == 2
@@ -377,9 +381,9 @@ def test_a_stale_dispatch_is_not_replayed_to_the_surface_it_no_longer_belongs_to
     # back with a handler, A then gets the read again, as a new assignment.
     with live.stream(live.events_url(conv, surface=A)) as stream:
         frame = next_dispatch(stream)
-        assert frame.data["surfaceId"] is None and frame.data["route"] == "form"
+        assert frame["surfaceId"] is None and frame["route"] == "form"
         again = next_dispatch(stream)
-    assert (again.data["surfaceId"], again.data["assignment"]) == (A, 2)
+    assert (again["surfaceId"], again["assignment"]) == (A, 2)
     assert live.snapshot(conv)["calls"][-1]["state"] == "delivered"
 
 

@@ -1,0 +1,91 @@
+"""Leases: which process works on a run step, or on a server-side call, right now.
+
+A lease is a row ``(key, owner, until)``. The process that starts a step (or dispatches a
+server-side call) takes the lease in the same transaction, renews every lease it holds
+while it works, and releases it in the transaction that ends the work. A process that dies
+stops renewing; once ``until`` passes, the cluster's sweeper takes the lease over and
+resumes the work (server/engine.py, ``adopt``). A starting process takes only expired
+leases, so it never re-runs a step another live process is running (issue 10).
+
+Fencing: the step's final transaction renews (or releases) its lease and fails with
+``LeaseLost`` when another process took it, so a process that stalled past its lease
+commits nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable
+
+from server.errors import LeaseLost
+from server.store import Store
+
+log = logging.getLogger("hostcall.leases")
+
+
+def run_key(run_id: str) -> str:
+    return f"run:{run_id}"
+
+
+def call_key(call_id: str) -> str:
+    return f"call:{call_id}"
+
+
+def new_owner() -> str:
+    """Unique per process start, readable in the table: host, pid and a random tail."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class Leases:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        ttl: float,
+        owner: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        assert ttl > 0
+        self.store = store
+        self.ttl = ttl
+        self.owner = owner or new_owner()
+        self.clock = clock
+
+    def take(self, key: str) -> bool:
+        """Take ``key`` if it is free, expired, or already ours."""
+        now = self.clock()
+        return self.store.take_lease(key, self.owner, now + self.ttl, now)
+
+    def keep(self, key: str) -> None:
+        """Renew ``key`` inside the caller's transaction, or raise ``LeaseLost``."""
+        if not self.store.keep_lease(key, self.owner, self.clock() + self.ttl):
+            raise LeaseLost(key, self.owner)
+
+    def end(self, key: str) -> None:
+        """Release ``key`` inside the caller's transaction, or raise ``LeaseLost``."""
+        if not self.store.release_lease(key, self.owner):
+            raise LeaseLost(key, self.owner)
+
+    def release(self, key: str) -> None:
+        """Let go of ``key`` if we hold it (no error if another process took it)."""
+        self.store.release_lease(key, self.owner)
+
+    def expired(self) -> list[str]:
+        return self.store.expired_leases(self.clock())
+
+    def renew(self) -> int:
+        return self.store.renew_leases(self.owner, self.clock() + self.ttl)
+
+    async def renew_forever(self) -> None:
+        # Three renewals per lifetime: one late renewal never loses a lease.
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            try:
+                self.renew()
+            except Exception:  # the database is down: retry; leases lapse if it stays down
+                log.exception("renewing leases failed")

@@ -1,0 +1,72 @@
+"""Carries events committed by other processes into this process's broker (PostgreSQL).
+
+Every event NOTIFYs ``"<conversation> <seq>"`` at commit (server/store/postgres.py). The
+relay LISTENs on its own connection; for a conversation someone here is watching, it reads
+the events it has not published yet from the table and publishes them. Notifications only
+wake streams up: the events come from the table, so a missed notification loses nothing —
+and after the listening connection drops, every watched conversation is read again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import psycopg
+
+from server.broker import Broker
+from server.store import Store
+from server.store.postgres import CHANNEL
+
+log = logging.getLogger("hostcall.relay")
+RETRY_SECONDS = 1.0
+
+
+class Relay:
+    def __init__(self, url: str, store: Store, broker: Broker) -> None:
+        self.url = url
+        self.store = store
+        self.broker = broker
+        self.connected = asyncio.Event()
+
+    def wake(self, conversation_id: str, seq: int | None = None) -> None:
+        """Publish what is committed past what this process published, if anyone watches."""
+        if not self.broker.watching(conversation_id):
+            return
+        last = self.broker.last_published(conversation_id)
+        if last is not None and seq is not None and seq <= last:
+            return  # ours, or already read with an earlier notification
+        if last is None:
+            # Nothing published here since the stream read its backlog: publish from the
+            # notified (or newest) event on; a stream that sees a seq past the one it
+            # expects fills the gap from the table itself (server/stream.py).
+            newest = seq if seq is not None else self.store.last_seq(conversation_id)
+            last = newest - 1
+        for event in self.store.events_after(conversation_id, last):
+            self.broker.publish(event)
+
+    async def run_forever(self) -> None:
+        first = True
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self.url, autocommit=True
+                ) as connection:
+                    await connection.execute(f"LISTEN {CHANNEL}")
+                    self.connected.set()
+                    if not first:
+                        for conversation_id in self.broker.watched():
+                            self.wake(conversation_id)
+                    first = False
+                    async for note in connection.notifies():
+                        conversation_id, _, seq = note.payload.rpartition(" ")
+                        try:
+                            self.wake(conversation_id, int(seq))
+                        except Exception:
+                            log.exception("relaying %r failed", note.payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.connected.clear()
+                log.warning("listening for events failed (%s); retrying", exc)
+                await asyncio.sleep(RETRY_SECONDS)

@@ -1,0 +1,105 @@
+"""Rows to records, shared by every store (JSON columns are text in both databases)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from server.store.records import (
+    Call,
+    CallState,
+    Conversation,
+    Run,
+    RunStatus,
+    StoredMessage,
+    Surface,
+)
+
+# The only run and call fields an update may change (guards the f-string SQL builders).
+RUN_FIELDS = frozenset({"status", "step", "error"})
+CALL_FIELDS = frozenset(
+    {"input", "deadline", "route", "outcome", "delivered", "extra", "surface_id", "assignment"}
+)
+JSON_CALL_FIELDS = frozenset({"input", "outcome", "extra"})
+
+
+def dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def conversation(row: Mapping[str, Any]) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        agent_id=row["agent_id"],
+        created_at=row["created_at"],
+        locale=row["locale"],
+        handled_tools=tuple(json.loads(row["handled_tools"])),
+    )
+
+
+def message(row: Mapping[str, Any]) -> StoredMessage:
+    return StoredMessage(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        run_id=row["run_id"],
+        role=row["role"],
+        text=row["text"],
+        tool_calls=tuple(json.loads(row["tool_calls"])),
+        tool_call_id=row["tool_call_id"],
+        tool_name=row["tool_name"],
+    )
+
+
+def run(row: Mapping[str, Any]) -> Run:
+    return Run(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        agent=json.loads(row["agent"]),
+        status=RunStatus(row["status"]),
+        step=row["step"],
+        error=json.loads(row["error"]) if row["error"] else None,
+        simulate=bool(row["simulate"]),
+    )
+
+
+def call(row: Mapping[str, Any]) -> Call:
+    return Call(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        run_id=row["run_id"],
+        step=row["step"],
+        tool_name=row["tool_name"],
+        state=CallState(row["state"]),
+        input=json.loads(row["input"]),
+        arguments=row["arguments"],
+        deadline=row["deadline"],
+        route=row["route"],
+        outcome=json.loads(row["outcome"]) if row["outcome"] else None,
+        delivered=bool(row["delivered"]),
+        extra=json.loads(row["extra"]),
+        surface_id=row["surface_id"],
+        assignment=row["assignment"],
+    )
+
+
+def surface(row: Mapping[str, Any]) -> Surface:
+    return Surface(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        tools=tuple(json.loads(row["tools"])),
+        last_active=row["last_active"],
+        streams=row["streams"],
+        detached_at=row["detached_at"],
+        left=bool(row["left_page"]),
+    )
+
+
+def run_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    assert set(changes) <= RUN_FIELDS, f"unknown run fields: {set(changes) - RUN_FIELDS}"
+    return {k: dump(v) if k == "error" else v for k, v in changes.items()}
+
+
+def call_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    assert set(changes) <= CALL_FIELDS, f"unknown call fields: {set(changes) - CALL_FIELDS}"
+    return {k: dump(v) if k in JSON_CALL_FIELDS else v for k, v in changes.items()}

@@ -1,0 +1,20 @@
+// Validates AG-UI events against the official @ag-ui/core schemas (issue 8).
+// stdin: a JSON array of {where, event}; stdout: a JSON object {checked, failures: [{where,
+// type, issues}]}. Exit 0 even with failures: the pytest caller asserts on the report.
+import { EventSchemas } from '@ag-ui/core/schemas'
+
+const chunks = []
+for await (const chunk of process.stdin) chunks.push(chunk)
+const items = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+const failures = []
+for (const { where, event } of items) {
+  const parsed = EventSchemas.safeParse(event)
+  if (!parsed.success) {
+    failures.push({
+      where,
+      type: event?.type ?? null,
+      issues: parsed.error.issues.map(i => `${i.path.join('.') || '(event)'}: ${i.message}`),
+    })
+  }
+}
+process.stdout.write(JSON.stringify({ checked: items.length, failures }))
