@@ -1,20 +1,24 @@
-# Hostcall server: slim, non-root, no test dependencies.
-FROM python:3.11-slim
-
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
-RUN useradd --create-home --uid 10001 hostcall
-WORKDIR /app
+# Hostcall server: slim, non-root, no test dependencies, installed from the wheel.
+# The wheel carries the widget and the demo as package data (server/assets.py), so the image
+# holds no source tree: what runs here is exactly what `pip install hostcall` gives.
+FROM python:3.11-slim AS build
+WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY server ./server
 COPY widget ./widget
 COPY demo ./demo
-# The dependencies come from pyproject; the code runs from /app (`python -m server`), where
-# the widget and demo files sit beside it.
-RUN pip install --no-cache-dir . && pip uninstall -y hostcall \
-    && mkdir -p /data && chown hostcall /data
+RUN pip wheel --no-cache-dir --no-deps -w /dist .
 
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+RUN useradd --create-home --uid 10001 hostcall
+COPY --from=build /dist /dist
+RUN pip install --no-cache-dir /dist/*.whl && rm -rf /dist \
+    && mkdir -p /data && chown hostcall /data
 USER hostcall
+WORKDIR /data
 EXPOSE 8000
 VOLUME ["/data"]
-# Set HOSTCALL_SECRET_KEYS in production; mount your agent files on /agents.
-CMD ["python", "-m", "server", "serve", "--host", "0.0.0.0", "--port", "8000", "--agents", "/app/demo/agents", "--db", "/data/hostcall.db"]
+# Set HOSTCALL_SECRET_KEYS in production; mount your agent files on /agents and add
+# `--agents /agents` (without it the image serves the demo agents shipped in the package).
+CMD ["hostcall", "serve", "--host", "0.0.0.0", "--port", "8000", "--db", "/data/hostcall.db"]

@@ -125,6 +125,7 @@ def parse_agent(
     names = {n for n in declared if isinstance(n, str)}
     for problem in model_problems(model, tools=names, environ=environ):
         problems.append(f"{where}: model: {problem}")
+    problems += _reply_problems(where, model, tools)
     if problems:
         return None, problems
     assert isinstance(agent_id, str)
@@ -141,6 +142,17 @@ def parse_agent(
         environment=environment,
         digest=definition_digest(data),
     ), []
+
+
+def _reply_problems(where: str, model: Any, tools: list[Tool]) -> list[str]:
+    """Reply templates checked against the tools' output schemas (issue 12): a mistake is
+    reported by ``hostcall check``, not met by a visitor."""
+    from server.models.reply_check import reply_problems
+
+    schemas: dict[str, Any] = {}
+    for tool in tools:  # a duplicate name is reported once, as such
+        schemas.setdefault(tool.name, tool.output_schema)
+    return [f"{where}: model: {problem}" for problem in reply_problems(model, schemas)]
 
 
 def _environment_problems(

@@ -13,6 +13,7 @@ from server.errors import SURFACE_ERROR_CODES, BadRequest, NotFound, ToolErrorCo
 from server.ledger import new_id
 from server.protocol.reading import field_object, field_str, read_json
 from server.protocol.wire import to_wire
+from server.responses import StoredJSONResponse
 from server.runtime import Runtime
 from server.store.records import ANONYMOUS_SURFACE, Conversation
 from server.tokens import Claims, Purpose
@@ -80,7 +81,7 @@ async def create_conversation(request: Request) -> JSONResponse:
         {
             "conversationId": conversation.id,
             "sessionToken": runtime.tokens.sign(Purpose.SESSION, claims),
-            "streamToken": runtime.tokens.sign(Purpose.STREAM, claims),
+            "streamToken": runtime.stream_ticket(conversation.id),
             "agent": {
                 "id": agent.id,
                 "name": agent.name,
@@ -112,7 +113,7 @@ async def snapshot(request: Request) -> JSONResponse:
         if m.tool_calls:
             item["toolCallIds"] = [c["id"] for c in m.tool_calls]
         messages.append(item)
-    return JSONResponse(
+    return StoredJSONResponse(
         {
             "conversationId": conversation.id,
             "agentId": conversation.agent_id,
@@ -141,8 +142,7 @@ async def snapshot(request: Request) -> JSONResponse:
 async def stream_token(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
-    token = runtime.tokens.sign(Purpose.STREAM, Claims(conversation.id))
-    return JSONResponse({"streamToken": token})
+    return JSONResponse({"streamToken": runtime.stream_ticket(conversation.id)})
 
 
 async def capabilities(request: Request) -> JSONResponse:
@@ -233,7 +233,7 @@ async def call_result(request: Request) -> JSONResponse:
     else:
         error = field_object(body, "error") or {}
         code = error.get("code")
-        if code not in SURFACE_ERROR_CODES:
+        if not isinstance(code, str) or code not in SURFACE_ERROR_CODES:
             raise BadRequest(
                 f"error code must be one of {sorted(SURFACE_ERROR_CODES)} (got {code!r})",
                 field="error.code",

@@ -17,10 +17,10 @@ from starlette.applications import Starlette
 
 from server.agents import load_agents, valid_origin
 from server.errors import AgentConfigError, StoreError
-from server.settings import DEMO_AGENTS, ROOT, Settings
+from server.settings import DATA_DIR, DEMO_AGENTS, Settings
 from server.store import is_database_url
 
-DEFAULT_DB = ROOT / "var" / "hostcall.db"
+DEFAULT_DB = DATA_DIR / "hostcall.db"
 SERVICES_PORT = 8002
 Lifespan = Literal["on", "off"]
 log = logging.getLogger("hostcall")
@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="serve the project-planner demo: Hostcall, and a task-board page on another origin",
     )
-    _common(demo, agents=DEMO_AGENTS, db=ROOT / "var" / "demo.db")
+    _common(demo, agents=DEMO_AGENTS, db=DATA_DIR / "demo.db")
     demo.add_argument(
         "--port", type=int, default=8000, help="Hostcall's port on 127.0.0.1 (default: %(default)s)"
     )
@@ -212,12 +212,37 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def server_config(app: Starlette, *, host: str, port: int, log_level: str) -> Any:
+    """uvicorn's settings for Hostcall itself (issue 7, item 11): a deadline on request
+    headers (``GuardedH11Protocol``; bodies have theirs in ``server.middleware``), idle
+    keep-alive connections closed after 5 s, and a bounded graceful shutdown so open
+    streams end without an error each."""
+    import uvicorn
+
+    from server import accesslog
+    from server.connections import GuardedH11Protocol
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        http=GuardedH11Protocol,
+        ws="none",
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=3,
+    )
+    # After Config(): it (re)configures uvicorn's loggers, keeping filters already there.
+    accesslog.install()
+    return config
+
+
 async def _serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     import uvicorn
 
     _reload_on_sighup(app)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(server_config(app, host=host, port=port, log_level=log_level)).serve()
 
 
 async def _demo(app: Starlette, args: argparse.Namespace) -> int:
@@ -235,7 +260,9 @@ async def _demo(app: Starlette, args: argparse.Namespace) -> int:
         return uvicorn.Server(config)
 
     servers = [
-        server(app, "127.0.0.1", args.port, args.log_level, "on"),
+        uvicorn.Server(
+            server_config(app, host="127.0.0.1", port=args.port, log_level=args.log_level)
+        ),
         server(create_demo_host_app(hostcall_url), "localhost", args.host_port, "warning", "off"),
     ]
     services = "http://127.0.0.1:8002  (public holidays, for the server-side tool)"

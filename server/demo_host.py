@@ -9,15 +9,15 @@ snippet's data attributes, which is handy for screenshots and tests.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from jinja2 import Environment, FileSystemLoader
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-HOST_DIR = Path(__file__).resolve().parent.parent / "demo" / "host"
+from server.assets import DEMO_HOST
+
+HOST_DIR = DEMO_HOST
 _ASSETS = {
     "board.js": "text/javascript; charset=utf-8",
     "board.css": "text/css; charset=utf-8",

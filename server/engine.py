@@ -35,6 +35,7 @@ from server.models.base import (
     ToolDescriptor,
 )
 from server.models.factory import build_model
+from server.notices import run_notice
 from server.platform import Platform
 from server.protocol.events import (
     RunError,
@@ -280,6 +281,12 @@ class Engine:
                 max_response_bytes=int(tool.http.max_response_kb * 1024),
             )
         except BlockError as exc:
+            # The model gets the message; the visitor's card shows only a translated sentence
+            # for the code, so the operator's log is where the detail is read.
+            log.warning(
+                "server-side tool failed: agent=%s tool=%s call=%s code=%s: %s",
+                agent.id, tool.name, call.id, exc.code, exc.message,
+            )  # fmt: skip
             status = exc.status if isinstance(exc, BlockFailed) else None
             details = {"status": status} if status else {}
             self._settle_quietly(call, ToolErrorCode(exc.code), exc.message, **details)
@@ -321,7 +328,7 @@ class Engine:
                 raise
             except Exception as exc:
                 log.exception("run %s failed", run_id)
-                self._fail(run_id, "internal_error", f"The run stopped on an internal error: {exc}")
+                self._fail(run_id, "internal_error", f"{type(exc).__name__}: {exc}")
         except LeaseLost as lost:
             # This process stalled past its lease and another adopted the run: the step
             # was rolled back; the new owner runs it.
@@ -410,9 +417,20 @@ class Engine:
             self.store.update_run(run_id, status=status, step=step)
         return not waiting
 
-    def _fail(self, run_id: str, code: str, message: str) -> None:
+    def _fail(self, run_id: str, code: str, detail: str) -> None:
+        """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
+        gets the code and a sentence from ``server.notices``, never the detail."""
         run = self.store.get_run(run_id)
         assert run is not None
+        log.error(
+            "run failed: agent=%s conversation=%s run=%s code=%s: %s",
+            run.agent.get("id") if isinstance(run.agent, dict) else "?",
+            run.conversation_id,
+            run_id,
+            code,
+            detail,
+        )
+        message = run_notice(code)
         with self.journal.unit() as unit:
             self.leases.end(run_key(run_id))
             self.store.update_run(

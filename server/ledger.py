@@ -10,7 +10,6 @@ outcome; server/calls/assignment.py decides which surface runs a client-side cal
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from server import strictjson
 from server.agents import Agent
 from server.calls.assignment import FormReason, choose, rehome
 from server.calls.transitions import CallEvent, Effect, Move, sources, transition
@@ -569,10 +569,10 @@ def _parse_arguments(
             ToolErrorCode.UNKNOWN_TOOL, f"There is no tool named {name!r}. Tools: {known}."
         )
     try:
-        value = json.loads(arguments or "{}")
-    except json.JSONDecodeError as exc:
+        value = strictjson.loads(arguments or "{}")
+    except strictjson.StrictJSONError as exc:
         return None, tool_error(
-            ToolErrorCode.INVALID_ARGUMENTS, f"The arguments are not valid JSON: {exc}."
+            ToolErrorCode.INVALID_ARGUMENTS, f"The arguments are not valid JSON: {exc.message}."
         )
     if not isinstance(value, dict):
         return None, tool_error(

@@ -23,7 +23,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-WIDGET_DIR = Path(__file__).resolve().parent.parent / "widget"
+from server.assets import WIDGET_DIR
+from server.errors import NotFound
+
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
 LOCALES = ("en", "fr", "es", "ja")
@@ -32,7 +34,8 @@ MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
 WIDGET_MODULES = ("chat.js", "form.js", "api.js", "calls.js")
 
-_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css)")
+# Bounded: a long name must be a 404, not an OSError from the file system (issue 7).
+_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(js|css)")
 _CONTENT_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
 _ACCENT = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 # An origin as browsers serialise it. Checked on top of the allow-list because the value is
@@ -117,7 +120,7 @@ async def embed_js(request: Request) -> Response:
 async def static_file(request: Request) -> Response:
     asset = _asset(request.path_params["name"])
     if asset is None:
-        return Response("Not found", status_code=404, media_type="text/plain")
+        raise NotFound(f"no static file {request.path_params['name'][:80]!r}")
     return _asset_response(request, asset, max_age=300)
 
 

@@ -37,6 +37,41 @@ def schema_problem(schema: Any) -> str | None:
     return None
 
 
+def required_problems(schema: Any, at: str = "") -> list[str]:
+    """``required`` names that ``properties`` does not declare, anywhere in ``schema``.
+
+    Valid JSON Schema, but a form built from the schema has no field for such a name, so it
+    could never be submitted (issue 12): refused when the agent loads.
+    """
+    if not isinstance(schema, dict):
+        return []
+    problems = []
+    properties, required = schema.get("properties"), schema.get("required")
+    if isinstance(properties, dict) and isinstance(required, list):
+        patterns = schema.get("patternProperties") or {}
+        for name in required:
+            if name in properties or any(re.search(p, str(name)) for p in patterns):
+                continue
+            known = ", ".join(sorted(properties)) or "none"
+            problems.append(
+                f"requires {name!r} at {at or '/'}, which is not among its properties "
+                f"({known}); a form could never be submitted"
+            )
+    for key in ("properties", "$defs", "definitions", "patternProperties"):
+        for name, sub in (
+            (schema.get(key) or {}).items() if isinstance(schema.get(key), dict) else ()
+        ):
+            problems += required_problems(sub, f"{at}/{key}/{name}")
+    for key in ("items", "additionalProperties", "not"):
+        problems += required_problems(schema.get(key), f"{at}/{key}")
+    for key in ("allOf", "anyOf", "oneOf", "prefixItems"):
+        for index, sub in (
+            enumerate(schema.get(key) or []) if isinstance(schema.get(key), list) else ()
+        ):
+            problems += required_problems(sub, f"{at}/{key}/{index}")
+    return problems
+
+
 class CompiledSchema:
     """A checked schema, ready to validate many values."""
 

@@ -1,8 +1,18 @@
-"""The conversation event stream (SSE), with exact replay after ``Last-Event-ID``."""
+"""The conversation event stream (SSE), with exact replay after ``Last-Event-ID``.
+
+Issue 7, item 9: a stream must not cost other users anything while its reader is slow.
+The backlog is replayed in small pages with the event loop released between them; each
+stream holds at most one page plus the broker's bounded queue; a client that does not take
+a frame within ``SEND_TIMEOUT`` seconds is dropped (it reconnects with ``Last-Event-ID``
+and misses nothing). On shutdown every stream ends its response cleanly, so a SIGTERM does
+not log an error per open stream.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from typing import Any, cast
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
@@ -13,19 +23,33 @@ from server.errors import NotFound
 from server.protocol.events import CustomName
 from server.protocol.frames import Event, parse_event_id, to_sse
 from server.runtime import Runtime
-from server.tokens import Purpose
 
+PAGE = 100
+SEND_TIMEOUT = 10.0
 DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
+
+
+class _Farewell:
+    """Handed to sse-starlette as its ``shutdown_event``: on server shutdown it wakes this
+    stream's generator (a ``None`` in its queue), which then returns and the response ends
+    properly instead of being cancelled mid-body."""
+
+    def __init__(self, queue: asyncio.Queue[Event | None]) -> None:
+        self._queue = queue
+
+    def set(self) -> None:
+        while True:
+            try:
+                self._queue.put_nowait(None)
+                return
+            except asyncio.QueueFull:
+                self._queue.get_nowait()
 
 
 async def events(request: Request) -> EventSourceResponse:
     runtime: Runtime = request.app.state.hostcall
     conversation_id = request.path_params["conversation_id"]
-    claims = runtime.tokens.verify(Purpose.STREAM, request.query_params.get("token"))
-    if claims.conversation_id != conversation_id:
-        from server.errors import Forbidden
-
-        raise Forbidden(f"this stream token is for another conversation than {conversation_id}")
+    nonce = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
     store = runtime.store
     if store.get_conversation(conversation_id) is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
@@ -33,6 +57,7 @@ async def events(request: Request) -> EventSourceResponse:
     raw = request.headers.get("last-event-id") or request.query_params.get("after")
     seen = parse_event_id(raw, conversation_id, store.last_seq(conversation_id)) if raw else 0
     surface = surface_id(request.query_params.get("surface"), field="surface")
+    runtime.redeem_stream_ticket(nonce)  # last: a refused request leaves the ticket usable
     ledger = runtime.engine.ledger
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
@@ -52,25 +77,32 @@ async def events(request: Request) -> EventSourceResponse:
             return True
         return ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
 
+    async def replay(after: int) -> AsyncIterator[Event]:
+        """Everything after ``after``, a page at a time, yielding the loop between pages."""
+        while True:
+            page = store.events_after(conversation_id, after, PAGE)
+            for event in page:
+                yield event
+                after = event.seq
+            if len(page) < PAGE:
+                return
+            await asyncio.sleep(0)
+
     async def frames() -> AsyncIterator[ServerSentEvent]:
         last = seen
         try:
-            while True:
-                backlog = store.events_after(conversation_id, last)
-                for event in backlog:
-                    if passes(event):
-                        yield to_sse(event)
-                    last = event.seq
-                if len(backlog) < 1000:
-                    break
+            async for event in replay(last):
+                if passes(event):
+                    yield to_sse(event)
+                last = event.seq
             while True:
                 live = await queue.get()
-                if live is None:  # dropped for falling behind: the client will replay
+                if live is None:  # dropped for falling behind, or shutting down
                     return
                 if live.seq <= last:
                     continue
                 if live.seq > last + 1:
-                    for missed in store.events_after(conversation_id, last):
+                    async for missed in replay(last):
                         if passes(missed):
                             yield to_sse(missed)
                         last = missed.seq
@@ -88,6 +120,9 @@ async def events(request: Request) -> EventSourceResponse:
         frames(),
         ping=int(runtime.settings.ping_seconds),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        send_timeout=SEND_TIMEOUT,
+        shutdown_event=cast(Any, _Farewell(queue)),
+        shutdown_grace_period=1.0,
     )
 
 

@@ -23,7 +23,7 @@ from server.blocks.http_request import (
     parse_request_spec,
 )
 from server.guardrails import Guardrail, parse_guardrails
-from server.schemas import CompiledSchema, schema_problem
+from server.schemas import CompiledSchema, required_problems, schema_problem
 
 KINDS = ("client", "http")
 EFFECTS = ("read", "write")
@@ -190,6 +190,8 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
                 problems.append(f"{where}: {key!r} is required")
             elif problem := schema_problem(raw[key]):
                 problems.append(f"{where}: {key!r} {problem}")
+            else:
+                problems += [f"{where}: {key!r} {p}" for p in required_problems(raw[key])]
         input_schema, output_schema = raw.get("input_schema", {}), raw.get("output_schema", {})
     else:
         http, input_schema = _parse_http(raw, where, problems)

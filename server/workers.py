@@ -33,8 +33,10 @@ def app_from_environment() -> Starlette:
     """The app factory each worker process calls (``server.workers:app_from_environment``)."""
     from pathlib import Path
 
+    from server import accesslog
     from server.app import create_app
 
+    accesslog.install()  # in each worker: its logging is configured afresh
     environ = dict(os.environ)
     settings = Settings(
         agents_dir=Path(environ[AGENTS]),
@@ -48,6 +50,8 @@ def app_from_environment() -> Starlette:
 def serve(settings: Settings, *, host: str, port: int, workers: int, log_level: str) -> None:
     import uvicorn
 
+    from server.connections import GuardedH11Protocol
+
     os.environ.update(environment_for(settings))
     uvicorn.run(
         "server.workers:app_from_environment",
@@ -57,6 +61,8 @@ def serve(settings: Settings, *, host: str, port: int, workers: int, log_level: 
         workers=workers,
         log_level=log_level,
         lifespan="on",
+        http=GuardedH11Protocol,  # a deadline on request headers (issue 7)
+        ws="none",
         # SSE streams are long-lived: do not wait on them forever when stopping.
         timeout_graceful_shutdown=5,
     )

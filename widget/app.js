@@ -236,7 +236,9 @@ const ON = {
   RUN_ERROR: d => {
     state.run = 'failed'
     const text = state.lastUserText
-    ui.showError(t('errorRun', { message: d.message || d.code }), text ? () => send(text) : null)
+    // A short sentence in the visitor's language, never the server's detail (issue 12: that
+    // is in the operator's log); the code goes to the page's `error` listeners.
+    ui.showError(t(/^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'), text ? () => send(text) : null)
     emit('error', { code: d.code, message: d.message })
   },
   TEXT_MESSAGE_START: d => {
@@ -338,7 +340,9 @@ function settle(v, st, outcome) {
   if (outcome !== undefined) v.call.outcome = outcome
   else if (again) return
   const oc = v.call.outcome
-  const error = oc?.error ? String(oc.error.message || oc.error.code) : ''
+    // The page's own words for a handler that threw; for anything else a translated sentence,
+  // never a raw code or an upstream body (the model gets those).
+  const error = !oc?.error ? '' : oc.error.code === 'client_error' && oc.error.message ? String(oc.error.message) : t('toolFailed')
   const reason = oc?.error?.reason // the person's own words, not the message written for the model
   const note = st === 'expired' ? t('expiredNote') : st !== 'rejected' ? error : reason ? t('rejectedNote', { reason }) : ''
   v.card.setState(cardState(st), note)
@@ -602,12 +606,17 @@ async function patiently(request) {
   }
 }
 
-/** Sync the working indicator and the send button with the run. */
+/**
+ * Sync the working indicator and the send button with the run, and publish the agent's
+ * state on the root for tests and pages (README: `data-agent-state`): starting, idle (the
+ * agent has finished; a message can be sent), working, waiting (a person must act).
+ */
 function refresh() {
   const active = state.run === 'running' || state.run === 'waiting'
   const person = [...calls.values()].some(v => PERSON.has(v.state))
   ui.setWorking(state.ready && active && !person && !state.streaming)
   ui.setSendEnabled(state.ready && !active)
+  document.documentElement.dataset.agentState = !state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working'
 }
 
 /** Move focus to a new prompt only if the person is not busy elsewhere. */

@@ -5,7 +5,7 @@ export default {
   you: 'You', assistant: 'Assistant', working: 'Working…', connecting: 'Connecting…',
   reconnecting: 'Connection lost. Reconnecting…', retry: 'Retry',
   errorStart: 'The chat could not start.', errorGone: 'This conversation is no longer available.',
-  errorRun: 'The agent ran into a problem: {message}', errorBusy: 'Please wait until the agent has finished.',
+  errorRun: 'Sorry, something went wrong. Please try again.', errorUnavailable: 'The assistant is not available right now. Please try again later.', toolFailed: 'This action could not be completed.', errorBusy: 'Please wait until the agent has finished.',
   errorSend: 'Your message could not be sent.', errorAnswer: 'The answer could not be sent.',
   errorDecision: 'Your decision could not be sent. Try again.',
   toolCall: 'Tool call', input: 'Input', result: 'Result',

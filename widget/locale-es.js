@@ -5,7 +5,7 @@ export default {
   you: 'Tú', assistant: 'Asistente', working: 'Trabajando…', connecting: 'Conectando…',
   reconnecting: 'Se perdió la conexión. Reconectando…', retry: 'Reintentar',
   errorStart: 'No se pudo iniciar el chat.', errorGone: 'Esta conversación ya no está disponible.',
-  errorRun: 'El agente tuvo un problema: {message}', errorBusy: 'Espera a que el agente termine.',
+  errorRun: 'Lo sentimos, algo salió mal. Inténtalo de nuevo.', errorUnavailable: 'El asistente no está disponible ahora. Inténtalo más tarde.', toolFailed: 'No se pudo completar esta acción.', errorBusy: 'Espera a que el agente termine.',
   errorSend: 'No se pudo enviar tu mensaje.', errorAnswer: 'No se pudo enviar la respuesta.',
   errorDecision: 'No se pudo enviar tu decisión. Inténtalo de nuevo.',
   toolCall: 'Llamada a herramienta', input: 'Entrada', result: 'Resultado',

@@ -5,7 +5,7 @@ export default {
   you: 'Vous', assistant: 'Assistant', working: 'En cours…', connecting: 'Connexion…',
   reconnecting: 'Connexion perdue. Reconnexion…', retry: 'Réessayer',
   errorStart: 'La discussion n’a pas pu démarrer.', errorGone: 'Cette conversation n’est plus disponible.',
-  errorRun: 'L’agent a rencontré un problème : {message}', errorBusy: 'Veuillez attendre que l’agent ait terminé.',
+  errorRun: 'Désolé, un problème est survenu. Veuillez réessayer.', errorUnavailable: 'L’assistant n’est pas disponible pour le moment. Réessayez plus tard.', toolFailed: 'Cette action n’a pas pu aboutir.', errorBusy: 'Veuillez attendre que l’agent ait terminé.',
   errorSend: 'Votre message n’a pas pu être envoyé.', errorAnswer: 'La réponse n’a pas pu être envoyée.',
   errorDecision: 'Votre décision n’a pas pu être envoyée. Réessayez.',
   toolCall: 'Appel d’outil', input: 'Entrée', result: 'Résultat',

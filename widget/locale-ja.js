@@ -5,7 +5,7 @@ export default {
   you: 'あなた', assistant: 'アシスタント', working: '処理中…', connecting: '接続中…',
   reconnecting: '接続が切れました。再接続中…', retry: '再試行',
   errorStart: 'チャットを開始できませんでした。', errorGone: 'この会話は利用できなくなりました。',
-  errorRun: '問題が発生しました: {message}', errorBusy: '処理が終わるまでお待ちください。',
+  errorRun: '問題が発生しました。もう一度お試しください。', errorUnavailable: '現在アシスタントを利用できません。しばらくしてからお試しください。', toolFailed: 'この操作を完了できませんでした。', errorBusy: '処理が終わるまでお待ちください。',
   errorSend: 'メッセージを送信できませんでした。', errorAnswer: '回答を送信できませんでした。',
   errorDecision: '判断を送信できませんでした。',
   toolCall: 'ツール呼び出し', input: '入力', result: '結果',

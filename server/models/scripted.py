@@ -20,7 +20,15 @@ from typing import Any
 from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from server.models.base import Message, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
+from server import strictjson
+from server.models.base import (
+    Message,
+    ModelError,
+    ModelEvent,
+    TextDelta,
+    ToolCallRequest,
+    ToolDescriptor,
+)
 
 RULE_KEYS = {
     "match", "say", "tool", "arguments", "raw_arguments", "calls", "reply", "error_reply",
@@ -43,6 +51,10 @@ class Rule:
     calls: tuple[tuple[str, Any, str | None], ...] = ()
     reply: str = ""
     error_reply: str = DEFAULT_ERROR_REPLY
+    number: int = 0  # 1-based, as ``hostcall check`` and the operator log name it
+
+    def where(self, key: str) -> str:
+        return f"rule #{self.number} {key!r}"
 
 
 class ScriptedModel:
@@ -93,11 +105,11 @@ class ScriptedModel:
             context: dict[str, Any] = {"match": groups, **groups}
             answers = [m for m in messages[last_user + 1 :] if m.role == "tool"]
             if not rule.calls:
-                for chunk in _chunks(_render(rule.reply, context)):
+                for chunk in _chunks(_render(rule.reply, context, rule.where("reply"))):
                     yield TextDelta(chunk)
             elif not answers:
                 if rule.say:
-                    for chunk in _chunks(_render(rule.say, context)):
+                    for chunk in _chunks(_render(rule.say, context, rule.where("say"))):
                         yield TextDelta(chunk)
                 for tool, arguments, raw in rule.calls:
                     yield ToolCallRequest(
@@ -105,7 +117,9 @@ class ScriptedModel:
                         name=tool,
                         arguments=raw
                         if raw is not None
-                        else json.dumps(_render_value(arguments or {}, context)),
+                        else json.dumps(
+                            _render_value(arguments or {}, context, rule.where("arguments"))
+                        ),
                     )
             else:
                 # `result`/`error` are the last answer's; `results` lists every answer's.
@@ -118,19 +132,21 @@ class ScriptedModel:
 
 def _parse(content: str) -> Any:
     try:
-        return json.loads(content)
-    except json.JSONDecodeError:
+        return strictjson.loads(content)
+    except strictjson.StrictJSONError:
         return content
 
 
 def _reply(rule: Rule, content: str, context: dict[str, Any]) -> str:
     value = _parse(content)
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("error"), dict):
-        return _render(rule.error_reply, {**context, "error": value["error"]})
+        error = {**context, "error": value["error"]}
+        return _render(rule.error_reply, error, rule.where("error_reply"))
     simulated = isinstance(value, dict) and value.get("simulated") is True and "result" in value
     if simulated:
         value = value["result"]
-    reply = _render(rule.reply, {**context, "result": value, "simulated": simulated})
+    context = {**context, "result": value, "simulated": simulated}
+    reply = _render(rule.reply, context, rule.where("reply"))
     return f"(Simulated) {reply}" if simulated else reply
 
 
@@ -139,23 +155,26 @@ def _template(source: str) -> Template:
     return _lenient.from_string(source)
 
 
-def _render(template: str, context: dict[str, Any]) -> str:
-    # Lenient at run time: a reply that names a missing field renders it empty rather than
-    # failing the run; templates were already compiled (syntax-checked) at load.
+def _render(template: str, context: dict[str, Any], where: str) -> str:
+    """Lenient at run time: a reply that names a missing field renders it empty rather than
+    failing the run (templates were compiled, and checked against the output schemas, at
+    load). Anything else that goes wrong is a ``ModelError`` naming the rule, for the
+    operator's log; it never becomes text a visitor reads."""
     try:
         return _template(template).render(context).strip()
-    except TemplateError as exc:
-        return f"(reply template failed: {exc})"
+    except Exception as exc:  # TemplateError, or TypeError etc. from a filter on odd data
+        detail = f"{where} failed: {type(exc).__name__}: {exc}"
+        raise ModelError(detail, code="reply_template_failed") from exc
 
 
-def _render_value(value: Any, context: dict[str, Any]) -> Any:
+def _render_value(value: Any, context: dict[str, Any], where: str) -> Any:
     """Render every string in ``value``; keys whose string renders empty are left out."""
     if isinstance(value, str):
-        return _render(value, context)
+        return _render(value, context, where)
     if isinstance(value, list):
-        return [_render_value(v, context) for v in value]
+        return [_render_value(v, context, where) for v in value]
     if isinstance(value, dict):
-        rendered = {k: _render_value(v, context) for k, v in value.items()}
+        rendered = {k: _render_value(v, context, where) for k, v in value.items()}
         return {k: v for k, v in rendered.items() if v != ""}
     return value
 
@@ -205,6 +224,7 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
         calls=calls,
         reply=raw.get("reply", ""),
         error_reply=raw.get("error_reply", DEFAULT_ERROR_REPLY),
+        number=number,
     )
 
 

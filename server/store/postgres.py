@@ -86,7 +86,12 @@ CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until DOUBLE PRE
 CREATE INDEX leases_by_until ON leases (until);
 """),
     Migration(2, "console", CONSOLE_SCHEMA),
-    Migration(3, "surfaces", SURFACES_SCHEMA),
+    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
+    Migration(3, "tickets", """
+CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE probe (at DOUBLE PRECISION);
+"""),
+    Migration(4, "surfaces", SURFACES_SCHEMA),
 )  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -186,6 +191,25 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
 
     def close(self) -> None:
         self._db.close()
+
+    def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        with self.transaction():
+            self._db.execute("DELETE FROM stream_tickets WHERE expires_at < %s", (now,))
+            cursor = self._db.execute(
+                "INSERT INTO stream_tickets (nonce, expires_at) VALUES (%s, %s)"
+                " ON CONFLICT (nonce) DO NOTHING",
+                (nonce, expires_at),
+            )
+        return cursor.rowcount == 1
+
+    def probe_write(self) -> None:
+        """Write and roll back one row: raises when writes would fail (read-only
+        transaction mode, a full disk, a lost connection)."""
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute("INSERT INTO probe (at) VALUES (0)")
+        finally:
+            self._db.execute("ROLLBACK")
 
     # ---- conversations -------------------------------------------------------------------
 

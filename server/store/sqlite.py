@@ -82,7 +82,12 @@ CREATE INDEX runs_by_status ON runs (status);
     # The console's tables (issue 11); IF NOT EXISTS adopts files made before migrations.
     # Changing them later means a new migration here, not an edit of CONSOLE_SCHEMA.
     Migration(3, "console", CONSOLE_SCHEMA),
-    Migration(4, "surfaces", SURFACES_SCHEMA),
+    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
+    Migration(4, "tickets", """
+CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE probe (at REAL);
+"""),
+    Migration(5, "surfaces", SURFACES_SCHEMA),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -185,6 +190,24 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
     def close(self) -> None:
         self._db.close()
         self._lock.close()
+
+    def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        with self.transaction():
+            self._db.execute("DELETE FROM stream_tickets WHERE expires_at < ?", (now,))
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO stream_tickets (nonce, expires_at) VALUES (?, ?)",
+                (nonce, expires_at),
+            )
+        return cursor.rowcount == 1
+
+    def probe_write(self) -> None:
+        """Write and roll back one row: raises ``sqlite3.Error`` when writes would fail
+        (read-only file or directory, full disk, a lock held past the busy timeout)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("INSERT INTO probe (at) VALUES (julianday('now'))")
+        finally:
+            self._db.execute("ROLLBACK")
 
     # ---- conversations -------------------------------------------------------------------
 

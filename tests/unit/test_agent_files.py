@@ -147,6 +147,45 @@ MISTAKES = [
         with_rule(2, arguments={"title": "{{ title"}),
         ("model", "rule #2", "'arguments'", "template"),
     ),
+    # Issue 12: valid JSON Schema, but no form could ever be submitted.
+    Mistake(
+        "required-not-a-property",
+        with_tool(output_schema={"type": "object", "properties": {"ok": {"type": "boolean"}},
+                                 "required": ["ok", "done"]}),
+        ("tool 'archive_task'", "'output_schema'", "requires 'done' at /", "(ok)"),
+    ),
+    Mistake(
+        "nested-required-not-a-property",
+        with_tool(input_schema={"type": "object", "properties": {"who": {
+            "type": "object", "properties": {"name": {"type": "string"}}, "required": ["id"]}}}),
+        ("tool 'archive_task'", "'input_schema'", "requires 'id' at /properties/who"),
+    ),
+    # Issue 12: reply mistakes caught by `hostcall check`, not by a visitor.
+    Mistake(
+        "reply-reads-a-dict-method",
+        with_rule(1, reply="{% for t in result.items %}{{ t }}{% endfor %}"),
+        ("model", "rule #1", "'reply'", "result.items", "items() method", "['items']"),
+    ),
+    Mistake(
+        "reply-reads-an-undeclared-field",
+        with_rule(2, reply="Created {{ result.name }}."),
+        ("model", "rule #2", "'reply'", "result.name", "no property 'name'", "'create_task'"),
+    ),
+    Mistake(
+        "reply-reads-an-undeclared-nested-field",
+        with_rule(1, reply="{{ result.tasks[0].owner }}"),
+        ("rule #1", "result.tasks[0].owner", "no property 'owner'", "assignee, dueDate"),
+    ),
+    Mistake(
+        "reply-fails-on-an-example-result",
+        with_rule(1, reply="{{ result.tasks | map(attribute='title') | sum }}"),
+        ("rule #1", "'reply' fails on an example result of 'read_board_tasks'", "TypeError"),
+    ),
+    Mistake(
+        "error-reply-fails-on-an-example-error",
+        with_rule(2, error_reply="{{ error.code + 1 }}"),
+        ("rule #2", "'error_reply' fails on an example result", "TypeError"),
+    ),
     Mistake(
         "rule-unknown-tool",
         with_rule(1, tool="delete_everything"),

@@ -28,8 +28,21 @@ def test_ctrl_c_stops_the_server_without_a_traceback(tmp_path) -> None:  # type:
          "--db", str(tmp_path / "x.db")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    time.sleep(2)
+    # Interrupt only once the server is up: a signal during start-up tests something else
+    # (and a loaded machine can take seconds to import).
+    assert process.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if "Uvicorn running on" in line or "Application startup complete" in line:
+            break
+    assert any("startup complete" in s or "running on" in s for s in seen), "".join(seen)
     process.send_signal(signal.SIGINT)
     out, _ = process.communicate(timeout=20)
+    out = "".join(seen) + out
     assert process.returncode == 0, out
     assert "Traceback" not in out

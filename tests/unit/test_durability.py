@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from server.settings import ROOT
 from tests.unit.conftest import BOARD, SECRET, Harness, planner_definition, write_agent
@@ -220,7 +221,9 @@ def test_a_model_that_keeps_calling_tools_ends_with_a_step_limit_error(tmp_path:
         h.stop()
 
 
-def test_unreachable_model_fails_the_run_with_a_clear_error(tmp_path: Path) -> None:
+def test_unreachable_model_fails_the_run_with_a_clear_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     data = planner_definition()
     port = _free_port()  # nothing listens there
     data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
@@ -234,7 +237,12 @@ def test_unreachable_model_fails_the_run_with_a_clear_error(tmp_path: Path) -> N
         assert snap["run"]["status"] == "failed"
         assert snap["run"]["error"]["code"] == "model_unreachable"
         errors = [d for t, d in h.events(conv) if t == "RUN_ERROR"]
-        assert len(errors) == 1 and str(port) in errors[0]["message"]
+        # The visitor reads a sentence; the operator's log has the address (issue 12).
+        assert len(errors) == 1 and str(port) not in errors[0]["message"]
+        assert errors[0]["message"] == snap["run"]["error"]["message"]
+        assert "not available right now" in errors[0]["message"]
+        assert f"agent=planner conversation={conv.id}" in caplog.text
+        assert f"code=model_unreachable: model at http://127.0.0.1:{port}/v1" in caplog.text
         # The conversation is not stuck: a new message starts a new run.
         h.say(conv, "again")
         assert h.settle(conv)["run"]["status"] == "failed"
@@ -249,3 +257,38 @@ def test_frozen_agent_definition_is_stored_with_the_run(harness: Harness) -> Non
     run = harness.runtime.store.get_run(run_id)
     assert run is not None
     assert run.agent == json.loads((harness.agents_dir / "planner.json").read_text())
+
+
+def test_a_reply_that_fails_at_run_time_tells_the_visitor_nothing_internal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Passes `hostcall check` (it renders on the example result) but divides by zero on
+    # this answer: the visitor reads a generic sentence, the operator the rule and error.
+    agents = _agent_with_rules(
+        tmp_path,
+        [{"match": "next", "tool": "read_board_tasks", "arguments": {"boardId": "b"},
+          "reply": "{{ 10 // (result.tasks | length) }} each"}],
+    )  # fmt: skip
+    h = Harness(tmp_path, agents)
+    try:
+        conv = h.conversation()
+        h.say(conv, "next")
+        assert h.answer(h.open_call(conv), {"tasks": []}).status_code == 200
+        snap = h.settle(conv)
+        assert snap["run"]["status"] == "failed"
+        assert snap["run"]["error"] == {
+            "code": "reply_template_failed",
+            "message": "Sorry, something went wrong and the assistant stopped. Please try again.",
+        }
+        [error] = [d for t, d in h.events(conv) if t == "RUN_ERROR"]
+        assert "division" not in error["message"] and "rule" not in error["message"]
+        assert not any("division" in text for text in h.assistant_texts(conv))
+        assert "agent=planner" in caplog.text
+        assert "rule #1 'reply' failed: ZeroDivisionError" in caplog.text
+        # Nothing was lost: the answered call stays answered; the next message runs.
+        [call] = snap["calls"]
+        assert call["state"] == "answered" and call["outcome"] == {"output": {"tasks": []}}
+        h.say(conv, "hello")
+        assert h.settle(conv)["run"]["status"] == "finished"
+    finally:
+        h.stop()

@@ -323,6 +323,13 @@ def register_live(live: Live, conv: Conv, surface: str, tools: list[str]) -> Non
     assert r.status_code == 200, r.text
 
 
+def ticket(live: Live, conv: Conv) -> str:
+    """A fresh stream token: each opens one stream (issue 7)."""
+    r = live.client.post(f"/api/conversations/{conv.id}/stream-token", headers=conv.auth)
+    assert r.status_code == 200, r.text
+    return str(r.json()["streamToken"])
+
+
 def next_dispatch(stream: Iterator[Frame]) -> dict[str, Any]:
     """The CALL of the next dispatch event on the stream."""
     frame = next(f for f in stream if f.event == DISPATCH)
@@ -359,7 +366,7 @@ def test_a_stream_lost_past_the_grace_period_gives_its_read_to_another_surface(
     register_live(live, conv, A, BOTH)
     with live.stream(live.events_url(conv, surface=B)):
         register_live(live, conv, B, BOTH)
-        with live.stream(live.events_url(conv, surface=A)) as stream:
+        with live.stream(live.events_url(conv, ticket(live, conv), surface=A)) as stream:
             live.say(conv, ASK_READ)
             assert next_dispatch(stream)["surfaceId"] == A
         # A's stream closed without a word: after the grace period, B runs it again.

@@ -1,0 +1,151 @@
+"""The QA kit (server/qa, docs/testing.md) used as a customer would: a scripted agent given as
+a dict, the plugin's server and host page on another origin, and the ``Widget`` helper.
+
+These tests are also the guarantee that docs/testing.md's example works.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from server.qa.servers import HostcallServer, HostPage
+from server.qa.widget import Widget
+
+pytestmark = pytest.mark.e2e
+
+SHOP: dict[str, Any] = {
+    "id": "shop",
+    "name": "Shop assistant",
+    "greeting": "Hello! I can add things to your cart.",
+    "model": {
+        "kind": "scripted",
+        "rules": [
+            {
+                "match": r"(?i)add (?P<qty>\d+) (?P<sku>\w+)",
+                "tool": "add_to_cart",
+                "arguments": {"sku": "{{ sku }}", "qty": "{{ qty }}"},
+                "reply": "Your cart has {{ result.count }} items.",
+                "error_reply": "Not added ({{ error.code }}{% if error.reason %}: "
+                "{{ error.reason }}{% endif %}).",
+            },
+            {
+                "match": r"(?i)where is my order",
+                "tool": "order_status",
+                "arguments": {"order": "A-1"},
+                "reply": "Your order is {{ result.status }}{% if result.tracking %} "
+                "(tracking {{ result.tracking | join(', ') }}){% endif %}.",
+            },
+        ],
+        "fallback": "Ask me to add something.",
+    },
+    "tools": [
+        {
+            "name": "add_to_cart",
+            "description": "Adds an item to the cart.",
+            "require_confirmation": True,
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "sku": {"type": "string", "title": "Product"},
+                    "qty": {"type": "string", "title": "Quantity"},
+                },
+                "required": ["sku", "qty"],
+            },
+            "output_schema": {
+                "type": "object",
+                "properties": {"count": {"type": "integer"}},
+                "required": ["count"],
+            },
+        },
+        {
+            "name": "order_status",
+            "description": "Where an order is.",
+            "input_schema": {"type": "object", "properties": {"order": {"type": "string"}}},
+            "output_schema": {
+                "type": "object",
+                "properties": {
+                    "status": {"type": "string", "enum": ["packed", "shipped"]},
+                    "tracking": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["status"],
+            },
+        },
+    ],
+}
+
+CART_HANDLER = """
+  window.added = []
+  Hostcall('register', 'add_to_cart', async (input) => {
+    window.added.push(input)
+    return { count: window.added.reduce((n, i) => n + Number(i.qty), 0) }
+  })
+"""
+
+
+@pytest.fixture
+def shop_page(hostcall_page: Page, host_page: HostPage) -> Page:
+    host_page.script = CART_HANDLER
+    return hostcall_page
+
+
+@pytest.mark.hostcall_agent(SHOP)
+def test_approved_call_runs_the_page_handler_once(shop_page: Page, widget: Widget) -> None:
+    # `widget` opened the page before the handler was set: reload with it.
+    shop_page.reload()
+    widget.open()
+    widget.send("add 2 apples")
+    card = widget.wait_for_call("add_to_cart", "waiting")
+    expect(card.locator("[data-part=tool-call-input]")).to_contain_text("apples")
+    widget.approve()
+    widget.wait_until_idle()
+    expect(widget.last_reply()).to_have_text("Your cart has 2 items.")
+    assert shop_page.evaluate("window.added") == [{"sku": "apples", "qty": "2"}]
+    assert widget.messages("assistant")[0] == "Hello! I can add things to your cart."
+
+
+@pytest.mark.hostcall_agent(SHOP)
+def test_edited_input_is_what_the_handler_gets(shop_page: Page, widget: Widget) -> None:
+    shop_page.reload()
+    widget.open()
+    widget.send("add 1 pear")
+    widget.edit({"qty": "5"}, "add_to_cart")
+    widget.wait_until_idle()
+    expect(widget.last_reply()).to_have_text("Your cart has 5 items.")
+    assert shop_page.evaluate("window.added") == [{"sku": "pear", "qty": "5"}]
+
+
+@pytest.mark.hostcall_agent(SHOP)
+def test_rejection_reason_reaches_the_model_and_nothing_runs(
+    shop_page: Page, widget: Widget
+) -> None:
+    shop_page.reload()
+    widget.open()
+    widget.send("add 3 plums")
+    widget.reject("too many")
+    widget.wait_until_idle()
+    expect(widget.last_reply()).to_have_text("Not added (approval_rejected: too many).")
+    assert shop_page.evaluate("window.added") == []
+
+
+@pytest.mark.hostcall_agent(SHOP)
+def test_a_person_answers_through_the_form_with_a_list(
+    widget: Widget, hostcall_server: HostcallServer
+) -> None:
+    widget.send("where is my order?")
+    widget.wait_for_call("order_status", "waiting")
+    assert widget.state() == "waiting"  # a person must act: the root says so
+    widget.fill_form({"status": "shipped", "tracking": ["Z1", "Z2"]}, "order_status")
+    widget.wait_until_idle()
+    expect(widget.last_reply()).to_have_text("Your order is shipped (tracking Z1, Z2).")
+    assert httpx.get(f"{hostcall_server.url}/healthz").status_code == 200
+
+
+def test_default_agent_is_the_demo_planner(widget: Widget, host_page: HostPage) -> None:
+    assert host_page.agent == "planner"
+    widget.send("hello")
+    widget.wait_until_idle()
+    expect(widget.last_reply()).to_contain_text("Hello!")
