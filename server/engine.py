@@ -38,6 +38,8 @@ from server.models.factory import build_model
 from server.notices import run_notice
 from server.platform import Platform
 from server.protocol.events import (
+    EventType,
+    MessageDiscarded,
     RunError,
     RunFinished,
     RunStarted,
@@ -199,6 +201,7 @@ class Engine:
             run = self.store.get_run(ident)
             if run is not None and run.status is RunStatus.RUNNING:
                 log.info("resuming run %s, interrupted mid-step", ident)
+                self._discard_cut_off(run)
                 self._spawn(self._advance(ident))
                 return
             self.leases.release(key)
@@ -231,9 +234,33 @@ class Engine:
         current = self.store.get_run(run.id)  # it may have moved since we listed it
         if current is not None and current.status is RunStatus.RUNNING:
             log.info("resuming run %s, left running without an owner", run.id)
+            self._discard_cut_off(current)
             self._spawn(self._advance(run.id))
         else:
             self.leases.release(key)
+
+    def _discard_cut_off(self, run: Run) -> None:
+        """A step cut off mid-answer left a message started and never ended (its text was
+        never stored: a message is stored when its step commits). Before the step runs
+        again, end that message and tell surfaces to discard it, so the answer is shown
+        once — as the snapshot and the model's history have it (issue 9)."""
+        cid = run.conversation_id
+        started: dict[str, None] = {}
+        seq = 0
+        while page := self.store.events_after(cid, seq, 1000):
+            for event in page:
+                if event.name == EventType.TEXT_MESSAGE_START:
+                    started[event.data["messageId"]] = None
+                elif event.name == EventType.TEXT_MESSAGE_END:
+                    started.pop(event.data["messageId"], None)
+            seq = page[-1].seq
+        if not started:
+            return
+        with self.journal.unit() as unit:
+            for message_id in started:
+                log.info("discarding message %s of run %s, cut off mid-answer", message_id, run.id)
+                unit.emit(cid, TextMessageEnd(message_id))
+                unit.emit(cid, MessageDiscarded(message_id))
 
     async def sweep_forever(self, every: float) -> None:
         while True:

@@ -262,6 +262,11 @@ const ON = {
   },
   'hostcall.tool_call_approval_requested': d => { state.run = 'waiting'; upsertCall(d) },
   'hostcall.tool_call_dispatch': d => { state.run = 'waiting'; upsertCall(d) },
+  // A server crash cut this message off; the step runs again and streams the answer anew.
+  'hostcall.text_message_discarded': d => {
+    ui.removeMessage(d.messageId)
+    if (state.streaming === d.messageId) state.streaming = ''
+  },
   'hostcall.tool_call_state': d => {
     const v = calls.get(d.toolCallId)
     if (v && TERMINAL.has(d.state)) settle(v, d.state)

@@ -241,6 +241,12 @@ export function endMessage(id) {
 /** @param {string} id */
 export const hasMessage = id => messages.has(id)
 
+/** Remove message `id` (a message cut off by a server crash; its step streams it anew). */
+export function removeMessage(id) {
+  messages.get(id)?.el.remove()
+  messages.delete(id)
+}
+
 function setText(m, text) {
   m.raw = text
   keepPinned(() => {

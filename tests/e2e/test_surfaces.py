@@ -8,12 +8,17 @@ keeps its own demo board (sessionStorage): which board changed says which tab ra
 
 from __future__ import annotations
 
+import json
+import shutil
+import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import BrowserContext, FrameLocator, Locator, Page, expect
 
-from tests.e2e.conftest import Demo, shot
+from server.settings import DEMO_AGENTS
+from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import (
     ASK_NEXT,
     SLOW,
@@ -259,3 +264,48 @@ def test_for_this_conversation_stops_the_question_until_a_new_conversation(
     asked = latest(widget, "create_task")
     expect(asked.locator("[data-part=approve]")).to_be_visible(timeout=SLOW)
     expect(asked).to_have_attribute("data-state", "waiting")
+
+
+# ---- a server killed mid-answer ---------------------------------------------------------------
+
+STORY = " ".join(f"word{n}" for n in range(40))
+
+
+def test_a_server_killed_mid_answer_shows_the_answer_once_live_and_in_the_snapshot(
+    page: Page, tmp_path: Path
+) -> None:
+    agents = tmp_path / "agents"
+    shutil.copytree(DEMO_AGENTS, agents)
+    planner = json.loads((agents / "planner.json").read_text())
+    story = {"match": "(?i)tell me a story", "reply": STORY, "pace_seconds": 0.4}
+    planner["model"]["rules"].insert(0, story)
+    (agents / "planner.json").write_text(json.dumps(planner))
+    extra = ["--agents", str(agents)]
+    demo = start_demo(tmp_path, extra=extra)
+    again: Demo | None = None
+    try:
+        widget = open_chat(page, demo)
+        ask(widget, "Tell me a story")
+        answers = widget.locator("[data-part=message][data-role=assistant]").filter(
+            has_text="word0"
+        )
+        expect(answers.last).to_contain_text("word5", timeout=SLOW)  # mid-answer
+
+        demo.stop(signal.SIGKILL)
+        again = start_demo(tmp_path, db=demo.db, port=demo.port, host_port=demo.host_port,
+                           extra=extra)  # fmt: skip
+        # The step runs again once the dead process's lease lapses; the live widget drops
+        # the cut-off message and shows the answer once.
+        expect(answers.last).to_contain_text("word39", timeout=40_000)
+        wait_idle(widget)
+        expect(answers).to_have_count(1)
+        expect(answers).to_have_text(STORY)
+        shot(page, "surfaces-06-answer-once-after-sigkill")
+        snap = snapshot(page, again)
+        assert [m["text"] for m in snap["messages"] if m["role"] == "assistant"] == [STORY]
+        page.reload()  # and a page that replays the whole log shows it once too
+        widget = reopen(page)
+        expect(answers).to_have_count(1)
+        expect(answers).to_have_text(STORY)
+    finally:
+        (again or demo).stop()
