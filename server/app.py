@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from server.agui import agui_routes
 from server.api import api_routes
 from server.middleware import ApiHeaders
 from server.pages import page_routes
@@ -37,7 +38,13 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             yield
 
     app = Starlette(
-        routes=[Route("/healthz", _health), *api_routes(), *stream_routes(), *page_routes()],
+        routes=[
+            Route("/healthz", _health),
+            *api_routes(),
+            *stream_routes(),
+            *agui_routes(),
+            *page_routes(),
+        ],
         exception_handlers=exception_handlers(),
         middleware=[Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds)],
         lifespan=lifespan,

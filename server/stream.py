@@ -18,10 +18,10 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from server.api import surface_id
 from server.errors import NotFound
 from server.protocol.events import CustomName
 from server.protocol.frames import Event, parse_event_id, to_sse
+from server.protocol.requests import surface_id
 from server.runtime import Runtime
 
 PAGE = 100
@@ -54,8 +54,12 @@ async def events(request: Request) -> EventSourceResponse:
     if store.get_conversation(conversation_id) is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
-    raw = request.headers.get("last-event-id") or request.query_params.get("after")
-    seen = parse_event_id(raw, conversation_id, store.last_seq(conversation_id)) if raw else 0
+    header = request.headers.get("last-event-id")
+    raw, source = (
+        (header, "Last-Event-ID") if header else (request.query_params.get("after"), "after")
+    )
+    last_seq = store.last_seq(conversation_id)
+    seen = parse_event_id(raw, conversation_id, last_seq, source=source) if raw else 0
     surface = surface_id(request.query_params.get("surface"), field="surface")
     runtime.redeem_stream_ticket(nonce)  # last: a refused request leaves the ticket usable
     ledger = runtime.engine.ledger

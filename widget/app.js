@@ -9,8 +9,9 @@
 import { schemaForm, validate, toPointer } from './form.js'
 import { createApi, openStream, store } from './api.js'
 import * as ui from './chat.js'
-import { STATE, EVENT, PERSON, transition, placement } from './calls.js'
+import { STATE, EVENT as CALL_EVENT, PERSON, transition, placement } from './calls.js'
 import { t, pickLocale, setLocale } from './chat.js'
+import { CALL_STATE, CUSTOM, EVENT, LIMITS, MSG, TERMINAL_STATES } from './protocol.js'
 
 /**
  * @typedef {{toolCallId: string, toolCallName: string, state: string, input?: any,
@@ -25,25 +26,22 @@ import { t, pickLocale, setLocale } from './chat.js'
 // Constants
 // ============================================================================
 
-/** Messages between the widget and the loader (mirrored in widget/loader.js). */
-export const MSG = Object.freeze({
-  HELLO: 'hostcall:hello', //       widget → page: I am up; tell me your handlers
-  HANDLERS: 'hostcall:handlers', // page → widget: {tools: [names]}, again whenever they change
-  READY: 'hostcall:ready', //       widget → page: conversation loaded, stream open
-  CALL: 'hostcall:call', //         widget → page: {callId, toolName, input, inputSchema, outputSchema, deadline}
-  RESULT: 'hostcall:result', //     page → widget: {callId, output} | {callId, error: {message}} | {callId, noHandler}
-  CANCEL: 'hostcall:cancel', //     widget → page: {callId}: settled elsewhere or expired; abort ctx.signal
-  SEND: 'hostcall:send', //         page → widget: {text}: send as the user
-  FOCUS: 'hostcall:focus', //       page → widget: the panel opened; focus the composer
-  CLOSE: 'hostcall:close', //       widget → page: close the panel (close button, Escape)
-  EVENT: 'hostcall:event', //       widget → page: {event, detail} for Hostcall('on', …)
-})
+// Messages between the widget and the loader (MSG, from widget/protocol.js):
+//   HELLO     widget → page: I am up; tell me your handlers
+//   HANDLERS  page → widget: {tools: [names]}, again whenever they change
+//   READY     widget → page: conversation loaded, stream open
+//   CALL      widget → page: {callId, toolName, input, inputSchema, outputSchema, deadline}
+//   RESULT    page → widget: {callId, output} | {callId, error: {message}} | {callId, noHandler}
+//   CANCEL    widget → page: {callId}: settled elsewhere or expired; abort ctx.signal
+//   SEND      page → widget: {text}: send as the user
+//   FOCUS     page → widget: the panel opened; focus the composer
+//   CLOSE     widget → page: close the panel (close button, Escape)
+//   EVENT     widget → page: {event, detail} for Hostcall('on', …)
 
-const TERMINAL = new Set(['answered', 'rejected', 'failed', 'expired'])
+const TERMINAL = new Set(TERMINAL_STATES)
 /** Server call state → card `data-state` (running, waiting, done, failed, rejected, expired). */
 const cardState = (/** @type {string} */ st) => ({ awaiting_confirmation: 'waiting', answered: 'done' })[st] || (TERMINAL.has(st) ? st : 'running')
 const GONE = [401, 403, 404] // the session or conversation no longer exists
-const MAX_RESULT_CHARS = 256 * 1024
 
 // ============================================================================
 // Configuration and state
@@ -51,6 +49,9 @@ const MAX_RESULT_CHARS = 256 * 1024
 
 /** Written by server/pages.py. */
 const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}')
+/** The server's request body limit, in UTF-8 bytes (its setting; else the protocol's default). */
+const maxBodyBytes = Number(cfg.maxBodyBytes) || LIMITS.MAX_BODY_BYTES
+const utf8 = new TextEncoder()
 const framed = Boolean(cfg.parentOrigin) && window.parent !== window
 /** @type {Map<string, {name: string, description: string}>} */
 const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
@@ -223,7 +224,7 @@ function onEvent(type, e) {
   // Every event's JSON is an AG-UI event; Hostcall's own are CUSTOM, their payload in `value`.
   try {
     const d = JSON.parse(e.data)
-    ON[type]?.(d.type === 'CUSTOM' ? d.value : d)
+    ON[type]?.(d.type === EVENT.CUSTOM ? d.value : d)
   } catch (err) { console.error('hostcall:', type, err) }
   refresh()
 }
@@ -231,9 +232,9 @@ function onEvent(type, e) {
 /** Stream event (the SSE `event:` name: the AG-UI type, or a CUSTOM event's name) → what it
  * does with the event (a CUSTOM event's `value`). @type {Record<string, (d: any) => void>} */
 const ON = {
-  RUN_STARTED: () => { state.run = 'running' },
-  RUN_FINISHED: () => { state.run = 'finished' },
-  RUN_ERROR: d => {
+  [EVENT.RUN_STARTED]: () => { state.run = 'running' },
+  [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
+  [EVENT.RUN_ERROR]: d => {
     state.run = 'failed'
     const text = state.lastUserText
     // A short sentence in the visitor's language, never the server's detail (issue 12: that
@@ -241,40 +242,40 @@ const ON = {
     ui.showError(t(/^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'), text ? () => send(text) : null)
     emit('error', { code: d.code, message: d.message })
   },
-  TEXT_MESSAGE_START: d => {
+  [EVENT.TEXT_MESSAGE_START]: d => {
     const role = d.role === 'user' ? 'user' : 'assistant'
     if (!ui.hasMessage(d.messageId)) ui.upsertMessage(d.messageId, role)
     if (role === 'assistant') state.streaming = d.messageId
   },
-  TEXT_MESSAGE_CONTENT: d => ui.appendDelta(d.messageId, String(d.delta ?? '')),
-  TEXT_MESSAGE_END: d => {
+  [EVENT.TEXT_MESSAGE_CONTENT]: d => ui.appendDelta(d.messageId, String(d.delta ?? '')),
+  [EVENT.TEXT_MESSAGE_END]: d => {
     const { text, role } = ui.endMessage(d.messageId)
     if (state.streaming === d.messageId) state.streaming = ''
     if (!text) return
     if (role === 'assistant') ui.announce(text)
     emit('message', { messageId: d.messageId, role, text })
   },
-  TOOL_CALL_START: d => view(d.toolCallId, d.toolCallName),
-  TOOL_CALL_ARGS: d => { view(d.toolCallId).args += String(d.delta ?? '') },
-  TOOL_CALL_END: d => {
+  [EVENT.TOOL_CALL_START]: d => view(d.toolCallId, d.toolCallName),
+  [EVENT.TOOL_CALL_ARGS]: d => { view(d.toolCallId).args += String(d.delta ?? '') },
+  [EVENT.TOOL_CALL_END]: d => {
     const v = calls.get(d.toolCallId)
     if (v && v.call.input === undefined) try { v.card.setInput(JSON.parse(v.args)) } catch { /* malformed: the server says so */ }
   },
-  'hostcall.tool_call_approval_requested': d => { state.run = 'waiting'; upsertCall(d) },
-  'hostcall.tool_call_dispatch': d => { state.run = 'waiting'; upsertCall(d) },
+  [CUSTOM.TOOL_CALL_APPROVAL_REQUESTED]: d => { state.run = 'waiting'; upsertCall(d) },
+  [CUSTOM.TOOL_CALL_DISPATCH]: d => { state.run = 'waiting'; upsertCall(d) },
   // A server crash cut this message off; the step runs again and streams the answer anew.
-  'hostcall.text_message_discarded': d => {
+  [CUSTOM.TEXT_MESSAGE_DISCARDED]: d => {
     ui.removeMessage(d.messageId)
     if (state.streaming === d.messageId) state.streaming = ''
   },
-  'hostcall.tool_call_state': d => {
+  [CUSTOM.TOOL_CALL_STATE]: d => {
     const v = calls.get(d.toolCallId)
     if (v && TERMINAL.has(d.state)) settle(v, d.state)
     else if (v) v.call.state = d.state
   },
-  TOOL_CALL_RESULT: d => {
+  [EVENT.TOOL_CALL_RESULT]: d => {
     const v = view(d.toolCallId)
-    settle(v, d.state || (d.outcome?.error ? 'failed' : 'answered'), d.outcome)
+    settle(v, d.state || (d.outcome?.error ? CALL_STATE.FAILED : CALL_STATE.ANSWERED), d.outcome)
     emit('toolresult', { callId: v.id, toolName: v.call.toolCallName, state: v.call.state, outcome: v.call.outcome })
   },
 }
@@ -315,8 +316,8 @@ function upsertCall(c) {
   v.call = { ...v.call, ...c }
   if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
   if (TERMINAL.has(c.state)) settle(v, c.state, c.outcome)
-  else if (c.state === 'awaiting_confirmation') { if (move(v, EVENT.APPROVAL_REQUESTED)) showConfirm(v) }
-  else if (c.state === 'dispatched' || c.state === 'delivered') place(v)
+  else if (c.state === CALL_STATE.AWAITING_CONFIRMATION) { if (move(v, CALL_EVENT.APPROVAL_REQUESTED)) showConfirm(v) }
+  else if (c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) place(v)
 }
 
 /**
@@ -340,7 +341,7 @@ function place(v) {
 function settle(v, st, outcome) {
   cancelParent(v)
   const again = v.state === STATE.SETTLED
-  move(v, EVENT.SETTLE)
+  move(v, CALL_EVENT.SETTLE)
   v.call.state = st
   if (outcome !== undefined) v.call.outcome = outcome
   else if (again) return
@@ -349,7 +350,7 @@ function settle(v, st, outcome) {
   // never a raw code or an upstream body (the model gets those).
   const error = !oc?.error ? '' : oc.error.code === 'client_error' && oc.error.message ? String(oc.error.message) : t('toolFailed')
   const reason = oc?.error?.reason // the person's own words, not the message written for the model
-  const note = st === 'expired' ? t('expiredNote') : st !== 'rejected' ? error : reason ? t('rejectedNote', { reason }) : ''
+  const note = st === CALL_STATE.EXPIRED ? t('expiredNote') : st !== CALL_STATE.REJECTED ? error : reason ? t('rejectedNote', { reason }) : ''
   v.card.setState(cardState(st), note)
   v.card.setBody(oc && 'output' in oc
     ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), ui.readable(oc.output, v.call.outputSchema))
@@ -363,7 +364,7 @@ async function runInParent(v) {
   v.card.setState('running', t(v.state === STATE.RERUNNING ? 'rerunning' : 'runningInPage'))
   v.card.setBody()
   if (!framed || !parentTools.has(c.toolCallName)) {
-    move(v, EVENT.NO_HANDLER)
+    move(v, CALL_EVENT.NO_HANDLER)
     return showAnswerForm(v, { note: t('answerNoHandler') })
   }
   const res = await new Promise(resolve => {
@@ -376,20 +377,21 @@ async function runInParent(v) {
   v.resolveParent = null
   if (!running(v) || res.cancelled) return
   if (res.noHandler) {
-    move(v, EVENT.NO_HANDLER)
+    move(v, CALL_EVENT.NO_HANDLER)
     return showAnswerForm(v, { note: t('answerNoHandler') })
   }
   if (res.error !== undefined) {
     const message = String(res.error?.message ?? res.error).slice(0, 2000) || 'The handler failed.'
     return answer(v, { error: { code: 'client_error', message } })
   }
-  const size = JSON.stringify(res.output ?? null).length
-  if (size > MAX_RESULT_CHARS) {
-    return answer(v, { error: { code: 'client_error', message: `The handler's result is too large (${size} characters; the limit is ${MAX_RESULT_CHARS}).` } })
+  // Bytes, as the server counts them: a non-ASCII result is larger than its length says.
+  const size = utf8.encode(JSON.stringify({ token: c.resultToken, output: res.output ?? null })).length
+  if (size > maxBodyBytes) {
+    return answer(v, { error: { code: 'client_error', message: `The handler's result is too large (${size} bytes; the limit is ${maxBodyBytes}).` } })
   }
   const errors = validate(c.outputSchema ?? {}, res.output)
   if (errors.length) {
-    move(v, EVENT.INVALID)
+    move(v, CALL_EVENT.INVALID)
     return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
   }
   answer(v, { output: res.output })
@@ -407,31 +409,31 @@ function cancelParent(v) {
 async function answer(v, body) {
   const c = v.call
   const fromForm = v.state === STATE.FORM
-  if (!move(v, EVENT.SEND)) return
+  if (!move(v, CALL_EVENT.SEND)) return
   v.card.busy(true)
   v.card.setState('running', t('sending')) // stays while the answer is retried (server down)
   try {
     await patiently(() => api.result(c.toolCallId, { token: c.resultToken, ...body }))
-    if (!move(v, EVENT.SENT)) return
+    if (!move(v, CALL_EVENT.SENT)) return
     v.card.setState('running', t('sent'))
     v.card.setBody()
     ui.focusComposer()
   } catch (err) {
     if (v.state !== STATE.SENDING) return
     if (err.status === 409 || err.status === 410) {
-      move(v, EVENT.SENT) // settled by another answer (another tab, a person): its result follows
+      move(v, CALL_EVENT.SENT) // settled by another answer (another tab, a person): its result follows
       v.card.setState(err.status === 410 ? 'expired' : 'running', t(err.status === 410 ? 'expiredNote' : 'alreadySettled'))
       return v.card.setBody()
     }
     const errors = err.status === 422 && Array.isArray(err.details?.errors)
       ? serverErrors(err.details.errors)
       : [{ path: '', message: err.status === 422 ? err.message : t('errorAnswer') }]
-    if (fromForm) { move(v, EVENT.FORM_REFUSED); return errors }
+    if (fromForm) { move(v, CALL_EVENT.FORM_REFUSED); return errors }
     if (err.status === 422 && 'output' in body) {
-      move(v, EVENT.INVALID)
+      move(v, CALL_EVENT.INVALID)
       return showAnswerForm(v, { value: body.output, errors, note: t('answerInvalid'), returned: body.output })
     }
-    move(v, EVENT.SEND_FAILED)
+    move(v, CALL_EVENT.SEND_FAILED)
     v.card.setState('failed', t('errorAnswer'))
     v.card.setBody(ui.h('button', { type: 'button', 'data-part': 'retry', onclick: () => answer(v, body) }, t('retry')))
   } finally {
@@ -475,8 +477,8 @@ function showConfirm(v) {
     scope: v.scope,
     onScope: scope => { v.scope = scope },
     onApprove: () => decide(v, { decision: 'approve', scope: v.scope }),
-    onEdit: () => { if (move(v, EVENT.EDIT)) showEdit(v) },
-    onReject: () => { if (move(v, EVENT.REJECT)) showReject(v) },
+    onEdit: () => { if (move(v, CALL_EVENT.EDIT)) showEdit(v) },
+    onReject: () => { if (move(v, CALL_EVENT.REJECT)) showReject(v) },
   })
   v.card.setBody(panel)
   emit('toolcall', publicCall(v.call))
@@ -486,7 +488,7 @@ function showConfirm(v) {
 }
 
 function showEdit(v) {
-  const back = () => { if (move(v, EVENT.BACK)) { showConfirm(v); v.card.focus('edit') } }
+  const back = () => { if (move(v, CALL_EVENT.BACK)) { showConfirm(v); v.card.focus('edit') } }
   const form = schemaForm(v.call.inputSchema ?? {}, v.call.input, {
     purpose: 'edit',
     label: t('editFor', { name: titleOf(v.call.toolCallName) }),
@@ -502,7 +504,7 @@ function showEdit(v) {
 function showReject(v) {
   const panel = ui.rejectPanel({
     onConfirm: reason => decide(v, reason ? { decision: 'reject', reason } : { decision: 'reject' }),
-    onCancel: () => { if (move(v, EVENT.BACK)) { showConfirm(v); v.card.focus('reject') } },
+    onCancel: () => { if (move(v, CALL_EVENT.BACK)) { showConfirm(v); v.card.focus('reject') } },
   })
   v.card.setBody(panel.el)
   panel.focus()
@@ -514,15 +516,15 @@ function showReject(v) {
  */
 async function decide(v, body) {
   const from = v.state
-  if (!move(v, EVENT.DECIDE)) return
+  if (!move(v, CALL_EVENT.DECIDE)) return
   v.card.busy(true)
   try {
     const res = await patiently(() => api.decision(v.call.toolCallId, { token: v.call.decisionToken, surfaceId, ...body }))
     // The dispatch or result event got here first; the pressed button is gone with the
     // old card state, so focus would fall to <body>.
     if (v.state !== STATE.DECIDING) return void maybeFocus(ui.focusComposer)
-    move(v, EVENT.DECIDED)
-    const rejected = res?.state === 'rejected'
+    move(v, CALL_EVENT.DECIDED)
+    const rejected = res?.state === CALL_STATE.REJECTED
     const note = rejected ? '' : t(body.scope === 'conversation' ? 'approvedForConversation' : 'approved')
     v.card.setState(rejected ? 'rejected' : 'running', note)
     v.card.setBody()
@@ -530,19 +532,19 @@ async function decide(v, body) {
   } catch (err) {
     if (v.state !== STATE.DECIDING) return
     if (err.status === 409 || err.status === 410) {
-      move(v, EVENT.DECIDED)
+      move(v, CALL_EVENT.DECIDED)
       v.card.setState(err.status === 410 ? 'expired' : 'running', t(err.status === 410 ? 'expiredNote' : 'alreadyDecided'))
       return v.card.setBody()
     }
     if (err.status === 422 && 'input' in body && Array.isArray(err.details?.errors)) {
-      move(v, EVENT.EDIT_REFUSED)
+      move(v, CALL_EVENT.EDIT_REFUSED)
       return serverErrors(err.details.errors)
     }
     if (from === STATE.EDIT) {
-      move(v, EVENT.EDIT_REFUSED)
+      move(v, CALL_EVENT.EDIT_REFUSED)
       return [{ path: '', message: t('errorDecision') }]
     }
-    move(v, EVENT.DECIDE_FAILED)
+    move(v, CALL_EVENT.DECIDE_FAILED)
     showConfirm(v)
     v.card.setState('waiting', t('errorDecision'))
   } finally {
