@@ -43,7 +43,7 @@ export function createApi(base) {
     activity: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/activity`), {}),
     // keepalive: sent while the page unloads (pagehide), and it outlives the page.
     leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, true).catch(() => {}),
-    message: (id, text) => call('POST', conv(id, '/messages'), { text }),
+    message: (id, text, simulate) => call('POST', conv(id, '/messages'), simulate ? { text, simulate } : { text }),
     result: (callId, body) => call('POST', `/api/calls/${enc(callId)}/result`, body),
     decision: (callId, body) => call('POST', `/api/calls/${enc(callId)}/decision`, body),
     eventsUrl: (id, token, after, surface) => base + conv(id, `/events?token=${enc(token)}&surface=${enc(surface)}${after ? `&after=${enc(after)}` : ''}`),
