@@ -82,15 +82,21 @@ async def events(request: Request) -> EventSourceResponse:
         return ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
 
     async def replay(after: int) -> AsyncIterator[Event]:
-        """Everything after ``after``, a page at a time, yielding the loop between pages."""
+        """Everything after ``after``, a page at a time, yielding the loop after each event.
+
+        Do not "optimise" the per-event yield away: writing a frame never waits, so without
+        it a client that disconnects mid-replay is only noticed once the whole page was
+        written to the dead socket, one asyncio warning per frame (issue 8). Yielding lets
+        the transport report the loss after the first failed write; the response then stops.
+        """
         while True:
             page = store.events_after(conversation_id, after, PAGE)
             for event in page:
                 yield event
                 after = event.seq
+                await asyncio.sleep(0)
             if len(page) < PAGE:
                 return
-            await asyncio.sleep(0)
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         last = seen

@@ -91,7 +91,11 @@ CREATE INDEX leases_by_until ON leases (until);
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE probe (at DOUBLE PRECISION);
 """),
-    Migration(4, "surfaces", SURFACES_SCHEMA),
+    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    Migration(4, "interrupted messages", """
+ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
+"""),
+    Migration(5, "surfaces", SURFACES_SCHEMA),
 )  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -241,7 +245,7 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
     def add_message(self, message: StoredMessage) -> None:
         self._db.execute(
             "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
-            " tool_call_id, tool_name) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            " tool_call_id, tool_name, interrupted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
                 message.id,
                 message.conversation_id,
@@ -251,6 +255,7 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
                 rows.dump(list(message.tool_calls)),
                 message.tool_call_id,
                 message.tool_name,
+                message.interrupted,
             ),
         )
 

@@ -9,7 +9,7 @@ import psycopg
 from server.store import rows
 from server.store.records import Surface
 
-# Migration 3 (server/store/postgres.py): where each call is assigned, and the surfaces.
+# Migration 5 (server/store/postgres.py): where each call is assigned, and the surfaces.
 SURFACES_SCHEMA = """
 ALTER TABLE calls ADD COLUMN surface_id TEXT;
 ALTER TABLE calls ADD COLUMN assignment INTEGER NOT NULL DEFAULT 0;

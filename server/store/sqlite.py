@@ -87,7 +87,11 @@ CREATE INDEX runs_by_status ON runs (status);
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE probe (at REAL);
 """),
-    Migration(5, "surfaces", SURFACES_SCHEMA),
+    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    Migration(5, "interrupted messages", """
+ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+"""),
+    Migration(6, "surfaces", SURFACES_SCHEMA),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -241,7 +245,7 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
     def add_message(self, message: StoredMessage) -> None:
         self._db.execute(
             "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
-            " tool_call_id, tool_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " tool_call_id, tool_name, interrupted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 message.id,
                 message.conversation_id,
@@ -251,6 +255,7 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
                 rows.dump(list(message.tool_calls)),
                 message.tool_call_id,
                 message.tool_name,
+                int(message.interrupted),
             ),
         )
 
