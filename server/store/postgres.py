@@ -30,6 +30,7 @@ from server.protocol.frames import Event, stored_event
 from server.store import rows
 from server.store.migrations import Migration, pending
 from server.store.postgres_console import CONSOLE_SCHEMA, PostgresConsoleTables
+from server.store.postgres_surfaces import SURFACES_SCHEMA, SurfaceTables
 from server.store.records import (
     OPEN_STATES,
     Call,
@@ -95,6 +96,7 @@ CREATE TABLE probe (at DOUBLE PRECISION);
     Migration(4, "interrupted messages", """
 ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
 """),
+    Migration(5, "surfaces", SURFACES_SCHEMA),
 )  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -138,7 +140,7 @@ def connect(url: str, **options: Any) -> psycopg.Connection[dict[str, Any]]:
         ) from None
 
 
-class PostgresStore(PostgresConsoleTables):
+class PostgresStore(PostgresConsoleTables, SurfaceTables):
     def __init__(self, url: str) -> None:
         self.url = url
         self._db = connect(url)
@@ -342,8 +344,8 @@ class PostgresStore(PostgresConsoleTables):
     def add_call(self, call: Call) -> None:
         self._db.execute(
             "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
-            " arguments, deadline, route, outcome, delivered, extra)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
                 call.id,
                 call.conversation_id,
@@ -358,6 +360,8 @@ class PostgresStore(PostgresConsoleTables):
                 rows.dump(call.outcome) if call.outcome is not None else None,
                 call.delivered,
                 rows.dump(call.extra),
+                call.surface_id,
+                call.assignment,
             ),
         )
 
@@ -398,13 +402,24 @@ class PostgresStore(PostgresConsoleTables):
         return [rows.call(r) for r in found]
 
     def transition_call(
-        self, call_id: str, from_states: Iterable[CallState], to_state: CallState, **changes: Any
+        self,
+        call_id: str,
+        from_states: Iterable[CallState],
+        to_state: CallState,
+        *,
+        assigned: tuple[str | None, int] | None = None,
+        **changes: Any,
     ) -> bool:
         encoded = rows.call_changes(changes)
         assignments = "".join(f", {k} = %s" for k in encoded)
+        condition, extra_args = "", []
+        if assigned is not None:
+            condition = " AND surface_id IS NOT DISTINCT FROM %s AND assignment = %s"
+            extra_args = list(assigned)
         cursor = self._db.execute(
-            f"UPDATE calls SET state = %s{assignments} WHERE id = %s AND state = ANY(%s)",
-            (to_state, *encoded.values(), call_id, [s.value for s in from_states]),
+            f"UPDATE calls SET state = %s{assignments} WHERE id = %s AND state = ANY(%s)"
+            + condition,
+            (to_state, *encoded.values(), call_id, [s.value for s in from_states], *extra_args),
         )
         return self._changed(cursor) == 1
 
