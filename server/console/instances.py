@@ -32,7 +32,7 @@ MAX_EVENTS = 500
 _CALL_FIELDS = (
     "toolCallId", "toolCallName", "kind", "runId", "state", "input", "inputSchema",
     "outputSchema", "deadline", "route", "delivered", "outcome", "approval", "simulated",
-    "surface",  # the surface the call is assigned to, once the ledger names one
+    "surfaceId", "formReason", "title",  # the surface the call is assigned to (issue 9)
 )  # fmt: skip
 _ANSWER_ACTIONS = ("call.answer", "call.approve", "call.reject", "call.expire")
 

@@ -237,6 +237,7 @@ def test_designer_creates_an_agent_with_two_tools_tries_it_and_check_passes(
     expect(preview.locator('[data-path="/status"]')).to_be_visible()
     props.get_by_label("Simulation result (JSON)").fill('{"orderId": "A1", "status": "shipped"}')
     props.get_by_label("Effect").select_option("read")
+    props.get_by_label("Display title (what people see)").fill("Look up an order")
 
     add_tool(designer, "refund_order", "Refunds an order.")
     refund = designer.locator("[data-part=properties][data-tool=refund_order]")
@@ -275,6 +276,7 @@ def test_designer_creates_an_agent_with_two_tools_tries_it_and_check_passes(
     saved = json.loads((site.agents / "helpdesk.json").read_text())
     tools = {t["name"]: t for t in saved["tools"]}
     assert tools["refund_order"]["approval"] == "always"
+    assert tools["lookup_order"]["title"] == "Look up an order"
     assert tools["lookup_order"]["simulation_result"] == {"orderId": "A1", "status": "shipped"}
     checked = hostcall_check(site.agents)
     assert checked.returncode == 0, checked.stderr

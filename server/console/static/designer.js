@@ -199,9 +199,10 @@ function properties() {
     if (!rule.test(tool.name ?? tool.toolName ?? '')) showError(nameField, tr('name_rule'))
   } })
   nameField.dataset.key = 'name'
+  const titleField = field(tool, 'title', tr('display_title'), { ...opts, optional: true })
   return h('fieldset', { 'data-part': 'properties', 'data-tool': name },
     h('legend', { text: tr('properties', { name }) }),
-    nameField,
+    nameField, titleField,
     field(tool, 'description', tr('description'), { ...opts, kind: 'area' }),
     http ? [
       field(req, 'method', tr('method'), { ...opts, kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }),
