@@ -33,6 +33,7 @@ from server.store.records import (
     StoredMessage,
 )
 from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables
+from server.store.sqlite_surfaces import SURFACES_SCHEMA, SurfaceTables
 
 MIGRATIONS = (
     # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
@@ -90,6 +91,7 @@ CREATE TABLE probe (at REAL);
     Migration(5, "interrupted messages", """
 ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
 """),
+    Migration(6, "surfaces", SURFACES_SCHEMA),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -130,7 +132,7 @@ def _lock(path: Path) -> IO[str]:
     return handle
 
 
-class SQLiteStore(ConsoleTables):
+class SQLiteStore(ConsoleTables, SurfaceTables):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -322,8 +324,8 @@ class SQLiteStore(ConsoleTables):
     def add_call(self, call: Call) -> None:
         self._db.execute(
             "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
-            " arguments, deadline, route, outcome, delivered, extra)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 call.id,
                 call.conversation_id,
@@ -338,6 +340,8 @@ class SQLiteStore(ConsoleTables):
                 rows.dump(call.outcome) if call.outcome is not None else None,
                 int(call.delivered),
                 rows.dump(call.extra),
+                call.surface_id,
+                call.assignment,
             ),
         )
 
@@ -393,15 +397,25 @@ class SQLiteStore(ConsoleTables):
         return row is not None
 
     def transition_call(
-        self, call_id: str, from_states: Iterable[CallState], to_state: CallState, **changes: Any
+        self,
+        call_id: str,
+        from_states: Iterable[CallState],
+        to_state: CallState,
+        *,
+        assigned: tuple[str | None, int] | None = None,
+        **changes: Any,
     ) -> bool:
         encoded = rows.call_changes(changes)
         states = list(from_states)
         marks = ",".join("?" * len(states))
         assignments = "".join(f", {k} = ?" for k in encoded)
+        condition, extra_args = "", []
+        if assigned is not None:
+            condition, extra_args = " AND surface_id IS ? AND assignment = ?", list(assigned)
         cursor = self._db.execute(
-            f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})",
-            (to_state, *encoded.values(), call_id, *states),
+            f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})"
+            + condition,
+            (to_state, *encoded.values(), call_id, *states, *extra_args),
         )
         return cursor.rowcount == 1
 
