@@ -69,6 +69,15 @@ def _op(
     return op
 
 
+def _nobody(summary: str, *errors: int) -> dict[str, Any]:
+    """A 204 operation with no body either way (the surface calls)."""
+    return {
+        "summary": summary,
+        "security": SESSION,
+        "responses": {"204": {"description": "Done"}, **_errors(*errors, *BODY_ERRORS)},
+    }
+
+
 def _param(name: str, where: str = "path", **extra: Any) -> dict[str, Any]:
     return {"name": name, "in": where, "required": where == "path", "schema": STRING, **extra}
 
@@ -166,6 +175,14 @@ def document() -> dict[str, Any]:
         ], "get": _op(
             f"The event stream (SSE; AG-UI events: {events})", 200, STRING, 400, 401, 403, 404,
             ok_media="text/event-stream")},
+        "/api/conversations/{conversationId}/surfaces/{surfaceId}/activity": {
+            "parameters": [*conv, _param("surfaceId")],
+            "post": _nobody("The person did something on this surface", 401, 403, 404, 400),
+        },
+        "/api/conversations/{conversationId}/surfaces/{surfaceId}/leave": {
+            "parameters": [*conv, _param("surfaceId")],
+            "post": _nobody("The page is going away", 401, 403, 404, 400),
+        },
         "/api/calls/{callId}/delivered": {"parameters": call, "post": _op(
             "The surface has the call", 200, _obj(["state", "first"], state=STRING,
                                                   first={"type": "boolean"}),
