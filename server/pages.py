@@ -24,6 +24,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.assets import WIDGET_DIR
+from server.embedding import embed_problem, embed_routes, log_refusal
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -31,14 +32,12 @@ LOCALES = ("en", "fr", "es", "ja")
 THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
-WIDGET_MODULES = ("chat.js", "form.js", "api.js")
+#: Not form.js: app.js imports it when a call first needs a form (issue 12's weight budget).
+WIDGET_MODULES = ("chat.js", "api.js")
 
 _STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css)")
 _CONTENT_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
 _ACCENT = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
-# An origin as browsers serialise it. Checked on top of the allow-list because the value is
-# written into a CSP header: do not relax this to anything that may contain ';' or spaces.
-_ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -56,6 +55,7 @@ def page_routes() -> list[BaseRoute]:
         Route("/embed.js", embed_js, methods=["GET"]),
         Route("/widget/{agent_id}", widget_page, methods=["GET"]),
         Route("/static/{name:path}", static_file, methods=["GET"]),
+        *embed_routes(),
     ]
 
 
@@ -125,6 +125,19 @@ async def static_file(request: Request) -> Response:
 # ----------------------------------------------------------------------------- widget page
 
 
+def accent_text(accent: str) -> str:
+    """Black or white: whichever has the higher WCAG contrast ratio on ``accent`` (#rgb[a] or
+    #rrggbb[aa]; alpha ignored). A light accent such as #facc15 gets black text (issue 12)."""
+    digits = accent.lstrip("#")
+    if len(digits) in (3, 4):
+        digits = "".join(c * 2 for c in digits)
+    channels = [int(digits[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    # Contrast with black is (L + 0.05) / 0.05, with white 1.05 / (L + 0.05).
+    return "#000" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#fff"
+
+
 def _accept_language(header: str) -> str:
     """The first supported language of an Accept-Language header, else English."""
     for part in header.split(","):
@@ -173,6 +186,13 @@ async def widget_page(request: Request) -> HTMLResponse:
     locale = _pick((query.get("locale") or "")[:2], LOCALES, "")
     theme = _pick(query.get("theme"), THEMES, "auto")
 
+    origin = query.get("origin")
+    if origin is not None:
+        origin = origin.rstrip("/")
+    problem = embed_problem(runtime.agents, agent_id, origin)
+    if problem is not None:
+        # The operator's log says which mistake it is; the page's loader asks /embed/check.
+        log_refusal(problem, agent_id, origin)
     agent = runtime.agents.get(agent_id)
     if agent is None:
         return _error(
@@ -183,20 +203,17 @@ async def widget_page(request: Request) -> HTMLResponse:
             f"There is no agent called “{agent_id[:100]}” on this server.",
         )
 
-    origin = query.get("origin")
-    if origin is not None:
-        origin = origin.rstrip("/")
-        if not _ORIGIN.fullmatch(origin) or origin not in agent.allowed_origins:
-            allowed = ", ".join(dict.fromkeys(agent.allowed_origins)) or "none"
-            return _error(
-                request,
-                403,
-                locale,
-                "This site may not embed this chat",
-                f"The page at {origin[:200]} is not one of the origins allowed to embed the agent "
-                f"“{agent.name}” (allowed: {allowed}). The site owner can add it to the agent's "
-                "allowed origins.",
-            )
+    if problem is not None and origin is not None:
+        allowed = ", ".join(dict.fromkeys(agent.allowed_origins)) or "none"
+        return _error(
+            request,
+            403,
+            locale,
+            "This site may not embed this chat",
+            f"The page at {origin[:200]} is not one of the origins allowed to embed the agent "
+            f"“{agent.name}” (allowed: {allowed}). The site owner can add it to the agent's "
+            "allowed origins.",
+        )
 
     accent = query.get("accent")
     config = {
@@ -208,6 +225,7 @@ async def widget_page(request: Request) -> HTMLResponse:
         "locale": locale,
         "theme": theme,
         "accent": accent if accent and _ACCENT.fullmatch(accent) else None,
+        "accentText": accent_text(accent) if accent and _ACCENT.fullmatch(accent) else None,
         "apiBase": request.scope.get("root_path", ""),
         # The page's handlers can answer client-side tools only (server-side ones run a block).
         "tools": [

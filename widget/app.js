@@ -4,7 +4,6 @@
 // At most once: a handler runs only for a call still `dispatched`, after its id is in the
 // ledger and `POST /delivered` succeeded; otherwise the form, with a note saying why.
 
-import { schemaForm, validate, toPointer } from './form.js'
 import { createApi, openStream, store } from './api.js'
 import * as ui from './chat.js'
 import { t, pickLocale, setLocale } from './chat.js'
@@ -22,7 +21,11 @@ import { t, pickLocale, setLocale } from './chat.js'
 // Constants
 // ============================================================================
 
-/** Messages between the widget and the loader (mirrored in widget/loader.js). */
+/** The schema forms and validator, loaded when a call first needs them: a third of the
+ * widget's weight that most conversations never use (issue 12's budget). */
+const forms = () => import('./form.js')
+
+/** Messages between the widget and the page (mirrored in widget/bridge.js). */
 export const MSG = Object.freeze({
   HELLO: 'hostcall:hello', //       widget → page: I am up; tell me your handlers
   HANDLERS: 'hostcall:handlers', // page → widget: {tools: [names]}, again whenever they change
@@ -372,7 +375,7 @@ async function runInParent(v, release) {
   if (size > MAX_RESULT_CHARS) {
     return answer(v, { error: { code: 'client_error', message: `The handler's result is too large (${size} characters; the limit is ${MAX_RESULT_CHARS}).` } })
   }
-  const errors = validate(c.outputSchema ?? {}, res.output)
+  const errors = (await forms()).validate(c.outputSchema ?? {}, res.output)
   if (errors.length) return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
   answer(v, { output: res.output })
 }
@@ -424,9 +427,11 @@ async function answer(v, body) {
 }
 
 /** The output-schema form: a person supplies the result. */
-function showAnswerForm(v, o) {
+async function showAnswerForm(v, o) {
   const c = v.call
   v.phase = 'form'
+  const { schemaForm } = await forms()
+  if (v.phase !== 'form') return // settled while the form module loaded
   const form = schemaForm(c.outputSchema ?? {}, 'value' in o ? o.value : fromInput(c), {
     purpose: 'answer',
     label: t('answerFor', { name: c.toolCallName }),
@@ -443,7 +448,7 @@ function showAnswerForm(v, o) {
     form.el)
   if (o.errors?.length) form.showErrors(o.errors)
   ui.announce(t('needsAnswer', { name: c.toolCallName }))
-  maybeFocus(form.focus)
+  ui.phone() || maybeFocus(form.focus)
   refresh()
 }
 
@@ -462,8 +467,10 @@ function showConfirm(v) {
   refresh()
 }
 
-function showEdit(v) {
+async function showEdit(v) {
   v.phase = 'edit'
+  const { schemaForm } = await forms()
+  if (v.phase !== 'edit') return
   const back = () => { showConfirm(v); v.card.focus('edit') }
   const form = schemaForm(v.call.inputSchema ?? {}, v.call.input, {
     purpose: 'edit',
@@ -474,7 +481,7 @@ function showEdit(v) {
   })
   form.el.addEventListener('keydown', e => { if (e.key === 'Escape') { e.stopPropagation(); back() } })
   v.card.setBody(form.el)
-  form.focus()
+  ui.phone() || form.focus()
 }
 
 function showReject(v) {
@@ -519,7 +526,7 @@ async function decide(v, body) {
 }
 
 /** A 422's `details.errors` (`{path, message}`) as form errors. @param {any[]} errors */
-const serverErrors = errors => errors.slice(0, 50).map(x => ({ path: toPointer(x?.path), message: String(x?.message) }))
+const serverErrors = errors => errors.slice(0, 50).map(x => ({ path: x?.path === '/' ? '' : String(x?.path ?? ''), message: String(x?.message) })) // JSON Pointers
 
 // ============================================================================
 // Ledger: a page handler runs at most once per call id (see the header)
@@ -584,11 +591,12 @@ async function send(raw) {
   try {
     await api.message(state.conversationId, text)
   } catch (err) {
-    pending.remove()
-    if (err.status === 409) return void ui.showError(t('errorBusy'))
-    state.run = 'failed'
-    ui.showError(err.status === 422 ? err.message : t('errorSend'), err.status === 422 ? null : () => send(text))
-    emit('error', { code: err.code, message: err.message })
+    state.run = ''
+    if (err.status === 409) return void (pending.remove(), ui.showError(t('errorBusy')))
+    if (err.status === 422) return void (pending.remove(), ui.showError(err.message))
+    // The server is down or unreachable: the message stays in the thread, with a retry.
+    ui.markFailed(pending, () => send(text))
+    emit('error', { code: err.code || 'send_failed', message: err.message })
   } finally { refresh() }
 }
 
@@ -647,7 +655,11 @@ const root = document.documentElement
 root.dataset.theme = ['light', 'dark'].includes(cfg.theme) ? cfg.theme : 'auto'
 root.dataset.mode = framed ? cfg.mode : 'standalone'
 root.dataset.storage = store.kind // local | cookie | memory: whether a reload restores the chat
-if (/^#[0-9a-f]{3,8}$/i.test(cfg.accent)) root.style.setProperty('--hc-accent', cfg.accent)
+if (ui.phone()) root.dataset.viewport = 'phone' // touch-sized controls, no autofocus
+if (/^#[0-9a-f]{3,8}$/i.test(cfg.accent)) {
+  root.style.setProperty('--hc-accent', cfg.accent)
+  root.style.setProperty('--hc-accent-fg', cfg.accentText) // black or white by contrast (server/pages.py)
+}
 ui.mountShell(document.getElementById('hc-root'), {
   title: cfg.agentName || t('chat'),
   greeting: cfg.greeting || '',
@@ -655,6 +667,7 @@ ui.mountShell(document.getElementById('hc-root'), {
   onSend: send,
   onClose: () => toParent(MSG.CLOSE),
   onNew: restart,
+  blocked: () => t([...calls.values()].some(v => PERSON.has(v.phase)) ? 'hintPending' : 'errorBusy'),
 })
 document.addEventListener('keydown', e => {
   if (e.key === 'Escape' && framed && cfg.mode === 'bubble') toParent(MSG.CLOSE)

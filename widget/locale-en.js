@@ -8,6 +8,7 @@ export default {
   errorRun: 'Sorry, something went wrong. Please try again.', errorUnavailable: 'The assistant is not available right now. Please try again later.', toolFailed: 'This action could not be completed.', errorBusy: 'Please wait until the agent has finished.',
   errorSend: 'Your message could not be sent.', errorAnswer: 'The answer could not be sent.',
   errorDecision: 'Your decision could not be sent. Try again.',
+  restartAsk: 'Start a new conversation? This one will be closed, and any action waiting for you with it.', limit: 'Messages are limited to {n} characters; the rest was not added.', hintPending: 'First answer the action above: approve, edit or reject it, or fill in its form.', notSent: 'Not sent.',
   toolCall: 'Tool call', input: 'Input', result: 'Result',
   state_running: 'Running', state_waiting: 'Waiting for you', state_done: 'Done', state_failed: 'Failed',
   state_rejected: 'Rejected', state_expired: 'Expired',

@@ -8,6 +8,7 @@ export default {
   errorRun: 'Lo sentimos, algo salió mal. Inténtalo de nuevo.', errorUnavailable: 'El asistente no está disponible ahora. Inténtalo más tarde.', toolFailed: 'No se pudo completar esta acción.', errorBusy: 'Espera a que el agente termine.',
   errorSend: 'No se pudo enviar tu mensaje.', errorAnswer: 'No se pudo enviar la respuesta.',
   errorDecision: 'No se pudo enviar tu decisión. Inténtalo de nuevo.',
+  restartAsk: '¿Empezar una conversación nueva? Esta se cerrará, junto con cualquier acción que te espere.', limit: 'Los mensajes tienen un límite de {n} caracteres; el resto no se añadió.', hintPending: 'Primero responde a la acción de arriba: apruébala, edítala o recházala, o rellena su formulario.', notSent: 'No enviado.',
   toolCall: 'Llamada a herramienta', input: 'Entrada', result: 'Resultado',
   state_running: 'En curso', state_waiting: 'Esperándote', state_done: 'Hecho', state_failed: 'Error',
   state_rejected: 'Rechazada', state_expired: 'Caducada',

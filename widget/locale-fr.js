@@ -8,6 +8,7 @@ export default {
   errorRun: 'Désolé, un problème est survenu. Veuillez réessayer.', errorUnavailable: 'L’assistant n’est pas disponible pour le moment. Réessayez plus tard.', toolFailed: 'Cette action n’a pas pu aboutir.', errorBusy: 'Veuillez attendre que l’agent ait terminé.',
   errorSend: 'Votre message n’a pas pu être envoyé.', errorAnswer: 'La réponse n’a pas pu être envoyée.',
   errorDecision: 'Votre décision n’a pas pu être envoyée. Réessayez.',
+  restartAsk: 'Commencer une nouvelle conversation ? Celle-ci sera fermée, avec toute action qui vous attend.', limit: 'Les messages sont limités à {n} caractères ; le reste n’a pas été ajouté.', hintPending: 'Répondez d’abord à l’action ci-dessus : approuvez, modifiez ou refusez-la, ou remplissez son formulaire.', notSent: 'Non envoyé.',
   toolCall: 'Appel d’outil', input: 'Entrée', result: 'Résultat',
   state_running: 'En cours', state_waiting: 'En attente de vous', state_done: 'Terminé', state_failed: 'Échec',
   state_rejected: 'Refusé', state_expired: 'Expiré',

@@ -8,6 +8,7 @@ export default {
   errorRun: '問題が発生しました。もう一度お試しください。', errorUnavailable: '現在アシスタントを利用できません。しばらくしてからお試しください。', toolFailed: 'この操作を完了できませんでした。', errorBusy: '処理が終わるまでお待ちください。',
   errorSend: 'メッセージを送信できませんでした。', errorAnswer: '回答を送信できませんでした。',
   errorDecision: '判断を送信できませんでした。',
+  restartAsk: '新しい会話を始めますか? この会話と、確認待ちの操作は閉じられます。', limit: 'メッセージは {n} 文字までです。超えた部分は追加されていません。', hintPending: '先に上の操作に対応してください (承認・編集・却下、またはフォームへの入力)。', notSent: '送信されませんでした。',
   toolCall: 'ツール呼び出し', input: '入力', result: '結果',
   state_running: '実行中', state_waiting: 'あなたの対応待ち', state_done: '完了', state_failed: '失敗',
   state_rejected: '却下', state_expired: '期限切れ',
