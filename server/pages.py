@@ -35,8 +35,12 @@ MODES = ("bubble", "inline")
 #: Not form.js: app.js imports it when a call first needs a form (issue 12's weight budget).
 WIDGET_MODULES = ("chat.js", "api.js")
 
-_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css)")
-_CONTENT_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
+_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css|d\.ts)")
+_CONTENT_TYPES = {
+    "js": "text/javascript; charset=utf-8",
+    "css": "text/css; charset=utf-8",
+    "d.ts": "application/typescript; charset=utf-8",
+}
 _ACCENT = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 
 _CSP = (
@@ -53,6 +57,7 @@ _templates = Environment(
 def page_routes() -> list[BaseRoute]:
     return [
         Route("/embed.js", embed_js, methods=["GET"]),
+        Route("/embed.d.ts", embed_types, methods=["GET"]),
         Route("/widget/{agent_id}", widget_page, methods=["GET"]),
         Route("/static/{name:path}", static_file, methods=["GET"]),
         *embed_routes(),
@@ -112,6 +117,13 @@ async def embed_js(request: Request) -> Response:
     asset = _asset("loader.js")
     assert asset is not None, "widget/loader.js is part of the package"
     # Short cache: owners pick up a new loader within minutes; the ETag makes revalidation cheap.
+    return _asset_response(request, asset, max_age=300)
+
+
+async def embed_types(request: Request) -> Response:
+    """The page API's TypeScript declarations (widget/embed.d.ts), beside the loader."""
+    asset = _asset("embed.d.ts")
+    assert asset is not None, "widget/embed.d.ts is part of the package"
     return _asset_response(request, asset, max_age=300)
 
 

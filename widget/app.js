@@ -21,9 +21,20 @@ import { t, pickLocale, setLocale } from './chat.js'
 // Constants
 // ============================================================================
 
-/** The schema forms and validator, loaded when a call first needs them: a third of the
- * widget's weight that most conversations never use (issue 12's budget). */
-const forms = () => import('./form.js')
+/**
+ * The schema forms and validator: a third of the widget's weight that the first screen never
+ * uses (issue 12's budget). Fetched when the first call appears, before it is needed, and
+ * fetched again (a fresh URL: a failed import stays failed) if the server was down then.
+ * @returns {Promise<typeof import('./form.js')>}
+ */
+let formModule = null
+function forms(attempt = 0) {
+  return (formModule ||= import(attempt ? `./form.js?retry=${attempt}` : './form.js').catch(err => {
+    formModule = null
+    if (attempt === 6) throw err
+    return new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt)).then(() => forms(attempt + 1))
+  }))
+}
 
 /** Messages between the widget and the page (mirrored in widget/bridge.js). */
 export const MSG = Object.freeze({
@@ -286,6 +297,7 @@ function view(id, name = '?') {
     }
     v.card.setState('running')
     calls.set(id, v)
+    forms().catch(console.error) // ready before a form or a result check needs it
   }
   return v
 }

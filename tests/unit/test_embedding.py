@@ -81,3 +81,10 @@ def test_widget_page_passes_the_accent_text_colour(harness: Harness) -> None:
     assert config["accent"] == "#facc15" and config["accentText"] == "#000"
     plain = widget_config(harness.http.get("/widget/planner", params={"origin": BOARD_ORIGIN}).text)
     assert plain["accentText"] is None
+
+
+def test_the_page_api_types_are_served_beside_the_loader(harness: Harness) -> None:
+    r = harness.http.get("/embed.d.ts")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/typescript")
+    assert "interface HostcallApi" in r.text and "HandlerContext" in r.text
