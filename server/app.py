@@ -7,33 +7,26 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from server.agui import agui_routes
 from server.api import api_routes
-from server.errors import HostcallError
+from server.console import console_routes
+from server.middleware import ApiHeaders
 from server.pages import page_routes
+from server.responses import exception_handlers
 from server.runtime import Runtime
 from server.settings import Settings
 from server.stream import stream_routes
 
 
-async def _hostcall_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HostcallError)
-    return JSONResponse(exc.to_json(), status_code=exc.status)
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    body = {"error": {"code": code, "message": str(exc.detail), "details": {}}}
-    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
-
-
 async def _health(request: Request) -> Response:
+    """Ready means able to write: a read-only or full database fails every answer."""
     runtime: Runtime = request.app.state.hostcall
+    runtime.check_store()
     return JSONResponse({"ok": True, "agents": sorted(runtime.agents)})
 
 
@@ -46,8 +39,16 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             yield
 
     app = Starlette(
-        routes=[Route("/healthz", _health), *api_routes(), *stream_routes(), *page_routes()],
-        exception_handlers={HostcallError: _hostcall_error, HTTPException: _http_error},
+        routes=[
+            Route("/healthz", _health),
+            *api_routes(),
+            *stream_routes(),
+            *agui_routes(),
+            *page_routes(),
+            *console_routes(),
+        ],
+        exception_handlers=exception_handlers(),
+        middleware=[Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds)],
         lifespan=lifespan,
     )
     app.state.hostcall = runtime

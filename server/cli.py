@@ -73,6 +73,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory of agent files, *.json (default: the demo agents)",
     )
+    users = sub.add_parser("users", help="console accounts (the operator console at /console)")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    add = users_sub.add_parser(
+        "add", help="create an account; the password is prompted for, or read from stdin"
+    )
+    add.add_argument("name", help="the account's name")
+    add.add_argument("--role", required=True, choices=["operator", "designer", "admin"])
+    add.add_argument(
+        "--db", type=Path, default=DEFAULT_DB, metavar="FILE",
+        help="the server's SQLite database (default: %(default)s)",
+    )  # fmt: skip
     return parser
 
 
@@ -95,6 +106,14 @@ def _common(
     )
     parser.set_defaults(default_db=db)
     parser.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="how long a dead process keeps its run steps before another process resumes "
+        "them (default: %(default)s)",
+    )
+    parser.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -110,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return _check(args.agents)
+    if args.command == "users":
+        from server.console.users_command import add_user_command
+
+        return add_user_command(args.name, args.role, args.db)
     for origin in args.allow_origin:
         if not valid_origin(origin):
             print(
@@ -138,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         agents_dir=args.agents,
         db_path=Path(target) if url is None else DEFAULT_DB,
         database_url=url,
+        lease_seconds=args.lease_seconds,
         extra_origins=tuple(extra),
         environ=dict(os.environ),
     )
@@ -212,12 +236,37 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def server_config(app: Starlette, *, host: str, port: int, log_level: str) -> Any:
+    """uvicorn's settings for Hostcall itself (issue 7, item 11): a deadline on request
+    headers (``GuardedH11Protocol``; bodies have theirs in ``server.middleware``), idle
+    keep-alive connections closed after 5 s, and a bounded graceful shutdown so open
+    streams end without an error each."""
+    import uvicorn
+
+    from server import accesslog
+    from server.connections import GuardedH11Protocol
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        http=GuardedH11Protocol,
+        ws="none",
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=3,
+    )
+    # After Config(): it (re)configures uvicorn's loggers, keeping filters already there.
+    accesslog.install()
+    return config
+
+
 async def _serve(app: Starlette, host: str, port: int, log_level: str) -> None:
     import uvicorn
 
     _reload_on_sighup(app)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(server_config(app, host=host, port=port, log_level=log_level)).serve()
 
 
 async def _demo(app: Starlette, args: argparse.Namespace) -> int:
@@ -235,7 +284,9 @@ async def _demo(app: Starlette, args: argparse.Namespace) -> int:
         return uvicorn.Server(config)
 
     servers = [
-        server(app, "127.0.0.1", args.port, args.log_level, "on"),
+        uvicorn.Server(
+            server_config(app, host="127.0.0.1", port=args.port, log_level=args.log_level)
+        ),
         server(create_demo_host_app(hostcall_url), "localhost", args.host_port, "warning", "off"),
     ]
     services = "http://127.0.0.1:8002  (public holidays, for the server-side tool)"

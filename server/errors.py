@@ -10,9 +10,14 @@ machine-readable ``code`` and a message; ``server.app`` turns them into
      ├── Forbidden             403  wrong_token, origin_not_allowed
      ├── NotFound              404  unknown_agent, unknown_conversation, unknown_call
      ├── Conflict              409  call_already_settled, call_not_awaiting_decision, ...
+     ├── RequestTimeout        408  request_timeout (a body that stopped arriving)
      ├── Gone                  410  call_expired
      ├── PayloadTooLarge       413  body_too_large
-     └── Unprocessable         422  invalid_result, invalid_input, invalid_message
+     ├── UnsupportedMediaType  415  unsupported_media_type
+     ├── Unprocessable         422  invalid_result, invalid_input, invalid_message
+     ├── TooManyRequests       429  rate_limited, token_budget_exhausted (``Retry-After``)
+     ├── InternalError         500  internal_error (anything unexpected; no traceback words)
+     └── Unavailable           503  store_unavailable
 
 ``AgentConfigError`` is not an HTTP error: it stops the server at start with one line per
 problem; ``StoreError`` stops it when the database cannot be used (another process holds a
@@ -67,6 +72,11 @@ class Conflict(HostcallError):
     code = "conflict"
 
 
+class RequestTimeout(HostcallError):
+    status = 408
+    code = "request_timeout"
+
+
 class Gone(HostcallError):
     status = 410
     code = "call_expired"
@@ -77,9 +87,35 @@ class PayloadTooLarge(HostcallError):
     code = "body_too_large"
 
 
+class UnsupportedMediaType(HostcallError):
+    status = 415
+    code = "unsupported_media_type"
+
+
 class Unprocessable(HostcallError):
     status = 422
     code = "unprocessable"
+
+
+class TooManyRequests(HostcallError):
+    """``retry_after`` (whole seconds) becomes the ``Retry-After`` header."""
+
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
+        super().__init__(message, code=code, retryAfter=retry_after)
+        self.retry_after = retry_after
+
+
+class InternalError(HostcallError):
+    status = 500
+    code = "internal_error"
+
+
+class Unavailable(HostcallError):
+    status = 503
+    code = "store_unavailable"
 
 
 class AgentConfigError(Exception):
@@ -97,6 +133,18 @@ class StoreError(Exception):
         super().__init__(message)
         self.message = message
         self.target = target
+
+
+class StoreUnwritable(StoreError):
+    """The database cannot be written at start (read-only file, full disk, …)."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(
+            f"the database {path} cannot be written ({reason}); check its permissions and "
+            "free space",
+            target=str(path),
+        )
+        self.reason = reason
 
 
 class LeaseLost(Exception):

@@ -19,6 +19,7 @@ RUN_NOTICES = {
     "reply_template_failed": GENERIC,
     "step_limit": "The assistant could not finish this request. Please try rephrasing it.",
     "internal_error": GENERIC,
+    "cancelled": "An operator stopped this request.",
 }
 
 

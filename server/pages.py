@@ -4,7 +4,8 @@ The widget page is the security boundary between a host page and Hostcall. It tr
 exactly one parent origin — the ``origin`` query parameter, and only when it is one of the
 agent's allowed origins — and says so to the browser with ``frame-ancestors <origin>``, so
 a page of any other origin that frames it gets nothing. Opened without ``origin`` it runs
-standalone (top level only: ``frame-ancestors 'none'``) and every client-side tool is
+standalone (top level, or inside this server's own pages — the console's "try it" pane:
+``frame-ancestors 'self'``, never another origin) and every client-side tool is
 answered through the form. The page carries no inline script or style: its configuration is
 a ``<script type="application/json">`` block the widget reads with ``textContent``.
 """
@@ -25,6 +26,7 @@ from starlette.routing import BaseRoute, Route
 
 from server.assets import WIDGET_DIR
 from server.embedding import embed_problem, embed_routes, log_refusal
+from server.errors import NotFound
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -33,9 +35,10 @@ THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
 #: Not form.js: app.js imports it when a call first needs a form (issue 12's weight budget).
-WIDGET_MODULES = ("chat.js", "api.js")
+WIDGET_MODULES = ("protocol.js", "chat.js", "api.js")
 
-_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css|d\.ts)")
+# Bounded: a long name must be a 404, not an OSError from the file system (issue 7).
+_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(js|css|d\.ts)")
 _CONTENT_TYPES = {
     "js": "text/javascript; charset=utf-8",
     "css": "text/css; charset=utf-8",
@@ -130,7 +133,7 @@ async def embed_types(request: Request) -> Response:
 async def static_file(request: Request) -> Response:
     asset = _asset(request.path_params["name"])
     if asset is None:
-        return Response("Not found", status_code=404, media_type="text/plain")
+        raise NotFound(f"no static file {request.path_params['name'][:80]!r}")
     return _asset_response(request, asset, max_age=300)
 
 
@@ -175,6 +178,8 @@ def _page(request: Request, status: int, ancestors: str, context: dict[str, Any]
     }
     if ancestors == "'none'":
         headers["X-Frame-Options"] = "DENY"
+    elif ancestors == "'self'":
+        headers["X-Frame-Options"] = "SAMEORIGIN"
     headers["Vary"] = "Accept-Encoding"
     if "gzip" in request.headers.get("accept-encoding", ""):
         headers["Content-Encoding"] = "gzip"
@@ -238,7 +243,11 @@ async def widget_page(request: Request) -> HTMLResponse:
         "theme": theme,
         "accent": accent if accent and _ACCENT.fullmatch(accent) else None,
         "accentText": accent_text(accent) if accent and _ACCENT.fullmatch(accent) else None,
+        # Simulated runs (seed 003): tools return their simulation result; for trying an
+        # agent out standalone (the console's "try it" pane), never for an embedded widget.
+        "simulate": origin is None and query.get("simulate") == "1",
         "apiBase": request.scope.get("root_path", ""),
+        "maxBodyBytes": runtime.settings.max_body_bytes,
         # The page's handlers can answer client-side tools only (server-side ones run a block).
         "tools": [
             {"name": tool.name, "description": tool.description}
@@ -257,4 +266,4 @@ async def widget_page(request: Request) -> HTMLResponse:
         "config": config,
         "modules": (*WIDGET_MODULES, f"locale-{likely}.js"),
     }
-    return _page(request, 200, origin or "'none'", context)
+    return _page(request, 200, origin or "'self'", context)

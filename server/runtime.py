@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
@@ -11,13 +13,14 @@ from dataclasses import dataclass, field, replace
 from server.agents import Agent, load_agents
 from server.broker import Broker
 from server.engine import Engine
+from server.errors import Forbidden, StoreError, StoreUnwritable, Unauthorized, Unavailable
 from server.journal import Journal
 from server.leases import Leases
 from server.platform import Platform, load_platform
 from server.relay import Relay
 from server.settings import Settings, load_secret_keys
 from server.store import Store, open_store
-from server.tokens import Purpose, Tokens
+from server.tokens import Claims, Purpose, Tokens
 
 
 @dataclass
@@ -29,6 +32,7 @@ class Runtime:
     tokens: Tokens
     engine: Engine
     leases: Leases
+    clock: Callable[[], float] = time.time
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -48,7 +52,7 @@ class Runtime:
                 Purpose.CALL_DECISION: settings.call_token_max_age,
             },
         )
-        store = open_store(settings.database_url or settings.db_path)
+        store = _open_store(settings)
         broker = Broker()
         leases = Leases(store, ttl=settings.lease_seconds, clock=clock)
         engine = Engine(
@@ -60,7 +64,36 @@ class Runtime:
             leases=leases,
             clock=clock,
         )
-        return cls(settings, agents, store, broker, tokens, engine, leases)
+        return cls(settings, agents, store, broker, tokens, engine, leases, clock)
+
+    def stream_ticket(self, conversation_id: str) -> str:
+        """A stream token that opens one stream, once, within ``stream_max_age`` (issue 7):
+        it travels in a URL, so whoever sees it later (a log, a proxy) can do nothing."""
+        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12))
+        return self.tokens.sign(Purpose.STREAM, claims)
+
+    def check_stream_ticket(self, token: str | None, conversation_id: str) -> str:
+        """The ticket's single-use id, once its signature, age and conversation are right."""
+        claims = self.tokens.verify(Purpose.STREAM, token)
+        if claims.conversation_id != conversation_id:
+            raise Forbidden(f"this stream token is for another conversation than {conversation_id}")
+        if claims.nonce is None:
+            raise Unauthorized("the stream token is not a stream ticket", code="bad_token")
+        return claims.nonce
+
+    def redeem_stream_ticket(self, nonce: str) -> None:
+        """Use the ticket up; a second stream opened with it is refused (``used_token``)."""
+        now = self.clock()
+        expires = now + self.settings.stream_max_age + 1
+        if not self.store.consume_ticket(nonce, expires, now):
+            raise Unauthorized("this stream token was already used", code="used_token")
+
+    def check_store(self) -> None:
+        """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write."""
+        try:
+            self.store.probe_write()
+        except Exception as exc:  # whatever the store's driver raises
+            raise Unavailable(f"the database cannot be written: {exc}") from None
 
     def reload_agents(self) -> None:
         """Read the agent files again; runs already started keep their own definitions.
@@ -80,17 +113,20 @@ class Runtime:
         and on PostgreSQL the relay of other processes' events to this one's streams.
         """
         self.engine.recover()
-        jobs = [
-            self.engine.sweep_forever(self.settings.sweep_seconds),
-            self.leases.renew_forever(),
-        ]
-        if self.settings.database_url is not None:
-            relay = Relay(self.settings.database_url, self.store, self.broker)
-            jobs.append(relay.run_forever())
+        jobs = [self.engine.sweep_forever(self.settings.sweep_seconds)]
+        url = self.settings.database_url
+        stop_renewing = None
+        if url is None:
+            jobs.append(self.leases.renew_forever())
+        else:
+            stop_renewing = self.leases.renew_in_thread(url)
+            jobs.append(Relay(url, self.store, self.broker).run_forever())
         self._tasks = [asyncio.create_task(job) for job in jobs]
         try:
             yield
         finally:
+            if stop_renewing is not None:
+                stop_renewing()
             for task in self._tasks:
                 task.cancel()
             for task in self._tasks:
@@ -98,6 +134,23 @@ class Runtime:
                     await task
             await self.engine.drain()
             self.store.close()
+
+
+def _open_store(settings: Settings) -> Store:
+    """The store, proven writable: better no server than one that fails every answer."""
+    target = settings.database_url or settings.db_path
+    try:
+        store = open_store(target)
+    except StoreError:
+        raise
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreUnwritable(target, str(exc)) from None
+    try:
+        store.probe_write()
+    except Exception as exc:  # whatever the store's driver raises
+        store.close()
+        raise StoreUnwritable(target, str(exc)) from None
+    return store
 
 
 def _load(settings: Settings, platform: Platform) -> dict[str, Agent]:

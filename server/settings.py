@@ -9,6 +9,7 @@ from pathlib import Path
 
 from server.assets import DEMO_AGENTS, SOURCE_ROOT, in_checkout
 from server.errors import StoreError
+from server.protocol.limits import MAX_BODY_BYTES
 
 # Kept for the tests and scripts that run from a checkout.
 ROOT = SOURCE_ROOT
@@ -25,11 +26,14 @@ class Settings:
     database_url: str | None = None
     # Newest key last: itsdangerous signs with the last and accepts all (key rotation).
     secret_keys: tuple[str, ...] = ()
-    max_body_bytes: int = 256 * 1024
+    max_body_bytes: int = MAX_BODY_BYTES
     session_max_age: int = 30 * 24 * 3600
-    stream_max_age: int = 10 * 60
+    # A stream ticket is single use and only needs to live from issue to EventSource open.
+    stream_max_age: int = 60
     call_token_max_age: int = 24 * 3600
     ping_seconds: float = 15.0
+    # A request body that stops arriving for this long is answered 408 (issue 7).
+    body_timeout_seconds: float = 15.0
     sweep_seconds: float = 0.5
     # How long a run step or server-side call stays owned by a process that stopped renewing
     # (it died): another process resumes the work after this (docs/deploy.md).

@@ -1,55 +1,92 @@
-"""The conversation event stream (SSE), with exact replay after ``Last-Event-ID``."""
+"""The conversation event stream (SSE), with exact replay after ``Last-Event-ID``.
+
+Issue 7, item 9: a stream must not cost other users anything while its reader is slow.
+The backlog is replayed in small pages with the event loop released between them; each
+stream holds at most one page plus the broker's bounded queue; a client that does not take
+a frame within ``SEND_TIMEOUT`` seconds is dropped (it reconnects with ``Last-Event-ID``
+and misses nothing). On shutdown every stream ends its response cleanly, so a SIGTERM does
+not log an error per open stream.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from typing import Any, cast
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from server.errors import NotFound
-from server.protocol.frames import parse_event_id, to_sse
+from server.protocol.frames import Event, parse_event_id, to_sse
 from server.runtime import Runtime
-from server.tokens import Purpose
+
+PAGE = 100
+SEND_TIMEOUT = 10.0
+
+
+class _Farewell:
+    """Handed to sse-starlette as its ``shutdown_event``: on server shutdown it wakes this
+    stream's generator (a ``None`` in its queue), which then returns and the response ends
+    properly instead of being cancelled mid-body."""
+
+    def __init__(self, queue: asyncio.Queue[Event | None]) -> None:
+        self._queue = queue
+
+    def set(self) -> None:
+        while True:
+            try:
+                self._queue.put_nowait(None)
+                return
+            except asyncio.QueueFull:
+                self._queue.get_nowait()
 
 
 async def events(request: Request) -> EventSourceResponse:
     runtime: Runtime = request.app.state.hostcall
     conversation_id = request.path_params["conversation_id"]
-    claims = runtime.tokens.verify(Purpose.STREAM, request.query_params.get("token"))
-    if claims.conversation_id != conversation_id:
-        from server.errors import Forbidden
-
-        raise Forbidden(f"this stream token is for another conversation than {conversation_id}")
+    nonce = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
     store = runtime.store
     if store.get_conversation(conversation_id) is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
-    raw = request.headers.get("last-event-id") or request.query_params.get("after")
-    seen = parse_event_id(raw, conversation_id, store.last_seq(conversation_id)) if raw else 0
+    header = request.headers.get("last-event-id")
+    raw, source = (
+        (header, "Last-Event-ID") if header else (request.query_params.get("after"), "after")
+    )
+    last_seq = store.last_seq(conversation_id)
+    seen = parse_event_id(raw, conversation_id, last_seq, source=source) if raw else 0
+    runtime.redeem_stream_ticket(nonce)  # last: a refused request leaves the ticket usable
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)
 
+    async def replay(after: int) -> AsyncIterator[Event]:
+        """Everything after ``after``, a page at a time, yielding the loop between pages."""
+        while True:
+            page = store.events_after(conversation_id, after, PAGE)
+            for event in page:
+                yield event
+                after = event.seq
+            if len(page) < PAGE:
+                return
+            await asyncio.sleep(0)
+
     async def frames() -> AsyncIterator[ServerSentEvent]:
         last = seen
         try:
-            while True:
-                backlog = store.events_after(conversation_id, last)
-                for event in backlog:
-                    yield to_sse(event)
-                    last = event.seq
-                if len(backlog) < 1000:
-                    break
+            async for event in replay(last):
+                yield to_sse(event)
+                last = event.seq
             while True:
                 live = await queue.get()
-                if live is None:  # dropped for falling behind: the client will replay
+                if live is None:  # dropped for falling behind, or shutting down
                     return
                 if live.seq <= last:
                     continue
                 if live.seq > last + 1:
-                    for missed in store.events_after(conversation_id, last):
+                    async for missed in replay(last):
                         yield to_sse(missed)
                         last = missed.seq
                     continue
@@ -62,6 +99,9 @@ async def events(request: Request) -> EventSourceResponse:
         frames(),
         ping=int(runtime.settings.ping_seconds),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        send_timeout=SEND_TIMEOUT,
+        shutdown_event=cast(Any, _Farewell(queue)),
+        shutdown_grace_period=1.0,
     )
 
 

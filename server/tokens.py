@@ -35,6 +35,8 @@ class Claims:
     call_id: str | None = None
     tool: str | None = None
     digest: str | None = None
+    # A stream ticket's single-use id (issue 7): the store accepts each one once.
+    nonce: str | None = None
 
 
 class Tokens:
@@ -50,6 +52,8 @@ class Tokens:
         payload = {"c": claims.conversation_id}
         if claims.call_id is not None:
             payload |= {"k": claims.call_id, "t": claims.tool or "", "d": claims.digest or ""}
+        if claims.nonce is not None:
+            payload["n"] = claims.nonce
         return self._serializers[purpose].dumps(payload)
 
     def verify(self, purpose: Purpose, token: str | None) -> Claims:
@@ -75,6 +79,7 @@ class Tokens:
             call_id=payload.get("k"),
             tool=payload.get("t"),
             digest=payload.get("d"),
+            nonce=payload.get("n"),
         )
 
     def _signed_for_other_purpose(self, purpose: Purpose, token: str) -> bool:

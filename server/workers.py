@@ -17,6 +17,7 @@ from server.settings import Settings
 AGENTS = "HOSTCALL_AGENTS_DIR"
 ORIGINS = "HOSTCALL_EXTRA_ORIGINS"
 DATABASE = "HOSTCALL_DATABASE_URL"
+LEASE = "HOSTCALL_LEASE_SECONDS"
 
 
 def environment_for(settings: Settings) -> dict[str, str]:
@@ -26,6 +27,7 @@ def environment_for(settings: Settings) -> dict[str, str]:
         AGENTS: str(settings.agents_dir),
         ORIGINS: ",".join(settings.extra_origins),
         DATABASE: settings.database_url,
+        LEASE: str(settings.lease_seconds),
     }
 
 
@@ -33,12 +35,15 @@ def app_from_environment() -> Starlette:
     """The app factory each worker process calls (``server.workers:app_from_environment``)."""
     from pathlib import Path
 
+    from server import accesslog
     from server.app import create_app
 
+    accesslog.install()  # in each worker: its logging is configured afresh
     environ = dict(os.environ)
     settings = Settings(
         agents_dir=Path(environ[AGENTS]),
         database_url=environ[DATABASE],
+        lease_seconds=float(environ.get(LEASE, "10")),
         extra_origins=tuple(o for o in environ.get(ORIGINS, "").split(",") if o),
         environ=environ,
     )
@@ -47,6 +52,8 @@ def app_from_environment() -> Starlette:
 
 def serve(settings: Settings, *, host: str, port: int, workers: int, log_level: str) -> None:
     import uvicorn
+
+    from server.connections import GuardedH11Protocol
 
     os.environ.update(environment_for(settings))
     uvicorn.run(
@@ -57,6 +64,8 @@ def serve(settings: Settings, *, host: str, port: int, workers: int, log_level: 
         workers=workers,
         log_level=log_level,
         lifespan="on",
+        http=GuardedH11Protocol,  # a deadline on request headers (issue 7)
+        ws="none",
         # SSE streams are long-lived: do not wait on them forever when stopping.
         timeout_graceful_shutdown=5,
     )

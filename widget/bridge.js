@@ -3,7 +3,7 @@
  * with the widget's exact origin and window, and the page never sees tokens. It runs the page's
  * handlers, each call at most once (the widget decides which calls reach it). */
 ;(() => {
-  // MSG.HELLO = 'hostcall:hello'…: documented in widget/app.js.
+  // MSG.HELLO = 'hostcall:hello'…: the MSG of widget/protocol.js (a test keeps these words equal).
   const MSG = {}
   for (const k of 'hello handlers ready call result cancel send focus close event'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
 

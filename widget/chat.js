@@ -2,6 +2,7 @@
 // model, page or person wrote enters the DOM as text nodes, never innerHTML; links only for
 // http(s). Test hooks: roles and `data-part` attributes.
 
+import { LIMITS } from './protocol.js'
 
 /**
  * @typedef {{el: HTMLElement, setState: (state: string, note?: string) => void,
@@ -98,7 +99,6 @@ let scrollQueued = false
  * the on-screen keyboard over what they are about to read. The screen, not this frame's
  * width: on a desktop the bubble's frame is narrow too. */
 export const phone = () => screen.width < 640 || matchMedia('(pointer: coarse)').matches
-export const MAX_MESSAGE = 8000
 
 /**
  * Build the widget inside `root`. `blocked` says why a message cannot be sent now.
@@ -110,13 +110,13 @@ export function mountShell(root, o) {
   const inputId = uid('composer')
   const note = (/** @type {HTMLElement} */ el, /** @type {string} */ text) => Object.assign(el, { hidden: !text, textContent: text })
   const input = /** @type {HTMLTextAreaElement} */ (h('textarea', {
-    id: inputId, 'data-part': 'composer-input', rows: 1, maxlength: MAX_MESSAGE, placeholder: t('placeholder'),
+    id: inputId, 'data-part': 'composer-input', rows: 1, maxlength: LIMITS.MAX_MESSAGE_CHARS, placeholder: t('placeholder'),
     'aria-describedby': `${inputId}-hint ${inputId}-limit`,
     onkeydown: e => {
       if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); parts.composer.requestSubmit() }
     },
     // The browser cuts a longer paste at maxlength without a word: say so.
-    oninput: () => { grow(input); note(parts.limit, input.value.length >= MAX_MESSAGE ? t('limit', { n: MAX_MESSAGE.toLocaleString() }) : '') },
+    oninput: () => { grow(input); note(parts.limit, input.value.length >= LIMITS.MAX_MESSAGE_CHARS ? t('limit', { n: LIMITS.MAX_MESSAGE_CHARS.toLocaleString() }) : '') },
   }))
   parts.input = input
   parts.hint = h('p', { id: `${inputId}-hint`, 'data-part': 'composer-hint', role: 'status', hidden: true })
@@ -440,7 +440,7 @@ export function confirmPanel(o) {
 /** The reject step: an optional reason, then confirm or go back. @param {{onConfirm: (reason: string) => void, onCancel: () => void}} o */
 export function rejectPanel(o) {
   const id = uid('reason')
-  const box = /** @type {HTMLTextAreaElement} */ (h('textarea', { id, 'data-part': 'reject-reason', rows: 2, maxlength: 1000 }))
+  const box = /** @type {HTMLTextAreaElement} */ (h('textarea', { id, 'data-part': 'reject-reason', rows: 2, maxlength: LIMITS.MAX_REASON_CHARS }))
   const el = h('form', {
     'data-part': 'reject-form', novalidate: true,
     onsubmit: e => { e.preventDefault(); o.onConfirm(box.value.trim()) },

@@ -77,11 +77,16 @@ def parse_ai_params(raw: Any) -> tuple[AiParam, ...]:
             raise ValueError(f"{where}: expected an object")
         if unknown := set(item) - {"id", "key", "type", "description", "required"}:
             raise ValueError(f"{where}: unknown field {min(unknown)!r}")
-        p = AiParam(item.get("key", ""), item.get("type", "string"), item.get("description", ""),
-                    item.get("required", False))
+        p = AiParam(
+            item.get("key", ""),
+            item.get("type", "string"),
+            item.get("description", ""),
+            item.get("required", False),
+        )
         if not isinstance(p.key, str) or not _KEY.match(p.key):
-            raise ValueError(f"{where}.key: {p.key!r} must be letters, digits and _, "
-                             "not starting with a digit")
+            raise ValueError(
+                f"{where}.key: {p.key!r} must be letters, digits and _, not starting with a digit"
+            )
         if any(q.key == p.key for q in params):
             raise ValueError(f"{where}.key: duplicate key {p.key!r}")
         if p.type not in PARAM_TYPES:
@@ -95,10 +100,16 @@ def parse_ai_params(raw: Any) -> tuple[AiParam, ...]:
 
 
 def ai_params_schema(params: Sequence[AiParam]) -> dict[str, Any]:
-    properties = {p.key: {"type": p.type} | ({"description": p.description} if p.description
-                                              else {}) for p in params}
-    return {"type": "object", "properties": properties,
-            "required": [p.key for p in params if p.required], "additionalProperties": False}
+    properties = {
+        p.key: {"type": p.type} | ({"description": p.description} if p.description else {})
+        for p in params
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [p.key for p in params if p.required],
+        "additionalProperties": False,
+    }
 
 
 # ---- {{ $fromAI.key }} -----------------------------------------------------------------------
@@ -115,8 +126,10 @@ def split_template(text: str, where: str, keys: Collection[str] | None = None) -
     pos = 0
     for m in _EXPR.finditer(text):
         if (ref := _REF.match(m.group(1))) is None:
-            raise ValueError(f"{where}: {m.group(0)!r} is not allowed; only "
-                             "{{ $fromAI.<key> }} is (expressions are never evaluated)")
+            raise ValueError(
+                f"{where}: {m.group(0)!r} is not allowed; only "
+                "{{ $fromAI.<key> }} is (expressions are never evaluated)"
+            )
         if keys is not None and ref.group(1) not in keys:
             raise ValueError(f"{where}: $fromAI.{ref.group(1)} is not a declared AI parameter")
         parts += [text[pos : m.start()], AiRef(ref.group(1))]

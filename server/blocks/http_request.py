@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 import httpx
 
+from server import strictjson
 from server.blocks import (
     AiParam,
     AiRef,
@@ -74,8 +75,10 @@ def parse_request_spec(raw: Any, params: Sequence[AiParam]) -> HttpRequestSpec:
     if not isinstance(url, str) or (m := _ORIGIN.match(url)) is None:
         raise ValueError(f"url: {url!r} must be an absolute http:// or https:// URL")
     if "{{" in m.group(2) or "}}" in m.group(2):
-        raise ValueError("url: the scheme, host and port are fixed; AI parameters may only "
-                         "appear in the path and query")
+        raise ValueError(
+            "url: the scheme, host and port are fixed; AI parameters may only "
+            "appear in the path and query"
+        )
     if "@" in m.group(2):
         raise ValueError("url: credentials in the URL are not allowed; use a connection")
     try:
@@ -85,8 +88,13 @@ def parse_request_spec(raw: Any, params: Sequence[AiParam]) -> HttpRequestSpec:
         raise ValueError(f"url: {url!r} is not a valid URL ({exc})") from None
     if "#" in m.group(3):
         raise ValueError("url: a fragment (#...) is never sent; remove it")
-    spec = HttpRequestSpec(method.upper(), url, _texts(raw.get("query", {}), "query"),
-                           _texts(raw.get("headers", {}), "headers"), raw.get("body"))
+    spec = HttpRequestSpec(
+        method.upper(),
+        url,
+        _texts(raw.get("query", {}), "query"),
+        _texts(raw.get("headers", {}), "headers"),
+        raw.get("body"),
+    )
     keys = {p.key for p in params}
     for where, text, is_name in _templates(spec):
         if is_name and ("{{" in text or "}}" in text):
@@ -177,14 +185,15 @@ def render_request(spec: HttpRequestSpec, values: Mapping[str, Any]) -> Rendered
         parts = split_template(template, f"headers.{name}")
         for p in parts:
             if isinstance(p, AiRef) and _NOT_HEADER_TEXT.search(_text(values, p)):
-                raise InvalidValue(f"The argument {p.key!r} cannot go in the {name} header: "
-                                   "it holds a line break, control or non-ASCII character.")
+                raise InvalidValue(
+                    f"The argument {p.key!r} cannot go in the {name} header: "
+                    "it holds a line break, control or non-ASCII character."
+                )
         headers[name] = _fill(parts, values)
     body = None
     if spec.body is not None:
         try:
-            text = json.dumps(_render_body(spec.body, values), ensure_ascii=False,
-                              allow_nan=False)
+            text = json.dumps(_render_body(spec.body, values), ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError):
             raise InvalidValue("The arguments must be JSON values (finite numbers).") from None
         body = text.encode()
@@ -267,8 +276,11 @@ async def execute(
     allowed = parse_allowed_hosts(allowed_hosts)
     url, method, body = httpx.URL(request.url), request.method, request.body
     headers, origin = dict(request.headers), (url.scheme, _target(url))
-    secrets = sorted({s for v in extra_headers.values() for s in (v, *v.split()[1:])
-                      if len(s) >= 4}, key=len, reverse=True)
+    secrets = sorted(
+        {s for v in extra_headers.values() for s in (v, *v.split()[1:]) if len(s) >= 4},
+        key=len,
+        reverse=True,
+    )
     try:
         async with asyncio.timeout(timeout), _client(client, timeout) as http:
             for hop in range(max_redirects + 1):
@@ -290,8 +302,9 @@ async def execute(
                 if hop == max_redirects:
                     raise BlockFailed(f"more than {max_redirects} redirects")
                 url = url.join(location)
-                if response.status_code == 303 or (response.status_code in (301, 302)
-                                                   and method == "POST"):
+                if response.status_code == 303 or (
+                    response.status_code in (301, 302) and method == "POST"
+                ):
                     method = "HEAD" if method == "HEAD" else "GET"
                     body = None
                     headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
@@ -363,7 +376,10 @@ async def _result(response: httpx.Response, limit: int, secrets: Sequence[str]) 
     media = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if media == "application/json" or media.endswith("+json"):
         try:
-            body = json.loads(text)
-        except ValueError:
-            pass
+            body = strictjson.loads(text)
+        except strictjson.StrictJSONError as exc:
+            # Malformed text is kept as text (the model can still read it); well-formed JSON
+            # with NaN, 1e999 or absurd nesting would poison the conversation: refuse it.
+            if exc.reason != exc.SYNTAX:
+                raise BlockFailed(f"the response is not strict JSON: {exc.message}") from None
     return HttpResult(response.status_code, _redact(body, secrets))

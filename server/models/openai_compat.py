@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from server import strictjson
+
 from .base import Message, ModelError, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
 from .names import ToolNameMap
 
@@ -236,10 +238,11 @@ class OpenAICompatModel:
 
     def _read_chunk(self, data: str, calls: dict[int, _PendingCall]) -> list[ModelEvent]:
         try:
-            chunk = json.loads(data)
-        except ValueError:
+            chunk = strictjson.loads(data)
+        except strictjson.StrictJSONError as exc:
             raise self._error(
-                f"sent a data line that is not JSON: {_excerpt(data)!r}", code="model_bad_reply"
+                f"sent a data line that is not JSON ({exc.message}): {_excerpt(data)!r}",
+                code="model_bad_reply",
             ) from None
         if not isinstance(chunk, dict):
             raise self._error(

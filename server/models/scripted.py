@@ -20,6 +20,7 @@ from typing import Any
 from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from server import strictjson
 from server.models.base import (
     Message,
     ModelError,
@@ -131,8 +132,8 @@ class ScriptedModel:
 
 def _parse(content: str) -> Any:
     try:
-        return json.loads(content)
-    except json.JSONDecodeError:
+        return strictjson.loads(content)
+    except strictjson.StrictJSONError:
         return content
 
 

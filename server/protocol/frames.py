@@ -8,6 +8,7 @@ from typing import Any
 
 from sse_starlette import ServerSentEvent
 
+from server import strictjson
 from server.errors import BadRequest
 from server.protocol.events import CustomName
 from server.protocol.wire import dumps
@@ -82,6 +83,8 @@ _LEGACY_CUSTOM = {
 def stored_event(conversation_id: str, seq: int, name: str, encoded: str) -> Event:
     """An event read back from the store; rows written before events carried ``type`` are
     brought to today's shape, so an old conversation replays as valid AG-UI."""
+    if "NaN" in encoded or "Infinity" in encoded:
+        encoded = _displayable(encoded)
     if not encoded.startswith('{"type":'):
         data = json.loads(encoded)
         custom = _LEGACY_CUSTOM.get(name)
@@ -91,3 +94,13 @@ def stored_event(conversation_id: str, seq: int, name: str, encoded: str) -> Eve
         else:
             encoded = dumps({"type": name, **data})
     return Event(conversation_id, seq, name, encoded)
+
+
+def _displayable(encoded: str) -> str:
+    """Stored text that is not strict JSON (written before issue 7) as strict JSON, its
+    non-finite numbers as null: the stream stays JSON whatever the store holds."""
+    try:
+        strictjson.loads(encoded)
+        return encoded  # the words were inside strings
+    except strictjson.StrictJSONError:
+        return strictjson.dumps_displayable(strictjson.loads_stored(encoded) or {})

@@ -1,17 +1,28 @@
-"""Reading request bodies: the one place a request's bytes become JSON."""
+"""Reading request bodies: the one place a request's bytes become JSON.
+
+The size is checked before parsing, from ``Content-Length`` and again while reading (a
+chunked body declares none).
+"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
 
-from server.errors import BadRequest, PayloadTooLarge
+from server import strictjson
+from server.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
 
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
-    """The request body as a JSON object, refusing more than ``max_bytes`` before parsing."""
+    """The request body as a strict JSON object, refusing more than ``max_bytes`` before
+    parsing, and any body not declared ``application/json`` (a cross-origin ``text/plain``
+    POST is a "simple request" a foreign page can send without a CORS preflight)."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type and media_type != "application/json":
+        raise UnsupportedMediaType(
+            f"request body must be application/json, not {media_type[:60]!r}"
+        )
     declared = request.headers.get("content-length")
     if declared and declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
         raise PayloadTooLarge(f"request body is {declared} bytes; the limit is {max_bytes}")
@@ -25,30 +36,16 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
     body = b"".join(chunks)
     if not body.strip():
         return {}
+    if not media_type:
+        raise UnsupportedMediaType("a request body needs Content-Type: application/json")
     try:
-        value = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest(f"request body is not valid JSON: {exc}", code="malformed_json") from None
+        value = strictjson.loads(body)
+    except strictjson.StrictJSONError as exc:
+        raise BadRequest(
+            f"request body is not valid JSON: {exc.message}",
+            code="malformed_json",
+            reason=exc.reason,
+        ) from None
     if not isinstance(value, dict):
         raise BadRequest("request body must be a JSON object", code="malformed_json")
-    return value
-
-
-def field_str(body: dict[str, Any], name: str, *, required: bool = True) -> str | None:
-    value = body.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str):
-        raise BadRequest(f"field {name!r} must be a string", field=name)
-    return value
-
-
-def field_object(
-    body: dict[str, Any], name: str, *, required: bool = True
-) -> dict[str, Any] | None:
-    value = body.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, dict):
-        raise BadRequest(f"field {name!r} must be a JSON object", field=name)
     return value

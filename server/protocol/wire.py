@@ -45,5 +45,8 @@ def to_wire(obj: Any) -> dict[str, Any]:
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON, non-ASCII kept as is (the size limits count UTF-8 bytes)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON, non-ASCII kept as is (the size limits count UTF-8 bytes).
+
+    Strict (issue 7): a non-finite number raises here, before it is stored, rather than
+    reaching every stream as the non-JSON ``NaN``."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

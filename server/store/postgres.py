@@ -40,9 +40,9 @@ from server.store.records import (
 )
 
 CHANNEL = "hostcall_events"
-# Any constant shared by every Hostcall process: which advisory lock keys we use.
-_LOCK_SPACE = 0x486F7374  # "Host"
-_LOCKS = {"migrations": 1, "sweeper": 2}
+# Advisory locks are per database, not per schema: the key includes the schema, so two
+# Hostcall installations in two schemas of one database do not share a sweeper.
+_LOCK_KEY = "hashtext('hostcall:' || current_schema() || ':' || %s)"
 
 MIGRATIONS = (
     Migration(1, "initial", """
@@ -85,6 +85,11 @@ CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until DOUBLE PRE
 CREATE INDEX leases_by_until ON leases (until);
 """),
     Migration(2, "console", CONSOLE_SCHEMA),
+    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
+    Migration(3, "tickets", """
+CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE probe (at DOUBLE PRECISION);
+"""),
 )  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -139,9 +144,7 @@ class PostgresStore(PostgresConsoleTables):
     def _migrate(self) -> None:
         with self.transaction():
             # Two processes starting together: one migrates, the other waits, then sees it.
-            self._db.execute(
-                "SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_SPACE, _LOCKS["migrations"])
-            )
+            self._db.execute(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})", ("migrations",))
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
                 " name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -184,6 +187,25 @@ class PostgresStore(PostgresConsoleTables):
 
     def close(self) -> None:
         self._db.close()
+
+    def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        with self.transaction():
+            self._db.execute("DELETE FROM stream_tickets WHERE expires_at < %s", (now,))
+            cursor = self._db.execute(
+                "INSERT INTO stream_tickets (nonce, expires_at) VALUES (%s, %s)"
+                " ON CONFLICT (nonce) DO NOTHING",
+                (nonce, expires_at),
+            )
+        return cursor.rowcount == 1
+
+    def probe_write(self) -> None:
+        """Write and roll back one row: raises when writes would fail (read-only
+        transaction mode, a full disk, a lost connection)."""
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute("INSERT INTO probe (at) VALUES (0)")
+        finally:
+            self._db.execute("ROLLBACK")
 
     # ---- conversations -------------------------------------------------------------------
 
@@ -255,6 +277,12 @@ class PostgresStore(PostgresConsoleTables):
             (conversation_id,),
         ).fetchone()
         return rows.run(row) if row else None
+
+    def list_runs(self, conversation_id: str) -> list[Run]:
+        found = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
+        )
+        return [rows.run(r) for r in found]
 
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))
@@ -390,8 +418,11 @@ class PostgresStore(PostgresConsoleTables):
         cursor = self._db.execute("DELETE FROM leases WHERE key = %s AND owner = %s", (key, owner))
         return cursor.rowcount == 1
 
-    def expired_leases(self, now: float) -> list[str]:
-        found = self._db.execute("SELECT key FROM leases WHERE until < %s ORDER BY until", (now,))
+    def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
+        found = self._db.execute(
+            "SELECT key FROM leases WHERE until < %s AND owner <> %s ORDER BY until",
+            (now, other_than),
+        )
         return [r["key"] for r in found]
 
     def try_singleton(self, name: str) -> bool:
@@ -403,7 +434,7 @@ class PostgresStore(PostgresConsoleTables):
         if name in self._singletons:
             return True
         row = self._db.execute(
-            "SELECT pg_try_advisory_lock(%s, %s) AS got", (_LOCK_SPACE, _LOCKS[name])
+            f"SELECT pg_try_advisory_lock({_LOCK_KEY}) AS got", (name,)
         ).fetchone()
         if row and row["got"]:
             self._singletons.add(name)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from server import strictjson
 from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 
 # The only run and call fields an update may change (guards the f-string SQL builders).
@@ -15,7 +15,15 @@ JSON_CALL_FIELDS = frozenset({"input", "outcome", "extra"})
 
 
 def dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    # Strict (issue 7): a non-finite number raises here and the unit rolls back, rather
+    # than being stored as the non-JSON `NaN` that every later read would have to survive.
+    return strictjson.dumps(value)
+
+
+def _load(text: str) -> Any:
+    # Lenient: rows written before strict parsing may hold NaN or absurd nesting; they
+    # read back as NaN (rendered null) or None, never as an exception (issue 7).
+    return strictjson.loads_stored(text)
 
 
 def conversation(row: Mapping[str, Any]) -> Conversation:
@@ -24,7 +32,7 @@ def conversation(row: Mapping[str, Any]) -> Conversation:
         agent_id=row["agent_id"],
         created_at=row["created_at"],
         locale=row["locale"],
-        handled_tools=tuple(json.loads(row["handled_tools"])),
+        handled_tools=tuple(_load(row["handled_tools"]) or ()),
     )
 
 
@@ -35,7 +43,7 @@ def message(row: Mapping[str, Any]) -> StoredMessage:
         run_id=row["run_id"],
         role=row["role"],
         text=row["text"],
-        tool_calls=tuple(json.loads(row["tool_calls"])),
+        tool_calls=tuple(_load(row["tool_calls"]) or ()),
         tool_call_id=row["tool_call_id"],
         tool_name=row["tool_name"],
     )
@@ -45,10 +53,10 @@ def run(row: Mapping[str, Any]) -> Run:
     return Run(
         id=row["id"],
         conversation_id=row["conversation_id"],
-        agent=json.loads(row["agent"]),
+        agent=_load(row["agent"]),
         status=RunStatus(row["status"]),
         step=row["step"],
-        error=json.loads(row["error"]) if row["error"] else None,
+        error=_load(row["error"]) if row["error"] else None,
         simulate=bool(row["simulate"]),
     )
 
@@ -61,13 +69,13 @@ def call(row: Mapping[str, Any]) -> Call:
         step=row["step"],
         tool_name=row["tool_name"],
         state=CallState(row["state"]),
-        input=json.loads(row["input"]),
+        input=_load(row["input"]),
         arguments=row["arguments"],
         deadline=row["deadline"],
         route=row["route"],
-        outcome=json.loads(row["outcome"]) if row["outcome"] else None,
+        outcome=_load(row["outcome"]) if row["outcome"] else None,
         delivered=bool(row["delivered"]),
-        extra=json.loads(row["extra"]),
+        extra=_load(row["extra"]) or {},
     )
 
 

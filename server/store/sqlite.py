@@ -81,6 +81,11 @@ CREATE INDEX runs_by_status ON runs (status);
     # The console's tables (issue 11); IF NOT EXISTS adopts files made before migrations.
     # Changing them later means a new migration here, not an edit of CONSOLE_SCHEMA.
     Migration(3, "console", CONSOLE_SCHEMA),
+    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
+    Migration(4, "tickets", """
+CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE probe (at REAL);
+"""),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -184,6 +189,24 @@ class SQLiteStore(ConsoleTables):
         self._db.close()
         self._lock.close()
 
+    def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        with self.transaction():
+            self._db.execute("DELETE FROM stream_tickets WHERE expires_at < ?", (now,))
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO stream_tickets (nonce, expires_at) VALUES (?, ?)",
+                (nonce, expires_at),
+            )
+        return cursor.rowcount == 1
+
+    def probe_write(self) -> None:
+        """Write and roll back one row: raises ``sqlite3.Error`` when writes would fail
+        (read-only file or directory, full disk, a lock held past the busy timeout)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("INSERT INTO probe (at) VALUES (julianday('now'))")
+        finally:
+            self._db.execute("ROLLBACK")
+
     # ---- conversations -------------------------------------------------------------------
 
     def create_conversation(self, conversation: Conversation) -> None:
@@ -262,6 +285,12 @@ class SQLiteStore(ConsoleTables):
             (conversation_id,),
         ).fetchone()
         return rows.run(row) if row else None
+
+    def list_runs(self, conversation_id: str) -> list[Run]:
+        found = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
+        )
+        return [rows.run(r) for r in found]
 
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
@@ -396,8 +425,11 @@ class SQLiteStore(ConsoleTables):
         cursor = self._db.execute("DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
         return cursor.rowcount == 1
 
-    def expired_leases(self, now: float) -> list[str]:
-        found = self._db.execute("SELECT key FROM leases WHERE until < ? ORDER BY until", (now,))
+    def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
+        found = self._db.execute(
+            "SELECT key FROM leases WHERE until < ? AND owner <> ? ORDER BY until",
+            (now, other_than),
+        )
         return [r[0] for r in found]
 
     def try_singleton(self, name: str) -> bool:

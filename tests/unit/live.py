@@ -128,5 +128,3 @@ def frames(response: httpx.Response) -> Iterator[Frame]:
             continue
         name, _, value = line.partition(":")
         fields[name] = value[1:] if value.startswith(" ") else value
-
-

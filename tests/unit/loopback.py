@@ -30,7 +30,6 @@ HUGE_CHUNKS = 64  # 16 MiB, paced so that reading all of it takes over a second
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 
 
-
 @dataclass
 class Seen:
     method: str
@@ -72,8 +71,14 @@ def recording_app(rec: Recorder) -> ASGIApp:
 
     async def echo(request: Request) -> Response:
         seen = await record(request)
-        return JSONResponse({"method": seen.method, "path": seen.raw_path,
-                             "headers": seen.headers, "body": seen.body.decode()})
+        return JSONResponse(
+            {
+                "method": seen.method,
+                "path": seen.raw_path,
+                "headers": seen.headers,
+                "body": seen.body.decode(),
+            }
+        )
 
     async def redirect(request: Request) -> Response:
         await record(request)
@@ -119,14 +124,16 @@ def recording_app(rec: Recorder) -> ASGIApp:
         return PlainTextResponse(f"target says no; you sent {seen.headers}", status_code=code)
 
     methods = ALL_METHODS
-    app = Starlette(routes=[
-        Route("/echo", echo, methods=methods),
-        Route("/redirect", redirect, methods=methods),
-        Route("/loop", loop, methods=methods),
-        Route("/slow", slow),
-        Route("/huge", huge),
-        Route("/status/{code:int}", status),
-    ])
+    app = Starlette(
+        routes=[
+            Route("/echo", echo, methods=methods),
+            Route("/redirect", redirect, methods=methods),
+            Route("/loop", loop, methods=methods),
+            Route("/slow", slow),
+            Route("/huge", huge),
+            Route("/status/{code:int}", status),
+        ]
+    )
 
     async def by_raw_path(scope: Scope, receive: Receive, send: Send) -> None:
         # Route /echo/* on the raw path: a decoded path may hold "\r\n", which no route matches.
@@ -209,5 +216,3 @@ class Trap:
         self._stop.set()
         self._thread.join(5)
         self.sock.close()
-
-

@@ -35,8 +35,6 @@ from tests.unit.loopback import HUGE_CHUNK, HUGE_CHUNKS, Live, Seen, Trap, live_
 SECRET = "Bearer s3cr3t-connection-token"
 
 
-
-
 @pytest.fixture(scope="module")
 def target() -> Iterator[Live]:
     with live_server() as live:
@@ -72,8 +70,7 @@ def refused_port() -> Iterator[int]:
     sock.close()
 
 
-async def run(spec: HttpRequestSpec, values: dict[str, Any], *allowed: str,
-              **options: Any) -> Any:
+async def run(spec: HttpRequestSpec, values: dict[str, Any], *allowed: str, **options: Any) -> Any:
     request = render_request(spec, values)
     options = {"timeout": 5.0, "max_response_bytes": 1_000_000, **options}
     return await execute(request, allowed_hosts=allowed, **options)
@@ -85,19 +82,29 @@ def spec_for(live: Live, url: str, *, params: tuple[AiParam, ...] = (), **raw: A
 
 # ---- AI parameters ---------------------------------------------------------------------------
 
-PARAMS = parse_ai_params([
-    {"key": "v", "type": "string", "description": "anything"},
-    {"key": "other", "type": "string"},
-])
+PARAMS = parse_ai_params(
+    [
+        {"key": "v", "type": "string", "description": "anything"},
+        {"key": "other", "type": "string"},
+    ]
+)
 
 
 def test_seed_ai_params_become_the_tool_input_schema() -> None:
-    params = parse_ai_params([
-        {"id": "p1", "key": "ville", "type": "string", "description": "Ville", "required": True},
-        {"key": "jours", "type": "integer"},
-        {"key": "seuil", "type": "number", "required": False},
-        {"key": "detail", "type": "boolean"},
-    ])
+    params = parse_ai_params(
+        [
+            {
+                "id": "p1",
+                "key": "ville",
+                "type": "string",
+                "description": "Ville",
+                "required": True,
+            },
+            {"key": "jours", "type": "integer"},
+            {"key": "seuil", "type": "number", "required": False},
+            {"key": "detail", "type": "boolean"},
+        ]
+    )
     assert params[0] == AiParam("ville", "string", "Ville", required=True)
     assert ai_params_schema(params) == {
         "type": "object",
@@ -112,17 +119,20 @@ def test_seed_ai_params_become_the_tool_input_schema() -> None:
     }
 
 
-@pytest.mark.parametrize(("raw", "message"), [
-    ([{"key": "1city", "type": "string"}], "aiParams[0].key"),
-    ([{"key": "ci-ty", "type": "string"}], "aiParams[0].key"),
-    ([{"key": "", "type": "string"}], "aiParams[0].key"),
-    ([{"type": "string"}], "aiParams[0].key"),
-    ([{"key": "city", "type": "object"}], "aiParams[0].type"),
-    ([{"key": "city", "type": "string"}, {"key": "city", "type": "number"}], "duplicate key"),
-    ([{"key": "city", "type": "string", "default": "Paris"}], "unknown field 'default'"),
-    ([{"key": "city", "type": "string", "required": "yes"}], "aiParams[0].required"),
-    ({"key": "city"}, "expected a list"),
-])
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ([{"key": "1city", "type": "string"}], "aiParams[0].key"),
+        ([{"key": "ci-ty", "type": "string"}], "aiParams[0].key"),
+        ([{"key": "", "type": "string"}], "aiParams[0].key"),
+        ([{"type": "string"}], "aiParams[0].key"),
+        ([{"key": "city", "type": "object"}], "aiParams[0].type"),
+        ([{"key": "city", "type": "string"}, {"key": "city", "type": "number"}], "duplicate key"),
+        ([{"key": "city", "type": "string", "default": "Paris"}], "unknown field 'default'"),
+        ([{"key": "city", "type": "string", "required": "yes"}], "aiParams[0].required"),
+        ({"key": "city"}, "expected a list"),
+    ],
+)
 def test_bad_ai_params_are_refused_with_the_field_named(raw: Any, message: str) -> None:
     with pytest.raises(ValueError) as info:
         parse_ai_params(raw)
@@ -134,39 +144,42 @@ def test_bad_ai_params_are_refused_with_the_field_named(raw: Any, message: str) 
 BASE = "http://127.0.0.1:8002"
 
 
-@pytest.mark.parametrize(("raw", "field_named"), [
-    ({"url": BASE + "/x", "timeout": 3}, "'timeout'"),
-    ({"method": "TRACE", "url": BASE}, "method"),
-    ({"method": 1, "url": BASE}, "method"),
-    ({"url": "ftp://127.0.0.1/x"}, "url"),
-    ({"url": "file:///etc/passwd"}, "url"),
-    ({"url": "/relative/path"}, "url"),
-    ({"url": "{{ $fromAI.v }}://127.0.0.1/x"}, "url"),
-    ({"url": "http://{{ $fromAI.v }}/x"}, "url"),
-    ({"url": "http://127.0.0.1{{ $fromAI.v }}/x"}, "url"),
-    ({"url": "http://127.0.0.1:{{ $fromAI.v }}/x"}, "url"),
-    ({"url": "http://{{ $fromAI.v }}.example/x"}, "url"),
-    ({"url": "http://user:pw@127.0.0.1/x"}, "url"),
-    ({"url": BASE + "/x#{{ $fromAI.v }}"}, "url"),
-    ({"url": BASE, "headers": {"X-{{ $fromAI.v }}": "1"}}, "headers"),
-    ({"url": BASE, "headers": {"X-A\r\nX-B": "1"}}, "headers"),
-    ({"url": BASE, "headers": {"Host": "evil.example"}}, "headers.Host"),
-    ({"url": BASE, "headers": {"X-A": "1", "x-a": "2"}}, "headers"),
-    ({"url": BASE, "headers": {"X-A": 1}}, "headers.X-A"),
-    ({"url": BASE, "query": {"{{ $fromAI.v }}": "1"}}, "query"),
-    ({"url": BASE, "body": {"{{ $fromAI.v }}": 1}}, "body"),
-    ({"url": BASE + "/{{ $fromAI.nope }}"}, "$fromAI.nope"),
-    ({"url": BASE, "query": {"q": "{{ $fromAI.nope }}"}}, "query.q"),
-    ({"url": BASE, "headers": {"X-A": "{{ $fromAI.nope }}"}}, "headers.X-A"),
-    ({"url": BASE, "body": {"a": ["{{ $fromAI.nope }}"]}}, "body.a[0]"),
-    ({"url": BASE + "/{{ $fromAI.v + 1 }}"}, "url"),
-    ({"url": BASE, "query": {"q": "{{ 1 + 1 }}"}}, "query.q"),
-    ({"url": BASE, "headers": {"X-A": "{{ $json.token }}"}}, "headers.X-A"),
-    ({"url": BASE, "body": "{{ $fromAI['v'] }}"}, "body"),
-    ({"url": BASE, "body": {"a": "{{ {{ $fromAI.v }} }}"}}, "body.a"),
-    ({"url": BASE, "body": {"a": "{{ $fromAI.v"}}, "body.a"),
-    ({"url": BASE, "body": {"a": float("nan")}}, "body"),
-])
+@pytest.mark.parametrize(
+    ("raw", "field_named"),
+    [
+        ({"url": BASE + "/x", "timeout": 3}, "'timeout'"),
+        ({"method": "TRACE", "url": BASE}, "method"),
+        ({"method": 1, "url": BASE}, "method"),
+        ({"url": "ftp://127.0.0.1/x"}, "url"),
+        ({"url": "file:///etc/passwd"}, "url"),
+        ({"url": "/relative/path"}, "url"),
+        ({"url": "{{ $fromAI.v }}://127.0.0.1/x"}, "url"),
+        ({"url": "http://{{ $fromAI.v }}/x"}, "url"),
+        ({"url": "http://127.0.0.1{{ $fromAI.v }}/x"}, "url"),
+        ({"url": "http://127.0.0.1:{{ $fromAI.v }}/x"}, "url"),
+        ({"url": "http://{{ $fromAI.v }}.example/x"}, "url"),
+        ({"url": "http://user:pw@127.0.0.1/x"}, "url"),
+        ({"url": BASE + "/x#{{ $fromAI.v }}"}, "url"),
+        ({"url": BASE, "headers": {"X-{{ $fromAI.v }}": "1"}}, "headers"),
+        ({"url": BASE, "headers": {"X-A\r\nX-B": "1"}}, "headers"),
+        ({"url": BASE, "headers": {"Host": "evil.example"}}, "headers.Host"),
+        ({"url": BASE, "headers": {"X-A": "1", "x-a": "2"}}, "headers"),
+        ({"url": BASE, "headers": {"X-A": 1}}, "headers.X-A"),
+        ({"url": BASE, "query": {"{{ $fromAI.v }}": "1"}}, "query"),
+        ({"url": BASE, "body": {"{{ $fromAI.v }}": 1}}, "body"),
+        ({"url": BASE + "/{{ $fromAI.nope }}"}, "$fromAI.nope"),
+        ({"url": BASE, "query": {"q": "{{ $fromAI.nope }}"}}, "query.q"),
+        ({"url": BASE, "headers": {"X-A": "{{ $fromAI.nope }}"}}, "headers.X-A"),
+        ({"url": BASE, "body": {"a": ["{{ $fromAI.nope }}"]}}, "body.a[0]"),
+        ({"url": BASE + "/{{ $fromAI.v + 1 }}"}, "url"),
+        ({"url": BASE, "query": {"q": "{{ 1 + 1 }}"}}, "query.q"),
+        ({"url": BASE, "headers": {"X-A": "{{ $json.token }}"}}, "headers.X-A"),
+        ({"url": BASE, "body": "{{ $fromAI['v'] }}"}, "body"),
+        ({"url": BASE, "body": {"a": "{{ {{ $fromAI.v }} }}"}}, "body.a"),
+        ({"url": BASE, "body": {"a": "{{ $fromAI.v"}}, "body.a"),
+        ({"url": BASE, "body": {"a": float("nan")}}, "body"),
+    ],
+)
 def test_bad_spec_is_refused_with_the_field_named(raw: dict[str, Any], field_named: str) -> None:
     with pytest.raises(ValueError) as info:
         parse_request_spec(raw, PARAMS)
@@ -174,13 +187,16 @@ def test_bad_spec_is_refused_with_the_field_named(raw: dict[str, Any], field_nam
 
 
 def test_spec_accepts_placeholders_in_path_query_header_values_and_body() -> None:
-    spec = parse_request_spec({
-        "method": "post",
-        "url": BASE + "/cities/{{$fromAI.v}}/weather?unit=c&day={{ $fromAI.other }}",
-        "query": {"lang": "{{ $fromAI.v }}"},
-        "headers": {"X-City": "{{ $fromAI.v }}"},
-        "body": {"city": "{{ $fromAI.v }}", "note": "fixed"},
-    }, PARAMS)
+    spec = parse_request_spec(
+        {
+            "method": "post",
+            "url": BASE + "/cities/{{$fromAI.v}}/weather?unit=c&day={{ $fromAI.other }}",
+            "query": {"lang": "{{ $fromAI.v }}"},
+            "headers": {"X-City": "{{ $fromAI.v }}"},
+            "body": {"city": "{{ $fromAI.v }}", "note": "fixed"},
+        },
+        PARAMS,
+    )
     assert spec.method == "POST"
     assert spec.headers == {"X-City": "{{ $fromAI.v }}"}
 
@@ -255,8 +271,9 @@ async def test_injected_value_reaches_target_literally_and_changes_no_shape(
     rendered = render_request(spec, {"v": payload, **VALUES_BESIDE})
     assert httpx.URL(rendered.url).netloc.decode() == target.host
 
-    result = await execute(rendered, allowed_hosts=[target.host], timeout=5,
-                           max_response_bytes=100_000)
+    result = await execute(
+        rendered, allowed_hosts=[target.host], timeout=5, max_response_bytes=100_000
+    )
 
     assert result.status == 200
     assert target.rec.hits == {"echo": 1} and trap.connections == 0
@@ -276,25 +293,43 @@ def test_header_value_with_line_break_control_or_non_ascii_is_refused(payload: s
 
 
 def test_whole_value_placeholder_keeps_its_type_and_text_gets_interpolated() -> None:
-    params = parse_ai_params([
-        {"key": "n", "type": "integer"}, {"key": "x", "type": "number"},
-        {"key": "b", "type": "boolean"}, {"key": "missing", "type": "string"},
-    ])
-    spec = parse_request_spec({
-        "method": "PUT",
-        "url": BASE + "/items/{{ $fromAI.n }}/{{ $fromAI.missing }}",
-        "query": {"flag": "{{ $fromAI.b }}", "opt": "{{ $fromAI.missing }}"},
-        "body": {"n": "{{ $fromAI.n }}", "x": ["{{ $fromAI.x }}"], "b": "{{ $fromAI.b }}",
-                 "missing": "{{ $fromAI.missing }}", "label": "n={{ $fromAI.n }} "
-                 "b={{ $fromAI.b }} m=[{{ $fromAI.missing }}]", "fixed": 7},
-    }, params)
+    params = parse_ai_params(
+        [
+            {"key": "n", "type": "integer"},
+            {"key": "x", "type": "number"},
+            {"key": "b", "type": "boolean"},
+            {"key": "missing", "type": "string"},
+        ]
+    )
+    spec = parse_request_spec(
+        {
+            "method": "PUT",
+            "url": BASE + "/items/{{ $fromAI.n }}/{{ $fromAI.missing }}",
+            "query": {"flag": "{{ $fromAI.b }}", "opt": "{{ $fromAI.missing }}"},
+            "body": {
+                "n": "{{ $fromAI.n }}",
+                "x": ["{{ $fromAI.x }}"],
+                "b": "{{ $fromAI.b }}",
+                "missing": "{{ $fromAI.missing }}",
+                "label": "n={{ $fromAI.n }} b={{ $fromAI.b }} m=[{{ $fromAI.missing }}]",
+                "fixed": 7,
+            },
+        },
+        params,
+    )
     rendered = render_request(spec, {"n": 3, "x": 2.5, "b": True})
     assert rendered.method == "PUT"
     assert rendered.url == BASE + "/items/3/?flag=true&opt="
     assert rendered.headers == {"Content-Type": "application/json"}
     assert rendered.body is not None
-    assert json.loads(rendered.body) == {"n": 3, "x": [2.5], "b": True, "missing": None,
-                                         "label": "n=3 b=true m=[]", "fixed": 7}
+    assert json.loads(rendered.body) == {
+        "n": 3,
+        "x": [2.5],
+        "b": True,
+        "missing": None,
+        "label": "n=3 b=true m=[]",
+        "fixed": 7,
+    }
 
 
 def test_value_that_is_not_a_scalar_is_refused_in_text() -> None:
@@ -331,12 +366,15 @@ async def test_redirect_to_an_allowed_path_is_followed(target: Live) -> None:
     assert target.rec.hits == {"redirect": 1, "echo": 1}
 
 
-@pytest.mark.parametrize("where", [
-    "http://127.0.0.1:{trap}/",
-    "http://localhost:{trap}/stolen",
-    "//127.0.0.1:{trap}/",
-    "http://127.0.0.1:{target}@127.0.0.1:{trap}/",
-])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "http://127.0.0.1:{trap}/",
+        "http://localhost:{trap}/stolen",
+        "//127.0.0.1:{trap}/",
+        "http://127.0.0.1:{target}@127.0.0.1:{trap}/",
+    ],
+)
 async def test_redirect_to_a_host_not_on_the_list_is_refused_before_any_connection(
     target: Live, trap: Trap, where: str
 ) -> None:
@@ -349,16 +387,18 @@ async def test_redirect_to_a_host_not_on_the_list_is_refused_before_any_connecti
 
 
 async def test_credentials_go_to_the_target_and_never_into_the_result(target: Live) -> None:
-    result = await run(spec_for(target, "/echo/me"), {}, target.host,
-                       extra_headers={"Authorization": SECRET})
+    result = await run(
+        spec_for(target, "/echo/me"), {}, target.host, extra_headers={"Authorization": SECRET}
+    )
     assert target.rec.last.headers["authorization"] == SECRET
     output = json.dumps(result.to_output())
     assert "s3cr3t" not in output and "[redacted]" in output
 
 
 async def test_connection_credentials_replace_a_header_of_the_same_name(target: Live) -> None:
-    spec = spec_for(target, "/echo/me", params=PARAMS,
-                    headers={"authorization": "Bearer {{ $fromAI.v }}"})
+    spec = spec_for(
+        target, "/echo/me", params=PARAMS, headers={"authorization": "Bearer {{ $fromAI.v }}"}
+    )
     await run(spec, {"v": "model-chosen"}, target.host, extra_headers={"Authorization": SECRET})
     assert target.rec.last.headers["authorization"] == SECRET
     assert "model-chosen" not in str(target.rec.last.headers)
@@ -368,8 +408,13 @@ async def test_credentials_do_not_follow_a_redirect_to_another_allowed_origin(
     target: Live, other: Live
 ) -> None:
     spec = spec_for(target, "/redirect", query={"to": other.base + "/echo/there"})
-    result = await run(spec, {}, target.host, other.host,
-                       extra_headers={"Authorization": SECRET, "X-Api-Key": "key-123456"})
+    result = await run(
+        spec,
+        {},
+        target.host,
+        other.host,
+        extra_headers={"Authorization": SECRET, "X-Api-Key": "key-123456"},
+    )
     assert result.status == 200
     assert target.rec.last.headers["x-api-key"] == "key-123456"
     assert other.rec.hits == {"echo": 1}
@@ -378,8 +423,13 @@ async def test_credentials_do_not_follow_a_redirect_to_another_allowed_origin(
 
 
 async def test_303_after_post_is_followed_with_a_get_without_body(target: Live) -> None:
-    spec = spec_for(target, "/redirect", method="POST", body={"a": 1},
-                    query={"to": "/echo/done", "status": "303"})
+    spec = spec_for(
+        target,
+        "/redirect",
+        method="POST",
+        body={"a": 1},
+        query={"to": "/echo/done", "status": "303"},
+    )
     result = await run(spec, {}, target.host)
     assert result.body["method"] == "GET" and result.body["body"] == ""
     assert target.rec.requests[0].body == b'{"a": 1}'
@@ -397,8 +447,12 @@ async def test_error_status_fails_with_status_and_short_reason_without_credentia
     target: Live, status: int
 ) -> None:
     with pytest.raises(BlockFailed) as info:
-        await run(spec_for(target, f"/status/{status}"), {}, target.host,
-                  extra_headers={"Authorization": SECRET})
+        await run(
+            spec_for(target, f"/status/{status}"),
+            {},
+            target.host,
+            extra_headers={"Authorization": SECRET},
+        )
     error = info.value
     assert error.code == "block_failed" and error.status == status
     assert error.reason.startswith("target says no") and len(error.reason) <= 200
@@ -412,8 +466,12 @@ async def test_credential_cut_where_reading_stopped_does_not_show_either(
     target: Live, split: int
 ) -> None:
     with pytest.raises(BlockFailed) as info:
-        await run(spec_for(target, "/status/500", query={"split": str(split)}), {},
-                  target.host, extra_headers={"Authorization": SECRET})
+        await run(
+            spec_for(target, "/status/500", query={"split": str(split)}),
+            {},
+            target.host,
+            extra_headers={"Authorization": SECRET},
+        )
     assert "Bear" not in info.value.message and "s3c" not in info.value.message
 
 

@@ -41,9 +41,7 @@ def test_fresh_stream_replays_the_whole_log_with_ids_increasing_by_one(live: Liv
     assert got[0].event == "RUN_STARTED" and got[0].data["threadId"] == conv.id
     assert got[-1].event == "RUN_FINISHED"
     assert "hostcall.tool_call_dispatch" in [f.event for f in got]
-    stored = [
-        (e.name, e.data) for e in live.app.state.hostcall.store.events_after(conv.id, 0)
-    ]
+    stored = [(e.name, e.data) for e in live.app.state.hostcall.store.events_after(conv.id, 0)]
     assert [(f.event, f.data) for f in got] == stored
 
 
@@ -115,6 +113,15 @@ def test_unparsable_event_id_is_refused(live: Live, bogus: str) -> None:
         live.client.get(live.events_url(conv, after=raw)),
     ):
         assert raw in assert_error(r, 400, "bad_event_id")
+
+
+def test_a_bad_after_parameter_is_named_as_such_not_as_a_header(live: Live) -> None:
+    conv = live.conversation()
+    r = live.client.get(live.events_url(conv, after="nonsense"))
+    message = assert_error(r, 400, "bad_event_id")
+    assert message.startswith("after 'nonsense'") and "Last-Event-ID" not in message
+    r = live.client.get(live.events_url(conv), headers={"Last-Event-ID": "nonsense"})
+    assert assert_error(r, 400, "bad_event_id").startswith("Last-Event-ID 'nonsense'")
 
 
 def test_event_id_ahead_of_the_log_is_refused(live: Live) -> None:
