@@ -23,14 +23,18 @@ import { CALL_STATE, CUSTOM, EVENT, LIMITS, MSG, TERMINAL_STATES } from './proto
 // ============================================================================
 
 /**
- * The schema forms and validator: a third of the widget's weight that the first screen never
- * uses (issue 12's budget). Fetched when the first call appears, before it is needed, and
- * fetched again (a fresh URL: a failed import stays failed) if the server was down then.
+ * The schema forms and validator, with their styles and strings: a third of the widget's
+ * weight that the first screen never uses (issue 12's budget). Fetched when the first call
+ * appears, before it is needed, and fetched again (a fresh URL: a failed import stays failed)
+ * if the server was down then.
  * @returns {Promise<typeof import('./form.js')>}
  */
 let formModule = null
 function forms(attempt = 0) {
-  return (formModule ||= import(attempt ? `./form.js?retry=${attempt}` : './form.js').catch(err => {
+  if (formModule) return formModule
+  const query = attempt ? `?retry=${attempt}` : ''
+  if (!attempt) document.head.append(ui.h('link', { rel: 'stylesheet', href: new URL('form.css', import.meta.url).href }))
+  return (formModule = Promise.all([import(`./form.js${query}`), ui.addStrings('form', query)]).then(([m]) => m, err => {
     formModule = null
     if (attempt === 6) throw err
     return new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt)).then(() => forms(attempt + 1))

@@ -1,7 +1,6 @@
-/* Hostcall bridge (static/bridge.js): runs in the host page, added by /embed.js when the widget
- * is first needed. It points the iframe at the widget and speaks to it with postMessage: only
- * with the widget's exact origin and window, and the page never sees tokens. It runs the page's
- * handlers, each call at most once (the widget decides which calls reach it). */
+/* Hostcall bridge (static/bridge.js), added to the host page by /embed.js when the widget is
+ * first needed: loads the widget, speaks postMessage with its exact origin and window only,
+ * runs the page's handlers (the widget decides which calls reach them). No tokens here. */
 ;(() => {
   // MSG.HELLO = 'hostcall:hello'…: the MSG of widget/protocol.js (a test keeps these words equal).
   const MSG = {}

@@ -30,6 +30,12 @@ export async function setLocale(lang) {
   document.documentElement.lang = lang
 }
 
+/** Add the strings of a part loaded later (`form`: locale-xx-form.js, with form.js).
+ * @param {string} part @param {string} [query] */
+export async function addStrings(part, query = '') {
+  Object.assign(strings, (await import(`./locale-${document.documentElement.lang}-${part}.js${query}`)).default)
+}
+
 /** The string for `key`, `{name}` placeholders filled from `params`. @param {string} key @param {Record<string, unknown>} [params] */
 export const t = (key, params) => (strings[key] ?? key).replace(/\{(\w+)\}/g, (all, k) => (params && k in params ? String(params[k]) : all))
 

@@ -90,7 +90,16 @@ def test_installed_demo_serves_the_loader_the_widget_and_the_board(
         assert page.status_code == 200, page.text
         assert "hc-config" in page.text
         assert "interface HostcallApi" in httpx.get(f"{base}/embed.d.ts").text
-        for name in ("app.js", "bridge.js", "chat.js", "form.js", "widget.css", "locale-ja.js"):
+        for name in (
+            "app.js",
+            "bridge.js",
+            "chat.js",
+            "form.js",
+            "widget.css",
+            "form.css",
+            "locale-ja.js",
+            "locale-ja-form.js",
+        ):
             assert httpx.get(f"{base}/static/{name}").status_code == 200, name
         # The operator console's pages and scripts are package data too.
         login = httpx.get(f"{base}/console/login")
