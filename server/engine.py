@@ -38,6 +38,8 @@ from server.models.factory import build_model
 from server.notices import run_notice
 from server.platform import Platform
 from server.protocol.events import (
+    EventType,
+    MessageDiscarded,
     RunError,
     RunFinished,
     RunStarted,
@@ -50,6 +52,8 @@ from server.tokens import Tokens
 
 log = logging.getLogger("hostcall.engine")
 RUN_CACHE_SIZE = 4096
+# Told to the model after a reply of its own that an error cut off.
+INTERRUPTED_NOTE = "\n\n[This reply was interrupted by an error before it was complete.]"
 SWEEPER = "sweeper"
 
 
@@ -64,6 +68,7 @@ class Engine:
         environ: Mapping[str, str],
         leases: Leases,
         clock: Callable[[], float] = time.time,
+        surface_grace: float = 5.0,
     ) -> None:
         self.journal = journal
         self.store = journal.store
@@ -87,7 +92,9 @@ class Engine:
             on_settled=self._resume_if_ready,
             on_dispatched=self._start_server_call,
             clock=clock,
+            surface_grace=surface_grace,
         )
+        self.clock = clock
 
     # ---- agents, frozen per run -----------------------------------------------------------
 
@@ -191,6 +198,9 @@ class Engine:
 
     def recover(self) -> None:
         """Pick up what a previous process left (called once at start)."""
+        # Every stream this store counted belonged to a process that is gone; their pages
+        # reconnect within the grace period, or their calls move on.
+        self.store.reset_surfaces(self.clock())
         self.sweep(stalled=True)
 
     def sweep(self, *, stalled: bool = False) -> None:
@@ -198,6 +208,7 @@ class Engine:
         if not self.store.try_singleton(SWEEPER):
             return
         self.ledger.expire_due()
+        self.ledger.rehome_due()
         for key in self.leases.expired():
             if self.leases.take(key):
                 self._adopt(key)
@@ -212,6 +223,7 @@ class Engine:
             run = self.store.get_run(ident)
             if run is not None and run.status is RunStatus.RUNNING:
                 log.info("resuming run %s, interrupted mid-step", ident)
+                self._discard_cut_off(run)
                 self._spawn(self._advance(ident))
                 return
             self.leases.release(key)
@@ -244,9 +256,33 @@ class Engine:
         current = self.store.get_run(run.id)  # it may have moved since we listed it
         if current is not None and current.status is RunStatus.RUNNING:
             log.info("resuming run %s, left running without an owner", run.id)
+            self._discard_cut_off(current)
             self._spawn(self._advance(run.id))
         else:
             self.leases.release(key)
+
+    def _discard_cut_off(self, run: Run) -> None:
+        """A step cut off mid-answer left a message started and never ended (its text was
+        never stored: a message is stored when its step commits). Before the step runs
+        again, end that message and tell surfaces to discard it, so the answer is shown
+        once — as the snapshot and the model's history have it (issue 9)."""
+        cid = run.conversation_id
+        started: dict[str, None] = {}
+        seq = 0
+        while page := self.store.events_after(cid, seq, 1000):
+            for event in page:
+                if event.name == EventType.TEXT_MESSAGE_START:
+                    started[event.data["messageId"]] = None
+                elif event.name == EventType.TEXT_MESSAGE_END:
+                    started.pop(event.data["messageId"], None)
+            seq = page[-1].seq
+        if not started:
+            return
+        with self.journal.unit() as unit:
+            for message_id in started:
+                log.info("discarding message %s of run %s, cut off mid-answer", message_id, run.id)
+                unit.emit(cid, TextMessageEnd(message_id))
+                unit.emit(cid, MessageDiscarded(message_id))
 
     async def sweep_forever(self, every: float) -> None:
         while True:
@@ -379,9 +415,8 @@ class Engine:
                 else:
                     requests.append(item)
         except ModelError as exc:
-            if text:
-                self.journal.emit(cid, TextMessageEnd(message_id))
-            self._fail(run_id, exc.code, exc.message)
+            partial = (message_id, "".join(text)) if text else None
+            self._fail(run_id, exc.code, exc.message, interrupted=partial)
             return False
         conversation = self.store.get_conversation(cid)
         assert conversation is not None
@@ -430,9 +465,14 @@ class Engine:
             self.store.update_run(run_id, status=status, step=step)
         return not waiting
 
-    def _fail(self, run_id: str, code: str, detail: str) -> None:
+    def _fail(
+        self, run_id: str, code: str, detail: str, *, interrupted: tuple[str, str] | None = None
+    ) -> None:
         """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
-        gets the code and a sentence from ``server.notices``, never the detail."""
+        gets the code and a sentence from ``server.notices``, never the detail.
+
+        ``interrupted`` is (message id, text) of an assistant message the failure cut off:
+        the person saw it streamed, so it stays in the conversation, marked (issue 8)."""
         run = self.store.get_run(run_id)
         assert run is not None
         log.error(
@@ -444,19 +484,26 @@ class Engine:
             detail,
         )
         message = run_notice(code)
+        cid = run.conversation_id
         with self.journal.unit() as unit:
+            if interrupted is not None:
+                message_id, partial = interrupted
+                unit.emit(cid, TextMessageEnd(message_id, interrupted=True))
+                self.store.add_message(
+                    StoredMessage(message_id, cid, run_id, "assistant", partial, interrupted=True)
+                )
             self.leases.end(run_key(run_id))
             self.store.update_run(
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
-            unit.emit(run.conversation_id, RunError(message, code, run_id))
+            unit.emit(cid, RunError(message, code, run_id))
 
 
 def _model_message(message: StoredMessage) -> Message:
     if message.role == "assistant":
         return Message(
             role="assistant",
-            text=message.text,
+            text=message.text + (INTERRUPTED_NOTE if message.interrupted else ""),
             tool_calls=tuple(
                 ToolCallRequest(c["id"], c["name"], c["arguments"]) for c in message.tool_calls
             ),

@@ -34,8 +34,8 @@ LOCALES = ("en", "fr", "es", "ja")
 THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
-#: Not form.js: app.js imports it when a call first needs a form (issue 12's weight budget).
-WIDGET_MODULES = ("protocol.js", "chat.js", "api.js")
+#: Not form.js: app.js imports it when the first call appears (issue 12's weight budget).
+WIDGET_MODULES = ("protocol.js", "chat.js", "api.js", "calls.js")
 
 # Bounded: a long name must be a 404, not an OSError from the file system (issue 7).
 _STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(js|css|d\.ts)")
@@ -250,7 +250,7 @@ async def widget_page(request: Request) -> HTMLResponse:
         "maxBodyBytes": runtime.settings.max_body_bytes,
         # The page's handlers can answer client-side tools only (server-side ones run a block).
         "tools": [
-            {"name": tool.name, "description": tool.description}
+            {"name": tool.name, "description": tool.description, "title": tool.title or tool.name}
             for tool in agent.tools
             if getattr(tool, "kind", "client") == "client"
         ],

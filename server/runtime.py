@@ -63,6 +63,7 @@ class Runtime:
             environ=settings.environ,
             leases=leases,
             clock=clock,
+            surface_grace=settings.surface_grace_seconds,
         )
         return cls(settings, agents, store, broker, tokens, engine, leases, clock)
 

@@ -19,11 +19,14 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from server.errors import NotFound
+from server.protocol.events import CustomName
 from server.protocol.frames import Event, parse_event_id, to_sse
+from server.protocol.requests import surface_id
 from server.runtime import Runtime
 
 PAGE = 100
 SEND_TIMEOUT = 10.0
+DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
 
 
 class _Farewell:
@@ -57,27 +60,50 @@ async def events(request: Request) -> EventSourceResponse:
     )
     last_seq = store.last_seq(conversation_id)
     seen = parse_event_id(raw, conversation_id, last_seq, source=source) if raw else 0
+    surface = surface_id(request.query_params.get("surface"), field="surface")
     runtime.redeem_stream_ticket(nonce)  # last: a refused request leaves the ticket usable
+    ledger = runtime.engine.ledger
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)
+    if surface is not None:
+        with store.transaction():
+            store.attach_surface(conversation_id, surface, ledger.clock())
+
+    def passes(event: Event) -> bool:
+        """Record the claim of a dispatch addressed to this surface before writing it; a
+        stale one (the call was settled or assigned elsewhere since) is not passed on, so
+        a replay can never make a page run a call that is no longer its own."""
+        if surface is None or event.name != DISPATCH:
+            return True
+        data = event.data["value"]
+        if data.get("surfaceId") != surface:
+            return True
+        return ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
 
     async def replay(after: int) -> AsyncIterator[Event]:
-        """Everything after ``after``, a page at a time, yielding the loop between pages."""
+        """Everything after ``after``, a page at a time, yielding the loop after each event.
+
+        Do not "optimise" the per-event yield away: writing a frame never waits, so without
+        it a client that disconnects mid-replay is only noticed once the whole page was
+        written to the dead socket, one asyncio warning per frame (issue 8). Yielding lets
+        the transport report the loss after the first failed write; the response then stops.
+        """
         while True:
             page = store.events_after(conversation_id, after, PAGE)
             for event in page:
                 yield event
                 after = event.seq
+                await asyncio.sleep(0)
             if len(page) < PAGE:
                 return
-            await asyncio.sleep(0)
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         last = seen
         try:
             async for event in replay(last):
-                yield to_sse(event)
+                if passes(event):
+                    yield to_sse(event)
                 last = event.seq
             while True:
                 live = await queue.get()
@@ -87,13 +113,18 @@ async def events(request: Request) -> EventSourceResponse:
                     continue
                 if live.seq > last + 1:
                     async for missed in replay(last):
-                        yield to_sse(missed)
+                        if passes(missed):
+                            yield to_sse(missed)
                         last = missed.seq
                     continue
-                yield to_sse(live)
+                if passes(live):
+                    yield to_sse(live)
                 last = live.seq
         finally:
             runtime.broker.unsubscribe(conversation_id, queue)
+            if surface is not None:
+                with store.transaction():
+                    store.detach_surface(conversation_id, surface, ledger.clock())
 
     return EventSourceResponse(
         frames(),
