@@ -163,7 +163,7 @@ export function mountShell(root, o) {
   }
   parts.header = h('header', { 'data-part': 'header' }, h('h1', { 'data-part': 'title', text: o.title }),
     button('new-conversation', t('newConversation'), 'restart', () => {
-      ask.hidden = false;
+      ask.hidden = false; // keep the ';': the next line starts with '('
       /** @type {HTMLElement} */ (ask.querySelector('[data-part=restart-no]')).focus()
     }),
     o.closable && button('close', t('close'), 'close', o.onClose))
