@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from starlette.applications import Starlette
 
-from server.agents import load_agents, valid_origin
+from server.agents import load_agents
 from server.errors import AgentConfigError, StoreError
+from server.origins import BadOrigin, normalize_origin
 from server.settings import DATA_DIR, DEMO_AGENTS, Settings
 from server.store import is_database_url
 
@@ -110,14 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return _check(args.agents)
+    extra = []
     for origin in args.allow_origin:
-        if not valid_origin(origin):
-            print(
-                f"hostcall: --allow-origin {origin!r} is not an origin like https://example.com",
-                file=sys.stderr,
-            )
+        try:
+            extra.append(normalize_origin(origin))
+        except BadOrigin as exc:
+            print(f"hostcall: --allow-origin {exc}", file=sys.stderr)
             return 2
-    extra = list(args.allow_origin)
     if args.command == "demo":
         extra.append(f"http://localhost:{args.host_port}")
     target = args.db or os.environ.get("HOSTCALL_DATABASE_URL") or str(args.default_db)
