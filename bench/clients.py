@@ -24,6 +24,7 @@ def expect(response: httpx.Response, status: int) -> None:
 def client_for(server: Server) -> httpx.AsyncClient:
     # One persistent client per server: POSTs reuse a keep-alive connection.
     return httpx.AsyncClient(base_url=server.url, timeout=TIMEOUT, trust_env=False,
+                             headers={"Origin": server.url},
                              limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from server.errors import AgentConfigError
 from server.origins import BadOrigin, normalize_origin
 from server.platform import DEFAULT_ENVIRONMENT, PLATFORM_FILE, Platform, load_platform
+from server.quotas import DEFAULT_LIMITS, Limits, parse_limits
 from server.tools import Tool, parse_tool
 
 AGENT_KEYS = {
@@ -28,6 +29,7 @@ AGENT_KEYS = {
     "max_steps",
     "model",
     "tools",
+    "limits",
 }
 
 
@@ -44,6 +46,7 @@ class Agent:
     source: dict[str, Any]
     environment: str = DEFAULT_ENVIRONMENT
     digest: str = ""
+    limits: Limits = DEFAULT_LIMITS
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -91,6 +94,8 @@ def parse_agent(
             problems.append(f"{where}: {key!r} must be a string")
     origins, origin_problems = check_allowed_origins(data.get("allowed_origins", []), where)
     problems += origin_problems
+    limits, limit_problems = parse_limits(data.get("limits"), where)
+    problems += limit_problems
     max_steps = data.get("max_steps", 8)
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
         problems.append(f"{where}: 'max_steps' must be an integer from 1 to 100")
@@ -136,6 +141,7 @@ def parse_agent(
         source=data,
         environment=environment,
         digest=definition_digest(data),
+        limits=limits,
     ), []
 
 

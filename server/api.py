@@ -10,6 +10,7 @@ from starlette.routing import BaseRoute, Route
 
 from server.errors import SURFACE_ERROR_CODES, BadRequest, NotFound, ToolErrorCode, Unprocessable
 from server.ledger import new_id
+from server.origins import check_request_origin
 from server.protocol.reading import field_object, field_str, read_json
 from server.protocol.wire import to_wire
 from server.responses import StoredJSONResponse
@@ -46,7 +47,27 @@ def _conversation(request: Request, runtime: Runtime) -> Conversation:
     conversation = runtime.store.get_conversation(conversation_id)
     if conversation is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+    runtime.sessions.check_generation(conversation, claims)
+    _check_origin(request, runtime, conversation.agent_id)
     return conversation
+
+
+def _check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> None:
+    """A browser's Origin is the widget's or one the agent allows (issue 7)."""
+    if "origin" not in request.headers:
+        return
+    agent = runtime.agents.get(agent_id) if agent_id else None
+    check_request_origin(request, agent.allowed_origins if agent else ())
+
+
+def _check_call_origin(request: Request, runtime: Runtime, claims: Claims) -> None:
+    if "origin" in request.headers:
+        conversation = runtime.store.get_conversation(claims.conversation_id)
+        _check_origin(request, runtime, conversation.agent_id if conversation else None)
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
 
 
 async def create_conversation(request: Request) -> JSONResponse:
@@ -55,27 +76,18 @@ async def create_conversation(request: Request) -> JSONResponse:
     agent = runtime.agents.get(agent_id)
     if agent is None:
         raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+    check_request_origin(request, agent.allowed_origins, required=True)
     body = await read_json(request, runtime.settings.max_body_bytes)
     locale = field_str(body, "locale", required=False) or ""
     if locale and locale not in LOCALES:
         raise BadRequest(f"locale {locale!r} is not one of {sorted(LOCALES)}", field="locale")
+    parent = runtime.sessions.parent_origin(body, agent)
+    runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
     conversation = Conversation(new_id("c"), agent.id, time.time(), locale)
     runtime.store.create_conversation(conversation)
-    claims = Claims(conversation.id)
-    return JSONResponse(
-        {
-            "conversationId": conversation.id,
-            "sessionToken": runtime.tokens.sign(Purpose.SESSION, claims),
-            "streamToken": runtime.stream_ticket(conversation.id),
-            "agent": {
-                "id": agent.id,
-                "name": agent.name,
-                "greeting": agent.greeting,
-                "tools": [t.public() for t in agent.tools],
-            },
-        },
-        status_code=201,
-    )
+    response = JSONResponse(runtime.sessions.opened(conversation, agent), status_code=201)
+    runtime.sessions.set_cookie(response, conversation, agent, parent)
+    return response
 
 
 async def snapshot(request: Request) -> JSONResponse:
@@ -151,6 +163,9 @@ async def post_message(request: Request) -> JSONResponse:
     simulate = body.get("simulate", False)
     if not isinstance(simulate, bool):
         raise BadRequest("field 'simulate' must be true or false", field="simulate")
+    agent = runtime.agents.get(conversation.agent_id)
+    if agent is not None:
+        runtime.quotas.new_message(agent.id, agent.limits, conversation.id, _client(request))
     run = runtime.engine.start_run(conversation, text.strip(), simulate=simulate)
     return JSONResponse({"runId": run.id}, status_code=202)
 
@@ -160,6 +175,7 @@ async def call_delivered(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_json(request, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, _token(body))
+    _check_call_origin(request, runtime, claims)
     first = ledger.deliver(ledger.checked_call(request.path_params["call_id"], claims))
     return JSONResponse({"state": "delivered", "first": first})
 
@@ -169,6 +185,7 @@ async def call_result(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_json(request, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, _token(body))
+    _check_call_origin(request, runtime, claims)
     has_output, has_error = "output" in body, "error" in body
     if has_output == has_error:
         raise BadRequest("send exactly one of 'output' or 'error'")
@@ -196,6 +213,7 @@ async def call_decision(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_json(request, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_DECISION, _token(body))
+    _check_call_origin(request, runtime, claims)
     decision = body.get("decision")
     if decision not in ("approve", "reject"):
         raise BadRequest("field 'decision' must be 'approve' or 'reject'", field="decision")

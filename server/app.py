@@ -17,6 +17,7 @@ from server.middleware import ApiHeaders
 from server.pages import page_routes
 from server.responses import exception_handlers
 from server.runtime import Runtime
+from server.sessions import session_routes
 from server.settings import Settings
 from server.stream import stream_routes
 
@@ -37,7 +38,13 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             yield
 
     app = Starlette(
-        routes=[Route("/healthz", _health), *api_routes(), *stream_routes(), *page_routes()],
+        routes=[
+            Route("/healthz", _health),
+            *api_routes(),
+            *session_routes(),
+            *stream_routes(),
+            *page_routes(),
+        ],
         exception_handlers=exception_handlers(),
         middleware=[Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds)],
         lifespan=lifespan,

@@ -45,6 +45,7 @@ from server.protocol.events import (
     TextMessageEnd,
     TextMessageStart,
 )
+from server.quotas import estimate_tokens
 from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 from server.tokens import Tokens
 
@@ -67,6 +68,8 @@ class Engine:
     ) -> None:
         self.journal = journal
         self.store = journal.store
+        # Told the (estimated) model tokens of each step: the cost limits (server/quotas.py).
+        self.on_model_tokens: Callable[[Agent, str, int], None] | None = None
         self.leases = leases
         self._stalled_checked = 0.0
         # Replaced whole on reload; runs in flight keep the definition they started with.
@@ -363,6 +366,10 @@ class Engine:
                 self.journal.emit(cid, TextMessageEnd(message_id))
             self._fail(run_id, exc.code, exc.message)
             return False
+        if self.on_model_tokens is not None:
+            sent = [agent.instructions, *(m.text for m in history)]
+            written = [*text, *(r.arguments for r in requests)]
+            self.on_model_tokens(agent, cid, estimate_tokens(sent + written))
         conversation = self.store.get_conversation(cid)
         assert conversation is not None
         step = run.step + 1

@@ -10,7 +10,12 @@ refuses it with a message saying what to write instead (issue 7, item 5).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from urllib.parse import urlsplit
+
+from starlette.requests import Request
+
+from server.errors import Forbidden
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
@@ -70,3 +75,34 @@ def _ascii_host(origin: str, host: str) -> str:
     if not _HOST.fullmatch(ascii_host):
         raise BadOrigin(origin, "the host is not a valid domain name")
     return ascii_host
+
+
+def check_request_origin(
+    request: Request, allowed: Iterable[str], *, required: bool = False
+) -> None:
+    """A browser's ``Origin`` must be the widget's own (Hostcall's) or one of ``allowed``.
+
+    Absent, it is a client outside a browser (which could send any Origin it liked), let
+    through unless ``required``: creating a conversation costs money, so a caller has to
+    say where it comes from. ``null`` (sandboxed frames, file: pages) is never allowed.
+    """
+    origin = request.headers.get("origin")
+    if origin is None:
+        if required:
+            raise Forbidden(
+                "creating a conversation needs an Origin header naming one of the agent's "
+                "allowed origins",
+                code="origin_not_allowed",
+            )
+        return
+    if origin in allowed or origin == _own_origin(request):
+        return
+    raise Forbidden(
+        f"requests from the origin {origin[:100]!r} are not allowed for this agent",
+        code="origin_not_allowed",
+    )
+
+
+def _own_origin(request: Request) -> str:
+    # The widget page's own fetches carry Hostcall's origin: scheme and the Host it asked.
+    return f"{request.url.scheme}://{request.headers.get('host', '')}"

@@ -17,7 +17,9 @@ from server.errors import Forbidden, StoreError, StoreUnwritable, Unauthorized, 
 from server.journal import Journal
 from server.leases import Leases
 from server.platform import Platform, load_platform
+from server.quotas import Quotas
 from server.relay import Relay
+from server.sessions import Sessions
 from server.settings import Settings, load_secret_keys
 from server.store import Store, open_store
 from server.tokens import Claims, Purpose, Tokens
@@ -32,6 +34,8 @@ class Runtime:
     tokens: Tokens
     engine: Engine
     leases: Leases
+    quotas: Quotas
+    sessions: Sessions
     clock: Callable[[], float] = time.time
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
 
@@ -55,6 +59,7 @@ class Runtime:
         store = _open_store(settings)
         broker = Broker()
         leases = Leases(store, ttl=settings.lease_seconds, clock=clock)
+        quotas = Quotas(settings.limits_storage)
         engine = Engine(
             Journal(store, broker),
             tokens,
@@ -64,7 +69,15 @@ class Runtime:
             leases=leases,
             clock=clock,
         )
-        return cls(settings, agents, store, broker, tokens, engine, leases, clock)
+        engine.on_model_tokens = lambda agent, cid, n: quotas.record_tokens(
+            agent.id, agent.limits, cid, n
+        )
+        sessions = Sessions(tokens, store, max_age=settings.session_max_age)
+        runtime = cls(
+            settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock
+        )
+        sessions.stream_ticket = runtime.stream_ticket
+        return runtime
 
     def stream_ticket(self, conversation_id: str) -> str:
         """A stream token that opens one stream, once, within ``stream_max_age`` (issue 7):

@@ -89,6 +89,7 @@ CREATE INDEX leases_by_until ON leases (until);
     Migration(3, "tickets", """
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE probe (at DOUBLE PRECISION);
+ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
 """),
 )  # fmt: skip
 
@@ -189,6 +190,14 @@ class PostgresStore(PostgresConsoleTables):
 
     def close(self) -> None:
         self._db.close()
+
+    def rotate_session(self, conversation_id: str, generation: int) -> bool:
+        cursor = self._db.execute(
+            "UPDATE conversations SET session_generation = session_generation + 1"
+            " WHERE id = %s AND session_generation = %s",
+            (conversation_id, generation),
+        )
+        return cursor.rowcount == 1
 
     def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
         with self.transaction():

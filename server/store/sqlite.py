@@ -85,6 +85,7 @@ CREATE INDEX runs_by_status ON runs (status);
     Migration(4, "tickets", """
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE probe (at REAL);
+ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
 """),
 )  # fmt: skip
 
@@ -188,6 +189,14 @@ class SQLiteStore(ConsoleTables):
     def close(self) -> None:
         self._db.close()
         self._lock.close()
+
+    def rotate_session(self, conversation_id: str, generation: int) -> bool:
+        cursor = self._db.execute(
+            "UPDATE conversations SET session_generation = session_generation + 1"
+            " WHERE id = ? AND session_generation = ?",
+            (conversation_id, generation),
+        )
+        return cursor.rowcount == 1
 
     def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
         with self.transaction():

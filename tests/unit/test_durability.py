@@ -112,7 +112,7 @@ def test_sigkill_while_a_call_is_pending_then_restart_and_answer(tmp_path: Path)
     server = _start_server(db, port)
     base = f"http://127.0.0.1:{port}"
     try:
-        with httpx.Client(base_url=base) as client:
+        with httpx.Client(base_url=base, headers={"Origin": base}) as client:
             conv = client.post("/api/agents/planner/conversations").json()
             auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
             r = client.post(
