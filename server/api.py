@@ -127,7 +127,8 @@ async def snapshot(request: Request) -> JSONResponse:
 async def stream_token(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
-    return JSONResponse({"streamToken": runtime.stream_ticket(conversation.id)})
+    ticket = runtime.stream_ticket(conversation.id, conversation.session_generation)
+    return JSONResponse({"streamToken": ticket})
 
 
 async def capabilities(request: Request) -> JSONResponse:

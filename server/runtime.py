@@ -77,22 +77,24 @@ class Runtime:
             settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock
         )
         sessions.stream_ticket = runtime.stream_ticket
+        sessions.on_rotated = broker.drop
         return runtime
 
-    def stream_ticket(self, conversation_id: str) -> str:
+    def stream_ticket(self, conversation_id: str, generation: int) -> str:
         """A stream token that opens one stream, once, within ``stream_max_age`` (issue 7):
-        it travels in a URL, so whoever sees it later (a log, a proxy) can do nothing."""
-        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12))
+        it travels in a URL, so whoever sees it later (a log, a proxy) can do nothing. It
+        belongs to one session generation, like the session token it was got with."""
+        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12), generation=generation)
         return self.tokens.sign(Purpose.STREAM, claims)
 
-    def check_stream_ticket(self, token: str | None, conversation_id: str) -> str:
-        """The ticket's single-use id, once its signature, age and conversation are right."""
+    def check_stream_ticket(self, token: str | None, conversation_id: str) -> Claims:
+        """The ticket's claims, once its signature, age and conversation are right."""
         claims = self.tokens.verify(Purpose.STREAM, token)
         if claims.conversation_id != conversation_id:
             raise Forbidden(f"this stream token is for another conversation than {conversation_id}")
         if claims.nonce is None:
             raise Unauthorized("the stream token is not a stream ticket", code="bad_token")
-        return claims.nonce
+        return claims
 
     def redeem_stream_ticket(self, nonce: str) -> None:
         """Use the ticket up; a second stream opened with it is refused (``used_token``)."""

@@ -21,6 +21,7 @@ for the widget's own page: a request from any other origin is refused.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -41,7 +42,8 @@ class Sessions:
         self.tokens = tokens
         self.store = store
         self.max_age = max_age
-        self.stream_ticket = lambda conversation_id: ""  # set by Runtime
+        self.stream_ticket: Callable[[str, int], str] = lambda cid, generation: ""  # by Runtime
+        self.on_rotated: Callable[[str], None] = lambda cid: None  # by Runtime: drop streams
 
     # ---- tokens ---------------------------------------------------------------------------
 
@@ -63,7 +65,10 @@ class Sessions:
         return {
             "conversationId": conversation.id,
             "sessionToken": self.token(conversation, generation),
-            "streamToken": self.stream_ticket(conversation.id),
+            "streamToken": self.stream_ticket(
+                conversation.id,
+                conversation.session_generation if generation is None else generation,
+            ),
             "agent": {
                 "id": agent.id,
                 "name": agent.name,
@@ -128,6 +133,7 @@ class Sessions:
             or not self.store.rotate_session(conversation.id, claims.generation)
         ):
             raise gone
+        self.on_rotated(conversation.id)
         return conversation, claims.generation + 1
 
 

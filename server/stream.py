@@ -46,14 +46,17 @@ class _Farewell:
 async def events(request: Request) -> EventSourceResponse:
     runtime: Runtime = request.app.state.hostcall
     conversation_id = request.path_params["conversation_id"]
-    nonce = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
+    ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
     store = runtime.store
-    if store.get_conversation(conversation_id) is None:
+    conversation = store.get_conversation(conversation_id)
+    if conversation is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+    runtime.sessions.check_generation(conversation, ticket)
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
     raw = request.headers.get("last-event-id") or request.query_params.get("after")
     seen = parse_event_id(raw, conversation_id, store.last_seq(conversation_id)) if raw else 0
-    runtime.redeem_stream_ticket(nonce)  # last: a refused request leaves the ticket usable
+    assert ticket.nonce is not None
+    runtime.redeem_stream_ticket(ticket.nonce)  # last: a refused request leaves the ticket usable
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)

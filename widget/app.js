@@ -55,8 +55,7 @@ const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}'
 const framed = Boolean(cfg.parentOrigin) && window.parent !== window
 /** @type {Map<string, {name: string, description: string}>} */
 const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
-const api = createApi(cfg.apiBase || '')
-const sessionKey = `hostcall:v1:session:${cfg.agentId}:${framed ? cfg.parentOrigin : 'standalone'}`
+const api = createApi(cfg.apiBase || '', cfg.agentId, framed ? cfg.parentOrigin : '')
 const locale = pickLocale(cfg.locale, ...navigator.languages)
 
 const state = {
@@ -118,21 +117,19 @@ async function boot() {
   try {
     if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
     let snapshot = null
-    const saved = store.get(sessionKey)
-    if (saved?.conversationId) {
-      state.conversationId = saved.conversationId
-      api.setSession(saved.sessionToken)
-      snapshot = await api.snapshot(saved.conversationId).catch(err => {
+    // The server's HttpOnly cookie, not our storage, remembers the conversation (issue 7).
+    const resumed = await api.resume().catch(err => { if (!GONE.includes(err.status)) throw err })
+    if (resumed) {
+      state.conversationId = resumed.conversationId
+      state.streamToken = resumed.streamToken
+      snapshot = await api.snapshot(resumed.conversationId).catch(err => {
         if (!GONE.includes(err.status)) throw err
-        store.del(sessionKey)
       })
     }
     if (!snapshot) {
-      const created = await api.create(cfg.agentId, locale)
+      const created = await api.create(locale)
       state.conversationId = created.conversationId
       state.streamToken = created.streamToken
-      api.setSession(created.sessionToken)
-      store.set(sessionKey, { conversationId: created.conversationId, sessionToken: created.sessionToken })
     }
     pruneLedger()
     await sendCapabilities()
@@ -172,7 +169,7 @@ function restart() {
   state.stream?.close()
   calls.forEach(cancelParent)
   calls.clear()
-  store.del(sessionKey)
+  api.forget()
   Object.assign(state, { conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
   ui.reset(cfg.greeting)
   boot()
@@ -646,7 +643,7 @@ await setLocale(locale).catch(console.error) // keys shown rather than nothing
 const root = document.documentElement
 root.dataset.theme = ['light', 'dark'].includes(cfg.theme) ? cfg.theme : 'auto'
 root.dataset.mode = framed ? cfg.mode : 'standalone'
-root.dataset.storage = store.kind // local | cookie | memory: whether a reload restores the chat
+root.dataset.storage = store.kind // local | cookie | memory: where the call ledger lives
 if (/^#[0-9a-f]{3,8}$/i.test(cfg.accent)) root.style.setProperty('--hc-accent', cfg.accent)
 ui.mountShell(document.getElementById('hc-root'), {
   title: cfg.agentName || t('chat'),
@@ -661,4 +658,8 @@ document.addEventListener('keydown', e => {
 })
 refresh()
 toParent(MSG.HELLO, { version: 1 })
+/** The conversation and session token this widget holds in memory: a test hook, readable
+ * only by scripts of the widget's own origin (a module import inside its frame). */
+export const currentSession = () => api.current()
+
 boot()
