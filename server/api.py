@@ -8,25 +8,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from server.errors import SURFACE_ERROR_CODES, BadRequest, NotFound, ToolErrorCode, Unprocessable
+from server.errors import BadRequest, NotFound
 from server.ledger import new_id
 from server.origins import check_request_origin
-from server.protocol.reading import field_object, field_str, read_json
+from server.protocol.requests import (
+    CallResult,
+    Capabilities,
+    Decision,
+    Delivered,
+    NewConversation,
+    NewMessage,
+    read_body,
+)
 from server.protocol.wire import to_wire
 from server.responses import StoredJSONResponse
 from server.runtime import Runtime
 from server.store.records import Conversation
 from server.tokens import Claims, Purpose
-
-MAX_MESSAGE_CHARS = 8000
-LOCALES = {"en", "fr", "es", "ja"}
-
-
-def _token(body: dict[str, object]) -> str | None:
-    """The body's token: absent is 401 missing_token (from the verifier), not a 400."""
-    if body.get("token") is None:
-        return None
-    return field_str(body, "token")
 
 
 def _runtime(request: Request) -> Runtime:
@@ -77,13 +75,10 @@ async def create_conversation(request: Request) -> JSONResponse:
     if agent is None:
         raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
     check_request_origin(request, agent.allowed_origins, required=True)
-    body = await read_json(request, runtime.settings.max_body_bytes)
-    locale = field_str(body, "locale", required=False) or ""
-    if locale and locale not in LOCALES:
-        raise BadRequest(f"locale {locale!r} is not one of {sorted(LOCALES)}", field="locale")
-    parent = runtime.sessions.parent_origin(body, agent)
+    body = await read_body(request, NewConversation, runtime.settings.max_body_bytes)
+    parent = runtime.sessions.parent_origin(body.parent_origin, agent)
     runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
-    conversation = Conversation(new_id("c"), agent.id, time.time(), locale)
+    conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale)
     runtime.store.create_conversation(conversation)
     response = JSONResponse(runtime.sessions.opened(conversation, agent), status_code=201)
     runtime.sessions.set_cookie(response, conversation, agent, parent)
@@ -134,48 +129,33 @@ async def stream_token(request: Request) -> JSONResponse:
 async def capabilities(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
-    body = await read_json(request, runtime.settings.max_body_bytes)
-    tools = body.get("tools")
-    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-        raise BadRequest("field 'tools' must be a list of tool names", field="tools")
+    tools = (await read_body(request, Capabilities, runtime.settings.max_body_bytes)).tools
     agent = runtime.agents.get(conversation.agent_id)
     if agent is None:
         raise NotFound(f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent")
     unknown = sorted(set(tools) - {t.name for t in agent.tools})
     if unknown:
         raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")
-    handled = tuple(dict.fromkeys(tools))
-    runtime.store.set_handled_tools(conversation.id, handled)
-    return JSONResponse({"tools": list(handled)})
+    runtime.store.set_handled_tools(conversation.id, tools)
+    return JSONResponse({"tools": list(tools)})
 
 
 async def post_message(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
-    body = await read_json(request, runtime.settings.max_body_bytes)
-    text = body.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise Unprocessable("field 'text' must be a non-empty string", code="invalid_message")
-    if len(text) > MAX_MESSAGE_CHARS:
-        raise Unprocessable(
-            f"the message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}",
-            code="invalid_message",
-        )
-    simulate = body.get("simulate", False)
-    if not isinstance(simulate, bool):
-        raise BadRequest("field 'simulate' must be true or false", field="simulate")
+    body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
     if agent is not None:
         runtime.quotas.new_message(agent.id, agent.limits, conversation.id, _client(request))
-    run = runtime.engine.start_run(conversation, text.strip(), simulate=simulate)
+    run = runtime.engine.start_run(conversation, body.text, simulate=body.simulate)
     return JSONResponse({"runId": run.id}, status_code=202)
 
 
 async def call_delivered(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
-    body = await read_json(request, runtime.settings.max_body_bytes)
-    claims = runtime.tokens.verify(Purpose.CALL_RESULT, _token(body))
+    body = await read_body(request, Delivered, runtime.settings.max_body_bytes)
+    claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
     _check_call_origin(request, runtime, claims)
     first = ledger.deliver(ledger.checked_call(request.path_params["call_id"], claims))
     return JSONResponse({"state": "delivered", "first": first})
@@ -184,46 +164,29 @@ async def call_delivered(request: Request) -> JSONResponse:
 async def call_result(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
-    body = await read_json(request, runtime.settings.max_body_bytes)
-    claims = runtime.tokens.verify(Purpose.CALL_RESULT, _token(body))
+    body = await read_body(request, CallResult, runtime.settings.max_body_bytes)
+    claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
     _check_call_origin(request, runtime, claims)
-    has_output, has_error = "output" in body, "error" in body
-    if has_output == has_error:
-        raise BadRequest("send exactly one of 'output' or 'error'")
     call = ledger.checked_call(request.path_params["call_id"], claims)
-    if has_output:
-        call = ledger.answer(call, body["output"])
+    if body.error is None:
+        call = ledger.answer(call, body.output)
     else:
-        error = field_object(body, "error") or {}
-        code = error.get("code")
-        if not isinstance(code, str) or code not in SURFACE_ERROR_CODES:
-            raise BadRequest(
-                f"error code must be one of {sorted(SURFACE_ERROR_CODES)} (got {code!r})",
-                field="error.code",
-            )
-        message = error.get("message", "")
-        if not isinstance(message, str):
-            raise BadRequest("error.message must be a string", field="error.message")
-        text = message.strip() or "no message"
-        call = ledger.fail(call, ToolErrorCode(code), f"The page reported: {text}")
+        text = body.error.message or "no message"
+        call = ledger.fail(call, body.error.code, f"The page reported: {text}")
     return JSONResponse({"state": call.state.value})
 
 
 async def call_decision(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
-    body = await read_json(request, runtime.settings.max_body_bytes)
-    claims = runtime.tokens.verify(Purpose.CALL_DECISION, _token(body))
+    body = await read_body(request, Decision, runtime.settings.max_body_bytes)
+    claims = runtime.tokens.verify(Purpose.CALL_DECISION, body.token)
     _check_call_origin(request, runtime, claims)
-    decision = body.get("decision")
-    if decision not in ("approve", "reject"):
-        raise BadRequest("field 'decision' must be 'approve' or 'reject'", field="decision")
     call = ledger.checked_call(request.path_params["call_id"], claims)
-    if decision == "approve":
-        scope = field_str(body, "scope", required=False) or "once"
-        call = ledger.approve(call, field_object(body, "input", required=False), scope)
+    if body.decision == "approve":
+        call = ledger.approve(call, body.input, body.scope)
     else:
-        call = ledger.reject(call, field_str(body, "reason", required=False))
+        call = ledger.reject(call, body.reason)
     return JSONResponse({"state": call.state.value})
 
 

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from server.agui import agui_routes
 from server.api import api_routes
 from server.middleware import ApiHeaders
 from server.pages import page_routes
@@ -43,6 +44,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             *api_routes(),
             *session_routes(),
             *stream_routes(),
+            *agui_routes(),
             *page_routes(),
         ],
         exception_handlers=exception_handlers(),

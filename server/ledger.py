@@ -47,13 +47,12 @@ from server.protocol.events import (
     ToolCallResult,
     ToolCallStart,
 )
+from server.protocol.limits import MAX_ERROR_MESSAGE_CHARS, MAX_REASON_CHARS
 from server.protocol.responses import CallView
 from server.store.records import OPEN_STATES, Call, CallState, Conversation, Run, StoredMessage
 from server.tokens import Claims, Purpose, Tokens, input_digest
 from server.tools import Tool
 
-MAX_ERROR_MESSAGE = 1000
-MAX_REASON = 1000
 SCOPES = ("once", "conversation")
 log = logging.getLogger("hostcall.guardrails")
 
@@ -317,7 +316,7 @@ class Ledger:
     def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
         if not call.state.answerable:
             raise self._not_open(call.id)
-        text = message[:MAX_ERROR_MESSAGE] or code.value
+        text = message[:MAX_ERROR_MESSAGE_CHARS] or code.value
         outcome = tool_error(code, text, **details)
         with self.journal.unit() as unit:
             if not self._settle(unit, call, CallState.FAILED, outcome, from_states=_ANSWERABLE):
@@ -355,7 +354,7 @@ class Ledger:
     def reject(self, call: Call, reason: str | None) -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
             raise self._not_open(call.id, code="call_not_awaiting_decision")
-        reason = (reason or "").strip()[:MAX_REASON]
+        reason = (reason or "").strip()[:MAX_REASON_CHARS]
         message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
         outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
         with self.journal.unit() as unit:

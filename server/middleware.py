@@ -23,7 +23,7 @@ class ApiHeaders:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if not (path.startswith("/api/") or path == "/healthz"):
+        if not (path.startswith(("/api/", "/agui/")) or path == "/healthz"):
             await self.app(scope, receive, send)
             return
 

@@ -31,7 +31,7 @@ from starlette.routing import BaseRoute, Route
 from server.agents import Agent
 from server.errors import BadRequest, HostcallError, NotFound, Unauthorized
 from server.origins import check_request_origin
-from server.protocol.reading import read_json
+from server.protocol.requests import ResumeSession, read_body
 from server.store import Store
 from server.store.records import Conversation
 from server.tokens import Claims, Purpose, Tokens
@@ -80,10 +80,9 @@ class Sessions:
     # ---- the cookie ------------------------------------------------------------------------
 
     @staticmethod
-    def parent_origin(body: dict[str, Any], agent: Agent) -> str:
+    def parent_origin(parent: str, agent: Agent) -> str:
         """The page the widget is embedded in (``""`` standalone): names the cookie."""
-        parent = body.get("parentOrigin") or ""
-        if not isinstance(parent, str) or (parent and parent not in agent.allowed_origins):
+        if parent and parent not in agent.allowed_origins:
             raise BadRequest(
                 "field 'parentOrigin' must be one of the agent's allowed origins",
                 field="parentOrigin",
@@ -145,9 +144,9 @@ async def resume_session(request: Request) -> Response:
         raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
     # Only the widget's own page resumes: its fetches carry Hostcall's own origin.
     check_request_origin(request, (), required=True)
-    body = await read_json(request, runtime.settings.max_body_bytes)
+    body = await read_body(request, ResumeSession, runtime.settings.max_body_bytes)
     sessions: Sessions = runtime.sessions
-    parent = sessions.parent_origin(body, agent)
+    parent = sessions.parent_origin(body.parent_origin, agent)
     cookie = request.cookies.get(sessions.cookie_name(parent))
     conversation, generation = sessions.resume(cookie, agent)
     response = JSONResponse(sessions.opened(conversation, agent, generation=generation))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from server.assets import DEMO_AGENTS, SOURCE_ROOT, in_checkout
 from server.errors import StoreError
+from server.protocol.limits import MAX_BODY_BYTES
 
 # Kept for the tests and scripts that run from a checkout.
 ROOT = SOURCE_ROOT
@@ -25,7 +26,7 @@ class Settings:
     database_url: str | None = None
     # Newest key last: itsdangerous signs with the last and accepts all (key rotation).
     secret_keys: tuple[str, ...] = ()
-    max_body_bytes: int = 256 * 1024
+    max_body_bytes: int = MAX_BODY_BYTES
     session_max_age: int = 30 * 24 * 3600
     # A stream ticket is single use and only needs to live from issue to EventSource open.
     stream_max_age: int = 60

@@ -53,8 +53,12 @@ async def events(request: Request) -> EventSourceResponse:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
     runtime.sessions.check_generation(conversation, ticket)
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
-    raw = request.headers.get("last-event-id") or request.query_params.get("after")
-    seen = parse_event_id(raw, conversation_id, store.last_seq(conversation_id)) if raw else 0
+    header = request.headers.get("last-event-id")
+    raw, source = (
+        (header, "Last-Event-ID") if header else (request.query_params.get("after"), "after")
+    )
+    last_seq = store.last_seq(conversation_id)
+    seen = parse_event_id(raw, conversation_id, last_seq, source=source) if raw else 0
     assert ticket.nonce is not None
     runtime.redeem_stream_ticket(ticket.nonce)  # last: a refused request leaves the ticket usable
     # Subscribe before reading the backlog, so nothing committed in between is missed;

@@ -8,6 +8,7 @@ import { schemaForm, validate, toPointer } from './form.js'
 import { createApi, openStream, store } from './api.js'
 import * as ui from './chat.js'
 import { t, pickLocale, setLocale } from './chat.js'
+import { CALL_STATE, CUSTOM, EVENT, LIMITS, MSG, TERMINAL_STATES } from './protocol.js'
 
 /**
  * @typedef {{toolCallId: string, toolCallName: string, state: string, input?: any,
@@ -22,21 +23,19 @@ import { t, pickLocale, setLocale } from './chat.js'
 // Constants
 // ============================================================================
 
-/** Messages between the widget and the loader (mirrored in widget/loader.js). */
-export const MSG = Object.freeze({
-  HELLO: 'hostcall:hello', //       widget → page: I am up; tell me your handlers
-  HANDLERS: 'hostcall:handlers', // page → widget: {tools: [names]}, again whenever they change
-  READY: 'hostcall:ready', //       widget → page: conversation loaded, stream open
-  CALL: 'hostcall:call', //         widget → page: {callId, toolName, input, inputSchema, outputSchema, deadline}
-  RESULT: 'hostcall:result', //     page → widget: {callId, output} | {callId, error: {message}} | {callId, noHandler}
-  CANCEL: 'hostcall:cancel', //     widget → page: {callId}: settled elsewhere or expired; abort ctx.signal
-  SEND: 'hostcall:send', //         page → widget: {text}: send as the user
-  FOCUS: 'hostcall:focus', //       page → widget: the panel opened; focus the composer
-  CLOSE: 'hostcall:close', //       widget → page: close the panel (close button, Escape)
-  EVENT: 'hostcall:event', //       widget → page: {event, detail} for Hostcall('on', …)
-})
+// Messages between the widget and the loader (MSG, from widget/protocol.js):
+//   HELLO     widget → page: I am up; tell me your handlers
+//   HANDLERS  page → widget: {tools: [names]}, again whenever they change
+//   READY     widget → page: conversation loaded, stream open
+//   CALL      widget → page: {callId, toolName, input, inputSchema, outputSchema, deadline}
+//   RESULT    page → widget: {callId, output} | {callId, error: {message}} | {callId, noHandler}
+//   CANCEL    widget → page: {callId}: settled elsewhere or expired; abort ctx.signal
+//   SEND      page → widget: {text}: send as the user
+//   FOCUS     page → widget: the panel opened; focus the composer
+//   CLOSE     widget → page: close the panel (close button, Escape)
+//   EVENT     widget → page: {event, detail} for Hostcall('on', …)
 
-const TERMINAL = new Set(['answered', 'rejected', 'failed', 'expired'])
+const TERMINAL = new Set(TERMINAL_STATES)
 /** Server call state → card `data-state` (running, waiting, done, failed, rejected, expired). */
 const cardState = (/** @type {string} */ st) => ({ awaiting_confirmation: 'waiting', answered: 'done' })[st] || (TERMINAL.has(st) ? st : 'running')
 /** Phases of a call view in which the person has something to do. */
@@ -44,7 +43,6 @@ const PERSON = new Set(['confirm', 'edit', 'reject', 'form'])
 /** Phases from which a dispatch of the call is acted on. */
 const DISPATCHABLE = new Set(['', 'confirm', 'edit', 'reject', 'deciding'])
 const GONE = [401, 403, 404] // the session or conversation no longer exists
-const MAX_RESULT_CHARS = 256 * 1024
 
 // ============================================================================
 // Configuration and state
@@ -52,6 +50,9 @@ const MAX_RESULT_CHARS = 256 * 1024
 
 /** Written by server/pages.py. */
 const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}')
+/** The server's request body limit, in UTF-8 bytes (its setting; else the protocol's default). */
+const maxBodyBytes = Number(cfg.maxBodyBytes) || LIMITS.MAX_BODY_BYTES
+const utf8 = new TextEncoder()
 const framed = Boolean(cfg.parentOrigin) && window.parent !== window
 /** @type {Map<string, {name: string, description: string}>} */
 const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
@@ -215,7 +216,7 @@ function onEvent(type, e) {
   // Every event's JSON is an AG-UI event; Hostcall's own are CUSTOM, their payload in `value`.
   try {
     const d = JSON.parse(e.data)
-    ON[type]?.(d.type === 'CUSTOM' ? d.value : d)
+    ON[type]?.(d.type === EVENT.CUSTOM ? d.value : d)
   } catch (err) { console.error('hostcall:', type, err) }
   refresh()
 }
@@ -223,9 +224,9 @@ function onEvent(type, e) {
 /** Stream event (the SSE `event:` name: the AG-UI type, or a CUSTOM event's name) → what it
  * does with the event (a CUSTOM event's `value`). @type {Record<string, (d: any) => void>} */
 const ON = {
-  RUN_STARTED: () => { state.run = 'running' },
-  RUN_FINISHED: () => { state.run = 'finished' },
-  RUN_ERROR: d => {
+  [EVENT.RUN_STARTED]: () => { state.run = 'running' },
+  [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
+  [EVENT.RUN_ERROR]: d => {
     state.run = 'failed'
     const text = state.lastUserText
     // A short sentence in the visitor's language, never the server's detail (issue 12: that
@@ -233,35 +234,35 @@ const ON = {
     ui.showError(t(/^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'), text ? () => send(text) : null)
     emit('error', { code: d.code, message: d.message })
   },
-  TEXT_MESSAGE_START: d => {
+  [EVENT.TEXT_MESSAGE_START]: d => {
     const role = d.role === 'user' ? 'user' : 'assistant'
     if (!ui.hasMessage(d.messageId)) ui.upsertMessage(d.messageId, role)
     if (role === 'assistant') state.streaming = d.messageId
   },
-  TEXT_MESSAGE_CONTENT: d => ui.appendDelta(d.messageId, String(d.delta ?? '')),
-  TEXT_MESSAGE_END: d => {
+  [EVENT.TEXT_MESSAGE_CONTENT]: d => ui.appendDelta(d.messageId, String(d.delta ?? '')),
+  [EVENT.TEXT_MESSAGE_END]: d => {
     const { text, role } = ui.endMessage(d.messageId)
     if (state.streaming === d.messageId) state.streaming = ''
     if (!text) return
     if (role === 'assistant') ui.announce(text)
     emit('message', { messageId: d.messageId, role, text })
   },
-  TOOL_CALL_START: d => view(d.toolCallId, d.toolCallName),
-  TOOL_CALL_ARGS: d => { view(d.toolCallId).args += String(d.delta ?? '') },
-  TOOL_CALL_END: d => {
+  [EVENT.TOOL_CALL_START]: d => view(d.toolCallId, d.toolCallName),
+  [EVENT.TOOL_CALL_ARGS]: d => { view(d.toolCallId).args += String(d.delta ?? '') },
+  [EVENT.TOOL_CALL_END]: d => {
     const v = calls.get(d.toolCallId)
     if (v && v.call.input === undefined) try { v.card.setInput(JSON.parse(v.args)) } catch { /* malformed: the server says so */ }
   },
-  'hostcall.tool_call_approval_requested': d => { state.run = 'waiting'; upsertCall(d) },
-  'hostcall.tool_call_dispatch': d => { state.run = 'waiting'; upsertCall(d) },
-  'hostcall.tool_call_state': d => {
+  [CUSTOM.TOOL_CALL_APPROVAL_REQUESTED]: d => { state.run = 'waiting'; upsertCall(d) },
+  [CUSTOM.TOOL_CALL_DISPATCH]: d => { state.run = 'waiting'; upsertCall(d) },
+  [CUSTOM.TOOL_CALL_STATE]: d => {
     const v = calls.get(d.toolCallId)
     if (v && TERMINAL.has(d.state)) settle(v, d.state)
     else if (v) v.call.state = d.state
   },
-  TOOL_CALL_RESULT: d => {
+  [EVENT.TOOL_CALL_RESULT]: d => {
     const v = view(d.toolCallId)
-    settle(v, d.state || (d.outcome?.error ? 'failed' : 'answered'), d.outcome)
+    settle(v, d.state || (d.outcome?.error ? CALL_STATE.FAILED : CALL_STATE.ANSWERED), d.outcome)
     emit('toolresult', { callId: v.id, toolName: v.call.toolCallName, state: v.call.state, outcome: v.call.outcome })
   },
 }
@@ -291,8 +292,8 @@ function upsertCall(c) {
   v.call = { ...v.call, ...c }
   if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
   if (TERMINAL.has(c.state)) settle(v, c.state, c.outcome)
-  else if (c.state === 'awaiting_confirmation' && !v.phase) showConfirm(v)
-  else if ((c.state === 'dispatched' || c.state === 'delivered') && DISPATCHABLE.has(v.phase)) dispatch(v)
+  else if (c.state === CALL_STATE.AWAITING_CONFIRMATION && !v.phase) showConfirm(v)
+  else if ((c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) && DISPATCHABLE.has(v.phase)) dispatch(v)
 }
 
 /** The call reached a terminal state. */
@@ -310,7 +311,7 @@ function settle(v, st, outcome) {
   // never a raw code or an upstream body (the model gets those).
   const error = !oc?.error ? '' : oc.error.code === 'client_error' && oc.error.message ? String(oc.error.message) : t('toolFailed')
   const reason = oc?.error?.reason // the person's own words, not the message written for the model
-  const note = st === 'expired' ? t('expiredNote') : st !== 'rejected' ? error : reason ? t('rejectedNote', { reason }) : ''
+  const note = st === CALL_STATE.EXPIRED ? t('expiredNote') : st !== CALL_STATE.REJECTED ? error : reason ? t('rejectedNote', { reason }) : ''
   v.card.setState(cardState(st), note)
   v.card.setBody(oc && 'output' in oc
     ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), ui.readable(oc.output, v.call.outputSchema))
@@ -365,9 +366,10 @@ async function runInParent(v, release) {
     const message = String(res.error?.message ?? res.error).slice(0, 2000) || 'The handler failed.'
     return answer(v, { error: { code: 'client_error', message } })
   }
-  const size = JSON.stringify(res.output ?? null).length
-  if (size > MAX_RESULT_CHARS) {
-    return answer(v, { error: { code: 'client_error', message: `The handler's result is too large (${size} characters; the limit is ${MAX_RESULT_CHARS}).` } })
+  // Bytes, as the server counts them: a non-ASCII result is larger than its length says.
+  const size = utf8.encode(JSON.stringify({ token: c.resultToken, output: res.output ?? null })).length
+  if (size > maxBodyBytes) {
+    return answer(v, { error: { code: 'client_error', message: `The handler's result is too large (${size} bytes; the limit is ${maxBodyBytes}).` } })
   }
   const errors = validate(c.outputSchema ?? {}, res.output)
   if (errors.length) return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
@@ -494,7 +496,7 @@ async function decide(v, body) {
     // The dispatch or result event got here first; the pressed button is gone with the
     // old card state, so focus would fall to <body>.
     if (v.phase !== 'deciding') return void maybeFocus(ui.focusComposer)
-    const rejected = res?.state === 'rejected'
+    const rejected = res?.state === CALL_STATE.REJECTED
     v.card.setState(rejected ? 'rejected' : 'running', rejected ? '' : t('approved'))
     v.card.setBody()
     ui.focusComposer()
@@ -548,7 +550,7 @@ function pruneLedger() {
  */
 function claimCall(v) {
   const claim = async () => {
-    if (v.call.state !== 'dispatched' || !markStarted(v.id)) return { status: 'started' }
+    if (v.call.state !== CALL_STATE.DISPATCHED || !markStarted(v.id)) return { status: 'started' }
     v.delivered = deliver(v)
     const delivery = await v.delivered
     return { status: delivery === 'again' ? 'started' : delivery === 'settled' ? 'settled' : 'new' }

@@ -2,6 +2,7 @@
 // model, page or person wrote enters the DOM as text nodes, never innerHTML; links only for
 // http(s). Test hooks: roles and `data-part` attributes.
 
+import { LIMITS } from './protocol.js'
 
 /**
  * @typedef {{el: HTMLElement, setState: (state: string, note?: string) => void,
@@ -103,7 +104,7 @@ let scrollQueued = false
 export function mountShell(root, o) {
   const inputId = uid('composer')
   const input = /** @type {HTMLTextAreaElement} */ (h('textarea', {
-    id: inputId, 'data-part': 'composer-input', rows: 1, maxlength: 8000, placeholder: t('placeholder'),
+    id: inputId, 'data-part': 'composer-input', rows: 1, maxlength: LIMITS.MAX_MESSAGE_CHARS, placeholder: t('placeholder'),
     onkeydown: e => {
       if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); parts.composer.requestSubmit() }
     },
@@ -402,7 +403,7 @@ export function confirmPanel(o) {
 /** The reject step: an optional reason, then confirm or go back. @param {{onConfirm: (reason: string) => void, onCancel: () => void}} o */
 export function rejectPanel(o) {
   const id = uid('reason')
-  const box = /** @type {HTMLTextAreaElement} */ (h('textarea', { id, 'data-part': 'reject-reason', rows: 2, maxlength: 1000 }))
+  const box = /** @type {HTMLTextAreaElement} */ (h('textarea', { id, 'data-part': 'reject-reason', rows: 2, maxlength: LIMITS.MAX_REASON_CHARS }))
   const el = h('form', {
     'data-part': 'reject-form', novalidate: true,
     onsubmit: e => { e.preventDefault(); o.onConfirm(box.value.trim()) },

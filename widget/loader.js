@@ -3,7 +3,7 @@
  * the page never sees tokens. Budget: 3 KB gzipped. */
 ;(() => {
   // ======================================================================== Constants
-  // MSG.HELLO = 'hostcall:hello'…: documented in widget/app.js.
+  // MSG.HELLO = 'hostcall:hello'…: the MSG of widget/protocol.js (a test keeps these words equal).
   const MSG = {}
   for (const k of 'hello handlers ready call result cancel send focus close event'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
   const ICONS = ['M3 5h18v12H9l-5 4v-4H3z', 'M6 6l12 12M18 6 6 18']

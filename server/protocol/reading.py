@@ -1,4 +1,8 @@
-"""Reading request bodies: the one place a request's bytes become JSON."""
+"""Reading request bodies: the one place a request's bytes become JSON.
+
+The size is checked before parsing, from ``Content-Length`` and again while reading (a
+chunked body declares none).
+"""
 
 from __future__ import annotations
 
@@ -44,24 +48,4 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
         ) from None
     if not isinstance(value, dict):
         raise BadRequest("request body must be a JSON object", code="malformed_json")
-    return value
-
-
-def field_str(body: dict[str, Any], name: str, *, required: bool = True) -> str | None:
-    value = body.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str):
-        raise BadRequest(f"field {name!r} must be a string", field=name)
-    return value
-
-
-def field_object(
-    body: dict[str, Any], name: str, *, required: bool = True
-) -> dict[str, Any] | None:
-    value = body.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, dict):
-        raise BadRequest(f"field {name!r} must be a JSON object", field=name)
     return value

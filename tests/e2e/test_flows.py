@@ -253,3 +253,25 @@ def test_handler_that_throws_reaches_the_agent_as_client_error(page: Page, demo:
     assert server_call["outcome"]["error"]["code"] == "client_error"
     assert re.search("board is locked", server_call["outcome"]["error"]["message"])
     shot(page, "flows-13-handler-threw")
+
+
+def test_a_result_over_the_byte_limit_is_refused_by_the_widget_not_the_server(
+    page: Page, demo: Demo
+) -> None:
+    """140,000 "é" are fewer characters than the 256 KiB limit but more bytes: the widget counts
+    UTF-8 bytes as the server does, so it reports client_error instead of posting a 413."""
+    widget = open_chat(page, demo)
+    page.evaluate(
+        "Hostcall('register', 'read_board_tasks', () => ({tasks: "
+        "[{id: 'T-1', title: 'é'.repeat(140000), status: 'todo'}]}))"
+    )
+    ask(widget, ASK_NEXT)
+
+    call = card(widget, "read_board_tasks")
+    expect(call).to_have_attribute("data-state", "failed", timeout=SLOW)
+    expect(call.locator("[data-part=tool-call-note]")).to_contain_text("too large")
+    expect(last_reply(widget)).to_contain_text("I couldn't read your board (client_error)")
+    [server_call] = calls_of(snapshot(page, demo), "read_board_tasks")
+    assert server_call["state"] == "failed"
+    message = server_call["outcome"]["error"]["message"]
+    assert re.search(r"\(2\d{5} bytes; the limit is 262144\)", message), message

@@ -541,7 +541,8 @@ def test_result_error_code_outside_the_surface_set_is_refused(harness: Harness, 
     r = post_result(
         harness, call, token=call["resultToken"], error={"code": code, "message": "board offline"}
     )
-    error = assert_error(r, 400, "bad_request", repr(code), "no_handler", "client_error")
+    error = assert_error(r, 400, "bad_request", repr(code), "'client_error', 'no_handler'")
+    assert "ToolErrorCode" not in error["message"] and "<" not in error["message"]
     assert error["details"] == {"field": "error.code"}
     assert state(harness, conv) == before
     answers_correctly(harness, conv)

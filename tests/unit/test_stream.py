@@ -115,6 +115,15 @@ def test_unparsable_event_id_is_refused(live: Live, bogus: str) -> None:
         assert raw in assert_error(r, 400, "bad_event_id")
 
 
+def test_a_bad_after_parameter_is_named_as_such_not_as_a_header(live: Live) -> None:
+    conv = live.conversation()
+    r = live.client.get(live.events_url(conv, after="nonsense"))
+    message = assert_error(r, 400, "bad_event_id")
+    assert message.startswith("after 'nonsense'") and "Last-Event-ID" not in message
+    r = live.client.get(live.events_url(conv), headers={"Last-Event-ID": "nonsense"})
+    assert assert_error(r, 400, "bad_event_id").startswith("Last-Event-ID 'nonsense'")
+
+
 def test_event_id_ahead_of_the_log_is_refused(live: Live) -> None:
     conv, last = live.finished_conversation()
     r = live.client.get(live.events_url(conv), headers={"Last-Event-ID": f"{conv.id}:{last + 1}"})

@@ -1,0 +1,74 @@
+"""The ``code`` of every HTTP error response (docs/protocol.md, "Errors").
+
+The codes the *model* can receive for a call are ``server.errors.ToolErrorCode``; the
+codes of a ``RUN_ERROR`` event are ``RunErrorCode``. tests/unit/test_protocol_doc.py keeps
+these sets, the server's raises and docs/protocol.md in agreement.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    # 400
+    MALFORMED_JSON = "malformed_json"
+    BAD_REQUEST = "bad_request"
+    BAD_EVENT_ID = "bad_event_id"
+    FOREIGN_EVENT_ID = "foreign_event_id"
+    # 401
+    MISSING_TOKEN = "missing_token"
+    BAD_TOKEN = "bad_token"
+    EXPIRED_TOKEN = "expired_token"
+    USED_TOKEN = "used_token"
+    # 403
+    WRONG_TOKEN = "wrong_token"
+    ORIGIN_NOT_ALLOWED = "origin_not_allowed"
+    # 404
+    NOT_FOUND = "not_found"
+    UNKNOWN_AGENT = "unknown_agent"
+    UNKNOWN_CONVERSATION = "unknown_conversation"
+    UNKNOWN_CALL = "unknown_call"
+    # 405
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    # 408
+    REQUEST_TIMEOUT = "request_timeout"
+    # 409
+    CONFLICT = "conflict"
+    CALL_ALREADY_SETTLED = "call_already_settled"
+    CALL_NOT_AWAITING_DECISION = "call_not_awaiting_decision"
+    CALL_NOT_DISPATCHED = "call_not_dispatched"
+    RUN_IN_PROGRESS = "run_in_progress"
+    INPUT_CHANGED = "input_changed"
+    # 410
+    CALL_EXPIRED = "call_expired"
+    # 413
+    BODY_TOO_LARGE = "body_too_large"
+    # 415
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    # 422
+    UNPROCESSABLE = "unprocessable"
+    INVALID_RESULT = "invalid_result"
+    INVALID_INPUT = "invalid_input"
+    INVALID_MESSAGE = "invalid_message"
+    # 429
+    RATE_LIMITED = "rate_limited"
+    TOKEN_BUDGET_EXHAUSTED = "token_budget_exhausted"
+    # 500
+    INTERNAL_ERROR = "internal_error"
+    # 503
+    STORE_UNAVAILABLE = "store_unavailable"
+    # Any other status Starlette raises itself (none is known to reach a client).
+    HTTP_ERROR = "http_error"
+
+
+class RunErrorCode(StrEnum):
+    """Why a run stopped (the ``code`` of ``RUN_ERROR`` and of the snapshot's ``run.error``)."""
+
+    STEP_LIMIT = "step_limit"
+    INTERNAL_ERROR = "internal_error"
+    MODEL_BAD_REPLY = "model_bad_reply"
+    MODEL_HTTP_ERROR = "model_http_error"
+    MODEL_TIMEOUT = "model_timeout"
+    MODEL_UNREACHABLE = "model_unreachable"
+    REPLY_TEMPLATE_FAILED = "reply_template_failed"

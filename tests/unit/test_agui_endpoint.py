@@ -1,0 +1,231 @@
+"""POST /agui/{agentId}, driven by the real ``@ag-ui/client`` HttpAgent in node (issue 8).
+
+The client runs the client-side tools it declares and sends their results in its next run;
+server-side tools, guardrails and every other policy run on the server.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from server.agui import thread_conversation_id
+from server.settings import Settings
+from tests.agui import check_events, run_node
+from tests.unit.conftest import BOARD, SECRET, write_agent
+from tests.unit.live import Live, live_server
+from tests.unit.loopback import Live as Target
+from tests.unit.loopback import live_server as target_server
+
+OBJECT = {"type": "object"}
+BOARD_SCHEMA = {
+    "type": "object",
+    "properties": {"tasks": {"type": "array"}},
+    "required": ["tasks"],
+}
+READ_BOARD = {
+    "name": "read_board",
+    "description": "Reads the page's task board.",
+    "input_schema": OBJECT,
+    "output_schema": BOARD_SCHEMA,
+    "effect": "read",
+}
+CREATE = {
+    "name": "create",
+    "description": "Creates a task.",
+    "input_schema": {"type": "object", "properties": {"title": {"type": "string"}}},
+    "output_schema": OBJECT,
+    "approval": "never",
+    "guardrails": [{"name": "no secrets", "on": "input", "action": "block",
+                    "when": {"path": "/title", "op": "contains", "value": "secret"}}],
+}  # fmt: skip
+DECLARED = [{"name": "read_board", "description": "", "parameters": OBJECT},
+            {"name": "create", "description": "", "parameters": OBJECT}]  # fmt: skip
+
+
+def _agent(target: Target) -> dict[str, Any]:
+    fetch = {
+        "name": "fetch", "kind": "http", "description": "Fetches a path.", "effect": "read",
+        "ai_params": [{"key": "what", "type": "string", "required": True}],
+        "request": {"method": "GET", "url": f"{target.base}/echo/{{{{ $fromAI.what }}}}"},
+        "deadline_seconds": 3,
+    }  # fmt: skip
+    rule = {"reply": "result {{ result | tojson }}", "error_reply": "error {{ error.code }}"}
+    return {
+        "id": "helper",
+        "environment": "dev",
+        "model": {"kind": "scripted", "fallback": "nothing", "rules": [
+            {"match": "next", "tool": "read_board", "arguments": {}, **rule,
+             "reply": "{{ result.tasks | length }} tasks, first {{ result.tasks[0].title }}"},
+            {"match": "fetch (?P<what>\\w+)", "tool": "fetch", "arguments": {"what": "{{ what }}"},
+             **rule, "reply": "fetched {{ result.body.path }}"},
+            {"match": "create (?P<t>.+)", "tool": "create", "arguments": {"title": "{{ t }}"},
+             **rule},
+        ]},
+        "tools": [READ_BOARD, CREATE, fetch],
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[Target]:
+    with target_server() as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, target: Target) -> Iterator[Live]:
+    tmp = tmp_path_factory.mktemp("agui")
+    agents = tmp / "agents"
+    write_agent(agents, {"environments": {"dev": {"allowed_hosts": [target.host]}}},
+                name="_platform.json")  # fmt: skip
+    write_agent(agents, _agent(target))
+    settings = Settings(agents_dir=agents, db_path=tmp / "hostcall.db", secret_keys=SECRET,
+                        sweep_seconds=0.05, environ={})  # fmt: skip
+    with live_server(settings) as live:
+        yield live
+
+
+def drive(server: Live, text: str, **plan: Any) -> tuple[str, dict[str, Any]]:
+    thread = f"thread-{uuid.uuid4()}"
+    result = run_node("http_agent.mjs", {
+        "url": f"{server.url}/agui/helper", "threadId": thread, "text": text,
+        "tools": plan.pop("tools", DECLARED), "answers": plan.pop("answers", {}), **plan,
+    })  # fmt: skip
+    events = [(f"run {i}", e) for i, run in enumerate(result["runs"]) for e in run["events"]]
+    assert check_events(events) == []
+    return thread, result
+
+
+def types(run: dict[str, Any]) -> list[str]:
+    return [e["type"] for e in run["events"]]
+
+
+def reply(result: dict[str, Any]) -> str:
+    return str(result["messages"][-1]["content"])
+
+
+def calls(server: Live, thread: str) -> list[sqlite3.Row]:
+    cid = thread_conversation_id("helper", thread)
+    with sqlite3.connect(
+        f"file:{server.app.state.hostcall.settings.db_path}?mode=ro", uri=True
+    ) as db:
+        db.row_factory = sqlite3.Row
+        return db.execute("SELECT * FROM calls WHERE conversation_id = ?", (cid,)).fetchall()
+
+
+def test_http_agent_runs_a_tool_it_declares_and_the_agent_continues(server: Live) -> None:
+    thread, result = drive(server, "what next?", answers={"read_board": {"output": BOARD}})
+    first, second = result["runs"]
+    assert types(first)[0] == "RUN_STARTED" and types(first)[-1] == "RUN_FINISHED"
+    assert first["events"][0]["threadId"] == thread and first["events"][0]["runId"] == "run-1"
+    assert "TOOL_CALL_END" in types(first) and "TOOL_CALL_RESULT" not in types(first)
+    [call] = [c for m in first["newMessages"] for c in m.get("toolCalls", [])]
+    assert call["function"]["name"] == "read_board" and call["id"].startswith("k_")
+    assert types(second)[-1] == "RUN_FINISHED" and second["events"][-1]["runId"] == "run-2"
+    assert "TEXT_MESSAGE_START" not in types(second)[:1]
+    assert reply(result) == "3 tasks, first Write release notes"
+    [stored] = calls(server, thread)
+    assert (stored["state"], stored["delivered"], stored["route"]) == ("answered", 1, "handler")
+
+
+def test_a_client_side_tool_the_client_does_not_declare_fails_with_no_handler(
+    server: Live,
+) -> None:
+    thread, result = drive(server, "what next?", tools=[])
+    [run] = result["runs"]
+    assert reply(result) == "error no_handler"
+    results = [json.loads(e["content"]) for e in run["events"] if e["type"] == "TOOL_CALL_RESULT"]
+    assert [r["error"]["code"] for r in results] == ["no_handler"]
+    [stored] = calls(server, thread)
+    assert stored["state"] == "failed"
+
+
+def test_a_failing_client_tool_reaches_the_model_as_client_error(server: Live) -> None:
+    _, result = drive(server, "what next?", answers={"read_board": {"error": "board locked"}})
+    assert len(result["runs"]) == 2 and reply(result) == "error client_error"
+
+
+def test_a_client_result_that_breaks_the_output_schema_is_a_client_error(server: Live) -> None:
+    _, result = drive(server, "what next?", answers={"read_board": {"output": {"rows": []}}})
+    assert reply(result) == "error client_error"
+
+
+def test_server_side_tools_run_on_the_server(server: Live, target: Target) -> None:
+    before = len(target.rec.requests)
+    thread, result = drive(server, "fetch abc")
+    assert len(result["runs"]) == 1  # nothing for the client to run
+    assert reply(result) == "fetched /echo/abc"
+    assert len(target.rec.requests) == before + 1
+    [stored] = calls(server, thread)
+    assert stored["state"] == "answered"
+
+
+def test_a_guardrail_blocks_a_declared_client_tool_before_the_client_sees_it(
+    server: Live,
+) -> None:
+    thread, result = drive(server, "create my secret plan",
+                           answers={"create": {"output": {"ran": True}}})  # fmt: skip
+    [run] = result["runs"]
+    assert reply(result) == "error blocked_by_guardrail"
+    assert "hostcall.tool_call_dispatch" not in [e.get("name") for e in run["events"]]
+    [stored] = calls(server, thread)
+    assert stored["state"] == "failed"
+
+
+# ---- bad input ------------------------------------------------------------------------------
+
+
+def _conversations(server: Live) -> int:
+    with sqlite3.connect(
+        f"file:{server.app.state.hostcall.settings.db_path}?mode=ro", uri=True
+    ) as db:
+        return int(db.execute("SELECT count(*) FROM conversations").fetchone()[0])
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"runId": "r", "messages": []}, "threadId"),
+        ({"threadId": "t", "runId": "r", "messages": "hi"}, "messages"),
+        ({"threadId": "t", "runId": "r", "messages": [{"id": "1", "role": "robot"}]},
+         "messages[0].role"),
+        ({"threadId": "t", "runId": "r", "messages": [{"id": "1", "role": "user", "content": 5}]},
+         "messages[0].content"),
+        ({"threadId": "t", "runId": "r", "messages": [], "tools": [{"description": "x"}]},
+         "tools[0].name"),
+    ],
+)  # fmt: skip
+def test_a_malformed_run_input_is_a_400_naming_the_field(
+    server: Live, body: dict[str, Any], field: str
+) -> None:
+    before = _conversations(server)
+    r = httpx.post(f"{server.url}/agui/helper", json=body)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["details"]["field"] == field and field in error["message"]
+    assert _conversations(server) == before
+
+
+def test_a_run_with_no_user_message_to_answer_is_refused_and_starts_nothing(server: Live) -> None:
+    body = {"threadId": f"t-{uuid.uuid4()}", "runId": "r",
+            "messages": [{"id": "1", "role": "assistant", "content": "hello"}]}  # fmt: skip
+    r = httpx.post(f"{server.url}/agui/helper", json=body)
+    assert r.status_code == 400 and "nothing to run" in r.json()["error"]["message"]
+    cid = thread_conversation_id("helper", body["threadId"])
+    assert server.app.state.hostcall.store.latest_run(cid) is None
+
+
+def test_an_unknown_agent_is_a_404(server: Live) -> None:
+    body = {
+        "threadId": "t",
+        "runId": "r",
+        "messages": [{"id": "1", "role": "user", "content": "x"}],
+    }
+    r = httpx.post(f"{server.url}/agui/nobody", json=body)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_agent"

@@ -1,0 +1,64 @@
+// Generated from server/protocol/ by `python -m server.protocol.js_constants >
+// widget/protocol.js`. Do not edit: change the Python and run the command again.
+
+/** AG-UI event types (the JSON's `type`, and the SSE `event:` name). */
+export const EVENT = Object.freeze({
+  RUN_STARTED: "RUN_STARTED",
+  RUN_FINISHED: "RUN_FINISHED",
+  RUN_ERROR: "RUN_ERROR",
+  TEXT_MESSAGE_START: "TEXT_MESSAGE_START",
+  TEXT_MESSAGE_CONTENT: "TEXT_MESSAGE_CONTENT",
+  TEXT_MESSAGE_END: "TEXT_MESSAGE_END",
+  TOOL_CALL_START: "TOOL_CALL_START",
+  TOOL_CALL_ARGS: "TOOL_CALL_ARGS",
+  TOOL_CALL_END: "TOOL_CALL_END",
+  TOOL_CALL_RESULT: "TOOL_CALL_RESULT",
+  CUSTOM: "CUSTOM",
+})
+
+/** Names of Hostcall's own events (AG-UI CUSTOM; also their SSE `event:` name). */
+export const CUSTOM = Object.freeze({
+  TOOL_CALL_APPROVAL_REQUESTED: "hostcall.tool_call_approval_requested",
+  TOOL_CALL_DISPATCH: "hostcall.tool_call_dispatch",
+  TOOL_CALL_STATE: "hostcall.tool_call_state",
+  TOOL_CALL_GUARDRAIL: "hostcall.tool_call_guardrail",
+})
+
+/** A tool call's states (docs/protocol.md). */
+export const CALL_STATE = Object.freeze({
+  PROPOSED: "proposed",
+  AWAITING_CONFIRMATION: "awaiting_confirmation",
+  DISPATCHED: "dispatched",
+  DELIVERED: "delivered",
+  ANSWERED: "answered",
+  REJECTED: "rejected",
+  FAILED: "failed",
+  EXPIRED: "expired",
+})
+
+export const TERMINAL_STATES = Object.freeze(["answered", "rejected", "failed", "expired"])
+
+/** Error codes a surface may send instead of a result. */
+export const SURFACE_ERROR_CODES = Object.freeze(["client_error", "no_handler"])
+
+/** Sizes the server allows: `_BYTES` are UTF-8 bytes, `_CHARS` code points. */
+export const LIMITS = Object.freeze({
+  MAX_BODY_BYTES: 262144,
+  MAX_MESSAGE_CHARS: 8000,
+  MAX_REASON_CHARS: 1000,
+  MAX_ERROR_MESSAGE_CHARS: 1000,
+})
+
+/** postMessage types between the widget and the embed loader. */
+export const MSG = Object.freeze({
+  HELLO: "hostcall:hello",
+  HANDLERS: "hostcall:handlers",
+  READY: "hostcall:ready",
+  CALL: "hostcall:call",
+  RESULT: "hostcall:result",
+  CANCEL: "hostcall:cancel",
+  SEND: "hostcall:send",
+  FOCUS: "hostcall:focus",
+  CLOSE: "hostcall:close",
+  EVENT: "hostcall:event",
+})
