@@ -51,6 +51,8 @@ from server.tokens import Tokens
 
 log = logging.getLogger("hostcall.engine")
 RUN_CACHE_SIZE = 4096
+FAIL_RETRY_MAX_SECONDS = 5.0
+FAIL_RETRIES = 12  # about 45 s of a full disk before giving up until the next start
 SWEEPER = "sweeper"
 
 
@@ -324,7 +326,10 @@ class Engine:
                 raise
             except Exception as exc:
                 log.exception("run %s failed", run_id)
-                self._fail(run_id, "internal_error", f"{type(exc).__name__}: {exc}")
+                # A write the store refused (full disk, read-only file) must still end the
+                # run, or it stays `running` and refuses every message (issue 7, item 8).
+                code = "store_unavailable" if _is_store_error(exc) else "internal_error"
+                await self._fail_eventually(run_id, code, f"{type(exc).__name__}: {exc}")
         except LeaseLost as lost:
             # This process stalled past its lease and another adopted the run: the step
             # was rolled back; the new owner runs it.
@@ -417,6 +422,25 @@ class Engine:
             self.store.update_run(run_id, status=status, step=step)
         return not waiting
 
+    async def _fail_eventually(self, run_id: str, code: str, detail: str) -> None:
+        """``_fail``, retried while the store refuses writes: the run ends (RUN_ERROR, and
+        the person may send again) as soon as a write gets through."""
+        delay = 0.25
+        for attempt in range(FAIL_RETRIES):
+            try:
+                self._fail(run_id, code, detail)
+                return
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                if attempt == FAIL_RETRIES - 1:
+                    # Left `running`: the next start's recover() steps it again.
+                    log.error("run %s: could not record its failure: %s", run_id, exc)
+                    return
+                log.warning("run %s: cannot record its failure yet (%s); retrying", run_id, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, FAIL_RETRY_MAX_SECONDS)
+
     def _fail(self, run_id: str, code: str, detail: str) -> None:
         """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
         gets the code and a sentence from ``server.notices``, never the detail."""
@@ -437,6 +461,11 @@ class Engine:
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
             unit.emit(run.conversation_id, RunError(message, code, run_id))
+
+
+def _is_store_error(exc: BaseException) -> bool:
+    """The store's driver refused a statement (sqlite3 or psycopg: both DB-API errors)."""
+    return type(exc).__module__.split(".")[0] in ("sqlite3", "psycopg")
 
 
 def _model_message(message: StoredMessage) -> Message:
