@@ -212,7 +212,14 @@ class Ledger:
         return self._dispatch(unit, call, tool, [CallState.PROPOSED], value)
 
     def _dispatch(
-        self, unit: Unit, call: Call, tool: Tool, from_states: list[CallState], value: Any
+        self,
+        unit: Unit,
+        call: Call,
+        tool: Tool,
+        from_states: list[CallState],
+        value: Any,
+        *,
+        deciding: bool = False,
     ) -> Call:
         deadline = self.clock() + tool.deadline_seconds
         if tool.kind != "client":
@@ -221,7 +228,7 @@ class Ledger:
         if not self.store.transition_call(
             call.id, from_states, CallState.DISPATCHED, input=value, deadline=deadline
         ):
-            raise self._not_open(call.id)
+            raise self._not_open(call.id, deciding=deciding)
         moved = self._reload(call.id)
         unit.emit(call.conversation_id, CallDispatched(self.view(moved)))
         if tool.kind != "client":
@@ -268,7 +275,7 @@ class Ledger:
         if call.state is CallState.DELIVERED:
             return False
         if not call.state.answerable:
-            raise self._not_open(call.id, answering=False)
+            raise self._not_open(call.id)
         with self.journal.unit() as unit:
             first = self.store.transition_call(
                 call.id, [CallState.DISPATCHED], CallState.DELIVERED, delivered=True
@@ -326,7 +333,7 @@ class Ledger:
 
     def approve(self, call: Call, edited: Any | None, scope: str = "once") -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
-            raise self._not_open(call.id, code="call_not_awaiting_decision")
+            raise self._not_open(call.id, deciding=True)
         approval = dict(call.extra.get("approval", {}))
         if scope not in approval.get("scopes", ["once"]):
             raise BadRequest(
@@ -349,11 +356,13 @@ class Ledger:
             call = self._with_extra(call, approval=approval)
             if scope == "conversation":
                 self.store.add_grant(call.conversation_id, call.tool_name, call.id)
-            return self._dispatch(unit, call, tool, [CallState.AWAITING_CONFIRMATION], value)
+            return self._dispatch(
+                unit, call, tool, [CallState.AWAITING_CONFIRMATION], value, deciding=True
+            )
 
     def reject(self, call: Call, reason: str | None) -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
-            raise self._not_open(call.id, code="call_not_awaiting_decision")
+            raise self._not_open(call.id, deciding=True)
         reason = (reason or "").strip()[:MAX_REASON_CHARS]
         message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
         outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
@@ -362,7 +371,7 @@ class Ledger:
                 unit, call, CallState.REJECTED, outcome,
                 from_states=[CallState.AWAITING_CONFIRMATION],
             ):  # fmt: skip
-                raise self._not_open(call.id)
+                raise self._not_open(call.id, deciding=True)
         self.on_settled(call.run_id)
         return self._reload(call.id)
 
@@ -429,23 +438,28 @@ class Ledger:
         assert call is not None
         return call
 
-    def _not_open(
-        self, call_id: str, *, answering: bool = True, code: str | None = None
-    ) -> Conflict | Gone:
+    def _not_open(self, call_id: str, *, deciding: bool = False) -> Conflict | Gone:
+        """The one refusal for a call in the wrong state, whether the request checked first
+        or lost a race at the conditional UPDATE: the same situation gets the same code
+        (docs/protocol.md, issue 7). ``details.state`` says where the call is."""
         call = self._reload(call_id)
+        state = call.state.value
         if call.state is CallState.EXPIRED:
             return Gone(f"call {call_id} passed its deadline and has expired")
-        if call.state is CallState.AWAITING_CONFIRMATION and answering:
+        if deciding:
             return Conflict(
-                f"call {call_id} is waiting for approval; it cannot be answered yet",
-                code=code or "call_not_dispatched",
+                f"call {call_id} is {state}, not waiting for a decision",
+                code="call_not_awaiting_decision",
+                state=state,
             )
         if call.state.open:
-            return Conflict(f"call {call_id} is {call.state.value}", code=code or "conflict")
+            return Conflict(
+                f"call {call_id} is {state}; it cannot be answered yet",
+                code="call_not_dispatched",
+                state=state,
+            )
         return Conflict(
-            f"call {call_id} is already {call.state.value}",
-            code=code or "call_already_settled",
-            state=call.state.value,
+            f"call {call_id} is already {state}", code="call_already_settled", state=state
         )
 
 
