@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     BAD_TOKEN = "bad_token"
     EXPIRED_TOKEN = "expired_token"
     USED_TOKEN = "used_token"
+    SESSION_REPLACED = "session_replaced"
     # 403
     WRONG_TOKEN = "wrong_token"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
@@ -29,6 +30,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_AGENT = "unknown_agent"
     UNKNOWN_CONVERSATION = "unknown_conversation"
     UNKNOWN_CALL = "unknown_call"
+    NO_SESSION = "no_session"
     # 405
     METHOD_NOT_ALLOWED = "method_not_allowed"
     # 408
@@ -72,3 +74,4 @@ class RunErrorCode(StrEnum):
     MODEL_TIMEOUT = "model_timeout"
     MODEL_UNREACHABLE = "model_unreachable"
     REPLY_TEMPLATE_FAILED = "reply_template_failed"
+    STORE_UNAVAILABLE = "store_unavailable"
