@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from server.agui import agui_routes
 from server.api import api_routes
+from server.console import console_routes
 from server.middleware import ApiHeaders
 from server.pages import page_routes
 from server.responses import exception_handlers
@@ -46,6 +47,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             *stream_routes(),
             *agui_routes(),
             *page_routes(),
+            *console_routes(),
         ],
         exception_handlers=exception_handlers(),
         middleware=[Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds)],

@@ -74,6 +74,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory of agent files, *.json (default: the demo agents)",
     )
+    users = sub.add_parser("users", help="console accounts (the operator console at /console)")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    add = users_sub.add_parser(
+        "add", help="create an account; the password is prompted for, or read from stdin"
+    )
+    add.add_argument("name", help="the account's name")
+    add.add_argument("--role", required=True, choices=["operator", "designer", "admin"])
+    add.add_argument(
+        "--db", type=Path, default=DEFAULT_DB, metavar="FILE",
+        help="the server's SQLite database (default: %(default)s)",
+    )  # fmt: skip
     return parser
 
 
@@ -96,6 +107,14 @@ def _common(
     )
     parser.set_defaults(default_db=db)
     parser.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="how long a dead process keeps its run steps before another process resumes "
+        "them (default: %(default)s)",
+    )
+    parser.add_argument(
         "--allow-origin",
         action="append",
         default=[],
@@ -111,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return _check(args.agents)
+    if args.command == "users":
+        from server.console.users_command import add_user_command
+
+        return add_user_command(args.name, args.role, args.db)
     extra = []
     for origin in args.allow_origin:
         try:
@@ -138,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         agents_dir=args.agents,
         db_path=Path(target) if url is None else DEFAULT_DB,
         database_url=url,
+        lease_seconds=args.lease_seconds,
         extra_origins=tuple(extra),
         environ=dict(os.environ),
     )

@@ -19,11 +19,12 @@ import logging
 import os
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable
 
 from server.errors import LeaseLost
-from server.store import Store
+from server.store import Store, open_store
 
 log = logging.getLogger("hostcall.leases")
 
@@ -76,15 +77,50 @@ class Leases:
         self.store.release_lease(key, self.owner)
 
     def expired(self) -> list[str]:
-        return self.store.expired_leases(self.clock())
+        """Other processes' lapsed leases. Ours lapse only when this process lagged; the
+        work is still queued here, and adopting it again would run it twice."""
+        return self.store.expired_leases(self.clock(), other_than=self.owner)
 
     def renew(self) -> int:
         return self.store.renew_leases(self.owner, self.clock() + self.ttl)
 
+    def renew_in_thread(self, target: str) -> Callable[[], None]:
+        """Renew from a thread with its own connection to ``target``; returns ``stop``.
+
+        An event loop buried under requests runs its timers late (seconds, on a small
+        machine); a thread keeps an overloaded but live process's leases, so only a dead
+        process loses them.
+        """
+        stopping = threading.Event()
+
+        def beat() -> None:
+            store = open_store(target)
+            try:
+                while not stopping.wait(self.ttl / 3):
+                    try:
+                        store.renew_leases(self.owner, self.clock() + self.ttl)
+                    except Exception:
+                        log.exception("renewing leases failed")
+            finally:
+                store.close()
+
+        thread = threading.Thread(target=beat, name="hostcall-leases", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            stopping.set()
+            thread.join(5)
+
+        return stop
+
     async def renew_forever(self) -> None:
         # Three renewals per lifetime: one late renewal never loses a lease.
         while True:
+            started = time.monotonic()
             await asyncio.sleep(self.ttl / 3)
+            late = time.monotonic() - started - self.ttl / 3
+            if late > self.ttl / 3:
+                log.warning("lease renewal ran %.1f s late: the event loop is overloaded", late)
             try:
                 self.renew()
             except Exception:  # the database is down: retry; leases lapse if it stays down

@@ -2,7 +2,8 @@
 
 Token-bearing responses (conversation creation, snapshots, stream tickets) must never be
 cached by a browser or a proxy, nor sniffed into another type (issue 7), so every response
-under ``/api/`` and ``/healthz`` gets ``Cache-Control: no-store`` and ``nosniff``.
+under ``/api/``, ``/agui/``, ``/console/api/`` and ``/healthz`` gets ``Cache-Control:
+no-store`` and ``nosniff``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class ApiHeaders:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if not (path.startswith(("/api/", "/agui/")) or path == "/healthz"):
+        if not (path.startswith(("/api/", "/agui/", "/console/api/")) or path == "/healthz"):
             await self.app(scope, receive, send)
             return
 

@@ -21,6 +21,7 @@ RUN_NOTICES = {
     "internal_error": GENERIC,
     "store_unavailable": "The server could not save this answer. Please send your message "
     "again in a moment.",
+    "cancelled": "An operator stopped this request.",
 }
 
 

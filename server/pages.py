@@ -4,7 +4,8 @@ The widget page is the security boundary between a host page and Hostcall. It tr
 exactly one parent origin — the ``origin`` query parameter, and only when it is one of the
 agent's allowed origins — and says so to the browser with ``frame-ancestors <origin>``, so
 a page of any other origin that frames it gets nothing. Opened without ``origin`` it runs
-standalone (top level only: ``frame-ancestors 'none'``) and every client-side tool is
+standalone (top level, or inside this server's own pages — the console's "try it" pane:
+``frame-ancestors 'self'``, never another origin) and every client-side tool is
 answered through the form. The page carries no inline script or style: its configuration is
 a ``<script type="application/json">`` block the widget reads with ``textContent``.
 """
@@ -152,6 +153,8 @@ def _page(request: Request, status: int, ancestors: str, context: dict[str, Any]
     }
     if ancestors == "'none'":
         headers["X-Frame-Options"] = "DENY"
+    elif ancestors == "'self'":
+        headers["X-Frame-Options"] = "SAMEORIGIN"
     headers["Vary"] = "Accept-Encoding"
     if "gzip" in request.headers.get("accept-encoding", ""):
         headers["Content-Encoding"] = "gzip"
@@ -210,6 +213,9 @@ async def widget_page(request: Request) -> HTMLResponse:
         "locale": locale,
         "theme": theme,
         "accent": accent if accent and _ACCENT.fullmatch(accent) else None,
+        # Simulated runs (seed 003): tools return their simulation result; for trying an
+        # agent out standalone (the console's "try it" pane), never for an embedded widget.
+        "simulate": origin is None and query.get("simulate") == "1",
         "apiBase": request.scope.get("root_path", ""),
         "maxBodyBytes": runtime.settings.max_body_bytes,
         # The page's handlers can answer client-side tools only (server-side ones run a block).
@@ -230,4 +236,4 @@ async def widget_page(request: Request) -> HTMLResponse:
         "config": config,
         "modules": (*WIDGET_MODULES, f"locale-{likely}.js"),
     }
-    return _page(request, 200, origin or "'none'", context)
+    return _page(request, 200, origin or "'self'", context)

@@ -128,17 +128,20 @@ class Runtime:
         and on PostgreSQL the relay of other processes' events to this one's streams.
         """
         self.engine.recover()
-        jobs = [
-            self.engine.sweep_forever(self.settings.sweep_seconds),
-            self.leases.renew_forever(),
-        ]
-        if self.settings.database_url is not None:
-            relay = Relay(self.settings.database_url, self.store, self.broker)
-            jobs.append(relay.run_forever())
+        jobs = [self.engine.sweep_forever(self.settings.sweep_seconds)]
+        url = self.settings.database_url
+        stop_renewing = None
+        if url is None:
+            jobs.append(self.leases.renew_forever())
+        else:
+            stop_renewing = self.leases.renew_in_thread(url)
+            jobs.append(Relay(url, self.store, self.broker).run_forever())
         self._tasks = [asyncio.create_task(job) for job in jobs]
         try:
             yield
         finally:
+            if stop_renewing is not None:
+                stop_renewing()
             for task in self._tasks:
                 task.cancel()
             for task in self._tasks:

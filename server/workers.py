@@ -17,6 +17,7 @@ from server.settings import Settings
 AGENTS = "HOSTCALL_AGENTS_DIR"
 ORIGINS = "HOSTCALL_EXTRA_ORIGINS"
 DATABASE = "HOSTCALL_DATABASE_URL"
+LEASE = "HOSTCALL_LEASE_SECONDS"
 
 
 def environment_for(settings: Settings) -> dict[str, str]:
@@ -26,6 +27,7 @@ def environment_for(settings: Settings) -> dict[str, str]:
         AGENTS: str(settings.agents_dir),
         ORIGINS: ",".join(settings.extra_origins),
         DATABASE: settings.database_url,
+        LEASE: str(settings.lease_seconds),
     }
 
 
@@ -41,6 +43,7 @@ def app_from_environment() -> Starlette:
     settings = Settings(
         agents_dir=Path(environ[AGENTS]),
         database_url=environ[DATABASE],
+        lease_seconds=float(environ.get(LEASE, "10")),
         extra_origins=tuple(o for o in environ.get(ORIGINS, "").split(",") if o),
         environ=environ,
     )

@@ -71,7 +71,7 @@ export function createApi(base, agentId, parentOrigin) {
     snapshot: id => call('GET', conv(id, '')),
     streamToken: id => call('POST', conv(id, '/stream-token'), {}),
     capabilities: (id, tools) => call('POST', conv(id, '/capabilities'), { tools }),
-    message: (id, text) => call('POST', conv(id, '/messages'), { text }),
+    message: (id, text, simulate) => call('POST', conv(id, '/messages'), simulate ? { text, simulate } : { text }),
     delivered: (callId, token) => call('POST', `/api/calls/${enc(callId)}/delivered`, { token }),
     result: (callId, body) => call('POST', `/api/calls/${enc(callId)}/result`, body),
     decision: (callId, body) => call('POST', `/api/calls/${enc(callId)}/decision`, body),

@@ -581,7 +581,7 @@ async function send(raw) {
   state.lastUserText = text
   refresh()
   try {
-    await api.message(state.conversationId, text)
+    await api.message(state.conversationId, text, cfg.simulate === true)
   } catch (err) {
     pending.remove()
     if (err.status === 409) return void ui.showError(t('errorBusy'))

@@ -40,9 +40,9 @@ from server.store.records import (
 )
 
 CHANNEL = "hostcall_events"
-# Any constant shared by every Hostcall process: which advisory lock keys we use.
-_LOCK_SPACE = 0x486F7374  # "Host"
-_LOCKS = {"migrations": 1, "sweeper": 2}
+# Advisory locks are per database, not per schema: the key includes the schema, so two
+# Hostcall installations in two schemas of one database do not share a sweeper.
+_LOCK_KEY = "hashtext('hostcall:' || current_schema() || ':' || %s)"
 
 MIGRATIONS = (
     Migration(1, "initial", """
@@ -145,9 +145,7 @@ class PostgresStore(PostgresConsoleTables):
     def _migrate(self) -> None:
         with self.transaction():
             # Two processes starting together: one migrates, the other waits, then sees it.
-            self._db.execute(
-                "SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_SPACE, _LOCKS["migrations"])
-            )
+            self._db.execute(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})", ("migrations",))
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
                 " name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -289,6 +287,12 @@ class PostgresStore(PostgresConsoleTables):
         ).fetchone()
         return rows.run(row) if row else None
 
+    def list_runs(self, conversation_id: str) -> list[Run]:
+        found = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
+        )
+        return [rows.run(r) for r in found]
+
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))
         return [rows.run(r) for r in found]
@@ -423,8 +427,11 @@ class PostgresStore(PostgresConsoleTables):
         cursor = self._db.execute("DELETE FROM leases WHERE key = %s AND owner = %s", (key, owner))
         return cursor.rowcount == 1
 
-    def expired_leases(self, now: float) -> list[str]:
-        found = self._db.execute("SELECT key FROM leases WHERE until < %s ORDER BY until", (now,))
+    def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
+        found = self._db.execute(
+            "SELECT key FROM leases WHERE until < %s AND owner <> %s ORDER BY until",
+            (now, other_than),
+        )
         return [r["key"] for r in found]
 
     def try_singleton(self, name: str) -> bool:
@@ -436,7 +443,7 @@ class PostgresStore(PostgresConsoleTables):
         if name in self._singletons:
             return True
         row = self._db.execute(
-            "SELECT pg_try_advisory_lock(%s, %s) AS got", (_LOCK_SPACE, _LOCKS[name])
+            f"SELECT pg_try_advisory_lock({_LOCK_KEY}) AS got", (name,)
         ).fetchone()
         if row and row["got"]:
             self._singletons.add(name)

@@ -295,6 +295,12 @@ class SQLiteStore(ConsoleTables):
         ).fetchone()
         return rows.run(row) if row else None
 
+    def list_runs(self, conversation_id: str) -> list[Run]:
+        found = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
+        )
+        return [rows.run(r) for r in found]
+
     def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
         return [rows.run(r) for r in found]
@@ -428,8 +434,11 @@ class SQLiteStore(ConsoleTables):
         cursor = self._db.execute("DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
         return cursor.rowcount == 1
 
-    def expired_leases(self, now: float) -> list[str]:
-        found = self._db.execute("SELECT key FROM leases WHERE until < ? ORDER BY until", (now,))
+    def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
+        found = self._db.execute(
+            "SELECT key FROM leases WHERE until < ? AND owner <> ? ORDER BY until",
+            (now, other_than),
+        )
         return [r[0] for r in found]
 
     def try_singleton(self, name: str) -> bool:

@@ -338,7 +338,7 @@ def test_forged_messages_from_a_foreign_sibling_frame_are_ignored(
 # ----------------------------------------------------------------------------- 2. CSP, origins
 
 
-def test_widget_page_csp_frame_ancestors_is_the_allowed_origin_or_none(demo: Demo) -> None:
+def test_widget_page_csp_frame_ancestors_is_the_allowed_origin_or_self(demo: Demo) -> None:
     allowed = demo.board.rstrip("/")
     url = f"{demo.hostcall}/widget/planner"
 
@@ -349,8 +349,9 @@ def test_widget_page_csp_frame_ancestors_is_the_allowed_origin_or_none(demo: Dem
 
     standalone = httpx.get(url)
     assert standalone.status_code == 200
-    assert csp(standalone)["frame-ancestors"] == "'none'"
-    assert standalone.headers["x-frame-options"] == "DENY"
+    # Standalone: top level, or this server's own pages (the console's "try it" pane).
+    assert csp(standalone)["frame-ancestors"] == "'self'"
+    assert standalone.headers["x-frame-options"] == "SAMEORIGIN"
 
     for origin in ("http://evil.example", f"{allowed}; script-src *", "http://localhost"):
         refused = httpx.get(url, params={"origin": origin})

@@ -97,3 +97,15 @@ def test_agent_versions_count_from_one_per_agent(store: Store) -> None:
     assert store.list_agent_versions("planner") == [two, one]
     assert store.get_agent_version("planner", 1) == one
     assert store.get_agent_version("planner", 3) is None
+
+
+def test_runs_of_a_conversation_list_oldest_first(store: Store) -> None:
+    _conversation(store, "c1", 1.0)
+    _conversation(store, "c2", 2.0)
+    store.create_run(Run("r1", "c1", {}, RunStatus.FINISHED))
+    store.create_run(Run("r2", "c2", {}, RunStatus.RUNNING))
+    store.create_run(Run("r3", "c1", {}, RunStatus.WAITING))
+    assert [(r.id, r.status) for r in store.list_runs("c1")] == [
+        ("r1", RunStatus.FINISHED), ("r3", RunStatus.WAITING),
+    ]  # fmt: skip
+    assert store.list_runs("nobody") == []

@@ -1,0 +1,254 @@
+"""Conversations per second on one and two processes (issue 10), measured in one run.
+
+Each conversation is one tool round trip, as a widget does it: create the conversation,
+open its stream, send "What should I work on next?", answer the read_board_tasks call the
+stream delivers, and read the stream to RUN_FINISHED. 200 conversations run at once, each
+worker starting a new one when its last finishes, for a fixed time. Three servers:
+
+  SQLite, one process | PostgreSQL, one process | PostgreSQL, two (`--workers 2`, one port)
+
+with the CPU seconds each part used over the measured window: the Hostcall processes,
+PostgreSQL's (the postmaster's tree, when the cluster is local), and this load generator.
+They all share the machine's cores: on 2 cores, two Hostcall processes compete with the
+load generator and PostgreSQL, and the table says how much each took.
+
+PostgreSQL comes from HOSTCALL_TEST_DATABASE_URL (scripts/bench runs this bench through
+scripts/with-postgres, which starts a throwaway cluster); each server gets a fresh schema.
+
+Usage: scripts/with-postgres .venv/bin/python bench/cluster_bench.py [--quick]
+A measurement: exits 0 when a target is missed, 1 when a section failed to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import resource
+import secrets
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+import httpx
+import psutil
+import psycopg
+import servers
+from report import print_table
+
+ASK = "What should I work on next?"
+BOARD = {"tasks": [{"id": "t1", "title": "Fix login bug", "status": "todo", "assignee": "Ana"}]}
+DISPATCH = "hostcall.tool_call_dispatch"
+CONCURRENCY = 200
+
+
+def _url_with_schema(url: str, schema: str) -> str:
+    parts = urlsplit(url)
+    extra = urlencode({"options": f"-csearch_path={schema}"})
+    return urlunsplit(parts._replace(query="&".join(q for q in (parts.query, extra) if q)))
+
+
+@contextlib.contextmanager
+def fresh_schema(url: str) -> Iterator[str]:
+    schema = f"bench_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield _url_with_schema(url, schema)
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def postmaster(url: str) -> psutil.Process | None:
+    """The local cluster's postmaster, found through the socket directory in the URL."""
+    hosts = parse_qs(urlsplit(url).query).get("host", [])
+    for host in hosts:
+        pid_file = Path(host) / "data" / "postmaster.pid"
+        if pid_file.exists():
+            return psutil.Process(int(pid_file.read_text().split()[0]))
+    return None
+
+
+class CpuMeter:
+    """CPU seconds (user + system) used by process trees between start() and stop()."""
+
+    def __init__(self, roots: list[psutil.Process]) -> None:
+        self.roots = roots
+        self.before: dict[int, float] = {}
+
+    def _sample(self) -> dict[int, float]:
+        seen: dict[int, float] = {}
+        for root in self.roots:
+            with contextlib.suppress(psutil.Error):
+                for p in (root, *root.children(recursive=True)):
+                    with contextlib.suppress(psutil.Error):
+                        t = p.cpu_times()
+                        seen[p.pid] = t.user + t.system
+        return seen
+
+    def start(self) -> None:
+        self.before = self._sample()
+
+    def stop(self) -> float:
+        after = self._sample()
+        return sum(v - self.before.get(pid, 0.0) for pid, v in after.items())
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def converse(client: httpx.AsyncClient) -> None:
+    created = await client.post("/api/agents/bench/conversations")
+    created.raise_for_status()
+    body = created.json()
+    cid, auth = body["conversationId"], {"Authorization": f"Bearer {body['sessionToken']}"}
+    async with client.stream(
+        "GET", f"/api/conversations/{cid}/events", params={"token": body["streamToken"]}
+    ) as stream:
+        sent = await client.post(
+            f"/api/conversations/{cid}/messages", json={"text": ASK}, headers=auth
+        )
+        sent.raise_for_status()
+        event = ""
+        async for line in stream.aiter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:") and event == DISPATCH:
+                call = json.loads(line[5:])
+                answered = await client.post(
+                    f"/api/calls/{call['toolCallId']}/result",
+                    json={"token": call["resultToken"], "output": BOARD},
+                )
+                answered.raise_for_status()
+            elif line.startswith("data:") and event == "RUN_FINISHED":
+                return
+    raise RuntimeError(f"stream of {cid} ended before RUN_FINISHED")
+
+
+async def measure(
+    server: servers.Server, seconds: float, warmup: float, cpu: dict[str, CpuMeter]
+) -> dict[str, float]:
+    done = 0
+    errors = 0
+    measuring = False
+    stop_at = time.monotonic() + warmup + seconds
+    limits = httpx.Limits(max_connections=2 * CONCURRENCY + 10, max_keepalive_connections=CONCURRENCY)
+    async with httpx.AsyncClient(
+        base_url=server.url, timeout=30, trust_env=False, limits=limits
+    ) as client:
+
+        async def worker() -> None:
+            nonlocal done, errors
+            while time.monotonic() < stop_at:
+                try:
+                    await converse(client)
+                except (httpx.HTTPError, RuntimeError):
+                    errors += measuring
+                    continue
+                done += measuring
+
+        workers = [asyncio.create_task(worker()) for _ in range(CONCURRENCY)]
+        await asyncio.sleep(warmup)
+        measuring = True
+        for meter in cpu.values():
+            meter.start()
+        generator_before = _self_cpu()
+        started = time.monotonic()
+        await asyncio.sleep(seconds)
+        measuring = False
+        elapsed = time.monotonic() - started
+        used = {name: meter.stop() for name, meter in cpu.items()}
+        used["load generator"] = _self_cpu() - generator_before
+        await asyncio.gather(*workers)
+    return {"rate": done / elapsed, "errors": errors, "elapsed": elapsed, **used}
+
+
+def run_case(
+    name: str, db: str, workers: int, workdir: Path, secret: str, mode: argparse.Namespace,
+    cluster: psutil.Process | None,
+) -> dict[str, float]:
+    argv = [sys.executable, "-m", "server", "serve", "--agents", str(servers.bench_agents(workdir)),
+            "--db", db, "--host", servers.HOST, "--log-level", servers.LOG_LEVEL]
+    if workers > 1:
+        argv += ["--workers", str(workers)]
+    env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret)
+    with servers.running(name, argv, workdir, env) as server:
+        if workers > 1:
+            time.sleep(2)  # /healthz answered by one worker; let the others finish starting
+        meters = {"hostcall": CpuMeter([psutil.Process(server.proc.pid)])}
+        if cluster is not None:
+            meters["postgresql"] = CpuMeter([cluster])
+        return asyncio.run(measure(server, mode.seconds, mode.warmup, meters))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="short windows (~1 min in all)")
+    args = parser.parse_args()
+    args.seconds, args.warmup = (10.0, 3.0) if args.quick else (30.0, 5.0)
+    url = os.environ.get("HOSTCALL_TEST_DATABASE_URL")
+    if not url:
+        print("cluster_bench: HOSTCALL_TEST_DATABASE_URL is not set; run it through "
+              "scripts/with-postgres (scripts/bench does)", file=sys.stderr)
+        return 1
+    servers.raise_fd_limit()
+    cluster = postmaster(url)
+    secret = secrets.token_urlsafe(32)
+    results: dict[str, dict[str, float]] = {}
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="hostcall-cluster-bench-") as tmp:
+        workdir = Path(tmp)
+        cases = [("SQLite, 1 process", None, 1), ("PostgreSQL, 1 process", url, 1),
+                 ("PostgreSQL, 2 processes", url, 2)]
+        for name, base, workers in cases:
+            try:
+                if base is None:
+                    results[name] = run_case(name, str(workdir / "bench.db"), 1, workdir,
+                                             secret, args, None)
+                else:
+                    with fresh_schema(base) as db:
+                        results[name] = run_case(name, db, workers, workdir, secret, args,
+                                                 cluster)
+            except Exception:
+                failed = True
+                traceback.print_exc()
+    sqlite = results.get("SQLite, 1 process", {}).get("rate", 0.0)
+    pg1 = results.get("PostgreSQL, 1 process", {}).get("rate", 0.0)
+    targets = {"PostgreSQL, 1 process": (sqlite, 0.7, "SQLite"),
+               "PostgreSQL, 2 processes": (pg1, 1.4, "PostgreSQL 1 process")}
+    rows = []
+    for name, r in results.items():
+        ratio, verdict, goal = "-", "baseline", "-"
+        if name in targets:
+            base, want, of = targets[name]
+            value = r["rate"] / base if base else 0.0
+            ratio, goal = f"{value:.2f}x {of}", f">= {want:g}x"
+            verdict = "ok" if value >= want else "MISSED"
+        cpu = lambda key: f"{r[key]:.1f} s" if key in r else "n/a"  # noqa: E731
+        rows.append((name, f"{r['rate']:.1f}/s", f"{int(r['errors'])}", cpu("hostcall"),
+                     cpu("postgresql"), cpu("load generator"), ratio, goal, verdict))
+    header = ("server", "conversations", "errors", "cpu hostcall", "cpu postgresql",
+              "cpu load gen", "ratio", "target", "verdict")
+    print_table(
+        f"Conversations with one tool round trip, {CONCURRENCY} at once "
+        f"({args.seconds:g} s windows)",
+        rows,
+        notes=[f"{os.cpu_count()} cores, {platform.platform()}; CPU is user+system seconds "
+               "over the window, shared by every part on this machine"],
+        header=header,
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

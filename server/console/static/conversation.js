@@ -1,0 +1,155 @@
+// Hostcall console: one conversation — its call ledger with the operator's actions, the
+// transcript, runs, console actions and the event timeline. Refreshes every two seconds; a
+// call's card is rebuilt only when its state changes, so a half-filled form survives.
+// Everything from the conversation enters the DOM as text (h() uses textContent).
+
+import { page, tr, h, api, when, every, json, ready } from './console.js'
+import { schemaForm } from '/static/form.js'
+
+const id = page.data.id
+const status = /** @type {HTMLElement} */ (document.querySelector('[data-part="status"]'))
+const callsBox = /** @type {HTMLElement} */ (document.querySelector('[data-part="calls"]'))
+/** @type {Map<string, {key: string, el: HTMLElement}>} */
+const cards = new Map()
+let shown = ''
+
+const say = (/** @type {string} */ text) => { status.textContent = text }
+
+/** @param {{ok: boolean, status: number, body: any}} result */
+function failed(result) {
+  say(tr('action_failed', { message: result.body?.error?.message || `HTTP ${result.status}` }))
+}
+
+/** POST an action on a call or run; refresh after. @param {string} path @param {unknown} body */
+async function act(path, body) {
+  const result = await api(path, body)
+  if (result.ok) say(tr('done'))
+  else failed(result)
+  await refresh(true)
+  return result
+}
+
+/** A small definition list of a call's facts. @param {any} c */
+function facts(c) {
+  const by = c.answeredBy ? `${c.answeredBy.actor} (${c.answeredBy.action})` : (c.state === 'answered' || c.state === 'rejected' ? tr('visitor') : tr('none'))
+  const rows = [
+    [tr('col_state'), h('code', { 'data-part': 'call-state', text: c.state })],
+    [tr('col_route'), c.route],
+    [tr('col_deadline'), c.deadline],
+    [tr('col_by'), h('span', { 'data-part': 'answered-by', text: by })],
+    [tr('input'), h('pre', { text: json(c.input) })],
+  ]
+  if (c.outcome) rows.push([tr('col_outcome'), h('pre', { 'data-part': 'outcome', text: json(c.outcome) })])
+  return h('dl', { 'data-part': 'facts' }, rows.map(([k, v]) => [h('dt', { text: k }), h('dd', null, v)]))
+}
+
+/** The operator's actions on an open call. @param {any} c */
+function actions(c) {
+  const base = `/console/api/calls/${encodeURIComponent(c.toolCallId)}`
+  const out = []
+  if ((c.state === 'dispatched' || c.state === 'delivered') && c.kind === 'client') {
+    const form = schemaForm(c.outputSchema, undefined, {
+      purpose: 'answer',
+      label: tr('answer_title', { name: c.toolCallName }),
+      submitLabel: tr('send_answer'),
+      onSubmit: async output => {
+        const result = await act(`${base}/answer`, { output })
+        return result.status === 422 ? result.body.error?.details?.errors : undefined
+      },
+    })
+    out.push(h('h4', { text: tr('answer_title', { name: c.toolCallName }) }), form.el)
+  }
+  if (c.state === 'awaiting_confirmation') {
+    const edit = h('div', { 'data-part': 'edit-slot' })
+    const reason = h('textarea', { id: `reason-${c.toolCallId}`, 'data-part': 'reject-reason', rows: 2 })
+    out.push(h('h4', { text: tr('decide_title', { name: c.toolCallName }) }),
+      h('div', { 'data-part': 'decision' },
+        h('button', { type: 'button', 'data-part': 'approve', 'data-kind': 'primary', onclick: () => act(`${base}/decision`, { decision: 'approve' }) }, tr('approve')),
+        h('button', { type: 'button', 'data-part': 'edit', onclick: () => {
+          const form = schemaForm(c.inputSchema, c.input, {
+            purpose: 'edit', label: tr('approve_edits'), submitLabel: tr('approve_edits'),
+            onSubmit: async input => {
+              const result = await act(`${base}/decision`, { decision: 'approve', input })
+              return result.status === 422 ? result.body.error?.details?.errors : undefined
+            },
+          })
+          edit.replaceChildren(form.el)
+          form.focus()
+        } }, tr('approve_edits'))),
+      edit,
+      h('div', { 'data-part': 'reject-box' },
+        h('label', { for: `reason-${c.toolCallId}`, text: tr('reject_reason') }), reason,
+        h('button', { type: 'button', 'data-part': 'reject', 'data-kind': 'danger', onclick: () => act(`${base}/decision`, { decision: 'reject', reason: /** @type {HTMLTextAreaElement} */ (reason).value }) }, tr('reject_send'))))
+  }
+  if (['proposed', 'awaiting_confirmation', 'dispatched', 'delivered'].includes(c.state)) {
+    out.push(h('p', null, h('button', { type: 'button', 'data-part': 'expire', 'data-kind': 'danger', onclick: () => confirm(tr('confirm_expire')) && act(`${base}/expire`, {}) }, tr('expire'))))
+  }
+  return out
+}
+
+/** @param {any} c */
+function card(c) {
+  return h('article', { 'data-part': 'call', 'data-call-id': c.toolCallId, 'data-state': c.state, 'aria-labelledby': `call-${c.toolCallId}` },
+    h('h3', { id: `call-${c.toolCallId}` }, h('span', { text: c.toolCallName }), ' ', h('code', { text: c.toolCallId }), c.simulated ? ` (${tr('simulated')})` : ''),
+    facts(c), actions(c))
+}
+
+/** @param {any} d */
+function renderCalls(d) {
+  if (!d.calls.length) {
+    callsBox.replaceChildren(h('p', { text: tr('no_calls') }))
+    cards.clear()
+    return
+  }
+  const els = d.calls.slice().reverse().map((/** @type {any} */ c) => {
+    const key = `${c.state}|${c.answeredBy?.actor || ''}|${c.delivered}`
+    const known = cards.get(c.toolCallId)
+    if (known && known.key === key) return known.el
+    const el = card(c)
+    cards.set(c.toolCallId, { key, el })
+    return el
+  })
+  // Reorder without detaching a card that holds focus (the operator may be typing).
+  els.forEach((/** @type {HTMLElement} */ el, /** @type {number} */ i) => {
+    if (callsBox.children[i] !== el) callsBox.insertBefore(el, callsBox.children[i] || null)
+  })
+  while (callsBox.children.length > els.length) callsBox.lastElementChild?.remove()
+}
+
+/** @param {any} d */
+function render(d) {
+  renderCalls(d)
+  document.querySelector('[data-part="transcript"]')?.replaceChildren(...d.messages.map((/** @type {any} */ m) =>
+    h('li', { 'data-part': 'turn', 'data-role': m.role },
+      h('strong', { text: tr(`role_${m.role}`) }), ' ',
+      m.text ? h('span', { text: m.text }) : '',
+      m.toolCalls.length ? h('span', { 'data-part': 'tool-calls', text: ` ${tr('calls_tools', { names: m.toolCalls.join(', ') })}` }) : '')))
+  const runs = d.runs.slice().reverse()
+  document.querySelector('[data-part="runs"]')?.replaceChildren(runs.length ? h('ul', null, runs.map((/** @type {any} */ r) =>
+    h('li', { 'data-part': 'run', 'data-status': r.status },
+      h('code', { text: r.id }), ' ', h('span', { text: tr(`status_${r.status}`) }),
+      ` · ${tr('col_step')}: ${r.step}`, r.simulated ? ` · ${tr('simulated')}` : '',
+      r.error ? h('span', { 'data-part': 'run-error', text: ` · ${r.error.code}: ${r.error.message}` }) : '',
+      r.status === 'waiting' ? h('button', { type: 'button', 'data-part': 'cancel-run', 'data-kind': 'danger', onclick: () => confirm(tr('confirm_cancel')) && act(`/console/api/runs/${encodeURIComponent(r.id)}/cancel`, {}) }, tr('cancel_run')) : ''))) : h('p', { text: tr('no_runs') }))
+  document.querySelector('[data-part="audit"]')?.replaceChildren(...d.audit.map((/** @type {any} */ e) =>
+    h('li', { 'data-part': 'audit-entry' }, h('time', { text: when(e.at) }), ` ${e.actor} · ${e.action}`, e.callId ? ` · ${e.callId}` : '')))
+  document.querySelector('[data-part="timeline"] tbody')?.replaceChildren(...d.events.slice().reverse().map((/** @type {any} */ e) =>
+    h('tr', { 'data-part': 'event', 'data-type': e.type },
+      h('td', { text: String(e.seq) }), h('td', null, h('code', { text: e.type })),
+      h('td', null, h('code', { 'data-part': 'event-data', text: JSON.stringify(e.data).slice(0, 300) })))))
+}
+
+/** @param {boolean} [force] */
+async function refresh(force) {
+  const result = await api(`/console/api/conversations/${encodeURIComponent(id)}`)
+  if (!result.ok) return
+  const key = `${result.body.lastSeq}|${result.body.audit.length}`
+  if (!force && key === shown) return
+  shown = key
+  render(result.body)
+}
+
+await ready
+shown = `${page.data.lastSeq}|${page.data.audit.length}`
+render(page.data)
+every(refresh, 2000)

@@ -1,0 +1,33 @@
+"""``hostcall users add NAME --role ROLE``: the console's accounts are made on the server."""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from pathlib import Path
+
+from server.console.accounts import AccountError, add_user
+from server.store.sqlite import SQLiteStore
+
+
+def _password() -> str:
+    if sys.stdin.isatty():
+        first = getpass.getpass("Password: ")
+        if first != getpass.getpass("Password (again): "):
+            raise AccountError("the two passwords differ")
+        return first
+    # Piped in (scripts, containers): the first line, without its newline.
+    return sys.stdin.readline().rstrip("\r\n")
+
+
+def add_user_command(name: str, role: str, db: Path) -> int:
+    store = SQLiteStore(db)
+    try:
+        user = add_user(store, name, role, _password())
+    except AccountError as exc:
+        print(f"hostcall: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    print(f"ok: {user.name} ({user.role}) can sign in at /console/login")
+    return 0

@@ -1,0 +1,178 @@
+"""Instance management from the console (issue 11): the list, a conversation, and the
+operator's actions, which go through the ledger's own path (first answer wins)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.conftest import BOARD, Harness
+from tests.unit.console_client import ConsoleClient, fast_passwords
+
+pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)
+
+
+@pytest.fixture
+def operator(harness: Harness) -> ConsoleClient:
+    return ConsoleClient(harness.app, harness.runtime, "olga", "operator")
+
+
+def _audit(harness: Harness) -> list[tuple[str, str, str | None]]:
+    entries = harness.runtime.store.list_audit()
+    return [(e.actor, e.action, e.call_id) for e in reversed(entries) if e.action != "login"]
+
+
+def test_operator_answers_a_waiting_call_and_the_visitors_second_answer_is_refused(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "what should I work on next?")
+    call = harness.open_call(conv)
+    r = operator.post(f"/console/api/calls/{call['toolCallId']}/answer", {"output": BOARD})
+    assert r.status_code == 200 and r.json() == {"state": "answered"}
+    snap = harness.settle(conv)
+    assert snap["run"]["status"] == "finished"
+    assert "Fix login bug" in harness.assistant_texts(conv)[-1]
+    # The visitor's widget still holds its token: its answer is the second one, refused.
+    late = harness.answer(call, {"tasks": []})
+    assert late.status_code == 409 and late.json()["error"]["code"] == "call_already_settled"
+    assert _audit(harness) == [("olga", "call.answer", call["toolCallId"])]
+    detail = operator.http.get(f"/console/api/conversations/{conv.id}").json()
+    assert detail["calls"][0]["answeredBy"] == {"actor": "olga", "action": "call.answer"}
+    assert detail["runs"][0]["status"] == "finished"
+
+
+def test_an_answer_that_does_not_match_the_output_schema_is_refused_and_the_call_stays_open(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "what should I work on next?")
+    call = harness.open_call(conv)
+    r = operator.post(f"/console/api/calls/{call['toolCallId']}/answer", {"output": {"x": 1}})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_result"
+    assert r.json()["error"]["details"]["errors"]
+    assert harness.open_call(conv)["state"] == call["state"]
+    assert _audit(harness) == []
+    r = operator.post(f"/console/api/calls/{call['toolCallId']}/answer", {})
+    assert r.status_code == 400 and r.json()["error"]["details"]["field"] == "output"
+
+
+def test_operator_approves_with_edits_and_the_edited_input_is_dispatched(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "add a task to review the Q3 report before Friday")
+    call = harness.open_call(conv, "awaiting_confirmation")
+    edited = {**call["input"], "title": "Review the Q4 report"}
+    r = operator.post(
+        f"/console/api/calls/{call['toolCallId']}/decision",
+        {"decision": "approve", "input": edited},
+    )
+    assert r.status_code == 200 and r.json()["state"] == "dispatched"
+    moved = harness.runtime.store.get_call(call["toolCallId"])
+    assert moved is not None and moved.input == edited
+    assert moved.extra["approval"]["edited"] is True
+    # The visitor's decision token is for the old state: it cannot decide again.
+    assert harness.decide(call, "reject").status_code in (409, 410)
+    assert _audit(harness) == [("olga", "call.approve", call["toolCallId"])]
+
+
+def test_an_edit_that_breaks_the_input_schema_is_refused_and_nothing_changes(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "add a task to plan the offsite")
+    call = harness.open_call(conv, "awaiting_confirmation")
+    r = operator.post(
+        f"/console/api/calls/{call['toolCallId']}/decision",
+        {"decision": "approve", "input": {"title": 42}},
+    )
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_input"
+    assert harness.open_call(conv)["state"] == "awaiting_confirmation"
+    assert _audit(harness) == []
+
+
+def test_operator_rejects_and_the_model_reads_that_an_operator_decided(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "add a task to plan the offsite")
+    call = harness.open_call(conv, "awaiting_confirmation")
+    r = operator.post(
+        f"/console/api/calls/{call['toolCallId']}/decision",
+        {"decision": "reject", "reason": "duplicate of t1"},
+    )
+    assert r.status_code == 200 and r.json()["state"] == "rejected"
+    harness.settle(conv)
+    tool_message = [m for m in harness.runtime.store.list_messages(conv.id) if m.role == "tool"]
+    assert "(an operator decided) duplicate of t1" in tool_message[-1].text
+    assert _audit(harness) == [("olga", "call.reject", call["toolCallId"])]
+
+
+def test_operator_expires_a_stuck_call_and_a_second_expiry_is_refused(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "what should I work on next?")
+    call = harness.open_call(conv)
+    url = f"/console/api/calls/{call['toolCallId']}/expire"
+    assert operator.post(url).json() == {"state": "expired"}
+    assert harness.settle(conv)["run"]["status"] == "finished"
+    again = operator.post(url)
+    assert again.status_code == 409
+    assert _audit(harness) == [("olga", "call.expire", call["toolCallId"])]
+
+
+def test_operator_cancels_a_waiting_run_and_its_calls_expire(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    conv = harness.conversation()
+    run_id = harness.say(conv, "what should I work on next?")
+    call = harness.open_call(conv)
+    r = operator.post(f"/console/api/runs/{run_id}/cancel")
+    assert r.status_code == 200
+    snap = harness.snapshot(conv)
+    assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
+    assert snap["calls"][0]["state"] == "expired"
+    assert harness.answer(call, BOARD).status_code == 410
+    assert operator.post(f"/console/api/runs/{run_id}/cancel").status_code == 409
+    assert operator.post("/console/api/runs/r_nope/cancel").status_code == 404
+
+
+def test_unknown_calls_and_bad_decisions_are_clear_errors(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    assert operator.post("/console/api/calls/k_nope/answer", {"output": {}}).status_code == 404
+    conv = harness.conversation()
+    harness.say(conv, "add a task to plan the offsite")
+    call = harness.open_call(conv, "awaiting_confirmation")
+    r = operator.post(f"/console/api/calls/{call['toolCallId']}/decision", {"decision": "maybe"})
+    assert r.status_code == 400 and r.json()["error"]["details"]["field"] == "decision"
+    r = operator.post(f"/console/api/calls/{call['toolCallId']}/answer", {"output": {}})
+    assert r.status_code == 409  # waiting for approval: not answerable yet
+    assert harness.open_call(conv)["state"] == "awaiting_confirmation"
+
+
+def test_the_list_filters_pages_and_validates_its_query(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    waiting = harness.conversation()
+    harness.say(waiting, "what should I work on next?")
+    harness.open_call(waiting)
+    done = harness.conversation()
+    harness.say(done, "hello")
+    harness.settle(done)
+
+    def ids(query: str) -> list[str]:
+        r = operator.http.get(f"/console/api/conversations{query}")
+        assert r.status_code == 200, r.text
+        return [c["id"] for c in r.json()["items"]]
+
+    assert ids("") == [done.id, waiting.id]
+    assert ids("?waiting=1") == [waiting.id]
+    assert ids("?status=finished") == [done.id]
+    assert ids("?q=LET+ME+LOOK") == [waiting.id]
+    assert ids(f"?q={done.id}") == [done.id]
+    assert ids("?agent=nobody") == []
+    assert ids("?page=2") == []
+    for bad in ("?status=sleeping", "?page=0", "?page=x"):
+        assert operator.http.get(f"/console/api/conversations{bad}").status_code == 400
