@@ -108,7 +108,10 @@ def _self_cpu() -> float:
 
 
 async def converse(client: httpx.AsyncClient) -> None:
-    created = await client.post("/api/agents/bench/conversations")
+    # Creating needs an allowed Origin (issue 7); the demo agent allows its board's.
+    created = await client.post(
+        "/api/agents/bench/conversations", headers={"Origin": "http://localhost:8001"}
+    )
     created.raise_for_status()
     body = created.json()
     cid, auth = body["conversationId"], {"Authorization": f"Bearer {body['sessionToken']}"}
@@ -142,7 +145,9 @@ async def measure(
     errors = 0
     measuring = False
     stop_at = time.monotonic() + warmup + seconds
-    limits = httpx.Limits(max_connections=2 * CONCURRENCY + 10, max_keepalive_connections=CONCURRENCY)
+    limits = httpx.Limits(
+        max_connections=2 * CONCURRENCY + 10, max_keepalive_connections=CONCURRENCY
+    )
     async with httpx.AsyncClient(
         base_url=server.url, timeout=30, trust_env=False, limits=limits
     ) as client:
@@ -174,11 +179,28 @@ async def measure(
 
 
 def run_case(
-    name: str, db: str, workers: int, workdir: Path, secret: str, mode: argparse.Namespace,
+    name: str,
+    db: str,
+    workers: int,
+    workdir: Path,
+    secret: str,
+    mode: argparse.Namespace,
     cluster: psutil.Process | None,
 ) -> dict[str, float]:
-    argv = [sys.executable, "-m", "server", "serve", "--agents", str(servers.bench_agents(workdir)),
-            "--db", db, "--host", servers.HOST, "--log-level", servers.LOG_LEVEL]
+    argv = [
+        sys.executable,
+        "-m",
+        "server",
+        "serve",
+        "--agents",
+        str(servers.bench_agents(workdir)),
+        "--db",
+        db,
+        "--host",
+        servers.HOST,
+        "--log-level",
+        servers.LOG_LEVEL,
+    ]
     if workers > 1:
         argv += ["--workers", str(workers)]
     env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret)
@@ -198,8 +220,11 @@ def main() -> int:
     args.seconds, args.warmup = (10.0, 3.0) if args.quick else (30.0, 5.0)
     url = os.environ.get("HOSTCALL_TEST_DATABASE_URL")
     if not url:
-        print("cluster_bench: HOSTCALL_TEST_DATABASE_URL is not set; run it through "
-              "scripts/with-postgres (scripts/bench does)", file=sys.stderr)
+        print(
+            "cluster_bench: HOSTCALL_TEST_DATABASE_URL is not set; run it through "
+            "scripts/with-postgres (scripts/bench does)",
+            file=sys.stderr,
+        )
         return 1
     servers.raise_fd_limit()
     cluster = postmaster(url)
@@ -208,24 +233,29 @@ def main() -> int:
     failed = False
     with tempfile.TemporaryDirectory(prefix="hostcall-cluster-bench-") as tmp:
         workdir = Path(tmp)
-        cases = [("SQLite, 1 process", None, 1), ("PostgreSQL, 1 process", url, 1),
-                 ("PostgreSQL, 2 processes", url, 2)]
+        cases = [
+            ("SQLite, 1 process", None, 1),
+            ("PostgreSQL, 1 process", url, 1),
+            ("PostgreSQL, 2 processes", url, 2),
+        ]
         for name, base, workers in cases:
             try:
                 if base is None:
-                    results[name] = run_case(name, str(workdir / "bench.db"), 1, workdir,
-                                             secret, args, None)
+                    results[name] = run_case(
+                        name, str(workdir / "bench.db"), 1, workdir, secret, args, None
+                    )
                 else:
                     with fresh_schema(base) as db:
-                        results[name] = run_case(name, db, workers, workdir, secret, args,
-                                                 cluster)
+                        results[name] = run_case(name, db, workers, workdir, secret, args, cluster)
             except Exception:
                 failed = True
                 traceback.print_exc()
     sqlite = results.get("SQLite, 1 process", {}).get("rate", 0.0)
     pg1 = results.get("PostgreSQL, 1 process", {}).get("rate", 0.0)
-    targets = {"PostgreSQL, 1 process": (sqlite, 0.7, "SQLite"),
-               "PostgreSQL, 2 processes": (pg1, 1.4, "PostgreSQL 1 process")}
+    targets = {
+        "PostgreSQL, 1 process": (sqlite, 0.7, "SQLite"),
+        "PostgreSQL, 2 processes": (pg1, 1.4, "PostgreSQL 1 process"),
+    }
     rows = []
     for name, r in results.items():
         ratio, verdict, goal = "-", "baseline", "-"
@@ -235,16 +265,38 @@ def main() -> int:
             ratio, goal = f"{value:.2f}x {of}", f">= {want:g}x"
             verdict = "ok" if value >= want else "MISSED"
         cpu = lambda key: f"{r[key]:.1f} s" if key in r else "n/a"  # noqa: E731
-        rows.append((name, f"{r['rate']:.1f}/s", f"{int(r['errors'])}", cpu("hostcall"),
-                     cpu("postgresql"), cpu("load generator"), ratio, goal, verdict))
-    header = ("server", "conversations", "errors", "cpu hostcall", "cpu postgresql",
-              "cpu load gen", "ratio", "target", "verdict")
+        rows.append(
+            (
+                name,
+                f"{r['rate']:.1f}/s",
+                f"{int(r['errors'])}",
+                cpu("hostcall"),
+                cpu("postgresql"),
+                cpu("load generator"),
+                ratio,
+                goal,
+                verdict,
+            )
+        )
+    header = (
+        "server",
+        "conversations",
+        "errors",
+        "cpu hostcall",
+        "cpu postgresql",
+        "cpu load gen",
+        "ratio",
+        "target",
+        "verdict",
+    )
     print_table(
         f"Conversations with one tool round trip, {CONCURRENCY} at once "
         f"({args.seconds:g} s windows)",
         rows,
-        notes=[f"{os.cpu_count()} cores, {platform.platform()}; CPU is user+system seconds "
-               "over the window, shared by every part on this machine"],
+        notes=[
+            f"{os.cpu_count()} cores, {platform.platform()}; CPU is user+system seconds "
+            "over the window, shared by every part on this machine"
+        ],
         header=header,
     )
     return 1 if failed else 0

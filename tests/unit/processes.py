@@ -132,7 +132,9 @@ async def converse(balancer: Balancer, handled: dict[str, list[str]]) -> str:
 
     ``handled[conversation]`` lists the calls the "page" ran a handler for.
     """
-    created = await balancer.request("POST", "/api/agents/planner/conversations")
+    created = await balancer.request(
+        "POST", "/api/agents/planner/conversations", headers={"Origin": "http://localhost:8001"}
+    )
     assert created.status_code == 201, created.text
     body = created.json()
     cid = body["conversationId"]
