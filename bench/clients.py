@@ -57,6 +57,21 @@ async def create_conversations(client: httpx.AsyncClient, n: int,
     return list(await asyncio.gather(*(one() for _ in range(n))))
 
 
+async def stream_paths(client: httpx.AsyncClient, convs: list[Conv],
+                       concurrency: int = 16) -> list[str]:
+    """An events path per conversation (repeats allowed), each with a fresh stream ticket:
+    a ticket opens one stream, once (issue 7)."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(conv: Conv) -> str:
+        async with gate:
+            r = await client.post(f"/api/conversations/{conv.id}/stream-token", headers=conv.auth)
+        expect(r, 200)
+        return f"/api/conversations/{conv.id}/events?token={r.json()['streamToken']}"
+
+    return list(await asyncio.gather(*(one(c) for c in convs)))
+
+
 class RawHttp:
     """One keep-alive HTTP/1.1 connection, one request at a time: the least a client costs."""
 

@@ -37,6 +37,8 @@ class Runtime:
     quotas: Quotas
     sessions: Sessions
     clock: Callable[[], float] = time.time
+    # Streams replaying a backlog take turns here, a page at a time (server/stream.py).
+    replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
 
     @classmethod

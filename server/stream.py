@@ -22,7 +22,7 @@ from server.errors import NotFound
 from server.protocol.frames import Event, parse_event_id, to_sse
 from server.runtime import Runtime
 
-PAGE = 100
+PAGE = 50
 SEND_TIMEOUT = 10.0
 
 
@@ -65,23 +65,30 @@ async def events(request: Request) -> EventSourceResponse:
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)
 
-    async def replay(after: int) -> AsyncIterator[Event]:
-        """Everything after ``after``, a page at a time, yielding the loop between pages."""
+    async def replay(after: int) -> AsyncIterator[tuple[bytes, int]]:
+        """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
+        time. Reading and framing a page takes a turn at the runtime's replay gate, so a
+        crowd of replaying streams gets a bounded share of the loop and every other request
+        gets the rest; a page goes out as one write, not one per event."""
         while True:
-            page = store.events_after(conversation_id, after, PAGE)
-            for event in page:
-                yield event
-                after = event.seq
+            async with runtime.replay_gate:
+                page = store.events_after(conversation_id, after, PAGE)
+                chunk = b"".join(to_sse(event).encode() for event in page)
+                # Keep the turn through one pass of the loop: everything else that is ready
+                # runs before the next page of any stream (do not move this out of the gate).
+                await asyncio.sleep(0)
+            if page:
+                after = page[-1].seq
+                yield chunk, after
             if len(page) < PAGE:
                 return
-            await asyncio.sleep(0)
 
-    async def frames() -> AsyncIterator[ServerSentEvent]:
+    async def frames() -> AsyncIterator[ServerSentEvent | bytes]:
         last = seen
         try:
-            async for event in replay(last):
-                yield to_sse(event)
-                last = event.seq
+            async for chunk, seq in replay(last):
+                yield chunk
+                last = seq
             while True:
                 live = await queue.get()
                 if live is None:  # dropped for falling behind, or shutting down
@@ -89,9 +96,9 @@ async def events(request: Request) -> EventSourceResponse:
                 if live.seq <= last:
                     continue
                 if live.seq > last + 1:
-                    async for missed in replay(last):
-                        yield to_sse(missed)
-                        last = missed.seq
+                    async for chunk, seq in replay(last):
+                        yield chunk
+                        last = seq
                     continue
                 yield to_sse(live)
                 last = live.seq
