@@ -95,6 +95,8 @@ async def snapshot(request: Request) -> JSONResponse:
         if m.role == "tool":
             continue
         item: dict[str, object] = {"id": m.id, "role": m.role, "text": m.text, "runId": m.run_id}
+        if m.interrupted:
+            item["interrupted"] = True
         if m.tool_calls:
             item["toolCallIds"] = [c["id"] for c in m.tool_calls]
         messages.append(item)

@@ -53,6 +53,8 @@ log = logging.getLogger("hostcall.engine")
 RUN_CACHE_SIZE = 4096
 FAIL_RETRY_MAX_SECONDS = 5.0
 FAIL_RETRIES = 12  # about 45 s of a full disk before giving up until the next start
+# Told to the model after a reply of its own that an error cut off.
+INTERRUPTED_NOTE = "\n\n[This reply was interrupted by an error before it was complete.]"
 SWEEPER = "sweeper"
 
 
@@ -387,9 +389,8 @@ class Engine:
                 else:
                     requests.append(item)
         except ModelError as exc:
-            if text:
-                self.journal.emit(cid, TextMessageEnd(message_id))
-            self._fail(run_id, exc.code, exc.message)
+            partial = (message_id, "".join(text)) if text else None
+            self._fail(run_id, exc.code, exc.message, interrupted=partial)
             return False
         if self.on_model_tokens is not None:
             sent = [agent.instructions, *(m.text for m in history)]
@@ -461,9 +462,14 @@ class Engine:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, FAIL_RETRY_MAX_SECONDS)
 
-    def _fail(self, run_id: str, code: str, detail: str) -> None:
+    def _fail(
+        self, run_id: str, code: str, detail: str, *, interrupted: tuple[str, str] | None = None
+    ) -> None:
         """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
-        gets the code and a sentence from ``server.notices``, never the detail."""
+        gets the code and a sentence from ``server.notices``, never the detail.
+
+        ``interrupted`` is (message id, text) of an assistant message the failure cut off:
+        the person saw it streamed, so it stays in the conversation, marked (issue 8)."""
         run = self.store.get_run(run_id)
         assert run is not None
         log.error(
@@ -475,12 +481,19 @@ class Engine:
             detail,
         )
         message = run_notice(code)
+        cid = run.conversation_id
         with self.journal.unit() as unit:
+            if interrupted is not None:
+                message_id, partial = interrupted
+                unit.emit(cid, TextMessageEnd(message_id, interrupted=True))
+                self.store.add_message(
+                    StoredMessage(message_id, cid, run_id, "assistant", partial, interrupted=True)
+                )
             self.leases.end(run_key(run_id))
             self.store.update_run(
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
-            unit.emit(run.conversation_id, RunError(message, code, run_id))
+            unit.emit(cid, RunError(message, code, run_id))
 
 
 def _is_store_error(exc: BaseException) -> bool:
@@ -492,7 +505,7 @@ def _model_message(message: StoredMessage) -> Message:
     if message.role == "assistant":
         return Message(
             role="assistant",
-            text=message.text,
+            text=message.text + (INTERRUPTED_NOTE if message.interrupted else ""),
             tool_calls=tuple(
                 ToolCallRequest(c["id"], c["name"], c["arguments"]) for c in message.tool_calls
             ),

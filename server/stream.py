@@ -69,7 +69,12 @@ async def events(request: Request) -> EventSourceResponse:
         """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
         time. Reading and framing a page takes a turn at the runtime's replay gate, so a
         crowd of replaying streams gets a bounded share of the loop and every other request
-        gets the rest; a page goes out as one write, not one per event."""
+        gets the rest; a page goes out as one write, not one per event.
+
+        One write per page also keeps what issue 8 guarded against: a client that
+        disconnects mid-replay costs one failed write (one asyncio warning) per page, not one
+        per frame, and the response stops at the next.
+        """
         while True:
             async with runtime.replay_gate:
                 page = store.events_after(conversation_id, after, PAGE)

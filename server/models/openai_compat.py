@@ -8,7 +8,8 @@ Errors all surface as ``ModelError`` naming the base URL, with one code per caus
       code="model_timeout"       no byte within ``timeout`` seconds
       code="model_http_error"    HTTP status >= 400 (status and a body excerpt quoted)
       code="model_bad_reply"     a data line that is not a JSON object, an error event,
-                                 or a reply with no data event at all
+                                 a reply with no data event at all, or one that stops
+                                 with neither ``[DONE]`` nor a ``finish_reason`` (truncated)
 
 The API key is sent only in the ``Authorization`` header and never appears in a message.
 """
@@ -145,15 +146,27 @@ class OpenAICompatModel:
                             code="model_http_error",
                         )
                     events_seen = 0
+                    finished = False
                     async for data in _sse_data(response.aiter_lines()):
                         events_seen += 1
                         if data == "[DONE]":
+                            finished = True
                             break
-                        for event in self._read_chunk(data, calls):
+                        events, finish_reason = self._read_chunk(data, calls)
+                        finished = finished or finish_reason
+                        for event in events:
                             yield event
                     if not events_seen:
                         raise self._error(
                             "ended its reply without a single data event", code="model_bad_reply"
+                        )
+                    if not finished:
+                        # A dropped connection can look like a clean end of the body: only
+                        # [DONE] or a finish_reason says the model meant to stop (issue 8).
+                        raise self._error(
+                            "stopped mid-reply (neither [DONE] nor a finish_reason): the "
+                            "reply is truncated",
+                            code="model_bad_reply",
                         )
             except httpx.TimeoutException as exc:
                 raise self._error(
@@ -203,7 +216,10 @@ class OpenAICompatModel:
             body["temperature"] = self.temperature
         return body
 
-    def _read_chunk(self, data: str, calls: dict[int, _PendingCall]) -> list[ModelEvent]:
+    def _read_chunk(
+        self, data: str, calls: dict[int, _PendingCall]
+    ) -> tuple[list[ModelEvent], bool]:
+        """The chunk's events, and whether it says the reply is complete (a finish_reason)."""
         try:
             chunk = strictjson.loads(data)
         except strictjson.StrictJSONError as exc:
@@ -223,10 +239,11 @@ class OpenAICompatModel:
             raise self._error(f"reported an error: {_excerpt(str(detail))}", code="model_bad_reply")
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            return []  # usage-only and keep-alive chunks carry no choices
+            return [], False  # usage-only and keep-alive chunks carry no choices
+        finished = isinstance(choices[0].get("finish_reason"), str)
         delta = choices[0].get("delta")
         if not isinstance(delta, dict):
-            return []
+            return [], finished
         events: list[ModelEvent] = []
         content = delta.get("content")
         if isinstance(content, str) and content:
@@ -234,7 +251,7 @@ class OpenAICompatModel:
         for fragment in delta.get("tool_calls") or ():
             if isinstance(fragment, dict):
                 _merge_fragment(fragment, calls)
-        return events
+        return events, finished
 
     def _error(self, what: str, *, code: str) -> ModelError:
         message = f"model at {self.base_url} {what}"

@@ -91,6 +91,10 @@ CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION
 CREATE TABLE probe (at DOUBLE PRECISION);
 ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
 """),
+    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    Migration(4, "interrupted messages", """
+ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
+"""),
 )  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -248,7 +252,7 @@ class PostgresStore(PostgresConsoleTables):
     def add_message(self, message: StoredMessage) -> None:
         self._db.execute(
             "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
-            " tool_call_id, tool_name) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            " tool_call_id, tool_name, interrupted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
                 message.id,
                 message.conversation_id,
@@ -258,6 +262,7 @@ class PostgresStore(PostgresConsoleTables):
                 rows.dump(list(message.tool_calls)),
                 message.tool_call_id,
                 message.tool_name,
+                message.interrupted,
             ),
         )
 

@@ -63,6 +63,8 @@ class StoredMessage:
     tool_calls: tuple[dict[str, str], ...] = ()
     tool_call_id: str | None = None
     tool_name: str | None = None
+    # An assistant message cut off by a failed run: kept, since the person saw it (issue 8).
+    interrupted: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ def message(row: Mapping[str, Any]) -> StoredMessage:
         tool_calls=tuple(_load(row["tool_calls"]) or ()),
         tool_call_id=row["tool_call_id"],
         tool_name=row["tool_name"],
+        interrupted=bool(row["interrupted"]),
     )
 
 

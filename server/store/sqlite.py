@@ -87,6 +87,10 @@ CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) W
 CREATE TABLE probe (at REAL);
 ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
 """),
+    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    Migration(5, "interrupted messages", """
+ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+"""),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -248,7 +252,7 @@ class SQLiteStore(ConsoleTables):
     def add_message(self, message: StoredMessage) -> None:
         self._db.execute(
             "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
-            " tool_call_id, tool_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " tool_call_id, tool_name, interrupted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 message.id,
                 message.conversation_id,
@@ -258,6 +262,7 @@ class SQLiteStore(ConsoleTables):
                 rows.dump(list(message.tool_calls)),
                 message.tool_call_id,
                 message.tool_name,
+                int(message.interrupted),
             ),
         )
 

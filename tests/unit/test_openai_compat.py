@@ -9,6 +9,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from server.models.base import (
 )
 from server.models.names import ToolNameMap
 from server.models.openai_compat import OpenAICompatModel
+from tests.unit.conftest import Harness, write_agent
 
 # ---------------------------------------------------------------------------------------------
 # The fake provider
@@ -308,12 +310,28 @@ async def test_data_line_split_across_network_writes_is_reassembled(
     assert await collect(make_model(provider)) == [TextDelta("split"), TextDelta(" line")]
 
 
-async def test_stream_ending_without_done_marker_still_closes_the_step(
+async def test_stream_ending_with_a_finish_reason_but_no_done_marker_closes_the_step(
     provider: FakeProvider,
 ) -> None:
-    provider.replies.append(Reply([text("bye"), call_part(0, call_id="c", name="create_task")]))
+    provider.replies.append(
+        Reply([
+            text("bye"), call_part(0, call_id="c", name="create_task"),
+            chunk({}, finish_reason="tool_calls"),
+        ])
+    )  # fmt: skip
     events = await collect(make_model(provider), tools=[CREATE_TASK])
     assert events == [TextDelta("bye"), ToolCallRequest("c", "create_task", "")]
+
+
+async def test_stream_ending_with_neither_done_nor_finish_reason_is_truncated(
+    provider: FakeProvider,
+) -> None:
+    """Issue 8: such a reply was stored as a complete answer."""
+    provider.replies.append(Reply([text("Here is the pl"), call_part(0, call_id="c", name="x")]))
+    with pytest.raises(ModelError) as caught:
+        await collect(make_model(provider), tools=[CREATE_TASK])
+    assert caught.value.code == "model_bad_reply"
+    assert "truncated" in caught.value.message
 
 
 async def test_fragments_without_index_are_grouped_by_id(provider: FakeProvider) -> None:
@@ -583,3 +601,42 @@ async def test_from_config_without_api_key_env_sends_no_key(provider: FakeProvid
 def test_from_config_rejects_bad_config(config: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         OpenAICompatModel.from_config(config, environ={})
+
+
+# ---------------------------------------------------------------------------------------------
+# Through the engine
+
+
+def test_text_streamed_before_a_failure_is_kept_marked_and_sent_back(
+    provider: FakeProvider, tmp_path: Path
+) -> None:
+    """Issue 8: text seen live before RUN_ERROR was missing from the snapshot and from the
+    next model request."""
+    agents = tmp_path / "agents"
+    write_agent(agents, {
+        "id": "talker", "name": "Talker",
+        "model": {"kind": "openai", "base_url": provider.base_url, "model": "m"},
+        "tools": [],
+    })  # fmt: skip
+    provider.replies.append(Reply([text("Here is the pl")]))  # cut: no finish_reason, no [DONE]
+    provider.replies.append(Reply([text("Sorry, again: the plan."), chunk({}, "stop"), DONE]))
+    h = Harness(tmp_path, agents)
+    try:
+        conv = h.conversation("talker")
+        h.say(conv, "plan my week")
+        snap = h.settle(conv)
+        assert snap["run"]["status"] == "failed"
+        assert snap["run"]["error"]["code"] == "model_bad_reply"
+        [mine] = [m for m in snap["messages"] if m["role"] == "assistant"]
+        assert (mine["text"], mine["interrupted"]) == ("Here is the pl", True)
+        ends = [d for t, d in h.events(conv) if t == "TEXT_MESSAGE_END"]
+        assert ends[-1] == {"type": "TEXT_MESSAGE_END", "messageId": mine["id"],
+                            "interrupted": True}  # fmt: skip
+        assert [t for t, _ in h.events(conv)][-2:] == ["TEXT_MESSAGE_END", "RUN_ERROR"]
+        h.say(conv, "go on")
+        assert h.settle(conv)["run"]["status"] == "finished"
+        history = provider.received[-1].body["messages"]
+        assert [m["role"] for m in history] == ["user", "assistant", "user"]
+        assert history[1]["content"].startswith("Here is the pl\n\n[This reply was interrupted")
+    finally:
+        h.stop()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import socket
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,3 +181,28 @@ def test_expired_stream_token_is_refused(tmp_path: Path) -> None:
         assert fresh.status_code == 200
         with server.stream(server.events_url(conv, token=fresh.json()["streamToken"])):
             pass
+
+
+# ---- a client that leaves during a replay ---------------------------------------------------
+
+
+def test_a_client_gone_mid_replay_is_not_written_to_event_after_event(
+    live: Live, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 8: each write to the dead socket logged an asyncio warning (310 for one replay)."""
+    conv = live.conversation()
+    for _ in range(12):  # 144 events: more than a page of the replay
+        live.say(conv, "hello")
+        live.settle(conv)
+    host, port = httpx.URL(live.url).host, httpx.URL(live.url).port
+    caplog.set_level(logging.WARNING, logger="asyncio")
+    with socket.create_connection((host, port)) as raw:
+        target = httpx.URL(live.events_url(conv)).raw_path.decode()
+        raw.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        assert raw.recv(100).startswith(b"HTTP/1.1 200")
+        # Close with a reset (linger 0), as a browser tab killed mid-download does.
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    time.sleep(1)
+    failed = [r for r in caplog.records if "socket.send() raised" in r.getMessage()]
+    assert failed == []
+    assert live.snapshot(conv)["run"]["status"] == "finished"  # the server serves on
