@@ -56,7 +56,7 @@ PROBE = """if (location.pathname.startsWith('/widget/')) {
     this.addEventListener('hostcall.tool_call_dispatch', e => {
       benchDispatched[JSON.parse(e.data).value.toolCallId] = [performance.now(), 0] }) } }
 }"""
-# Per call id, [start, end] (ms, the widget's clock) of: dispatch (PROBE), delivered, result.
+# Per call id, [start, end] (ms, the widget's clock) of: dispatch (PROBE), result.
 TIMINGS = """() => { const out = {}
   for (const e of performance.getEntriesByType('resource')) {
     const [id, step] = (e.name.split('/api/calls/')[1] || '').split('/')
@@ -302,12 +302,10 @@ class Widget:
 
 
 SEGMENTS = (  # label, seconds from (widget's TIMINGS of the call, observer's DISPATCH -> RESULT)
-    ("widget: DISPATCH reaches its JS -> POST /delivered sent",
-     lambda s, t: (s["delivered"][0] - s["dispatch"][0]) / 1000),
-    ("widget: POST /delivered (the handler waits for it)",
-     lambda s, t: (s["delivered"][1] - s["delivered"][0]) / 1000),
-    ("widget: /delivered answered -> POST /result sent",
-     lambda s, t: (s["result"][0] - s["delivered"][1]) / 1000),
+    # No /delivered step since issue 9: the dispatch written to the widget's surface is the
+    # claim, so the handler runs as soon as the event reaches the widget's JS.
+    ("widget: DISPATCH reaches its JS -> POST /result sent",
+     lambda s, t: (s["result"][0] - s["dispatch"][0]) / 1000),
     ("widget: POST /result (TOOL_CALL_RESULT emitted within)",
      lambda s, t: (s["result"][1] - s["result"][0]) / 1000),
     ("rest: DISPATCH to the widget's JS, POST /result to RESULT",
@@ -363,13 +361,12 @@ def round_trip(env: Env, mode: Mode) -> None:
             for label, f in SEGMENTS]
     rows += [(label, *map(ms, summary(values).values())) for label, values in (
         ("floor page: kick event -> echo event", cycles), ("floor page: POST /echo", posts))]
-    delivered = statistics.median(SEGMENTS[1][1](s, 0) for s in steps)
     table("3b. Where the round trip goes", ("segment", "p50", "p99", "mean"), rows,
           ["widget: its frame's Resource Timing, and PROBE; rest: the observer's DISPATCH -> "
            "RESULT minus the widget's DISPATCH -> POST /result sent; floor page: its own clock",
-           f"the handler runs only once POST /delivered is answered: p50 {ms(delivered)}, "
-           f"{delivered / result['p50']:.0%} of the round trip's p50; '/delivered answered -> "
-           "POST /result sent' is 2 postMessages, the handler and the widget's checks"])
+           "'DISPATCH reaches its JS -> POST /result sent' is 2 postMessages, the handler and "
+           "the widget's checks: the dispatch is the claim, no request comes before the "
+           "handler (issue 9)"])
     table(f"3c. Widget frame's main thread, CPU profile over {mode.profiled} more round trips",
           ("function (self time)", "per round trip", "share"), profile,
           ["(program): native work outside JS (style, layout, paint); a layout that JS forces "

@@ -3,11 +3,13 @@
 Each conversation is one tool round trip, as a widget does it: create the conversation,
 open its stream, send "What should I work on next?", answer the read_board_tasks call the
 stream delivers, and read the stream to RUN_FINISHED. 200 conversations run at once, each
-worker starting a new one when its last finishes, for a fixed time. Three servers:
+worker starting a new one when its last finishes, until a fixed number is done (a fixed
+time would be dominated by the first wave: at 200 at once, one takes many seconds on a
+small machine). Three servers:
 
   SQLite, one process | PostgreSQL, one process | PostgreSQL, two (`--workers 2`, one port)
 
-with the CPU seconds each part used over the measured window: the Hostcall processes,
+with the CPU seconds each part used over the run: the Hostcall processes,
 PostgreSQL's (the postmaster's tree, when the cluster is local), and this load generator.
 They all share the machine's cores: on 2 cores, two Hostcall processes compete with the
 load generator and PostgreSQL, and the table says how much each took.
@@ -108,10 +110,7 @@ def _self_cpu() -> float:
 
 
 async def converse(client: httpx.AsyncClient) -> None:
-    # Creating needs an allowed Origin (issue 7); the demo agent allows its board's.
-    created = await client.post(
-        "/api/agents/bench/conversations", headers={"Origin": "http://localhost:8001"}
-    )
+    created = await client.post("/api/agents/bench/conversations")
     created.raise_for_status()
     body = created.json()
     cid, auth = body["conversationId"], {"Authorization": f"Bearer {body['sessionToken']}"}
@@ -127,7 +126,7 @@ async def converse(client: httpx.AsyncClient) -> None:
             if line.startswith("event:"):
                 event = line[6:].strip()
             elif line.startswith("data:") and event == DISPATCH:
-                call = json.loads(line[5:])
+                call = json.loads(line[5:])["value"]  # an AG-UI CUSTOM event: the call
                 answered = await client.post(
                     f"/api/calls/{call['toolCallId']}/result",
                     json={"token": call["resultToken"], "output": BOARD},
@@ -138,69 +137,48 @@ async def converse(client: httpx.AsyncClient) -> None:
     raise RuntimeError(f"stream of {cid} ended before RUN_FINISHED")
 
 
-async def measure(
-    server: servers.Server, seconds: float, warmup: float, cpu: dict[str, CpuMeter]
-) -> dict[str, float]:
-    done = 0
-    errors = 0
-    measuring = False
-    stop_at = time.monotonic() + warmup + seconds
+async def measure(server: servers.Server, total: int, cpu: dict[str, CpuMeter]) -> dict[str, float]:
+    """``total`` conversations, CONCURRENCY at a time; rate = completed / elapsed."""
     limits = httpx.Limits(
         max_connections=2 * CONCURRENCY + 10, max_keepalive_connections=CONCURRENCY
     )
     async with httpx.AsyncClient(
-        base_url=server.url, timeout=30, trust_env=False, limits=limits
+        base_url=server.url, timeout=60, trust_env=False, limits=limits
     ) as client:
+        for _ in range(5):  # warm-up: imports, caches, prepared statements
+            await converse(client)
+        left, done, errors = total, 0, 0
 
         async def worker() -> None:
-            nonlocal done, errors
-            while time.monotonic() < stop_at:
+            nonlocal left, done, errors
+            while left > 0:
+                left -= 1
                 try:
                     await converse(client)
-                except (httpx.HTTPError, RuntimeError):
-                    errors += measuring
-                    continue
-                done += measuring
+                except (httpx.HTTPError, RuntimeError) as exc:
+                    errors += 1
+                    if errors <= 3:
+                        print(f"  {server.name}: a conversation failed: {exc!r}", file=sys.stderr)
+                else:
+                    done += 1
 
-        workers = [asyncio.create_task(worker()) for _ in range(CONCURRENCY)]
-        await asyncio.sleep(warmup)
-        measuring = True
         for meter in cpu.values():
             meter.start()
         generator_before = _self_cpu()
         started = time.monotonic()
-        await asyncio.sleep(seconds)
-        measuring = False
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
         elapsed = time.monotonic() - started
         used = {name: meter.stop() for name, meter in cpu.items()}
         used["load generator"] = _self_cpu() - generator_before
-        await asyncio.gather(*workers)
     return {"rate": done / elapsed, "errors": errors, "elapsed": elapsed, **used}
 
 
 def run_case(
-    name: str,
-    db: str,
-    workers: int,
-    workdir: Path,
-    secret: str,
-    mode: argparse.Namespace,
+    name: str, db: str, workers: int, workdir: Path, secret: str, mode: argparse.Namespace,
     cluster: psutil.Process | None,
 ) -> dict[str, float]:
-    argv = [
-        sys.executable,
-        "-m",
-        "server",
-        "serve",
-        "--agents",
-        str(servers.bench_agents(workdir)),
-        "--db",
-        db,
-        "--host",
-        servers.HOST,
-        "--log-level",
-        servers.LOG_LEVEL,
-    ]
+    argv = [sys.executable, "-m", "server", "serve", "--agents", str(servers.bench_agents(workdir)),
+            "--db", db, "--host", servers.HOST, "--log-level", servers.LOG_LEVEL]
     if workers > 1:
         argv += ["--workers", str(workers)]
     env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret)
@@ -210,21 +188,18 @@ def run_case(
         meters = {"hostcall": CpuMeter([psutil.Process(server.proc.pid)])}
         if cluster is not None:
             meters["postgresql"] = CpuMeter([cluster])
-        return asyncio.run(measure(server, mode.seconds, mode.warmup, meters))
+        return asyncio.run(measure(server, mode.total, meters))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="short windows (~1 min in all)")
+    parser.add_argument("--quick", action="store_true", help="fewer conversations per server")
     args = parser.parse_args()
-    args.seconds, args.warmup = (10.0, 3.0) if args.quick else (30.0, 5.0)
+    args.total = 400 if args.quick else 1000
     url = os.environ.get("HOSTCALL_TEST_DATABASE_URL")
     if not url:
-        print(
-            "cluster_bench: HOSTCALL_TEST_DATABASE_URL is not set; run it through "
-            "scripts/with-postgres (scripts/bench does)",
-            file=sys.stderr,
-        )
+        print("cluster_bench: HOSTCALL_TEST_DATABASE_URL is not set; run it through "
+              "scripts/with-postgres (scripts/bench does)", file=sys.stderr)
         return 1
     servers.raise_fd_limit()
     cluster = postmaster(url)
@@ -233,29 +208,24 @@ def main() -> int:
     failed = False
     with tempfile.TemporaryDirectory(prefix="hostcall-cluster-bench-") as tmp:
         workdir = Path(tmp)
-        cases = [
-            ("SQLite, 1 process", None, 1),
-            ("PostgreSQL, 1 process", url, 1),
-            ("PostgreSQL, 2 processes", url, 2),
-        ]
+        cases = [("SQLite, 1 process", None, 1), ("PostgreSQL, 1 process", url, 1),
+                 ("PostgreSQL, 2 processes", url, 2)]
         for name, base, workers in cases:
             try:
                 if base is None:
-                    results[name] = run_case(
-                        name, str(workdir / "bench.db"), 1, workdir, secret, args, None
-                    )
+                    results[name] = run_case(name, str(workdir / "bench.db"), 1, workdir,
+                                             secret, args, None)
                 else:
                     with fresh_schema(base) as db:
-                        results[name] = run_case(name, db, workers, workdir, secret, args, cluster)
+                        results[name] = run_case(name, db, workers, workdir, secret, args,
+                                                 cluster)
             except Exception:
                 failed = True
                 traceback.print_exc()
     sqlite = results.get("SQLite, 1 process", {}).get("rate", 0.0)
     pg1 = results.get("PostgreSQL, 1 process", {}).get("rate", 0.0)
-    targets = {
-        "PostgreSQL, 1 process": (sqlite, 0.7, "SQLite"),
-        "PostgreSQL, 2 processes": (pg1, 1.4, "PostgreSQL 1 process"),
-    }
+    targets = {"PostgreSQL, 1 process": (sqlite, 0.7, "SQLite"),
+               "PostgreSQL, 2 processes": (pg1, 1.4, "PostgreSQL 1 process")}
     rows = []
     for name, r in results.items():
         ratio, verdict, goal = "-", "baseline", "-"
@@ -265,38 +235,17 @@ def main() -> int:
             ratio, goal = f"{value:.2f}x {of}", f">= {want:g}x"
             verdict = "ok" if value >= want else "MISSED"
         cpu = lambda key: f"{r[key]:.1f} s" if key in r else "n/a"  # noqa: E731
-        rows.append(
-            (
-                name,
-                f"{r['rate']:.1f}/s",
-                f"{int(r['errors'])}",
-                cpu("hostcall"),
-                cpu("postgresql"),
-                cpu("load generator"),
-                ratio,
-                goal,
-                verdict,
-            )
-        )
-    header = (
-        "server",
-        "conversations",
-        "errors",
-        "cpu hostcall",
-        "cpu postgresql",
-        "cpu load gen",
-        "ratio",
-        "target",
-        "verdict",
-    )
+        rows.append((name, f"{r['rate']:.1f}/s", f"{int(r['errors'])}", f"{r['elapsed']:.1f} s",
+                     cpu("hostcall"),
+                     cpu("postgresql"), cpu("load generator"), ratio, goal, verdict))
+    header = ("server", "conversations", "errors", "wall", "cpu hostcall", "cpu postgresql",
+              "cpu load gen", "ratio", "target", "verdict")
     print_table(
-        f"Conversations with one tool round trip, {CONCURRENCY} at once "
-        f"({args.seconds:g} s windows)",
+        f"Conversations with one tool round trip: {args.total} per server, {CONCURRENCY} at once",
         rows,
-        notes=[
-            f"{os.cpu_count()} cores, {platform.platform()}; CPU is user+system seconds "
-            "over the window, shared by every part on this machine"
-        ],
+        notes=[f"{os.cpu_count()} cores, {platform.platform()}; CPU is user+system seconds "
+               "over the run, shared by every part on this machine; errors are conversations "
+               "that failed (not counted in the rate)"],
         header=header,
     )
     return 1 if failed else 0

@@ -105,6 +105,12 @@ DISPATCH = "hostcall.tool_call_dispatch"
 
 async def hostcall_iteration(side: Side) -> dict[str, float]:
     conv = (await create_conversations(side.http, 1))[0]
+    # The client is a surface with a handler, as the widget is (issue 9): the call is
+    # assigned to it, and its stream records the claim as it writes the dispatch.
+    surface = f"bench-{conv.id}"
+    expect(await side.http.post(f"/api/conversations/{conv.id}/capabilities",
+                                json={"surfaceId": surface, "tools": ["read_board_tasks"]},
+                                headers=conv.auth), 200)
 
     async def start() -> None:
         expect(await side.http.post(f"/api/conversations/{conv.id}/messages",
@@ -114,7 +120,8 @@ async def hostcall_iteration(side: Side) -> dict[str, float]:
         await post(f"/api/calls/{call['toolCallId']}/result",
                    {"token": call["resultToken"], "output": BOARD})
 
-    return await side.run(conv.events_path, start, DISPATCH, answer, HOSTCALL_MARKS)
+    path = f"{conv.events_path}&surface={surface}"
+    return await side.run(path, start, DISPATCH, answer, HOSTCALL_MARKS)
 
 
 async def floor_iteration(side: Side, channel: str) -> dict[str, float]:

@@ -36,7 +36,7 @@ from server.protocol.events import CustomName, EventType, RunFinished, RunStarte
 from server.protocol.requests import read_body
 from server.protocol.run_input import InputMessage, RunAgentInput
 from server.runtime import Runtime
-from server.store.records import Conversation
+from server.store.records import ANONYMOUS_SURFACE, Conversation
 
 # A stream waits this long for news before looking at the store again (the broker only wakes
 # it up; the store is the source of truth).
@@ -162,7 +162,11 @@ def _thread(runtime: Runtime, agent: Agent, body: RunAgentInput) -> Conversation
     if store.get_conversation(cid) is None:
         store.create_conversation(Conversation(cid, agent.id, time.time()))
     client_tools = {t.name for t in agent.tools if t.kind == "client"}
-    store.set_handled_tools(cid, tuple(n for n in body.tools if n in client_tools))
+    declared = tuple(n for n in body.tools if n in client_tools)
+    # The AG-UI client names no surface: it is the conversation's own, always present
+    # (docs/protocol.md "Surfaces"), so its calls are assigned to it and never move.
+    with store.transaction():
+        store.save_surface_tools(cid, ANONYMOUS_SURFACE, declared, time.time())
     conversation = store.get_conversation(cid)
     assert conversation is not None
     return conversation

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.errors import BadRequest, NotFound
@@ -19,11 +19,12 @@ from server.protocol.requests import (
     NewConversation,
     NewMessage,
     read_body,
+    surface_id,
 )
 from server.protocol.wire import to_wire
 from server.responses import StoredJSONResponse
 from server.runtime import Runtime
-from server.store.records import Conversation
+from server.store.records import ANONYMOUS_SURFACE, Conversation
 from server.tokens import Claims, Purpose
 
 
@@ -89,6 +90,13 @@ async def snapshot(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
     store = runtime.store
+    surface = surface_id(request.query_params.get("surface"), field="surface")
+    ledger = runtime.engine.ledger
+    if surface is not None:
+        # The snapshot writes this surface's calls to it, as its stream would: the claim.
+        for call in store.list_calls(conversation.id):
+            if call.surface_id == surface and call.state.value == "dispatched":
+                ledger.claim(call.id, surface, call.assignment)
     run = store.latest_run(conversation.id)
     messages = []
     for m in store.list_messages(conversation.id):
@@ -105,7 +113,14 @@ async def snapshot(request: Request) -> JSONResponse:
             "conversationId": conversation.id,
             "agentId": conversation.agent_id,
             "lastEventId": f"{conversation.id}:{store.last_seq(conversation.id)}",
-            "handledTools": list(conversation.handled_tools),
+            "surfaces": [
+                {
+                    "surfaceId": x.id,
+                    "tools": list(x.tools),
+                    "present": x.present(ledger.clock(), ledger.surface_grace),
+                }
+                for x in store.list_surfaces(conversation.id)
+            ],
             "run": None
             if run is None
             else {
@@ -114,9 +129,7 @@ async def snapshot(request: Request) -> JSONResponse:
                 "error": run.error,
             },
             "messages": messages,
-            "calls": [
-                to_wire(runtime.engine.ledger.view(c)) for c in store.list_calls(conversation.id)
-            ],
+            "calls": [to_wire(ledger.view(c)) for c in store.list_calls(conversation.id)],
         }
     )
 
@@ -131,15 +144,44 @@ async def stream_token(request: Request) -> JSONResponse:
 async def capabilities(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
-    tools = (await read_body(request, Capabilities, runtime.settings.max_body_bytes)).tools
+    body = await read_body(request, Capabilities, runtime.settings.max_body_bytes)
+    tools = body.tools
     agent = runtime.agents.get(conversation.agent_id)
     if agent is None:
         raise NotFound(f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent")
     unknown = sorted(set(tools) - {t.name for t in agent.tools})
     if unknown:
         raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")
-    runtime.store.set_handled_tools(conversation.id, tools)
-    return JSONResponse({"tools": list(tools)})
+    surface = body.surface_id or ANONYMOUS_SURFACE
+    with runtime.store.transaction():
+        runtime.store.save_surface_tools(conversation.id, surface, tools, time.time())
+    # A read left on the form (its page reloaded) may now have a handler again.
+    runtime.engine.ledger.rehome(conversation.id)
+    return JSONResponse({"surfaceId": surface, "tools": list(tools)})
+
+
+async def surface_activity(request: Request) -> Response:
+    """The person did something on this surface (focus, typing, a click): calls go here."""
+    runtime = _runtime(request)
+    conversation = _conversation(request, runtime)
+    surface = surface_id(request.path_params["surface_id"], field="surface_id")
+    assert surface is not None
+    with runtime.store.transaction():
+        runtime.store.touch_surface(conversation.id, surface, time.time())
+    return Response(status_code=204)
+
+
+async def surface_leave(request: Request) -> Response:
+    """The page is going away (reload, navigation, closed tab): its calls move on now,
+    without waiting out the grace period."""
+    runtime = _runtime(request)
+    conversation = _conversation(request, runtime)
+    surface = surface_id(request.path_params["surface_id"], field="surface_id")
+    assert surface is not None
+    with runtime.store.transaction():
+        runtime.store.leave_surface(conversation.id, surface, time.time())
+    runtime.engine.ledger.rehome(conversation.id)
+    return Response(status_code=204)
 
 
 async def post_message(request: Request) -> JSONResponse:
@@ -186,7 +228,7 @@ async def call_decision(request: Request) -> JSONResponse:
     _check_call_origin(request, runtime, claims)
     call = ledger.checked_call(request.path_params["call_id"], claims)
     if body.decision == "approve":
-        call = ledger.approve(call, body.input, body.scope)
+        call = ledger.approve(call, body.input, body.scope, surface=body.surface_id)
     else:
         call = ledger.reject(call, body.reason)
     return JSONResponse({"state": call.state.value})
@@ -199,6 +241,16 @@ def api_routes() -> list[BaseRoute]:
         Route("/api/conversations/{conversation_id}/stream-token", stream_token, methods=["POST"]),
         Route("/api/conversations/{conversation_id}/capabilities", capabilities, methods=["POST"]),
         Route("/api/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
+        Route(
+            "/api/conversations/{conversation_id}/surfaces/{surface_id}/activity",
+            surface_activity,
+            methods=["POST"],
+        ),
+        Route(
+            "/api/conversations/{conversation_id}/surfaces/{surface_id}/leave",
+            surface_leave,
+            methods=["POST"],
+        ),
         Route("/api/calls/{call_id}/delivered", call_delivered, methods=["POST"]),
         Route("/api/calls/{call_id}/result", call_result, methods=["POST"]),
         Route("/api/calls/{call_id}/decision", call_decision, methods=["POST"]),

@@ -38,6 +38,8 @@ from server.models.factory import build_model
 from server.notices import run_notice
 from server.platform import Platform
 from server.protocol.events import (
+    EventType,
+    MessageDiscarded,
     RunError,
     RunFinished,
     RunStarted,
@@ -69,6 +71,7 @@ class Engine:
         environ: Mapping[str, str],
         leases: Leases,
         clock: Callable[[], float] = time.time,
+        surface_grace: float = 5.0,
     ) -> None:
         self.journal = journal
         self.store = journal.store
@@ -94,7 +97,9 @@ class Engine:
             on_settled=self._resume_if_ready,
             on_dispatched=self._start_server_call,
             clock=clock,
+            surface_grace=surface_grace,
         )
+        self.clock = clock
 
     # ---- agents, frozen per run -----------------------------------------------------------
 
@@ -198,6 +203,9 @@ class Engine:
 
     def recover(self) -> None:
         """Pick up what a previous process left (called once at start)."""
+        # Every stream this store counted belonged to a process that is gone; their pages
+        # reconnect within the grace period, or their calls move on.
+        self.store.reset_surfaces(self.clock())
         self.sweep(stalled=True)
 
     def sweep(self, *, stalled: bool = False) -> None:
@@ -205,6 +213,7 @@ class Engine:
         if not self.store.try_singleton(SWEEPER):
             return
         self.ledger.expire_due()
+        self.ledger.rehome_due()
         for key in self.leases.expired():
             if self.leases.take(key):
                 self._adopt(key)
@@ -219,6 +228,7 @@ class Engine:
             run = self.store.get_run(ident)
             if run is not None and run.status is RunStatus.RUNNING:
                 log.info("resuming run %s, interrupted mid-step", ident)
+                self._discard_cut_off(run)
                 self._spawn(self._advance(ident))
                 return
             self.leases.release(key)
@@ -251,9 +261,33 @@ class Engine:
         current = self.store.get_run(run.id)  # it may have moved since we listed it
         if current is not None and current.status is RunStatus.RUNNING:
             log.info("resuming run %s, left running without an owner", run.id)
+            self._discard_cut_off(current)
             self._spawn(self._advance(run.id))
         else:
             self.leases.release(key)
+
+    def _discard_cut_off(self, run: Run) -> None:
+        """A step cut off mid-answer left a message started and never ended (its text was
+        never stored: a message is stored when its step commits). Before the step runs
+        again, end that message and tell surfaces to discard it, so the answer is shown
+        once — as the snapshot and the model's history have it (issue 9)."""
+        cid = run.conversation_id
+        started: dict[str, None] = {}
+        seq = 0
+        while page := self.store.events_after(cid, seq, 1000):
+            for event in page:
+                if event.name == EventType.TEXT_MESSAGE_START:
+                    started[event.data["messageId"]] = None
+                elif event.name == EventType.TEXT_MESSAGE_END:
+                    started.pop(event.data["messageId"], None)
+            seq = page[-1].seq
+        if not started:
+            return
+        with self.journal.unit() as unit:
+            for message_id in started:
+                log.info("discarding message %s of run %s, cut off mid-answer", message_id, run.id)
+                unit.emit(cid, TextMessageEnd(message_id))
+                unit.emit(cid, MessageDiscarded(message_id))
 
     async def sweep_forever(self, every: float) -> None:
         while True:

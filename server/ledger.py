@@ -1,16 +1,11 @@
-"""The call ledger: every tool call's state machine, and the only code that moves it.
+"""The call ledger: the only code that moves a tool call, by the table of
+server/calls/transitions.py.
 
-    proposed ─┬─> awaiting_confirmation ─┬─> dispatched ─> delivered ─┬─> answered
-              │                          ├─> rejected                 ├─> failed
-              │                          └─> expired                  └─> expired
-              ├─> dispatched ...
-              ├─> answered (simulated run)
-              └─> failed (unknown tool, invalid arguments, call limit, guardrail)
-
-A call leaves an open state exactly once (``Store.transition_call``); whatever settles it
-also writes the tool message the model reads and the ``TOOL_CALL_RESULT`` event, in one
-unit, and then asks the engine to resume the run. Policies (server/policies.py) decide
-whether a person must approve, and what the model reads of the outcome.
+Each move is one conditional update in the store (a call leaves a state exactly once), and
+the move's effects — the tool message the model reads and the ``TOOL_CALL_RESULT`` event,
+a dispatch, a run to resume — happen in the same unit or right after its commit. Policies
+(server/policies.py) decide whether a person must approve, and what the model reads of the
+outcome; server/calls/assignment.py decides which surface runs a client-side call.
 """
 
 from __future__ import annotations
@@ -24,6 +19,8 @@ from typing import Any
 
 from server import strictjson
 from server.agents import Agent
+from server.calls.assignment import FormReason, choose, rehome
+from server.calls.transitions import CallEvent, Effect, Move, sources, transition
 from server.errors import (
     BadRequest,
     Conflict,
@@ -40,7 +37,6 @@ from server.policies import approval_reason, model_content, visible_outcome
 from server.protocol.events import (
     ApprovalRequested,
     CallDispatched,
-    CallStateChanged,
     GuardrailMatched,
     ToolCallArgs,
     ToolCallEnd,
@@ -49,7 +45,7 @@ from server.protocol.events import (
 )
 from server.protocol.limits import MAX_ERROR_MESSAGE_CHARS, MAX_REASON_CHARS
 from server.protocol.responses import CallView
-from server.store.records import OPEN_STATES, Call, CallState, Conversation, Run, StoredMessage
+from server.store.records import Call, CallState, Conversation, Run, StoredMessage
 from server.tokens import Claims, Purpose, Tokens, input_digest
 from server.tools import Tool
 
@@ -81,6 +77,7 @@ class Ledger:
         on_settled: Callable[[str], None],
         on_dispatched: Callable[[Call], None],
         clock: Callable[[], float] = time.time,
+        surface_grace: float = 5.0,
     ) -> None:
         self.journal = journal
         self.store = journal.store
@@ -90,6 +87,8 @@ class Ledger:
         self.on_settled = on_settled
         self.on_dispatched = on_dispatched
         self.clock = clock
+        # How long a surface whose streams all closed keeps its calls (a reconnect).
+        self.surface_grace = surface_grace
 
     # ---- views ---------------------------------------------------------------------------
 
@@ -118,6 +117,10 @@ class Ledger:
             outcome=None if call.outcome is None else visible_outcome(tool, call.outcome),
             approval=call.extra.get("approval"),
             simulated=True if call.outcome and call.outcome.get("simulated") else None,
+            surface_id=call.surface_id,
+            assignment=call.assignment,
+            title=tool.title if tool and tool.title else None,
+            form_reason=call.extra.get("formReason"),
             result_token=self.tokens.sign(Purpose.CALL_RESULT, claims) if answerable else None,
             decision_token=self.tokens.sign(Purpose.CALL_DECISION, claims) if awaiting else None,
         )
@@ -176,18 +179,18 @@ class Ledger:
             input=value if failure is None else None,
             arguments=arguments,
             deadline=now,
-            route="handler" if name in conversation.handled_tools else "form",
+            route="form",
             extra={"guardrails": [h.to_json() for h in hits]} if hits else {},
         )
         self.store.add_call(call)
         if failure is not None:
             failure["guardrails"] = [h.to_json() for h in hits]
-            self._settle(unit, call, CallState.FAILED, failure)
+            self._settle(unit, call, CallEvent.REFUSE, failure)
             return self._reload(call.id)
         assert tool is not None
         if run.simulate:
             result = tool.simulation_result if tool.has_simulation_result else None
-            self._settle(unit, call, CallState.ANSWERED, {"output": result, "simulated": True})
+            self._settle(unit, call, CallEvent.SIMULATE, {"output": result, "simulated": True})
             return self._reload(call.id)
         environment = self.platform().environment(agent.environment)
         granted = self.store.has_grant(cid, name)
@@ -197,43 +200,57 @@ class Ledger:
                 "reason": reason.value,
                 "scopes": list(SCOPES) if reason.grantable else ["once"],
             }
-            self.store.transition_call(
-                call.id,
-                [CallState.PROPOSED],
-                CallState.AWAITING_CONFIRMATION,
+            moved = self._move(
+                unit, call, CallEvent.ASK,
                 deadline=now + tool.approval_timeout_seconds,
                 extra={**call.extra, "approval": approval},
-            )
-            moved = self._reload(call.id)
-            unit.emit(cid, ApprovalRequested(self.view(moved)))
+            )  # fmt: skip
+            assert moved is not None, "a call just proposed is ours to move"
             return moved
         if granted and tool.approval == "always":
             call = self._with_extra(call, approval={"reason": "grant", "scope": "conversation"})
-        return self._dispatch(unit, call, tool, [CallState.PROPOSED], value)
+        return self._dispatch(unit, call, tool, CallEvent.DISPATCH, value, surface=None)
 
     def _dispatch(
         self,
         unit: Unit,
         call: Call,
         tool: Tool,
-        from_states: list[CallState],
+        event: CallEvent,
         value: Any,
         *,
-        deciding: bool = False,
+        surface: str | None,
     ) -> Call:
-        deadline = self.clock() + tool.deadline_seconds
+        """Send the call where it runs: its block, a surface (the claim), or the form."""
+        now = self.clock()
+        deadline = now + tool.deadline_seconds
+        changes: dict[str, Any] = {"input": value}
         if tool.kind != "client":
             # The block enforces this timeout itself; the sweeper is only the safety net.
             deadline += 5
-        if not self.store.transition_call(
-            call.id, from_states, CallState.DISPATCHED, input=value, deadline=deadline
-        ):
-            raise self._not_open(call.id, deciding=deciding)
-        moved = self._reload(call.id)
-        unit.emit(call.conversation_id, CallDispatched(self.view(moved)))
-        if tool.kind != "client":
-            self.on_dispatched(moved)
+        else:
+            changes |= self._assignment(call, preferred=surface, now=now)
+        moved = self._move(unit, call, event, deadline=deadline, **changes)
+        if moved is None:
+            raise self._not_open(call.id, deciding=event is CallEvent.APPROVE)
         return moved
+
+    def _assignment(self, call: Call, *, preferred: str | None, now: float) -> dict[str, Any]:
+        """The store changes that assign ``call`` to a surface, or to the form."""
+        surfaces = self.store.list_surfaces(call.conversation_id)
+        target = choose(
+            surfaces, call.tool_name, now=now, grace=self.surface_grace, preferred=preferred
+        )
+        extra = {k: v for k, v in call.extra.items() if k != "formReason"}
+        if target is None:
+            extra["formReason"] = FormReason.NO_HANDLER.value
+            return {"route": "form", "surface_id": None, "extra": extra}
+        return {
+            "route": "handler",
+            "surface_id": target.id,
+            "assignment": call.assignment + 1,
+            "extra": extra,
+        }
 
     def _record_hits(
         self, unit: Unit, conversation_id: str, call_id: str, name: str, hits: list[Hit]
@@ -267,24 +284,81 @@ class Ledger:
         return call
 
     def deliver(self, call: Call) -> bool:
-        """Mark the call delivered; True only for the request that made the transition.
-
-        A surface runs a handler only when this says True, so two tabs (or a reload racing
-        a redelivery) can never both run it: the store makes the transition once.
-        """
+        """``POST /delivered`` of a client that names no surface; True only for the request
+        that made the move (docs/protocol.md: it runs a handler only then)."""
         if call.state is CallState.DELIVERED:
             return False
         if not call.state.answerable:
             raise self._not_open(call.id)
         with self.journal.unit() as unit:
-            first = self.store.transition_call(
-                call.id, [CallState.DISPATCHED], CallState.DELIVERED, delivered=True
-            )
-            if first:
-                unit.emit(
-                    call.conversation_id, CallStateChanged(call.id, CallState.DELIVERED.value)
-                )
-        return first
+            return self._move(unit, call, CallEvent.DELIVER, delivered=True) is not None
+
+    def claim(self, call_id: str, surface_id: str, assignment: int) -> bool:
+        """Record that assignment ``assignment`` of the call reached surface ``surface_id``.
+
+        Called by that surface's stream just before it writes the dispatch (or by its
+        snapshot): from here on the surface may run the handler, with no request of its
+        own. False when the call was settled or assigned elsewhere since: the stream then
+        does not pass the stale dispatch on.
+        """
+        with self.store.transaction():
+            if self.store.transition_call(
+                call_id, [CallState.DISPATCHED], CallState.DELIVERED,
+                assigned=(surface_id, assignment), delivered=True,
+            ):  # fmt: skip
+                return True
+        call = self.store.get_call(call_id)
+        return (
+            call is not None
+            and call.state is CallState.DELIVERED
+            and (call.surface_id, call.assignment) == (surface_id, assignment)
+        )
+
+    def rehome(self, conversation_id: str) -> int:
+        """Move the open client calls of a conversation whose surface is gone (see
+        server/calls/assignment.py); the number moved."""
+        now = self.clock()
+        calls = [
+            c for c in self.store.list_calls(conversation_id)
+            if c.state in (CallState.DISPATCHED, CallState.DELIVERED)
+        ]  # fmt: skip
+        if not calls:
+            return 0
+        surfaces = self.store.list_surfaces(conversation_id)
+        by_id = {s.id: s for s in surfaces}
+        moved = 0
+        for call in calls:
+            tool = self.tool_of(call)
+            if tool is None or tool.kind != "client":
+                continue
+            plan = rehome(
+                call, by_id.get(call.surface_id or ""), surfaces,
+                rerunnable=tool.rerunnable, now=now, grace=self.surface_grace,
+            )  # fmt: skip
+            if plan is None:
+                continue
+            extra = {k: v for k, v in call.extra.items() if k != "formReason"}
+            changes: dict[str, Any]
+            if plan.surface is None:
+                assert plan.reason is not None
+                extra["formReason"] = plan.reason.value
+                changes = {"route": "form", "surface_id": None, "extra": extra}
+            else:
+                changes = {
+                    "route": "handler", "surface_id": plan.surface.id,
+                    "assignment": call.assignment + 1, "extra": extra,
+                }  # fmt: skip
+            with self.journal.unit() as unit:
+                moved += self._move(unit, call, plan.event, **changes) is not None
+        return moved
+
+    def rehome_due(self) -> int:
+        """The sweeper's pass: every conversation with a call on a surface or the form."""
+        conversations = {
+            c.conversation_id
+            for c in self.store.calls_in_states([CallState.DISPATCHED, CallState.DELIVERED])
+        }
+        return sum(self.rehome(cid) for cid in sorted(conversations))
 
     def answer(self, call: Call, output: Any) -> Call:
         if not call.state.answerable:
@@ -315,7 +389,8 @@ class Ledger:
                 outcome["withheldOutput"] = output
             if hits:
                 outcome["guardrails"] = [h.to_json() for h in hits]
-            if not self._settle(unit, call, state, outcome, from_states=_ANSWERABLE):
+            event = CallEvent.ANSWER if state is CallState.ANSWERED else CallEvent.FAIL
+            if not self._settle(unit, call, event, outcome):
                 raise self._not_open(call.id)
         self.on_settled(call.run_id)
         return self._reload(call.id)
@@ -326,12 +401,14 @@ class Ledger:
         text = message[:MAX_ERROR_MESSAGE_CHARS] or code.value
         outcome = tool_error(code, text, **details)
         with self.journal.unit() as unit:
-            if not self._settle(unit, call, CallState.FAILED, outcome, from_states=_ANSWERABLE):
+            if not self._settle(unit, call, CallEvent.FAIL, outcome):
                 raise self._not_open(call.id)
         self.on_settled(call.run_id)
         return self._reload(call.id)
 
-    def approve(self, call: Call, edited: Any | None, scope: str = "once") -> Call:
+    def approve(
+        self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
+    ) -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
             raise self._not_open(call.id, deciding=True)
         approval = dict(call.extra.get("approval", {}))
@@ -356,9 +433,7 @@ class Ledger:
             call = self._with_extra(call, approval=approval)
             if scope == "conversation":
                 self.store.add_grant(call.conversation_id, call.tool_name, call.id)
-            return self._dispatch(
-                unit, call, tool, [CallState.AWAITING_CONFIRMATION], value, deciding=True
-            )
+            return self._dispatch(unit, call, tool, CallEvent.APPROVE, value, surface=surface)
 
     def reject(self, call: Call, reason: str | None) -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
@@ -367,10 +442,7 @@ class Ledger:
         message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
         outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
         with self.journal.unit() as unit:
-            if not self._settle(
-                unit, call, CallState.REJECTED, outcome,
-                from_states=[CallState.AWAITING_CONFIRMATION],
-            ):  # fmt: skip
+            if not self._settle(unit, call, CallEvent.REJECT, outcome):
                 raise self._not_open(call.id, deciding=True)
         self.on_settled(call.run_id)
         return self._reload(call.id)
@@ -388,7 +460,7 @@ class Ledger:
                 delivered=call.delivered,
             )
         with self.journal.unit() as unit:
-            done = self._settle(unit, call, CallState.EXPIRED, outcome, from_states=[call.state])
+            done = self._settle(unit, call, CallEvent.EXPIRE, outcome)
         if done:
             self.on_settled(call.run_id)
         return done
@@ -398,17 +470,42 @@ class Ledger:
 
     # ---- settling ------------------------------------------------------------------------
 
-    def _settle(
-        self,
-        unit: Unit,
-        call: Call,
-        state: CallState,
-        outcome: dict[str, Any],
-        *,
-        from_states: list[CallState] | None = None,
-    ) -> bool:
-        states = from_states if from_states is not None else list(OPEN_STATES)
-        if not self.store.transition_call(call.id, states, state, outcome=outcome):
+    def _move(self, unit: Unit, call: Call, event: CallEvent, **changes: Any) -> Call | None:
+        """Make the table's move for ``event`` in the store and perform its emit effects;
+        None if the call is no longer where the move starts (someone else moved it)."""
+        move = transition(call.state, event)
+        # Every state the event leaves for the same place: a request holding a call read a
+        # moment ago (say dispatched) still settles it if it was delivered since.
+        starts = [s for s in sources(event) if transition(s, event).to is move.to]
+        if move.to is call.state:  # a move within a state (to the form, reassigned)
+            starts = [call.state]
+        assigned = (call.surface_id, call.assignment) if event in _REASSIGNING else None
+        if not self.store.transition_call(call.id, starts, move.to, assigned=assigned, **changes):
+            return None
+        moved = self._reload(call.id)
+        self._perform(unit, moved, move)
+        return moved
+
+    def _perform(self, unit: Unit, call: Call, move: Move) -> None:
+        for effect in move.effects:
+            if effect is Effect.EMIT_APPROVAL_REQUESTED:
+                unit.emit(call.conversation_id, ApprovalRequested(self.view(call)))
+            elif effect is Effect.EMIT_DISPATCH:
+                unit.emit(call.conversation_id, CallDispatched(self.view(call)))
+            elif effect is Effect.EXECUTE:
+                tool = self.tool_of(call)
+                if tool is not None and tool.kind != "client":
+                    self.on_dispatched(call)
+            # RECORD_OUTCOME is _settle's (it needs the outcome); RESUME_RUN is the caller's,
+            # after the unit commits, so the next step reads what this one wrote.
+
+    def _settle(self, unit: Unit, call: Call, event: CallEvent, outcome: dict[str, Any]) -> bool:
+        # From any state the event leaves: the caller read the call a moment ago, and the
+        # store's conditional update has the last word.
+        starts = sorted(sources(event))
+        (state,) = {transition(s, event).to for s in starts}
+        assert all(Effect.RECORD_OUTCOME in transition(s, event).effects for s in starts)
+        if not self.store.transition_call(call.id, starts, state, outcome=outcome):
             return False
         tool = self.tool_of(call)
         content = model_content(tool, outcome)
@@ -463,7 +560,8 @@ class Ledger:
         )
 
 
-_ANSWERABLE = [CallState.DISPATCHED, CallState.DELIVERED]
+# Moves that take a call from its surface: only while it is still on the one we read.
+_REASSIGNING = frozenset({CallEvent.REASSIGN, CallEvent.RERUN, CallEvent.TO_FORM})
 
 
 def _parse_arguments(

@@ -33,7 +33,7 @@ LOCALES = ("en", "fr", "es", "ja")
 THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
-WIDGET_MODULES = ("protocol.js", "chat.js", "form.js", "api.js")
+WIDGET_MODULES = ("protocol.js", "chat.js", "form.js", "api.js", "calls.js")
 
 # Bounded: a long name must be a 404, not an OSError from the file system (issue 7).
 _STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(js|css)")
@@ -220,7 +220,7 @@ async def widget_page(request: Request) -> HTMLResponse:
         "maxBodyBytes": runtime.settings.max_body_bytes,
         # The page's handlers can answer client-side tools only (server-side ones run a block).
         "tools": [
-            {"name": tool.name, "description": tool.description}
+            {"name": tool.name, "description": tool.description, "title": tool.title or tool.name}
             for tool in agent.tools
             if getattr(tool, "kind", "client") == "client"
         ],

@@ -70,6 +70,7 @@ class Runtime:
             environ=settings.environ,
             leases=leases,
             clock=clock,
+            surface_grace=settings.surface_grace_seconds,
         )
         engine.on_model_tokens = lambda agent, cid, n: quotas.record_tokens(
             agent.id, agent.limits, cid, n

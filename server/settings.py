@@ -40,6 +40,10 @@ class Settings:
     # How long a run step or server-side call stays owned by a process that stopped renewing
     # (it died): another process resumes the work after this (docs/deploy.md).
     lease_seconds: float = 10.0
+    # How long a surface whose event streams all closed keeps its calls: enough for an
+    # EventSource to reconnect; a page that says it is leaving (reload, navigation,
+    # closed tab) gives its calls up at once (docs/protocol.md "Surfaces").
+    surface_grace_seconds: float = 5.0
     # Added to every agent's allowed origins (the demo adds its host page this way).
     extra_origins: tuple[str, ...] = ()
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))

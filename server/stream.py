@@ -19,11 +19,14 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from server.errors import NotFound
+from server.protocol.events import CustomName
 from server.protocol.frames import Event, parse_event_id, to_sse
+from server.protocol.requests import surface_id
 from server.runtime import Runtime
 
 PAGE = 50
 SEND_TIMEOUT = 10.0
+DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
 
 
 class _Farewell:
@@ -59,11 +62,27 @@ async def events(request: Request) -> EventSourceResponse:
     )
     last_seq = store.last_seq(conversation_id)
     seen = parse_event_id(raw, conversation_id, last_seq, source=source) if raw else 0
+    surface = surface_id(request.query_params.get("surface"), field="surface")
     assert ticket.nonce is not None
     runtime.redeem_stream_ticket(ticket.nonce)  # last: a refused request leaves the ticket usable
+    ledger = runtime.engine.ledger
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)
+    if surface is not None:
+        with store.transaction():
+            store.attach_surface(conversation_id, surface, ledger.clock())
+
+    def passes(event: Event) -> bool:
+        """Record the claim of a dispatch addressed to this surface before writing it; a
+        stale one (the call was settled or assigned elsewhere since) is not passed on, so
+        a replay can never make a page run a call that is no longer its own."""
+        if surface is None or event.name != DISPATCH:
+            return True
+        data = event.data["value"]
+        if data.get("surfaceId") != surface:
+            return True
+        return ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
 
     async def replay(after: int) -> AsyncIterator[tuple[bytes, int]]:
         """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
@@ -78,7 +97,7 @@ async def events(request: Request) -> EventSourceResponse:
         while True:
             async with runtime.replay_gate:
                 page = store.events_after(conversation_id, after, PAGE)
-                chunk = b"".join(to_sse(event).encode() for event in page)
+                chunk = b"".join(to_sse(event).encode() for event in page if passes(event))
                 # Keep the turn through one pass of the loop: everything else that is ready
                 # runs before the next page of any stream (do not move this out of the gate).
                 await asyncio.sleep(0)
@@ -105,10 +124,14 @@ async def events(request: Request) -> EventSourceResponse:
                         yield chunk
                         last = seq
                     continue
-                yield to_sse(live)
+                if passes(live):
+                    yield to_sse(live)
                 last = live.seq
         finally:
             runtime.broker.unsubscribe(conversation_id, queue)
+            if surface is not None:
+                with store.transaction():
+                    store.detach_surface(conversation_id, surface, ledger.clock())
 
     return EventSourceResponse(
         frames(),

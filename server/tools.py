@@ -30,9 +30,11 @@ EFFECTS = ("read", "write")
 APPROVALS = ("by_environment", "always", "never")
 POLICY_KEYS = {
     "deadline_seconds", "approval_timeout_seconds", "effect", "approval", "require_confirmation",
-    "max_calls_per_pass", "max_result_kb", "simulation_result", "guardrails",
+    "max_calls_per_pass", "max_result_kb", "simulation_result", "guardrails", "idempotent",
+    "title",
 }  # fmt: skip
 CLIENT_KEYS = {"name", "kind", "description", "input_schema", "output_schema", *POLICY_KEYS}
+MAX_TITLE_LENGTH = 80
 HTTP_KEYS = {
     "name", "kind", "description", "ai_params", "request", "connection", "output_schema",
     "max_response_kb", *POLICY_KEYS,
@@ -79,6 +81,14 @@ class Tool:
     simulation_result: Any = None
     guardrails: tuple[Guardrail, ...] = ()
     http: HttpBlock | None = None
+    # What end users see instead of the tool's id ("Create a task", not "create_task").
+    title: str = ""
+    idempotent: bool = False
+
+    @property
+    def rerunnable(self) -> bool:
+        """May run again with the same call id if its surface went away (issue 9)."""
+        return self.effect == "read" or self.idempotent
 
     @property
     def require_confirmation(self) -> bool:
@@ -101,6 +111,9 @@ class Tool:
             "inputSchema": self.input_schema,
             "outputSchema": self.output_schema,
             "requireConfirmation": self.require_confirmation,
+            "title": self.title or self.name,
+            "effect": self.effect,
+            "rerunnable": self.rerunnable,
         }
 
 
@@ -244,6 +257,15 @@ def _parse_policy(raw: dict[str, Any], where: str, problems: list[str]) -> dict[
     if confirm is not None and approval is not None and (approval == "always") != confirm:
         problems.append(f"{where}: 'require_confirmation' and 'approval' disagree; keep one")
     policy["approval"] = approval or ("always" if confirm else "by_environment")
+    idempotent = raw.get("idempotent", False)
+    if not isinstance(idempotent, bool):
+        problems.append(f"{where}: 'idempotent' must be true or false")
+    policy["idempotent"] = idempotent is True
+    title = raw.get("title", "")
+    if not isinstance(title, str) or len(title.strip()) > MAX_TITLE_LENGTH:
+        problems.append(f"{where}: 'title' must be text of at most {MAX_TITLE_LENGTH} characters")
+    else:
+        policy["title"] = title.strip()
     limit = raw.get("max_calls_per_pass")
     if limit is not None:
         if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1:

@@ -30,14 +30,14 @@ export function createApi(base, agentId, parentOrigin) {
   const enc = encodeURIComponent
   const agentPath = `/api/agents/${enc(agentId)}`
 
-  async function call(method, path, body, cookies = false, retried = false) {
+  async function call(method, path, body, cookies = false, retried = false, keepalive = false) {
     const headers = new Headers(session && !cookies ? { authorization: `Bearer ${session}` } : {})
     if (body !== undefined) headers.set('content-type', 'application/json')
     let res
     try {
       // Cookies only where the server sets or reads the session cookie.
       const credentials = cookies ? 'same-origin' : 'omit'
-      res = await fetch(base + path, { method, headers, credentials, cache: 'no-store', body: body === undefined ? undefined : JSON.stringify(body) })
+      res = await fetch(base + path, { method, headers, credentials, cache: 'no-store', keepalive, body: body === undefined ? undefined : JSON.stringify(body) })
     } catch (err) {
       throw new ApiError(0, 'network', String(err))
     }
@@ -68,14 +68,16 @@ export function createApi(base, agentId, parentOrigin) {
     forget() { session = ''; conversationId = '' },
     /** For tests in the widget's own origin (Playwright inside the frame); never stored. */
     current: () => ({ conversationId, sessionToken: session }),
-    snapshot: id => call('GET', conv(id, '')),
+    snapshot: (id, surface) => call('GET', conv(id, `?surface=${enc(surface)}`)),
     streamToken: id => call('POST', conv(id, '/stream-token'), {}),
-    capabilities: (id, tools) => call('POST', conv(id, '/capabilities'), { tools }),
+    capabilities: (id, surfaceId, tools) => call('POST', conv(id, '/capabilities'), { surfaceId, tools }),
+    activity: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/activity`), {}),
+    // keepalive: sent while the page unloads (pagehide), and it outlives the page.
+    leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, false, false, true).catch(() => {}),
     message: (id, text, simulate) => call('POST', conv(id, '/messages'), simulate ? { text, simulate } : { text }),
-    delivered: (callId, token) => call('POST', `/api/calls/${enc(callId)}/delivered`, { token }),
     result: (callId, body) => call('POST', `/api/calls/${enc(callId)}/result`, body),
     decision: (callId, body) => call('POST', `/api/calls/${enc(callId)}/decision`, body),
-    eventsUrl: (id, token, after) => base + conv(id, `/events?token=${enc(token)}${after ? `&after=${enc(after)}` : ''}`),
+    eventsUrl: (id, token, after, surface) => base + conv(id, `/events?token=${enc(token)}&surface=${enc(surface)}${after ? `&after=${enc(after)}` : ''}`),
   }
 }
 

@@ -1,12 +1,15 @@
 // Hostcall widget app (issue 3): owns one conversation (docs/protocol.md) and is the only
 // party that sees tokens. A client-side call goes to the page's handler over postMessage
 // (only with the parent origin the server bound here and window.parent), else to a form.
-// At most once: a handler runs only for a call still `dispatched`, after its id is in the
-// ledger and `POST /delivered` succeeded; otherwise the form, with a note saying why.
+// This page is one *surface* (docs/protocol.md): the server assigns each call to one surface,
+// and writing the dispatch to this surface's stream is the claim, so the handler runs at
+// once, with no request first. A call assigned elsewhere shows "running in another tab".
+// A call's life here is widget/calls.js's state machine; a handler runs once per page load.
 
 import { schemaForm, validate, toPointer } from './form.js'
 import { createApi, openStream, store } from './api.js'
 import * as ui from './chat.js'
+import { STATE, EVENT as CALL_EVENT, PERSON, transition, placement } from './calls.js'
 import { t, pickLocale, setLocale } from './chat.js'
 import { CALL_STATE, CUSTOM, EVENT, LIMITS, MSG, TERMINAL_STATES } from './protocol.js'
 
@@ -14,8 +17,8 @@ import { CALL_STATE, CUSTOM, EVENT, LIMITS, MSG, TERMINAL_STATES } from './proto
  * @typedef {{toolCallId: string, toolCallName: string, state: string, input?: any,
  *   inputSchema?: any, outputSchema?: any, deadline?: string, route?: string,
  *   resultToken?: string, decisionToken?: string, outcome?: any}} Call  (docs/protocol.md CALL)
- * @typedef {{id: string, call: Call, card: import('./chat.js').Card, args: string, phase: string,
- *   resolveParent: Function | null, release: Function | null, delivered: Promise<boolean> | null}} CallView
+ * @typedef {{id: string, call: Call, card: import('./chat.js').Card, args: string, state: string,
+ *   scope: string, resolveParent: Function | null}} CallView  (state: widget/calls.js STATE)
  * @typedef {import('./form.js').FieldError} FieldError
  */
 
@@ -38,10 +41,6 @@ import { CALL_STATE, CUSTOM, EVENT, LIMITS, MSG, TERMINAL_STATES } from './proto
 const TERMINAL = new Set(TERMINAL_STATES)
 /** Server call state → card `data-state` (running, waiting, done, failed, rejected, expired). */
 const cardState = (/** @type {string} */ st) => ({ awaiting_confirmation: 'waiting', answered: 'done' })[st] || (TERMINAL.has(st) ? st : 'running')
-/** Phases of a call view in which the person has something to do. */
-const PERSON = new Set(['confirm', 'edit', 'reject', 'form'])
-/** Phases from which a dispatch of the call is acted on. */
-const DISPATCHABLE = new Set(['', 'confirm', 'edit', 'reject', 'deciding'])
 const GONE = [401, 403, 404] // the session or conversation no longer exists
 
 // ============================================================================
@@ -58,6 +57,8 @@ const framed = Boolean(cfg.parentOrigin) && window.parent !== window
 const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
 const api = createApi(cfg.apiBase || '', cfg.agentId, framed ? cfg.parentOrigin : '')
 const locale = pickLocale(cfg.locale, ...navigator.languages)
+/** This page load's surface id: kept across stream reconnects, new on every load. */
+const surfaceId = `s_${[...crypto.getRandomValues(new Uint8Array(12))].map(b => b.toString(16).padStart(2, '0')).join('')}`
 
 const state = {
   conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0,
@@ -103,10 +104,13 @@ function setParentTools(list) {
   if (state.conversationId) sendCapabilities()
 }
 
-/** Handler negotiation: tell the server which of the agent's tools the page answers. */
-async function sendCapabilities() {
+/** Handler negotiation: tell the server which of the agent's tools this surface answers. */
+async function sendCapabilities(strict = false) {
   const tools = framed ? [...parentTools].filter(name => agentTools.has(name)) : []
-  try { await api.capabilities(state.conversationId, tools) } catch (err) { console.warn('hostcall: capabilities', err) }
+  try { await api.capabilities(state.conversationId, surfaceId, tools) } catch (err) {
+    if (strict) throw err
+    console.warn('hostcall: capabilities', err)
+  }
 }
 
 // ============================================================================
@@ -123,7 +127,9 @@ async function boot() {
     if (resumed) {
       state.conversationId = resumed.conversationId
       state.streamToken = resumed.streamToken
-      snapshot = await api.snapshot(resumed.conversationId).catch(err => {
+      // What this page handles first: a read whose page reloaded is assigned here at once,
+      // and the snapshot writes this surface's calls to it (the claim), like its stream.
+      snapshot = await sendCapabilities(true).then(() => api.snapshot(resumed.conversationId, surfaceId)).catch(err => {
         if (!GONE.includes(err.status)) throw err
       })
     }
@@ -131,9 +137,8 @@ async function boot() {
       const created = await api.create(locale)
       state.conversationId = created.conversationId
       state.streamToken = created.streamToken
+      await sendCapabilities()
     }
-    pruneLedger()
-    await sendCapabilities()
     if (snapshot) applySnapshot(snapshot)
     state.stream = openStream({ url: streamUrl, types: Object.keys(ON), onEvent, onState: onStreamState })
     state.ready = true
@@ -150,10 +155,10 @@ async function boot() {
 /** The events URL: a fresh stream token, `after` the last event applied. */
 async function streamUrl(failures) {
   // Every third failure, resync from the snapshot (say the log can't resume: bad_event_id).
-  if (failures && failures % 3 === 0) applySnapshot(await api.snapshot(state.conversationId))
+  if (failures && failures % 3 === 0) applySnapshot(await api.snapshot(state.conversationId, surfaceId))
   const token = state.streamToken || (await api.streamToken(state.conversationId)).streamToken
   state.streamToken = ''
-  return api.eventsUrl(state.conversationId, token, state.lastEventId)
+  return api.eventsUrl(state.conversationId, token, state.lastEventId, surfaceId)
 }
 
 function onStreamState(s, failures, err) {
@@ -255,6 +260,11 @@ const ON = {
   },
   [CUSTOM.TOOL_CALL_APPROVAL_REQUESTED]: d => { state.run = 'waiting'; upsertCall(d) },
   [CUSTOM.TOOL_CALL_DISPATCH]: d => { state.run = 'waiting'; upsertCall(d) },
+  // A server crash cut this message off; the step runs again and streams the answer anew.
+  [CUSTOM.TEXT_MESSAGE_DISCARDED]: d => {
+    ui.removeMessage(d.messageId)
+    if (state.streaming === d.messageId) state.streaming = ''
+  },
   [CUSTOM.TOOL_CALL_STATE]: d => {
     const v = calls.get(d.toolCallId)
     if (v && TERMINAL.has(d.state)) settle(v, d.state)
@@ -268,16 +278,27 @@ const ON = {
 }
 
 // ============================================================================
-// Tool calls: one view per call, driven by the call's server state
+// Tool calls: one view per call; its state is widget/calls.js's, moved only by move()
 // ============================================================================
+
+/** Move call view `v` by `event`; false (and nothing changes) if its state ignores it. */
+function move(v, event) {
+  const next = transition(v.state, event)
+  if (next === null) return false
+  v.state = next
+  return true
+}
+
+/** What end users see for a tool: its `title` from the agent file, not its id. */
+const titleOf = (/** @type {string} */ name) => agentTools.get(name)?.title || name
 
 /** The view of call `id`, created with its card on first sight. */
 function view(id, name = '?') {
   let v = calls.get(id)
   if (!v) {
     v = {
-      id, call: { toolCallId: id, toolCallName: name, state: 'proposed' }, args: '', phase: '',
-      card: ui.toolCard(id, name), resolveParent: null, release: null, delivered: null,
+      id, call: { toolCallId: id, toolCallName: name, state: 'proposed' }, args: '',
+      state: STATE.PROPOSED, scope: 'once', card: ui.toolCard(id, name, titleOf(name)), resolveParent: null,
     }
     v.card.setState('running')
     calls.set(id, v)
@@ -292,17 +313,32 @@ function upsertCall(c) {
   v.call = { ...v.call, ...c }
   if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
   if (TERMINAL.has(c.state)) settle(v, c.state, c.outcome)
-  else if (c.state === CALL_STATE.AWAITING_CONFIRMATION && !v.phase) showConfirm(v)
-  else if ((c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) && DISPATCHABLE.has(v.phase)) dispatch(v)
+  else if (c.state === CALL_STATE.AWAITING_CONFIRMATION) { if (move(v, CALL_EVENT.APPROVAL_REQUESTED)) showConfirm(v) }
+  else if (c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) place(v)
+}
+
+/**
+ * A dispatched call: the server assigned it to one surface (docs/protocol.md "Surfaces").
+ * If that is this one, the assignment is the claim: run the handler now, no request first.
+ */
+function place(v) {
+  const c = v.call
+  if (c.kind && c.kind !== 'client') return // the server runs it; its result event follows
+  if (!move(v, placement(c, surfaceId))) return
+  if (v.state === STATE.ELSEWHERE) {
+    v.card.setState('running', t('runningElsewhere'))
+    return void v.card.setBody()
+  }
+  if (v.state === STATE.FORM) return showAnswerForm(v, { note: c.formReason === 'surface_gone' ? t('answerSurfaceGone') : undefined })
+  emit('toolcall', publicCall(c))
+  runInParent(v)
 }
 
 /** The call reached a terminal state. */
 function settle(v, st, outcome) {
   cancelParent(v)
-  v.release?.()
-  v.release = null
-  const again = v.phase === 'settled'
-  v.phase = 'settled'
+  const again = v.state === STATE.SETTLED
+  move(v, CALL_EVENT.SETTLE)
   v.call.state = st
   if (outcome !== undefined) v.call.outcome = outcome
   else if (again) return
@@ -318,40 +354,16 @@ function settle(v, st, outcome) {
     : null)
 }
 
-/** Run the call: the page's handler if it has one, else the form. */
-async function dispatch(v) {
+const running = v => v.state === STATE.RUNNING || v.state === STATE.RERUNNING
+
+async function runInParent(v) {
   const c = v.call
-  v.phase = 'routing'
-  if (!c.resultToken) return
-  emit('toolcall', publicCall(c))
-  if (c.route !== 'handler' || !framed || !parentTools.has(c.toolCallName)) {
-    v.delivered = deliver(v)
-    return showAnswerForm(v, {})
+  v.card.setState('running', t(v.state === STATE.RERUNNING ? 'rerunning' : 'runningInPage'))
+  v.card.setBody()
+  if (!framed || !parentTools.has(c.toolCallName)) {
+    move(v, CALL_EVENT.NO_HANDLER)
+    return showAnswerForm(v, { note: t('answerNoHandler') })
   }
-  const claim = await claimCall(v)
-  if (v.phase !== 'routing') return claim.release?.()
-  if (claim.status === 'new') return runInParent(v, claim.release)
-  if (claim.status === 'started') return showAnswerForm(v, { note: t('answerReloaded') })
-  if (claim.status !== 'elsewhere') return // settled meanwhile: the result event follows
-  v.phase = 'elsewhere'
-  v.card.setState('running', t('runningElsewhere'))
-  claim.whenFree?.then(() => { if (v.phase === 'elsewhere') showAnswerForm(v, { note: t('answerReloaded') }) })
-}
-
-/** POST /delivered → ok | settled (stop the handler) | again (if the server says `first: false`). */
-function deliver(v) {
-  return patiently(() => api.delivered(v.id, v.call.resultToken)).then(res => (res?.first === false ? 'again' : 'ok'), err => {
-    if (err.status !== 409 && err.status !== 410) return 'unknown'
-    cancelParent(v)
-    return 'settled'
-  })
-}
-
-async function runInParent(v, release) {
-  const c = v.call
-  v.phase = 'handler'
-  v.release = release || null
-  v.card.setState('running', t('runningInPage'))
   const res = await new Promise(resolve => {
     v.resolveParent = resolve
     toParent(MSG.CALL, {
@@ -360,8 +372,11 @@ async function runInParent(v, release) {
     })
   })
   v.resolveParent = null
-  if (v.phase !== 'handler' || res.cancelled) return
-  if (res.noHandler) return showAnswerForm(v, { note: t('answerNoHandler') })
+  if (!running(v) || res.cancelled) return
+  if (res.noHandler) {
+    move(v, CALL_EVENT.NO_HANDLER)
+    return showAnswerForm(v, { note: t('answerNoHandler') })
+  }
   if (res.error !== undefined) {
     const message = String(res.error?.message ?? res.error).slice(0, 2000) || 'The handler failed.'
     return answer(v, { error: { code: 'client_error', message } })
@@ -372,7 +387,10 @@ async function runInParent(v, release) {
     return answer(v, { error: { code: 'client_error', message: `The handler's result is too large (${size} bytes; the limit is ${maxBodyBytes}).` } })
   }
   const errors = validate(c.outputSchema ?? {}, res.output)
-  if (errors.length) return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
+  if (errors.length) {
+    move(v, CALL_EVENT.INVALID)
+    return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
+  }
   answer(v, { output: res.output })
 }
 
@@ -387,33 +405,32 @@ function cancelParent(v) {
 /** POST the answer; resolves to field errors when the form that sent it should show them. */
 async function answer(v, body) {
   const c = v.call
-  const from = v.phase
-  v.phase = 'sending'
+  const fromForm = v.state === STATE.FORM
+  if (!move(v, CALL_EVENT.SEND)) return
   v.card.busy(true)
   v.card.setState('running', t('sending')) // stays while the answer is retried (server down)
-  await v.delivered // the server sees "delivered" before the answer
   try {
     await patiently(() => api.result(c.toolCallId, { token: c.resultToken, ...body }))
-    if (v.phase !== 'sending') return
-    v.phase = 'answered'
-    v.release?.()
-    v.release = null
+    if (!move(v, CALL_EVENT.SENT)) return
     v.card.setState('running', t('sent'))
     v.card.setBody()
     ui.focusComposer()
   } catch (err) {
-    if (v.phase !== 'sending') return
+    if (v.state !== STATE.SENDING) return
     if (err.status === 409 || err.status === 410) {
-      v.phase = 'answered'
+      move(v, CALL_EVENT.SENT) // settled by another answer (another tab, a person): its result follows
       v.card.setState(err.status === 410 ? 'expired' : 'running', t(err.status === 410 ? 'expiredNote' : 'alreadySettled'))
       return v.card.setBody()
     }
     const errors = err.status === 422 && Array.isArray(err.details?.errors)
       ? serverErrors(err.details.errors)
       : [{ path: '', message: err.status === 422 ? err.message : t('errorAnswer') }]
-    if (from === 'form') { v.phase = 'form'; return errors }
-    if (err.status === 422 && 'output' in body) return showAnswerForm(v, { value: body.output, errors, note: t('answerInvalid'), returned: body.output })
-    v.phase = 'retry'
+    if (fromForm) { move(v, CALL_EVENT.FORM_REFUSED); return errors }
+    if (err.status === 422 && 'output' in body) {
+      move(v, CALL_EVENT.INVALID)
+      return showAnswerForm(v, { value: body.output, errors, note: t('answerInvalid'), returned: body.output })
+    }
+    move(v, CALL_EVENT.SEND_FAILED)
     v.card.setState('failed', t('errorAnswer'))
     v.card.setBody(ui.h('button', { type: 'button', 'data-part': 'retry', onclick: () => answer(v, body) }, t('retry')))
   } finally {
@@ -425,10 +442,10 @@ async function answer(v, body) {
 /** The output-schema form: a person supplies the result. */
 function showAnswerForm(v, o) {
   const c = v.call
-  v.phase = 'form'
+  const name = titleOf(c.toolCallName)
   const form = schemaForm(c.outputSchema ?? {}, 'value' in o ? o.value : fromInput(c), {
     purpose: 'answer',
-    label: t('answerFor', { name: c.toolCallName }),
+    label: t('answerFor', { name }),
     submitLabel: t('submitAnswer'),
     onSubmit: output => answer(v, { output }),
     actions: [{ part: 'decline', label: t('decline'), onClick: () => answer(v, { error: { code: 'no_handler', message: 'The person declined to answer this call.' } }) }],
@@ -441,34 +458,39 @@ function showAnswerForm(v, o) {
       ui.h('summary', { text: t('returned') }), ui.h('pre', { text: json(o.returned) })),
     form.el)
   if (o.errors?.length) form.showErrors(o.errors)
-  ui.announce(t('needsAnswer', { name: c.toolCallName }))
+  ui.announce(t('needsAnswer', { name }))
   maybeFocus(form.focus)
   refresh()
 }
 
 // ============================================================================
-// Confirmation: approve, edit (input-schema form), reject with a reason
+// Confirmation: approve (once or for this conversation), edit, reject with a reason
 // ============================================================================
 
 function showConfirm(v) {
-  v.phase = 'confirm'
   v.card.setState('waiting')
-  const panel = ui.confirmPanel({ onApprove: () => decide(v, { decision: 'approve' }), onEdit: () => showEdit(v), onReject: () => showReject(v) })
+  const panel = ui.confirmPanel({
+    scopes: v.call.approval?.scopes || ['once'],
+    scope: v.scope,
+    onScope: scope => { v.scope = scope },
+    onApprove: () => decide(v, { decision: 'approve', scope: v.scope }),
+    onEdit: () => { if (move(v, CALL_EVENT.EDIT)) showEdit(v) },
+    onReject: () => { if (move(v, CALL_EVENT.REJECT)) showReject(v) },
+  })
   v.card.setBody(panel)
   emit('toolcall', publicCall(v.call))
-  ui.announce(t('needsConfirm', { name: v.call.toolCallName }))
+  ui.announce(t('needsConfirm', { name: titleOf(v.call.toolCallName) }))
   maybeFocus(() => v.card.focus('approve'))
   refresh()
 }
 
 function showEdit(v) {
-  v.phase = 'edit'
-  const back = () => { showConfirm(v); v.card.focus('edit') }
+  const back = () => { if (move(v, CALL_EVENT.BACK)) { showConfirm(v); v.card.focus('edit') } }
   const form = schemaForm(v.call.inputSchema ?? {}, v.call.input, {
     purpose: 'edit',
-    label: t('editFor', { name: v.call.toolCallName }),
+    label: t('editFor', { name: titleOf(v.call.toolCallName) }),
     submitLabel: t('approveEdited'),
-    onSubmit: input => decide(v, { decision: 'approve', input }),
+    onSubmit: input => decide(v, { decision: 'approve', scope: v.scope, input }),
     actions: [{ part: 'cancel', label: t('cancel'), onClick: back }],
   })
   form.el.addEventListener('keydown', e => { if (e.key === 'Escape') { e.stopPropagation(); back() } })
@@ -477,38 +499,49 @@ function showEdit(v) {
 }
 
 function showReject(v) {
-  v.phase = 'reject'
   const panel = ui.rejectPanel({
     onConfirm: reason => decide(v, reason ? { decision: 'reject', reason } : { decision: 'reject' }),
-    onCancel: () => { showConfirm(v); v.card.focus('reject') },
+    onCancel: () => { if (move(v, CALL_EVENT.BACK)) { showConfirm(v); v.card.focus('reject') } },
   })
   v.card.setBody(panel.el)
   panel.focus()
 }
 
-/** POST the person's decision; resolves to field errors for the edit form. */
+/**
+ * POST the person's decision, naming this surface: the server runs an approved call here.
+ * Resolves to field errors for the edit form.
+ */
 async function decide(v, body) {
-  const from = v.phase
-  v.phase = 'deciding'
+  const from = v.state
+  if (!move(v, CALL_EVENT.DECIDE)) return
   v.card.busy(true)
   try {
-    const res = await patiently(() => api.decision(v.call.toolCallId, { token: v.call.decisionToken, ...body }))
+    const res = await patiently(() => api.decision(v.call.toolCallId, { token: v.call.decisionToken, surfaceId, ...body }))
     // The dispatch or result event got here first; the pressed button is gone with the
     // old card state, so focus would fall to <body>.
-    if (v.phase !== 'deciding') return void maybeFocus(ui.focusComposer)
+    if (v.state !== STATE.DECIDING) return void maybeFocus(ui.focusComposer)
+    move(v, CALL_EVENT.DECIDED)
     const rejected = res?.state === CALL_STATE.REJECTED
-    v.card.setState(rejected ? 'rejected' : 'running', rejected ? '' : t('approved'))
+    const note = rejected ? '' : t(body.scope === 'conversation' ? 'approvedForConversation' : 'approved')
+    v.card.setState(rejected ? 'rejected' : 'running', note)
     v.card.setBody()
     ui.focusComposer()
   } catch (err) {
-    if (v.phase !== 'deciding') return
+    if (v.state !== STATE.DECIDING) return
     if (err.status === 409 || err.status === 410) {
+      move(v, CALL_EVENT.DECIDED)
       v.card.setState(err.status === 410 ? 'expired' : 'running', t(err.status === 410 ? 'expiredNote' : 'alreadyDecided'))
       return v.card.setBody()
     }
-    v.phase = from
-    if (err.status === 422 && 'input' in body && Array.isArray(err.details?.errors)) return serverErrors(err.details.errors)
-    if (from === 'edit') return [{ path: '', message: t('errorDecision') }]
+    if (err.status === 422 && 'input' in body && Array.isArray(err.details?.errors)) {
+      move(v, CALL_EVENT.EDIT_REFUSED)
+      return serverErrors(err.details.errors)
+    }
+    if (from === STATE.EDIT) {
+      move(v, CALL_EVENT.EDIT_REFUSED)
+      return [{ path: '', message: t('errorDecision') }]
+    }
+    move(v, CALL_EVENT.DECIDE_FAILED)
     showConfirm(v)
     v.card.setState('waiting', t('errorDecision'))
   } finally {
@@ -521,52 +554,24 @@ async function decide(v, body) {
 const serverErrors = errors => errors.slice(0, 50).map(x => ({ path: toPointer(x?.path), message: String(x?.message) }))
 
 // ============================================================================
-// Ledger: a page handler runs at most once per call id (see the header)
+// This surface: its id, what the person does here, and when the page goes away
 // ============================================================================
 
-const ledgerKey = () => `hostcall:v1:calls:${state.conversationId}`
-
-/** Record call `id` as started; false if it already was. */
-function markStarted(id) {
-  const started = store.get(ledgerKey()) || {}
-  if (started[id]) return false
-  started[id] = Date.now()
-  store.set(ledgerKey(), started)
-  return true
+/** Report activity at most every 2 s: the server sends calls to the most recently active surface. */
+let lastActivity = 0
+function active() {
+  const now = Date.now()
+  if (!state.ready || now - lastActivity < 2000) return
+  lastActivity = now
+  api.activity(state.conversationId, surfaceId).catch(() => { /* best effort */ })
 }
-
-/** Keep the 30 most recent entries of the last week (calls expire long before). */
-function pruneLedger() {
-  const started = store.get(ledgerKey())
-  const cutoff = Date.now() - 7 * 864e5
-  if (started) {
-    store.set(ledgerKey(), Object.fromEntries(Object.entries(started).filter(([, at]) => at > cutoff).sort((a, b) => b[1] - a[1]).slice(0, 30)))
-  }
-}
-
-/**
- * new: run it (release() once settled); started: it may have run, use the form; settled;
- * elsewhere: another window of the page runs it (Web Locks), whenFree if that window closes.
- */
-function claimCall(v) {
-  const claim = async () => {
-    if (v.call.state !== CALL_STATE.DISPATCHED || !markStarted(v.id)) return { status: 'started' }
-    v.delivered = deliver(v)
-    const delivery = await v.delivered
-    return { status: delivery === 'again' ? 'started' : delivery === 'settled' ? 'settled' : 'new' }
-  }
-  const locks = navigator.locks
-  if (!locks) return claim()
-  const name = `hostcall:call:${state.conversationId}:${v.id}`
-  return new Promise(resolve => {
-    locks.request(name, { ifAvailable: true }, async lock => {
-      if (!lock) return resolve({ status: 'elsewhere', whenFree: locks.request(name, () => {}) })
-      const result = await claim()
-      if (result.status !== 'new') return resolve(result)
-      return new Promise(release => resolve({ ...result, release })) // held until release()
-    }).catch(async () => resolve(await claim())) // Web Locks denied (e.g. a cross-site frame)
-  })
-}
+for (const type of ['pointerdown', 'keydown', 'focus']) window.addEventListener(type, active, { capture: true, passive: true })
+document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') active() })
+// Reload, navigation, closed tab: give this page's calls up now (a read runs again on the
+// next page; a write goes to the form), rather than after the server's grace period.
+window.addEventListener('pagehide', () => { if (state.conversationId) api.leave(state.conversationId, surfaceId) })
+// Back from the back/forward cache: that surface left; come back as a new page load.
+window.addEventListener('pageshow', e => { if (e.persisted) location.reload() })
 
 // ============================================================================
 // Sending, chrome, focus
@@ -612,7 +617,7 @@ async function patiently(request) {
  */
 function refresh() {
   const active = state.run === 'running' || state.run === 'waiting'
-  const person = [...calls.values()].some(v => PERSON.has(v.phase))
+  const person = [...calls.values()].some(v => PERSON.has(v.state))
   ui.setWorking(state.ready && active && !person && !state.streaming)
   ui.setSendEnabled(state.ready && !active)
   document.documentElement.dataset.agentState = !state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working'

@@ -242,6 +242,12 @@ export function endMessage(id) {
 /** @param {string} id */
 export const hasMessage = id => messages.has(id)
 
+/** Remove message `id` (a message cut off by a server crash; its step streams it anew). */
+export function removeMessage(id) {
+  messages.get(id)?.el.remove()
+  messages.delete(id)
+}
+
 function setText(m, text) {
   m.raw = text
   keepPinned(() => {
@@ -358,14 +364,16 @@ export function readable(v, schema, depth = 0) {
  * The card of one tool call; `data-state`: running, waiting, done, failed, rejected, expired.
  * @param {string} id @param {string} name @returns {Card}
  */
-export function toolCard(id, name) {
+/** A call's card. `name` is the tool's id (`data-tool`, for tests and pages); `title` is
+ * what people read. */
+export function toolCard(id, name, title = name) {
   const titleId = uid('call')
   const status = h('span', { 'data-part': 'tool-call-status' })
   const input = h('div', { 'data-part': 'tool-call-input', hidden: true })
   const body = h('div', { 'data-part': 'tool-call-body' })
   const el = h('article', { 'data-part': 'tool-call', 'data-call-id': id, 'data-tool': name, 'aria-labelledby': titleId },
     h('header', null,
-      h('h2', { id: titleId, 'data-part': 'tool-call-title' }, h('span', { class: 'sr-only', text: `${t('toolCall')} ` }), h('code', { text: name })),
+      h('h2', { id: titleId, 'data-part': 'tool-call-title' }, h('span', { class: 'sr-only', text: `${t('toolCall')} ` }), title === name ? h('code', { text: name }) : h('span', { text: title })),
       status),
     input, body)
   append(el)
@@ -390,10 +398,26 @@ export function toolCard(id, name) {
   }
 }
 
-/** Approve / Edit / Reject. @param {{onApprove: () => void, onEdit: () => void, onReject: () => void}} o */
+/**
+ * Approve / Edit / Reject, and the scopes the call offers ("just this once" / "for this
+ * conversation") when it offers more than one.
+ * @param {{scopes: string[], scope: string, onScope: (scope: string) => void,
+ *   onApprove: () => void, onEdit: () => void, onReject: () => void}} o
+ */
 export function confirmPanel(o) {
+  const offered = ['once', 'conversation'].filter(s => o.scopes.includes(s))
+  const name = uid('scope')
+  const scopes = offered.length > 1 && h('fieldset', { 'data-part': 'scope' },
+    h('legend', { text: t('scopeLegend') }),
+    ...offered.map(scope => {
+      const id = uid('scope')
+      return h('div', { 'data-part': 'scope-option' },
+        h('input', { type: 'radio', id, name, value: scope, 'data-part': `scope-${scope}`, checked: scope === o.scope, onchange: () => o.onScope(scope) }),
+        h('label', { for: id, text: t(`scope_${scope}`) }))
+    }))
   return h('div', { 'data-part': 'confirm' },
     h('p', { text: t('confirmPrompt') }),
+    scopes || null,
     h('div', { 'data-part': 'actions' },
       h('button', { type: 'button', 'data-part': 'approve', 'data-kind': 'primary', onclick: o.onApprove }, t('approve')),
       h('button', { type: 'button', 'data-part': 'edit', onclick: o.onEdit }, t('edit')),

@@ -16,13 +16,12 @@ export default {
   rejectConfirm: 'Reject action', cancel: 'Cancel', approveEdited: 'Approve with changes',
   editFor: 'Edit the input of {name}', approved: 'Approved', alreadyDecided: 'This action was already decided.',
   needsConfirm: '{name} needs your approval.', needsAnswer: '{name} needs an answer from you.',
-  runningInPage: 'Running in the page…', runningElsewhere: 'Running in another window…',
+  runningInPage: 'Running in the page…', runningElsewhere: 'Running in another tab…',
   sending: 'Sending the answer…',
   sent: 'Answer sent.', alreadySettled: 'This action was already answered.',
   expiredNote: 'This action expired before it was answered.', rejectedNote: 'Rejected: {reason}',
   answerPrompt: 'The agent needs a result for this action. Fill it in below.',
   answerInvalid: 'The page returned a result that does not match the expected format. Correct it below.',
-  answerReloaded: 'This action was already started before the page reloaded. To avoid running it twice, enter the result yourself.',
   answerNoHandler: 'The page no longer handles this action. Enter the result yourself.',
   answerFor: 'Answer for {name}', submitAnswer: 'Send answer', decline: 'I can’t answer',
   returned: 'What the page returned', answer: 'Answer', item: 'Item', add: 'Add', addTo: 'Add to {label}',
@@ -39,4 +38,6 @@ export default {
   type_object: 'an object', type_array: 'a list', type_null: 'empty',
   format_date: 'date (YYYY-MM-DD)', 'format_date-time': 'date and time', format_time: 'time',
   format_email: 'email address', format_uri: 'URL',
+  // Surfaces (issue 9)
+  rerunning: 'Running again here: the page that started it was reloaded or closed…', answerSurfaceGone: 'The page that was running this action closed before it finished. It may already have taken effect, so it is not run again: check, then enter the result yourself.', scopeLegend: 'Allow', scope_once: 'Just this once', scope_conversation: 'For this conversation', approvedForConversation: 'Approved for this conversation',
 }

@@ -16,13 +16,12 @@ export default {
   rejectConfirm: 'Rechazar la acción', cancel: 'Cancelar', approveEdited: 'Aprobar con cambios',
   editFor: 'Editar la entrada de {name}', approved: 'Aprobada', alreadyDecided: 'Esta acción ya se decidió.',
   needsConfirm: '{name} necesita tu aprobación.', needsAnswer: '{name} necesita una respuesta tuya.',
-  runningInPage: 'Ejecutándose en la página…', runningElsewhere: 'Ejecutándose en otra ventana…',
+  runningInPage: 'Ejecutándose en la página…', runningElsewhere: 'Ejecutándose en otra pestaña…',
   sending: 'Enviando la respuesta…',
   sent: 'Respuesta enviada.', alreadySettled: 'Esta acción ya tiene respuesta.',
   expiredNote: 'Esta acción caducó antes de recibir respuesta.', rejectedNote: 'Rechazada: {reason}',
   answerPrompt: 'El agente necesita un resultado para esta acción. Complétalo abajo.',
   answerInvalid: 'La página devolvió un resultado que no tiene el formato esperado. Corrígelo abajo.',
-  answerReloaded: 'Esta acción ya se había iniciado antes de recargar la página. Para no ejecutarla dos veces, introduce tú el resultado.',
   answerNoHandler: 'La página ya no gestiona esta acción. Introduce tú el resultado.',
   answerFor: 'Respuesta para {name}', submitAnswer: 'Enviar respuesta', decline: 'No puedo responder',
   returned: 'Lo que devolvió la página', answer: 'Respuesta', item: 'Elemento', add: 'Añadir', addTo: 'Añadir a {label}',
@@ -39,4 +38,6 @@ export default {
   type_object: 'un objeto', type_array: 'una lista', type_null: 'vacío',
   format_date: 'fecha (AAAA-MM-DD)', 'format_date-time': 'fecha y hora', format_time: 'hora',
   format_email: 'correo electrónico', format_uri: 'URL',
+  // Surfaces (issue 9)
+  rerunning: 'Ejecutándose de nuevo aquí: la página que lo empezó se recargó o se cerró…', answerSurfaceGone: 'La página que ejecutaba esta acción se cerró antes de terminar. Puede que ya se haya realizado, así que no se vuelve a ejecutar: compruébalo y escribe tú el resultado.', scopeLegend: 'Permitir', scope_once: 'Solo esta vez', scope_conversation: 'Para esta conversación', approvedForConversation: 'Aprobado para esta conversación',
 }

@@ -16,13 +16,12 @@ export default {
   rejectConfirm: 'Refuser l’action', cancel: 'Annuler', approveEdited: 'Approuver avec ces modifications',
   editFor: 'Modifier l’entrée de {name}', approved: 'Approuvé', alreadyDecided: 'Cette action a déjà été décidée.',
   needsConfirm: '{name} attend votre approbation.', needsAnswer: '{name} attend une réponse de votre part.',
-  runningInPage: 'Exécution dans la page…', runningElsewhere: 'Exécution dans une autre fenêtre…',
+  runningInPage: 'Exécution dans la page…', runningElsewhere: 'En cours dans un autre onglet…',
   sending: 'Envoi de la réponse…',
   sent: 'Réponse envoyée.', alreadySettled: 'Cette action a déjà reçu une réponse.',
   expiredNote: 'Cette action a expiré avant d’avoir reçu une réponse.', rejectedNote: 'Refusé : {reason}',
   answerPrompt: 'L’agent a besoin d’un résultat pour cette action. Remplissez-le ci-dessous.',
   answerInvalid: 'La page a renvoyé un résultat qui ne correspond pas au format attendu. Corrigez-le ci-dessous.',
-  answerReloaded: 'Cette action avait déjà commencé avant le rechargement de la page. Pour ne pas l’exécuter deux fois, saisissez le résultat vous-même.',
   answerNoHandler: 'La page ne gère plus cette action. Saisissez le résultat vous-même.',
   answerFor: 'Réponse pour {name}', submitAnswer: 'Envoyer la réponse', decline: 'Je ne peux pas répondre',
   returned: 'Ce que la page a renvoyé', answer: 'Réponse', item: 'Élément', add: 'Ajouter', addTo: 'Ajouter à {label}',
@@ -39,4 +38,6 @@ export default {
   type_object: 'un objet', type_array: 'une liste', type_null: 'vide',
   format_date: 'date (AAAA-MM-JJ)', 'format_date-time': 'date et heure', format_time: 'heure',
   format_email: 'adresse e-mail', format_uri: 'URL',
+  // Surfaces (issue 9)
+  rerunning: 'Relancé ici : la page qui l’avait commencé a été rechargée ou fermée…', answerSurfaceGone: 'La page qui exécutait cette action s’est fermée avant la fin. L’action a peut-être déjà eu lieu, elle n’est donc pas relancée : vérifiez, puis saisissez le résultat vous-même.', scopeLegend: 'Autoriser', scope_once: 'Juste cette fois', scope_conversation: 'Pour cette conversation', approvedForConversation: 'Approuvé pour cette conversation',
 }

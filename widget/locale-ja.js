@@ -16,13 +16,12 @@ export default {
   rejectConfirm: '操作を却下', cancel: 'キャンセル', approveEdited: '変更して承認',
   editFor: '{name} の入力を編集', approved: '承認済み', alreadyDecided: 'この操作はすでに判断済みです。',
   needsConfirm: '{name} の承認が必要です。', needsAnswer: '{name} への回答が必要です。',
-  runningInPage: 'ページで実行中…', runningElsewhere: '別のウィンドウで実行中…',
+  runningInPage: 'ページで実行中…', runningElsewhere: '別のタブで実行中…',
   sending: '回答を送信しています…',
   sent: '回答を送信しました。', alreadySettled: 'この操作にはすでに回答があります。',
   expiredNote: 'この操作は回答前に期限切れになりました。', rejectedNote: '却下: {reason}',
   answerPrompt: 'この操作の結果を下に入力してください。',
   answerInvalid: 'ページが返した結果が形式と一致しません。下で修正してください。',
-  answerReloaded: 'この操作は再読み込み前に開始済みです。二重実行を防ぐため、結果を入力してください。',
   answerNoHandler: 'ページはこの操作を処理しなくなりました。結果を入力してください。',
   answerFor: '{name} への回答', submitAnswer: '回答を送信', decline: '回答できません',
   returned: 'ページが返した内容', answer: '回答', item: '項目', add: '追加', addTo: '{label} に追加',
@@ -39,4 +38,6 @@ export default {
   type_object: 'オブジェクト', type_array: 'リスト', type_null: '空',
   format_date: '日付(YYYY-MM-DD)', 'format_date-time': '日時', format_time: '時刻',
   format_email: 'メールアドレス', format_uri: 'URL',
+  // Surfaces (issue 9)
+  rerunning: 'ここで再実行中：開始したページが再読み込みされたか閉じられました…', answerSurfaceGone: 'この操作を実行していたページが完了前に閉じられました。すでに反映されている可能性があるため、再実行はしません。確認してから結果を入力してください。', scopeLegend: '許可', scope_once: '今回のみ', scope_conversation: 'この会話では常に許可', approvedForConversation: 'この会話では承認済み',
 }

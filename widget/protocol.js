@@ -22,6 +22,7 @@ export const CUSTOM = Object.freeze({
   TOOL_CALL_DISPATCH: "hostcall.tool_call_dispatch",
   TOOL_CALL_STATE: "hostcall.tool_call_state",
   TOOL_CALL_GUARDRAIL: "hostcall.tool_call_guardrail",
+  TEXT_MESSAGE_DISCARDED: "hostcall.text_message_discarded",
 })
 
 /** A tool call's states (docs/protocol.md). */

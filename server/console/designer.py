@@ -125,6 +125,10 @@ async def editor_page(request: Request) -> Response:
         "loaded": found.id in runtime.agents,
         "version": versions[0].version if versions else None,
         "environments": sorted(platform.environments),
+        # What a server-side tool may reach, by environment (the platform file decides).
+        "allowedTargets": {
+            name: sorted(env.allowed_hosts) for name, env in platform.environments.items()
+        },
         "connections": sorted(platform.connections),
         "effects": list(EFFECTS),
         "approvals": list(APPROVALS),

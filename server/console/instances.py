@@ -32,6 +32,7 @@ MAX_EVENTS = 500
 _CALL_FIELDS = (
     "toolCallId", "toolCallName", "kind", "runId", "state", "input", "inputSchema",
     "outputSchema", "deadline", "route", "delivered", "outcome", "approval", "simulated",
+    "surfaceId", "formReason", "title",  # the surface the call is assigned to (issue 9)
 )  # fmt: skip
 _ANSWER_ACTIONS = ("call.answer", "call.approve", "call.reject", "call.expire")
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 LOCALES = ("en", "fr", "es", "ja")
 
 EN = {
+    "display_title": "Display title (what people see)",
+    "col_surface": "Surface",
+    "allowed_targets": "Allowed targets (the environment's, in _platform.json)",
     "console": "Hostcall console",
     "skip": "Skip to content",
     "nav": "Console",
@@ -197,6 +200,9 @@ EN = {
 }
 
 FR = {
+    "display_title": "Titre affiché (ce que voient les personnes)",
+    "col_surface": "Surface",
+    "allowed_targets": "Cibles autorisées (celles de l’environnement, dans _platform.json)",
     "console": "Console Hostcall",
     "skip": "Aller au contenu",
     "nav": "Console",
@@ -387,6 +393,9 @@ FR = {
 }
 
 ES = {
+    "display_title": "Título visible (lo que ven las personas)",
+    "col_surface": "Superficie",
+    "allowed_targets": "Destinos permitidos (los del entorno, en _platform.json)",
     "console": "Consola de Hostcall",
     "skip": "Saltar al contenido",
     "nav": "Consola",
@@ -577,6 +586,9 @@ ES = {
 }
 
 JA = {
+    "display_title": "表示タイトル（利用者に表示）",
+    "col_surface": "サーフェス",
+    "allowed_targets": "許可された接続先（環境の設定、_platform.json）",
     "console": "Hostcall コンソール",
     "skip": "本文へ移動",
     "nav": "コンソール",

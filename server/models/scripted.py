@@ -9,6 +9,7 @@ It is the embedded default: the demo runs offline and QA tests are exact.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import json
@@ -32,7 +33,9 @@ from server.models.base import (
 
 RULE_KEYS = {
     "match", "say", "tool", "arguments", "raw_arguments", "calls", "reply", "error_reply",
+    "pace_seconds",
 }  # fmt: skip
+MAX_PACE = 10.0
 CONFIG_KEYS = {"kind", "rules", "fallback"}
 DEFAULT_FALLBACK = "Sorry, I can't help with that yet."
 DEFAULT_ERROR_REPLY = "I couldn't finish that: {{ error.message }}"
@@ -52,6 +55,9 @@ class Rule:
     reply: str = ""
     error_reply: str = DEFAULT_ERROR_REPLY
     number: int = 0  # 1-based, as ``hostcall check`` and the operator log name it
+    # Seconds between streamed chunks of its text: a slow model, for demos and for tests of
+    # what happens mid-answer (a restart, a reload).
+    pace: float = 0.0
 
     def where(self, key: str) -> str:
         return f"rule #{self.number} {key!r}"
@@ -105,7 +111,11 @@ class ScriptedModel:
             context: dict[str, Any] = {"match": groups, **groups}
             answers = [m for m in messages[last_user + 1 :] if m.role == "tool"]
             if not rule.calls:
-                for chunk in _chunks(_render(rule.reply, context, rule.where("reply"))):
+                for n, chunk in enumerate(
+                    _chunks(_render(rule.reply, context, rule.where("reply")))
+                ):
+                    if n and rule.pace:
+                        await asyncio.sleep(rule.pace)
                     yield TextDelta(chunk)
             elif not answers:
                 if rule.say:
@@ -213,6 +223,9 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
     if not isinstance(raw_calls, list):
         raise ValueError(f"{where}: 'calls' must be a list of {{'tool', 'arguments'}}")
     calls = tuple(_parse_call(c, where, tools) for c in raw_calls)
+    pace = raw.get("pace_seconds", 0)
+    if isinstance(pace, bool) or not isinstance(pace, int | float) or not 0 <= pace <= MAX_PACE:
+        raise ValueError(f"{where}: 'pace_seconds' must be a number from 0 to {MAX_PACE:g}")
     for key in ("say", "reply", "error_reply"):
         if key in raw:
             if not isinstance(raw[key], str):
@@ -225,6 +238,7 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
         reply=raw.get("reply", ""),
         error_reply=raw.get("error_reply", DEFAULT_ERROR_REPLY),
         number=number,
+        pace=float(pace),
     )
 
 

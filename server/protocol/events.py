@@ -38,6 +38,7 @@ class CustomName(StrEnum):
     TOOL_CALL_DISPATCH = "hostcall.tool_call_dispatch"
     TOOL_CALL_STATE = "hostcall.tool_call_state"
     TOOL_CALL_GUARDRAIL = "hostcall.tool_call_guardrail"
+    TEXT_MESSAGE_DISCARDED = "hostcall.text_message_discarded"
 
 
 # ---- AG-UI's own events ---------------------------------------------------------------------
@@ -150,7 +151,8 @@ class CallDispatched:
 
 @dataclass(frozen=True, slots=True)
 class CallStateChanged:
-    """An open call moved without settling (e.g. ``delivered``)."""
+    """An open call moved without settling. Not emitted since issue 9 (a delivery is a
+    surface's claim, recorded silently); kept so logs written before it still decode."""
 
     TYPE: ClassVar[EventType] = EventType.CUSTOM
     NAME: ClassVar[CustomName] = CustomName.TOOL_CALL_STATE
@@ -174,6 +176,19 @@ class GuardrailMatched:
         return to_wire(self)
 
 
+@dataclass(frozen=True, slots=True)
+class MessageDiscarded:
+    """A message cut off by a crash mid-answer: surfaces remove it; the step that runs again
+    streams the answer anew (issue 9). Its ``TEXT_MESSAGE_END`` comes just before."""
+
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.TEXT_MESSAGE_DISCARDED
+    message_id: str
+
+    def value(self) -> dict[str, Any]:
+        return to_wire(self)
+
+
 StandardEvent = (
     RunStarted
     | RunFinished
@@ -186,7 +201,9 @@ StandardEvent = (
     | ToolCallEnd
     | ToolCallResult
 )
-CustomEvent = ApprovalRequested | CallDispatched | CallStateChanged | GuardrailMatched
+CustomEvent = (
+    ApprovalRequested | CallDispatched | CallStateChanged | GuardrailMatched | MessageDiscarded
+)
 ProtocolEvent = StandardEvent | CustomEvent
 
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -19,6 +20,20 @@ from server.protocol.reading import read_json
 from server.protocol.run_input import RunAgentInput
 
 LOCALES = ("en", "fr", "es", "ja")
+# A surface id is chosen by its client: new for each page load, kept across reconnects.
+SURFACE_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+
+
+def surface_id(value: object, *, field: str = "surfaceId") -> str | None:
+    """A client's surface id (docs/protocol.md "Surfaces"), checked; None when it names none."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not SURFACE_ID.fullmatch(value):
+        raise BadRequest(
+            f"{field} must be 8 to 64 letters, digits, '-' or '_' (got {str(value)[:80]!r})",
+            field=field,
+        )
+    return value
 
 
 def _str(body: dict[str, Any], name: str) -> str | None:
@@ -70,16 +85,17 @@ class ResumeSession:
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """``POST /api/conversations/{conversationId}/capabilities``: the tools the page answers."""
+    """``POST /api/conversations/{conversationId}/capabilities``: the tools a surface answers."""
 
     tools: tuple[str, ...]
+    surface_id: str | None = None
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> Capabilities:
         tools = body.get("tools")
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise BadRequest("field 'tools' must be a list of tool names", field="tools")
-        return cls(tuple(dict.fromkeys(tools)))
+        return cls(tuple(dict.fromkeys(tools)), surface_id(body.get("surfaceId")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,16 +179,19 @@ class Decision:
     input: dict[str, Any] | None
     scope: str
     reason: str | None
+    # Where the person decided: an approved client call runs there (issue 9).
+    surface_id: str | None = None
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> Decision:
         token = _str(body, "token")
         decision = body.get("decision")
+        surface = surface_id(body.get("surfaceId"))
         if decision == "approve":
             scope = _str(body, "scope") or "once"
-            return cls(token, "approve", _object(body, "input"), scope, None)
+            return cls(token, "approve", _object(body, "input"), scope, None, surface)
         if decision == "reject":
-            return cls(token, "reject", None, "once", _str(body, "reason"))
+            return cls(token, "reject", None, "once", _str(body, "reason"), surface)
         raise BadRequest("field 'decision' must be 'approve' or 'reject'", field="decision")
 
 

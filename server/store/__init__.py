@@ -9,6 +9,15 @@ process works on a run step or a server-side call; ``try_singleton`` says whethe
 process has the cluster's one turn at a job (the deadline sweeper).
 
 tests/unit/test_store.py runs one suite against both stores: keep them equal.
+
+With ``assigned``, ``transition_call`` moves a call only while it is still assigned to that
+surface and assignment number.
+
+Surfaces (docs/protocol.md "Surfaces") are keyed by conversation and the id the client
+chose. ``streams`` counts a surface's open event streams; ``attach_surface`` and
+``detach_surface`` move it, and the last detach stamps ``detached_at`` (the grace period
+starts). ``reset_surfaces`` is for a process starting over a store no other process is
+serving: every stream it counted is gone.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from server.store.records import (
     Run,
     RunStatus,
     StoredMessage,
+    Surface,
     User,
 )
 
@@ -62,8 +72,26 @@ class Store(Protocol):
     def count_calls(self, run_id: str, tool_name: str) -> int: ...
     def calls_in_states(self, states: Iterable[CallState]) -> list[Call]: ...
     def transition_call(
-        self, call_id: str, from_states: Iterable[CallState], to_state: CallState, **changes: Any
+        self,
+        call_id: str,
+        from_states: Iterable[CallState],
+        to_state: CallState,
+        *,
+        assigned: tuple[str | None, int] | None = None,
+        **changes: Any,
     ) -> bool: ...
+
+    # Creating on first use: each of these makes the surface if it does not exist yet.
+    def save_surface_tools(
+        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
+    ) -> None: ...
+    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
+    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
+    def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
+    def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
+    def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None: ...
+    def list_surfaces(self, conversation_id: str) -> list[Surface]: ...
+    def reset_surfaces(self, now: float) -> None: ...
 
     def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None: ...
     def has_grant(self, conversation_id: str, tool_name: str) -> bool: ...

@@ -16,6 +16,7 @@ processes apart:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +30,7 @@ from server.protocol.frames import Event, stored_event
 from server.store import rows
 from server.store.migrations import Migration, pending
 from server.store.postgres_console import CONSOLE_SCHEMA, PostgresConsoleTables
+from server.store.postgres_surfaces import SURFACES_SCHEMA, SurfaceTables
 from server.store.records import (
     OPEN_STATES,
     Call,
@@ -89,11 +91,15 @@ CREATE INDEX leases_by_until ON leases (until);
     Migration(3, "tickets", """
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE probe (at DOUBLE PRECISION);
-ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
 """),
     # Issue 8: text streamed before a run failed is kept, marked as interrupted.
     Migration(4, "interrupted messages", """
 ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
+"""),
+    Migration(5, "surfaces", SURFACES_SCHEMA),
+    # Issue 7: session generations (a resumed conversation refuses its older tokens).
+    Migration(6, "session generations", """
+ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
 """),
 )  # fmt: skip
 
@@ -138,16 +144,21 @@ def connect(url: str, **options: Any) -> psycopg.Connection[dict[str, Any]]:
         ) from None
 
 
-class PostgresStore(PostgresConsoleTables):
+class PostgresStore(PostgresConsoleTables, SurfaceTables):
     def __init__(self, url: str) -> None:
         self.url = url
         self._db = connect(url)
         self._depth = 0
+        # The last seq this transaction appended per conversation (see append_event).
+        self._appended: dict[str, int] = {}
+        self._pipe: psycopg.Pipeline | None = None
         self._singletons: set[str] = set()
         self._migrate()
 
     def _migrate(self) -> None:
-        with self.transaction():
+        # Not self.transaction(): a migration is several statements in one string, which
+        # pipeline mode (one statement per query) cannot send.
+        with self._db.transaction():
             # Two processes starting together: one migrates, the other waits, then sees it.
             self._db.execute(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})", ("migrations",))
             self._db.execute(
@@ -171,6 +182,11 @@ class PostgresStore(PostgresConsoleTables):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        """One transaction, in pipeline mode: statements whose results nobody reads (BEGIN,
+        inserts, most event appends) go out without waiting for their answers, so a
+        transaction costs a round trip per result read plus one for COMMIT, not one per
+        statement. Errors still surface before the transaction ends (at COMMIT at the latest).
+        """
         if self._depth:
             self._depth += 1
             try:
@@ -178,17 +194,32 @@ class PostgresStore(PostgresConsoleTables):
             finally:
                 self._depth -= 1
             return
-        self._db.execute("BEGIN")
         self._depth = 1
+        self._appended = {}
         try:
-            yield
+            with self._db.pipeline() as pipe:
+                self._pipe = pipe
+                self._db.execute("BEGIN")
+                yield
+                self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # An error aborts the pipeline: the statements after it, COMMIT included, were
+            # skipped, and the transaction is still open (and failed). End it here.
+            self._pipe = None
+            if self._db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    self._db.execute("ROLLBACK")
             raise
-        else:
-            self._db.execute("COMMIT")
         finally:
             self._depth = 0
+            self._appended = {}
+            self._pipe = None
+
+    def _changed(self, cursor: psycopg.Cursor[Any]) -> int:
+        """Rows a statement changed; in a pipeline, waits for its answer first."""
+        if self._pipe is not None:
+            self._pipe.sync()
+        return cursor.rowcount
 
     def close(self) -> None:
         self._db.close()
@@ -209,7 +240,7 @@ class PostgresStore(PostgresConsoleTables):
                 " ON CONFLICT (nonce) DO NOTHING",
                 (nonce, expires_at),
             )
-        return cursor.rowcount == 1
+        return self._changed(cursor) == 1
 
     def probe_write(self) -> None:
         """Write and roll back one row: raises when writes would fail (read-only
@@ -315,7 +346,7 @@ class PostgresStore(PostgresConsoleTables):
             "UPDATE runs SET status = %s WHERE id = %s AND status = %s",
             (to_status, run_id, from_status),
         )
-        return cursor.rowcount == 1
+        return self._changed(cursor) == 1
 
     def stalled_runs(self) -> list[Run]:
         return [rows.run(r) for r in self._db.execute(STALLED_RUNS, (_OPEN,))]
@@ -325,8 +356,8 @@ class PostgresStore(PostgresConsoleTables):
     def add_call(self, call: Call) -> None:
         self._db.execute(
             "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
-            " arguments, deadline, route, outcome, delivered, extra)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
                 call.id,
                 call.conversation_id,
@@ -341,6 +372,8 @@ class PostgresStore(PostgresConsoleTables):
                 rows.dump(call.outcome) if call.outcome is not None else None,
                 call.delivered,
                 rows.dump(call.extra),
+                call.surface_id,
+                call.assignment,
             ),
         )
 
@@ -381,15 +414,26 @@ class PostgresStore(PostgresConsoleTables):
         return [rows.call(r) for r in found]
 
     def transition_call(
-        self, call_id: str, from_states: Iterable[CallState], to_state: CallState, **changes: Any
+        self,
+        call_id: str,
+        from_states: Iterable[CallState],
+        to_state: CallState,
+        *,
+        assigned: tuple[str | None, int] | None = None,
+        **changes: Any,
     ) -> bool:
         encoded = rows.call_changes(changes)
         assignments = "".join(f", {k} = %s" for k in encoded)
+        condition, extra_args = "", []
+        if assigned is not None:
+            condition = " AND surface_id IS NOT DISTINCT FROM %s AND assignment = %s"
+            extra_args = list(assigned)
         cursor = self._db.execute(
-            f"UPDATE calls SET state = %s{assignments} WHERE id = %s AND state = ANY(%s)",
-            (to_state, *encoded.values(), call_id, [s.value for s in from_states]),
+            f"UPDATE calls SET state = %s{assignments} WHERE id = %s AND state = ANY(%s)"
+            + condition,
+            (to_state, *encoded.values(), call_id, [s.value for s in from_states], *extra_args),
         )
-        return cursor.rowcount == 1
+        return self._changed(cursor) == 1
 
     # ---- grants --------------------------------------------------------------------------
 
@@ -416,21 +460,21 @@ class PostgresStore(PostgresConsoleTables):
             " WHERE leases.owner = excluded.owner OR leases.until < %s",
             (key, owner, until, now),
         )
-        return cursor.rowcount == 1
+        return self._changed(cursor) == 1
 
     def keep_lease(self, key: str, owner: str, until: float) -> bool:
         cursor = self._db.execute(
             "UPDATE leases SET until = %s WHERE key = %s AND owner = %s", (until, key, owner)
         )
-        return cursor.rowcount == 1
+        return self._changed(cursor) == 1
 
     def renew_leases(self, owner: str, until: float) -> int:
         cursor = self._db.execute("UPDATE leases SET until = %s WHERE owner = %s", (until, owner))
-        return cursor.rowcount
+        return self._changed(cursor)
 
     def release_lease(self, key: str, owner: str) -> bool:
         cursor = self._db.execute("DELETE FROM leases WHERE key = %s AND owner = %s", (key, owner))
-        return cursor.rowcount == 1
+        return self._changed(cursor) == 1
 
     def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
         found = self._db.execute(
@@ -459,12 +503,21 @@ class PostgresStore(PostgresConsoleTables):
 
     def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
         name, encoded = encode(event)
-        row = self._db.execute(
-            APPEND_EVENT,
-            {"cid": conversation_id, "type": name, "data": encoded, "channel": CHANNEL},
-        ).fetchone()
-        assert row is not None, f"no conversation {conversation_id}"
-        return Event(conversation_id, int(row["seq"]), name, encoded)
+        params = {"cid": conversation_id, "type": name, "data": encoded, "channel": CHANNEL}
+        previous = self._appended.get(conversation_id)
+        if previous is not None:
+            # This transaction already holds the conversation's row lock (taken by its first
+            # append, held to commit): nobody else can number an event in between, so the
+            # next seq is known and the statement need not wait for its answer.
+            self._db.execute(APPEND_EVENT, params)
+            seq = previous + 1
+        else:
+            row = self._db.execute(APPEND_EVENT, params).fetchone()
+            assert row is not None, f"no conversation {conversation_id}"
+            seq = int(row["seq"])
+        if self._depth:
+            self._appended[conversation_id] = seq
+        return Event(conversation_id, seq, name, encoded)
 
     def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
         found = self._db.execute(

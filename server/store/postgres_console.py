@@ -86,13 +86,16 @@ class PostgresConsoleTables:
     def transaction(self) -> AbstractContextManager[None]:
         raise NotImplementedError
 
+    def _changed(self, cursor: psycopg.Cursor[Any]) -> int:
+        raise NotImplementedError
+
     def add_user(self, user: User) -> bool:
         cursor = self._db.execute(
             "INSERT INTO users (name, role, password_hash, created_at) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT DO NOTHING",
             (user.name, user.role, user.password_hash, user.created_at),
         )
-        return cursor.rowcount == 1
+        return self._changed(cursor) == 1
 
     def get_user(self, name: str) -> User | None:
         row = self._db.execute("SELECT * FROM users WHERE name = %s", (name,)).fetchone()

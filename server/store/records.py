@@ -6,31 +6,24 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from server.calls.transitions import OPEN_STATES, CallState
 
-class CallState(StrEnum):
-    """A tool call's life (docs/protocol.md). Terminal states never change again."""
-
-    PROPOSED = "proposed"
-    AWAITING_CONFIRMATION = "awaiting_confirmation"
-    DISPATCHED = "dispatched"
-    DELIVERED = "delivered"
-    ANSWERED = "answered"
-    REJECTED = "rejected"
-    FAILED = "failed"
-    EXPIRED = "expired"
-
-    @property
-    def open(self) -> bool:
-        return self in OPEN_STATES
-
-    @property
-    def answerable(self) -> bool:
-        return self in (CallState.DISPATCHED, CallState.DELIVERED)
-
-
-OPEN_STATES = frozenset(
-    {CallState.PROPOSED, CallState.AWAITING_CONFIRMATION, CallState.DISPATCHED, CallState.DELIVERED}
-)
+__all__ = [
+    "ANONYMOUS_SURFACE",
+    "OPEN_STATES",
+    "AgentVersion",
+    "AuditEntry",
+    "Call",
+    "CallState",
+    "Conversation",
+    "ConversationQuery",
+    "ConversationSummary",
+    "Run",
+    "RunStatus",
+    "StoredMessage",
+    "Surface",
+    "User",
+]
 
 
 class RunStatus(StrEnum):
@@ -93,6 +86,38 @@ class Call:
     outcome: dict[str, Any] | None = None
     delivered: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # The surface the call is assigned to (route "handler"); None while the form answers it.
+    surface_id: str | None = None
+    # How many times it was assigned to a surface: a stream delivers only the latest.
+    assignment: int = 0
+
+
+# A client that names no surface speaks for the whole conversation (docs/protocol.md): it is
+# always present, and a call is never taken away from it.
+ANONYMOUS_SURFACE = "conversation"
+
+
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """One attached place a person is: a widget in a tab, a console, a custom client."""
+
+    id: str
+    conversation_id: str
+    tools: tuple[str, ...] = ()
+    last_active: float = 0.0
+    # Open event streams of this surface (a page may briefly have two while reconnecting).
+    streams: int = 0
+    # When its last stream closed; a surface reconnecting within the grace period is kept.
+    detached_at: float | None = None
+    # The page said it is going away (reload, navigation, closed tab): no grace period.
+    left: bool = False
+
+    def present(self, now: float, grace: float) -> bool:
+        if self.id == ANONYMOUS_SURFACE:
+            return True
+        if self.left:
+            return False
+        return self.streams > 0 or (self.detached_at is not None and now - self.detached_at < grace)
 
 
 # ---- the operator console (issue 11) -------------------------------------------------------

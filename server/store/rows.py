@@ -6,11 +6,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from server import strictjson
-from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
+from server.store.records import (
+    Call,
+    CallState,
+    Conversation,
+    Run,
+    RunStatus,
+    StoredMessage,
+    Surface,
+)
 
 # The only run and call fields an update may change (guards the f-string SQL builders).
 RUN_FIELDS = frozenset({"status", "step", "error"})
-CALL_FIELDS = frozenset({"input", "deadline", "route", "outcome", "delivered", "extra"})
+CALL_FIELDS = frozenset(
+    {"input", "deadline", "route", "outcome", "delivered", "extra", "surface_id", "assignment"}
+)
 JSON_CALL_FIELDS = frozenset({"input", "outcome", "extra"})
 
 
@@ -78,6 +88,20 @@ def call(row: Mapping[str, Any]) -> Call:
         outcome=_load(row["outcome"]) if row["outcome"] else None,
         delivered=bool(row["delivered"]),
         extra=_load(row["extra"]) or {},
+        surface_id=row["surface_id"],
+        assignment=row["assignment"],
+    )
+
+
+def surface(row: Mapping[str, Any]) -> Surface:
+    return Surface(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        tools=tuple(_load(row["tools"]) or ()),
+        last_active=row["last_active"],
+        streams=row["streams"],
+        detached_at=row["detached_at"],
+        left=bool(row["left_page"]),
     )
 
 

@@ -33,6 +33,7 @@ from server.store.records import (
     StoredMessage,
 )
 from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables
+from server.store.sqlite_surfaces import SURFACES_SCHEMA, SurfaceTables
 
 MIGRATIONS = (
     # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
@@ -85,11 +86,15 @@ CREATE INDEX runs_by_status ON runs (status);
     Migration(4, "tickets", """
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE probe (at REAL);
-ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
 """),
     # Issue 8: text streamed before a run failed is kept, marked as interrupted.
     Migration(5, "interrupted messages", """
 ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+"""),
+    Migration(6, "surfaces", SURFACES_SCHEMA),
+    # Issue 7: session generations (a resumed conversation refuses its older tokens).
+    Migration(7, "session generations", """
+ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
 """),
 )  # fmt: skip
 
@@ -131,7 +136,7 @@ def _lock(path: Path) -> IO[str]:
     return handle
 
 
-class SQLiteStore(ConsoleTables):
+class SQLiteStore(ConsoleTables, SurfaceTables):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -331,8 +336,8 @@ class SQLiteStore(ConsoleTables):
     def add_call(self, call: Call) -> None:
         self._db.execute(
             "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
-            " arguments, deadline, route, outcome, delivered, extra)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 call.id,
                 call.conversation_id,
@@ -347,6 +352,8 @@ class SQLiteStore(ConsoleTables):
                 rows.dump(call.outcome) if call.outcome is not None else None,
                 int(call.delivered),
                 rows.dump(call.extra),
+                call.surface_id,
+                call.assignment,
             ),
         )
 
@@ -402,15 +409,25 @@ class SQLiteStore(ConsoleTables):
         return row is not None
 
     def transition_call(
-        self, call_id: str, from_states: Iterable[CallState], to_state: CallState, **changes: Any
+        self,
+        call_id: str,
+        from_states: Iterable[CallState],
+        to_state: CallState,
+        *,
+        assigned: tuple[str | None, int] | None = None,
+        **changes: Any,
     ) -> bool:
         encoded = rows.call_changes(changes)
         states = list(from_states)
         marks = ",".join("?" * len(states))
         assignments = "".join(f", {k} = ?" for k in encoded)
+        condition, extra_args = "", []
+        if assigned is not None:
+            condition, extra_args = " AND surface_id IS ? AND assignment = ?", list(assigned)
         cursor = self._db.execute(
-            f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})",
-            (to_state, *encoded.values(), call_id, *states),
+            f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})"
+            + condition,
+            (to_state, *encoded.values(), call_id, *states, *extra_args),
         )
         return cursor.rowcount == 1
 

@@ -323,9 +323,11 @@ def test_forged_messages_from_a_foreign_sibling_frame_are_ignored(
     assert "Genuine task" in texts[-1]
     assert [c["toolCallName"] for c in snapshot["calls"]] == ["read_board_tasks"]
     handled = rows(
-        demo, "SELECT handled_tools FROM conversations WHERE id = ?", session.conversation_id
+        demo, "SELECT tools FROM surfaces WHERE conversation_id = ?", session.conversation_id
     )
-    assert sorted(json.loads(handled[0][0])) == ["create_task", "read_board_tasks"]
+    assert [sorted(json.loads(tools)) for (tools,) in handled] == [
+        ["create_task", "read_board_tasks"]
+    ]
 
     expect(widget.locator("[data-part=messages]")).not_to_contain_text("FORGED")
     expect(page.locator("[data-part=hostcall-panel]")).to_be_visible()

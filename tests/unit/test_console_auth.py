@@ -347,3 +347,23 @@ def test_a_role_is_read_from_the_store_not_the_cookie(harness: Harness, tmp_path
     db = harness.runtime.store._db  # type: ignore[attr-defined]
     db.execute("UPDATE users SET role = 'operator' WHERE name = 'ada'")
     assert person.http.get("/console/audit").status_code == 403
+
+
+def test_every_language_has_every_console_string_with_the_same_placeholders() -> None:
+    from server.console.text import TEXT
+
+    english = TEXT["en"]
+    for lang, words in TEXT.items():
+        assert set(words) == set(english), lang
+        for key, text in words.items():
+            wanted = set(re.findall(r"\{\w+\}", english[key]))
+            assert set(re.findall(r"\{\w+\}", text)) == wanted, (lang, key)
+
+
+def test_console_static_files_are_served_by_bare_name_only(harness: Harness) -> None:
+    anonymous = TestClient(harness.app)
+    r = anonymous.get("/console/static/console.js")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/javascript")
+    assert r.headers["x-content-type-options"] == "nosniff"
+    for bad in ("../session.py", "..%2Fsession.py", "Console.js", "missing.js", "x.html"):
+        assert anonymous.get(f"/console/static/{bad}").status_code == 404, bad

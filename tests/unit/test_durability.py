@@ -60,7 +60,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
+def _start_server(db: Path, port: int, agents: Path | None = None) -> subprocess.Popen[bytes]:
     env = {**os.environ, "HOSTCALL_SECRET_KEYS": SECRET[0]}
     process = subprocess.Popen(
         [
@@ -74,6 +74,7 @@ def _start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
             str(port),
             "--log-level",
             "warning",
+            *(["--agents", str(agents)] if agents else []),
         ],
         cwd=ROOT,
         env=env,
@@ -94,9 +95,11 @@ def _start_server(db: Path, port: int) -> subprocess.Popen[bytes]:
     raise AssertionError("server did not start in 20 s")
 
 
-def _wait_status(client: httpx.Client, conv: dict[str, Any], wanted: str) -> dict[str, Any]:
+def _wait_status(
+    client: httpx.Client, conv: dict[str, Any], wanted: str, timeout: float = 10
+) -> dict[str, Any]:
     auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
-    for _ in range(200):
+    for _ in range(int(timeout / 0.05)):
         snap: dict[str, Any] = client.get(
             f"/api/conversations/{conv['conversationId']}", headers=auth
         ).json()
@@ -292,3 +295,79 @@ def test_a_reply_that_fails_at_run_time_tells_the_visitor_nothing_internal(
         assert h.settle(conv)["run"]["status"] == "finished"
     finally:
         h.stop()
+
+
+STORY = " ".join(f"word{n}" for n in range(40))  # ten chunks of four words
+
+
+def _shown(frames: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    """The assistant messages a widget shows after applying these events, by id."""
+    shown: dict[str, str] = {}
+    roles: dict[str, str] = {}
+    for name, data in frames:
+        if name == "TEXT_MESSAGE_START":
+            roles[data["messageId"]] = data["role"]
+            if data["role"] == "assistant":
+                shown[data["messageId"]] = ""
+        elif name == "TEXT_MESSAGE_CONTENT" and roles.get(data["messageId"]) == "assistant":
+            shown[data["messageId"]] += data["delta"]
+        elif name == "hostcall.text_message_discarded":
+            shown.pop(data["value"]["messageId"])
+    return shown
+
+
+def test_sigkill_mid_answer_then_restart_shows_the_answer_once(tmp_path: Path) -> None:
+    agents = _agent_with_rules(
+        tmp_path, [{"match": "(?i)story", "reply": STORY, "pace_seconds": 0.3}]
+    )
+    db, port = tmp_path / "mid.db", _free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = _start_server(db, port, agents)
+    try:
+        with httpx.Client(base_url=base, timeout=10) as client:
+            conv = client.post("/api/agents/planner/conversations").json()
+            cid, auth = conv["conversationId"], {"Authorization": f"Bearer {conv['sessionToken']}"}
+            url = f"/api/conversations/{cid}/events?token={conv['streamToken']}"
+            with client.stream("GET", url) as stream:
+                client.post(f"/api/conversations/{cid}/messages", json={"text": "A story"},
+                            headers=auth)  # fmt: skip
+                chunks = 0
+                for line in stream.iter_lines():  # the live stream, until mid-answer
+                    if line == "event: TEXT_MESSAGE_CONTENT":
+                        chunks += 1
+                    if chunks == 3:  # the user's text, then two chunks of the answer
+                        break
+                server.send_signal(signal.SIGKILL)
+                server.wait(10)
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+    server = _start_server(db, port, agents)
+    try:
+        with httpx.Client(base_url=base, timeout=10) as client:
+            snap = _wait_status(client, conv, "finished", timeout=30)
+            assert [m["text"] for m in snap["messages"] if m["role"] == "assistant"] == [STORY]
+            token = client.post(f"/api/conversations/{cid}/stream-token", headers=auth).json()
+            frames: list[tuple[str, dict[str, Any]]] = []
+            url = f"/api/conversations/{cid}/events?token={token['streamToken']}"
+            with client.stream("GET", url) as stream:
+                name = ""
+                for line in stream.iter_lines():
+                    if line.startswith("event: "):
+                        name = line[7:]
+                    elif line.startswith("data: "):
+                        frames.append((name, json.loads(line[6:])))
+                        if name == "RUN_FINISHED":
+                            break
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(10)
+    # The cut-off message was ended, then discarded; the answer is shown once, whole.
+    assert list(_shown(frames).values()) == [STORY]
+    [cut] = [d["value"]["messageId"] for n, d in frames if n == "hostcall.text_message_discarded"]
+    ends = [
+        i for i, (n, d) in enumerate(frames) if n == "TEXT_MESSAGE_END" and d["messageId"] == cut
+    ]
+    discarded = [i for i, (n, _) in enumerate(frames) if n == "hostcall.text_message_discarded"]
+    assert len(ends) == 1 and ends[0] + 1 == discarded[0]

@@ -7,12 +7,14 @@ would have. A SQLite file has one process and one connection, used by one thread
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from server.errors import StoreError
@@ -127,6 +129,26 @@ def test_a_rolled_back_transaction_leaves_nothing(store: Store) -> None:
             _call(store)
         raise RuntimeError
     assert store.get_run("r1") is None and store.get_call("k1") is None
+
+
+def test_a_failing_statement_fails_its_transaction_and_leaves_nothing(store: Store) -> None:
+    # PostgreSQL sends a transaction's statements pipelined: the error may arrive later than
+    # the statement, but never after the transaction ends, and the store works on.
+    _conversation(store)
+    store.add_message(StoredMessage("m1", "c1", "r1", "user", "first"))
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
+        with store.transaction():
+            store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+            store.add_message(StoredMessage("m1", "c1", "r1", "user", "same id"))
+            store.append_event("c1", TextMessageContent("m2", "x"))
+            store.append_event("c1", TextMessageContent("m2", "y"))
+    assert store.get_run("r1") is None
+    assert store.last_seq("c1") == 0 and store.events_after("c1", 0) == []
+    assert [m.text for m in store.list_messages("c1")] == ["first"]
+    with store.transaction():
+        store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+        event = store.append_event("c1", TextMessageContent("m2", "x"))
+    assert event.seq == 1 and store.get_run("r1") is not None
 
 
 # ---- races -----------------------------------------------------------------------------
@@ -338,3 +360,77 @@ def test_a_second_store_on_one_sqlite_file_is_refused_clearly(tmp_path: Path) ->
     second = SQLiteStore(db)  # once it is gone, the file opens again
     assert second.get_conversation("c1") is not None
     second.close()
+
+
+# ---- surfaces (issue 9) -----------------------------------------------------------------------
+
+
+def test_a_surface_counts_its_streams_and_stamps_when_the_last_one_closes(store: Store) -> None:
+    from server.store.records import Surface
+
+    _conversation(store)
+    with store.transaction():
+        store.save_surface_tools("c1", "tab-a-0000", ("read_board_tasks",), 10.0)
+    # New: present for the grace period, as if its stream had just closed.
+    assert store.get_surface("c1", "tab-a-0000") == Surface(
+        "tab-a-0000", "c1", ("read_board_tasks",), 10.0, 0, 10.0, False
+    )
+    with store.transaction():
+        store.attach_surface("c1", "tab-a-0000", 11.0)
+        store.attach_surface("c1", "tab-a-0000", 12.0)  # a reconnect overlapping the old one
+        store.detach_surface("c1", "tab-a-0000", 13.0)
+    surface = store.get_surface("c1", "tab-a-0000")
+    assert surface is not None and (surface.streams, surface.detached_at) == (1, None)
+    assert surface.present(now=100.0, grace=5.0)
+    with store.transaction():
+        store.detach_surface("c1", "tab-a-0000", 14.0)
+        store.detach_surface("c1", "tab-a-0000", 15.0)  # one too many: never below zero
+    surface = store.get_surface("c1", "tab-a-0000")
+    assert surface is not None and (surface.streams, surface.detached_at) == (0, 14.0)
+    assert surface.present(now=18.0, grace=5.0) and not surface.present(now=19.0, grace=5.0)
+    assert surface.tools == ("read_board_tasks",) and surface.last_active == 12.0
+
+
+def test_surfaces_are_listed_most_recently_active_first_and_leaving_is_final(
+    store: Store,
+) -> None:
+    _conversation(store)
+    _conversation(store, "c2")
+    with store.transaction():
+        store.attach_surface("c1", "tab-a-0000", 1.0)
+        store.attach_surface("c1", "tab-b-0000", 2.0)
+        store.attach_surface("c2", "tab-a-0000", 9.0)  # same id, another conversation
+        store.touch_surface("c1", "tab-a-0000", 3.0)
+        store.touch_surface("c1", "tab-b-0000", 0.5)  # activity never goes back in time
+    assert [s.id for s in store.list_surfaces("c1")] == ["tab-a-0000", "tab-b-0000"]
+    assert [s.last_active for s in store.list_surfaces("c1")] == [3.0, 2.0]
+    with store.transaction():
+        store.leave_surface("c1", "tab-a-0000", 4.0)
+    left = store.get_surface("c1", "tab-a-0000")
+    assert left is not None and left.left and not left.present(now=4.0, grace=60.0)
+    other = store.get_surface("c2", "tab-a-0000")
+    assert other is not None and not other.left
+    assert store.get_surface("c1", "nope-0000") is None
+
+
+def test_a_reassigning_move_happens_only_while_the_call_is_on_the_surface_read(
+    store: Store,
+) -> None:
+    _conversation(store)
+    _call(store)
+    assert store.transition_call(
+        "k1", OPEN, CallState.DISPATCHED, assigned=(None, 0), surface_id="tab-a-0000",
+        assignment=1, route="handler",
+    )  # fmt: skip
+    # A stream of the old assignment (none, 0) can no longer claim it; its own can, once.
+    assert not store.transition_call(
+        "k1", [CallState.DISPATCHED], CallState.DELIVERED, assigned=(None, 0), delivered=True
+    )
+    claim = {"assigned": ("tab-a-0000", 1), "delivered": True}
+    assert store.transition_call("k1", [CallState.DISPATCHED], CallState.DELIVERED, **claim)
+    assert not store.transition_call("k1", [CallState.DISPATCHED], CallState.DELIVERED, **claim)
+    call = store.get_call("k1")
+    assert call is not None
+    assert (call.state, call.surface_id, call.assignment, call.route, call.delivered) == (
+        CallState.DELIVERED, "tab-a-0000", 1, "handler", True,
+    )  # fmt: skip

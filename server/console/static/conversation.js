@@ -34,7 +34,8 @@ function facts(c) {
   const by = c.answeredBy ? `${c.answeredBy.actor} (${c.answeredBy.action})` : (c.state === 'answered' || c.state === 'rejected' ? tr('visitor') : tr('none'))
   const rows = [
     [tr('col_state'), h('code', { 'data-part': 'call-state', text: c.state })],
-    [tr('col_route'), c.route],
+    [tr('col_route'), h('span', { 'data-part': 'route', text: c.route })],
+    [tr('col_surface'), h('code', { 'data-part': 'surface', text: c.surfaceId || (c.formReason ? `form (${c.formReason})` : tr('none')) })],
     [tr('col_deadline'), c.deadline],
     [tr('col_by'), h('span', { 'data-part': 'answered-by', text: by })],
     [tr('input'), h('pre', { text: json(c.input) })],

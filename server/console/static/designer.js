@@ -199,9 +199,10 @@ function properties() {
     if (!rule.test(tool.name ?? tool.toolName ?? '')) showError(nameField, tr('name_rule'))
   } })
   nameField.dataset.key = 'name'
+  const titleField = field(tool, 'title', tr('display_title'), { ...opts, optional: true })
   return h('fieldset', { 'data-part': 'properties', 'data-tool': name },
     h('legend', { text: tr('properties', { name }) }),
-    nameField,
+    nameField, titleField,
     field(tool, 'description', tr('description'), { ...opts, kind: 'area' }),
     http ? [
       field(req, 'method', tr('method'), { ...opts, kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }),
@@ -210,6 +211,8 @@ function properties() {
       field(req, 'headers', tr('headers'), { ...opts, kind: 'json', optional: true }),
       field(req, 'body', tr('body'), { ...opts, kind: 'json', optional: true }),
       field(tool, 'ai_params', tr('ai_params'), { ...opts, kind: 'json', optional: true }),
+      h('p', { 'data-part': 'allowed-targets' }, `${tr('allowed_targets')}: `,
+        h('code', { text: (page.data.allowedTargets[draft.environment || 'default'] || []).join(', ') || tr('none') })),
       field(tool, 'connection', tr('connection'), { ...opts, kind: 'select', optional: true, options: [['', tr('no_connection')], ...page.data.connections.map((/** @type {string} */ c) => [c, c])] }),
       field(tool, 'max_response_kb', tr('max_response'), { ...opts, kind: 'number', optional: true }),
       schemaField('output_schema'),

@@ -1,0 +1,1 @@
+"""Tool calls: the ledger's transition table, and which surface a call is assigned to."""

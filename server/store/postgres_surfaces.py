@@ -1,0 +1,95 @@
+"""The PostgreSQL store's surfaces (issue 9; the interface is in server/store/__init__.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from server.store import rows
+from server.store.records import Surface
+
+# Migration 5 (server/store/postgres.py): where each call is assigned, and the surfaces.
+SURFACES_SCHEMA = """
+ALTER TABLE calls ADD COLUMN surface_id TEXT;
+ALTER TABLE calls ADD COLUMN assignment INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE surfaces (
+    conversation_id TEXT NOT NULL, id TEXT NOT NULL, tools TEXT NOT NULL DEFAULT '[]',
+    last_active DOUBLE PRECISION NOT NULL, streams INTEGER NOT NULL DEFAULT 0,
+    detached_at DOUBLE PRECISION, left_page BOOLEAN NOT NULL DEFAULT FALSE,
+    PRIMARY KEY (conversation_id, id)
+);
+"""
+
+_UPSERT = (
+    "INSERT INTO surfaces (conversation_id, id, last_active, detached_at)"
+    " VALUES (%s, %s, %s, %s) ON CONFLICT (conversation_id, id) DO NOTHING"
+)
+
+
+class SurfaceTables:
+    _db: psycopg.Connection[dict[str, Any]]
+
+    def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._db.execute(_UPSERT, (conversation_id, surface_id, now, now))
+
+    def save_surface_tools(
+        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
+    ) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET tools = %s WHERE conversation_id = %s AND id = %s",
+            (rows.dump(list(tools)), conversation_id, surface_id),
+        )
+
+    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = %s"
+            " WHERE conversation_id = %s AND id = %s",
+            (now, conversation_id, surface_id),
+        )
+
+    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._db.execute(
+            "UPDATE surfaces SET streams = GREATEST(streams - 1, 0),"
+            " detached_at = CASE WHEN streams = 1 THEN %s ELSE detached_at END"
+            " WHERE conversation_id = %s AND id = %s",
+            (now, conversation_id, surface_id),
+        )
+
+    def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET left_page = TRUE, detached_at = %s"
+            " WHERE conversation_id = %s AND id = %s",
+            (now, conversation_id, surface_id),
+        )
+
+    def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET last_active = GREATEST(last_active, %s)"
+            " WHERE conversation_id = %s AND id = %s",
+            (now, conversation_id, surface_id),
+        )
+
+    def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
+        row = self._db.execute(
+            "SELECT * FROM surfaces WHERE conversation_id = %s AND id = %s",
+            (conversation_id, surface_id),
+        ).fetchone()
+        return rows.surface(row) if row else None
+
+    def list_surfaces(self, conversation_id: str) -> list[Surface]:
+        found = self._db.execute(
+            "SELECT * FROM surfaces WHERE conversation_id = %s ORDER BY last_active DESC",
+            (conversation_id,),
+        )
+        return [rows.surface(r) for r in found]
+
+    def reset_surfaces(self, now: float) -> None:
+        # Do not zero the counts here: other processes serve streams of this database too.
+        # Not done (issue 9): the streams of a process that died stay counted until their
+        # pages reconnect (see docs/protocol.md "Surfaces").
+        return None

@@ -1,0 +1,94 @@
+"""The SQLite store's surfaces (issue 9; the interface is in server/store/__init__.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from server.store import rows
+from server.store.records import Surface
+
+# Migration 6 (server/store/sqlite.py): where each call is assigned, and the surfaces.
+SURFACES_SCHEMA = """
+ALTER TABLE calls ADD COLUMN surface_id TEXT;
+ALTER TABLE calls ADD COLUMN assignment INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE surfaces (
+    conversation_id TEXT NOT NULL, id TEXT NOT NULL, tools TEXT NOT NULL DEFAULT '[]',
+    last_active REAL NOT NULL, streams INTEGER NOT NULL DEFAULT 0, detached_at REAL,
+    left_page INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (conversation_id, id)
+) WITHOUT ROWID;
+"""
+
+
+class SurfaceTables:
+    _db: sqlite3.Connection
+
+    def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        # A new surface starts detached "now": present for the grace period until its
+        # stream attaches (the widget says what it handles before it opens the stream).
+        self._db.execute(
+            "INSERT OR IGNORE INTO surfaces (conversation_id, id, last_active, detached_at)"
+            " VALUES (?, ?, ?, ?)",
+            (conversation_id, surface_id, now, now),
+        )
+
+    def save_surface_tools(
+        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
+    ) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET tools = ? WHERE conversation_id = ? AND id = ?",
+            (rows.dump(list(tools)), conversation_id, surface_id),
+        )
+
+    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._db.execute(
+            "UPDATE surfaces SET streams = MAX(streams - 1, 0),"
+            " detached_at = CASE WHEN streams = 1 THEN ? ELSE detached_at END"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET left_page = 1, detached_at = ?"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET last_active = MAX(last_active, ?)"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
+        row = self._db.execute(
+            "SELECT * FROM surfaces WHERE conversation_id = ? AND id = ?",
+            (conversation_id, surface_id),
+        ).fetchone()
+        return rows.surface(row) if row else None
+
+    def list_surfaces(self, conversation_id: str) -> list[Surface]:
+        found = self._db.execute(
+            "SELECT * FROM surfaces WHERE conversation_id = ? ORDER BY last_active DESC",
+            (conversation_id,),
+        )
+        return [rows.surface(r) for r in found]
+
+    def reset_surfaces(self, now: float) -> None:
+        # One process per SQLite file: at start, every stream it counted is gone.
+        self._db.execute(
+            "UPDATE surfaces SET streams = 0, detached_at = ? WHERE streams > 0", (now,)
+        )
