@@ -82,8 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("name", help="the account's name")
     add.add_argument("--role", required=True, choices=["operator", "designer", "admin"])
     add.add_argument(
-        "--db", type=Path, default=DEFAULT_DB, metavar="FILE",
-        help="the server's SQLite database (default: %(default)s)",
+        "--db", default=str(DEFAULT_DB), metavar="FILE|URL",
+        help="the server's SQLite database or postgresql:// URL (default: %(default)s)",
     )  # fmt: skip
     return parser
 

@@ -3,11 +3,13 @@
 It is served by its own app on its own origin (http://localhost:8001 by default) while Hostcall
 runs on another (http://127.0.0.1:8000), as on a real customer's site. The page embeds the
 widget with the same snippet the README documents; only the server URL and agent id are
-filled in. ``?locale=``, ``?theme=`` and ``?mount=inline`` on the page's URL are passed to the
-snippet's data attributes, which is handy for screenshots and tests.
+filled in. ``?locale=``, ``?theme=``, ``?accent=`` and ``?mount=inline`` on the page's URL are
+passed to the snippet's data attributes, which is handy for screenshots and tests.
 """
 
 from __future__ import annotations
+
+import re
 
 from jinja2 import Environment, FileSystemLoader
 from starlette.applications import Starlette
@@ -38,6 +40,9 @@ def create_demo_host_app(hostcall_url: str, agent_id: str = "planner") -> Starle
             locale=query.get("locale") if query.get("locale") in _LOCALES else None,
             theme=query.get("theme") if query.get("theme") in _THEMES else None,
             inline=query.get("mount") == "inline",
+            accent=accent
+            if re.fullmatch(r"#[0-9a-fA-F]{3,8}", accent := query.get("accent", ""))
+            else None,
         )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 

@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from server.assets import WIDGET_DIR
+from server.embedding import embed_problem, embed_routes, log_refusal
 from server.errors import NotFound
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -33,15 +34,17 @@ LOCALES = ("en", "fr", "es", "ja")
 THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
-WIDGET_MODULES = ("protocol.js", "chat.js", "form.js", "api.js", "calls.js")
+#: Not form.js: app.js imports it when the first call appears (issue 12's weight budget).
+WIDGET_MODULES = ("protocol.js", "chat.js", "api.js", "calls.js")
 
 # Bounded: a long name must be a 404, not an OSError from the file system (issue 7).
-_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(js|css)")
-_CONTENT_TYPES = {"js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8"}
+_STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(js|css|d\.ts)")
+_CONTENT_TYPES = {
+    "js": "text/javascript; charset=utf-8",
+    "css": "text/css; charset=utf-8",
+    "d.ts": "application/typescript; charset=utf-8",
+}
 _ACCENT = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
-# An origin as browsers serialise it. Checked on top of the allow-list because the value is
-# written into a CSP header: do not relax this to anything that may contain ';' or spaces.
-_ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -57,8 +60,10 @@ _templates = Environment(
 def page_routes() -> list[BaseRoute]:
     return [
         Route("/embed.js", embed_js, methods=["GET"]),
+        Route("/embed.d.ts", embed_types, methods=["GET"]),
         Route("/widget/{agent_id}", widget_page, methods=["GET"]),
         Route("/static/{name:path}", static_file, methods=["GET"]),
+        *embed_routes(),
     ]
 
 
@@ -118,6 +123,13 @@ async def embed_js(request: Request) -> Response:
     return _asset_response(request, asset, max_age=300)
 
 
+async def embed_types(request: Request) -> Response:
+    """The page API's TypeScript declarations (widget/embed.d.ts), beside the loader."""
+    asset = _asset("embed.d.ts")
+    assert asset is not None, "widget/embed.d.ts is part of the package"
+    return _asset_response(request, asset, max_age=300)
+
+
 async def static_file(request: Request) -> Response:
     asset = _asset(request.path_params["name"])
     if asset is None:
@@ -126,6 +138,19 @@ async def static_file(request: Request) -> Response:
 
 
 # ----------------------------------------------------------------------------- widget page
+
+
+def accent_text(accent: str) -> str:
+    """Black or white: whichever has the higher WCAG contrast ratio on ``accent`` (#rgb[a] or
+    #rrggbb[aa]; alpha ignored). A light accent such as #facc15 gets black text (issue 12)."""
+    digits = accent.lstrip("#")
+    if len(digits) in (3, 4):
+        digits = "".join(c * 2 for c in digits)
+    channels = [int(digits[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    # Contrast with black is (L + 0.05) / 0.05, with white 1.05 / (L + 0.05).
+    return "#000" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#fff"
 
 
 def _accept_language(header: str) -> str:
@@ -178,6 +203,13 @@ async def widget_page(request: Request) -> HTMLResponse:
     locale = _pick((query.get("locale") or "")[:2], LOCALES, "")
     theme = _pick(query.get("theme"), THEMES, "auto")
 
+    origin = query.get("origin")
+    if origin is not None:
+        origin = origin.rstrip("/")
+    problem = embed_problem(runtime.agents, agent_id, origin)
+    if problem is not None:
+        # The operator's log says which mistake it is; the page's loader asks /embed/check.
+        log_refusal(problem, agent_id, origin)
     agent = runtime.agents.get(agent_id)
     if agent is None:
         return _error(
@@ -188,20 +220,17 @@ async def widget_page(request: Request) -> HTMLResponse:
             f"There is no agent called “{agent_id[:100]}” on this server.",
         )
 
-    origin = query.get("origin")
-    if origin is not None:
-        origin = origin.rstrip("/")
-        if not _ORIGIN.fullmatch(origin) or origin not in agent.allowed_origins:
-            allowed = ", ".join(dict.fromkeys(agent.allowed_origins)) or "none"
-            return _error(
-                request,
-                403,
-                locale,
-                "This site may not embed this chat",
-                f"The page at {origin[:200]} is not one of the origins allowed to embed the agent "
-                f"“{agent.name}” (allowed: {allowed}). The site owner can add it to the agent's "
-                "allowed origins.",
-            )
+    if problem is not None and origin is not None:
+        allowed = ", ".join(dict.fromkeys(agent.allowed_origins)) or "none"
+        return _error(
+            request,
+            403,
+            locale,
+            "This site may not embed this chat",
+            f"The page at {origin[:200]} is not one of the origins allowed to embed the agent "
+            f"“{agent.name}” (allowed: {allowed}). The site owner can add it to the agent's "
+            "allowed origins.",
+        )
 
     accent = query.get("accent")
     config = {
@@ -213,6 +242,7 @@ async def widget_page(request: Request) -> HTMLResponse:
         "locale": locale,
         "theme": theme,
         "accent": accent if accent and _ACCENT.fullmatch(accent) else None,
+        "accentText": accent_text(accent) if accent and _ACCENT.fullmatch(accent) else None,
         # Simulated runs (seed 003): tools return their simulation result; for trying an
         # agent out standalone (the console's "try it" pane), never for an embedded widget.
         "simulate": origin is None and query.get("simulate") == "1",

@@ -6,7 +6,6 @@
 // once, with no request first. A call assigned elsewhere shows "running in another tab".
 // A call's life here is widget/calls.js's state machine; a handler runs once per page load.
 
-import { schemaForm, validate, toPointer } from './form.js'
 import { createApi, openStream, store } from './api.js'
 import * as ui from './chat.js'
 import { STATE, EVENT as CALL_EVENT, PERSON, transition, placement } from './calls.js'
@@ -26,7 +25,27 @@ import { CALL_STATE, CUSTOM, EVENT, LIMITS, MSG, TERMINAL_STATES } from './proto
 // Constants
 // ============================================================================
 
-// Messages between the widget and the loader (MSG, from widget/protocol.js):
+/**
+ * The schema forms and validator, with their styles and strings: a third of the widget's
+ * weight that the first screen never uses (issue 12's budget). Fetched when the first call
+ * appears, before it is needed, and fetched again (a fresh URL: a failed import stays failed)
+ * if the server was down then.
+ * @returns {Promise<typeof import('./form.js')>}
+ */
+let formModule = null
+function forms(attempt = 0) {
+  if (formModule) return formModule
+  const query = attempt ? `?retry=${attempt}` : ''
+  if (!attempt) document.head.append(ui.h('link', { rel: 'stylesheet', href: new URL('form.css', import.meta.url).href }))
+  return (formModule = Promise.all([import(`./form.js${query}`), ui.addStrings('form', query)]).then(([m]) => m, err => {
+    formModule = null
+    if (attempt === 6) throw err
+    return new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt)).then(() => forms(attempt + 1))
+  }))
+}
+
+// Messages between the widget and the page (MSG, from widget/protocol.js; bridge.js speaks
+// them in the host page):
 //   HELLO     widget → page: I am up; tell me your handlers
 //   HANDLERS  page → widget: {tools: [names]}, again whenever they change
 //   READY     widget → page: conversation loaded, stream open
@@ -302,6 +321,7 @@ function view(id, name = '?') {
     }
     v.card.setState('running')
     calls.set(id, v)
+    forms().catch(console.error) // ready before a form or a result check needs it
   }
   return v
 }
@@ -386,7 +406,7 @@ async function runInParent(v) {
   if (size > maxBodyBytes) {
     return answer(v, { error: { code: 'client_error', message: `The handler's result is too large (${size} bytes; the limit is ${maxBodyBytes}).` } })
   }
-  const errors = validate(c.outputSchema ?? {}, res.output)
+  const errors = (await forms()).validate(c.outputSchema ?? {}, res.output)
   if (errors.length) {
     move(v, CALL_EVENT.INVALID)
     return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
@@ -440,8 +460,11 @@ async function answer(v, body) {
 }
 
 /** The output-schema form: a person supplies the result. */
-function showAnswerForm(v, o) {
+async function showAnswerForm(v, o) {
   const c = v.call
+  const state = v.state
+  const { schemaForm } = await forms()
+  if (v.state !== state) return // moved on while the form module loaded
   const name = titleOf(c.toolCallName)
   const form = schemaForm(c.outputSchema ?? {}, 'value' in o ? o.value : fromInput(c), {
     purpose: 'answer',
@@ -459,7 +482,7 @@ function showAnswerForm(v, o) {
     form.el)
   if (o.errors?.length) form.showErrors(o.errors)
   ui.announce(t('needsAnswer', { name }))
-  maybeFocus(form.focus)
+  ui.phone() || maybeFocus(form.focus)
   refresh()
 }
 
@@ -484,7 +507,10 @@ function showConfirm(v) {
   refresh()
 }
 
-function showEdit(v) {
+async function showEdit(v) {
+  const state = v.state
+  const { schemaForm } = await forms()
+  if (v.state !== state) return // moved on while the form module loaded
   const back = () => { if (move(v, CALL_EVENT.BACK)) { showConfirm(v); v.card.focus('edit') } }
   const form = schemaForm(v.call.inputSchema ?? {}, v.call.input, {
     purpose: 'edit',
@@ -495,7 +521,7 @@ function showEdit(v) {
   })
   form.el.addEventListener('keydown', e => { if (e.key === 'Escape') { e.stopPropagation(); back() } })
   v.card.setBody(form.el)
-  form.focus()
+  ui.phone() || form.focus()
 }
 
 function showReject(v) {
@@ -551,7 +577,7 @@ async function decide(v, body) {
 }
 
 /** A 422's `details.errors` (`{path, message}`) as form errors. @param {any[]} errors */
-const serverErrors = errors => errors.slice(0, 50).map(x => ({ path: toPointer(x?.path), message: String(x?.message) }))
+const serverErrors = errors => errors.slice(0, 50).map(x => ({ path: x?.path === '/' ? '' : String(x?.path ?? ''), message: String(x?.message) })) // JSON Pointers
 
 // ============================================================================
 // This surface: its id, what the person does here, and when the page goes away
@@ -588,11 +614,12 @@ async function send(raw) {
   try {
     await api.message(state.conversationId, text, cfg.simulate === true)
   } catch (err) {
-    pending.remove()
-    if (err.status === 409) return void ui.showError(t('errorBusy'))
-    state.run = 'failed'
-    ui.showError(err.status === 422 ? err.message : t('errorSend'), err.status === 422 ? null : () => send(text))
-    emit('error', { code: err.code, message: err.message })
+    state.run = ''
+    if (err.status === 409) return void (pending.remove(), ui.showError(t('errorBusy')))
+    if (err.status === 422) return void (pending.remove(), ui.showError(err.message))
+    // The server is down or unreachable: the message stays in the thread, with a retry.
+    ui.markFailed(pending, () => send(text))
+    emit('error', { code: err.code || 'send_failed', message: err.message })
   } finally { refresh() }
 }
 
@@ -651,7 +678,11 @@ const root = document.documentElement
 root.dataset.theme = ['light', 'dark'].includes(cfg.theme) ? cfg.theme : 'auto'
 root.dataset.mode = framed ? cfg.mode : 'standalone'
 root.dataset.storage = store.kind // local | cookie | memory: where the call ledger lives
-if (/^#[0-9a-f]{3,8}$/i.test(cfg.accent)) root.style.setProperty('--hc-accent', cfg.accent)
+if (ui.phone()) root.dataset.viewport = 'phone' // touch-sized controls, no autofocus
+if (/^#[0-9a-f]{3,8}$/i.test(cfg.accent)) {
+  root.style.setProperty('--hc-accent', cfg.accent)
+  root.style.setProperty('--hc-accent-fg', cfg.accentText) // black or white by contrast (server/pages.py)
+}
 ui.mountShell(document.getElementById('hc-root'), {
   title: cfg.agentName || t('chat'),
   greeting: cfg.greeting || '',
@@ -659,6 +690,7 @@ ui.mountShell(document.getElementById('hc-root'), {
   onSend: send,
   onClose: () => toParent(MSG.CLOSE),
   onNew: restart,
+  blocked: () => t([...calls.values()].some(v => PERSON.has(v.state)) ? 'hintPending' : 'errorBusy'),
 })
 document.addEventListener('keydown', e => {
   if (e.key === 'Escape' && framed && cfg.mode === 'bubble') toParent(MSG.CLOSE)

@@ -30,6 +30,12 @@ export async function setLocale(lang) {
   document.documentElement.lang = lang
 }
 
+/** Add the strings of a part loaded later (`form`: locale-xx-form.js, with form.js).
+ * @param {string} part @param {string} [query] */
+export async function addStrings(part, query = '') {
+  Object.assign(strings, (await import(`./locale-${document.documentElement.lang}-${part}.js${query}`)).default)
+}
+
 /** The string for `key`, `{name}` placeholders filled from `params`. @param {string} key @param {Record<string, unknown>} [params] */
 export const t = (key, params) => (strings[key] ?? key).replace(/\{(\w+)\}/g, (all, k) => (params && k in params ? String(params[k]) : all))
 
@@ -95,31 +101,43 @@ let pendingUser = null
 let pinned = true
 let scrollQueued = false
 
+/** A phone (or another touch screen): fields are not focused for the person, since that pops
+ * the on-screen keyboard over what they are about to read. The screen, not this frame's
+ * width: on a desktop the bubble's frame is narrow too. */
+export const phone = () => screen.width < 640 || matchMedia('(pointer: coarse)').matches
+
 /**
- * Build the widget inside `root`.
+ * Build the widget inside `root`. `blocked` says why a message cannot be sent now.
  * @param {HTMLElement | null} root
  * @param {{title: string, greeting: string, closable: boolean, onSend: (text: string) => void,
- *   onClose: () => void, onNew: () => void}} o
+ *   onClose: () => void, onNew: () => void, blocked: () => string}} o
  */
 export function mountShell(root, o) {
   const inputId = uid('composer')
+  const note = (/** @type {HTMLElement} */ el, /** @type {string} */ text) => Object.assign(el, { hidden: !text, textContent: text })
   const input = /** @type {HTMLTextAreaElement} */ (h('textarea', {
     id: inputId, 'data-part': 'composer-input', rows: 1, maxlength: LIMITS.MAX_MESSAGE_CHARS, placeholder: t('placeholder'),
+    'aria-describedby': `${inputId}-hint ${inputId}-limit`,
     onkeydown: e => {
       if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); parts.composer.requestSubmit() }
     },
-    oninput: () => grow(input),
+    // The browser cuts a longer paste at maxlength without a word: say so.
+    oninput: () => { grow(input); note(parts.limit, input.value.length >= LIMITS.MAX_MESSAGE_CHARS ? t('limit', { n: LIMITS.MAX_MESSAGE_CHARS.toLocaleString() }) : '') },
   }))
   parts.input = input
+  parts.hint = h('p', { id: `${inputId}-hint`, 'data-part': 'composer-hint', role: 'status', hidden: true })
+  parts.limit = h('p', { id: `${inputId}-limit`, 'data-part': 'composer-limit', hidden: true })
   parts.send = h('button', { type: 'submit', 'data-part': 'send', 'aria-label': t('send'), title: t('send') }, icon('send'))
   parts.composer = h('form', {
     'data-part': 'composer', 'aria-label': t('composer'),
     onsubmit: e => {
       e.preventDefault()
       const text = input.value.trim()
-      if (!text || parts.send.hasAttribute('disabled')) return
+      if (text && parts.send.hasAttribute('disabled')) return note(parts.hint, o.blocked())
+      if (!text) return
       input.value = ''
       grow(input)
+      note(parts.limit, '')
       o.onSend(text)
     },
   }, h('label', { for: inputId, class: 'sr-only', text: t('message') }), input, parts.send)
@@ -132,11 +150,24 @@ export function mountShell(root, o) {
   parts.live = h('div', { 'data-part': 'live', class: 'sr-only', 'aria-live': 'polite', 'aria-atomic': 'true' })
   const button = (part, label, name, onclick) =>
     h('button', { type: 'button', 'data-part': part, 'aria-label': label, title: label, onclick }, icon(name))
-  root?.replaceChildren(
-    h('header', { 'data-part': 'header' }, h('h1', { 'data-part': 'title', text: o.title }),
-      button('new-conversation', t('newConversation'), 'restart', o.onNew),
-      o.closable && button('close', t('close'), 'close', o.onClose)),
-    parts.connection, parts.messages, parts.working, parts.composer, parts.live)
+  // ↻ asks first: one click must not throw away a conversation (or an approval in progress).
+  const ask = h('div', { 'data-part': 'restart-confirm', role: 'group', 'aria-label': t('newConversation'), hidden: true,
+    onkeydown: e => { if (e.key === 'Escape') { e.stopPropagation(); answer(false) } } },
+  h('p', { text: t('restartAsk') }),
+  h('div', { 'data-part': 'actions' },
+    h('button', { type: 'button', 'data-part': 'restart-yes', 'data-kind': 'danger', onclick: () => answer(true) }, t('newConversation')),
+    h('button', { type: 'button', 'data-part': 'restart-no', onclick: () => answer(false) }, t('cancel'))))
+  const answer = yes => {
+    ask.hidden = true
+    yes ? o.onNew() : parts.header.querySelector('[data-part=new-conversation]')?.focus()
+  }
+  parts.header = h('header', { 'data-part': 'header' }, h('h1', { 'data-part': 'title', text: o.title }),
+    button('new-conversation', t('newConversation'), 'restart', () => {
+      ask.hidden = false; // keep the ';': the next line starts with '('
+      /** @type {HTMLElement} */ (ask.querySelector('[data-part=restart-no]')).focus()
+    }),
+    o.closable && button('close', t('close'), 'close', o.onClose))
+  root?.replaceChildren(parts.header, ask, parts.connection, parts.messages, parts.working, parts.hint, parts.limit, parts.composer, parts.live)
   reset(o.greeting)
 }
 
@@ -153,11 +184,14 @@ function grow(box) {
   box.style.height = `${Math.min(box.scrollHeight, 140)}px`
 }
 
-export const focusComposer = () => parts.input?.focus()
+export const focusComposer = () => phone() || parts.input?.focus()
 /** @param {boolean} on */
 export const setWorking = on => { parts.working.hidden = !on }
 /** @param {boolean} on */
-export const setSendEnabled = on => parts.send.toggleAttribute('disabled', !on)
+export function setSendEnabled(on) {
+  parts.send.toggleAttribute('disabled', !on)
+  if (on) parts.hint.hidden = true
+}
 /** Scroll to the newest message, once per frame however many changes asked for it. */
 export function scrollToEnd() {
   pinned = true
@@ -263,6 +297,15 @@ function message(id, role, text) {
   setText({ el, body, raw: '', role }, text)
   append(el)
   return el
+}
+
+/** A message that could not be sent stays, marked, with a retry. @param {HTMLElement} el @param {() => void} retry */
+export function markFailed(el, retry) {
+  if (pendingUser === el) pendingUser = null
+  delete el.dataset.pending
+  el.dataset.state = 'failed'
+  el.append(h('p', { 'data-part': 'message-failed' }, t('notSent'), ' ',
+    h('button', { type: 'button', 'data-part': 'message-retry', onclick: () => { el.remove(); retry() } }, t('retry'))))
 }
 
 /** A conversation-level error, with a retry when one makes sense. @param {string} text @param {(() => void) | null} [retry] */
@@ -431,9 +474,11 @@ export function rejectPanel(o) {
   const el = h('form', {
     'data-part': 'reject-form', novalidate: true,
     onsubmit: e => { e.preventDefault(); o.onConfirm(box.value.trim()) },
+    // Escape goes back to the confirmation; it must not reach the page and close the chat.
+    onkeydown: e => { if (e.key === 'Escape') { e.stopPropagation(); o.onCancel() } },
   }, h('label', { for: id, text: t('rejectReason') }), box,
   h('div', { 'data-part': 'actions' },
     h('button', { type: 'submit', 'data-part': 'reject-confirm', 'data-kind': 'danger' }, t('rejectConfirm')),
     h('button', { type: 'button', 'data-part': 'reject-cancel', onclick: o.onCancel }, t('cancel'))))
-  return { el, focus: () => box.focus() }
+  return { el, focus: () => phone() || box.focus() }
 }

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from server.console.accounts import AccountError, add_user
-from server.store.sqlite import SQLiteStore
+from server.store import is_database_url, open_store
 
 
 def _password() -> str:
@@ -20,8 +20,10 @@ def _password() -> str:
     return sys.stdin.readline().rstrip("\r\n")
 
 
-def add_user_command(name: str, role: str, db: Path) -> int:
-    store = SQLiteStore(db)
+def add_user_command(name: str, role: str, db: Path | str) -> int:
+    # Beside a running server: SQLite allows a second, brief writer; PostgreSQL any number.
+    target = str(db) if is_database_url(str(db)) else Path(db)
+    store = open_store(target, serving=False)
     try:
         user = add_user(store, name, role, _password())
     except AccountError as exc:

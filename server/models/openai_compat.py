@@ -17,6 +17,7 @@ The API key is sent only in the ``Authorization`` header and never appears in a 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -30,7 +31,19 @@ from server import strictjson
 from .base import Message, ModelError, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
 from .names import ToolNameMap
 
-CONFIG_KEYS = frozenset({"kind", "base_url", "model", "api_key_env", "timeout", "temperature"})
+CONFIG_KEYS = frozenset(
+    {
+        "kind",
+        "base_url",
+        "model",
+        "api_key_env",
+        "api_key_header",
+        "query",
+        "timeout",
+        "temperature",
+    }
+)
+_HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
 _EXCERPT_CHARS = 200
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -51,11 +64,16 @@ class OpenAICompatModel:
         api_key: str | None = None,
         timeout: float = 60,
         temperature: float | None = None,
+        api_key_header: str = "Authorization",
+        query: Mapping[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.timeout = timeout
         self.temperature = temperature
+        # Azure takes the key as the whole value of an `api-key` header (docs/models.md).
+        self.api_key_header = api_key_header
+        self.query = dict(query or {})
         self._api_key = api_key
 
     def __repr__(self) -> str:
@@ -98,6 +116,14 @@ class OpenAICompatModel:
             isinstance(temperature, bool) or not isinstance(temperature, int | float)
         ):
             raise ValueError(f"'temperature' must be a number (got {temperature!r})")
+        header = config.get("api_key_header", "Authorization")
+        if not isinstance(header, str) or not _HEADER_NAME.fullmatch(header):
+            raise ValueError(f"'api_key_header' must be a header name (got {header!r})")
+        query = config.get("query", {})
+        if not isinstance(query, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in query.items()
+        ):
+            raise ValueError(f"'query' must map parameter names to strings (got {query!r})")
         api_key: str | None = None
         key_env = config.get("api_key_env")
         if key_env is not None:
@@ -116,6 +142,8 @@ class OpenAICompatModel:
             api_key=api_key,
             timeout=float(timeout),
             temperature=None if temperature is None else float(temperature),
+            api_key_header=header,
+            query=query,
         )
 
     async def stream(
@@ -129,14 +157,19 @@ class OpenAICompatModel:
         body = self._request_body(messages, tools, instructions=instructions, names=names)
         headers = {"Accept": "text/event-stream"}
         if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+            bearer = self.api_key_header.lower() == "authorization"
+            headers[self.api_key_header] = f"Bearer {self._api_key}" if bearer else self._api_key
         calls: dict[int, _PendingCall] = {}
         # A client per step: steps are seconds apart, and a client bound to no long-lived
         # state cannot leak connections or outlive the event loop that made it.
         async with httpx.AsyncClient(timeout=self.timeout) as client:
             try:
                 async with client.stream(
-                    "POST", f"{self.base_url}/chat/completions", json=body, headers=headers
+                    "POST",
+                    f"{self.base_url}/chat/completions",
+                    json=body,
+                    headers=headers,
+                    params=self.query or None,
                 ) as response:
                     if response.status_code >= 400:
                         await response.aread()

@@ -97,15 +97,15 @@ class Widget:
     def approve(self, name: str | None = None, *, scope: str = "once") -> None:
         """Approve the waiting confirmation (of tool ``name``, else the last one).
 
-        ``scope``: ``once``, or another scope the call offers (``conversation``), picked with
-        the button that carries ``data-scope``.
+        ``scope``: ``once``, or another scope the call offers (``conversation``: "allow for
+        this conversation"), chosen with the card's ``scope-<scope>`` radio button first. A
+        scope the call does not offer has no radio button: the wait for it fails.
         """
         card = self._confirming(name)
-        if scope == "once":
-            button = card.locator("[data-part=approve]").first
-        else:
-            button = card.locator(f"[data-scope={json.dumps(scope)}]").first
-        button.click()
+        radio = card.locator(f"[data-part={json.dumps('scope-' + scope)}]")
+        if scope != "once" or radio.count():
+            radio.check(timeout=self.timeout)
+        card.locator("[data-part=approve]").first.click()
         expect(card.locator("[data-part=confirm]")).to_have_count(0, timeout=self.timeout)
 
     def edit(self, values: Mapping[str, Any], name: str | None = None) -> None:

@@ -150,12 +150,15 @@ def is_database_url(target: str) -> bool:
     return target.startswith(("postgresql://", "postgres://"))
 
 
-def open_store(target: str | Path) -> Store:
-    """A PostgreSQL store for a ``postgresql://`` URL, else a SQLite store at that path."""
+def open_store(target: str | Path, *, serving: bool = True) -> Store:
+    """A PostgreSQL store for a ``postgresql://`` URL, else a SQLite store at that path.
+
+    ``serving=False`` opens it for a short command run beside a server (see SQLiteStore).
+    """
     if isinstance(target, str) and is_database_url(target):
         from server.store.postgres import PostgresStore
 
         return PostgresStore(target)
     from server.store.sqlite import SQLiteStore
 
-    return SQLiteStore(target)
+    return SQLiteStore(target, serving=serving)

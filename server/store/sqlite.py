@@ -137,10 +137,12 @@ def _lock(path: Path) -> IO[str]:
 
 
 class SQLiteStore(ConsoleTables, SurfaceTables):
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, serving: bool = True) -> None:
+        """``serving=False``: a short-lived command beside the server (``hostcall users
+        add``), which takes no lock and leaves the server's leases alone."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = _lock(self.path)
+        self._lock = _lock(self.path) if serving else None
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction spans
         # exactly the writes of one engine decision.
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -152,8 +154,9 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         self._db.execute("PRAGMA busy_timeout=5000")
         self._depth = 0
         self._migrate()
-        # We hold the file alone: every lease in it belongs to a process that is gone.
-        self._db.execute("UPDATE leases SET until = 0")
+        if serving:
+            # We hold the file alone: every lease in it belongs to a process that is gone.
+            self._db.execute("UPDATE leases SET until = 0")
 
     def _migrate(self) -> None:
         self._db.execute(
@@ -197,7 +200,8 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
 
     def close(self) -> None:
         self._db.close()
-        self._lock.close()
+        if self._lock is not None:
+            self._lock.close()
 
     def rotate_session(self, conversation_id: str, generation: int) -> bool:
         cursor = self._db.execute(

@@ -376,7 +376,11 @@ def test_widget_framed_by_a_page_not_allowed_does_not_run(
     expect(page.locator("[data-part=hostcall-launcher]")).to_have_count(0, timeout=15_000)
     expect(page.locator("[data-part=hostcall-panel]")).to_have_count(0)
     expect(page.locator(WIDGET)).to_have_count(0)
-    assert f"Hostcall: no widget; is {elsewhere} an allowed origin of agent planner?" in console
+    # The exact mistake (issue 12), from /embed/check: not a guess between the possible ones.
+    assert (
+        f"Hostcall: no widget: the page's origin {elsewhere} is not an allowed origin of the "
+        "agent 'planner' (add it to the agent's allowed_origins, or --allow-origin)"
+    ) in console, console
     assert any("frame-ancestors 'none'" in line for line in console), console
     assert rows(demo, "SELECT count(*) FROM conversations") == [(0,)]
     shot(page, "security-origin-not-allowed")

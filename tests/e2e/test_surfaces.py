@@ -259,6 +259,7 @@ def test_for_this_conversation_stops_the_question_until_a_new_conversation(
     assert "Print the badges" in board_titles(page, "todo")
 
     widget.locator("[data-part=new-conversation]").click()
+    widget.locator("[data-part=restart-yes]").click()  # ↻ asks first (issue 12)
     expect(widget.locator("[data-part=send]")).to_be_enabled(timeout=SLOW)
     ask(widget, "Add a task to call the caterer")
     asked = latest(widget, "create_task")

@@ -97,3 +97,34 @@ def test_workers_serve_one_port_with_n_processes_on_postgresql(pg_url: str) -> N
         process.send_signal(signal.SIGTERM)
         process.wait(30)
     assert process.returncode == 0
+
+
+def test_users_add_works_beside_a_server_on_its_sqlite_file_and_on_postgresql(
+    tmp_path: Path, pg_url: str
+) -> None:
+    from tests.unit.processes import Cluster
+
+    def users_add(db: str, name: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "server", "users", "add", name, "--role", "operator",
+             "--db", db],
+            input="a-long-enough-password\n", cwd=ROOT, capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
+
+    cluster = Cluster(str(tmp_path / "served.db"), tmp_path)
+    try:
+        cluster.start()  # the server holds the file; a brief command may still write to it
+        done = users_add(str(tmp_path / "served.db"), "olga")
+        assert done.returncode == 0, done.stderr
+    finally:
+        cluster.close()
+    done = users_add(pg_url, "ada")
+    assert done.returncode == 0, done.stderr
+    from server.store import open_store
+
+    store = open_store(pg_url)
+    try:
+        assert store.get_user("ada") is not None
+    finally:
+        store.close()

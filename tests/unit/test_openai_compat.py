@@ -49,6 +49,7 @@ class Reply:
 class Received:
     headers: dict[str, str]
     body: dict[str, Any]
+    query: dict[str, str] = field(default_factory=dict)
 
 
 class FakeProvider:
@@ -66,7 +67,8 @@ class FakeProvider:
         self.received.clear()
 
     async def chat_completions(self, request: Request) -> Response:
-        self.received.append(Received(dict(request.headers), await request.json()))
+        received = Received(dict(request.headers), await request.json(), dict(request.query_params))
+        self.received.append(received)
         reply = self.replies.pop(0)
         if reply.delay:
             await asyncio.sleep(reply.delay)
@@ -565,6 +567,22 @@ async def test_from_config_key_is_sent_as_bearer(provider: FakeProvider) -> None
     assert provider.received[0].headers["authorization"] == "Bearer sk-k"
 
 
+async def test_azure_style_key_header_and_api_version_query(provider: FakeProvider) -> None:
+    # docs/models.md's Azure agent file: the key as the whole `api-key` header, no Bearer.
+    provider.replies.append(Reply([text("ok"), DONE]))
+    model = OpenAICompatModel.from_config(
+        {"base_url": provider.base_url, "model": "my-deployment", "api_key_env": "AZ",
+         "api_key_header": "api-key", "query": {"api-version": "2024-10-21"}},
+        environ={"AZ": "az-secret"},
+    )  # fmt: skip
+    assert await collect(model) == [TextDelta("ok")]
+    [received] = provider.received
+    assert received.headers["api-key"] == "az-secret"
+    assert "authorization" not in received.headers
+    assert received.query == {"api-version": "2024-10-21"}
+    assert received.body["model"] == "my-deployment"
+
+
 async def test_from_config_without_api_key_env_sends_no_key(provider: FakeProvider) -> None:
     # The environment's OPENAI_API_KEY must not go to whatever base_url was configured.
     provider.replies.append(Reply([text("ok"), DONE]))
@@ -596,6 +614,9 @@ async def test_from_config_without_api_key_env_sends_no_key(provider: FakeProvid
         ),
         ({"base_url": "http://h/v1", "model": "m", "api_key": "sk-x"}, "'api_key_env'"),
         ({"base_url": "http://h/v1", "model": "m", "temprature": 1}, "unknown key 'temprature'"),
+        ({"base_url": "http://h/v1", "model": "m", "api_key_header": "x: y"}, "'api_key_header'"),
+        ({"base_url": "http://h/v1", "model": "m", "query": {"v": 1}}, "'query' must map"),
+        ({"base_url": "http://h/v1", "model": "m", "query": ["v"]}, "'query' must map"),
     ],
 )
 def test_from_config_rejects_bad_config(config: dict[str, Any], message: str) -> None:

@@ -89,8 +89,22 @@ def test_installed_demo_serves_the_loader_the_widget_and_the_board(
         page = httpx.get(f"{base}/widget/planner", params={"origin": board})
         assert page.status_code == 200, page.text
         assert "hc-config" in page.text
-        for name in ("app.js", "chat.js", "form.js", "widget.css", "locale-ja.js"):
+        assert "interface HostcallApi" in httpx.get(f"{base}/embed.d.ts").text
+        for name in (
+            "app.js",
+            "bridge.js",
+            "chat.js",
+            "form.js",
+            "widget.css",
+            "form.css",
+            "locale-ja.js",
+            "locale-ja-form.js",
+        ):
             assert httpx.get(f"{base}/static/{name}").status_code == 200, name
+        # The operator console's pages and scripts are package data too.
+        login = httpx.get(f"{base}/console/login")
+        assert login.status_code == 200, login.text[:300]
+        assert httpx.get(f"{base}/console/static/console.css").status_code == 200
         host = httpx.get(f"{board}/")
         assert host.status_code == 200 and f"{base}/embed.js" in host.text
         assert httpx.get(f"{board}/board.js").status_code == 200

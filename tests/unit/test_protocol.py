@@ -39,9 +39,10 @@ def test_widget_protocol_js_is_what_the_protocol_module_generates() -> None:
 
 
 def test_the_loader_builds_the_same_message_types_as_the_widget() -> None:
-    loader = (WIDGET / "loader.js").read_text()
+    # The loader's lazy half, bridge.js, is the page's side of the postMessage protocol.
+    loader = (WIDGET / "bridge.js").read_text()
     words = re.search(r"for \(const k of '([a-z ]+)'\.split", loader)
-    assert words is not None, "the loader's message words moved: update this test"
+    assert words is not None, "the bridge's message words moved: update this test"
     assert tuple(words.group(1).split()) == MESSAGES
 
 

@@ -1,0 +1,238 @@
+"""What end users see (issue 12), in real Chromium: a phone gets a full-screen sheet and no
+keyboard popping up; a light accent gets dark text; ↻ asks first; Escape in the reject box
+goes back instead of closing the chat; a message sent while the server is down stays with a
+retry; a cut paste and a blocked Enter say why; a model that is down reads as a sentence, not
+an address; an embed mistake is named exactly in the console and the server's log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from server.qa.servers import HostcallServer, HostPage, serve_host_page
+from server.qa.widget import Widget
+from tests.e2e.conftest import Demo, free_port, shot, start_demo
+from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, ask, card, open_chat, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+PHONE = {"width": 390, "height": 844}
+
+
+def phone_page(browser: Browser, **options: object) -> Page:
+    context = browser.new_context(
+        viewport=PHONE, screen=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
+        locale="en-US", **options,
+    )  # fmt: skip
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    return page
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_on_a_phone_the_chat_is_a_full_screen_sheet_without_the_keyboard(
+    browser: Browser, demo: Demo, theme: str
+) -> None:
+    page = phone_page(browser, color_scheme=theme)
+    try:
+        page.goto(demo.board + f"?theme={theme}")
+        launcher = page.locator("[data-part=hostcall-launcher]")
+        box = launcher.bounding_box()
+        assert box and box["x"] + box["width"] <= PHONE["width"], "the launcher is on screen"
+        shot(page, f"phone-{theme}-board")
+        launcher.click()
+        widget = page.frame_locator("[data-part=hostcall-frame]")
+        expect(widget.locator("html[data-agent-state=idle]")).to_have_count(1, timeout=SLOW)
+        sheet = page.locator("[data-part=hostcall-panel]").bounding_box()
+        assert sheet == {"x": 0, "y": 0, "width": PHONE["width"], "height": PHONE["height"]}
+        expect(launcher).to_be_hidden()  # the sheet has its own close button
+        expect(widget.locator("html")).to_have_attribute("data-viewport", "phone")
+        # Opening did not focus the composer (that would pop the keyboard over the chat).
+        assert widget.locator("[data-part=composer-input]").evaluate(
+            "el => document.activeElement !== el"
+        )
+        ask(widget, ASK_ADD)
+        call = card(widget, "create_task")
+        expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
+        call.locator("[data-part=reject]").click()
+        reason = call.locator("[data-part=reject-reason]")
+        expect(reason).to_be_visible()
+        assert reason.evaluate("el => document.activeElement !== el")
+        shot(page, f"phone-{theme}-confirmation")
+        widget.locator("[data-part=close]").click()
+        expect(launcher).to_be_visible()
+        expect(page.locator("[data-part=hostcall-panel]")).to_be_hidden()
+    finally:
+        page.context.close()
+
+
+def test_a_light_accent_gets_dark_text_in_the_widget_and_on_the_launcher(
+    browser: Browser, tmp_path: Path
+) -> None:
+    demo = start_demo(tmp_path)
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        page.goto(demo.board + "?accent=%23facc15")  # the board passes it to data-accent
+        launcher = page.locator("[data-part=hostcall-launcher]")
+        expect(launcher).to_have_css("background-color", "rgb(250, 204, 21)")
+        assert launcher.evaluate("el => getComputedStyle(el).color") == "rgb(0, 0, 0)"
+        launcher.click()
+        widget = page.frame_locator("[data-part=hostcall-frame]")
+        title = widget.locator("[data-part=title]")
+        expect(title).to_have_css("color", "rgb(0, 0, 0)", timeout=SLOW)
+        expect(widget.locator("[data-part=header]")).to_have_css(
+            "background-color", "rgb(250, 204, 21)"
+        )
+        ask(widget, "hello")
+        mine = widget.locator("[data-part=message][data-role=user]").last
+        expect(mine).to_have_css("color", "rgb(0, 0, 0)")
+        shot(page, "accent-yellow")
+    finally:
+        page.context.close()
+        demo.stop()
+
+
+def test_new_conversation_asks_first(page: Page, demo: Demo) -> None:
+    widget = open_chat(page, demo)
+    ask(widget, ASK_ADD)
+    expect(card(widget, "create_task")).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    widget.locator("[data-part=new-conversation]").click()
+    question = widget.locator("[data-part=restart-confirm]")
+    expect(question).to_be_visible()
+    expect(question).to_contain_text("Start a new conversation?")
+    expect(widget.locator("[data-part=restart-no]")).to_be_focused()
+    shot(page, "restart-asks-first")
+    widget.locator("[data-part=restart-no]").click()
+    expect(question).to_be_hidden()
+    expect(card(widget, "create_task")).to_have_count(1)  # nothing was lost
+    widget.locator("[data-part=new-conversation]").click()
+    widget.locator("[data-part=restart-no]").press("Escape")  # Escape is "no", and stays in
+    expect(question).to_be_hidden()
+    expect(page.locator("[data-part=hostcall-launcher]")).to_have_attribute("aria-expanded", "true")
+    expect(card(widget, "create_task")).to_have_count(1)
+    widget.locator("[data-part=new-conversation]").click()
+    widget.locator("[data-part=restart-yes]").click()
+    expect(card(widget, "create_task")).to_have_count(0)
+    expect(widget.locator("[data-part=message][data-role=user]")).to_have_count(0)
+    wait_idle(widget)
+
+
+def test_escape_in_the_reject_reason_goes_back_and_keeps_the_chat_open(
+    page: Page, demo: Demo
+) -> None:
+    widget = open_chat(page, demo)
+    ask(widget, ASK_ADD)
+    call = card(widget, "create_task")
+    expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    call.locator("[data-part=reject]").click()
+    reason = call.locator("[data-part=reject-reason]")
+    reason.fill("not now")
+    reason.press("Escape")
+    expect(call.locator("[data-part=confirm]")).to_be_visible()
+    expect(call.locator("[data-part=confirm] button:focus")).to_have_count(1)  # focus stays
+    expect(page.locator("[data-part=hostcall-panel]")).to_be_visible()
+    expect(page.locator("[data-part=hostcall-launcher]")).to_have_attribute("aria-expanded", "true")
+    # Escape elsewhere still closes the chat, as before.
+    call.locator("[data-part=confirm] button:focus").press("Escape")
+    expect(page.locator("[data-part=hostcall-panel]")).to_be_hidden()
+
+
+def test_a_message_sent_while_the_server_is_down_stays_with_a_retry(
+    page: Page, tmp_path: Path
+) -> None:
+    demo = start_demo(tmp_path)
+    try:
+        widget = open_chat(page, demo)
+        demo.stop()
+        box = widget.locator("[data-part=composer-input]")
+        box.fill("hello while you are down")
+        box.press("Enter")
+        failed = widget.locator("[data-part=message][data-role=user][data-state=failed]")
+        expect(failed).to_have_count(1, timeout=SLOW)
+        expect(failed.locator("[data-part=message-text]")).to_have_text("hello while you are down")
+        expect(failed.locator("[data-part=message-failed]")).to_contain_text("Not sent.")
+        shot(page, "send-failed-kept")
+        demo = start_demo(tmp_path, db=demo.db, port=demo.port, host_port=demo.host_port)
+        failed.locator("[data-part=message-retry]").click()
+        sent = widget.locator("[data-part=message][data-role=user]")
+        expect(sent).to_have_count(1)
+        expect(sent.last).not_to_have_attribute("data-state", "failed", timeout=SLOW)
+        expect(widget.locator("[data-part=message][data-role=assistant]").last).to_contain_text(
+            "Hello!", timeout=SLOW
+        )
+    finally:
+        demo.stop()
+
+
+def test_a_paste_over_the_limit_says_it_was_cut(page: Page, demo: Demo) -> None:
+    widget = open_chat(page, demo)
+    box = widget.locator("[data-part=composer-input]")
+    box.focus()
+    box.evaluate("el => document.execCommand('insertText', false, 'x'.repeat(8100))")
+    assert box.evaluate("el => el.value.length") == 8000
+    limit = widget.locator("[data-part=composer-limit]")
+    expect(limit).to_have_text("Messages are limited to 8,000 characters; the rest was not added.")
+    box.fill("short")
+    expect(limit).to_be_hidden()
+
+
+def test_enter_while_a_confirmation_waits_says_why(page: Page, demo: Demo) -> None:
+    widget = open_chat(page, demo)
+    ask(widget, ASK_ADD)
+    expect(card(widget, "create_task")).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    box = widget.locator("[data-part=composer-input]")
+    box.fill(ASK_NEXT)
+    box.press("Enter")
+    hint = widget.locator("[data-part=composer-hint]")
+    expect(hint).to_have_text(
+        "First answer the action above: approve, edit or reject it, or fill in its form."
+    )
+    expect(box).to_have_value(ASK_NEXT)  # kept, not lost
+    expect(widget.locator("[data-part=message][data-role=user]")).to_have_count(1)
+    shot(page, "enter-blocked-hint")
+    card(widget, "create_task").locator("[data-part=approve]").click()
+    expect(hint).to_be_hidden(timeout=SLOW)
+
+
+DOWN_MODEL = {
+    "id": "down",
+    "name": "Down",
+    "model": {"kind": "openai", "base_url": f"http://127.0.0.1:{free_port()}/v1", "model": "m"},
+    "tools": [],
+}
+
+
+@pytest.mark.hostcall_agent(DOWN_MODEL)
+def test_a_model_that_is_down_reads_as_a_sentence_and_the_log_has_the_detail(
+    widget: Widget, hostcall_server: HostcallServer
+) -> None:
+    widget.send("hello?")
+    error = widget.error()
+    expect(error).to_contain_text(
+        "The assistant is not available right now. Please try again later.", timeout=SLOW
+    )
+    text = error.inner_text()
+    assert "127.0.0.1" not in text and "ConnectError" not in text and "model_" not in text
+    expect(error.locator("[data-part=retry]")).to_be_visible()
+    widget.wait_until_idle()
+    log = hostcall_server.output()
+    assert "run failed: agent=down" in log and "code=model_unreachable" in log
+    assert DOWN_MODEL["model"]["base_url"] in log  # type: ignore[index]
+
+
+def test_an_unknown_agent_is_named_in_the_console_and_the_log(page: Page, demo: Demo) -> None:
+    # A page whose snippet names an agent the server does not have.
+    with serve_host_page(HostPage(demo.hostcall, "plannr", snippet={"open": "true"})) as host:
+        with page.expect_console_message(
+            lambda m: m.text.startswith("Hostcall: no widget"), timeout=SLOW
+        ) as message:
+            page.goto(host.url)
+        assert message.value.text == (
+            "Hostcall: no widget: there is no agent 'plannr' on this server (check the "
+            "snippet's data-agent)"
+        )
+        expect(page.locator("[data-part=hostcall-launcher]")).to_have_count(0)
+        expect(page.locator("[data-part=hostcall-frame]")).to_have_count(0)
+    assert "widget refused: unknown_agent: agent=plannr" in demo.output()

@@ -1,0 +1,16 @@
+// Mistakes the declarations must catch: each line needs its @ts-expect-error (tsc fails on an
+// unused one, so a declaration that became too loose fails the check).
+export {}
+
+// @ts-expect-error: no such command
+Hostcall('reload')
+// @ts-expect-error: no such event
+Hostcall.on('finished', () => {})
+// @ts-expect-error: a message's detail has no `callId`
+Hostcall.on('message', m => m.callId)
+// @ts-expect-error: send takes text
+Hostcall.send({ text: 'hi' })
+// @ts-expect-error: a handler's context has no `token` (the page never sees tokens)
+Hostcall.register('x', (_input, ctx) => ctx.token)
+// @ts-expect-error: the output must be JSON, not a function
+Hostcall.register('y', () => () => 1)

@@ -1,0 +1,38 @@
+// A typed host page (the README's example, with the demo's tools): it must type-check against
+// widget/embed.d.ts. scripts/check runs `tsc -p tests/types`.
+import type { Handler, HandlerContext, ToolResultDetail } from '../../widget/embed'
+
+interface Task {
+  id: string
+  title: string
+  status: 'todo' | 'in-progress' | 'done'
+  dueDate?: string
+}
+
+const board: Task[] = [{ id: 't1', title: 'Write release notes', status: 'todo' }]
+
+const readBoard: Handler<{ boardId: string; status?: Task['status'] }, { tasks: Task[] }> = async (
+  input,
+  ctx: HandlerContext,
+) => {
+  ctx.signal.throwIfAborted()
+  console.log(`call ${ctx.callId} of ${ctx.toolName}`, ctx.outputSchema)
+  return { tasks: board.filter(t => !input.status || t.status === input.status) }
+}
+
+Hostcall('register', 'read_board_tasks', readBoard)
+window.Hostcall.register<{ title: string; dueDate?: string }, Task>('create_task', input => {
+  const task: Task = { id: `t${board.length + 1}`, title: input.title, status: 'todo', dueDate: input.dueDate }
+  board.push(task)
+  return task
+})
+
+const stop = Hostcall('on', 'toolresult', (detail: ToolResultDetail) => {
+  if (detail.outcome && 'error' in detail.outcome) console.warn(detail.outcome.error.code)
+})
+Hostcall.on('message', m => console.log(m.role, m.text.length))
+Hostcall.on('error', e => console.error(e.code, e.message ?? ''))
+stop()
+Hostcall('open')
+Hostcall.send('What should I work on next?')
+Hostcall('unregister', 'create_task')

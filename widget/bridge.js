@@ -1,0 +1,80 @@
+/* Hostcall bridge (static/bridge.js), added to the host page by /embed.js when the widget is
+ * first needed: loads the widget, speaks postMessage with its exact origin and window only,
+ * runs the page's handlers (the widget decides which calls reach them). No tokens here. */
+;(() => {
+  // MSG.HELLO = 'hostcall:hello'…: the MSG of widget/protocol.js (a test keeps these words equal).
+  const MSG = {}
+  for (const k of 'hello handlers ready call result cancel send focus close event'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
+
+  window.Hostcall?._connect?.(hc => {
+    const { opts, src, base, handlers, frame, emit } = hc
+    const running = new Map() // callId → AbortController of a handler running in this page
+    let ready, greeted
+
+    const post = (type, data) => frame.contentWindow.postMessage({ type, ...data }, src.origin)
+    /** Handshake: the tools this page handles, again on every change. */
+    hc.sync = () => greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()] })
+    hc.send = text => (ready ? post(MSG.SEND, { text }) : hc.outbox.push(text))
+    // Focus the frame from the page first: a frame's own focus() is often ignored.
+    hc.focus = () => ready && (frame.focus(), post(MSG.FOCUS))
+
+    addEventListener('message', e => {
+      const m = e.data
+      if (e.origin !== src.origin || e.source !== frame.contentWindow || !m) return
+      if (m.type === MSG.HELLO) {
+        greeted = 1
+        ready = 0
+        frame.style.visibility = ''
+        hc.sync()
+      } else if (m.type === MSG.READY) {
+        ready = 1
+        for (const text of hc.outbox.splice(0)) post(MSG.SEND, { text })
+        hc.isOpen && hc.focus()
+        emit('ready', {})
+      } else if (m.type === MSG.CALL) {
+        run(m)
+      } else if (m.type === MSG.CANCEL) {
+        running.get(m.callId)?.abort(new DOMException('Call settled elsewhere', 'AbortError'))
+      } else if (m.type === MSG.CLOSE) {
+        window.Hostcall.close()
+      } else if (m.type === MSG.EVENT) {
+        emit(m.event, m.detail)
+      }
+    })
+
+    /** Run a handler; post its outcome unless the call was settled meanwhile. */
+    async function run({ callId, toolName, input, inputSchema, outputSchema, deadline }) {
+      const fn = handlers.get(toolName)
+      if (!fn) return post(MSG.RESULT, { callId, noHandler: 1 })
+      if (running.has(callId)) return
+      const ctrl = new AbortController()
+      const wait = Date.parse(deadline) - Date.now()
+      const timer = wait > 0 && setTimeout(() => ctrl.abort(new DOMException('Deadline passed', 'TimeoutError')), Math.min(wait, 2e9))
+      running.set(callId, ctrl)
+      let reply
+      try {
+        const output = await fn(input, { callId, toolName, inputSchema, outputSchema, signal: ctrl.signal })
+        reply = { callId, output: output === undefined ? null : JSON.parse(JSON.stringify(output)) }
+      } catch (err) {
+        reply = { callId, error: { message: String(err?.message || err) } }
+      }
+      clearTimeout(timer)
+      running.delete(callId)
+      ctrl.signal.aborted || post(MSG.RESULT, reply)
+    }
+
+    // No hello soon after the frame loads: ask the server exactly why (an unknown agent, an
+    // origin not allowed…), say it in the console, and take the launcher away.
+    frame.onload = () => setTimeout(() => greeted || fetch(base + 'embed/check?' + new URLSearchParams({ agent: opts.agent, origin: location.origin }))
+      .then(r => r.json(), () => ({ code: 'server_unreachable', message: `the Hostcall server at ${src.origin} did not answer` }))
+      .then(({ code, message }) => {
+        if (!code || greeted) return
+        console.error('Hostcall: no widget: ' + message)
+        hc.remove()
+        emit('error', { code, message })
+      }), 1500)
+    const q = new URLSearchParams({ origin: location.origin, mode: hc.mode })
+    for (const k of ['locale', 'theme', 'accent']) opts[k] && q.set(k, opts[k])
+    frame.src = base + 'widget/' + encodeURIComponent(opts.agent) + '?' + q
+  })
+})()

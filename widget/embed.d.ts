@@ -1,0 +1,119 @@
+// Hostcall's page API, as declarations (served beside the loader at /embed.d.ts). The loader
+// (/embed.js) defines `window.Hostcall`; README.md documents it. Copy this file into your
+// project, or reference it: /// <reference path="./hostcall-embed.d.ts" />
+
+/** A JSON value: what crosses between the page, the widget and the server. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+
+/** A JSON Schema object, as the agent file declares it. */
+export type JsonSchema = { [keyword: string]: Json }
+
+/** The context a handler gets with each call. */
+export interface HandlerContext {
+  /** The call's id: an idempotency key (a read may be redelivered after a reload, same id). */
+  callId: string
+  toolName: string
+  inputSchema: JsonSchema
+  outputSchema: JsonSchema
+  /**
+   * Aborted at the call's deadline (reason: a `TimeoutError` DOMException) or when the call is
+   * settled elsewhere, e.g. answered through the form in another tab (an `AbortError`).
+   */
+  signal: AbortSignal
+}
+
+/**
+ * A client-side tool's handler: gets the call's input, returns (or resolves to) the output,
+ * which must match the tool's output schema. Throwing gives the agent `client_error` with the
+ * error's message. Runs at most once per call.
+ */
+export type Handler<Input = any, Output = unknown> = (
+  input: Input,
+  ctx: HandlerContext,
+) => Returnable<Output> | Promise<Returnable<Output>>
+
+/** What a handler may return: anything JSON can carry (checked against the output schema in
+ * the widget), but not a function. */
+export type Returnable<T> = T extends (...args: any[]) => unknown ? never : T
+
+/** A tool call as the page sees it (never any token). */
+export interface ToolCallDetail {
+  callId: string
+  toolName: string
+  input: Json
+  /** The server's call state: proposed, awaiting_confirmation, dispatched, delivered, … */
+  state: string
+  /** Where the server sends it: `handler` (this page) or `form` (a person answers). */
+  route?: string
+}
+
+export interface ToolResultDetail {
+  callId: string
+  toolName: string
+  /** answered, rejected, failed or expired. */
+  state: string
+  /** `{output}`, or `{error: {code, message}}` (codes: docs/protocol.md). */
+  outcome?: { output: Json } | { error: { code: string; message: string; [key: string]: Json } }
+}
+
+export interface MessageDetail {
+  messageId: string
+  role: 'user' | 'assistant'
+  /** The whole message, once it has finished streaming. */
+  text: string
+}
+
+export interface ErrorDetail {
+  /**
+   * For example `unknown_agent` or `origin_not_allowed` (the widget could not start here),
+   * `model_unreachable`, `model_http_error`, `reply_template_failed`, `send_failed`.
+   */
+  code: string
+  message?: string
+}
+
+/** The events of `Hostcall('on', event, listener)`. */
+export interface HostcallEvents {
+  ready: Record<string, never>
+  open: Record<string, never>
+  close: Record<string, never>
+  message: MessageDetail
+  toolcall: ToolCallDetail
+  toolresult: ToolResultDetail
+  error: ErrorDetail
+}
+
+export type HostcallEvent = keyof HostcallEvents
+
+/** `Hostcall(command, …)`: the same commands as the methods below. */
+export interface HostcallApi {
+  <Input = any, Output = unknown>(command: 'register', name: string, handler: Handler<Input, Output>): void
+  (command: 'unregister', name: string): void
+  (command: 'open' | 'close'): void
+  (command: 'send', text: string): void
+  <E extends HostcallEvent>(
+    command: 'on',
+    event: E,
+    listener: (detail: HostcallEvents[E]) => void,
+  ): () => void
+
+  /** Add (or replace) the handler of a client-side tool; the server learns at once. */
+  register<Input = any, Output = unknown>(name: string, handler: Handler<Input, Output>): void
+  unregister(name: string): void
+  open(): void
+  close(): void
+  /** Send a message as the user (opens the chat). */
+  send(text: string): void
+  /** Listen to an event; returns a function that stops listening. */
+  on<E extends HostcallEvent>(event: E, listener: (detail: HostcallEvents[E]) => void): () => void
+  /** Set once the loader has run (before that, `Hostcall` is the snippet's queue). */
+  readonly loaded?: 1
+}
+
+declare global {
+  interface Window {
+    Hostcall: HostcallApi
+  }
+  // The snippet's first line makes `Hostcall` callable before the loader arrives.
+  var Hostcall: HostcallApi
+}
