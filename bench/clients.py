@@ -24,6 +24,7 @@ def expect(response: httpx.Response, status: int) -> None:
 def client_for(server: Server) -> httpx.AsyncClient:
     # One persistent client per server: POSTs reuse a keep-alive connection.
     return httpx.AsyncClient(base_url=server.url, timeout=TIMEOUT, trust_env=False,
+                             headers={"Origin": server.url},
                              limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
 
 
@@ -54,6 +55,21 @@ async def create_conversations(client: httpx.AsyncClient, n: int,
         return Conv(body["conversationId"], body["sessionToken"], body["streamToken"])
 
     return list(await asyncio.gather(*(one() for _ in range(n))))
+
+
+async def stream_paths(client: httpx.AsyncClient, convs: list[Conv],
+                       concurrency: int = 16) -> list[str]:
+    """An events path per conversation (repeats allowed), each with a fresh stream ticket:
+    a ticket opens one stream, once (issue 7)."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(conv: Conv) -> str:
+        async with gate:
+            r = await client.post(f"/api/conversations/{conv.id}/stream-token", headers=conv.auth)
+        expect(r, 200)
+        return f"/api/conversations/{conv.id}/events?token={r.json()['streamToken']}"
+
+    return list(await asyncio.gather(*(one(c) for c in convs)))
 
 
 class RawHttp:

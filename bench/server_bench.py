@@ -4,6 +4,7 @@
    the run's next events received; floor: SSE event -> POST echo -> SSE event, bare app.
 2. Idle conversation streams: server RSS per open stream; floor: bare sse-starlette stream.
 3. Event fan-out: N subscribers on one conversation, events/s delivered; floor: bare app.
+4. Slow readers: another user's p99 with 200 never-read streams; floor: the same without.
 
 Usage: .venv/bin/python bench/server_bench.py [--quick]
 A measurement: exits 0 when a target is missed, 1 when a section failed to run.
@@ -26,9 +27,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 import servers
-from clients import client_for, create_conversations, expect
+from clients import client_for, create_conversations, expect, stream_paths
 from report import Row, compare, kib, mib, per_second, print_table
 from round_trip import round_trip
+from stalled import stalled_readers
 from streams import RawStream, Tally, close_all, open_many
 
 HELLO = "hello"  # the planner's greeting rule: a run with no tool call (fan-out)
@@ -52,9 +54,10 @@ QUICK = Mode(iterations=50, warmup=10, stream_levels=(200, 1000), subscribers=50
 
 # ---- 2. idle streams -----------------------------------------------------------------------
 
-async def rss_per_stream(server: servers.Server, paths: list[str]) -> tuple[float, int]:
+async def rss_per_stream(server: servers.Server, paths: list[str],
+                         warm: list[str]) -> tuple[float, int]:
     """(RSS bytes added per open stream, baseline RSS) for ``len(paths)`` idle streams."""
-    close_all(await open_many(servers.HOST, server.port, paths[:20]))  # warm the code paths
+    close_all(await open_many(servers.HOST, server.port, warm))  # warm the code paths
     await asyncio.sleep(SETTLE_SECONDS)
     base = server.rss()
     streams = await open_many(servers.HOST, server.port, paths)
@@ -81,9 +84,12 @@ async def idle_streams(mode: Mode, workdir: Path, secret: str) -> None:
     for n in mode.stream_levels:
         # A fresh process per measure: memory freed by an earlier level would be reused.
         with servers.hostcall(workdir, db, secret) as hc:
-            ours, ours_base = await rss_per_stream(hc, [c.events_path for c in convs[:n]])
+            async with client_for(hc) as client:  # stream tickets are single use
+                paths = await stream_paths(client, convs[:n] + convs[:20])
+            ours, ours_base = await rss_per_stream(hc, paths[:n], paths[n:])
         with servers.floor(workdir) as fl:
-            bare, bare_base = await rss_per_stream(fl, [f"/events?ch=idle{i}" for i in range(n)])
+            bare_paths = [f"/events?ch=idle{i}" for i in range(n)]
+            bare, bare_base = await rss_per_stream(fl, bare_paths, bare_paths[:20])
         rows.append(compare(f"RSS per idle stream, {n} streams", ours, bare, kib, 1.2))
         rows.append(compare(f"RSS before the {n} streams", ours_base, bare_base, mib, None))
     print_table("2. Idle conversation streams, server memory", rows, notes)
@@ -118,7 +124,7 @@ async def fan_out_section(mode: Mode, workdir: Path, secret: str) -> None:
     with servers.hostcall(workdir, workdir / "fan.db", secret) as hc:
         async with client_for(hc) as client:
             conv = (await create_conversations(client, 1))[0]
-            subs = await open_many(servers.HOST, hc.port, [conv.events_path] * n)
+            subs = await open_many(servers.HOST, hc.port, await stream_paths(client, [conv] * n))
 
             async def hostcall_run() -> None:
                 expect(await client.post(f"/api/conversations/{conv.id}/messages",
@@ -167,6 +173,7 @@ async def main_async(mode: Mode) -> int:
             ("round trip", lambda: round_trip(mode.iterations, mode.warmup, Path(tmp), secret)),
             ("idle streams", lambda: idle_streams(mode, Path(tmp), secret)),
             ("fan-out", lambda: fan_out_section(mode, Path(tmp), secret)),
+            ("slow readers", lambda: stalled_readers(mode.iterations, Path(tmp), secret)),
         ]
         for name, section in sections:
             try:

@@ -18,6 +18,8 @@ from pathlib import Path
 import httpx
 import psutil
 
+from server.quotas import LIMIT_KEYS
+
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 PING_SECONDS = 15  # server/settings.py's ping_seconds default; the floor uses the same
@@ -111,6 +113,8 @@ def bench_agents(workdir: Path) -> Path:
         shutil.copytree(ROOT / "demo" / "agents", directory)
         agent = json.loads((directory / "planner.json").read_text())
         agent["id"] = "bench"
+        # A benchmark is one client sending as fast as it can: rate limits off (0).
+        agent["limits"] = {key: 0 for key in LIMIT_KEYS}
         (directory / "bench.json").write_text(json.dumps(agent, indent=2))
     return directory
 

@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from server.errors import AgentConfigError
+from server.origins import BadOrigin, normalize_origin
 from server.platform import DEFAULT_ENVIRONMENT, PLATFORM_FILE, Platform, load_platform
+from server.quotas import DEFAULT_LIMITS, Limits, parse_limits
 from server.tools import Tool, parse_tool
 
 AGENT_KEYS = {
@@ -28,6 +29,7 @@ AGENT_KEYS = {
     "max_steps",
     "model",
     "tools",
+    "limits",
 }
 
 
@@ -44,6 +46,7 @@ class Agent:
     source: dict[str, Any]
     environment: str = DEFAULT_ENVIRONMENT
     digest: str = ""
+    limits: Limits = DEFAULT_LIMITS
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -55,16 +58,18 @@ def definition_digest(data: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def valid_origin(origin: Any) -> bool:
-    if not isinstance(origin, str):
-        return False
-    parts = urlsplit(origin)
-    return (
-        parts.scheme in ("http", "https")
-        and bool(parts.hostname)
-        and origin == f"{parts.scheme}://{parts.netloc}"
-        and not parts.username
-    )
+def check_allowed_origins(origins: Any, where: str) -> tuple[list[str], list[str]]:
+    """The allowed origins normalised as browsers send them, and a problem per bad one."""
+    if not isinstance(origins, list):
+        return [], [f"{where}: 'allowed_origins' must be a list of origins"]
+    normalised: list[str] = []
+    problems: list[str] = []
+    for origin in origins:
+        try:
+            normalised.append(normalize_origin(origin))
+        except BadOrigin as exc:
+            problems.append(f"{where}: allowed origin {exc}")
+    return list(dict.fromkeys(normalised)), problems
 
 
 def parse_agent(
@@ -87,15 +92,10 @@ def parse_agent(
     for key in ("name", "greeting", "instructions"):
         if key in data and not isinstance(data[key], str):
             problems.append(f"{where}: {key!r} must be a string")
-    origins = data.get("allowed_origins", [])
-    if not isinstance(origins, list):
-        problems.append(f"{where}: 'allowed_origins' must be a list of origins")
-        origins = []
-    for origin in origins:
-        if not valid_origin(origin):
-            problems.append(
-                f"{where}: allowed origin {origin!r} is not an origin like 'https://example.com'"
-            )
+    origins, origin_problems = check_allowed_origins(data.get("allowed_origins", []), where)
+    problems += origin_problems
+    limits, limit_problems = parse_limits(data.get("limits"), where)
+    problems += limit_problems
     max_steps = data.get("max_steps", 8)
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
         problems.append(f"{where}: 'max_steps' must be an integer from 1 to 100")
@@ -141,6 +141,7 @@ def parse_agent(
         source=data,
         environment=environment,
         digest=definition_digest(data),
+        limits=limits,
     ), []
 
 

@@ -31,6 +31,7 @@ from server import strictjson
 from server.agents import Agent
 from server.errors import BadRequest, NotFound, ToolErrorCode, Unprocessable
 from server.ledger import Ledger
+from server.origins import check_request_origin
 from server.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
 from server.protocol.requests import read_body
 from server.protocol.run_input import InputMessage, RunAgentInput
@@ -54,7 +55,13 @@ async def run_agent(request: Request) -> EventSourceResponse:
     agent = runtime.agents.get(agent_id)
     if agent is None:
         raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+    # Issue 7: a browser's Origin must be allowed; each request costs one message of the
+    # agent's rate limits (a thread is a conversation, a request may start a run).
+    check_request_origin(request, agent.allowed_origins)
     body = await read_body(request, RunAgentInput, runtime.settings.max_body_bytes)
+    client = request.client.host if request.client else "unknown"
+    cid = thread_conversation_id(agent.id, body.thread_id)
+    runtime.quotas.new_message(agent.id, agent.limits, cid, client)
     conversation = _thread(runtime, agent, body)
     declared = frozenset(body.tools)
     queue = runtime.broker.subscribe(conversation.id)

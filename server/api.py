@@ -10,6 +10,7 @@ from starlette.routing import BaseRoute, Route
 
 from server.errors import BadRequest, NotFound
 from server.ledger import new_id
+from server.origins import check_request_origin
 from server.protocol.requests import (
     CallResult,
     Capabilities,
@@ -45,7 +46,27 @@ def _conversation(request: Request, runtime: Runtime) -> Conversation:
     conversation = runtime.store.get_conversation(conversation_id)
     if conversation is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+    runtime.sessions.check_generation(conversation, claims)
+    _check_origin(request, runtime, conversation.agent_id)
     return conversation
+
+
+def _check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> None:
+    """A browser's Origin is the widget's or one the agent allows (issue 7)."""
+    if "origin" not in request.headers:
+        return
+    agent = runtime.agents.get(agent_id) if agent_id else None
+    check_request_origin(request, agent.allowed_origins if agent else ())
+
+
+def _check_call_origin(request: Request, runtime: Runtime, claims: Claims) -> None:
+    if "origin" in request.headers:
+        conversation = runtime.store.get_conversation(claims.conversation_id)
+        _check_origin(request, runtime, conversation.agent_id if conversation else None)
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
 
 
 async def create_conversation(request: Request) -> JSONResponse:
@@ -54,24 +75,15 @@ async def create_conversation(request: Request) -> JSONResponse:
     agent = runtime.agents.get(agent_id)
     if agent is None:
         raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+    check_request_origin(request, agent.allowed_origins, required=True)
     body = await read_body(request, NewConversation, runtime.settings.max_body_bytes)
+    parent = runtime.sessions.parent_origin(body.parent_origin, agent)
+    runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
     conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale)
     runtime.store.create_conversation(conversation)
-    claims = Claims(conversation.id)
-    return JSONResponse(
-        {
-            "conversationId": conversation.id,
-            "sessionToken": runtime.tokens.sign(Purpose.SESSION, claims),
-            "streamToken": runtime.stream_ticket(conversation.id),
-            "agent": {
-                "id": agent.id,
-                "name": agent.name,
-                "greeting": agent.greeting,
-                "tools": [t.public() for t in agent.tools],
-            },
-        },
-        status_code=201,
-    )
+    response = JSONResponse(runtime.sessions.opened(conversation, agent), status_code=201)
+    runtime.sessions.set_cookie(response, conversation, agent, parent)
+    return response
 
 
 async def snapshot(request: Request) -> JSONResponse:
@@ -125,7 +137,8 @@ async def snapshot(request: Request) -> JSONResponse:
 async def stream_token(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
-    return JSONResponse({"streamToken": runtime.stream_ticket(conversation.id)})
+    ticket = runtime.stream_ticket(conversation.id, conversation.session_generation)
+    return JSONResponse({"streamToken": ticket})
 
 
 async def capabilities(request: Request) -> JSONResponse:
@@ -175,6 +188,9 @@ async def post_message(request: Request) -> JSONResponse:
     runtime = _runtime(request)
     conversation = _conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
+    agent = runtime.agents.get(conversation.agent_id)
+    if agent is not None:
+        runtime.quotas.new_message(agent.id, agent.limits, conversation.id, _client(request))
     run = runtime.engine.start_run(conversation, body.text, simulate=body.simulate)
     return JSONResponse({"runId": run.id}, status_code=202)
 
@@ -184,6 +200,7 @@ async def call_delivered(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_body(request, Delivered, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
+    _check_call_origin(request, runtime, claims)
     first = ledger.deliver(ledger.checked_call(request.path_params["call_id"], claims))
     return JSONResponse({"state": "delivered", "first": first})
 
@@ -193,6 +210,7 @@ async def call_result(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_body(request, CallResult, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
+    _check_call_origin(request, runtime, claims)
     call = ledger.checked_call(request.path_params["call_id"], claims)
     if body.error is None:
         call = ledger.answer(call, body.output)
@@ -207,6 +225,7 @@ async def call_decision(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_body(request, Decision, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_DECISION, body.token)
+    _check_call_origin(request, runtime, claims)
     call = ledger.checked_call(request.path_params["call_id"], claims)
     if body.decision == "approve":
         call = ledger.approve(call, body.input, body.scope, surface=body.surface_id)

@@ -20,6 +20,7 @@ from server.pages import page_routes
 from server.protocol.openapi import document as openapi_document
 from server.responses import exception_handlers
 from server.runtime import Runtime
+from server.sessions import session_routes
 from server.settings import Settings
 from server.stream import stream_routes
 
@@ -48,6 +49,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             Route("/healthz", _health),
             Route("/openapi.json", _openapi),
             *api_routes(),
+            *session_routes(),
             *stream_routes(),
             *agui_routes(),
             *page_routes(),

@@ -14,7 +14,9 @@ from collections import defaultdict
 
 from server.protocol.frames import Event
 
-QUEUE_LIMIT = 1000
+# Per stream: a reader this far behind is dropped and replays from the store (issue 7:
+# a slow reader's backlog is the store's, not this process's memory).
+QUEUE_LIMIT = 256
 
 
 class Broker:
@@ -35,6 +37,15 @@ class Broker:
             if not queues:
                 del self._subscribers[conversation_id]
                 self._last.pop(conversation_id, None)
+
+    def drop(self, conversation_id: str) -> None:
+        """End every stream of the conversation (its session was resumed elsewhere): a
+        stream with a still-valid session reconnects with a fresh ticket."""
+        for queue in tuple(self._subscribers.get(conversation_id, ())):
+            self.unsubscribe(conversation_id, queue)
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(None)
 
     def watched(self) -> list[str]:
         """Conversations with at least one subscriber in this process."""

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from starlette.applications import Starlette
 
-from server.agents import load_agents, valid_origin
+from server.agents import load_agents
 from server.errors import AgentConfigError, StoreError
+from server.origins import BadOrigin, normalize_origin
 from server.settings import DATA_DIR, DEMO_AGENTS, Settings
 from server.store import is_database_url
 
@@ -133,14 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         from server.console.users_command import add_user_command
 
         return add_user_command(args.name, args.role, args.db)
+    extra = []
     for origin in args.allow_origin:
-        if not valid_origin(origin):
-            print(
-                f"hostcall: --allow-origin {origin!r} is not an origin like https://example.com",
-                file=sys.stderr,
-            )
+        try:
+            extra.append(normalize_origin(origin))
+        except BadOrigin as exc:
+            print(f"hostcall: --allow-origin {exc}", file=sys.stderr)
             return 2
-    extra = list(args.allow_origin)
     if args.command == "demo":
         extra.append(f"http://localhost:{args.host_port}")
     target = args.db or os.environ.get("HOSTCALL_DATABASE_URL") or str(args.default_db)

@@ -47,11 +47,14 @@ from server.protocol.events import (
     TextMessageEnd,
     TextMessageStart,
 )
+from server.quotas import estimate_tokens
 from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 from server.tokens import Tokens
 
 log = logging.getLogger("hostcall.engine")
 RUN_CACHE_SIZE = 4096
+FAIL_RETRY_MAX_SECONDS = 5.0
+FAIL_RETRIES = 12  # about 45 s of a full disk before giving up until the next start
 # Told to the model after a reply of its own that an error cut off.
 INTERRUPTED_NOTE = "\n\n[This reply was interrupted by an error before it was complete.]"
 SWEEPER = "sweeper"
@@ -72,6 +75,8 @@ class Engine:
     ) -> None:
         self.journal = journal
         self.store = journal.store
+        # Told the (estimated) model tokens of each step: the cost limits (server/quotas.py).
+        self.on_model_tokens: Callable[[Agent, str, int], None] | None = None
         self.leases = leases
         self._stalled_checked = 0.0
         # Replaced whole on reload; runs in flight keep the definition they started with.
@@ -377,7 +382,10 @@ class Engine:
                 raise
             except Exception as exc:
                 log.exception("run %s failed", run_id)
-                self._fail(run_id, "internal_error", f"{type(exc).__name__}: {exc}")
+                # A write the store refused (full disk, read-only file) must still end the
+                # run, or it stays `running` and refuses every message (issue 7, item 8).
+                code = "store_unavailable" if _is_store_error(exc) else "internal_error"
+                await self._fail_eventually(run_id, code, f"{type(exc).__name__}: {exc}")
         except LeaseLost as lost:
             # This process stalled past its lease and another adopted the run: the step
             # was rolled back; the new owner runs it.
@@ -418,6 +426,10 @@ class Engine:
             partial = (message_id, "".join(text)) if text else None
             self._fail(run_id, exc.code, exc.message, interrupted=partial)
             return False
+        if self.on_model_tokens is not None:
+            sent = [agent.instructions, *(m.text for m in history)]
+            written = [*text, *(r.arguments for r in requests)]
+            self.on_model_tokens(agent, cid, estimate_tokens(sent + written))
         conversation = self.store.get_conversation(cid)
         assert conversation is not None
         step = run.step + 1
@@ -465,6 +477,25 @@ class Engine:
             self.store.update_run(run_id, status=status, step=step)
         return not waiting
 
+    async def _fail_eventually(self, run_id: str, code: str, detail: str) -> None:
+        """``_fail``, retried while the store refuses writes: the run ends (RUN_ERROR, and
+        the person may send again) as soon as a write gets through."""
+        delay = 0.25
+        for attempt in range(FAIL_RETRIES):
+            try:
+                self._fail(run_id, code, detail)
+                return
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                if attempt == FAIL_RETRIES - 1:
+                    # Left `running`: the next start's recover() steps it again.
+                    log.error("run %s: could not record its failure: %s", run_id, exc)
+                    return
+                log.warning("run %s: cannot record its failure yet (%s); retrying", run_id, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, FAIL_RETRY_MAX_SECONDS)
+
     def _fail(
         self, run_id: str, code: str, detail: str, *, interrupted: tuple[str, str] | None = None
     ) -> None:
@@ -497,6 +528,11 @@ class Engine:
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
             unit.emit(cid, RunError(message, code, run_id))
+
+
+def _is_store_error(exc: BaseException) -> bool:
+    """The store's driver refused a statement (sqlite3 or psycopg: both DB-API errors)."""
+    return type(exc).__module__.split(".")[0] in ("sqlite3", "psycopg")
 
 
 def _model_message(message: StoredMessage) -> Message:

@@ -232,7 +232,7 @@ class Ledger:
             changes |= self._assignment(call, preferred=surface, now=now)
         moved = self._move(unit, call, event, deadline=deadline, **changes)
         if moved is None:
-            raise self._not_open(call.id)
+            raise self._not_open(call.id, deciding=event is CallEvent.APPROVE)
         return moved
 
     def _assignment(self, call: Call, *, preferred: str | None, now: float) -> dict[str, Any]:
@@ -289,7 +289,7 @@ class Ledger:
         if call.state is CallState.DELIVERED:
             return False
         if not call.state.answerable:
-            raise self._not_open(call.id, answering=False)
+            raise self._not_open(call.id)
         with self.journal.unit() as unit:
             return self._move(unit, call, CallEvent.DELIVER, delivered=True) is not None
 
@@ -410,7 +410,7 @@ class Ledger:
         self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
     ) -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
-            raise self._not_open(call.id, code="call_not_awaiting_decision")
+            raise self._not_open(call.id, deciding=True)
         approval = dict(call.extra.get("approval", {}))
         if scope not in approval.get("scopes", ["once"]):
             raise BadRequest(
@@ -437,13 +437,13 @@ class Ledger:
 
     def reject(self, call: Call, reason: str | None) -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
-            raise self._not_open(call.id, code="call_not_awaiting_decision")
+            raise self._not_open(call.id, deciding=True)
         reason = (reason or "").strip()[:MAX_REASON_CHARS]
         message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
         outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
         with self.journal.unit() as unit:
             if not self._settle(unit, call, CallEvent.REJECT, outcome):
-                raise self._not_open(call.id)
+                raise self._not_open(call.id, deciding=True)
         self.on_settled(call.run_id)
         return self._reload(call.id)
 
@@ -535,23 +535,28 @@ class Ledger:
         assert call is not None
         return call
 
-    def _not_open(
-        self, call_id: str, *, answering: bool = True, code: str | None = None
-    ) -> Conflict | Gone:
+    def _not_open(self, call_id: str, *, deciding: bool = False) -> Conflict | Gone:
+        """The one refusal for a call in the wrong state, whether the request checked first
+        or lost a race at the conditional UPDATE: the same situation gets the same code
+        (docs/protocol.md, issue 7). ``details.state`` says where the call is."""
         call = self._reload(call_id)
+        state = call.state.value
         if call.state is CallState.EXPIRED:
             return Gone(f"call {call_id} passed its deadline and has expired")
-        if call.state is CallState.AWAITING_CONFIRMATION and answering:
+        if deciding:
             return Conflict(
-                f"call {call_id} is waiting for approval; it cannot be answered yet",
-                code=code or "call_not_dispatched",
+                f"call {call_id} is {state}, not waiting for a decision",
+                code="call_not_awaiting_decision",
+                state=state,
             )
         if call.state.open:
-            return Conflict(f"call {call_id} is {call.state.value}", code=code or "conflict")
+            return Conflict(
+                f"call {call_id} is {state}; it cannot be answered yet",
+                code="call_not_dispatched",
+                state=state,
+            )
         return Conflict(
-            f"call {call_id} is already {call.state.value}",
-            code=code or "call_already_settled",
-            state=call.state.value,
+            f"call {call_id} is already {state}", code="call_already_settled", state=state
         )
 
 

@@ -19,6 +19,8 @@ RUN_NOTICES = {
     "reply_template_failed": GENERIC,
     "step_limit": "The assistant could not finish this request. Please try rephrasing it.",
     "internal_error": GENERIC,
+    "store_unavailable": "The server could not save this answer. Please send your message "
+    "again in a moment.",
     "cancelled": "An operator stopped this request.",
 }
 

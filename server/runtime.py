@@ -17,7 +17,9 @@ from server.errors import Forbidden, StoreError, StoreUnwritable, Unauthorized, 
 from server.journal import Journal
 from server.leases import Leases
 from server.platform import Platform, load_platform
+from server.quotas import Quotas
 from server.relay import Relay
+from server.sessions import Sessions
 from server.settings import Settings, load_secret_keys
 from server.store import Store, open_store
 from server.tokens import Claims, Purpose, Tokens
@@ -32,7 +34,11 @@ class Runtime:
     tokens: Tokens
     engine: Engine
     leases: Leases
+    quotas: Quotas
+    sessions: Sessions
     clock: Callable[[], float] = time.time
+    # Streams replaying a backlog take turns here, a page at a time (server/stream.py).
+    replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -55,6 +61,7 @@ class Runtime:
         store = _open_store(settings)
         broker = Broker()
         leases = Leases(store, ttl=settings.lease_seconds, clock=clock)
+        quotas = Quotas(settings.limits_storage)
         engine = Engine(
             Journal(store, broker),
             tokens,
@@ -65,22 +72,32 @@ class Runtime:
             clock=clock,
             surface_grace=settings.surface_grace_seconds,
         )
-        return cls(settings, agents, store, broker, tokens, engine, leases, clock)
+        engine.on_model_tokens = lambda agent, cid, n: quotas.record_tokens(
+            agent.id, agent.limits, cid, n
+        )
+        sessions = Sessions(tokens, store, max_age=settings.session_max_age)
+        runtime = cls(
+            settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock
+        )
+        sessions.stream_ticket = runtime.stream_ticket
+        sessions.on_rotated = broker.drop
+        return runtime
 
-    def stream_ticket(self, conversation_id: str) -> str:
+    def stream_ticket(self, conversation_id: str, generation: int) -> str:
         """A stream token that opens one stream, once, within ``stream_max_age`` (issue 7):
-        it travels in a URL, so whoever sees it later (a log, a proxy) can do nothing."""
-        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12))
+        it travels in a URL, so whoever sees it later (a log, a proxy) can do nothing. It
+        belongs to one session generation, like the session token it was got with."""
+        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12), generation=generation)
         return self.tokens.sign(Purpose.STREAM, claims)
 
-    def check_stream_ticket(self, token: str | None, conversation_id: str) -> str:
-        """The ticket's single-use id, once its signature, age and conversation are right."""
+    def check_stream_ticket(self, token: str | None, conversation_id: str) -> Claims:
+        """The ticket's claims, once its signature, age and conversation are right."""
         claims = self.tokens.verify(Purpose.STREAM, token)
         if claims.conversation_id != conversation_id:
             raise Forbidden(f"this stream token is for another conversation than {conversation_id}")
         if claims.nonce is None:
             raise Unauthorized("the stream token is not a stream ticket", code="bad_token")
-        return claims.nonce
+        return claims
 
     def redeem_stream_ticket(self, nonce: str) -> None:
         """Use the ticket up; a second stream opened with it is refused (``used_token``)."""

@@ -34,6 +34,8 @@ class Settings:
     ping_seconds: float = 15.0
     # A request body that stops arriving for this long is answered 408 (issue 7).
     body_timeout_seconds: float = 15.0
+    # Where rate and cost limits are counted (a `limits` storage URI; server/quotas.py).
+    limits_storage: str = "memory://"
     sweep_seconds: float = 0.5
     # How long a run step or server-side call stays owned by a process that stopped renewing
     # (it died): another process resumes the work after this (docs/deploy.md).

@@ -24,7 +24,7 @@ from server.protocol.frames import Event, parse_event_id, to_sse
 from server.protocol.requests import surface_id
 from server.runtime import Runtime
 
-PAGE = 100
+PAGE = 50
 SEND_TIMEOUT = 10.0
 DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
 
@@ -49,10 +49,12 @@ class _Farewell:
 async def events(request: Request) -> EventSourceResponse:
     runtime: Runtime = request.app.state.hostcall
     conversation_id = request.path_params["conversation_id"]
-    nonce = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
+    ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
     store = runtime.store
-    if store.get_conversation(conversation_id) is None:
+    conversation = store.get_conversation(conversation_id)
+    if conversation is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+    runtime.sessions.check_generation(conversation, ticket)
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
     header = request.headers.get("last-event-id")
     raw, source = (
@@ -61,7 +63,8 @@ async def events(request: Request) -> EventSourceResponse:
     last_seq = store.last_seq(conversation_id)
     seen = parse_event_id(raw, conversation_id, last_seq, source=source) if raw else 0
     surface = surface_id(request.query_params.get("surface"), field="surface")
-    runtime.redeem_stream_ticket(nonce)  # last: a refused request leaves the ticket usable
+    assert ticket.nonce is not None
+    runtime.redeem_stream_ticket(ticket.nonce)  # last: a refused request leaves the ticket usable
     ledger = runtime.engine.ledger
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
@@ -81,30 +84,35 @@ async def events(request: Request) -> EventSourceResponse:
             return True
         return ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
 
-    async def replay(after: int) -> AsyncIterator[Event]:
-        """Everything after ``after``, a page at a time, yielding the loop after each event.
+    async def replay(after: int) -> AsyncIterator[tuple[bytes, int]]:
+        """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
+        time. Reading and framing a page takes a turn at the runtime's replay gate, so a
+        crowd of replaying streams gets a bounded share of the loop and every other request
+        gets the rest; a page goes out as one write, not one per event.
 
-        Do not "optimise" the per-event yield away: writing a frame never waits, so without
-        it a client that disconnects mid-replay is only noticed once the whole page was
-        written to the dead socket, one asyncio warning per frame (issue 8). Yielding lets
-        the transport report the loss after the first failed write; the response then stops.
+        One write per page also keeps what issue 8 guarded against: a client that
+        disconnects mid-replay costs one failed write (one asyncio warning) per page, not one
+        per frame, and the response stops at the next.
         """
         while True:
-            page = store.events_after(conversation_id, after, PAGE)
-            for event in page:
-                yield event
-                after = event.seq
+            async with runtime.replay_gate:
+                page = store.events_after(conversation_id, after, PAGE)
+                chunk = b"".join(to_sse(event).encode() for event in page if passes(event))
+                # Keep the turn through one pass of the loop: everything else that is ready
+                # runs before the next page of any stream (do not move this out of the gate).
                 await asyncio.sleep(0)
+            if page:
+                after = page[-1].seq
+                yield chunk, after
             if len(page) < PAGE:
                 return
 
-    async def frames() -> AsyncIterator[ServerSentEvent]:
+    async def frames() -> AsyncIterator[ServerSentEvent | bytes]:
         last = seen
         try:
-            async for event in replay(last):
-                if passes(event):
-                    yield to_sse(event)
-                last = event.seq
+            async for chunk, seq in replay(last):
+                yield chunk
+                last = seq
             while True:
                 live = await queue.get()
                 if live is None:  # dropped for falling behind, or shutting down
@@ -112,10 +120,9 @@ async def events(request: Request) -> EventSourceResponse:
                 if live.seq <= last:
                     continue
                 if live.seq > last + 1:
-                    async for missed in replay(last):
-                        if passes(missed):
-                            yield to_sse(missed)
-                        last = missed.seq
+                    async for chunk, seq in replay(last):
+                        yield chunk
+                        last = seq
                     continue
                 if passes(live):
                     yield to_sse(live)

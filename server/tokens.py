@@ -37,6 +37,8 @@ class Claims:
     digest: str | None = None
     # A stream ticket's single-use id (issue 7): the store accepts each one once.
     nonce: str | None = None
+    # A session token's generation (see Conversation.session_generation).
+    generation: int = 0
 
 
 class Tokens:
@@ -49,11 +51,13 @@ class Tokens:
         }
 
     def sign(self, purpose: Purpose, claims: Claims) -> str:
-        payload = {"c": claims.conversation_id}
+        payload: dict[str, str | int] = {"c": claims.conversation_id}
         if claims.call_id is not None:
             payload |= {"k": claims.call_id, "t": claims.tool or "", "d": claims.digest or ""}
         if claims.nonce is not None:
             payload["n"] = claims.nonce
+        if claims.generation:
+            payload["g"] = claims.generation
         return self._serializers[purpose].dumps(payload)
 
     def verify(self, purpose: Purpose, token: str | None) -> Claims:
@@ -80,6 +84,7 @@ class Tokens:
             tool=payload.get("t"),
             digest=payload.get("d"),
             nonce=payload.get("n"),
+            generation=payload.get("g", 0) if isinstance(payload.get("g", 0), int) else -1,
         )
 
     def _signed_for_other_purpose(self, purpose: Purpose, token: str) -> bool:

@@ -13,36 +13,67 @@ export class ApiError extends Error {
 // HTTP
 // ============================================================================
 
-/** The API under path prefix `base` (usually ""). @param {string} base */
-export function createApi(base) {
+/**
+ * The API under path prefix `base` (usually "") for agent `agentId`, embedded in
+ * `parentOrigin` ("" standalone).
+ *
+ * Sessions (issue 7): the session token lives in this closure only, never in storage a
+ * neighbour could read. To survive a reload the server keeps it in an HttpOnly cookie that
+ * no script can read, sent only to `POST /api/agents/{id}/session` (`resume`), which hands
+ * it back rotated. A request refused with `session_replaced` (another tab resumed) resumes
+ * once and is retried.
+ * @param {string} base @param {string} agentId @param {string} parentOrigin
+ */
+export function createApi(base, agentId, parentOrigin) {
   let session = ''
+  let conversationId = ''
   const enc = encodeURIComponent
+  const agentPath = `/api/agents/${enc(agentId)}`
 
-  async function call(method, path, body, keepalive = false) {
-    const headers = new Headers(session ? { authorization: `Bearer ${session}` } : {})
+  async function call(method, path, body, cookies = false, retried = false, keepalive = false) {
+    const headers = new Headers(session && !cookies ? { authorization: `Bearer ${session}` } : {})
     if (body !== undefined) headers.set('content-type', 'application/json')
     let res
     try {
-      res = await fetch(base + path, { method, headers, credentials: 'omit', cache: 'no-store', keepalive, body: body === undefined ? undefined : JSON.stringify(body) })
+      // Cookies only where the server sets or reads the session cookie.
+      const credentials = cookies ? 'same-origin' : 'omit'
+      res = await fetch(base + path, { method, headers, credentials, cache: 'no-store', keepalive, body: body === undefined ? undefined : JSON.stringify(body) })
     } catch (err) {
       throw new ApiError(0, 'network', String(err))
     }
     const data = await res.json().catch(() => null)
     const e = data?.error || {}
+    if (!res.ok && e.code === 'session_replaced' && !retried && conversationId) {
+      const again = await resume().catch(() => null)
+      if (again?.conversationId === conversationId) return call(method, path, body, cookies, true)
+    }
     if (!res.ok) throw new ApiError(res.status, e.code || `http_${res.status}`, e.message || res.statusText, e.details)
     return data
   }
 
+  /** @param {{conversationId: string, sessionToken: string}} opened */
+  function adopt(opened) {
+    conversationId = opened.conversationId
+    session = opened.sessionToken
+    return opened
+  }
+
+  /** This browser's conversation with the agent, if it has one (404 no_session if not). */
+  const resume = () => call('POST', `${agentPath}/session`, { parentOrigin }, true).then(adopt)
+
   const conv = (id, tail) => `/api/conversations/${enc(id)}${tail}`
   return {
-    setSession(token) { session = token },
-    create: (agentId, locale) => call('POST', `/api/agents/${enc(agentId)}/conversations`, { locale }),
+    resume,
+    create: locale => call('POST', `${agentPath}/conversations`, { locale, parentOrigin }, true).then(adopt),
+    forget() { session = ''; conversationId = '' },
+    /** For tests in the widget's own origin (Playwright inside the frame); never stored. */
+    current: () => ({ conversationId, sessionToken: session }),
     snapshot: (id, surface) => call('GET', conv(id, `?surface=${enc(surface)}`)),
     streamToken: id => call('POST', conv(id, '/stream-token'), {}),
     capabilities: (id, surfaceId, tools) => call('POST', conv(id, '/capabilities'), { surfaceId, tools }),
     activity: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/activity`), {}),
     // keepalive: sent while the page unloads (pagehide), and it outlives the page.
-    leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, true).catch(() => {}),
+    leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, false, false, true).catch(() => {}),
     message: (id, text, simulate) => call('POST', conv(id, '/messages'), simulate ? { text, simulate } : { text }),
     result: (callId, body) => call('POST', `/api/calls/${enc(callId)}/result`, body),
     decision: (callId, body) => call('POST', `/api/calls/${enc(callId)}/decision`, body),
@@ -93,9 +124,9 @@ export function openStream(o) {
 }
 
 // ============================================================================
-// Storage the parent page cannot read: localStorage if allowed, else a partitioned cookie
-// (CHIPS: Chromium denies cross-site frames localStorage, IndexedDB and Web Locks, but not
-// these), else memory, and a reload loses the chat.
+// Storage for the call ledger (call ids, never tokens): localStorage if allowed, else a
+// partitioned cookie (CHIPS: Chromium denies cross-site frames localStorage, IndexedDB and
+// Web Locks, but not these), else memory.
 // ============================================================================
 
 const COOKIE = '; Path=/; Secure; SameSite=None; Partitioned'

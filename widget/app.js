@@ -74,8 +74,7 @@ const utf8 = new TextEncoder()
 const framed = Boolean(cfg.parentOrigin) && window.parent !== window
 /** @type {Map<string, {name: string, description: string}>} */
 const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
-const api = createApi(cfg.apiBase || '')
-const sessionKey = `hostcall:v1:session:${cfg.agentId}:${framed ? cfg.parentOrigin : 'standalone'}`
+const api = createApi(cfg.apiBase || '', cfg.agentId, framed ? cfg.parentOrigin : '')
 const locale = pickLocale(cfg.locale, ...navigator.languages)
 /** This page load's surface id: kept across stream reconnects, new on every load. */
 const surfaceId = `s_${[...crypto.getRandomValues(new Uint8Array(12))].map(b => b.toString(16).padStart(2, '0')).join('')}`
@@ -142,23 +141,21 @@ async function boot() {
   try {
     if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
     let snapshot = null
-    const saved = store.get(sessionKey)
-    if (saved?.conversationId) {
-      state.conversationId = saved.conversationId
-      api.setSession(saved.sessionToken)
+    // The server's HttpOnly cookie, not our storage, remembers the conversation (issue 7).
+    const resumed = await api.resume().catch(err => { if (!GONE.includes(err.status)) throw err })
+    if (resumed) {
+      state.conversationId = resumed.conversationId
+      state.streamToken = resumed.streamToken
       // What this page handles first: a read whose page reloaded is assigned here at once,
       // and the snapshot writes this surface's calls to it (the claim), like its stream.
-      snapshot = await sendCapabilities(true).then(() => api.snapshot(saved.conversationId, surfaceId)).catch(err => {
+      snapshot = await sendCapabilities(true).then(() => api.snapshot(resumed.conversationId, surfaceId)).catch(err => {
         if (!GONE.includes(err.status)) throw err
-        store.del(sessionKey)
       })
     }
     if (!snapshot) {
-      const created = await api.create(cfg.agentId, locale)
+      const created = await api.create(locale)
       state.conversationId = created.conversationId
       state.streamToken = created.streamToken
-      api.setSession(created.sessionToken)
-      store.set(sessionKey, { conversationId: created.conversationId, sessionToken: created.sessionToken })
       await sendCapabilities()
     }
     if (snapshot) applySnapshot(snapshot)
@@ -197,7 +194,7 @@ function restart() {
   state.stream?.close()
   calls.forEach(cancelParent)
   calls.clear()
-  store.del(sessionKey)
+  api.forget()
   Object.assign(state, { conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
   ui.reset(cfg.greeting)
   boot()
@@ -680,7 +677,7 @@ await setLocale(locale).catch(console.error) // keys shown rather than nothing
 const root = document.documentElement
 root.dataset.theme = ['light', 'dark'].includes(cfg.theme) ? cfg.theme : 'auto'
 root.dataset.mode = framed ? cfg.mode : 'standalone'
-root.dataset.storage = store.kind // local | cookie | memory: whether a reload restores the chat
+root.dataset.storage = store.kind // local | cookie | memory: where the call ledger lives
 if (ui.phone()) root.dataset.viewport = 'phone' // touch-sized controls, no autofocus
 if (/^#[0-9a-f]{3,8}$/i.test(cfg.accent)) {
   root.style.setProperty('--hc-accent', cfg.accent)
@@ -700,4 +697,8 @@ document.addEventListener('keydown', e => {
 })
 refresh()
 toParent(MSG.HELLO, { version: 1 })
+/** The conversation and session token this widget holds in memory: a test hook, readable
+ * only by scripts of the widget's own origin (a module import inside its frame). */
+export const currentSession = () => api.current()
+
 boot()

@@ -21,13 +21,18 @@ class ErrorCode(StrEnum):
     BAD_TOKEN = "bad_token"
     EXPIRED_TOKEN = "expired_token"
     USED_TOKEN = "used_token"
+    SESSION_REPLACED = "session_replaced"
+    SESSION_REPLACED = "session_replaced"
     # 403
     WRONG_TOKEN = "wrong_token"
+    ORIGIN_NOT_ALLOWED = "origin_not_allowed"
     # 404
     NOT_FOUND = "not_found"
     UNKNOWN_AGENT = "unknown_agent"
     UNKNOWN_CONVERSATION = "unknown_conversation"
     UNKNOWN_CALL = "unknown_call"
+    NO_SESSION = "no_session"
+    NO_SESSION = "no_session"
     # 405
     METHOD_NOT_ALLOWED = "method_not_allowed"
     # 408
@@ -52,6 +57,7 @@ class ErrorCode(StrEnum):
     INVALID_MESSAGE = "invalid_message"
     # 429
     RATE_LIMITED = "rate_limited"
+    TOKEN_BUDGET_EXHAUSTED = "token_budget_exhausted"
     # 500
     INTERNAL_ERROR = "internal_error"
     # 503
@@ -70,3 +76,4 @@ class RunErrorCode(StrEnum):
     MODEL_TIMEOUT = "model_timeout"
     MODEL_UNREACHABLE = "model_unreachable"
     REPLY_TEMPLATE_FAILED = "reply_template_failed"
+    STORE_UNAVAILABLE = "store_unavailable"

@@ -59,6 +59,8 @@ class NewConversation:
     """``POST /api/agents/{agentId}/conversations``"""
 
     locale: str
+    # The page embedding the widget ("" standalone): names the session cookie (issue 7).
+    parent_origin: str = ""
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> NewConversation:
@@ -67,7 +69,18 @@ class NewConversation:
             raise BadRequest(
                 f"locale {locale[:40]!r} is not one of {_choices(LOCALES)}", field="locale"
             )
-        return cls(locale)
+        return cls(locale, _str(body, "parentOrigin") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeSession:
+    """``POST /api/agents/{agentId}/session``: the conversation this browser's cookie names."""
+
+    parent_origin: str
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> ResumeSession:
+        return cls(_str(body, "parentOrigin") or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +198,7 @@ class Decision:
 Body = TypeVar(
     "Body",
     NewConversation,
+    ResumeSession,
     Capabilities,
     NewMessage,
     Delivered,

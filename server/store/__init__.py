@@ -110,6 +110,9 @@ class Store(Protocol):
     # ---- issue 7: single-use stream tickets, and a write probe for /healthz ----
     # ``consume_ticket`` records ``nonce`` as used (forgetting tickets expired before
     # ``now``) and returns False if it already was, atomically.
+    # ``rotate_session`` moves a conversation to the next session generation if it is at
+    # ``generation`` (False otherwise: someone else rotated first).
+    def rotate_session(self, conversation_id: str, generation: int) -> bool: ...
     def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool: ...
     def probe_write(self) -> None: ...
 

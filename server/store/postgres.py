@@ -97,6 +97,10 @@ CREATE TABLE probe (at DOUBLE PRECISION);
 ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
 """),
     Migration(5, "surfaces", SURFACES_SCHEMA),
+    # Issue 7: session generations (a resumed conversation refuses its older tokens).
+    Migration(6, "session generations", """
+ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
+"""),
 )  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -219,6 +223,14 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
 
     def close(self) -> None:
         self._db.close()
+
+    def rotate_session(self, conversation_id: str, generation: int) -> bool:
+        cursor = self._db.execute(
+            "UPDATE conversations SET session_generation = session_generation + 1"
+            " WHERE id = %s AND session_generation = %s",
+            (conversation_id, generation),
+        )
+        return cursor.rowcount == 1
 
     def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
         with self.transaction():

@@ -40,6 +40,9 @@ class Conversation:
     created_at: float
     locale: str = ""
     handled_tools: tuple[str, ...] = ()
+    # Bumped each time a widget resumes the conversation from its cookie; session tokens
+    # of an older generation are refused (session fixation, issue 7).
+    session_generation: int = 0
 
 
 @dataclass(frozen=True, slots=True)

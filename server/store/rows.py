@@ -43,6 +43,7 @@ def conversation(row: Mapping[str, Any]) -> Conversation:
         created_at=row["created_at"],
         locale=row["locale"],
         handled_tools=tuple(_load(row["handled_tools"]) or ()),
+        session_generation=int(row["session_generation"] or 0),
     )
 
 

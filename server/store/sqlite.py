@@ -92,6 +92,10 @@ CREATE TABLE probe (at REAL);
 ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
 """),
     Migration(6, "surfaces", SURFACES_SCHEMA),
+    # Issue 7: session generations (a resumed conversation refuses its older tokens).
+    Migration(7, "session generations", """
+ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
+"""),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -198,6 +202,14 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         self._db.close()
         if self._lock is not None:
             self._lock.close()
+
+    def rotate_session(self, conversation_id: str, generation: int) -> bool:
+        cursor = self._db.execute(
+            "UPDATE conversations SET session_generation = session_generation + 1"
+            " WHERE id = ? AND session_generation = ?",
+            (conversation_id, generation),
+        )
+        return cursor.rowcount == 1
 
     def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
         with self.transaction():

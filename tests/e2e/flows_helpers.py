@@ -64,13 +64,14 @@ def board_titles(page: Page, status: str | None = None) -> list[str]:
 
 
 def session(page: Page, demo: Demo) -> dict[str, str]:
-    """The widget's saved conversation: {conversationId, sessionToken}, read inside its frame
-    through the widget's own storage module (the host page never sees it)."""
+    """The widget's conversation: {conversationId, sessionToken}, read inside its frame from
+    the widget's memory (it is stored nowhere a script could read it; issue 7)."""
     frame = page.frame(url=lambda url: url.startswith(demo.hostcall))
     assert frame is not None, "the widget frame is not loaded"
-    key = f"hostcall:v1:session:planner:{demo.board.rstrip('/')}"
-    saved = frame.evaluate("async key => (await import('/static/api.js')).store.get(key)", key)
-    assert saved and saved.get("conversationId"), f"no saved conversation under {key}"
+    held = "async () => (await import('/static/app.js')).currentSession()"
+    frame.wait_for_function(f"async () => ({held})().then(s => s.sessionToken)")
+    saved = frame.evaluate(held)
+    assert saved and saved.get("conversationId"), "the widget holds no conversation"
     return dict(saved)
 
 

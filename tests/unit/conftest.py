@@ -20,6 +20,8 @@ from server.store import Store, open_store
 from tests.unit.databases import fresh_schema
 
 SECRET = ("unit-test-secret-key-0123456789abcdef",)
+# What the widget's own fetches carry (TestClient's base URL): creating needs an Origin.
+ORIGIN = {"Origin": "http://testserver"}
 
 
 @dataclass
@@ -77,7 +79,7 @@ class Harness:
     # ---- conversation helpers -------------------------------------------------------------
 
     def conversation(self, agent: str = "planner") -> Conv:
-        r = self.http.post(f"/api/agents/{agent}/conversations")
+        r = self.http.post(f"/api/agents/{agent}/conversations", headers=ORIGIN)
         assert r.status_code == 201, r.text
         body = r.json()
         return Conv(body["conversationId"], body["sessionToken"], body["streamToken"])

@@ -61,7 +61,7 @@ class Live:
     def __init__(self, url: str, app: Any) -> None:
         self.url = url
         self.app = app
-        self.client = httpx.Client(base_url=url, timeout=READ)
+        self.client = httpx.Client(base_url=url, timeout=READ, headers={"Origin": url})
 
     def conversation(self) -> Conv:
         r = self.client.post("/api/agents/planner/conversations")

@@ -8,7 +8,9 @@ request on another process when the one it used is gone, as a load balancer woul
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,7 +22,8 @@ from typing import Any
 
 import httpx
 
-from server.settings import ROOT
+from server.quotas import LIMIT_KEYS
+from server.settings import DEMO_AGENTS, ROOT
 from tests.unit.conftest import BOARD, SECRET
 
 # Short, so a killed process's runs move quickly; long enough for a loaded 2-core machine.
@@ -48,6 +51,19 @@ class Process:
         return self.popen.poll() is None
 
 
+def unlimited_agents(where: Path) -> Path:
+    """The demo agents with rate limits off: these tests are one client creating hundreds
+    of conversations a minute on purpose (issue 7's limits would refuse them)."""
+    directory = where / "agents-unlimited"
+    if not directory.exists():
+        shutil.copytree(DEMO_AGENTS, directory)
+        planner = directory / "planner.json"
+        data = json.loads(planner.read_text())
+        data["limits"] = {key: 0 for key in LIMIT_KEYS}
+        planner.write_text(json.dumps(data))
+    return directory
+
+
 @dataclass
 class Cluster:
     database_url: str
@@ -62,6 +78,7 @@ class Cluster:
         with open(log, "wb") as out:
             popen = subprocess.Popen(
             [sys.executable, "-m", "server", "serve", "--db", self.database_url,
+             "--agents", str(unlimited_agents(self.logs)),
              "--port", str(port), "--log-level", "warning",
              "--lease-seconds", str(LEASE_SECONDS)],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -132,7 +149,9 @@ async def converse(balancer: Balancer, handled: dict[str, list[str]]) -> str:
 
     ``handled[conversation]`` lists the calls the "page" ran a handler for.
     """
-    created = await balancer.request("POST", "/api/agents/planner/conversations")
+    created = await balancer.request(
+        "POST", "/api/agents/planner/conversations", headers={"Origin": "http://localhost:8001"}
+    )
     assert created.status_code == 201, created.text
     body = created.json()
     cid = body["conversationId"]

@@ -150,14 +150,29 @@ MISTAKES = [
     # Issue 12: valid JSON Schema, but no form could ever be submitted.
     Mistake(
         "required-not-a-property",
-        with_tool(output_schema={"type": "object", "properties": {"ok": {"type": "boolean"}},
-                                 "required": ["ok", "done"]}),
+        with_tool(
+            output_schema={
+                "type": "object",
+                "properties": {"ok": {"type": "boolean"}},
+                "required": ["ok", "done"],
+            }
+        ),
         ("tool 'archive_task'", "'output_schema'", "requires 'done' at /", "(ok)"),
     ),
     Mistake(
         "nested-required-not-a-property",
-        with_tool(input_schema={"type": "object", "properties": {"who": {
-            "type": "object", "properties": {"name": {"type": "string"}}, "required": ["id"]}}}),
+        with_tool(
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "who": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["id"],
+                    }
+                },
+            }
+        ),
         ("tool 'archive_task'", "'input_schema'", "requires 'id' at /properties/who"),
     ),
     # Issue 12: reply mistakes caught by `hostcall check`, not by a visitor.

@@ -86,7 +86,11 @@ def test_workers_serve_one_port_with_n_processes_on_postgresql(pg_url: str) -> N
             assert time.monotonic() < deadline, "no worker answered in 60 s"
             time.sleep(0.2)
         created = {
-            httpx.post(f"{url}/api/agents/planner/conversations").status_code for _ in range(10)
+            httpx.post(
+                f"{url}/api/agents/planner/conversations",
+                headers={"Origin": "http://localhost:8001"},  # an allowed origin (issue 7)
+            ).status_code
+            for _ in range(10)
         }
         assert created == {201}
     finally:

@@ -115,7 +115,7 @@ def test_sigkill_while_a_call_is_pending_then_restart_and_answer(tmp_path: Path)
     server = _start_server(db, port)
     base = f"http://127.0.0.1:{port}"
     try:
-        with httpx.Client(base_url=base) as client:
+        with httpx.Client(base_url=base, headers={"Origin": base}) as client:
             conv = client.post("/api/agents/planner/conversations").json()
             auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
             r = client.post(
@@ -324,7 +324,7 @@ def test_sigkill_mid_answer_then_restart_shows_the_answer_once(tmp_path: Path) -
     base = f"http://127.0.0.1:{port}"
     server = _start_server(db, port, agents)
     try:
-        with httpx.Client(base_url=base, timeout=10) as client:
+        with httpx.Client(base_url=base, timeout=10, headers={"Origin": base}) as client:
             conv = client.post("/api/agents/planner/conversations").json()
             cid, auth = conv["conversationId"], {"Authorization": f"Bearer {conv['sessionToken']}"}
             url = f"/api/conversations/{cid}/events?token={conv['streamToken']}"

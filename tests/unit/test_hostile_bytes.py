@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from server.app import create_app
 from server.errors import StoreUnwritable
-from tests.unit.conftest import BOARD, Harness, write_agent
+from tests.unit.conftest import BOARD, ORIGIN, Harness, write_agent
 from tests.unit.loopback import serve_in_thread
 from tests.unit.test_bad_input import (
     answers_correctly,
@@ -128,7 +128,7 @@ def test_json_body_sent_as_text_plain_is_refused(harness: Harness) -> None:
 def test_every_api_response_is_no_store_and_nosniff(harness: Harness) -> None:
     conv = harness.conversation()
     responses = [
-        harness.http.post("/api/agents/planner/conversations"),
+        harness.http.post("/api/agents/planner/conversations", headers=ORIGIN),
         harness.http.get(f"/api/conversations/{conv.id}", headers=conv.auth),
         harness.http.post(f"/api/conversations/{conv.id}/stream-token", headers=conv.auth),
         harness.http.get(f"/api/conversations/{conv.id}"),  # an error too

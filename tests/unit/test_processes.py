@@ -84,7 +84,14 @@ def test_streams_on_one_process_get_what_another_commits(cluster: Cluster) -> No
     a, b = cluster.start(), cluster.start()
 
     async def one(client: httpx.AsyncClient) -> tuple[str, list[tuple[int, str]]]:
-        created = (await _send(client, "POST", f"{a.url}/api/agents/planner/conversations")).json()
+        created = (
+            await _send(
+                client,
+                "POST",
+                f"{a.url}/api/agents/planner/conversations",
+                headers={"Origin": "http://localhost:8001"},  # an allowed origin (issue 7)
+            )
+        ).json()
         cid = created["conversationId"]
         auth = {"Authorization": f"Bearer {created['sessionToken']}"}
         stream = asyncio.create_task(

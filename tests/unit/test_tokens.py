@@ -14,7 +14,7 @@ from itsdangerous.encoding import base64_decode
 
 from server.errors import Forbidden, Unauthorized
 from server.tokens import Claims, Purpose, Tokens, input_digest
-from tests.unit.conftest import BOARD, SECRET, Conv, Harness
+from tests.unit.conftest import BOARD, ORIGIN, SECRET, Conv, Harness
 
 OLD = "old-unit-test-key-0123456789abcdef"
 NEW = "new-unit-test-key-fedcba9876543210"
@@ -106,7 +106,7 @@ def test_a_token_signed_with_another_secret_is_a_bad_token_not_a_wrong_one() -> 
 
 
 def test_payloads_hold_only_what_the_token_is_for(harness: Harness) -> None:
-    r = harness.http.post("/api/agents/planner/conversations")
+    r = harness.http.post("/api/agents/planner/conversations", headers=ORIGIN)
     body = r.json()
     conv = Conv(body["conversationId"], body["sessionToken"], body["streamToken"])
     assert payload_of(conv.session) == {"c": conv.id}

@@ -1,0 +1,154 @@
+"""Issue 7, item 1, in real Chromium: a neighbour on another port of the same hosts can
+neither read the visitor's session nor plant one of its own that it can then use.
+
+The demo serves the board on ``localhost`` and Hostcall on ``127.0.0.1``. The neighbour runs
+one server on another port, reachable as both: its page at ``http://localhost:<n>/top`` (a
+page of the board's site, as on shared hosting) frames ``http://127.0.0.1:<n>/spy`` (a page
+of Hostcall's host). Cookies ignore ports, and the spy frame sits in the same CHIPS
+partition as the widget, so before the fix it read the widget's cookie with document.cookie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Frame, Page, expect
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from tests.e2e.conftest import Demo, shot
+from tests.e2e.flows_helpers import session
+from tests.e2e.test_security import WIDGET, last_text, open_chat, say
+from tests.unit.loopback import serve_in_thread
+
+SPY = """<!doctype html><meta charset=utf-8><body><script>
+// What a neighbour's script on Hostcall's host can see and do.
+const hostcall = new URLSearchParams(location.search).get('hostcall')
+const board = new URLSearchParams(location.search).get('board')
+document.body.dataset.cookies = document.cookie
+fetch(hostcall + '/api/agents/planner/session', {
+  method: 'POST', credentials: 'include',
+  headers: {'content-type': 'text/plain'}, body: JSON.stringify({parentOrigin: board}),
+}).then(r => r.text().then(t => { document.body.dataset.resume = r.status + ' ' + t }),
+        e => { document.body.dataset.resume = 'blocked: ' + e })
+</script>"""
+
+
+@pytest.fixture
+def neighbour() -> Iterator[int]:
+    async def top(request: Request) -> Response:
+        src = request.query_params["frame"]
+        return HTMLResponse(f'<!doctype html><iframe name=spy src="{src}"></iframe>')
+
+    async def spy(request: Request) -> Response:
+        return HTMLResponse(SPY)
+
+    async def plant(request: Request) -> Response:
+        # A server on another port may Set-Cookie for the whole host (ports do not count).
+        name, value = request.query_params["name"], request.query_params["value"]
+        response = HTMLResponse("<!doctype html><body data-planted=1>")
+        response.headers.append(
+            "set-cookie",
+            f"{name}={value}; Path=/api/agents/planner/session; HttpOnly; Secure; "
+            "SameSite=None; Partitioned; Max-Age=3600",
+        )
+        return response
+
+    app = Starlette(routes=[Route("/top", top), Route("/spy", spy), Route("/plant", plant)])
+    with serve_in_thread(app) as port:
+        yield port
+
+
+def open_neighbour(page: Page, port: int, frame_url: str) -> Frame:
+    page.goto(f"http://localhost:{port}/top?frame={quote(frame_url)}")
+    frame = page.frame(name="spy")
+    assert frame is not None
+    frame.wait_for_load_state()
+    return frame
+
+
+def test_neighbour_on_another_port_cannot_read_or_resume_the_session(
+    page: Page, browser: Browser, demo: Demo, neighbour: int
+) -> None:
+    widget, _ = open_chat(page, demo)
+    say(widget, "What should I work on next?")
+    expect(widget.locator("[data-part=message][data-role=assistant]").last).to_be_visible()
+    mine = session(page, demo)
+    # Same browser, same partition as the widget: the neighbour's frame on 127.0.0.1.
+    spy_page = page.context.new_page()
+    board = demo.board.rstrip("/")
+    spy = open_neighbour(
+        spy_page,
+        neighbour,
+        f"http://127.0.0.1:{neighbour}/spy?hostcall={demo.hostcall}&board={board}",
+    )
+    spy.wait_for_function("document.body.dataset.resume !== undefined")
+    cookies = spy.evaluate("document.body.dataset.cookies")
+    resume = spy.evaluate("document.body.dataset.resume")
+    shot(spy_page, "neighbour-spy")
+    assert "hc_session" not in cookies and mine["sessionToken"] not in cookies, cookies
+    assert mine["conversationId"] not in resume and mine["sessionToken"] not in resume, resume
+    # Nor did its attempt rotate the visitor's session: the widget's token still works.
+    r = httpx.get(
+        f"{demo.hostcall}/api/conversations/{mine['conversationId']}",
+        headers={"Authorization": f"Bearer {mine['sessionToken']}"},
+    )
+    assert r.status_code == 200, r.text
+    # The cookie is there, for the widget only: the browser holds it as HttpOnly.
+    jar = [c for c in page.context.cookies() if c["name"].startswith("hc_session")]
+    assert jar and all(c["httpOnly"] and c["secure"] for c in jar), jar
+
+
+def test_a_planted_session_gives_the_neighbour_nothing(
+    page: Page, demo: Demo, neighbour: int
+) -> None:
+    board = demo.board.rstrip("/")
+    # The neighbour gets a conversation of its own, from outside the browser.
+    created = httpx.post(
+        f"{demo.hostcall}/api/agents/planner/conversations",
+        json={"parentOrigin": board},
+        headers={"Origin": board},
+    )
+    assert created.status_code == 201, created.text
+    theirs: dict[str, Any] = created.json()
+    name, _, rest = created.headers["set-cookie"].partition("=")
+    value = rest.partition(";")[0]
+    # ... and plants its cookie in the visitor's browser, before the visitor comes.
+    planter = open_neighbour(
+        page, neighbour, f"http://127.0.0.1:{neighbour}/plant?name={name}&value={value}"
+    )
+    planter.wait_for_selector("body[data-planted]", state="attached")
+
+    page.goto(demo.board)
+    page.locator("[data-part=hostcall-launcher]").click()
+    widget = page.frame_locator(WIDGET)
+    expect(widget.locator("[data-part=send]")).to_be_enabled()
+    say(widget, "What should I work on next?")
+    expect(widget.locator("[data-part=message][data-role=assistant]").last).to_be_visible()
+    mine = session(page, demo)
+    # Whatever conversation the visitor is in, every credential the planter kept is dead.
+    auth = {"Authorization": f"Bearer {theirs['sessionToken']}"}
+    snap = httpx.get(f"{demo.hostcall}/api/conversations/{theirs['conversationId']}", headers=auth)
+    assert snap.status_code == 401 and snap.json()["error"]["code"] == "session_replaced"
+    stream = httpx.get(
+        f"{demo.hostcall}/api/conversations/{theirs['conversationId']}/events",
+        params={"token": theirs["streamToken"]},
+    )
+    assert stream.status_code == 401, stream.text
+    again = httpx.post(
+        f"{demo.hostcall}/api/agents/planner/session",
+        json={"parentOrigin": board},
+        headers={"Origin": demo.hostcall, "Cookie": f"{name}={value}"},
+    )
+    assert again.status_code == 404 and again.json()["error"]["code"] == "no_session"
+    # The visitor's own session works, and a reload keeps the conversation.
+    page.reload()
+    page.locator("[data-part=hostcall-launcher]").click()
+    expect(last_text(widget, "user")).to_have_text("What should I work on next?")
+    assert session(page, demo)["conversationId"] == mine["conversationId"]

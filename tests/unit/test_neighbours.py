@@ -1,0 +1,223 @@
+"""Issue 7, items 1 and 3: who may create and drive conversations, how often, and sessions
+no neighbour can read or plant. Each refusal is checked with nothing stored changing."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.conftest import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
+from tests.unit.test_bad_input import assert_error, read_call, state
+
+CREATE = "/api/agents/planner/conversations"
+RESUME = "/api/agents/planner/session"
+BOARD_ORIGIN = "http://localhost:8001"  # in the demo agent's allowed_origins
+
+
+def conversations(h: Harness) -> int:
+    db = sqlite3.connect(h.settings.db_path)
+    try:
+        return int(db.execute("SELECT count(*) FROM conversations").fetchone()[0])
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["https://evil.example", "null", "http://localhost:8001.evil.example",
+     "http://localhost:80010", "http://LOCALHOST:8001", None],
+)  # fmt: skip
+def test_creating_a_conversation_from_a_foreign_or_missing_origin_is_refused(
+    harness: Harness, origin: str | None
+) -> None:
+    headers = {} if origin is None else {"Origin": origin}
+    r = harness.http.post(CREATE, headers=headers)
+    assert_error(r, 403, "origin_not_allowed")
+    assert conversations(harness) == 0
+
+
+@pytest.mark.parametrize("origin", ["http://testserver", BOARD_ORIGIN])
+def test_the_widget_and_allowed_pages_may_create(harness: Harness, origin: str) -> None:
+    assert harness.http.post(CREATE, headers={"Origin": origin}).status_code == 201
+
+
+def test_foreign_origin_cannot_drive_a_conversation_even_with_its_tokens(
+    harness: Harness,
+) -> None:
+    conv, call = read_call(harness)
+    before = state(harness, conv)
+    evil = {"Origin": "https://evil.example"}
+    r = harness.http.post(
+        f"/api/conversations/{conv.id}/messages", json={"text": "hi"}, headers={**conv.auth, **evil}
+    )
+    assert_error(r, 403, "origin_not_allowed")
+    r = harness.http.post(
+        f"/api/calls/{call['toolCallId']}/result",
+        json={"token": call["resultToken"], "output": BOARD},
+        headers=evil,
+    )
+    assert_error(r, 403, "origin_not_allowed")
+    r = harness.http.get(f"/api/conversations/{conv.id}", headers={**conv.auth, **evil})
+    assert_error(r, 403, "origin_not_allowed")
+    assert state(harness, conv) == before
+
+
+# ---- rate and cost limits --------------------------------------------------------------------
+
+
+def limited(tmp_path: Path, **limits: int) -> Harness:
+    directory = tmp_path / "limited"
+    data = planner_definition()
+    data["limits"] = limits
+    write_agent(directory, data, name="planner.json")
+    return Harness(tmp_path, directory)
+
+
+def assert_429(r: Any, code: str, *mentions: str) -> None:
+    assert_error(r, 429, code, *mentions)
+    assert 1 <= int(r.headers["retry-after"]) <= 60 * 60 * 24 * 30, r.headers
+    assert r.json()["error"]["details"]["retryAfter"] == int(r.headers["retry-after"])
+
+
+def test_conversations_per_minute_per_client_gives_429_with_retry_after(tmp_path: Path) -> None:
+    h = limited(tmp_path, conversations_per_minute_per_client=2)
+    try:
+        for _ in range(2):
+            assert h.http.post(CREATE, headers=ORIGIN).status_code == 201
+        assert_429(h.http.post(CREATE, headers=ORIGIN), "rate_limited", "per minute")
+        assert conversations(h) == 2
+    finally:
+        h.stop()
+
+
+def test_messages_per_minute_per_conversation_gives_429(tmp_path: Path) -> None:
+    h = limited(tmp_path, messages_per_minute_per_conversation=1)
+    try:
+        conv = h.conversation()
+        h.say(conv, "Hello")
+        h.settle(conv)
+        before = (h.events(conv), h.snapshot(conv))
+        r = h.http.post(
+            f"/api/conversations/{conv.id}/messages", json={"text": "again"}, headers=conv.auth
+        )
+        assert_429(r, "rate_limited", "messages in this conversation")
+        assert (h.events(conv), h.snapshot(conv)) == before
+    finally:
+        h.stop()
+
+
+def test_spent_token_budget_refuses_the_next_message(tmp_path: Path) -> None:
+    h = limited(tmp_path, model_tokens_per_conversation=5)
+    try:
+        conv = h.conversation()
+        h.say(conv, "Hello there, what can you do for me today?")  # the first is let through
+        h.settle(conv)
+        before = (h.events(conv), h.snapshot(conv))
+        r = h.http.post(
+            f"/api/conversations/{conv.id}/messages", json={"text": "again"}, headers=conv.auth
+        )
+        assert_429(r, "token_budget_exhausted", "this conversation")
+        assert (h.events(conv), h.snapshot(conv)) == before
+        other = h.conversation()  # another conversation has its own budget
+        h.say(other, "Hello")
+    finally:
+        h.stop()
+
+
+def test_bad_limits_in_an_agent_file_are_reported(tmp_path: Path) -> None:
+    from server.agents import load_agents
+    from server.errors import AgentConfigError
+
+    data = planner_definition()
+    data["limits"] = {"messages_per_minute": 5, "model_tokens_per_day": -1}
+    write_agent(tmp_path / "a", data, name="planner.json")
+    with pytest.raises(AgentConfigError) as caught:
+        load_agents(tmp_path / "a", {})
+    assert len(caught.value.problems) == 2
+    assert (
+        "unknown key 'messages_per_minute'" in caught.value.problems[1] + caught.value.problems[0]
+    )
+
+
+# ---- the session cookie ------------------------------------------------------------------------
+
+
+def created_with_cookie(h: Harness, parent: str = BOARD_ORIGIN) -> tuple[Conv, str, str]:
+    r = h.http.post(CREATE, json={"parentOrigin": parent}, headers=ORIGIN)
+    assert r.status_code == 201, r.text
+    body = r.json()
+    header = r.headers["set-cookie"]
+    name = header.partition("=")[0]
+    return Conv(body["conversationId"], body["sessionToken"], body["streamToken"]), name, header
+
+
+def resume(h: Harness, name: str, cookie: str, origin: str = "http://testserver") -> Any:
+    return h.http.post(
+        RESUME,
+        json={"parentOrigin": BOARD_ORIGIN},
+        headers={"Origin": origin, "Cookie": f"{name}={cookie}"},
+    )
+
+
+def cookie_value(header: str) -> str:
+    return header.partition("=")[2].partition(";")[0]
+
+
+def test_session_cookie_is_set_by_the_server_where_no_script_can_read_it(harness: Harness) -> None:
+    _, name, header = created_with_cookie(harness)
+    attributes = {a.strip().partition("=")[0].lower() for a in header.split(";")[1:]}
+    assert {"httponly", "secure", "samesite", "partitioned", "path", "max-age"} <= attributes
+    assert "Path=/api/agents/planner/session" in header and "SameSite=None" in header
+    # Named for the embedding page: another page embedding the agent gets another cookie.
+    assert created_with_cookie(harness, "")[1] != name
+
+
+def test_resuming_rotates_the_session_and_refuses_every_older_token(harness: Harness) -> None:
+    conv, name, header = created_with_cookie(harness)
+    harness.say(conv, "What should I work on next?")
+    r = resume(harness, name, cookie_value(header))
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["conversationId"] == conv.id and body["sessionToken"] != conv.session
+    fresh = Conv(conv.id, body["sessionToken"], body["streamToken"])
+    assert harness.snapshot(fresh)["messages"][0]["text"] == "What should I work on next?"
+    # The token from before, and the cookie from before, are both dead now.
+    old = harness.http.get(f"/api/conversations/{conv.id}", headers=conv.auth)
+    assert_error(old, 401, "session_replaced")
+    assert_error(resume(harness, name, cookie_value(header)), 404, "no_session")
+    # The rotated cookie resumes (once more).
+    assert resume(harness, name, cookie_value(r.headers["set-cookie"])).status_code == 200
+
+
+def test_a_planted_session_gives_its_planter_nothing(harness: Harness) -> None:
+    # The neighbour creates a conversation of its own and plants its cookie in the
+    # visitor's browser (a Set-Cookie from another port of the same host).
+    planted, name, header = created_with_cookie(harness)
+    visitor = resume(harness, name, cookie_value(header)).json()
+    mine = Conv(visitor["conversationId"], visitor["sessionToken"], visitor["streamToken"])
+    harness.say(mine, "What should I work on next?")
+    # Everything the planter kept is refused: its bearer token, its cookie, its stream ticket.
+    assert_error(
+        harness.http.get(f"/api/conversations/{planted.id}", headers=planted.auth),
+        401, "session_replaced",
+    )  # fmt: skip
+    r = harness.http.post(f"/api/conversations/{planted.id}/stream-token", headers=planted.auth)
+    assert_error(r, 401, "session_replaced")
+    assert_error(resume(harness, name, cookie_value(header)), 404, "no_session")
+
+
+@pytest.mark.parametrize("origin", ["http://localhost:8001", "http://testserver:8311", "null"])
+def test_only_the_widget_page_itself_may_resume(harness: Harness, origin: str) -> None:
+    conv, name, header = created_with_cookie(harness)
+    before = state(harness, conv)
+    assert_error(resume(harness, name, cookie_value(header), origin), 403, "origin_not_allowed")
+    assert state(harness, conv) == before  # still generation 0: the token works
+    assert harness.snapshot(conv)["conversationId"] == conv.id
+
+
+@pytest.mark.parametrize("cookie", ["", "garbage", "a.b.c"])
+def test_resume_without_a_good_cookie_is_a_404(harness: Harness, cookie: str) -> None:
+    assert_error(resume(harness, "hc_session_x", cookie), 404, "no_session")

@@ -1,0 +1,47 @@
+"""Issue 7, item 11: race losers get the code a late request gets for the same situation
+(docs/protocol.md), whether they lost at the first check or at the conditional UPDATE."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+
+from tests.unit.conftest import BOARD, Harness
+from tests.unit.live import live_server, settings_for
+from tests.unit.test_bad_input import CREATE, assert_error, create_call, read_call
+
+
+async def test_concurrent_decisions_one_wins_the_rest_are_not_awaiting_decision(
+    tmp_path: Path,
+) -> None:
+    with live_server(settings_for(tmp_path)) as server:
+        conv = server.conversation()
+        server.say(conv, CREATE)
+        call = next(c for c in server.settle(conv)["calls"] if c.get("decisionToken"))
+        url = f"/api/calls/{call['toolCallId']}/decision"
+        bodies = [
+            {"token": call["decisionToken"], "decision": "approve" if i % 2 else "reject"}
+            for i in range(10)
+        ]
+        async with httpx.AsyncClient(base_url=server.url, timeout=5) as client:
+            responses = await asyncio.gather(*(client.post(url, json=b) for b in bodies))
+            late = await client.post(url, json=bodies[0])
+        statuses = sorted(r.status_code for r in responses)
+        assert statuses == [200] + [409] * 9, statuses
+        codes = {r.json()["error"]["code"] for r in [*responses, late] if r.status_code == 409}
+        assert codes == {"call_not_awaiting_decision"}, codes
+        assert late.status_code == 409
+
+
+def test_late_decisions_and_late_answers_say_where_the_call_is(harness: Harness) -> None:
+    _, call = create_call(harness)
+    assert harness.decide(call, "reject").status_code == 200
+    for decision in ("approve", "reject"):
+        error = assert_error(harness.decide(call, decision), 409, "call_not_awaiting_decision")
+        assert error["details"]["state"] == "rejected"
+    _, call = read_call(harness)
+    assert harness.answer(call, BOARD).status_code == 200
+    error = assert_error(harness.answer(call, BOARD), 409, "call_already_settled")
+    assert error["details"]["state"] == "answered"
