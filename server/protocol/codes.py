@@ -22,7 +22,6 @@ class ErrorCode(StrEnum):
     EXPIRED_TOKEN = "expired_token"
     USED_TOKEN = "used_token"
     SESSION_REPLACED = "session_replaced"
-    SESSION_REPLACED = "session_replaced"
     # 403
     WRONG_TOKEN = "wrong_token"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
@@ -31,7 +30,6 @@ class ErrorCode(StrEnum):
     UNKNOWN_AGENT = "unknown_agent"
     UNKNOWN_CONVERSATION = "unknown_conversation"
     UNKNOWN_CALL = "unknown_call"
-    NO_SESSION = "no_session"
     NO_SESSION = "no_session"
     # 405
     METHOD_NOT_ALLOWED = "method_not_allowed"
