@@ -157,6 +157,19 @@ def document() -> dict[str, Any]:
         "/api/agents/{agentId}/conversations": {"parameters": [_param("agentId")], "post": _op(
             "Start a conversation", 201, _ref("Conversation"), 404, 429,
             body=_ref("NewConversation"), optional_body=True)},
+        "/api/agents/{agentId}/session": {
+            "parameters": [_param("agentId")],
+            "post": _op(
+                "Resume this browser's conversation (the widget page's cookie)",
+                200,
+                _ref("Conversation"),
+                403,
+                404,
+                429,
+                body=_obj([], parentOrigin=STRING),
+                optional_body=True,
+            ),
+        },
         "/api/conversations/{conversationId}": {"parameters": conv, "get": _op(
             "The snapshot a reloaded widget renders", 200, _ref("Snapshot"), 401, 403, 404,
             security=SESSION)},
