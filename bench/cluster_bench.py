@@ -234,10 +234,10 @@ def main() -> int:
             value = r["rate"] / base if base else 0.0
             ratio, goal = f"{value:.2f}x {of}", f">= {want:g}x"
             verdict = "ok" if value >= want else "MISSED"
-        cpu = lambda key: f"{r[key]:.1f} s" if key in r else "n/a"  # noqa: E731
+        cpus = [f"{r[key]:.1f} s" if key in r else "n/a"
+                for key in ("hostcall", "postgresql", "load generator")]
         rows.append((name, f"{r['rate']:.1f}/s", f"{int(r['errors'])}", f"{r['elapsed']:.1f} s",
-                     cpu("hostcall"),
-                     cpu("postgresql"), cpu("load generator"), ratio, goal, verdict))
+                     *cpus, ratio, goal, verdict))
     header = ("server", "conversations", "errors", "wall", "cpu hostcall", "cpu postgresql",
               "cpu load gen", "ratio", "target", "verdict")
     print_table(
