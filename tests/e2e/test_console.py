@@ -5,6 +5,7 @@ browser contexts, and the agent designer writing a real agent directory."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -92,8 +93,11 @@ def open_conversation(console: Page, demo: Demo) -> None:
 
 def save_shot(page: Page, name: str) -> None:
     shot(page, name)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
+    # The README's copies are refreshed on purpose (HOSTCALL_REFRESH_DOCS=1), never as a side
+    # effect of a test run: CI and every developer's run would otherwise dirty the tree.
+    if os.environ.get("HOSTCALL_REFRESH_DOCS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
 
 
 # ---------------------------------------------------------------------------- instances
