@@ -136,13 +136,15 @@ async function sendCapabilities(strict = false) {
 // Boot: restore or create the conversation, then follow its stream
 // ============================================================================
 
-async function boot() {
+async function boot(fresh = false) {
   ui.setConnection('connecting')
   try {
     if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
     let snapshot = null
     // The server's HttpOnly cookie, not our storage, remembers the conversation (issue 7).
-    const resumed = await api.resume().catch(err => { if (!GONE.includes(err.status)) throw err })
+    // A fresh start must not resume it: the cookie still names the conversation being left,
+    // and creating the new one replaces it.
+    const resumed = fresh ? null : await api.resume().catch(err => { if (!GONE.includes(err.status)) throw err })
     if (resumed) {
       state.conversationId = resumed.conversationId
       state.streamToken = resumed.streamToken
@@ -197,7 +199,7 @@ function restart() {
   api.forget()
   Object.assign(state, { conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
   ui.reset(cfg.greeting)
-  boot()
+  boot(true)
   ui.focusComposer()
 }
 

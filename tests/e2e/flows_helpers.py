@@ -77,12 +77,18 @@ def session(page: Page, demo: Demo) -> dict[str, str]:
 
 def snapshot(page: Page, demo: Demo) -> dict[str, Any]:
     """GET /api/conversations/{id}: the conversation as the server has it."""
-    saved = session(page, demo)
-    response = httpx.get(
-        f"{demo.hostcall}/api/conversations/{saved['conversationId']}",
-        headers={"Authorization": f"Bearer {saved['sessionToken']}"},
-        timeout=5,
-    )
+    # Each tab's resume rotates the conversation's session (issue 7), so only the tab that
+    # resumed last holds a live token: ask this page first, then its siblings.
+    pages = [page, *(p for p in page.context.pages if p is not page)]
+    for candidate in pages:
+        saved = session(candidate, demo)
+        response = httpx.get(
+            f"{demo.hostcall}/api/conversations/{saved['conversationId']}",
+            headers={"Authorization": f"Bearer {saved['sessionToken']}"},
+            timeout=5,
+        )
+        if response.status_code != 401:
+            break
     response.raise_for_status()
     return dict(response.json())
 
