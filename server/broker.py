@@ -38,15 +38,6 @@ class Broker:
                 del self._subscribers[conversation_id]
                 self._last.pop(conversation_id, None)
 
-    def drop(self, conversation_id: str) -> None:
-        """End every stream of the conversation (its session was resumed elsewhere): a
-        stream with a still-valid session reconnects with a fresh ticket."""
-        for queue in tuple(self._subscribers.get(conversation_id, ())):
-            self.unsubscribe(conversation_id, queue)
-            if queue.full():
-                queue.get_nowait()
-            queue.put_nowait(None)
-
     def watched(self) -> list[str]:
         """Conversations with at least one subscriber in this process."""
         return list(self._subscribers)

@@ -80,7 +80,6 @@ class Runtime:
             settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock
         )
         sessions.stream_ticket = runtime.stream_ticket
-        sessions.on_rotated = broker.drop
         return runtime
 
     def stream_ticket(self, conversation_id: str, generation: int) -> str:

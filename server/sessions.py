@@ -43,7 +43,6 @@ class Sessions:
         self.store = store
         self.max_age = max_age
         self.stream_ticket: Callable[[str, int], str] = lambda cid, generation: ""  # by Runtime
-        self.on_rotated: Callable[[str], None] = lambda cid: None  # by Runtime: drop streams
 
     # ---- tokens ---------------------------------------------------------------------------
 
@@ -132,7 +131,10 @@ class Sessions:
             or not self.store.rotate_session(conversation.id, claims.generation)
         ):
             raise gone
-        self.on_rotated(conversation.id)
+        # Do not "fix" this by ending the conversation's open streams: the visitor's other
+        # tabs share the conversation, and each of their resumes would end the rest, a storm
+        # that never settles. Old tokens and tickets are refused for every new request; a
+        # stream already open runs until it disconnects.
         return conversation, claims.generation + 1
 
 
