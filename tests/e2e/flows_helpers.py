@@ -7,6 +7,7 @@ Everything is selected by role, label and `data-part`, as the widget documents i
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from playwright.sync_api import FrameLocator, Locator, Page, expect
@@ -89,8 +90,36 @@ def snapshot(page: Page, demo: Demo) -> dict[str, Any]:
         )
         if response.status_code != 401:
             break
+    else:
+        # The tab that resumed last is closed: resume as this page's widget would on its next
+        # request (through its cookie, from its own frame), then read with that session.
+        saved = _resume(page, demo)
+        response = httpx.get(
+            f"{demo.hostcall}/api/conversations/{saved['conversationId']}",
+            headers={"Authorization": f"Bearer {saved['sessionToken']}"},
+            timeout=5,
+        )
     response.raise_for_status()
     return dict(response.json())
+
+
+def _resume(page: Page, demo: Demo) -> dict[str, str]:
+    frame = page.frame(url=lambda url: url.startswith(demo.hostcall))
+    assert frame is not None, "the widget frame is not loaded"
+    agent = urlsplit(frame.url).path.rsplit("/", 1)[-1]
+    parent = "{0.scheme}://{0.netloc}".format(urlsplit(page.url))
+    resumed = frame.evaluate(
+        """async ([agent, parent]) => {
+            const r = await fetch(`/api/agents/${agent}/session`, {
+                method: 'POST', credentials: 'include',
+                headers: {'content-type': 'application/json'},
+                body: JSON.stringify({parentOrigin: parent})})
+            return r.json()
+        }""",
+        [agent, parent],
+    )
+    assert resumed.get("sessionToken"), resumed
+    return dict(resumed)
 
 
 def calls_of(snap: dict[str, Any], tool: str) -> list[dict[str, Any]]:
