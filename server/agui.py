@@ -62,14 +62,14 @@ async def run_agent(request: Request) -> EventSourceResponse:
     client = request.client.host if request.client else "unknown"
     cid = thread_conversation_id(agent.id, body.thread_id)
     runtime.quotas.new_message(agent.id, agent.limits, cid, client)
-    conversation = _thread(runtime, agent, body)
+    conversation = await _thread(runtime, agent, body)
     declared = frozenset(body.tools)
     queue = runtime.broker.subscribe(conversation.id)
     try:
-        start = runtime.store.last_seq(conversation.id)
-        answered = _answer_calls(runtime.engine.ledger, conversation.id, body.messages)
+        start = await runtime.store.last_seq(conversation.id)
+        answered = await _answer_calls(runtime.engine.ledger, conversation.id, body.messages)
         if not answered:
-            runtime.engine.start_run(conversation, _user_text(body.messages))
+            await runtime.engine.start_run(conversation, _user_text(body.messages))
     except BaseException:
         runtime.broker.unsubscribe(conversation.id, queue)
         raise
@@ -80,9 +80,9 @@ async def run_agent(request: Request) -> EventSourceResponse:
         last = start
         try:
             while True:
-                for event in runtime.store.events_after(conversation.id, last):
+                for event in await runtime.store.events_after(conversation.id, last):
                     last = event.seq
-                    out = relay.translate(event.name, event.data)
+                    out = await relay.translate(event.name, event.data)
                     if out is not None:
                         yield _sse(event.name, event.encoded)
                     if relay.ended:
@@ -120,7 +120,7 @@ class _Relay:
         self.handed_off = False
         self.ended: EventType | None = None
 
-    def translate(self, name: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    async def translate(self, name: str, data: dict[str, Any]) -> dict[str, Any] | None:
         kind = data["type"]
         if kind == EventType.RUN_STARTED:
             return None  # the AG-UI run began with the client's own ids
@@ -137,65 +137,67 @@ class _Relay:
         if kind == EventType.TOOL_CALL_RESULT and data["toolCallId"] in self.answered:
             return None
         if name == CustomName.TOOL_CALL_DISPATCH and data["value"].get("kind") == "client":
-            self._route(data["value"])
+            await self._route(data["value"])
         return data
 
-    def _route(self, view: dict[str, Any]) -> None:
-        call = self.ledger.store.get_call(view["toolCallId"])
+    async def _route(self, view: dict[str, Any]) -> None:
+        call = await self.ledger.store.get_call(view["toolCallId"])
         if call is None or not call.state.answerable:
             return
         if view["toolCallName"] in self.declared:
-            self.ledger.deliver(call)
+            await self.ledger.deliver(call)
             self.handed_off = True
         else:
             declared = ", ".join(sorted(self.declared)) or "none"
-            self.ledger.fail(
+            await self.ledger.fail(
                 call,
                 ToolErrorCode.NO_HANDLER,
                 f"The AG-UI client does not run {call.tool_name!r} (it runs: {declared}).",
             )
 
 
-def _thread(runtime: Runtime, agent: Agent, body: RunAgentInput) -> Conversation:
+async def _thread(runtime: Runtime, agent: Agent, body: RunAgentInput) -> Conversation:
     cid = thread_conversation_id(agent.id, body.thread_id)
     store = runtime.store
-    if store.get_conversation(cid) is None:
-        store.create_conversation(Conversation(cid, agent.id, time.time()))
+    if await store.get_conversation(cid) is None:
+        await store.create_conversation(Conversation(cid, agent.id, time.time()))
     client_tools = {t.name for t in agent.tools if t.kind == "client"}
     declared = tuple(n for n in body.tools if n in client_tools)
     # The AG-UI client names no surface: it is the conversation's own, always present
     # (docs/protocol.md "Surfaces"), so its calls are assigned to it and never move.
-    with store.transaction():
-        store.save_surface_tools(cid, ANONYMOUS_SURFACE, declared, time.time())
-    conversation = store.get_conversation(cid)
+    async with store.transaction():
+        await store.save_surface_tools(cid, ANONYMOUS_SURFACE, declared, time.time())
+    conversation = await store.get_conversation(cid)
     assert conversation is not None
     return conversation
 
 
-def _answer_calls(ledger: Ledger, cid: str, messages: tuple[InputMessage, ...]) -> set[str]:
+async def _answer_calls(ledger: Ledger, cid: str, messages: tuple[InputMessage, ...]) -> set[str]:
     """Settle the open calls this client answered with tool messages; their ids."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool"}
     answered: set[str] = set()
-    for call in ledger.store.list_calls(cid):
+    for call in await ledger.store.list_calls(cid):
         message = results.get(call.id)
-        tool = ledger.tool_of(call)
+        tool = await ledger.tool_of(call)
         if message is None or not call.state.answerable or tool is None or tool.kind != "client":
             continue
         answered.add(call.id)
         if message.error is not None:
-            ledger.fail(call, ToolErrorCode.CLIENT_ERROR, f"The client reported: {message.error}")
+            await ledger.fail(
+                call, ToolErrorCode.CLIENT_ERROR, f"The client reported: {message.error}"
+            )
             continue
         try:
             output = strictjson.loads(message.text)
         except strictjson.StrictJSONError:
             output = message.text  # plain text: the output schema decides whether it fits
         try:
-            ledger.answer(call, output)
+            await ledger.answer(call, output)
         except Unprocessable as exc:
             problems = "; ".join(
                 f"{p.get('path') or '/'}: {p.get('message')}" for p in exc.details.get("errors", [])
             )
-            ledger.fail(call, ToolErrorCode.CLIENT_ERROR, f"{exc.message}: {problems}")
+            await ledger.fail(call, ToolErrorCode.CLIENT_ERROR, f"{exc.message}: {problems}")
     return answered
 
 

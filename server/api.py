@@ -33,7 +33,7 @@ def _runtime(request: Request) -> Runtime:
     return runtime
 
 
-def _conversation(request: Request, runtime: Runtime) -> Conversation:
+async def _conversation(request: Request, runtime: Runtime) -> Conversation:
     """The conversation in the path, if the bearer session token is for it."""
     header = request.headers.get("authorization", "")
     token = header[7:].strip() if header.lower().startswith("bearer ") else None
@@ -43,7 +43,7 @@ def _conversation(request: Request, runtime: Runtime) -> Conversation:
         from server.errors import Forbidden
 
         raise Forbidden(f"this session token is for another conversation than {conversation_id}")
-    conversation = runtime.store.get_conversation(conversation_id)
+    conversation = await runtime.store.get_conversation(conversation_id)
     if conversation is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
     runtime.sessions.check_generation(conversation, claims)
@@ -59,9 +59,9 @@ def _check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> N
     check_request_origin(request, agent.allowed_origins if agent else ())
 
 
-def _check_call_origin(request: Request, runtime: Runtime, claims: Claims) -> None:
+async def _check_call_origin(request: Request, runtime: Runtime, claims: Claims) -> None:
     if "origin" in request.headers:
-        conversation = runtime.store.get_conversation(claims.conversation_id)
+        conversation = await runtime.store.get_conversation(claims.conversation_id)
         _check_origin(request, runtime, conversation.agent_id if conversation else None)
 
 
@@ -80,7 +80,7 @@ async def create_conversation(request: Request) -> JSONResponse:
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
     runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
     conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale)
-    runtime.store.create_conversation(conversation)
+    await runtime.store.create_conversation(conversation)
     response = JSONResponse(runtime.sessions.opened(conversation, agent), status_code=201)
     runtime.sessions.set_cookie(response, conversation, agent, parent)
     return response
@@ -88,18 +88,18 @@ async def create_conversation(request: Request) -> JSONResponse:
 
 async def snapshot(request: Request) -> JSONResponse:
     runtime = _runtime(request)
-    conversation = _conversation(request, runtime)
+    conversation = await _conversation(request, runtime)
     store = runtime.store
     surface = surface_id(request.query_params.get("surface"), field="surface")
     ledger = runtime.engine.ledger
     if surface is not None:
         # The snapshot writes this surface's calls to it, as its stream would: the claim.
-        for call in store.list_calls(conversation.id):
+        for call in await store.list_calls(conversation.id):
             if call.surface_id == surface and call.state.value == "dispatched":
-                ledger.claim(call.id, surface, call.assignment)
-    run = store.latest_run(conversation.id)
+                await ledger.claim(call.id, surface, call.assignment)
+    run = await store.latest_run(conversation.id)
     messages = []
-    for m in store.list_messages(conversation.id):
+    for m in await store.list_messages(conversation.id):
         if m.role == "tool":
             continue
         item: dict[str, object] = {"id": m.id, "role": m.role, "text": m.text, "runId": m.run_id}
@@ -112,14 +112,14 @@ async def snapshot(request: Request) -> JSONResponse:
         {
             "conversationId": conversation.id,
             "agentId": conversation.agent_id,
-            "lastEventId": f"{conversation.id}:{store.last_seq(conversation.id)}",
+            "lastEventId": f"{conversation.id}:{await store.last_seq(conversation.id)}",
             "surfaces": [
                 {
                     "surfaceId": x.id,
                     "tools": list(x.tools),
                     "present": x.present(ledger.clock(), ledger.surface_grace),
                 }
-                for x in store.list_surfaces(conversation.id)
+                for x in await store.list_surfaces(conversation.id)
             ],
             "run": None
             if run is None
@@ -129,21 +129,23 @@ async def snapshot(request: Request) -> JSONResponse:
                 "error": run.error,
             },
             "messages": messages,
-            "calls": [to_wire(ledger.view(c)) for c in store.list_calls(conversation.id)],
+            "calls": [
+                to_wire(await ledger.view(c)) for c in await store.list_calls(conversation.id)
+            ],
         }
     )
 
 
 async def stream_token(request: Request) -> JSONResponse:
     runtime = _runtime(request)
-    conversation = _conversation(request, runtime)
+    conversation = await _conversation(request, runtime)
     ticket = runtime.stream_ticket(conversation.id, conversation.session_generation)
     return JSONResponse({"streamToken": ticket})
 
 
 async def capabilities(request: Request) -> JSONResponse:
     runtime = _runtime(request)
-    conversation = _conversation(request, runtime)
+    conversation = await _conversation(request, runtime)
     body = await read_body(request, Capabilities, runtime.settings.max_body_bytes)
     tools = body.tools
     agent = runtime.agents.get(conversation.agent_id)
@@ -153,21 +155,21 @@ async def capabilities(request: Request) -> JSONResponse:
     if unknown:
         raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")
     surface = body.surface_id or ANONYMOUS_SURFACE
-    with runtime.store.transaction():
-        runtime.store.save_surface_tools(conversation.id, surface, tools, time.time())
+    async with runtime.store.transaction():
+        await runtime.store.save_surface_tools(conversation.id, surface, tools, time.time())
     # A read left on the form (its page reloaded) may now have a handler again.
-    runtime.engine.ledger.rehome(conversation.id)
+    await runtime.engine.ledger.rehome(conversation.id)
     return JSONResponse({"surfaceId": surface, "tools": list(tools)})
 
 
 async def surface_activity(request: Request) -> Response:
     """The person did something on this surface (focus, typing, a click): calls go here."""
     runtime = _runtime(request)
-    conversation = _conversation(request, runtime)
+    conversation = await _conversation(request, runtime)
     surface = surface_id(request.path_params["surface_id"], field="surface_id")
     assert surface is not None
-    with runtime.store.transaction():
-        runtime.store.touch_surface(conversation.id, surface, time.time())
+    async with runtime.store.transaction():
+        await runtime.store.touch_surface(conversation.id, surface, time.time())
     return Response(status_code=204)
 
 
@@ -175,23 +177,23 @@ async def surface_leave(request: Request) -> Response:
     """The page is going away (reload, navigation, closed tab): its calls move on now,
     without waiting out the grace period."""
     runtime = _runtime(request)
-    conversation = _conversation(request, runtime)
+    conversation = await _conversation(request, runtime)
     surface = surface_id(request.path_params["surface_id"], field="surface_id")
     assert surface is not None
-    with runtime.store.transaction():
-        runtime.store.leave_surface(conversation.id, surface, time.time())
-    runtime.engine.ledger.rehome(conversation.id)
+    async with runtime.store.transaction():
+        await runtime.store.leave_surface(conversation.id, surface, time.time())
+    await runtime.engine.ledger.rehome(conversation.id)
     return Response(status_code=204)
 
 
 async def post_message(request: Request) -> JSONResponse:
     runtime = _runtime(request)
-    conversation = _conversation(request, runtime)
+    conversation = await _conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
     if agent is not None:
         runtime.quotas.new_message(agent.id, agent.limits, conversation.id, _client(request))
-    run = runtime.engine.start_run(conversation, body.text, simulate=body.simulate)
+    run = await runtime.engine.start_run(conversation, body.text, simulate=body.simulate)
     return JSONResponse({"runId": run.id}, status_code=202)
 
 
@@ -200,8 +202,8 @@ async def call_delivered(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_body(request, Delivered, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
-    _check_call_origin(request, runtime, claims)
-    first = ledger.deliver(ledger.checked_call(request.path_params["call_id"], claims))
+    await _check_call_origin(request, runtime, claims)
+    first = await ledger.deliver(await ledger.checked_call(request.path_params["call_id"], claims))
     return JSONResponse({"state": "delivered", "first": first})
 
 
@@ -210,13 +212,13 @@ async def call_result(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_body(request, CallResult, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
-    _check_call_origin(request, runtime, claims)
-    call = ledger.checked_call(request.path_params["call_id"], claims)
+    await _check_call_origin(request, runtime, claims)
+    call = await ledger.checked_call(request.path_params["call_id"], claims)
     if body.error is None:
-        call = ledger.answer(call, body.output)
+        call = await ledger.answer(call, body.output)
     else:
         text = body.error.message or "no message"
-        call = ledger.fail(call, body.error.code, f"The page reported: {text}")
+        call = await ledger.fail(call, body.error.code, f"The page reported: {text}")
     return JSONResponse({"state": call.state.value})
 
 
@@ -225,12 +227,12 @@ async def call_decision(request: Request) -> JSONResponse:
     ledger = runtime.engine.ledger
     body = await read_body(request, Decision, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_DECISION, body.token)
-    _check_call_origin(request, runtime, claims)
-    call = ledger.checked_call(request.path_params["call_id"], claims)
+    await _check_call_origin(request, runtime, claims)
+    call = await ledger.checked_call(request.path_params["call_id"], claims)
     if body.decision == "approve":
-        call = ledger.approve(call, body.input, body.scope, surface=body.surface_id)
+        call = await ledger.approve(call, body.input, body.scope, surface=body.surface_id)
     else:
-        call = ledger.reject(call, body.reason)
+        call = await ledger.reject(call, body.reason)
     return JSONResponse({"state": call.state.value})
 
 

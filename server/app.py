@@ -28,7 +28,7 @@ from server.stream import stream_routes
 async def _health(request: Request) -> Response:
     """Ready means able to write: a read-only or full database fails every answer."""
     runtime: Runtime = request.app.state.hostcall
-    runtime.check_store()
+    await runtime.check_store()
     return JSONResponse({"ok": True, "agents": sorted(runtime.agents)})
 
 

@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if workers > 1:
         from server import workers as pool
 
-        app.state.hostcall.store.close()
+        asyncio.run(app.state.hostcall.store.close())
         pool.serve(
             settings, host=args.host, port=args.port, workers=workers, log_level=args.log_level
         )

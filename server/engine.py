@@ -23,7 +23,7 @@ from typing import Any
 from server.agents import Agent, definition_digest, parse_agent
 from server.blocks.http_request import BlockError, BlockFailed, execute, render_request
 from server.errors import Conflict, LeaseLost, NotFound, ToolErrorCode
-from server.journal import Journal
+from server.journal import Journal, Unit
 from server.leases import Leases, call_key, run_key
 from server.ledger import Ledger, new_id
 from server.models.base import (
@@ -103,13 +103,13 @@ class Engine:
 
     # ---- agents, frozen per run -----------------------------------------------------------
 
-    def agent_of_run(self, run_id: str) -> Agent:
+    async def agent_of_run(self, run_id: str) -> Agent:
         """The agent as it was when the run started (its definition is stored in the run)."""
         agent = self._by_run.get(run_id)
         if agent is not None:
             self._by_run.move_to_end(run_id)
             return agent
-        run = self.store.get_run(run_id)
+        run = await self.store.get_run(run_id)
         assert run is not None, f"no run {run_id}"
         key = definition_digest(run.agent)
         agent = self._frozen.get(key)
@@ -135,13 +135,15 @@ class Engine:
 
     # ---- starting and resuming -------------------------------------------------------------
 
-    def start_run(self, conversation: Conversation, text: str, *, simulate: bool = False) -> Run:
+    async def start_run(
+        self, conversation: Conversation, text: str, *, simulate: bool = False
+    ) -> Run:
         agent = self.agents.get(conversation.agent_id)
         if agent is None:
             raise NotFound(
                 f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent"
             )
-        latest = self.store.latest_run(conversation.id)
+        latest = await self.store.latest_run(conversation.id)
         if latest is not None and latest.status in (RunStatus.RUNNING, RunStatus.WAITING):
             raise Conflict(
                 f"run {latest.id} is still {latest.status.value}; wait for it to finish",
@@ -152,121 +154,121 @@ class Engine:
         self._remember(run.id, agent)
         message_id = new_id("m")
         cid = conversation.id
-        with self.journal.unit() as unit:
-            self.store.create_run(run)
-            taken = self.leases.take(run_key(run.id))
+        async with self.journal.unit() as unit:
+            await self.store.create_run(run)
+            taken = await self.leases.take(run_key(run.id))
             assert taken, "a new run's lease is free"
-            self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
-            unit.emit(cid, RunStarted(cid, run.id, simulated=True if simulate else None))
-            unit.emit(cid, TextMessageStart(message_id, "user"))
-            unit.emit(cid, TextMessageContent(message_id, text))
-            unit.emit(cid, TextMessageEnd(message_id))
+            await self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
+            await unit.emit(cid, RunStarted(cid, run.id, simulated=True if simulate else None))
+            await unit.emit(cid, TextMessageStart(message_id, "user"))
+            await unit.emit(cid, TextMessageContent(message_id, text))
+            await unit.emit(cid, TextMessageEnd(message_id))
         self._spawn(self._advance(run.id))
         return run
 
-    def cancel_run(self, run_id: str) -> bool:
+    async def cancel_run(self, run_id: str) -> bool:
         """Stop a run waiting on its calls (the operator console); its open calls expire.
 
         False if the run is not waiting (a run mid-step finishes its step first). A waiting
         run holds no lease, so the claim is the whole story, in any process.
         """
-        run = self.store.get_run(run_id)
+        run = await self.store.get_run(run_id)
         if run is None:
             return False
         message = run_notice("cancelled")
-        with self.journal.unit() as unit:
-            if not self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.FAILED):
+        async with self.journal.unit() as unit:
+            if not await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.FAILED):
                 return False
-            self.store.update_run(run_id, error={"code": "cancelled", "message": message})
-            unit.emit(run.conversation_id, RunError(message, "cancelled", run_id))
-        for call in self.store.calls_of_step(run_id, run.step):
+            await self.store.update_run(run_id, error={"code": "cancelled", "message": message})
+            await unit.emit(run.conversation_id, RunError(message, "cancelled", run_id))
+        for call in await self.store.calls_of_step(run_id, run.step):
             if call.state.open:
-                self.ledger.expire(call)
+                await self.ledger.expire(call)
         return True
 
-    def _resume_if_ready(self, run_id: str) -> None:
-        run = self.store.get_run(run_id)
+    async def _resume_if_ready(self, run_id: str) -> None:
+        run = await self.store.get_run(run_id)
         if run is None or run.status is not RunStatus.WAITING:
             return
-        if any(c.state.open for c in self.store.calls_of_step(run_id, run.step)):
+        if any(c.state.open for c in await self.store.calls_of_step(run_id, run.step)):
             return
         key = run_key(run_id)
         # The lease and the claim commit together: no process ever sees the run running
         # without an owner (the sweeper would adopt it).
-        with self.store.transaction():
-            if not self.leases.take(key):
+        async with self.store.transaction():
+            if not await self.leases.take(key):
                 return  # another process holds the run; it resumes it
-            if not self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING):
-                self.leases.end(key)
+            if not await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING):
+                await self.leases.end(key)
                 return
         self._spawn(self._advance(run_id))
 
-    def recover(self) -> None:
+    async def recover(self) -> None:
         """Pick up what a previous process left (called once at start)."""
         # Every stream this store counted belonged to a process that is gone; their pages
         # reconnect within the grace period, or their calls move on.
-        self.store.reset_surfaces(self.clock())
-        self.sweep(stalled=True)
+        await self.store.reset_surfaces(self.clock())
+        await self.sweep(stalled=True)
 
-    def sweep(self, *, stalled: bool = False) -> None:
+    async def sweep(self, *, stalled: bool = False) -> None:
         """The cluster's periodic chores; a no-op unless this process has the sweeper's turn."""
-        if not self.store.try_singleton(SWEEPER):
+        if not await self.store.try_singleton(SWEEPER):
             return
-        self.ledger.expire_due()
-        self.ledger.rehome_due()
-        for key in self.leases.expired():
-            if self.leases.take(key):
-                self._adopt(key)
+        await self.ledger.expire_due()
+        await self.ledger.rehome_due()
+        for key in await self.leases.expired():
+            if await self.leases.take(key):
+                await self._adopt(key)
         if stalled:
-            for run in self.store.stalled_runs():
-                self._adopt_stalled(run)
+            for run in await self.store.stalled_runs():
+                await self._adopt_stalled(run)
 
-    def _adopt(self, key: str) -> None:
+    async def _adopt(self, key: str) -> None:
         """Go on with the work of a lease that lapsed (its process died); we hold it now."""
         kind, _, ident = key.partition(":")
         if kind == "run":
-            run = self.store.get_run(ident)
+            run = await self.store.get_run(ident)
             if run is not None and run.status is RunStatus.RUNNING:
                 log.info("resuming run %s, interrupted mid-step", ident)
-                self._discard_cut_off(run)
+                await self._discard_cut_off(run)
                 self._spawn(self._advance(ident))
                 return
-            self.leases.release(key)
+            await self.leases.release(key)
             if run is not None and run.status is RunStatus.WAITING:
-                self._resume_if_ready(ident)
+                await self._resume_if_ready(ident)
             return
-        call = self.store.get_call(ident) if kind == "call" else None
-        tool = self.ledger.tool_of(call) if call is not None else None
+        call = await self.store.get_call(ident) if kind == "call" else None
+        tool = await self.ledger.tool_of(call) if call is not None else None
         if call is None or tool is None or call.state is not CallState.DISPATCHED:
-            self.leases.release(key)
+            await self.leases.release(key)
             return
         if tool.effect == "read":
             self._spawn(self._run_server_call(call.id))
             return
         # It may have reached its target before the process died: never send a write twice.
-        self.ledger.fail(
+        await self.ledger.fail(
             call, ToolErrorCode.BLOCK_FAILED,
             "The server restarted while this request was in flight; a write is not "
             "retried, so check whether it took effect.",
         )  # fmt: skip
-        self.leases.release(key)
+        await self.leases.release(key)
 
-    def _adopt_stalled(self, run: Run) -> None:
+    async def _adopt_stalled(self, run: Run) -> None:
         if run.status is RunStatus.WAITING:
-            self._resume_if_ready(run.id)
+            await self._resume_if_ready(run.id)
             return
         key = run_key(run.id)
-        if not self.leases.take(key):
+        if not await self.leases.take(key):
             return
-        current = self.store.get_run(run.id)  # it may have moved since we listed it
+        current = await self.store.get_run(run.id)  # it may have moved since we listed it
         if current is not None and current.status is RunStatus.RUNNING:
             log.info("resuming run %s, left running without an owner", run.id)
-            self._discard_cut_off(current)
+            await self._discard_cut_off(current)
             self._spawn(self._advance(run.id))
         else:
-            self.leases.release(key)
+            await self.leases.release(key)
 
-    def _discard_cut_off(self, run: Run) -> None:
+    async def _discard_cut_off(self, run: Run) -> None:
         """A step cut off mid-answer left a message started and never ended (its text was
         never stored: a message is stored when its step commits). Before the step runs
         again, end that message and tell surfaces to discard it, so the answer is shown
@@ -274,7 +276,7 @@ class Engine:
         cid = run.conversation_id
         started: dict[str, None] = {}
         seq = 0
-        while page := self.store.events_after(cid, seq, 1000):
+        while page := await self.store.events_after(cid, seq, 1000):
             for event in page:
                 if event.name == EventType.TEXT_MESSAGE_START:
                     started[event.data["messageId"]] = None
@@ -283,11 +285,11 @@ class Engine:
             seq = page[-1].seq
         if not started:
             return
-        with self.journal.unit() as unit:
+        async with self.journal.unit() as unit:
             for message_id in started:
                 log.info("discarding message %s of run %s, cut off mid-answer", message_id, run.id)
-                unit.emit(cid, TextMessageEnd(message_id))
-                unit.emit(cid, MessageDiscarded(message_id))
+                await unit.emit(cid, TextMessageEnd(message_id))
+                await unit.emit(cid, MessageDiscarded(message_id))
 
     async def sweep_forever(self, every: float) -> None:
         while True:
@@ -298,31 +300,32 @@ class Engine:
             if stalled:
                 self._stalled_checked = now
             try:
-                self.sweep(stalled=stalled)
+                await self.sweep(stalled=stalled)
             except Exception:  # a bad row must not stop expiry for every other call
                 log.exception("sweep failed")
 
     # ---- server-side tools ---------------------------------------------------------------
 
-    def _start_server_call(self, call: Call) -> None:
-        # Called inside the dispatching transaction: the lease commits with the dispatch.
-        taken = self.leases.take(call_key(call.id))
+    async def _start_server_call(self, unit: Unit, call: Call) -> None:
+        # Called inside the dispatching transaction: the lease commits with the dispatch,
+        # and the request starts once both are committed (it reads the dispatched call).
+        taken = await self.leases.take(call_key(call.id))
         assert taken, "a newly dispatched call's lease is free"
-        self._spawn(self._run_server_call(call.id))
+        unit.afterwards.append(lambda: self._spawn(self._run_server_call(call.id)))
 
     async def _run_server_call(self, call_id: str) -> None:
         try:
             await self._request(call_id)
         finally:
-            self.leases.release(call_key(call_id))
+            await self.leases.release(call_key(call_id))
 
     async def _request(self, call_id: str) -> None:
-        call = self.store.get_call(call_id)
+        call = await self.store.get_call(call_id)
         if call is None or not call.state.answerable:
             return
-        tool = self.ledger.tool_of(call)
+        tool = await self.ledger.tool_of(call)
         assert tool is not None and tool.http is not None
-        agent = self.agent_of_run(call.run_id)
+        agent = await self.agent_of_run(call.run_id)
         environment = self.platform.environment(agent.environment)
         connection = self.platform.connections.get(tool.http.connection or "", {})
         try:
@@ -343,22 +346,22 @@ class Engine:
             )  # fmt: skip
             status = exc.status if isinstance(exc, BlockFailed) else None
             details = {"status": status} if status else {}
-            self._settle_quietly(call, ToolErrorCode(exc.code), exc.message, **details)
+            await self._settle_quietly(call, ToolErrorCode(exc.code), exc.message, **details)
             return
-        current = self.store.get_call(call_id)
+        current = await self.store.get_call(call_id)
         if current is None or not current.state.answerable:
             return  # expired (or settled by an operator) while the request ran
         try:
-            self.ledger.answer(current, result.to_output())
+            await self.ledger.answer(current, result.to_output())
         except Exception as exc:  # e.g. the body does not match the tool's output schema
-            self._settle_quietly(current, ToolErrorCode.BLOCK_FAILED, str(exc))
+            await self._settle_quietly(current, ToolErrorCode.BLOCK_FAILED, str(exc))
 
-    def _settle_quietly(
+    async def _settle_quietly(
         self, call: Call, code: ToolErrorCode, message: str, **details: Any
     ) -> None:
-        current = self.store.get_call(call.id)
+        current = await self.store.get_call(call.id)
         if current is not None and current.state.answerable:
-            self.ledger.fail(current, code, message, **details)
+            await self.ledger.fail(current, code, message, **details)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -393,12 +396,12 @@ class Engine:
 
     async def _step(self, run_id: str) -> bool:
         """One model step; True when the run should step again at once."""
-        run = self.store.get_run(run_id)
+        run = await self.store.get_run(run_id)
         assert run is not None
-        agent = self.agent_of_run(run_id)
+        agent = await self.agent_of_run(run_id)
         cid = run.conversation_id
         if run.step >= agent.max_steps:
-            self._fail(
+            await self._fail(
                 run_id,
                 "step_limit",
                 f"The agent made {run.step} model steps without finishing; "
@@ -407,7 +410,7 @@ class Engine:
             return False
         model = self._model(agent)
         tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
-        history = [_model_message(m) for m in self.store.list_messages(cid)]
+        history = [_model_message(m) for m in await self.store.list_messages(cid)]
         message_id = new_id("m")
         text: list[str] = []
         requests: list[ToolCallRequest] = []
@@ -417,27 +420,27 @@ class Engine:
                     if not item.text:
                         continue
                     if not text:
-                        self.journal.emit(cid, TextMessageStart(message_id, "assistant"))
+                        await self.journal.emit(cid, TextMessageStart(message_id, "assistant"))
                     text.append(item.text)
-                    self.journal.emit(cid, TextMessageContent(message_id, item.text))
+                    await self.journal.emit(cid, TextMessageContent(message_id, item.text))
                 else:
                     requests.append(item)
         except ModelError as exc:
             partial = (message_id, "".join(text)) if text else None
-            self._fail(run_id, exc.code, exc.message, interrupted=partial)
+            await self._fail(run_id, exc.code, exc.message, interrupted=partial)
             return False
         if self.on_model_tokens is not None:
             sent = [agent.instructions, *(m.text for m in history)]
             written = [*text, *(r.arguments for r in requests)]
             self.on_model_tokens(agent, cid, estimate_tokens(sent + written))
-        conversation = self.store.get_conversation(cid)
+        conversation = await self.store.get_conversation(cid)
         assert conversation is not None
         step = run.step + 1
         calls = [(new_id("k"), r) for r in requests]
-        with self.journal.unit() as unit:
+        async with self.journal.unit() as unit:
             if text:
-                unit.emit(cid, TextMessageEnd(message_id))
-            self.store.add_message(
+                await unit.emit(cid, TextMessageEnd(message_id))
+            await self.store.add_message(
                 StoredMessage(
                     message_id,
                     cid,
@@ -450,12 +453,12 @@ class Engine:
                 )
             )
             if not calls:
-                self.leases.end(run_key(run_id))
-                self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
-                unit.emit(cid, RunFinished(cid, run_id))
+                await self.leases.end(run_key(run_id))
+                await self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
+                await unit.emit(cid, RunFinished(cid, run_id))
                 return False
             opened = [
-                self.ledger.propose(
+                await self.ledger.propose(
                     unit,
                     run=run,
                     agent=agent,
@@ -471,10 +474,10 @@ class Engine:
             waiting = any(c.state.open for c in opened)
             status = RunStatus.WAITING if waiting else RunStatus.RUNNING
             if waiting:
-                self.leases.end(run_key(run_id))
+                await self.leases.end(run_key(run_id))
             else:
-                self.leases.keep(run_key(run_id))
-            self.store.update_run(run_id, status=status, step=step)
+                await self.leases.keep(run_key(run_id))
+            await self.store.update_run(run_id, status=status, step=step)
         return not waiting
 
     async def _fail_eventually(self, run_id: str, code: str, detail: str) -> None:
@@ -483,7 +486,7 @@ class Engine:
         delay = 0.25
         for attempt in range(FAIL_RETRIES):
             try:
-                self._fail(run_id, code, detail)
+                await self._fail(run_id, code, detail)
                 return
             except LeaseLost:
                 raise
@@ -496,7 +499,7 @@ class Engine:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, FAIL_RETRY_MAX_SECONDS)
 
-    def _fail(
+    async def _fail(
         self, run_id: str, code: str, detail: str, *, interrupted: tuple[str, str] | None = None
     ) -> None:
         """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
@@ -504,7 +507,7 @@ class Engine:
 
         ``interrupted`` is (message id, text) of an assistant message the failure cut off:
         the person saw it streamed, so it stays in the conversation, marked (issue 8)."""
-        run = self.store.get_run(run_id)
+        run = await self.store.get_run(run_id)
         assert run is not None
         log.error(
             "run failed: agent=%s conversation=%s run=%s code=%s: %s",
@@ -516,18 +519,18 @@ class Engine:
         )
         message = run_notice(code)
         cid = run.conversation_id
-        with self.journal.unit() as unit:
+        async with self.journal.unit() as unit:
             if interrupted is not None:
                 message_id, partial = interrupted
-                unit.emit(cid, TextMessageEnd(message_id, interrupted=True))
-                self.store.add_message(
+                await unit.emit(cid, TextMessageEnd(message_id, interrupted=True))
+                await self.store.add_message(
                     StoredMessage(message_id, cid, run_id, "assistant", partial, interrupted=True)
                 )
-            self.leases.end(run_key(run_id))
-            self.store.update_run(
+            await self.leases.end(run_key(run_id))
+            await self.store.update_run(
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
-            unit.emit(cid, RunError(message, code, run_id))
+            await unit.emit(cid, RunError(message, code, run_id))
 
 
 def _is_store_error(exc: BaseException) -> bool:

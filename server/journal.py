@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from server.broker import Broker
@@ -16,9 +16,12 @@ from server.store import Store
 class Unit:
     store: Store
     events: list[Event] = field(default_factory=list)
+    # Run once the unit has committed, in order (work that must see what the unit wrote:
+    # a task started inside a transaction could otherwise read the store before COMMIT).
+    afterwards: list[Callable[[], None]] = field(default_factory=list)
 
-    def emit(self, conversation_id: str, event: ProtocolEvent) -> Event:
-        stored = self.store.append_event(conversation_id, event)
+    async def emit(self, conversation_id: str, event: ProtocolEvent) -> Event:
+        stored = await self.store.append_event(conversation_id, event)
         self.events.append(stored)
         return stored
 
@@ -28,15 +31,17 @@ class Journal:
         self.store = store
         self.broker = broker
 
-    @contextmanager
-    def unit(self) -> Iterator[Unit]:
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[Unit]:
         unit = Unit(self.store)
-        with self.store.transaction():
+        async with self.store.transaction():
             yield unit
         # Only committed events reach streams; a rolled-back unit publishes nothing.
         for event in unit.events:
             self.broker.publish(event)
+        for then in unit.afterwards:
+            then()
 
-    def emit(self, conversation_id: str, event: ProtocolEvent) -> Event:
-        with self.unit() as unit:
-            return unit.emit(conversation_id, event)
+    async def emit(self, conversation_id: str, event: ProtocolEvent) -> Event:
+        async with self.unit() as unit:
+            return await unit.emit(conversation_id, event)

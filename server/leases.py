@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 
 from server.errors import LeaseLost
-from server.store import Store, open_store
+from server.store import Store
 
 log = logging.getLogger("hostcall.leases")
 
@@ -57,52 +57,60 @@ class Leases:
         self.owner = owner or new_owner()
         self.clock = clock
 
-    def take(self, key: str) -> bool:
+    async def take(self, key: str) -> bool:
         """Take ``key`` if it is free, expired, or already ours."""
         now = self.clock()
-        return self.store.take_lease(key, self.owner, now + self.ttl, now)
+        return await self.store.take_lease(key, self.owner, now + self.ttl, now)
 
-    def keep(self, key: str) -> None:
+    async def keep(self, key: str) -> None:
         """Renew ``key`` inside the caller's transaction, or raise ``LeaseLost``."""
-        if not self.store.keep_lease(key, self.owner, self.clock() + self.ttl):
+        if not await self.store.keep_lease(key, self.owner, self.clock() + self.ttl):
             raise LeaseLost(key, self.owner)
 
-    def end(self, key: str) -> None:
+    async def end(self, key: str) -> None:
         """Release ``key`` inside the caller's transaction, or raise ``LeaseLost``."""
-        if not self.store.release_lease(key, self.owner):
+        if not await self.store.release_lease(key, self.owner):
             raise LeaseLost(key, self.owner)
 
-    def release(self, key: str) -> None:
+    async def release(self, key: str) -> None:
         """Let go of ``key`` if we hold it (no error if another process took it)."""
-        self.store.release_lease(key, self.owner)
+        await self.store.release_lease(key, self.owner)
 
-    def expired(self) -> list[str]:
+    async def expired(self) -> list[str]:
         """Other processes' lapsed leases. Ours lapse only when this process lagged; the
         work is still queued here, and adopting it again would run it twice."""
-        return self.store.expired_leases(self.clock(), other_than=self.owner)
+        return await self.store.expired_leases(self.clock(), other_than=self.owner)
 
-    def renew(self) -> int:
-        return self.store.renew_leases(self.owner, self.clock() + self.ttl)
+    async def renew(self) -> int:
+        return await self.store.renew_leases(self.owner, self.clock() + self.ttl)
 
-    def renew_in_thread(self, target: str) -> Callable[[], None]:
-        """Renew from a thread with its own connection to ``target``; returns ``stop``.
+    def renew_in_thread(self, url: str) -> Callable[[], None]:
+        """Renew from a thread with its own (synchronous) PostgreSQL connection to ``url``;
+        returns ``stop``.
 
         An event loop buried under requests runs its timers late (seconds, on a small
         machine); a thread keeps an overloaded but live process's leases, so only a dead
-        process loses them.
+        process loses them. Do not move this onto the event loop or the store's pool: a
+        renewal must not queue behind the work it is keeping alive.
         """
+        from server.store.postgres import RENEW_LEASES
+        from server.store.postgres_connections import connect
+
         stopping = threading.Event()
 
         def beat() -> None:
-            store = open_store(target)
+            db = None
             try:
                 while not stopping.wait(self.ttl / 3):
                     try:
-                        store.renew_leases(self.owner, self.clock() + self.ttl)
+                        if db is None or db.closed:
+                            db = connect(url)
+                        db.execute(RENEW_LEASES, (self.clock() + self.ttl, self.owner))
                     except Exception:
                         log.exception("renewing leases failed")
             finally:
-                store.close()
+                if db is not None:
+                    db.close()
 
         thread = threading.Thread(target=beat, name="hostcall-leases", daemon=True)
         thread.start()
@@ -122,6 +130,6 @@ class Leases:
             if late > self.ttl / 3:
                 log.warning("lease renewal ran %.1f s late: the event loop is overloaded", late)
             try:
-                self.renew()
+                await self.renew()
             except Exception:  # the database is down: retry; leases lapse if it stays down
                 log.exception("renewing leases failed")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,10 +72,10 @@ class Ledger:
         journal: Journal,
         tokens: Tokens,
         *,
-        agent_of_run: Callable[[str], Agent],
+        agent_of_run: Callable[[str], Awaitable[Agent]],
         platform: Callable[[], Platform],
-        on_settled: Callable[[str], None],
-        on_dispatched: Callable[[Call], None],
+        on_settled: Callable[[str], Awaitable[None]],
+        on_dispatched: Callable[[Unit, Call], Awaitable[None]],
         clock: Callable[[], float] = time.time,
         surface_grace: float = 5.0,
     ) -> None:
@@ -92,12 +92,12 @@ class Ledger:
 
     # ---- views ---------------------------------------------------------------------------
 
-    def tool_of(self, call: Call) -> Tool | None:
-        return self.agent_of_run(call.run_id).tool(call.tool_name)
+    async def tool_of(self, call: Call) -> Tool | None:
+        return (await self.agent_of_run(call.run_id)).tool(call.tool_name)
 
-    def view(self, call: Call) -> CallView:
+    async def view(self, call: Call) -> CallView:
         """The ``CALL`` shape of docs/protocol.md, with the token the call's state needs."""
-        tool = self.tool_of(call)
+        tool = await self.tool_of(call)
         kind = tool.kind if tool else "client"
         claims = Claims(call.conversation_id, call.id, call.tool_name, input_digest(call.input))
         answerable = call.state.answerable and kind == "client"
@@ -127,7 +127,7 @@ class Ledger:
 
     # ---- proposing -----------------------------------------------------------------------
 
-    def propose(
+    async def propose(
         self,
         unit: Unit,
         *,
@@ -142,14 +142,14 @@ class Ledger:
     ) -> Call:
         """Record a call the model asked for, and send it where its policies say."""
         cid = conversation.id
-        unit.emit(cid, ToolCallStart(call_id, name, message_id))
-        unit.emit(cid, ToolCallArgs(call_id, arguments))
-        unit.emit(cid, ToolCallEnd(call_id))
+        await unit.emit(cid, ToolCallStart(call_id, name, message_id))
+        await unit.emit(cid, ToolCallArgs(call_id, arguments))
+        await unit.emit(cid, ToolCallEnd(call_id))
 
         tool = agent.tool(name)
         value, failure = _parse_arguments(tool, name, arguments, agent)
         if failure is None and tool and tool.max_calls_per_pass is not None:
-            made = self.store.count_calls(run.id, name)
+            made = await self.store.count_calls(run.id, name)
             if made >= tool.max_calls_per_pass:
                 failure = tool_error(
                     ToolErrorCode.CALL_LIMIT_REACHED,
@@ -160,7 +160,7 @@ class Ledger:
         hits: list[Hit] = []
         if failure is None and tool and tool.guardrails:
             hits = evaluate(tool.guardrails, "input", value)
-            self._record_hits(unit, cid, call_id, name, hits)
+            await self._record_hits(unit, cid, call_id, name, hits)
             blocked = next((h for h in hits if h.action == "block"), None)
             if blocked:
                 failure = tool_error(
@@ -182,25 +182,27 @@ class Ledger:
             route="form",
             extra={"guardrails": [h.to_json() for h in hits]} if hits else {},
         )
-        self.store.add_call(call)
+        await self.store.add_call(call)
         if failure is not None:
             failure["guardrails"] = [h.to_json() for h in hits]
-            self._settle(unit, call, CallEvent.REFUSE, failure)
-            return self._reload(call.id)
+            await self._settle(unit, call, CallEvent.REFUSE, failure)
+            return await self._reload(call.id)
         assert tool is not None
         if run.simulate:
             result = tool.simulation_result if tool.has_simulation_result else None
-            self._settle(unit, call, CallEvent.SIMULATE, {"output": result, "simulated": True})
-            return self._reload(call.id)
+            await self._settle(
+                unit, call, CallEvent.SIMULATE, {"output": result, "simulated": True}
+            )
+            return await self._reload(call.id)
         environment = self.platform().environment(agent.environment)
-        granted = self.store.has_grant(cid, name)
+        granted = await self.store.has_grant(cid, name)
         reason = approval_reason(tool, environment, granted=granted, hits=hits)
         if reason is not None:
             approval = {
                 "reason": reason.value,
                 "scopes": list(SCOPES) if reason.grantable else ["once"],
             }
-            moved = self._move(
+            moved = await self._move(
                 unit, call, CallEvent.ASK,
                 deadline=now + tool.approval_timeout_seconds,
                 extra={**call.extra, "approval": approval},
@@ -208,10 +210,12 @@ class Ledger:
             assert moved is not None, "a call just proposed is ours to move"
             return moved
         if granted and tool.approval == "always":
-            call = self._with_extra(call, approval={"reason": "grant", "scope": "conversation"})
-        return self._dispatch(unit, call, tool, CallEvent.DISPATCH, value, surface=None)
+            call = await self._with_extra(
+                call, approval={"reason": "grant", "scope": "conversation"}
+            )
+        return await self._dispatch(unit, call, tool, CallEvent.DISPATCH, value, surface=None)
 
-    def _dispatch(
+    async def _dispatch(
         self,
         unit: Unit,
         call: Call,
@@ -229,15 +233,15 @@ class Ledger:
             # The block enforces this timeout itself; the sweeper is only the safety net.
             deadline += 5
         else:
-            changes |= self._assignment(call, preferred=surface, now=now)
-        moved = self._move(unit, call, event, deadline=deadline, **changes)
+            changes |= await self._assignment(call, preferred=surface, now=now)
+        moved = await self._move(unit, call, event, deadline=deadline, **changes)
         if moved is None:
-            raise self._not_open(call.id, deciding=event is CallEvent.APPROVE)
+            raise await self._not_open(call.id, deciding=event is CallEvent.APPROVE)
         return moved
 
-    def _assignment(self, call: Call, *, preferred: str | None, now: float) -> dict[str, Any]:
+    async def _assignment(self, call: Call, *, preferred: str | None, now: float) -> dict[str, Any]:
         """The store changes that assign ``call`` to a surface, or to the form."""
-        surfaces = self.store.list_surfaces(call.conversation_id)
+        surfaces = await self.store.list_surfaces(call.conversation_id)
         target = choose(
             surfaces, call.tool_name, now=now, grace=self.surface_grace, preferred=preferred
         )
@@ -252,21 +256,23 @@ class Ledger:
             "extra": extra,
         }
 
-    def _record_hits(
+    async def _record_hits(
         self, unit: Unit, conversation_id: str, call_id: str, name: str, hits: list[Hit]
     ) -> None:
         for hit in hits:
             log.info("guardrail %r (%s, %s) matched call %s of %r",
                      hit.rule, hit.action, hit.on, call_id, name)  # fmt: skip
-            unit.emit(conversation_id, GuardrailMatched(call_id, hit.rule, hit.action, hit.on))
+            await unit.emit(
+                conversation_id, GuardrailMatched(call_id, hit.rule, hit.action, hit.on)
+            )
 
     # ---- what surfaces and people send -----------------------------------------------------
 
-    def checked_call(self, call_id: str, claims: Claims) -> Call:
+    async def checked_call(self, call_id: str, claims: Claims) -> Call:
         """The call a verified token is for; refuses tokens of another call or input."""
         if claims.call_id != call_id:
             raise Forbidden(f"this token was issued for another call, not {call_id}")
-        call = self.store.get_call(call_id)
+        call = await self.store.get_call(call_id)
         if call is None:
             raise NotFound(f"no call {call_id}", code="unknown_call")
         if claims.conversation_id != call.conversation_id or claims.tool != call.tool_name:
@@ -279,21 +285,21 @@ class Ledger:
                 code="input_changed",
             )
         if call.state.open and call.deadline <= self.clock():
-            self.expire(call)
+            await self.expire(call)
             raise Gone(f"call {call_id} passed its deadline and has expired")
         return call
 
-    def deliver(self, call: Call) -> bool:
+    async def deliver(self, call: Call) -> bool:
         """``POST /delivered`` of a client that names no surface; True only for the request
         that made the move (docs/protocol.md: it runs a handler only then)."""
         if call.state is CallState.DELIVERED:
             return False
         if not call.state.answerable:
-            raise self._not_open(call.id)
-        with self.journal.unit() as unit:
-            return self._move(unit, call, CallEvent.DELIVER, delivered=True) is not None
+            raise await self._not_open(call.id)
+        async with self.journal.unit() as unit:
+            return await self._move(unit, call, CallEvent.DELIVER, delivered=True) is not None
 
-    def claim(self, call_id: str, surface_id: str, assignment: int) -> bool:
+    async def claim(self, call_id: str, surface_id: str, assignment: int) -> bool:
         """Record that assignment ``assignment`` of the call reached surface ``surface_id``.
 
         Called by that surface's stream just before it writes the dispatch (or by its
@@ -301,34 +307,34 @@ class Ledger:
         own. False when the call was settled or assigned elsewhere since: the stream then
         does not pass the stale dispatch on.
         """
-        with self.store.transaction():
-            if self.store.transition_call(
+        async with self.store.transaction():
+            if await self.store.transition_call(
                 call_id, [CallState.DISPATCHED], CallState.DELIVERED,
                 assigned=(surface_id, assignment), delivered=True,
             ):  # fmt: skip
                 return True
-        call = self.store.get_call(call_id)
+        call = await self.store.get_call(call_id)
         return (
             call is not None
             and call.state is CallState.DELIVERED
             and (call.surface_id, call.assignment) == (surface_id, assignment)
         )
 
-    def rehome(self, conversation_id: str) -> int:
+    async def rehome(self, conversation_id: str) -> int:
         """Move the open client calls of a conversation whose surface is gone (see
         server/calls/assignment.py); the number moved."""
         now = self.clock()
         calls = [
-            c for c in self.store.list_calls(conversation_id)
+            c for c in await self.store.list_calls(conversation_id)
             if c.state in (CallState.DISPATCHED, CallState.DELIVERED)
         ]  # fmt: skip
         if not calls:
             return 0
-        surfaces = self.store.list_surfaces(conversation_id)
+        surfaces = await self.store.list_surfaces(conversation_id)
         by_id = {s.id: s for s in surfaces}
         moved = 0
         for call in calls:
-            tool = self.tool_of(call)
+            tool = await self.tool_of(call)
             if tool is None or tool.kind != "client":
                 continue
             plan = rehome(
@@ -348,22 +354,22 @@ class Ledger:
                     "route": "handler", "surface_id": plan.surface.id,
                     "assignment": call.assignment + 1, "extra": extra,
                 }  # fmt: skip
-            with self.journal.unit() as unit:
-                moved += self._move(unit, call, plan.event, **changes) is not None
+            async with self.journal.unit() as unit:
+                moved += await self._move(unit, call, plan.event, **changes) is not None
         return moved
 
-    def rehome_due(self) -> int:
+    async def rehome_due(self) -> int:
         """The sweeper's pass: every conversation with a call on a surface or the form."""
         conversations = {
             c.conversation_id
-            for c in self.store.calls_in_states([CallState.DISPATCHED, CallState.DELIVERED])
+            for c in await self.store.calls_in_states([CallState.DISPATCHED, CallState.DELIVERED])
         }
-        return sum(self.rehome(cid) for cid in sorted(conversations))
+        return sum([await self.rehome(cid) for cid in sorted(conversations)])
 
-    def answer(self, call: Call, output: Any) -> Call:
+    async def answer(self, call: Call, output: Any) -> Call:
         if not call.state.answerable:
-            raise self._not_open(call.id)
-        tool = self.tool_of(call)
+            raise await self._not_open(call.id)
+        tool = await self.tool_of(call)
         assert tool is not None, "answerable calls always name a known tool"
         problems = tool.output_validator.problems(output)
         if problems:
@@ -373,9 +379,9 @@ class Ledger:
                 code="invalid_result",
                 errors=[p.to_json() for p in problems],
             )
-        with self.journal.unit() as unit:
+        async with self.journal.unit() as unit:
             hits = evaluate(tool.guardrails, "output", output) if tool.guardrails else []
-            self._record_hits(unit, call.conversation_id, call.id, call.tool_name, hits)
+            await self._record_hits(unit, call.conversation_id, call.id, call.tool_name, hits)
             blocked = next((h for h in hits if h.action == "block"), None)
             outcome: dict[str, Any] = {"output": output}
             state = CallState.ANSWERED
@@ -390,27 +396,27 @@ class Ledger:
             if hits:
                 outcome["guardrails"] = [h.to_json() for h in hits]
             event = CallEvent.ANSWER if state is CallState.ANSWERED else CallEvent.FAIL
-            if not self._settle(unit, call, event, outcome):
-                raise self._not_open(call.id)
-        self.on_settled(call.run_id)
-        return self._reload(call.id)
+            if not await self._settle(unit, call, event, outcome):
+                raise await self._not_open(call.id)
+        await self.on_settled(call.run_id)
+        return await self._reload(call.id)
 
-    def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
+    async def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
         if not call.state.answerable:
-            raise self._not_open(call.id)
+            raise await self._not_open(call.id)
         text = message[:MAX_ERROR_MESSAGE_CHARS] or code.value
         outcome = tool_error(code, text, **details)
-        with self.journal.unit() as unit:
-            if not self._settle(unit, call, CallEvent.FAIL, outcome):
-                raise self._not_open(call.id)
-        self.on_settled(call.run_id)
-        return self._reload(call.id)
+        async with self.journal.unit() as unit:
+            if not await self._settle(unit, call, CallEvent.FAIL, outcome):
+                raise await self._not_open(call.id)
+        await self.on_settled(call.run_id)
+        return await self._reload(call.id)
 
-    def approve(
+    async def approve(
         self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
     ) -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
-            raise self._not_open(call.id, deciding=True)
+            raise await self._not_open(call.id, deciding=True)
         approval = dict(call.extra.get("approval", {}))
         if scope not in approval.get("scopes", ["once"]):
             raise BadRequest(
@@ -418,7 +424,7 @@ class Ledger:
                 f"(offered: {', '.join(approval.get('scopes', ['once']))})",
                 field="scope",
             )
-        tool = self.tool_of(call)
+        tool = await self.tool_of(call)
         assert tool is not None
         value = call.input if edited is None else edited
         problems = tool.input_validator.problems(value)
@@ -429,25 +435,25 @@ class Ledger:
                 errors=[p.to_json() for p in problems],
             )
         approval |= {"decision": "approved", "scope": scope, "edited": edited is not None}
-        with self.journal.unit() as unit:
-            call = self._with_extra(call, approval=approval)
+        async with self.journal.unit() as unit:
+            call = await self._with_extra(call, approval=approval)
             if scope == "conversation":
-                self.store.add_grant(call.conversation_id, call.tool_name, call.id)
-            return self._dispatch(unit, call, tool, CallEvent.APPROVE, value, surface=surface)
+                await self.store.add_grant(call.conversation_id, call.tool_name, call.id)
+            return await self._dispatch(unit, call, tool, CallEvent.APPROVE, value, surface=surface)
 
-    def reject(self, call: Call, reason: str | None) -> Call:
+    async def reject(self, call: Call, reason: str | None) -> Call:
         if call.state is not CallState.AWAITING_CONFIRMATION:
-            raise self._not_open(call.id, deciding=True)
+            raise await self._not_open(call.id, deciding=True)
         reason = (reason or "").strip()[:MAX_REASON_CHARS]
         message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
         outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
-        with self.journal.unit() as unit:
-            if not self._settle(unit, call, CallEvent.REJECT, outcome):
-                raise self._not_open(call.id, deciding=True)
-        self.on_settled(call.run_id)
-        return self._reload(call.id)
+        async with self.journal.unit() as unit:
+            if not await self._settle(unit, call, CallEvent.REJECT, outcome):
+                raise await self._not_open(call.id, deciding=True)
+        await self.on_settled(call.run_id)
+        return await self._reload(call.id)
 
-    def expire(self, call: Call) -> bool:
+    async def expire(self, call: Call) -> bool:
         if call.state is CallState.AWAITING_CONFIRMATION:
             outcome = tool_error(
                 ToolErrorCode.APPROVAL_EXPIRED,
@@ -459,18 +465,18 @@ class Ledger:
                 "The call was not answered before its deadline.",
                 delivered=call.delivered,
             )
-        with self.journal.unit() as unit:
-            done = self._settle(unit, call, CallEvent.EXPIRE, outcome)
+        async with self.journal.unit() as unit:
+            done = await self._settle(unit, call, CallEvent.EXPIRE, outcome)
         if done:
-            self.on_settled(call.run_id)
+            await self.on_settled(call.run_id)
         return done
 
-    def expire_due(self) -> int:
-        return sum(self.expire(call) for call in self.store.due_calls(self.clock()))
+    async def expire_due(self) -> int:
+        return sum([await self.expire(call) for call in await self.store.due_calls(self.clock())])
 
     # ---- settling ------------------------------------------------------------------------
 
-    def _move(self, unit: Unit, call: Call, event: CallEvent, **changes: Any) -> Call | None:
+    async def _move(self, unit: Unit, call: Call, event: CallEvent, **changes: Any) -> Call | None:
         """Make the table's move for ``event`` in the store and perform its emit effects;
         None if the call is no longer where the move starts (someone else moved it)."""
         move = transition(call.state, event)
@@ -480,37 +486,41 @@ class Ledger:
         if move.to is call.state:  # a move within a state (to the form, reassigned)
             starts = [call.state]
         assigned = (call.surface_id, call.assignment) if event in _REASSIGNING else None
-        if not self.store.transition_call(call.id, starts, move.to, assigned=assigned, **changes):
+        if not await self.store.transition_call(
+            call.id, starts, move.to, assigned=assigned, **changes
+        ):
             return None
-        moved = self._reload(call.id)
-        self._perform(unit, moved, move)
+        moved = await self._reload(call.id)
+        await self._perform(unit, moved, move)
         return moved
 
-    def _perform(self, unit: Unit, call: Call, move: Move) -> None:
+    async def _perform(self, unit: Unit, call: Call, move: Move) -> None:
         for effect in move.effects:
             if effect is Effect.EMIT_APPROVAL_REQUESTED:
-                unit.emit(call.conversation_id, ApprovalRequested(self.view(call)))
+                await unit.emit(call.conversation_id, ApprovalRequested(await self.view(call)))
             elif effect is Effect.EMIT_DISPATCH:
-                unit.emit(call.conversation_id, CallDispatched(self.view(call)))
+                await unit.emit(call.conversation_id, CallDispatched(await self.view(call)))
             elif effect is Effect.EXECUTE:
-                tool = self.tool_of(call)
+                tool = await self.tool_of(call)
                 if tool is not None and tool.kind != "client":
-                    self.on_dispatched(call)
+                    await self.on_dispatched(unit, call)
             # RECORD_OUTCOME is _settle's (it needs the outcome); RESUME_RUN is the caller's,
             # after the unit commits, so the next step reads what this one wrote.
 
-    def _settle(self, unit: Unit, call: Call, event: CallEvent, outcome: dict[str, Any]) -> bool:
+    async def _settle(
+        self, unit: Unit, call: Call, event: CallEvent, outcome: dict[str, Any]
+    ) -> bool:
         # From any state the event leaves: the caller read the call a moment ago, and the
         # store's conditional update has the last word.
         starts = sorted(sources(event))
         (state,) = {transition(s, event).to for s in starts}
         assert all(Effect.RECORD_OUTCOME in transition(s, event).effects for s in starts)
-        if not self.store.transition_call(call.id, starts, state, outcome=outcome):
+        if not await self.store.transition_call(call.id, starts, state, outcome=outcome):
             return False
-        tool = self.tool_of(call)
+        tool = await self.tool_of(call)
         content = model_content(tool, outcome)
         message_id = new_id("m")
-        self.store.add_message(StoredMessage(
+        await self.store.add_message(StoredMessage(
             id=message_id, conversation_id=call.conversation_id, run_id=call.run_id,
             role="tool", text=content, tool_call_id=call.id, tool_name=call.tool_name,
         ))  # fmt: skip
@@ -522,24 +532,24 @@ class Ledger:
             outcome=visible_outcome(tool, outcome),
             simulated=True if outcome.get("simulated") else None,
         )
-        unit.emit(call.conversation_id, result)
+        await unit.emit(call.conversation_id, result)
         return True
 
-    def _with_extra(self, call: Call, **extra: Any) -> Call:
+    async def _with_extra(self, call: Call, **extra: Any) -> Call:
         merged = {**call.extra, **extra}
-        self.store.transition_call(call.id, [call.state], call.state, extra=merged)
-        return self._reload(call.id)
+        await self.store.transition_call(call.id, [call.state], call.state, extra=merged)
+        return await self._reload(call.id)
 
-    def _reload(self, call_id: str) -> Call:
-        call = self.store.get_call(call_id)
+    async def _reload(self, call_id: str) -> Call:
+        call = await self.store.get_call(call_id)
         assert call is not None
         return call
 
-    def _not_open(self, call_id: str, *, deciding: bool = False) -> Conflict | Gone:
+    async def _not_open(self, call_id: str, *, deciding: bool = False) -> Conflict | Gone:
         """The one refusal for a call in the wrong state, whether the request checked first
         or lost a race at the conditional UPDATE: the same situation gets the same code
         (docs/protocol.md, issue 7). ``details.state`` says where the call is."""
-        call = self._reload(call_id)
+        call = await self._reload(call_id)
         state = call.state.value
         if call.state is CallState.EXPIRED:
             return Gone(f"call {call_id} passed its deadline and has expired")

@@ -29,7 +29,7 @@ class Relay:
         self.broker = broker
         self.connected = asyncio.Event()
 
-    def wake(self, conversation_id: str, seq: int | None = None) -> None:
+    async def wake(self, conversation_id: str, seq: int | None = None) -> None:
         """Publish what is committed past what this process published, if anyone watches."""
         if not self.broker.watching(conversation_id):
             return
@@ -40,9 +40,9 @@ class Relay:
             # Nothing published here since the stream read its backlog: publish from the
             # notified (or newest) event on; a stream that sees a seq past the one it
             # expects fills the gap from the table itself (server/stream.py).
-            newest = seq if seq is not None else self.store.last_seq(conversation_id)
+            newest = seq if seq is not None else await self.store.last_seq(conversation_id)
             last = newest - 1
-        for event in self.store.events_after(conversation_id, last):
+        for event in await self.store.events_after(conversation_id, last):
             self.broker.publish(event)
 
     async def run_forever(self) -> None:
@@ -56,12 +56,12 @@ class Relay:
                     self.connected.set()
                     if not first:
                         for conversation_id in self.broker.watched():
-                            self.wake(conversation_id)
+                            await self.wake(conversation_id)
                     first = False
                     async for note in connection.notifies():
                         conversation_id, _, seq = note.payload.rpartition(" ")
                         try:
-                            self.wake(conversation_id, int(seq))
+                            await self.wake(conversation_id, int(seq))
                         except Exception:
                             log.exception("relaying %r failed", note.payload)
             except asyncio.CancelledError:

@@ -98,17 +98,17 @@ class Runtime:
             raise Unauthorized("the stream token is not a stream ticket", code="bad_token")
         return claims
 
-    def redeem_stream_ticket(self, nonce: str) -> None:
+    async def redeem_stream_ticket(self, nonce: str) -> None:
         """Use the ticket up; a second stream opened with it is refused (``used_token``)."""
         now = self.clock()
         expires = now + self.settings.stream_max_age + 1
-        if not self.store.consume_ticket(nonce, expires, now):
+        if not await self.store.consume_ticket(nonce, expires, now):
             raise Unauthorized("this stream token was already used", code="used_token")
 
-    def check_store(self) -> None:
+    async def check_store(self) -> None:
         """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write."""
         try:
-            self.store.probe_write()
+            await self.store.probe_write()
         except Exception as exc:  # whatever the store's driver raises
             raise Unavailable(f"the database cannot be written: {exc}") from None
 
@@ -129,7 +129,7 @@ class Runtime:
         Background tasks: the sweeper (one process of a cluster at a time), lease renewal,
         and on PostgreSQL the relay of other processes' events to this one's streams.
         """
-        self.engine.recover()
+        await self.engine.recover()
         jobs = [self.engine.sweep_forever(self.settings.sweep_seconds)]
         url = self.settings.database_url
         stop_renewing = None
@@ -150,7 +150,7 @@ class Runtime:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await self.engine.drain()
-            self.store.close()
+            await self.store.close()
 
 
 def _open_store(settings: Settings) -> Store:
@@ -163,9 +163,8 @@ def _open_store(settings: Settings) -> Store:
     except (sqlite3.Error, OSError) as exc:
         raise StoreUnwritable(target, str(exc)) from None
     try:
-        store.probe_write()
+        store.check_writable()
     except Exception as exc:  # whatever the store's driver raises
-        store.close()
         raise StoreUnwritable(target, str(exc)) from None
     return store
 

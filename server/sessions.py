@@ -114,7 +114,7 @@ class Sessions:
 
     # ---- resuming --------------------------------------------------------------------------
 
-    def resume(self, cookie: str | None, agent: Agent) -> tuple[Conversation, int]:
+    async def resume(self, cookie: str | None, agent: Agent) -> tuple[Conversation, int]:
         """The conversation the cookie names, moved to its next generation, or NotFound."""
         gone = NotFound("no conversation to resume in this browser", code="no_session")
         if not cookie:
@@ -123,12 +123,12 @@ class Sessions:
             claims = self.tokens.verify(Purpose.SESSION, cookie)
         except HostcallError:
             raise gone from None
-        conversation = self.store.get_conversation(claims.conversation_id)
+        conversation = await self.store.get_conversation(claims.conversation_id)
         if (
             conversation is None
             or conversation.agent_id != agent.id
             or claims.generation != conversation.session_generation
-            or not self.store.rotate_session(conversation.id, claims.generation)
+            or not await self.store.rotate_session(conversation.id, claims.generation)
         ):
             raise gone
         # Do not "fix" this by ending the conversation's open streams: the visitor's other
@@ -150,7 +150,7 @@ async def resume_session(request: Request) -> Response:
     sessions: Sessions = runtime.sessions
     parent = sessions.parent_origin(body.parent_origin, agent)
     cookie = request.cookies.get(sessions.cookie_name(parent))
-    conversation, generation = sessions.resume(cookie, agent)
+    conversation, generation = await sessions.resume(cookie, agent)
     response = JSONResponse(sessions.opened(conversation, agent, generation=generation))
     sessions.set_cookie(response, conversation, agent, parent, generation=generation)
     return response

@@ -51,7 +51,7 @@ async def events(request: Request) -> EventSourceResponse:
     conversation_id = request.path_params["conversation_id"]
     ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
     store = runtime.store
-    conversation = store.get_conversation(conversation_id)
+    conversation = await store.get_conversation(conversation_id)
     if conversation is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
     runtime.sessions.check_generation(conversation, ticket)
@@ -60,20 +60,22 @@ async def events(request: Request) -> EventSourceResponse:
     raw, source = (
         (header, "Last-Event-ID") if header else (request.query_params.get("after"), "after")
     )
-    last_seq = store.last_seq(conversation_id)
+    last_seq = await store.last_seq(conversation_id)
     seen = parse_event_id(raw, conversation_id, last_seq, source=source) if raw else 0
     surface = surface_id(request.query_params.get("surface"), field="surface")
     assert ticket.nonce is not None
-    runtime.redeem_stream_ticket(ticket.nonce)  # last: a refused request leaves the ticket usable
+    await runtime.redeem_stream_ticket(
+        ticket.nonce
+    )  # last: a refused request leaves the ticket usable
     ledger = runtime.engine.ledger
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)
     if surface is not None:
-        with store.transaction():
-            store.attach_surface(conversation_id, surface, ledger.clock())
+        async with store.transaction():
+            await store.attach_surface(conversation_id, surface, ledger.clock())
 
-    def passes(event: Event) -> bool:
+    async def passes(event: Event) -> bool:
         """Record the claim of a dispatch addressed to this surface before writing it; a
         stale one (the call was settled or assigned elsewhere since) is not passed on, so
         a replay can never make a page run a call that is no longer its own."""
@@ -82,7 +84,7 @@ async def events(request: Request) -> EventSourceResponse:
         data = event.data["value"]
         if data.get("surfaceId") != surface:
             return True
-        return ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
+        return await ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
 
     async def replay(after: int) -> AsyncIterator[tuple[bytes, int]]:
         """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
@@ -96,8 +98,8 @@ async def events(request: Request) -> EventSourceResponse:
         """
         while True:
             async with runtime.replay_gate:
-                page = store.events_after(conversation_id, after, PAGE)
-                chunk = b"".join(to_sse(event).encode() for event in page if passes(event))
+                page = await store.events_after(conversation_id, after, PAGE)
+                chunk = b"".join([to_sse(event).encode() for event in page if await passes(event)])
                 # Keep the turn through one pass of the loop: everything else that is ready
                 # runs before the next page of any stream (do not move this out of the gate).
                 await asyncio.sleep(0)
@@ -124,14 +126,14 @@ async def events(request: Request) -> EventSourceResponse:
                         yield chunk
                         last = seq
                     continue
-                if passes(live):
+                if await passes(live):
                     yield to_sse(live)
                 last = live.seq
         finally:
             runtime.broker.unsubscribe(conversation_id, queue)
             if surface is not None:
-                with store.transaction():
-                    store.detach_surface(conversation_id, surface, ledger.clock())
+                async with store.transaction():
+                    await store.detach_surface(conversation_id, surface, ledger.clock())
 
     return EventSourceResponse(
         frames(),

@@ -43,7 +43,7 @@ class AccountError(ValueError):
     """A user that cannot be created; the message says why."""
 
 
-def add_user(store: Store, name: str, role: str, password: str) -> User:
+async def add_user(store: Store, name: str, role: str, password: str) -> User:
     if not _NAME.fullmatch(name):
         raise AccountError(
             f"user name {name[:80]!r} must be 1-64 letters, digits, '_', '.', '@' or '-' "
@@ -54,14 +54,14 @@ def add_user(store: Store, name: str, role: str, password: str) -> User:
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         raise AccountError(f"the password must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
     user = User(name, role, _hasher.hash(password), time.time())
-    if not store.add_user(user):
+    if not await store.add_user(user):
         raise AccountError(f"there is already a user called {name!r}")
     return user
 
 
-def authenticate(store: Store, name: str, password: str) -> User | None:
+async def authenticate(store: Store, name: str, password: str) -> User | None:
     """The user, if ``password`` is theirs; None otherwise (same cost either way)."""
-    user = store.get_user(name) if _NAME.fullmatch(name) else None
+    user = await store.get_user(name) if _NAME.fullmatch(name) else None
     try:
         _hasher.verify(user.password_hash if user else _DUMMY_HASH, password[:MAX_PASSWORD])
     except (VerificationError, InvalidHashError):

@@ -113,7 +113,7 @@ class AgentFiles:
     def _reload(self) -> None:
         self.runtime.reload_agents()
 
-    def save(self, agent_id: str, data: Any, *, author: str, note: str = "") -> AgentVersion:
+    async def save(self, agent_id: str, data: Any, *, author: str, note: str = "") -> AgentVersion:
         """Check, write atomically, reload, and record a version; refuses with the checker's
         lines (``AgentRejected``) and changes nothing if there is any problem."""
         if not isinstance(data, dict) or data.get("id") != agent_id:
@@ -127,8 +127,8 @@ class AgentFiles:
         if problems:
             raise AgentRejected(problems[0], problems=problems)
         store = self.runtime.store
-        if existing and not store.list_agent_versions(agent_id):
-            store.add_agent_version(
+        if existing and not await store.list_agent_versions(agent_id):
+            await store.add_agent_version(
                 AgentVersion(agent_id, 0, path.read_text(encoding="utf-8"), "", time.time(),
                              FOUND_ON_DISK)
             )  # fmt: skip
@@ -143,11 +143,11 @@ class AgentFiles:
                 else:
                     write_atomically(path, before)
                 raise AgentRejected(exc.problems[0], problems=exc.problems) from None
-        return store.add_agent_version(
+        return await store.add_agent_version(
             AgentVersion(agent_id, 0, text_of(data), author, time.time(), note)
         )
 
-    def create(self, agent_id: str, name: str, *, author: str) -> AgentVersion:
+    async def create(self, agent_id: str, name: str, *, author: str) -> AgentVersion:
         if agent_id in agent_files(self.directory):
             raise Conflict(f"there is already an agent {agent_id!r}", code="agent_exists")
         data = {
@@ -159,14 +159,14 @@ class AgentFiles:
             "model": {"kind": "scripted", "rules": []},
             "tools": [],
         }
-        return self.save(agent_id, data, author=author, note="created")
+        return await self.save(agent_id, data, author=author, note="created")
 
-    def duplicate(self, source_id: str, new_id: str, *, author: str) -> AgentVersion:
+    async def duplicate(self, source_id: str, new_id: str, *, author: str) -> AgentVersion:
         source = self.get(source_id)
         if new_id in agent_files(self.directory):
             raise Conflict(f"there is already an agent {new_id!r}", code="agent_exists")
         data = {**source.data, "id": new_id, "name": f"{source.data.get('name', source_id)} 2"}
-        return self.save(new_id, data, author=author, note=f"duplicate of {source_id}")
+        return await self.save(new_id, data, author=author, note=f"duplicate of {source_id}")
 
     def set_enabled(self, agent_id: str, enabled: bool) -> None:
         found = self.get(agent_id)

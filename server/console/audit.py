@@ -27,7 +27,7 @@ ACTIONS = (
 )
 
 
-def record(
+async def record(
     store: Store,
     actor: str,
     action: str,
@@ -47,4 +47,4 @@ def record(
         agent_id=agent_id,
         details=details,
     )
-    return store.add_audit(entry)
+    return await store.add_audit(entry)

@@ -19,7 +19,7 @@ async def audit_page(request: Request) -> Response:
     if before is not None and not before.isdigit():
         raise BadRequest("before must be an entry number", field="before")
     store = request.app.state.hostcall.store
-    entries = store.list_audit(limit=PAGE_SIZE + 1, before=int(before) if before else None)
+    entries = await store.list_audit(limit=PAGE_SIZE + 1, before=int(before) if before else None)
     return page(
         request,
         "audit.html",

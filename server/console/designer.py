@@ -66,7 +66,7 @@ async def agents_page(request: Request) -> Response:
             "enabled": f.enabled,
             "loaded": f.id in runtime.agents,
             "tools": len(f.data.get("tools", []) if isinstance(f.data.get("tools"), list) else []),
-            "versions": len(runtime.store.list_agent_versions(f.id)),
+            "versions": len(await runtime.store.list_agent_versions(f.id)),
         }
         for f in agent_files(runtime.settings.agents_dir).values()
     ]
@@ -80,8 +80,8 @@ async def create_agent(request: Request) -> Response:
     form = form_of(request)
     agent_id = _new_id(form.get("id"))
     who = operator_of(request).name
-    _files(request).create(agent_id, form.get("name", "").strip()[:200], author=who)
-    record(_runtime(request).store, who, "agent.create", agent_id=agent_id)
+    await _files(request).create(agent_id, form.get("name", "").strip()[:200], author=who)
+    await record(_runtime(request).store, who, "agent.create", agent_id=agent_id)
     return RedirectResponse(f"/console/agents/{agent_id}", 303)
 
 
@@ -90,8 +90,8 @@ async def duplicate_agent(request: Request) -> Response:
     source = request.path_params["agent_id"]
     new_id = _new_id(form_of(request).get("id"))
     who = operator_of(request).name
-    _files(request).duplicate(source, new_id, author=who)
-    record(_runtime(request).store, who, "agent.duplicate", agent_id=new_id, source=source)
+    await _files(request).duplicate(source, new_id, author=who)
+    await record(_runtime(request).store, who, "agent.duplicate", agent_id=new_id, source=source)
     return RedirectResponse(f"/console/agents/{new_id}", 303)
 
 
@@ -99,7 +99,7 @@ async def _set_enabled(request: Request, enabled: bool) -> Response:
     agent_id = request.path_params["agent_id"]
     _files(request).set_enabled(agent_id, enabled)
     action = "agent.enable" if enabled else "agent.disable"
-    record(_runtime(request).store, operator_of(request).name, action, agent_id=agent_id)
+    await record(_runtime(request).store, operator_of(request).name, action, agent_id=agent_id)
     return RedirectResponse("/console/agents", 303)
 
 
@@ -118,7 +118,7 @@ async def editor_page(request: Request) -> Response:
     runtime = _runtime(request)
     found = _files(request).get(request.path_params["agent_id"])
     platform = runtime.engine.platform
-    versions = runtime.store.list_agent_versions(found.id)
+    versions = await runtime.store.list_agent_versions(found.id)
     data = {
         "agent": found.data,
         "enabled": found.enabled,
@@ -159,8 +159,10 @@ async def save_agent(request: Request) -> Response:
     files = _files(request)
     files.get(agent_id)  # saving never creates: creating is its own action
     note = str(body.get("note") or "")[:200]
-    version = files.save(agent_id, body["agent"], author=who, note=note)
-    record(_runtime(request).store, who, "agent.save", agent_id=agent_id, version=version.version)
+    version = await files.save(agent_id, body["agent"], author=who, note=note)
+    await record(
+        _runtime(request).store, who, "agent.save", agent_id=agent_id, version=version.version
+    )
     return JSONResponse({"version": version.version})
 
 
@@ -169,14 +171,14 @@ async def versions_page(request: Request) -> Response:
     runtime = _runtime(request)
     agent_id = request.path_params["agent_id"]
     _files(request).get(agent_id)
-    versions = runtime.store.list_agent_versions(agent_id)
+    versions = await runtime.store.list_agent_versions(agent_id)
     lines: list[tuple[str, str]] = []
     chosen: tuple[int, int] | None = None
     params = request.query_params
     if params.get("from") and params.get("to"):
         old, new = (_version_number(params.get(k)) for k in ("from", "to"))
-        a = runtime.store.get_agent_version(agent_id, old)
-        b = runtime.store.get_agent_version(agent_id, new)
+        a = await runtime.store.get_agent_version(agent_id, old)
+        b = await runtime.store.get_agent_version(agent_id, new)
         if a is None or b is None:
             raise NotFound(f"{agent_id!r} has no version {old if a is None else new}")
         lines, chosen = diff(a, b), (old, new)
@@ -207,13 +209,13 @@ async def rollback_agent(request: Request) -> Response:
     runtime = _runtime(request)
     agent_id = request.path_params["agent_id"]
     number = _version_number(form_of(request).get("version"))
-    old = runtime.store.get_agent_version(agent_id, number)
+    old = await runtime.store.get_agent_version(agent_id, number)
     if old is None:
         raise NotFound(f"{agent_id!r} has no version {number}")
     who = operator_of(request).name
-    saved = _files(request).save(
+    saved = await _files(request).save(
         agent_id, json.loads(old.body), author=who, note=f"roll back to version {number}"
     )
-    record(runtime.store, who, "agent.rollback", agent_id=agent_id, to=number,
+    await record(runtime.store, who, "agent.rollback", agent_id=agent_id, to=number,
            version=saved.version)  # fmt: skip
     return RedirectResponse(f"/console/agents/{agent_id}/versions", 303)

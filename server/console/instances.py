@@ -77,9 +77,9 @@ def _summary(item: ConversationSummary) -> dict[str, Any]:
     }
 
 
-def _listing(request: Request) -> dict[str, Any]:
+async def _listing(request: Request) -> dict[str, Any]:
     query, number = _query(request)
-    found = _runtime(request).store.list_conversations(query)
+    found = await _runtime(request).store.list_conversations(query)
     return {
         "items": [_summary(item) for item in found[:PAGE_SIZE]],
         "page": number,
@@ -105,7 +105,7 @@ async def conversations_page(request: Request) -> Response:
         request,
         "conversations.html",
         operator_of(request),
-        data=_listing(request),
+        data=await _listing(request),
         filters=filters,
         agents=sorted(_runtime(request).agents),
         statuses=[s.value for s in RunStatus],
@@ -114,31 +114,31 @@ async def conversations_page(request: Request) -> Response:
 
 @guarded(Role.OPERATOR)
 async def conversations_json(request: Request) -> Response:
-    return JSONResponse(_listing(request))
+    return JSONResponse(await _listing(request))
 
 
 # ---------------------------------------------------------------------------- one conversation
 
 
-def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
+async def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
     store = runtime.store
-    conversation = store.get_conversation(conversation_id)
+    conversation = await store.get_conversation(conversation_id)
     if conversation is None:
         raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
-    audit = store.list_audit(conversation_id=conversation_id, limit=1000)
+    audit = await store.list_audit(conversation_id=conversation_id, limit=1000)
     answered_by = {
         e.call_id: {"actor": e.actor, "action": e.action}
         for e in reversed(audit)
         if e.call_id and e.action in _ANSWER_ACTIONS
     }
     calls = []
-    for call in store.list_calls(conversation_id):
-        view = to_wire(runtime.engine.ledger.view(call))
+    for call in await store.list_calls(conversation_id):
+        view = to_wire(await runtime.engine.ledger.view(call))
         shown = {k: view[k] for k in _CALL_FIELDS if k in view}
         shown["answeredBy"] = answered_by.get(call.id)
         calls.append(shown)
-    last = store.last_seq(conversation_id)
-    events = store.events_after(conversation_id, max(0, last - MAX_EVENTS), limit=MAX_EVENTS)
+    last = await store.last_seq(conversation_id)
+    events = await store.events_after(conversation_id, max(0, last - MAX_EVENTS), limit=MAX_EVENTS)
     return {
         "id": conversation.id,
         "agentId": conversation.agent_id,
@@ -155,7 +155,7 @@ def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
                 "toolCalls": [c["name"] for c in m.tool_calls],
                 "toolCallId": m.tool_call_id,
             }
-            for m in store.list_messages(conversation_id)
+            for m in await store.list_messages(conversation_id)
         ],
         "runs": [
             {
@@ -165,7 +165,7 @@ def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
                 "error": r.error,
                 "simulated": r.simulate,
             }
-            for r in store.list_runs(conversation_id)
+            for r in await store.list_runs(conversation_id)
         ],
         "calls": calls,
         "events": [{"seq": e.seq, "type": e.name, "data": _without_tokens(e.data)} for e in events],
@@ -188,25 +188,25 @@ def _without_tokens(value: Any) -> Any:
 @guarded(Role.OPERATOR)
 async def conversation_page(request: Request) -> Response:
     runtime = _runtime(request)
-    detail = _detail(runtime, request.path_params["conversation_id"])
+    detail = await _detail(runtime, request.path_params["conversation_id"])
     return page(request, "conversation.html", operator_of(request), data=detail)
 
 
 @guarded(Role.OPERATOR)
 async def conversation_json(request: Request) -> Response:
-    return JSONResponse(_detail(_runtime(request), request.path_params["conversation_id"]))
+    return JSONResponse(await _detail(_runtime(request), request.path_params["conversation_id"]))
 
 
 # ---------------------------------------------------------------------------- actions
 
 
-def _open_call(runtime: Runtime, call_id: str) -> Call:
+async def _open_call(runtime: Runtime, call_id: str) -> Call:
     """The call, expiring it first if its deadline passed (as the visitor's path does)."""
-    call = runtime.store.get_call(call_id)
+    call = await runtime.store.get_call(call_id)
     if call is None:
         raise NotFound(f"no call {call_id}", code="unknown_call")
     if call.state.open and call.deadline <= time.time():
-        runtime.engine.ledger.expire(call)
+        await runtime.engine.ledger.expire(call)
         raise Gone(f"call {call_id} passed its deadline and has expired")
     return call
 
@@ -217,10 +217,12 @@ async def answer_call(request: Request) -> Response:
     body = await read_json(request, runtime.settings.max_body_bytes)
     if "output" not in body:
         raise BadRequest("field 'output' is required", field="output")
-    call = _open_call(runtime, request.path_params["call_id"])
-    call = runtime.engine.ledger.answer(call, body["output"])
+    call = await _open_call(runtime, request.path_params["call_id"])
+    call = await runtime.engine.ledger.answer(call, body["output"])
     where = {"conversation_id": call.conversation_id, "call_id": call.id}
-    record(runtime.store, operator_of(request).name, "call.answer", **where, output=body["output"])
+    await record(
+        runtime.store, operator_of(request).name, "call.answer", **where, output=body["output"]
+    )
     return JSONResponse({"state": call.state.value})
 
 
@@ -231,28 +233,30 @@ async def decide_call(request: Request) -> Response:
     # The visitor's decision body, read by the same code; a token, if sent, is ignored: the
     # operator's session is the authority here.
     body = await read_body(request, Decision, runtime.settings.max_body_bytes)
-    call = _open_call(runtime, request.path_params["call_id"])
+    call = await _open_call(runtime, request.path_params["call_id"])
     who = operator_of(request).name
     where = {"conversation_id": call.conversation_id, "call_id": call.id}
     if body.decision == "approve":
-        call = ledger.approve(call, body.input, body.scope)
-        record(runtime.store, who, "call.approve", **where, edited=body.input, scope=body.scope)
+        call = await ledger.approve(call, body.input, body.scope)
+        await record(
+            runtime.store, who, "call.approve", **where, edited=body.input, scope=body.scope
+        )
     else:
         reason = (body.reason or "").strip()
         # The model reads this: say the decision came from an operator, not the visitor.
         said = f"(an operator decided) {reason}".strip()[:MAX_REASON_CHARS]
-        call = ledger.reject(call, said)
-        record(runtime.store, who, "call.reject", **where, reason=reason)
+        call = await ledger.reject(call, said)
+        await record(runtime.store, who, "call.reject", **where, reason=reason)
     return JSONResponse({"state": call.state.value})
 
 
 @guarded(Role.OPERATOR)
 async def expire_call(request: Request) -> Response:
     runtime = _runtime(request)
-    call = _open_call(runtime, request.path_params["call_id"])
-    if not call.state.open or not runtime.engine.ledger.expire(call):
+    call = await _open_call(runtime, request.path_params["call_id"])
+    if not call.state.open or not await runtime.engine.ledger.expire(call):
         raise Conflict(f"call {call.id} is already {call.state.value}", code="call_already_settled")
-    record(runtime.store, operator_of(request).name, "call.expire",
+    await record(runtime.store, operator_of(request).name, "call.expire",
            conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
     return JSONResponse({"state": "expired"})
 
@@ -261,12 +265,14 @@ async def expire_call(request: Request) -> Response:
 async def cancel_run(request: Request) -> Response:
     runtime = _runtime(request)
     run_id = request.path_params["run_id"]
-    run = runtime.store.get_run(run_id)
+    run = await runtime.store.get_run(run_id)
     if run is None:
         raise NotFound(f"no run {run_id}", code="unknown_run")
     who = operator_of(request).name
-    if not runtime.engine.cancel_run(run_id):
+    if not await runtime.engine.cancel_run(run_id):
         raise Conflict(f"run {run_id} is {run.status.value}; only a waiting run can be cancelled",
                        code="run_not_waiting")  # fmt: skip
-    record(runtime.store, who, "run.cancel", conversation_id=run.conversation_id, run_id=run_id)
+    await record(
+        runtime.store, who, "run.cancel", conversation_id=run.conversation_id, run_id=run_id
+    )
     return JSONResponse({"status": "failed"})

@@ -54,7 +54,7 @@ def _form(request: Request, *, status: int = 200, error: str = "", name: str = "
 
 
 async def login_page(request: Request) -> Response:
-    if console_state(request).operator(request) is not None:
+    if await console_state(request).operator(request) is not None:
         return RedirectResponse(_next(request.query_params.get("next")), 303)
     return _form(request)
 
@@ -78,11 +78,11 @@ async def login(request: Request) -> Response:
         response = _form(request, status=429, error=text["login_limited"], name=name)
         response.headers["Retry-After"] = "60"
         return response
-    user = authenticate(state.runtime.store, name, form.get("password", ""))
+    user = await authenticate(state.runtime.store, name, form.get("password", ""))
     if user is None:
-        record(state.runtime.store, name or "(empty)", "login.refused", address=address)
+        await record(state.runtime.store, name or "(empty)", "login.refused", address=address)
         return _form(request, status=401, error=text["login_failed"], name=name)
-    record(state.runtime.store, user.name, "login", address=address)
+    await record(state.runtime.store, user.name, "login", address=address)
     response = RedirectResponse(_next(form.get("next")), 303)
     set_cookie(
         response, request, COOKIE, state.session_cookie(user.name, user.password_hash),
@@ -95,7 +95,7 @@ async def login(request: Request) -> Response:
 @guarded(Role.OPERATOR)
 async def logout(request: Request) -> Response:
     operator = operator_of(request)
-    record(console_state(request).runtime.store, operator.name, "logout")
+    await record(console_state(request).runtime.store, operator.name, "logout")
     response = RedirectResponse("/console/login", 303)
     response.delete_cookie(COOKIE, path="/console")
     return response

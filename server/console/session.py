@@ -63,7 +63,7 @@ class ConsoleState:
         self.per_address = parse("20/minute")
         self.per_name = parse("5/minute")
 
-    def operator(self, request: Request) -> Operator | None:
+    async def operator(self, request: Request) -> Operator | None:
         raw = request.cookies.get(COOKIE)
         if not raw:
             return None
@@ -73,7 +73,7 @@ class ConsoleState:
             return None
         if not isinstance(payload, dict):
             return None
-        user = self.runtime.store.get_user(str(payload.get("u", "")))
+        user = await self.runtime.store.get_user(str(payload.get("u", "")))
         if user is None or payload.get("p") != fingerprint(user.password_hash):
             return None
         sid = str(payload.get("s", ""))
@@ -141,7 +141,7 @@ def guarded(role: Role) -> Callable[[Handler], Handler]:
             is_page = not request.url.path.startswith(API_PREFIX)
             state = console_state(request)
             try:
-                operator = state.operator(request)
+                operator = await state.operator(request)
                 if operator is None:
                     if is_page and request.method == "GET":
                         target = quote(request.url.path + _query(request), safe="/?=&")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import sys
 from pathlib import Path
@@ -21,15 +22,20 @@ def _password() -> str:
 
 
 def add_user_command(name: str, role: str, db: Path | str) -> int:
+    # A command of its own, before any event loop runs.
+    return asyncio.run(_add_user(name, role, db))
+
+
+async def _add_user(name: str, role: str, db: Path | str) -> int:
     # Beside a running server: SQLite allows a second, brief writer; PostgreSQL any number.
     target = str(db) if is_database_url(str(db)) else Path(db)
     store = open_store(target, serving=False)
     try:
-        user = add_user(store, name, role, _password())
+        user = await add_user(store, name, role, _password())
     except AccountError as exc:
         print(f"hostcall: {exc}", file=sys.stderr)
         return 1
     finally:
-        store.close()
+        await store.close()
     print(f"ok: {user.name} ({user.role}) can sign in at /console/login")
     return 0

@@ -1,9 +1,8 @@
 """The PostgreSQL store: several processes (and machines) share conversations.
 
-The same interface and semantics as ``SQLiteStore``, on one synchronous psycopg connection
-per process, used from the event loop's thread (the store interface is synchronous; each
-statement is a short round trip, as each SQLite statement is a short write). What keeps
-processes apart:
+The same interface and semantics as ``SQLiteStore``, on a pool of async psycopg
+connections (server/store/postgres_connections.py: no round trip blocks the event loop).
+What keeps processes apart:
 
 - a call leaves a state once: ``transition_call`` is a conditional UPDATE, and under READ
   COMMITTED a concurrent UPDATE of the same row waits, then re-checks the state;
@@ -16,21 +15,20 @@ processes apart:
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
-from server.errors import StoreError
 from server.protocol.events import ProtocolEvent, encode
 from server.protocol.frames import Event, stored_event
 from server.store import rows
-from server.store.migrations import Migration, pending
-from server.store.postgres_console import CONSOLE_SCHEMA, PostgresConsoleTables
-from server.store.postgres_surfaces import SURFACES_SCHEMA, SurfaceTables
+from server.store.migrations import pending
+from server.store.postgres_connections import POOL_MAX, connect, redacted
+from server.store.postgres_console import PostgresConsoleTables
+from server.store.postgres_schema import MIGRATIONS
+from server.store.postgres_surfaces import SurfaceTables
 from server.store.records import (
     OPEN_STATES,
     Call,
@@ -46,62 +44,6 @@ CHANNEL = "hostcall_events"
 # Hostcall installations in two schemas of one database do not share a sweeper.
 _LOCK_KEY = "hashtext('hostcall:' || current_schema() || ':' || %s)"
 
-MIGRATIONS = (
-    Migration(1, "initial", """
-CREATE TABLE conversations (
-    id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
-    locale TEXT NOT NULL DEFAULT '', handled_tools TEXT NOT NULL DEFAULT '[]',
-    last_seq BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE messages (
-    pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT UNIQUE NOT NULL,
-    conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, role TEXT NOT NULL,
-    text TEXT NOT NULL, tool_calls TEXT NOT NULL, tool_call_id TEXT, tool_name TEXT
-);
-CREATE INDEX messages_by_conversation ON messages (conversation_id, pos);
-CREATE TABLE runs (
-    pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT UNIQUE NOT NULL,
-    conversation_id TEXT NOT NULL, agent TEXT NOT NULL, status TEXT NOT NULL,
-    step INTEGER NOT NULL, error TEXT, simulate BOOLEAN NOT NULL DEFAULT FALSE
-);
-CREATE INDEX runs_by_conversation ON runs (conversation_id, pos);
-CREATE INDEX runs_by_status ON runs (status);
-CREATE TABLE calls (
-    pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT UNIQUE NOT NULL,
-    conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, step INTEGER NOT NULL,
-    tool_name TEXT NOT NULL, state TEXT NOT NULL, input TEXT NOT NULL, arguments TEXT NOT NULL,
-    deadline DOUBLE PRECISION NOT NULL, route TEXT NOT NULL, outcome TEXT,
-    delivered BOOLEAN NOT NULL, extra TEXT NOT NULL
-);
-CREATE INDEX calls_by_run ON calls (run_id, step);
-CREATE INDEX calls_open ON calls (state, deadline);
-CREATE TABLE grants (
-    conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, call_id TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, tool_name)
-);
-CREATE TABLE events (
-    conversation_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, seq)
-);
-CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until DOUBLE PRECISION NOT NULL);
-CREATE INDEX leases_by_until ON leases (until);
-"""),
-    Migration(2, "console", CONSOLE_SCHEMA),
-    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
-    Migration(3, "tickets", """
-CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
-CREATE TABLE probe (at DOUBLE PRECISION);
-"""),
-    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
-    Migration(4, "interrupted messages", """
-ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
-"""),
-    Migration(5, "surfaces", SURFACES_SCHEMA),
-    # Issue 7: session generations (a resumed conversation refuses its older tokens).
-    Migration(6, "session generations", """
-ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
-"""),
-)  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]
 # See sqlite.py's STALLED_RUNS for what "stalled" means.
@@ -113,6 +55,7 @@ WHERE r.status IN ('running', 'waiting')
       SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%s)))
 ORDER BY r.pos
 """
+RENEW_LEASES = "UPDATE leases SET until = %s WHERE owner = %s"
 APPEND_EVENT = """
 WITH next AS (
     UPDATE conversations SET last_seq = last_seq + 1 WHERE id = %(cid)s RETURNING last_seq
@@ -124,137 +67,85 @@ SELECT seq, pg_notify(%(channel)s, %(cid)s || ' ' || seq) FROM added
 """
 
 
-def redacted(url: str) -> str:
-    """The URL without its password, for messages."""
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "(unparsable URL)"
-    info.pop("password", None)
-    return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
-
-
-def connect(url: str, **options: Any) -> psycopg.Connection[dict[str, Any]]:
-    try:
-        return psycopg.connect(url, autocommit=True, row_factory=dict_row, **options)
-    except psycopg.Error as exc:
-        raise StoreError(
-            f"cannot connect to PostgreSQL ({redacted(url)}): {str(exc).strip()}",
-            target=redacted(url),
-        ) from None
-
-
 class PostgresStore(PostgresConsoleTables, SurfaceTables):
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._db = connect(url)
-        self._depth = 0
-        # The last seq this transaction appended per conversation (see append_event).
-        self._appended: dict[str, int] = {}
-        self._pipe: psycopg.Pipeline | None = None
-        self._singletons: set[str] = set()
+    def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
+        super().__init__(url, pool_max=pool_max)
         self._migrate()
+        # The connection that holds this process's session-level advisory locks (the
+        # sweeper's turn): pooled connections come and go, a lock must stay with one.
+        self._session: psycopg.AsyncConnection[dict[str, Any]] | None = None
+        self._singletons: set[str] = set()
 
     def _migrate(self) -> None:
-        # Not self.transaction(): a migration is several statements in one string, which
-        # pipeline mode (one statement per query) cannot send.
-        with self._db.transaction():
+        # Before the event loop serves anything, on a connection of its own. A migration is
+        # several statements in one string, which pipeline mode cannot send.
+        with connect(self.url) as db, db.transaction():
             # Two processes starting together: one migrates, the other waits, then sees it.
-            self._db.execute(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})", ("migrations",))
-            self._db.execute(
+            db.execute(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})", ("migrations",))
+            db.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
                 " name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
             )
-            applied = [
-                r["version"] for r in self._db.execute("SELECT version FROM schema_migrations")
-            ]
+            applied = [r["version"] for r in db.execute("SELECT version FROM schema_migrations")]
             for migration in pending(MIGRATIONS, applied, target=redacted(self.url)):
-                self._db.execute(migration.sql)
-                self._db.execute(
+                db.execute(migration.sql)
+                db.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                     (migration.version, migration.name),
                 )
 
     @property
     def schema_version(self) -> int:
-        row = self._db.execute("SELECT MAX(version) AS v FROM schema_migrations").fetchone()
+        with connect(self.url) as db:
+            row = db.execute("SELECT MAX(version) AS v FROM schema_migrations").fetchone()
         return int(row["v"] or 0) if row else 0
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One transaction, in pipeline mode: statements whose results nobody reads (BEGIN,
-        inserts, most event appends) go out without waiting for their answers, so a
-        transaction costs a round trip per result read plus one for COMMIT, not one per
-        statement. Errors still surface before the transaction ends (at COMMIT at the latest).
-        """
-        if self._depth:
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
-            return
-        self._depth = 1
-        self._appended = {}
-        try:
-            with self._db.pipeline() as pipe:
-                self._pipe = pipe
-                self._db.execute("BEGIN")
-                yield
-                self._db.execute("COMMIT")
-        except BaseException:
-            # An error aborts the pipeline: the statements after it, COMMIT included, were
-            # skipped, and the transaction is still open (and failed). End it here.
-            self._pipe = None
-            if self._db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                with contextlib.suppress(psycopg.Error):
-                    self._db.execute("ROLLBACK")
-            raise
-        finally:
-            self._depth = 0
-            self._appended = {}
-            self._pipe = None
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        await self._close_pool()
 
-    def _changed(self, cursor: psycopg.Cursor[Any]) -> int:
-        """Rows a statement changed; in a pipeline, waits for its answer first."""
-        if self._pipe is not None:
-            self._pipe.sync()
-        return cursor.rowcount
-
-    def close(self) -> None:
-        self._db.close()
-
-    def rotate_session(self, conversation_id: str, generation: int) -> bool:
-        cursor = self._db.execute(
+    async def rotate_session(self, conversation_id: str, generation: int) -> bool:
+        changed = await self._count(
             "UPDATE conversations SET session_generation = session_generation + 1"
             " WHERE id = %s AND session_generation = %s",
             (conversation_id, generation),
         )
-        return cursor.rowcount == 1
+        return changed == 1
 
-    def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
-        with self.transaction():
-            self._db.execute("DELETE FROM stream_tickets WHERE expires_at < %s", (now,))
-            cursor = self._db.execute(
+    async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        async with self.transaction():
+            await self._run("DELETE FROM stream_tickets WHERE expires_at < %s", (now,))
+            changed = await self._count(
                 "INSERT INTO stream_tickets (nonce, expires_at) VALUES (%s, %s)"
                 " ON CONFLICT (nonce) DO NOTHING",
                 (nonce, expires_at),
             )
-        return self._changed(cursor) == 1
+        return changed == 1
 
-    def probe_write(self) -> None:
+    def check_writable(self) -> None:
+        with connect(self.url) as db:
+            db.execute("BEGIN")
+            try:
+                db.execute("INSERT INTO probe (at) VALUES (0)")
+            finally:
+                db.execute("ROLLBACK")
+
+    async def probe_write(self) -> None:
         """Write and roll back one row: raises when writes would fail (read-only
         transaction mode, a full disk, a lost connection)."""
-        self._db.execute("BEGIN")
-        try:
-            self._db.execute("INSERT INTO probe (at) VALUES (0)")
-        finally:
-            self._db.execute("ROLLBACK")
+        async with self._connection() as connection:
+            await connection.execute("BEGIN")
+            try:
+                await connection.execute("INSERT INTO probe (at) VALUES (0)")
+            finally:
+                await connection.execute("ROLLBACK")
 
     # ---- conversations -------------------------------------------------------------------
 
-    def create_conversation(self, conversation: Conversation) -> None:
-        self._db.execute(
+    async def create_conversation(self, conversation: Conversation) -> None:
+        await self._run(
             "INSERT INTO conversations (id, agent_id, created_at, locale, handled_tools)"
             " VALUES (%s, %s, %s, %s, %s)",
             (
@@ -266,22 +157,20 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
             ),
         )
 
-    def get_conversation(self, conversation_id: str) -> Conversation | None:
-        row = self._db.execute(
-            "SELECT * FROM conversations WHERE id = %s", (conversation_id,)
-        ).fetchone()
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
+        row = await self._one("SELECT * FROM conversations WHERE id = %s", (conversation_id,))
         return rows.conversation(row) if row else None
 
-    def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
-        self._db.execute(
+    async def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
+        await self._run(
             "UPDATE conversations SET handled_tools = %s WHERE id = %s",
             (rows.dump(list(tools)), conversation_id),
         )
 
     # ---- messages ------------------------------------------------------------------------
 
-    def add_message(self, message: StoredMessage) -> None:
-        self._db.execute(
+    async def add_message(self, message: StoredMessage) -> None:
+        await self._run(
             "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
             " tool_call_id, tool_name, interrupted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
@@ -297,64 +186,64 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
             ),
         )
 
-    def list_messages(self, conversation_id: str) -> list[StoredMessage]:
-        found = self._db.execute(
+    async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
+        found = await self._all(
             "SELECT * FROM messages WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
         )
         return [rows.message(r) for r in found]
 
     # ---- runs ----------------------------------------------------------------------------
 
-    def create_run(self, run: Run) -> None:
-        self._db.execute(
+    async def create_run(self, run: Run) -> None:
+        await self._run(
             "INSERT INTO runs (id, conversation_id, agent, status, step, error, simulate)"
             " VALUES (%s, %s, %s, %s, %s, NULL, %s)",
             (run.id, run.conversation_id, rows.dump(run.agent), run.status, run.step, run.simulate),
         )
 
-    def get_run(self, run_id: str) -> Run | None:
-        row = self._db.execute("SELECT * FROM runs WHERE id = %s", (run_id,)).fetchone()
+    async def get_run(self, run_id: str) -> Run | None:
+        row = await self._one("SELECT * FROM runs WHERE id = %s", (run_id,))
         return rows.run(row) if row else None
 
-    def latest_run(self, conversation_id: str) -> Run | None:
-        row = self._db.execute(
+    async def latest_run(self, conversation_id: str) -> Run | None:
+        row = await self._one(
             "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos DESC LIMIT 1",
             (conversation_id,),
-        ).fetchone()
+        )
         return rows.run(row) if row else None
 
-    def list_runs(self, conversation_id: str) -> list[Run]:
-        found = self._db.execute(
+    async def list_runs(self, conversation_id: str) -> list[Run]:
+        found = await self._all(
             "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
         )
         return [rows.run(r) for r in found]
 
-    def runs_with_status(self, status: RunStatus) -> list[Run]:
-        found = self._db.execute("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))
+    async def runs_with_status(self, status: RunStatus) -> list[Run]:
+        found = await self._all("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))
         return [rows.run(r) for r in found]
 
-    def update_run(self, run_id: str, **changes: Any) -> None:
+    async def update_run(self, run_id: str, **changes: Any) -> None:
         encoded = rows.run_changes(changes)
         assignments = ", ".join(f"{k} = %s" for k in encoded)
-        self._db.execute(
+        await self._run(
             f"UPDATE runs SET {assignments} WHERE id = %s",
             (*encoded.values(), run_id),
         )
 
-    def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
-        cursor = self._db.execute(
+    async def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
+        changed = await self._count(
             "UPDATE runs SET status = %s WHERE id = %s AND status = %s",
             (to_status, run_id, from_status),
         )
-        return self._changed(cursor) == 1
+        return changed == 1
 
-    def stalled_runs(self) -> list[Run]:
-        return [rows.run(r) for r in self._db.execute(STALLED_RUNS, (_OPEN,))]
+    async def stalled_runs(self) -> list[Run]:
+        return [rows.run(r) for r in await self._all(STALLED_RUNS, (_OPEN,))]
 
     # ---- calls ---------------------------------------------------------------------------
 
-    def add_call(self, call: Call) -> None:
-        self._db.execute(
+    async def add_call(self, call: Call) -> None:
+        await self._run(
             "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
             " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -377,43 +266,43 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
             ),
         )
 
-    def get_call(self, call_id: str) -> Call | None:
-        row = self._db.execute("SELECT * FROM calls WHERE id = %s", (call_id,)).fetchone()
+    async def get_call(self, call_id: str) -> Call | None:
+        row = await self._one("SELECT * FROM calls WHERE id = %s", (call_id,))
         return rows.call(row) if row else None
 
-    def list_calls(self, conversation_id: str) -> list[Call]:
-        found = self._db.execute(
+    async def list_calls(self, conversation_id: str) -> list[Call]:
+        found = await self._all(
             "SELECT * FROM calls WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
         )
         return [rows.call(r) for r in found]
 
-    def calls_of_step(self, run_id: str, step: int) -> list[Call]:
-        found = self._db.execute(
+    async def calls_of_step(self, run_id: str, step: int) -> list[Call]:
+        found = await self._all(
             "SELECT * FROM calls WHERE run_id = %s AND step = %s ORDER BY pos", (run_id, step)
         )
         return [rows.call(r) for r in found]
 
-    def due_calls(self, now: float) -> list[Call]:
-        found = self._db.execute(
+    async def due_calls(self, now: float) -> list[Call]:
+        found = await self._all(
             "SELECT * FROM calls WHERE state = ANY(%s) AND deadline <= %s ORDER BY deadline",
             (_OPEN, now),
         )
         return [rows.call(r) for r in found]
 
-    def count_calls(self, run_id: str, tool_name: str) -> int:
-        row = self._db.execute(
+    async def count_calls(self, run_id: str, tool_name: str) -> int:
+        row = await self._one(
             "SELECT COUNT(*) AS n FROM calls WHERE run_id = %s AND tool_name = %s",
             (run_id, tool_name),
-        ).fetchone()
+        )
         return int(row["n"]) if row else 0
 
-    def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
-        found = self._db.execute(
+    async def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
+        found = await self._all(
             "SELECT * FROM calls WHERE state = ANY(%s) ORDER BY pos", ([s.value for s in states],)
         )
         return [rows.call(r) for r in found]
 
-    def transition_call(
+    async def transition_call(
         self,
         call_id: str,
         from_states: Iterable[CallState],
@@ -428,72 +317,80 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
         if assigned is not None:
             condition = " AND surface_id IS NOT DISTINCT FROM %s AND assignment = %s"
             extra_args = list(assigned)
-        cursor = self._db.execute(
+        changed = await self._count(
             f"UPDATE calls SET state = %s{assignments} WHERE id = %s AND state = ANY(%s)"
             + condition,
             (to_state, *encoded.values(), call_id, [s.value for s in from_states], *extra_args),
         )
-        return self._changed(cursor) == 1
+        return changed == 1
 
     # ---- grants --------------------------------------------------------------------------
 
-    def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None:
-        self._db.execute(
+    async def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None:
+        await self._run(
             "INSERT INTO grants (conversation_id, tool_name, call_id) VALUES (%s, %s, %s)"
             " ON CONFLICT DO NOTHING",
             (conversation_id, tool_name, call_id),
         )
 
-    def has_grant(self, conversation_id: str, tool_name: str) -> bool:
-        row = self._db.execute(
+    async def has_grant(self, conversation_id: str, tool_name: str) -> bool:
+        row = await self._one(
             "SELECT 1 FROM grants WHERE conversation_id = %s AND tool_name = %s",
             (conversation_id, tool_name),
-        ).fetchone()
+        )
         return row is not None
 
     # ---- leases (server/leases.py) ---------------------------------------------------------
 
-    def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
-        cursor = self._db.execute(
+    async def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
+        changed = await self._count(
             "INSERT INTO leases (key, owner, until) VALUES (%s, %s, %s)"
             " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until"
             " WHERE leases.owner = excluded.owner OR leases.until < %s",
             (key, owner, until, now),
         )
-        return self._changed(cursor) == 1
+        return changed == 1
 
-    def keep_lease(self, key: str, owner: str, until: float) -> bool:
-        cursor = self._db.execute(
+    async def keep_lease(self, key: str, owner: str, until: float) -> bool:
+        changed = await self._count(
             "UPDATE leases SET until = %s WHERE key = %s AND owner = %s", (until, key, owner)
         )
-        return self._changed(cursor) == 1
+        return changed == 1
 
-    def renew_leases(self, owner: str, until: float) -> int:
-        cursor = self._db.execute("UPDATE leases SET until = %s WHERE owner = %s", (until, owner))
-        return self._changed(cursor)
+    async def renew_leases(self, owner: str, until: float) -> int:
+        return await self._count(RENEW_LEASES, (until, owner))
 
-    def release_lease(self, key: str, owner: str) -> bool:
-        cursor = self._db.execute("DELETE FROM leases WHERE key = %s AND owner = %s", (key, owner))
-        return self._changed(cursor) == 1
+    async def release_lease(self, key: str, owner: str) -> bool:
+        changed = await self._count(
+            "DELETE FROM leases WHERE key = %s AND owner = %s", (key, owner)
+        )
+        return changed == 1
 
-    def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
-        found = self._db.execute(
+    async def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
+        found = await self._all(
             "SELECT key FROM leases WHERE until < %s AND owner <> %s ORDER BY until",
             (now, other_than),
         )
         return [r["key"] for r in found]
 
-    def try_singleton(self, name: str) -> bool:
+    async def try_singleton(self, name: str) -> bool:
         """True while this process holds the cluster-wide turn ``name``.
 
         A session-level advisory lock: held until this connection ends, so a process that
         dies hands the turn over as soon as PostgreSQL notices its connection closed.
         """
         if name in self._singletons:
-            return True
-        row = self._db.execute(
+            if self._session is not None and not self._session.closed:
+                return True
+            self._singletons.clear()  # the connection dropped, and its locks with it
+        if self._session is None or self._session.closed:
+            self._session = await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, row_factory=dict_row
+            )
+        cursor = await self._session.execute(
             f"SELECT pg_try_advisory_lock({_LOCK_KEY}) AS got", (name,)
-        ).fetchone()
+        )
+        row = await cursor.fetchone()
         if row and row["got"]:
             self._singletons.add(name)
             return True
@@ -501,34 +398,35 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
 
     # ---- events --------------------------------------------------------------------------
 
-    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
+    async def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
         name, encoded = encode(event)
         params = {"cid": conversation_id, "type": name, "data": encoded, "channel": CHANNEL}
-        previous = self._appended.get(conversation_id)
+        current = self._current()
+        previous = current.appended.get(conversation_id) if current is not None else None
         if previous is not None:
             # This transaction already holds the conversation's row lock (taken by its first
             # append, held to commit): nobody else can number an event in between, so the
             # next seq is known and the statement need not wait for its answer.
-            self._db.execute(APPEND_EVENT, params)
+            await self._run(APPEND_EVENT, params)
             seq = previous + 1
         else:
-            row = self._db.execute(APPEND_EVENT, params).fetchone()
+            row = await self._one(APPEND_EVENT, params)
             assert row is not None, f"no conversation {conversation_id}"
             seq = int(row["seq"])
-        if self._depth:
-            self._appended[conversation_id] = seq
+        if current is not None:
+            current.appended[conversation_id] = seq
         return Event(conversation_id, seq, name, encoded)
 
-    def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
-        found = self._db.execute(
+    async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
+        found = await self._all(
             "SELECT seq, type, data FROM events WHERE conversation_id = %s AND seq > %s"
             " ORDER BY seq LIMIT %s",
             (conversation_id, seq, limit),
         )
         return [stored_event(conversation_id, int(r["seq"]), r["type"], r["data"]) for r in found]
 
-    def last_seq(self, conversation_id: str) -> int:
-        row = self._db.execute(
+    async def last_seq(self, conversation_id: str) -> int:
+        row = await self._one(
             "SELECT last_seq FROM conversations WHERE id = %s", (conversation_id,)
-        ).fetchone()
+        )
         return int(row["last_seq"]) if row else 0

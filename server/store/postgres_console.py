@@ -7,13 +7,11 @@ A mixin of ``PostgresStore``, the twin of sqlite_console.py; the methods are spe
 from __future__ import annotations
 
 import json
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
-import psycopg
-
 from server.store import rows
+from server.store.postgres_connections import PostgresConnections
 from server.store.records import (
     AgentVersion,
     AuditEntry,
@@ -80,41 +78,33 @@ def _version(row: dict[str, Any]) -> AgentVersion:
     )
 
 
-class PostgresConsoleTables:
-    _db: psycopg.Connection[dict[str, Any]]
-
-    def transaction(self) -> AbstractContextManager[None]:
-        raise NotImplementedError
-
-    def _changed(self, cursor: psycopg.Cursor[Any]) -> int:
-        raise NotImplementedError
-
-    def add_user(self, user: User) -> bool:
-        cursor = self._db.execute(
+class PostgresConsoleTables(PostgresConnections):
+    async def add_user(self, user: User) -> bool:
+        changed = await self._count(
             "INSERT INTO users (name, role, password_hash, created_at) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT DO NOTHING",
             (user.name, user.role, user.password_hash, user.created_at),
         )
-        return self._changed(cursor) == 1
+        return changed == 1
 
-    def get_user(self, name: str) -> User | None:
-        row = self._db.execute("SELECT * FROM users WHERE name = %s", (name,)).fetchone()
+    async def get_user(self, name: str) -> User | None:
+        row = await self._one("SELECT * FROM users WHERE name = %s", (name,))
         return _user(row) if row else None
 
-    def list_users(self) -> list[User]:
-        return [_user(r) for r in self._db.execute("SELECT * FROM users ORDER BY name")]
+    async def list_users(self) -> list[User]:
+        return [_user(r) for r in await self._all("SELECT * FROM users ORDER BY name")]
 
-    def add_audit(self, entry: AuditEntry) -> AuditEntry:
-        row = self._db.execute(
+    async def add_audit(self, entry: AuditEntry) -> AuditEntry:
+        row = await self._one(
             "INSERT INTO audit (at, actor, action, conversation_id, call_id, agent_id, details)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
             (entry.at, entry.actor, entry.action, entry.conversation_id, entry.call_id,
              entry.agent_id, rows.dump(entry.details)),
-        ).fetchone()  # fmt: skip
+        )  # fmt: skip
         assert row is not None
         return replace(entry, id=int(row["id"]))
 
-    def list_audit(
+    async def list_audit(
         self,
         *,
         limit: int = 100,
@@ -128,7 +118,7 @@ class PostgresConsoleTables:
             if value is not None:
                 where.append(f"{column} %s")
                 args.append(value)
-        found = self._db.execute(
+        found = await self._all(
             f"SELECT * FROM audit WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT %s",
             (*args, limit),
         )
@@ -146,7 +136,7 @@ class PostgresConsoleTables:
             for r in found
         ]
 
-    def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
+    async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
         where: list[str] = ["TRUE"]
         args: list[Any] = []
         if query.agent_id is not None:
@@ -164,7 +154,7 @@ class PostgresConsoleTables:
                 " WHERE m.conversation_id = s.id AND m.text ILIKE %s))"
             )
             args += [_like(query.text)] * 2
-        found = self._db.execute(
+        found = await self._all(
             f"SELECT * FROM ({_SUMMARY}) s WHERE {' AND '.join(where)}"
             " ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
             (*args, query.limit, query.offset),
@@ -179,18 +169,18 @@ class PostgresConsoleTables:
             for r in found
         ]
 
-    def add_agent_version(self, version: AgentVersion) -> AgentVersion:
-        with self.transaction():
+    async def add_agent_version(self, version: AgentVersion) -> AgentVersion:
+        async with self.transaction():
             # Numbers per agent without gaps or repeats, across processes.
-            self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (version.agent_id,))
-            row = self._db.execute(
+            await self._run("SELECT pg_advisory_xact_lock(hashtext(%s))", (version.agent_id,))
+            row = await self._one(
                 "SELECT COALESCE(MAX(version), 0) + 1 AS next FROM agent_versions"
                 " WHERE agent_id = %s",
                 (version.agent_id,),
-            ).fetchone()
+            )
             assert row is not None
             saved = replace(version, version=int(row["next"]))
-            self._db.execute(
+            await self._run(
                 "INSERT INTO agent_versions (agent_id, version, body, author, created_at, note)"
                 " VALUES (%s, %s, %s, %s, %s, %s)",
                 (saved.agent_id, saved.version, saved.body, saved.author, saved.created_at,
@@ -198,15 +188,15 @@ class PostgresConsoleTables:
             )  # fmt: skip
         return saved
 
-    def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
-        found = self._db.execute(
+    async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
+        found = await self._all(
             "SELECT * FROM agent_versions WHERE agent_id = %s ORDER BY version DESC", (agent_id,)
         )
         return [_version(r) for r in found]
 
-    def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
-        row = self._db.execute(
+    async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
+        row = await self._one(
             "SELECT * FROM agent_versions WHERE agent_id = %s AND version = %s",
             (agent_id, version),
-        ).fetchone()
+        )
         return _version(row) if row else None

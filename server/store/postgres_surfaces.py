@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import psycopg
-
 from server.store import rows
+from server.store.postgres_connections import PostgresConnections
 from server.store.records import Surface
 
 # Migration 5 (server/store/postgres.py): where each call is assigned, and the surfaces.
@@ -27,68 +24,66 @@ _UPSERT = (
 )
 
 
-class SurfaceTables:
-    _db: psycopg.Connection[dict[str, Any]]
+class SurfaceTables(PostgresConnections):
+    async def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        await self._run(_UPSERT, (conversation_id, surface_id, now, now))
 
-    def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        self._db.execute(_UPSERT, (conversation_id, surface_id, now, now))
-
-    def save_surface_tools(
+    async def save_surface_tools(
         self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
     ) -> None:
-        self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
+        await self._ensure_surface(conversation_id, surface_id, now)
+        await self._run(
             "UPDATE surfaces SET tools = %s WHERE conversation_id = %s AND id = %s",
             (rows.dump(list(tools)), conversation_id, surface_id),
         )
 
-    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
+    async def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        await self._ensure_surface(conversation_id, surface_id, now)
+        await self._run(
             "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = %s"
             " WHERE conversation_id = %s AND id = %s",
             (now, conversation_id, surface_id),
         )
 
-    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        self._db.execute(
+    async def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        await self._run(
             "UPDATE surfaces SET streams = GREATEST(streams - 1, 0),"
             " detached_at = CASE WHEN streams = 1 THEN %s ELSE detached_at END"
             " WHERE conversation_id = %s AND id = %s",
             (now, conversation_id, surface_id),
         )
 
-    def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
+    async def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        await self._ensure_surface(conversation_id, surface_id, now)
+        await self._run(
             "UPDATE surfaces SET left_page = TRUE, detached_at = %s"
             " WHERE conversation_id = %s AND id = %s",
             (now, conversation_id, surface_id),
         )
 
-    def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
+    async def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        await self._ensure_surface(conversation_id, surface_id, now)
+        await self._run(
             "UPDATE surfaces SET last_active = GREATEST(last_active, %s)"
             " WHERE conversation_id = %s AND id = %s",
             (now, conversation_id, surface_id),
         )
 
-    def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
-        row = self._db.execute(
+    async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
+        row = await self._one(
             "SELECT * FROM surfaces WHERE conversation_id = %s AND id = %s",
             (conversation_id, surface_id),
-        ).fetchone()
+        )
         return rows.surface(row) if row else None
 
-    def list_surfaces(self, conversation_id: str) -> list[Surface]:
-        found = self._db.execute(
+    async def list_surfaces(self, conversation_id: str) -> list[Surface]:
+        found = await self._all(
             "SELECT * FROM surfaces WHERE conversation_id = %s ORDER BY last_active DESC",
             (conversation_id,),
         )
         return [rows.surface(r) for r in found]
 
-    def reset_surfaces(self, now: float) -> None:
+    async def reset_surfaces(self, now: float) -> None:
         # Do not zero the counts here: other processes serve streams of this database too.
         # Not done (issue 9): the streams of a process that died stay counted until their
         # pages reconnect (see docs/protocol.md "Surfaces").

@@ -9,12 +9,13 @@ nowhere). Several processes share a PostgreSQL store instead.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -152,7 +153,8 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         # FULL's cost per commit.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._depth = 0
+        self._owner: asyncio.Task[Any] | None = None
+        self._writer = asyncio.Lock()
         self._migrate()
         if serving:
             # We hold the file alone: every lease in it belongs to a process that is gone.
@@ -177,33 +179,35 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         row = self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        if self._depth:
-            self._depth += 1
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """One BEGIN IMMEDIATE ... COMMIT. Statements never suspend the task (sqlite3 is
+        called directly: a local file, microseconds a statement), so a transaction is
+        normally never interleaved with another task's; the lock keeps it that way if a
+        caller awaits something else inside one. Nested calls from the same task join it."""
+        task = asyncio.current_task()
+        if self._owner is task and task is not None:
+            yield
+            return
+        async with self._writer:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._owner = task
             try:
                 yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
             finally:
-                self._depth -= 1
-            return
-        self._db.execute("BEGIN IMMEDIATE")
-        self._depth = 1
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        else:
-            self._db.execute("COMMIT")
-        finally:
-            self._depth = 0
+                self._owner = None
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self._db.close()
         if self._lock is not None:
             self._lock.close()
 
-    def rotate_session(self, conversation_id: str, generation: int) -> bool:
+    async def rotate_session(self, conversation_id: str, generation: int) -> bool:
         cursor = self._db.execute(
             "UPDATE conversations SET session_generation = session_generation + 1"
             " WHERE id = ? AND session_generation = ?",
@@ -211,8 +215,8 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         )
         return cursor.rowcount == 1
 
-    def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
-        with self.transaction():
+    async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        async with self.transaction():
             self._db.execute("DELETE FROM stream_tickets WHERE expires_at < ?", (now,))
             cursor = self._db.execute(
                 "INSERT OR IGNORE INTO stream_tickets (nonce, expires_at) VALUES (?, ?)",
@@ -220,18 +224,31 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
             )
         return cursor.rowcount == 1
 
-    def probe_write(self) -> None:
-        """Write and roll back one row: raises ``sqlite3.Error`` when writes would fail
-        (read-only file or directory, full disk, a lock held past the busy timeout)."""
+    def check_writable(self) -> None:
+        try:
+            self._probe()
+        except Exception:
+            self._db.close()
+            if self._lock is not None:
+                self._lock.close()
+            raise
+
+    def _probe(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.execute("INSERT INTO probe (at) VALUES (julianday('now'))")
         finally:
             self._db.execute("ROLLBACK")
 
+    async def probe_write(self) -> None:
+        """Write and roll back one row: raises ``sqlite3.Error`` when writes would fail
+        (read-only file or directory, full disk, a lock held past the busy timeout)."""
+        async with self._writer:
+            self._probe()
+
     # ---- conversations -------------------------------------------------------------------
 
-    def create_conversation(self, conversation: Conversation) -> None:
+    async def create_conversation(self, conversation: Conversation) -> None:
         self._db.execute(
             "INSERT INTO conversations (id, agent_id, created_at, locale, handled_tools)"
             " VALUES (?, ?, ?, ?, ?)",
@@ -244,13 +261,13 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
             ),
         )
 
-    def get_conversation(self, conversation_id: str) -> Conversation | None:
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
         row = self._db.execute(
             "SELECT * FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()
         return rows.conversation(row) if row else None
 
-    def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
+    async def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
         self._db.execute(
             "UPDATE conversations SET handled_tools = ? WHERE id = ?",
             (rows.dump(list(tools)), conversation_id),
@@ -258,7 +275,7 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
 
     # ---- messages ------------------------------------------------------------------------
 
-    def add_message(self, message: StoredMessage) -> None:
+    async def add_message(self, message: StoredMessage) -> None:
         self._db.execute(
             "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
             " tool_call_id, tool_name, interrupted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -275,7 +292,7 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
             ),
         )
 
-    def list_messages(self, conversation_id: str) -> list[StoredMessage]:
+    async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
         found = self._db.execute(
             "SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
         )
@@ -283,7 +300,7 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
 
     # ---- runs ----------------------------------------------------------------------------
 
-    def create_run(self, run: Run) -> None:
+    async def create_run(self, run: Run) -> None:
         self._db.execute(
             "INSERT INTO runs (id, conversation_id, agent, status, step, error, simulate)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -298,46 +315,46 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
             ),
         )
 
-    def get_run(self, run_id: str) -> Run | None:
+    async def get_run(self, run_id: str) -> Run | None:
         row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         return rows.run(row) if row else None
 
-    def latest_run(self, conversation_id: str) -> Run | None:
+    async def latest_run(self, conversation_id: str) -> Run | None:
         row = self._db.execute(
             "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1",
             (conversation_id,),
         ).fetchone()
         return rows.run(row) if row else None
 
-    def list_runs(self, conversation_id: str) -> list[Run]:
+    async def list_runs(self, conversation_id: str) -> list[Run]:
         found = self._db.execute(
             "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
         )
         return [rows.run(r) for r in found]
 
-    def runs_with_status(self, status: RunStatus) -> list[Run]:
+    async def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
         return [rows.run(r) for r in found]
 
-    def update_run(self, run_id: str, **changes: Any) -> None:
+    async def update_run(self, run_id: str, **changes: Any) -> None:
         encoded = rows.run_changes(changes)
         assignments = ", ".join(f"{k} = ?" for k in encoded)
         self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*encoded.values(), run_id))
 
-    def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
+    async def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
         cursor = self._db.execute(
             "UPDATE runs SET status = ? WHERE id = ? AND status = ?",
             (to_status, run_id, from_status),
         )
         return cursor.rowcount == 1
 
-    def stalled_runs(self) -> list[Run]:
+    async def stalled_runs(self) -> list[Run]:
         found = self._db.execute(STALLED_RUNS, (*_OPEN,))
         return [rows.run(r) for r in found]
 
     # ---- calls ---------------------------------------------------------------------------
 
-    def add_call(self, call: Call) -> None:
+    async def add_call(self, call: Call) -> None:
         self._db.execute(
             "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
             " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
@@ -361,23 +378,23 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
             ),
         )
 
-    def get_call(self, call_id: str) -> Call | None:
+    async def get_call(self, call_id: str) -> Call | None:
         row = self._db.execute("SELECT * FROM calls WHERE id = ?", (call_id,)).fetchone()
         return rows.call(row) if row else None
 
-    def list_calls(self, conversation_id: str) -> list[Call]:
+    async def list_calls(self, conversation_id: str) -> list[Call]:
         found = self._db.execute(
             "SELECT * FROM calls WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
         )
         return [rows.call(r) for r in found]
 
-    def calls_of_step(self, run_id: str, step: int) -> list[Call]:
+    async def calls_of_step(self, run_id: str, step: int) -> list[Call]:
         found = self._db.execute(
             "SELECT * FROM calls WHERE run_id = ? AND step = ? ORDER BY pos", (run_id, step)
         )
         return [rows.call(r) for r in found]
 
-    def due_calls(self, now: float) -> list[Call]:
+    async def due_calls(self, now: float) -> list[Call]:
         marks = ",".join("?" * len(OPEN_STATES))
         found = self._db.execute(
             f"SELECT * FROM calls WHERE state IN ({marks}) AND deadline <= ? ORDER BY deadline",
@@ -385,13 +402,13 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         )
         return [rows.call(r) for r in found]
 
-    def count_calls(self, run_id: str, tool_name: str) -> int:
+    async def count_calls(self, run_id: str, tool_name: str) -> int:
         row = self._db.execute(
             "SELECT COUNT(*) FROM calls WHERE run_id = ? AND tool_name = ?", (run_id, tool_name)
         ).fetchone()
         return int(row[0])
 
-    def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
+    async def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
         wanted = list(states)
         marks = ",".join("?" * len(wanted))
         found = self._db.execute(
@@ -399,20 +416,20 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         )
         return [rows.call(r) for r in found]
 
-    def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None:
+    async def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None:
         self._db.execute(
             "INSERT OR IGNORE INTO grants (conversation_id, tool_name, call_id) VALUES (?, ?, ?)",
             (conversation_id, tool_name, call_id),
         )
 
-    def has_grant(self, conversation_id: str, tool_name: str) -> bool:
+    async def has_grant(self, conversation_id: str, tool_name: str) -> bool:
         row = self._db.execute(
             "SELECT 1 FROM grants WHERE conversation_id = ? AND tool_name = ?",
             (conversation_id, tool_name),
         ).fetchone()
         return row is not None
 
-    def transition_call(
+    async def transition_call(
         self,
         call_id: str,
         from_states: Iterable[CallState],
@@ -437,7 +454,7 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
 
     # ---- leases (server/leases.py) ---------------------------------------------------------
 
-    def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
+    async def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
         cursor = self._db.execute(
             "INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)"
             " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until"
@@ -446,35 +463,35 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         )
         return cursor.rowcount == 1
 
-    def keep_lease(self, key: str, owner: str, until: float) -> bool:
+    async def keep_lease(self, key: str, owner: str, until: float) -> bool:
         cursor = self._db.execute(
             "UPDATE leases SET until = ? WHERE key = ? AND owner = ?", (until, key, owner)
         )
         return cursor.rowcount == 1
 
-    def renew_leases(self, owner: str, until: float) -> int:
+    async def renew_leases(self, owner: str, until: float) -> int:
         cursor = self._db.execute("UPDATE leases SET until = ? WHERE owner = ?", (until, owner))
         return cursor.rowcount
 
-    def release_lease(self, key: str, owner: str) -> bool:
+    async def release_lease(self, key: str, owner: str) -> bool:
         cursor = self._db.execute("DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
         return cursor.rowcount == 1
 
-    def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
+    async def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
         found = self._db.execute(
             "SELECT key FROM leases WHERE until < ? AND owner <> ? ORDER BY until",
             (now, other_than),
         )
         return [r[0] for r in found]
 
-    def try_singleton(self, name: str) -> bool:
+    async def try_singleton(self, name: str) -> bool:
         return True  # one process per file (see _lock)
 
     # ---- events --------------------------------------------------------------------------
 
-    def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
+    async def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
         name, encoded = encode(event)
-        with self.transaction():
+        async with self.transaction():
             row = self._db.execute(
                 "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq",
                 (conversation_id,),
@@ -487,7 +504,7 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
             )
         return Event(conversation_id, seq, name, encoded)
 
-    def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
+    async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
         found = self._db.execute(
             "SELECT seq, type, data FROM events WHERE conversation_id = ? AND seq > ?"
             " ORDER BY seq LIMIT ?",
@@ -495,7 +512,7 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         )
         return [stored_event(conversation_id, r["seq"], r["type"], r["data"]) for r in found]
 
-    def last_seq(self, conversation_id: str) -> int:
+    async def last_seq(self, conversation_id: str) -> int:
         row = self._db.execute(
             "SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()

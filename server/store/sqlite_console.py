@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -75,12 +75,12 @@ def _user(row: sqlite3.Row) -> User:
 class ConsoleTables:
     _db: sqlite3.Connection
 
-    def transaction(self) -> AbstractContextManager[None]:
+    def transaction(self) -> AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
     # ---- the operator console (issue 11) -------------------------------------------------
 
-    def add_user(self, user: User) -> bool:
+    async def add_user(self, user: User) -> bool:
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO users (name, role, password_hash, created_at)"
             " VALUES (?, ?, ?, ?)",
@@ -88,15 +88,15 @@ class ConsoleTables:
         )
         return cursor.rowcount == 1
 
-    def get_user(self, name: str) -> User | None:
+    async def get_user(self, name: str) -> User | None:
         row = self._db.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
         return _user(row) if row else None
 
-    def list_users(self) -> list[User]:
+    async def list_users(self) -> list[User]:
         rows = self._db.execute("SELECT * FROM users ORDER BY name")
         return [_user(r) for r in rows]
 
-    def add_audit(self, entry: AuditEntry) -> AuditEntry:
+    async def add_audit(self, entry: AuditEntry) -> AuditEntry:
         cursor = self._db.execute(
             "INSERT INTO audit (at, actor, action, conversation_id, call_id, agent_id, details)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -113,7 +113,7 @@ class ConsoleTables:
         assert cursor.lastrowid is not None
         return replace(entry, id=cursor.lastrowid)
 
-    def list_audit(
+    async def list_audit(
         self,
         *,
         limit: int = 100,
@@ -145,7 +145,7 @@ class ConsoleTables:
             for r in rows
         ]
 
-    def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
+    async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
         where, args = ["1 = 1"], []
         if query.agent_id is not None:
             where.append("agent_id = ?")
@@ -182,8 +182,8 @@ class ConsoleTables:
             for r in rows
         ]
 
-    def add_agent_version(self, version: AgentVersion) -> AgentVersion:
-        with self.transaction():
+    async def add_agent_version(self, version: AgentVersion) -> AgentVersion:
+        async with self.transaction():
             row = self._db.execute(
                 "SELECT COALESCE(MAX(version), 0) + 1 FROM agent_versions WHERE agent_id = ?",
                 (version.agent_id,),
@@ -208,13 +208,13 @@ class ConsoleTables:
             note=row["note"],
         )
 
-    def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
+    async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
         rows = self._db.execute(
             "SELECT * FROM agent_versions WHERE agent_id = ? ORDER BY version DESC", (agent_id,)
         )
         return [self._version(r) for r in rows]
 
-    def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
+    async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
         row = self._db.execute(
             "SELECT * FROM agent_versions WHERE agent_id = ? AND version = ?", (agent_id, version)
         ).fetchone()

@@ -32,7 +32,7 @@ class SurfaceTables:
             (conversation_id, surface_id, now, now),
         )
 
-    def save_surface_tools(
+    async def save_surface_tools(
         self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
     ) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
@@ -41,7 +41,7 @@ class SurfaceTables:
             (rows.dump(list(tools)), conversation_id, surface_id),
         )
 
-    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+    async def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
         self._db.execute(
             "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"
@@ -49,7 +49,7 @@ class SurfaceTables:
             (now, conversation_id, surface_id),
         )
 
-    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+    async def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         self._db.execute(
             "UPDATE surfaces SET streams = MAX(streams - 1, 0),"
             " detached_at = CASE WHEN streams = 1 THEN ? ELSE detached_at END"
@@ -57,7 +57,7 @@ class SurfaceTables:
             (now, conversation_id, surface_id),
         )
 
-    def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+    async def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
         self._db.execute(
             "UPDATE surfaces SET left_page = 1, detached_at = ?"
@@ -65,7 +65,7 @@ class SurfaceTables:
             (now, conversation_id, surface_id),
         )
 
-    def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+    async def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
         self._db.execute(
             "UPDATE surfaces SET last_active = MAX(last_active, ?)"
@@ -73,21 +73,21 @@ class SurfaceTables:
             (now, conversation_id, surface_id),
         )
 
-    def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
+    async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
         row = self._db.execute(
             "SELECT * FROM surfaces WHERE conversation_id = ? AND id = ?",
             (conversation_id, surface_id),
         ).fetchone()
         return rows.surface(row) if row else None
 
-    def list_surfaces(self, conversation_id: str) -> list[Surface]:
+    async def list_surfaces(self, conversation_id: str) -> list[Surface]:
         found = self._db.execute(
             "SELECT * FROM surfaces WHERE conversation_id = ? ORDER BY last_active DESC",
             (conversation_id,),
         )
         return [rows.surface(r) for r in found]
 
-    def reset_surfaces(self, now: float) -> None:
+    async def reset_surfaces(self, now: float) -> None:
         # One process per SQLite file: at start, every stream it counted is gone.
         self._db.execute(
             "UPDATE surfaces SET streams = 0, detached_at = ? WHERE streams > 0", (now,)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from starlette.testclient import TestClient
@@ -19,6 +20,7 @@ from server.settings import DEMO_AGENTS, Settings
 from server.store import Store, open_store
 from tests.unit.databases import fresh_schema
 
+T = TypeVar("T")
 SECRET = ("unit-test-secret-key-0123456789abcdef",)
 # What the widget's own fetches carry (TestClient's base URL): creating needs an Origin.
 ORIGIN = {"Origin": "http://testserver"}
@@ -76,6 +78,12 @@ class Harness:
         runtime: Runtime = self.app.state.hostcall
         return runtime
 
+    def call(self, function: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """Await ``function(*args, **kwargs)`` on the app's event loop (the store is async,
+        and its connections belong to the loop the app runs on), from this test's thread."""
+        assert self.client is not None and self.client.portal is not None
+        return self.client.portal.call(partial(function, *args, **kwargs))
+
     # ---- conversation helpers -------------------------------------------------------------
 
     def conversation(self, agent: str = "planner") -> Conv:
@@ -118,7 +126,7 @@ class Harness:
         """(SSE event name, payload): a CUSTOM event's payload is its ``value``."""
         return [
             (e.name, e.data["value"] if e.data["type"] == "CUSTOM" else e.data)
-            for e in self.runtime.store.events_after(conv.id, 0)
+            for e in self.call(self.runtime.store.events_after, conv.id, 0)
         ]
 
     def answer(self, call: dict[str, Any], output: Any) -> Any:
@@ -200,7 +208,7 @@ def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 
 @pytest.fixture
-def store(store_target: str | Path) -> Iterator[Store]:
+async def store(store_target: str | Path) -> AsyncIterator[Store]:
     opened = open_store(store_target)
     yield opened
-    opened.close()
+    await opened.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -27,8 +28,9 @@ class ConsoleClient:
     """One person's browser: its own cookies, signed in as ``name``."""
 
     def __init__(self, app: Any, runtime: Any, name: str, role: str) -> None:
-        if runtime.store.get_user(name) is None:
-            add_user(runtime.store, name, role, PASSWORD)
+        # The store's own thread is the app's; a SQLite store's statements run anywhere.
+        if asyncio.run(runtime.store.get_user(name)) is None:
+            asyncio.run(add_user(runtime.store, name, role, PASSWORD))
         self.http = TestClient(app, follow_redirects=False)
         self.name = name
         self.csrf = ""

@@ -102,7 +102,7 @@ def test_events_stored_before_issue_8_replay_as_ag_ui(tmp_path: Path) -> None:
                     (legacy, json.dumps(old), conv.id, seq),
                 )
         db.close()
-        replayed = h.runtime.store.events_after(conv.id, 0)
+        replayed = h.call(h.runtime.store.events_after, conv.id, 0)
     finally:
         h.stop()
     dispatch = [e for e in replayed if e.name == CustomName.TOOL_CALL_DISPATCH]
@@ -112,4 +112,4 @@ def test_events_stored_before_issue_8_replay_as_ag_ui(tmp_path: Path) -> None:
 
 
 def _events(h: Harness, conversation_id: str) -> list[dict[str, Any]]:
-    return [e.data for e in h.runtime.store.events_after(conversation_id, 0)]
+    return [e.data for e in h.call(h.runtime.store.events_after, conversation_id, 0)]

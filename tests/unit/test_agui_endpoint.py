@@ -6,6 +6,7 @@ server-side tools, guardrails and every other policy run on the server.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import uuid
@@ -218,7 +219,7 @@ def test_a_run_with_no_user_message_to_answer_is_refused_and_starts_nothing(serv
     r = httpx.post(f"{server.url}/agui/helper", json=body)
     assert r.status_code == 400 and "nothing to run" in r.json()["error"]["message"]
     cid = thread_conversation_id("helper", body["threadId"])
-    assert server.app.state.hostcall.store.latest_run(cid) is None
+    assert asyncio.run(server.app.state.hostcall.store.latest_run(cid)) is None
 
 
 def test_an_unknown_agent_is_a_404(server: Live) -> None:

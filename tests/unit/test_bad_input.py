@@ -44,7 +44,7 @@ def state(h: Harness, conv: Conv) -> tuple[Any, ...]:
         for key in ("resultToken", "decisionToken"):
             if key in call:  # signed afresh on every request: keep presence, not the value
                 call[key] = "<token>"
-    return h.events(conv), h.runtime.store.list_messages(conv.id), snap
+    return h.events(conv), h.call(h.runtime.store.list_messages, conv.id), snap
 
 
 def read_call(h: Harness) -> tuple[Conv, dict[str, Any]]:
@@ -67,7 +67,7 @@ def tool_messages(h: Harness, conv: Conv, call_id: str) -> list[Any]:
     """What the model reads for the call, decoded."""
     return [
         json.loads(m.text)
-        for m in h.runtime.store.list_messages(conv.id)
+        for m in h.call(h.runtime.store.list_messages, conv.id)
         if m.role == "tool" and m.tool_call_id == call_id
     ]
 
@@ -305,11 +305,11 @@ async def test_exactly_one_of_concurrent_answers_wins(tmp_path: Path) -> None:
         winner = outputs[statuses.index(200)]
         assert server.settle(conv)["run"]["status"] == "finished"
         store = server.app.state.hostcall.store
-        results = [e.data for e in store.events_after(conv.id, 0) if e.name == "TOOL_CALL_RESULT"]
+        events = await store.events_after(conv.id, 0)
+        results = [e.data for e in events if e.name == "TOOL_CALL_RESULT"]
         assert [r["outcome"] for r in results] == [{"output": winner}]
-        assert [json.loads(m.text) for m in store.list_messages(conv.id) if m.role == "tool"] == [
-            winner
-        ]
+        messages = await store.list_messages(conv.id)
+        assert [json.loads(m.text) for m in messages if m.role == "tool"] == [winner]
 
 
 def test_answer_after_the_deadline_is_gone_and_the_model_got_timeout(tmp_path: Path) -> None:
@@ -420,7 +420,7 @@ def test_session_token_for_a_conversation_that_does_not_exist_is_not_found(
         "/api/conversations/c_doesnotexist/messages", json={"text": "hi"}, headers=auth
     )
     assert_error(r, 404, "unknown_conversation", "c_doesnotexist")
-    assert harness.runtime.store.get_conversation("c_doesnotexist") is None
+    assert harness.call(harness.runtime.store.get_conversation, "c_doesnotexist") is None
 
 
 def test_result_token_for_a_call_that_does_not_exist_is_not_found(harness: Harness) -> None:
@@ -625,7 +625,10 @@ def test_empty_message_is_refused_and_no_run_starts(harness: Harness, body: dict
     conv = harness.conversation()
     r = harness.http.post(f"/api/conversations/{conv.id}/messages", json=body, headers=conv.auth)
     assert_error(r, 422, "invalid_message", "'text'")
-    assert harness.events(conv) == [] and harness.runtime.store.list_messages(conv.id) == []
+    assert (
+        harness.events(conv) == []
+        and harness.call(harness.runtime.store.list_messages, conv.id) == []
+    )
     assert harness.snapshot(conv)["run"] is None
 
 

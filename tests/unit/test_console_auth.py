@@ -93,18 +93,23 @@ def _state(harness: Harness) -> tuple[Any, ...]:
         (str(p.relative_to(harness.agents_dir)), hashlib.sha256(p.read_bytes()).hexdigest())
         for p in harness.agents_dir.rglob("*.json")
     )
-    conversations = [c.conversation.id for c in store.list_conversations(_everything())]
-    calls = [(c.id, c.state, c.outcome) for cid in conversations for c in store.list_calls(cid)]
-    runs = [(r.id, r.status) for cid in conversations for r in store.list_runs(cid)]
-    return (
-        files,
-        calls,
-        runs,
-        [(e.actor, e.action) for e in store.list_audit(limit=10_000)],
-        store.list_agent_versions("planner"),
-        [u.name for u in store.list_users()],
-        sorted(harness.runtime.agents),
-    )
+
+    async def rows() -> tuple[Any, ...]:
+        summaries = await store.list_conversations(_everything())
+        conversations = [c.conversation.id for c in summaries]
+        calls = [
+            (c.id, c.state, c.outcome) for cid in conversations for c in await store.list_calls(cid)
+        ]
+        runs = [(r.id, r.status) for cid in conversations for r in await store.list_runs(cid)]
+        return (
+            calls,
+            runs,
+            [(e.actor, e.action) for e in await store.list_audit(limit=10_000)],
+            await store.list_agent_versions("planner"),
+            [u.name for u in await store.list_users()],
+        )
+
+    return (files, *harness.call(rows), sorted(harness.runtime.agents))
 
 
 def _everything() -> Any:
@@ -151,7 +156,7 @@ def test_a_forged_or_foreign_session_cookie_is_anonymous(harness: Harness) -> No
     finally:
         other.stop()
     # Another server's secret keys: the same name means nothing here.
-    add_user(harness.runtime.store, "ada", "admin", PASSWORD)
+    harness.call(add_user, harness.runtime.store, "ada", "admin", PASSWORD)
     stranger = TestClient(harness.app, follow_redirects=False, cookies={"hc_console": cookie})
     assert stranger.get("/console/api/conversations").status_code == 401
     stranger.cookies.set("hc_console", "not.a.cookie")
@@ -232,11 +237,11 @@ def test_console_pages_show_no_token_of_the_visitors_conversation(
 
 def test_passwords_are_stored_as_argon2_hashes_and_checked(harness: Harness) -> None:
     store = harness.runtime.store
-    user = add_user(store, "ada", "designer", PASSWORD)
+    user = harness.call(add_user, store, "ada", "designer", PASSWORD)
     assert user.password_hash.startswith("$argon2id$") and PASSWORD not in user.password_hash
-    assert authenticate(store, "ada", PASSWORD) == user
-    assert authenticate(store, "ada", PASSWORD + "!") is None
-    assert authenticate(store, "nobody", PASSWORD) is None
+    assert harness.call(authenticate, store, "ada", PASSWORD) == user
+    assert harness.call(authenticate, store, "ada", PASSWORD + "!") is None
+    assert harness.call(authenticate, store, "nobody", PASSWORD) is None
 
 
 @pytest.mark.parametrize(
@@ -252,19 +257,19 @@ def test_bad_accounts_are_refused_with_the_reason(
     harness: Harness, name: str, role: str, password: str, message: str
 ) -> None:
     with pytest.raises(AccountError, match=re.escape(message)):
-        add_user(harness.runtime.store, name, role, password)
-    assert harness.runtime.store.list_users() == []
+        harness.call(add_user, harness.runtime.store, name, role, password)
+    assert harness.call(harness.runtime.store.list_users) == []
 
 
 def test_a_taken_name_is_refused_and_the_first_account_kept(harness: Harness) -> None:
-    first = add_user(harness.runtime.store, "ada", "admin", PASSWORD)
+    first = harness.call(add_user, harness.runtime.store, "ada", "admin", PASSWORD)
     with pytest.raises(AccountError, match="already a user"):
-        add_user(harness.runtime.store, "ada", "operator", "another password")
-    assert harness.runtime.store.list_users() == [first]
+        harness.call(add_user, harness.runtime.store, "ada", "operator", "another password")
+    assert harness.call(harness.runtime.store.list_users) == [first]
 
 
 def test_login_sets_a_strict_httponly_session_cookie_and_is_audited(harness: Harness) -> None:
-    add_user(harness.runtime.store, "ada", "operator", PASSWORD)
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
     browser = TestClient(harness.app, follow_redirects=False)
     form = browser.get("/console/login?next=/console/audit")
     r = browser.post(
@@ -276,12 +281,14 @@ def test_login_sets_a_strict_httponly_session_cookie_and_is_audited(harness: Har
     assert r.headers["location"] == "/console/conversations?waiting=1"
     cookie = next(v for k, v in r.headers.multi_items() if k == "set-cookie" and "hc_console=" in v)
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/console" in cookie
-    assert [(e.actor, e.action) for e in harness.runtime.store.list_audit()] == [("ada", "login")]
+    assert [(e.actor, e.action) for e in harness.call(harness.runtime.store.list_audit)] == [
+        ("ada", "login")
+    ]
 
 
 @pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/", "/api/x"])
 def test_login_never_redirects_outside_the_console(harness: Harness, target: str) -> None:
-    add_user(harness.runtime.store, "ada", "operator", PASSWORD)
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
     browser = TestClient(harness.app, follow_redirects=False)
     form = browser.get("/console/login")
     r = browser.post(
@@ -292,7 +299,7 @@ def test_login_never_redirects_outside_the_console(harness: Harness, target: str
 
 
 def test_wrong_password_is_refused_without_a_session_and_audited(harness: Harness) -> None:
-    add_user(harness.runtime.store, "ada", "operator", PASSWORD)
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
     browser = TestClient(harness.app, follow_redirects=False)
     form = browser.get("/console/login")
     r = browser.post(
@@ -301,11 +308,11 @@ def test_wrong_password_is_refused_without_a_session_and_audited(harness: Harnes
     assert r.status_code == 401 and "Wrong name or password." in r.text
     assert "hc_console" not in browser.cookies
     assert browser.get("/console/api/conversations").status_code == 401
-    assert [e.action for e in harness.runtime.store.list_audit()] == ["login.refused"]
+    assert [e.action for e in harness.call(harness.runtime.store.list_audit)] == ["login.refused"]
 
 
 def test_login_without_its_form_token_is_refused(harness: Harness) -> None:
-    add_user(harness.runtime.store, "ada", "operator", PASSWORD)
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
     browser = TestClient(harness.app, follow_redirects=False)
     browser.get("/console/login")
     for token in ("", "forged"):
@@ -317,11 +324,11 @@ def test_login_without_its_form_token_is_refused(harness: Harness) -> None:
     token = csrf_of(browser.get("/console/login").text)
     r = fresh.post("/console/login", data={"csrf": token, "name": "ada", "password": PASSWORD})
     assert r.status_code == 403
-    assert harness.runtime.store.list_audit() == []
+    assert harness.call(harness.runtime.store.list_audit) == []
 
 
 def test_login_attempts_are_rate_limited_per_name(harness: Harness) -> None:
-    add_user(harness.runtime.store, "ada", "operator", PASSWORD)
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
     browser = TestClient(harness.app, follow_redirects=False)
     token = csrf_of(browser.get("/console/login").text)
     for _ in range(5):
@@ -331,7 +338,7 @@ def test_login_attempts_are_rate_limited_per_name(harness: Harness) -> None:
     r = browser.post("/console/login", data={"csrf": token, "name": "ada", "password": PASSWORD})
     assert r.status_code == 429 and r.headers["retry-after"] == "60"
     assert "hc_console" not in browser.cookies
-    assert [e.action for e in harness.runtime.store.list_audit()].count("login") == 0
+    assert [e.action for e in harness.call(harness.runtime.store.list_audit)].count("login") == 0
 
 
 def test_logout_ends_the_session_in_this_browser(harness: Harness) -> None:

@@ -46,7 +46,7 @@ def test_saving_writes_the_file_reloads_the_agent_and_records_a_version(
     assert r.status_code == 200 and r.json() == {"version": 2}
     assert json.loads((harness.agents_dir / "planner.json").read_text()) == agent
     assert harness.runtime.agents["planner"].greeting == "Bonjour !"  # reloaded, as SIGHUP does
-    versions = harness.runtime.store.list_agent_versions("planner")
+    versions = harness.call(harness.runtime.store.list_agent_versions, "planner")
     assert [(v.version, v.author, v.note) for v in versions] == [
         (2, "dana", ""), (1, "", "as found on disk"),
     ]  # fmt: skip
@@ -93,8 +93,8 @@ def test_an_invalid_schema_is_refused_with_hostcall_checks_lines_and_nothing_cha
     assert error["code"] == "agent_invalid"
     assert error["message"] == expected[0] and error["details"]["problems"] == expected
     assert _files(harness.agents_dir) == before
-    assert harness.runtime.store.list_agent_versions("planner") == []
-    assert "agent.save" not in [e.action for e in harness.runtime.store.list_audit()]
+    assert harness.call(harness.runtime.store.list_agent_versions, "planner") == []
+    assert "agent.save" not in [e.action for e in harness.call(harness.runtime.store.list_audit)]
 
 
 @pytest.mark.parametrize(
@@ -116,7 +116,7 @@ def test_bad_agents_are_refused_and_nothing_changes(
     r = designer.post("/console/api/agents/planner", {"agent": agent})
     assert r.status_code == 422 and r.json()["error"]["code"] == code
     assert _files(harness.agents_dir) == before
-    assert harness.runtime.store.list_agent_versions("planner") == []
+    assert harness.call(harness.runtime.store.list_agent_versions, "planner") == []
 
 
 def test_bad_bodies_are_clear_errors(harness: Harness, designer: ConsoleClient) -> None:
@@ -141,11 +141,11 @@ def test_versions_diff_and_roll_back(harness: Harness, designer: ConsoleClient) 
     assert r.status_code == 303
     assert (harness.agents_dir / "planner.json").read_text() == original
     assert harness.runtime.agents["planner"].greeting != "Version two"
-    notes = [v.note for v in harness.runtime.store.list_agent_versions("planner")]
+    notes = [v.note for v in harness.call(harness.runtime.store.list_agent_versions, "planner")]
     assert notes == ["roll back to version 1", "", "as found on disk"]
     missing = designer.form("/console/agents/planner/rollback", {"version": "99"})
     assert missing.status_code == 404
-    assert len(harness.runtime.store.list_agent_versions("planner")) == 3
+    assert len(harness.call(harness.runtime.store.list_agent_versions, "planner")) == 3
 
 
 def test_create_duplicate_disable_and_enable(harness: Harness, designer: ConsoleClient) -> None:
@@ -166,7 +166,7 @@ def test_create_duplicate_disable_and_enable(harness: Harness, designer: Console
     assert check_lines(harness.agents_dir) == []
     assert designer.form("/console/agents/planner2/enable", {}).status_code == 303
     assert "planner2" in harness.runtime.agents
-    actions = [e.action for e in reversed(harness.runtime.store.list_audit())]
+    actions = [e.action for e in reversed(harness.call(harness.runtime.store.list_audit))]
     assert actions[-4:] == ["agent.create", "agent.duplicate", "agent.disable", "agent.enable"]
 
 

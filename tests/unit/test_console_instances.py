@@ -17,7 +17,7 @@ def operator(harness: Harness) -> ConsoleClient:
 
 
 def _audit(harness: Harness) -> list[tuple[str, str, str | None]]:
-    entries = harness.runtime.store.list_audit()
+    entries = harness.call(harness.runtime.store.list_audit)
     return [(e.actor, e.action, e.call_id) for e in reversed(entries) if e.action != "login"]
 
 
@@ -68,7 +68,7 @@ def test_operator_approves_with_edits_and_the_edited_input_is_dispatched(
         {"decision": "approve", "input": edited},
     )
     assert r.status_code == 200 and r.json()["state"] == "dispatched"
-    moved = harness.runtime.store.get_call(call["toolCallId"])
+    moved = harness.call(harness.runtime.store.get_call, call["toolCallId"])
     assert moved is not None and moved.input == edited
     assert moved.extra["approval"]["edited"] is True
     # The visitor's decision token is for the old state: it cannot decide again.
@@ -103,7 +103,9 @@ def test_operator_rejects_and_the_model_reads_that_an_operator_decided(
     )
     assert r.status_code == 200 and r.json()["state"] == "rejected"
     harness.settle(conv)
-    tool_message = [m for m in harness.runtime.store.list_messages(conv.id) if m.role == "tool"]
+    tool_message = [
+        m for m in harness.call(harness.runtime.store.list_messages, conv.id) if m.role == "tool"
+    ]
     assert "(an operator decided) duplicate of t1" in tool_message[-1].text
     assert _audit(harness) == [("olga", "call.reject", call["toolCallId"])]
 

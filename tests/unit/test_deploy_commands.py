@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -123,8 +124,11 @@ def test_users_add_works_beside_a_server_on_its_sqlite_file_and_on_postgresql(
     assert done.returncode == 0, done.stderr
     from server.store import open_store
 
-    store = open_store(pg_url)
-    try:
-        assert store.get_user("ada") is not None
-    finally:
-        store.close()
+    async def saved() -> bool:
+        store = open_store(pg_url)
+        try:
+            return await store.get_user("ada") is not None
+        finally:
+            await store.close()
+
+    assert asyncio.run(saved())

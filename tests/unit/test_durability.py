@@ -257,7 +257,7 @@ def test_frozen_agent_definition_is_stored_with_the_run(harness: Harness) -> Non
     conv = harness.conversation()
     run_id = harness.say(conv, "What should I work on next?")
     harness.open_call(conv)
-    run = harness.runtime.store.get_run(run_id)
+    run = harness.call(harness.runtime.store.get_run, run_id)
     assert run is not None
     assert run.agent == json.loads((harness.agents_dir / "planner.json").read_text())
 

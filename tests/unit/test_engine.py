@@ -28,7 +28,7 @@ def test_events_follow_agui_names_and_increase_by_one(harness: Harness) -> None:
     harness.answer(harness.open_call(conv), BOARD)
     harness.settle(conv)
     store = harness.runtime.store
-    events = store.events_after(conv.id, 0)
+    events = harness.call(store.events_after, conv.id, 0)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     names = [e.name for e in events]
     assert names[0] == "RUN_STARTED" and names[-1] == "RUN_FINISHED"

@@ -26,12 +26,16 @@ def _left_mid_step(h: Harness, *, owner: str, until: float) -> str:
     """A run another process is stepping: running, its user message stored, its lease held."""
     store = h.runtime.store
     conv = h.conversation()
-    with store.transaction():
-        store.create_run(
-            Run("r_other", conv.id, h.runtime.agents["planner"].source, RunStatus.RUNNING)
-        )
-        store.add_message(StoredMessage("m_other", conv.id, "r_other", "user", ASK))
-        assert store.take_lease("run:r_other", owner, until, time.time())
+
+    async def leave() -> None:
+        async with store.transaction():
+            await store.create_run(
+                Run("r_other", conv.id, h.runtime.agents["planner"].source, RunStatus.RUNNING)
+            )
+            await store.add_message(StoredMessage("m_other", conv.id, "r_other", "user", ASK))
+            assert await store.take_lease("run:r_other", owner, until, time.time())
+
+    h.call(leave)
     return conv.id
 
 
@@ -52,19 +56,19 @@ def test_a_live_lease_is_never_adopted_and_a_lapsed_one_is(
         cid = _left_mid_step(h, owner="other-process", until=time.time() + 60)
         _sweep(h)
         # The other process is alive (its lease is live): nothing of its step is re-run.
-        assert store.get_run("r_other").status is RunStatus.RUNNING  # type: ignore[union-attr]
-        assert [m.role for m in store.list_messages(cid)] == ["user"]
-        assert store.list_calls(cid) == []
+        assert h.call(store.get_run, "r_other").status is RunStatus.RUNNING  # type: ignore[union-attr]
+        assert [m.role for m in h.call(store.list_messages, cid)] == ["user"]
+        assert h.call(store.list_calls, cid) == []
 
         # It dies: its lease lapses, and this process takes the step over, once.
-        store.take_lease("run:r_other", "other-process", time.time() - 1, time.time())
+        h.call(store.take_lease, "run:r_other", "other-process", time.time() - 1, time.time())
         _sweep(h)
         _sweep(h)
-        run = store.get_run("r_other")
+        run = h.call(store.get_run, "r_other")
         assert run is not None and run.status is RunStatus.WAITING
-        assert [m.role for m in store.list_messages(cid)] == ["user", "assistant"]
-        assert [c.tool_name for c in store.list_calls(cid)] == ["read_board_tasks"]
-        assert store.expired_leases(float("inf")) == []  # handed back when the step ended
+        assert [m.role for m in h.call(store.list_messages, cid)] == ["user", "assistant"]
+        assert [c.tool_name for c in h.call(store.list_calls, cid)] == ["read_board_tasks"]
+        assert h.call(store.expired_leases, float("inf")) == []  # handed back when the step ended
     finally:
         h.stop()
 
@@ -81,11 +85,11 @@ def test_only_the_process_with_the_sweeper_turn_expires_calls(
         store = second.runtime.store
         # Push the deadline into the past, as time passing would.
         state = CallState(call["state"])
-        store.transition_call(call["toolCallId"], [state], state, deadline=0.0)
+        second.call(store.transition_call, call["toolCallId"], [state], state, deadline=0.0)
         _sweep(second)  # not its turn: the first process started first
-        assert store.get_call(call["toolCallId"]).state.open  # type: ignore[union-attr]
+        assert second.call(store.get_call, call["toolCallId"]).state.open  # type: ignore[union-attr]
         _sweep(first)
-        assert store.get_call(call["toolCallId"]).state.value == "expired"  # type: ignore[union-attr]
+        assert second.call(store.get_call, call["toolCallId"]).state.value == "expired"  # type: ignore[union-attr]
     finally:
         second.stop()
         first.stop()
@@ -102,9 +106,9 @@ def test_a_step_left_by_a_killed_process_resumes_when_its_sqlite_file_reopens(
         h.restart()
         store = h.runtime.store
         deadline = time.monotonic() + 5
-        while store.get_run("r_other").status is RunStatus.RUNNING:  # type: ignore[union-attr]
+        while h.call(store.get_run, "r_other").status is RunStatus.RUNNING:  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the interrupted step was not resumed"
             time.sleep(0.02)
-        assert [c.tool_name for c in store.list_calls(cid)] == ["read_board_tasks"]
+        assert [c.tool_name for c in h.call(store.list_calls, cid)] == ["read_board_tasks"]
     finally:
         h.stop()

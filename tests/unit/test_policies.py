@@ -253,7 +253,7 @@ def test_result_truncated_exactly_past_the_limit(make: Any) -> None:
             assert "cut" in seen["message"]
         else:
             assert seen == output
-        stored = h.runtime.store.get_call(call["toolCallId"])
+        stored = h.call(h.runtime.store.get_call, call["toolCallId"])
         assert stored is not None and stored.outcome == {"output": output}  # ledger keeps it all
 
 
@@ -346,7 +346,7 @@ def test_output_guardrail_redacts_fields_before_the_model_sees_them(make: Any) -
     content = json.loads(next(d for t, d in h.events(conv) if t == "TOOL_CALL_RESULT")["content"])
     assert content == {"email": "[redacted]", "ok": True}
     assert "secret@example.com" not in h.assistant_texts(conv)[-1]
-    stored = h.runtime.store.get_call(call["toolCallId"])
+    stored = h.call(h.runtime.store.get_call, call["toolCallId"])
     assert stored is not None and stored.outcome is not None
     assert stored.outcome["output"]["email"] == "secret@example.com"
 

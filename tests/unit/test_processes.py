@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -21,6 +21,8 @@ from server.store.records import CallState, RunStatus
 from tests.unit.conftest import BOARD
 from tests.unit.databases import fresh_schema
 from tests.unit.processes import Balancer, Cluster, converse
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -34,18 +36,35 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             print(group.output())  # shown by pytest when the test failed
 
 
-def _check_every_conversation(store: Store, handled: dict[str, list[str]]) -> None:
+def _read(url: str, reading: Callable[[Store], Awaitable[T]]) -> T:
+    """``reading`` on a store of its own, opened and closed on an event loop of its own."""
+
+    async def read() -> T:
+        store = open_store(url)
+        try:
+            return await reading(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
+def _check_every_conversation(url: str, handled: dict[str, list[str]]) -> None:
+    _read(url, lambda store: _check(store, handled))
+
+
+async def _check(store: Store, handled: dict[str, list[str]]) -> None:
     """Each run finished once, with one call handled once, and a gapless event log."""
     assert handled
     for cid, ran in handled.items():
-        run = store.latest_run(cid)
+        run = await store.latest_run(cid)
         assert run is not None and run.status is RunStatus.FINISHED, (cid, run)
-        calls = store.list_calls(cid)
+        calls = await store.list_calls(cid)
         assert [c.state for c in calls] == [CallState.ANSWERED], (cid, calls)
         assert ran == [calls[0].id], (cid, ran)
-        roles = [m.role for m in store.list_messages(cid)]
+        roles = [m.role for m in await store.list_messages(cid)]
         assert roles == ["user", "assistant", "tool", "assistant"], (cid, roles)
-        events = store.events_after(cid, 0)
+        events = await store.events_after(cid, 0)
         assert [e.seq for e in events] == list(range(1, len(events) + 1)), cid
         types = [e.name for e in events]
         for once in ("RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_RESULT", "RUN_FINISHED"):
@@ -126,15 +145,15 @@ def test_streams_on_one_process_get_what_another_commits(cluster: Cluster) -> No
             return await asyncio.gather(*(one(client) for _ in range(100)))
 
     results = asyncio.run(main())
-    store = open_store(cluster.database_url)
-    try:
+
+    async def check(store: Store) -> None:
         for cid, seen in results:
-            stored = [(e.seq, e.name) for e in store.events_after(cid, 0)]
+            stored = [(e.seq, e.name) for e in await store.events_after(cid, 0)]
             assert seen == stored, cid  # every event, in order, no gap, no reconnect
-        handled = {cid: [store.list_calls(cid)[0].id] for cid, _ in results}
-        _check_every_conversation(store, handled)
-    finally:
-        store.close()
+        handled = {cid: [(await store.list_calls(cid))[0].id] for cid, _ in results}
+        await _check(store, handled)
+
+    _read(cluster.database_url, check)
 
 
 def _load(cluster: Cluster, count: int, during: Any) -> dict[str, list[str]]:
@@ -156,42 +175,34 @@ def test_sigkill_of_one_of_two_processes_loses_nothing_and_runs_nothing_twice(
     cluster: Cluster,
 ) -> None:
     processes = [cluster.start(), cluster.start()]
-    store = open_store(cluster.database_url)
-    try:
-        # Three moments: as messages arrive (steps in flight), while runs wait on their
-        # calls, and as answers arrive (resumed steps in flight).
-        for round_, delay in enumerate((0.05, 0.6, 0.25)):
-            victim = processes[round_ % 2]
+    # Three moments: as messages arrive (steps in flight), while runs wait on their
+    # calls, and as answers arrive (resumed steps in flight).
+    for round_, delay in enumerate((0.05, 0.6, 0.25)):
+        victim = processes[round_ % 2]
 
-            async def kill(victim: Any = victim, delay: float = delay) -> None:
-                await asyncio.sleep(delay)
-                cluster.kill(victim)
+        async def kill(victim: Any = victim, delay: float = delay) -> None:
+            await asyncio.sleep(delay)
+            cluster.kill(victim)
 
-            handled = _load(cluster, 30, kill)
-            _check_every_conversation(store, handled)
-            processes[round_ % 2] = cluster.start()  # back to two for the next round
-        leftover = store.expired_leases(now=float("inf"))
-        assert leftover == [], leftover
-    finally:
-        store.close()
+        handled = _load(cluster, 30, kill)
+        _check_every_conversation(cluster.database_url, handled)
+        processes[round_ % 2] = cluster.start()  # back to two for the next round
+    leftover = _read(cluster.database_url, lambda store: store.expired_leases(now=float("inf")))
+    assert leftover == [], leftover
 
 
 def test_rolling_restart_duplicates_no_step_and_no_handler_run(cluster: Cluster) -> None:
     old = cluster.start()
-    store = open_store(cluster.database_url)
-    try:
 
-        async def roll() -> None:
-            await asyncio.sleep(0.1)
-            await asyncio.to_thread(cluster.start)  # the new process starts mid-load...
-            await asyncio.sleep(0.3)
-            await asyncio.to_thread(cluster.stop, old)  # ...then the old one stops
+    async def roll() -> None:
+        await asyncio.sleep(0.1)
+        await asyncio.to_thread(cluster.start)  # the new process starts mid-load...
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(cluster.stop, old)  # ...then the old one stops
 
-        handled = _load(cluster, 40, roll)
-        _check_every_conversation(store, handled)
-        assert not old.alive
-    finally:
-        store.close()
+    handled = _load(cluster, 40, roll)
+    _check_every_conversation(cluster.database_url, handled)
+    assert not old.alive
 
 
 def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path: Any) -> None:

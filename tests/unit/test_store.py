@@ -1,16 +1,16 @@
 """The store's contract, on SQLite and on PostgreSQL alike (conftest's ``store`` fixture).
 
-Races use real concurrency on PostgreSQL: one connection per thread, as separate processes
-would have. A SQLite file has one process and one connection, used by one thread at a time
-(the event loop): there the contenders take turns on it, whole transactions at a time.
+Races use real concurrency on PostgreSQL: one store (its own connection pool) per contender,
+as separate processes would have, all awaited at once. A SQLite file has one process and one
+connection: there the contenders take turns on it, whole transactions at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +27,24 @@ from server.store.sqlite import SQLiteStore
 OPEN = [CallState.DISPATCHED, CallState.DELIVERED]
 
 
-def _conversation(store: Store, cid: str = "c1") -> None:
-    store.create_conversation(Conversation(cid, "planner", 1.0, "fr", ("read_board_tasks",)))
+async def _conversation(store: Store, cid: str = "c1") -> None:
+    await store.create_conversation(Conversation(cid, "planner", 1.0, "fr", ("read_board_tasks",)))
 
 
-def _call(store: Store, call_id: str = "k1", state: CallState = CallState.DISPATCHED) -> Call:
+async def _call(store: Store, call_id: str = "k1", state: CallState = CallState.DISPATCHED) -> Call:
     call = Call(call_id, "c1", "r1", 1, "create_task", state, {"title": "é"}, '{"title":"é"}', 5.0)
-    store.add_call(call)
+    await store.add_call(call)
     return call
 
 
-def test_records_read_back_as_written(store: Store) -> None:
-    _conversation(store)
-    assert store.get_conversation("c1") == Conversation(
+async def test_records_read_back_as_written(store: Store) -> None:
+    await _conversation(store)
+    assert await store.get_conversation("c1") == Conversation(
         "c1", "planner", 1.0, "fr", ("read_board_tasks",)
     )
-    store.set_handled_tools("c1", ("a", "b"))
-    assert store.get_conversation("c1").handled_tools == ("a", "b")  # type: ignore[union-attr]
-    assert store.get_conversation("c_missing") is None
+    await store.set_handled_tools("c1", ("a", "b"))
+    assert (await store.get_conversation("c1")).handled_tools == ("a", "b")  # type: ignore[union-attr]
+    assert await store.get_conversation("c_missing") is None
 
     first = StoredMessage("m1", "c1", "r1", "user", "bonjour ✓")
     second = StoredMessage(
@@ -55,100 +55,102 @@ def test_records_read_back_as_written(store: Store) -> None:
         "",
         tool_calls=({"id": "k1", "name": "t", "arguments": "{}"},),
     )
-    store.add_message(first)
-    store.add_message(second)
-    assert store.list_messages("c1") == [first, second]
+    await store.add_message(first)
+    await store.add_message(second)
+    assert await store.list_messages("c1") == [first, second]
 
     run = Run("r1", "c1", {"id": "planner", "nested": [1, None]}, RunStatus.RUNNING, simulate=True)
-    store.create_run(run)
-    assert store.get_run("r1") == run
-    store.update_run("r1", status=RunStatus.FAILED, step=3, error={"code": "x"})
-    assert store.get_run("r1") == Run(
+    await store.create_run(run)
+    assert await store.get_run("r1") == run
+    await store.update_run("r1", status=RunStatus.FAILED, step=3, error={"code": "x"})
+    assert await store.get_run("r1") == Run(
         "r1", "c1", run.agent, RunStatus.FAILED, 3, {"code": "x"}, True
     )
-    store.create_run(Run("r2", "c1", {}, RunStatus.WAITING))
-    assert store.latest_run("c1").id == "r2"  # type: ignore[union-attr]
-    assert [r.id for r in store.runs_with_status(RunStatus.WAITING)] == ["r2"]
+    await store.create_run(Run("r2", "c1", {}, RunStatus.WAITING))
+    assert (await store.latest_run("c1")).id == "r2"  # type: ignore[union-attr]
+    assert [r.id for r in await store.runs_with_status(RunStatus.WAITING)] == ["r2"]
 
-    call = _call(store)
-    assert store.get_call("k1") == call
-    assert store.list_calls("c1") == [call] == store.calls_of_step("r1", 1)
-    assert store.calls_of_step("r1", 2) == []
-    assert store.count_calls("r1", "create_task") == 1
-    assert store.calls_in_states([CallState.DISPATCHED]) == [call]
-    assert store.due_calls(4.9) == [] and store.due_calls(5.0) == [call]
+    call = await _call(store)
+    assert await store.get_call("k1") == call
+    assert await store.list_calls("c1") == [call] == await store.calls_of_step("r1", 1)
+    assert await store.calls_of_step("r1", 2) == []
+    assert await store.count_calls("r1", "create_task") == 1
+    assert await store.calls_in_states([CallState.DISPATCHED]) == [call]
+    assert await store.due_calls(4.9) == [] and await store.due_calls(5.0) == [call]
 
 
-def test_a_call_moves_only_from_the_states_it_is_given(store: Store) -> None:
-    _call(store)
-    assert not store.transition_call("k1", [CallState.PROPOSED], CallState.ANSWERED)
-    assert store.transition_call(
+async def test_a_call_moves_only_from_the_states_it_is_given(store: Store) -> None:
+    await _call(store)
+    assert not await store.transition_call("k1", [CallState.PROPOSED], CallState.ANSWERED)
+    assert await store.transition_call(
         "k1", OPEN, CallState.ANSWERED, outcome={"output": [1]}, delivered=True
     )
-    assert not store.transition_call("k1", OPEN, CallState.FAILED, outcome={"error": {}})
-    settled = store.get_call("k1")
+    assert not await store.transition_call("k1", OPEN, CallState.FAILED, outcome={"error": {}})
+    settled = await store.get_call("k1")
     assert settled is not None
     assert (settled.state, settled.outcome, settled.delivered) == (
         CallState.ANSWERED, {"output": [1]}, True,
     )  # fmt: skip
-    assert store.due_calls(100.0) == []
+    assert await store.due_calls(100.0) == []
 
 
-def test_grants_are_per_conversation_and_tool(store: Store) -> None:
-    assert not store.has_grant("c1", "create_task")
-    store.add_grant("c1", "create_task", "k1")
-    store.add_grant("c1", "create_task", "k2")  # a second grant changes nothing
-    assert store.has_grant("c1", "create_task")
-    assert not store.has_grant("c2", "create_task")
+async def test_grants_are_per_conversation_and_tool(store: Store) -> None:
+    assert not await store.has_grant("c1", "create_task")
+    await store.add_grant("c1", "create_task", "k1")
+    await store.add_grant("c1", "create_task", "k2")  # a second grant changes nothing
+    assert await store.has_grant("c1", "create_task")
+    assert not await store.has_grant("c2", "create_task")
 
 
-def test_events_are_numbered_per_conversation_without_gaps(store: Store) -> None:
-    _conversation(store, "c1")
-    _conversation(store, "c2")
+async def test_events_are_numbered_per_conversation_without_gaps(store: Store) -> None:
+    await _conversation(store, "c1")
+    await _conversation(store, "c2")
     for i in range(3):
-        store.append_event("c1", TextMessageContent("m", f"{i}"))
-    store.append_event("c2", TextMessageContent("m", "0"))
-    with pytest.raises(RuntimeError), store.transaction():
-        store.append_event("c1", TextMessageContent("m", "rolled back"))
-        raise RuntimeError
-    event = store.append_event("c1", TextMessageContent("m", "3"))
+        await store.append_event("c1", TextMessageContent("m", f"{i}"))
+    await store.append_event("c2", TextMessageContent("m", "0"))
+    with pytest.raises(RuntimeError):
+        async with store.transaction():
+            await store.append_event("c1", TextMessageContent("m", "rolled back"))
+            raise RuntimeError
+    event = await store.append_event("c1", TextMessageContent("m", "3"))
     assert event.seq == 4
-    assert [(e.seq, e.data["delta"]) for e in store.events_after("c1", 0)] == [
+    assert [(e.seq, e.data["delta"]) for e in await store.events_after("c1", 0)] == [
         (1, "0"), (2, "1"), (3, "2"), (4, "3"),
     ]  # fmt: skip
-    assert [e.seq for e in store.events_after("c1", 2, limit=1)] == [3]
-    assert store.last_seq("c1") == 4 and store.last_seq("c2") == 1
-    assert store.last_seq("c_missing") == 0
+    assert [e.seq for e in await store.events_after("c1", 2, limit=1)] == [3]
+    assert await store.last_seq("c1") == 4 and await store.last_seq("c2") == 1
+    assert await store.last_seq("c_missing") == 0
 
 
-def test_a_rolled_back_transaction_leaves_nothing(store: Store) -> None:
-    _conversation(store)
-    with pytest.raises(RuntimeError), store.transaction():
-        store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
-        with store.transaction():  # nested: part of the outer one
-            _call(store)
-        raise RuntimeError
-    assert store.get_run("r1") is None and store.get_call("k1") is None
+async def test_a_rolled_back_transaction_leaves_nothing(store: Store) -> None:
+    await _conversation(store)
+    with pytest.raises(RuntimeError):
+        async with store.transaction():
+            await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+            async with store.transaction():  # nested: part of the outer one
+                await _call(store)
+            raise RuntimeError
+    assert await store.get_run("r1") is None and await store.get_call("k1") is None
 
 
-def test_a_failing_statement_fails_its_transaction_and_leaves_nothing(store: Store) -> None:
+async def test_a_failing_statement_fails_its_transaction_and_leaves_nothing(store: Store) -> None:
     # PostgreSQL sends a transaction's statements pipelined: the error may arrive later than
     # the statement, but never after the transaction ends, and the store works on.
-    _conversation(store)
-    store.add_message(StoredMessage("m1", "c1", "r1", "user", "first"))
+    await _conversation(store)
+    await store.add_message(StoredMessage("m1", "c1", "r1", "user", "first"))
     with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
-        with store.transaction():
-            store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
-            store.add_message(StoredMessage("m1", "c1", "r1", "user", "same id"))
-            store.append_event("c1", TextMessageContent("m2", "x"))
-            store.append_event("c1", TextMessageContent("m2", "y"))
-    assert store.get_run("r1") is None
-    assert store.last_seq("c1") == 0 and store.events_after("c1", 0) == []
-    assert [m.text for m in store.list_messages("c1")] == ["first"]
-    with store.transaction():
-        store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
-        event = store.append_event("c1", TextMessageContent("m2", "x"))
-    assert event.seq == 1 and store.get_run("r1") is not None
+        async with store.transaction():
+            await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+            await store.add_message(StoredMessage("m1", "c1", "r1", "user", "same id"))
+            await store.append_event("c1", TextMessageContent("m2", "x"))
+            await store.append_event("c1", TextMessageContent("m2", "y"))
+    assert await store.get_run("r1") is None
+    assert await store.last_seq("c1") == 0 and await store.events_after("c1", 0) == []
+    assert [m.text for m in await store.list_messages("c1")] == ["first"]
+    async with store.transaction():
+        await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+        event = await store.append_event("c1", TextMessageContent("m2", "x"))
+    assert event.seq == 1 and await store.get_run("r1") is not None
 
 
 # ---- races -----------------------------------------------------------------------------
@@ -161,178 +163,159 @@ def _peers(store: Store, store_target: str | Path, count: int) -> list[Store]:
     return [open_store(store_target) for _ in range(count)]
 
 
-def _race(peers: list[Store], attempt: Callable[[Store, int], bool]) -> list[int]:
-    barrier = threading.Barrier(len(peers))
-    shared = len(set(map(id, peers))) == 1
-    turn = threading.Lock()
-    winners: list[int] = []
-    failures: list[BaseException] = []
-
-    def contender(index: int) -> None:
-        barrier.wait()
-        try:
-            if shared:
-                with turn:
-                    won = attempt(peers[index], index)
-            else:
-                won = attempt(peers[index], index)
-        except BaseException as exc:
-            failures.append(exc)
-            return
-        if won:
-            winners.append(index)
-
-    threads = [threading.Thread(target=contender, args=(i,)) for i in range(len(peers))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if failures:
-        raise failures[0]
-    return winners
+async def _race(peers: list[Store], attempt: Callable[[Store, int], Awaitable[bool]]) -> list[int]:
+    """Every contender at once: on PostgreSQL each peer has its own connections, so the
+    database sees the transactions overlap; a SQLite file's tasks take turns, whole
+    transactions at a time (its statements never yield to another task)."""
+    won = await asyncio.gather(*(attempt(peer, index) for index, peer in enumerate(peers)))
+    return [index for index, winner in enumerate(won) if winner]
 
 
-def test_concurrent_answers_have_one_winner_whose_result_is_stored(
+async def test_concurrent_answers_have_one_winner_whose_result_is_stored(
     store: Store, store_target: str | Path
 ) -> None:
     peers = _peers(store, store_target, 8)
     try:
         for round_ in range(5):
             call_id = f"k{round_}"
-            _call(store, call_id)
+            await _call(store, call_id)
 
-            def answer(peer: Store, index: int, call_id: str = call_id) -> bool:
-                return peer.transition_call(
+            async def answer(peer: Store, index: int, call_id: str = call_id) -> bool:
+                return await peer.transition_call(
                     call_id, OPEN, CallState.ANSWERED, outcome={"output": {"by": index}}
                 )
 
-            winners = _race(peers, answer)
+            winners = await _race(peers, answer)
             assert len(winners) == 1
-            stored = store.get_call(call_id)
+            stored = await store.get_call(call_id)
             assert stored is not None and stored.outcome == {"output": {"by": winners[0]}}
     finally:
         for peer in set(peers) - {store}:
-            peer.close()
+            await peer.close()
 
 
-def test_concurrent_event_appends_keep_one_gapless_sequence(
+async def test_concurrent_event_appends_keep_one_gapless_sequence(
     store: Store, store_target: str | Path
 ) -> None:
-    _conversation(store)
+    await _conversation(store)
     peers = _peers(store, store_target, 4)
     try:
 
-        def append(peer: Store, index: int) -> bool:
+        async def append(peer: Store, index: int) -> bool:
             for i in range(25):
-                with peer.transaction():
-                    peer.append_event("c1", TextMessageContent(f"m{index}", f"{i}"))
+                async with peer.transaction():
+                    await peer.append_event("c1", TextMessageContent(f"m{index}", f"{i}"))
             return True
 
-        assert len(_race(peers, append)) == 4
-        events = store.events_after("c1", 0)
+        assert len(await _race(peers, append)) == 4
+        events = await store.events_after("c1", 0)
         assert [e.seq for e in events] == list(range(1, 101))
         for index in range(4):  # each writer's events in its own order
             mine = [e.data["delta"] for e in events if e.data["messageId"] == f"m{index}"]
             assert mine == [f"{i}" for i in range(25)]
     finally:
         for peer in set(peers) - {store}:
-            peer.close()
+            await peer.close()
 
 
 # ---- leases ----------------------------------------------------------------------------
 
 
-def test_a_lease_belongs_to_one_owner_until_it_expires(store: Store) -> None:
-    assert store.take_lease("run:r1", "a", until=10.0, now=0.0)
-    assert not store.take_lease("run:r1", "b", until=20.0, now=5.0)  # live: refused
-    assert store.take_lease("run:r1", "a", until=12.0, now=5.0)  # its owner may renew
-    assert store.expired_leases(11.0) == []
-    assert store.expired_leases(13.0) == ["run:r1"]
-    assert store.expired_leases(13.0, other_than="a") == []  # not another's
-    assert store.take_lease("run:r1", "b", until=30.0, now=13.0)  # expired: taken over
-    assert not store.keep_lease("run:r1", "a", until=40.0)  # the old owner is fenced off
-    assert not store.release_lease("run:r1", "a")
-    assert store.keep_lease("run:r1", "b", until=40.0)
-    store.take_lease("call:k1", "b", until=1.0, now=0.0)
-    assert store.renew_leases("b", until=50.0) == 2
-    assert store.expired_leases(45.0) == []
-    assert store.release_lease("run:r1", "b")
-    assert store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released: free again
+async def test_a_lease_belongs_to_one_owner_until_it_expires(store: Store) -> None:
+    assert await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    assert not await store.take_lease("run:r1", "b", until=20.0, now=5.0)  # live: refused
+    assert await store.take_lease("run:r1", "a", until=12.0, now=5.0)  # its owner may renew
+    assert await store.expired_leases(11.0) == []
+    assert await store.expired_leases(13.0) == ["run:r1"]
+    assert await store.expired_leases(13.0, other_than="a") == []  # not another's
+    assert await store.take_lease("run:r1", "b", until=30.0, now=13.0)  # expired: taken over
+    assert not await store.keep_lease("run:r1", "a", until=40.0)  # the old owner is fenced off
+    assert not await store.release_lease("run:r1", "a")
+    assert await store.keep_lease("run:r1", "b", until=40.0)
+    await store.take_lease("call:k1", "b", until=1.0, now=0.0)
+    assert await store.renew_leases("b", until=50.0) == 2
+    assert await store.expired_leases(45.0) == []
+    assert await store.release_lease("run:r1", "b")
+    assert await store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released: free again
 
 
-def test_concurrent_takers_of_an_expired_lease_have_one_winner(
+async def test_concurrent_takers_of_an_expired_lease_have_one_winner(
     store: Store, store_target: str | Path
 ) -> None:
-    store.take_lease("run:r1", "dead", until=1.0, now=0.0)
+    await store.take_lease("run:r1", "dead", until=1.0, now=0.0)
     peers = _peers(store, store_target, 6)
     try:
-        winners = _race(peers, lambda peer, i: peer.take_lease("run:r1", f"p{i}", 100.0, 50.0))
+
+        async def take(peer: Store, i: int) -> bool:
+            return await peer.take_lease("run:r1", f"p{i}", 100.0, 50.0)
+
+        winners = await _race(peers, take)
         assert len(winners) == 1
     finally:
         for peer in set(peers) - {store}:
-            peer.close()
+            await peer.close()
 
 
-def test_stalled_runs_are_runs_no_process_can_move(store: Store) -> None:
-    _conversation(store)
-    store.create_run(Run("r_owned", "c1", {}, RunStatus.RUNNING))
-    store.take_lease("run:r_owned", "a", 10.0, 0.0)
-    store.create_run(Run("r_orphan", "c1", {}, RunStatus.RUNNING))
-    store.create_run(Run("r_waits", "c1", {}, RunStatus.WAITING, step=1))
-    store.add_call(Call("k1", "c1", "r_waits", 1, "t", CallState.DISPATCHED, {}, "{}", 9.0))
-    store.create_run(Run("r_ready", "c1", {}, RunStatus.WAITING, step=1))
-    store.add_call(Call("k2", "c1", "r_ready", 1, "t", CallState.ANSWERED, {}, "{}", 9.0))
-    store.create_run(Run("r_done", "c1", {}, RunStatus.FINISHED))
-    assert [r.id for r in store.stalled_runs()] == ["r_orphan", "r_ready"]
+async def test_stalled_runs_are_runs_no_process_can_move(store: Store) -> None:
+    await _conversation(store)
+    await store.create_run(Run("r_owned", "c1", {}, RunStatus.RUNNING))
+    await store.take_lease("run:r_owned", "a", 10.0, 0.0)
+    await store.create_run(Run("r_orphan", "c1", {}, RunStatus.RUNNING))
+    await store.create_run(Run("r_waits", "c1", {}, RunStatus.WAITING, step=1))
+    await store.add_call(Call("k1", "c1", "r_waits", 1, "t", CallState.DISPATCHED, {}, "{}", 9.0))
+    await store.create_run(Run("r_ready", "c1", {}, RunStatus.WAITING, step=1))
+    await store.add_call(Call("k2", "c1", "r_ready", 1, "t", CallState.ANSWERED, {}, "{}", 9.0))
+    await store.create_run(Run("r_done", "c1", {}, RunStatus.FINISHED))
+    assert [r.id for r in await store.stalled_runs()] == ["r_orphan", "r_ready"]
 
 
-def test_the_sweeper_turn_is_held_by_one_store_at_a_time(
+async def test_the_sweeper_turn_is_held_by_one_store_at_a_time(
     store: Store, store_target: str | Path
 ) -> None:
-    assert store.try_singleton("sweeper")
-    assert store.try_singleton("sweeper")  # held, and asking again keeps it
+    assert await store.try_singleton("sweeper")
+    assert await store.try_singleton("sweeper")  # held, and asking again keeps it
     if isinstance(store, SQLiteStore):
         return  # one process per file: it is always that process's turn
     other = open_store(store_target)
     try:
-        assert not other.try_singleton("sweeper")
-        store.close()  # the holder goes away (as a killed process's connection does)
+        assert not await other.try_singleton("sweeper")
+        await store.close()  # the holder goes away (as a killed process's connection does)
         # Its server process ends a moment after the connection closes; then the lock is free.
         deadline = time.monotonic() + 5
-        while not other.try_singleton("sweeper"):
+        while not await other.try_singleton("sweeper"):
             assert time.monotonic() < deadline, "the turn never passed to the other store"
-            time.sleep(0.05)
+            await asyncio.sleep(0.05)
     finally:
-        other.close()
+        await other.close()
 
 
 # ---- migrations ------------------------------------------------------------------------
 
 
-def test_migrations_apply_once_and_a_reopened_store_keeps_its_data(
+async def test_migrations_apply_once_and_a_reopened_store_keeps_its_data(
     store: Store, store_target: str | Path
 ) -> None:
     version = store.schema_version  # type: ignore[attr-defined]
     assert version >= 2
-    _conversation(store)
-    store.close()
+    await _conversation(store)
+    await store.close()
     again = open_store(store_target)
     try:
         assert again.schema_version == version  # type: ignore[attr-defined]
-        assert again.get_conversation("c1") is not None
+        assert await again.get_conversation("c1") is not None
     finally:
-        again.close()
+        await again.close()
         # The fixture closes ``store`` again; both stores allow a second close.
 
 
-def test_a_database_from_a_newer_hostcall_is_refused(store: Store, store_target: Any) -> None:
-    placeholder = "?" if isinstance(store, SQLiteStore) else "%s"
-    store._db.execute(  # type: ignore[attr-defined]
-        f"INSERT INTO schema_migrations (version, name, applied_at)"
-        f" VALUES (999, 'future', {placeholder})",
-        (1.0 if isinstance(store, SQLiteStore) else "2030-01-01",),
-    )
-    store.close()
+async def test_a_database_from_a_newer_hostcall_is_refused(store: Store, store_target: Any) -> None:
+    future = "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', "
+    if isinstance(store, SQLiteStore):
+        store._db.execute(future + "?)", (1.0,))
+    else:
+        with psycopg.connect(str(store_target), autocommit=True) as db:
+            db.execute(future + "%s)", ("2030-01-01",))
+    await store.close()
     with pytest.raises(StoreError, match="version 999, newer than this Hostcall"):
         open_store(store_target)
 
@@ -349,87 +332,91 @@ def test_pending_migrations_are_the_missing_ones_in_order() -> None:
 # ---- SQLite: one process per file ------------------------------------------------------
 
 
-def test_a_second_store_on_one_sqlite_file_is_refused_clearly(tmp_path: Path) -> None:
+async def test_a_second_store_on_one_sqlite_file_is_refused_clearly(tmp_path: Path) -> None:
     db = tmp_path / "one.db"
     first = SQLiteStore(db)
-    first.create_conversation(Conversation("c1", "planner", 1.0))
+    await first.create_conversation(Conversation("c1", "planner", 1.0))
     with pytest.raises(StoreError, match=r"another Hostcall process \(pid \d+\) is serving"):
         SQLiteStore(db)
-    assert first.get_conversation("c1") is not None  # the first one is untouched
-    first.close()
+    assert await first.get_conversation("c1") is not None  # the first one is untouched
+    await first.close()
     second = SQLiteStore(db)  # once it is gone, the file opens again
-    assert second.get_conversation("c1") is not None
-    second.close()
+    assert await second.get_conversation("c1") is not None
+    await second.close()
 
 
 # ---- surfaces (issue 9) -----------------------------------------------------------------------
 
 
-def test_a_surface_counts_its_streams_and_stamps_when_the_last_one_closes(store: Store) -> None:
+async def test_a_surface_counts_its_streams_and_stamps_when_the_last_one_closes(
+    store: Store,
+) -> None:
     from server.store.records import Surface
 
-    _conversation(store)
-    with store.transaction():
-        store.save_surface_tools("c1", "tab-a-0000", ("read_board_tasks",), 10.0)
+    await _conversation(store)
+    async with store.transaction():
+        await store.save_surface_tools("c1", "tab-a-0000", ("read_board_tasks",), 10.0)
     # New: present for the grace period, as if its stream had just closed.
-    assert store.get_surface("c1", "tab-a-0000") == Surface(
+    assert await store.get_surface("c1", "tab-a-0000") == Surface(
         "tab-a-0000", "c1", ("read_board_tasks",), 10.0, 0, 10.0, False
     )
-    with store.transaction():
-        store.attach_surface("c1", "tab-a-0000", 11.0)
-        store.attach_surface("c1", "tab-a-0000", 12.0)  # a reconnect overlapping the old one
-        store.detach_surface("c1", "tab-a-0000", 13.0)
-    surface = store.get_surface("c1", "tab-a-0000")
+    async with store.transaction():
+        await store.attach_surface("c1", "tab-a-0000", 11.0)
+        await store.attach_surface("c1", "tab-a-0000", 12.0)  # a reconnect overlapping the old one
+        await store.detach_surface("c1", "tab-a-0000", 13.0)
+    surface = await store.get_surface("c1", "tab-a-0000")
     assert surface is not None and (surface.streams, surface.detached_at) == (1, None)
     assert surface.present(now=100.0, grace=5.0)
-    with store.transaction():
-        store.detach_surface("c1", "tab-a-0000", 14.0)
-        store.detach_surface("c1", "tab-a-0000", 15.0)  # one too many: never below zero
-    surface = store.get_surface("c1", "tab-a-0000")
+    async with store.transaction():
+        await store.detach_surface("c1", "tab-a-0000", 14.0)
+        await store.detach_surface("c1", "tab-a-0000", 15.0)  # one too many: never below zero
+    surface = await store.get_surface("c1", "tab-a-0000")
     assert surface is not None and (surface.streams, surface.detached_at) == (0, 14.0)
     assert surface.present(now=18.0, grace=5.0) and not surface.present(now=19.0, grace=5.0)
     assert surface.tools == ("read_board_tasks",) and surface.last_active == 12.0
 
 
-def test_surfaces_are_listed_most_recently_active_first_and_leaving_is_final(
+async def test_surfaces_are_listed_most_recently_active_first_and_leaving_is_final(
     store: Store,
 ) -> None:
-    _conversation(store)
-    _conversation(store, "c2")
-    with store.transaction():
-        store.attach_surface("c1", "tab-a-0000", 1.0)
-        store.attach_surface("c1", "tab-b-0000", 2.0)
-        store.attach_surface("c2", "tab-a-0000", 9.0)  # same id, another conversation
-        store.touch_surface("c1", "tab-a-0000", 3.0)
-        store.touch_surface("c1", "tab-b-0000", 0.5)  # activity never goes back in time
-    assert [s.id for s in store.list_surfaces("c1")] == ["tab-a-0000", "tab-b-0000"]
-    assert [s.last_active for s in store.list_surfaces("c1")] == [3.0, 2.0]
-    with store.transaction():
-        store.leave_surface("c1", "tab-a-0000", 4.0)
-    left = store.get_surface("c1", "tab-a-0000")
+    await _conversation(store)
+    await _conversation(store, "c2")
+    async with store.transaction():
+        await store.attach_surface("c1", "tab-a-0000", 1.0)
+        await store.attach_surface("c1", "tab-b-0000", 2.0)
+        await store.attach_surface("c2", "tab-a-0000", 9.0)  # same id, another conversation
+        await store.touch_surface("c1", "tab-a-0000", 3.0)
+        await store.touch_surface("c1", "tab-b-0000", 0.5)  # activity never goes back in time
+    assert [s.id for s in await store.list_surfaces("c1")] == ["tab-a-0000", "tab-b-0000"]
+    assert [s.last_active for s in await store.list_surfaces("c1")] == [3.0, 2.0]
+    async with store.transaction():
+        await store.leave_surface("c1", "tab-a-0000", 4.0)
+    left = await store.get_surface("c1", "tab-a-0000")
     assert left is not None and left.left and not left.present(now=4.0, grace=60.0)
-    other = store.get_surface("c2", "tab-a-0000")
+    other = await store.get_surface("c2", "tab-a-0000")
     assert other is not None and not other.left
-    assert store.get_surface("c1", "nope-0000") is None
+    assert await store.get_surface("c1", "nope-0000") is None
 
 
-def test_a_reassigning_move_happens_only_while_the_call_is_on_the_surface_read(
+async def test_a_reassigning_move_happens_only_while_the_call_is_on_the_surface_read(
     store: Store,
 ) -> None:
-    _conversation(store)
-    _call(store)
-    assert store.transition_call(
+    await _conversation(store)
+    await _call(store)
+    assert await store.transition_call(
         "k1", OPEN, CallState.DISPATCHED, assigned=(None, 0), surface_id="tab-a-0000",
         assignment=1, route="handler",
     )  # fmt: skip
     # A stream of the old assignment (none, 0) can no longer claim it; its own can, once.
-    assert not store.transition_call(
+    assert not await store.transition_call(
         "k1", [CallState.DISPATCHED], CallState.DELIVERED, assigned=(None, 0), delivered=True
     )
     claim = {"assigned": ("tab-a-0000", 1), "delivered": True}
-    assert store.transition_call("k1", [CallState.DISPATCHED], CallState.DELIVERED, **claim)
-    assert not store.transition_call("k1", [CallState.DISPATCHED], CallState.DELIVERED, **claim)
-    call = store.get_call("k1")
+    assert await store.transition_call("k1", [CallState.DISPATCHED], CallState.DELIVERED, **claim)
+    assert not await store.transition_call(
+        "k1", [CallState.DISPATCHED], CallState.DELIVERED, **claim
+    )
+    call = await store.get_call("k1")
     assert call is not None
     assert (call.state, call.surface_id, call.assignment, call.route, call.delivered) == (
         CallState.DELIVERED, "tab-a-0000", 1, "handler", True,

@@ -20,53 +20,53 @@ from server.store.records import (
 )
 
 
-def _conversation(store: Store, cid: str, at: float, agent: str = "planner") -> None:
-    store.create_conversation(Conversation(cid, agent, at))
+async def _conversation(store: Store, cid: str, at: float, agent: str = "planner") -> None:
+    await store.create_conversation(Conversation(cid, agent, at))
 
 
-def _call(store: Store, cid: str, call_id: str, state: CallState, route: str) -> None:
-    store.add_call(Call(call_id, cid, f"r_{cid}", 1, "t", state, {}, "{}", 0.0, route=route))
+async def _call(store: Store, cid: str, call_id: str, state: CallState, route: str) -> None:
+    await store.add_call(Call(call_id, cid, f"r_{cid}", 1, "t", state, {}, "{}", 0.0, route=route))
 
 
-def test_user_names_are_unique_and_the_first_account_stays(store: Store) -> None:
-    assert store.add_user(User("ada", "admin", "hash-1", 1.0))
-    assert not store.add_user(User("ada", "operator", "hash-2", 2.0))
-    assert store.get_user("ada") == User("ada", "admin", "hash-1", 1.0)
-    assert store.get_user("nobody") is None
-    store.add_user(User("bob", "operator", "h", 3.0))
-    assert [u.name for u in store.list_users()] == ["ada", "bob"]
+async def test_user_names_are_unique_and_the_first_account_stays(store: Store) -> None:
+    assert await store.add_user(User("ada", "admin", "hash-1", 1.0))
+    assert not await store.add_user(User("ada", "operator", "hash-2", 2.0))
+    assert await store.get_user("ada") == User("ada", "admin", "hash-1", 1.0)
+    assert await store.get_user("nobody") is None
+    await store.add_user(User("bob", "operator", "h", 3.0))
+    assert [u.name for u in await store.list_users()] == ["ada", "bob"]
 
 
-def test_audit_entries_get_increasing_ids_and_list_newest_first(store: Store) -> None:
-    first = store.add_audit(AuditEntry(1.0, "ada", "login"))
-    second = store.add_audit(
+async def test_audit_entries_get_increasing_ids_and_list_newest_first(store: Store) -> None:
+    first = await store.add_audit(AuditEntry(1.0, "ada", "login"))
+    second = await store.add_audit(
         AuditEntry(2.0, "ada", "call.answer", conversation_id="c1", call_id="k1",
                    details={"output": {"ok": True}})
     )  # fmt: skip
-    store.add_audit(AuditEntry(3.0, "bob", "agent.save", agent_id="planner"))
+    await store.add_audit(AuditEntry(3.0, "bob", "agent.save", agent_id="planner"))
     assert 0 < first.id < second.id
-    assert [e.action for e in store.list_audit()] == ["agent.save", "call.answer", "login"]
-    assert store.list_audit(conversation_id="c1") == [second]
-    assert [e.action for e in store.list_audit(agent_id="planner")] == ["agent.save"]
-    assert [e.id for e in store.list_audit(before=second.id)] == [first.id]
-    assert len(store.list_audit(limit=1)) == 1
+    assert [e.action for e in await store.list_audit()] == ["agent.save", "call.answer", "login"]
+    assert await store.list_audit(conversation_id="c1") == [second]
+    assert [e.action for e in await store.list_audit(agent_id="planner")] == ["agent.save"]
+    assert [e.id for e in await store.list_audit(before=second.id)] == [first.id]
+    assert len(await store.list_audit(limit=1)) == 1
 
 
-def test_conversations_list_newest_first_with_status_waiting_and_preview(
+async def test_conversations_list_newest_first_with_status_waiting_and_preview(
     store: Store,
 ) -> None:
-    _conversation(store, "c_old", 1.0)
-    _conversation(store, "c_mid", 2.0, agent="other")
-    _conversation(store, "c_new", 3.0)
-    store.create_run(Run("r_c_new", "c_new", {}, RunStatus.WAITING))
-    store.add_message(StoredMessage("m1", "c_new", "r_c_new", "user", "Add a task 100%_done"))
-    _call(store, "c_new", "k1", CallState.DELIVERED, "form")
-    _call(store, "c_new", "k2", CallState.AWAITING_CONFIRMATION, "handler")
-    _call(store, "c_new", "k3", CallState.DISPATCHED, "handler")  # the page answers this one
-    store.create_run(Run("r_c_mid", "c_mid", {}, RunStatus.FINISHED))
-    _call(store, "c_mid", "k4", CallState.ANSWERED, "form")
+    await _conversation(store, "c_old", 1.0)
+    await _conversation(store, "c_mid", 2.0, agent="other")
+    await _conversation(store, "c_new", 3.0)
+    await store.create_run(Run("r_c_new", "c_new", {}, RunStatus.WAITING))
+    await store.add_message(StoredMessage("m1", "c_new", "r_c_new", "user", "Add a task 100%_done"))
+    await _call(store, "c_new", "k1", CallState.DELIVERED, "form")
+    await _call(store, "c_new", "k2", CallState.AWAITING_CONFIRMATION, "handler")
+    await _call(store, "c_new", "k3", CallState.DISPATCHED, "handler")  # the page answers this one
+    await store.create_run(Run("r_c_mid", "c_mid", {}, RunStatus.FINISHED))
+    await _call(store, "c_mid", "k4", CallState.ANSWERED, "form")
 
-    everything = store.list_conversations(ConversationQuery())
+    everything = await store.list_conversations(ConversationQuery())
     assert [s.conversation.id for s in everything] == ["c_new", "c_mid", "c_old"]
     newest = everything[0]
     assert (newest.run_status, newest.waiting_calls, newest.first_message) == (
@@ -74,38 +74,40 @@ def test_conversations_list_newest_first_with_status_waiting_and_preview(
     )  # fmt: skip
     assert (everything[2].run_status, everything[2].waiting_calls) == (None, 0)
 
-    def ids(**query: object) -> list[str]:
-        found = store.list_conversations(ConversationQuery(**query))  # type: ignore[arg-type]
+    async def ids(**query: object) -> list[str]:
+        found = await store.list_conversations(ConversationQuery(**query))  # type: ignore[arg-type]
         return [s.conversation.id for s in found]
 
-    assert ids(waiting=True) == ["c_new"]
-    assert ids(agent_id="other") == ["c_mid"]
-    assert ids(run_status=RunStatus.FINISHED) == ["c_mid"]
-    assert ids(text="A TASK") == ["c_new"]
-    assert ids(text="100%_d") == ["c_new"]
-    assert ids(text="%") == ["c_new"]  # a literal percent sign, not a wildcard
-    assert ids(text="c_ol") == ["c_old"]
-    assert ids(limit=2, offset=1) == ["c_mid", "c_old"]
-    assert ids(agent_id="planner", waiting=True, text="nothing like this") == []
+    assert await ids(waiting=True) == ["c_new"]
+    assert await ids(agent_id="other") == ["c_mid"]
+    assert await ids(run_status=RunStatus.FINISHED) == ["c_mid"]
+    assert await ids(text="A TASK") == ["c_new"]
+    assert await ids(text="100%_d") == ["c_new"]
+    assert await ids(text="%") == ["c_new"]  # a literal percent sign, not a wildcard
+    assert await ids(text="c_ol") == ["c_old"]
+    assert await ids(limit=2, offset=1) == ["c_mid", "c_old"]
+    assert await ids(agent_id="planner", waiting=True, text="nothing like this") == []
 
 
-def test_agent_versions_count_from_one_per_agent(store: Store) -> None:
-    one = store.add_agent_version(AgentVersion("planner", 99, '{"a":1}', "ada", 1.0, "created"))
-    two = store.add_agent_version(AgentVersion("planner", 0, '{"a":2}', "bob", 2.0))
-    other = store.add_agent_version(AgentVersion("other", 0, "{}", "ada", 3.0))
+async def test_agent_versions_count_from_one_per_agent(store: Store) -> None:
+    one = await store.add_agent_version(
+        AgentVersion("planner", 99, '{"a":1}', "ada", 1.0, "created")
+    )
+    two = await store.add_agent_version(AgentVersion("planner", 0, '{"a":2}', "bob", 2.0))
+    other = await store.add_agent_version(AgentVersion("other", 0, "{}", "ada", 3.0))
     assert (one.version, two.version, other.version) == (1, 2, 1)
-    assert store.list_agent_versions("planner") == [two, one]
-    assert store.get_agent_version("planner", 1) == one
-    assert store.get_agent_version("planner", 3) is None
+    assert await store.list_agent_versions("planner") == [two, one]
+    assert await store.get_agent_version("planner", 1) == one
+    assert await store.get_agent_version("planner", 3) is None
 
 
-def test_runs_of_a_conversation_list_oldest_first(store: Store) -> None:
-    _conversation(store, "c1", 1.0)
-    _conversation(store, "c2", 2.0)
-    store.create_run(Run("r1", "c1", {}, RunStatus.FINISHED))
-    store.create_run(Run("r2", "c2", {}, RunStatus.RUNNING))
-    store.create_run(Run("r3", "c1", {}, RunStatus.WAITING))
-    assert [(r.id, r.status) for r in store.list_runs("c1")] == [
+async def test_runs_of_a_conversation_list_oldest_first(store: Store) -> None:
+    await _conversation(store, "c1", 1.0)
+    await _conversation(store, "c2", 2.0)
+    await store.create_run(Run("r1", "c1", {}, RunStatus.FINISHED))
+    await store.create_run(Run("r2", "c2", {}, RunStatus.RUNNING))
+    await store.create_run(Run("r3", "c1", {}, RunStatus.WAITING))
+    assert [(r.id, r.status) for r in await store.list_runs("c1")] == [
         ("r1", RunStatus.FINISHED), ("r3", RunStatus.WAITING),
     ]  # fmt: skip
-    assert store.list_runs("nobody") == []
+    assert await store.list_runs("nobody") == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import struct
@@ -44,7 +45,8 @@ def test_fresh_stream_replays_the_whole_log_with_ids_increasing_by_one(live: Liv
     assert got[0].event == "RUN_STARTED" and got[0].data["threadId"] == conv.id
     assert got[-1].event == "RUN_FINISHED"
     assert "hostcall.tool_call_dispatch" in [f.event for f in got]
-    stored = [(e.name, e.data) for e in live.app.state.hostcall.store.events_after(conv.id, 0)]
+    events = asyncio.run(live.app.state.hostcall.store.events_after(conv.id, 0))
+    stored = [(e.name, e.data) for e in events]
     assert [(f.event, f.data) for f in got] == stored
 
 

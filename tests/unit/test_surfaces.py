@@ -213,7 +213,7 @@ def test_a_delivered_write_whose_page_left_goes_to_the_form_and_never_to_a_handl
     assert call["state"] == "delivered"
     register(harness, conv, "tab-c-0000", BOTH)  # a new page with a handler: still the form
     touch(harness, conv, B)
-    harness.runtime.engine.ledger.rehome(conv.id)
+    harness.call(harness.runtime.engine.ledger.rehome, conv.id)
     assert harness.open_call(conv)["route"] == "form"
     assert [d["surfaceId"] for d in dispatches(harness, conv)] == [A, None]
     assert harness.answer(call, TASK).status_code == 200  # the person answers it
@@ -261,7 +261,7 @@ def test_a_client_that_names_no_surface_is_always_present(harness: Harness) -> N
     harness.say(conv, ASK_READ)
     call = harness.open_call(conv)
     assert (call["surfaceId"], call["route"]) == ("conversation", "handler")
-    assert harness.runtime.engine.ledger.rehome(conv.id) == 0
+    assert harness.call(harness.runtime.engine.ledger.rehome, conv.id) == 0
 
 
 # ---- bad input: a clear error, and nothing changed -------------------------------------------
@@ -278,7 +278,7 @@ def test_a_bad_surface_id_is_refused_and_changes_nothing(harness: Harness, bad: 
     assert r.status_code == 400, r.text
     assert r.json()["error"]["details"]["field"] == "surfaceId"
     assert str(bad)[:20] in r.json()["error"]["message"]
-    assert harness.runtime.store.list_surfaces(conv.id) == []
+    assert harness.call(harness.runtime.store.list_surfaces, conv.id) == []
 
 
 def test_a_decision_naming_a_bad_surface_is_refused_and_the_call_still_waits(
@@ -302,7 +302,7 @@ def test_surface_requests_need_the_conversations_session(harness: Harness) -> No
         assert harness.http.post(url, headers=other.auth).status_code == 403
         bad = f"/api/conversations/{conv.id}/surfaces/bad!/{tail}"
         assert harness.http.post(bad, headers=conv.auth).status_code == 400
-    assert harness.runtime.store.list_surfaces(conv.id) == []
+    assert harness.call(harness.runtime.store.list_surfaces, conv.id) == []
 
 
 # ---- streams: attach, claim on write, grace period, stale replays ----------------------------

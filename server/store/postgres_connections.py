@@ -1,0 +1,178 @@
+"""The PostgreSQL store's connections: an async pool, and the transaction of each task.
+
+Every statement is awaited on a ``psycopg.AsyncConnection`` taken from a
+``psycopg_pool.AsyncConnectionPool``, so a round trip to the database never blocks the
+event loop (issue 10). Outside a transaction a statement borrows a pooled connection in
+autocommit mode for its one round trip. Inside ``transaction()`` the task that opened it
+keeps one connection, in pipeline mode, until COMMIT: its statements go to that connection
+(they are found by task, not by context variable, so a task spawned inside a transaction
+does not inherit it), and other tasks' statements go to other connections meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from server.errors import StoreError
+
+Row = dict[str, Any]
+Params = Sequence[Any] | dict[str, Any] | None
+# Pool bounds per process. Each connection is a PostgreSQL backend process: a handful is
+# plenty (a statement holds one for a round trip; a transaction for a few).
+POOL_MIN = 2
+POOL_MAX = 10
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "(unparsable URL)"
+    info.pop("password", None)
+    return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
+
+
+def connect(url: str, **options: Any) -> psycopg.Connection[Row]:
+    """A synchronous connection, for work done before the event loop runs (migrations)
+    and for the lease-renewal thread."""
+    try:
+        return psycopg.connect(url, autocommit=True, row_factory=dict_row, **options)
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"cannot connect to PostgreSQL ({redacted(url)}): {str(exc).strip()}",
+            target=redacted(url),
+        ) from None
+
+
+@dataclass
+class _Transaction:
+    connection: psycopg.AsyncConnection[Row]
+    pipeline: psycopg.AsyncPipeline | None = None
+    # The last seq this transaction appended per conversation (see append_event).
+    appended: dict[str, int] = field(default_factory=dict)
+
+
+class PostgresConnections:
+    """The base of ``PostgresStore``: ``transaction()`` and the four ways to send a
+    statement (``_run`` sends and, in a transaction, does not wait; ``_count``, ``_one``
+    and ``_all`` wait for the answer)."""
+
+    def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
+        self.url = url
+        # dict_row makes every connection's rows dicts; the pool's type cannot say so itself.
+        self._pool = cast(
+            AsyncConnectionPool[psycopg.AsyncConnection[Row]],
+            AsyncConnectionPool(
+                url,
+                min_size=min(POOL_MIN, pool_max),
+                max_size=pool_max,
+                kwargs={"autocommit": True, "row_factory": dict_row},
+                open=False,
+                name="hostcall",
+            ),
+        )
+        self._opening: asyncio.Lock | None = None
+        self._opened = False
+        self._transactions: dict[asyncio.Task[Any], _Transaction] = {}
+
+    async def _open(self) -> None:
+        if self._opened:
+            return
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if not self._opened:
+                try:
+                    await self._pool.open(wait=True, timeout=10)
+                except Exception as exc:
+                    raise StoreError(
+                        f"cannot connect to PostgreSQL ({redacted(self.url)}): {exc}",
+                        target=redacted(self.url),
+                    ) from None
+                self._opened = True
+
+    async def _close_pool(self) -> None:
+        if self._opened:
+            self._opened = False
+            await self._pool.close()
+
+    def _current(self) -> _Transaction | None:
+        task = asyncio.current_task()
+        return self._transactions.get(task) if task is not None else None
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """One transaction, in pipeline mode: statements whose results nobody reads (BEGIN,
+        inserts, most event appends) go out without waiting for their answers, so a
+        transaction costs a round trip per result read plus one for COMMIT, not one per
+        statement. Errors still surface before the transaction ends (at COMMIT at the latest).
+        A nested call from the same task joins the open transaction.
+        """
+        task = asyncio.current_task()
+        assert task is not None, "a transaction runs in a task"
+        if task in self._transactions:
+            yield
+            return
+        await self._open()
+        async with self._pool.connection() as connection:
+            current = self._transactions[task] = _Transaction(connection)
+            try:
+                async with connection.pipeline() as pipeline:
+                    current.pipeline = pipeline
+                    await connection.execute("BEGIN")
+                    yield
+                    await connection.execute("COMMIT")
+            except BaseException:
+                # An error aborts the pipeline: the statements after it, COMMIT included,
+                # were skipped, and the transaction is still open (and failed). End it here;
+                # if even that fails, the pool discards the connection.
+                current.pipeline = None
+                if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    with contextlib.suppress(psycopg.Error):
+                        await connection.execute("ROLLBACK")
+                raise
+            finally:
+                del self._transactions[task]
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        current = self._current()
+        if current is not None:
+            yield current.connection
+            return
+        await self._open()
+        async with self._pool.connection() as connection:
+            yield connection
+
+    async def _run(self, sql: str, params: Params = None) -> None:
+        async with self._connection() as connection:
+            await connection.execute(sql, params)
+
+    async def _count(self, sql: str, params: Params = None) -> int:
+        """Rows the statement changed; in a pipeline, waits for its answer first."""
+        async with self._connection() as connection:
+            cursor = await connection.execute(sql, params)
+            current = self._current()
+            if current is not None and current.pipeline is not None:
+                await current.pipeline.sync()
+            return cursor.rowcount
+
+    async def _one(self, sql: str, params: Params = None) -> Row | None:
+        async with self._connection() as connection:
+            cursor = await connection.execute(sql, params)
+            return await cursor.fetchone()
+
+    async def _all(self, sql: str, params: Params = None) -> list[Row]:
+        async with self._connection() as connection:
+            cursor = await connection.execute(sql, params)
+            return await cursor.fetchall()

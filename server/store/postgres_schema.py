@@ -1,0 +1,67 @@
+"""The PostgreSQL store's schema, as numbered migrations (server/store/migrations.py).
+
+Changing a table means a new migration at the end, never an edit of an applied one.
+"""
+
+from __future__ import annotations
+
+from server.store.migrations import Migration
+from server.store.postgres_console import CONSOLE_SCHEMA
+from server.store.postgres_surfaces import SURFACES_SCHEMA
+
+MIGRATIONS = (
+    Migration(1, "initial", """
+CREATE TABLE conversations (
+    id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+    locale TEXT NOT NULL DEFAULT '', handled_tools TEXT NOT NULL DEFAULT '[]',
+    last_seq BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE messages (
+    pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT UNIQUE NOT NULL,
+    conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, role TEXT NOT NULL,
+    text TEXT NOT NULL, tool_calls TEXT NOT NULL, tool_call_id TEXT, tool_name TEXT
+);
+CREATE INDEX messages_by_conversation ON messages (conversation_id, pos);
+CREATE TABLE runs (
+    pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT UNIQUE NOT NULL,
+    conversation_id TEXT NOT NULL, agent TEXT NOT NULL, status TEXT NOT NULL,
+    step INTEGER NOT NULL, error TEXT, simulate BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX runs_by_conversation ON runs (conversation_id, pos);
+CREATE INDEX runs_by_status ON runs (status);
+CREATE TABLE calls (
+    pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT UNIQUE NOT NULL,
+    conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, step INTEGER NOT NULL,
+    tool_name TEXT NOT NULL, state TEXT NOT NULL, input TEXT NOT NULL, arguments TEXT NOT NULL,
+    deadline DOUBLE PRECISION NOT NULL, route TEXT NOT NULL, outcome TEXT,
+    delivered BOOLEAN NOT NULL, extra TEXT NOT NULL
+);
+CREATE INDEX calls_by_run ON calls (run_id, step);
+CREATE INDEX calls_open ON calls (state, deadline);
+CREATE TABLE grants (
+    conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, call_id TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, tool_name)
+);
+CREATE TABLE events (
+    conversation_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, seq)
+);
+CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until DOUBLE PRECISION NOT NULL);
+CREATE INDEX leases_by_until ON leases (until);
+"""),
+    Migration(2, "console", CONSOLE_SCHEMA),
+    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
+    Migration(3, "tickets", """
+CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE probe (at DOUBLE PRECISION);
+"""),
+    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    Migration(4, "interrupted messages", """
+ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
+"""),
+    Migration(5, "surfaces", SURFACES_SCHEMA),
+    # Issue 7: session generations (a resumed conversation refuses its older tokens).
+    Migration(6, "session generations", """
+ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
+"""),
+)  # fmt: skip
