@@ -61,7 +61,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
     body = await read_body(request, RunAgentInput, runtime.settings.max_body_bytes)
     client = request.client.host if request.client else "unknown"
     cid = thread_conversation_id(agent.id, body.thread_id)
-    runtime.quotas.new_message(agent.id, agent.limits, cid, client)
+    await runtime.quotas.new_message(agent.id, agent.limits, cid, client)
     conversation = await _thread(runtime, agent, body)
     declared = frozenset(body.tools)
     queue = runtime.broker.subscribe(conversation.id)

@@ -78,7 +78,7 @@ async def create_conversation(request: Request) -> JSONResponse:
     check_request_origin(request, agent.allowed_origins, required=True)
     body = await read_body(request, NewConversation, runtime.settings.max_body_bytes)
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
-    runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
+    await runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
     conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale)
     await runtime.store.create_conversation(conversation)
     response = JSONResponse(runtime.sessions.opened(conversation, agent), status_code=201)
@@ -192,7 +192,7 @@ async def post_message(request: Request) -> JSONResponse:
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
     if agent is not None:
-        runtime.quotas.new_message(agent.id, agent.limits, conversation.id, _client(request))
+        await runtime.quotas.new_message(agent.id, agent.limits, conversation.id, _client(request))
     run = await runtime.engine.start_run(conversation, body.text, simulate=body.simulate)
     return JSONResponse({"runId": run.id}, status_code=202)
 

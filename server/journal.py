@@ -20,8 +20,10 @@ class Unit:
     # a task started inside a transaction could otherwise read the store before COMMIT).
     afterwards: list[Callable[[], None]] = field(default_factory=list)
 
-    async def emit(self, conversation_id: str, event: ProtocolEvent) -> Event:
-        stored = await self.store.append_event(conversation_id, event)
+    async def emit(
+        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
+    ) -> Event:
+        stored = await self.store.append_event(conversation_id, event, fence=fence)
         self.events.append(stored)
         return stored
 
@@ -42,6 +44,8 @@ class Journal:
         for then in unit.afterwards:
             then()
 
-    async def emit(self, conversation_id: str, event: ProtocolEvent) -> Event:
+    async def emit(
+        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
+    ) -> Event:
         async with self.unit() as unit:
-            return await unit.emit(conversation_id, event)
+            return await unit.emit(conversation_id, event, fence=fence)

@@ -4,12 +4,13 @@ A lease is a row ``(key, owner, until)``. The process that starts a step (or dis
 server-side call) takes the lease in the same transaction, renews every lease it holds
 while it works, and releases it in the transaction that ends the work. A process that dies
 stops renewing; once ``until`` passes, the cluster's sweeper takes the lease over and
-resumes the work (server/engine.py, ``adopt``). A starting process takes only expired
-leases, so it never re-runs a step another live process is running (issue 10).
+resumes the work (server/runs/recovery.py, ``_adopt``). A starting process takes only
+expired leases, so it never re-runs a step another live process is running (issue 10).
 
 Fencing: the step's final transaction renews (or releases) its lease and fails with
 ``LeaseLost`` when another process took it, so a process that stalled past its lease
-commits nothing.
+commits nothing; and each piece of text it streams is appended only while it holds the
+lease (``Store.append_event``'s ``fence``), so it streams nothing more either.
 """
 
 from __future__ import annotations
@@ -93,8 +94,8 @@ class Leases:
         process loses them. Do not move this onto the event loop or the store's pool: a
         renewal must not queue behind the work it is keeping alive.
         """
-        from server.store.postgres import RENEW_LEASES
         from server.store.postgres_connections import connect
+        from server.store.postgres_coordination import RENEW_LEASES
 
         stopping = threading.Event()
 

@@ -1,10 +1,9 @@
 """Rate and cost limits per client address, per conversation and per agent (issue 7, item 3).
 
-Counting is the ``limits`` library's (fixed windows): a well-kept implementation with
-storages for one process (``memory://``, the default) and several (``redis://``,
-``memcached://``, ``mongodb://``), chosen by ``Settings.limits_storage``. With
-``--workers N`` on memory storage each worker counts on its own, so a client gets up to N
-times the limit; point ``limits_storage`` at a shared storage to count once.
+Counting is in fixed windows (server/counters.py). On PostgreSQL it is in the database, so
+every process of a cluster counts in the same place and a limit of N is N across all of
+them (issue 10). On SQLite (one process) it is the ``limits`` library's, in memory; a
+``limits_storage`` other than ``memory://`` (``redis://``...) is used as given.
 
 Model tokens are estimated at 4 characters per token (the adapters do not report usage
 yet): the prompt the model was sent plus what it wrote, counted after each step. A budget
@@ -17,14 +16,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from limits import RateLimitItem, RateLimitItemPerDay, RateLimitItemPerMinute
-from limits.storage import storage_from_string
-from limits.strategies import FixedWindowRateLimiter
 
+from server.counters import Counters
 from server.errors import TooManyRequests
 
 CHARS_PER_TOKEN = 4
@@ -64,22 +62,25 @@ def parse_limits(data: Any, where: str) -> tuple[Limits, list[str]]:
 
 
 class Quotas:
-    def __init__(self, storage_uri: str = "memory://") -> None:
-        self._limiter = FixedWindowRateLimiter(storage_from_string(storage_uri))
+    def __init__(self, counters: Counters, *, clock: Callable[[], float] = time.time) -> None:
+        self._counters = counters
+        self.clock = clock
 
     # ---- checks at the doors ---------------------------------------------------------------
 
-    def new_conversation(self, agent_id: str, limits: Limits, client: str) -> None:
-        self._hit(
+    async def new_conversation(self, agent_id: str, limits: Limits, client: str) -> None:
+        await self._hit(
             (RateLimitItemPerMinute(limits.conversations_per_minute_per_client), "conv-client",
              agent_id, client, "conversations from this address"),
             (RateLimitItemPerMinute(limits.conversations_per_minute), "conv-agent", agent_id,
              "", "conversations with this agent"),
         )  # fmt: skip
 
-    def new_message(self, agent_id: str, limits: Limits, conversation_id: str, client: str) -> None:
-        self._spent(agent_id, limits, conversation_id)
-        self._hit(
+    async def new_message(
+        self, agent_id: str, limits: Limits, conversation_id: str, client: str
+    ) -> None:
+        await self._spent(agent_id, limits, conversation_id)
+        await self._hit(
             (RateLimitItemPerMinute(limits.messages_per_minute_per_client), "msg-client",
              agent_id, client, "messages from this address"),
             (RateLimitItemPerMinute(limits.messages_per_minute_per_conversation), "msg-conv",
@@ -88,21 +89,22 @@ class Quotas:
 
     # ---- model tokens ----------------------------------------------------------------------
 
-    def record_tokens(
+    async def record_tokens(
         self, agent_id: str, limits: Limits, conversation_id: str, tokens: int
     ) -> None:
         for item, scope, key in self._token_items(limits, agent_id, conversation_id):
             if item.amount:
-                self._limiter.hit(item, scope, agent_id, key, cost=max(1, tokens))
+                await self._counters.add(item, (scope, agent_id, key), max(1, tokens))
 
-    def _spent(self, agent_id: str, limits: Limits, conversation_id: str) -> None:
+    async def _spent(self, agent_id: str, limits: Limits, conversation_id: str) -> None:
         for item, scope, key in self._token_items(limits, agent_id, conversation_id):
-            if item.amount and not self._limiter.test(item, scope, agent_id, key):
+            ids = (scope, agent_id, key)
+            if item.amount and not await self._counters.has_room(item, ids):
                 what = "this conversation" if key else "this agent today"
                 raise TooManyRequests(
                     f"the model token budget of {what} ({item.amount}) is spent",
                     code="token_budget_exhausted",
-                    retry_after=self._retry_after(item, scope, agent_id, key),
+                    retry_after=await self._retry_after(item, ids),
                 )
 
     @staticmethod
@@ -117,20 +119,21 @@ class Quotas:
 
     # ---- plumbing --------------------------------------------------------------------------
 
-    def _hit(self, *checks: tuple[RateLimitItem, str, str, str, str]) -> None:
-        for item, scope, agent_id, key, what in checks:
-            if item.amount and not self._limiter.test(item, scope, agent_id, key):
-                raise TooManyRequests(
-                    f"too many {what}: the limit is {item.amount} per minute",
-                    retry_after=self._retry_after(item, scope, agent_id, key),
-                )
-        for item, scope, agent_id, key, _ in checks:
-            if item.amount:
-                self._limiter.hit(item, scope, agent_id, key)
+    async def _hit(self, *checks: tuple[RateLimitItem, str, str, str, str]) -> None:
+        """Count one in each limit that is on, or in none if one of them is full."""
+        on = [(item, (scope, agent_id, key), what)
+              for item, scope, agent_id, key, what in checks if item.amount]  # fmt: skip
+        full = await self._counters.take([(item, ids) for item, ids, _ in on])
+        if full is not None:
+            item, ids, what = on[full]
+            raise TooManyRequests(
+                f"too many {what}: the limit is {item.amount} per minute",
+                retry_after=await self._retry_after(item, ids),
+            )
 
-    def _retry_after(self, item: RateLimitItem, *ids: str) -> int:
-        reset = self._limiter.get_window_stats(item, *ids).reset_time
-        return max(1, math.ceil(reset - time.time()))
+    async def _retry_after(self, item: RateLimitItem, ids: tuple[str, ...]) -> int:
+        reset = await self._counters.reset_at(item, ids)
+        return max(1, math.ceil(reset - self.clock()))
 
 
 def estimate_tokens(texts: Mapping[str, str] | list[str]) -> int:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from server.agents import Agent, load_agents
 from server.broker import Broker
+from server.counters import Counters, LimitsCounters, StoreCounters
 from server.engine import Engine
 from server.errors import Forbidden, StoreError, StoreUnwritable, Unauthorized, Unavailable
 from server.journal import Journal
@@ -61,7 +62,14 @@ class Runtime:
         store = _open_store(settings)
         broker = Broker()
         leases = Leases(store, ttl=settings.lease_seconds, clock=clock)
-        quotas = Quotas(settings.limits_storage)
+        # Limits count where every process sees them: in PostgreSQL when it is shared
+        # (issue 10), else in memory, or in a storage of the operator's choosing.
+        counters: Counters = (
+            StoreCounters(store, clock=clock)
+            if shared and settings.limits_storage == "memory://"
+            else LimitsCounters(settings.limits_storage)
+        )
+        quotas = Quotas(counters, clock=clock)
         engine = Engine(
             Journal(store, broker),
             tokens,
@@ -72,9 +80,11 @@ class Runtime:
             clock=clock,
             surface_grace=settings.surface_grace_seconds,
         )
-        engine.on_model_tokens = lambda agent, cid, n: quotas.record_tokens(
-            agent.id, agent.limits, cid, n
-        )
+
+        async def spent(agent: Agent, conversation_id: str, tokens: int) -> None:
+            await quotas.record_tokens(agent.id, agent.limits, conversation_id, tokens)
+
+        engine.on_model_tokens = spent
         sessions = Sessions(tokens, store, max_age=settings.session_max_age)
         runtime = cls(
             settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock

@@ -107,7 +107,12 @@ class Store(Protocol):
     async def expired_leases(self, now: float, *, other_than: str = "") -> list[str]: ...
     async def try_singleton(self, name: str) -> bool: ...
 
-    async def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event: ...
+    # ``fence=(lease key, owner)``: append only while that owner holds that lease, checked
+    # in the append's own transaction, else raise ``LeaseLost`` and append nothing (a
+    # process that stalled past its lease cannot stream into a run another took over).
+    async def append_event(
+        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
+    ) -> Event: ...
     async def events_after(
         self, conversation_id: str, seq: int, limit: int = 1000
     ) -> list[Event]: ...
@@ -125,6 +130,15 @@ class Store(Protocol):
     # serves (the app factory may run inside one, so it cannot await). Closes the store
     # and raises if it cannot be written.
     def check_writable(self) -> None: ...
+
+    # ---- issue 10: rate and cost limits counted in the database (server/counters.py) ----
+    # ``add_to_counter`` adds ``amount`` to the counter ``key`` in the window starting at
+    # ``window`` (a counter left from an earlier window starts again from 0), if the total
+    # stays within ``limit``; False (and nothing added) if it would not. Atomic.
+    async def add_to_counter(
+        self, key: str, window: float, amount: int, *, limit: int | None = None
+    ) -> bool: ...
+    async def counted(self, key: str, window: float) -> int: ...
 
     # ---- the operator console (issue 11) ----
     # Users: ``add_user`` returns False (and changes nothing) if the name is taken.

@@ -19,14 +19,15 @@ from collections.abc import Iterable
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
 
+from server.errors import LeaseLost
 from server.protocol.events import ProtocolEvent, encode
 from server.protocol.frames import Event, stored_event
 from server.store import rows
 from server.store.migrations import pending
 from server.store.postgres_connections import POOL_MAX, connect, redacted
 from server.store.postgres_console import PostgresConsoleTables
+from server.store.postgres_coordination import LOCK_KEY, Coordination
 from server.store.postgres_schema import MIGRATIONS
 from server.store.postgres_surfaces import SurfaceTables
 from server.store.records import (
@@ -40,9 +41,6 @@ from server.store.records import (
 )
 
 CHANNEL = "hostcall_events"
-# Advisory locks are per database, not per schema: the key includes the schema, so two
-# Hostcall installations in two schemas of one database do not share a sweeper.
-_LOCK_KEY = "hashtext('hostcall:' || current_schema() || ':' || %s)"
 
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -55,7 +53,6 @@ WHERE r.status IN ('running', 'waiting')
       SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%s)))
 ORDER BY r.pos
 """
-RENEW_LEASES = "UPDATE leases SET until = %s WHERE owner = %s"
 APPEND_EVENT = """
 WITH next AS (
     UPDATE conversations SET last_seq = last_seq + 1 WHERE id = %(cid)s RETURNING last_seq
@@ -65,9 +62,18 @@ WITH next AS (
 )
 SELECT seq, pg_notify(%(channel)s, %(cid)s || ' ' || seq) FROM added
 """
+# The same, only while the fence's owner holds its lease. FOR SHARE keeps the lease row
+# until this transaction ends: a process taking the lease over waits for this append to
+# commit, so whatever it reads after taking the lease includes it (server/runs/recovery.py
+# discards a message cut off mid-answer; an append that came later would escape that).
+APPEND_FENCED = APPEND_EVENT.replace(
+    "WHERE id = %(cid)s RETURNING",
+    "WHERE id = %(cid)s AND EXISTS (SELECT 1 FROM leases WHERE key = %(key)s"
+    " AND owner = %(owner)s FOR SHARE) RETURNING",
+)
 
 
-class PostgresStore(PostgresConsoleTables, SurfaceTables):
+class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
         super().__init__(url, pool_max=pool_max)
         self._migrate()
@@ -81,7 +87,7 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
         # several statements in one string, which pipeline mode cannot send.
         with connect(self.url) as db, db.transaction():
             # Two processes starting together: one migrates, the other waits, then sees it.
-            db.execute(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})", ("migrations",))
+            db.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY})", ("migrations",))
             db.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
                 " name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -340,68 +346,22 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables):
         )
         return row is not None
 
-    # ---- leases (server/leases.py) ---------------------------------------------------------
-
-    async def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
-        changed = await self._count(
-            "INSERT INTO leases (key, owner, until) VALUES (%s, %s, %s)"
-            " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until"
-            " WHERE leases.owner = excluded.owner OR leases.until < %s",
-            (key, owner, until, now),
-        )
-        return changed == 1
-
-    async def keep_lease(self, key: str, owner: str, until: float) -> bool:
-        changed = await self._count(
-            "UPDATE leases SET until = %s WHERE key = %s AND owner = %s", (until, key, owner)
-        )
-        return changed == 1
-
-    async def renew_leases(self, owner: str, until: float) -> int:
-        return await self._count(RENEW_LEASES, (until, owner))
-
-    async def release_lease(self, key: str, owner: str) -> bool:
-        changed = await self._count(
-            "DELETE FROM leases WHERE key = %s AND owner = %s", (key, owner)
-        )
-        return changed == 1
-
-    async def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
-        found = await self._all(
-            "SELECT key FROM leases WHERE until < %s AND owner <> %s ORDER BY until",
-            (now, other_than),
-        )
-        return [r["key"] for r in found]
-
-    async def try_singleton(self, name: str) -> bool:
-        """True while this process holds the cluster-wide turn ``name``.
-
-        A session-level advisory lock: held until this connection ends, so a process that
-        dies hands the turn over as soon as PostgreSQL notices its connection closed.
-        """
-        if name in self._singletons:
-            if self._session is not None and not self._session.closed:
-                return True
-            self._singletons.clear()  # the connection dropped, and its locks with it
-        if self._session is None or self._session.closed:
-            self._session = await psycopg.AsyncConnection.connect(
-                self.url, autocommit=True, row_factory=dict_row
-            )
-        cursor = await self._session.execute(
-            f"SELECT pg_try_advisory_lock({_LOCK_KEY}) AS got", (name,)
-        )
-        row = await cursor.fetchone()
-        if row and row["got"]:
-            self._singletons.add(name)
-            return True
-        return False
-
     # ---- events --------------------------------------------------------------------------
 
-    async def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
+    async def append_event(
+        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
+    ) -> Event:
         name, encoded = encode(event)
         params = {"cid": conversation_id, "type": name, "data": encoded, "channel": CHANNEL}
         current = self._current()
+        if fence is not None:
+            key, owner = fence
+            row = await self._one(APPEND_FENCED, {**params, "key": key, "owner": owner})
+            if row is None:
+                raise LeaseLost(key, owner)
+            if current is not None:
+                current.appended[conversation_id] = int(row["seq"])
+            return Event(conversation_id, int(row["seq"]), name, encoded)
         previous = current.appended.get(conversation_id) if current is not None else None
         if previous is not None:
             # This transaction already holds the conversation's row lock (taken by its first

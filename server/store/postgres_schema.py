@@ -64,4 +64,9 @@ ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
     Migration(6, "session generations", """
 ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
 """),
+    # Issue 10: rate and cost limits counted here, shared by every process (server/counters.py).
+    Migration(7, "quota counters", """
+CREATE TABLE quota_counters (key TEXT PRIMARY KEY, window_start DOUBLE PRECISION NOT NULL,
+    count BIGINT NOT NULL);
+"""),
 )  # fmt: skip

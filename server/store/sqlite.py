@@ -19,11 +19,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from server.errors import StoreError
+from server.errors import LeaseLost, StoreError
 from server.protocol.events import ProtocolEvent, encode
 from server.protocol.frames import Event, stored_event
 from server.store import rows
-from server.store.migrations import Migration, pending
+from server.store.migrations import pending
 from server.store.records import (
     OPEN_STATES,
     Call,
@@ -33,71 +33,10 @@ from server.store.records import (
     RunStatus,
     StoredMessage,
 )
-from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables
-from server.store.sqlite_surfaces import SURFACES_SCHEMA, SurfaceTables
-
-MIGRATIONS = (
-    # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
-    Migration(1, "initial", """
-CREATE TABLE IF NOT EXISTS conversations (
-    id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, created_at REAL NOT NULL,
-    locale TEXT NOT NULL DEFAULT '', handled_tools TEXT NOT NULL DEFAULT '[]',
-    last_seq INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS messages (
-    pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,
-    conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, role TEXT NOT NULL,
-    text TEXT NOT NULL, tool_calls TEXT NOT NULL, tool_call_id TEXT, tool_name TEXT
-);
-CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, pos);
-CREATE TABLE IF NOT EXISTS runs (
-    pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,
-    conversation_id TEXT NOT NULL, agent TEXT NOT NULL, status TEXT NOT NULL,
-    step INTEGER NOT NULL, error TEXT, simulate INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS runs_by_conversation ON runs (conversation_id, pos);
-CREATE TABLE IF NOT EXISTS calls (
-    pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,
-    conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, step INTEGER NOT NULL,
-    tool_name TEXT NOT NULL, state TEXT NOT NULL, input TEXT NOT NULL, arguments TEXT NOT NULL,
-    deadline REAL NOT NULL, route TEXT NOT NULL, outcome TEXT, delivered INTEGER NOT NULL,
-    extra TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS calls_by_run ON calls (run_id, step);
-CREATE INDEX IF NOT EXISTS calls_open ON calls (state, deadline);
-CREATE TABLE IF NOT EXISTS grants (
-    conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, call_id TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, tool_name)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS events (
-    conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, seq)
-) WITHOUT ROWID;
-"""),
-    Migration(2, "leases", """
-CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL)
-    WITHOUT ROWID;
-CREATE INDEX leases_by_until ON leases (until);
-CREATE INDEX runs_by_status ON runs (status);
-"""),
-    # The console's tables (issue 11); IF NOT EXISTS adopts files made before migrations.
-    # Changing them later means a new migration here, not an edit of CONSOLE_SCHEMA.
-    Migration(3, "console", CONSOLE_SCHEMA),
-    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
-    Migration(4, "tickets", """
-CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
-CREATE TABLE probe (at REAL);
-"""),
-    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
-    Migration(5, "interrupted messages", """
-ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
-"""),
-    Migration(6, "surfaces", SURFACES_SCHEMA),
-    # Issue 7: session generations (a resumed conversation refuses its older tokens).
-    Migration(7, "session generations", """
-ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
-"""),
-)  # fmt: skip
+from server.store.sqlite_console import ConsoleTables
+from server.store.sqlite_coordination import Coordination
+from server.store.sqlite_schema import MIGRATIONS
+from server.store.sqlite_surfaces import SurfaceTables
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
 # Runs no process works on although they could move: running with no lease (the process
@@ -137,7 +76,7 @@ def _lock(path: Path) -> IO[str]:
     return handle
 
 
-class SQLiteStore(ConsoleTables, SurfaceTables):
+class SQLiteStore(ConsoleTables, SurfaceTables, Coordination):
     def __init__(self, path: Path | str, *, serving: bool = True) -> None:
         """``serving=False``: a short-lived command beside the server (``hostcall users
         add``), which takes no lock and leaves the server's leases alone."""
@@ -452,46 +391,20 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         )
         return cursor.rowcount == 1
 
-    # ---- leases (server/leases.py) ---------------------------------------------------------
-
-    async def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
-        cursor = self._db.execute(
-            "INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)"
-            " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until"
-            " WHERE leases.owner = excluded.owner OR leases.until < ?",
-            (key, owner, until, now),
-        )
-        return cursor.rowcount == 1
-
-    async def keep_lease(self, key: str, owner: str, until: float) -> bool:
-        cursor = self._db.execute(
-            "UPDATE leases SET until = ? WHERE key = ? AND owner = ?", (until, key, owner)
-        )
-        return cursor.rowcount == 1
-
-    async def renew_leases(self, owner: str, until: float) -> int:
-        cursor = self._db.execute("UPDATE leases SET until = ? WHERE owner = ?", (until, owner))
-        return cursor.rowcount
-
-    async def release_lease(self, key: str, owner: str) -> bool:
-        cursor = self._db.execute("DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
-        return cursor.rowcount == 1
-
-    async def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
-        found = self._db.execute(
-            "SELECT key FROM leases WHERE until < ? AND owner <> ? ORDER BY until",
-            (now, other_than),
-        )
-        return [r[0] for r in found]
-
-    async def try_singleton(self, name: str) -> bool:
-        return True  # one process per file (see _lock)
-
     # ---- events --------------------------------------------------------------------------
 
-    async def append_event(self, conversation_id: str, event: ProtocolEvent) -> Event:
+    async def append_event(
+        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
+    ) -> Event:
         name, encoded = encode(event)
         async with self.transaction():
+            if (
+                fence is not None
+                and not self._db.execute(
+                    "SELECT 1 FROM leases WHERE key = ? AND owner = ?", fence
+                ).fetchone()
+            ):
+                raise LeaseLost(*fence)
             row = self._db.execute(
                 "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq",
                 (conversation_id,),

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,10 +20,10 @@ import httpx
 import pytest
 
 from server.store import Store, open_store
-from server.store.records import CallState, RunStatus
+from server.store.records import CallState, ConversationQuery, RunStatus
 from tests.unit.conftest import BOARD
 from tests.unit.databases import fresh_schema
-from tests.unit.processes import Balancer, Cluster, converse
+from tests.unit.processes import Balancer, Cluster, converse, unlimited_agents
 
 T = TypeVar("T")
 
@@ -203,6 +206,119 @@ def test_rolling_restart_duplicates_no_step_and_no_handler_run(cluster: Cluster)
     handled = _load(cluster, 40, roll)
     _check_every_conversation(cluster.database_url, handled)
     assert not old.alive
+
+
+def test_a_process_stalled_past_its_lease_appends_nothing_more_to_the_run(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Issue 10: a process paused (SIGSTOP) mid-answer loses its lease; another adopts the
+    step and streams the answer anew. Resumed (SIGCONT), the paused process's model goes on
+    streaming, and every append it tries is refused: its message ends where it was cut."""
+    agents = unlimited_agents(tmp_path)  # the cluster's processes read this directory
+    data = json.loads((agents / "planner.json").read_text())
+    story = " ".join(f"w{i}" for i in range(240))  # 60 chunks, 0.1 s apart: 6 s of answer
+    data["model"]["rules"].insert(
+        0, {"match": "(?i)tell me a long story", "reply": story, "pace_seconds": 0.1}
+    )
+    (agents / "planner.json").write_text(json.dumps(data))
+    survivor = cluster.start()  # first: it holds the cluster's sweeper turn
+    stalled = cluster.start()
+    created = httpx.post(
+        f"{stalled.url}/api/agents/planner/conversations",
+        headers={"Origin": "http://localhost:8001"},
+    ).json()
+    cid = created["conversationId"]
+    auth = {"Authorization": f"Bearer {created['sessionToken']}"}
+    sent = httpx.post(
+        f"{stalled.url}/api/conversations/{cid}/messages",
+        json={"text": "Tell me a long story"},
+        headers=auth,
+    )
+    assert sent.status_code == 202, sent.text
+
+    def events() -> list[Any]:
+        return _read(cluster.database_url, lambda store: store.events_after(cid, 0))
+
+    deadline = time.monotonic() + 20
+    while sum(e.name == "TEXT_MESSAGE_CONTENT" for e in events()) < 3:
+        assert time.monotonic() < deadline, "the answer never started"
+        time.sleep(0.05)
+    os.kill(stalled.popen.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 40
+        while (httpx.get(f"{survivor.url}/api/conversations/{cid}", headers=auth).json()
+               ["run"]["status"] != "finished"):  # fmt: skip
+            assert time.monotonic() < deadline, "the survivor never finished the step"
+            time.sleep(0.2)
+    finally:
+        os.kill(stalled.popen.pid, signal.SIGCONT)
+    time.sleep(2.0)  # the paused model streams on (20 chunks' worth), and its appends fail
+    assert stalled.alive
+
+    log = events()
+    summary = [(e.seq, e.name) for e in log]
+    started = [
+        e.data["messageId"]
+        for e in log
+        if e.name == "TEXT_MESSAGE_START" and e.data["role"] == "assistant"
+    ]
+    assert len(started) == 2, summary  # the message cut off, and the one streamed anew
+    cut, new = started
+    discarded = [
+        e.seq
+        for e in log
+        if e.name == "hostcall.text_message_discarded" and e.data["value"]["messageId"] == cut
+    ]
+    assert len(discarded) == 1, summary
+    # Nothing of the paused process's answer after the discard: its appends were refused.
+    late = [(e.seq, e.name) for e in log if e.seq > discarded[0] and e.data.get("messageId") == cut]
+    assert late == [], late
+    shown = [e.data["delta"] for e in log if e.data.get("messageId") == new and "delta" in e.data]
+    assert " ".join(shown).split() == story.split()
+    assert [e.seq for e in log] == list(range(1, len(log) + 1))
+    messages = _read(cluster.database_url, lambda store: store.list_messages(cid))
+    assert [(m.role, m.text) for m in messages] == [
+        ("user", "Tell me a long story"), ("assistant", story),
+    ]  # fmt: skip
+
+
+def test_a_rate_limit_of_n_is_n_across_two_processes(cluster: Cluster, tmp_path: Path) -> None:
+    """Issue 10: limits are counted in the database, not per process. Five conversations a
+    minute with this agent, asked for alternately on two processes, eight at a time: five
+    are made, the rest refused with 429, and the refused ones leave nothing behind."""
+    agents = unlimited_agents(tmp_path)
+    data = json.loads((agents / "planner.json").read_text())
+    data["limits"]["conversations_per_minute"] = 5
+    (agents / "planner.json").write_text(json.dumps(data))
+    a, b = cluster.start(), cluster.start()
+    if time.time() % 60 > 45:  # all of it inside one minute's window
+        time.sleep(61 - time.time() % 60)
+
+    async def create(client: httpx.AsyncClient, url: str) -> httpx.Response:
+        return await client.post(
+            f"{url}/api/agents/planner/conversations", headers={"Origin": "http://localhost:8001"}
+        )
+
+    async def main() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=30) as client:
+            return await asyncio.gather(*(create(client, p.url) for p in [a, b] * 4))
+
+    responses = asyncio.run(main())
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [201] * 5 + [429] * 3, [r.text for r in responses]
+    refused = [r.json()["error"] for r in responses if r.status_code == 429]
+    assert all("conversations with this agent" in e["message"] for e in refused), refused
+    made = {r.json()["conversationId"] for r in responses if r.status_code == 201}
+
+    async def stored(store: Store) -> set[str]:
+        found = await store.list_conversations(ConversationQuery(limit=100))
+        return {s.conversation.id for s in found}
+
+    assert _read(cluster.database_url, stored) == made
+    later = httpx.post(
+        f"{b.url}/api/agents/planner/conversations", headers={"Origin": "http://localhost:8001"}
+    )
+    assert later.status_code == 429 and int(later.headers["retry-after"]) <= 60
 
 
 def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path: Any) -> None:

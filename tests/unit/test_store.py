@@ -421,3 +421,38 @@ async def test_a_reassigning_move_happens_only_while_the_call_is_on_the_surface_
     assert (call.state, call.surface_id, call.assignment, call.route, call.delivered) == (
         CallState.DELIVERED, "tab-a-0000", 1, "handler", True,
     )  # fmt: skip
+
+
+# ---- counters (server/counters.py) -------------------------------------------------------
+
+
+async def test_a_counter_counts_within_its_limit_and_starts_again_each_window(
+    store: Store,
+) -> None:
+    assert await store.add_to_counter("k", 60.0, 1, limit=2)
+    assert await store.add_to_counter("k", 60.0, 1, limit=2)
+    assert not await store.add_to_counter("k", 60.0, 1, limit=2)  # full: nothing added
+    assert await store.counted("k", 60.0) == 2
+    assert not await store.add_to_counter("k", 60.0, 5, limit=4)
+    assert await store.add_to_counter("k", 60.0, 7)  # no limit: a cost is always counted
+    assert await store.counted("k", 60.0) == 9
+    assert await store.counted("k", 120.0) == 0  # another window
+    assert await store.add_to_counter("k", 120.0, 1, limit=1)  # the old window's count is gone
+    assert await store.counted("k", 120.0) == 1 and await store.counted("k", 60.0) == 0
+    assert await store.counted("other", 120.0) == 0
+
+
+async def test_concurrent_takers_of_a_counter_get_exactly_its_limit(
+    store: Store, store_target: str | Path
+) -> None:
+    peers = _peers(store, store_target, 8)
+    try:
+
+        async def take(peer: Store, index: int) -> bool:
+            return await peer.add_to_counter("conv-agent", 0.0, 1, limit=5)
+
+        assert len(await _race(peers, take)) == 5
+        assert await store.counted("conv-agent", 0.0) == 5
+    finally:
+        for peer in set(peers) - {store}:
+            await peer.close()

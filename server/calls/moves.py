@@ -1,0 +1,266 @@
+"""The core of the call ledger (server/ledger.py): views of a call, and the one way a call
+moves — ``_move`` makes the table's move (server/calls/transitions.py) in the store and
+performs its effects; ``_settle`` records an outcome with the tool message and the
+``TOOL_CALL_RESULT`` event, in the caller's unit.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from server.agents import Agent
+from server.calls.assignment import FormReason, choose
+from server.calls.transitions import CallEvent, Effect, Move, sources, transition
+from server.errors import (
+    Conflict,
+    Gone,
+    ToolErrorCode,
+)
+from server.guardrails import Hit
+from server.journal import Journal, Unit
+from server.platform import Platform
+from server.policies import model_content, visible_outcome
+from server.protocol.events import (
+    ApprovalRequested,
+    CallDispatched,
+    GuardrailMatched,
+    ToolCallResult,
+)
+from server.protocol.responses import CallView
+from server.store.records import Call, CallState, StoredMessage
+from server.tokens import Claims, Purpose, Tokens, input_digest
+from server.tools import Tool
+
+log = logging.getLogger("hostcall.guardrails")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+def tool_error(code: ToolErrorCode, message: str, **details: Any) -> dict[str, Any]:
+    return {"error": {"code": code.value, "message": message, **details}}
+
+
+def _iso(timestamp: float) -> str:
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class CallMoves:
+    def __init__(
+        self,
+        journal: Journal,
+        tokens: Tokens,
+        *,
+        agent_of_run: Callable[[str], Awaitable[Agent]],
+        platform: Callable[[], Platform],
+        on_settled: Callable[[str], Awaitable[None]],
+        on_dispatched: Callable[[Unit, Call], Awaitable[None]],
+        clock: Callable[[], float] = time.time,
+        surface_grace: float = 5.0,
+    ) -> None:
+        self.journal = journal
+        self.store = journal.store
+        self.tokens = tokens
+        self.agent_of_run = agent_of_run
+        self.platform = platform
+        self.on_settled = on_settled
+        self.on_dispatched = on_dispatched
+        self.clock = clock
+        # How long a surface whose streams all closed keeps its calls (a reconnect).
+        self.surface_grace = surface_grace
+
+    # ---- views ---------------------------------------------------------------------------
+
+    async def tool_of(self, call: Call) -> Tool | None:
+        return (await self.agent_of_run(call.run_id)).tool(call.tool_name)
+
+    async def view(self, call: Call) -> CallView:
+        """The ``CALL`` shape of docs/protocol.md, with the token the call's state needs."""
+        tool = await self.tool_of(call)
+        kind = tool.kind if tool else "client"
+        claims = Claims(call.conversation_id, call.id, call.tool_name, input_digest(call.input))
+        answerable = call.state.answerable and kind == "client"
+        awaiting = call.state is CallState.AWAITING_CONFIRMATION
+        return CallView(
+            tool_call_id=call.id,
+            tool_call_name=call.tool_name,
+            kind=kind,
+            run_id=call.run_id,
+            state=call.state.value,
+            input=call.input,
+            input_schema=tool.input_schema if tool else {},
+            output_schema=tool.output_schema if tool else {},
+            deadline=_iso(call.deadline),
+            route=call.route,
+            delivered=call.delivered,
+            outcome=None if call.outcome is None else visible_outcome(tool, call.outcome),
+            approval=call.extra.get("approval"),
+            simulated=True if call.outcome and call.outcome.get("simulated") else None,
+            surface_id=call.surface_id,
+            assignment=call.assignment,
+            title=tool.title if tool and tool.title else None,
+            form_reason=call.extra.get("formReason"),
+            result_token=self.tokens.sign(Purpose.CALL_RESULT, claims) if answerable else None,
+            decision_token=self.tokens.sign(Purpose.CALL_DECISION, claims) if awaiting else None,
+        )
+
+    # ---- settling ------------------------------------------------------------------------
+
+    # ---- dispatching (a proposal, or an approval) -------------------------------------
+
+    async def _dispatch(
+        self,
+        unit: Unit,
+        call: Call,
+        tool: Tool,
+        event: CallEvent,
+        value: Any,
+        *,
+        surface: str | None,
+    ) -> Call:
+        """Send the call where it runs: its block, a surface (the claim), or the form."""
+        now = self.clock()
+        deadline = now + tool.deadline_seconds
+        changes: dict[str, Any] = {"input": value}
+        if tool.kind != "client":
+            # The block enforces this timeout itself; the sweeper is only the safety net.
+            deadline += 5
+        else:
+            changes |= await self._assignment(call, preferred=surface, now=now)
+        moved = await self._move(unit, call, event, deadline=deadline, **changes)
+        if moved is None:
+            raise await self._not_open(call.id, deciding=event is CallEvent.APPROVE)
+        return moved
+
+    async def _assignment(self, call: Call, *, preferred: str | None, now: float) -> dict[str, Any]:
+        """The store changes that assign ``call`` to a surface, or to the form."""
+        surfaces = await self.store.list_surfaces(call.conversation_id)
+        target = choose(
+            surfaces, call.tool_name, now=now, grace=self.surface_grace, preferred=preferred
+        )
+        extra = {k: v for k, v in call.extra.items() if k != "formReason"}
+        if target is None:
+            extra["formReason"] = FormReason.NO_HANDLER.value
+            return {"route": "form", "surface_id": None, "extra": extra}
+        return {
+            "route": "handler",
+            "surface_id": target.id,
+            "assignment": call.assignment + 1,
+            "extra": extra,
+        }
+
+    async def _record_hits(
+        self, unit: Unit, conversation_id: str, call_id: str, name: str, hits: list[Hit]
+    ) -> None:
+        for hit in hits:
+            log.info("guardrail %r (%s, %s) matched call %s of %r",
+                     hit.rule, hit.action, hit.on, call_id, name)  # fmt: skip
+            await unit.emit(
+                conversation_id, GuardrailMatched(call_id, hit.rule, hit.action, hit.on)
+            )
+
+    # ---- moving and settling ---------------------------------------------------------
+
+    async def _move(self, unit: Unit, call: Call, event: CallEvent, **changes: Any) -> Call | None:
+        """Make the table's move for ``event`` in the store and perform its emit effects;
+        None if the call is no longer where the move starts (someone else moved it)."""
+        move = transition(call.state, event)
+        # Every state the event leaves for the same place: a request holding a call read a
+        # moment ago (say dispatched) still settles it if it was delivered since.
+        starts = [s for s in sources(event) if transition(s, event).to is move.to]
+        if move.to is call.state:  # a move within a state (to the form, reassigned)
+            starts = [call.state]
+        assigned = (call.surface_id, call.assignment) if event in _REASSIGNING else None
+        if not await self.store.transition_call(
+            call.id, starts, move.to, assigned=assigned, **changes
+        ):
+            return None
+        moved = await self._reload(call.id)
+        await self._perform(unit, moved, move)
+        return moved
+
+    async def _perform(self, unit: Unit, call: Call, move: Move) -> None:
+        for effect in move.effects:
+            if effect is Effect.EMIT_APPROVAL_REQUESTED:
+                await unit.emit(call.conversation_id, ApprovalRequested(await self.view(call)))
+            elif effect is Effect.EMIT_DISPATCH:
+                await unit.emit(call.conversation_id, CallDispatched(await self.view(call)))
+            elif effect is Effect.EXECUTE:
+                tool = await self.tool_of(call)
+                if tool is not None and tool.kind != "client":
+                    await self.on_dispatched(unit, call)
+            # RECORD_OUTCOME is _settle's (it needs the outcome); RESUME_RUN is the caller's,
+            # after the unit commits, so the next step reads what this one wrote.
+
+    async def _settle(
+        self, unit: Unit, call: Call, event: CallEvent, outcome: dict[str, Any]
+    ) -> bool:
+        # From any state the event leaves: the caller read the call a moment ago, and the
+        # store's conditional update has the last word.
+        starts = sorted(sources(event))
+        (state,) = {transition(s, event).to for s in starts}
+        assert all(Effect.RECORD_OUTCOME in transition(s, event).effects for s in starts)
+        if not await self.store.transition_call(call.id, starts, state, outcome=outcome):
+            return False
+        tool = await self.tool_of(call)
+        content = model_content(tool, outcome)
+        message_id = new_id("m")
+        await self.store.add_message(StoredMessage(
+            id=message_id, conversation_id=call.conversation_id, run_id=call.run_id,
+            role="tool", text=content, tool_call_id=call.id, tool_name=call.tool_name,
+        ))  # fmt: skip
+        result = ToolCallResult(
+            message_id=message_id,
+            tool_call_id=call.id,
+            content=content,
+            state=state.value,
+            outcome=visible_outcome(tool, outcome),
+            simulated=True if outcome.get("simulated") else None,
+        )
+        await unit.emit(call.conversation_id, result)
+        return True
+
+    async def _with_extra(self, call: Call, **extra: Any) -> Call:
+        merged = {**call.extra, **extra}
+        await self.store.transition_call(call.id, [call.state], call.state, extra=merged)
+        return await self._reload(call.id)
+
+    async def _reload(self, call_id: str) -> Call:
+        call = await self.store.get_call(call_id)
+        assert call is not None
+        return call
+
+    async def _not_open(self, call_id: str, *, deciding: bool = False) -> Conflict | Gone:
+        """The one refusal for a call in the wrong state, whether the request checked first
+        or lost a race at the conditional UPDATE: the same situation gets the same code
+        (docs/protocol.md, issue 7). ``details.state`` says where the call is."""
+        call = await self._reload(call_id)
+        state = call.state.value
+        if call.state is CallState.EXPIRED:
+            return Gone(f"call {call_id} passed its deadline and has expired")
+        if deciding:
+            return Conflict(
+                f"call {call_id} is {state}, not waiting for a decision",
+                code="call_not_awaiting_decision",
+                state=state,
+            )
+        if call.state.open:
+            return Conflict(
+                f"call {call_id} is {state}; it cannot be answered yet",
+                code="call_not_dispatched",
+                state=state,
+            )
+        return Conflict(
+            f"call {call_id} is already {state}", code="call_already_settled", state=state
+        )
+
+
+# Moves that take a call from its surface: only while it is still on the one we read.
+_REASSIGNING = frozenset({CallEvent.REASSIGN, CallEvent.RERUN, CallEvent.TO_FORM})

@@ -1,0 +1,146 @@
+"""Proposing: a call the model asked for is recorded, checked (arguments, per-pass limits,
+guardrails) and sent where its policies say: refused, simulated, to a person for approval,
+or dispatched (to its block, a surface, or the form).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server import strictjson
+from server.agents import Agent
+from server.calls.moves import CallMoves, tool_error
+from server.calls.transitions import CallEvent
+from server.errors import (
+    ToolErrorCode,
+)
+from server.guardrails import Hit, evaluate
+from server.journal import Unit
+from server.policies import approval_reason
+from server.protocol.events import (
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from server.store.records import Call, CallState, Conversation, Run
+from server.tools import Tool
+
+SCOPES = ("once", "conversation")
+
+
+class Proposals(CallMoves):
+    async def propose(
+        self,
+        unit: Unit,
+        *,
+        run: Run,
+        agent: Agent,
+        conversation: Conversation,
+        step: int,
+        call_id: str,
+        name: str,
+        arguments: str,
+        message_id: str,
+    ) -> Call:
+        """Record a call the model asked for, and send it where its policies say."""
+        cid = conversation.id
+        await unit.emit(cid, ToolCallStart(call_id, name, message_id))
+        await unit.emit(cid, ToolCallArgs(call_id, arguments))
+        await unit.emit(cid, ToolCallEnd(call_id))
+
+        tool = agent.tool(name)
+        value, failure = _parse_arguments(tool, name, arguments, agent)
+        if failure is None and tool and tool.max_calls_per_pass is not None:
+            made = await self.store.count_calls(run.id, name)
+            if made >= tool.max_calls_per_pass:
+                failure = tool_error(
+                    ToolErrorCode.CALL_LIMIT_REACHED,
+                    f"{name!r} may be called at most {tool.max_calls_per_pass} time(s) per "
+                    f"agent pass; this call was not executed. Continue without it.",
+                    limit=tool.max_calls_per_pass,
+                )
+        hits: list[Hit] = []
+        if failure is None and tool and tool.guardrails:
+            hits = evaluate(tool.guardrails, "input", value)
+            await self._record_hits(unit, cid, call_id, name, hits)
+            blocked = next((h for h in hits if h.action == "block"), None)
+            if blocked:
+                failure = tool_error(
+                    ToolErrorCode.BLOCKED_BY_GUARDRAIL,
+                    f"The guardrail {blocked.rule!r} blocked this call; it was not executed.",
+                    rule=blocked.rule,
+                )
+        now = self.clock()
+        call = Call(
+            id=call_id,
+            conversation_id=cid,
+            run_id=run.id,
+            step=step,
+            tool_name=name,
+            state=CallState.PROPOSED,
+            input=value if failure is None else None,
+            arguments=arguments,
+            deadline=now,
+            route="form",
+            extra={"guardrails": [h.to_json() for h in hits]} if hits else {},
+        )
+        await self.store.add_call(call)
+        if failure is not None:
+            failure["guardrails"] = [h.to_json() for h in hits]
+            await self._settle(unit, call, CallEvent.REFUSE, failure)
+            return await self._reload(call.id)
+        assert tool is not None
+        if run.simulate:
+            result = tool.simulation_result if tool.has_simulation_result else None
+            await self._settle(
+                unit, call, CallEvent.SIMULATE, {"output": result, "simulated": True}
+            )
+            return await self._reload(call.id)
+        environment = self.platform().environment(agent.environment)
+        granted = await self.store.has_grant(cid, name)
+        reason = approval_reason(tool, environment, granted=granted, hits=hits)
+        if reason is not None:
+            approval = {
+                "reason": reason.value,
+                "scopes": list(SCOPES) if reason.grantable else ["once"],
+            }
+            moved = await self._move(
+                unit, call, CallEvent.ASK,
+                deadline=now + tool.approval_timeout_seconds,
+                extra={**call.extra, "approval": approval},
+            )  # fmt: skip
+            assert moved is not None, "a call just proposed is ours to move"
+            return moved
+        if granted and tool.approval == "always":
+            call = await self._with_extra(
+                call, approval={"reason": "grant", "scope": "conversation"}
+            )
+        return await self._dispatch(unit, call, tool, CallEvent.DISPATCH, value, surface=None)
+
+
+def _parse_arguments(
+    tool: Tool | None, name: str, arguments: str, agent: Agent
+) -> tuple[Any, dict[str, Any] | None]:
+    if tool is None:
+        known = ", ".join(t.name for t in agent.tools) or "none"
+        return None, tool_error(
+            ToolErrorCode.UNKNOWN_TOOL, f"There is no tool named {name!r}. Tools: {known}."
+        )
+    try:
+        value = strictjson.loads(arguments or "{}")
+    except strictjson.StrictJSONError as exc:
+        return None, tool_error(
+            ToolErrorCode.INVALID_ARGUMENTS, f"The arguments are not valid JSON: {exc.message}."
+        )
+    if not isinstance(value, dict):
+        return None, tool_error(
+            ToolErrorCode.INVALID_ARGUMENTS, "The arguments must be a JSON object."
+        )
+    problems = tool.input_validator.problems(value)
+    if problems:
+        return None, tool_error(
+            ToolErrorCode.INVALID_ARGUMENTS,
+            f"The arguments do not match the input schema of {name!r}.",
+            errors=[p.to_json() for p in problems],
+        )
+    return value, None

@@ -1,0 +1,1 @@
+"""The run engine's parts (server/engine.py puts them together)."""

@@ -1,0 +1,242 @@
+"""Stepping a run: one model step streams its text and records the calls it asked for;
+the run steps again at once, waits on its calls, finishes, or fails. The step is owned by
+the run's lease (server/leases.py), taken in the transaction that starts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from server.errors import LeaseLost
+from server.leases import run_key
+from server.ledger import new_id
+from server.models.base import (
+    Message,
+    ModelError,
+    TextDelta,
+    ToolCallRequest,
+    ToolDescriptor,
+)
+from server.notices import run_notice
+from server.protocol.events import (
+    RunError,
+    RunFinished,
+    TextMessageContent,
+    TextMessageEnd,
+    TextMessageStart,
+)
+from server.quotas import estimate_tokens
+from server.runs.base import FAIL_RETRIES, FAIL_RETRY_MAX_SECONDS, INTERRUPTED_NOTE, EngineBase
+from server.store.records import RunStatus, StoredMessage
+
+log = logging.getLogger("hostcall.engine")
+
+
+class Stepping(EngineBase):
+    async def _resume_if_ready(self, run_id: str) -> None:
+        run = await self.store.get_run(run_id)
+        if run is None or run.status is not RunStatus.WAITING:
+            return
+        if any(c.state.open for c in await self.store.calls_of_step(run_id, run.step)):
+            return
+        key = run_key(run_id)
+        # The lease and the claim commit together: no process ever sees the run running
+        # without an owner (the sweeper would adopt it).
+        async with self.store.transaction():
+            if not await self.leases.take(key):
+                return  # another process holds the run; it resumes it
+            if not await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING):
+                await self.leases.end(key)
+                return
+        self._spawn(self._advance(run_id))
+
+    # ---- stepping --------------------------------------------------------------------------
+
+    async def _advance(self, run_id: str) -> None:
+        """Step the run while it can go on; we hold its lease, and hand it back at the end."""
+        try:
+            try:
+                while await self._step(run_id):
+                    pass
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                log.exception("run %s failed", run_id)
+                # A write the store refused (full disk, read-only file) must still end the
+                # run, or it stays `running` and refuses every message (issue 7, item 8).
+                code = "store_unavailable" if _is_store_error(exc) else "internal_error"
+                await self._fail_eventually(run_id, code, f"{type(exc).__name__}: {exc}")
+        except LeaseLost as lost:
+            # This process stalled past its lease and another adopted the run: the step
+            # was rolled back; the new owner runs it.
+            log.warning("run %s left to its new owner: %s", run_id, lost)
+
+    async def _step(self, run_id: str) -> bool:
+        """One model step; True when the run should step again at once."""
+        run = await self.store.get_run(run_id)
+        assert run is not None
+        agent = await self.agent_of_run(run_id)
+        cid = run.conversation_id
+        if run.step >= agent.max_steps:
+            await self._fail(
+                run_id,
+                "step_limit",
+                f"The agent made {run.step} model steps without finishing; "
+                f"the limit is {agent.max_steps}.",
+            )
+            return False
+        model = self._model(agent)
+        tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
+        history = [_model_message(m) for m in await self.store.list_messages(cid)]
+        message_id = new_id("m")
+        fence = (run_key(run_id), self.leases.owner)
+        text: list[str] = []
+        requests: list[ToolCallRequest] = []
+        try:
+            async for item in model.stream(history, tools, instructions=agent.instructions):
+                if isinstance(item, TextDelta):
+                    if not item.text:
+                        continue
+                    # Fenced (issue 10): if this process stalled past the run's lease and
+                    # another took the step over, the append fails with LeaseLost and this
+                    # copy of the step ends here, its message cut where the new owner
+                    # discarded it.
+                    if not text:
+                        start = TextMessageStart(message_id, "assistant")
+                        await self.journal.emit(cid, start, fence=fence)
+                    text.append(item.text)
+                    content = TextMessageContent(message_id, item.text)
+                    await self.journal.emit(cid, content, fence=fence)
+                else:
+                    requests.append(item)
+        except ModelError as exc:
+            partial = (message_id, "".join(text)) if text else None
+            await self._fail(run_id, exc.code, exc.message, interrupted=partial)
+            return False
+        if self.on_model_tokens is not None:
+            sent = [agent.instructions, *(m.text for m in history)]
+            written = [*text, *(r.arguments for r in requests)]
+            await self.on_model_tokens(agent, cid, estimate_tokens(sent + written))
+        conversation = await self.store.get_conversation(cid)
+        assert conversation is not None
+        step = run.step + 1
+        calls = [(new_id("k"), r) for r in requests]
+        async with self.journal.unit() as unit:
+            if text:
+                await unit.emit(cid, TextMessageEnd(message_id))
+            await self.store.add_message(
+                StoredMessage(
+                    message_id,
+                    cid,
+                    run_id,
+                    "assistant",
+                    "".join(text),
+                    tool_calls=tuple(
+                        {"id": k, "name": r.name, "arguments": r.arguments} for k, r in calls
+                    ),
+                )
+            )
+            if not calls:
+                await self.leases.end(run_key(run_id))
+                await self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
+                await unit.emit(cid, RunFinished(cid, run_id))
+                return False
+            opened = [
+                await self.ledger.propose(
+                    unit,
+                    run=run,
+                    agent=agent,
+                    conversation=conversation,
+                    step=step,
+                    call_id=call_id,
+                    name=r.name,
+                    arguments=r.arguments,
+                    message_id=message_id,
+                )
+                for call_id, r in calls
+            ]
+            waiting = any(c.state.open for c in opened)
+            status = RunStatus.WAITING if waiting else RunStatus.RUNNING
+            if waiting:
+                await self.leases.end(run_key(run_id))
+            else:
+                await self.leases.keep(run_key(run_id))
+            await self.store.update_run(run_id, status=status, step=step)
+        return not waiting
+
+    async def _fail_eventually(self, run_id: str, code: str, detail: str) -> None:
+        """``_fail``, retried while the store refuses writes: the run ends (RUN_ERROR, and
+        the person may send again) as soon as a write gets through."""
+        delay = 0.25
+        for attempt in range(FAIL_RETRIES):
+            try:
+                await self._fail(run_id, code, detail)
+                return
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                if attempt == FAIL_RETRIES - 1:
+                    # Left `running`: the next start's recover() steps it again.
+                    log.error("run %s: could not record its failure: %s", run_id, exc)
+                    return
+                log.warning("run %s: cannot record its failure yet (%s); retrying", run_id, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, FAIL_RETRY_MAX_SECONDS)
+
+    async def _fail(
+        self, run_id: str, code: str, detail: str, *, interrupted: tuple[str, str] | None = None
+    ) -> None:
+        """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
+        gets the code and a sentence from ``server.notices``, never the detail.
+
+        ``interrupted`` is (message id, text) of an assistant message the failure cut off:
+        the person saw it streamed, so it stays in the conversation, marked (issue 8)."""
+        run = await self.store.get_run(run_id)
+        assert run is not None
+        log.error(
+            "run failed: agent=%s conversation=%s run=%s code=%s: %s",
+            run.agent.get("id") if isinstance(run.agent, dict) else "?",
+            run.conversation_id,
+            run_id,
+            code,
+            detail,
+        )
+        message = run_notice(code)
+        cid = run.conversation_id
+        async with self.journal.unit() as unit:
+            if interrupted is not None:
+                message_id, partial = interrupted
+                await unit.emit(cid, TextMessageEnd(message_id, interrupted=True))
+                await self.store.add_message(
+                    StoredMessage(message_id, cid, run_id, "assistant", partial, interrupted=True)
+                )
+            await self.leases.end(run_key(run_id))
+            await self.store.update_run(
+                run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
+            )
+            await unit.emit(cid, RunError(message, code, run_id))
+
+
+def _is_store_error(exc: BaseException) -> bool:
+    """The store's driver refused a statement (sqlite3 or psycopg: both DB-API errors)."""
+    return type(exc).__module__.split(".")[0] in ("sqlite3", "psycopg")
+
+
+def _model_message(message: StoredMessage) -> Message:
+    if message.role == "assistant":
+        return Message(
+            role="assistant",
+            text=message.text + (INTERRUPTED_NOTE if message.interrupted else ""),
+            tool_calls=tuple(
+                ToolCallRequest(c["id"], c["name"], c["arguments"]) for c in message.tool_calls
+            ),
+        )
+    if message.role == "tool":
+        return Message(
+            role="tool",
+            text=message.text,
+            tool_call_id=message.tool_call_id,
+            tool_name=message.tool_name,
+        )
+    return Message(role="user", text=message.text)
