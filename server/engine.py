@@ -269,8 +269,14 @@ class Engine:
     def _discard_cut_off(self, run: Run) -> None:
         """A step cut off mid-answer left a message started and never ended (its text was
         never stored: a message is stored when its step commits). Before the step runs
-        again, end that message and tell surfaces to discard it, so the answer is shown
-        once — as the snapshot and the model's history have it (issue 9)."""
+        again, tell surfaces to discard that message, then end it, so the answer is shown
+        once — as the snapshot and the model's history have it (issue 9).
+
+        The discard comes first: a client that takes ``TEXT_MESSAGE_END`` as "this text is
+        final" (the widget announces it and tells the host page) has already dropped the
+        cut copy when the end arrives. The end still follows, because AG-UI wants every
+        started message ended before the run finishes; AG-UI allows other events while a
+        message is open."""
         cid = run.conversation_id
         started: dict[str, None] = {}
         seq = 0
@@ -286,8 +292,8 @@ class Engine:
         with self.journal.unit() as unit:
             for message_id in started:
                 log.info("discarding message %s of run %s, cut off mid-answer", message_id, run.id)
-                unit.emit(cid, TextMessageEnd(message_id))
                 unit.emit(cid, MessageDiscarded(message_id))
+                unit.emit(cid, TextMessageEnd(message_id))
 
     async def sweep_forever(self, every: float) -> None:
         while True:
