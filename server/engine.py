@@ -94,7 +94,7 @@ class Engine:
             tokens,
             agent_of_run=self.agent_of_run,
             platform=lambda: self.platform,
-            on_settled=self._resume_if_ready,
+            on_settled=self._resume_soon,
             on_dispatched=self._start_server_call,
             clock=clock,
             surface_grace=surface_grace,
@@ -183,6 +183,25 @@ class Engine:
             if call.state.open:
                 self.ledger.expire(call)
         return True
+
+    def _resume_soon(self, run_id: str) -> None:
+        """Resume the run in a task of its own, after the unit that settled its last call
+        has committed: the request that answered the call gets its response, and streams
+        write the ``TOOL_CALL_RESULT``, before the next step is claimed and started (issue 9:
+        the round trip). A crash in between leaves a waiting run with every call settled,
+        which the sweeper resumes (``stalled_runs``)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a command, a synchronous test): at once
+            self._resume_if_ready(run_id)
+            return
+        self._spawn(self._resume_later(run_id))
+
+    async def _resume_later(self, run_id: str) -> None:
+        try:
+            self._resume_if_ready(run_id)
+        except Exception:  # the sweeper's stalled-run scan tries again
+            log.exception("run %s: could not resume it", run_id)
 
     def _resume_if_ready(self, run_id: str) -> None:
         run = self.store.get_run(run_id)
@@ -422,10 +441,15 @@ class Engine:
                 if isinstance(item, TextDelta):
                     if not item.text:
                         continue
-                    if not text:
-                        self.journal.emit(cid, TextMessageStart(message_id, "assistant"))
+                    with self.journal.unit() as unit:  # the start and first text: one commit
+                        if not text:
+                            unit.emit(cid, TextMessageStart(message_id, "assistant"))
+                        unit.emit(cid, TextMessageContent(message_id, item.text))
                     text.append(item.text)
-                    self.journal.emit(cid, TextMessageContent(message_id, item.text))
+                    if len(text) == 1:
+                        # Let streams write the first text now: a model whose chunks come in
+                        # a burst (or without awaiting) must not hold it until the step ends.
+                        await asyncio.sleep(0)
                 else:
                     requests.append(item)
         except ModelError as exc:

@@ -114,19 +114,33 @@ async def events(request: Request) -> EventSourceResponse:
                 yield chunk
                 last = seq
             while True:
-                live = await queue.get()
-                if live is None:  # dropped for falling behind, or shutting down
+                # Everything already queued goes out in one write: a unit of work publishes
+                # several events at once (a call's start, arguments, end and dispatch), and
+                # a write per event cost a send() each on the round trip's path (issue 9).
+                batch = [await queue.get()]
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                chunk = b""
+                for live in batch:
+                    if live is None:  # dropped for falling behind, or shutting down
+                        break
+                    if live.seq <= last:
+                        continue
+                    if live.seq > last + 1:
+                        if chunk:
+                            yield chunk
+                            chunk = b""
+                        async for page, seq in replay(last):
+                            yield page
+                            last = seq
+                        continue
+                    if passes(live):
+                        chunk += to_sse(live).encode()
+                    last = live.seq
+                if chunk:
+                    yield chunk
+                if any(live is None for live in batch):
                     return
-                if live.seq <= last:
-                    continue
-                if live.seq > last + 1:
-                    async for chunk, seq in replay(last):
-                        yield chunk
-                        last = seq
-                    continue
-                if passes(live):
-                    yield to_sse(live)
-                last = live.seq
         finally:
             runtime.broker.unsubscribe(conversation_id, queue)
             if surface is not None:
