@@ -24,7 +24,7 @@ from server.agents import Agent, definition_digest, parse_agent
 from server.blocks.http_request import BlockError, BlockFailed, execute, render_request
 from server.errors import Conflict, LeaseLost, NotFound, ToolErrorCode
 from server.journal import Journal
-from server.leases import Leases, call_key, run_key
+from server.leases import Leases, call_key, process_key, run_key
 from server.ledger import Ledger, new_id
 from server.models.base import (
     Message,
@@ -225,7 +225,17 @@ class Engine:
         # Every stream this store counted belonged to a process that is gone; their pages
         # reconnect within the grace period, or their calls move on.
         self.store.reset_surfaces(self.clock())
+        # Our streams count while this lease lives; the sweeper of a cluster drops them
+        # once it lapses (the process died), and the grace period starts.
+        with self.store.transaction():
+            self.leases.take(process_key(self.leases.owner))
         self.sweep(stalled=True)
+
+    def retire(self) -> None:
+        """A clean shutdown: our streams stop counting now, not when our lease lapses."""
+        with self.store.transaction():
+            self.store.drop_streams(self.leases.owner, self.clock())
+            self.leases.release(process_key(self.leases.owner))
 
     def sweep(self, *, stalled: bool = False) -> None:
         """The cluster's periodic chores; a no-op unless this process has the sweeper's turn."""
@@ -243,6 +253,14 @@ class Engine:
     def _adopt(self, key: str) -> None:
         """Go on with the work of a lease that lapsed (its process died); we hold it now."""
         kind, _, ident = key.partition(":")
+        if kind == "process":
+            # Its streams died with it: their surfaces stop counting them, the grace period
+            # starts, and the next passes re-assign their reads and send writes to the form.
+            with self.store.transaction():
+                dropped = self.store.drop_streams(ident, self.clock())
+                self.leases.release(key)
+            log.info("process %s is gone: %d of its surface streams dropped", ident, dropped)
+            return
         if kind == "run":
             run = self.store.get_run(ident)
             if run is not None and run.status is RunStatus.RUNNING:

@@ -69,9 +69,10 @@ async def events(request: Request) -> EventSourceResponse:
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)
+    owner = runtime.leases.owner  # the stream counts for its surface while this process lives
     if surface is not None:
         with store.transaction():
-            store.attach_surface(conversation_id, surface, ledger.clock())
+            store.attach_surface(conversation_id, surface, ledger.clock(), owner)
 
     def passes(event: Event) -> bool:
         """Record the claim of a dispatch addressed to this surface before writing it; a
@@ -145,7 +146,7 @@ async def events(request: Request) -> EventSourceResponse:
             runtime.broker.unsubscribe(conversation_id, queue)
             if surface is not None:
                 with store.transaction():
-                    store.detach_surface(conversation_id, surface, ledger.clock())
+                    store.detach_surface(conversation_id, surface, ledger.clock(), owner)
 
     return EventSourceResponse(
         frames(),

@@ -34,7 +34,11 @@ from server.store.records import (
     StoredMessage,
 )
 from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables
-from server.store.sqlite_surfaces import SURFACES_SCHEMA, SurfaceTables
+from server.store.sqlite_surfaces import (
+    SURFACE_STREAMS_SCHEMA,
+    SURFACES_SCHEMA,
+    SurfaceTables,
+)
 
 MIGRATIONS = (
     # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
@@ -97,6 +101,8 @@ ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
     Migration(7, "session generations", """
 ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
 """),
+    # Issue 9: surfaces' streams counted per process, dropped when a process dies.
+    Migration(8, "surface streams", SURFACE_STREAMS_SCHEMA),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
