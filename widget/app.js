@@ -114,6 +114,7 @@ window.addEventListener('message', e => {
   else if (m.type === MSG.RESULT) calls.get(String(m.callId))?.resolveParent?.(m)
   else if (m.type === MSG.SEND && typeof m.text === 'string') state.ready ? send(m.text) : state.outbox.push(m.text)
   else if (m.type === MSG.FOCUS) ui.focusComposer()
+  else if (m.type === MSG.ACTIVE) active() // the person is busy on the host page
 })
 
 /** The handshake's answer, and any later change of the page's handlers. */
