@@ -1,4 +1,6 @@
 # Hostcall server: slim, non-root, no test dependencies, installed from the wheel.
+# Not built in CI (no container engine there): tests/unit/test_dockerfile.py checks what can
+# be checked without one (the files it copies, the wheel it installs, the user, the command).
 # The wheel carries the widget and the demo as package data (server/assets.py), so the image
 # holds no source tree: what runs here is exactly what `pip install hostcall` gives.
 FROM python:3.11-slim AS build
@@ -19,6 +21,9 @@ USER hostcall
 WORKDIR /data
 EXPOSE 8000
 VOLUME ["/data"]
+# /healthz answers 200 while the server runs (slim images have no curl: Python asks).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
+    CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"]
 # Set HOSTCALL_SECRET_KEYS in production; mount your agent files on /agents and add
 # `--agents /agents` (without it the image serves the demo agents shipped in the package).
 CMD ["hostcall", "serve", "--host", "0.0.0.0", "--port", "8000", "--db", "/data/hostcall.db"]

@@ -80,7 +80,7 @@ class Engine(Recovery):
             tokens,
             agent_of_run=self.agent_of_run,
             platform=lambda: self.platform,
-            on_settled=self._resume_if_ready,
+            on_settled=self._resume_soon,
             on_dispatched=self._start_server_call,
             clock=clock,
             surface_grace=surface_grace,

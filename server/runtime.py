@@ -160,6 +160,8 @@ class Runtime:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await self.engine.drain()
+            with contextlib.suppress(Exception):  # a store that is down: the lease lapses
+                await self.engine.retire()
             await self.store.close()
 
 

@@ -12,6 +12,7 @@
   const openKey = 'hostcall:open:' + opts.agent
   const accent = /^#[0-9a-f]{3,8}$/i.test(opts.accent) ? opts.accent : '#4f46e5'
   const phone = matchMedia('(max-width:639px)')
+  const scheme = ['light', 'dark'].includes(opts.theme) ? opts.theme : 'light dark'
   const ICONS = ['M3 5h18v12H9l-5 4v-4H3z', 'M6 6l12 12M18 6 6 18']
   /** Shared with the bridge; it adds frame, sync, send, focus. */
   const hc = { opts, src, base, handlers: new Map(), listeners: {}, outbox: [], emit, remove }
@@ -61,10 +62,12 @@
   }
 
   // ======================================================================== UI
-  /** Under 640 px the open panel is a full-screen sheet, clear of the safe-area insets. */
+  /** Under 640 px the open panel is a full-screen sheet, clear of the safe-area insets
+   * (painted as the widget: its theme, the accent above). */
   function layout() {
     const full = phone.matches
-    panel.style.cssText = 'position:fixed;z-index:2147483000;overflow:hidden;background:#fff;box-sizing:border-box;' + (full
+    panel.style.cssText = 'position:fixed;z-index:2147483000;overflow:hidden;box-sizing:border-box;color-scheme:' + scheme +
+      ';background:linear-gradient(' + accent + ' 0 0) top/100% env(safe-area-inset-top) no-repeat,light-dark(#fff,#15171c);' + (full
       ? 'inset:0;padding:env(safe-area-inset-top) env(safe-area-inset-right) env(safe-area-inset-bottom) env(safe-area-inset-left)'
       : 'right:16px;bottom:88px;width:min(390px,100vw - 32px);height:min(640px,100vh - 104px);border-radius:16px;box-shadow:0 12px 40px #0004')
     panel.style.display = isOpen ? '' : 'none'

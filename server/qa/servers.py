@@ -191,7 +191,6 @@ class HostPage:
 @contextmanager
 def serve_host_page(page: HostPage) -> Iterator[HostPage]:
     """Serve ``page`` at ``http://localhost:<free port>/`` from a thread until the block ends."""
-    import uvicorn
     from starlette.applications import Starlette
     from starlette.responses import HTMLResponse
     from starlette.routing import Route
@@ -199,23 +198,32 @@ def serve_host_page(page: HostPage) -> Iterator[HostPage]:
     async def index(request: Any) -> HTMLResponse:
         return HTMLResponse(page.html(), headers={"Cache-Control": "no-store"})
 
-    app = Starlette(routes=[Route("/", index)])
+    with serve_in_thread(Starlette(routes=[Route("/", index)]), port=page.port) as port:
+        page.port = port
+        yield page
+
+
+@contextmanager
+def serve_in_thread(app: Any, *, port: int = 0, lifespan: str = "off") -> Iterator[int]:
+    """Run the ASGI ``app`` under uvicorn in a background thread on ``port`` of 127.0.0.1
+    (0: a free one); yields the port."""
+    import uvicorn
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", page.port))  # 0: any free port
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
-                            timeout_graceful_shutdown=1)  # fmt: skip
+    sock.bind(("127.0.0.1", port))
+    config = uvicorn.Config(app, log_level="warning", lifespan=lifespan, ws="none",  # type: ignore[arg-type]
+                            access_log=False, timeout_graceful_shutdown=1)  # fmt: skip
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the host page's server did not start")
+            raise RuntimeError(f"uvicorn did not start on 127.0.0.1:{port}")
         time.sleep(0.01)
-    page.port = int(sock.getsockname()[1])
     try:
-        yield page
+        yield int(sock.getsockname()[1])
     finally:
         server.should_exit = True
         thread.join(10)

@@ -11,7 +11,7 @@ import logging
 import time
 
 from server.errors import ToolErrorCode
-from server.leases import run_key
+from server.leases import process_key, run_key
 from server.protocol.events import (
     EventType,
     MessageDiscarded,
@@ -31,7 +31,17 @@ class Recovery(Stepping, ServerCalls):
         # Every stream this store counted belonged to a process that is gone; their pages
         # reconnect within the grace period, or their calls move on.
         await self.store.reset_surfaces(self.clock())
+        # Our streams count while this lease lives; the sweeper of a cluster drops them
+        # once it lapses (the process died), and the grace period starts.
+        async with self.store.transaction():
+            await self.leases.take(process_key(self.leases.owner))
         await self.sweep(stalled=True)
+
+    async def retire(self) -> None:
+        """A clean shutdown: our streams stop counting now, not when our lease lapses."""
+        async with self.store.transaction():
+            await self.store.drop_streams(self.leases.owner, self.clock())
+            await self.leases.release(process_key(self.leases.owner))
 
     async def sweep(self, *, stalled: bool = False) -> None:
         """The cluster's periodic chores; a no-op unless this process has the sweeper's turn."""
@@ -49,6 +59,14 @@ class Recovery(Stepping, ServerCalls):
     async def _adopt(self, key: str) -> None:
         """Go on with the work of a lease that lapsed (its process died); we hold it now."""
         kind, _, ident = key.partition(":")
+        if kind == "process":
+            # Its streams died with it: their surfaces stop counting them, the grace period
+            # starts, and the next passes re-assign their reads and send writes to the form.
+            async with self.store.transaction():
+                dropped = await self.store.drop_streams(ident, self.clock())
+                await self.leases.release(key)
+            log.info("process %s is gone: %d of its surface streams dropped", ident, dropped)
+            return
         if kind == "run":
             run = await self.store.get_run(ident)
             if run is not None and run.status is RunStatus.RUNNING:
@@ -94,8 +112,14 @@ class Recovery(Stepping, ServerCalls):
     async def _discard_cut_off(self, run: Run) -> None:
         """A step cut off mid-answer left a message started and never ended (its text was
         never stored: a message is stored when its step commits). Before the step runs
-        again, end that message and tell surfaces to discard it, so the answer is shown
-        once — as the snapshot and the model's history have it (issue 9)."""
+        again, tell surfaces to discard that message, then end it, so the answer is shown
+        once — as the snapshot and the model's history have it (issue 9).
+
+        The discard comes first: a client that takes ``TEXT_MESSAGE_END`` as "this text is
+        final" (the widget announces it and tells the host page) has already dropped the
+        cut copy when the end arrives. The end still follows, because AG-UI wants every
+        started message ended before the run finishes; AG-UI allows other events while a
+        message is open."""
         cid = run.conversation_id
         started: dict[str, None] = {}
         seq = 0
@@ -111,8 +135,8 @@ class Recovery(Stepping, ServerCalls):
         async with self.journal.unit() as unit:
             for message_id in started:
                 log.info("discarding message %s of run %s, cut off mid-answer", message_id, run.id)
-                await unit.emit(cid, TextMessageEnd(message_id))
                 await unit.emit(cid, MessageDiscarded(message_id))
+                await unit.emit(cid, TextMessageEnd(message_id))
 
     async def sweep_forever(self, every: float) -> None:
         while True:

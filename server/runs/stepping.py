@@ -34,6 +34,20 @@ log = logging.getLogger("hostcall.engine")
 
 
 class Stepping(EngineBase):
+    async def _resume_soon(self, run_id: str) -> None:
+        """Resume the run in a task of its own, after the unit that settled its last call
+        has committed: the request that answered the call gets its response, and streams
+        write the ``TOOL_CALL_RESULT``, before the next step is claimed and started (issue 9:
+        the round trip). A crash in between leaves a waiting run with every call settled,
+        which the sweeper resumes (``stalled_runs``)."""
+        self._spawn(self._resume_later(run_id))
+
+    async def _resume_later(self, run_id: str) -> None:
+        try:
+            await self._resume_if_ready(run_id)
+        except Exception:  # the sweeper's stalled-run scan tries again
+            log.exception("run %s: could not resume it", run_id)
+
     async def _resume_if_ready(self, run_id: str) -> None:
         run = await self.store.get_run(run_id)
         if run is None or run.status is not RunStatus.WAITING:
@@ -102,12 +116,17 @@ class Stepping(EngineBase):
                     # another took the step over, the append fails with LeaseLost and this
                     # copy of the step ends here, its message cut where the new owner
                     # discarded it.
-                    if not text:
-                        start = TextMessageStart(message_id, "assistant")
-                        await self.journal.emit(cid, start, fence=fence)
+                    async with self.journal.unit() as unit:  # the start and first text: one commit
+                        if not text:
+                            start = TextMessageStart(message_id, "assistant")
+                            await unit.emit(cid, start, fence=fence)
+                        content = TextMessageContent(message_id, item.text)
+                        await unit.emit(cid, content, fence=fence)
                     text.append(item.text)
-                    content = TextMessageContent(message_id, item.text)
-                    await self.journal.emit(cid, content, fence=fence)
+                    if len(text) == 1:
+                        # Let streams write the first text now: a model whose chunks come in
+                        # a burst (or without awaiting) must not hold it until the step ends.
+                        await asyncio.sleep(0)
                 else:
                     requests.append(item)
         except ModelError as exc:

@@ -18,8 +18,11 @@ surface and assignment number.
 Surfaces (docs/protocol.md "Surfaces") are keyed by conversation and the id the client
 chose. ``streams`` counts a surface's open event streams; ``attach_surface`` and
 ``detach_surface`` move it, and the last detach stamps ``detached_at`` (the grace period
-starts). ``reset_surfaces`` is for a process starting over a store no other process is
-serving: every stream it counted is gone.
+starts). Each stream is also counted for the process (``owner``, its lease owner) that
+serves it: ``drop_streams`` counts off every stream of a process that died (its lease
+lapsed; server/runs/recovery.py) and returns how many surfaces it touched.
+``reset_surfaces`` is for a process starting over a store no other process is serving:
+every stream it counted is gone.
 """
 
 from __future__ import annotations
@@ -89,8 +92,13 @@ class Store(Protocol):
     async def save_surface_tools(
         self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
     ) -> None: ...
-    async def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
-    async def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
+    async def attach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None: ...
+    async def detach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None: ...
+    async def drop_streams(self, owner: str, now: float) -> int: ...
     async def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
     async def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
     async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None: ...

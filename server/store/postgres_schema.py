@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from server.store.migrations import Migration
 from server.store.postgres_console import CONSOLE_SCHEMA
-from server.store.postgres_surfaces import SURFACES_SCHEMA
+from server.store.postgres_surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
 
 MIGRATIONS = (
     Migration(1, "initial", """
@@ -64,8 +64,10 @@ ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
     Migration(6, "session generations", """
 ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
 """),
+    # Issue 9: surfaces' streams counted per process, dropped when a process dies.
+    Migration(7, "surface streams", SURFACE_STREAMS_SCHEMA),
     # Issue 10: rate and cost limits counted here, shared by every process (server/counters.py).
-    Migration(7, "quota counters", """
+    Migration(8, "quota counters", """
 CREATE TABLE quota_counters (key TEXT PRIMARY KEY, window_start DOUBLE PRECISION NOT NULL,
     count BIGINT NOT NULL);
 """),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from server.store.migrations import Migration
 from server.store.sqlite_console import CONSOLE_SCHEMA
-from server.store.sqlite_surfaces import SURFACES_SCHEMA
+from server.store.sqlite_surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
 
 MIGRATIONS = (
     # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
@@ -70,8 +70,10 @@ ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
     Migration(7, "session generations", """
 ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
 """),
+    # Issue 9: surfaces' streams counted per process, dropped when a process dies.
+    Migration(8, "surface streams", SURFACE_STREAMS_SCHEMA),
     # Issue 10: rate and cost limits counted in the store (server/counters.py).
-    Migration(8, "quota counters", """
+    Migration(9, "quota counters", """
 CREATE TABLE quota_counters (key TEXT PRIMARY KEY, window_start REAL NOT NULL,
     count INTEGER NOT NULL) WITHOUT ROWID;
 """),

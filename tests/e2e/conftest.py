@@ -9,6 +9,8 @@ the ones the e2e modules grew up with; they are thin aliases of the plugin's.
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +26,8 @@ __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "SECRET", "Demo", "free_port", "shot", "
 CHROMIUM = "/usr/bin/chromium"
 SECRET = TEST_SECRET
 SHOTS = ROOT / "test-results" / "screenshots"
+#: The README's screenshots.
+DOC_SHOTS = ROOT / "docs" / "screenshots"
 
 #: A running ``hostcall demo``: Hostcall on 127.0.0.1, the task board on localhost.
 Demo = HostcallServer
@@ -57,9 +61,16 @@ def page(hostcall_page: Page) -> Page:
     return hostcall_page
 
 
-def shot(page: Page, name: str) -> Path:
-    """Save a screenshot under test-results/screenshots (look at them: a person will)."""
+def shot(page: Page, name: str, *, readme: str | None = None) -> Path:
+    """Save a screenshot under test-results/screenshots (look at them: a person will).
+
+    ``readme``: the name of the README's copy under docs/screenshots, written only when asked
+    (``HOSTCALL_REFRESH_DOCS=1``): a normal run, CI's included, must not dirty the tree.
+    """
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
     page.screenshot(path=str(path))
+    if readme and os.environ.get("HOSTCALL_REFRESH_DOCS") == "1":
+        DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOC_SHOTS / f"{readme}.png")
     return path

@@ -5,7 +5,6 @@ browser contexts, and the agent designer writing a real agent directory."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -23,7 +22,6 @@ from tests.e2e.test_ui import audit
 pytestmark = pytest.mark.e2e
 PASSWORD = "correct horse battery"
 SLOW = 15_000
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 
 
 @dataclass
@@ -92,12 +90,7 @@ def open_conversation(console: Page, demo: Demo) -> None:
 
 
 def save_shot(page: Page, name: str) -> None:
-    shot(page, name)
-    # The README's copies are refreshed on purpose (HOSTCALL_REFRESH_DOCS=1), never as a side
-    # effect of a test run: CI and every developer's run would otherwise dirty the tree.
-    if os.environ.get("HOSTCALL_REFRESH_DOCS") == "1":
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
+    shot(page, name, readme=name)  # the README's copy only with HOSTCALL_REFRESH_DOCS=1
 
 
 # ---------------------------------------------------------------------------- instances

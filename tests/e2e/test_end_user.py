@@ -36,6 +36,10 @@ def test_on_a_phone_the_chat_is_a_full_screen_sheet_without_the_keyboard(
     browser: Browser, demo: Demo, theme: str
 ) -> None:
     page = phone_page(browser, color_scheme=theme)
+    # A notched phone: the sheet keeps clear of these strips, which show its own background.
+    page.context.new_cdp_session(page).send(
+        "Emulation.setSafeAreaInsetsOverride", {"insets": {"top": 47, "bottom": 34}}
+    )
     try:
         page.goto(demo.board + f"?theme={theme}")
         launcher = page.locator("[data-part=hostcall-launcher]")
@@ -48,6 +52,16 @@ def test_on_a_phone_the_chat_is_a_full_screen_sheet_without_the_keyboard(
         sheet = page.locator("[data-part=hostcall-panel]").bounding_box()
         assert sheet == {"x": 0, "y": 0, "width": PHONE["width"], "height": PHONE["height"]}
         expect(launcher).to_be_hidden()  # the sheet has its own close button
+        # The strips are the widget's colour in its theme (they stayed white in dark mode),
+        # the header's accent above.
+        strips = page.locator("[data-part=hostcall-panel]").evaluate(
+            """el => { const s = getComputedStyle(el)
+              return [s.paddingTop, s.paddingBottom, s.backgroundColor, s.backgroundImage] }"""
+        )
+        body = {"light": "rgb(255, 255, 255)", "dark": "rgb(21, 23, 28)"}[theme]
+        assert strips[:3] == ["47px", "34px", body]
+        assert "rgb(79, 70, 229)" in strips[3]  # the default accent, #4f46e5
+        assert widget.locator("body").evaluate("el => getComputedStyle(el).backgroundColor") == body
         expect(widget.locator("html")).to_have_attribute("data-viewport", "phone")
         # Opening did not focus the composer (that would pop the keyboard over the chat).
         assert widget.locator("[data-part=composer-input]").evaluate(
@@ -60,7 +74,7 @@ def test_on_a_phone_the_chat_is_a_full_screen_sheet_without_the_keyboard(
         reason = call.locator("[data-part=reject-reason]")
         expect(reason).to_be_visible()
         assert reason.evaluate("el => document.activeElement !== el")
-        shot(page, f"phone-{theme}-confirmation")
+        shot(page, f"phone-{theme}-confirmation", readme=f"phone-{theme}")
         widget.locator("[data-part=close]").click()
         expect(launcher).to_be_visible()
         expect(page.locator("[data-part=hostcall-panel]")).to_be_hidden()
@@ -88,7 +102,7 @@ def test_a_light_accent_gets_dark_text_in_the_widget_and_on_the_launcher(
         ask(widget, "hello")
         mine = widget.locator("[data-part=message][data-role=user]").last
         expect(mine).to_have_css("color", "rgb(0, 0, 0)")
-        shot(page, "accent-yellow")
+        shot(page, "accent-yellow", readme="accent-yellow")
     finally:
         page.context.close()
         demo.stop()
@@ -103,7 +117,7 @@ def test_new_conversation_asks_first(page: Page, demo: Demo) -> None:
     expect(question).to_be_visible()
     expect(question).to_contain_text("Start a new conversation?")
     expect(widget.locator("[data-part=restart-no]")).to_be_focused()
-    shot(page, "restart-asks-first")
+    shot(page, "restart-asks-first", readme="restart-asks-first")
     widget.locator("[data-part=restart-no]").click()
     expect(question).to_be_hidden()
     expect(card(widget, "create_task")).to_have_count(1)  # nothing was lost
@@ -153,7 +167,7 @@ def test_a_message_sent_while_the_server_is_down_stays_with_a_retry(
         expect(failed).to_have_count(1, timeout=SLOW)
         expect(failed.locator("[data-part=message-text]")).to_have_text("hello while you are down")
         expect(failed.locator("[data-part=message-failed]")).to_contain_text("Not sent.")
-        shot(page, "send-failed-kept")
+        shot(page, "send-failed-kept", readme="send-failed-kept")
         demo = start_demo(tmp_path, db=demo.db, port=demo.port, host_port=demo.host_port)
         failed.locator("[data-part=message-retry]").click()
         sent = widget.locator("[data-part=message][data-role=user]")
@@ -191,7 +205,7 @@ def test_enter_while_a_confirmation_waits_says_why(page: Page, demo: Demo) -> No
     )
     expect(box).to_have_value(ASK_NEXT)  # kept, not lost
     expect(widget.locator("[data-part=message][data-role=user]")).to_have_count(1)
-    shot(page, "enter-blocked-hint")
+    shot(page, "enter-blocked-hint", readme="enter-blocked-hint")
     card(widget, "create_task").locator("[data-part=approve]").click()
     expect(hint).to_be_hidden(timeout=SLOW)
 

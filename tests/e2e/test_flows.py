@@ -52,7 +52,7 @@ def test_next_work_is_read_from_the_page_in_progress_before_todo(page: Page, dem
     [server_call] = calls_of(snapshot(page, demo), "read_board_tasks")
     assert server_call["route"] == "handler"
     assert server_call["state"] == "answered"
-    shot(page, "flows-02-next-work-answered")
+    shot(page, "flows-02-next-work-answered", readme="read-board-answered")
 
 
 def test_edited_task_is_created_on_the_board_and_confirmed(page: Page, demo: Demo) -> None:
@@ -64,7 +64,7 @@ def test_edited_task_is_created_on_the_board_and_confirmed(page: Page, demo: Dem
     expect(call.locator("[data-part=tool-call-input]")).to_contain_text(PROPOSED_TITLE)
     expect(call.locator("[data-part=confirm]")).to_be_visible()
     assert handler_runs(page, "create_task") == 0, "nothing runs before the person approves"
-    shot(page, "flows-03-confirmation")
+    shot(page, "flows-03-confirmation", readme="confirmation-card")
 
     call.locator("[data-part=edit]").click()
     form = call.locator("[data-part=form][data-purpose=edit]")
@@ -159,7 +159,7 @@ def test_without_a_handler_a_person_answers_through_the_output_form(page: Page, 
         )
         expect(field[name].locator("[data-part=input]")).to_have_attribute("aria-invalid", "true")
     expect(field["id"].locator("[data-part=input]")).to_be_focused()
-    shot(page, "flows-08-answer-form-errors")
+    shot(page, "flows-08-answer-form-errors", readme="form-fallback-errors")
 
     field["id"].locator("[data-part=input]").fill("T-42")
     field["title"].locator("[data-part=input]").fill("Review the Q3 report by hand")
@@ -214,7 +214,7 @@ def test_handler_output_violating_the_schema_opens_a_prefilled_form(page: Page, 
     expect(field["status"].locator("[data-part=field-error]")).to_have_text(
         "This field is required."
     )
-    shot(page, "flows-11-invalid-handler-output")
+    shot(page, "flows-11-invalid-handler-output", readme="invalid-output-form")
 
     field["id"].locator("[data-part=input]").fill("T-5")
     field["title"].locator("[data-part=input]").fill("Review the Q3 report")

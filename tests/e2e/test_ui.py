@@ -112,7 +112,7 @@ def test_widget_renders_in_each_language(page: Page, demo: Demo, lang: str) -> N
     expect(card.locator("[data-part=tool-call-status]")).to_have_text(want["waiting"])
     expect(card.locator("[data-part=confirm] > p")).to_have_text(want["prompt"])
     expect(card.locator("[data-part=confirm]").get_by_role("button")).to_have_text(want["buttons"])
-    shot(page, f"ui-language-{lang}")
+    shot(page, f"ui-language-{lang}", readme="japanese" if lang == "ja" else None)
 
     if lang == "ja":
         # Real glyphs, not the missing-glyph box: two different kanji, drawn in the font the
@@ -334,7 +334,7 @@ def test_dark_theme_renders_dark(page: Page, demo: Demo) -> None:
     )
     assert colours == {"scheme": "dark", "body": "rgb(21, 23, 28)", "text": "rgb(231, 233, 238)"}
     confirmation(widget)
-    shot(page, "ui-dark")
+    shot(page, "ui-dark", readme="dark-theme")
 
 
 # ----------------------------------------------------------------------------- readable cards

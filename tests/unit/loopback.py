@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
@@ -24,6 +22,8 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from server.qa.servers import serve_in_thread
 
 HUGE_CHUNK = b"x" * 256 * 1024
 HUGE_CHUNKS = 64  # 16 MiB, paced so that reading all of it takes over a second
@@ -156,30 +156,6 @@ class Live:
     @property
     def host(self) -> str:
         return f"127.0.0.1:{self.port}"
-
-
-@contextmanager
-def serve_in_thread(app: ASGIApp, *, lifespan: str = "off") -> Iterator[int]:
-    """Run ``app`` under uvicorn in a background thread on a free port of 127.0.0.1."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_level="warning", lifespan=lifespan, ws="none",  # type: ignore[arg-type]
-                            access_log=False, timeout_graceful_shutdown=1)  # fmt: skip
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield int(sock.getsockname()[1])
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 @contextmanager

@@ -96,9 +96,11 @@ def test_installed_demo_serves_the_loader_the_widget_and_the_board(
             "chat.js",
             "form.js",
             "widget.css",
-            "form.css",
+            "calls.css",
+            "toolcalls.js",
+            "cards.js",
             "locale-ja.js",
-            "locale-ja-form.js",
+            "locale-ja-calls.js",
         ):
             assert httpx.get(f"{base}/static/{name}").status_code == 200, name
         # The operator console's pages and scripts are package data too.

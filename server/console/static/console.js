@@ -2,7 +2,7 @@
 // CSRF-carrying fetch, and the widget's own DOM helper and form strings (one form
 // implementation in the product: the widget's form.js). Test hooks: data-part attributes.
 
-import { h, setLocale } from '/static/chat.js'
+import { addStrings, h, setLocale } from '/static/chat.js'
 
 export { h }
 
@@ -12,8 +12,8 @@ export const page = JSON.parse(document.getElementById('hc-data')?.textContent |
 /** The page's string for `key`, `{name}` placeholders filled. @param {string} key @param {Record<string, unknown>} [params] */
 export const tr = (key, params) => (page.t[key] ?? key).replace(/\{(\w+)\}/g, (all, k) => (params && k in params ? String(params[k]) : all))
 
-/** Load the widget's strings for the schema forms, in the console's language. */
-export const ready = setLocale(page.lang)
+/** Load the widget's strings for the schema forms (locale-xx-calls.js), in the console's language. */
+export const ready = setLocale(page.lang).then(() => addStrings('calls'))
 
 const csrf = document.querySelector('meta[name="hc-csrf"]')?.getAttribute('content') || ''
 

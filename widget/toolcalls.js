@@ -1,0 +1,408 @@
+// Hostcall widget: the tool calls in the thread — one view per call, moved only by
+// widget/calls.js's state machine: its card, the page's handler (over app.js's bridge), the
+// confirmation, and the form where a person supplies a result. app.js imports this module
+// when the first call event arrives and holds the stream's events until it has (issue 12's
+// weight budget: the first screen never needs it). A handler runs once per page load.
+
+import { EVENT as CALL_EVENT, PERSON, STATE, placement, transition } from './calls.js'
+import { confirmPanel, readable, rejectPanel, toolCard } from './cards.js'
+import * as ui from './chat.js'
+import { CALL_STATE, MSG, TERMINAL_STATES } from './protocol.js'
+
+const t = ui.t
+
+/**
+ * @typedef {{toolCallId: string, toolCallName: string, state: string, input?: any,
+ *   inputSchema?: any, outputSchema?: any, deadline?: string, route?: string, kind?: string,
+ *   formReason?: string, approval?: {scopes: string[]}, resultToken?: string,
+ *   decisionToken?: string, outcome?: any}} Call  (docs/protocol.md CALL)
+ * @typedef {{id: string, call: Call, card: import('./cards.js').Card, args: string, state: string,
+ *   scope: string, resolveParent: Function | null}} CallView  (state: widget/calls.js STATE)
+ * @typedef {import('./form.js').FieldError} FieldError
+ * @typedef {{api: any, surfaceId: string, agentTools: Map<string, {title?: string, description?: string}>,
+ *   maxBodyBytes: number, hasHandler: (name: string) => boolean,
+ *   toParent: (type: string, data?: any) => void, emit: (event: string, detail: any) => void,
+ *   refresh: () => void}} Context  what app.js lends this module
+ */
+
+// ============================================================================
+// What app.js lends, and the calls of this conversation
+// ============================================================================
+
+let api, surfaceId, agentTools, maxBodyBytes, hasHandler, toParent, emit, refresh
+/** @param {Context} context */
+export function attach(context) {
+  ({ api, surfaceId, agentTools, maxBodyBytes, hasHandler, toParent, emit, refresh } = context)
+}
+
+/** @type {Map<string, CallView>} */
+const calls = new Map()
+const utf8 = new TextEncoder()
+const TERMINAL = new Set(TERMINAL_STATES)
+/** Server call state → card `data-state` (running, waiting, done, failed, rejected, expired). */
+const cardState = (/** @type {string} */ st) => ({ awaiting_confirmation: 'waiting', answered: 'done' })[st] || (TERMINAL.has(st) ? st : 'running')
+
+/** Whether a person has something to do in a card (the working indicator hides). */
+export const needsPerson = () => [...calls.values()].some(v => PERSON.has(v.state))
+
+/** The page's handler answered (MSG.RESULT). */
+export const parentResult = (/** @type {any} */ m) => calls.get(String(m.callId))?.resolveParent?.(m)
+
+/** A new conversation: stop the page's handlers of this one, forget its calls. */
+export function clear() {
+  calls.forEach(cancelParent)
+  calls.clear()
+}
+
+/** The stream's tool-call events (app.js's ON_CALL sends them here). */
+export const start = (/** @type {any} */ d) => void view(d.toolCallId, d.toolCallName)
+export const addArgs = (/** @type {any} */ d) => { view(d.toolCallId).args += String(d.delta ?? '') }
+export function endArgs(/** @type {any} */ d) {
+  const v = calls.get(d.toolCallId)
+  if (v && v.call.input === undefined) try { v.card.setInput(JSON.parse(v.args)) } catch { /* malformed: the server says so */ }
+}
+export function callState(/** @type {any} */ d) {
+  const v = calls.get(d.toolCallId)
+  if (v && TERMINAL.has(d.state)) settle(v, d.state)
+  else if (v) v.call.state = d.state
+}
+export function result(/** @type {any} */ d) {
+  const v = view(d.toolCallId)
+  settle(v, d.state || (d.outcome?.error ? CALL_STATE.FAILED : CALL_STATE.ANSWERED), d.outcome)
+  emit('toolresult', { callId: v.id, toolName: v.call.toolCallName, state: v.call.state, outcome: v.call.outcome })
+}
+
+/**
+ * The schema forms and validator (form.js): fetched when the first call appears, before it
+ * is needed, and fetched again (a fresh URL: a failed import stays failed) if the server was
+ * down then. Their styles and strings came with this module (calls.css, locale-xx-calls.js).
+ * @returns {Promise<typeof import('./form.js')>}
+ */
+let formModule = null
+function forms(attempt = 0) {
+  if (formModule) return formModule
+  return (formModule = import(`./form.js${attempt ? `?retry=${attempt}` : ''}`).catch(err => {
+    formModule = null
+    if (attempt === 6) throw err
+    return new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt)).then(() => forms(attempt + 1))
+  }))
+}
+
+const publicCall = c => ({ callId: c.toolCallId, toolName: c.toolCallName, input: c.input, state: c.state, route: c.route })
+
+// ============================================================================
+// One view per call; its state is widget/calls.js's, moved only by move()
+// ============================================================================
+
+/** Move call view `v` by `event`; false (and nothing changes) if its state ignores it. */
+function move(v, event) {
+  const next = transition(v.state, event)
+  if (next === null) return false
+  v.state = next
+  return true
+}
+
+/** What end users see for a tool: its `title` from the agent file, not its id. */
+const titleOf = (/** @type {string} */ name) => agentTools.get(name)?.title || name
+
+/** The view of call `id`, created with its card on first sight. */
+function view(id, name = '?') {
+  let v = calls.get(id)
+  if (!v) {
+    v = {
+      id, call: { toolCallId: id, toolCallName: name, state: 'proposed' }, args: '',
+      state: STATE.PROPOSED, scope: 'once', card: toolCard(id, name, titleOf(name)), resolveParent: null,
+    }
+    v.card.setState('running')
+    calls.set(id, v)
+    forms().catch(console.error) // ready before a form or a result check needs it
+  }
+  return v
+}
+
+/** A CALL object, from the snapshot or an event. */
+export function upsertCall(c) {
+  if (typeof c?.toolCallId !== 'string') return
+  const v = view(c.toolCallId, c.toolCallName)
+  v.call = { ...v.call, ...c }
+  if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
+  if (TERMINAL.has(c.state)) settle(v, c.state, c.outcome)
+  else if (c.state === CALL_STATE.AWAITING_CONFIRMATION) { if (move(v, CALL_EVENT.APPROVAL_REQUESTED)) showConfirm(v) }
+  else if (c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) place(v)
+}
+
+/**
+ * A dispatched call: the server assigned it to one surface (docs/protocol.md "Surfaces").
+ * If that is this one, the assignment is the claim: run the handler now, no request first.
+ */
+function place(v) {
+  const c = v.call
+  if (c.kind && c.kind !== 'client') return // the server runs it; its result event follows
+  if (!move(v, placement(c, surfaceId))) return
+  if (v.state === STATE.ELSEWHERE) {
+    v.card.setState('running', t('runningElsewhere'))
+    return void v.card.setBody()
+  }
+  if (v.state === STATE.FORM) return showAnswerForm(v, { note: c.formReason === 'surface_gone' ? t('answerSurfaceGone') : undefined })
+  emit('toolcall', publicCall(c))
+  runInParent(v)
+}
+
+/** The call reached a terminal state. */
+function settle(v, st, outcome) {
+  cancelParent(v)
+  const again = v.state === STATE.SETTLED
+  move(v, CALL_EVENT.SETTLE)
+  v.call.state = st
+  if (outcome !== undefined) v.call.outcome = outcome
+  else if (again) return
+  const oc = v.call.outcome
+  // The page's own words for a handler that threw; for anything else a translated sentence,
+  // never a raw code or an upstream body (the model gets those).
+  const error = !oc?.error ? '' : oc.error.code === 'client_error' && oc.error.message ? String(oc.error.message) : t('toolFailed')
+  const reason = oc?.error?.reason // the person's own words, not the message written for the model
+  const note = st === CALL_STATE.EXPIRED ? t('expiredNote') : st !== CALL_STATE.REJECTED ? error : reason ? t('rejectedNote', { reason }) : ''
+  v.card.setState(cardState(st), note)
+  v.card.setBody(oc && 'output' in oc
+    ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), readable(oc.output, v.call.outputSchema))
+    : null)
+}
+
+const running = v => v.state === STATE.RUNNING || v.state === STATE.RERUNNING
+
+async function runInParent(v) {
+  const c = v.call
+  v.card.setState('running', t(v.state === STATE.RERUNNING ? 'rerunning' : 'runningInPage'))
+  v.card.setBody()
+  if (!hasHandler(c.toolCallName)) {
+    move(v, CALL_EVENT.NO_HANDLER)
+    return showAnswerForm(v, { note: t('answerNoHandler') })
+  }
+  const res = await new Promise(resolve => {
+    v.resolveParent = resolve
+    toParent(MSG.CALL, {
+      callId: c.toolCallId, toolName: c.toolCallName, input: c.input,
+      inputSchema: c.inputSchema, outputSchema: c.outputSchema, deadline: c.deadline,
+    })
+  })
+  v.resolveParent = null
+  if (!running(v) || res.cancelled) return
+  if (res.noHandler) {
+    move(v, CALL_EVENT.NO_HANDLER)
+    return showAnswerForm(v, { note: t('answerNoHandler') })
+  }
+  if (res.error !== undefined) {
+    const message = String(res.error?.message ?? res.error).slice(0, 2000) || 'The handler failed.'
+    return answer(v, { error: { code: 'client_error', message } })
+  }
+  // Bytes, as the server counts them: a non-ASCII result is larger than its length says.
+  const size = utf8.encode(JSON.stringify({ token: c.resultToken, output: res.output ?? null })).length
+  if (size > maxBodyBytes) {
+    return answer(v, { error: { code: 'client_error', message: `The handler's result is too large (${size} bytes; the limit is ${maxBodyBytes}).` } })
+  }
+  const errors = (await forms()).validate(c.outputSchema ?? {}, res.output)
+  if (errors.length) {
+    move(v, CALL_EVENT.INVALID)
+    return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
+  }
+  answer(v, { output: res.output })
+}
+
+/** Stop waiting for the page's handler; the page aborts its ctx.signal. */
+function cancelParent(v) {
+  if (!v.resolveParent) return
+  toParent(MSG.CANCEL, { callId: v.id })
+  v.resolveParent({ cancelled: true })
+  v.resolveParent = null
+}
+
+/** POST the answer; resolves to field errors when the form that sent it should show them. */
+async function answer(v, body) {
+  const c = v.call
+  const fromForm = v.state === STATE.FORM
+  if (!move(v, CALL_EVENT.SEND)) return
+  v.card.busy(true)
+  v.card.setState('running', t('sending')) // stays while the answer is retried (server down)
+  try {
+    await patiently(() => api.result(c.toolCallId, { token: c.resultToken, ...body }))
+    if (!move(v, CALL_EVENT.SENT)) return
+    v.card.setState('running', t('sent'))
+    v.card.setBody()
+    ui.focusComposer()
+  } catch (err) {
+    if (v.state !== STATE.SENDING) return
+    if (err.status === 409 || err.status === 410) {
+      move(v, CALL_EVENT.SENT) // settled by another answer (another tab, a person): its result follows
+      v.card.setState(err.status === 410 ? 'expired' : 'running', t(err.status === 410 ? 'expiredNote' : 'alreadySettled'))
+      return v.card.setBody()
+    }
+    const errors = err.status === 422 && Array.isArray(err.details?.errors)
+      ? serverErrors(err.details.errors)
+      : [{ path: '', message: err.status === 422 ? err.message : t('errorAnswer') }]
+    if (fromForm) { move(v, CALL_EVENT.FORM_REFUSED); return errors }
+    if (err.status === 422 && 'output' in body) {
+      move(v, CALL_EVENT.INVALID)
+      return showAnswerForm(v, { value: body.output, errors, note: t('answerInvalid'), returned: body.output })
+    }
+    move(v, CALL_EVENT.SEND_FAILED)
+    v.card.setState('failed', t('errorAnswer'))
+    v.card.setBody(ui.h('button', { type: 'button', 'data-part': 'retry', onclick: () => answer(v, body) }, t('retry')))
+  } finally {
+    v.card.busy(false)
+    refresh()
+  }
+}
+
+/** The output-schema form: a person supplies the result. */
+async function showAnswerForm(v, o) {
+  const c = v.call
+  const state = v.state
+  const { schemaForm } = await forms()
+  if (v.state !== state) return // moved on while the form module loaded
+  const name = titleOf(c.toolCallName)
+  const form = schemaForm(c.outputSchema ?? {}, 'value' in o ? o.value : fromInput(c), {
+    purpose: 'answer',
+    label: t('answerFor', { name }),
+    submitLabel: t('submitAnswer'),
+    onSubmit: output => answer(v, { output }),
+    actions: [{ part: 'decline', label: t('decline'), onClick: () => answer(v, { error: { code: 'no_handler', message: 'The person declined to answer this call.' } }) }],
+  })
+  const description = agentTools.get(c.toolCallName)?.description
+  v.card.setState('waiting', o.note || t('answerPrompt'))
+  v.card.setBody(
+    description && ui.h('p', { 'data-part': 'tool-description', text: description }),
+    'returned' in o && ui.h('details', { 'data-part': 'handler-output' },
+      ui.h('summary', { text: t('returned') }), ui.h('pre', { text: json(o.returned) })),
+    form.el)
+  if (o.errors?.length) form.showErrors(o.errors)
+  ui.announce(t('needsAnswer', { name }))
+  ui.phone() || maybeFocus(form.focus)
+  refresh()
+}
+
+// ============================================================================
+// Confirmation: approve (once or for this conversation), edit, reject with a reason
+// ============================================================================
+
+function showConfirm(v) {
+  v.card.setState('waiting')
+  const panel = confirmPanel({
+    scopes: v.call.approval?.scopes || ['once'],
+    scope: v.scope,
+    onScope: scope => { v.scope = scope },
+    onApprove: () => decide(v, { decision: 'approve', scope: v.scope }),
+    onEdit: () => { if (move(v, CALL_EVENT.EDIT)) showEdit(v) },
+    onReject: () => { if (move(v, CALL_EVENT.REJECT)) showReject(v) },
+  })
+  v.card.setBody(panel)
+  emit('toolcall', publicCall(v.call))
+  ui.announce(t('needsConfirm', { name: titleOf(v.call.toolCallName) }))
+  maybeFocus(() => v.card.focus('approve'))
+  refresh()
+}
+
+async function showEdit(v) {
+  const state = v.state
+  const { schemaForm } = await forms()
+  if (v.state !== state) return // moved on while the form module loaded
+  const back = () => { if (move(v, CALL_EVENT.BACK)) { showConfirm(v); v.card.focus('edit') } }
+  const form = schemaForm(v.call.inputSchema ?? {}, v.call.input, {
+    purpose: 'edit',
+    label: t('editFor', { name: titleOf(v.call.toolCallName) }),
+    submitLabel: t('approveEdited'),
+    onSubmit: input => decide(v, { decision: 'approve', scope: v.scope, input }),
+    actions: [{ part: 'cancel', label: t('cancel'), onClick: back }],
+  })
+  form.el.addEventListener('keydown', e => { if (e.key === 'Escape') { e.stopPropagation(); back() } })
+  v.card.setBody(form.el)
+  ui.phone() || form.focus()
+}
+
+function showReject(v) {
+  const panel = rejectPanel({
+    onConfirm: reason => decide(v, reason ? { decision: 'reject', reason } : { decision: 'reject' }),
+    onCancel: () => { if (move(v, CALL_EVENT.BACK)) { showConfirm(v); v.card.focus('reject') } },
+  })
+  v.card.setBody(panel.el)
+  panel.focus()
+}
+
+/**
+ * POST the person's decision, naming this surface: the server runs an approved call here.
+ * Resolves to field errors for the edit form.
+ */
+async function decide(v, body) {
+  const from = v.state
+  if (!move(v, CALL_EVENT.DECIDE)) return
+  v.card.busy(true)
+  try {
+    const res = await patiently(() => api.decision(v.call.toolCallId, { token: v.call.decisionToken, surfaceId, ...body }))
+    // The dispatch or result event got here first; the pressed button is gone with the
+    // old card state, so focus would fall to <body>.
+    if (v.state !== STATE.DECIDING) return void maybeFocus(ui.focusComposer)
+    move(v, CALL_EVENT.DECIDED)
+    const rejected = res?.state === CALL_STATE.REJECTED
+    const note = rejected ? '' : t(body.scope === 'conversation' ? 'approvedForConversation' : 'approved')
+    v.card.setState(rejected ? 'rejected' : 'running', note)
+    v.card.setBody()
+    ui.focusComposer()
+  } catch (err) {
+    if (v.state !== STATE.DECIDING) return
+    if (err.status === 409 || err.status === 410) {
+      move(v, CALL_EVENT.DECIDED)
+      v.card.setState(err.status === 410 ? 'expired' : 'running', t(err.status === 410 ? 'expiredNote' : 'alreadyDecided'))
+      return v.card.setBody()
+    }
+    if (err.status === 422 && 'input' in body && Array.isArray(err.details?.errors)) {
+      move(v, CALL_EVENT.EDIT_REFUSED)
+      return serverErrors(err.details.errors)
+    }
+    if (from === STATE.EDIT) {
+      move(v, CALL_EVENT.EDIT_REFUSED)
+      return [{ path: '', message: t('errorDecision') }]
+    }
+    move(v, CALL_EVENT.DECIDE_FAILED)
+    showConfirm(v)
+    v.card.setState('waiting', t('errorDecision'))
+  } finally {
+    v.card.busy(false)
+    refresh()
+  }
+}
+
+/** A 422's `details.errors` (`{path, message}`) as form errors. @param {any[]} errors */
+const serverErrors = errors => errors.slice(0, 50).map(x => ({ path: x?.path === '/' ? '' : String(x?.path ?? ''), message: String(x?.message) })) // JSON Pointers
+
+
+/**
+ * Retry through network errors and 5xx (a server restarting) for ~15 s. Only for requests
+ * safe to repeat: a second answer or decision gets a 409, read as "settled".
+ * @template T @param {() => Promise<T>} request @returns {Promise<T>}
+ */
+async function patiently(request) {
+  for (let attempt = 0; ; attempt++) {
+    try { return await request() } catch (err) {
+      if (attempt === 6 || (err.status && err.status < 500)) throw err
+      await new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt))
+    }
+  }
+}
+
+/** Move focus to a new prompt only if the person is not busy elsewhere. */
+function maybeFocus(focus) {
+  const el = /** @type {HTMLTextAreaElement | null} */ (document.activeElement)
+  const part = el?.dataset?.part
+  if (!el || el === document.body || part === 'messages' || (part === 'composer-input' && !el.value)) setTimeout(focus)
+}
+
+/** A starting answer: scalar fields the input shares with the output (create_task's title). */
+function fromInput(c) {
+  const props = c.outputSchema?.properties || {}
+  const input = c.input && typeof c.input === 'object' ? c.input : {}
+  return Object.fromEntries(Object.entries(input).filter(([k, x]) =>
+    k in props && typeof x !== 'object' && (props[k].type === typeof x || props[k].type === undefined)))
+}
+
+function json(v) {
+  try { return String(JSON.stringify(v, null, 2)).slice(0, 20000) } catch { return String(v) }
+}
