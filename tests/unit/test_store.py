@@ -390,7 +390,7 @@ async def test_a_dead_process_s_streams_stop_counting_and_a_late_detach_counts_n
         await store.attach_surface("c1", "tab-b-0000", 4.0, "alive")  # also on a live process
         await store.attach_surface("c2", "tab-c-0000", 5.0, "alive")
     async with store.transaction():
-        assert store.drop_streams("dead", 20.0) == 2
+        assert await store.drop_streams("dead", 20.0) == 2
     a, b = await store.get_surface("c1", "tab-a-0000"), await store.get_surface("c1", "tab-b-0000")
     assert a is not None and (a.streams, a.detached_at) == (0, 20.0)  # the grace period starts
     assert a.present(now=24.0, grace=5.0) and not a.present(now=25.0, grace=5.0)
@@ -399,7 +399,7 @@ async def test_a_dead_process_s_streams_stop_counting_and_a_late_detach_counts_n
     assert c is not None and c.streams == 1
     async with store.transaction():
         await store.detach_surface("c1", "tab-a-0000", 30.0, "dead")  # the dead one, late: nothing
-        assert store.drop_streams("dead", 31.0) == 0  # nothing left to drop
+        assert await store.drop_streams("dead", 31.0) == 0  # nothing left to drop
     a = await store.get_surface("c1", "tab-a-0000")
     assert a is not None and (a.streams, a.detached_at) == (0, 20.0)
     async with store.transaction():
