@@ -24,7 +24,7 @@ from server.agents import Agent, definition_digest, parse_agent
 from server.blocks.http_request import BlockError, BlockFailed, execute, render_request
 from server.errors import Conflict, LeaseLost, NotFound, ToolErrorCode
 from server.journal import Journal
-from server.leases import Leases, call_key, run_key
+from server.leases import Leases, call_key, process_key, run_key
 from server.ledger import Ledger, new_id
 from server.models.base import (
     Message,
@@ -94,7 +94,7 @@ class Engine:
             tokens,
             agent_of_run=self.agent_of_run,
             platform=lambda: self.platform,
-            on_settled=self._resume_if_ready,
+            on_settled=self._resume_soon,
             on_dispatched=self._start_server_call,
             clock=clock,
             surface_grace=surface_grace,
@@ -184,6 +184,25 @@ class Engine:
                 self.ledger.expire(call)
         return True
 
+    def _resume_soon(self, run_id: str) -> None:
+        """Resume the run in a task of its own, after the unit that settled its last call
+        has committed: the request that answered the call gets its response, and streams
+        write the ``TOOL_CALL_RESULT``, before the next step is claimed and started (issue 9:
+        the round trip). A crash in between leaves a waiting run with every call settled,
+        which the sweeper resumes (``stalled_runs``)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a command, a synchronous test): at once
+            self._resume_if_ready(run_id)
+            return
+        self._spawn(self._resume_later(run_id))
+
+    async def _resume_later(self, run_id: str) -> None:
+        try:
+            self._resume_if_ready(run_id)
+        except Exception:  # the sweeper's stalled-run scan tries again
+            log.exception("run %s: could not resume it", run_id)
+
     def _resume_if_ready(self, run_id: str) -> None:
         run = self.store.get_run(run_id)
         if run is None or run.status is not RunStatus.WAITING:
@@ -206,7 +225,17 @@ class Engine:
         # Every stream this store counted belonged to a process that is gone; their pages
         # reconnect within the grace period, or their calls move on.
         self.store.reset_surfaces(self.clock())
+        # Our streams count while this lease lives; the sweeper of a cluster drops them
+        # once it lapses (the process died), and the grace period starts.
+        with self.store.transaction():
+            self.leases.take(process_key(self.leases.owner))
         self.sweep(stalled=True)
+
+    def retire(self) -> None:
+        """A clean shutdown: our streams stop counting now, not when our lease lapses."""
+        with self.store.transaction():
+            self.store.drop_streams(self.leases.owner, self.clock())
+            self.leases.release(process_key(self.leases.owner))
 
     def sweep(self, *, stalled: bool = False) -> None:
         """The cluster's periodic chores; a no-op unless this process has the sweeper's turn."""
@@ -224,6 +253,14 @@ class Engine:
     def _adopt(self, key: str) -> None:
         """Go on with the work of a lease that lapsed (its process died); we hold it now."""
         kind, _, ident = key.partition(":")
+        if kind == "process":
+            # Its streams died with it: their surfaces stop counting them, the grace period
+            # starts, and the next passes re-assign their reads and send writes to the form.
+            with self.store.transaction():
+                dropped = self.store.drop_streams(ident, self.clock())
+                self.leases.release(key)
+            log.info("process %s is gone: %d of its surface streams dropped", ident, dropped)
+            return
         if kind == "run":
             run = self.store.get_run(ident)
             if run is not None and run.status is RunStatus.RUNNING:
@@ -269,8 +306,14 @@ class Engine:
     def _discard_cut_off(self, run: Run) -> None:
         """A step cut off mid-answer left a message started and never ended (its text was
         never stored: a message is stored when its step commits). Before the step runs
-        again, end that message and tell surfaces to discard it, so the answer is shown
-        once — as the snapshot and the model's history have it (issue 9)."""
+        again, tell surfaces to discard that message, then end it, so the answer is shown
+        once — as the snapshot and the model's history have it (issue 9).
+
+        The discard comes first: a client that takes ``TEXT_MESSAGE_END`` as "this text is
+        final" (the widget announces it and tells the host page) has already dropped the
+        cut copy when the end arrives. The end still follows, because AG-UI wants every
+        started message ended before the run finishes; AG-UI allows other events while a
+        message is open."""
         cid = run.conversation_id
         started: dict[str, None] = {}
         seq = 0
@@ -286,8 +329,8 @@ class Engine:
         with self.journal.unit() as unit:
             for message_id in started:
                 log.info("discarding message %s of run %s, cut off mid-answer", message_id, run.id)
-                unit.emit(cid, TextMessageEnd(message_id))
                 unit.emit(cid, MessageDiscarded(message_id))
+                unit.emit(cid, TextMessageEnd(message_id))
 
     async def sweep_forever(self, every: float) -> None:
         while True:
@@ -416,10 +459,15 @@ class Engine:
                 if isinstance(item, TextDelta):
                     if not item.text:
                         continue
-                    if not text:
-                        self.journal.emit(cid, TextMessageStart(message_id, "assistant"))
+                    with self.journal.unit() as unit:  # the start and first text: one commit
+                        if not text:
+                            unit.emit(cid, TextMessageStart(message_id, "assistant"))
+                        unit.emit(cid, TextMessageContent(message_id, item.text))
                     text.append(item.text)
-                    self.journal.emit(cid, TextMessageContent(message_id, item.text))
+                    if len(text) == 1:
+                        # Let streams write the first text now: a model whose chunks come in
+                        # a burst (or without awaiting) must not hold it until the step ends.
+                        await asyncio.sleep(0)
                 else:
                     requests.append(item)
         except ModelError as exc:

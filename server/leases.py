@@ -37,6 +37,12 @@ def call_key(call_id: str) -> str:
     return f"call:{call_id}"
 
 
+def process_key(owner: str) -> str:
+    """The lease a serving process holds for its life: the streams it serves count for
+    surfaces while it lives; when it lapses, they stop counting (issue 9)."""
+    return f"process:{owner}"
+
+
 def new_owner() -> str:
     """Unique per process start, readable in the table: host, pid and a random tail."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"

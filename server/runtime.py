@@ -150,6 +150,8 @@ class Runtime:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await self.engine.drain()
+            with contextlib.suppress(Exception):  # a store that is down: the lease lapses
+                self.engine.retire()
             self.store.close()
 
 

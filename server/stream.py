@@ -69,9 +69,10 @@ async def events(request: Request) -> EventSourceResponse:
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.
     queue = runtime.broker.subscribe(conversation_id)
+    owner = runtime.leases.owner  # the stream counts for its surface while this process lives
     if surface is not None:
         with store.transaction():
-            store.attach_surface(conversation_id, surface, ledger.clock())
+            store.attach_surface(conversation_id, surface, ledger.clock(), owner)
 
     def passes(event: Event) -> bool:
         """Record the claim of a dispatch addressed to this surface before writing it; a
@@ -114,24 +115,38 @@ async def events(request: Request) -> EventSourceResponse:
                 yield chunk
                 last = seq
             while True:
-                live = await queue.get()
-                if live is None:  # dropped for falling behind, or shutting down
+                # Everything already queued goes out in one write: a unit of work publishes
+                # several events at once (a call's start, arguments, end and dispatch), and
+                # a write per event cost a send() each on the round trip's path (issue 9).
+                batch = [await queue.get()]
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                chunk = b""
+                for live in batch:
+                    if live is None:  # dropped for falling behind, or shutting down
+                        break
+                    if live.seq <= last:
+                        continue
+                    if live.seq > last + 1:
+                        if chunk:
+                            yield chunk
+                            chunk = b""
+                        async for page, seq in replay(last):
+                            yield page
+                            last = seq
+                        continue
+                    if passes(live):
+                        chunk += to_sse(live).encode()
+                    last = live.seq
+                if chunk:
+                    yield chunk
+                if any(live is None for live in batch):
                     return
-                if live.seq <= last:
-                    continue
-                if live.seq > last + 1:
-                    async for chunk, seq in replay(last):
-                        yield chunk
-                        last = seq
-                    continue
-                if passes(live):
-                    yield to_sse(live)
-                last = live.seq
         finally:
             runtime.broker.unsubscribe(conversation_id, queue)
             if surface is not None:
                 with store.transaction():
-                    store.detach_surface(conversation_id, surface, ledger.clock())
+                    store.detach_surface(conversation_id, surface, ledger.clock(), owner)
 
     return EventSourceResponse(
         frames(),

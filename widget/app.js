@@ -77,6 +77,7 @@ window.addEventListener('message', e => {
   else if (m.type === MSG.RESULT) calls?.parentResult(m) // no calls loaded: not one of ours
   else if (m.type === MSG.SEND && typeof m.text === 'string') state.ready ? send(m.text) : state.outbox.push(m.text)
   else if (m.type === MSG.FOCUS) ui.focusComposer()
+  else if (m.type === MSG.ACTIVE) active() // the person is busy on the host page
 })
 
 /** The handshake's answer, and any later change of the page's handlers. */

@@ -4,7 +4,7 @@
 ;(() => {
   // MSG.HELLO = 'hostcall:hello'…: the MSG of widget/protocol.js (a test keeps these words equal).
   const MSG = {}
-  for (const k of 'hello handlers ready call result cancel send focus close event'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
+  for (const k of 'hello handlers ready call result cancel send focus close event active'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
 
   window.Hostcall?._connect?.(hc => {
     const { opts, src, base, handlers, frame, emit } = hc
@@ -41,6 +41,12 @@
         emit(m.event, m.detail)
       }
     })
+
+    // The person typing, clicking or focusing on this page makes this tab the one calls go
+    // to (docs/protocol.md "Surfaces"); the widget reports it to the server, throttled too.
+    let seen = 0
+    const active = () => ready && Date.now() - seen > 2e3 && (seen = Date.now(), post(MSG.ACTIVE))
+    for (const t of ['pointerdown', 'keydown', 'focusin']) addEventListener(t, active, { capture: true, passive: true })
 
     /** Run a handler; post its outcome unless the call was settled meanwhile. */
     async function run({ callId, toolName, input, inputSchema, outputSchema, deadline }) {

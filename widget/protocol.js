@@ -62,4 +62,5 @@ export const MSG = Object.freeze({
   FOCUS: "hostcall:focus",
   CLOSE: "hostcall:close",
   EVENT: "hostcall:event",
+  ACTIVE: "hostcall:active",
 })

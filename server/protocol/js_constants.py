@@ -19,8 +19,9 @@ from server.store.records import OPEN_STATES, CallState
 # postMessage types between the widget (widget/app.js) and the embed loader (widget/loader.js).
 # The loader, a classic script within a 3 KB budget, builds the same names from the words;
 # the test checks its word list too.
+# "active": the person typed, clicked or focused on the host page (outside the frame).
 MESSAGES = ("hello", "handlers", "ready", "call", "result", "cancel", "send", "focus", "close",
-            "event")  # fmt: skip
+            "event", "active")  # fmt: skip
 
 
 LIMITS = ("MAX_BODY_BYTES", "MAX_MESSAGE_CHARS", "MAX_REASON_CHARS", "MAX_ERROR_MESSAGE_CHARS")

@@ -16,8 +16,11 @@ surface and assignment number.
 Surfaces (docs/protocol.md "Surfaces") are keyed by conversation and the id the client
 chose. ``streams`` counts a surface's open event streams; ``attach_surface`` and
 ``detach_surface`` move it, and the last detach stamps ``detached_at`` (the grace period
-starts). ``reset_surfaces`` is for a process starting over a store no other process is
-serving: every stream it counted is gone.
+starts). Each stream is also counted for the process (``owner``, its lease owner) that
+serves it: ``drop_streams`` counts off every stream of a process that died (its lease
+lapsed; server/engine.py) and returns how many surfaces it touched. ``reset_surfaces`` is
+for a process starting over a store no other process is serving: every stream it counted
+is gone.
 """
 
 from __future__ import annotations
@@ -85,8 +88,13 @@ class Store(Protocol):
     def save_surface_tools(
         self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
     ) -> None: ...
-    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
-    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
+    def attach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None: ...
+    def detach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None: ...
+    def drop_streams(self, owner: str, now: float) -> int: ...
     def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
     def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
     def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None: ...

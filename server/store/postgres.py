@@ -30,7 +30,11 @@ from server.protocol.frames import Event, stored_event
 from server.store import rows
 from server.store.migrations import Migration, pending
 from server.store.postgres_console import CONSOLE_SCHEMA, PostgresConsoleTables
-from server.store.postgres_surfaces import SURFACES_SCHEMA, SurfaceTables
+from server.store.postgres_surfaces import (
+    SURFACE_STREAMS_SCHEMA,
+    SURFACES_SCHEMA,
+    SurfaceTables,
+)
 from server.store.records import (
     OPEN_STATES,
     Call,
@@ -101,6 +105,8 @@ ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
     Migration(6, "session generations", """
 ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
 """),
+    # Issue 9: surfaces' streams counted per process, dropped when a process dies.
+    Migration(7, "surface streams", SURFACE_STREAMS_SCHEMA),
 )  # fmt: skip
 
 _OPEN = [s.value for s in OPEN_STATES]

@@ -21,6 +21,17 @@ CREATE TABLE surfaces (
 );
 """
 
+# Migration 7: which process serves each surface's streams, so the streams of a process
+# that died stop counting when its lease lapses (``drop_streams``).
+SURFACE_STREAMS_SCHEMA = """
+CREATE TABLE surface_streams (
+    conversation_id TEXT NOT NULL, surface_id TEXT NOT NULL, owner TEXT NOT NULL,
+    streams INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, surface_id, owner)
+);
+CREATE INDEX surface_streams_by_owner ON surface_streams (owner);
+"""
+
 _UPSERT = (
     "INSERT INTO surfaces (conversation_id, id, last_active, detached_at)"
     " VALUES (%s, %s, %s, %s) ON CONFLICT (conversation_id, id) DO NOTHING"
@@ -29,6 +40,9 @@ _UPSERT = (
 
 class SurfaceTables:
     _db: psycopg.Connection[dict[str, Any]]
+
+    def _changed(self, cursor: psycopg.Cursor[Any]) -> int:
+        raise NotImplementedError  # PostgresStore's: waits for a pipelined answer
 
     def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         self._db.execute(_UPSERT, (conversation_id, surface_id, now, now))
@@ -42,21 +56,60 @@ class SurfaceTables:
             (rows.dump(list(tools)), conversation_id, surface_id),
         )
 
-    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+    def attach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
         self._db.execute(
             "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = %s"
             " WHERE conversation_id = %s AND id = %s",
             (now, conversation_id, surface_id),
         )
+        self._db.execute(
+            "INSERT INTO surface_streams (conversation_id, surface_id, owner, streams)"
+            " VALUES (%s, %s, %s, 1) ON CONFLICT (conversation_id, surface_id, owner)"
+            " DO UPDATE SET streams = surface_streams.streams + 1",
+            (conversation_id, surface_id, owner),
+        )
 
-    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+    def detach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None:
+        # Only a stream still counted for this owner: once its streams were dropped (the
+        # process was taken for dead), a late detach must not count them off twice.
+        mine = self._db.execute(
+            "UPDATE surface_streams SET streams = streams - 1"
+            " WHERE conversation_id = %s AND surface_id = %s AND owner = %s AND streams > 0",
+            (conversation_id, surface_id, owner),
+        )
+        if self._changed(mine) != 1:
+            return
+        self._db.execute(
+            "DELETE FROM surface_streams"
+            " WHERE conversation_id = %s AND surface_id = %s AND owner = %s AND streams <= 0",
+            (conversation_id, surface_id, owner),
+        )
         self._db.execute(
             "UPDATE surfaces SET streams = GREATEST(streams - 1, 0),"
             " detached_at = CASE WHEN streams = 1 THEN %s ELSE detached_at END"
             " WHERE conversation_id = %s AND id = %s",
             (now, conversation_id, surface_id),
         )
+
+    def drop_streams(self, owner: str, now: float) -> int:
+        counted = self._db.execute(
+            "DELETE FROM surface_streams WHERE owner = %s"
+            " RETURNING conversation_id, surface_id, streams",
+            (owner,),
+        ).fetchall()
+        for row in counted:
+            self._db.execute(
+                "UPDATE surfaces SET streams = GREATEST(streams - %s, 0),"
+                " detached_at = CASE WHEN streams <= %s THEN %s ELSE detached_at END"
+                " WHERE conversation_id = %s AND id = %s",
+                (row["streams"], row["streams"], now, row["conversation_id"], row["surface_id"]),
+            )
+        return len(counted)
 
     def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
@@ -90,6 +143,5 @@ class SurfaceTables:
 
     def reset_surfaces(self, now: float) -> None:
         # Do not zero the counts here: other processes serve streams of this database too.
-        # Not done (issue 9): the streams of a process that died stay counted until their
-        # pages reconnect (see docs/protocol.md "Surfaces").
+        # A process that died loses its streams when its lease lapses (``drop_streams``).
         return None

@@ -22,6 +22,7 @@ from server.errors import StoreError
 from server.protocol.events import ProtocolEvent, encode
 from server.protocol.frames import Event, stored_event
 from server.store import rows
+from server.store.checkpoints import Checkpointer
 from server.store.migrations import Migration, pending
 from server.store.records import (
     OPEN_STATES,
@@ -33,7 +34,11 @@ from server.store.records import (
     StoredMessage,
 )
 from server.store.sqlite_console import CONSOLE_SCHEMA, ConsoleTables
-from server.store.sqlite_surfaces import SURFACES_SCHEMA, SurfaceTables
+from server.store.sqlite_surfaces import (
+    SURFACE_STREAMS_SCHEMA,
+    SURFACES_SCHEMA,
+    SurfaceTables,
+)
 
 MIGRATIONS = (
     # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
@@ -96,6 +101,8 @@ ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
     Migration(7, "session generations", """
 ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
 """),
+    # Issue 9: surfaces' streams counted per process, dropped when a process dies.
+    Migration(8, "surface streams", SURFACE_STREAMS_SCHEMA),
 )  # fmt: skip
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -154,9 +161,14 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
         self._db.execute("PRAGMA busy_timeout=5000")
         self._depth = 0
         self._migrate()
+        self._checkpointer: Checkpointer | None = None
         if serving:
             # We hold the file alone: every lease in it belongs to a process that is gone.
             self._db.execute("UPDATE leases SET until = 0")
+            # Checkpoints run in a thread of their own, not inside a request's COMMIT
+            # (server/store/checkpoints.py says why, and why durability is unchanged).
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            self._checkpointer = Checkpointer(self.path)
 
     def _migrate(self) -> None:
         self._db.execute(
@@ -199,7 +211,9 @@ class SQLiteStore(ConsoleTables, SurfaceTables):
             self._depth = 0
 
     def close(self) -> None:
-        self._db.close()
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+        self._db.close()  # the last connection to close checkpoints what is left
         if self._lock is not None:
             self._lock.close()
 

@@ -19,6 +19,17 @@ CREATE TABLE surfaces (
 ) WITHOUT ROWID;
 """
 
+# Migration 8: which process serves each surface's streams, so the streams of a process
+# that died stop counting when its lease lapses (``drop_streams``).
+SURFACE_STREAMS_SCHEMA = """
+CREATE TABLE surface_streams (
+    conversation_id TEXT NOT NULL, surface_id TEXT NOT NULL, owner TEXT NOT NULL,
+    streams INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, surface_id, owner)
+) WITHOUT ROWID;
+CREATE INDEX surface_streams_by_owner ON surface_streams (owner);
+"""
+
 
 class SurfaceTables:
     _db: sqlite3.Connection
@@ -41,21 +52,60 @@ class SurfaceTables:
             (rows.dump(list(tools)), conversation_id, surface_id),
         )
 
-    def attach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+    def attach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
         self._db.execute(
             "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"
             " WHERE conversation_id = ? AND id = ?",
             (now, conversation_id, surface_id),
         )
+        self._db.execute(
+            "INSERT INTO surface_streams (conversation_id, surface_id, owner, streams)"
+            " VALUES (?, ?, ?, 1) ON CONFLICT (conversation_id, surface_id, owner)"
+            " DO UPDATE SET streams = surface_streams.streams + 1",
+            (conversation_id, surface_id, owner),
+        )
 
-    def detach_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+    def detach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None:
+        # Only a stream still counted for this owner: once its streams were dropped (the
+        # process was taken for dead), a late detach must not count them off twice.
+        mine = self._db.execute(
+            "UPDATE surface_streams SET streams = streams - 1"
+            " WHERE conversation_id = ? AND surface_id = ? AND owner = ? AND streams > 0",
+            (conversation_id, surface_id, owner),
+        )
+        if mine.rowcount != 1:
+            return
+        self._db.execute(
+            "DELETE FROM surface_streams"
+            " WHERE conversation_id = ? AND surface_id = ? AND owner = ? AND streams <= 0",
+            (conversation_id, surface_id, owner),
+        )
         self._db.execute(
             "UPDATE surfaces SET streams = MAX(streams - 1, 0),"
             " detached_at = CASE WHEN streams = 1 THEN ? ELSE detached_at END"
             " WHERE conversation_id = ? AND id = ?",
             (now, conversation_id, surface_id),
         )
+
+    def drop_streams(self, owner: str, now: float) -> int:
+        counted = self._db.execute(
+            "SELECT conversation_id, surface_id, streams FROM surface_streams WHERE owner = ?",
+            (owner,),
+        ).fetchall()
+        for cid, sid, streams in counted:
+            self._db.execute(
+                "UPDATE surfaces SET streams = MAX(streams - ?, 0),"
+                " detached_at = CASE WHEN streams <= ? THEN ? ELSE detached_at END"
+                " WHERE conversation_id = ? AND id = ?",
+                (streams, streams, now, cid, sid),
+            )
+        self._db.execute("DELETE FROM surface_streams WHERE owner = ?", (owner,))
+        return len(counted)
 
     def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
@@ -92,3 +142,4 @@ class SurfaceTables:
         self._db.execute(
             "UPDATE surfaces SET streams = 0, detached_at = ? WHERE streams > 0", (now,)
         )
+        self._db.execute("DELETE FROM surface_streams")

@@ -13,7 +13,9 @@ import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import BrowserContext, FrameLocator, Locator, Page, expect
 
@@ -28,6 +30,7 @@ from tests.e2e.flows_helpers import (
     handler_runs,
     last_reply,
     open_chat,
+    session,
     snapshot,
     wait_idle,
 )
@@ -109,6 +112,56 @@ def test_approving_in_tab_b_runs_the_handler_in_b_ten_times_out_of_ten(
     assert len(calls) == 10 and len({c["surfaceId"] for c in calls}) == 1
     assert all(c["state"] == "answered" and c["approval"]["edited"] == (i >= 7)
                for i, c in enumerate(calls))  # fmt: skip
+
+
+# ---- activity on the host page, outside the frame ------------------------------------------
+
+
+def _say(demo: Demo, pages: list[Page], text: str) -> None:
+    """Send a message as the widget would, but from the test: no click, key or focus in any
+    tab, so nothing here counts as the person's activity."""
+    for candidate in pages:  # only the tab that resumed last holds a live session
+        saved = session(candidate, demo)
+        cid, auth = saved["conversationId"], {"Authorization": f"Bearer {saved['sessionToken']}"}
+        sent = httpx.post(f"{demo.hostcall}/api/conversations/{cid}/messages",
+                          json={"text": text}, headers=auth, timeout=5)  # fmt: skip
+        if sent.status_code != 401:
+            assert sent.status_code == 202, sent.text
+            return
+    raise AssertionError("no tab holds a live session")
+
+
+def _activity(page: Page) -> Any:
+    return page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/activity"))
+
+
+def test_typing_clicking_or_focusing_on_the_host_page_makes_that_tab_the_one_calls_go_to(
+    page: Page, demo: Demo, context: BrowserContext
+) -> None:
+    open_chat(page, demo)
+    page_b, widget_b = tab(context, demo)
+    checkbox = page.locator("[data-part=toggle-manual-create]")
+    for n, how in enumerate(("click", "focus", "key")):
+        if how == "key":
+            checkbox.focus()  # where the key will go (this focus is tab A's activity too)
+        # The person works in tab B's chat: B becomes the most recently active tab...
+        page_b.wait_for_timeout(2100)  # past the 2 s throttles
+        with _activity(page_b):
+            widget_b.locator("[data-part=composer-input]").click()
+        # ...then does something on tab A's own page, outside its widget's frame.
+        page.wait_for_timeout(2100)
+        with _activity(page):
+            if how == "click":
+                page.locator("[data-part=brand]").click()
+            elif how == "focus":
+                checkbox.focus()
+            else:
+                page.keyboard.press("Shift")
+        _say(demo, [page_b, page], ASK_NEXT)
+        expect(last_reply(widget_b)).to_contain_text("Here is the order I suggest", timeout=SLOW)
+        wait_idle(widget_b)
+        assert handler_runs(page, "read_board_tasks") == n + 1, how
+        assert handler_runs(page_b, "read_board_tasks") == 0, how
 
 
 # ---- reloads and navigation -----------------------------------------------------------------

@@ -300,10 +300,15 @@ def test_a_reply_that_fails_at_run_time_tells_the_visitor_nothing_internal(
 STORY = " ".join(f"word{n}" for n in range(40))  # ten chunks of four words
 
 
-def _shown(frames: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
-    """The assistant messages a widget shows after applying these events, by id."""
+def _shown(
+    frames: list[tuple[str, dict[str, Any]]], final: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The assistant messages a widget shows after applying these events, by id; ``final``
+    collects each text a widget took as final (shown when its ``TEXT_MESSAGE_END`` came:
+    the widget announces it and tells the host page)."""
     shown: dict[str, str] = {}
     roles: dict[str, str] = {}
+    final = {} if final is None else final
     for name, data in frames:
         if name == "TEXT_MESSAGE_START":
             roles[data["messageId"]] = data["role"]
@@ -311,6 +316,8 @@ def _shown(frames: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
                 shown[data["messageId"]] = ""
         elif name == "TEXT_MESSAGE_CONTENT" and roles.get(data["messageId"]) == "assistant":
             shown[data["messageId"]] += data["delta"]
+        elif name == "TEXT_MESSAGE_END" and data["messageId"] in shown:
+            final[data["messageId"]] = shown[data["messageId"]]
         elif name == "hostcall.text_message_discarded":
             shown.pop(data["value"]["messageId"])
     return shown
@@ -363,11 +370,14 @@ def test_sigkill_mid_answer_then_restart_shows_the_answer_once(tmp_path: Path) -
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(10)
-    # The cut-off message was ended, then discarded; the answer is shown once, whole.
-    assert list(_shown(frames).values()) == [STORY]
+    # The cut-off message was discarded, then ended (AG-UI: every started message ends);
+    # the answer is shown once, whole, and the cut copy was never taken as final.
+    final: dict[str, str] = {}
+    assert list(_shown(frames, final).values()) == [STORY]
+    assert list(final.values()) == [STORY]
     [cut] = [d["value"]["messageId"] for n, d in frames if n == "hostcall.text_message_discarded"]
     ends = [
         i for i, (n, d) in enumerate(frames) if n == "TEXT_MESSAGE_END" and d["messageId"] == cut
     ]
     discarded = [i for i, (n, _) in enumerate(frames) if n == "hostcall.text_message_discarded"]
-    assert len(ends) == 1 and ends[0] + 1 == discarded[0]
+    assert len(ends) == 1 and discarded[0] + 1 == ends[0]

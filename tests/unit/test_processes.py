@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -170,7 +171,10 @@ def test_sigkill_of_one_of_two_processes_loses_nothing_and_runs_nothing_twice(
             handled = _load(cluster, 30, kill)
             _check_every_conversation(store, handled)
             processes[round_ % 2] = cluster.start()  # back to two for the next round
-        leftover = store.expired_leases(now=float("inf"))
+        # Every lease of work was ended or adopted; only the live processes' own remain.
+        leftover = [
+            k for k in store.expired_leases(now=float("inf")) if not k.startswith("process:")
+        ]
         assert leftover == [], leftover
     finally:
         store.close()
@@ -215,3 +219,107 @@ def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path: Any) -> None:
         json.dumps(out.stderr)
     finally:
         cluster.close()
+
+
+# ---- surfaces across processes (issue 9) -----------------------------------------------------
+
+
+def test_a_dead_process_s_surfaces_go_away_reads_move_and_writes_go_to_the_form(
+    cluster: Cluster,
+) -> None:
+    """Two pages of each conversation, one streaming from each process. A is SIGKILLed
+    holding the stream of the page every call went to: once A's lease lapses and the grace
+    period passes, a read runs again on the page served by B, and a write goes to the form
+    (it may have run on the dead page: never twice). Before issue 9's second round, A's
+    streams stayed counted on PostgreSQL and both calls waited forever."""
+    a, b = cluster.start(), cluster.start()
+    origin = {"Origin": "http://localhost:8001"}
+
+    async def page(client: httpx.AsyncClient, process: Any, conv: dict[str, Any],
+                   surface: str) -> asyncio.Task[None]:  # fmt: skip
+        cid, auth = conv["conversationId"], {"Authorization": f"Bearer {conv['sessionToken']}"}
+        r = await _send(client, "POST", f"{process.url}/api/conversations/{cid}/capabilities",
+                        json={"surfaceId": surface, "tools": ["read_board_tasks", "create_task"]},
+                        headers=auth)  # fmt: skip
+        assert r.status_code == 200, r.text
+        ticket = await _send(client, "POST", f"{process.url}/api/conversations/{cid}/stream-token",
+                             headers=auth)  # fmt: skip
+        url = f"{process.url}/api/conversations/{cid}/events?token={ticket.json()['streamToken']}"
+
+        async def hold() -> None:
+            async with client.stream("GET", f"{url}&surface={surface}") as response:
+                assert response.status_code == 200
+                async for _ in response.aiter_lines():
+                    pass
+
+        task = asyncio.create_task(hold())
+        await asyncio.sleep(0.3)  # attached
+        return task
+
+    async def snapshot(client: httpx.AsyncClient, conv: dict[str, Any]) -> dict[str, Any]:
+        auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
+        r = await _send(client, "GET", f"{b.url}/api/conversations/{conv['conversationId']}",
+                        headers=auth)  # fmt: skip
+        return r.json()  # type: ignore[no-any-return]
+
+    async def first_call(client: httpx.AsyncClient, conv: dict[str, Any], **want: Any
+                         ) -> dict[str, Any]:  # fmt: skip
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            calls = (await snapshot(client, conv))["calls"]
+            if calls and all(calls[0].get(k) == v for k, v in want.items()):
+                return calls[0]  # type: ignore[no-any-return]
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"no call with {want}: {calls}")
+
+    async def main() -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            convs = []
+            for _ in range(2):
+                r = await _send(client, "POST", f"{b.url}/api/agents/planner/conversations",
+                                headers=origin)  # fmt: skip
+                convs.append(r.json())
+            read, write = convs
+            pages = []
+            for conv in convs:  # the page on B first: the page on A is the most recent
+                pages.append(await page(client, b, conv, "page-on-b-0001"))
+                pages.append(await page(client, a, conv, "page-on-a-0001"))
+            for conv, text in ((read, "What should I work on next?"),
+                               (write, "Add a task to water the plants")):  # fmt: skip
+                auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
+                r = await _send(client, "POST",
+                                f"{b.url}/api/conversations/{conv['conversationId']}/messages",
+                                json={"text": text}, headers=auth)  # fmt: skip
+                assert r.status_code == 202, r.text
+            # The read went to the most recent page, whose stream (on A) delivered it.
+            call = await first_call(client, read, state="delivered")
+            assert call["surfaceId"] == "page-on-a-0001", call
+            # The write asks first; the person approves it on the page served by A.
+            ask = await first_call(client, write, state="awaiting_confirmation")
+            r = await _send(client, "POST", f"{b.url}/api/calls/{ask['toolCallId']}/decision",
+                            json={"token": ask["decisionToken"], "decision": "approve",
+                                  "surfaceId": "page-on-a-0001"})  # fmt: skip
+            assert r.status_code == 200, r.text
+            await first_call(client, write, state="delivered", surfaceId="page-on-a-0001")
+
+            cluster.kill(a)  # its streams die with it; nobody says "leave"
+            started = time.monotonic()
+            moved = await first_call(client, read, surfaceId="page-on-b-0001")
+            # Not before the dead process's lease lapsed (3 s) and the grace period (5 s).
+            assert time.monotonic() - started > 3.0
+            assert moved["toolCallId"] == call["toolCallId"] and moved["route"] == "handler"
+            assert moved["assignment"] == call["assignment"] + 1
+            formed = await first_call(client, write, route="form")
+            assert formed["formReason"] == "surface_gone" and formed["surfaceId"] is None
+            assert formed["state"] == "delivered"  # still open: the person answers it
+            for task in pages:
+                task.cancel()
+            await asyncio.gather(*pages, return_exceptions=True)
+
+    asyncio.run(main())
+    store = open_store(cluster.database_url)
+    try:  # the dead process's lease was taken over and let go: nothing of A is left
+        assert not [k for k in store.expired_leases(now=float("inf")) if "process:" in k
+                    and k.split(":", 1)[1].split(":")[1] == str(a.popen.pid)]  # fmt: skip
+    finally:
+        store.close()

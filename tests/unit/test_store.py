@@ -391,6 +391,38 @@ def test_a_surface_counts_its_streams_and_stamps_when_the_last_one_closes(store:
     assert surface.tools == ("read_board_tasks",) and surface.last_active == 12.0
 
 
+def test_a_dead_process_s_streams_stop_counting_and_a_late_detach_counts_nothing(
+    store: Store,
+) -> None:
+    """Issue 9: streams are counted per serving process; ``drop_streams`` counts off those
+    of a process taken for dead (its lease lapsed), on both stores."""
+    _conversation(store)
+    _conversation(store, "c2")
+    with store.transaction():
+        store.attach_surface("c1", "tab-a-0000", 1.0, "dead")
+        store.attach_surface("c1", "tab-a-0000", 2.0, "dead")  # a reconnect, same process
+        store.attach_surface("c1", "tab-b-0000", 3.0, "dead")
+        store.attach_surface("c1", "tab-b-0000", 4.0, "alive")  # also on a live process
+        store.attach_surface("c2", "tab-c-0000", 5.0, "alive")
+    with store.transaction():
+        assert store.drop_streams("dead", 20.0) == 2
+    a, b = store.get_surface("c1", "tab-a-0000"), store.get_surface("c1", "tab-b-0000")
+    assert a is not None and (a.streams, a.detached_at) == (0, 20.0)  # the grace period starts
+    assert a.present(now=24.0, grace=5.0) and not a.present(now=25.0, grace=5.0)
+    assert b is not None and (b.streams, b.detached_at) == (1, None)  # still served
+    c = store.get_surface("c2", "tab-c-0000")
+    assert c is not None and c.streams == 1
+    with store.transaction():
+        store.detach_surface("c1", "tab-a-0000", 30.0, "dead")  # the dead one, late: nothing
+        assert store.drop_streams("dead", 31.0) == 0  # nothing left to drop
+    a = store.get_surface("c1", "tab-a-0000")
+    assert a is not None and (a.streams, a.detached_at) == (0, 20.0)
+    with store.transaction():
+        store.detach_surface("c1", "tab-b-0000", 32.0, "alive")
+    b = store.get_surface("c1", "tab-b-0000")
+    assert b is not None and (b.streams, b.detached_at) == (0, 32.0)
+
+
 def test_surfaces_are_listed_most_recently_active_first_and_leaving_is_final(
     store: Store,
 ) -> None:

@@ -399,3 +399,52 @@ def test_a_stream_naming_a_bad_surface_is_refused(live: Live) -> None:
     r = live.client.get(live.events_url(conv, surface="no"))
     assert r.status_code == 400 and r.json()["error"]["details"]["field"] == "surface"
     assert live.snapshot(conv)["surfaces"] == []
+
+
+def test_the_streams_of_a_process_whose_lease_lapsed_stop_counting(
+    tmp_path: Path, agents_dir: Path
+) -> None:
+    """A stream counts for the process serving it. When that process's ``process:`` lease
+    lapses (it died), the sweeper drops its streams: after the grace period its page's read
+    runs again on another surface. The same code serves SQLite and PostgreSQL
+    (tests/unit/test_processes.py kills a real process on PostgreSQL)."""
+    h = Harness(tmp_path, agents_dir, surface_grace_seconds=2.0)
+    try:
+        store = h.runtime.store
+        assert store.expired_leases(float("inf"), other_than="nobody") == [
+            f"process:{h.runtime.leases.owner}"
+        ]  # this process's own, for its life
+        conv = h.conversation()
+        register(h, conv, B, BOTH)
+        register(h, conv, A, BOTH)
+        with store.transaction():  # A's page streams from another process, alive for now
+            store.take_lease("process:ghost", "ghost", time.time() + 60, time.time())
+            store.attach_surface(conv.id, A, time.time(), "ghost")
+            store.attach_surface(conv.id, B, time.time() - 1, h.runtime.leases.owner)
+        h.say(conv, ASK_READ)
+        first = h.open_call(conv)
+        assert first["surfaceId"] == A
+        claim(h, conv, A)
+        time.sleep(2.5)
+        _sweep(h)  # the ghost lives: its stream still counts, past the grace period
+        assert h.open_call(conv)["surfaceId"] == A
+        with store.transaction():  # it dies: its lease lapses
+            store.take_lease("process:ghost", "ghost", time.time() - 1, time.time())
+        _sweep(h)
+        surface = store.get_surface(conv.id, A)
+        assert surface is not None and surface.streams == 0 and surface.detached_at is not None
+        assert "process:ghost" not in store.expired_leases(float("inf"))
+        assert h.open_call(conv)["surfaceId"] == A  # the grace period: a reconnect keeps it
+        time.sleep(2.5)
+        _sweep(h)
+        again = h.open_call(conv)
+        assert (again["toolCallId"], again["surfaceId"]) == (first["toolCallId"], B)
+    finally:
+        h.stop()
+
+
+def _sweep(h: Harness) -> None:
+    assert h.client is not None and h.client.portal is not None
+    engine = h.runtime.engine
+    h.client.portal.call(lambda: engine.sweep(stalled=True))
+    h.client.portal.call(engine.drain)
