@@ -110,7 +110,10 @@ def _self_cpu() -> float:
 
 
 async def converse(client: httpx.AsyncClient) -> None:
-    created = await client.post("/api/agents/bench/conversations")
+    # The widget's own fetches carry Hostcall's origin; creating refuses a request without
+    # one (issue 7).
+    origin = str(client.base_url).rstrip("/")
+    created = await client.post("/api/agents/bench/conversations", headers={"Origin": origin})
     created.raise_for_status()
     body = created.json()
     cid, auth = body["conversationId"], {"Authorization": f"Bearer {body['sessionToken']}"}
