@@ -38,7 +38,6 @@ from server.models.factory import build_model
 from server.notices import run_notice
 from server.platform import Platform
 from server.protocol.events import (
-    EventType,
     MessageDiscarded,
     RunError,
     RunFinished,
@@ -50,6 +49,7 @@ from server.protocol.events import (
 from server.quotas import estimate_tokens
 from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 from server.tokens import Tokens
+from server.transcript import open_messages
 
 log = logging.getLogger("hostcall.engine")
 RUN_CACHE_SIZE = 4096
@@ -315,15 +315,7 @@ class Engine:
         started message ended before the run finishes; AG-UI allows other events while a
         message is open."""
         cid = run.conversation_id
-        started: dict[str, None] = {}
-        seq = 0
-        while page := self.store.events_after(cid, seq, 1000):
-            for event in page:
-                if event.name == EventType.TEXT_MESSAGE_START:
-                    started[event.data["messageId"]] = None
-                elif event.name == EventType.TEXT_MESSAGE_END:
-                    started.pop(event.data["messageId"], None)
-            seq = page[-1].seq
+        started = open_messages(self.store, cid)
         if not started:
             return
         with self.journal.unit() as unit:
