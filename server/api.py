@@ -24,8 +24,9 @@ from server.protocol.requests import (
 from server.protocol.wire import to_wire
 from server.responses import StoredJSONResponse
 from server.runtime import Runtime
-from server.store.records import ANONYMOUS_SURFACE, Conversation
+from server.store.records import ANONYMOUS_SURFACE, Conversation, RunStatus
 from server.tokens import Claims, Purpose
+from server.transcript import open_messages
 
 
 def _runtime(request: Request) -> Runtime:
@@ -98,6 +99,13 @@ async def snapshot(request: Request) -> JSONResponse:
             if call.surface_id == surface and call.state.value == "dispatched":
                 await ledger.claim(call.id, surface, call.assignment)
     run = await store.latest_run(conversation.id)
+    last_seq = await store.last_seq(conversation.id)
+    if run is not None and run.status is RunStatus.RUNNING:
+        # A message still streaming is not in ``messages`` yet: resume the stream just
+        # before its start, so a client gets it whole (and any discard before it).
+        opened = await open_messages(store, conversation.id)
+        if opened:
+            last_seq = min(opened.values()) - 1
     messages = []
     for m in await store.list_messages(conversation.id):
         if m.role == "tool":
@@ -112,7 +120,7 @@ async def snapshot(request: Request) -> JSONResponse:
         {
             "conversationId": conversation.id,
             "agentId": conversation.agent_id,
-            "lastEventId": f"{conversation.id}:{await store.last_seq(conversation.id)}",
+            "lastEventId": f"{conversation.id}:{last_seq}",
             "surfaces": [
                 {
                     "surfaceId": x.id,

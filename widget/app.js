@@ -178,6 +178,10 @@ async function applySnapshot(snap) {
   if (seqOf(snap.lastEventId) >= state.lastSeq) {
     state.lastEventId = snap.lastEventId || ''
     state.lastSeq = seqOf(snap.lastEventId)
+    // Up to there the snapshot is the whole story (a discarded message is not in it; one
+    // still streaming comes again from its start).
+    ui.keepMessages(new Set((snap.messages || []).map((/** @type {any} */ m) => m.id)))
+    if (state.streaming && !ui.hasMessage(state.streaming)) state.streaming = ''
   }
   state.run = snap.run?.status || ''
   /** @type {Map<string, any>} */

@@ -272,6 +272,12 @@ export function endMessage(id) {
 /** @param {string} id */
 export const hasMessage = id => messages.has(id)
 
+/** Keep only the server's messages in `ids` (a snapshot's): one it lacks was discarded, or
+ * its stream replays it from its start. @param {Set<string>} ids */
+export function keepMessages(ids) {
+  for (const [id, m] of messages) if (!ids.has(id)) { m.el.remove(); messages.delete(id) }
+}
+
 /** Remove message `id` (a message cut off by a server crash; its step streams it anew). */
 export function removeMessage(id) {
   messages.get(id)?.el.remove()

@@ -13,7 +13,6 @@ import time
 from server.errors import ToolErrorCode
 from server.leases import process_key, run_key
 from server.protocol.events import (
-    EventType,
     MessageDiscarded,
     TextMessageEnd,
 )
@@ -21,6 +20,7 @@ from server.runs.base import SWEEPER
 from server.runs.server_calls import ServerCalls
 from server.runs.stepping import Stepping
 from server.store.records import CallState, Run, RunStatus
+from server.transcript import open_messages
 
 log = logging.getLogger("hostcall.engine")
 
@@ -121,15 +121,7 @@ class Recovery(Stepping, ServerCalls):
         started message ended before the run finishes; AG-UI allows other events while a
         message is open."""
         cid = run.conversation_id
-        started: dict[str, None] = {}
-        seq = 0
-        while page := await self.store.events_after(cid, seq, 1000):
-            for event in page:
-                if event.name == EventType.TEXT_MESSAGE_START:
-                    started[event.data["messageId"]] = None
-                elif event.name == EventType.TEXT_MESSAGE_END:
-                    started.pop(event.data["messageId"], None)
-            seq = page[-1].seq
+        started = await open_messages(self.store, cid)
         if not started:
             return
         async with self.journal.unit() as unit:
