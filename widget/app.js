@@ -352,7 +352,13 @@ async function send(raw) {
   } catch (err) {
     state.run = ''
     if (err.status === 409) return void (pending.remove(), ui.showError(t('errorBusy')))
-    if (err.status === 422) return void (pending.remove(), ui.showError(err.message))
+    // 422: the server refused the text itself (docs/protocol.md: invalid_message); its English
+    // detail is for the page's `error` event, the visitor gets a translated sentence.
+    if (err.status === 422) {
+      pending.remove()
+      ui.showError(t('errorRefused'))
+      return void emit('error', { code: err.code || 'invalid_message', message: err.message })
+    }
     // The server is down or unreachable: the message stays in the thread, with a retry.
     ui.markFailed(pending, () => send(text))
     emit('error', { code: err.code || 'send_failed', message: err.message })

@@ -6,6 +6,7 @@ export default {
   assistant: 'アシスタント', working: '処理中…', connecting: '接続中…', reconnecting: '接続が切れました。再接続中…',
   retry: '再試行', errorStart: 'チャットを開始できませんでした。', errorGone: 'この会話は利用できなくなりました。',
   errorRun: '問題が発生しました。もう一度お試しください。', errorUnavailable: '現在アシスタントを利用できません。しばらくしてからお試しください。',
+  errorRefused: 'このメッセージは送信できませんでした。内容を変えてもう一度お試しください。',
   errorBusy: '処理が終わるまでお待ちください。', restartAsk: '新しい会話を始めますか? この会話と、確認待ちの操作は閉じられます。',
   limit: 'メッセージは {n} 文字までです。超えた部分は追加されていません。',
   hintPending: '先に上の操作に対応してください (承認・編集・却下、またはフォームへの入力)。', notSent: '送信されませんでした。', cancel: 'キャンセル',

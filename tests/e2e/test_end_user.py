@@ -192,6 +192,25 @@ def test_a_paste_over_the_limit_says_it_was_cut(page: Page, demo: Demo) -> None:
     expect(limit).to_be_hidden()
 
 
+def test_a_message_the_server_refuses_reads_as_a_translated_sentence(
+    page: Page, demo: Demo
+) -> None:
+    # U+001F survives the widget's trim() but not the server's strip(): an empty message, 422.
+    widget = open_chat(page, demo)
+    box = widget.locator("[data-part=composer-input]")
+    box.fill("\x1f")
+    box.press("Enter")
+    error = widget.locator("[data-part=error]")
+    expect(error).to_have_text("This message could not be sent. Please change it and try again.")
+    expect(error).not_to_contain_text("field")  # the server's English detail stays out
+    expect(widget.locator("[data-part=message][data-role=user]")).to_have_count(0)
+    box.fill("hello")
+    box.press("Enter")
+    expect(widget.locator("[data-part=message][data-role=assistant]").last).to_contain_text(
+        "Hello!", timeout=SLOW
+    )
+
+
 def test_enter_while_a_confirmation_waits_says_why(page: Page, demo: Demo) -> None:
     widget = open_chat(page, demo)
     ask(widget, ASK_ADD)
