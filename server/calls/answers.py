@@ -89,8 +89,7 @@ class Answers(CallMoves):
             event = CallEvent.ANSWER if state is CallState.ANSWERED else CallEvent.FAIL
             if not await self._settle(unit, call, event, outcome):
                 raise await self._not_open(call.id)
-        await self.on_settled(call.run_id)
-        return await self._reload(call.id)
+        return await self._settled(call, event, outcome)
 
     async def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
         if not call.state.answerable:
@@ -100,8 +99,7 @@ class Answers(CallMoves):
         async with self.journal.unit() as unit:
             if not await self._settle(unit, call, CallEvent.FAIL, outcome):
                 raise await self._not_open(call.id)
-        await self.on_settled(call.run_id)
-        return await self._reload(call.id)
+        return await self._settled(call, CallEvent.FAIL, outcome)
 
     async def approve(
         self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
@@ -141,8 +139,7 @@ class Answers(CallMoves):
         async with self.journal.unit() as unit:
             if not await self._settle(unit, call, CallEvent.REJECT, outcome):
                 raise await self._not_open(call.id, deciding=True)
-        await self.on_settled(call.run_id)
-        return await self._reload(call.id)
+        return await self._settled(call, CallEvent.REJECT, outcome)
 
     async def expire(self, call: Call) -> bool:
         if call.state is CallState.AWAITING_CONFIRMATION:

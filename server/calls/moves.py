@@ -6,10 +6,12 @@ performs its effects; ``_settle`` records an outcome with the tool message and t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -205,7 +207,7 @@ class CallMoves:
         # From any state the event leaves: the caller read the call a moment ago, and the
         # store's conditional update has the last word.
         starts = sorted(sources(event))
-        (state,) = {transition(s, event).to for s in starts}
+        state = settled_state(event)
         assert all(Effect.RECORD_OUTCOME in transition(s, event).effects for s in starts)
         if not await self.store.transition_call(call.id, starts, state, outcome=outcome):
             return False
@@ -226,6 +228,15 @@ class CallMoves:
         )
         await unit.emit(call.conversation_id, result)
         return True
+
+    async def _settled(self, call: Call, event: CallEvent, outcome: dict[str, Any]) -> Call:
+        """After the unit that settled ``call`` committed: its ``TOOL_CALL_RESULT`` is
+        published; let the streams write it before this request goes on (its response, the
+        run's next step), then resume the run. The call as settled, without reading it back:
+        the settling UPDATE changed only its state and outcome (issue 9: the round trip)."""
+        await asyncio.sleep(0)
+        await self.on_settled(call.run_id)
+        return replace(call, state=settled_state(event), outcome=outcome)
 
     async def _with_extra(self, call: Call, **extra: Any) -> Call:
         merged = {**call.extra, **extra}
@@ -260,6 +271,12 @@ class CallMoves:
         return Conflict(
             f"call {call_id} is already {state}", code="call_already_settled", state=state
         )
+
+
+def settled_state(event: CallEvent) -> CallState:
+    """Where ``event`` settles a call: one state, from whichever state it leaves."""
+    (state,) = {transition(s, event).to for s in sources(event)}
+    return state
 
 
 # Moves that take a call from its surface: only while it is still on the one we read.
