@@ -90,7 +90,8 @@ class RawHttp:
 
     async def post(self, path: str, body: dict[str, Any], status: int = 200,
                    headers: dict[str, str] | None = None) -> bytes:
-        if time.monotonic() - self.used > KEEP_ALIVE or self.reader.at_eof() or self.writer.transport.is_closing():
+        idle = time.monotonic() - self.used
+        if idle > KEEP_ALIVE or self.reader.at_eof() or self.writer.transport.is_closing():
             # The server closes an idle keep-alive connection (uvicorn: after 5 s); a request
             # sent as it does is lost. A new connection carries it instead, as httpx does.
             self.writer.transport.abort()

@@ -116,12 +116,14 @@ class Stepping(EngineBase):
                     # another took the step over, the append fails with LeaseLost and this
                     # copy of the step ends here, its message cut where the new owner
                     # discarded it.
-                    async with self.journal.unit() as unit:  # the start and first text: one commit
-                        if not text:
+                    content = TextMessageContent(message_id, item.text)
+                    if text:
+                        await self.journal.emit(cid, content, fence=fence)
+                    else:
+                        async with self.journal.unit() as unit:  # the start and first text
                             start = TextMessageStart(message_id, "assistant")
                             await unit.emit(cid, start, fence=fence)
-                        content = TextMessageContent(message_id, item.text)
-                        await unit.emit(cid, content, fence=fence)
+                            await unit.emit(cid, content, fence=fence)
                     text.append(item.text)
                     if len(text) == 1:
                         # Let streams write the first text now: a model whose chunks come in

@@ -127,8 +127,8 @@ class Store(Protocol):
     async def last_seq(self, conversation_id: str) -> int: ...
 
     # ---- issue 7: single-use stream tickets, and a write probe for /healthz ----
-    # ``consume_ticket`` records ``nonce`` as used (forgetting tickets expired before
-    # ``now``) and returns False if it already was, atomically.
+    # ``consume_ticket`` records ``nonce`` as used (forgetting, now and then, tickets
+    # expired before ``now``) and returns False if it already was, atomically.
     # ``rotate_session`` moves a conversation to the next session generation if it is at
     # ``generation`` (False otherwise: someone else rotated first).
     async def rotate_session(self, conversation_id: str, generation: int) -> bool: ...
