@@ -178,11 +178,11 @@ class CallMoves:
         if move.to is call.state:  # a move within a state (to the form, reassigned)
             starts = [call.state]
         assigned = (call.surface_id, call.assignment) if event in _REASSIGNING else None
-        if not await self.store.transition_call(
+        moved = await self.store.transition_call(
             call.id, starts, move.to, assigned=assigned, **changes
-        ):
+        )
+        if moved is None:
             return None
-        moved = await self._reload(call.id)
         await self._perform(unit, moved, move)
         return moved
 
@@ -229,8 +229,8 @@ class CallMoves:
 
     async def _with_extra(self, call: Call, **extra: Any) -> Call:
         merged = {**call.extra, **extra}
-        await self.store.transition_call(call.id, [call.state], call.state, extra=merged)
-        return await self._reload(call.id)
+        moved = await self.store.transition_call(call.id, [call.state], call.state, extra=merged)
+        return moved or await self._reload(call.id)
 
     async def _reload(self, call_id: str) -> Call:
         call = await self.store.get_call(call_id)

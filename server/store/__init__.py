@@ -6,7 +6,8 @@ Every write the engine makes for one decision happens inside one ``async with
 transaction()``, so a crash never leaves a call settled without its tool message, or a step
 without its calls.
 Single use of a call answer is ``transition_call``'s job: it changes a call only from the
-states it is given, atomically, and says whether it did. Leases (server/leases.py) say which
+states it is given, atomically, and returns the call as it left it (None if it did not move:
+someone else moved it first). Leases (server/leases.py) say which
 process works on a run step or a server-side call; ``try_singleton`` says whether this
 process has the cluster's one turn at a job (the deadline sweeper).
 
@@ -86,7 +87,7 @@ class Store(Protocol):
         *,
         assigned: tuple[str | None, int] | None = None,
         **changes: Any,
-    ) -> bool: ...
+    ) -> Call | None: ...
 
     # Creating on first use: each of these makes the surface if it does not exist yet.
     async def save_surface_tools(

@@ -327,19 +327,20 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
         *,
         assigned: tuple[str | None, int] | None = None,
         **changes: Any,
-    ) -> bool:
+    ) -> Call | None:
         encoded = rows.call_changes(changes)
         assignments = "".join(f", {k} = %s" for k in encoded)
         condition, extra_args = "", []
         if assigned is not None:
             condition = " AND surface_id IS NOT DISTINCT FROM %s AND assignment = %s"
             extra_args = list(assigned)
-        changed = await self._count(
+        row = await self._one(
             f"UPDATE calls SET state = %s{assignments} WHERE id = %s AND state = ANY(%s)"
-            + condition,
+            + condition
+            + " RETURNING *",
             (to_state, *encoded.values(), call_id, [s.value for s in from_states], *extra_args),
         )
-        return changed == 1
+        return rows.call(row) if row else None
 
     # ---- grants --------------------------------------------------------------------------
 

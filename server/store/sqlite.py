@@ -386,7 +386,7 @@ class SQLiteStore(ConsoleTables, SurfaceTables, Coordination):
         *,
         assigned: tuple[str | None, int] | None = None,
         **changes: Any,
-    ) -> bool:
+    ) -> Call | None:
         encoded = rows.call_changes(changes)
         states = list(from_states)
         marks = ",".join("?" * len(states))
@@ -394,12 +394,13 @@ class SQLiteStore(ConsoleTables, SurfaceTables, Coordination):
         condition, extra_args = "", []
         if assigned is not None:
             condition, extra_args = " AND surface_id IS ? AND assignment = ?", list(assigned)
-        cursor = self._db.execute(
+        row = self._db.execute(
             f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})"
-            + condition,
+            + condition
+            + " RETURNING *",
             (to_state, *encoded.values(), call_id, *states, *extra_args),
-        )
-        return cursor.rowcount == 1
+        ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
+        return rows.call(row[0]) if row else None
 
     # ---- events --------------------------------------------------------------------------
 
