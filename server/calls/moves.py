@@ -201,14 +201,16 @@ class CallMoves:
 
     async def _settle(
         self, unit: Unit, call: Call, event: CallEvent, outcome: dict[str, Any]
-    ) -> bool:
+    ) -> Call | None:
+        """The call as settled, or None when someone else moved it first."""
         # From any state the event leaves: the caller read the call a moment ago, and the
         # store's conditional update has the last word.
         starts = sorted(sources(event))
         (state,) = {transition(s, event).to for s in starts}
         assert all(Effect.RECORD_OUTCOME in transition(s, event).effects for s in starts)
-        if not await self.store.transition_call(call.id, starts, state, outcome=outcome):
-            return False
+        settled = await self.store.transition_call(call.id, starts, state, outcome=outcome)
+        if settled is None:
+            return None
         tool = await self.tool_of(call)
         content = model_content(tool, outcome)
         message_id = new_id("m")
@@ -225,7 +227,7 @@ class CallMoves:
             simulated=True if outcome.get("simulated") else None,
         )
         await unit.emit(call.conversation_id, result)
-        return True
+        return settled
 
     async def _with_extra(self, call: Call, **extra: Any) -> Call:
         merged = {**call.extra, **extra}

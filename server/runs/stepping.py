@@ -28,7 +28,7 @@ from server.protocol.events import (
 )
 from server.quotas import estimate_tokens
 from server.runs.base import FAIL_RETRIES, FAIL_RETRY_MAX_SECONDS, INTERRUPTED_NOTE, EngineBase
-from server.store.records import RunStatus, StoredMessage
+from server.store.records import Run, RunStatus, StoredMessage
 
 log = logging.getLogger("hostcall.engine")
 
@@ -60,19 +60,21 @@ class Stepping(EngineBase):
         async with self.store.transaction():
             if not await self.leases.take(key):
                 return  # another process holds the run; it resumes it
-            if not await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING):
+            claimed = await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING)
+            if claimed is None:
                 await self.leases.end(key)
                 return
-        self._spawn(self._advance(run_id))
+        self._spawn(self._advance(run_id, claimed))
 
     # ---- stepping --------------------------------------------------------------------------
 
-    async def _advance(self, run_id: str) -> None:
-        """Step the run while it can go on; we hold its lease, and hand it back at the end."""
+    async def _advance(self, run_id: str, claimed: Run | None = None) -> None:
+        """Step the run while it can go on; we hold its lease, and hand it back at the end.
+        ``claimed``: the run as the caller just claimed it (its first step need not read it)."""
         try:
             try:
-                while await self._step(run_id):
-                    pass
+                while await self._step(run_id, claimed):
+                    claimed = None
             except LeaseLost:
                 raise
             except Exception as exc:
@@ -86,9 +88,9 @@ class Stepping(EngineBase):
             # was rolled back; the new owner runs it.
             log.warning("run %s left to its new owner: %s", run_id, lost)
 
-    async def _step(self, run_id: str) -> bool:
+    async def _step(self, run_id: str, run: Run | None = None) -> bool:
         """One model step; True when the run should step again at once."""
-        run = await self.store.get_run(run_id)
+        run = run or await self.store.get_run(run_id)
         assert run is not None
         agent = await self.agent_of_run(run_id)
         cid = run.conversation_id

@@ -247,12 +247,14 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
             (*encoded.values(), run_id),
         )
 
-    async def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
-        changed = await self._count(
-            "UPDATE runs SET status = %s WHERE id = %s AND status = %s",
+    async def claim_run(
+        self, run_id: str, from_status: RunStatus, to_status: RunStatus
+    ) -> Run | None:
+        row = await self._one(
+            "UPDATE runs SET status = %s WHERE id = %s AND status = %s RETURNING *",
             (to_status, run_id, from_status),
         )
-        return changed == 1
+        return rows.run(row) if row else None
 
     async def stalled_runs(self) -> list[Run]:
         return [rows.run(r) for r in await self._all(STALLED_RUNS, (_OPEN,))]

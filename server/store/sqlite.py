@@ -290,12 +290,14 @@ class SQLiteStore(ConsoleTables, SurfaceTables, Coordination):
         assignments = ", ".join(f"{k} = ?" for k in encoded)
         self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*encoded.values(), run_id))
 
-    async def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
-        cursor = self._db.execute(
-            "UPDATE runs SET status = ? WHERE id = ? AND status = ?",
+    async def claim_run(
+        self, run_id: str, from_status: RunStatus, to_status: RunStatus
+    ) -> Run | None:
+        found = self._db.execute(
+            "UPDATE runs SET status = ? WHERE id = ? AND status = ? RETURNING *",
             (to_status, run_id, from_status),
-        )
-        return cursor.rowcount == 1
+        ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
+        return rows.run(found[0]) if found else None
 
     async def stalled_runs(self) -> list[Run]:
         found = self._db.execute(STALLED_RUNS, (*_OPEN,))
