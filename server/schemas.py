@@ -10,6 +10,8 @@ from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
+from server.fastschema import compile_check
+
 _FORMATS = FormatChecker()
 
 
@@ -79,8 +81,14 @@ class CompiledSchema:
         self.schema = schema
         cls = validator_for(schema, default=Draft202012Validator)
         self._validator = cls(schema, format_checker=_FORMATS)
+        # A plain predicate for the common schemas; None when only jsonschema can tell.
+        self._accepts = compile_check(schema, _FORMATS)
 
     def problems(self, value: Any) -> list[SchemaProblem]:
+        # The quick check only ever says yes (issue 9: jsonschema cost ~0.3 ms per result);
+        # a no, or a schema it does not cover, goes to jsonschema for the verdict and words.
+        if self._accepts is not None and self._accepts(value):
+            return []
         errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.path))
         return [SchemaProblem(_pointer(e), e.message) for e in errors[:20]]
 

@@ -90,8 +90,7 @@ class Answers(CallMoves):
             settled = await self._settle(unit, call, event, outcome)
             if settled is None:
                 raise await self._not_open(call.id)
-        await self.on_settled(call.run_id)
-        return settled
+        return await self._settled(settled)
 
     async def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
         if not call.state.answerable:
@@ -102,8 +101,7 @@ class Answers(CallMoves):
             settled = await self._settle(unit, call, CallEvent.FAIL, outcome)
             if settled is None:
                 raise await self._not_open(call.id)
-        await self.on_settled(call.run_id)
-        return settled
+        return await self._settled(settled)
 
     async def approve(
         self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
@@ -144,8 +142,7 @@ class Answers(CallMoves):
             settled = await self._settle(unit, call, CallEvent.REJECT, outcome)
             if settled is None:
                 raise await self._not_open(call.id, deciding=True)
-        await self.on_settled(call.run_id)
-        return settled
+        return await self._settled(settled)
 
     async def expire(self, call: Call) -> bool:
         if call.state is CallState.AWAITING_CONFIRMATION:

@@ -6,6 +6,7 @@ performs its effects; ``_settle`` records an outcome with the tool message and t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -206,7 +207,7 @@ class CallMoves:
         # From any state the event leaves: the caller read the call a moment ago, and the
         # store's conditional update has the last word.
         starts = sorted(sources(event))
-        (state,) = {transition(s, event).to for s in starts}
+        state = settled_state(event)
         assert all(Effect.RECORD_OUTCOME in transition(s, event).effects for s in starts)
         settled = await self.store.transition_call(call.id, starts, state, outcome=outcome)
         if settled is None:
@@ -227,6 +228,15 @@ class CallMoves:
             simulated=True if outcome.get("simulated") else None,
         )
         await unit.emit(call.conversation_id, result)
+        return settled
+
+    async def _settled(self, settled: Call) -> Call:
+        """After the unit that settled the call committed: its ``TOOL_CALL_RESULT`` is
+        published; let the streams write it before this request goes on (its response, the
+        run's next step), then resume the run. ``settled``: the call as its settling UPDATE
+        left it (returned by it, not read back: issue 9, the round trip)."""
+        await asyncio.sleep(0)
+        await self.on_settled(settled.run_id)
         return settled
 
     async def _with_extra(self, call: Call, **extra: Any) -> Call:
@@ -262,6 +272,12 @@ class CallMoves:
         return Conflict(
             f"call {call_id} is already {state}", code="call_already_settled", state=state
         )
+
+
+def settled_state(event: CallEvent) -> CallState:
+    """Where ``event`` settles a call: one state, from whichever state it leaves."""
+    (state,) = {transition(s, event).to for s in sources(event)}
+    return state
 
 
 # Moves that take a call from its surface: only while it is still on the one we read.

@@ -44,33 +44,44 @@ class Stepping(EngineBase):
 
     async def _resume_later(self, run_id: str) -> None:
         try:
-            await self._resume_if_ready(run_id)
+            claimed = await self._claim_if_ready(run_id)
         except Exception:  # the sweeper's stalled-run scan tries again
             log.exception("run %s: could not resume it", run_id)
+            return
+        if claimed is not None:
+            # This task is the run's own already: step here, with the run just read.
+            await self._advance(run_id, claimed)
 
     async def _resume_if_ready(self, run_id: str) -> None:
+        if await self._claim_if_ready(run_id) is not None:
+            self._spawn(self._advance(run_id))
+
+    async def _claim_if_ready(self, run_id: str) -> Run | None:
+        """Claim a waiting run whose step has no open call left (the run, now running), or
+        None if it is not ready or another process holds it."""
         run = await self.store.get_run(run_id)
         if run is None or run.status is not RunStatus.WAITING:
-            return
+            return None
         if any(c.state.open for c in await self.store.calls_of_step(run_id, run.step)):
-            return
+            return None
         key = run_key(run_id)
         # The lease and the claim commit together: no process ever sees the run running
         # without an owner (the sweeper would adopt it).
         async with self.store.transaction():
             if not await self.leases.take(key):
-                return  # another process holds the run; it resumes it
+                return None  # another process holds the run; it resumes it
+            # The run as the claim left it (read in the same statement): the first step
+            # needs no read of its own.
             claimed = await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING)
             if claimed is None:
                 await self.leases.end(key)
-                return
-        self._spawn(self._advance(run_id, claimed))
+        return claimed
 
     # ---- stepping --------------------------------------------------------------------------
 
     async def _advance(self, run_id: str, claimed: Run | None = None) -> None:
         """Step the run while it can go on; we hold its lease, and hand it back at the end.
-        ``claimed``: the run as the caller just claimed it (its first step need not read it)."""
+        ``claimed``: the run as its claim left it, so the first step need not read it."""
         try:
             try:
                 while await self._step(run_id, claimed):
@@ -88,9 +99,9 @@ class Stepping(EngineBase):
             # was rolled back; the new owner runs it.
             log.warning("run %s left to its new owner: %s", run_id, lost)
 
-    async def _step(self, run_id: str, run: Run | None = None) -> bool:
+    async def _step(self, run_id: str, known: Run | None = None) -> bool:
         """One model step; True when the run should step again at once."""
-        run = run or await self.store.get_run(run_id)
+        run = known or await self.store.get_run(run_id)
         assert run is not None
         agent = await self.agent_of_run(run_id)
         cid = run.conversation_id

@@ -366,8 +366,13 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
         self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
     ) -> Event:
         name, encoded = encode(event)
-        params = {"cid": conversation_id, "type": name, "data": encoded, "channel": CHANNEL,
-                  "origin": self.origin}
+        params = {
+            "cid": conversation_id,
+            "type": name,
+            "data": encoded,
+            "channel": CHANNEL,
+            "origin": self.origin,
+        }
         current = self._current()
         if fence is not None:
             key, owner = fence
