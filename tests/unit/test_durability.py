@@ -390,13 +390,13 @@ def test_a_snapshot_taken_mid_answer_resumes_the_stream_before_the_open_message(
     ``lastEventId`` stops just before that message's start, and the stream replays it whole
     (before issue 9's second round a widget resyncing from a snapshot mid-answer, or after a
     restart, missed the start and the discard of the cut copy, and kept showing it)."""
+    from server.leases import run_key
     from server.protocol.events import (
         RunStarted,
         TextMessageContent,
         TextMessageEnd,
         TextMessageStart,
     )
-    from server.leases import run_key
     from server.store.records import Run, RunStatus
 
     store, conv = harness.runtime.store, harness.conversation()
