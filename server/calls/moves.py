@@ -232,8 +232,9 @@ class CallMoves:
     async def _settled(self, call: Call, event: CallEvent, outcome: dict[str, Any]) -> Call:
         """After the unit that settled ``call`` committed: its ``TOOL_CALL_RESULT`` is
         published; let the streams write it before this request goes on (its response, the
-        run's next step), then resume the run. The call as settled, without reading it back:
-        the settling UPDATE changed only its state and outcome (issue 9: the round trip)."""
+        run's next step), then resume the run. The call as settled, without reading it back
+        (issue 9: the round trip): the settling UPDATE changed only its state and outcome;
+        its other fields are as the caller read them."""
         await asyncio.sleep(0)
         await self.on_settled(call.run_id)
         return replace(call, state=settled_state(event), outcome=outcome)
