@@ -24,6 +24,7 @@ from server.protocol.requests import (
 from server.protocol.wire import to_wire
 from server.responses import StoredJSONResponse
 from server.runtime import Runtime
+from server.sessions import bearer_token
 from server.store.records import ANONYMOUS_SURFACE, Conversation, RunStatus
 from server.tokens import Claims, Purpose
 from server.transcript import open_messages
@@ -36,9 +37,7 @@ def _runtime(request: Request) -> Runtime:
 
 async def _conversation(request: Request, runtime: Runtime) -> Conversation:
     """The conversation in the path, if the bearer session token is for it."""
-    header = request.headers.get("authorization", "")
-    token = header[7:].strip() if header.lower().startswith("bearer ") else None
-    claims = runtime.tokens.verify(Purpose.SESSION, token)
+    claims = runtime.tokens.verify(Purpose.SESSION, bearer_token(request))
     conversation_id = request.path_params["conversation_id"]
     if claims.conversation_id != conversation_id:
         from server.errors import Forbidden

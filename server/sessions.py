@@ -16,6 +16,17 @@ So resuming moves the conversation to its next *session generation*: every token
 previous one (the planter's copy included) is refused from then on with
 ``session_replaced``; the planter learns nothing of what the visitor does. Resuming is only
 for the widget's own page: a request from any other origin is refused.
+
+Tabs (issue 9): every tab of the browser shares the cookie, so one tab's resume replaces the
+session the others hold. Such a tab resumes again, and sends the token it held with the
+cookie: the current cookie *and* a session token of the same conversation prove a tab
+that was already in it, so it gets the current generation without another rotation.
+Rotating there replaced its sibling in turn, whose resume replaced it back, a churn in
+which two tabs sooner or later resumed with the same cookie at once and the loser, its
+cookie now one generation behind, was refused. This keeps the fixation guarantee: once the
+visitor has resumed, the current cookie exists only in the visitor's HttpOnly jar, so no
+planter can present it; a cookie of any older generation is refused, with or without a
+token. A page that presents only the cookie (a new page, a reload) still rotates.
 """
 
 from __future__ import annotations
@@ -114,28 +125,65 @@ class Sessions:
 
     # ---- resuming --------------------------------------------------------------------------
 
-    async def resume(self, cookie: str | None, agent: Agent) -> tuple[Conversation, int]:
-        """The conversation the cookie names, moved to its next generation, or NotFound."""
+    async def resume(
+        self, cookie: str | None, agent: Agent, *, held: str | None = None
+    ) -> tuple[Conversation, int]:
+        """The conversation the cookie names and the generation to hand out, or NotFound.
+
+        ``held`` is the session token the resuming tab held, if any: with the current
+        cookie it keeps the generation (see the module's docstring); otherwise the
+        conversation moves to its next one.
+        """
         gone = NotFound("no conversation to resume in this browser", code="no_session")
-        if not cookie:
+        claims = self._claims(cookie)
+        if claims is None:
             raise gone
-        try:
-            claims = self.tokens.verify(Purpose.SESSION, cookie)
-        except HostcallError:
-            raise gone from None
         conversation = await self.store.get_conversation(claims.conversation_id)
-        if (
-            conversation is None
-            or conversation.agent_id != agent.id
-            or claims.generation != conversation.session_generation
-            or not await self.store.rotate_session(conversation.id, claims.generation)
-        ):
+        if conversation is None or conversation.agent_id != agent.id:
             raise gone
+        # A cookie of an older generation is refused, whoever sends it; said so, because a
+        # tab that resumed at the same instant as another sent the same cookie: once the
+        # other's new cookie has landed in the browser, asking again succeeds (api.js does).
+        superseded = NotFound(
+            "this browser's session was resumed since this cookie was set",
+            code="no_session",
+            superseded=True,
+        )
+        if claims.generation != conversation.session_generation:
+            raise superseded
+        if self._was_in(conversation, self._claims(held)):
+            return conversation, conversation.session_generation
+        if not await self.store.rotate_session(conversation.id, claims.generation):
+            raise superseded
         # Do not "fix" this by ending the conversation's open streams: the visitor's other
         # tabs share the conversation, and each of their resumes would end the rest, a storm
         # that never settles. Old tokens and tickets are refused for every new request; a
         # stream already open runs until it disconnects.
         return conversation, claims.generation + 1
+
+    def _claims(self, token: str | None) -> Claims | None:
+        if not token:
+            return None
+        try:
+            return self.tokens.verify(Purpose.SESSION, token)
+        except HostcallError:
+            return None
+
+    @staticmethod
+    def _was_in(conversation: Conversation, held: Claims | None) -> bool:
+        """A tab already in this conversation: a session token of it, of this generation or
+        an earlier one (an expired or foreign token, or none, proves nothing)."""
+        return (
+            held is not None
+            and held.conversation_id == conversation.id
+            and 0 <= held.generation <= conversation.session_generation
+        )
+
+
+def bearer_token(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer`` header, if there is one."""
+    header = request.headers.get("authorization", "")
+    return (header[7:].strip() or None) if header.lower().startswith("bearer ") else None
 
 
 async def resume_session(request: Request) -> Response:
@@ -150,7 +198,7 @@ async def resume_session(request: Request) -> Response:
     sessions: Sessions = runtime.sessions
     parent = sessions.parent_origin(body.parent_origin, agent)
     cookie = request.cookies.get(sessions.cookie_name(parent))
-    conversation, generation = await sessions.resume(cookie, agent)
+    conversation, generation = await sessions.resume(cookie, agent, held=bearer_token(request))
     response = JSONResponse(sessions.opened(conversation, agent, generation=generation))
     sessions.set_cookie(response, conversation, agent, parent, generation=generation)
     return response

@@ -13,6 +13,9 @@ export class ApiError extends Error {
 // HTTP
 // ============================================================================
 
+/** Pauses (ms) before asking again for a superseded session cookie (`resume`). */
+const RESUME_PAUSES = [150, 500]
+
 /**
  * The API under path prefix `base` (usually "") for agent `agentId`, embedded in
  * `parentOrigin` ("" standalone).
@@ -21,7 +24,8 @@ export class ApiError extends Error {
  * neighbour could read. To survive a reload the server keeps it in an HttpOnly cookie that
  * no script can read, sent only to `POST /api/agents/{id}/session` (`resume`), which hands
  * it back rotated. A request refused with `session_replaced` (another tab resumed) resumes
- * once and is retried.
+ * once and is retried; that resume also sends the token this tab held, so the server hands
+ * it the current session without rotating again (which would replace the other tab in turn).
  * @param {string} base @param {string} agentId @param {string} parentOrigin
  */
 export function createApi(base, agentId, parentOrigin) {
@@ -30,8 +34,14 @@ export function createApi(base, agentId, parentOrigin) {
   const enc = encodeURIComponent
   const agentPath = `/api/agents/${enc(agentId)}`
 
-  async function call(method, path, body, cookies = false, retried = false, keepalive = false) {
-    const headers = new Headers(session && !cookies ? { authorization: `Bearer ${session}` } : {})
+  /**
+   * @param {string} method @param {string} path @param {any} [body]
+   * @param {{cookies?: boolean, held?: boolean, retried?: boolean, keepalive?: boolean}} [o]
+   * `cookies`: a request that reads or sets the session cookie; `held`: send the session
+   * token with it anyway (resuming: the proof that this tab was in the conversation).
+   */
+  async function call(method, path, body, { cookies = false, held = false, retried = false, keepalive = false } = {}) {
+    const headers = new Headers(session && (!cookies || held) ? { authorization: `Bearer ${session}` } : {})
     if (body !== undefined) headers.set('content-type', 'application/json')
     let res
     try {
@@ -45,7 +55,7 @@ export function createApi(base, agentId, parentOrigin) {
     const e = data?.error || {}
     if (!res.ok && e.code === 'session_replaced' && !retried && conversationId) {
       const again = await resume().catch(() => null)
-      if (again?.conversationId === conversationId) return call(method, path, body, cookies, true)
+      if (again?.conversationId === conversationId) return call(method, path, body, { cookies, held, retried: true, keepalive })
     }
     if (!res.ok) throw new ApiError(res.status, e.code || `http_${res.status}`, e.message || res.statusText, e.details)
     return data
@@ -58,13 +68,25 @@ export function createApi(base, agentId, parentOrigin) {
     return opened
   }
 
-  /** This browser's conversation with the agent, if it has one (404 no_session if not). */
-  const resume = () => call('POST', `${agentPath}/session`, { parentOrigin }, true).then(adopt)
+  /**
+   * This browser's conversation with the agent, if it has one (404 no_session if not).
+   * A 404 that says `superseded` met a cookie another tab's resume had just replaced (both
+   * sent it at one instant): asked again once that tab's new cookie has had time to land.
+   */
+  async function resume(attempt = 0) {
+    try {
+      return adopt(await call('POST', `${agentPath}/session`, { parentOrigin }, { cookies: true, held: true }))
+    } catch (err) {
+      if (!(err instanceof ApiError && err.details.superseded) || attempt >= RESUME_PAUSES.length) throw err
+      await new Promise(resolve => setTimeout(resolve, RESUME_PAUSES[attempt]))
+      return resume(attempt + 1)
+    }
+  }
 
   const conv = (id, tail) => `/api/conversations/${enc(id)}${tail}`
   return {
     resume,
-    create: locale => call('POST', `${agentPath}/conversations`, { locale, parentOrigin }, true).then(adopt),
+    create: locale => call('POST', `${agentPath}/conversations`, { locale, parentOrigin }, { cookies: true }).then(adopt),
     forget() { session = ''; conversationId = '' },
     /** For tests in the widget's own origin (Playwright inside the frame); never stored. */
     current: () => ({ conversationId, sessionToken: session }),
@@ -73,7 +95,7 @@ export function createApi(base, agentId, parentOrigin) {
     capabilities: (id, surfaceId, tools) => call('POST', conv(id, '/capabilities'), { surfaceId, tools }),
     activity: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/activity`), {}),
     // keepalive: sent while the page unloads (pagehide), and it outlives the page.
-    leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, false, false, true).catch(() => {}),
+    leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, { keepalive: true }).catch(() => {}),
     message: (id, text, simulate) => call('POST', conv(id, '/messages'), simulate ? { text, simulate } : { text }),
     result: (callId, body) => call('POST', `/api/calls/${enc(callId)}/result`, body),
     decision: (callId, body) => call('POST', `/api/calls/${enc(callId)}/decision`, body),

@@ -160,13 +160,15 @@ def document() -> dict[str, Any]:
         "/api/agents/{agentId}/session": {
             "parameters": [_param("agentId")],
             "post": _op(
-                "Resume this browser's conversation (the widget page's cookie)",
+                "Resume this browser's conversation (the widget page's cookie; the session"
+                " token a tab held, if any, keeps the session's generation)",
                 200,
                 _ref("Conversation"),
                 403,
                 404,
                 429,
                 body=_obj([], parentOrigin=STRING),
+                security=[{}, *SESSION],  # optional: a new page has no token
                 optional_body=True,
             ),
         },

@@ -78,8 +78,9 @@ def session(page: Page, demo: Demo) -> dict[str, str]:
 
 def snapshot(page: Page, demo: Demo) -> dict[str, Any]:
     """GET /api/conversations/{id}: the conversation as the server has it."""
-    # Each tab's resume rotates the conversation's session (issue 7), so only the tab that
-    # resumed last holds a live token: ask this page first, then its siblings.
+    # A new page's resume rotates the conversation's session (issue 7): a tab it replaced
+    # holds a dead token until its own next request resumes it. Ask this page first, then
+    # its siblings.
     pages = [page, *(p for p in page.context.pages if p is not page)]
     for candidate in pages:
         saved = session(candidate, demo)
@@ -108,15 +109,16 @@ def _resume(page: Page, demo: Demo) -> dict[str, str]:
     assert frame is not None, "the widget frame is not loaded"
     agent = urlsplit(frame.url).path.rsplit("/", 1)[-1]
     parent = "{0.scheme}://{0.netloc}".format(urlsplit(page.url))
+    held = session(page, demo)["sessionToken"]  # sent as the widget does: no rotation
     resumed = frame.evaluate(
-        """async ([agent, parent]) => {
+        """async ([agent, parent, held]) => {
             const r = await fetch(`/api/agents/${agent}/session`, {
                 method: 'POST', credentials: 'include',
-                headers: {'content-type': 'application/json'},
+                headers: {'content-type': 'application/json', authorization: `Bearer ${held}`},
                 body: JSON.stringify({parentOrigin: parent})})
             return r.json()
         }""",
-        [agent, parent],
+        [agent, parent, held],
     )
     assert resumed.get("sessionToken"), resumed
     return dict(resumed)

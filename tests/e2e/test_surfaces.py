@@ -120,7 +120,7 @@ def test_approving_in_tab_b_runs_the_handler_in_b_ten_times_out_of_ten(
 def _say(demo: Demo, pages: list[Page], text: str) -> None:
     """Send a message as the widget would, but from the test: no click, key or focus in any
     tab, so nothing here counts as the person's activity."""
-    for candidate in pages:  # only the tab that resumed last holds a live session
+    for candidate in pages:  # a tab another tab's resume replaced holds a dead session
         saved = session(candidate, demo)
         cid, auth = saved["conversationId"], {"Authorization": f"Bearer {saved['sessionToken']}"}
         sent = httpx.post(f"{demo.hostcall}/api/conversations/{cid}/messages",

@@ -9,7 +9,7 @@ import subprocess
 from server.settings import ROOT
 
 
-def test_the_widget_call_state_machine_passes_its_node_tests() -> None:
+def test_the_widget_modules_pass_their_node_tests() -> None:
     node = shutil.which("node")
     assert node, "node is missing: run scripts/install --test"
     tests = sorted(str(p) for p in (ROOT / "tests" / "widget").glob("*.test.mjs"))

@@ -1,0 +1,74 @@
+// widget/api.js, sessions across tabs (issue 9): what the widget sends when another tab's
+// resume replaced its session, and when its own resume met a cookie another tab had just
+// replaced. fetch is a small scripted fake: no server, no browser.
+import { test, afterEach } from 'node:test'
+import assert from 'node:assert/strict'
+import { createApi } from '../../widget/api.js'
+
+const RESUME = '/api/agents/planner/session'
+const OPENED = (token) => ({ conversationId: 'c_1', sessionToken: token, streamToken: 's', agent: {} })
+const ERROR = (code, details = {}) => ({ error: { code, message: code, details } })
+
+/** Answers in order, keeping what each request carried. */
+class ScriptedFetch {
+  constructor(answers) { this.answers = answers; this.sent = [] }
+  fetch = async (url, init) => {
+    this.sent.push({ url, credentials: init.credentials, authorization: init.headers.get('authorization') })
+    const next = this.answers.shift()
+    assert.ok(next, `no answer scripted for ${url}`)
+    const [status, body] = next
+    return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+  }
+}
+
+const realFetch = globalThis.fetch
+/** @type {ScriptedFetch} */
+let server
+afterEach(() => { globalThis.fetch = realFetch })
+function script(...answers) {
+  server = new ScriptedFetch(answers)
+  globalThis.fetch = server.fetch
+  return server
+}
+
+test('a new page resumes with the cookie alone', async () => {
+  script([200, OPENED('t1')])
+  const api = createApi('', 'planner', 'https://shop.example')
+  await api.resume()
+  assert.deepEqual(server.sent, [{ url: RESUME, credentials: 'same-origin', authorization: null }])
+})
+
+test('a replaced tab resumes with the token it held, then retries with the new one', async () => {
+  script([200, OPENED('t1')], [401, ERROR('session_replaced')], [200, OPENED('t2')], [202, { runId: 'r' }])
+  const api = createApi('', 'planner', '')
+  await api.resume()
+  assert.deepEqual(await api.message('c_1', 'hello'), { runId: 'r' })
+  const [, refused, resumed, retried] = server.sent
+  assert.equal(refused.authorization, 'Bearer t1')
+  assert.deepEqual(resumed, { url: RESUME, credentials: 'same-origin', authorization: 'Bearer t1' })
+  assert.deepEqual(retried, { url: '/api/conversations/c_1/messages', credentials: 'omit', authorization: 'Bearer t2' })
+})
+
+test('a superseded cookie is asked for again after a pause, then resumes', async () => {
+  script([404, ERROR('no_session', { superseded: true })], [200, OPENED('t1')])
+  const api = createApi('', 'planner', '')
+  const began = Date.now()
+  assert.equal((await api.resume()).sessionToken, 't1')
+  assert.equal(server.sent.length, 2)
+  assert.ok(Date.now() - began >= 140, 'asked again only after the winner\'s cookie had time to land')
+})
+
+test('a superseded cookie is asked for three times at most', async () => {
+  const superseded = [404, ERROR('no_session', { superseded: true })]
+  script(superseded, superseded, superseded)
+  const api = createApi('', 'planner', '')
+  await assert.rejects(api.resume(), err => err.status === 404 && err.code === 'no_session')
+  assert.equal(server.sent.length, 3)
+})
+
+test('no cookie at all is not asked for again: the page creates its conversation at once', async () => {
+  script([404, ERROR('no_session')])
+  const api = createApi('', 'planner', '')
+  await assert.rejects(api.resume(), err => err.code === 'no_session')
+  assert.equal(server.sent.length, 1)
+})
