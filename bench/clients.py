@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,8 @@ import httpx
 from servers import HOST, Server
 
 TIMEOUT = 10.0
+# Reconnect rather than reuse a connection idle this long: the servers close theirs at 5 s.
+KEEP_ALIVE = 4.0
 _CONTENT_LENGTH = re.compile(rb"(?i)\r\ncontent-length:[ \t]*(\d+)")
 
 
@@ -78,15 +81,24 @@ class RawHttp:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  port: int) -> None:
         self.reader, self.writer, self.port = reader, writer, port
+        self.used = time.monotonic()
 
     @classmethod
     async def open(cls, port: int) -> RawHttp:
         reader, writer = await asyncio.open_connection(HOST, port)
         return cls(reader, writer, port)
 
-    async def post(self, path: str, body: dict[str, Any], status: int = 200) -> bytes:
+    async def post(self, path: str, body: dict[str, Any], status: int = 200,
+                   headers: dict[str, str] | None = None) -> bytes:
+        idle = time.monotonic() - self.used
+        if idle > KEEP_ALIVE or self.reader.at_eof() or self.writer.transport.is_closing():
+            # The server closes an idle keep-alive connection (uvicorn: after 5 s); a request
+            # sent as it does is lost. A new connection carries it instead, as httpx does.
+            self.writer.transport.abort()
+            self.reader, self.writer = await asyncio.open_connection(HOST, self.port)
         payload = json.dumps(body, separators=(",", ":")).encode()
-        self.writer.write(f"POST {path} HTTP/1.1\r\nHost: {HOST}:{self.port}\r\n"
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        self.writer.write(f"POST {path} HTTP/1.1\r\nHost: {HOST}:{self.port}\r\n{extra}"
                           f"Content-Type: application/json\r\nContent-Length: {len(payload)}"
                           f"\r\n\r\n".encode() + payload)
         head = await self.reader.readuntil(b"\r\n\r\n")
@@ -94,6 +106,7 @@ class RawHttp:
         if length is None:
             raise RuntimeError(f"POST {path}: no Content-Length in {head[:300]!r}")
         answer = await self.reader.readexactly(int(length.group(1)))
+        self.used = time.monotonic()
         if int(head.split(b" ", 2)[1]) != status:
             raise RuntimeError(f"POST {path} answered {head[:40]!r}: {answer[:300]!r}")
         return answer

@@ -39,11 +39,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-import httpx
 import psutil
 import psycopg
 import servers
+from clients import RawHttp
 from report import print_table
+from streams import RawStream
 
 ASK = "What should I work on next?"
 BOARD = {"tasks": [{"id": "t1", "title": "Fix login bug", "status": "todo", "assignee": "Ana"}]}
@@ -109,70 +110,74 @@ def _self_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def converse(client: httpx.AsyncClient) -> None:
+async def converse(http: RawHttp, origin: str) -> None:
     # The widget's own fetches carry Hostcall's origin; creating refuses a request without
     # one (issue 7).
-    origin = str(client.base_url).rstrip("/")
-    created = await client.post("/api/agents/bench/conversations", headers={"Origin": origin})
-    created.raise_for_status()
-    body = created.json()
+    body = json.loads(await http.post("/api/agents/bench/conversations", {}, status=201,
+                                      headers={"Origin": origin}))
     cid, auth = body["conversationId"], {"Authorization": f"Bearer {body['sessionToken']}"}
-    async with client.stream(
-        "GET", f"/api/conversations/{cid}/events", params={"token": body["streamToken"]}
-    ) as stream:
-        sent = await client.post(
-            f"/api/conversations/{cid}/messages", json={"text": ASK}, headers=auth
-        )
-        sent.raise_for_status()
-        event = ""
-        async for line in stream.aiter_lines():
-            if line.startswith("event:"):
-                event = line[6:].strip()
-            elif line.startswith("data:") and event == DISPATCH:
-                call = json.loads(line[5:])["value"]  # an AG-UI CUSTOM event: the call
-                answered = await client.post(
-                    f"/api/calls/{call['toolCallId']}/result",
-                    json={"token": call["resultToken"], "output": BOARD},
-                )
-                answered.raise_for_status()
-            elif line.startswith("data:") and event == "RUN_FINISHED":
+    stream = await RawStream.open(servers.HOST, http.port,
+                                  f"/api/conversations/{cid}/events?token={body['streamToken']}")
+    try:
+        await http.post(f"/api/conversations/{cid}/messages", {"text": ASK}, status=202,
+                        headers=auth)
+        async for event, data in stream.events():
+            if event == DISPATCH:
+                call = json.loads(data)["value"]  # an AG-UI CUSTOM event: the call
+                await http.post(f"/api/calls/{call['toolCallId']}/result",
+                                {"token": call["resultToken"], "output": BOARD})
+            elif event == "RUN_FINISHED":
                 return
+    finally:
+        stream.close()
     raise RuntimeError(f"stream of {cid} ended before RUN_FINISHED")
 
 
 async def measure(server: servers.Server, total: int, cpu: dict[str, CpuMeter]) -> dict[str, float]:
-    """``total`` conversations, CONCURRENCY at a time; rate = completed / elapsed."""
-    limits = httpx.Limits(
-        max_connections=2 * CONCURRENCY + 10, max_keepalive_connections=CONCURRENCY
-    )
-    async with httpx.AsyncClient(
-        base_url=server.url, timeout=60, trust_env=False, limits=limits
-    ) as client:
+    """``total`` conversations, CONCURRENCY at a time; rate = completed / elapsed.
+
+    The load generator speaks HTTP/1.1 on raw keep-alive connections (bench/clients.py,
+    bench/streams.py): httpx spent about 80 ms of CPU per conversation at 200 at once, more
+    than any server, so it, not the servers, set the rate."""
+    port = int(server.url.rsplit(":", 1)[1])
+    origin = server.url.rstrip("/")
+    http = await RawHttp.open(port)
+    try:
         for _ in range(5):  # warm-up: imports, caches, prepared statements
-            await converse(client)
-        left, done, errors = total, 0, 0
+            await converse(http, origin)
+    finally:
+        http.close()
+    left, done, errors = total, 0, 0
 
-        async def worker() -> None:
-            nonlocal left, done, errors
-            while left > 0:
-                left -= 1
-                try:
-                    await converse(client)
-                except (httpx.HTTPError, RuntimeError) as exc:
-                    errors += 1
-                    if errors <= 3:
-                        print(f"  {server.name}: a conversation failed: {exc!r}", file=sys.stderr)
-                else:
-                    done += 1
+    async def worker() -> None:
+        nonlocal left, done, errors
+        http: RawHttp | None = None
+        while left > 0:
+            left -= 1
+            try:
+                if http is None:
+                    http = await RawHttp.open(port)
+                await converse(http, origin)
+            except (OSError, asyncio.IncompleteReadError, ValueError, RuntimeError) as exc:
+                errors += 1
+                if errors <= 3:
+                    print(f"  {server.name}: a conversation failed: {exc!r}", file=sys.stderr)
+                if http is not None:  # its state is unknown: start a new connection
+                    http.close()
+                    http = None
+            else:
+                done += 1
+        if http is not None:
+            http.close()
 
-        for meter in cpu.values():
-            meter.start()
-        generator_before = _self_cpu()
-        started = time.monotonic()
-        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-        elapsed = time.monotonic() - started
-        used = {name: meter.stop() for name, meter in cpu.items()}
-        used["load generator"] = _self_cpu() - generator_before
+    for meter in cpu.values():
+        meter.start()
+    generator_before = _self_cpu()
+    started = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    elapsed = time.monotonic() - started
+    used = {name: meter.stop() for name, meter in cpu.items()}
+    used["load generator"] = _self_cpu() - generator_before
     return {"rate": done / elapsed, "errors": errors, "elapsed": elapsed, **used}
 
 

@@ -117,7 +117,7 @@ class Engine(Recovery):
             await unit.emit(cid, TextMessageStart(message_id, "user"))
             await unit.emit(cid, TextMessageContent(message_id, text))
             await unit.emit(cid, TextMessageEnd(message_id))
-        self._spawn(self._advance(run.id))
+        self._spawn(self._advance(run.id, run))
         return run
 
     async def cancel_run(self, run_id: str) -> bool:

@@ -47,5 +47,8 @@ class Journal:
     async def emit(
         self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
     ) -> Event:
-        async with self.unit() as unit:
-            return await unit.emit(conversation_id, event, fence=fence)
+        """One event, committed on its own: a single append is atomic in both stores, so it
+        needs no transaction around it (on PostgreSQL, one statement instead of three)."""
+        stored = await self.store.append_event(conversation_id, event, fence=fence)
+        self.broker.publish(stored)
+        return stored

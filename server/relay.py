@@ -1,10 +1,12 @@
 """Carries events committed by other processes into this process's broker (PostgreSQL).
 
-Every event NOTIFYs ``"<conversation> <seq>"`` at commit (server/store/postgres.py). The
-relay LISTENs on its own connection; for a conversation someone here is watching, it reads
-the events it has not published yet from the table and publishes them. Notifications only
-wake streams up: the events come from the table, so a missed notification loses nothing —
-and after the listening connection drops, every watched conversation is read again.
+Every event NOTIFYs ``"<conversation> <seq> <origin>"`` at commit (server/store/postgres.py).
+The relay LISTENs on its own connection and skips its own process's events (the journal
+publishes those here after commit; reading them back cost a query each). For another
+process's event in a conversation someone here is watching, it reads the events it has not
+published yet from the table and publishes them. Notifications only wake streams up: the
+events come from the table, so a missed notification loses nothing — and after the
+listening connection drops, every watched conversation is read again.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ RETRY_SECONDS = 1.0
 
 
 class Relay:
-    def __init__(self, url: str, store: Store, broker: Broker) -> None:
+    def __init__(self, url: str, store: Store, broker: Broker, *, origin: str) -> None:
         self.url = url
         self.store = store
         self.broker = broker
+        self.origin = origin  # the notifications of this process's own events
         self.connected = asyncio.Event()
 
     async def wake(self, conversation_id: str, seq: int | None = None) -> None:
@@ -59,7 +62,9 @@ class Relay:
                             await self.wake(conversation_id)
                     first = False
                     async for note in connection.notifies():
-                        conversation_id, _, seq = note.payload.rpartition(" ")
+                        conversation_id, seq, origin = note.payload.split(" ")
+                        if origin == self.origin:
+                            continue
                         try:
                             await self.wake(conversation_id, int(seq))
                         except Exception:

@@ -23,6 +23,7 @@ from server.relay import Relay
 from server.sessions import Sessions
 from server.settings import Settings, load_secret_keys
 from server.store import Store, open_store
+from server.store.postgres import PostgresStore
 from server.tokens import Claims, Purpose, Tokens
 
 
@@ -147,7 +148,9 @@ class Runtime:
             jobs.append(self.leases.renew_forever())
         else:
             stop_renewing = self.leases.renew_in_thread(url)
-            jobs.append(Relay(url, self.store, self.broker).run_forever())
+            assert isinstance(self.store, PostgresStore)
+            relay = Relay(url, self.store, self.broker, origin=self.store.origin)
+            jobs.append(relay.run_forever())
         self._tasks = [asyncio.create_task(job) for job in jobs]
         try:
             yield

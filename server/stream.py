@@ -60,8 +60,10 @@ async def events(request: Request) -> EventSourceResponse:
     raw, source = (
         (header, "Last-Event-ID") if header else (request.query_params.get("after"), "after")
     )
-    last_seq = await store.last_seq(conversation_id)
-    seen = parse_event_id(raw, conversation_id, last_seq, source=source) if raw else 0
+    seen = 0
+    if raw:  # a first connection has nothing to check (and saves the read)
+        last_seq = await store.last_seq(conversation_id)
+        seen = parse_event_id(raw, conversation_id, last_seq, source=source)
     surface = surface_id(request.query_params.get("surface"), field="surface")
     assert ticket.nonce is not None
     await runtime.redeem_stream_ticket(

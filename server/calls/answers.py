@@ -87,9 +87,10 @@ class Answers(CallMoves):
             if hits:
                 outcome["guardrails"] = [h.to_json() for h in hits]
             event = CallEvent.ANSWER if state is CallState.ANSWERED else CallEvent.FAIL
-            if not await self._settle(unit, call, event, outcome):
+            settled = await self._settle(unit, call, event, outcome)
+            if settled is None:
                 raise await self._not_open(call.id)
-        return await self._settled(call, event, outcome)
+        return await self._settled(settled)
 
     async def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
         if not call.state.answerable:
@@ -97,9 +98,10 @@ class Answers(CallMoves):
         text = message[:MAX_ERROR_MESSAGE_CHARS] or code.value
         outcome = tool_error(code, text, **details)
         async with self.journal.unit() as unit:
-            if not await self._settle(unit, call, CallEvent.FAIL, outcome):
+            settled = await self._settle(unit, call, CallEvent.FAIL, outcome)
+            if settled is None:
                 raise await self._not_open(call.id)
-        return await self._settled(call, CallEvent.FAIL, outcome)
+        return await self._settled(settled)
 
     async def approve(
         self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
@@ -137,9 +139,10 @@ class Answers(CallMoves):
         message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
         outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
         async with self.journal.unit() as unit:
-            if not await self._settle(unit, call, CallEvent.REJECT, outcome):
+            settled = await self._settle(unit, call, CallEvent.REJECT, outcome)
+            if settled is None:
                 raise await self._not_open(call.id, deciding=True)
-        return await self._settled(call, CallEvent.REJECT, outcome)
+        return await self._settled(settled)
 
     async def expire(self, call: Call) -> bool:
         if call.state is CallState.AWAITING_CONFIRMATION:
@@ -154,7 +157,7 @@ class Answers(CallMoves):
                 delivered=call.delivered,
             )
         async with self.journal.unit() as unit:
-            done = await self._settle(unit, call, CallEvent.EXPIRE, outcome)
+            done = await self._settle(unit, call, CallEvent.EXPIRE, outcome) is not None
         if done:
             await self.on_settled(call.run_id)
         return done

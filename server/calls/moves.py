@@ -11,7 +11,6 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -180,11 +179,11 @@ class CallMoves:
         if move.to is call.state:  # a move within a state (to the form, reassigned)
             starts = [call.state]
         assigned = (call.surface_id, call.assignment) if event in _REASSIGNING else None
-        if not await self.store.transition_call(
+        moved = await self.store.transition_call(
             call.id, starts, move.to, assigned=assigned, **changes
-        ):
+        )
+        if moved is None:
             return None
-        moved = await self._reload(call.id)
         await self._perform(unit, moved, move)
         return moved
 
@@ -203,14 +202,16 @@ class CallMoves:
 
     async def _settle(
         self, unit: Unit, call: Call, event: CallEvent, outcome: dict[str, Any]
-    ) -> bool:
+    ) -> Call | None:
+        """The call as settled, or None when someone else moved it first."""
         # From any state the event leaves: the caller read the call a moment ago, and the
         # store's conditional update has the last word.
         starts = sorted(sources(event))
         state = settled_state(event)
         assert all(Effect.RECORD_OUTCOME in transition(s, event).effects for s in starts)
-        if not await self.store.transition_call(call.id, starts, state, outcome=outcome):
-            return False
+        settled = await self.store.transition_call(call.id, starts, state, outcome=outcome)
+        if settled is None:
+            return None
         tool = await self.tool_of(call)
         content = model_content(tool, outcome)
         message_id = new_id("m")
@@ -227,22 +228,21 @@ class CallMoves:
             simulated=True if outcome.get("simulated") else None,
         )
         await unit.emit(call.conversation_id, result)
-        return True
+        return settled
 
-    async def _settled(self, call: Call, event: CallEvent, outcome: dict[str, Any]) -> Call:
-        """After the unit that settled ``call`` committed: its ``TOOL_CALL_RESULT`` is
+    async def _settled(self, settled: Call) -> Call:
+        """After the unit that settled the call committed: its ``TOOL_CALL_RESULT`` is
         published; let the streams write it before this request goes on (its response, the
-        run's next step), then resume the run. The call as settled, without reading it back
-        (issue 9: the round trip): the settling UPDATE changed only its state and outcome;
-        its other fields are as the caller read them."""
+        run's next step), then resume the run. ``settled``: the call as its settling UPDATE
+        left it (returned by it, not read back: issue 9, the round trip)."""
         await asyncio.sleep(0)
-        await self.on_settled(call.run_id)
-        return replace(call, state=settled_state(event), outcome=outcome)
+        await self.on_settled(settled.run_id)
+        return settled
 
     async def _with_extra(self, call: Call, **extra: Any) -> Call:
         merged = {**call.extra, **extra}
-        await self.store.transition_call(call.id, [call.state], call.state, extra=merged)
-        return await self._reload(call.id)
+        moved = await self.store.transition_call(call.id, [call.state], call.state, extra=merged)
+        return moved or await self._reload(call.id)
 
     async def _reload(self, call_id: str) -> Call:
         call = await self.store.get_call(call_id)

@@ -87,15 +87,17 @@ class Proposals(CallMoves):
         await self.store.add_call(call)
         if failure is not None:
             failure["guardrails"] = [h.to_json() for h in hits]
-            await self._settle(unit, call, CallEvent.REFUSE, failure)
-            return await self._reload(call.id)
+            refused = await self._settle(unit, call, CallEvent.REFUSE, failure)
+            assert refused is not None, "a call just added is where the move starts"
+            return refused
         assert tool is not None
         if run.simulate:
             result = tool.simulation_result if tool.has_simulation_result else None
-            await self._settle(
+            simulated = await self._settle(
                 unit, call, CallEvent.SIMULATE, {"output": result, "simulated": True}
             )
-            return await self._reload(call.id)
+            assert simulated is not None, "a call just added is where the move starts"
+            return simulated
         environment = self.platform().environment(agent.environment)
         granted = await self.store.has_grant(cid, name)
         reason = approval_reason(tool, environment, granted=granted, hits=hits)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import replace
 
 from server.errors import LeaseLost
 from server.leases import run_key
@@ -71,10 +70,12 @@ class Stepping(EngineBase):
         async with self.store.transaction():
             if not await self.leases.take(key):
                 return None  # another process holds the run; it resumes it
-            if not await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING):
+            # The run as the claim left it (read in the same statement): the first step
+            # needs no read of its own.
+            claimed = await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING)
+            if claimed is None:
                 await self.leases.end(key)
-                return None
-        return replace(run, status=RunStatus.RUNNING)
+        return claimed
 
     # ---- stepping --------------------------------------------------------------------------
 
@@ -128,12 +129,14 @@ class Stepping(EngineBase):
                     # another took the step over, the append fails with LeaseLost and this
                     # copy of the step ends here, its message cut where the new owner
                     # discarded it.
-                    async with self.journal.unit() as unit:  # the start and first text: one commit
-                        if not text:
+                    content = TextMessageContent(message_id, item.text)
+                    if text:
+                        await self.journal.emit(cid, content, fence=fence)
+                    else:
+                        async with self.journal.unit() as unit:  # the start and first text
                             start = TextMessageStart(message_id, "assistant")
                             await unit.emit(cid, start, fence=fence)
-                        content = TextMessageContent(message_id, item.text)
-                        await unit.emit(cid, content, fence=fence)
+                            await unit.emit(cid, content, fence=fence)
                     text.append(item.text)
                     if len(text) == 1:
                         # Let streams write the first text now: a model whose chunks come in

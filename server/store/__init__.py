@@ -6,7 +6,8 @@ Every write the engine makes for one decision happens inside one ``async with
 transaction()``, so a crash never leaves a call settled without its tool message, or a step
 without its calls.
 Single use of a call answer is ``transition_call``'s job: it changes a call only from the
-states it is given, atomically, and says whether it did. Leases (server/leases.py) say which
+states it is given, atomically, and returns the call as it left it (None if it did not move:
+someone else moved it first). Leases (server/leases.py) say which
 process works on a run step or a server-side call; ``try_singleton`` says whether this
 process has the cluster's one turn at a job (the deadline sweeper).
 
@@ -67,9 +68,9 @@ class Store(Protocol):
     async def runs_with_status(self, status: RunStatus) -> list[Run]: ...
     async def stalled_runs(self) -> list[Run]: ...
     async def update_run(self, run_id: str, **changes: Any) -> None: ...
-    async def claim_run(
+    async def claim_run(  # the run as claimed; None if it was not at from_status
         self, run_id: str, from_status: RunStatus, to_status: RunStatus
-    ) -> bool: ...
+    ) -> Run | None: ...
 
     async def add_call(self, call: Call) -> None: ...
     async def get_call(self, call_id: str) -> Call | None: ...
@@ -86,7 +87,7 @@ class Store(Protocol):
         *,
         assigned: tuple[str | None, int] | None = None,
         **changes: Any,
-    ) -> bool: ...
+    ) -> Call | None: ...
 
     # Creating on first use: each of these makes the surface if it does not exist yet.
     async def save_surface_tools(
@@ -127,8 +128,8 @@ class Store(Protocol):
     async def last_seq(self, conversation_id: str) -> int: ...
 
     # ---- issue 7: single-use stream tickets, and a write probe for /healthz ----
-    # ``consume_ticket`` records ``nonce`` as used (forgetting tickets expired before
-    # ``now``) and returns False if it already was, atomically.
+    # ``consume_ticket`` records ``nonce`` as used (forgetting, now and then, tickets
+    # expired before ``now``) and returns False if it already was, atomically.
     # ``rotate_session`` moves a conversation to the next session generation if it is at
     # ``generation`` (False otherwise: someone else rotated first).
     async def rotate_session(self, conversation_id: str, generation: int) -> bool: ...

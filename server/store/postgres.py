@@ -8,13 +8,15 @@ What keeps processes apart:
   COMMITTED a concurrent UPDATE of the same row waits, then re-checks the state;
 - event numbers have no gap: ``append_event`` increments the conversation's ``last_seq``
   under its row lock, held to commit, so commits of one conversation happen in seq order;
-- every event NOTIFYs ``hostcall_events`` with ``"<conversation> <seq>"``, delivered at
-  commit (dropped on rollback); server/relay.py wakes other processes' streams with it;
+- every event NOTIFYs ``hostcall_events`` with ``"<conversation> <seq> <origin>"``
+  (``origin``: the appending store's ``origin``), delivered at commit (dropped on rollback);
+  server/relay.py wakes other processes' streams with it;
 - leases (server/leases.py) are rows; the sweeper's turn is an advisory lock.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,6 +43,8 @@ from server.store.records import (
 )
 
 CHANNEL = "hostcall_events"
+# How often consume_ticket forgets expired tickets.
+TICKET_PRUNE_SECONDS = 30.0
 
 
 _OPEN = [s.value for s in OPEN_STATES]
@@ -60,7 +64,7 @@ WITH next AS (
     INSERT INTO events (conversation_id, seq, type, data)
     SELECT %(cid)s, last_seq, %(type)s, %(data)s FROM next RETURNING seq
 )
-SELECT seq, pg_notify(%(channel)s, %(cid)s || ' ' || seq) FROM added
+SELECT seq, pg_notify(%(channel)s, %(cid)s || ' ' || seq || ' ' || %(origin)s) FROM added
 """
 # The same, only while the fence's owner holds its lease. FOR SHARE keeps the lease row
 # until this transaction ends: a process taking the lease over waits for this append to
@@ -81,6 +85,10 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
         # sweeper's turn): pooled connections come and go, a lock must stay with one.
         self._session: psycopg.AsyncConnection[dict[str, Any]] | None = None
         self._singletons: set[str] = set()
+        self._tickets_pruned = 0.0
+        # Names this process in its events' notifications: the relay skips its own, which
+        # the journal publishes here after commit (reading them back cost a query each).
+        self.origin = secrets.token_hex(8)
 
     def _migrate(self) -> None:
         # Before the event loop serves anything, on a connection of its own. A migration is
@@ -121,13 +129,16 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
         return changed == 1
 
     async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
-        async with self.transaction():
+        if now - self._tickets_pruned > TICKET_PRUNE_SECONDS:
+            # Housekeeping, not the check: an expired ticket is refused by its signature's
+            # age before it gets here. Once in a while, not a table scan per stream.
+            self._tickets_pruned = now
             await self._run("DELETE FROM stream_tickets WHERE expires_at < %s", (now,))
-            changed = await self._count(
-                "INSERT INTO stream_tickets (nonce, expires_at) VALUES (%s, %s)"
-                " ON CONFLICT (nonce) DO NOTHING",
-                (nonce, expires_at),
-            )
+        changed = await self._count(
+            "INSERT INTO stream_tickets (nonce, expires_at) VALUES (%s, %s)"
+            " ON CONFLICT (nonce) DO NOTHING",
+            (nonce, expires_at),
+        )
         return changed == 1
 
     def check_writable(self) -> None:
@@ -236,12 +247,14 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
             (*encoded.values(), run_id),
         )
 
-    async def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
-        changed = await self._count(
-            "UPDATE runs SET status = %s WHERE id = %s AND status = %s",
+    async def claim_run(
+        self, run_id: str, from_status: RunStatus, to_status: RunStatus
+    ) -> Run | None:
+        row = await self._one(
+            "UPDATE runs SET status = %s WHERE id = %s AND status = %s RETURNING *",
             (to_status, run_id, from_status),
         )
-        return changed == 1
+        return rows.run(row) if row else None
 
     async def stalled_runs(self) -> list[Run]:
         return [rows.run(r) for r in await self._all(STALLED_RUNS, (_OPEN,))]
@@ -316,19 +329,20 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
         *,
         assigned: tuple[str | None, int] | None = None,
         **changes: Any,
-    ) -> bool:
+    ) -> Call | None:
         encoded = rows.call_changes(changes)
         assignments = "".join(f", {k} = %s" for k in encoded)
         condition, extra_args = "", []
         if assigned is not None:
             condition = " AND surface_id IS NOT DISTINCT FROM %s AND assignment = %s"
             extra_args = list(assigned)
-        changed = await self._count(
+        row = await self._one(
             f"UPDATE calls SET state = %s{assignments} WHERE id = %s AND state = ANY(%s)"
-            + condition,
+            + condition
+            + " RETURNING *",
             (to_state, *encoded.values(), call_id, [s.value for s in from_states], *extra_args),
         )
-        return changed == 1
+        return rows.call(row) if row else None
 
     # ---- grants --------------------------------------------------------------------------
 
@@ -352,7 +366,13 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
         self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
     ) -> Event:
         name, encoded = encode(event)
-        params = {"cid": conversation_id, "type": name, "data": encoded, "channel": CHANNEL}
+        params = {
+            "cid": conversation_id,
+            "type": name,
+            "data": encoded,
+            "channel": CHANNEL,
+            "origin": self.origin,
+        }
         current = self._current()
         if fence is not None:
             key, owner = fence

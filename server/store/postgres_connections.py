@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -56,8 +57,13 @@ def connect(url: str, **options: Any) -> psycopg.Connection[Row]:
 
 @dataclass
 class _Transaction:
-    connection: psycopg.AsyncConnection[Row]
+    # None until the transaction's first statement: a transaction that sends nothing (a
+    # limit check with no limits set, say) costs no connection and no BEGIN/COMMIT.
+    connection: psycopg.AsyncConnection[Row] | None = None
     pipeline: psycopg.AsyncPipeline | None = None
+    # What _begin entered: the pooled connection, then its pipeline (left first).
+    pooled: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+    piped: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
     # The last seq this transaction appended per conversation (see append_event).
     appended: dict[str, int] = field(default_factory=dict)
 
@@ -116,6 +122,7 @@ class PostgresConnections:
         inserts, most event appends) go out without waiting for their answers, so a
         transaction costs a round trip per result read plus one for COMMIT, not one per
         statement. Errors still surface before the transaction ends (at COMMIT at the latest).
+        The connection is taken, and BEGIN sent, with the first statement.
         A nested call from the same task joins the open transaction.
         """
         task = asyncio.current_task()
@@ -123,32 +130,41 @@ class PostgresConnections:
         if task in self._transactions:
             yield
             return
-        await self._open()
-        async with self._pool.connection() as connection:
-            current = self._transactions[task] = _Transaction(connection)
-            try:
-                async with connection.pipeline() as pipeline:
-                    current.pipeline = pipeline
-                    await connection.execute("BEGIN")
-                    yield
-                    await connection.execute("COMMIT")
-            except BaseException:
-                # An error aborts the pipeline: the statements after it, COMMIT included,
-                # were skipped, and the transaction is still open (and failed). End it here;
-                # if even that fails, the pool discards the connection.
-                current.pipeline = None
+        current = self._transactions[task] = _Transaction()
+        try:
+            yield
+            if current.connection is not None:
+                await current.connection.execute("COMMIT")
+                await current.piped.aclose()  # syncs: an error at COMMIT raises here
+        except BaseException:
+            # An error aborts the pipeline: the statements after it, COMMIT included, were
+            # skipped, and the transaction is still open (and failed). End it here; if even
+            # that fails, the pool discards the connection.
+            connection = current.connection
+            if connection is not None:
+                with contextlib.suppress(psycopg.Error):
+                    await current.piped.__aexit__(*sys.exc_info())
                 if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                     with contextlib.suppress(psycopg.Error):
                         await connection.execute("ROLLBACK")
-                raise
-            finally:
-                del self._transactions[task]
+            raise
+        finally:
+            del self._transactions[task]
+            await current.pooled.aclose()  # back to the pool
+
+    async def _begin(self, current: _Transaction) -> psycopg.AsyncConnection[Row]:
+        await self._open()
+        connection = await current.pooled.enter_async_context(self._pool.connection())
+        current.connection = connection
+        current.pipeline = await current.piped.enter_async_context(connection.pipeline())
+        await connection.execute("BEGIN")
+        return connection
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
         current = self._current()
         if current is not None:
-            yield current.connection
+            yield current.connection or await self._begin(current)
             return
         await self._open()
         async with self._pool.connection() as connection:

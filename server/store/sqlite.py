@@ -14,7 +14,7 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -27,13 +27,12 @@ from server.store.checkpoints import Checkpointer
 from server.store.migrations import pending
 from server.store.records import (
     OPEN_STATES,
-    Call,
-    CallState,
     Conversation,
     Run,
     RunStatus,
     StoredMessage,
 )
+from server.store.sqlite_calls import CallTables
 from server.store.sqlite_console import ConsoleTables
 from server.store.sqlite_coordination import Coordination
 from server.store.sqlite_schema import MIGRATIONS
@@ -77,7 +76,7 @@ def _lock(path: Path) -> IO[str]:
     return handle
 
 
-class SQLiteStore(ConsoleTables, SurfaceTables, Coordination):
+class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
     def __init__(self, path: Path | str, *, serving: bool = True) -> None:
         """``serving=False``: a short-lived command beside the server (``hostcall users
         add``), which takes no lock and leaves the server's leases alone."""
@@ -290,116 +289,18 @@ class SQLiteStore(ConsoleTables, SurfaceTables, Coordination):
         assignments = ", ".join(f"{k} = ?" for k in encoded)
         self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*encoded.values(), run_id))
 
-    async def claim_run(self, run_id: str, from_status: RunStatus, to_status: RunStatus) -> bool:
-        cursor = self._db.execute(
-            "UPDATE runs SET status = ? WHERE id = ? AND status = ?",
+    async def claim_run(
+        self, run_id: str, from_status: RunStatus, to_status: RunStatus
+    ) -> Run | None:
+        found = self._db.execute(
+            "UPDATE runs SET status = ? WHERE id = ? AND status = ? RETURNING *",
             (to_status, run_id, from_status),
-        )
-        return cursor.rowcount == 1
+        ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
+        return rows.run(found[0]) if found else None
 
     async def stalled_runs(self) -> list[Run]:
         found = self._db.execute(STALLED_RUNS, (*_OPEN,))
         return [rows.run(r) for r in found]
-
-    # ---- calls ---------------------------------------------------------------------------
-
-    async def add_call(self, call: Call) -> None:
-        self._db.execute(
-            "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
-            " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                call.id,
-                call.conversation_id,
-                call.run_id,
-                call.step,
-                call.tool_name,
-                call.state,
-                rows.dump(call.input),
-                call.arguments,
-                call.deadline,
-                call.route,
-                rows.dump(call.outcome) if call.outcome is not None else None,
-                int(call.delivered),
-                rows.dump(call.extra),
-                call.surface_id,
-                call.assignment,
-            ),
-        )
-
-    async def get_call(self, call_id: str) -> Call | None:
-        row = self._db.execute("SELECT * FROM calls WHERE id = ?", (call_id,)).fetchone()
-        return rows.call(row) if row else None
-
-    async def list_calls(self, conversation_id: str) -> list[Call]:
-        found = self._db.execute(
-            "SELECT * FROM calls WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
-        )
-        return [rows.call(r) for r in found]
-
-    async def calls_of_step(self, run_id: str, step: int) -> list[Call]:
-        found = self._db.execute(
-            "SELECT * FROM calls WHERE run_id = ? AND step = ? ORDER BY pos", (run_id, step)
-        )
-        return [rows.call(r) for r in found]
-
-    async def due_calls(self, now: float) -> list[Call]:
-        marks = ",".join("?" * len(OPEN_STATES))
-        found = self._db.execute(
-            f"SELECT * FROM calls WHERE state IN ({marks}) AND deadline <= ? ORDER BY deadline",
-            (*OPEN_STATES, now),
-        )
-        return [rows.call(r) for r in found]
-
-    async def count_calls(self, run_id: str, tool_name: str) -> int:
-        row = self._db.execute(
-            "SELECT COUNT(*) FROM calls WHERE run_id = ? AND tool_name = ?", (run_id, tool_name)
-        ).fetchone()
-        return int(row[0])
-
-    async def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
-        wanted = list(states)
-        marks = ",".join("?" * len(wanted))
-        found = self._db.execute(
-            f"SELECT * FROM calls WHERE state IN ({marks}) ORDER BY pos", wanted
-        )
-        return [rows.call(r) for r in found]
-
-    async def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None:
-        self._db.execute(
-            "INSERT OR IGNORE INTO grants (conversation_id, tool_name, call_id) VALUES (?, ?, ?)",
-            (conversation_id, tool_name, call_id),
-        )
-
-    async def has_grant(self, conversation_id: str, tool_name: str) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM grants WHERE conversation_id = ? AND tool_name = ?",
-            (conversation_id, tool_name),
-        ).fetchone()
-        return row is not None
-
-    async def transition_call(
-        self,
-        call_id: str,
-        from_states: Iterable[CallState],
-        to_state: CallState,
-        *,
-        assigned: tuple[str | None, int] | None = None,
-        **changes: Any,
-    ) -> bool:
-        encoded = rows.call_changes(changes)
-        states = list(from_states)
-        marks = ",".join("?" * len(states))
-        assignments = "".join(f", {k} = ?" for k in encoded)
-        condition, extra_args = "", []
-        if assigned is not None:
-            condition, extra_args = " AND surface_id IS ? AND assignment = ?", list(assigned)
-        cursor = self._db.execute(
-            f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})"
-            + condition,
-            (to_state, *encoded.values(), call_id, *states, *extra_args),
-        )
-        return cursor.rowcount == 1
 
     # ---- events --------------------------------------------------------------------------
 
