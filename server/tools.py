@@ -118,13 +118,24 @@ class Tool:
 
 
 _COMPILED: dict[str, CompiledSchema] = {}
+# By the schema object: a tool's validator is asked for on every answer, and encoding the
+# schema to find it cost more than the check itself (issue 9). The entry holds the schema,
+# so its id is not reused while the entry lives; reloads make new objects, hence the bound.
+_BY_OBJECT: dict[int, tuple[dict[str, Any], CompiledSchema]] = {}
+_BY_OBJECT_MAX = 4096
 
 
 def _compiled(schema: dict[str, Any]) -> CompiledSchema:
+    held = _BY_OBJECT.get(id(schema))
+    if held is not None and held[0] is schema:
+        return held[1]
     key = json.dumps(schema, sort_keys=True)
     found = _COMPILED.get(key)
     if found is None:
         found = _COMPILED[key] = CompiledSchema(schema)
+    if len(_BY_OBJECT) >= _BY_OBJECT_MAX:
+        _BY_OBJECT.clear()
+    _BY_OBJECT[id(schema)] = (schema, found)
     return found
 
 

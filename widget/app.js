@@ -4,7 +4,8 @@
 // This page is one *surface* (docs/protocol.md): the server assigns each call to one surface,
 // and writing the dispatch to this surface's stream is the claim, so the handler runs at
 // once, with no request first. A call assigned elsewhere shows "running in another tab".
-// The calls themselves are widget/toolcalls.js's, imported when the first one appears.
+// The calls themselves are widget/toolcalls.js's, imported when a run starts on a page
+// that answers the agent's tools, or when the first call appears.
 
 import { createApi, openStream, store } from './api.js'
 import * as ui from './chat.js'
@@ -231,7 +232,14 @@ function apply(type, data) {
 /** Stream event (the SSE `event:` name: the AG-UI type, or a CUSTOM event's name) → what it
  * does with the event (a CUSTOM event's `value`). @type {Record<string, (d: any) => void>} */
 const ON = {
-  [EVENT.RUN_STARTED]: () => { state.run = 'running' },
+  [EVENT.RUN_STARTED]: () => {
+    state.run = 'running'
+    // A run on a page that answers some of the agent's tools is likely to call one: fetch
+    // the call code now, while the model works, not after its call arrives (issue 9: a
+    // fresh page's first round trip paid the whole import). A page with no handler for
+    // this agent still loads it only with a first call (issue 12's weight).
+    if (framed && [...parentTools].some(name => agentTools.has(name))) toolCalls()
+  },
   [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
   [EVENT.RUN_ERROR]: d => {
     state.run = 'failed'
@@ -274,8 +282,9 @@ const ON_CALL = {
 }
 
 // ============================================================================
-// Tool calls: widget/toolcalls.js, with its cards, styles and strings, fetched when the
-// first call appears (a chat that never calls a tool never loads them; issue 12's weight)
+// Tool calls: widget/toolcalls.js, with its cards, styles and strings, fetched when a run
+// starts on a page with handlers for the agent's tools, or when the first call appears (a
+// chat on a page without such handlers never loads them until a call; issue 12's weight)
 // ============================================================================
 
 /** @typedef {typeof import('./toolcalls.js')} Calls */
@@ -294,7 +303,8 @@ let loadingCalls = null
  * @returns {Promise<Calls>}
  */
 const toolCalls = () => (loadingCalls ??= loadCalls(0))
-const LAZY = ['toolcalls.js', 'cards.js', 'calls.js', `locale-${locale}-calls.js`, 'calls.css']
+// form.js too: the result check needs it right after the page's handler answers.
+const LAZY = ['toolcalls.js', 'cards.js', 'calls.js', 'form.js', `locale-${locale}-calls.js`, 'calls.css']
 
 /** @param {number} attempt @returns {Promise<Calls>} */
 async function loadCalls(attempt) {

@@ -33,6 +33,9 @@ let api, surfaceId, agentTools, maxBodyBytes, hasHandler, toParent, emit, refres
 /** @param {Context} context */
 export function attach(context) {
   ({ api, surfaceId, agentTools, maxBodyBytes, hasHandler, toParent, emit, refresh } = context)
+  // Imported now (app.js fetched it with this module), beside the call's first events:
+  // the handler's result waits for its check otherwise (issue 9).
+  forms().catch(console.error)
 }
 
 /** @type {Map<string, CallView>} */

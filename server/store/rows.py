@@ -61,11 +61,30 @@ def message(row: Mapping[str, Any]) -> StoredMessage:
     )
 
 
+# A run stores the agent definition it started with: the same text for every run of one
+# definition, which every read of a run parsed again (~40 us for the demo's planner, on the
+# way from an answer to the next step; issue 9). Parsed once per text; the value is shared
+# between runs, and nothing changes a run's agent (parse_agent only reads it).
+_AGENTS: dict[str, Any] = {}
+_AGENTS_MAX = 256
+
+
+def _agent(text: Any) -> Any:
+    if not isinstance(text, str):
+        return _load(text)
+    found = _AGENTS.get(text)
+    if found is None:
+        if len(_AGENTS) >= _AGENTS_MAX:
+            _AGENTS.clear()
+        found = _AGENTS[text] = _load(text)
+    return found
+
+
 def run(row: Mapping[str, Any]) -> Run:
     return Run(
         id=row["id"],
         conversation_id=row["conversation_id"],
-        agent=_load(row["agent"]),
+        agent=_agent(row["agent"]),
         status=RunStatus(row["status"]),
         step=row["step"],
         error=_load(row["error"]) if row["error"] else None,

@@ -1,4 +1,5 @@
-"""The tool-call code loads when the first call appears (issue 12's weight budget): the
+"""The tool-call code loads when a run starts on a page that answers the agent's tools, or
+when the first call appears (issue 12's weight budget; issue 9's first round trip): the
 first screen never fetches it, a call's events wait for it rather than being dropped or
 overtaken, a failed fetch is retried, and a call waiting at start-up (a reload with an
 approval pending) still shows and works.
@@ -67,6 +68,24 @@ def test_the_first_screen_does_not_fetch_the_tool_call_code(page: Page, demo: De
     expect(card(widget, "read_board_tasks")).to_have_attribute("data-state", "done", timeout=SLOW)
     fetched = {url.split("?")[0].rsplit("/", 1)[-1] for url in seen}
     assert {"toolcalls.js", "cards.js", "calls.js", "calls.css", "locale-en-calls.js"} <= fetched
+
+
+def test_a_run_on_a_page_with_handlers_fetches_the_call_code_before_any_call(
+    page: Page, demo: Demo
+) -> None:
+    seen = lazy_requests(page)
+    widget = open_chat(page, demo)  # the demo page answers read_board_tasks and create_task
+    page.wait_for_timeout(300)
+    assert seen == []
+    ask(widget, "hello")  # a run with no tool call
+    expect(last_reply(widget)).to_contain_text("Hello!", timeout=SLOW)
+    wanted = {"toolcalls.js", "cards.js", "calls.js", "form.js", "calls.css", "locale-en-calls.js"}
+    for _ in range(50):
+        if wanted <= {url.split("?")[0].rsplit("/", 1)[-1] for url in seen}:
+            break
+        page.wait_for_timeout(100)
+    assert wanted <= {url.split("?")[0].rsplit("/", 1)[-1] for url in seen}
+    expect(widget.locator("[data-part=tool-call]")).to_have_count(0)
 
 
 def test_events_wait_for_the_module_in_order_and_the_call_runs_once(page: Page, demo: Demo) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from server.calls.transitions import OPEN_STATES
 from tests.unit.conftest import Conv, Harness, write_agent
 from tests.unit.loopback import Live, Trap, live_server
 
@@ -74,14 +75,23 @@ def made(tmp_path: Path) -> Iterator[list[Harness]]:
         h.stop()
 
 
+OPEN = {state.value for state in OPEN_STATES}
+
+
 def finished(h: Harness, conv: Conv) -> dict[str, Any]:
     """The snapshot once the run no longer waits on anything but a person."""
     deadline = time.monotonic() + 8
     while time.monotonic() < deadline:
         snap = h.snapshot(conv)
-        busy = snap["run"]["status"] == "running" or any(
-            c["state"] == "dispatched" for c in snap["calls"]
-        )  # a server-side call runs in the background
+        status, states = snap["run"]["status"], [c["state"] for c in snap["calls"]]
+        # A server-side call runs in the background; a waiting run whose calls are all
+        # settled is about to resume (the task that resumes it starts after the answer's
+        # streams have their result).
+        busy = (
+            status == "running"
+            or "dispatched" in states
+            or (status == "waiting" and not any(s in OPEN for s in states))
+        )
         if not busy:
             return snap
         time.sleep(0.02)
