@@ -47,7 +47,7 @@ class Harness:
             agents_dir=agents_dir,
             db_path=tmp_path / "hostcall.db",
             secret_keys=SECRET,
-            sweep_seconds=0.05,
+            sweep_seconds=settings.pop("sweep_seconds", 0.05),
             environ=settings.pop("environ", {}),
             **settings,
         )

@@ -77,9 +77,12 @@ def test_a_live_lease_is_never_adopted_and_a_lapsed_one_is(
 def test_only_the_process_with_the_sweeper_turn_expires_calls(
     tmp_path: Path, agents_dir: Path, pg_url: str
 ) -> None:
-    first = Harness(tmp_path / "a", agents_dir, database_url=pg_url)
-    second = Harness(tmp_path / "b", agents_dir, database_url=pg_url)
+    # Only the sweeps below run: a background sweep of the first process could expire the
+    # call before the second's sweep is checked (the test then failed on a loaded machine).
+    first = Harness(tmp_path / "a", agents_dir, database_url=pg_url, sweep_seconds=3600)
+    second = Harness(tmp_path / "b", agents_dir, database_url=pg_url, sweep_seconds=3600)
     try:
+        _sweep(first)  # the first to sweep takes the cluster's sweeper turn, and keeps it
         conv = first.conversation()
         first.say(conv, ASK)
         call = first.open_call(conv)
