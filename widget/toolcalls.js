@@ -128,10 +128,10 @@ export function upsertCall(c) {
   if (typeof c?.toolCallId !== 'string') return
   const v = view(c.toolCallId, c.toolCallName)
   v.call = { ...v.call, ...c }
-  if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
   if (TERMINAL.has(c.state)) settle(v, c.state, c.outcome)
   else if (c.state === CALL_STATE.AWAITING_CONFIRMATION) { if (move(v, CALL_EVENT.APPROVAL_REQUESTED)) showConfirm(v) }
-  else if (c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) place(v)
+  else if (c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) place(v) // the page's handler first
+  if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
 }
 
 /**
