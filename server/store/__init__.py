@@ -28,7 +28,7 @@ every stream it counted is gone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -122,6 +122,14 @@ class Store(Protocol):
     async def append_event(
         self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
     ) -> Event: ...
+    # Several events in this order, atomically (one statement on PostgreSQL), fenced alike.
+    async def append_events(
+        self,
+        conversation_id: str,
+        events: Sequence[ProtocolEvent],
+        *,
+        fence: tuple[str, str] | None = None,
+    ) -> list[Event]: ...
     async def events_after(
         self, conversation_id: str, seq: int, limit: int = 1000
     ) -> list[Event]: ...

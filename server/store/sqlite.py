@@ -14,7 +14,7 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -327,6 +327,16 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
                 (conversation_id, seq, name, encoded),
             )
         return Event(conversation_id, seq, name, encoded)
+
+    async def append_events(
+        self,
+        conversation_id: str,
+        events: Sequence[ProtocolEvent],
+        *,
+        fence: tuple[str, str] | None = None,
+    ) -> list[Event]:
+        async with self.transaction():
+            return [await self.append_event(conversation_id, e, fence=fence) for e in events]
 
     async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
         found = self._db.execute(

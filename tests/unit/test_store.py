@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from server.errors import StoreError
+from server.errors import LeaseLost, StoreError
 from server.protocol.events import TextMessageContent
 from server.store import Store, open_store
 from server.store.migrations import Migration, pending
@@ -120,6 +120,36 @@ async def test_events_are_numbered_per_conversation_without_gaps(store: Store) -
     assert [e.seq for e in await store.events_after("c1", 2, limit=1)] == [3]
     assert await store.last_seq("c1") == 4 and await store.last_seq("c2") == 1
     assert await store.last_seq("c_missing") == 0
+
+
+async def test_several_events_append_at_once_in_order_and_fenced_alike(store: Store) -> None:
+    await _conversation(store)
+    await store.append_event("c1", TextMessageContent("m", "0"))
+    appended = await store.append_events(
+        "c1", [TextMessageContent("m", "1"), TextMessageContent("m", "2")]
+    )
+    assert [(e.seq, e.data["delta"]) for e in appended] == [(2, "1"), (3, "2")]
+    async with store.transaction():  # after an append in the same transaction, and before one
+        await store.append_event("c1", TextMessageContent("m", "3"))
+        inside = await store.append_events("c1", [TextMessageContent("m", f"{i}") for i in (4, 5)])
+        last = await store.append_event("c1", TextMessageContent("m", "6"))
+    assert [e.seq for e in inside] == [5, 6] and last.seq == 7
+    assert await store.append_events("c1", []) == []
+    # Fenced: all of them while the owner holds the lease; none once it lost it.
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    fenced = await store.append_events(
+        "c1", [TextMessageContent("m", f"{i}") for i in (7, 8)], fence=("run:r1", "a")
+    )
+    assert [e.seq for e in fenced] == [8, 9]
+    await store.take_lease("run:r1", "b", until=30.0, now=20.0)
+    with pytest.raises(LeaseLost):
+        await store.append_events(
+            "c1", [TextMessageContent("m", "lost"), TextMessageContent("m", "lost")],
+            fence=("run:r1", "a"),
+        )  # fmt: skip
+    stored = await store.events_after("c1", 0)
+    assert [(e.seq, e.data["delta"]) for e in stored] == [(i + 1, f"{i}") for i in range(9)]
+    assert await store.last_seq("c1") == 9
 
 
 async def test_a_rolled_back_transaction_leaves_nothing(store: Store) -> None:
