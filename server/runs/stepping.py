@@ -59,24 +59,11 @@ class Stepping(EngineBase):
 
     async def _claim_if_ready(self, run_id: str) -> Run | None:
         """Claim a waiting run whose step has no open call left (the run, now running), or
-        None if it is not ready or another process holds it."""
-        run = await self.store.get_run(run_id)
-        if run is None or run.status is not RunStatus.WAITING:
-            return None
-        if any(c.state.open for c in await self.store.calls_of_step(run_id, run.step)):
-            return None
-        key = run_key(run_id)
-        # The lease and the claim commit together: no process ever sees the run running
-        # without an owner (the sweeper would adopt it).
-        async with self.store.transaction():
-            if not await self.leases.take(key):
-                return None  # another process holds the run; it resumes it
-            # The run as the claim left it (read in the same statement): the first step
-            # needs no read of its own.
-            claimed = await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING)
-            if claimed is None:
-                await self.leases.end(key)
-        return claimed
+        None if it is not ready or another process holds it. The lease and the claim commit
+        together, in one statement: no process ever sees the run running without an owner
+        (the sweeper would adopt it). The run as the claim left it: the first step needs no
+        read of its own."""
+        return await self.leases.claim_ready_run(run_id)
 
     # ---- stepping --------------------------------------------------------------------------
 

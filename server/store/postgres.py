@@ -57,6 +57,29 @@ ORDER BY r.pos
 """
 
 
+# claim_ready_run in one statement (one round trip where it took four): the lease is taken
+# only for a ready run, and the run claimed only with the lease. A concurrent claimer's
+# INSERT waits for this one to commit, then finds a live lease that is not its own.
+CLAIM_READY_RUN = """
+WITH ready AS (
+    SELECT r.id FROM runs r
+    WHERE r.id = %(run)s AND r.status = %(waiting)s AND NOT EXISTS (
+        SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%(open)s))
+), taken AS (
+    INSERT INTO leases (key, owner, until) SELECT %(key)s, %(owner)s, %(until)s FROM ready
+    ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until
+    WHERE leases.owner = excluded.owner OR leases.until < %(now)s
+    RETURNING key
+), claimed AS (
+    UPDATE runs SET status = %(running)s
+    WHERE id = %(run)s AND status = %(waiting)s AND EXISTS (SELECT 1 FROM taken)
+    RETURNING *
+)
+SELECT EXISTS (SELECT 1 FROM taken) AS took, claimed.* FROM (SELECT 1) AS one
+LEFT JOIN claimed ON TRUE
+"""
+
+
 class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination, EventLog):
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
         super().__init__(url, pool_max=pool_max)
@@ -235,6 +258,31 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination, EventLog
             (to_status, run_id, from_status),
         )
         return rows.run(row) if row else None
+
+    async def claim_ready_run(
+        self, run_id: str, key: str, owner: str, until: float, now: float
+    ) -> Run | None:
+        row = await self._one(
+            CLAIM_READY_RUN,
+            {
+                "run": run_id,
+                "key": key,
+                "owner": owner,
+                "until": until,
+                "now": now,
+                "open": _OPEN,
+                "waiting": RunStatus.WAITING.value,
+                "running": RunStatus.RUNNING.value,
+            },
+        )
+        assert row is not None  # the statement always returns its one row
+        if row["id"] is not None:
+            return rows.run(row)
+        if row["took"]:
+            # The run moved on between the statement's read and its update (another process
+            # claimed and ran it meanwhile): the lease taken for it goes back.
+            await self.release_lease(key, owner)
+        return None
 
     async def stalled_runs(self) -> list[Run]:
         return [rows.run(r) for r in await self._all(STALLED_RUNS, (_OPEN,))]

@@ -9,7 +9,7 @@ from typing import Any
 from server.errors import LeaseLost
 from server.protocol.events import ProtocolEvent, encode
 from server.protocol.frames import Event, stored_event
-from server.store.postgres_connections import PostgresConnections
+from server.store.postgres_connections import PostgresConnections, _Transaction
 
 CHANNEL = "hostcall_events"
 
@@ -73,27 +73,21 @@ class EventLog(PostgresConnections):
         if not events:
             return []
         encoded = [encode(event) for event in events]
-        params: dict[str, Any] = {
-            "cid": conversation_id,
-            "n": len(encoded),
-            "types": [name for name, _ in encoded],
-            "datas": [data for _, data in encoded],
-            "channel": CHANNEL,
-            "origin": self.origin,
-        }
-        if fence is not None:
-            params["key"], params["owner"] = fence
         current = self._current()
         previous = current.appended.get(conversation_id) if current is not None else None
-        sql = APPEND[fence is not None, previous is None]
-        if previous is not None and fence is None:
+        if current is not None and previous is not None and fence is None:
             # This transaction already holds the conversation's row lock (taken by its first
             # append, held to commit): nobody else can number an event in between, so the
-            # next seq is known and the statement need not wait for its answer.
-            await self._run(sql, params)
+            # next seqs are known. The rows wait, and go in one statement with the appends
+            # that follow them, before the transaction's next read (or COMMIT).
+            current.deferred.setdefault(conversation_id, []).extend(encoded)
             first = previous + 1
         else:
-            row = await self._one(sql, params)
+            # (_one sends the deferred appends first: this one numbers after them.)
+            row = await self._one(
+                APPEND[fence is not None, previous is None],
+                self._append_params(conversation_id, encoded, fence),
+            )
             if row is None:
                 if fence is not None:
                     raise LeaseLost(*fence)
@@ -104,6 +98,30 @@ class EventLog(PostgresConnections):
         return [
             Event(conversation_id, first + i, name, data) for i, (name, data) in enumerate(encoded)
         ]
+
+    async def _send_deferred(self, current: _Transaction) -> None:
+        deferred, current.deferred = current.deferred, {}
+        for conversation_id, encoded in deferred.items():
+            # Not waited for: the seqs are known, and an error surfaces by COMMIT.
+            await self._run(APPEND[False, False], self._append_params(conversation_id, encoded))
+
+    def _append_params(
+        self,
+        conversation_id: str,
+        encoded: list[tuple[str, str]],
+        fence: tuple[str, str] | None = None,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "cid": conversation_id,
+            "n": len(encoded),
+            "types": [name for name, _ in encoded],
+            "datas": [data for _, data in encoded],
+            "channel": CHANNEL,
+            "origin": self.origin,
+        }
+        if fence is not None:
+            params["key"], params["owner"] = fence
+        return params
 
     async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
         found = await self._all(

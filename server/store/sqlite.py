@@ -298,6 +298,19 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
         ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
         return rows.run(found[0]) if found else None
 
+    async def claim_ready_run(
+        self, run_id: str, key: str, owner: str, until: float, now: float
+    ) -> Run | None:
+        async with self.transaction():
+            run = await self.get_run(run_id)
+            if run is None or run.status is not RunStatus.WAITING:
+                return None
+            if any(c.state.open for c in await self.calls_of_step(run_id, run.step)):
+                return None
+            if not await self.take_lease(key, owner, until, now):
+                return None
+            return await self.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING)
+
     async def stalled_runs(self) -> list[Run]:
         found = self._db.execute(STALLED_RUNS, (*_OPEN,))
         return [rows.run(r) for r in found]
