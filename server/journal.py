@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -51,4 +51,17 @@ class Journal:
         needs no transaction around it (on PostgreSQL, one statement instead of three)."""
         stored = await self.store.append_event(conversation_id, event, fence=fence)
         self.broker.publish(stored)
+        return stored
+
+    async def emit_all(
+        self,
+        conversation_id: str,
+        events: Sequence[ProtocolEvent],
+        *,
+        fence: tuple[str, str] | None = None,
+    ) -> list[Event]:
+        """Several events in order, committed together (one statement on PostgreSQL)."""
+        stored = await self.store.append_events(conversation_id, events, fence=fence)
+        for event in stored:
+            self.broker.publish(event)
         return stored

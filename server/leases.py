@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from server.errors import LeaseLost
 from server.store import Store
+from server.store.records import Run
 
 log = logging.getLogger("hostcall.leases")
 
@@ -68,6 +69,13 @@ class Leases:
         """Take ``key`` if it is free, expired, or already ours."""
         now = self.clock()
         return await self.store.take_lease(key, self.owner, now + self.ttl, now)
+
+    async def claim_ready_run(self, run_id: str) -> Run | None:
+        """Take the run's lease and claim it, if it waits with no open call (``Store``)."""
+        now = self.clock()
+        return await self.store.claim_ready_run(
+            run_id, run_key(run_id), self.owner, now + self.ttl, now
+        )
 
     async def keep(self, key: str) -> None:
         """Renew ``key`` inside the caller's transaction, or raise ``LeaseLost``."""

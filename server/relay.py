@@ -1,10 +1,11 @@
 """Carries events committed by other processes into this process's broker (PostgreSQL).
 
-Every event NOTIFYs ``"<conversation> <seq> <origin>"`` at commit (server/store/postgres.py).
-The relay LISTENs on its own connection and skips its own process's events (the journal
-publishes those here after commit; reading them back cost a query each). For another
-process's event in a conversation someone here is watching, it reads the events it has not
-published yet from the table and publishes them. Notifications only wake streams up: the
+A transaction's first event of a conversation NOTIFYs ``"<conversation> <seq> <origin>"``
+at commit (server/store/postgres_events.py). The relay LISTENs on its own connection and
+skips its own process's events (the journal publishes those here after commit; reading them
+back cost a query each). For another process's events in a conversation someone here is
+watching, it reads the events it has not published yet from the table (the notified one
+and every one after it) and publishes them. Notifications only wake streams up: the
 events come from the table, so a missed notification loses nothing — and after the
 listening connection drops, every watched conversation is read again.
 """
@@ -18,7 +19,7 @@ import psycopg
 
 from server.broker import Broker
 from server.store import Store
-from server.store.postgres import CHANNEL
+from server.store.postgres_events import CHANNEL
 
 log = logging.getLogger("hostcall.relay")
 RETRY_SECONDS = 1.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from server.appender import Appender
 from server.errors import LeaseLost
 from server.leases import run_key
 from server.ledger import new_id
@@ -58,24 +59,11 @@ class Stepping(EngineBase):
 
     async def _claim_if_ready(self, run_id: str) -> Run | None:
         """Claim a waiting run whose step has no open call left (the run, now running), or
-        None if it is not ready or another process holds it."""
-        run = await self.store.get_run(run_id)
-        if run is None or run.status is not RunStatus.WAITING:
-            return None
-        if any(c.state.open for c in await self.store.calls_of_step(run_id, run.step)):
-            return None
-        key = run_key(run_id)
-        # The lease and the claim commit together: no process ever sees the run running
-        # without an owner (the sweeper would adopt it).
-        async with self.store.transaction():
-            if not await self.leases.take(key):
-                return None  # another process holds the run; it resumes it
-            # The run as the claim left it (read in the same statement): the first step
-            # needs no read of its own.
-            claimed = await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING)
-            if claimed is None:
-                await self.leases.end(key)
-        return claimed
+        None if it is not ready or another process holds it. The lease and the claim commit
+        together, in one statement: no process ever sees the run running without an owner
+        (the sweeper would adopt it). The run as the claim left it: the first step needs no
+        read of its own."""
+        return await self.leases.claim_ready_run(run_id)
 
     # ---- stepping --------------------------------------------------------------------------
 
@@ -120,40 +108,41 @@ class Stepping(EngineBase):
         fence = (run_key(run_id), self.leases.owner)
         text: list[str] = []
         requests: list[ToolCallRequest] = []
+        # Fenced (issue 10): if this process stalled past the run's lease and another took
+        # the step over, an append fails with LeaseLost and this copy of the step ends
+        # there, its message cut where the new owner discarded it. Chunks that come while
+        # an append is in flight go in together (server/appender.py).
+        appender = Appender(self.journal, cid, fence)
         try:
             async for item in model.stream(history, tools, instructions=agent.instructions):
                 if isinstance(item, TextDelta):
                     if not item.text:
                         continue
-                    # Fenced (issue 10): if this process stalled past the run's lease and
-                    # another took the step over, the append fails with LeaseLost and this
-                    # copy of the step ends here, its message cut where the new owner
-                    # discarded it.
                     content = TextMessageContent(message_id, item.text)
                     if text:
-                        await self.journal.emit(cid, content, fence=fence)
+                        appender.add(content)
                     else:
-                        async with self.journal.unit() as unit:  # the start and first text
-                            start = TextMessageStart(message_id, "assistant")
-                            await unit.emit(cid, start, fence=fence)
-                            await unit.emit(cid, content, fence=fence)
+                        appender.add(TextMessageStart(message_id, "assistant"), content)
                     text.append(item.text)
                     if len(text) == 1:
                         # Let streams write the first text now: a model whose chunks come in
                         # a burst (or without awaiting) must not hold it until the step ends.
+                        await appender.flush()
                         await asyncio.sleep(0)
                 else:
                     requests.append(item)
+            await appender.flush()  # what the step appends next comes after the text
         except ModelError as exc:
+            await appender.flush()
             partial = (message_id, "".join(text)) if text else None
             await self._fail(run_id, exc.code, exc.message, interrupted=partial)
             return False
+        finally:
+            appender.cancel()  # a no-op once flushed; a cancelled step appends no more
         if self.on_model_tokens is not None:
             sent = [agent.instructions, *(m.text for m in history)]
             written = [*text, *(r.arguments for r in requests)]
             await self.on_model_tokens(agent, cid, estimate_tokens(sent + written))
-        conversation = await self.store.get_conversation(cid)
-        assert conversation is not None
         step = run.step + 1
         calls = [(new_id("k"), r) for r in requests]
         async with self.journal.unit() as unit:
@@ -176,6 +165,9 @@ class Stepping(EngineBase):
                 await self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
                 await unit.emit(cid, RunFinished(cid, run_id))
                 return False
+            # Read only now: a step that asks for no tool needs nothing of it.
+            conversation = await self.store.get_conversation(cid)
+            assert conversation is not None
             opened = [
                 await self.ledger.propose(
                     unit,

@@ -28,7 +28,7 @@ every stream it counted is gone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -67,6 +67,13 @@ class Store(Protocol):
     async def list_runs(self, conversation_id: str) -> list[Run]: ...  # oldest first (issue 11)
     async def runs_with_status(self, status: RunStatus) -> list[Run]: ...
     async def stalled_runs(self) -> list[Run]: ...
+    # Resume a waiting run whose step has no open call left, atomically: take lease ``key``
+    # for ``owner`` until ``until`` (if it is free, expired at ``now``, or ``owner``'s) and
+    # move the run to running. The run as claimed, or None: not waiting, a call of its step
+    # still open, or another owner's live lease (that process resumes it).
+    async def claim_ready_run(
+        self, run_id: str, key: str, owner: str, until: float, now: float
+    ) -> Run | None: ...
     async def update_run(self, run_id: str, **changes: Any) -> None: ...
     async def claim_run(  # the run as claimed; None if it was not at from_status
         self, run_id: str, from_status: RunStatus, to_status: RunStatus
@@ -122,6 +129,14 @@ class Store(Protocol):
     async def append_event(
         self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
     ) -> Event: ...
+    # Several events in this order, atomically (one statement on PostgreSQL), fenced alike.
+    async def append_events(
+        self,
+        conversation_id: str,
+        events: Sequence[ProtocolEvent],
+        *,
+        fence: tuple[str, str] | None = None,
+    ) -> list[Event]: ...
     async def events_after(
         self, conversation_id: str, seq: int, limit: int = 1000
     ) -> list[Event]: ...

@@ -8,9 +8,10 @@ What keeps processes apart:
   COMMITTED a concurrent UPDATE of the same row waits, then re-checks the state;
 - event numbers have no gap: ``append_event`` increments the conversation's ``last_seq``
   under its row lock, held to commit, so commits of one conversation happen in seq order;
-- every event NOTIFYs ``hostcall_events`` with ``"<conversation> <seq> <origin>"``
-  (``origin``: the appending store's ``origin``), delivered at commit (dropped on rollback);
-  server/relay.py wakes other processes' streams with it;
+- a transaction's (or a lone statement's) first event of a conversation NOTIFYs
+  ``hostcall_events`` with ``"<conversation> <seq> <origin>"`` (``origin``: the appending
+  store's ``origin``), delivered at commit (dropped on rollback); server/relay.py wakes
+  other processes' streams with it, and they read that event and the ones after it;
 - leases (server/leases.py) are rows; the sweeper's turn is an advisory lock.
 """
 
@@ -22,14 +23,12 @@ from typing import Any
 
 import psycopg
 
-from server.errors import LeaseLost
-from server.protocol.events import ProtocolEvent, encode
-from server.protocol.frames import Event, stored_event
 from server.store import rows
 from server.store.migrations import pending
 from server.store.postgres_connections import POOL_MAX, connect, redacted
 from server.store.postgres_console import PostgresConsoleTables
 from server.store.postgres_coordination import LOCK_KEY, Coordination
+from server.store.postgres_events import EventLog
 from server.store.postgres_schema import MIGRATIONS
 from server.store.postgres_surfaces import SurfaceTables
 from server.store.records import (
@@ -42,7 +41,6 @@ from server.store.records import (
     StoredMessage,
 )
 
-CHANNEL = "hostcall_events"
 # How often consume_ticket forgets expired tickets.
 TICKET_PRUNE_SECONDS = 30.0
 
@@ -57,27 +55,32 @@ WHERE r.status IN ('running', 'waiting')
       SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%s)))
 ORDER BY r.pos
 """
-APPEND_EVENT = """
-WITH next AS (
-    UPDATE conversations SET last_seq = last_seq + 1 WHERE id = %(cid)s RETURNING last_seq
-), added AS (
-    INSERT INTO events (conversation_id, seq, type, data)
-    SELECT %(cid)s, last_seq, %(type)s, %(data)s FROM next RETURNING seq
+
+
+# claim_ready_run in one statement (one round trip where it took four): the lease is taken
+# only for a ready run, and the run claimed only with the lease. A concurrent claimer's
+# INSERT waits for this one to commit, then finds a live lease that is not its own.
+CLAIM_READY_RUN = """
+WITH ready AS (
+    SELECT r.id FROM runs r
+    WHERE r.id = %(run)s AND r.status = %(waiting)s AND NOT EXISTS (
+        SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%(open)s))
+), taken AS (
+    INSERT INTO leases (key, owner, until) SELECT %(key)s, %(owner)s, %(until)s FROM ready
+    ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until
+    WHERE leases.owner = excluded.owner OR leases.until < %(now)s
+    RETURNING key
+), claimed AS (
+    UPDATE runs SET status = %(running)s
+    WHERE id = %(run)s AND status = %(waiting)s AND EXISTS (SELECT 1 FROM taken)
+    RETURNING *
 )
-SELECT seq, pg_notify(%(channel)s, %(cid)s || ' ' || seq || ' ' || %(origin)s) FROM added
+SELECT EXISTS (SELECT 1 FROM taken) AS took, claimed.* FROM (SELECT 1) AS one
+LEFT JOIN claimed ON TRUE
 """
-# The same, only while the fence's owner holds its lease. FOR SHARE keeps the lease row
-# until this transaction ends: a process taking the lease over waits for this append to
-# commit, so whatever it reads after taking the lease includes it (server/runs/recovery.py
-# discards a message cut off mid-answer; an append that came later would escape that).
-APPEND_FENCED = APPEND_EVENT.replace(
-    "WHERE id = %(cid)s RETURNING",
-    "WHERE id = %(cid)s AND EXISTS (SELECT 1 FROM leases WHERE key = %(key)s"
-    " AND owner = %(owner)s FOR SHARE) RETURNING",
-)
 
 
-class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
+class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination, EventLog):
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
         super().__init__(url, pool_max=pool_max)
         self._migrate()
@@ -256,6 +259,31 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
         )
         return rows.run(row) if row else None
 
+    async def claim_ready_run(
+        self, run_id: str, key: str, owner: str, until: float, now: float
+    ) -> Run | None:
+        row = await self._one(
+            CLAIM_READY_RUN,
+            {
+                "run": run_id,
+                "key": key,
+                "owner": owner,
+                "until": until,
+                "now": now,
+                "open": _OPEN,
+                "waiting": RunStatus.WAITING.value,
+                "running": RunStatus.RUNNING.value,
+            },
+        )
+        assert row is not None  # the statement always returns its one row
+        if row["id"] is not None:
+            return rows.run(row)
+        if row["took"]:
+            # The run moved on between the statement's read and its update (another process
+            # claimed and ran it meanwhile): the lease taken for it goes back.
+            await self.release_lease(key, owner)
+        return None
+
     async def stalled_runs(self) -> list[Run]:
         return [rows.run(r) for r in await self._all(STALLED_RUNS, (_OPEN,))]
 
@@ -359,54 +387,3 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination):
             (conversation_id, tool_name),
         )
         return row is not None
-
-    # ---- events --------------------------------------------------------------------------
-
-    async def append_event(
-        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
-    ) -> Event:
-        name, encoded = encode(event)
-        params = {
-            "cid": conversation_id,
-            "type": name,
-            "data": encoded,
-            "channel": CHANNEL,
-            "origin": self.origin,
-        }
-        current = self._current()
-        if fence is not None:
-            key, owner = fence
-            row = await self._one(APPEND_FENCED, {**params, "key": key, "owner": owner})
-            if row is None:
-                raise LeaseLost(key, owner)
-            if current is not None:
-                current.appended[conversation_id] = int(row["seq"])
-            return Event(conversation_id, int(row["seq"]), name, encoded)
-        previous = current.appended.get(conversation_id) if current is not None else None
-        if previous is not None:
-            # This transaction already holds the conversation's row lock (taken by its first
-            # append, held to commit): nobody else can number an event in between, so the
-            # next seq is known and the statement need not wait for its answer.
-            await self._run(APPEND_EVENT, params)
-            seq = previous + 1
-        else:
-            row = await self._one(APPEND_EVENT, params)
-            assert row is not None, f"no conversation {conversation_id}"
-            seq = int(row["seq"])
-        if current is not None:
-            current.appended[conversation_id] = seq
-        return Event(conversation_id, seq, name, encoded)
-
-    async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
-        found = await self._all(
-            "SELECT seq, type, data FROM events WHERE conversation_id = %s AND seq > %s"
-            " ORDER BY seq LIMIT %s",
-            (conversation_id, seq, limit),
-        )
-        return [stored_event(conversation_id, int(r["seq"]), r["type"], r["data"]) for r in found]
-
-    async def last_seq(self, conversation_id: str) -> int:
-        row = await self._one(
-            "SELECT last_seq FROM conversations WHERE id = %s", (conversation_id,)
-        )
-        return int(row["last_seq"]) if row else 0

@@ -64,8 +64,10 @@ class _Transaction:
     # What _begin entered: the pooled connection, then its pipeline (left first).
     pooled: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
     piped: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
-    # The last seq this transaction appended per conversation (see append_event).
+    # The last seq this transaction appended per conversation (see append_events).
     appended: dict[str, int] = field(default_factory=dict)
+    # Appends not sent yet, per conversation: (type, data) each (see append_events).
+    deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 class PostgresConnections:
@@ -133,6 +135,7 @@ class PostgresConnections:
         current = self._transactions[task] = _Transaction()
         try:
             yield
+            await self._send_deferred(current)
             if current.connection is not None:
                 await current.connection.execute("COMMIT")
                 await current.piped.aclose()  # syncs: an error at COMMIT raises here
@@ -160,10 +163,19 @@ class PostgresConnections:
         await connection.execute("BEGIN")
         return connection
 
+    async def _send_deferred(self, current: _Transaction) -> None:
+        """Send the transaction's deferred appends (``EventLog`` knows how)."""
+
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+    async def _connection(
+        self, *, reads: bool = False
+    ) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """``reads``: the caller reads the statement's answer, which must see every event
+        appended before it in the transaction (the deferred ones are sent first)."""
         current = self._current()
         if current is not None:
+            if reads and current.deferred:
+                await self._send_deferred(current)
             yield current.connection or await self._begin(current)
             return
         await self._open()
@@ -176,7 +188,7 @@ class PostgresConnections:
 
     async def _count(self, sql: str, params: Params = None) -> int:
         """Rows the statement changed; in a pipeline, waits for its answer first."""
-        async with self._connection() as connection:
+        async with self._connection(reads=True) as connection:
             cursor = await connection.execute(sql, params)
             current = self._current()
             if current is not None and current.pipeline is not None:
@@ -184,11 +196,11 @@ class PostgresConnections:
             return cursor.rowcount
 
     async def _one(self, sql: str, params: Params = None) -> Row | None:
-        async with self._connection() as connection:
+        async with self._connection(reads=True) as connection:
             cursor = await connection.execute(sql, params)
             return await cursor.fetchone()
 
     async def _all(self, sql: str, params: Params = None) -> list[Row]:
-        async with self._connection() as connection:
+        async with self._connection(reads=True) as connection:
             cursor = await connection.execute(sql, params)
             return await cursor.fetchall()

@@ -14,7 +14,7 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -298,6 +298,19 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
         ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
         return rows.run(found[0]) if found else None
 
+    async def claim_ready_run(
+        self, run_id: str, key: str, owner: str, until: float, now: float
+    ) -> Run | None:
+        async with self.transaction():
+            run = await self.get_run(run_id)
+            if run is None or run.status is not RunStatus.WAITING:
+                return None
+            if any(c.state.open for c in await self.calls_of_step(run_id, run.step)):
+                return None
+            if not await self.take_lease(key, owner, until, now):
+                return None
+            return await self.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING)
+
     async def stalled_runs(self) -> list[Run]:
         found = self._db.execute(STALLED_RUNS, (*_OPEN,))
         return [rows.run(r) for r in found]
@@ -327,6 +340,16 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
                 (conversation_id, seq, name, encoded),
             )
         return Event(conversation_id, seq, name, encoded)
+
+    async def append_events(
+        self,
+        conversation_id: str,
+        events: Sequence[ProtocolEvent],
+        *,
+        fence: tuple[str, str] | None = None,
+    ) -> list[Event]:
+        async with self.transaction():
+            return [await self.append_event(conversation_id, e, fence=fence) for e in events]
 
     async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
         found = self._db.execute(

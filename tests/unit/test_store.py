@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from server.errors import StoreError
+from server.errors import LeaseLost, StoreError
 from server.protocol.events import TextMessageContent
 from server.store import Store, open_store
 from server.store.migrations import Migration, pending
@@ -43,7 +43,7 @@ async def test_records_read_back_as_written(store: Store) -> None:
         "c1", "planner", 1.0, "fr", ("read_board_tasks",)
     )
     await store.set_handled_tools("c1", ("a", "b"))
-    assert (await store.get_conversation("c1")).handled_tools == ("a", "b")  # type: ignore[union-attr]
+    assert (await store.get_conversation("c1")).handled_tools == ("a", "b")
     assert await store.get_conversation("c_missing") is None
 
     first = StoredMessage("m1", "c1", "r1", "user", "bonjour ✓")
@@ -67,7 +67,7 @@ async def test_records_read_back_as_written(store: Store) -> None:
         "r1", "c1", run.agent, RunStatus.FAILED, 3, {"code": "x"}, True
     )
     await store.create_run(Run("r2", "c1", {}, RunStatus.WAITING))
-    assert (await store.latest_run("c1")).id == "r2"  # type: ignore[union-attr]
+    assert (await store.latest_run("c1")).id == "r2"
     assert [r.id for r in await store.runs_with_status(RunStatus.WAITING)] == ["r2"]
 
     call = await _call(store)
@@ -120,6 +120,57 @@ async def test_events_are_numbered_per_conversation_without_gaps(store: Store) -
     assert [e.seq for e in await store.events_after("c1", 2, limit=1)] == [3]
     assert await store.last_seq("c1") == 4 and await store.last_seq("c2") == 1
     assert await store.last_seq("c_missing") == 0
+
+
+async def test_several_events_append_at_once_in_order_and_fenced_alike(store: Store) -> None:
+    await _conversation(store)
+    await store.append_event("c1", TextMessageContent("m", "0"))
+    appended = await store.append_events(
+        "c1", [TextMessageContent("m", "1"), TextMessageContent("m", "2")]
+    )
+    assert [(e.seq, e.data["delta"]) for e in appended] == [(2, "1"), (3, "2")]
+    async with store.transaction():  # after an append in the same transaction, and before one
+        await store.append_event("c1", TextMessageContent("m", "3"))
+        inside = await store.append_events("c1", [TextMessageContent("m", f"{i}") for i in (4, 5)])
+        last = await store.append_event("c1", TextMessageContent("m", "6"))
+    assert [e.seq for e in inside] == [5, 6] and last.seq == 7
+    assert await store.append_events("c1", []) == []
+    # Fenced: all of them while the owner holds the lease; none once it lost it.
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    fenced = await store.append_events(
+        "c1", [TextMessageContent("m", f"{i}") for i in (7, 8)], fence=("run:r1", "a")
+    )
+    assert [e.seq for e in fenced] == [8, 9]
+    await store.take_lease("run:r1", "b", until=30.0, now=20.0)
+    with pytest.raises(LeaseLost):
+        await store.append_events(
+            "c1", [TextMessageContent("m", "lost"), TextMessageContent("m", "lost")],
+            fence=("run:r1", "a"),
+        )  # fmt: skip
+    stored = await store.events_after("c1", 0)
+    assert [(e.seq, e.data["delta"]) for e in stored] == [(i + 1, f"{i}") for i in range(9)]
+    assert await store.last_seq("c1") == 9
+
+
+async def test_a_transaction_reads_back_every_event_it_appended(store: Store) -> None:
+    # PostgreSQL holds a transaction's later appends back, to send them in one statement:
+    # whatever the transaction reads must still see them, in order.
+    await _conversation(store, "c1")
+    await _conversation(store, "c2")
+    async with store.transaction():
+        for i in range(3):
+            await store.append_event("c1", TextMessageContent("m", f"{i}"))
+        await store.append_event("c2", TextMessageContent("m", "other"))
+        await store.append_event("c1", TextMessageContent("m", "3"))
+        inside = await store.events_after("c1", 0)
+        assert [(e.seq, e.data["delta"]) for e in inside] == [(i + 1, f"{i}") for i in range(4)]
+        assert await store.last_seq("c1") == 4
+        await store.append_event("c1", TextMessageContent("m", "4"))
+        await store.append_event("c2", TextMessageContent("m", "other 2"))
+    after = await store.events_after("c1", 0)
+    assert [(e.seq, e.data["delta"]) for e in after] == [(i + 1, f"{i}") for i in range(5)]
+    assert [e.seq for e in await store.events_after("c2", 0)] == [1, 2]
+    assert await store.last_seq("c1") == 5 and await store.last_seq("c2") == 2
 
 
 async def test_a_rolled_back_transaction_leaves_nothing(store: Store) -> None:
@@ -251,6 +302,54 @@ async def test_concurrent_takers_of_an_expired_lease_have_one_winner(
 
         winners = await _race(peers, take)
         assert len(winners) == 1
+    finally:
+        for peer in set(peers) - {store}:
+            await peer.close()
+
+
+async def test_a_waiting_run_is_claimed_only_when_its_calls_are_settled_and_its_lease_free(
+    store: Store,
+) -> None:
+    await _conversation(store)
+    await store.create_run(Run("r1", "c1", {}, RunStatus.WAITING, step=1))
+    await _call(store, "k1")  # step 1, still open
+    assert await store.claim_ready_run("r1", "run:r1", "a", until=10.0, now=0.0) is None
+    assert await store.expired_leases(1e9) == []  # no lease was taken for it
+    await store.transition_call("k1", OPEN, CallState.ANSWERED, outcome={"output": {}})
+    await store.take_lease("run:r1", "b", until=10.0, now=0.0)  # another process's, live
+    assert await store.claim_ready_run("r1", "run:r1", "a", until=10.0, now=5.0) is None
+    assert (await store.get_run("r1")).status is RunStatus.WAITING
+    # Once that lease lapsed, the run is claimable: running, with the lease ours.
+    claimed = await store.claim_ready_run("r1", "run:r1", "a", until=30.0, now=20.0)
+    assert claimed is not None and claimed.status is RunStatus.RUNNING and claimed.step == 1
+    assert not await store.keep_lease("run:r1", "b", until=40.0)
+    assert await store.keep_lease("run:r1", "a", until=40.0)
+    # Running now: a second claim (by anyone) finds nothing to claim.
+    assert await store.claim_ready_run("r1", "run:r1", "a", until=50.0, now=21.0) is None
+    assert await store.claim_ready_run("r_missing", "run:r_missing", "a", 50.0, 21.0) is None
+
+
+async def test_concurrent_claimers_of_a_ready_run_have_one_winner_holding_its_lease(
+    store: Store, store_target: str | Path
+) -> None:
+    await _conversation(store)
+    peers = _peers(store, store_target, 6)
+    try:
+        for round_ in range(4):
+            run_id = f"r{round_}"
+            await store.create_run(Run(run_id, "c1", {}, RunStatus.WAITING, step=1))
+
+            async def claim(peer: Store, index: int, run_id: str = run_id) -> bool:
+                found = await peer.claim_ready_run(run_id, f"run:{run_id}", f"p{index}", 99.0, 1.0)
+                return found is not None
+
+            winners = await _race(peers, claim)
+            assert len(winners) == 1
+            assert (await store.get_run(run_id)).status is RunStatus.RUNNING
+            # The lease is the winner's alone: nobody else can renew it.
+            for index in range(6):
+                kept = await store.keep_lease(f"run:{run_id}", f"p{index}", until=99.0)
+                assert kept is (index == winners[0])
     finally:
         for peer in set(peers) - {store}:
             await peer.close()

@@ -1,0 +1,65 @@
+"""Streams a message's text into the event log: the chunks that arrive while an append is
+in flight go in together as the next append (issue 10).
+
+A model often yields a step's text in a burst (the scripted one yields it all at once, a
+real one a few chunks per network read). Appended one by one, each chunk cost a round trip
+to the database (and a statement, a NOTIFY, a commit on PostgreSQL); gathered, a burst
+costs one. A slow model's chunks still go out one at a time, as they come.
+
+Nothing the event log promises changes: the chunks are numbered in the order they were
+added, every append is fenced by the run's lease (a process that lost it appends nothing
+more; the ``LeaseLost`` surfaces at the next ``add`` or at ``flush``), and ``flush`` waits
+until everything added is committed, so what the step appends next comes after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from server.journal import Journal
+from server.protocol.events import ProtocolEvent
+
+
+class Appender:
+    def __init__(self, journal: Journal, conversation_id: str, fence: tuple[str, str]) -> None:
+        self.journal = journal
+        self.conversation_id = conversation_id
+        self.fence = fence
+        self._waiting: list[ProtocolEvent] = []
+        self._writing: asyncio.Task[None] | None = None
+        self._failed: BaseException | None = None
+
+    def add(self, *events: ProtocolEvent) -> None:
+        """Queue ``events`` after everything added before; they are appended with the next
+        append, which starts now if none is in flight. Raises what an earlier append
+        raised (``LeaseLost``: the run is another process's now)."""
+        if self._failed is not None:
+            raise self._failed
+        self._waiting.extend(events)
+        if self._writing is None:
+            self._writing = asyncio.get_running_loop().create_task(self._write())
+
+    async def flush(self) -> None:
+        """Wait until everything added is committed (and published); raises what an
+        append raised."""
+        if self._writing is not None:
+            await self._writing  # a cancelled step cancels the append in flight too
+        if self._failed is not None:
+            raise self._failed
+
+    def cancel(self) -> None:
+        """Drop what is not appended yet (the step is being cancelled)."""
+        self._waiting.clear()
+        if self._writing is not None:
+            self._writing.cancel()
+
+    async def _write(self) -> None:
+        try:
+            while self._waiting:
+                events, self._waiting = self._waiting, []
+                await self.journal.emit_all(self.conversation_id, events, fence=self.fence)
+        except Exception as exc:  # kept for add/flush: the step raises it
+            self._waiting.clear()
+            self._failed = exc
+        finally:
+            self._writing = None

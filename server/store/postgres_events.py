@@ -1,0 +1,138 @@
+"""The PostgreSQL store's event log: per-conversation seqs with no gap, and the NOTIFY
+that wakes other processes' streams (server/relay.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from server.errors import LeaseLost
+from server.protocol.events import ProtocolEvent, encode
+from server.protocol.frames import Event, stored_event
+from server.store.postgres_connections import PostgresConnections, _Transaction
+
+CHANNEL = "hostcall_events"
+
+
+def _append_sql(*, fenced: bool, notify: bool) -> str:
+    """Appends %(types)s/%(datas)s (arrays, one item per event) as the conversation's next
+    seqs in one statement, and returns the first seq (no row: the fence failed).
+
+    The UPDATE takes the conversation row's lock, held to commit: no other transaction can
+    number an event of it in between, so seqs have no gap and commit in order.
+    ``fenced``: only while %(owner)s holds lease %(key)s. FOR SHARE keeps the lease row
+    until this transaction ends: a process taking the lease over waits for this append to
+    commit, so whatever it reads after taking the lease includes it (server/runs/recovery.py
+    discards a message cut off mid-answer; an append that came later would escape that).
+    ``notify``: NOTIFY ``"<conversation> <first seq> <origin>"`` at commit. One per
+    transaction and conversation is enough: a listener reads every event after the seq it
+    is told (server/relay.py), and a transaction's events commit together.
+    """
+    fence = (
+        " AND EXISTS (SELECT 1 FROM leases WHERE key = %(key)s AND owner = %(owner)s FOR SHARE)"
+        if fenced
+        else ""
+    )
+    first = "last_seq - %(n)s + 1"
+    note = f", pg_notify(%(channel)s, %(cid)s || ' ' || ({first}) || ' ' || %(origin)s)"
+    return f"""
+WITH next AS (
+    UPDATE conversations SET last_seq = last_seq + %(n)s WHERE id = %(cid)s{fence}
+    RETURNING last_seq
+), added AS (
+    INSERT INTO events (conversation_id, seq, type, data)
+    SELECT %(cid)s, next.last_seq - %(n)s + e.n, e.type, e.data
+    FROM next, unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS e(type, data, n)
+)
+SELECT {first} AS seq{note if notify else ""} FROM next
+"""
+
+
+# By (fenced, notify).
+APPEND = {(f, n): _append_sql(fenced=f, notify=n) for f in (False, True) for n in (False, True)}
+
+
+class EventLog(PostgresConnections):
+    # Names this process in its notifications (set by PostgresStore).
+    origin: str
+
+    # ---- events --------------------------------------------------------------------------
+
+    async def append_event(
+        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
+    ) -> Event:
+        return (await self.append_events(conversation_id, [event], fence=fence))[0]
+
+    async def append_events(
+        self,
+        conversation_id: str,
+        events: Sequence[ProtocolEvent],
+        *,
+        fence: tuple[str, str] | None = None,
+    ) -> list[Event]:
+        if not events:
+            return []
+        encoded = [encode(event) for event in events]
+        current = self._current()
+        previous = current.appended.get(conversation_id) if current is not None else None
+        if current is not None and previous is not None and fence is None:
+            # This transaction already holds the conversation's row lock (taken by its first
+            # append, held to commit): nobody else can number an event in between, so the
+            # next seqs are known. The rows wait, and go in one statement with the appends
+            # that follow them, before the transaction's next read (or COMMIT).
+            current.deferred.setdefault(conversation_id, []).extend(encoded)
+            first = previous + 1
+        else:
+            # (_one sends the deferred appends first: this one numbers after them.)
+            row = await self._one(
+                APPEND[fence is not None, previous is None],
+                self._append_params(conversation_id, encoded, fence),
+            )
+            if row is None:
+                if fence is not None:
+                    raise LeaseLost(*fence)
+                raise AssertionError(f"no conversation {conversation_id}")
+            first = int(row["seq"])
+        if current is not None:
+            current.appended[conversation_id] = first + len(encoded) - 1
+        return [
+            Event(conversation_id, first + i, name, data) for i, (name, data) in enumerate(encoded)
+        ]
+
+    async def _send_deferred(self, current: _Transaction) -> None:
+        deferred, current.deferred = current.deferred, {}
+        for conversation_id, encoded in deferred.items():
+            # Not waited for: the seqs are known, and an error surfaces by COMMIT.
+            await self._run(APPEND[False, False], self._append_params(conversation_id, encoded))
+
+    def _append_params(
+        self,
+        conversation_id: str,
+        encoded: list[tuple[str, str]],
+        fence: tuple[str, str] | None = None,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "cid": conversation_id,
+            "n": len(encoded),
+            "types": [name for name, _ in encoded],
+            "datas": [data for _, data in encoded],
+            "channel": CHANNEL,
+            "origin": self.origin,
+        }
+        if fence is not None:
+            params["key"], params["owner"] = fence
+        return params
+
+    async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
+        found = await self._all(
+            "SELECT seq, type, data FROM events WHERE conversation_id = %s AND seq > %s"
+            " ORDER BY seq LIMIT %s",
+            (conversation_id, seq, limit),
+        )
+        return [stored_event(conversation_id, int(r["seq"]), r["type"], r["data"]) for r in found]
+
+    async def last_seq(self, conversation_id: str) -> int:
+        row = await self._one(
+            "SELECT last_seq FROM conversations WHERE id = %s", (conversation_id,)
+        )
+        return int(row["last_seq"]) if row else 0
