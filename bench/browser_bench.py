@@ -46,23 +46,39 @@ ASK = "What should I work on next?"  # the planner's read_board_tasks rule: no a
 AGENT = "bench"  # servers.bench_agents: a copy of demo/agents/planner.json
 LOADER_BUDGET, WIDGET_BUDGET, HOST_COST_BUDGET = 3 * 1024, 30 * 1024, 0.010
 DISPATCH = "hostcall.tool_call_dispatch"
+TARGETS = {"p50": 2.0, "p99": 3.0}  # the round trip's, x the floor (PRODUCT.md, issue 9)
 TURNS = 10  # round trips per conversation, then a fresh widget (the widget slows as it grows)
 TIMEOUT = 10.0
-# In the widget's frame only: when each hostcall.tool_call_dispatch reaches the widget's JS (one
-# more listener on its EventSource). Nothing else is added to the widget.
-PROBE = """if (location.pathname.startsWith('/widget/')) {
+# Stamps on one clock for every frame (timeOrigin + now, ms since the epoch): in the widget's
+# frame, when each hostcall.tool_call_dispatch reaches its JS (one more listener on its
+# EventSource) and when the page's hostcall:result for a call reaches it; in the host page,
+# when each hostcall:call reaches it. The listeners are added before the page's own, so they
+# stamp arrival, before any handling. Nothing else is added.
+PROBE = """window.benchAt = () => performance.timeOrigin + performance.now()
+const benchOn = (type, into) => addEventListener('message', e => {
+  if (e.data?.type === type) into[e.data.callId] = benchAt() })
+if (location.pathname.startsWith('/widget/')) {
   window.benchDispatched = {}
+  window.benchResults = {}
+  benchOn('hostcall:result', benchResults)
   window.EventSource = class extends EventSource { constructor (...args) { super(...args)
     this.addEventListener('hostcall.tool_call_dispatch', e => {
-      benchDispatched[JSON.parse(e.data).value.toolCallId] = [performance.now(), 0] }) } }
+      benchDispatched[JSON.parse(e.data).value.toolCallId] = benchAt() }) } }
+} else if (location.pathname === '/pages/host.html') {
+  window.benchCalls = {}
+  benchOn('hostcall:call', benchCalls)
 }"""
-# Per call id, [start, end] (ms, the widget's clock) of: dispatch (PROBE), result.
-TIMINGS = """() => { const out = {}
-  for (const e of performance.getEntriesByType('resource')) {
-    const [id, step] = (e.name.split('/api/calls/')[1] || '').split('/')
-    if (step) (out[id] ||= {})[step] = [e.startTime, e.responseEnd] }
-  for (const [id, at] of Object.entries(benchDispatched)) (out[id] ||= {}).dispatch = at
-  return out }"""
+# Resource Timing of the POSTs whose URL contains ``part``, in order, on the PROBE's clock:
+# [URL, fetch called, request sent, response starts, response ends, 1 if it opened a connection].
+POSTS = """part => performance.getEntriesByType('resource').filter(e => e.name.includes(part))
+  .map(e => [e.name, ...[e.startTime, e.requestStart, e.responseStart, e.responseEnd]
+    .map(t => t + performance.timeOrigin), e.connectEnd > e.connectStart ? 1 : 0])"""
+# Per call id: dispatch and result (PROBE), post (POSTS of its /api/calls/{id}/result).
+TIMINGS = """() => { const out = {}, posts = {}
+  for (const [url, ...post] of (POSTS)('/result')) posts[url.split('/').at(-2)] = post
+  for (const [id, at] of Object.entries(benchDispatched))
+    out[id] = { dispatch: at, result: benchResults[id], post: posts[id] }
+  return out }""".replace("POSTS", POSTS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,9 +326,11 @@ class Widget:
             raise RuntimeError(f"not answered by the page's handler: {call} -> {outcome}")
         return seen["TOOL_CALL_RESULT"][0] - seen[DISPATCH][0], call["toolCallId"]
 
-    def close(self, runs: int) -> dict[str, dict[str, list[float]]]:
+    def close(self, runs: int) -> dict[str, dict[str, Any]]:
         """The widget's timings per call id (TIMINGS); checks the handler ran ``runs`` times."""
         handled, timings = self.page.evaluate("bench.calls"), self.frame.evaluate(TIMINGS)
+        for call_id, at in self.page.evaluate("benchCalls").items():  # PROBE, host page
+            timings[call_id]["call"] = at
         self.http.close()
         self.page.context.close()
         if handled != runs:
@@ -320,16 +338,32 @@ class Widget:
         return timings  # type: ignore[no-any-return]
 
 
-SEGMENTS = (  # label, seconds from (widget's TIMINGS of the call, observer's DISPATCH -> RESULT)
-    # No /delivered step since issue 9: the dispatch written to the widget's surface is the
-    # claim, so the handler runs as soon as the event reaches the widget's JS.
-    ("widget: DISPATCH reaches its JS -> POST /result sent",
-     lambda s, t: (s["result"][0] - s["dispatch"][0]) / 1000),
-    ("widget: POST /result (TOOL_CALL_RESULT emitted within)",
-     lambda s, t: (s["result"][1] - s["result"][0]) / 1000),
-    ("rest: DISPATCH to the widget's JS, POST /result to RESULT",
-     lambda s, t: t - (s["result"][0] - s["dispatch"][0]) / 1000),
+# Where a round trip goes: label, seconds from (TIMINGS of the call, observer's DISPATCH ->
+# RESULT); the floor's rows beside it (FLOOR_SEGMENTS) are the same steps, where it has them.
+# No /delivered step since issue 9: the dispatch written to the widget's surface is the claim,
+# so the handler runs as soon as the event reaches the widget's JS.
+SEGMENTS = (
+    ("widget: DISPATCH reaches its JS -> hostcall:call reaches the page",
+     lambda s, t: (s["call"] - s["dispatch"]) / 1000),
+    ("page: hostcall:call -> its hostcall:result reaches the widget",
+     lambda s, t: (s["result"] - s["call"]) / 1000),
+    ("widget: hostcall:result -> fetch POST /result called",
+     lambda s, t: (s["post"][0] - s["result"]) / 1000),
+    ("event reaches the page's JS -> fetch called (sum of the above)",
+     lambda s, t: (s["post"][0] - s["dispatch"]) / 1000),
+    ("POST: fetch called -> request sent",
+     lambda s, t: (s["post"][1] - s["post"][0]) / 1000),
+    ("POST: request sent -> response starts (server; its event is written first)",
+     lambda s, t: (s["post"][2] - s["post"][1]) / 1000),
+    ("rest: the observer's round trip minus event in JS -> response starts",
+     lambda s, t: t - (s["post"][2] - s["dispatch"]) / 1000),
 )
+FLOOR_SEGMENTS = {  # label of SEGMENTS -> the floor's (kick reaches its JS, its POST /echo)
+    SEGMENTS[3][0]: lambda k, p, t: (p[0] - k) / 1000,
+    SEGMENTS[4][0]: lambda k, p, t: (p[1] - p[0]) / 1000,
+    SEGMENTS[5][0]: lambda k, p, t: (p[2] - p[1]) / 1000,
+    SEGMENTS[6][0]: lambda k, p, t: t - (p[2] - k) / 1000,
+}
 
 
 def round_trip(env: Env, mode: Mode) -> None:
@@ -337,7 +371,7 @@ def round_trip(env: Env, mode: Mode) -> None:
     ours: list[float] = []
     theirs: list[float] = []
     cold: list[float] = []  # each fresh widget's first call
-    steps: list[dict[str, list[float]]] = []
+    steps: list[dict[str, Any]] = []
     try:
         floor.goto(f"{env.apps.url}/pages/floor.html?ch=browser")  # same origin as its SSE
         floor.wait_for_function("floor.ready")
@@ -352,7 +386,7 @@ def round_trip(env: Env, mode: Mode) -> None:
                 cold.append(widget.ask()[0])
                 for i in range(first, min(total, first + TURNS)):  # interleaved with the floor
                     elapsed, call_id = widget.ask()
-                    kicker.post("/kick/browser").raise_for_status()
+                    kicker.post("/kick/browser?after=20").raise_for_status()  # README: floor
                     echo = until(floor_events, "echo")
                     if i >= mode.warmup:
                         ours.append(elapsed)
@@ -360,10 +394,8 @@ def round_trip(env: Env, mode: Mode) -> None:
                         ids.append(call_id)
                 timings = widget.close(min(total, first + TURNS) - first + 1)
                 steps += [timings[i] for i in ids]
-        cycles = [c / 1000 for c in floor.evaluate("floor.cycles")[-mode.round_trips:]]
-        posts = [p / 1000 for p in floor.evaluate(
-            "performance.getEntriesByType('resource').filter(e => e.name.includes('/echo/'))"
-            ".map(e => e.duration)")[-mode.round_trips:]]
+        kicks = floor.evaluate("floor.kicks")[-mode.round_trips:]
+        echoes = floor.evaluate(f"({POSTS})('/echo/')")[-mode.round_trips:]
         profile = profiled(env, observer, mode.profiled)
     finally:
         floor.context.close()
@@ -373,7 +405,7 @@ def round_trip(env: Env, mode: Mode) -> None:
     print_table(f"3. Browser tool round trip, headless Chromium, n={mode.round_trips} after "
                 f"{mode.warmup} warm-up, interleaved with the floor", [
                     *(compare(f"server emits call -> has validated result, {stat}", result[stat],
-                              bare[stat], ms, None if stat == "mean" else 1.5)
+                              bare[stat], ms, TARGETS.get(stat))
                       for stat in ("p50", "p99", "mean")),
                     *(compare(f"a fresh widget's first call (imports the call code), {stat}",
                               first[stat], bare[stat], ms, None) for stat in ("p50", "p99"))],
@@ -384,16 +416,25 @@ def round_trip(env: Env, mode: Mode) -> None:
                  f"runs posted by the bench with the widget's session; a fresh widget and "
                  f"conversation every {TURNS} round trips, whose first call ({len(cold)} of "
                  f"them) is not in the first three rows: it has rows of its own"])
-    rows = [(label, *map(ms, summary([f(s, t) for s, t in zip(steps, ours, strict=True)]).values()))
-            for label, f in SEGMENTS]
-    rows += [(label, *map(ms, summary(values).values())) for label, values in (
-        ("floor page: kick event -> echo event", cycles), ("floor page: POST /echo", posts))]
-    table("3b. Where the round trip goes", ("segment", "p50", "p99", "mean"), rows,
-          ["widget: its frame's Resource Timing, and PROBE; rest: the observer's DISPATCH -> "
-           "RESULT minus the widget's DISPATCH -> POST /result sent; floor page: its own clock",
+    rows = []
+    for label, f in SEGMENTS:
+        hc = summary([f(s, t) for s, t in zip(steps, ours, strict=True)])
+        fl = FLOOR_SEGMENTS.get(label)
+        bare_step = fl and summary([fl(k, p[1:], t)
+                                    for k, p, t in zip(kicks, echoes, theirs, strict=True)])
+        rows.append((label, ms(hc["p50"]), ms(bare_step["p50"]) if bare_step else "-",
+                     ms(hc["p99"]), ms(bare_step["p99"]) if bare_step else "-"))
+    opened = (sum(s["post"][4] for s in steps), sum(p[5] for p in echoes))
+    table("3b. Where the round trip goes", ("segment", "hostcall p50", "floor p50",
+                                            "hostcall p99", "floor p99"), rows,
+          ["one clock for every frame (timeOrigin + now): PROBE's stamps, Resource Timing of "
+           "POST /result (widget frame) and POST /echo (floor page); rest: SSE delivery of the "
+           "call to the page and of the result to the observer",
            "'DISPATCH reaches its JS -> POST /result sent' is 2 postMessages, the handler and "
            "the widget's checks: the dispatch is the claim, no request comes before the "
-           "handler (issue 9)"])
+           "handler (issue 9)",
+           f"POSTs that opened a connection: hostcall {opened[0]} of {len(steps)}, floor "
+           f"{opened[1]} of {len(echoes)}"])
     table(f"3c. Widget frame's main thread, CPU profile over {mode.profiled} more round trips",
           ("function (self time)", "per round trip", "share"), profile,
           ["(program): native work outside JS (style, layout, paint); a layout that JS forces "
@@ -430,7 +471,10 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run(mode: Mode, workdir: Path) -> int:
+SECTIONS = ("weight", "host-page cost", "round trip")
+
+
+def run(mode: Mode, workdir: Path, sections: Sequence[str] = SECTIONS) -> int:
     failed = []
     apps_argv = [sys.executable, str(servers.ROOT / "bench" / "browser_apps.py"),
                  "--ping", str(servers.PING_SECONDS), "--log-level", servers.LOG_LEVEL]
@@ -450,6 +494,8 @@ def run(mode: Mode, workdir: Path) -> int:
                 for name, section in (("weight", lambda: weight(env)),
                                       ("host-page cost", lambda: host_cost(env, mode)),
                                       ("round trip", lambda: round_trip(env, mode))):
+                    if name not in sections:
+                        continue
                     try:
                         section()
                     except Exception:
@@ -466,6 +512,8 @@ def run(mode: Mode, workdir: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer page loads and round trips")
+    parser.add_argument("--only", choices=SECTIONS, action="append",
+                        help="run this section only (may be given more than once)")
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         print(f"{CHROMIUM} is missing: run scripts/install --test", file=sys.stderr)
@@ -477,7 +525,7 @@ def main() -> int:
     print(f"load average at start: {load()} (other processes share these cores)", flush=True)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hostcall-browser-bench-") as tmp:
-        code = run(QUICK if args.quick else FULL, Path(tmp))
+        code = run(QUICK if args.quick else FULL, Path(tmp), args.only or SECTIONS)
     print(f"\ntotal: {time.perf_counter() - started:.1f} s, load average at end: {load()}, "
           f"exit {code}")
     return code

@@ -3,7 +3,8 @@
 ``GET /events?ch=NAME`` is an SSE stream subscribed to a channel (one asyncio.Queue per
 stream, as any endpoint that can be woken up needs); it only pings while idle.
 ``POST /kick/{ch}`` and ``POST /echo/{ch}`` send one event (``kick`` / ``echo``) to the
-channel's streams, ``echo`` carrying the request body back; ``POST /burst/{ch}?count=N``
+channel's streams, ``echo`` carrying the request body back (``/kick/{ch}?after=MS``: MS
+milliseconds after answering); ``POST /burst/{ch}?count=N``
 sends N events, the last named ``END`` (fan-out). Run as
 ``python bench/floor_app.py --port N [--ping 15]``.
 """
@@ -54,7 +55,13 @@ def create_floor_app(ping: int) -> Starlette:
         )
 
     async def kick(request: Request) -> JSONResponse:
-        publish(request.path_params["ch"], "kick", "{}")
+        # ?after=MS: publish that much later, once the kicking client has read this response.
+        after = float(request.query_params.get("after", "0")) / 1000
+        channel = request.path_params["ch"]
+        if after > 0:
+            asyncio.get_running_loop().call_later(after, publish, channel, "kick", "{}")
+        else:
+            publish(channel, "kick", "{}")
         return JSONResponse({"ok": True})
 
     async def echo(request: Request) -> JSONResponse:

@@ -3,14 +3,23 @@
 // appears (issue 12's weight budget: a chat that never calls a tool never fetches it).
 // Like chat.js: what a model, page or person wrote enters the DOM as text nodes only.
 
-import { append, h, humanize, keepPinned, phone, t, uid } from './chat.js'
+import { fill, h, humanize, keepPinned, phone, reserve, t, uid } from './chat.js'
 import { LIMITS } from './protocol.js'
 
 /**
- * @typedef {{el: HTMLElement, setState: (state: string, note?: string) => void,
+ * @typedef {{el: HTMLElement, show: () => void, setState: (state: string, note?: string) => void,
  *   setInput: (input: unknown, schema?: any) => void, setBody: (...nodes: any[]) => void,
  *   busy: (on: boolean) => void, focus: (part: string) => void}} Card
  */
+
+/**
+ * A new card is built off the page and shown by `show()`, or this long after it was made,
+ * whichever comes first (ms). A call the page's handler answers at once is shown once its
+ * result is on its way: the frame that lays out and paints the new card (~2-6 ms on a
+ * loaded 2-core machine) no longer runs between the call and its result, where it held up
+ * the handler's answer (issue 9). Any wait a person could notice shows it at once.
+ */
+const SHOW_WITHIN_MS = 100
 
 const clip = (s, n) => (s.length > n ? `${s.slice(0, n)}…` : s)
 
@@ -37,7 +46,8 @@ export function readable(v, schema, depth = 0) {
 
 /**
  * A call's card; `data-state`: running, waiting, done, failed, rejected, expired. `name` is
- * the tool's id (`data-tool`, for tests and pages); `title` is what people read.
+ * the tool's id (`data-tool`, for tests and pages); `title` is what people read. Shown by
+ * `show()`, at the latest SHOW_WITHIN_MS after it was made.
  * @param {string} id @param {string} name @param {string} [title] @returns {Card}
  */
 export function toolCard(id, name, title = name) {
@@ -50,9 +60,14 @@ export function toolCard(id, name, title = name) {
       h('h2', { id: titleId, 'data-part': 'tool-call-title' }, h('span', { class: 'sr-only', text: `${t('toolCall')} ` }), title === name ? h('code', { text: name }) : h('span', { text: title })),
       status),
     input, body)
-  append(el)
+  // Its place in the thread is taken now: text that arrives meanwhile goes after it.
+  const spot = reserve()
+  let shown = false
+  const show = () => { if (!shown) { shown = true; clearTimeout(timer); fill(spot, el) } }
+  const timer = setTimeout(show, SHOW_WITHIN_MS)
   return {
     el,
+    show,
     setState(state, note) {
       el.dataset.state = status.dataset.state = state
       status.textContent = t(`state_${state}`)

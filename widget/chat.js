@@ -215,6 +215,23 @@ export function append(node) {
   keepPinned(() => parts.messages.append(node))
 }
 
+/**
+ * Hold a node's place at the end of the conversation, to be shown later with `fill`: a
+ * comment, which nothing lays out or paints, so reserving costs the next frame nothing.
+ * @returns {Comment}
+ */
+export function reserve() {
+  const spot = document.createComment('')
+  parts.messages.append(spot)
+  return spot
+}
+
+/** Show `node` where `spot` (from `reserve`) is; nothing if the conversation was reset since.
+ * @param {Comment} spot @param {Node} node */
+export function fill(spot, node) {
+  if (spot.parentNode) keepPinned(() => spot.replaceWith(node))
+}
+
 // Whether the view sits at the bottom is read on scroll, not around each change: reading
 // scrollHeight after a DOM write forces a layout, and streamed text writes many times a frame.
 function onScroll() {

@@ -128,10 +128,10 @@ export function upsertCall(c) {
   if (typeof c?.toolCallId !== 'string') return
   const v = view(c.toolCallId, c.toolCallName)
   v.call = { ...v.call, ...c }
-  if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
   if (TERMINAL.has(c.state)) settle(v, c.state, c.outcome)
   else if (c.state === CALL_STATE.AWAITING_CONFIRMATION) { if (move(v, CALL_EVENT.APPROVAL_REQUESTED)) showConfirm(v) }
-  else if (c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) place(v)
+  else if (c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) place(v) // the page's handler first
+  if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
 }
 
 /**
@@ -144,7 +144,8 @@ function place(v) {
   if (!move(v, placement(c, surfaceId))) return
   if (v.state === STATE.ELSEWHERE) {
     v.card.setState('running', t('runningElsewhere'))
-    return void v.card.setBody()
+    v.card.setBody()
+    return void v.card.show()
   }
   if (v.state === STATE.FORM) return showAnswerForm(v, { note: c.formReason === 'surface_gone' ? t('answerSurfaceGone') : undefined })
   emit('toolcall', publicCall(c))
@@ -169,25 +170,32 @@ function settle(v, st, outcome) {
   v.card.setBody(oc && 'output' in oc
     ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), readable(oc.output, v.call.outputSchema))
     : null)
+  v.card.show()
 }
 
 const running = v => v.state === STATE.RUNNING || v.state === STATE.RERUNNING
 
+/**
+ * The page's handler runs the call; its checked result is sent. The call goes to the page
+ * before the card changes, and a card not yet shown stays off the page until the result is
+ * on its way (cards.js SHOW_WITHIN_MS): the handler's answer does not wait for a frame.
+ */
 async function runInParent(v) {
   const c = v.call
-  v.card.setState('running', t(v.state === STATE.RERUNNING ? 'rerunning' : 'runningInPage'))
-  v.card.setBody()
   if (!hasHandler(c.toolCallName)) {
     move(v, CALL_EVENT.NO_HANDLER)
     return showAnswerForm(v, { note: t('answerNoHandler') })
   }
-  const res = await new Promise(resolve => {
+  const reply = new Promise(resolve => {
     v.resolveParent = resolve
     toParent(MSG.CALL, {
       callId: c.toolCallId, toolName: c.toolCallName, input: c.input,
       inputSchema: c.inputSchema, outputSchema: c.outputSchema, deadline: c.deadline,
     })
   })
+  v.card.setState('running', t(v.state === STATE.RERUNNING ? 'rerunning' : 'runningInPage'))
+  v.card.setBody()
+  const res = await reply
   v.resolveParent = null
   if (!running(v) || res.cancelled) return
   if (res.noHandler) {
@@ -224,10 +232,13 @@ async function answer(v, body) {
   const c = v.call
   const fromForm = v.state === STATE.FORM
   if (!move(v, CALL_EVENT.SEND)) return
+  // The request first (fetch starts it now), then the card: rendering waits for no answer.
+  const sending = patiently(() => api.result(c.toolCallId, { token: c.resultToken, ...body }))
   v.card.busy(true)
   v.card.setState('running', t('sending')) // stays while the answer is retried (server down)
+  v.card.show()
   try {
-    await patiently(() => api.result(c.toolCallId, { token: c.resultToken, ...body }))
+    await sending
     if (!move(v, CALL_EVENT.SENT)) return
     v.card.setState('running', t('sent'))
     v.card.setBody()
@@ -272,6 +283,7 @@ async function showAnswerForm(v, o) {
   })
   const description = agentTools.get(c.toolCallName)?.description
   v.card.setState('waiting', o.note || t('answerPrompt'))
+  v.card.show()
   v.card.setBody(
     description && ui.h('p', { 'data-part': 'tool-description', text: description }),
     'returned' in o && ui.h('details', { 'data-part': 'handler-output' },
@@ -289,6 +301,7 @@ async function showAnswerForm(v, o) {
 
 function showConfirm(v) {
   v.card.setState('waiting')
+  v.card.show()
   const panel = confirmPanel({
     scopes: v.call.approval?.scopes || ['once'],
     scope: v.scope,
