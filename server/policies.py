@@ -47,8 +47,11 @@ def approval_reason(
     return None
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(value)
 
 
 def model_view(tool: Tool | None, outcome: dict[str, Any]) -> Any:

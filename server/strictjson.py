@@ -107,9 +107,14 @@ def _text_depth(text: str, limit: int) -> int:
     return deepest
 
 
+# One encoder for every call: ``json.dumps`` with options builds a new one each time, a
+# few microseconds per event on the round trip's path (issue 9).
+_STRICT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """Compact JSON that is always strict (raises ``ValueError`` on a non-finite number)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _STRICT.encode(value)
 
 
 def displayable(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:

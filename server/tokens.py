@@ -24,8 +24,11 @@ class Purpose(StrEnum):
     CALL_DECISION = "call-decision"
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def input_digest(value: Any) -> str:
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = _CANONICAL.encode(value)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 

@@ -8,8 +8,9 @@ except fields marked ``ALWAYS``, which the documented shape carries even when nu
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
+
+from server import strictjson
 
 ALWAYS = {"wire": "always"}
 
@@ -49,4 +50,4 @@ def dumps(value: Any) -> str:
 
     Strict (issue 7): a non-finite number raises here, before it is stored, rather than
     reaching every stream as the non-JSON ``NaN``."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return strictjson.dumps(value)
