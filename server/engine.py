@@ -81,7 +81,6 @@ class Engine(Recovery):
             agent_of_run=self.agent_of_run,
             platform=lambda: self.platform,
             on_settled=self._resume_soon,
-            claim_settled=self._claim_settled,
             on_dispatched=self._start_server_call,
             clock=clock,
             surface_grace=surface_grace,

@@ -90,8 +90,7 @@ class Answers(CallMoves):
             settled = await self._settle(unit, call, event, outcome)
             if settled is None:
                 raise await self._not_open(call.id)
-            claimed = await self.claim_settled(settled)
-        return await self._settled(settled, claimed)
+        return await self._settled(settled)
 
     async def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
         if not call.state.answerable:
@@ -102,8 +101,7 @@ class Answers(CallMoves):
             settled = await self._settle(unit, call, CallEvent.FAIL, outcome)
             if settled is None:
                 raise await self._not_open(call.id)
-            claimed = await self.claim_settled(settled)
-        return await self._settled(settled, claimed)
+        return await self._settled(settled)
 
     async def approve(
         self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
@@ -144,8 +142,7 @@ class Answers(CallMoves):
             settled = await self._settle(unit, call, CallEvent.REJECT, outcome)
             if settled is None:
                 raise await self._not_open(call.id, deciding=True)
-            claimed = await self.claim_settled(settled)
-        return await self._settled(settled, claimed)
+        return await self._settled(settled)
 
     async def expire(self, call: Call) -> bool:
         if call.state is CallState.AWAITING_CONFIRMATION:
@@ -160,11 +157,10 @@ class Answers(CallMoves):
                 delivered=call.delivered,
             )
         async with self.journal.unit() as unit:
-            settled = await self._settle(unit, call, CallEvent.EXPIRE, outcome)
-            claimed = None if settled is None else await self.claim_settled(settled)
-        if settled is not None:
-            await self.on_settled(call.run_id, claimed)
-        return settled is not None
+            done = await self._settle(unit, call, CallEvent.EXPIRE, outcome) is not None
+        if done:
+            await self.on_settled(call.run_id)
+        return done
 
     async def expire_due(self) -> int:
         return sum([await self.expire(call) for call in await self.store.due_calls(self.clock())])

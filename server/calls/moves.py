@@ -33,7 +33,7 @@ from server.protocol.events import (
     ToolCallResult,
 )
 from server.protocol.responses import CallView
-from server.store.records import Call, CallState, Run, StoredMessage
+from server.store.records import Call, CallState, StoredMessage
 from server.tokens import Claims, Purpose, Tokens, input_digest
 from server.tools import Tool
 
@@ -61,8 +61,7 @@ class CallMoves:
         *,
         agent_of_run: Callable[[str], Awaitable[Agent]],
         platform: Callable[[], Platform],
-        on_settled: Callable[[str, Run | None], Awaitable[None]],
-        claim_settled: Callable[[Call], Awaitable[Run | None]],
+        on_settled: Callable[[str], Awaitable[None]],
         on_dispatched: Callable[[Unit, Call], Awaitable[None]],
         clock: Callable[[], float] = time.time,
         surface_grace: float = 5.0,
@@ -73,7 +72,6 @@ class CallMoves:
         self.agent_of_run = agent_of_run
         self.platform = platform
         self.on_settled = on_settled
-        self.claim_settled = claim_settled
         self.on_dispatched = on_dispatched
         self.clock = clock
         # How long a surface whose streams all closed keeps its calls (a reconnect).
@@ -232,14 +230,13 @@ class CallMoves:
         await unit.emit(call.conversation_id, result)
         return settled
 
-    async def _settled(self, settled: Call, claimed: Run | None) -> Call:
+    async def _settled(self, settled: Call) -> Call:
         """After the unit that settled the call committed: its ``TOOL_CALL_RESULT`` is
         published; let the streams write it before this request goes on (its response, the
         run's next step), then resume the run. ``settled``: the call as its settling UPDATE
-        left it (returned by it, not read back: issue 9, the round trip); ``claimed``: the
-        run, if the settling unit claimed it too (``claim_settled``)."""
+        left it (returned by it, not read back: issue 9, the round trip)."""
         await asyncio.sleep(0)
-        await self.on_settled(settled.run_id, claimed)
+        await self.on_settled(settled.run_id)
         return settled
 
     async def _with_extra(self, call: Call, **extra: Any) -> Call:

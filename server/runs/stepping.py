@@ -29,34 +29,19 @@ from server.protocol.events import (
 )
 from server.quotas import estimate_tokens
 from server.runs.base import FAIL_RETRIES, FAIL_RETRY_MAX_SECONDS, INTERRUPTED_NOTE, EngineBase
-from server.store.records import Call, Run, RunStatus, StoredMessage
+from server.store.records import Run, RunStatus, StoredMessage
 
 log = logging.getLogger("hostcall.engine")
 
 
 class Stepping(EngineBase):
-    async def _claim_settled(self, settled: Call) -> Run | None:
-        """Inside the unit that settled ``settled``: claim its run if that was the step's
-        last open call, so the next step starts with no statement of its own before the
-        model (issue 9, the resumed run's first text; issue 10, round trips). The claim and
-        its lease commit with the answer, or not at all.
-
-        None when another call of the step still looks open to this transaction: the check
-        after commit (``_resume_later``) decides then. On PostgreSQL two answers to one
-        step committing at once each see the other's call open; that check sees both."""
-        return await self.leases.claim_ready_run(settled.run_id)
-
-    async def _resume_soon(self, run_id: str, claimed: Run | None = None) -> None:
+    async def _resume_soon(self, run_id: str) -> None:
         """Resume the run in a task of its own, after the unit that settled its last call
         has committed: the request that answered the call gets its response, and streams
-        write the ``TOOL_CALL_RESULT``, before the next step starts (issue 9: the round
-        trip). ``claimed``: the run, when that unit claimed it; else the task checks and
-        claims it. A crash in between leaves a run whose lease lapses, or a waiting run with
-        every call settled: the sweeper resumes either."""
-        if claimed is not None:
-            self._spawn(self._advance(run_id, claimed))
-        else:
-            self._spawn(self._resume_later(run_id))
+        write the ``TOOL_CALL_RESULT``, before the next step is claimed and started (issue 9:
+        the round trip). A crash in between leaves a waiting run with every call settled,
+        which the sweeper resumes (``stalled_runs``)."""
+        self._spawn(self._resume_later(run_id))
 
     async def _resume_later(self, run_id: str) -> None:
         try:
