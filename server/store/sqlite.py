@@ -53,6 +53,16 @@ ORDER BY r.pos
 """
 
 
+# A waiting run none of whose current step's calls is open, claimed (running).
+CLAIM_READY_RUN = f"""
+UPDATE runs SET status = 'running'
+WHERE id = ? AND status = 'waiting' AND NOT EXISTS (
+    SELECT 1 FROM calls c WHERE c.run_id = runs.id AND c.step = runs.step
+    AND c.state IN ({",".join("?" * len(OPEN_STATES))}))
+RETURNING *
+"""
+
+
 def _lock(path: Path) -> IO[str]:
     """Hold ``<db>.lock`` for the life of the process, or refuse to start."""
     lock_path = path.with_name(path.name + ".lock")
@@ -301,15 +311,18 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
     async def claim_ready_run(
         self, run_id: str, key: str, owner: str, until: float, now: float
     ) -> Run | None:
+        # Two statements, and nothing decoded but the claimed run: the claim is on the way
+        # from a step's last answer to the next step's first text (issue 9).
         async with self.transaction():
-            run = await self.get_run(run_id)
-            if run is None or run.status is not RunStatus.WAITING:
-                return None
-            if any(c.state.open for c in await self.calls_of_step(run_id, run.step)):
+            found = self._db.execute(CLAIM_READY_RUN, (run_id, *_OPEN)).fetchall()
+            if not found:
                 return None
             if not await self.take_lease(key, owner, until, now):
+                # Another process holds the run: the claim goes back (nobody saw it: the
+                # transaction holds the file).
+                await self.claim_run(run_id, RunStatus.RUNNING, RunStatus.WAITING)
                 return None
-            return await self.claim_run(run_id, RunStatus.WAITING, RunStatus.RUNNING)
+            return rows.run(found[0])
 
     async def stalled_runs(self) -> list[Run]:
         found = self._db.execute(STALLED_RUNS, (*_OPEN,))
