@@ -9,7 +9,9 @@ costs one. A slow model's chunks still go out one at a time, as they come.
 Nothing the event log promises changes: the chunks are numbered in the order they were
 added, every append is fenced by the run's lease (a process that lost it appends nothing
 more; the ``LeaseLost`` surfaces at the next ``add`` or at ``flush``), and ``flush`` waits
-until everything added is committed, so what the step appends next comes after it.
+until everything added is committed, so what the step appends next comes after it. At the
+end of the text, ``settle`` hands back what has not gone out yet instead: the step appends
+it with the message's end, in the transaction that ends the step (one statement).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class Appender:
         self.fence = fence
         self._waiting: list[ProtocolEvent] = []
         self._writing: asyncio.Task[None] | None = None
+        self._started = False  # whether _writing has begun (and may have sent something)
         self._failed: BaseException | None = None
 
     def add(self, *events: ProtocolEvent) -> None:
@@ -37,6 +40,7 @@ class Appender:
             raise self._failed
         self._waiting.extend(events)
         if self._writing is None:
+            self._started = False
             self._writing = asyncio.get_running_loop().create_task(self._write())
 
     async def put(self, *events: ProtocolEvent) -> None:
@@ -60,6 +64,18 @@ class Appender:
         if self._failed is not None:
             raise self._failed
 
+    async def settle(self) -> list[ProtocolEvent]:
+        """Wait for the append in flight, if one has begun, and hand back what is still
+        waiting, unappended: the caller appends it with what it appends next, in one
+        statement (the step's end, in its transaction). Raises what an append raised."""
+        if self._writing is not None and not self._started:
+            # Created but not run yet (the chunks came in a burst): it has sent nothing.
+            self._writing.cancel()
+            self._writing = None
+        await self.flush()
+        waiting, self._waiting = self._waiting, []
+        return waiting
+
     def cancel(self) -> None:
         """Drop what is not appended yet (the step is being cancelled)."""
         self._waiting.clear()
@@ -67,6 +83,7 @@ class Appender:
             self._writing.cancel()
 
     async def _write(self) -> None:
+        self._started = True
         try:
             while self._waiting:
                 events, self._waiting = self._waiting, []

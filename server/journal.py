@@ -27,6 +27,17 @@ class Unit:
         self.events.append(stored)
         return stored
 
+    async def emit_all(
+        self,
+        conversation_id: str,
+        events: Sequence[ProtocolEvent],
+        *,
+        fence: tuple[str, str] | None = None,
+    ) -> list[Event]:
+        stored = await self.store.append_events(conversation_id, events, fence=fence)
+        self.events.extend(stored)
+        return stored
+
 
 class Journal:
     def __init__(self, store: Store, broker: Broker) -> None:

@@ -130,7 +130,8 @@ class Stepping(EngineBase):
                         await asyncio.sleep(0)
                 else:
                     requests.append(item)
-            await appender.flush()  # what the step appends next comes after the text
+            # What has not gone out yet ends the message, in the step's last transaction.
+            rest = await appender.settle()
         except ModelError as exc:
             await appender.flush()
             partial = (message_id, "".join(text)) if text else None
@@ -146,7 +147,7 @@ class Stepping(EngineBase):
         calls = [(new_id("k"), r) for r in requests]
         async with self.journal.unit() as unit:
             if text:
-                await unit.emit(cid, TextMessageEnd(message_id))
+                await unit.emit_all(cid, [*rest, TextMessageEnd(message_id)], fence=fence)
             await self.store.add_message(
                 StoredMessage(
                     message_id,

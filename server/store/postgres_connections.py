@@ -61,8 +61,7 @@ class _Transaction:
     # limit check with no limits set, say) costs no connection and no BEGIN/COMMIT.
     connection: psycopg.AsyncConnection[Row] | None = None
     pipeline: psycopg.AsyncPipeline | None = None
-    # What _begin entered: the pooled connection, then its pipeline (left first).
-    pooled: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+    # What _begin entered on the connection: its pipeline.
     piped: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
     # The last seq this transaction appended per conversation (see append_events).
     appended: dict[str, int] = field(default_factory=dict)
@@ -153,54 +152,93 @@ class PostgresConnections:
             raise
         finally:
             del self._transactions[task]
-            await current.pooled.aclose()  # back to the pool
+            if current.connection is not None:
+                await self._pool.putconn(current.connection)
 
     async def _begin(self, current: _Transaction) -> psycopg.AsyncConnection[Row]:
-        await self._open()
-        connection = await current.pooled.enter_async_context(self._pool.connection())
-        current.connection = connection
+        connection = current.connection = await self._borrow()
         current.pipeline = await current.piped.enter_async_context(connection.pipeline())
         await connection.execute("BEGIN")
         return connection
+
+    async def _borrow(self) -> psycopg.AsyncConnection[Row]:
+        """A pooled connection, for ``putconn`` to take back (which rolls back, or replaces,
+        one left in a transaction or broken). ``getconn``/``putconn`` rather than the pool's
+        ``connection()``: that also enters the connection's own context, whose COMMIT check
+        and lock cost every statement a little more, for nothing in autocommit mode."""
+        if not self._opened:
+            await self._open()
+        return await self._pool.getconn()
+
+    async def _in(self, current: _Transaction, *, reads: bool) -> psycopg.AsyncConnection[Row]:
+        """The transaction's connection. ``reads``: the caller reads the statement's answer,
+        which must see every event appended before it in the transaction (the deferred
+        ones are sent first)."""
+        if reads and current.deferred:
+            await self._send_deferred(current)
+        return current.connection or await self._begin(current)
 
     async def _send_deferred(self, current: _Transaction) -> None:
         """Send the transaction's deferred appends (``EventLog`` knows how)."""
 
     @asynccontextmanager
-    async def _connection(
-        self, *, reads: bool = False
-    ) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
-        """``reads``: the caller reads the statement's answer, which must see every event
-        appended before it in the transaction (the deferred ones are sent first)."""
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """The task's transaction's connection, or a pooled one for the block."""
         current = self._current()
         if current is not None:
-            if reads and current.deferred:
-                await self._send_deferred(current)
-            yield current.connection or await self._begin(current)
+            yield await self._in(current, reads=True)
             return
-        await self._open()
-        async with self._pool.connection() as connection:
+        connection = await self._borrow()
+        try:
             yield connection
+        finally:
+            await self._pool.putconn(connection)
+
+    # The four ways to send a statement: spelled out, as they run for every statement.
 
     async def _run(self, sql: str, params: Params = None) -> None:
-        async with self._connection() as connection:
+        current = self._current()
+        if current is not None:
+            await (await self._in(current, reads=False)).execute(sql, params)
+            return
+        connection = await self._borrow()
+        try:
             await connection.execute(sql, params)
+        finally:
+            await self._pool.putconn(connection)
 
     async def _count(self, sql: str, params: Params = None) -> int:
         """Rows the statement changed; in a pipeline, waits for its answer first."""
-        async with self._connection(reads=True) as connection:
-            cursor = await connection.execute(sql, params)
-            current = self._current()
-            if current is not None and current.pipeline is not None:
-                await current.pipeline.sync()
+        current = self._current()
+        if current is not None:
+            cursor = await (await self._in(current, reads=True)).execute(sql, params)
+            assert current.pipeline is not None
+            await current.pipeline.sync()
             return cursor.rowcount
+        connection = await self._borrow()
+        try:
+            return (await connection.execute(sql, params)).rowcount
+        finally:
+            await self._pool.putconn(connection)
 
     async def _one(self, sql: str, params: Params = None) -> Row | None:
-        async with self._connection(reads=True) as connection:
-            cursor = await connection.execute(sql, params)
+        current = self._current()
+        if current is not None:
+            cursor = await (await self._in(current, reads=True)).execute(sql, params)
             return await cursor.fetchone()
+        connection = await self._borrow()
+        try:
+            return await (await connection.execute(sql, params)).fetchone()
+        finally:
+            await self._pool.putconn(connection)
 
     async def _all(self, sql: str, params: Params = None) -> list[Row]:
-        async with self._connection(reads=True) as connection:
-            cursor = await connection.execute(sql, params)
+        current = self._current()
+        if current is not None:
+            cursor = await (await self._in(current, reads=True)).execute(sql, params)
             return await cursor.fetchall()
+        connection = await self._borrow()
+        try:
+            return await (await connection.execute(sql, params)).fetchall()
+        finally:
+            await self._pool.putconn(connection)

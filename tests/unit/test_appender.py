@@ -92,6 +92,30 @@ async def test_a_lost_lease_stops_the_text_and_nothing_more_is_appended(store: S
     assert await store.last_seq("c1") == 1
 
 
+async def test_what_waits_at_the_end_is_handed_back_for_the_step_s_last_append(
+    store: Store,
+) -> None:
+    counting, journal, _ = await _setup(store)
+    appender = Appender(journal, "c1", FENCE)
+    appender.add(TextMessageStart("m1", "assistant"), TextMessageContent("m1", "0"))
+    await appender.flush()
+    appender.add(TextMessageContent("m1", "1"), TextMessageContent("m1", "2"))  # a burst
+    rest = await appender.settle()
+    assert [e.delta for e in rest] == ["1", "2"]  # type: ignore[attr-defined]
+    assert counting.appends == [2]  # not sent: the step sends them with its end
+    await asyncio.sleep(0.01)
+    assert counting.appends == [2] and await store.last_seq("c1") == 2
+    # An append already under way is waited for (it takes what came meanwhile, if it is
+    # still going); whatever it did not take is handed back, in order after it.
+    appender.add(TextMessageContent("m1", "3"))
+    await asyncio.sleep(0)  # the append begins
+    appender.add(TextMessageContent("m1", "4"))
+    rest = await appender.settle()
+    stored = [e.data["delta"] for e in await store.events_after("c1", 2)]
+    assert stored[0] == "3"
+    assert stored + [e.delta for e in rest] == ["3", "4"]  # type: ignore[attr-defined]
+
+
 async def test_put_appends_from_the_callers_task_or_after_what_is_in_flight(
     store: Store,
 ) -> None:
