@@ -61,8 +61,8 @@ def _check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> N
 
 async def _check_call_origin(request: Request, runtime: Runtime, claims: Claims) -> None:
     if "origin" in request.headers:
-        conversation = await runtime.store.get_conversation(claims.conversation_id)
-        _check_origin(request, runtime, conversation.agent_id if conversation else None)
+        agent_id = await runtime.agent_of_conversation(claims.conversation_id)
+        _check_origin(request, runtime, agent_id)
 
 
 def _client(request: Request) -> str:

@@ -26,6 +26,8 @@ from server.store import Store, open_store
 from server.store.postgres import PostgresStore
 from server.tokens import Claims, Purpose, Tokens
 
+AGENT_IDS_KEPT = 10_000
+
 
 @dataclass
 class Runtime:
@@ -42,6 +44,8 @@ class Runtime:
     # Streams replaying a backlog take turns here, a page at a time (server/stream.py).
     replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
+    # Conversation id -> its agent's id, which never changes (``agent_of_conversation``).
+    _agent_ids: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:
@@ -99,6 +103,20 @@ class Runtime:
         belongs to one session generation, like the session token it was got with."""
         claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12), generation=generation)
         return self.tokens.sign(Purpose.STREAM, claims)
+
+    async def agent_of_conversation(self, conversation_id: str) -> str | None:
+        """The id of the conversation's agent, or None if there is no such conversation.
+        A conversation never changes agent, so the latest ones are remembered: checking
+        the Origin of a browser's answer to a call costs no read (issue 9)."""
+        found = self._agent_ids.get(conversation_id)
+        if found is None:
+            conversation = await self.store.get_conversation(conversation_id)
+            if conversation is None:
+                return None
+            if len(self._agent_ids) >= AGENT_IDS_KEPT:
+                del self._agent_ids[next(iter(self._agent_ids))]  # the oldest remembered
+            found = self._agent_ids[conversation_id] = conversation.agent_id
+        return found
 
     def check_stream_ticket(self, token: str | None, conversation_id: str) -> Claims:
         """The ticket's claims, once its signature, age and conversation are right."""

@@ -16,7 +16,7 @@ import pytest
 
 from server.settings import DEMO_AGENTS
 from server.tokens import Claims, Purpose, input_digest
-from tests.unit.conftest import BOARD, Conv, Harness, planner_definition, write_agent
+from tests.unit.conftest import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
 from tests.unit.live import live_server, settings_for
 
 READ = "What should I work on next?"
@@ -653,3 +653,25 @@ def test_message_while_a_run_waits_is_refused(harness: Harness) -> None:
     assert error["details"]["runId"] == before[2]["run"]["runId"]
     assert state(harness, conv) == before
     answers_correctly(harness, conv)
+
+
+def test_an_answer_from_an_origin_the_agent_does_not_allow_is_refused_every_time(
+    harness: Harness,
+) -> None:
+    """The Origin check of a call's answer (issue 7) refuses again once the conversation's
+    agent is remembered (issue 9: the check reads no conversation the second time)."""
+    conv, call = read_call(harness)
+    before = state(harness, conv)
+    body = {"token": call["resultToken"], "output": BOARD}
+    for _ in range(2):
+        r = harness.http.post(
+            f"/api/calls/{call['toolCallId']}/result", json=body,
+            headers={"Origin": "https://shop.test"},
+        )  # fmt: skip
+        assert_error(r, 403, "origin_not_allowed", "https://shop.test")
+    assert state(harness, conv) == before
+    r = harness.http.post(
+        f"/api/calls/{call['toolCallId']}/result", json=body, headers=ORIGIN
+    )  # the widget's own origin
+    assert r.status_code == 200, r.text
+    assert harness.settle(conv)["run"]["status"] == "finished"
