@@ -105,7 +105,9 @@ async def _send(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any)
 def test_streams_on_one_process_get_what_another_commits(cluster: Cluster) -> None:
     a, b = cluster.start(), cluster.start()
 
-    async def one(client: httpx.AsyncClient) -> tuple[str, list[tuple[int, str]]]:
+    async def one(
+        client: httpx.AsyncClient, streams: httpx.AsyncClient
+    ) -> tuple[str, list[tuple[int, str]]]:
         created = (
             await _send(
                 client,
@@ -118,7 +120,7 @@ def test_streams_on_one_process_get_what_another_commits(cluster: Cluster) -> No
         auth = {"Authorization": f"Bearer {created['sessionToken']}"}
         stream = asyncio.create_task(
             _stream_until_finished(
-                client, f"{a.url}/api/conversations/{cid}/events?token={created['streamToken']}"
+                streams, f"{a.url}/api/conversations/{cid}/events?token={created['streamToken']}"
             )
         )
         await asyncio.sleep(0.2)  # the stream is open on A before anything happens on B
@@ -144,8 +146,15 @@ def test_streams_on_one_process_get_what_another_commits(cluster: Cluster) -> No
 
     async def main() -> list[tuple[str, list[tuple[int, str]]]]:
         limits = httpx.Limits(max_connections=400)
-        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-            return await asyncio.gather(*(one(client) for _ in range(100)))
+        # Streams on connections of their own: a kept-alive one that uvicorn closed after 5 s
+        # idle (a loaded machine) failed the stream's GET, which cannot be retried (its
+        # ticket is single use), with "Server disconnected without sending a response".
+        fresh = httpx.Limits(max_connections=400, max_keepalive_connections=0)
+        async with (
+            httpx.AsyncClient(timeout=60, limits=limits) as client,
+            httpx.AsyncClient(timeout=60, limits=fresh) as streams,
+        ):
+            return await asyncio.gather(*(one(client, streams) for _ in range(100)))
 
     results = asyncio.run(main())
 
