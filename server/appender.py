@@ -43,6 +43,19 @@ class Appender:
             self._started = False
             self._writing = asyncio.get_running_loop().create_task(self._write())
 
+    async def put(self, *events: ProtocolEvent) -> None:
+        """Append ``events`` after everything added before, and wait until they are
+        committed. With nothing in flight they are appended from the caller's task: a
+        step's first text does not wait for a task of its own to be scheduled (issue 9,
+        the resumed run's first text)."""
+        if self._writing is not None or self._waiting:
+            self.add(*events)
+            await self.flush()
+            return
+        if self._failed is not None:
+            raise self._failed
+        await self.journal.emit_all(self.conversation_id, list(events), fence=self.fence)
+
     async def flush(self) -> None:
         """Wait until everything added is committed (and published); raises what an
         append raised."""

@@ -122,12 +122,11 @@ class Stepping(EngineBase):
                     if text:
                         appender.add(content)
                     else:
-                        appender.add(TextMessageStart(message_id, "assistant"), content)
-                    text.append(item.text)
-                    if len(text) == 1:
                         # Let streams write the first text now: a model whose chunks come in
                         # a burst (or without awaiting) must not hold it until the step ends.
-                        await appender.flush()
+                        await appender.put(TextMessageStart(message_id, "assistant"), content)
+                    text.append(item.text)
+                    if len(text) == 1:
                         await asyncio.sleep(0)
                 else:
                     requests.append(item)

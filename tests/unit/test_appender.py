@@ -114,3 +114,28 @@ async def test_what_waits_at_the_end_is_handed_back_for_the_step_s_last_append(
     stored = [e.data["delta"] for e in await store.events_after("c1", 2)]
     assert stored[0] == "3"
     assert stored + [e.delta for e in rest] == ["3", "4"]  # type: ignore[attr-defined]
+
+
+async def test_put_appends_from_the_callers_task_or_after_what_is_in_flight(
+    store: Store,
+) -> None:
+    """A step's first text goes in from the step's own task (no task to wait for); with an
+    append in flight, ``put`` waits its turn, and the order stays the order of the calls."""
+    counting, journal, _ = await _setup(store)
+    tasks: list[asyncio.Task[Any] | None] = []
+    append_events = counting.append_events
+
+    async def noting(conversation_id: str, events: Any, **kw: Any) -> Any:
+        tasks.append(asyncio.current_task())
+        return await append_events(conversation_id, events, **kw)
+
+    counting.append_events = noting  # type: ignore[method-assign]
+    appender = Appender(journal, "c1", FENCE)
+    await appender.put(TextMessageStart("m1", "assistant"), TextMessageContent("m1", "0"))
+    assert tasks == [asyncio.current_task()] and counting.appends == [2]
+    appender.add(TextMessageContent("m1", "1"))  # in flight in a task of its own
+    await appender.put(TextMessageContent("m1", "2"))
+    assert tasks[1] is not asyncio.current_task()
+    assert [e.data.get("delta") for e in await store.events_after("c1", 0)] == [
+        None, "0", "1", "2"]  # fmt: skip
+    assert await store.last_seq("c1") == 4
