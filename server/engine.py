@@ -97,18 +97,20 @@ class Engine(Recovery):
             raise NotFound(
                 f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent"
             )
-        latest = await self.store.latest_run(conversation.id)
-        if latest is not None and latest.status in (RunStatus.RUNNING, RunStatus.WAITING):
-            raise Conflict(
-                f"run {latest.id} is still {latest.status.value}; wait for it to finish",
-                code="run_in_progress",
-                runId=latest.id,
-            )
         run = Run(new_id("r"), conversation.id, agent.source, RunStatus.RUNNING, simulate=simulate)
-        self._remember(run.id, agent)
         message_id = new_id("m")
         cid = conversation.id
         async with self.journal.unit() as unit:
+            # Checked in the transaction that starts the run, the conversation locked: two
+            # messages at once (two tabs, two processes) start one run, not two.
+            latest = await self.store.latest_run(cid, locking=True)
+            if latest is not None and latest.status in (RunStatus.RUNNING, RunStatus.WAITING):
+                raise Conflict(
+                    f"run {latest.id} is still {latest.status.value}; wait for it to finish",
+                    code="run_in_progress",
+                    runId=latest.id,
+                )
+            self._remember(run.id, agent)
             await self.store.create_run(run)
             taken = await self.leases.take(run_key(run.id))
             assert taken, "a new run's lease is free"

@@ -225,7 +225,15 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination, EventLog
         row = await self._one("SELECT * FROM runs WHERE id = %s", (run_id,))
         return rows.run(row) if row else None
 
-    async def latest_run(self, conversation_id: str) -> Run | None:
+    async def latest_run(self, conversation_id: str, *, locking: bool = False) -> Run | None:
+        if locking:
+            # Its own statement, before the read: a statement that waited for the lock
+            # reads the runs as they were when it began (READ COMMITTED re-checks only the
+            # locked row), so a run committed meanwhile would go unseen (measured: two
+            # messages at once both started a run).
+            await self._one(
+                "SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,)
+            )
         row = await self._one(
             "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos DESC LIMIT 1",
             (conversation_id,),

@@ -277,7 +277,8 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
         row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         return rows.run(row) if row else None
 
-    async def latest_run(self, conversation_id: str) -> Run | None:
+    async def latest_run(self, conversation_id: str, *, locking: bool = False) -> Run | None:
+        # ``locking`` needs nothing more here: a transaction holds the whole file.
         row = self._db.execute(
             "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1",
             (conversation_id,),

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.unit.conftest import BOARD, Harness
+from tests.unit.conftest import BOARD, Conv, Harness
+from tests.unit.databases import fresh_schema
 from tests.unit.live import live_server, settings_for
 from tests.unit.test_bad_input import CREATE, assert_error, create_call, read_call
 
@@ -45,3 +48,34 @@ def test_late_decisions_and_late_answers_say_where_the_call_is(harness: Harness)
     assert harness.answer(call, BOARD).status_code == 200
     error = assert_error(harness.answer(call, BOARD), 409, "call_already_settled")
     assert error["details"]["state"] == "answered"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_messages_posted_at_once_start_one_run(tmp_path: Path, kind: str) -> None:
+    """Two tabs (or two processes) sending at the same moment: one message starts a run, the
+    others get run_in_progress, and the conversation holds one run's user message, not two
+    runs answering each other's question. The check and the start share one transaction,
+    the conversation locked (on PostgreSQL each statement of a request suspends it)."""
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if kind == "postgres" else None
+        server = stack.enter_context(live_server(settings_for(tmp_path, database_url=url)))
+        convs = [server.conversation() for _ in range(5)]
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+
+            async def send(conv: Conv, n: int) -> httpx.Response:
+                return await client.post(
+                    f"/api/conversations/{conv.id}/messages",
+                    json={"text": f"What should I work on next? ({n})"}, headers=conv.auth,
+                )  # fmt: skip
+
+            for conv in convs:
+                responses = await asyncio.gather(*(send(conv, n) for n in range(4)))
+                statuses = sorted(r.status_code for r in responses)
+                assert statuses == [202, 409, 409, 409], [r.text for r in responses]
+                for r in responses:
+                    if r.status_code == 409:
+                        assert r.json()["error"]["code"] == "run_in_progress"
+        for conv in convs:
+            snap = server.settle(conv)
+            users = [m for m in snap["messages"] if m["role"] == "user"]
+            assert len(users) == 1, users
