@@ -115,10 +115,16 @@ class Engine(Recovery):
             taken = await self.leases.take(run_key(run.id))
             assert taken, "a new run's lease is free"
             await self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
-            await unit.emit(cid, RunStarted(cid, run.id, simulated=True if simulate else None))
-            await unit.emit(cid, TextMessageStart(message_id, "user"))
-            await unit.emit(cid, TextMessageContent(message_id, text))
-            await unit.emit(cid, TextMessageEnd(message_id))
+            # One append (one statement on PostgreSQL), not four.
+            await unit.emit_all(
+                cid,
+                [
+                    RunStarted(cid, run.id, simulated=True if simulate else None),
+                    TextMessageStart(message_id, "user"),
+                    TextMessageContent(message_id, text),
+                    TextMessageEnd(message_id),
+                ],
+            )
         self._spawn(self._advance(run.id, run))
         return run
 

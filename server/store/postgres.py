@@ -258,6 +258,28 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination, EventLog
             (*encoded.values(), run_id),
         )
 
+    async def update_run_leased(
+        self, run_id: str, lease: tuple[str, str], *, until: float | None = None, **changes: Any
+    ) -> bool:
+        encoded = rows.run_changes(changes)
+        assignments = ", ".join(f"{k} = %s" for k in encoded)
+        # One statement where there were two (issue 10): the lease row's change takes its
+        # lock, held to commit, as DELETE or UPDATE alone did; the run changes only with it.
+        if until is None:
+            held, lease_args = "DELETE FROM leases WHERE key = %s AND owner = %s", [*lease]
+        else:
+            held, lease_args = (
+                "UPDATE leases SET until = %s WHERE key = %s AND owner = %s",
+                [until, *lease],
+            )
+        row = await self._one(
+            f"WITH held AS ({held} RETURNING 1), changed AS ("
+            f"UPDATE runs SET {assignments} WHERE id = %s AND EXISTS (SELECT 1 FROM held))"
+            " SELECT COUNT(*) AS n FROM held",
+            (*lease_args, *encoded.values(), run_id),
+        )
+        return row is not None and row["n"] == 1
+
     async def claim_run(
         self, run_id: str, from_status: RunStatus, to_status: RunStatus
     ) -> Run | None:

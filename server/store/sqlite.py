@@ -300,6 +300,18 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
         assignments = ", ".join(f"{k} = ?" for k in encoded)
         self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*encoded.values(), run_id))
 
+    async def update_run_leased(
+        self, run_id: str, lease: tuple[str, str], *, until: float | None = None, **changes: Any
+    ) -> bool:
+        key, owner = lease
+        if until is None:
+            held = await self.release_lease(key, owner)
+        else:
+            held = await self.keep_lease(key, owner, until)
+        if held:
+            await self.update_run(run_id, **changes)
+        return held
+
     async def claim_run(
         self, run_id: str, from_status: RunStatus, to_status: RunStatus
     ) -> Run | None:

@@ -290,6 +290,32 @@ async def test_a_lease_belongs_to_one_owner_until_it_expires(store: Store) -> No
     assert await store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released: free again
 
 
+async def test_a_step_ends_its_run_only_while_it_holds_the_lease(store: Store) -> None:
+    await _conversation(store)
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING, step=1))
+    await store.take_lease("run:r1", "b", until=10.0, now=0.0)
+    # Another process's lease: refused, and neither the run nor the lease changed.
+    assert not await store.update_run_leased("r1", ("run:r1", "a"), status=RunStatus.FINISHED)
+    assert not await store.update_run_leased(
+        "r1", ("run:r1", "a"), until=99.0, status=RunStatus.WAITING, step=2
+    )
+    run = await store.get_run("r1")
+    assert (run.status, run.step) == (RunStatus.RUNNING, 1)
+    assert await store.expired_leases(11.0) == ["run:r1"]  # still b's, still until 10
+    # Its owner renews it with the change (until 20), then releases it with the last one.
+    assert await store.update_run_leased(
+        "r1", ("run:r1", "b"), until=20.0, status=RunStatus.RUNNING, step=2
+    )
+    assert await store.expired_leases(11.0) == []
+    assert (await store.get_run("r1")).step == 2
+    assert await store.update_run_leased(
+        "r1", ("run:r1", "b"), status=RunStatus.FAILED, error={"code": "x"}
+    )
+    run = await store.get_run("r1")
+    assert (run.status, run.step, run.error) == (RunStatus.FAILED, 2, {"code": "x"})
+    assert await store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released: free again
+
+
 async def test_concurrent_takers_of_an_expired_lease_have_one_winner(
     store: Store, store_target: str | Path
 ) -> None:
