@@ -97,7 +97,14 @@ class Engine(Recovery):
             raise NotFound(
                 f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent"
             )
-        run = Run(new_id("r"), conversation.id, agent.source, RunStatus.RUNNING, simulate=simulate)
+        run = Run(
+            new_id("r"),
+            conversation.id,
+            agent.source,
+            RunStatus.RUNNING,
+            simulate=simulate,
+            agent_digest=agent.digest,
+        )
         message_id = new_id("m")
         cid = conversation.id
         async with self.journal.unit() as unit:

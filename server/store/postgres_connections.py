@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -67,6 +67,8 @@ class _Transaction:
     appended: dict[str, int] = field(default_factory=dict)
     # Appends not sent yet, per conversation: (type, data) each (see append_events).
     deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # Run once COMMIT has succeeded (what the store may remember only once it is so).
+    committed: list[Callable[[], None]] = field(default_factory=list)
 
 
 class PostgresConnections:
@@ -138,6 +140,8 @@ class PostgresConnections:
             if current.connection is not None:
                 await current.connection.execute("COMMIT")
                 await current.piped.aclose()  # syncs: an error at COMMIT raises here
+            for then in current.committed:
+                then()
         except BaseException:
             # An error aborts the pipeline: the statements after it, COMMIT included, were
             # skipped, and the transaction is still open (and failed). End it here; if even
@@ -177,6 +181,15 @@ class PostgresConnections:
         if reads and current.deferred:
             await self._send_deferred(current)
         return current.connection or await self._begin(current)
+
+    def _after_commit(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once what the task sent so far is committed: at its transaction's
+        COMMIT, or now if it has none (its statements were autocommitted)."""
+        current = self._current()
+        if current is None:
+            then()
+        else:
+            current.committed.append(then)
 
     async def _send_deferred(self, current: _Transaction) -> None:
         """Send the transaction's deferred appends (``EventLog`` knows how)."""
