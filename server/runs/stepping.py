@@ -167,15 +167,12 @@ class Stepping(EngineBase):
             if not calls:
                 await self.leases.end_step(run_id, status=RunStatus.FINISHED, step=step)
                 return False
-            # Read only now: a step that asks for no tool needs nothing of it.
-            conversation = await self.store.get_conversation(cid)
-            assert conversation is not None
             opened = [
                 await self.ledger.propose(
                     unit,
                     run=run,
                     agent=agent,
-                    conversation=conversation,
+                    conversation_id=cid,
                     step=step,
                     call_id=call_id,
                     name=r.name,

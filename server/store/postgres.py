@@ -263,6 +263,7 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
             + condition
             + " RETURNING *",
             (to_state, *encoded.values(), call_id, [s.value for s in from_states], *extra_args),
+            sees_appends=False,
         )
         return rows.call(row) if row else None
 
@@ -279,5 +280,6 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
         row = await self._one(
             "SELECT 1 FROM grants WHERE conversation_id = %s AND tool_name = %s",
             (conversation_id, tool_name),
+            sees_appends=False,
         )
         return row is not None

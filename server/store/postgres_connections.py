@@ -177,7 +177,10 @@ class PostgresConnections:
     async def _in(self, current: _Transaction, *, reads: bool) -> psycopg.AsyncConnection[Row]:
         """The transaction's connection. ``reads``: the caller reads the statement's answer,
         which must see every event appended before it in the transaction (the deferred
-        ones are sent first)."""
+        ones are sent first). A statement that reads neither ``events`` nor
+        ``conversations`` (the only tables an append writes) passes ``sees_appends=False``
+        to ``_one``, ``_all`` or ``_count``: the deferred appends wait for a later statement
+        or COMMIT, and go in together (one statement, not one per read in between)."""
         if reads and current.deferred:
             await self._send_deferred(current)
         return current.connection or await self._begin(current)
@@ -220,11 +223,11 @@ class PostgresConnections:
         finally:
             await self._pool.putconn(connection)
 
-    async def _count(self, sql: str, params: Params = None) -> int:
+    async def _count(self, sql: str, params: Params = None, *, sees_appends: bool = True) -> int:
         """Rows the statement changed; in a pipeline, waits for its answer first."""
         current = self._current()
         if current is not None:
-            cursor = await (await self._in(current, reads=True)).execute(sql, params)
+            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
             assert current.pipeline is not None
             await current.pipeline.sync()
             return cursor.rowcount
@@ -234,10 +237,12 @@ class PostgresConnections:
         finally:
             await self._pool.putconn(connection)
 
-    async def _one(self, sql: str, params: Params = None) -> Row | None:
+    async def _one(
+        self, sql: str, params: Params = None, *, sees_appends: bool = True
+    ) -> Row | None:
         current = self._current()
         if current is not None:
-            cursor = await (await self._in(current, reads=True)).execute(sql, params)
+            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
             return await cursor.fetchone()
         connection = await self._borrow()
         try:
@@ -245,10 +250,12 @@ class PostgresConnections:
         finally:
             await self._pool.putconn(connection)
 
-    async def _all(self, sql: str, params: Params = None) -> list[Row]:
+    async def _all(
+        self, sql: str, params: Params = None, *, sees_appends: bool = True
+    ) -> list[Row]:
         current = self._current()
         if current is not None:
-            cursor = await (await self._in(current, reads=True)).execute(sql, params)
+            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
             return await cursor.fetchall()
         connection = await self._borrow()
         try:

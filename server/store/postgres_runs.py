@@ -140,6 +140,7 @@ class RunTables(Coordination):
             f"UPDATE runs SET {assignments} WHERE id = %s AND EXISTS (SELECT 1 FROM held))"
             " SELECT COUNT(*) AS n FROM held",
             (*lease_args, *encoded.values(), run_id),
+            sees_appends=False,
         )
         return row is not None and row["n"] == 1
 
