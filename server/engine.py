@@ -97,7 +97,14 @@ class Engine(Recovery):
             raise NotFound(
                 f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent"
             )
-        run = Run(new_id("r"), conversation.id, agent.source, RunStatus.RUNNING, simulate=simulate)
+        run = Run(
+            new_id("r"),
+            conversation.id,
+            agent.source,
+            RunStatus.RUNNING,
+            simulate=simulate,
+            agent_digest=agent.digest,
+        )
         message_id = new_id("m")
         cid = conversation.id
         async with self.journal.unit() as unit:
@@ -115,10 +122,16 @@ class Engine(Recovery):
             taken = await self.leases.take(run_key(run.id))
             assert taken, "a new run's lease is free"
             await self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
-            await unit.emit(cid, RunStarted(cid, run.id, simulated=True if simulate else None))
-            await unit.emit(cid, TextMessageStart(message_id, "user"))
-            await unit.emit(cid, TextMessageContent(message_id, text))
-            await unit.emit(cid, TextMessageEnd(message_id))
+            # One append (one statement on PostgreSQL), not four.
+            await unit.emit_all(
+                cid,
+                [
+                    RunStarted(cid, run.id, simulated=True if simulate else None),
+                    TextMessageStart(message_id, "user"),
+                    TextMessageContent(message_id, text),
+                    TextMessageEnd(message_id),
+                ],
+            )
         self._spawn(self._advance(run.id, run))
         return run
 

@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from server.errors import LeaseLost
 from server.store import Store
@@ -85,6 +86,17 @@ class Leases:
     async def end(self, key: str) -> None:
         """Release ``key`` inside the caller's transaction, or raise ``LeaseLost``."""
         if not await self.store.release_lease(key, self.owner):
+            raise LeaseLost(key, self.owner)
+
+    async def end_step(self, run_id: str, *, keep: bool = False, **changes: Any) -> None:
+        """Change the run (``Store.update_run``) and release its lease, or renew it with
+        ``keep``, in the caller's transaction, in one write; or raise ``LeaseLost``, with
+        nothing changed."""
+        key = run_key(run_id)
+        until = self.clock() + self.ttl if keep else None
+        if not await self.store.update_run_leased(
+            run_id, (key, self.owner), until=until, **changes
+        ):
             raise LeaseLost(key, self.owner)
 
     async def release(self, key: str) -> None:

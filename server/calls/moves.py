@@ -11,6 +11,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -125,8 +126,12 @@ class CallMoves:
         value: Any,
         *,
         surface: str | None,
+        stored: bool = True,
     ) -> Call:
-        """Send the call where it runs: its block, a surface (the claim), or the form."""
+        """Send the call where it runs: its block, a surface (the claim), or the form.
+
+        ``stored=False``: a call proposed in the caller's unit and not stored yet; it is
+        stored as the move leaves it (nobody else can see it before the unit commits)."""
         now = self.clock()
         deadline = now + tool.deadline_seconds
         changes: dict[str, Any] = {"input": value}
@@ -135,6 +140,12 @@ class CallMoves:
             deadline += 5
         else:
             changes |= await self._assignment(call, preferred=surface, now=now)
+        if not stored:
+            move = transition(call.state, event)
+            placed = replace(call, state=move.to, deadline=deadline, **changes)
+            await self.store.add_call(placed)
+            await self._perform(unit, placed, move)
+            return placed
         moved = await self._move(unit, call, event, deadline=deadline, **changes)
         if moved is None:
             raise await self._not_open(call.id, deciding=event is CallEvent.APPROVE)

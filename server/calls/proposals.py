@@ -5,6 +5,7 @@ or dispatched (to its block, a surface, or the form).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from server import strictjson
@@ -22,7 +23,7 @@ from server.protocol.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from server.store.records import Call, CallState, Conversation, Run
+from server.store.records import Call, CallState, Run
 from server.tools import Tool
 
 SCOPES = ("once", "conversation")
@@ -35,7 +36,7 @@ class Proposals(CallMoves):
         *,
         run: Run,
         agent: Agent,
-        conversation: Conversation,
+        conversation_id: str,
         step: int,
         call_id: str,
         name: str,
@@ -43,7 +44,7 @@ class Proposals(CallMoves):
         message_id: str,
     ) -> Call:
         """Record a call the model asked for, and send it where its policies say."""
-        cid = conversation.id
+        cid = conversation_id
         await unit.emit(cid, ToolCallStart(call_id, name, message_id))
         await unit.emit(cid, ToolCallArgs(call_id, arguments))
         await unit.emit(cid, ToolCallEnd(call_id))
@@ -84,14 +85,15 @@ class Proposals(CallMoves):
             route="form",
             extra={"guardrails": [h.to_json() for h in hits]} if hits else {},
         )
-        await self.store.add_call(call)
         if failure is not None:
+            await self.store.add_call(call)
             failure["guardrails"] = [h.to_json() for h in hits]
             refused = await self._settle(unit, call, CallEvent.REFUSE, failure)
             assert refused is not None, "a call just added is where the move starts"
             return refused
         assert tool is not None
         if run.simulate:
+            await self.store.add_call(call)
             result = tool.simulation_result if tool.has_simulation_result else None
             simulated = await self._settle(
                 unit, call, CallEvent.SIMULATE, {"output": result, "simulated": True}
@@ -99,9 +101,11 @@ class Proposals(CallMoves):
             assert simulated is not None, "a call just added is where the move starts"
             return simulated
         environment = self.platform().environment(agent.environment)
-        granted = await self.store.has_grant(cid, name)
+        # A grant matters only to a tool that always asks (a read the others need not make).
+        granted = tool.approval == "always" and await self.store.has_grant(cid, name)
         reason = approval_reason(tool, environment, granted=granted, hits=hits)
         if reason is not None:
+            await self.store.add_call(call)
             approval = {
                 "reason": reason.value,
                 "scopes": list(SCOPES) if reason.grantable else ["once"],
@@ -113,11 +117,13 @@ class Proposals(CallMoves):
             )  # fmt: skip
             assert moved is not None, "a call just proposed is ours to move"
             return moved
-        if granted and tool.approval == "always":
-            call = await self._with_extra(
-                call, approval={"reason": "grant", "scope": "conversation"}
-            )
-        return await self._dispatch(unit, call, tool, CallEvent.DISPATCH, value, surface=None)
+        if granted:
+            approval = {"reason": "grant", "scope": "conversation"}
+            call = replace(call, extra={**call.extra, "approval": approval})
+        # Not stored yet: it goes in as dispatched (one INSERT, not an INSERT and an UPDATE).
+        return await self._dispatch(
+            unit, call, tool, CallEvent.DISPATCH, value, surface=None, stored=False
+        )
 
 
 def _parse_arguments(

@@ -58,7 +58,7 @@ class EngineBase:
             return agent
         run = await self.store.get_run(run_id)
         assert run is not None, f"no run {run_id}"
-        key = definition_digest(run.agent)
+        key = run.agent_digest or definition_digest(run.agent)
         agent = self._frozen.get(key)
         if agent is None:
             agent, problems = parse_agent(run.agent, f"run {run_id}", self.environ)

@@ -146,8 +146,12 @@ class Stepping(EngineBase):
         step = run.step + 1
         calls = [(new_id("k"), r) for r in requests]
         async with self.journal.unit() as unit:
-            if text:
-                await unit.emit_all(cid, [*rest, TextMessageEnd(message_id)], fence=fence)
+            ending = [*rest, TextMessageEnd(message_id)] if text else []
+            if not calls:
+                # With the text's end: one append (one statement on PostgreSQL), not two.
+                ending.append(RunFinished(cid, run_id))
+            if ending:
+                await unit.emit_all(cid, ending, fence=fence)
             await self.store.add_message(
                 StoredMessage(
                     message_id,
@@ -161,19 +165,14 @@ class Stepping(EngineBase):
                 )
             )
             if not calls:
-                await self.leases.end(run_key(run_id))
-                await self.store.update_run(run_id, status=RunStatus.FINISHED, step=step)
-                await unit.emit(cid, RunFinished(cid, run_id))
+                await self.leases.end_step(run_id, status=RunStatus.FINISHED, step=step)
                 return False
-            # Read only now: a step that asks for no tool needs nothing of it.
-            conversation = await self.store.get_conversation(cid)
-            assert conversation is not None
             opened = [
                 await self.ledger.propose(
                     unit,
                     run=run,
                     agent=agent,
-                    conversation=conversation,
+                    conversation_id=cid,
                     step=step,
                     call_id=call_id,
                     name=r.name,
@@ -184,11 +183,7 @@ class Stepping(EngineBase):
             ]
             waiting = any(c.state.open for c in opened)
             status = RunStatus.WAITING if waiting else RunStatus.RUNNING
-            if waiting:
-                await self.leases.end(run_key(run_id))
-            else:
-                await self.leases.keep(run_key(run_id))
-            await self.store.update_run(run_id, status=status, step=step)
+            await self.leases.end_step(run_id, keep=not waiting, status=status, step=step)
         return not waiting
 
     async def _fail_eventually(self, run_id: str, code: str, detail: str) -> None:
@@ -237,8 +232,7 @@ class Stepping(EngineBase):
                 await self.store.add_message(
                     StoredMessage(message_id, cid, run_id, "assistant", partial, interrupted=True)
                 )
-            await self.leases.end(run_key(run_id))
-            await self.store.update_run(
+            await self.leases.end_step(
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
             await unit.emit(cid, RunError(message, code, run_id))

@@ -24,11 +24,13 @@ from typing import Any
 import psycopg
 
 from server.store import rows
+from server.store.definitions import Definitions
 from server.store.migrations import pending
 from server.store.postgres_connections import POOL_MAX, connect, redacted
 from server.store.postgres_console import PostgresConsoleTables
-from server.store.postgres_coordination import LOCK_KEY, Coordination
+from server.store.postgres_coordination import LOCK_KEY
 from server.store.postgres_events import EventLog
+from server.store.postgres_runs import RunTables
 from server.store.postgres_schema import MIGRATIONS
 from server.store.postgres_surfaces import SurfaceTables
 from server.store.records import (
@@ -36,8 +38,6 @@ from server.store.records import (
     Call,
     CallState,
     Conversation,
-    Run,
-    RunStatus,
     StoredMessage,
 )
 
@@ -46,43 +46,12 @@ TICKET_PRUNE_SECONDS = 30.0
 
 
 _OPEN = [s.value for s in OPEN_STATES]
-# See sqlite.py's STALLED_RUNS for what "stalled" means.
-STALLED_RUNS = """
-SELECT r.* FROM runs r
-WHERE r.status IN ('running', 'waiting')
-  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
-  AND (r.status = 'running' OR NOT EXISTS (
-      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%s)))
-ORDER BY r.pos
-"""
 
 
-# claim_ready_run in one statement (one round trip where it took four): the lease is taken
-# only for a ready run, and the run claimed only with the lease. A concurrent claimer's
-# INSERT waits for this one to commit, then finds a live lease that is not its own.
-CLAIM_READY_RUN = """
-WITH ready AS (
-    SELECT r.id FROM runs r
-    WHERE r.id = %(run)s AND r.status = %(waiting)s AND NOT EXISTS (
-        SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%(open)s))
-), taken AS (
-    INSERT INTO leases (key, owner, until) SELECT %(key)s, %(owner)s, %(until)s FROM ready
-    ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until
-    WHERE leases.owner = excluded.owner OR leases.until < %(now)s
-    RETURNING key
-), claimed AS (
-    UPDATE runs SET status = %(running)s
-    WHERE id = %(run)s AND status = %(waiting)s AND EXISTS (SELECT 1 FROM taken)
-    RETURNING *
-)
-SELECT EXISTS (SELECT 1 FROM taken) AS took, claimed.* FROM (SELECT 1) AS one
-LEFT JOIN claimed ON TRUE
-"""
-
-
-class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination, EventLog):
+class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
         super().__init__(url, pool_max=pool_max)
+        self._definitions = Definitions()
         self._migrate()
         # The connection that holds this process's session-level advisory locks (the
         # sweeper's turn): pooled connections come and go, a lock must stay with one.
@@ -212,89 +181,6 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination, EventLog
         )
         return [rows.message(r) for r in found]
 
-    # ---- runs ----------------------------------------------------------------------------
-
-    async def create_run(self, run: Run) -> None:
-        await self._run(
-            "INSERT INTO runs (id, conversation_id, agent, status, step, error, simulate)"
-            " VALUES (%s, %s, %s, %s, %s, NULL, %s)",
-            (run.id, run.conversation_id, rows.dump(run.agent), run.status, run.step, run.simulate),
-        )
-
-    async def get_run(self, run_id: str) -> Run | None:
-        row = await self._one("SELECT * FROM runs WHERE id = %s", (run_id,))
-        return rows.run(row) if row else None
-
-    async def latest_run(self, conversation_id: str, *, locking: bool = False) -> Run | None:
-        if locking:
-            # Its own statement, before the read: a statement that waited for the lock
-            # reads the runs as they were when it began (READ COMMITTED re-checks only the
-            # locked row), so a run committed meanwhile would go unseen (measured: two
-            # messages at once both started a run).
-            await self._one(
-                "SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,)
-            )
-        row = await self._one(
-            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos DESC LIMIT 1",
-            (conversation_id,),
-        )
-        return rows.run(row) if row else None
-
-    async def list_runs(self, conversation_id: str) -> list[Run]:
-        found = await self._all(
-            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
-        )
-        return [rows.run(r) for r in found]
-
-    async def runs_with_status(self, status: RunStatus) -> list[Run]:
-        found = await self._all("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))
-        return [rows.run(r) for r in found]
-
-    async def update_run(self, run_id: str, **changes: Any) -> None:
-        encoded = rows.run_changes(changes)
-        assignments = ", ".join(f"{k} = %s" for k in encoded)
-        await self._run(
-            f"UPDATE runs SET {assignments} WHERE id = %s",
-            (*encoded.values(), run_id),
-        )
-
-    async def claim_run(
-        self, run_id: str, from_status: RunStatus, to_status: RunStatus
-    ) -> Run | None:
-        row = await self._one(
-            "UPDATE runs SET status = %s WHERE id = %s AND status = %s RETURNING *",
-            (to_status, run_id, from_status),
-        )
-        return rows.run(row) if row else None
-
-    async def claim_ready_run(
-        self, run_id: str, key: str, owner: str, until: float, now: float
-    ) -> Run | None:
-        row = await self._one(
-            CLAIM_READY_RUN,
-            {
-                "run": run_id,
-                "key": key,
-                "owner": owner,
-                "until": until,
-                "now": now,
-                "open": _OPEN,
-                "waiting": RunStatus.WAITING.value,
-                "running": RunStatus.RUNNING.value,
-            },
-        )
-        assert row is not None  # the statement always returns its one row
-        if row["id"] is not None:
-            return rows.run(row)
-        if row["took"]:
-            # The run moved on between the statement's read and its update (another process
-            # claimed and ran it meanwhile): the lease taken for it goes back.
-            await self.release_lease(key, owner)
-        return None
-
-    async def stalled_runs(self) -> list[Run]:
-        return [rows.run(r) for r in await self._all(STALLED_RUNS, (_OPEN,))]
-
     # ---- calls ---------------------------------------------------------------------------
 
     async def add_call(self, call: Call) -> None:
@@ -377,6 +263,7 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination, EventLog
             + condition
             + " RETURNING *",
             (to_state, *encoded.values(), call_id, [s.value for s in from_states], *extra_args),
+            sees_appends=False,
         )
         return rows.call(row) if row else None
 
@@ -393,5 +280,6 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, Coordination, EventLog
         row = await self._one(
             "SELECT 1 FROM grants WHERE conversation_id = %s AND tool_name = %s",
             (conversation_id, tool_name),
+            sees_appends=False,
         )
         return row is not None

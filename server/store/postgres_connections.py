@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -67,6 +67,8 @@ class _Transaction:
     appended: dict[str, int] = field(default_factory=dict)
     # Appends not sent yet, per conversation: (type, data) each (see append_events).
     deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # Run once COMMIT has succeeded (what the store may remember only once it is so).
+    committed: list[Callable[[], None]] = field(default_factory=list)
 
 
 class PostgresConnections:
@@ -138,6 +140,8 @@ class PostgresConnections:
             if current.connection is not None:
                 await current.connection.execute("COMMIT")
                 await current.piped.aclose()  # syncs: an error at COMMIT raises here
+            for then in current.committed:
+                then()
         except BaseException:
             # An error aborts the pipeline: the statements after it, COMMIT included, were
             # skipped, and the transaction is still open (and failed). End it here; if even
@@ -173,10 +177,22 @@ class PostgresConnections:
     async def _in(self, current: _Transaction, *, reads: bool) -> psycopg.AsyncConnection[Row]:
         """The transaction's connection. ``reads``: the caller reads the statement's answer,
         which must see every event appended before it in the transaction (the deferred
-        ones are sent first)."""
+        ones are sent first). A statement that reads neither ``events`` nor
+        ``conversations`` (the only tables an append writes) passes ``sees_appends=False``
+        to ``_one``, ``_all`` or ``_count``: the deferred appends wait for a later statement
+        or COMMIT, and go in together (one statement, not one per read in between)."""
         if reads and current.deferred:
             await self._send_deferred(current)
         return current.connection or await self._begin(current)
+
+    def _after_commit(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once what the task sent so far is committed: at its transaction's
+        COMMIT, or now if it has none (its statements were autocommitted)."""
+        current = self._current()
+        if current is None:
+            then()
+        else:
+            current.committed.append(then)
 
     async def _send_deferred(self, current: _Transaction) -> None:
         """Send the transaction's deferred appends (``EventLog`` knows how)."""
@@ -207,11 +223,11 @@ class PostgresConnections:
         finally:
             await self._pool.putconn(connection)
 
-    async def _count(self, sql: str, params: Params = None) -> int:
+    async def _count(self, sql: str, params: Params = None, *, sees_appends: bool = True) -> int:
         """Rows the statement changed; in a pipeline, waits for its answer first."""
         current = self._current()
         if current is not None:
-            cursor = await (await self._in(current, reads=True)).execute(sql, params)
+            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
             assert current.pipeline is not None
             await current.pipeline.sync()
             return cursor.rowcount
@@ -221,10 +237,12 @@ class PostgresConnections:
         finally:
             await self._pool.putconn(connection)
 
-    async def _one(self, sql: str, params: Params = None) -> Row | None:
+    async def _one(
+        self, sql: str, params: Params = None, *, sees_appends: bool = True
+    ) -> Row | None:
         current = self._current()
         if current is not None:
-            cursor = await (await self._in(current, reads=True)).execute(sql, params)
+            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
             return await cursor.fetchone()
         connection = await self._borrow()
         try:
@@ -232,10 +250,12 @@ class PostgresConnections:
         finally:
             await self._pool.putconn(connection)
 
-    async def _all(self, sql: str, params: Params = None) -> list[Row]:
+    async def _all(
+        self, sql: str, params: Params = None, *, sees_appends: bool = True
+    ) -> list[Row]:
         current = self._current()
         if current is not None:
-            cursor = await (await self._in(current, reads=True)).execute(sql, params)
+            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
             return await cursor.fetchall()
         connection = await self._borrow()
         try:

@@ -130,6 +130,7 @@ class SurfaceTables(PostgresConnections):
         found = await self._all(
             "SELECT * FROM surfaces WHERE conversation_id = %s ORDER BY last_active DESC",
             (conversation_id,),
+            sees_appends=False,
         )
         return [rows.surface(r) for r in found]
 

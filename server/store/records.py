@@ -69,6 +69,9 @@ class Run:
     step: int = 0
     error: dict[str, Any] | None = None
     simulate: bool = False
+    # Names ``agent`` in the store (server/store/definitions.py); "" for a run not stored
+    # yet, whose store computes it. Derived from ``agent``, so not compared.
+    agent_digest: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)

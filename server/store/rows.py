@@ -30,7 +30,7 @@ def dump(value: Any) -> str:
     return strictjson.dumps(value)
 
 
-def _load(text: str) -> Any:
+def load(text: str) -> Any:
     # Lenient: rows written before strict parsing may hold NaN or absurd nesting; they
     # read back as NaN (rendered null) or None, never as an exception (issue 7).
     return strictjson.loads_stored(text)
@@ -42,7 +42,7 @@ def conversation(row: Mapping[str, Any]) -> Conversation:
         agent_id=row["agent_id"],
         created_at=row["created_at"],
         locale=row["locale"],
-        handled_tools=tuple(_load(row["handled_tools"]) or ()),
+        handled_tools=tuple(load(row["handled_tools"]) or ()),
         session_generation=int(row["session_generation"] or 0),
     )
 
@@ -54,41 +54,24 @@ def message(row: Mapping[str, Any]) -> StoredMessage:
         run_id=row["run_id"],
         role=row["role"],
         text=row["text"],
-        tool_calls=tuple(_load(row["tool_calls"]) or ()),
+        tool_calls=tuple(load(row["tool_calls"]) or ()),
         tool_call_id=row["tool_call_id"],
         tool_name=row["tool_name"],
         interrupted=bool(row["interrupted"]),
     )
 
 
-# A run stores the agent definition it started with: the same text for every run of one
-# definition, which every read of a run parsed again (~40 us for the demo's planner, on the
-# way from an answer to the next step; issue 9). Parsed once per text; the value is shared
-# between runs, and nothing changes a run's agent (parse_agent only reads it).
-_AGENTS: dict[str, Any] = {}
-_AGENTS_MAX = 256
-
-
-def _agent(text: Any) -> Any:
-    if not isinstance(text, str):
-        return _load(text)
-    found = _AGENTS.get(text)
-    if found is None:
-        if len(_AGENTS) >= _AGENTS_MAX:
-            _AGENTS.clear()
-        found = _AGENTS[text] = _load(text)
-    return found
-
-
-def run(row: Mapping[str, Any]) -> Run:
+def run(row: Mapping[str, Any], agent: Any) -> Run:
+    """``agent``: the definition the row's ``agent_digest`` names (server/store/definitions.py)."""
     return Run(
         id=row["id"],
         conversation_id=row["conversation_id"],
-        agent=_agent(row["agent"]),
+        agent=agent,
         status=RunStatus(row["status"]),
         step=row["step"],
-        error=_load(row["error"]) if row["error"] else None,
+        error=load(row["error"]) if row["error"] else None,
         simulate=bool(row["simulate"]),
+        agent_digest=row["agent_digest"],
     )
 
 
@@ -100,13 +83,13 @@ def call(row: Mapping[str, Any]) -> Call:
         step=row["step"],
         tool_name=row["tool_name"],
         state=CallState(row["state"]),
-        input=_load(row["input"]),
+        input=load(row["input"]),
         arguments=row["arguments"],
         deadline=row["deadline"],
         route=row["route"],
-        outcome=_load(row["outcome"]) if row["outcome"] else None,
+        outcome=load(row["outcome"]) if row["outcome"] else None,
         delivered=bool(row["delivered"]),
-        extra=_load(row["extra"]) or {},
+        extra=load(row["extra"]) or {},
         surface_id=row["surface_id"],
         assignment=row["assignment"],
     )
@@ -116,7 +99,7 @@ def surface(row: Mapping[str, Any]) -> Surface:
     return Surface(
         id=row["id"],
         conversation_id=row["conversation_id"],
-        tools=tuple(_load(row["tools"]) or ()),
+        tools=tuple(load(row["tools"]) or ()),
         last_active=row["last_active"],
         streams=row["streams"],
         detached_at=row["detached_at"],

@@ -14,7 +14,7 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -24,6 +24,7 @@ from server.protocol.events import ProtocolEvent, encode
 from server.protocol.frames import Event, stored_event
 from server.store import rows
 from server.store.checkpoints import Checkpointer
+from server.store.definitions import Definitions
 from server.store.migrations import pending
 from server.store.records import (
     OPEN_STATES,
@@ -104,6 +105,7 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
         self._db.execute("PRAGMA busy_timeout=5000")
         self._owner: asyncio.Task[Any] | None = None
         self._writer = asyncio.Lock()
+        self._definitions = Definitions()
         self._migrate()
         self._checkpointer: Checkpointer | None = None
         if serving:
@@ -259,46 +261,74 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
     # ---- runs ----------------------------------------------------------------------------
 
     async def create_run(self, run: Run) -> None:
+        digest = self._definitions.digest(run)
+        # A definition already there is not written again: a lookup, no write (the
+        # transaction may roll back, so this process does not skip it by memory).
         self._db.execute(
-            "INSERT INTO runs (id, conversation_id, agent, status, step, error, simulate)"
+            "INSERT OR IGNORE INTO agent_definitions (digest, definition) VALUES (?, ?)",
+            (digest, self._definitions.text(digest, run.agent)),
+        )
+        self._db.execute(
+            "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                run.id,
-                run.conversation_id,
-                rows.dump(run.agent),
-                run.status,
-                run.step,
-                None,
-                int(run.simulate),
-            ),
+            (run.id, run.conversation_id, digest, run.status, run.step, None, int(run.simulate)),
         )
 
+    def _runs(self, found: Iterable[Any]) -> list[Run]:
+        """Rows to runs, each with the agent definition its digest names."""
+        found = list(found)
+        agents, missing = self._definitions.known(r["agent_digest"] for r in found)
+        if missing:
+            marks = ",".join("?" * len(missing))
+            for digest, text in self._db.execute(
+                f"SELECT digest, definition FROM agent_definitions WHERE digest IN ({marks})",
+                missing,
+            ):
+                agents[digest] = self._definitions.learn(digest, text)
+        return [rows.run(r, agents[r["agent_digest"]]) for r in found]
+
+    def _run_or_none(self, found: Iterable[Any]) -> Run | None:
+        runs = self._runs(found)
+        return runs[0] if runs else None
+
     async def get_run(self, run_id: str) -> Run | None:
-        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return rows.run(row) if row else None
+        return self._run_or_none(self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)))
 
     async def latest_run(self, conversation_id: str, *, locking: bool = False) -> Run | None:
         # ``locking`` needs nothing more here: a transaction holds the whole file.
-        row = self._db.execute(
-            "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1",
-            (conversation_id,),
-        ).fetchone()
-        return rows.run(row) if row else None
+        return self._run_or_none(
+            self._db.execute(
+                "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1",
+                (conversation_id,),
+            )
+        )
 
     async def list_runs(self, conversation_id: str) -> list[Run]:
         found = self._db.execute(
             "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
         )
-        return [rows.run(r) for r in found]
+        return self._runs(found)
 
     async def runs_with_status(self, status: RunStatus) -> list[Run]:
         found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
-        return [rows.run(r) for r in found]
+        return self._runs(found)
 
     async def update_run(self, run_id: str, **changes: Any) -> None:
         encoded = rows.run_changes(changes)
         assignments = ", ".join(f"{k} = ?" for k in encoded)
         self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*encoded.values(), run_id))
+
+    async def update_run_leased(
+        self, run_id: str, lease: tuple[str, str], *, until: float | None = None, **changes: Any
+    ) -> bool:
+        key, owner = lease
+        if until is None:
+            held = await self.release_lease(key, owner)
+        else:
+            held = await self.keep_lease(key, owner, until)
+        if held:
+            await self.update_run(run_id, **changes)
+        return held
 
     async def claim_run(
         self, run_id: str, from_status: RunStatus, to_status: RunStatus
@@ -307,7 +337,7 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
             "UPDATE runs SET status = ? WHERE id = ? AND status = ? RETURNING *",
             (to_status, run_id, from_status),
         ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
-        return rows.run(found[0]) if found else None
+        return self._run_or_none(found)
 
     async def claim_ready_run(
         self, run_id: str, key: str, owner: str, until: float, now: float
@@ -323,11 +353,11 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
                 # transaction holds the file).
                 await self.claim_run(run_id, RunStatus.RUNNING, RunStatus.WAITING)
                 return None
-            return rows.run(found[0])
+            return self._runs(found)[0]
 
     async def stalled_runs(self) -> list[Run]:
         found = self._db.execute(STALLED_RUNS, (*_OPEN,))
-        return [rows.run(r) for r in found]
+        return self._runs(found)
 
     # ---- events --------------------------------------------------------------------------
 

@@ -77,4 +77,15 @@ ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT
 CREATE TABLE quota_counters (key TEXT PRIMARY KEY, window_start REAL NOT NULL,
     count INTEGER NOT NULL) WITHOUT ROWID;
 """),
+    # Issue 10: a run stores its agent definition by reference (server/store/definitions.py);
+    # runs' copies move to one row per distinct copy, keyed by its first run.
+    Migration(10, "agent definitions", """
+CREATE TABLE agent_definitions (digest TEXT PRIMARY KEY, definition TEXT NOT NULL);
+INSERT INTO agent_definitions (digest, definition)
+    SELECT 'migrated:' || MIN(id), agent FROM runs GROUP BY agent;
+ALTER TABLE runs ADD COLUMN agent_digest TEXT NOT NULL DEFAULT '';
+UPDATE runs SET agent_digest =
+    (SELECT d.digest FROM agent_definitions d WHERE d.definition = runs.agent);
+ALTER TABLE runs DROP COLUMN agent;
+"""),
 )  # fmt: skip

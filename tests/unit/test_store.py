@@ -173,6 +173,40 @@ async def test_a_transaction_reads_back_every_event_it_appended(store: Store) ->
     assert await store.last_seq("c1") == 5 and await store.last_seq("c2") == 2
 
 
+async def test_appends_held_across_reads_of_other_tables_commit_in_order_or_not_at_all(
+    store: Store,
+) -> None:
+    # PostgreSQL sends held appends only before a statement that reads events or
+    # conversations, or at COMMIT: reads of calls, surfaces, grants and leases in between
+    # leave them held, and nothing may be lost, reordered or numbered twice.
+    await _conversation(store)
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+    await _call(store)
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+
+    async def unit(tag: str) -> None:
+        await store.append_event("c1", TextMessageContent("m", f"{tag}0"))
+        await store.append_event("c1", TextMessageContent("m", f"{tag}1"))  # held
+        assert await store.list_surfaces("c1") == []
+        assert not await store.has_grant("c1", "create_task")
+        assert await store.transition_call("k1", OPEN, CallState.DELIVERED, delivered=True)
+        await store.append_event("c1", TextMessageContent("m", f"{tag}2"))  # held
+        assert await store.update_run_leased("r1", ("run:r1", "a"), until=20.0, step=2)
+
+    with pytest.raises(RuntimeError):
+        async with store.transaction():
+            await unit("x")
+            raise RuntimeError
+    assert await store.events_after("c1", 0) == [] and await store.last_seq("c1") == 0
+    assert (await store.get_call("k1")).state is CallState.DISPATCHED
+    async with store.transaction():
+        await unit("y")
+    stored = await store.events_after("c1", 0)
+    assert [(e.seq, e.data["delta"]) for e in stored] == [(1, "y0"), (2, "y1"), (3, "y2")]
+    assert await store.last_seq("c1") == 3
+    assert (await store.get_run("r1")).step == 2
+
+
 async def test_a_rolled_back_transaction_leaves_nothing(store: Store) -> None:
     await _conversation(store)
     with pytest.raises(RuntimeError):
@@ -287,6 +321,32 @@ async def test_a_lease_belongs_to_one_owner_until_it_expires(store: Store) -> No
     assert await store.renew_leases("b", until=50.0) == 2
     assert await store.expired_leases(45.0) == []
     assert await store.release_lease("run:r1", "b")
+    assert await store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released: free again
+
+
+async def test_a_step_ends_its_run_only_while_it_holds_the_lease(store: Store) -> None:
+    await _conversation(store)
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING, step=1))
+    await store.take_lease("run:r1", "b", until=10.0, now=0.0)
+    # Another process's lease: refused, and neither the run nor the lease changed.
+    assert not await store.update_run_leased("r1", ("run:r1", "a"), status=RunStatus.FINISHED)
+    assert not await store.update_run_leased(
+        "r1", ("run:r1", "a"), until=99.0, status=RunStatus.WAITING, step=2
+    )
+    run = await store.get_run("r1")
+    assert (run.status, run.step) == (RunStatus.RUNNING, 1)
+    assert await store.expired_leases(11.0) == ["run:r1"]  # still b's, still until 10
+    # Its owner renews it with the change (until 20), then releases it with the last one.
+    assert await store.update_run_leased(
+        "r1", ("run:r1", "b"), until=20.0, status=RunStatus.RUNNING, step=2
+    )
+    assert await store.expired_leases(11.0) == []
+    assert (await store.get_run("r1")).step == 2
+    assert await store.update_run_leased(
+        "r1", ("run:r1", "b"), status=RunStatus.FAILED, error={"code": "x"}
+    )
+    run = await store.get_run("r1")
+    assert (run.status, run.step, run.error) == (RunStatus.FAILED, 2, {"code": "x"})
     assert await store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released: free again
 
 

@@ -1,0 +1,182 @@
+"""The PostgreSQL store's runs: their rows, the agent definition each names
+(server/store/definitions.py), and the claims and step ends that move them, each one
+statement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.store import rows
+from server.store.definitions import Definitions
+from server.store.postgres_connections import Row
+from server.store.postgres_coordination import Coordination
+from server.store.records import OPEN_STATES, Run, RunStatus
+
+_OPEN = [s.value for s in OPEN_STATES]
+# See sqlite.py's STALLED_RUNS for what "stalled" means.
+STALLED_RUNS = """
+SELECT r.* FROM runs r
+WHERE r.status IN ('running', 'waiting')
+  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
+  AND (r.status = 'running' OR NOT EXISTS (
+      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%s)))
+ORDER BY r.pos
+"""
+
+
+# claim_ready_run in one statement (one round trip where it took four): the lease is taken
+# only for a ready run, and the run claimed only with the lease. A concurrent claimer's
+# INSERT waits for this one to commit, then finds a live lease that is not its own.
+CLAIM_READY_RUN = """
+WITH ready AS (
+    SELECT r.id FROM runs r
+    WHERE r.id = %(run)s AND r.status = %(waiting)s AND NOT EXISTS (
+        SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%(open)s))
+), taken AS (
+    INSERT INTO leases (key, owner, until) SELECT %(key)s, %(owner)s, %(until)s FROM ready
+    ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until
+    WHERE leases.owner = excluded.owner OR leases.until < %(now)s
+    RETURNING key
+), claimed AS (
+    UPDATE runs SET status = %(running)s
+    WHERE id = %(run)s AND status = %(waiting)s AND EXISTS (SELECT 1 FROM taken)
+    RETURNING *
+)
+SELECT EXISTS (SELECT 1 FROM taken) AS took, claimed.* FROM (SELECT 1) AS one
+LEFT JOIN claimed ON TRUE
+"""
+
+
+class RunTables(Coordination):
+    _definitions: Definitions
+
+    async def create_run(self, run: Run) -> None:
+        digest = self._definitions.digest(run)
+        if digest not in self._definitions.written:
+            # Once per distinct definition and process, not per run (~5 KB of JSON each).
+            await self._run(
+                "INSERT INTO agent_definitions (digest, definition) VALUES (%s, %s)"
+                " ON CONFLICT (digest) DO NOTHING",
+                (digest, self._definitions.text(digest, run.agent)),
+            )
+            # Remembered only once committed: a rolled-back run's definition is not there.
+            self._after_commit(lambda: self._definitions.written.add(digest))
+        await self._run(
+            "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
+            " VALUES (%s, %s, %s, %s, %s, NULL, %s)",
+            (run.id, run.conversation_id, digest, run.status, run.step, run.simulate),
+        )
+
+    async def _runs(self, found: list[Row]) -> list[Run]:
+        """Rows to runs, each with the agent definition its digest names (read from the
+        table only the first time this process meets a digest)."""
+        agents, missing = self._definitions.known(r["agent_digest"] for r in found)
+        if missing:
+            for row in await self._all(
+                "SELECT digest, definition FROM agent_definitions WHERE digest = ANY(%s)",
+                (missing,),
+            ):
+                agents[row["digest"]] = self._definitions.learn(row["digest"], row["definition"])
+        return [rows.run(r, agents[r["agent_digest"]]) for r in found]
+
+    async def _run_or_none(self, row: Row | None) -> Run | None:
+        return (await self._runs([row]))[0] if row else None
+
+    async def get_run(self, run_id: str) -> Run | None:
+        return await self._run_or_none(
+            await self._one("SELECT * FROM runs WHERE id = %s", (run_id,))
+        )
+
+    async def latest_run(self, conversation_id: str, *, locking: bool = False) -> Run | None:
+        if locking:
+            # Its own statement, before the read: a statement that waited for the lock
+            # reads the runs as they were when it began (READ COMMITTED re-checks only the
+            # locked row), so a run committed meanwhile would go unseen (measured: two
+            # messages at once both started a run).
+            await self._one(
+                "SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,)
+            )
+        row = await self._one(
+            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos DESC LIMIT 1",
+            (conversation_id,),
+        )
+        return await self._run_or_none(row)
+
+    async def list_runs(self, conversation_id: str) -> list[Run]:
+        found = await self._all(
+            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
+        )
+        return await self._runs(found)
+
+    async def runs_with_status(self, status: RunStatus) -> list[Run]:
+        found = await self._all("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))
+        return await self._runs(found)
+
+    async def update_run(self, run_id: str, **changes: Any) -> None:
+        encoded = rows.run_changes(changes)
+        assignments = ", ".join(f"{k} = %s" for k in encoded)
+        await self._run(
+            f"UPDATE runs SET {assignments} WHERE id = %s",
+            (*encoded.values(), run_id),
+        )
+
+    async def update_run_leased(
+        self, run_id: str, lease: tuple[str, str], *, until: float | None = None, **changes: Any
+    ) -> bool:
+        encoded = rows.run_changes(changes)
+        assignments = ", ".join(f"{k} = %s" for k in encoded)
+        # One statement where there were two (issue 10): the lease row's change takes its
+        # lock, held to commit, as DELETE or UPDATE alone did; the run changes only with it.
+        lease_args: list[Any]
+        if until is None:
+            held, lease_args = "DELETE FROM leases WHERE key = %s AND owner = %s", [*lease]
+        else:
+            held, lease_args = (
+                "UPDATE leases SET until = %s WHERE key = %s AND owner = %s",
+                [until, *lease],
+            )
+        row = await self._one(
+            f"WITH held AS ({held} RETURNING 1), changed AS ("
+            f"UPDATE runs SET {assignments} WHERE id = %s AND EXISTS (SELECT 1 FROM held))"
+            " SELECT COUNT(*) AS n FROM held",
+            (*lease_args, *encoded.values(), run_id),
+            sees_appends=False,
+        )
+        return row is not None and row["n"] == 1
+
+    async def claim_run(
+        self, run_id: str, from_status: RunStatus, to_status: RunStatus
+    ) -> Run | None:
+        row = await self._one(
+            "UPDATE runs SET status = %s WHERE id = %s AND status = %s RETURNING *",
+            (to_status, run_id, from_status),
+        )
+        return await self._run_or_none(row)
+
+    async def claim_ready_run(
+        self, run_id: str, key: str, owner: str, until: float, now: float
+    ) -> Run | None:
+        row = await self._one(
+            CLAIM_READY_RUN,
+            {
+                "run": run_id,
+                "key": key,
+                "owner": owner,
+                "until": until,
+                "now": now,
+                "open": _OPEN,
+                "waiting": RunStatus.WAITING.value,
+                "running": RunStatus.RUNNING.value,
+            },
+        )
+        assert row is not None  # the statement always returns its one row
+        if row["id"] is not None:
+            return (await self._runs([row]))[0]
+        if row["took"]:
+            # The run moved on between the statement's read and its update (another process
+            # claimed and ran it meanwhile): the lease taken for it goes back.
+            await self.release_lease(key, owner)
+        return None
+
+    async def stalled_runs(self) -> list[Run]:
+        return await self._runs(await self._all(STALLED_RUNS, (_OPEN,)))
