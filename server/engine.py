@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from server.agents import Agent
 from server.errors import Conflict, NotFound
 from server.journal import Journal
-from server.leases import Leases, run_key
+from server.leases import Leases
 from server.ledger import Ledger, new_id
 from server.models.base import (
     Model,
@@ -118,9 +118,7 @@ class Engine(Recovery):
                     runId=latest.id,
                 )
             self._remember(run.id, agent)
-            await self.store.create_run(run)
-            taken = await self.leases.take(run_key(run.id))
-            assert taken, "a new run's lease is free"
+            await self.leases.create_run(run)
             await self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
             # One append (one statement on PostgreSQL), not four.
             await unit.emit_all(

@@ -71,6 +71,11 @@ class Leases:
         now = self.clock()
         return await self.store.take_lease(key, self.owner, now + self.ttl, now)
 
+    async def create_run(self, run: Run) -> None:
+        """Store a new run with its lease, ours, in the caller's transaction."""
+        until = self.clock() + self.ttl
+        await self.store.create_run(run, lease=(run_key(run.id), self.owner, until))
+
     async def claim_ready_run(self, run_id: str) -> Run | None:
         """Take the run's lease and claim it, if it waits with no open call (``Store``)."""
         now = self.clock()

@@ -12,14 +12,14 @@ from server.store.postgres_connections import Row
 from server.store.postgres_coordination import Coordination
 from server.store.records import OPEN_STATES, Run, RunStatus
 
-_OPEN = [s.value for s in OPEN_STATES]
+_OPEN = rows.states_sql(OPEN_STATES)
 # See sqlite.py's STALLED_RUNS for what "stalled" means.
-STALLED_RUNS = """
+STALLED_RUNS = f"""
 SELECT r.* FROM runs r
 WHERE r.status IN ('running', 'waiting')
   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
   AND (r.status = 'running' OR NOT EXISTS (
-      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%s)))
+      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state IN {_OPEN}))
 ORDER BY r.pos
 """
 
@@ -27,11 +27,11 @@ ORDER BY r.pos
 # claim_ready_run in one statement (one round trip where it took four): the lease is taken
 # only for a ready run, and the run claimed only with the lease. A concurrent claimer's
 # INSERT waits for this one to commit, then finds a live lease that is not its own.
-CLAIM_READY_RUN = """
+CLAIM_READY_RUN = f"""
 WITH ready AS (
     SELECT r.id FROM runs r
     WHERE r.id = %(run)s AND r.status = %(waiting)s AND NOT EXISTS (
-        SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%(open)s))
+        SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state IN {_OPEN})
 ), taken AS (
     INSERT INTO leases (key, owner, until) SELECT %(key)s, %(owner)s, %(until)s FROM ready
     ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until
@@ -50,7 +50,7 @@ LEFT JOIN claimed ON TRUE
 class RunTables(Coordination):
     _definitions: Definitions
 
-    async def create_run(self, run: Run) -> None:
+    async def create_run(self, run: Run, *, lease: tuple[str, str, float] | None = None) -> None:
         digest = self._definitions.digest(run)
         if digest not in self._definitions.written:
             # Once per distinct definition and process, not per run (~5 KB of JSON each).
@@ -61,10 +61,19 @@ class RunTables(Coordination):
             )
             # Remembered only once committed: a rolled-back run's definition is not there.
             self._after_commit(lambda: self._definitions.written.add(digest))
-        await self._run(
+        insert = (
             "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
-            " VALUES (%s, %s, %s, %s, %s, NULL, %s)",
-            (run.id, run.conversation_id, digest, run.status, run.step, run.simulate),
+            " VALUES (%s, %s, %s, %s, %s, NULL, %s)"
+        )
+        values = (run.id, run.conversation_id, digest, run.status, run.step, run.simulate)
+        if lease is None:
+            await self._run(insert, values)
+            return
+        # One statement, not two. A plain INSERT: a row already there for a new run's key
+        # (never, ids are random) fails the transaction rather than being taken over.
+        await self._run(
+            f"WITH run AS ({insert}) INSERT INTO leases (key, owner, until) VALUES (%s, %s, %s)",
+            (*values, *lease),
         )
 
     async def _runs(self, found: list[Row]) -> list[Run]:
@@ -164,7 +173,6 @@ class RunTables(Coordination):
                 "owner": owner,
                 "until": until,
                 "now": now,
-                "open": _OPEN,
                 "waiting": RunStatus.WAITING.value,
                 "running": RunStatus.RUNNING.value,
             },
@@ -179,4 +187,4 @@ class RunTables(Coordination):
         return None
 
     async def stalled_runs(self) -> list[Run]:
-        return await self._runs(await self._all(STALLED_RUNS, (_OPEN,)))
+        return await self._runs(await self._all(STALLED_RUNS))

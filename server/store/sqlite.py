@@ -260,7 +260,7 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
 
     # ---- runs ----------------------------------------------------------------------------
 
-    async def create_run(self, run: Run) -> None:
+    async def create_run(self, run: Run, *, lease: tuple[str, str, float] | None = None) -> None:
         digest = self._definitions.digest(run)
         # A definition already there is not written again: a lookup, no write (the
         # transaction may roll back, so this process does not skip it by memory).
@@ -273,6 +273,8 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (run.id, run.conversation_id, digest, run.status, run.step, None, int(run.simulate)),
         )
+        if lease is not None:
+            self._db.execute("INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)", lease)
 
     def _runs(self, found: Iterable[Any]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names."""

@@ -152,6 +152,24 @@ async def test_several_events_append_at_once_in_order_and_fenced_alike(store: St
     assert await store.last_seq("c1") == 9
 
 
+@pytest.mark.parametrize("count", [3, 32, 33, 70])
+async def test_an_append_of_many_events_numbers_them_all_in_order(store: Store, count: int) -> None:
+    # PostgreSQL writes up to 32 events as a VALUES list, more as two arrays.
+    await _conversation(store)
+    await store.append_event("c1", TextMessageContent("m", "first"))
+    batch = [TextMessageContent("m", f'"{i}",\\{{}}é') for i in range(count)]
+    appended = await store.append_events("c1", batch)
+    assert [e.seq for e in appended] == list(range(2, count + 2))
+    async with store.transaction():
+        await store.append_event("c1", TextMessageContent("m", "x"))
+        held = await store.append_events("c1", batch)  # held, then sent at COMMIT
+    assert [e.seq for e in held] == list(range(count + 3, 2 * count + 3))
+    stored = await store.events_after("c1", 0, limit=1000)
+    deltas = [e.data["delta"] for e in stored]
+    assert deltas == ["first", *(b.delta for b in batch), "x", *(b.delta for b in batch)]
+    assert [e.seq for e in stored] == list(range(1, 2 * count + 3))
+
+
 async def test_a_transaction_reads_back_every_event_it_appended(store: Store) -> None:
     # PostgreSQL holds a transaction's later appends back, to send them in one statement:
     # whatever the transaction reads must still see them, in order.
@@ -322,6 +340,22 @@ async def test_a_lease_belongs_to_one_owner_until_it_expires(store: Store) -> No
     assert await store.expired_leases(45.0) == []
     assert await store.release_lease("run:r1", "b")
     assert await store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released: free again
+
+
+async def test_a_new_run_is_stored_with_its_lease_or_not_at_all(store: Store) -> None:
+    await _conversation(store)
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING), lease=("run:r1", "a", 10.0))
+    assert (await store.get_run("r1")).status is RunStatus.RUNNING
+    assert not await store.take_lease("run:r1", "b", until=20.0, now=5.0)  # a's, live
+    assert await store.expired_leases(11.0) == ["run:r1"]
+    # A lease already there is not taken over: neither the run nor the lease is stored.
+    with pytest.raises(Exception):  # noqa: B017 (each store's driver says it its own way)
+        async with store.transaction():
+            await store.create_run(
+                Run("r2", "c1", {}, RunStatus.RUNNING), lease=("run:r1", "b", 30.0)
+            )
+    assert await store.get_run("r2") is None
+    assert await store.keep_lease("run:r1", "a", until=40.0)  # still a's
 
 
 async def test_a_step_ends_its_run_only_while_it_holds_the_lease(store: Store) -> None:
