@@ -224,9 +224,9 @@ function apply(type, data) {
   try {
     const d = JSON.parse(data)
     const value = d.type === EVENT.CUSTOM ? d.value : d
-    type in ON_CALL ? ON_CALL[type](calls, value) : ON[type]?.(value)
+    ui.batch(() => type in ON_CALL ? ON_CALL[type](calls, value) : ON[type]?.(value))
   } catch (err) { console.error('hostcall:', type, err) }
-  refresh()
+  ui.batch(refresh)
 }
 
 /** Stream event (the SSE `event:` name: the AG-UI type, or a CUSTOM event's name) → what it

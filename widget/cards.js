@@ -3,7 +3,7 @@
 // appears (issue 12's weight budget: a chat that never calls a tool never fetches it).
 // Like chat.js: what a model, page or person wrote enters the DOM as text nodes only.
 
-import { fill, h, humanize, keepPinned, phone, reserve, t, uid } from './chat.js'
+import { fill, flushWrites, h, humanize, keepPinned, phone, reserve, t, uid } from './chat.js'
 import { LIMITS } from './protocol.js'
 
 /**
@@ -83,7 +83,11 @@ export function toolCard(id, name, title = name) {
       for (const b of el.querySelectorAll('button')) b.toggleAttribute('disabled', on)
       on ? el.setAttribute('aria-busy', 'true') : el.removeAttribute('aria-busy')
     },
-    focus: part => /** @type {HTMLElement | null} */ (el.querySelector(`[data-part=${part}]`))?.focus(),
+    focus(part) {
+      flushWrites() // what it shows is on the page first
+      const target = /** @type {HTMLElement | null} */ (el.querySelector(`[data-part=${part}]`))
+      target?.focus()
+    },
   }
 }
 

@@ -89,7 +89,7 @@ const clip = (s, n) => (s.length > n ? `${s.slice(0, n)}…` : s)
 
 /** @type {Record<string, HTMLElement>} */
 const parts = {}
-/** @type {Map<string, {el: HTMLElement, body: HTMLElement, raw: string, role: string, shown?: string}>} */
+/** @type {Map<string, {el: HTMLElement, body: HTMLElement, raw: string, role: string, shown?: string, queued?: boolean}>} */
 const messages = new Map()
 /** @type {HTMLElement | null} */
 let pendingUser = null
@@ -170,7 +170,7 @@ export function mountShell(root, o) {
 export function reset(greeting) {
   messages.clear()
   pendingUser = null
-  parts.messages.replaceChildren()
+  write(() => parts.messages.replaceChildren())
   if (greeting) message('', 'assistant', greeting).dataset.greeting = ''
 }
 
@@ -180,28 +180,46 @@ function grow(box) {
 }
 
 export const focusComposer = () => phone() || parts.input?.focus()
+// What the working indicator and the send button were last asked to show (their drawing may
+// wait: `write`); an unchanged one is not written again, so it costs the next frame nothing.
+let working = false
+let sendable = true
 /** @param {boolean} on */
-export const setWorking = on => { parts.working.hidden = !on }
+export function setWorking(on) {
+  if (on === working) return
+  working = on
+  write(() => { parts.working.hidden = !on })
+}
 /** @param {boolean} on */
 export function setSendEnabled(on) {
-  parts.send.toggleAttribute('disabled', !on)
-  if (on) parts.hint.hidden = true
+  if (on === sendable) return
+  sendable = on
+  write(() => {
+    parts.send.toggleAttribute('disabled', !on)
+    if (on) parts.hint.hidden = true
+  })
 }
-/** Scroll to the newest message, once per frame however many changes asked for it. */
+/** Scroll to the newest message, once per frame however many changes asked for it: in the
+ * frame of the changes when they are made at a frame (`flushWrites`), else at the next. */
 export function scrollToEnd() {
   pinned = true
   if (scrollQueued) return
   scrollQueued = true
-  requestAnimationFrame(() => {
-    scrollQueued = false
-    parts.messages.scrollTop = parts.messages.scrollHeight
-  })
+  requestAnimationFrame(scrollNow)
+}
+
+function scrollNow() {
+  if (!scrollQueued) return
+  scrollQueued = false
+  parts.messages.scrollTop = parts.messages.scrollHeight
 }
 
 /** For screen readers, once. @param {string} text */
 export function announce(text) {
-  parts.live.textContent = ''
-  setTimeout(() => { parts.live.textContent = clip(text, 600) }, 50)
+  write(() => {
+    parts.live.textContent = ''
+    setTimeout(() => { parts.live.textContent = clip(text, 600) }, 50)
+  })
 }
 
 /** @param {'open'|'connecting'|'down'} state */
@@ -222,14 +240,14 @@ export function append(node) {
  */
 export function reserve() {
   const spot = document.createComment('')
-  parts.messages.append(spot)
+  write(() => parts.messages.append(spot))
   return spot
 }
 
 /** Show `node` where `spot` (from `reserve`) is; nothing if the conversation was reset since.
  * @param {Comment} spot @param {Node} node */
 export function fill(spot, node) {
-  if (spot.parentNode) keepPinned(() => spot.replaceWith(node))
+  keepPinned(() => spot.parentNode && spot.replaceWith(node))
 }
 
 // Whether the view sits at the bottom is read on scroll, not around each change: reading
@@ -241,8 +259,90 @@ function onScroll() {
 
 /** Run a DOM change, then keep the view at the bottom if it was there. @param {() => void} change */
 export function keepPinned(change) {
-  change()
-  if (pinned) scrollToEnd()
+  write(() => {
+    change()
+    if (pinned) scrollToEnd()
+  })
+}
+
+// ============================================================================
+// Changes to the page: the stream's events are drawn once a frame, and nothing is drawn
+// while a call is with the page's handler (issue 9)
+// ============================================================================
+
+/** Changes to the page waiting to be made, in order. @type {(() => void)[]} */
+const writes = []
+let batching = 0
+let holds = 0
+let flushQueued = false
+/** A change waits at most this long for a frame (ms; a frame is 16.7 ms at 60 Hz). */
+const FLUSH_MS = 50
+
+/**
+ * Make a change to the page now, or after the changes waiting (in a batch of stream events,
+ * or held while a call is with the page's handler): changes are made in the order asked.
+ * @param {() => void} change
+ */
+function write(change) {
+  if (!batching && !holds && !writes.length) return change()
+  writes.push(change)
+  queueFlush()
+}
+
+function queueFlush() {
+  if (flushQueued || holds || !writes.length) return
+  flushQueued = true
+  // At the next frame, before it is drawn: the events of a burst (a run's text, then its
+  // call) are drawn together, and a call among them holds the drawing before it starts. A
+  // hidden page has no frames: there, within FLUSH_MS.
+  const flush = () => {
+    if (!flushQueued) return // the other of the two came first
+    flushQueued = false
+    if (holds) return // the release queues it again
+    flushWrites()
+    // This frame lays the changes out anyway: scrolling now, not at the next frame, spares
+    // a frame (which came during the next call's hops when a call followed the text).
+    scrollNow()
+  }
+  requestAnimationFrame(flush)
+  setTimeout(flush, FLUSH_MS)
+}
+
+/** Make every change waiting now, held or not (before focusing what they show). */
+export function flushWrites() {
+  flushQueued = false
+  for (const change of writes.splice(0)) change()
+}
+
+/**
+ * Run `fn` (one stream event's changes) with its changes to the page made at the next
+ * frame: the events that arrive between two frames (say a message, then a call) are drawn
+ * in one go, and a call among them is with the page's handler before any drawing starts.
+ * @param {() => void} fn
+ */
+export function batch(fn) {
+  batching++
+  try { fn() } finally { batching-- }
+}
+
+/**
+ * Make no change to the page until `release()` is called or `ms` have passed: while a call
+ * is with the page's handler and its answer on its way, a frame (style, layout, paint: 3-6 ms
+ * of this frame's main thread on a loaded 2-core machine, and its raster and compositing on
+ * other threads) would run between the call and its answer and hold the answer up (issue 9).
+ * The state of the conversation is not held, only its drawing. @param {number} ms
+ */
+export function hold(ms) {
+  holds++
+  let timer = setTimeout(() => release(), ms)
+  const release = () => {
+    if (!timer) return
+    clearTimeout(timer)
+    timer = 0
+    holds--
+    queueFlush()
+  }
+  return release
 }
 
 // ============================================================================
@@ -265,7 +365,7 @@ export function upsertMessage(id, role, text) {
     delete el.dataset.pending
     el.dataset.messageId = id
     // An adopted bubble keeps what was typed until the server's content replaces it.
-    m = { el, body: /** @type {HTMLElement} */ (el.lastElementChild), raw: '', role, shown: el.lastElementChild?.textContent || '' }
+    m = { el, body: /** @type {HTMLElement} */ (el.lastElementChild), raw: '', role, shown: typed.get(el) || '' }
     messages.set(id, m)
   }
   if (text !== undefined && text !== m.raw) setText(m, text)
@@ -282,7 +382,7 @@ export function appendDelta(id, delta) {
 export function endMessage(id) {
   const m = messages.get(id)
   if (m && !m.raw && m.shown) m.raw = m.shown
-  if (m && !m.raw.trim()) { m.el.remove(); messages.delete(id) }
+  if (m && !m.raw.trim()) { const { el } = m; write(() => el.remove()); messages.delete(id) }
   return { text: m?.raw || '', role: m?.role || '' }
 }
 
@@ -292,27 +392,35 @@ export const hasMessage = id => messages.has(id)
 /** Keep only the server's messages in `ids` (a snapshot's): one it lacks was discarded, or
  * its stream replays it from its start. @param {Set<string>} ids */
 export function keepMessages(ids) {
-  for (const [id, m] of messages) if (!ids.has(id)) { m.el.remove(); messages.delete(id) }
+  for (const [id, m] of messages) if (!ids.has(id)) removeMessage(id)
 }
 
 /** Remove message `id` (a message cut off by a server crash; its step streams it anew). */
 export function removeMessage(id) {
-  messages.get(id)?.el.remove()
+  const el = messages.get(id)?.el
+  if (el) write(() => el.remove())
   messages.delete(id)
 }
 
 function setText(m, text) {
   m.raw = text
+  if (m.queued) return // drawn once, with the text it has by then
+  m.queued = true
   keepPinned(() => {
-    m.el.hidden = !text.trim()
-    m.role === 'user' ? (m.body.textContent = text) : renderMarkdown(text, m.body)
+    m.queued = false
+    m.el.hidden = !m.raw.trim()
+    m.role === 'user' ? (m.body.textContent = m.raw) : renderMarkdown(m.raw, m.body)
   })
 }
+
+/** What a pending user message says (its drawing may wait: `write`). @type {WeakMap<HTMLElement, string>} */
+const typed = new WeakMap()
 
 function message(id, role, text) {
   const body = h('div', { 'data-part': 'message-text' })
   const el = h('div', { 'data-part': 'message', 'data-role': role, 'data-message-id': id || null },
     h('span', { class: 'sr-only', text: `${t(role === 'user' ? 'you' : 'assistant')}: ` }), body)
+  typed.set(el, text)
   setText({ el, body, raw: '', role }, text)
   append(el)
   return el

@@ -148,7 +148,6 @@ function place(v) {
     return void v.card.show()
   }
   if (v.state === STATE.FORM) return showAnswerForm(v, { note: c.formReason === 'surface_gone' ? t('answerSurfaceGone') : undefined })
-  emit('toolcall', publicCall(c))
   runInParent(v)
 }
 
@@ -176,16 +175,33 @@ function settle(v, st, outcome) {
 const running = v => v.state === STATE.RUNNING || v.state === STATE.RERUNNING
 
 /**
+ * How long the thread's drawing waits for a call the page's handler has (ms): until its answer
+ * has been sent and the server has replied, at most this long (then anything waiting is
+ * drawn, and the card shows: cards.js SHOW_WITHIN_MS). A person notices no shorter wait.
+ */
+const HOLD_MS = 100
+
+/**
  * The page's handler runs the call; its checked result is sent. The call goes to the page
- * before the card changes, and a card not yet shown stays off the page until the result is
- * on its way (cards.js SHOW_WITHIN_MS): the handler's answer does not wait for a frame.
+ * first, and nothing in the thread is drawn until its answer has been sent and answered (at
+ * most HOLD_MS): no frame runs between the call and its result to hold the answer up, nor
+ * beside the server while it takes the answer (issue 9). The page's `toolcall` event
+ * follows the call, behind it on the way to the page.
  */
 async function runInParent(v) {
   const c = v.call
   if (!hasHandler(c.toolCallName)) {
+    emit('toolcall', publicCall(c))
     move(v, CALL_EVENT.NO_HANDLER)
     return showAnswerForm(v, { note: t('answerNoHandler') })
   }
+  const release = ui.hold(HOLD_MS)
+  try { await handOver(v) } finally { release() }
+}
+
+/** Hand call view `v` to the page's handler and send its checked answer. */
+async function handOver(v) {
+  const c = v.call
   const reply = new Promise(resolve => {
     v.resolveParent = resolve
     toParent(MSG.CALL, {
@@ -193,6 +209,7 @@ async function runInParent(v) {
       inputSchema: c.inputSchema, outputSchema: c.outputSchema, deadline: c.deadline,
     })
   })
+  emit('toolcall', publicCall(c))
   v.card.setState('running', t(v.state === STATE.RERUNNING ? 'rerunning' : 'runningInPage'))
   v.card.setBody()
   const res = await reply
@@ -216,7 +233,7 @@ async function runInParent(v) {
     move(v, CALL_EVENT.INVALID)
     return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
   }
-  answer(v, { output: res.output })
+  return answer(v, { output: res.output })
 }
 
 /** Stop waiting for the page's handler; the page aborts its ctx.signal. */
@@ -331,7 +348,7 @@ async function showEdit(v) {
   })
   form.el.addEventListener('keydown', e => { if (e.key === 'Escape') { e.stopPropagation(); back() } })
   v.card.setBody(form.el)
-  ui.phone() || form.focus()
+  ui.phone() || (ui.flushWrites(), form.focus())
 }
 
 function showReject(v) {
@@ -340,6 +357,7 @@ function showReject(v) {
     onCancel: () => { if (move(v, CALL_EVENT.BACK)) { showConfirm(v); v.card.focus('reject') } },
   })
   v.card.setBody(panel.el)
+  ui.flushWrites()
   panel.focus()
 }
 
@@ -408,7 +426,7 @@ async function patiently(request) {
 function maybeFocus(focus) {
   const el = /** @type {HTMLTextAreaElement | null} */ (document.activeElement)
   const part = el?.dataset?.part
-  if (!el || el === document.body || part === 'messages' || (part === 'composer-input' && !el.value)) setTimeout(focus)
+  if (!el || el === document.body || part === 'messages' || (part === 'composer-input' && !el.value)) setTimeout(() => { ui.flushWrites(); focus() })
 }
 
 /** A starting answer: scalar fields the input shares with the output (create_task's title). */
