@@ -110,15 +110,16 @@ class Engine(Recovery):
         async with self.journal.unit() as unit:
             # Checked in the transaction that starts the run, the conversation locked: two
             # messages at once (two tabs, two processes) start one run, not two.
-            latest = await self.store.latest_run(cid, locking=True)
-            if latest is not None and latest.status in (RunStatus.RUNNING, RunStatus.WAITING):
+            await self.store.lock_conversation(cid)
+            busy = await self.leases.create_run_alone(run)
+            if busy is not None:
+                busy_id, status = busy
                 raise Conflict(
-                    f"run {latest.id} is still {latest.status.value}; wait for it to finish",
+                    f"run {busy_id} is still {status.value}; wait for it to finish",
                     code="run_in_progress",
-                    runId=latest.id,
+                    runId=busy_id,
                 )
             self._remember(run.id, agent)
-            await self.leases.create_run(run)
             await self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
             # One append (one statement on PostgreSQL), not four.
             await unit.emit_all(

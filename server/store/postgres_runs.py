@@ -47,10 +47,53 @@ LEFT JOIN claimed ON TRUE
 """
 
 
+RUN_INSERT = (
+    "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
+    " VALUES (%s, %s, %s, %s, %s, NULL, %s)"
+)
+# The run and its lease unless the conversation has a run in progress (then that run's id
+# and status, and nothing stored). A lease row already there for a new run's key (never: ids
+# are random) fails the transaction rather than being taken over.
+CREATE_RUN_ALONE = """
+WITH busy AS (
+    SELECT id, status FROM runs WHERE conversation_id = %s AND status IN ('running', 'waiting')
+    ORDER BY pos DESC LIMIT 1
+), run AS (
+    INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)
+    SELECT %s, %s, %s, %s, %s, NULL, %s WHERE NOT EXISTS (SELECT 1 FROM busy)
+    RETURNING id
+), lease AS (
+    INSERT INTO leases (key, owner, until) SELECT %s, %s, %s FROM run
+)
+SELECT busy.id AS busy, busy.status FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE
+"""
+
+
 class RunTables(Coordination):
     _definitions: Definitions
 
-    async def create_run(self, run: Run, *, lease: tuple[str, str, float] | None = None) -> None:
+    async def create_run(self, run: Run) -> None:
+        await self._run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
+
+    async def lock_conversation(self, conversation_id: str) -> None:
+        await self._one("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
+
+    async def create_run_alone(
+        self, run: Run, lease: tuple[str, str, float]
+    ) -> tuple[str, RunStatus] | None:
+        # After lock_conversation, in a statement of its own: a statement that waited for
+        # the lock reads the runs as they were when it began (READ COMMITTED re-checks only
+        # the locked row), so a run committed meanwhile would go unseen (measured: two
+        # messages at once both started a run). The check, the run and its lease are one
+        # statement (three, before issue 10's fifth round).
+        values = self._run_values(run, await self._stored_digest(run))
+        row = await self._one(CREATE_RUN_ALONE, (run.conversation_id, *values, *lease))
+        assert row is not None  # the statement always returns its one row
+        return (row["busy"], RunStatus(row["status"])) if row["busy"] else None
+
+    async def _stored_digest(self, run: Run) -> str:
+        """The digest naming the run's definition, which is written first if this process
+        has not seen it written."""
         digest = self._definitions.digest(run)
         if digest not in self._definitions.written:
             # Once per distinct definition and process, not per run (~5 KB of JSON each).
@@ -61,20 +104,11 @@ class RunTables(Coordination):
             )
             # Remembered only once committed: a rolled-back run's definition is not there.
             self._after_commit(lambda: self._definitions.written.add(digest))
-        insert = (
-            "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
-            " VALUES (%s, %s, %s, %s, %s, NULL, %s)"
-        )
-        values = (run.id, run.conversation_id, digest, run.status, run.step, run.simulate)
-        if lease is None:
-            await self._run(insert, values)
-            return
-        # One statement, not two. A plain INSERT: a row already there for a new run's key
-        # (never, ids are random) fails the transaction rather than being taken over.
-        await self._run(
-            f"WITH run AS ({insert}) INSERT INTO leases (key, owner, until) VALUES (%s, %s, %s)",
-            (*values, *lease),
-        )
+        return digest
+
+    @staticmethod
+    def _run_values(run: Run, digest: str) -> tuple[Any, ...]:
+        return (run.id, run.conversation_id, digest, run.status, run.step, run.simulate)
 
     async def _runs(self, found: list[Row]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names (read from the
@@ -96,15 +130,7 @@ class RunTables(Coordination):
             await self._one("SELECT * FROM runs WHERE id = %s", (run_id,))
         )
 
-    async def latest_run(self, conversation_id: str, *, locking: bool = False) -> Run | None:
-        if locking:
-            # Its own statement, before the read: a statement that waited for the lock
-            # reads the runs as they were when it began (READ COMMITTED re-checks only the
-            # locked row), so a run committed meanwhile would go unseen (measured: two
-            # messages at once both started a run).
-            await self._one(
-                "SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,)
-            )
+    async def latest_run(self, conversation_id: str) -> Run | None:
         row = await self._one(
             "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos DESC LIMIT 1",
             (conversation_id,),

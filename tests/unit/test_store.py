@@ -342,19 +342,34 @@ async def test_a_lease_belongs_to_one_owner_until_it_expires(store: Store) -> No
     assert await store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released: free again
 
 
-async def test_a_new_run_is_stored_with_its_lease_or_not_at_all(store: Store) -> None:
+async def test_a_run_starts_with_its_lease_only_when_none_is_in_progress(store: Store) -> None:
     await _conversation(store)
-    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING), lease=("run:r1", "a", 10.0))
-    assert (await store.get_run("r1")).status is RunStatus.RUNNING
+    await _conversation(store, "c2")
+
+    async def start(run_id: str, cid: str = "c1", key: str = "") -> Any:
+        async with store.transaction():
+            await store.lock_conversation(cid)
+            run = Run(run_id, cid, {"id": "planner"}, RunStatus.RUNNING)
+            return await store.create_run_alone(run, (key or f"run:{run_id}", "a", 10.0))
+
+    assert await start("r1") is None
+    assert (await store.get_run("r1")).agent == {"id": "planner"}
     assert not await store.take_lease("run:r1", "b", until=20.0, now=5.0)  # a's, live
     assert await store.expired_leases(11.0) == ["run:r1"]
+    # In progress (running, then waiting): refused, naming it, and nothing stored.
+    assert await start("r2") == ("r1", RunStatus.RUNNING)
+    await store.update_run("r1", status=RunStatus.WAITING)
+    assert await start("r2") == ("r1", RunStatus.WAITING)
+    assert await store.get_run("r2") is None and await store.expired_leases(11.0) == ["run:r1"]
+    assert await start("r9", "c2") is None  # another conversation's run is no obstacle
+    await store.update_run("r1", status=RunStatus.FINISHED)
+    assert await start("r2") is None
+    assert [r.id for r in await store.list_runs("c1")] == ["r1", "r2"]
     # A lease already there is not taken over: neither the run nor the lease is stored.
+    await store.update_run("r2", status=RunStatus.FAILED)
     with pytest.raises(Exception):  # noqa: B017 (each store's driver says it its own way)
-        async with store.transaction():
-            await store.create_run(
-                Run("r2", "c1", {}, RunStatus.RUNNING), lease=("run:r1", "b", 30.0)
-            )
-    assert await store.get_run("r2") is None
+        await start("r3", key="run:r1")
+    assert await store.get_run("r3") is None
     assert await store.keep_lease("run:r1", "a", until=40.0)  # still a's
 
 
