@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from server.agents import Agent
 from server.errors import Conflict, NotFound
 from server.journal import Journal
-from server.leases import Leases, run_key
+from server.leases import Leases
 from server.ledger import Ledger, new_id
 from server.models.base import (
     Model,
@@ -110,17 +110,16 @@ class Engine(Recovery):
         async with self.journal.unit() as unit:
             # Checked in the transaction that starts the run, the conversation locked: two
             # messages at once (two tabs, two processes) start one run, not two.
-            latest = await self.store.latest_run(cid, locking=True)
-            if latest is not None and latest.status in (RunStatus.RUNNING, RunStatus.WAITING):
+            await self.store.lock_conversation(cid)
+            busy = await self.leases.create_run_alone(run)
+            if busy is not None:
+                busy_id, status = busy
                 raise Conflict(
-                    f"run {latest.id} is still {latest.status.value}; wait for it to finish",
+                    f"run {busy_id} is still {status.value}; wait for it to finish",
                     code="run_in_progress",
-                    runId=latest.id,
+                    runId=busy_id,
                 )
             self._remember(run.id, agent)
-            await self.store.create_run(run)
-            taken = await self.leases.take(run_key(run.id))
-            assert taken, "a new run's lease is free"
             await self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
             # One append (one statement on PostgreSQL), not four.
             await unit.emit_all(

@@ -27,7 +27,7 @@ from typing import Any
 
 from server.errors import LeaseLost
 from server.store import Store
-from server.store.records import Run
+from server.store.records import Run, RunStatus
 
 log = logging.getLogger("hostcall.leases")
 
@@ -70,6 +70,11 @@ class Leases:
         """Take ``key`` if it is free, expired, or already ours."""
         now = self.clock()
         return await self.store.take_lease(key, self.owner, now + self.ttl, now)
+
+    async def create_run_alone(self, run: Run) -> tuple[str, RunStatus] | None:
+        """``Store.create_run_alone``, with the run's lease ours."""
+        until = self.clock() + self.ttl
+        return await self.store.create_run_alone(run, (run_key(run.id), self.owner, until))
 
     async def claim_ready_run(self, run_id: str) -> Run | None:
         """Take the run's lease and claim it, if it waits with no open call (``Store``)."""

@@ -45,7 +45,7 @@ from server.store.records import (
 TICKET_PRUNE_SECONDS = 30.0
 
 
-_OPEN = [s.value for s in OPEN_STATES]
+_OPEN = rows.states_sql(OPEN_STATES)
 
 
 class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
@@ -225,8 +225,8 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
 
     async def due_calls(self, now: float) -> list[Call]:
         found = await self._all(
-            "SELECT * FROM calls WHERE state = ANY(%s) AND deadline <= %s ORDER BY deadline",
-            (_OPEN, now),
+            f"SELECT * FROM calls WHERE state IN {_OPEN} AND deadline <= %s ORDER BY deadline",
+            (now,),
         )
         return [rows.call(r) for r in found]
 
@@ -239,7 +239,7 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
 
     async def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
         found = await self._all(
-            "SELECT * FROM calls WHERE state = ANY(%s) ORDER BY pos", ([s.value for s in states],)
+            f"SELECT * FROM calls WHERE state IN {rows.states_sql(states)} ORDER BY pos"
         )
         return [rows.call(r) for r in found]
 
@@ -259,10 +259,9 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
             condition = " AND surface_id IS NOT DISTINCT FROM %s AND assignment = %s"
             extra_args = list(assigned)
         row = await self._one(
-            f"UPDATE calls SET state = %s{assignments} WHERE id = %s AND state = ANY(%s)"
-            + condition
-            + " RETURNING *",
-            (to_state, *encoded.values(), call_id, [s.value for s in from_states], *extra_args),
+            f"UPDATE calls SET state = %s{assignments} WHERE id = %s"
+            f" AND state IN {rows.states_sql(from_states)}" + condition + " RETURNING *",
+            (to_state, *encoded.values(), call_id, *extra_args),
             sees_appends=False,
         )
         return rows.call(row) if row else None

@@ -14,11 +14,17 @@ from server.store.postgres_connections import PostgresConnections, _Transaction
 CHANNEL = "hostcall_events"
 
 
-def _append_sql(*, fenced: bool, notify: bool, single: bool) -> str:
-    """Appends %(types)s/%(datas)s (arrays, one item per event) as the conversation's next
-    seqs in one statement, and returns the first seq (no row: the fence failed).
-    ``single``: one event, as %(type)s/%(data)s (array parameters cost psycopg ~50 us more
-    to adapt, and most appends are of one event).
+# Up to this many events, an append's are scalar parameters in a VALUES list (one
+# statement text per count); past it, two arrays. psycopg adapts an array parameter in
+# Python, escaping each item with a regular expression: ~50 us for a few events' JSON,
+# ~4% of the server's CPU under the cluster bench (py-spy, issue 10).
+VALUES_MAX = 32
+
+
+def _append_sql(*, fenced: bool, notify: bool, count: int) -> str:
+    """Appends ``count`` events as the conversation's next seqs in one statement, and
+    returns the first seq (no row: the fence failed). The events are %(t0)s/%(d0)s,
+    %(t1)s/%(d1)s... (type, data), or, past ``VALUES_MAX``, the arrays %(types)s/%(datas)s.
 
     The UPDATE takes the conversation row's lock, held to commit: no other transaction can
     number an event of it in between, so seqs have no gap and commit in order.
@@ -35,11 +41,18 @@ def _append_sql(*, fenced: bool, notify: bool, single: bool) -> str:
         if fenced
         else ""
     )
-    if single:
-        count, first = "1", "last_seq"
-        rows = "SELECT %(cid)s, last_seq, %(type)s, %(data)s FROM next"
+    if count == 1:
+        increment, first = "1", "last_seq"
+        rows = "SELECT %(cid)s, last_seq, %(t0)s, %(d0)s FROM next"
+    elif count <= VALUES_MAX:
+        increment, first = f"{count}", f"last_seq - {count - 1}"
+        values = ", ".join(f"({i + 1}, %(t{i})s, %(d{i})s)" for i in range(count))
+        rows = (
+            f"SELECT %(cid)s, next.last_seq - {count} + e.n, e.type, e.data FROM next,"
+            f" (VALUES {values}) AS e(n, type, data)"
+        )
     else:
-        count, first = "%(n)s", "last_seq - %(n)s + 1"
+        increment, first = "%(n)s", "last_seq - %(n)s + 1"
         rows = (
             "SELECT %(cid)s, next.last_seq - %(n)s + e.n, e.type, e.data FROM next,"
             " unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS e(type, data, n)"
@@ -47,7 +60,7 @@ def _append_sql(*, fenced: bool, notify: bool, single: bool) -> str:
     note = f", pg_notify(%(channel)s, %(cid)s || ' ' || ({first}) || ' ' || %(origin)s)"
     return f"""
 WITH next AS (
-    UPDATE conversations SET last_seq = last_seq + {count} WHERE id = %(cid)s{fence}
+    UPDATE conversations SET last_seq = last_seq + {increment} WHERE id = %(cid)s{fence}
     RETURNING last_seq
 ), added AS (
     INSERT INTO events (conversation_id, seq, type, data) {rows}
@@ -56,13 +69,16 @@ SELECT {first} AS seq{note if notify else ""} FROM next
 """
 
 
-# By (fenced, notify, single).
-APPEND = {
-    (f, n, one): _append_sql(fenced=f, notify=n, single=one)
-    for f in (False, True)
-    for n in (False, True)
-    for one in (False, True)
-}
+# By (fenced, notify, count); built as they are first needed.
+_APPENDS: dict[tuple[bool, bool, int], str] = {}
+
+
+def append_sql(*, fenced: bool, notify: bool, count: int) -> str:
+    key = (fenced, notify, count if count <= VALUES_MAX else VALUES_MAX + 1)
+    found = _APPENDS.get(key)
+    if found is None:
+        found = _APPENDS[key] = _append_sql(fenced=fenced, notify=notify, count=count)
+    return found
 
 
 class EventLog(PostgresConnections):
@@ -98,7 +114,7 @@ class EventLog(PostgresConnections):
         else:
             # (_one sends the deferred appends first: this one numbers after them.)
             row = await self._one(
-                APPEND[fence is not None, previous is None, len(encoded) == 1],
+                append_sql(fenced=fence is not None, notify=previous is None, count=len(encoded)),
                 self._append_params(conversation_id, encoded, fence),
             )
             if row is None:
@@ -117,7 +133,7 @@ class EventLog(PostgresConnections):
         for conversation_id, encoded in deferred.items():
             # Not waited for: the seqs are known, and an error surfaces by COMMIT.
             await self._run(
-                APPEND[False, False, len(encoded) == 1],
+                append_sql(fenced=False, notify=False, count=len(encoded)),
                 self._append_params(conversation_id, encoded),
             )
 
@@ -128,8 +144,9 @@ class EventLog(PostgresConnections):
         fence: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"cid": conversation_id, "channel": CHANNEL, "origin": self.origin}
-        if len(encoded) == 1:
-            params["type"], params["data"] = encoded[0]
+        if len(encoded) <= VALUES_MAX:
+            for i, (name, data) in enumerate(encoded):
+                params[f"t{i}"], params[f"d{i}"] = name, data
         else:
             params["n"] = len(encoded)
             params["types"] = [name for name, _ in encoded]

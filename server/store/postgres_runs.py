@@ -12,14 +12,14 @@ from server.store.postgres_connections import Row
 from server.store.postgres_coordination import Coordination
 from server.store.records import OPEN_STATES, Run, RunStatus
 
-_OPEN = [s.value for s in OPEN_STATES]
+_OPEN = rows.states_sql(OPEN_STATES)
 # See sqlite.py's STALLED_RUNS for what "stalled" means.
-STALLED_RUNS = """
+STALLED_RUNS = f"""
 SELECT r.* FROM runs r
 WHERE r.status IN ('running', 'waiting')
   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
   AND (r.status = 'running' OR NOT EXISTS (
-      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%s)))
+      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state IN {_OPEN}))
 ORDER BY r.pos
 """
 
@@ -27,11 +27,11 @@ ORDER BY r.pos
 # claim_ready_run in one statement (one round trip where it took four): the lease is taken
 # only for a ready run, and the run claimed only with the lease. A concurrent claimer's
 # INSERT waits for this one to commit, then finds a live lease that is not its own.
-CLAIM_READY_RUN = """
+CLAIM_READY_RUN = f"""
 WITH ready AS (
     SELECT r.id FROM runs r
     WHERE r.id = %(run)s AND r.status = %(waiting)s AND NOT EXISTS (
-        SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state = ANY(%(open)s))
+        SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state IN {_OPEN})
 ), taken AS (
     INSERT INTO leases (key, owner, until) SELECT %(key)s, %(owner)s, %(until)s FROM ready
     ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until
@@ -47,10 +47,53 @@ LEFT JOIN claimed ON TRUE
 """
 
 
+RUN_INSERT = (
+    "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
+    " VALUES (%s, %s, %s, %s, %s, NULL, %s)"
+)
+# The run and its lease unless the conversation has a run in progress (then that run's id
+# and status, and nothing stored). A lease row already there for a new run's key (never: ids
+# are random) fails the transaction rather than being taken over.
+CREATE_RUN_ALONE = """
+WITH busy AS (
+    SELECT id, status FROM runs WHERE conversation_id = %s AND status IN ('running', 'waiting')
+    ORDER BY pos DESC LIMIT 1
+), run AS (
+    INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)
+    SELECT %s, %s, %s, %s, %s, NULL, %s WHERE NOT EXISTS (SELECT 1 FROM busy)
+    RETURNING id
+), lease AS (
+    INSERT INTO leases (key, owner, until) SELECT %s, %s, %s FROM run
+)
+SELECT busy.id AS busy, busy.status FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE
+"""
+
+
 class RunTables(Coordination):
     _definitions: Definitions
 
     async def create_run(self, run: Run) -> None:
+        await self._run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
+
+    async def lock_conversation(self, conversation_id: str) -> None:
+        await self._one("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
+
+    async def create_run_alone(
+        self, run: Run, lease: tuple[str, str, float]
+    ) -> tuple[str, RunStatus] | None:
+        # After lock_conversation, in a statement of its own: a statement that waited for
+        # the lock reads the runs as they were when it began (READ COMMITTED re-checks only
+        # the locked row), so a run committed meanwhile would go unseen (measured: two
+        # messages at once both started a run). The check, the run and its lease are one
+        # statement (three, before issue 10's fifth round).
+        values = self._run_values(run, await self._stored_digest(run))
+        row = await self._one(CREATE_RUN_ALONE, (run.conversation_id, *values, *lease))
+        assert row is not None  # the statement always returns its one row
+        return (row["busy"], RunStatus(row["status"])) if row["busy"] else None
+
+    async def _stored_digest(self, run: Run) -> str:
+        """The digest naming the run's definition, which is written first if this process
+        has not seen it written."""
         digest = self._definitions.digest(run)
         if digest not in self._definitions.written:
             # Once per distinct definition and process, not per run (~5 KB of JSON each).
@@ -61,11 +104,11 @@ class RunTables(Coordination):
             )
             # Remembered only once committed: a rolled-back run's definition is not there.
             self._after_commit(lambda: self._definitions.written.add(digest))
-        await self._run(
-            "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
-            " VALUES (%s, %s, %s, %s, %s, NULL, %s)",
-            (run.id, run.conversation_id, digest, run.status, run.step, run.simulate),
-        )
+        return digest
+
+    @staticmethod
+    def _run_values(run: Run, digest: str) -> tuple[Any, ...]:
+        return (run.id, run.conversation_id, digest, run.status, run.step, run.simulate)
 
     async def _runs(self, found: list[Row]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names (read from the
@@ -87,15 +130,7 @@ class RunTables(Coordination):
             await self._one("SELECT * FROM runs WHERE id = %s", (run_id,))
         )
 
-    async def latest_run(self, conversation_id: str, *, locking: bool = False) -> Run | None:
-        if locking:
-            # Its own statement, before the read: a statement that waited for the lock
-            # reads the runs as they were when it began (READ COMMITTED re-checks only the
-            # locked row), so a run committed meanwhile would go unseen (measured: two
-            # messages at once both started a run).
-            await self._one(
-                "SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,)
-            )
+    async def latest_run(self, conversation_id: str) -> Run | None:
         row = await self._one(
             "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos DESC LIMIT 1",
             (conversation_id,),
@@ -164,7 +199,6 @@ class RunTables(Coordination):
                 "owner": owner,
                 "until": until,
                 "now": now,
-                "open": _OPEN,
                 "waiting": RunStatus.WAITING.value,
                 "running": RunStatus.RUNNING.value,
             },
@@ -179,4 +213,4 @@ class RunTables(Coordination):
         return None
 
     async def stalled_runs(self) -> list[Run]:
-        return await self._runs(await self._all(STALLED_RUNS, (_OPEN,)))
+        return await self._runs(await self._all(STALLED_RUNS))

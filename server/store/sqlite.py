@@ -274,6 +274,23 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
             (run.id, run.conversation_id, digest, run.status, run.step, None, int(run.simulate)),
         )
 
+    async def lock_conversation(self, conversation_id: str) -> None:
+        pass  # a transaction holds the whole file
+
+    async def create_run_alone(
+        self, run: Run, lease: tuple[str, str, float]
+    ) -> tuple[str, RunStatus] | None:
+        busy = self._db.execute(
+            "SELECT id, status FROM runs WHERE conversation_id = ?"
+            " AND status IN ('running', 'waiting') ORDER BY pos DESC LIMIT 1",
+            (run.conversation_id,),
+        ).fetchone()
+        if busy is not None:
+            return busy[0], RunStatus(busy[1])
+        await self.create_run(run)
+        self._db.execute("INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)", lease)
+        return None
+
     def _runs(self, found: Iterable[Any]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names."""
         found = list(found)
@@ -294,8 +311,7 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, Coordination):
     async def get_run(self, run_id: str) -> Run | None:
         return self._run_or_none(self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)))
 
-    async def latest_run(self, conversation_id: str, *, locking: bool = False) -> Run | None:
-        # ``locking`` needs nothing more here: a transaction holds the whole file.
+    async def latest_run(self, conversation_id: str) -> Run | None:
         return self._run_or_none(
             self._db.execute(
                 "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1",

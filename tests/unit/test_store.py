@@ -152,6 +152,24 @@ async def test_several_events_append_at_once_in_order_and_fenced_alike(store: St
     assert await store.last_seq("c1") == 9
 
 
+@pytest.mark.parametrize("count", [3, 32, 33, 70])
+async def test_an_append_of_many_events_numbers_them_all_in_order(store: Store, count: int) -> None:
+    # PostgreSQL writes up to 32 events as a VALUES list, more as two arrays.
+    await _conversation(store)
+    await store.append_event("c1", TextMessageContent("m", "first"))
+    batch = [TextMessageContent("m", f'"{i}",\\{{}}é') for i in range(count)]
+    appended = await store.append_events("c1", batch)
+    assert [e.seq for e in appended] == list(range(2, count + 2))
+    async with store.transaction():
+        await store.append_event("c1", TextMessageContent("m", "x"))
+        held = await store.append_events("c1", batch)  # held, then sent at COMMIT
+    assert [e.seq for e in held] == list(range(count + 3, 2 * count + 3))
+    stored = await store.events_after("c1", 0, limit=1000)
+    deltas = [e.data["delta"] for e in stored]
+    assert deltas == ["first", *(b.delta for b in batch), "x", *(b.delta for b in batch)]
+    assert [e.seq for e in stored] == list(range(1, 2 * count + 3))
+
+
 async def test_a_transaction_reads_back_every_event_it_appended(store: Store) -> None:
     # PostgreSQL holds a transaction's later appends back, to send them in one statement:
     # whatever the transaction reads must still see them, in order.
@@ -322,6 +340,37 @@ async def test_a_lease_belongs_to_one_owner_until_it_expires(store: Store) -> No
     assert await store.expired_leases(45.0) == []
     assert await store.release_lease("run:r1", "b")
     assert await store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released: free again
+
+
+async def test_a_run_starts_with_its_lease_only_when_none_is_in_progress(store: Store) -> None:
+    await _conversation(store)
+    await _conversation(store, "c2")
+
+    async def start(run_id: str, cid: str = "c1", key: str = "") -> Any:
+        async with store.transaction():
+            await store.lock_conversation(cid)
+            run = Run(run_id, cid, {"id": "planner"}, RunStatus.RUNNING)
+            return await store.create_run_alone(run, (key or f"run:{run_id}", "a", 10.0))
+
+    assert await start("r1") is None
+    assert (await store.get_run("r1")).agent == {"id": "planner"}
+    assert not await store.take_lease("run:r1", "b", until=20.0, now=5.0)  # a's, live
+    assert await store.expired_leases(11.0) == ["run:r1"]
+    # In progress (running, then waiting): refused, naming it, and nothing stored.
+    assert await start("r2") == ("r1", RunStatus.RUNNING)
+    await store.update_run("r1", status=RunStatus.WAITING)
+    assert await start("r2") == ("r1", RunStatus.WAITING)
+    assert await store.get_run("r2") is None and await store.expired_leases(11.0) == ["run:r1"]
+    assert await start("r9", "c2") is None  # another conversation's run is no obstacle
+    await store.update_run("r1", status=RunStatus.FINISHED)
+    assert await start("r2") is None
+    assert [r.id for r in await store.list_runs("c1")] == ["r1", "r2"]
+    # A lease already there is not taken over: neither the run nor the lease is stored.
+    await store.update_run("r2", status=RunStatus.FAILED)
+    with pytest.raises(Exception):  # noqa: B017 (each store's driver says it its own way)
+        await start("r3", key="run:r1")
+    assert await store.get_run("r3") is None
+    assert await store.keep_lease("run:r1", "a", until=40.0)  # still a's
 
 
 async def test_a_step_ends_its_run_only_while_it_holds_the_lease(store: Store) -> None:
