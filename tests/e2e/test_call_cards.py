@@ -1,7 +1,9 @@
 """A call's card is built off the page and shown once the page's answer is on its way, or
 after at most 100 ms (widget/cards.js SHOW_WITHIN_MS; issue 9: the frame that painted it
 held up the handler's answer). Shown late, it still sits where the call came in the
-conversation, and a handler that takes its time has its card shown while it runs.
+conversation, and a handler that takes its time has its card shown while it runs, with the
+text before it: the thread's drawing waits for a call with the page's handler only until
+its answer is sent, at most 100 ms (widget/toolcalls.js HOLD_MS).
 """
 
 from __future__ import annotations
@@ -55,6 +57,13 @@ def test_a_card_shown_after_the_answer_keeps_its_place_and_a_slow_handler_shows_
     )
     expect(held).to_be_visible()
     assert cards.first.evaluate(BEFORE, held.element_handle())
+    # The text before the call is drawn too, and the working indicator: the thread's drawing
+    # waits for a call with the page's handler only until its answer is sent, at most 100 ms
+    # (widget/toolcalls.js HOLD_MS), never for the handler itself.
+    expect(lead).to_have_count(2)
+    expect(lead.nth(1)).to_be_visible()
+    assert lead.nth(1).evaluate(BEFORE, held.element_handle())
+    expect(widget.locator("[data-part=working]")).to_be_visible()
     shot(page, "cards-10-slow-handler-running")
     page.evaluate("answerBoard()")
     expect(held).to_have_attribute("data-state", "done", timeout=SLOW)
