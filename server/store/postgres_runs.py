@@ -13,7 +13,7 @@ from server.store.postgres_coordination import Coordination
 from server.store.records import OPEN_STATES, Run, RunStatus
 
 _OPEN = rows.states_sql(OPEN_STATES)
-# See sqlite.py's STALLED_RUNS for what "stalled" means.
+# See sqlite_runs.py's STALLED_RUNS for what "stalled" means.
 STALLED_RUNS = f"""
 SELECT r.* FROM runs r
 WHERE r.status IN ('running', 'waiting')
