@@ -382,7 +382,7 @@ export function appendDelta(id, delta) {
 export function endMessage(id) {
   const m = messages.get(id)
   if (m && !m.raw && m.shown) m.raw = m.shown
-  if (m && !m.raw.trim()) { const { el } = m; write(() => el.remove()); messages.delete(id) }
+  if (m && !m.raw.trim()) removeMessage(id)
   return { text: m?.raw || '', role: m?.role || '' }
 }
 
