@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 
+from server.store import postgres_messages as messages
 from server.store import rows
 from server.store.definitions import Definitions
 from server.store.migrations import pending
@@ -159,21 +160,13 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
     # ---- messages ------------------------------------------------------------------------
 
     async def add_message(self, message: StoredMessage) -> None:
-        await self._run(
-            "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
-            " tool_call_id, tool_name, interrupted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                message.id,
-                message.conversation_id,
-                message.run_id,
-                message.role,
-                message.text,
-                rows.dump(list(message.tool_calls)),
-                message.tool_call_id,
-                message.tool_name,
-                message.interrupted,
-            ),
-        )
+        current = self._current()
+        if current is not None:
+            # Held: it goes out with the transaction's next append of its conversation, or
+            # before its next read of messages or COMMIT (server/store/postgres_messages.py).
+            current.messages.append(messages.values(message))
+            return
+        await self._run(messages.INSERT_ONE, messages.values(message))
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
         found = await self._all(

@@ -67,6 +67,8 @@ class _Transaction:
     appended: dict[str, int] = field(default_factory=dict)
     # Appends not sent yet, per conversation: (type, data) each (see append_events).
     deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # Messages not sent yet, in order: each its column values (server/store/postgres_messages.py).
+    messages: list[tuple[Any, ...]] = field(default_factory=list)
     # Run once COMMIT has succeeded (what the store may remember only once it is so).
     committed: list[Callable[[], None]] = field(default_factory=list)
 
@@ -176,12 +178,13 @@ class PostgresConnections:
 
     async def _in(self, current: _Transaction, *, reads: bool) -> psycopg.AsyncConnection[Row]:
         """The transaction's connection. ``reads``: the caller reads the statement's answer,
-        which must see every event appended before it in the transaction (the deferred
-        ones are sent first). A statement that reads neither ``events`` nor
-        ``conversations`` (the only tables an append writes) passes ``sees_appends=False``
-        to ``_one``, ``_all`` or ``_count``: the deferred appends wait for a later statement
-        or COMMIT, and go in together (one statement, not one per read in between)."""
-        if reads and current.deferred:
+        which must see every event appended and message added before it in the
+        transaction (the deferred ones are sent first). A statement that reads none of
+        ``events``, ``conversations`` and ``messages`` (the only tables a held write
+        touches) passes ``sees_appends=False`` to ``_one``, ``_all`` or ``_count``: the
+        held writes wait for a later statement or COMMIT, and go in together (one
+        statement, not one per read in between)."""
+        if reads and (current.deferred or current.messages):
             await self._send_deferred(current)
         return current.connection or await self._begin(current)
 
@@ -195,7 +198,8 @@ class PostgresConnections:
             current.committed.append(then)
 
     async def _send_deferred(self, current: _Transaction) -> None:
-        """Send the transaction's deferred appends (``EventLog`` knows how)."""
+        """Send the transaction's deferred appends and held messages (``EventLog`` knows
+        how)."""
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:

@@ -9,6 +9,7 @@ from typing import Any
 from server.errors import LeaseLost
 from server.protocol.events import ProtocolEvent, encode
 from server.protocol.frames import Event, stored_event
+from server.store import postgres_messages as messages
 from server.store.postgres_connections import PostgresConnections, _Transaction
 
 CHANNEL = "hostcall_events"
@@ -19,9 +20,12 @@ CHANNEL = "hostcall_events"
 # Python, escaping each item with a regular expression: ~50 us for a few events' JSON,
 # ~4% of the server's CPU under the cluster bench (py-spy, issue 10).
 VALUES_MAX = 32
+# Up to this many held messages go out inside an append (more, which no step writes, in
+# an INSERT of their own before it).
+CARRIED_MAX = 4
 
 
-def _append_sql(*, fenced: bool, notify: bool, count: int) -> str:
+def _append_sql(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> str:
     """Appends ``count`` events as the conversation's next seqs in one statement, and
     returns the first seq (no row: the fence failed). The events are %(t0)s/%(d0)s,
     %(t1)s/%(d1)s... (type, data), or, past ``VALUES_MAX``, the arrays %(types)s/%(datas)s.
@@ -35,6 +39,9 @@ def _append_sql(*, fenced: bool, notify: bool, count: int) -> str:
     ``notify``: NOTIFY ``"<conversation> <first seq> <origin>"`` at commit. One per
     transaction and conversation is enough: a listener reads every event after the seq it
     is told (server/relay.py), and a transaction's events commit together.
+    ``carried``: the statement also writes that many held messages of the conversation
+    (%(m<i>_<j>)s, server/store/postgres_messages.py), only if ``next`` does: a lost
+    fence writes no message either.
     """
     fence = (
         " AND EXISTS (SELECT 1 FROM leases WHERE key = %(key)s AND owner = %(owner)s FOR SHARE)"
@@ -58,27 +65,42 @@ def _append_sql(*, fenced: bool, notify: bool, count: int) -> str:
             " unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS e(type, data, n)"
         )
     note = f", pg_notify(%(channel)s, %(cid)s || ' ' || ({first}) || ' ' || %(origin)s)"
+    kept = f", kept AS ({messages.insert_sql(carried, after='next')})" if carried else ""
     return f"""
 WITH next AS (
     UPDATE conversations SET last_seq = last_seq + {increment} WHERE id = %(cid)s{fence}
     RETURNING last_seq
 ), added AS (
     INSERT INTO events (conversation_id, seq, type, data) {rows}
-)
+){kept}
 SELECT {first} AS seq{note if notify else ""} FROM next
 """
 
 
-# By (fenced, notify, count); built as they are first needed.
-_APPENDS: dict[tuple[bool, bool, int], str] = {}
+# By (fenced, notify, count, carried); built as they are first needed.
+_APPENDS: dict[tuple[bool, bool, int, int], str] = {}
 
 
-def append_sql(*, fenced: bool, notify: bool, count: int) -> str:
-    key = (fenced, notify, count if count <= VALUES_MAX else VALUES_MAX + 1)
+def append_sql(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> str:
+    key = (fenced, notify, count if count <= VALUES_MAX else VALUES_MAX + 1, carried)
     found = _APPENDS.get(key)
     if found is None:
-        found = _APPENDS[key] = _append_sql(fenced=fenced, notify=notify, count=count)
+        found = _APPENDS[key] = _append_sql(
+            fenced=fenced, notify=notify, count=count, carried=carried
+        )
     return found
+
+
+def _carried(current: _Transaction | None, conversation_id: str) -> list[messages.Values]:
+    """The transaction's held messages of the conversation, taken to go out with its
+    append (none past ``CARRIED_MAX``: those go in an INSERT of their own)."""
+    if current is None or not current.messages:
+        return []
+    carried = [m for m in current.messages if m[1] == conversation_id]
+    if not carried or len(carried) > CARRIED_MAX:
+        return []
+    current.messages = [m for m in current.messages if m[1] != conversation_id]
+    return carried
 
 
 class EventLog(PostgresConnections):
@@ -113,9 +135,15 @@ class EventLog(PostgresConnections):
             first = previous + 1
         else:
             # (_one sends the deferred appends first: this one numbers after them.)
+            carried = _carried(current, conversation_id)
             row = await self._one(
-                append_sql(fenced=fence is not None, notify=previous is None, count=len(encoded)),
-                self._append_params(conversation_id, encoded, fence),
+                append_sql(
+                    fenced=fence is not None,
+                    notify=previous is None,
+                    count=len(encoded),
+                    carried=len(carried),
+                ),
+                self._append_params(conversation_id, encoded, fence, carried),
             )
             if row is None:
                 if fence is not None:
@@ -129,21 +157,28 @@ class EventLog(PostgresConnections):
         ]
 
     async def _send_deferred(self, current: _Transaction) -> None:
+        # Not waited for: the seqs are known, and an error surfaces by COMMIT.
         deferred, current.deferred = current.deferred, {}
         for conversation_id, encoded in deferred.items():
-            # Not waited for: the seqs are known, and an error surfaces by COMMIT.
+            carried = _carried(current, conversation_id)
             await self._run(
-                append_sql(fenced=False, notify=False, count=len(encoded)),
-                self._append_params(conversation_id, encoded),
+                append_sql(fenced=False, notify=False, count=len(encoded), carried=len(carried)),
+                self._append_params(conversation_id, encoded, None, carried),
             )
+        held, current.messages = current.messages, []
+        if held:
+            await self._run(messages.insert_sql(len(held)), messages.params(held))
 
     def _append_params(
         self,
         conversation_id: str,
         encoded: list[tuple[str, str]],
         fence: tuple[str, str] | None = None,
+        carried: list[messages.Values] | None = None,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"cid": conversation_id, "channel": CHANNEL, "origin": self.origin}
+        if carried:
+            params.update(messages.params(carried))
         if len(encoded) <= VALUES_MAX:
             for i, (name, data) in enumerate(encoded):
                 params[f"t{i}"], params[f"d{i}"] = name, data

@@ -76,7 +76,9 @@ class RunTables(Coordination):
         await self._run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
 
     async def lock_conversation(self, conversation_id: str) -> None:
-        await self._one("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
+        # Not waited for: the transaction's statements run in order, so the next one (the
+        # check in create_run_alone) starts, and takes its snapshot, once the lock is held.
+        await self._run("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
 
     async def create_run_alone(
         self, run: Run, lease: tuple[str, str, float]

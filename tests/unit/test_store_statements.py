@@ -1,0 +1,92 @@
+"""What the PostgreSQL store sends: the statements a transaction costs (issue 10: the
+cluster's throughput is bounded by statements per conversation), and the guarantees of
+the statements that carry several writes. The behaviour both stores share is in
+test_store.py; these count and inspect PostgreSQL's own statements."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from server.errors import LeaseLost
+from server.protocol.events import TextMessageContent
+from server.store.postgres import PostgresStore
+from server.store.postgres_events import append_sql
+from server.store.records import Conversation, StoredMessage
+from tests.unit.databases import fresh_schema
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[PostgresStore]:
+    with fresh_schema() as url:
+        opened = PostgresStore(url)
+        await opened.create_conversation(Conversation("c1", "planner", 1.0, "fr"))
+        yield opened
+        await opened.close()
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement any connection sends from here on, first word and all."""
+    statements: list[str] = []
+    execute = psycopg.AsyncConnection.execute
+
+    async def counted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        statements.append(" ".join(str(query).split()))
+        return await execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "execute", counted)
+    return statements
+
+
+def _message(message_id: str, text: str) -> StoredMessage:
+    return StoredMessage(message_id, "c1", "r1", "assistant", text)
+
+
+async def test_a_transaction_s_messages_go_out_inside_its_appends(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    async with store.transaction():
+        await store.add_message(_message("m1", "one"))
+        await store.append_event("c1", TextMessageContent("m1", "a"))  # sent, with m1
+        await store.add_message(_message("m2", "two"))
+        await store.append_event("c1", TextMessageContent("m2", "b"))  # held, with m2
+    # BEGIN, two appends each carrying its message, COMMIT: no INSERT INTO messages alone.
+    assert [s.split()[0] for s in sent] == ["BEGIN", "WITH", "WITH", "COMMIT"]
+    assert all("INSERT INTO messages" in s for s in sent[1:3])
+    assert [m.text for m in await store.list_messages("c1")] == ["one", "two"]
+
+
+async def test_held_messages_with_no_append_after_them_go_out_in_one_insert(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    async with store.transaction():
+        for i in range(3):
+            await store.add_message(_message(f"m{i}", f"{i}"))
+    assert [s.split()[0] for s in sent] == ["BEGIN", "INSERT", "COMMIT"]
+    assert [m.text for m in await store.list_messages("c1")] == ["0", "1", "2"]
+
+
+async def test_an_append_carrying_messages_writes_none_when_its_fence_fails_even_alone(
+    store: PostgresStore,
+) -> None:
+    # Inside a transaction LeaseLost rolls everything back; the statement itself must not
+    # depend on that: run on its own (autocommit), a failed fence writes nothing at all.
+    await store.take_lease("run:r1", "b", until=30.0, now=20.0)
+    params = store._append_params(
+        "c1",
+        [("TEXT_MESSAGE_CONTENT", '{"delta":"late"}')],
+        ("run:r1", "a"),
+        [("m1", "c1", "r1", "assistant", "late", "[]", None, None, False)],
+    )
+    row = await store._one(append_sql(fenced=True, notify=True, count=1, carried=1), params)
+    assert row is None
+    assert await store.list_messages("c1") == [] and await store.last_seq("c1") == 0
+    with pytest.raises(LeaseLost):  # and through the store's interface
+        async with store.transaction():
+            await store.add_message(_message("m1", "late"))
+            await store.append_event("c1", TextMessageContent("m1", "x"), fence=("run:r1", "a"))
+    assert await store.list_messages("c1") == []
