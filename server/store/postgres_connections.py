@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -31,6 +32,7 @@ Params = Sequence[Any] | dict[str, Any] | None
 # plenty (a statement holds one for a round trip; a transaction for a few).
 POOL_MIN = 2
 POOL_MAX = 10
+_PLACEHOLDER = re.compile(r"%s")
 
 
 def redacted(url: str) -> str:
@@ -55,6 +57,20 @@ def connect(url: str, **options: Any) -> psycopg.Connection[Row]:
         ) from None
 
 
+@dataclass(frozen=True)
+class HeldWrite:
+    """A write a transaction holds back (see ``PostgresConnections._hold``): CTEs
+    (``name AS (...)``, names and parameters unique in the transaction), sent with the
+    transaction's next statement or at COMMIT. ``check``: a CTE that must yield a row, or
+    the transaction has lost ``lease`` (LeaseLost, and it rolls back)."""
+
+    ctes: str
+    params: dict[str, Any]
+    table: str
+    check: str | None = None
+    lease: tuple[str, str] | None = None
+
+
 @dataclass
 class _Transaction:
     # None until the transaction's first statement: a transaction that sends nothing (a
@@ -69,6 +85,13 @@ class _Transaction:
     deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     # Messages not sent yet, in order: each its column values (server/store/postgres_messages.py).
     messages: list[tuple[Any, ...]] = field(default_factory=list)
+    # Other writes not sent yet, in order (see _hold).
+    writes: list[HeldWrite] = field(default_factory=list)
+    # The leases (key, owner) a fenced append of this transaction found held: it keeps the
+    # lease row FOR SHARE to COMMIT, so no other process can take the lease meanwhile.
+    fenced: set[tuple[str, str]] = field(default_factory=set)
+    # Numbers the held writes' CTEs and parameters.
+    serial: int = 0
     # Run once COMMIT has succeeded (what the store may remember only once it is so).
     committed: list[Callable[[], None]] = field(default_factory=list)
 
@@ -184,9 +207,36 @@ class PostgresConnections:
         touches) passes ``sees_appends=False`` to ``_one``, ``_all`` or ``_count``: the
         held writes wait for a later statement or COMMIT, and go in together (one
         statement, not one per read in between)."""
-        if reads and (current.deferred or current.messages):
-            await self._send_deferred(current)
+        if current.writes or (reads and (current.deferred or current.messages)):
+            await self._send_deferred(current, everything=reads)
         return current.connection or await self._begin(current)
+
+    async def _hold(
+        self,
+        current: _Transaction,
+        table: str,
+        ctes: str,
+        values: Sequence[Any],
+        *,
+        check: str | None = None,
+        lease: tuple[str, str] | None = None,
+    ) -> None:
+        """Hold a write whose answer nobody reads: it goes out inside the transaction's next
+        statement (any statement: held writes keep their order with the others), or its
+        flush of appends at COMMIT, as CTEs of that one statement. ``ctes`` names its CTEs
+        ``{p}<name>`` and takes ``values`` as %s, in order: both are made unique here.
+        ``table``: what it writes. One statement's CTEs run in no set order, so a second
+        write of one table sends the first before it is held (two rows inserted by two CTEs
+        could take their ``pos`` in either order)."""
+        if any(w.table == table for w in current.writes):
+            await self._send_deferred(current, everything=False)
+        current.serial += 1
+        prefix = f"h{current.serial}_"
+        names = iter(range(len(values)))
+        sql = _PLACEHOLDER.sub(lambda _: f"%({prefix}{next(names)})s", ctes.replace("{p}", prefix))
+        params = {f"{prefix}{i}": value for i, value in enumerate(values)}
+        check_name = f"{prefix}{check}" if check else None
+        current.writes.append(HeldWrite(sql, params, table, check_name, lease))
 
     def _after_commit(self, then: Callable[[], None]) -> None:
         """Call ``then`` once what the task sent so far is committed: at its transaction's
@@ -197,9 +247,9 @@ class PostgresConnections:
         else:
             current.committed.append(then)
 
-    async def _send_deferred(self, current: _Transaction) -> None:
-        """Send the transaction's deferred appends and held messages (``EventLog`` knows
-        how)."""
+    async def _send_deferred(self, current: _Transaction, *, everything: bool = True) -> None:
+        """Send the transaction's held writes, and with ``everything`` its deferred appends
+        and held messages too (``EventLog`` knows how)."""
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:

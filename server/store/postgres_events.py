@@ -26,6 +26,11 @@ CARRIED_MAX = 4
 
 
 def _append_sql(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> str:
+    ctes, select = append_parts(fenced=fenced, notify=notify, count=count, carried=carried)
+    return f"WITH {ctes}\nSELECT {select} FROM next"
+
+
+def append_parts(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> tuple[str, str]:
     """Appends ``count`` events as the conversation's next seqs in one statement, and
     returns the first seq (no row: the fence failed). The events are %(t0)s/%(d0)s,
     %(t1)s/%(d1)s... (type, data), or, past ``VALUES_MAX``, the arrays %(types)s/%(datas)s.
@@ -42,6 +47,8 @@ def _append_sql(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> 
     ``carried``: the statement also writes that many held messages of the conversation
     (%(m<i>_<j>)s, server/store/postgres_messages.py), only if ``next`` does: a lost
     fence writes no message either.
+    Returned in two parts, its CTEs and what it SELECTs FROM next, for a statement that
+    carries held writes too (``EventLog._send_deferred``).
     """
     fence = (
         " AND EXISTS (SELECT 1 FROM leases WHERE key = %(key)s AND owner = %(owner)s FOR SHARE)"
@@ -66,15 +73,13 @@ def _append_sql(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> 
         )
     note = f", pg_notify(%(channel)s, %(cid)s || ' ' || ({first}) || ' ' || %(origin)s)"
     kept = f", kept AS ({messages.insert_sql(carried, after='next')})" if carried else ""
-    return f"""
-WITH next AS (
+    ctes = f"""next AS (
     UPDATE conversations SET last_seq = last_seq + {increment} WHERE id = %(cid)s{fence}
     RETURNING last_seq
 ), added AS (
     INSERT INTO events (conversation_id, seq, type, data) {rows}
-){kept}
-SELECT {first} AS seq{note if notify else ""} FROM next
-"""
+){kept}"""
+    return ctes, f"{first} AS seq{note if notify else ''}"
 
 
 # By (fenced, notify, count, carried); built as they are first needed.
@@ -150,24 +155,62 @@ class EventLog(PostgresConnections):
                     raise LeaseLost(*fence)
                 raise AssertionError(f"no conversation {conversation_id}")
             first = int(row["seq"])
+            if fence is not None and current is not None:
+                current.fenced.add(fence)
         if current is not None:
             current.appended[conversation_id] = first + len(encoded) - 1
         return [
             Event(conversation_id, first + i, name, data) for i, (name, data) in enumerate(encoded)
         ]
 
-    async def _send_deferred(self, current: _Transaction) -> None:
-        # Not waited for: the seqs are known, and an error surfaces by COMMIT.
-        deferred, current.deferred = current.deferred, {}
-        for conversation_id, encoded in deferred.items():
-            carried = _carried(current, conversation_id)
-            await self._run(
-                append_sql(fenced=False, notify=False, count=len(encoded), carried=len(carried)),
-                self._append_params(conversation_id, encoded, None, carried),
-            )
-        held, current.messages = current.messages, []
+    async def _send_deferred(self, current: _Transaction, *, everything: bool = True) -> None:
+        """Send what the transaction holds, in one statement where it can: the held writes
+        (``_hold``), and with ``everything`` its deferred appends of one conversation and
+        its held messages (another conversation's appends, which no step makes, in
+        statements of their own). Not waited for unless a held write must be checked: the
+        seqs are known, and an error surfaces by COMMIT."""
+        writes, current.writes = current.writes, []
+        deferred: list[tuple[str, list[tuple[str, str]]]] = []
+        held: list[messages.Values] = []
+        if everything:
+            deferred, current.deferred = list(current.deferred.items()), {}
+            held, current.messages = current.messages, []
+        ctes: list[str] = []
+        params: dict[str, Any] = {}
+        select = ""
+        for index, (conversation_id, encoded) in enumerate(deferred):
+            parts = append_parts(fenced=False, notify=False, count=len(encoded))
+            values = self._append_params(conversation_id, encoded)
+            if index == 0:
+                ctes.append(parts[0])
+                params.update(values)
+                select = parts[1]
+            else:
+                await self._run(f"WITH {parts[0]}\nSELECT {parts[1]} FROM next", values)
+        # Unfenced appends need not gate them: every held message in one INSERT, in order.
         if held:
-            await self._run(messages.insert_sql(len(held)), messages.params(held))
+            ctes.append(f"rest AS ({messages.insert_sql(len(held), prefix='r')})")
+            params.update(messages.params(held, prefix="r"))
+        checks = [w for w in writes if w.check]
+        for write in writes:
+            ctes.append(write.ctes)
+            params.update(write.params)
+        if not ctes:
+            return
+        checked = ", ".join(f"EXISTS (SELECT 1 FROM {w.check}) AS {w.check}" for w in checks)
+        if select:
+            selected = ", ".join(filter(None, [select, checked]))
+            sql = f"WITH {', '.join(ctes)}\nSELECT {selected} FROM next"
+        else:
+            sql = f"WITH {', '.join(ctes)}\nSELECT {checked or '1'}"
+        if not checks:
+            await self._run(sql, params)
+            return
+        row = await self._one(sql, params)
+        for write in checks:
+            if row is None or not row[write.check]:
+                assert write.lease is not None
+                raise LeaseLost(*write.lease)
 
     def _append_params(
         self,

@@ -44,25 +44,27 @@ def values(message: StoredMessage) -> Values:
     )
 
 
-def _rows(count: int) -> str:
+def _rows(count: int, prefix: str) -> str:
     return ", ".join(
-        "(" + ", ".join([f"{i + 1}"] + [f"%(m{i}_{j})s::{t}" for j, t in enumerate(_TYPES)]) + ")"
+        "("
+        + ", ".join([f"{i + 1}"] + [f"%({prefix}{i}_{j})s::{t}" for j, t in enumerate(_TYPES)])
+        + ")"
         for i in range(count)
     )
 
 
-def insert_sql(count: int, *, after: str | None = None) -> str:
-    """An INSERT of ``count`` messages (parameters %(m<i>_<j>)s), in the order given: they
-    take their ``pos`` in it. ``after``: a CTE of the same statement; the messages are
-    written only if it yields a row (a fenced append's ``next``: no message without the
-    lease either, even outside a transaction)."""
+def insert_sql(count: int, *, after: str | None = None, prefix: str = "m") -> str:
+    """An INSERT of ``count`` messages (parameters %(<prefix><i>_<j>)s), in the order
+    given: they take their ``pos`` in it. ``after``: a CTE of the same statement; the
+    messages are written only if it yields a row (a fenced append's ``next``: no message
+    without the lease either, even outside a transaction)."""
     source = f"{after}, " if after else ""
     return (
         f"INSERT INTO messages ({COLUMNS})"
         f" SELECT {', '.join(f'm.{n}' for n in _NAMES)}"
-        f" FROM {source}(VALUES {_rows(count)}) AS m(n, {', '.join(_NAMES)}) ORDER BY m.n"
+        f" FROM {source}(VALUES {_rows(count, prefix)}) AS m(n, {', '.join(_NAMES)}) ORDER BY m.n"
     )
 
 
-def params(held: Sequence[Values]) -> dict[str, Any]:
-    return {f"m{i}_{j}": value for i, row in enumerate(held) for j, value in enumerate(row)}
+def params(held: Sequence[Values], prefix: str = "m") -> dict[str, Any]:
+    return {f"{prefix}{i}_{j}": value for i, row in enumerate(held) for j, value in enumerate(row)}

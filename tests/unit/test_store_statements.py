@@ -15,7 +15,14 @@ from server.errors import LeaseLost
 from server.protocol.events import TextMessageContent
 from server.store.postgres import PostgresStore
 from server.store.postgres_events import append_sql
-from server.store.records import Conversation, StoredMessage
+from server.store.records import (
+    Call,
+    CallState,
+    Conversation,
+    Run,
+    RunStatus,
+    StoredMessage,
+)
 from tests.unit.databases import fresh_schema
 
 
@@ -66,8 +73,35 @@ async def test_held_messages_with_no_append_after_them_go_out_in_one_insert(
     async with store.transaction():
         for i in range(3):
             await store.add_message(_message(f"m{i}", f"{i}"))
-    assert [s.split()[0] for s in sent] == ["BEGIN", "INSERT", "COMMIT"]
+    assert [s.split()[0] for s in sent] == ["BEGIN", "WITH", "COMMIT"]
+    assert sent[1].count("INSERT INTO messages") == 1
     assert [m.text for m in await store.list_messages("c1")] == ["0", "1", "2"]
+
+
+async def test_a_step_s_calls_and_end_go_out_with_its_held_appends_at_commit(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    call = Call("k1", "c1", "r1", 1, "create_task", CallState.DISPATCHED, {}, "{}", 5.0)
+    sent.clear()
+    async with store.transaction():
+        await store.add_message(_message("m1", "text"))
+        await store.append_event("c1", TextMessageContent("m1", "a"), fence=("run:r1", "a"))
+        await store.add_call(call)
+        await store.append_event("c1", TextMessageContent("m1", "b"))
+        assert await store.update_run_leased(
+            "r1", ("run:r1", "a"), status=RunStatus.WAITING, step=1
+        )  # fmt: skip
+    # BEGIN, the fenced append with the message, then one statement at COMMIT: the held
+    # append, the call, the run's change and the lease's release.
+    assert [s.split()[0] for s in sent] == ["BEGIN", "WITH", "WITH", "COMMIT"]
+    flush = sent[2]
+    assert "INSERT INTO events" in flush and "INSERT INTO calls" in flush
+    assert "DELETE FROM leases" in flush and "UPDATE runs" in flush
+    assert [c.id for c in await store.list_calls("c1")] == ["k1"]
+    run = await store.get_run("r1")
+    assert run is not None and (run.status, run.step) == (RunStatus.WAITING, 1)
 
 
 async def test_an_append_carrying_messages_writes_none_when_its_fence_fails_even_alone(
