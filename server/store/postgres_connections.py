@@ -146,12 +146,18 @@ class PostgresConnections:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
-        """One transaction, in pipeline mode: statements whose results nobody reads (BEGIN,
-        inserts, most event appends) go out without waiting for their answers, so a
-        transaction costs a round trip per result read plus one for COMMIT, not one per
-        statement. Errors still surface before the transaction ends (at COMMIT at the latest).
-        The connection is taken, and BEGIN sent, with the first statement.
+        """One transaction, in pipeline mode: statements whose results nobody reads (inserts,
+        most event appends) go out without waiting for their answers, so a transaction
+        costs a round trip per result read plus one to end it, not one per statement.
+        Errors still surface before the transaction ends (at its end at the latest).
+        The connection is taken with the first statement.
         A nested call from the same task joins the open transaction.
+
+        No BEGIN or COMMIT (issue 10: two statements of every transaction, ~100 us of this
+        process's CPU together): a pipeline's statements up to its Sync are one implicit
+        transaction, which the Sync commits, or rolls back if one of them failed. Nothing
+        here sends a Sync before the end (``_count`` reads its rows instead of syncing).
+        An exception of our own sends ROLLBACK first, so the Sync commits nothing.
         """
         task = asyncio.current_task()
         assert task is not None, "a transaction runs in a task"
@@ -159,20 +165,25 @@ class PostgresConnections:
             yield
             return
         current = self._transactions[task] = _Transaction()
+        ending = False
         try:
             yield
             await self._send_deferred(current)
             if current.connection is not None:
-                await current.connection.execute("COMMIT")
-                await current.piped.aclose()  # syncs: an error at COMMIT raises here
+                ending = True
+                await current.piped.aclose()  # the Sync commits: an error raises here
             for then in current.committed:
                 then()
         except BaseException:
-            # An error aborts the pipeline: the statements after it, COMMIT included, were
-            # skipped, and the transaction is still open (and failed). End it here; if even
-            # that fails, the pool discards the connection.
+            # Nothing may commit: ROLLBACK (which the server skips if an error already
+            # aborted the pipeline: the Sync then rolls back), then the Sync. If the
+            # connection is still in a transaction after that, or broken, the pool's
+            # putconn rolls it back or discards it.
             connection = current.connection
             if connection is not None:
+                with contextlib.suppress(psycopg.Error):
+                    if not ending:
+                        await connection.execute("ROLLBACK")
                 with contextlib.suppress(psycopg.Error):
                     await current.piped.__aexit__(*sys.exc_info())
                 if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
@@ -187,7 +198,6 @@ class PostgresConnections:
     async def _begin(self, current: _Transaction) -> psycopg.AsyncConnection[Row]:
         connection = current.connection = await self._borrow()
         current.pipeline = await current.piped.enter_async_context(connection.pipeline())
-        await connection.execute("BEGIN")
         return connection
 
     async def _borrow(self) -> psycopg.AsyncConnection[Row]:
@@ -278,13 +288,13 @@ class PostgresConnections:
             await self._pool.putconn(connection)
 
     async def _count(self, sql: str, params: Params = None, *, sees_appends: bool = True) -> int:
-        """Rows the statement changed; in a pipeline, waits for its answer first."""
+        """Rows the statement (an INSERT, UPDATE or DELETE) changed. In a transaction, read
+        as rows it returns: the rowcount waits for a Sync, which would commit."""
         current = self._current()
         if current is not None:
-            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
-            assert current.pipeline is not None
-            await current.pipeline.sync()
-            return cursor.rowcount
+            connection = await self._in(current, reads=sees_appends)
+            cursor = await connection.execute(sql + " RETURNING 1", params)
+            return len(await cursor.fetchall())
         connection = await self._borrow()
         try:
             return (await connection.execute(sql, params)).rowcount

@@ -49,6 +49,44 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return statements
 
 
+async def test_a_transaction_is_one_without_begin_or_commit_and_only_its_end_commits(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    # Its statements up to the pipeline's Sync are one implicit transaction: nothing is
+    # seen by others before the end, and a lock taken by its first statement holds to it.
+    other = PostgresStore(store.url)
+    try:
+        async with store.transaction():
+            await store.lock_conversation("c1")
+            await store.append_event("c1", TextMessageContent("m", "a"))  # waited for
+            await store.add_message(_message("m1", "one"))
+            assert await store.last_seq("c1") == 1 and len(await store.list_messages("c1")) == 1
+            assert await other.last_seq("c1") == 0 and await other.list_messages("c1") == []
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                await other._one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
+        assert await other.last_seq("c1") == 1 and len(await other.list_messages("c1")) == 1
+        assert await other._one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
+        assert not {"BEGIN", "COMMIT", "ROLLBACK"} & {s.split()[0] for s in sent}
+        # An exception of ours rolls back what the server already ran.
+        with pytest.raises(RuntimeError):
+            async with store.transaction():
+                await store.append_event("c1", TextMessageContent("m", "b"))
+                assert await store.last_seq("c1") == 2
+                raise RuntimeError
+        assert await other.last_seq("c1") == 1 and await store.last_seq("c1") == 1
+        assert await other._one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
+        # A count inside a transaction reads rows, and does not end it either.
+        async with store.transaction():
+            await store.append_event("c1", TextMessageContent("m", "c"))
+            assert await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+            assert await other.last_seq("c1") == 1
+            assert await other._one("SELECT 1 FROM leases WHERE key = 'run:r1'") is None
+        assert await other.last_seq("c1") == 2
+        assert await other._one("SELECT 1 FROM leases WHERE key = 'run:r1'")
+    finally:
+        await other.close()
+
+
 def _message(message_id: str, text: str) -> StoredMessage:
     return StoredMessage(message_id, "c1", "r1", "assistant", text)
 
@@ -61,9 +99,9 @@ async def test_a_transaction_s_messages_go_out_inside_its_appends(
         await store.append_event("c1", TextMessageContent("m1", "a"))  # sent, with m1
         await store.add_message(_message("m2", "two"))
         await store.append_event("c1", TextMessageContent("m2", "b"))  # held, with m2
-    # BEGIN, two appends each carrying its message, COMMIT: no INSERT INTO messages alone.
-    assert [s.split()[0] for s in sent] == ["BEGIN", "WITH", "WITH", "COMMIT"]
-    assert all("INSERT INTO messages" in s for s in sent[1:3])
+    # Two appends each carrying its message: no INSERT INTO messages alone.
+    assert [s.split()[0] for s in sent] == ["WITH", "WITH"]
+    assert all("INSERT INTO messages" in s for s in sent)
     assert [m.text for m in await store.list_messages("c1")] == ["one", "two"]
 
 
@@ -73,8 +111,8 @@ async def test_held_messages_with_no_append_after_them_go_out_in_one_insert(
     async with store.transaction():
         for i in range(3):
             await store.add_message(_message(f"m{i}", f"{i}"))
-    assert [s.split()[0] for s in sent] == ["BEGIN", "WITH", "COMMIT"]
-    assert sent[1].count("INSERT INTO messages") == 1
+    assert [s.split()[0] for s in sent] == ["WITH"]
+    assert sent[0].count("INSERT INTO messages") == 1
     assert [m.text for m in await store.list_messages("c1")] == ["0", "1", "2"]
 
 
@@ -93,10 +131,10 @@ async def test_a_step_s_calls_and_end_go_out_with_its_held_appends_at_commit(
         assert await store.update_run_leased(
             "r1", ("run:r1", "a"), status=RunStatus.WAITING, step=1
         )  # fmt: skip
-    # BEGIN, the fenced append with the message, then one statement at COMMIT: the held
-    # append, the call, the run's change and the lease's release.
-    assert [s.split()[0] for s in sent] == ["BEGIN", "WITH", "WITH", "COMMIT"]
-    flush = sent[2]
+    # The fenced append with the message, then one statement at the end: the held append,
+    # the call, the run's change and the lease's release.
+    assert [s.split()[0] for s in sent] == ["WITH", "WITH"]
+    flush = sent[1]
     assert "INSERT INTO events" in flush and "INSERT INTO calls" in flush
     assert "DELETE FROM leases" in flush and "UPDATE runs" in flush
     assert [c.id for c in await store.list_calls("c1")] == ["k1"]
