@@ -208,8 +208,8 @@ class EventLog(PostgresConnections):
             return
         row = await self._one(sql, params)
         for write in checks:
+            assert write.check is not None and write.lease is not None
             if row is None or not row[write.check]:
-                assert write.lease is not None
                 raise LeaseLost(*write.lease)
 
     def _append_params(
