@@ -5,19 +5,22 @@ open its stream, send "What should I work on next?", answer the read_board_tasks
 stream delivers, and read the stream to RUN_FINISHED. 200 conversations run at once, each
 worker starting a new one when its last finishes, until a fixed number is done (a fixed
 time would be dominated by the first wave: at 200 at once, one takes many seconds on a
-small machine). Three servers:
+small machine). Three servers, all started before the first is measured:
 
   SQLite, one process | PostgreSQL, one process | PostgreSQL, two (`--workers 2`, one port)
 
-with the CPU seconds each part used over the run: the Hostcall processes,
-PostgreSQL's (the postmaster's tree, when the cluster is local), and this load generator.
+They take turns in a mirrored order, each server's conversations in chunks (A B C C B A with
+the default one round), so the machine's speed drifting during the run weighs on each alike.
+The table gives each server's rate with the CPU time each part used per conversation: the
+Hostcall processes, PostgreSQL (the postmaster's tree, when the cluster is local), and this
+load generator.
 They all share the machine's cores: on 2 cores, two Hostcall processes compete with the
 load generator and PostgreSQL, and the table says how much each took.
 
 PostgreSQL comes from HOSTCALL_TEST_DATABASE_URL (scripts/bench runs this bench through
 scripts/with-postgres, which starts a throwaway cluster); each server gets a fresh schema.
 
-Usage: scripts/with-postgres .venv/bin/python bench/cluster_bench.py [--quick]
+Usage: scripts/with-postgres .venv/bin/python bench/cluster_bench.py [--quick] [--rounds N]
 A measurement: exits 0 when a target is missed, 1 when a section failed to run.
 """
 
@@ -133,20 +136,29 @@ async def converse(http: RawHttp, origin: str) -> None:
     raise RuntimeError(f"stream of {cid} ended before RUN_FINISHED")
 
 
+async def warm_up(server: servers.Server) -> None:
+    """Conversations before any is counted (imports, caches, prepared statements), on 20
+    connections at once: with ``--workers 2`` the kernel spreads connections over the
+    processes, and a process's first conversations must not land in a measured chunk."""
+
+    async def one() -> None:
+        http = await RawHttp.open(server.port)
+        try:
+            for _ in range(3):
+                await converse(http, server.url.rstrip("/"))
+        finally:
+            http.close()
+
+    await asyncio.gather(*(one() for _ in range(20)))
+
+
 async def measure(server: servers.Server, total: int, cpu: dict[str, CpuMeter]) -> dict[str, float]:
-    """``total`` conversations, CONCURRENCY at a time; rate = completed / elapsed.
+    """``total`` conversations, CONCURRENCY at a time.
 
     The load generator speaks HTTP/1.1 on raw keep-alive connections (bench/clients.py,
     bench/streams.py): httpx spent about 80 ms of CPU per conversation at 200 at once, more
     than any server, so it, not the servers, set the rate."""
-    port = int(server.url.rsplit(":", 1)[1])
-    origin = server.url.rstrip("/")
-    http = await RawHttp.open(port)
-    try:
-        for _ in range(5):  # warm-up: imports, caches, prepared statements
-            await converse(http, origin)
-    finally:
-        http.close()
+    port, origin = server.port, server.url.rstrip("/")
     left, done, errors = total, 0, 0
 
     async def worker() -> None:
@@ -178,30 +190,70 @@ async def measure(server: servers.Server, total: int, cpu: dict[str, CpuMeter]) 
     elapsed = time.monotonic() - started
     used = {name: meter.stop() for name, meter in cpu.items()}
     used["load generator"] = _self_cpu() - generator_before
-    return {"rate": done / elapsed, "errors": errors, "elapsed": elapsed, **used}
+    return {"done": done, "errors": errors, "elapsed": elapsed, **used}
 
 
-def run_case(
-    name: str, db: str, workers: int, workdir: Path, secret: str, mode: argparse.Namespace,
+class Case:
+    """One server under test, running for the whole bench, and what its chunks add up to."""
+
+    def __init__(self, name: str, server: servers.Server, meters: dict[str, CpuMeter]) -> None:
+        self.name, self.server, self.meters = name, server, meters
+        self.totals: dict[str, float] = {}
+
+    def add(self, chunk: dict[str, float]) -> None:
+        for key, value in chunk.items():
+            self.totals[key] = self.totals.get(key, 0.0) + value
+
+    @property
+    def rate(self) -> float:
+        elapsed = self.totals.get("elapsed", 0.0)
+        return self.totals["done"] / elapsed if elapsed else 0.0
+
+    def per_conversation(self, key: str) -> str:
+        done = self.totals.get("done", 0.0)
+        return f"{1000 * self.totals[key] / done:.1f} ms" if key in self.totals and done else "n/a"
+
+
+def start_case(
+    stack: contextlib.ExitStack, name: str, db: str, workers: int, workdir: Path, secret: str,
     cluster: psutil.Process | None,
-) -> dict[str, float]:
+) -> Case:
     argv = [sys.executable, "-m", "server", "serve", "--agents", str(servers.bench_agents(workdir)),
             "--db", db, "--host", servers.HOST, "--log-level", servers.LOG_LEVEL]
     if workers > 1:
         argv += ["--workers", str(workers)]
     env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret)
-    with servers.running(name, argv, workdir, env) as server:
-        if workers > 1:
-            time.sleep(2)  # /healthz answered by one worker; let the others finish starting
-        meters = {"hostcall": CpuMeter([psutil.Process(server.proc.pid)])}
-        if cluster is not None:
-            meters["postgresql"] = CpuMeter([cluster])
-        return asyncio.run(measure(server, mode.total, meters))
+    server = stack.enter_context(servers.running(name, argv, workdir, env))
+    if workers > 1:
+        time.sleep(2)  # /healthz answered by one worker; let the others finish starting
+    meters = {"hostcall": CpuMeter([psutil.Process(server.proc.pid)])}
+    if cluster is not None:
+        meters["postgresql"] = CpuMeter([cluster])
+    asyncio.run(warm_up(server))
+    return Case(name, server, meters)
+
+
+def run_interleaved(cases: list[Case], total: int, rounds: int) -> None:
+    """Each server's ``total`` conversations in ``2 * rounds`` chunks, the servers taking turns
+    in a mirrored order (A B C C B A ...). This machine's speed drifts by up to 1.6x within an
+    hour; run one after the other, the servers met different machines. Mirrored, a drift that
+    is linear in time weighs on each alike."""
+    chunks = 2 * rounds
+    for i, case in enumerate([*cases, *reversed(cases)] * rounds):
+        size = total // chunks + (1 if i // len(cases) < total % chunks else 0)
+        case.server.check_alive()
+        chunk = asyncio.run(measure(case.server, size, case.meters))
+        case.add(chunk)
+        print(f"  {case.name}: {chunk['done'] / chunk['elapsed']:.1f}/s over "
+              f"{int(chunk['done'])} conversations", file=sys.stderr)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer conversations per server")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="mirrored rounds (A B C C B A) each server's conversations are "
+                             "split over (default 1)")
     args = parser.parse_args()
     args.total = 400 if args.quick else 1000
     url = os.environ.get("HOSTCALL_TEST_DATABASE_URL")
@@ -212,51 +264,47 @@ def main() -> int:
     servers.raise_fd_limit()
     cluster = postmaster(url)
     secret = secrets.token_urlsafe(32)
-    results: dict[str, dict[str, float]] = {}
-    failed = False
-    with tempfile.TemporaryDirectory(prefix="hostcall-cluster-bench-") as tmp:
-        workdir = Path(tmp)
-        cases = [("SQLite, 1 process", None, 1), ("PostgreSQL, 1 process", url, 1),
-                 ("PostgreSQL, 2 processes", url, 2)]
-        for name, base, workers in cases:
-            try:
-                if base is None:
-                    results[name] = run_case(name, str(workdir / "bench.db"), 1, workdir,
-                                             secret, args, None)
-                else:
-                    with fresh_schema(base) as db:
-                        results[name] = run_case(name, db, workers, workdir, secret, args,
-                                                 cluster)
-            except Exception:
-                failed = True
-                traceback.print_exc()
-    sqlite = results.get("SQLite, 1 process", {}).get("rate", 0.0)
-    pg1 = results.get("PostgreSQL, 1 process", {}).get("rate", 0.0)
+    cases: list[Case] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="hostcall-cluster-bench-") as tmp, \
+                contextlib.ExitStack() as stack:
+            workdir = Path(tmp)
+            cases.append(start_case(stack, "SQLite, 1 process", str(workdir / "bench.db"), 1,
+                                    workdir, secret, None))
+            for name, workers in (("PostgreSQL, 1 process", 1), ("PostgreSQL, 2 processes", 2)):
+                db = stack.enter_context(fresh_schema(url))
+                cases.append(start_case(stack, name, db, workers, workdir, secret, cluster))
+            run_interleaved(cases, args.total, args.rounds)
+    except Exception:
+        traceback.print_exc()
+        return 1
+    sqlite, pg1 = cases[0].rate, cases[1].rate
     targets = {"PostgreSQL, 1 process": (sqlite, 0.7, "SQLite"),
                "PostgreSQL, 2 processes": (pg1, 1.4, "PostgreSQL 1 process")}
     rows = []
-    for name, r in results.items():
+    for case in cases:
         ratio, verdict, goal = "-", "baseline", "-"
-        if name in targets:
-            base, want, of = targets[name]
-            value = r["rate"] / base if base else 0.0
+        if case.name in targets:
+            base, want, of = targets[case.name]
+            value = case.rate / base if base else 0.0
             ratio, goal = f"{value:.2f}x {of}", f">= {want:g}x"
             verdict = "ok" if value >= want else "MISSED"
-        cpus = [f"{r[key]:.1f} s" if key in r else "n/a"
-                for key in ("hostcall", "postgresql", "load generator")]
-        rows.append((name, f"{r['rate']:.1f}/s", f"{int(r['errors'])}", f"{r['elapsed']:.1f} s",
-                     *cpus, ratio, goal, verdict))
+        cpus = [case.per_conversation(key) for key in ("hostcall", "postgresql", "load generator")]
+        rows.append((case.name, f"{case.rate:.1f}/s", f"{int(case.totals['errors'])}",
+                     f"{case.totals['elapsed']:.1f} s", *cpus, ratio, goal, verdict))
     header = ("server", "conversations", "errors", "wall", "cpu hostcall", "cpu postgresql",
               "cpu load gen", "ratio", "target", "verdict")
     print_table(
-        f"Conversations with one tool round trip: {args.total} per server, {CONCURRENCY} at once",
+        f"Conversations with one tool round trip: {args.total} per server, {CONCURRENCY} at "
+        f"once, in {2 * args.rounds} mirrored chunks",
         rows,
-        notes=[f"{os.cpu_count()} cores, {platform.platform()}; CPU is user+system seconds "
-               "over the run, shared by every part on this machine; errors are conversations "
-               "that failed (not counted in the rate)"],
+        notes=[f"{os.cpu_count()} cores, {platform.platform()}; CPU is user+system time per "
+               "completed conversation, shared by every part on this machine; the servers take "
+               "turns (A B C C B A) so the machine's drift weighs on each alike; errors are "
+               "conversations that failed (not counted in the rate)"],
         header=header,
     )
-    return 1 if failed else 0
+    return 0
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 3. Event fan-out: N subscribers on one conversation, events/s delivered; floor: bare app.
 4. Slow readers: another user's p99 with 200 never-read streams; floor: the same without.
 
-Usage: .venv/bin/python bench/server_bench.py [--quick]
+Usage: .venv/bin/python bench/server_bench.py [--quick] [--only SECTION ...]
 A measurement: exits 0 when a target is missed, 1 when a section failed to run.
 """
 
@@ -165,7 +165,10 @@ def print_machine(args: argparse.Namespace) -> None:
     sys.stdout.flush()
 
 
-async def main_async(mode: Mode) -> int:
+SECTIONS = ("round trip", "idle streams", "fan-out", "slow readers")
+
+
+async def main_async(mode: Mode, only: list[str]) -> int:
     secret = secrets.token_urlsafe(32)
     failed = []
     with tempfile.TemporaryDirectory(prefix="hostcall-bench-") as tmp:
@@ -176,6 +179,8 @@ async def main_async(mode: Mode) -> int:
             ("slow readers", lambda: stalled_readers(mode.iterations, Path(tmp), secret)),
         ]
         for name, section in sections:
+            if name not in only:
+                continue
             try:
                 async with asyncio.timeout(SECTION_TIMEOUT):
                     await section()
@@ -190,10 +195,12 @@ async def main_async(mode: Mode) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations and streams")
+    parser.add_argument("--only", choices=SECTIONS, action="append",
+                        help="run this section only (may be given more than once)")
     args = parser.parse_args()
     print_machine(args)
     started = time.perf_counter()
-    code = asyncio.run(main_async(QUICK if args.quick else FULL))
+    code = asyncio.run(main_async(QUICK if args.quick else FULL, args.only or list(SECTIONS)))
     print(f"\ntotal: {time.perf_counter() - started:.1f} s, load average at end: {load()}, "
           f"exit {code}")
     return code

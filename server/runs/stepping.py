@@ -147,12 +147,8 @@ class Stepping(EngineBase):
         step = run.step + 1
         calls = [(new_id("k"), r) for r in requests]
         async with self.journal.unit() as unit:
-            ending = [*rest, TextMessageEnd(message_id)] if text else []
-            if not calls:
-                # With the text's end: one append (one statement on PostgreSQL), not two.
-                ending.append(RunFinished(cid, run_id))
-            if ending:
-                await unit.emit_all(cid, ending, fence=fence)
+            # The message first: PostgreSQL holds it, and sends it inside the append below
+            # (one statement), fenced with it.
             await self.store.add_message(
                 StoredMessage(
                     message_id,
@@ -165,6 +161,12 @@ class Stepping(EngineBase):
                     ),
                 )
             )
+            ending = [*rest, TextMessageEnd(message_id)] if text else []
+            if not calls:
+                # With the text's end: one append (one statement on PostgreSQL), not two.
+                ending.append(RunFinished(cid, run_id))
+            if ending:
+                await unit.emit_all(cid, ending, fence=fence)
             if not calls:
                 await self.leases.end_step(run_id, status=RunStatus.FINISHED, step=step)
                 return False

@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 
+from server.store import postgres_messages as messages
 from server.store import rows
 from server.store.definitions import Definitions
 from server.store.migrations import pending
@@ -46,6 +47,11 @@ TICKET_PRUNE_SECONDS = 30.0
 
 
 _OPEN = rows.states_sql(OPEN_STATES)
+_CALL_INSERT = (
+    "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
+    " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
 
 
 class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
@@ -159,21 +165,13 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
     # ---- messages ------------------------------------------------------------------------
 
     async def add_message(self, message: StoredMessage) -> None:
-        await self._run(
-            "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
-            " tool_call_id, tool_name, interrupted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                message.id,
-                message.conversation_id,
-                message.run_id,
-                message.role,
-                message.text,
-                rows.dump(list(message.tool_calls)),
-                message.tool_call_id,
-                message.tool_name,
-                message.interrupted,
-            ),
-        )
+        current = self._current()
+        if current is not None:
+            # Held: it goes out with the transaction's next append of its conversation, or
+            # before its next read of messages or COMMIT (server/store/postgres_messages.py).
+            current.messages.append(messages.values(message))
+            return
+        await self._run(messages.INSERT_ONE, messages.values(message))
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
         found = await self._all(
@@ -184,28 +182,30 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
     # ---- calls ---------------------------------------------------------------------------
 
     async def add_call(self, call: Call) -> None:
-        await self._run(
-            "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
-            " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                call.id,
-                call.conversation_id,
-                call.run_id,
-                call.step,
-                call.tool_name,
-                call.state,
-                rows.dump(call.input),
-                call.arguments,
-                call.deadline,
-                call.route,
-                rows.dump(call.outcome) if call.outcome is not None else None,
-                call.delivered,
-                rows.dump(call.extra),
-                call.surface_id,
-                call.assignment,
-            ),
+        values = (
+            call.id,
+            call.conversation_id,
+            call.run_id,
+            call.step,
+            call.tool_name,
+            call.state,
+            rows.dump(call.input),
+            call.arguments,
+            call.deadline,
+            call.route,
+            rows.dump(call.outcome) if call.outcome is not None else None,
+            call.delivered,
+            rows.dump(call.extra),
+            call.surface_id,
+            call.assignment,
         )
+        current = self._current()
+        if current is not None:
+            # Held: it goes out inside the transaction's next statement (a step's: its
+            # flush at COMMIT, with the step's events and the run's end).
+            await self._hold(current, "calls", f"{{p}}call AS ({_CALL_INSERT})", values)
+            return
+        await self._run(_CALL_INSERT, values)
 
     async def get_call(self, call_id: str) -> Call | None:
         row = await self._one("SELECT * FROM calls WHERE id = %s", (call_id,))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -31,6 +32,7 @@ Params = Sequence[Any] | dict[str, Any] | None
 # plenty (a statement holds one for a round trip; a transaction for a few).
 POOL_MIN = 2
 POOL_MAX = 10
+_PLACEHOLDER = re.compile(r"%s")
 
 
 def redacted(url: str) -> str:
@@ -55,6 +57,20 @@ def connect(url: str, **options: Any) -> psycopg.Connection[Row]:
         ) from None
 
 
+@dataclass(frozen=True)
+class HeldWrite:
+    """A write a transaction holds back (see ``PostgresConnections._hold``): CTEs
+    (``name AS (...)``, names and parameters unique in the transaction), sent with the
+    transaction's next statement or at COMMIT. ``check``: a CTE that must yield a row, or
+    the transaction has lost ``lease`` (LeaseLost, and it rolls back)."""
+
+    ctes: str
+    params: dict[str, Any]
+    table: str
+    check: str | None = None
+    lease: tuple[str, str] | None = None
+
+
 @dataclass
 class _Transaction:
     # None until the transaction's first statement: a transaction that sends nothing (a
@@ -67,6 +83,15 @@ class _Transaction:
     appended: dict[str, int] = field(default_factory=dict)
     # Appends not sent yet, per conversation: (type, data) each (see append_events).
     deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # Messages not sent yet, in order: each its column values (server/store/postgres_messages.py).
+    messages: list[tuple[Any, ...]] = field(default_factory=list)
+    # Other writes not sent yet, in order (see _hold).
+    writes: list[HeldWrite] = field(default_factory=list)
+    # The leases (key, owner) a fenced append of this transaction found held: it keeps the
+    # lease row FOR SHARE to COMMIT, so no other process can take the lease meanwhile.
+    fenced: set[tuple[str, str]] = field(default_factory=set)
+    # Numbers the held writes' CTEs and parameters.
+    serial: int = 0
     # Run once COMMIT has succeeded (what the store may remember only once it is so).
     committed: list[Callable[[], None]] = field(default_factory=list)
 
@@ -121,12 +146,18 @@ class PostgresConnections:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
-        """One transaction, in pipeline mode: statements whose results nobody reads (BEGIN,
-        inserts, most event appends) go out without waiting for their answers, so a
-        transaction costs a round trip per result read plus one for COMMIT, not one per
-        statement. Errors still surface before the transaction ends (at COMMIT at the latest).
-        The connection is taken, and BEGIN sent, with the first statement.
+        """One transaction, in pipeline mode: statements whose results nobody reads (inserts,
+        most event appends) go out without waiting for their answers, so a transaction
+        costs a round trip per result read plus one to end it, not one per statement.
+        Errors still surface before the transaction ends (at its end at the latest).
+        The connection is taken with the first statement.
         A nested call from the same task joins the open transaction.
+
+        No BEGIN or COMMIT (issue 10: two statements of every transaction, ~100 us of this
+        process's CPU together): a pipeline's statements up to its Sync are one implicit
+        transaction, which the Sync commits, or rolls back if one of them failed. Nothing
+        here sends a Sync before the end (``_count`` reads its rows instead of syncing).
+        An exception of our own sends ROLLBACK first, so the Sync commits nothing.
         """
         task = asyncio.current_task()
         assert task is not None, "a transaction runs in a task"
@@ -134,20 +165,25 @@ class PostgresConnections:
             yield
             return
         current = self._transactions[task] = _Transaction()
+        ending = False
         try:
             yield
             await self._send_deferred(current)
             if current.connection is not None:
-                await current.connection.execute("COMMIT")
-                await current.piped.aclose()  # syncs: an error at COMMIT raises here
+                ending = True
+                await current.piped.aclose()  # the Sync commits: an error raises here
             for then in current.committed:
                 then()
         except BaseException:
-            # An error aborts the pipeline: the statements after it, COMMIT included, were
-            # skipped, and the transaction is still open (and failed). End it here; if even
-            # that fails, the pool discards the connection.
+            # Nothing may commit: ROLLBACK (which the server skips if an error already
+            # aborted the pipeline: the Sync then rolls back), then the Sync. If the
+            # connection is still in a transaction after that, or broken, the pool's
+            # putconn rolls it back or discards it.
             connection = current.connection
             if connection is not None:
+                with contextlib.suppress(psycopg.Error):
+                    if not ending:
+                        await connection.execute("ROLLBACK")
                 with contextlib.suppress(psycopg.Error):
                     await current.piped.__aexit__(*sys.exc_info())
                 if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
@@ -162,7 +198,6 @@ class PostgresConnections:
     async def _begin(self, current: _Transaction) -> psycopg.AsyncConnection[Row]:
         connection = current.connection = await self._borrow()
         current.pipeline = await current.piped.enter_async_context(connection.pipeline())
-        await connection.execute("BEGIN")
         return connection
 
     async def _borrow(self) -> psycopg.AsyncConnection[Row]:
@@ -176,14 +211,42 @@ class PostgresConnections:
 
     async def _in(self, current: _Transaction, *, reads: bool) -> psycopg.AsyncConnection[Row]:
         """The transaction's connection. ``reads``: the caller reads the statement's answer,
-        which must see every event appended before it in the transaction (the deferred
-        ones are sent first). A statement that reads neither ``events`` nor
-        ``conversations`` (the only tables an append writes) passes ``sees_appends=False``
-        to ``_one``, ``_all`` or ``_count``: the deferred appends wait for a later statement
-        or COMMIT, and go in together (one statement, not one per read in between)."""
-        if reads and current.deferred:
-            await self._send_deferred(current)
+        which must see every event appended and message added before it in the
+        transaction (the deferred ones are sent first). A statement that reads none of
+        ``events``, ``conversations`` and ``messages`` (the only tables a held write
+        touches) passes ``sees_appends=False`` to ``_one``, ``_all`` or ``_count``: the
+        held writes wait for a later statement or COMMIT, and go in together (one
+        statement, not one per read in between)."""
+        if current.writes or (reads and (current.deferred or current.messages)):
+            await self._send_deferred(current, everything=reads)
         return current.connection or await self._begin(current)
+
+    async def _hold(
+        self,
+        current: _Transaction,
+        table: str,
+        ctes: str,
+        values: Sequence[Any],
+        *,
+        check: str | None = None,
+        lease: tuple[str, str] | None = None,
+    ) -> None:
+        """Hold a write whose answer nobody reads: it goes out inside the transaction's next
+        statement (any statement: held writes keep their order with the others), or its
+        flush of appends at COMMIT, as CTEs of that one statement. ``ctes`` names its CTEs
+        ``{p}<name>`` and takes ``values`` as %s, in order: both are made unique here.
+        ``table``: what it writes. One statement's CTEs run in no set order, so a second
+        write of one table sends the first before it is held (two rows inserted by two CTEs
+        could take their ``pos`` in either order)."""
+        if any(w.table == table for w in current.writes):
+            await self._send_deferred(current, everything=False)
+        current.serial += 1
+        prefix = f"h{current.serial}_"
+        names = iter(range(len(values)))
+        sql = _PLACEHOLDER.sub(lambda _: f"%({prefix}{next(names)})s", ctes.replace("{p}", prefix))
+        params = {f"{prefix}{i}": value for i, value in enumerate(values)}
+        check_name = f"{prefix}{check}" if check else None
+        current.writes.append(HeldWrite(sql, params, table, check_name, lease))
 
     def _after_commit(self, then: Callable[[], None]) -> None:
         """Call ``then`` once what the task sent so far is committed: at its transaction's
@@ -194,8 +257,9 @@ class PostgresConnections:
         else:
             current.committed.append(then)
 
-    async def _send_deferred(self, current: _Transaction) -> None:
-        """Send the transaction's deferred appends (``EventLog`` knows how)."""
+    async def _send_deferred(self, current: _Transaction, *, everything: bool = True) -> None:
+        """Send the transaction's held writes, and with ``everything`` its deferred appends
+        and held messages too (``EventLog`` knows how)."""
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
@@ -224,13 +288,13 @@ class PostgresConnections:
             await self._pool.putconn(connection)
 
     async def _count(self, sql: str, params: Params = None, *, sees_appends: bool = True) -> int:
-        """Rows the statement changed; in a pipeline, waits for its answer first."""
+        """Rows the statement (an INSERT, UPDATE or DELETE) changed. In a transaction, read
+        as rows it returns: the rowcount waits for a Sync, which would commit."""
         current = self._current()
         if current is not None:
-            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
-            assert current.pipeline is not None
-            await current.pipeline.sync()
-            return cursor.rowcount
+            connection = await self._in(current, reads=sees_appends)
+            cursor = await connection.execute(sql + " RETURNING 1", params)
+            return len(await cursor.fetchall())
         connection = await self._borrow()
         try:
             return (await connection.execute(sql, params)).rowcount

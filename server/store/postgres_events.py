@@ -9,6 +9,7 @@ from typing import Any
 from server.errors import LeaseLost
 from server.protocol.events import ProtocolEvent, encode
 from server.protocol.frames import Event, stored_event
+from server.store import postgres_messages as messages
 from server.store.postgres_connections import PostgresConnections, _Transaction
 
 CHANNEL = "hostcall_events"
@@ -19,9 +20,17 @@ CHANNEL = "hostcall_events"
 # Python, escaping each item with a regular expression: ~50 us for a few events' JSON,
 # ~4% of the server's CPU under the cluster bench (py-spy, issue 10).
 VALUES_MAX = 32
+# Up to this many held messages go out inside an append (more, which no step writes, in
+# an INSERT of their own before it).
+CARRIED_MAX = 4
 
 
-def _append_sql(*, fenced: bool, notify: bool, count: int) -> str:
+def _append_sql(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> str:
+    ctes, select = append_parts(fenced=fenced, notify=notify, count=count, carried=carried)
+    return f"WITH {ctes}\nSELECT {select} FROM next"
+
+
+def append_parts(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> tuple[str, str]:
     """Appends ``count`` events as the conversation's next seqs in one statement, and
     returns the first seq (no row: the fence failed). The events are %(t0)s/%(d0)s,
     %(t1)s/%(d1)s... (type, data), or, past ``VALUES_MAX``, the arrays %(types)s/%(datas)s.
@@ -35,6 +44,11 @@ def _append_sql(*, fenced: bool, notify: bool, count: int) -> str:
     ``notify``: NOTIFY ``"<conversation> <first seq> <origin>"`` at commit. One per
     transaction and conversation is enough: a listener reads every event after the seq it
     is told (server/relay.py), and a transaction's events commit together.
+    ``carried``: the statement also writes that many held messages of the conversation
+    (%(m<i>_<j>)s, server/store/postgres_messages.py), only if ``next`` does: a lost
+    fence writes no message either.
+    Returned in two parts, its CTEs and what it SELECTs FROM next, for a statement that
+    carries held writes too (``EventLog._send_deferred``).
     """
     fence = (
         " AND EXISTS (SELECT 1 FROM leases WHERE key = %(key)s AND owner = %(owner)s FOR SHARE)"
@@ -58,27 +72,40 @@ def _append_sql(*, fenced: bool, notify: bool, count: int) -> str:
             " unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS e(type, data, n)"
         )
     note = f", pg_notify(%(channel)s, %(cid)s || ' ' || ({first}) || ' ' || %(origin)s)"
-    return f"""
-WITH next AS (
+    kept = f", kept AS ({messages.insert_sql(carried, after='next')})" if carried else ""
+    ctes = f"""next AS (
     UPDATE conversations SET last_seq = last_seq + {increment} WHERE id = %(cid)s{fence}
     RETURNING last_seq
 ), added AS (
     INSERT INTO events (conversation_id, seq, type, data) {rows}
-)
-SELECT {first} AS seq{note if notify else ""} FROM next
-"""
+){kept}"""
+    return ctes, f"{first} AS seq{note if notify else ''}"
 
 
-# By (fenced, notify, count); built as they are first needed.
-_APPENDS: dict[tuple[bool, bool, int], str] = {}
+# By (fenced, notify, count, carried); built as they are first needed.
+_APPENDS: dict[tuple[bool, bool, int, int], str] = {}
 
 
-def append_sql(*, fenced: bool, notify: bool, count: int) -> str:
-    key = (fenced, notify, count if count <= VALUES_MAX else VALUES_MAX + 1)
+def append_sql(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> str:
+    key = (fenced, notify, count if count <= VALUES_MAX else VALUES_MAX + 1, carried)
     found = _APPENDS.get(key)
     if found is None:
-        found = _APPENDS[key] = _append_sql(fenced=fenced, notify=notify, count=count)
+        found = _APPENDS[key] = _append_sql(
+            fenced=fenced, notify=notify, count=count, carried=carried
+        )
     return found
+
+
+def _carried(current: _Transaction | None, conversation_id: str) -> list[messages.Values]:
+    """The transaction's held messages of the conversation, taken to go out with its
+    append (none past ``CARRIED_MAX``: those go in an INSERT of their own)."""
+    if current is None or not current.messages:
+        return []
+    carried = [m for m in current.messages if m[1] == conversation_id]
+    if not carried or len(carried) > CARRIED_MAX:
+        return []
+    current.messages = [m for m in current.messages if m[1] != conversation_id]
+    return carried
 
 
 class EventLog(PostgresConnections):
@@ -113,37 +140,88 @@ class EventLog(PostgresConnections):
             first = previous + 1
         else:
             # (_one sends the deferred appends first: this one numbers after them.)
+            carried = _carried(current, conversation_id)
             row = await self._one(
-                append_sql(fenced=fence is not None, notify=previous is None, count=len(encoded)),
-                self._append_params(conversation_id, encoded, fence),
+                append_sql(
+                    fenced=fence is not None,
+                    notify=previous is None,
+                    count=len(encoded),
+                    carried=len(carried),
+                ),
+                self._append_params(conversation_id, encoded, fence, carried),
             )
             if row is None:
                 if fence is not None:
                     raise LeaseLost(*fence)
                 raise AssertionError(f"no conversation {conversation_id}")
             first = int(row["seq"])
+            if fence is not None and current is not None:
+                current.fenced.add(fence)
         if current is not None:
             current.appended[conversation_id] = first + len(encoded) - 1
         return [
             Event(conversation_id, first + i, name, data) for i, (name, data) in enumerate(encoded)
         ]
 
-    async def _send_deferred(self, current: _Transaction) -> None:
-        deferred, current.deferred = current.deferred, {}
-        for conversation_id, encoded in deferred.items():
-            # Not waited for: the seqs are known, and an error surfaces by COMMIT.
-            await self._run(
-                append_sql(fenced=False, notify=False, count=len(encoded)),
-                self._append_params(conversation_id, encoded),
-            )
+    async def _send_deferred(self, current: _Transaction, *, everything: bool = True) -> None:
+        """Send what the transaction holds, in one statement where it can: the held writes
+        (``_hold``), and with ``everything`` its deferred appends of one conversation and
+        its held messages (another conversation's appends, which no step makes, in
+        statements of their own). Not waited for unless a held write must be checked: the
+        seqs are known, and an error surfaces by COMMIT."""
+        writes, current.writes = current.writes, []
+        deferred: list[tuple[str, list[tuple[str, str]]]] = []
+        held: list[messages.Values] = []
+        if everything:
+            deferred, current.deferred = list(current.deferred.items()), {}
+            held, current.messages = current.messages, []
+        ctes: list[str] = []
+        params: dict[str, Any] = {}
+        select = ""
+        for index, (conversation_id, encoded) in enumerate(deferred):
+            parts = append_parts(fenced=False, notify=False, count=len(encoded))
+            values = self._append_params(conversation_id, encoded)
+            if index == 0:
+                ctes.append(parts[0])
+                params.update(values)
+                select = parts[1]
+            else:
+                await self._run(f"WITH {parts[0]}\nSELECT {parts[1]} FROM next", values)
+        # Unfenced appends need not gate them: every held message in one INSERT, in order.
+        if held:
+            ctes.append(f"rest AS ({messages.insert_sql(len(held), prefix='r')})")
+            params.update(messages.params(held, prefix="r"))
+        checks = [w for w in writes if w.check]
+        for write in writes:
+            ctes.append(write.ctes)
+            params.update(write.params)
+        if not ctes:
+            return
+        checked = ", ".join(f"EXISTS (SELECT 1 FROM {w.check}) AS {w.check}" for w in checks)
+        if select:
+            selected = ", ".join(filter(None, [select, checked]))
+            sql = f"WITH {', '.join(ctes)}\nSELECT {selected} FROM next"
+        else:
+            sql = f"WITH {', '.join(ctes)}\nSELECT {checked or '1'}"
+        if not checks:
+            await self._run(sql, params)
+            return
+        row = await self._one(sql, params)
+        for write in checks:
+            assert write.check is not None and write.lease is not None
+            if row is None or not row[write.check]:
+                raise LeaseLost(*write.lease)
 
     def _append_params(
         self,
         conversation_id: str,
         encoded: list[tuple[str, str]],
         fence: tuple[str, str] | None = None,
+        carried: list[messages.Values] | None = None,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"cid": conversation_id, "channel": CHANNEL, "origin": self.origin}
+        if carried:
+            params.update(messages.params(carried))
         if len(encoded) <= VALUES_MAX:
             for i, (name, data) in enumerate(encoded):
                 params[f"t{i}"], params[f"d{i}"] = name, data

@@ -76,7 +76,9 @@ class RunTables(Coordination):
         await self._run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
 
     async def lock_conversation(self, conversation_id: str) -> None:
-        await self._one("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
+        # Not waited for: the transaction's statements run in order, so the next one (the
+        # check in create_run_alone) starts, and takes its snapshot, once the lock is held.
+        await self._run("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
 
     async def create_run_alone(
         self, run: Run, lease: tuple[str, str, float]
@@ -170,11 +172,23 @@ class RunTables(Coordination):
                 "UPDATE leases SET until = %s WHERE key = %s AND owner = %s",
                 [until, *lease],
             )
+        ctes = (
+            f"{{p}}held AS ({held} RETURNING 1), {{p}}changed AS (UPDATE runs SET {assignments}"
+            " WHERE id = %s AND EXISTS (SELECT 1 FROM {p}held))"
+        )
+        values = (*lease_args, *encoded.values(), run_id)
+        current = self._current()
+        if current is not None and lease in current.fenced:
+            # A fenced append of this transaction found the lease held and keeps its row
+            # FOR SHARE to COMMIT: no other process can take it meanwhile, so the answer is
+            # known. Held, it goes out with the step's other writes at COMMIT (one statement
+            # where there were two), still checked there: if the lease is gone after all,
+            # the transaction raises LeaseLost and rolls back.
+            await self._hold(current, "runs", ctes, values, check="held", lease=lease)
+            return True
         row = await self._one(
-            f"WITH held AS ({held} RETURNING 1), changed AS ("
-            f"UPDATE runs SET {assignments} WHERE id = %s AND EXISTS (SELECT 1 FROM held))"
-            " SELECT COUNT(*) AS n FROM held",
-            (*lease_args, *encoded.values(), run_id),
+            f"WITH {ctes.replace('{p}', '')} SELECT COUNT(*) AS n FROM held",
+            values,
             sees_appends=False,
         )
         return row is not None and row["n"] == 1

@@ -256,6 +256,143 @@ async def test_a_failing_statement_fails_its_transaction_and_leaves_nothing(stor
     assert event.seq == 1 and await store.get_run("r1") is not None
 
 
+async def test_messages_of_a_transaction_read_back_in_order_and_commit_together_or_not_at_all(
+    store: Store,
+) -> None:
+    # PostgreSQL holds a transaction's messages back: each goes out with the transaction's
+    # next append of its conversation, or before its next read of messages, or at COMMIT.
+    await _conversation(store, "c1")
+    await _conversation(store, "c2")
+    first = StoredMessage("m0", "c1", "r0", "user", "before")
+    await store.add_message(first)
+    call = {"id": "k1", "name": "create_task", "arguments": '{"title":"é"}'}
+
+    def written(tag: str) -> list[StoredMessage]:
+        return [
+            StoredMessage(f"{tag}1", "c1", "r1", "user", "with the first append"),
+            StoredMessage(f"{tag}2", "c2", "r1", "user", "another conversation's"),
+            StoredMessage(f"{tag}3", "c1", "r1", "assistant", "with a held append", (call,)),
+            StoredMessage(f"{tag}4", "c1", "r1", "assistant", "cut", interrupted=True),
+            StoredMessage(f"{tag}5", "c1", "r1", "tool", '{"ok":1}', (), "k1", "create_task"),
+        ]
+
+    async def unit(tag: str) -> None:
+        one, other, held, cut, tool = written(tag)
+        await store.add_message(one)
+        await store.add_message(other)
+        await store.append_event("c1", TextMessageContent("m", f"{tag}x"))
+        await store.add_message(held)
+        await store.append_event("c1", TextMessageContent("m", f"{tag}y"))  # itself held
+        assert await store.list_messages("c1") == [first, one, held]
+        assert await store.list_messages("c2") == [other]
+        await store.add_message(cut)
+        await store.add_message(tool)  # two messages, no append after them: at COMMIT
+
+    with pytest.raises(RuntimeError):
+        async with store.transaction():
+            await unit("x")
+            raise RuntimeError
+    assert await store.list_messages("c1") == [first] and await store.list_messages("c2") == []
+    assert await store.last_seq("c1") == 0
+    async with store.transaction():
+        await unit("y")
+    one, other, held, cut, tool = written("y")
+    assert await store.list_messages("c1") == [first, one, held, cut, tool]
+    assert await store.list_messages("c2") == [other]
+    assert [e.data["delta"] for e in await store.events_after("c1", 0)] == ["yx", "yy"]
+
+
+async def test_a_fenced_append_that_lost_its_lease_leaves_no_message_of_its_transaction(
+    store: Store,
+) -> None:
+    # A step's message goes out inside its fenced append on PostgreSQL: a process that
+    # lost the run's lease stores neither.
+    await _conversation(store)
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    await store.take_lease("run:r1", "b", until=30.0, now=20.0)  # a stalled; b took it over
+    late = StoredMessage("m1", "c1", "r1", "assistant", "late")
+    with pytest.raises(LeaseLost):
+        async with store.transaction():
+            await store.add_message(late)
+            await store.append_events(
+                "c1", [TextMessageContent("m1", "late")], fence=("run:r1", "a")
+            )
+    assert await store.list_messages("c1") == [] and await store.events_after("c1", 0) == []
+    kept = StoredMessage("m2", "c1", "r1", "assistant", "kept")
+    async with store.transaction():
+        await store.add_message(kept)
+        await store.append_events("c1", [TextMessageContent("m2", "kept")], fence=("run:r1", "b"))
+    assert await store.list_messages("c1") == [kept]
+    assert [e.seq for e in await store.events_after("c1", 0)] == [1]
+
+
+async def test_a_step_s_calls_and_end_are_seen_by_its_reads_and_commit_with_it_or_not_at_all(
+    store: Store,
+) -> None:
+    # PostgreSQL holds a transaction's new calls, and a step's end once a fenced append of
+    # the transaction found the lease held, and sends them with its next statement or at
+    # COMMIT, in one statement with the held appends: its reads must see them all the same.
+    await _conversation(store)
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    fence = ("run:r1", "a")
+
+    async def step(tag: str) -> None:
+        await store.append_event("c1", TextMessageContent("m", f"{tag}0"), fence=fence)
+        first = await _call(store)
+        await _call(store, "k2", CallState.PROPOSED)
+        assert await store.get_call("k1") == first
+        assert await store.count_calls("r1", "create_task") == 2
+        moved = await store.transition_call("k2", [CallState.PROPOSED], CallState.DISPATCHED)
+        assert moved is not None and moved.state is CallState.DISPATCHED
+        await store.append_event("c1", TextMessageContent("m", f"{tag}1"))
+        await _call(store, "k3")
+        assert await store.update_run_leased(
+            "r1", fence, status=RunStatus.WAITING, step=1
+        )  # fmt: skip
+
+    with pytest.raises(RuntimeError):
+        async with store.transaction():
+            await step("x")
+            raise RuntimeError
+    assert await store.list_calls("c1") == [] and await store.last_seq("c1") == 0
+    run = await store.get_run("r1")
+    assert run is not None and (run.status, run.step) == (RunStatus.RUNNING, 0)
+    async with store.transaction():
+        await step("y")
+    assert [(c.id, c.state) for c in await store.list_calls("c1")] == [
+        ("k1", CallState.DISPATCHED),
+        ("k2", CallState.DISPATCHED),
+        ("k3", CallState.DISPATCHED),
+    ]
+    assert [e.data["delta"] for e in await store.events_after("c1", 0)] == ["y0", "y1"]
+    run = await store.get_run("r1")
+    assert run is not None and (run.status, run.step) == (RunStatus.WAITING, 1)
+    assert await store.take_lease("run:r1", "b", until=10.0, now=0.0)  # released
+
+
+async def test_a_step_s_end_fails_its_transaction_if_the_lease_went_after_its_fenced_append(
+    store: Store,
+) -> None:
+    # On PostgreSQL the step's end is held once the fence passed, and checked when it goes
+    # out: a lease gone meanwhile (here the transaction itself let it go) fails it all.
+    await _conversation(store)
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    fence = ("run:r1", "a")
+    with pytest.raises(LeaseLost):
+        async with store.transaction():
+            await store.append_event("c1", TextMessageContent("m", "x"), fence=fence)
+            await store.release_lease(*fence)
+            await _call(store)
+            if not await store.update_run_leased("r1", fence, status=RunStatus.FINISHED, step=1):
+                raise LeaseLost(*fence)  # as Leases.end_step does
+    assert await store.list_calls("c1") == [] and await store.last_seq("c1") == 0
+    run = await store.get_run("r1")
+    assert run is not None and run.status is RunStatus.RUNNING
+    assert not await store.take_lease("run:r1", "b", until=20.0, now=5.0)  # still a's
+
+
 # ---- races -----------------------------------------------------------------------------
 
 

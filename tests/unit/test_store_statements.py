@@ -1,0 +1,164 @@
+"""What the PostgreSQL store sends: the statements a transaction costs (issue 10: the
+cluster's throughput is bounded by statements per conversation), and the guarantees of
+the statements that carry several writes. The behaviour both stores share is in
+test_store.py; these count and inspect PostgreSQL's own statements."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from server.errors import LeaseLost
+from server.protocol.events import TextMessageContent
+from server.store.postgres import PostgresStore
+from server.store.postgres_events import append_sql
+from server.store.records import (
+    Call,
+    CallState,
+    Conversation,
+    Run,
+    RunStatus,
+    StoredMessage,
+)
+from tests.unit.databases import fresh_schema
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[PostgresStore]:
+    with fresh_schema() as url:
+        opened = PostgresStore(url)
+        await opened.create_conversation(Conversation("c1", "planner", 1.0, "fr"))
+        yield opened
+        await opened.close()
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement any connection sends from here on, first word and all."""
+    statements: list[str] = []
+    execute = psycopg.AsyncConnection.execute
+
+    async def counted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        statements.append(" ".join(str(query).split()))
+        return await execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "execute", counted)
+    return statements
+
+
+async def test_a_transaction_is_one_without_begin_or_commit_and_only_its_end_commits(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    # Its statements up to the pipeline's Sync are one implicit transaction: nothing is
+    # seen by others before the end, and a lock taken by its first statement holds to it.
+    other = PostgresStore(store.url)
+    try:
+        async with store.transaction():
+            await store.lock_conversation("c1")
+            await store.append_event("c1", TextMessageContent("m", "a"))  # waited for
+            await store.add_message(_message("m1", "one"))
+            assert await store.last_seq("c1") == 1 and len(await store.list_messages("c1")) == 1
+            assert await other.last_seq("c1") == 0 and await other.list_messages("c1") == []
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                await other._one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
+        assert await other.last_seq("c1") == 1 and len(await other.list_messages("c1")) == 1
+        assert await other._one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
+        assert not {"BEGIN", "COMMIT", "ROLLBACK"} & {s.split()[0] for s in sent}
+        # An exception of ours rolls back what the server already ran.
+        with pytest.raises(RuntimeError):
+            async with store.transaction():
+                await store.append_event("c1", TextMessageContent("m", "b"))
+                assert await store.last_seq("c1") == 2
+                raise RuntimeError
+        assert await other.last_seq("c1") == 1 and await store.last_seq("c1") == 1
+        assert await other._one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
+        # A count inside a transaction reads rows, and does not end it either.
+        async with store.transaction():
+            await store.append_event("c1", TextMessageContent("m", "c"))
+            assert await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+            assert await other.last_seq("c1") == 1
+            assert await other._one("SELECT 1 FROM leases WHERE key = 'run:r1'") is None
+        assert await other.last_seq("c1") == 2
+        assert await other._one("SELECT 1 FROM leases WHERE key = 'run:r1'")
+    finally:
+        await other.close()
+
+
+def _message(message_id: str, text: str) -> StoredMessage:
+    return StoredMessage(message_id, "c1", "r1", "assistant", text)
+
+
+async def test_a_transaction_s_messages_go_out_inside_its_appends(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    async with store.transaction():
+        await store.add_message(_message("m1", "one"))
+        await store.append_event("c1", TextMessageContent("m1", "a"))  # sent, with m1
+        await store.add_message(_message("m2", "two"))
+        await store.append_event("c1", TextMessageContent("m2", "b"))  # held, with m2
+    # Two appends each carrying its message: no INSERT INTO messages alone.
+    assert [s.split()[0] for s in sent] == ["WITH", "WITH"]
+    assert all("INSERT INTO messages" in s for s in sent)
+    assert [m.text for m in await store.list_messages("c1")] == ["one", "two"]
+
+
+async def test_held_messages_with_no_append_after_them_go_out_in_one_insert(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    async with store.transaction():
+        for i in range(3):
+            await store.add_message(_message(f"m{i}", f"{i}"))
+    assert [s.split()[0] for s in sent] == ["WITH"]
+    assert sent[0].count("INSERT INTO messages") == 1
+    assert [m.text for m in await store.list_messages("c1")] == ["0", "1", "2"]
+
+
+async def test_a_step_s_calls_and_end_go_out_with_its_held_appends_at_commit(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    call = Call("k1", "c1", "r1", 1, "create_task", CallState.DISPATCHED, {}, "{}", 5.0)
+    sent.clear()
+    async with store.transaction():
+        await store.add_message(_message("m1", "text"))
+        await store.append_event("c1", TextMessageContent("m1", "a"), fence=("run:r1", "a"))
+        await store.add_call(call)
+        await store.append_event("c1", TextMessageContent("m1", "b"))
+        assert await store.update_run_leased(
+            "r1", ("run:r1", "a"), status=RunStatus.WAITING, step=1
+        )  # fmt: skip
+    # The fenced append with the message, then one statement at the end: the held append,
+    # the call, the run's change and the lease's release.
+    assert [s.split()[0] for s in sent] == ["WITH", "WITH"]
+    flush = sent[1]
+    assert "INSERT INTO events" in flush and "INSERT INTO calls" in flush
+    assert "DELETE FROM leases" in flush and "UPDATE runs" in flush
+    assert [c.id for c in await store.list_calls("c1")] == ["k1"]
+    run = await store.get_run("r1")
+    assert run is not None and (run.status, run.step) == (RunStatus.WAITING, 1)
+
+
+async def test_an_append_carrying_messages_writes_none_when_its_fence_fails_even_alone(
+    store: PostgresStore,
+) -> None:
+    # Inside a transaction LeaseLost rolls everything back; the statement itself must not
+    # depend on that: run on its own (autocommit), a failed fence writes nothing at all.
+    await store.take_lease("run:r1", "b", until=30.0, now=20.0)
+    params = store._append_params(
+        "c1",
+        [("TEXT_MESSAGE_CONTENT", '{"delta":"late"}')],
+        ("run:r1", "a"),
+        [("m1", "c1", "r1", "assistant", "late", "[]", None, None, False)],
+    )
+    row = await store._one(append_sql(fenced=True, notify=True, count=1, carried=1), params)
+    assert row is None
+    assert await store.list_messages("c1") == [] and await store.last_seq("c1") == 0
+    with pytest.raises(LeaseLost):  # and through the store's interface
+        async with store.transaction():
+            await store.add_message(_message("m1", "late"))
+            await store.append_event("c1", TextMessageContent("m1", "x"), fence=("run:r1", "a"))
+    assert await store.list_messages("c1") == []
