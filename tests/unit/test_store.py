@@ -374,8 +374,9 @@ async def test_a_step_s_calls_and_end_are_seen_by_its_reads_and_commit_with_it_o
 async def test_a_step_s_end_fails_its_transaction_if_the_lease_went_after_its_fenced_append(
     store: Store,
 ) -> None:
-    # On PostgreSQL the step's end is held once the fence passed, and checked when it goes
-    # out: a lease gone meanwhile (here the transaction itself let it go) fails it all.
+    # On PostgreSQL the step's end is held, unasked, once a fence of the transaction found
+    # the lease held, unless the transaction wrote a lease since (here it let it go): then
+    # it is asked, finds the lease gone, and the transaction fails whole.
     await _conversation(store)
     await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
     await store.take_lease("run:r1", "a", until=10.0, now=0.0)
