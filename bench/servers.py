@@ -78,13 +78,15 @@ class Server:
 
 
 @contextlib.contextmanager
-def running(name: str, argv: list[str], workdir: Path, env: dict[str, str]) -> Iterator[Server]:
-    """Start ``argv + --port N``, wait for /healthz, yield; stop it whatever happens."""
+def running(name: str, argv: list[str], workdir: Path, env: dict[str, str],
+            cwd: Path = ROOT) -> Iterator[Server]:
+    """Start ``argv + --port N`` in ``cwd``, wait for /healthz, yield; stop it whatever
+    happens."""
     port = _free_port()
     log_path = workdir / f"{name}-{port}.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [*argv, "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [*argv, "--port", str(port)], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
             preexec_fn=raise_fd_limit, start_new_session=True,  # our Ctrl-C stops it via finally
         )
     server = Server(name, port, proc, log_path)
@@ -119,10 +121,14 @@ def bench_agents(workdir: Path) -> Path:
     return directory
 
 
-def hostcall(workdir: Path, db: Path, secret: str) -> contextlib.AbstractContextManager[Server]:
+def hostcall(workdir: Path, db: Path, secret: str,
+             root: Path = ROOT) -> contextlib.AbstractContextManager[Server]:
+    """Hostcall's server; ``root``: the checkout whose ``server`` package it runs (``-m``
+    imports it from the working directory), with this Python environment."""
     argv = [sys.executable, "-m", "server", "serve", "--agents", str(bench_agents(workdir)),
             "--db", str(db), "--host", HOST, "--log-level", LOG_LEVEL]
-    return running("hostcall", argv, workdir, dict(os.environ, HOSTCALL_SECRET_KEYS=secret))
+    return running("hostcall", argv, workdir, dict(os.environ, HOSTCALL_SECRET_KEYS=secret),
+                   cwd=root)
 
 
 def floor(workdir: Path) -> contextlib.AbstractContextManager[Server]:

@@ -242,12 +242,17 @@ class CallMoves:
         return settled
 
     async def _settled(self, settled: Call) -> Call:
-        """After the unit that settled the call committed: its ``TOOL_CALL_RESULT`` is
-        published; let the streams write it before this request goes on (its response, the
-        run's next step), then resume the run. ``settled``: the call as its settling UPDATE
-        left it (returned by it, not read back: issue 9, the round trip)."""
-        await asyncio.sleep(0)
+        """After the unit that settled the call committed (its ``TOOL_CALL_RESULT`` is
+        published): resume the run, then give the loop two turns before this request goes
+        on to its response. The streams were woken before the run's task was started, so in
+        the first turn they write ``TOOL_CALL_RESULT``, then the resumed step runs up to its
+        first wait (a model that answers at once: up to its first text, committed and
+        published); in the second, the streams write that text. The person's next words do
+        not wait behind the answering page's 200 (issue 9: the resumed run's first text).
+        ``settled``: the call as its settling UPDATE left it (not read back)."""
         await self.on_settled(settled.run_id)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
         return settled
 
     async def _with_extra(self, call: Call, **extra: Any) -> Call:

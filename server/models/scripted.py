@@ -133,8 +133,8 @@ class ScriptedModel:
                     )
             else:
                 # `result`/`error` are the last answer's; `results` lists every answer's.
-                context["results"] = [_parse(m.text) for m in answers]
-                for chunk in _chunks(_reply(rule, answers[-1].text, context)):
+                context["results"] = results = [_parse(m.text) for m in answers]
+                for chunk in _chunks(_reply(rule, results[-1], context)):
                     yield TextDelta(chunk)
             return
         yield TextDelta(self.fallback)
@@ -147,8 +147,8 @@ def _parse(content: str) -> Any:
         return content
 
 
-def _reply(rule: Rule, content: str, context: dict[str, Any]) -> str:
-    value = _parse(content)
+def _reply(rule: Rule, value: Any, context: dict[str, Any]) -> str:
+    """The reply to the last answer, ``value`` (parsed once, for ``results`` too)."""
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("error"), dict):
         error = {**context, "error": value["error"]}
         return _render(rule.error_reply, error, rule.where("error_reply"))

@@ -37,10 +37,11 @@ log = logging.getLogger("hostcall.engine")
 class Stepping(EngineBase):
     async def _resume_soon(self, run_id: str) -> None:
         """Resume the run in a task of its own, after the unit that settled its last call
-        has committed: the request that answered the call gets its response, and streams
-        write the ``TOOL_CALL_RESULT``, before the next step is claimed and started (issue 9:
-        the round trip). A crash in between leaves a waiting run with every call settled,
-        which the sweeper resumes (``stalled_runs``)."""
+        has committed and published: the streams, woken by that publish, write the
+        ``TOOL_CALL_RESULT`` before the next step is claimed and started (issue 9: the round
+        trip; ``CallMoves._settled`` says when the answering request gets its response). A
+        crash in between leaves a waiting run with every call settled, which the sweeper
+        resumes (``stalled_runs``)."""
         self._spawn(self._resume_later(run_id))
 
     async def _resume_later(self, run_id: str) -> None:

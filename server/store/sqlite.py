@@ -272,8 +272,34 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, RunTables):
         *,
         fence: tuple[str, str] | None = None,
     ) -> list[Event]:
-        async with self.transaction():
+        if len(events) <= 1:
             return [await self.append_event(conversation_id, e, fence=fence) for e in events]
+        encoded = [encode(event) for event in events]
+        async with self.transaction():
+            # One fence check, one seq bump and one INSERT for the lot (a step's first text
+            # is two events: issue 9, the resumed run's first text).
+            if (
+                fence is not None
+                and not self._db.execute(
+                    "SELECT 1 FROM leases WHERE key = ? AND owner = ?", fence
+                ).fetchone()
+            ):
+                raise LeaseLost(*fence)
+            row = self._db.execute(
+                "UPDATE conversations SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq",
+                (len(events), conversation_id),
+            ).fetchone()
+            assert row is not None, f"no conversation {conversation_id}"
+            first = row[0] - len(events) + 1
+            stored = [
+                Event(conversation_id, first + n, name, data)
+                for n, (name, data) in enumerate(encoded)
+            ]
+            self._db.executemany(
+                "INSERT INTO events (conversation_id, seq, type, data) VALUES (?, ?, ?, ?)",
+                [(conversation_id, e.seq, e.name, e.encoded) for e in stored],
+            )
+        return stored
 
     async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
         found = self._db.execute(

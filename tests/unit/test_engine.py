@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import pytest
+from starlette.responses import JSONResponse
+
+import server.api
+from server.protocol.frames import Event
 from tests.unit.conftest import BOARD, Harness
 
 
@@ -20,6 +28,47 @@ def test_read_board_flow_answers_with_priority_order(harness: Harness) -> None:
     reply = harness.assistant_texts(conv)[-1]
     assert reply.index("Fix login bug") < reply.index("Write release notes")
     assert "Plan sprint" not in reply
+
+
+def test_streams_get_the_result_and_the_resumed_steps_first_text_before_the_answers_response(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 9: what the person waits for (the result, then the next step's first words)
+    goes to the streams before the answering page gets its 200, not after it. A reader
+    subscribed as a stream records, in the app's event loop, what it is woken with."""
+    h = harness
+    conv = h.conversation()
+    h.say(conv, "What should I work on next?")
+    call = h.open_call(conv, "dispatched")
+    order: list[str] = []
+
+    class Recorded(JSONResponse):
+        async def __call__(self, *args: Any) -> None:
+            order.append("response")
+            await super().__call__(*args)
+
+    monkeypatch.setattr(server.api, "JSONResponse", Recorded)
+
+    async def subscribe() -> asyncio.Queue[Event | None]:
+        return h.runtime.broker.subscribe(conv.id)
+
+    queue = h.call(subscribe)
+
+    async def read() -> None:
+        while (event := await queue.get()) is not None:
+            order.append(event.name)
+            if event.name == "RUN_FINISHED":
+                return
+
+    assert h.client is not None and h.client.portal is not None
+    reading = h.client.portal.start_task_soon(read)
+    assert h.answer(call, BOARD).status_code == 200
+    reading.result(timeout=5)
+    assert order.index("TOOL_CALL_RESULT") < order.index("TEXT_MESSAGE_START")
+    assert order.index("TEXT_MESSAGE_START") < order.index("TEXT_MESSAGE_CONTENT")
+    assert order.index("TEXT_MESSAGE_CONTENT") < order.index("response")
+    h.settle(conv)
+    assert "Fix login bug" in h.assistant_texts(conv)[-1]
 
 
 def test_events_follow_agui_names_and_increase_by_one(harness: Harness) -> None:
