@@ -14,7 +14,14 @@ from server.agents import Agent, load_agents
 from server.broker import Broker
 from server.counters import Counters, LimitsCounters, StoreCounters
 from server.engine import Engine
-from server.errors import Forbidden, StoreError, StoreUnwritable, Unauthorized, Unavailable
+from server.errors import (
+    Forbidden,
+    NotFound,
+    StoreError,
+    StoreUnwritable,
+    Unauthorized,
+    Unavailable,
+)
 from server.journal import Journal
 from server.leases import Leases
 from server.platform import Platform, load_platform
@@ -24,6 +31,7 @@ from server.sessions import Sessions
 from server.settings import Settings, load_secret_keys
 from server.store import Store, open_store
 from server.store.postgres import PostgresStore
+from server.store.records import Conversation
 from server.tokens import Claims, Purpose, Tokens
 
 AGENT_IDS_KEPT = 10_000
@@ -133,6 +141,22 @@ class Runtime:
         expires = now + self.settings.stream_max_age + 1
         if not await self.store.consume_ticket(nonce, expires, now):
             raise Unauthorized("this stream token was already used", code="used_token")
+
+    async def open_stream(self, conversation_id: str, ticket: Claims) -> Conversation:
+        """A first stream's conversation, its ticket checked against it and redeemed (one
+        statement on PostgreSQL); refused, the ticket stays usable."""
+        assert ticket.nonce is not None
+        now = self.clock()
+        expires = now + self.settings.stream_max_age + 1
+        conversation, redeemed = await self.store.open_stream(
+            conversation_id, ticket.generation, ticket.nonce, expires, now
+        )
+        if conversation is None:
+            raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+        self.sessions.check_generation(conversation, ticket)
+        if not redeemed:
+            raise Unauthorized("this stream token was already used", code="used_token")
+        return conversation
 
     async def check_store(self) -> None:
         """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write."""

@@ -51,24 +51,28 @@ async def events(request: Request) -> EventSourceResponse:
     conversation_id = request.path_params["conversation_id"]
     ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
     store = runtime.store
-    conversation = await store.get_conversation(conversation_id)
-    if conversation is None:
-        raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
-    runtime.sessions.check_generation(conversation, ticket)
+    surface = surface_id(request.query_params.get("surface"), field="surface")
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
     header = request.headers.get("last-event-id")
     raw, source = (
         (header, "Last-Event-ID") if header else (request.query_params.get("after"), "after")
     )
     seen = 0
-    if raw:  # a first connection has nothing to check (and saves the read)
+    assert ticket.nonce is not None
+    if raw:
+        conversation = await store.get_conversation(conversation_id)
+        if conversation is None:
+            raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+        runtime.sessions.check_generation(conversation, ticket)
         last_seq = await store.last_seq(conversation_id)
         seen = parse_event_id(raw, conversation_id, last_seq, source=source)
-    surface = surface_id(request.query_params.get("surface"), field="surface")
-    assert ticket.nonce is not None
-    await runtime.redeem_stream_ticket(
-        ticket.nonce
-    )  # last: a refused request leaves the ticket usable
+        # Last: a refused request leaves the ticket usable.
+        await runtime.redeem_stream_ticket(ticket.nonce)
+    else:
+        # A first connection has no seq to check: the conversation's read and the ticket's
+        # redemption are one statement on PostgreSQL (issue 10), the ticket used only if
+        # the conversation is there at its session generation.
+        await runtime.open_stream(conversation_id, ticket)
     ledger = runtime.engine.ledger
     # Subscribe before reading the backlog, so nothing committed in between is missed;
     # the seq check below drops what the backlog already sent.

@@ -44,6 +44,15 @@ from server.store.records import (
 
 # How often consume_ticket forgets expired tickets.
 TICKET_PRUNE_SECONDS = 30.0
+# open_stream in one statement, where the conversation's read and the ticket's INSERT were
+# two: the ticket goes in only for a conversation at the ticket's session generation.
+OPEN_STREAM = """
+WITH c AS (SELECT * FROM conversations WHERE id = %(cid)s), t AS (
+    INSERT INTO stream_tickets (nonce, expires_at) SELECT %(nonce)s, %(until)s FROM c
+    WHERE c.session_generation = %(generation)s ON CONFLICT (nonce) DO NOTHING RETURNING 1
+)
+SELECT c.*, EXISTS (SELECT 1 FROM t) AS redeemed FROM c
+"""
 
 
 _OPEN = rows.states_sql(OPEN_STATES)
@@ -106,12 +115,27 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
         )
         return changed == 1
 
-    async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+    async def _prune_tickets(self, now: float) -> None:
         if now - self._tickets_pruned > TICKET_PRUNE_SECONDS:
             # Housekeeping, not the check: an expired ticket is refused by its signature's
             # age before it gets here. Once in a while, not a table scan per stream.
             self._tickets_pruned = now
             await self._run("DELETE FROM stream_tickets WHERE expires_at < %s", (now,))
+
+    async def open_stream(
+        self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
+    ) -> tuple[Conversation | None, bool]:
+        await self._prune_tickets(now)
+        row = await self._one(
+            OPEN_STREAM,
+            {"cid": conversation_id, "generation": generation, "nonce": nonce, "until": expires_at},
+        )
+        if row is None:
+            return None, False
+        return rows.conversation(row), bool(row["redeemed"])
+
+    async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        await self._prune_tickets(now)
         changed = await self._count(
             "INSERT INTO stream_tickets (nonce, expires_at) VALUES (%s, %s)"
             " ON CONFLICT (nonce) DO NOTHING",

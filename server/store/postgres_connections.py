@@ -61,14 +61,11 @@ def connect(url: str, **options: Any) -> psycopg.Connection[Row]:
 class HeldWrite:
     """A write a transaction holds back (see ``PostgresConnections._hold``): CTEs
     (``name AS (...)``, names and parameters unique in the transaction), sent with the
-    transaction's next statement or at COMMIT. ``check``: a CTE that must yield a row, or
-    the transaction has lost ``lease`` (LeaseLost, and it rolls back)."""
+    transaction's next statement or at its end, and the table it writes."""
 
     ctes: str
     params: dict[str, Any]
     table: str
-    check: str | None = None
-    lease: tuple[str, str] | None = None
 
 
 @dataclass
@@ -87,8 +84,9 @@ class _Transaction:
     messages: list[tuple[Any, ...]] = field(default_factory=list)
     # Other writes not sent yet, in order (see _hold).
     writes: list[HeldWrite] = field(default_factory=list)
-    # The leases (key, owner) a fenced append of this transaction found held: it keeps the
-    # lease row FOR SHARE to COMMIT, so no other process can take the lease meanwhile.
+    # The leases (key, owner) a fenced append of this transaction found held since its last
+    # write of a lease: the append keeps the lease row FOR SHARE to the end, so no other
+    # transaction can change or take the lease meanwhile, and this one has not.
     fenced: set[tuple[str, str]] = field(default_factory=set)
     # Numbers the held writes' CTEs and parameters.
     serial: int = 0
@@ -221,15 +219,15 @@ class PostgresConnections:
             await self._send_deferred(current, everything=reads)
         return current.connection or await self._begin(current)
 
+    def _lease_written(self) -> None:
+        """The task's transaction writes a lease: what its fences proved may no longer hold
+        (see ``_Transaction.fenced``)."""
+        current = self._current()
+        if current is not None:
+            current.fenced.clear()
+
     async def _hold(
-        self,
-        current: _Transaction,
-        table: str,
-        ctes: str,
-        values: Sequence[Any],
-        *,
-        check: str | None = None,
-        lease: tuple[str, str] | None = None,
+        self, current: _Transaction, table: str, ctes: str, values: Sequence[Any]
     ) -> None:
         """Hold a write whose answer nobody reads: it goes out inside the transaction's next
         statement (any statement: held writes keep their order with the others), or its
@@ -245,8 +243,7 @@ class PostgresConnections:
         names = iter(range(len(values)))
         sql = _PLACEHOLDER.sub(lambda _: f"%({prefix}{next(names)})s", ctes.replace("{p}", prefix))
         params = {f"{prefix}{i}": value for i, value in enumerate(values)}
-        check_name = f"{prefix}{check}" if check else None
-        current.writes.append(HeldWrite(sql, params, table, check_name, lease))
+        current.writes.append(HeldWrite(sql, params, table))
 
     def _after_commit(self, then: Callable[[], None]) -> None:
         """Call ``then`` once what the task sent so far is committed: at its transaction's

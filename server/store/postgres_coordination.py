@@ -36,6 +36,7 @@ class Coordination(PostgresConnections):
     # ---- leases (server/leases.py) ---------------------------------------------------------
 
     async def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
+        self._lease_written()
         changed = await self._count(
             "INSERT INTO leases (key, owner, until) VALUES (%s, %s, %s)"
             " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until"
@@ -45,15 +46,18 @@ class Coordination(PostgresConnections):
         return changed == 1
 
     async def keep_lease(self, key: str, owner: str, until: float) -> bool:
+        self._lease_written()
         changed = await self._count(
             "UPDATE leases SET until = %s WHERE key = %s AND owner = %s", (until, key, owner)
         )
         return changed == 1
 
     async def renew_leases(self, owner: str, until: float) -> int:
+        self._lease_written()
         return await self._count(RENEW_LEASES, (until, owner))
 
     async def release_lease(self, key: str, owner: str) -> bool:
+        self._lease_written()
         changed = await self._count(
             "DELETE FROM leases WHERE key = %s AND owner = %s", (key, owner)
         )

@@ -167,8 +167,8 @@ class EventLog(PostgresConnections):
         """Send what the transaction holds, in one statement where it can: the held writes
         (``_hold``), and with ``everything`` its deferred appends of one conversation and
         its held messages (another conversation's appends, which no step makes, in
-        statements of their own). Not waited for unless a held write must be checked: the
-        seqs are known, and an error surfaces by COMMIT."""
+        statements of their own). Not waited for: nothing in it is read (the seqs are
+        known), and an error surfaces by the transaction's end."""
         writes, current.writes = current.writes, []
         deferred: list[tuple[str, list[tuple[str, str]]]] = []
         held: list[messages.Values] = []
@@ -191,26 +191,12 @@ class EventLog(PostgresConnections):
         if held:
             ctes.append(f"rest AS ({messages.insert_sql(len(held), prefix='r')})")
             params.update(messages.params(held, prefix="r"))
-        checks = [w for w in writes if w.check]
         for write in writes:
             ctes.append(write.ctes)
             params.update(write.params)
-        if not ctes:
-            return
-        checked = ", ".join(f"EXISTS (SELECT 1 FROM {w.check}) AS {w.check}" for w in checks)
-        if select:
-            selected = ", ".join(filter(None, [select, checked]))
-            sql = f"WITH {', '.join(ctes)}\nSELECT {selected} FROM next"
-        else:
-            sql = f"WITH {', '.join(ctes)}\nSELECT {checked or '1'}"
-        if not checks:
-            await self._run(sql, params)
-            return
-        row = await self._one(sql, params)
-        for write in checks:
-            assert write.check is not None and write.lease is not None
-            if row is None or not row[write.check]:
-                raise LeaseLost(*write.lease)
+        if ctes:
+            end = f"{select} FROM next" if select else "1"
+            await self._run(f"WITH {', '.join(ctes)}\nSELECT {end}", params)
 
     def _append_params(
         self,

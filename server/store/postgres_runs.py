@@ -89,6 +89,7 @@ class RunTables(Coordination):
         # messages at once both started a run). The check, the run and its lease are one
         # statement (three, before issue 10's fifth round).
         values = self._run_values(run, await self._stored_digest(run))
+        self._lease_written()
         row = await self._one(CREATE_RUN_ALONE, (run.conversation_id, *values, *lease))
         assert row is not None  # the statement always returns its one row
         return (row["busy"], RunStatus(row["status"])) if row["busy"] else None
@@ -179,13 +180,15 @@ class RunTables(Coordination):
         values = (*lease_args, *encoded.values(), run_id)
         current = self._current()
         if current is not None and lease in current.fenced:
-            # A fenced append of this transaction found the lease held and keeps its row
-            # FOR SHARE to COMMIT: no other process can take it meanwhile, so the answer is
-            # known. Held, it goes out with the step's other writes at COMMIT (one statement
-            # where there were two), still checked there: if the lease is gone after all,
-            # the transaction raises LeaseLost and rolls back.
-            await self._hold(current, "runs", ctes, values, check="held", lease=lease)
+            # A fenced append of this transaction found the lease held, keeps its row FOR
+            # SHARE to the end, and nothing in the transaction wrote a lease since: the
+            # lease is still held, so the answer is known without asking. Held, the write
+            # goes out with the step's other writes at the end, in one statement where
+            # there were two, and is not waited for.
+            await self._hold(current, "runs", ctes, values)
+            self._lease_written()
             return True
+        self._lease_written()
         row = await self._one(
             f"WITH {ctes.replace('{p}', '')} SELECT COUNT(*) AS n FROM held",
             values,
@@ -205,6 +208,7 @@ class RunTables(Coordination):
     async def claim_ready_run(
         self, run_id: str, key: str, owner: str, until: float, now: float
     ) -> Run | None:
+        self._lease_written()
         row = await self._one(
             CLAIM_READY_RUN,
             {

@@ -155,6 +155,14 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, RunTables):
             )
         return cursor.rowcount == 1
 
+    async def open_stream(
+        self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
+    ) -> tuple[Conversation | None, bool]:
+        conversation = await self.get_conversation(conversation_id)
+        if conversation is None or conversation.session_generation != generation:
+            return conversation, False
+        return conversation, await self.consume_ticket(nonce, expires_at, now)
+
     def check_writable(self) -> None:
         try:
             self._probe()

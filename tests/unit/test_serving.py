@@ -48,6 +48,7 @@ def test_stream_ticket_opens_one_stream_once(harness: Harness) -> None:
     before = state(harness, conv)
     # A refused request does not use the ticket up ...
     assert_error(open_stream(harness, conv.id, conv.stream, after="nope"), 400, "bad_event_id")
+    assert_error(open_stream(harness, conv.id, conv.stream, surface="bad!"), 400, "bad_request")
     assert open_stream(harness, conv.id, conv.stream).status_code == 200
     # ... an opened stream does: a replayed URL (from a log, a proxy) opens nothing.
     assert_error(open_stream(harness, conv.id, conv.stream), 401, "used_token", "already used")

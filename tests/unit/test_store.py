@@ -374,8 +374,9 @@ async def test_a_step_s_calls_and_end_are_seen_by_its_reads_and_commit_with_it_o
 async def test_a_step_s_end_fails_its_transaction_if_the_lease_went_after_its_fenced_append(
     store: Store,
 ) -> None:
-    # On PostgreSQL the step's end is held once the fence passed, and checked when it goes
-    # out: a lease gone meanwhile (here the transaction itself let it go) fails it all.
+    # On PostgreSQL the step's end is held, unasked, once a fence of the transaction found
+    # the lease held, unless the transaction wrote a lease since (here it let it go): then
+    # it is asked, finds the lease gone, and the transaction fails whole.
     await _conversation(store)
     await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
     await store.take_lease("run:r1", "a", until=10.0, now=0.0)
@@ -391,6 +392,24 @@ async def test_a_step_s_end_fails_its_transaction_if_the_lease_went_after_its_fe
     run = await store.get_run("r1")
     assert run is not None and run.status is RunStatus.RUNNING
     assert not await store.take_lease("run:r1", "b", until=20.0, now=5.0)  # still a's
+
+
+async def test_a_first_stream_redeems_its_ticket_only_for_its_conversation_and_generation(
+    store: Store,
+) -> None:
+    await _conversation(store)
+    conversation = await store.get_conversation("c1")
+    # No conversation, or another session generation: refused, and the ticket stays usable.
+    assert await store.open_stream("c_missing", 0, "n1", 100.0, 1.0) == (None, False)
+    assert await store.open_stream("c1", 1, "n1", 100.0, 1.0) == (conversation, False)
+    assert await store.open_stream("c1", 0, "n1", 100.0, 1.0) == (conversation, True)
+    assert await store.open_stream("c1", 0, "n1", 100.0, 2.0) == (conversation, False)  # used
+    assert not await store.consume_ticket("n1", 100.0, 2.0)
+    assert await store.rotate_session("c1", 0)
+    rotated = await store.get_conversation("c1")
+    assert rotated is not None and rotated.session_generation == 1
+    assert await store.open_stream("c1", 0, "n2", 100.0, 3.0) == (rotated, False)
+    assert await store.open_stream("c1", 1, "n2", 100.0, 3.0) == (rotated, True)
 
 
 # ---- races -----------------------------------------------------------------------------
