@@ -193,9 +193,9 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
         if current is not None:
             # Held: it goes out with the transaction's next append of its conversation, or
             # before its next read of messages or COMMIT (server/store/postgres_messages.py).
-            current.messages.append(messages.values(message))
+            current.messages.append(rows.message_values(message))
             return
-        await self._run(messages.INSERT_ONE, messages.values(message))
+        await self._run(messages.INSERT_ONE, rows.message_values(message))
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
         found = await self._all(
@@ -206,23 +206,7 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
     # ---- calls ---------------------------------------------------------------------------
 
     async def add_call(self, call: Call) -> None:
-        values = (
-            call.id,
-            call.conversation_id,
-            call.run_id,
-            call.step,
-            call.tool_name,
-            call.state,
-            rows.dump(call.input),
-            call.arguments,
-            call.deadline,
-            call.route,
-            rows.dump(call.outcome) if call.outcome is not None else None,
-            call.delivered,
-            rows.dump(call.extra),
-            call.surface_id,
-            call.assignment,
-        )
+        values = rows.call_values(call)
         current = self._current()
         if current is not None:
             # Held: it goes out inside the transaction's next statement (a step's: its

@@ -13,9 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from server.store import rows
-from server.store.records import StoredMessage
-
 COLUMNS = (
     "id, conversation_id, run_id, role, text, tool_calls, tool_call_id, tool_name, interrupted"
 )
@@ -27,21 +24,6 @@ _NAMES = ("id", "cid", "run", "role", "text", "calls", "call_id", "tool", "inter
 INSERT_ONE = f"INSERT INTO messages ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 
 Values = tuple[Any, ...]
-
-
-def values(message: StoredMessage) -> Values:
-    """The message's column values, in ``COLUMNS`` order."""
-    return (
-        message.id,
-        message.conversation_id,
-        message.run_id,
-        message.role,
-        message.text,
-        rows.dump(list(message.tool_calls)),
-        message.tool_call_id,
-        message.tool_name,
-        message.interrupted,
-    )
 
 
 def _rows(count: int, prefix: str) -> str:

@@ -44,6 +44,45 @@ def load(text: str) -> Any:
     return strictjson.loads_stored(text)
 
 
+def call_values(call: Call) -> tuple[Any, ...]:
+    """A new call's column values for both stores' INSERT: id, conversation_id, run_id, step,
+    tool_name, state, input, arguments, deadline, route, outcome, delivered, extra,
+    surface_id, assignment (sqlite3 stores a bool as 0 or 1)."""
+    return (
+        call.id,
+        call.conversation_id,
+        call.run_id,
+        call.step,
+        call.tool_name,
+        call.state,
+        dump(call.input),
+        call.arguments,
+        call.deadline,
+        call.route,
+        dump(call.outcome) if call.outcome is not None else None,
+        call.delivered,
+        dump(call.extra),
+        call.surface_id,
+        call.assignment,
+    )
+
+
+def message_values(message: StoredMessage) -> tuple[Any, ...]:
+    """A message's column values for both stores' INSERT: id, conversation_id, run_id, role,
+    text, tool_calls, tool_call_id, tool_name, interrupted."""
+    return (
+        message.id,
+        message.conversation_id,
+        message.run_id,
+        message.role,
+        message.text,
+        dump(list(message.tool_calls)),
+        message.tool_call_id,
+        message.tool_name,
+        message.interrupted,
+    )
+
+
 def conversation(row: Mapping[str, Any]) -> Conversation:
     return Conversation(
         id=row["id"],

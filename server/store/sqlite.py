@@ -220,17 +220,7 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, RunTables):
         self._db.execute(
             "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls,"
             " tool_call_id, tool_name, interrupted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                message.id,
-                message.conversation_id,
-                message.run_id,
-                message.role,
-                message.text,
-                rows.dump(list(message.tool_calls)),
-                message.tool_call_id,
-                message.tool_name,
-                int(message.interrupted),
-            ),
+            rows.message_values(message),
         )
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
@@ -241,24 +231,29 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, RunTables):
 
     # ---- events --------------------------------------------------------------------------
 
+    def _next_seqs(self, conversation_id: str, n: int, fence: tuple[str, str] | None) -> int:
+        """In a transaction: check the fence (``LeaseLost`` if the lease is gone), then take
+        the conversation's next ``n`` sequence numbers; returns the last of them."""
+        if (
+            fence is not None
+            and not self._db.execute(
+                "SELECT 1 FROM leases WHERE key = ? AND owner = ?", fence
+            ).fetchone()
+        ):
+            raise LeaseLost(*fence)
+        row = self._db.execute(
+            "UPDATE conversations SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq",
+            (n, conversation_id),
+        ).fetchone()
+        assert row is not None, f"no conversation {conversation_id}"
+        return int(row[0])
+
     async def append_event(
         self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
     ) -> Event:
         name, encoded = encode(event)
         async with self.transaction():
-            if (
-                fence is not None
-                and not self._db.execute(
-                    "SELECT 1 FROM leases WHERE key = ? AND owner = ?", fence
-                ).fetchone()
-            ):
-                raise LeaseLost(*fence)
-            row = self._db.execute(
-                "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq",
-                (conversation_id,),
-            ).fetchone()
-            assert row is not None, f"no conversation {conversation_id}"
-            seq = row[0]
+            seq = self._next_seqs(conversation_id, 1, fence)
             self._db.execute(
                 "INSERT INTO events (conversation_id, seq, type, data) VALUES (?, ?, ?, ?)",
                 (conversation_id, seq, name, encoded),
@@ -278,19 +273,7 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, RunTables):
         async with self.transaction():
             # One fence check, one seq bump and one INSERT for the lot (a step's first text
             # is two events: issue 9, the resumed run's first text).
-            if (
-                fence is not None
-                and not self._db.execute(
-                    "SELECT 1 FROM leases WHERE key = ? AND owner = ?", fence
-                ).fetchone()
-            ):
-                raise LeaseLost(*fence)
-            row = self._db.execute(
-                "UPDATE conversations SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq",
-                (len(events), conversation_id),
-            ).fetchone()
-            assert row is not None, f"no conversation {conversation_id}"
-            first = row[0] - len(events) + 1
+            first = self._next_seqs(conversation_id, len(events), fence) - len(events) + 1
             stored = [
                 Event(conversation_id, first + n, name, data)
                 for n, (name, data) in enumerate(encoded)

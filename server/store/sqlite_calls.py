@@ -18,23 +18,7 @@ class CallTables:
             "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
             " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                call.id,
-                call.conversation_id,
-                call.run_id,
-                call.step,
-                call.tool_name,
-                call.state,
-                rows.dump(call.input),
-                call.arguments,
-                call.deadline,
-                call.route,
-                rows.dump(call.outcome) if call.outcome is not None else None,
-                int(call.delivered),
-                rows.dump(call.extra),
-                call.surface_id,
-                call.assignment,
-            ),
+            rows.call_values(call),
         )
 
     async def get_call(self, call_id: str) -> Call | None:
