@@ -43,6 +43,7 @@ from server.store.records import (
     Conversation,
     ConversationQuery,
     ConversationSummary,
+    OpenedStream,
     Run,
     RunStatus,
     StoredMessage,
@@ -164,13 +165,13 @@ class Store(Protocol):
     # ``generation`` (False otherwise: someone else rotated first).
     async def rotate_session(self, conversation_id: str, generation: int) -> bool: ...
     async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool: ...
-    # A first stream's opening: the conversation (None if there is none) and whether ticket
+    # A first stream's opening: the conversation (None if there is none), whether ticket
     # ``nonce`` was consumed (as ``consume_ticket``), which it is only if the conversation
-    # is at session ``generation``: a refused stream leaves its ticket usable. One
-    # statement on PostgreSQL.
+    # is at session ``generation`` (a refused stream leaves its ticket usable), and the
+    # conversation's last seq as that read saw it. One statement on PostgreSQL.
     async def open_stream(
         self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
-    ) -> tuple[Conversation | None, bool]: ...
+    ) -> OpenedStream: ...
     async def probe_write(self) -> None: ...
     # The same check, blocking: for the moment a store is opened, before any event loop
     # serves (the app factory may run inside one, so it cannot await). Closes the store

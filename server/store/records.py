@@ -18,6 +18,7 @@ __all__ = [
     "Conversation",
     "ConversationQuery",
     "ConversationSummary",
+    "OpenedStream",
     "Run",
     "RunStatus",
     "StoredMessage",
@@ -43,6 +44,18 @@ class Conversation:
     # Bumped each time a widget resumes the conversation from its cookie; session tokens
     # of an older generation are refused (session fixation, issue 7).
     session_generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedStream:
+    """What ``Store.open_stream`` found: the conversation (None: there is none), whether the
+    ticket was redeemed, and the conversation's last seq as the same read saw it (0 with no
+    conversation): a stream that subscribed before it needs no backlog read when nothing
+    is past its position (issue 10)."""
+
+    conversation: Conversation | None
+    redeemed: bool
+    last_seq: int = 0
 
 
 @dataclass(frozen=True, slots=True)

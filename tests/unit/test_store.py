@@ -21,7 +21,15 @@ from server.errors import LeaseLost, StoreError
 from server.protocol.events import TextMessageContent
 from server.store import Store, open_store
 from server.store.migrations import Migration, pending
-from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
+from server.store.records import (
+    Call,
+    CallState,
+    Conversation,
+    OpenedStream,
+    Run,
+    RunStatus,
+    StoredMessage,
+)
 from server.store.sqlite import SQLiteStore
 
 OPEN = [CallState.DISPATCHED, CallState.DELIVERED]
@@ -400,16 +408,21 @@ async def test_a_first_stream_redeems_its_ticket_only_for_its_conversation_and_g
     await _conversation(store)
     conversation = await store.get_conversation("c1")
     # No conversation, or another session generation: refused, and the ticket stays usable.
-    assert await store.open_stream("c_missing", 0, "n1", 100.0, 1.0) == (None, False)
-    assert await store.open_stream("c1", 1, "n1", 100.0, 1.0) == (conversation, False)
-    assert await store.open_stream("c1", 0, "n1", 100.0, 1.0) == (conversation, True)
-    assert await store.open_stream("c1", 0, "n1", 100.0, 2.0) == (conversation, False)  # used
+    assert await store.open_stream("c_missing", 0, "n1", 100.0, 1.0) == OpenedStream(None, False)
+    assert await store.open_stream("c1", 1, "n1", 100.0, 1.0) == OpenedStream(conversation, False)
+    assert await store.open_stream("c1", 0, "n1", 100.0, 1.0) == OpenedStream(conversation, True)
+    used = await store.open_stream("c1", 0, "n1", 100.0, 2.0)
+    assert used == OpenedStream(conversation, False)
     assert not await store.consume_ticket("n1", 100.0, 2.0)
     assert await store.rotate_session("c1", 0)
     rotated = await store.get_conversation("c1")
     assert rotated is not None and rotated.session_generation == 1
-    assert await store.open_stream("c1", 0, "n2", 100.0, 3.0) == (rotated, False)
-    assert await store.open_stream("c1", 1, "n2", 100.0, 3.0) == (rotated, True)
+    assert await store.open_stream("c1", 0, "n2", 100.0, 3.0) == OpenedStream(rotated, False)
+    assert await store.open_stream("c1", 1, "n2", 100.0, 3.0) == OpenedStream(rotated, True)
+    # With the conversation's last seq as the same read saw it, redeemed or not.
+    await store.append_events("c1", [TextMessageContent("m", "a"), TextMessageContent("m", "b")])
+    assert await store.open_stream("c1", 1, "n3", 100.0, 4.0) == OpenedStream(rotated, True, 2)
+    assert await store.open_stream("c1", 0, "n4", 100.0, 4.0) == OpenedStream(rotated, False, 2)
 
 
 # ---- races -----------------------------------------------------------------------------
