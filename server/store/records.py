@@ -15,11 +15,13 @@ __all__ = [
     "AuditEntry",
     "Call",
     "CallState",
+    "ClaimedRun",
     "Conversation",
     "ConversationQuery",
     "ConversationSummary",
     "OpenedStream",
     "Run",
+    "RunStart",
     "RunStatus",
     "StoredMessage",
     "Surface",
@@ -85,6 +87,27 @@ class Run:
     # Names ``agent`` in the store (server/store/definitions.py); "" for a run not stored
     # yet, whose store computes it. Derived from ``agent``, so not compared.
     agent_digest: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedRun:
+    """A run as ``Store.claim_ready_run`` left it, and its conversation's messages as they
+    were then, oldest first: its next step's history. Nothing adds a message to the
+    conversation while its run is running but the run's own step (issue 10: read in the
+    claim's statement on PostgreSQL, the step's own read of them is gone)."""
+
+    run: Run
+    history: tuple[StoredMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """What ``Store.create_run_alone`` found: the run in progress, as (id, status), if any
+    (then nothing was stored); else the conversation's messages before the new run, oldest
+    first (read in the same statement on PostgreSQL)."""
+
+    busy: tuple[str, RunStatus] | None
+    history: tuple[StoredMessage, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
