@@ -70,7 +70,8 @@ if (location.pathname.startsWith('/widget/')) {
 } else if (location.pathname === '/pages/host.html') {
   window.benchCalls = {}
   addEventListener('message', e => {
-    if (e.data?.type === 'hostcall:hello' && e.ports[0]) benchOn(e.ports[0], 'hostcall:call', benchCalls)
+    const port = e.data?.type === 'hostcall:hello' && e.ports[0]
+    if (port) benchOn(port, 'hostcall:call', benchCalls)
   }, true)
 }"""
 # Resource Timing of the POSTs whose URL contains ``part``, in order, on the PROBE's clock:

@@ -58,7 +58,8 @@ if (window === window.top) {
   }
   window.addEventListener('message', e => {
     record(e.origin, e.data)
-    for (const port of e.ports) port.addEventListener('message', m => record('port:' + e.origin, m.data))
+    const from = 'port:' + e.origin
+    for (const port of e.ports) port.addEventListener('message', m => record(from, m.data))
   }, true)
 }
 """
