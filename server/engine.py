@@ -108,21 +108,16 @@ class Engine(Recovery):
         message_id = new_id("m")
         cid = conversation.id
         async with self.journal.unit() as unit:
-            # Checked in the transaction that starts the run, the conversation locked: two
-            # messages at once (two tabs, two processes) start one run, not two.
-            await self.store.lock_conversation(cid)
-            start = await self.leases.create_run_alone(run)
-            if start.busy is not None:
-                busy_id, status = start.busy
-                raise Conflict(
-                    f"run {busy_id} is still {status.value}; wait for it to finish",
-                    code="run_in_progress",
-                    runId=busy_id,
-                )
-            self._remember(run.id, agent)
+            # The run's message and first events go first: their append locks the
+            # conversation (on PostgreSQL its row, to the end of the transaction; SQLite's
+            # transaction holds the whole file), so the check for a run in progress that
+            # follows, in a statement of its own, sees every run committed before: two
+            # messages at once (two tabs, two processes) start one run, not two. A refused
+            # start rolls them back, and nothing is published. (Issue 10: the lock was a
+            # statement of its own.)
             message = StoredMessage(message_id, cid, run.id, "user", text)
             await self.store.add_message(message)
-            # One append (one statement on PostgreSQL), not four.
+            # One append (one statement on PostgreSQL, with the message), not four.
             await unit.emit_all(
                 cid,
                 [
@@ -132,9 +127,18 @@ class Engine(Recovery):
                     TextMessageEnd(message_id),
                 ],
             )
-        # The first step's history: the messages before the run, read with its start, and
-        # this one (nothing else adds a message while the run is running).
-        self._spawn(self._advance(run.id, ClaimedRun(run, (*start.history, message))))
+            start = await self.leases.create_run_alone(run)
+            if start.busy is not None:
+                busy_id, status = start.busy
+                raise Conflict(
+                    f"run {busy_id} is still {status.value}; wait for it to finish",
+                    code="run_in_progress",
+                    runId=busy_id,
+                )
+            self._remember(run.id, agent)
+        # The first step's history, read with the run's start (its message is the last):
+        # nothing else adds a message while the run is running.
+        self._spawn(self._advance(run.id, ClaimedRun(run, start.history)))
         return run
 
     async def cancel_run(self, run_id: str) -> bool:

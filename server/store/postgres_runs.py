@@ -70,8 +70,8 @@ RUN_INSERT = (
 # The run and its lease unless the conversation has a run in progress (then that run's id
 # and status, and nothing stored). A lease row already there for a new run's key (never: ids
 # are random) fails the transaction rather than being taken over. With the conversation's
-# messages, which nobody else can add meanwhile: its lock is held (lock_conversation), and
-# no run of it is in progress.
+# messages (those sent earlier in the transaction included), which nobody else can add
+# meanwhile: its row is locked, and no run of it is in progress.
 CREATE_RUN_ALONE = f"""
 WITH busy AS (
     SELECT id, status FROM runs WHERE conversation_id = %s AND status IN ('running', 'waiting')
@@ -95,17 +95,13 @@ class RunTables(Coordination):
     async def create_run(self, run: Run) -> None:
         await self._run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
 
-    async def lock_conversation(self, conversation_id: str) -> None:
-        # Not waited for: the transaction's statements run in order, so the next one (the
-        # check in create_run_alone) starts, and takes its snapshot, once the lock is held.
-        await self._run("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
-
     async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
-        # After lock_conversation, in a statement of its own: a statement that waited for
-        # the lock reads the runs as they were when it began (READ COMMITTED re-checks only
-        # the locked row), so a run committed meanwhile would go unseen (measured: two
-        # messages at once both started a run). The check, the run and its lease are one
-        # statement (three, before issue 10's fifth round).
+        # After the transaction's append of the run's first events (whose UPDATE of the
+        # conversation's row locks it to the end), in a statement of its own: a statement
+        # that waited for the lock reads the runs as they were when it began (READ
+        # COMMITTED re-checks only the locked row), so a run committed meanwhile would go
+        # unseen (measured: two messages at once both started a run). The check, the run
+        # and its lease are one statement (three, before issue 10's fifth round).
         values = self._run_values(run, await self._stored_digest(run))
         self._lease_written()
         cid = run.conversation_id

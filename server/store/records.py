@@ -103,8 +103,9 @@ class ClaimedRun:
 @dataclass(frozen=True, slots=True)
 class RunStart:
     """What ``Store.create_run_alone`` found: the run in progress, as (id, status), if any
-    (then nothing was stored); else the conversation's messages before the new run, oldest
-    first (read in the same statement on PostgreSQL)."""
+    (then nothing was stored); else the conversation's messages, oldest first, the new
+    run's first message (added before, in the same transaction) the last: its first step's
+    history (read in the same statement on PostgreSQL)."""
 
     busy: tuple[str, RunStatus] | None
     history: tuple[StoredMessage, ...] = ()

@@ -67,9 +67,6 @@ class RunTables(Coordination):
             (run.id, run.conversation_id, digest, run.status, run.step, None, int(run.simulate)),
         )
 
-    async def lock_conversation(self, conversation_id: str) -> None:
-        pass  # a transaction holds the whole file
-
     async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
         busy = self._db.execute(
             "SELECT id, status FROM runs WHERE conversation_id = ?"

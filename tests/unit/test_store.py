@@ -518,7 +518,8 @@ async def test_a_run_starts_with_its_lease_only_when_none_is_in_progress(store: 
 
     async def start(run_id: str, cid: str = "c1", key: str = "") -> Any:
         async with store.transaction():
-            await store.lock_conversation(cid)
+            # What locks the conversation for the check: an append of its events first.
+            await store.append_event(cid, TextMessageContent("m", run_id))
             run = Run(run_id, cid, {"id": "planner"}, RunStatus.RUNNING)
             return await store.create_run_alone(run, (key or f"run:{run_id}", "a", 10.0))
 

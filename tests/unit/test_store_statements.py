@@ -62,7 +62,7 @@ async def test_a_transaction_is_one_without_begin_or_commit_and_only_its_end_com
     other = PostgresStore(store.url)
     try:
         async with store.transaction():
-            await store.lock_conversation("c1")
+            await store._run("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", ("c1",))
             await store.append_event("c1", TextMessageContent("m", "a"))  # waited for
             await store.add_message(_message("m1", "one"))
             assert await store.last_seq("c1") == 1 and len(await store.list_messages("c1")) == 1
@@ -198,12 +198,13 @@ async def test_a_claim_that_waited_out_a_step_of_its_run_claims_nothing(
     assert await store.expired_leases(float("inf")) == []  # the lease taken went back
 
 
-async def test_a_conversation_s_steps_read_no_messages(
+async def test_a_conversation_s_steps_read_no_messages_and_its_start_locks_nothing_apart(
     tmp_path: Path, agents_dir: Path, sent: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Issue 10: a step's history comes with its run's start or claim; the SELECT of
     # messages each step sent is gone. Only the test's snapshots (GET of the conversation,
-    # which lists its messages) read them now.
+    # which lists its messages) read them now. The run's start locks the conversation with
+    # the append of its first events, not a SELECT ... FOR UPDATE of its own.
     with fresh_schema() as url:
         h = Harness(tmp_path, agents_dir, database_url=url)
         snapshots: list[str] = []
@@ -224,3 +225,8 @@ async def test_a_conversation_s_steps_read_no_messages(
     assert len([s for s in sent if "WITH next AS" in s]) >= 4  # the steps' appends counted
     reads = [s for s in sent if s.startswith("SELECT * FROM messages")]
     assert len(reads) == len(snapshots) > 0
+    assert not [s for s in sent if "FOR UPDATE" in s]
+    start = next(i for i, s in enumerate(sent) if "INSERT INTO runs" in s)
+    # (A process's first run writes its definition in between.)
+    before = [s for s in sent[:start] if not s.startswith("INSERT INTO agent_definitions")][-1]
+    assert "INSERT INTO messages" in before and "INSERT INTO events" in before
