@@ -40,7 +40,7 @@ from server.protocol.events import (
     TextMessageStart,
 )
 from server.runs.recovery import Recovery
-from server.store.records import Conversation, Run, RunStatus, StoredMessage
+from server.store.records import ClaimedRun, Conversation, Run, RunStatus, StoredMessage
 from server.tokens import Tokens
 
 log = logging.getLogger("hostcall.engine")
@@ -111,16 +111,17 @@ class Engine(Recovery):
             # Checked in the transaction that starts the run, the conversation locked: two
             # messages at once (two tabs, two processes) start one run, not two.
             await self.store.lock_conversation(cid)
-            busy = await self.leases.create_run_alone(run)
-            if busy is not None:
-                busy_id, status = busy
+            start = await self.leases.create_run_alone(run)
+            if start.busy is not None:
+                busy_id, status = start.busy
                 raise Conflict(
                     f"run {busy_id} is still {status.value}; wait for it to finish",
                     code="run_in_progress",
                     runId=busy_id,
                 )
             self._remember(run.id, agent)
-            await self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
+            message = StoredMessage(message_id, cid, run.id, "user", text)
+            await self.store.add_message(message)
             # One append (one statement on PostgreSQL), not four.
             await unit.emit_all(
                 cid,
@@ -131,7 +132,9 @@ class Engine(Recovery):
                     TextMessageEnd(message_id),
                 ],
             )
-        self._spawn(self._advance(run.id, run))
+        # The first step's history: the messages before the run, read with its start, and
+        # this one (nothing else adds a message while the run is running).
+        self._spawn(self._advance(run.id, ClaimedRun(run, (*start.history, message))))
         return run
 
     async def cancel_run(self, run_id: str) -> bool:

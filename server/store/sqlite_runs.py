@@ -11,7 +11,14 @@ from typing import Any
 
 from server.store import rows
 from server.store.definitions import Definitions
-from server.store.records import OPEN_STATES, Run, RunStatus
+from server.store.records import (
+    OPEN_STATES,
+    ClaimedRun,
+    Run,
+    RunStart,
+    RunStatus,
+    StoredMessage,
+)
 from server.store.sqlite_coordination import Coordination
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -63,19 +70,25 @@ class RunTables(Coordination):
     async def lock_conversation(self, conversation_id: str) -> None:
         pass  # a transaction holds the whole file
 
-    async def create_run_alone(
-        self, run: Run, lease: tuple[str, str, float]
-    ) -> tuple[str, RunStatus] | None:
+    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
         busy = self._db.execute(
             "SELECT id, status FROM runs WHERE conversation_id = ?"
             " AND status IN ('running', 'waiting') ORDER BY pos DESC LIMIT 1",
             (run.conversation_id,),
         ).fetchone()
         if busy is not None:
-            return busy[0], RunStatus(busy[1])
+            return RunStart((busy[0], RunStatus(busy[1])))
         await self.create_run(run)
         self._db.execute("INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)", lease)
-        return None
+        return RunStart(None, self._history(run.conversation_id))
+
+    def _history(self, conversation_id: str) -> tuple[StoredMessage, ...]:
+        """The conversation's messages, oldest first: a step's history (see ``ClaimedRun``)."""
+        return rows.messages(
+            self._db.execute(
+                "SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
+            )
+        )
 
     def _runs(self, found: Iterable[Any]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names."""
@@ -143,9 +156,9 @@ class RunTables(Coordination):
 
     async def claim_ready_run(
         self, run_id: str, key: str, owner: str, until: float, now: float
-    ) -> Run | None:
-        # Two statements, and nothing decoded but the claimed run: the claim is on the way
-        # from a step's last answer to the next step's first text (issue 9).
+    ) -> ClaimedRun | None:
+        # Two statements, and nothing decoded but the claimed run and its history: the claim
+        # is on the way from a step's last answer to the next step's first text (issue 9).
         async with self.transaction():
             found = self._db.execute(CLAIM_READY_RUN, (run_id, *_OPEN)).fetchall()
             if not found:
@@ -155,7 +168,8 @@ class RunTables(Coordination):
                 # transaction holds the file).
                 await self.claim_run(run_id, RunStatus.RUNNING, RunStatus.WAITING)
                 return None
-            return self._runs(found)[0]
+            run = self._runs(found)[0]
+            return ClaimedRun(run, self._history(run.conversation_id))
 
     async def stalled_runs(self) -> list[Run]:
         found = self._db.execute(STALLED_RUNS, (*_OPEN,))
