@@ -52,21 +52,27 @@ TIMEOUT = 10.0
 # Stamps on one clock for every frame (timeOrigin + now, ms since the epoch): in the widget's
 # frame, when each hostcall.tool_call_dispatch reaches its JS (one more listener on its
 # EventSource) and when the page's hostcall:result for a call reaches it; in the host page,
-# when each hostcall:call reaches it. The listeners are added before the page's own, so they
-# stamp arrival, before any handling. Nothing else is added.
+# when each hostcall:call reaches it. Both travel on the widget's MessageChannel: the listeners
+# go on its ports (the widget's, made by the MessageChannel it constructs; the page's, handed
+# over with the hello), added before the page's and the widget's own, so they stamp arrival,
+# before any handling. Nothing else is added.
 PROBE = """window.benchAt = () => performance.timeOrigin + performance.now()
-const benchOn = (type, into) => addEventListener('message', e => {
+const benchOn = (port, type, into) => port.addEventListener('message', e => {
   if (e.data?.type === type) into[e.data.callId] = benchAt() })
 if (location.pathname.startsWith('/widget/')) {
   window.benchDispatched = {}
   window.benchResults = {}
-  benchOn('hostcall:result', benchResults)
+  window.MessageChannel = class extends MessageChannel { constructor () { super()
+    benchOn(this.port1, 'hostcall:result', benchResults) } }
   window.EventSource = class extends EventSource { constructor (...args) { super(...args)
     this.addEventListener('hostcall.tool_call_dispatch', e => {
       benchDispatched[JSON.parse(e.data).value.toolCallId] = benchAt() }) } }
 } else if (location.pathname === '/pages/host.html') {
   window.benchCalls = {}
-  benchOn('hostcall:call', benchCalls)
+  addEventListener('message', e => {
+    const port = e.data?.type === 'hostcall:hello' && e.ports[0]
+    if (port) benchOn(port, 'hostcall:call', benchCalls)
+  }, true)
 }"""
 # Resource Timing of the POSTs whose URL contains ``part``, in order, on the PROBE's clock:
 # [URL, fetch called, request sent, response starts, response ends, 1 if it opened a connection].

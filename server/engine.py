@@ -40,7 +40,7 @@ from server.protocol.events import (
     TextMessageStart,
 )
 from server.runs.recovery import Recovery
-from server.store.records import Conversation, Run, RunStatus, StoredMessage
+from server.store.records import ClaimedRun, Conversation, Run, RunStatus, StoredMessage
 from server.tokens import Tokens
 
 log = logging.getLogger("hostcall.engine")
@@ -109,20 +109,16 @@ class Engine(Recovery):
         message_id = new_id("m")
         cid = conversation.id
         async with self.journal.unit() as unit:
-            # Checked in the transaction that starts the run, the conversation locked: two
-            # messages at once (two tabs, two processes) start one run, not two.
-            await self.store.lock_conversation(cid)
-            busy = await self.leases.create_run_alone(run)
-            if busy is not None:
-                busy_id, status = busy
-                raise Conflict(
-                    f"run {busy_id} is still {status.value}; wait for it to finish",
-                    code="run_in_progress",
-                    runId=busy_id,
-                )
-            self._remember(run.id, agent)
-            await self.store.add_message(StoredMessage(message_id, cid, run.id, "user", text))
-            # One append (one statement on PostgreSQL), not four.
+            # The run's message and first events go first: their append locks the
+            # conversation (on PostgreSQL its row, to the end of the transaction; SQLite's
+            # transaction holds the whole file), so the check for a run in progress that
+            # follows, in a statement of its own, sees every run committed before: two
+            # messages at once (two tabs, two processes) start one run, not two. A refused
+            # start rolls them back, and nothing is published. (Issue 10: the lock was a
+            # statement of its own.)
+            message = StoredMessage(message_id, cid, run.id, "user", text)
+            await self.store.add_message(message)
+            # One append (one statement on PostgreSQL, with the message), not four.
             await unit.emit_all(
                 cid,
                 [
@@ -132,7 +128,18 @@ class Engine(Recovery):
                     TextMessageEnd(message_id),
                 ],
             )
-        self._spawn(self._advance(run.id, run))
+            start = await self.leases.create_run_alone(run)
+            if start.busy is not None:
+                busy_id, status = start.busy
+                raise Conflict(
+                    f"run {busy_id} is still {status.value}; wait for it to finish",
+                    code="run_in_progress",
+                    runId=busy_id,
+                )
+            self._remember(run.id, agent)
+        # The first step's history, read with the run's start (its message is the last):
+        # nothing else adds a message while the run is running.
+        self._spawn(self._advance(run.id, ClaimedRun(run, start.history)))
         return run
 
     async def cancel_run(self, run_id: str) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 
 from server.errors import LeaseLost
 from server.store import Store
-from server.store.records import Run, RunStatus
+from server.store.records import ClaimedRun, Run, RunStart
 
 log = logging.getLogger("hostcall.leases")
 
@@ -71,12 +71,12 @@ class Leases:
         now = self.clock()
         return await self.store.take_lease(key, self.owner, now + self.ttl, now)
 
-    async def create_run_alone(self, run: Run) -> tuple[str, RunStatus] | None:
+    async def create_run_alone(self, run: Run) -> RunStart:
         """``Store.create_run_alone``, with the run's lease ours."""
         until = self.clock() + self.ttl
         return await self.store.create_run_alone(run, (run_key(run.id), self.owner, until))
 
-    async def claim_ready_run(self, run_id: str) -> Run | None:
+    async def claim_ready_run(self, run_id: str) -> ClaimedRun | None:
         """Take the run's lease and claim it, if it waits with no open call (``Store``)."""
         now = self.clock()
         return await self.store.claim_ready_run(

@@ -31,7 +31,6 @@ from server.sessions import Sessions
 from server.settings import Settings, load_secret_keys
 from server.store import Store, open_store
 from server.store.postgres import PostgresStore
-from server.store.records import Conversation
 from server.tokens import Claims, Purpose, Tokens
 
 AGENT_IDS_KEPT = 10_000
@@ -142,21 +141,22 @@ class Runtime:
         if not await self.store.consume_ticket(nonce, expires, now):
             raise Unauthorized("this stream token was already used", code="used_token")
 
-    async def open_stream(self, conversation_id: str, ticket: Claims) -> Conversation:
-        """A first stream's conversation, its ticket checked against it and redeemed (one
-        statement on PostgreSQL); refused, the ticket stays usable."""
+    async def open_stream(self, conversation_id: str, ticket: Claims) -> int:
+        """A first stream's conversation checked against its ticket, the ticket redeemed
+        (one statement on PostgreSQL), and the conversation's last seq as that read saw
+        it; refused, the ticket stays usable."""
         assert ticket.nonce is not None
         now = self.clock()
         expires = now + self.settings.stream_max_age + 1
-        conversation, redeemed = await self.store.open_stream(
+        opened = await self.store.open_stream(
             conversation_id, ticket.generation, ticket.nonce, expires, now
         )
-        if conversation is None:
+        if opened.conversation is None:
             raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
-        self.sessions.check_generation(conversation, ticket)
-        if not redeemed:
+        self.sessions.check_generation(opened.conversation, ticket)
+        if not opened.redeemed:
             raise Unauthorized("this stream token was already used", code="used_token")
-        return conversation
+        return opened.last_seq
 
     async def check_store(self) -> None:
         """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write."""

@@ -59,24 +59,31 @@ async def events(request: Request) -> EventSourceResponse:
     )
     seen = 0
     assert ticket.nonce is not None
-    if raw:
-        conversation = await store.get_conversation(conversation_id)
-        if conversation is None:
-            raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
-        runtime.sessions.check_generation(conversation, ticket)
-        last_seq = await store.last_seq(conversation_id)
-        seen = parse_event_id(raw, conversation_id, last_seq, source=source)
-        # Last: a refused request leaves the ticket usable.
-        await runtime.redeem_stream_ticket(ticket.nonce)
-    else:
-        # A first connection has no seq to check: the conversation's read and the ticket's
-        # redemption are one statement on PostgreSQL (issue 10), the ticket used only if
-        # the conversation is there at its session generation.
-        await runtime.open_stream(conversation_id, ticket)
-    ledger = runtime.engine.ledger
-    # Subscribe before reading the backlog, so nothing committed in between is missed;
-    # the seq check below drops what the backlog already sent.
+    # Subscribe before reading the conversation's last seq, so nothing committed after
+    # that read is missed: it is published after its commit, to this queue. What the read
+    # saw committed is the backlog, read only if there is one (a new conversation's first
+    # stream has none: no read, issue 10); the seq check below drops what it already sent.
     queue = runtime.broker.subscribe(conversation_id)
+    try:
+        if raw:
+            conversation = await store.get_conversation(conversation_id)
+            if conversation is None:
+                raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+            runtime.sessions.check_generation(conversation, ticket)
+            last_seq = await store.last_seq(conversation_id)
+            seen = parse_event_id(raw, conversation_id, last_seq, source=source)
+            # Last: a refused request leaves the ticket usable.
+            await runtime.redeem_stream_ticket(ticket.nonce)
+        else:
+            # A first connection has no seq to check: the conversation's read and the
+            # ticket's redemption are one statement on PostgreSQL (issue 10), the ticket
+            # used only if the conversation is there at its session generation.
+            last_seq = await runtime.open_stream(conversation_id, ticket)
+    except BaseException:
+        runtime.broker.unsubscribe(conversation_id, queue)
+        raise
+    backlog = last_seq > seen
+    ledger = runtime.engine.ledger
     owner = runtime.leases.owner  # the stream counts for its surface while this process lives
     if surface is not None:
         async with store.transaction():
@@ -119,9 +126,10 @@ async def events(request: Request) -> EventSourceResponse:
     async def frames() -> AsyncIterator[ServerSentEvent | bytes]:
         last = seen
         try:
-            async for chunk, seq in replay(last):
-                yield chunk
-                last = seq
+            if backlog:
+                async for chunk, seq in replay(last):
+                    yield chunk
+                    last = seq
             while True:
                 # Everything already queued goes out in one write: a unit of work publishes
                 # several events at once (a call's start, arguments, end and dispatch), and

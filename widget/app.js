@@ -1,6 +1,6 @@
 // Hostcall widget app (issue 3): owns one conversation (docs/protocol.md) and is the only
-// party that sees tokens. A client-side call goes to the page's handler over postMessage
-// (only with the parent origin the server bound here and window.parent), else to a form.
+// party that sees tokens. A client-side call goes to the page's handler over a MessageChannel
+// handed to window.parent with the hello (exact parent origin), else to a form.
 // This page is one *surface* (docs/protocol.md): the server assigns each call to one surface,
 // and writing the dispatch to this surface's stream is the claim, so the handler runs at
 // once, with no request first. A call assigned elsewhere shows "running in another tab".
@@ -17,8 +17,9 @@ import { CUSTOM, EVENT, LIMITS, MSG } from './protocol.js'
 // ============================================================================
 
 // Messages between the widget and the page (MSG, from widget/protocol.js; bridge.js speaks
-// them in the host page):
-//   HELLO     widget → page: I am up; tell me your handlers
+// them in the host page). The hello goes to window.parent with the exact parent origin and
+// carries one end of a MessageChannel; everything after it goes over that channel (below):
+//   HELLO     widget → page: I am up; tell me your handlers (with the page's port)
 //   HANDLERS  page → widget: {tools: [names]}, again whenever they change
 //   READY     widget → page: conversation loaded, stream open
 //   CALL      widget → page: {callId, toolName, input, inputSchema, outputSchema, deadline}
@@ -64,22 +65,33 @@ const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 // Parent bridge
 // ============================================================================
 
+// The channel to the page. The widget makes it and hands the page one end with the hello,
+// posted to window.parent with the exact parent origin the server bound here: only a window of
+// that origin in the parent's place receives it (a navigated parent gets nothing). A port's
+// messages carry no origin or source to check: holding the other end is the proof, and only
+// the parent was handed it, so nothing posted to this window is ever read (a forged
+// window message, from any frame or origin, has no listener here). A port also delivers
+// from one renderer to the other directly, where a window's postMessage between two sites
+// passes through the browser process: one hop less each way of every call (issue 9,
+// bench/README.md).
+const channel = framed ? new MessageChannel() : null
+
 function toParent(type, data) {
-  if (framed) window.parent.postMessage({ type, ...data }, cfg.parentOrigin)
+  channel?.port1.postMessage({ type, ...data })
 }
 
 /** A Hostcall('on', …) event for the page; never carries tokens. */
 const emit = (event, detail) => toParent(MSG.EVENT, { event, detail })
 
-window.addEventListener('message', e => {
+if (channel) channel.port1.onmessage = e => {
   const m = e.data
-  if (!framed || e.origin !== cfg.parentOrigin || e.source !== window.parent || typeof m?.type !== 'string') return
+  if (typeof m?.type !== 'string') return
   if (m.type === MSG.HANDLERS) setParentTools(m.tools)
   else if (m.type === MSG.RESULT) calls?.parentResult(m) // no calls loaded: not one of ours
   else if (m.type === MSG.SEND && typeof m.text === 'string') state.ready ? send(m.text) : state.outbox.push(m.text)
   else if (m.type === MSG.FOCUS) ui.focusComposer()
   else if (m.type === MSG.ACTIVE) active() // the person is busy on the host page
-})
+}
 
 /** The handshake's answer, and any later change of the page's handlers. */
 function setParentTools(list) {
@@ -415,7 +427,7 @@ document.addEventListener('keydown', e => {
   if (e.key === 'Escape' && framed && cfg.mode === 'bubble') toParent(MSG.CLOSE)
 })
 refresh()
-toParent(MSG.HELLO, { version: 1 })
+if (channel) window.parent.postMessage({ type: MSG.HELLO, version: 2 }, cfg.parentOrigin, [channel.port2])
 /** The conversation and session token this widget holds in memory: a test hook, readable
  * only by scripts of the widget's own origin (a module import inside its frame). */
 export const currentSession = () => api.current()

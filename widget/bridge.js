@@ -1,5 +1,6 @@
 /* Hostcall bridge (static/bridge.js), added to the host page by /embed.js when the widget is
- * first needed: loads the widget, speaks postMessage with its exact origin and window only,
+ * first needed: loads the widget, takes the widget's hello from its exact origin and window
+ * only, and speaks over the MessageChannel port that hello carries (nobody else holds it);
  * runs the page's handlers (the widget decides which calls reach them). No tokens here. */
 ;(() => {
   // MSG.HELLO = 'hostcall:hello'…: the MSG of widget/protocol.js (a test keeps these words equal).
@@ -10,23 +11,32 @@
     const { opts, src, base, handlers, frame, emit } = hc
     const running = new Map() // callId → AbortController of a handler running in this page
     let ready, greeted
+    /** @type {MessagePort | undefined} the widget's channel, from its latest hello */
+    let port
 
-    const post = (type, data) => frame.contentWindow.postMessage({ type, ...data }, src.origin)
+    const post = (type, data) => port?.postMessage({ type, ...data })
     /** Handshake: the tools this page handles, again on every change. */
     hc.sync = () => greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()] })
     hc.send = text => (ready ? post(MSG.SEND, { text }) : hc.outbox.push(text))
     // Focus the frame from the page first: a frame's own focus() is often ignored.
     hc.focus = () => ready && (frame.focus(), post(MSG.FOCUS))
 
+    // The only window message read: the hello of the widget this page framed. A hello from
+    // any other window or origin, with or without a port, is ignored. A reloaded frame says
+    // hello again with a new channel, which replaces the old one.
     addEventListener('message', e => {
-      const m = e.data
-      if (e.origin !== src.origin || e.source !== frame.contentWindow || !m) return
-      if (m.type === MSG.HELLO) {
-        greeted = 1
-        ready = 0
-        frame.style.visibility = ''
-        hc.sync()
-      } else if (m.type === MSG.READY) {
+      if (e.origin !== src.origin || e.source !== frame.contentWindow || e.data?.type !== MSG.HELLO || !e.ports[0]) return
+      port?.close()
+      port = e.ports[0]
+      port.onmessage = ({ data: m }) => m && typeof m.type === 'string' && receive(m)
+      greeted = 1
+      ready = 0
+      frame.style.visibility = ''
+      hc.sync()
+    })
+
+    function receive(m) {
+      if (m.type === MSG.READY) {
         ready = 1
         for (const text of hc.outbox.splice(0)) post(MSG.SEND, { text })
         hc.isOpen && hc.focus()
@@ -40,7 +50,7 @@
       } else if (m.type === MSG.EVENT) {
         emit(m.event, m.detail)
       }
-    })
+    }
 
     // The person typing, clicking or focusing on this page makes this tab the one calls go
     // to (docs/protocol.md "Surfaces"); the widget reports it to the server, throttled too.

@@ -29,7 +29,7 @@ from server.protocol.events import (
 )
 from server.quotas import estimate_tokens
 from server.runs.base import FAIL_RETRIES, FAIL_RETRY_MAX_SECONDS, INTERRUPTED_NOTE, EngineBase
-from server.store.records import Run, RunStatus, StoredMessage
+from server.store.records import ClaimedRun, RunStatus, StoredMessage
 
 log = logging.getLogger("hostcall.engine")
 
@@ -55,22 +55,24 @@ class Stepping(EngineBase):
             await self._advance(run_id, claimed)
 
     async def _resume_if_ready(self, run_id: str) -> None:
-        if await self._claim_if_ready(run_id) is not None:
-            self._spawn(self._advance(run_id))
+        claimed = await self._claim_if_ready(run_id)
+        if claimed is not None:
+            self._spawn(self._advance(run_id, claimed))
 
-    async def _claim_if_ready(self, run_id: str) -> Run | None:
+    async def _claim_if_ready(self, run_id: str) -> ClaimedRun | None:
         """Claim a waiting run whose step has no open call left (the run, now running), or
         None if it is not ready or another process holds it. The lease and the claim commit
         together, in one statement: no process ever sees the run running without an owner
-        (the sweeper would adopt it). The run as the claim left it: the first step needs no
-        read of its own."""
+        (the sweeper would adopt it). The run as the claim left it, and its history: the
+        first step needs no read of its own."""
         return await self.leases.claim_ready_run(run_id)
 
     # ---- stepping --------------------------------------------------------------------------
 
-    async def _advance(self, run_id: str, claimed: Run | None = None) -> None:
+    async def _advance(self, run_id: str, claimed: ClaimedRun | None = None) -> None:
         """Step the run while it can go on; we hold its lease, and hand it back at the end.
-        ``claimed``: the run as its claim left it, so the first step need not read it."""
+        ``claimed``: the run as its claim (or start) left it, and its history then, so the
+        first step need not read them."""
         try:
             try:
                 while await self._step(run_id, claimed):
@@ -88,9 +90,9 @@ class Stepping(EngineBase):
             # was rolled back; the new owner runs it.
             log.warning("run %s left to its new owner: %s", run_id, lost)
 
-    async def _step(self, run_id: str, known: Run | None = None) -> bool:
+    async def _step(self, run_id: str, known: ClaimedRun | None = None) -> bool:
         """One model step; True when the run should step again at once."""
-        run = known or await self.store.get_run(run_id)
+        run = known.run if known is not None else await self.store.get_run(run_id)
         assert run is not None
         agent = await self.agent_of_run(run_id)
         cid = run.conversation_id
@@ -104,7 +106,8 @@ class Stepping(EngineBase):
             return False
         model = self._model(agent)
         tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
-        history = [_model_message(m) for m in await self.store.list_messages(cid)]
+        stored = known.history if known is not None else await self.store.list_messages(cid)
+        history = [_model_message(m) for m in stored]
         message_id = new_id("m")
         fence = (run_key(run_id), self.leases.owner)
         text: list[str] = []

@@ -40,10 +40,13 @@ from server.store.records import (
     AuditEntry,
     Call,
     CallState,
+    ClaimedRun,
     Conversation,
     ConversationQuery,
     ConversationSummary,
+    OpenedStream,
     Run,
+    RunStart,
     RunStatus,
     StoredMessage,
     Surface,
@@ -64,13 +67,11 @@ class Store(Protocol):
     async def create_run(self, run: Run) -> None: ...
     # One run at a time per conversation: unless the conversation has a run in progress
     # (running or waiting), store ``run`` and take its ``lease`` (key, owner, until), which
-    # must be free (a new run's is); else store nothing and return that run's id and
-    # status. In a transaction that called ``lock_conversation`` first (the lock is held
-    # to its end), so two transactions cannot both find none.
-    async def lock_conversation(self, conversation_id: str) -> None: ...
-    async def create_run_alone(
-        self, run: Run, lease: tuple[str, str, float]
-    ) -> tuple[str, RunStatus] | None: ...
+    # must be free (a new run's is), and return the conversation's messages (those the
+    # transaction added before included); else store nothing and return that run's id and
+    # status. In a transaction that appended an event of the conversation first (the
+    # append locks the conversation to its end), so two transactions cannot both find none.
+    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart: ...
     async def get_run(self, run_id: str) -> Run | None: ...
     async def latest_run(self, conversation_id: str) -> Run | None: ...
     async def list_runs(self, conversation_id: str) -> list[Run]: ...  # oldest first (issue 11)
@@ -78,11 +79,12 @@ class Store(Protocol):
     async def stalled_runs(self) -> list[Run]: ...
     # Resume a waiting run whose step has no open call left, atomically: take lease ``key``
     # for ``owner`` until ``until`` (if it is free, expired at ``now``, or ``owner``'s) and
-    # move the run to running. The run as claimed, or None: not waiting, a call of its step
-    # still open, or another owner's live lease (that process resumes it).
+    # move the run to running. The run as claimed, with its conversation's messages as they
+    # were then; or None: not waiting, a call of its step still open, or another owner's
+    # live lease (that process resumes it).
     async def claim_ready_run(
         self, run_id: str, key: str, owner: str, until: float, now: float
-    ) -> Run | None: ...
+    ) -> ClaimedRun | None: ...
     async def update_run(self, run_id: str, **changes: Any) -> None: ...
     # The step's last write: change the run only while ``lease`` (key, owner) is held, and
     # release the lease (``until`` None) or renew it to ``until``, atomically (one
@@ -164,13 +166,13 @@ class Store(Protocol):
     # ``generation`` (False otherwise: someone else rotated first).
     async def rotate_session(self, conversation_id: str, generation: int) -> bool: ...
     async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool: ...
-    # A first stream's opening: the conversation (None if there is none) and whether ticket
+    # A first stream's opening: the conversation (None if there is none), whether ticket
     # ``nonce`` was consumed (as ``consume_ticket``), which it is only if the conversation
-    # is at session ``generation``: a refused stream leaves its ticket usable. One
-    # statement on PostgreSQL.
+    # is at session ``generation`` (a refused stream leaves its ticket usable), and the
+    # conversation's last seq as that read saw it. One statement on PostgreSQL.
     async def open_stream(
         self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
-    ) -> tuple[Conversation | None, bool]: ...
+    ) -> OpenedStream: ...
     async def probe_write(self) -> None: ...
     # The same check, blocking: for the moment a store is opened, before any event loop
     # serves (the app factory may run inside one, so it cannot await). Closes the store

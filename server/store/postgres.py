@@ -39,6 +39,7 @@ from server.store.records import (
     Call,
     CallState,
     Conversation,
+    OpenedStream,
     StoredMessage,
 )
 
@@ -124,15 +125,15 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
 
     async def open_stream(
         self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
-    ) -> tuple[Conversation | None, bool]:
+    ) -> OpenedStream:
         await self._prune_tickets(now)
         row = await self._one(
             OPEN_STREAM,
             {"cid": conversation_id, "generation": generation, "nonce": nonce, "until": expires_at},
         )
         if row is None:
-            return None, False
-        return rows.conversation(row), bool(row["redeemed"])
+            return OpenedStream(None, False)
+        return OpenedStream(rows.conversation(row), bool(row["redeemed"]), int(row["last_seq"]))
 
     async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
         await self._prune_tickets(now)

@@ -10,7 +10,7 @@ from server.store import rows
 from server.store.definitions import Definitions
 from server.store.postgres_connections import Row
 from server.store.postgres_coordination import Coordination
-from server.store.records import OPEN_STATES, Run, RunStatus
+from server.store.records import OPEN_STATES, ClaimedRun, Run, RunStart, RunStatus
 
 _OPEN = rows.states_sql(OPEN_STATES)
 # See sqlite_runs.py's STALLED_RUNS for what "stalled" means.
@@ -24,12 +24,25 @@ ORDER BY r.pos
 """
 
 
+# The conversation's messages, oldest first, as one JSON value (NULL for none): a step's
+# history, read in the statement that claims or starts its run (issue 10: the step's own
+# SELECT of them cost a statement per step). {cid}: the conversation's id; {when}: a
+# condition (the run was claimed or stored).
+HISTORY = """(
+    SELECT json_agg(m ORDER BY m.pos) FROM messages m WHERE m.conversation_id = {cid} AND {when}
+)"""
 # claim_ready_run in one statement (one round trip where it took four): the lease is taken
 # only for a ready run, and the run claimed only with the lease. A concurrent claimer's
 # INSERT waits for this one to commit, then finds a live lease that is not its own.
+# The run is claimed only at the step ``ready`` saw: had another process claimed it and
+# ended a step while this statement waited for the lease row, the run would be waiting
+# again, at a step with open calls that ``ready``'s snapshot cannot see (the lease taken
+# then goes back). So the history, read with that snapshot, is the claimed step's: every
+# message of the conversation is committed with the step, or the settling of the call,
+# that ``ready`` requires done.
 CLAIM_READY_RUN = f"""
 WITH ready AS (
-    SELECT r.id FROM runs r
+    SELECT r.id, r.step FROM runs r
     WHERE r.id = %(run)s AND r.status = %(waiting)s AND NOT EXISTS (
         SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state IN {_OPEN})
 ), taken AS (
@@ -39,11 +52,14 @@ WITH ready AS (
     RETURNING key
 ), claimed AS (
     UPDATE runs SET status = %(running)s
-    WHERE id = %(run)s AND status = %(waiting)s AND EXISTS (SELECT 1 FROM taken)
+    WHERE id = %(run)s AND status = %(waiting)s AND step = (SELECT step FROM ready)
+      AND EXISTS (SELECT 1 FROM taken)
     RETURNING *
 )
-SELECT EXISTS (SELECT 1 FROM taken) AS took, claimed.* FROM (SELECT 1) AS one
-LEFT JOIN claimed ON TRUE
+SELECT EXISTS (SELECT 1 FROM taken) AS took,
+    {HISTORY.format(cid="claimed.conversation_id", when="claimed.id IS NOT NULL")} AS history,
+    claimed.*
+FROM (SELECT 1) AS one LEFT JOIN claimed ON TRUE
 """
 
 
@@ -53,8 +69,10 @@ RUN_INSERT = (
 )
 # The run and its lease unless the conversation has a run in progress (then that run's id
 # and status, and nothing stored). A lease row already there for a new run's key (never: ids
-# are random) fails the transaction rather than being taken over.
-CREATE_RUN_ALONE = """
+# are random) fails the transaction rather than being taken over. With the conversation's
+# messages (those sent earlier in the transaction included), which nobody else can add
+# meanwhile: its row is locked, and no run of it is in progress.
+CREATE_RUN_ALONE = f"""
 WITH busy AS (
     SELECT id, status FROM runs WHERE conversation_id = %s AND status IN ('running', 'waiting')
     ORDER BY pos DESC LIMIT 1
@@ -65,7 +83,9 @@ WITH busy AS (
 ), lease AS (
     INSERT INTO leases (key, owner, until) SELECT %s, %s, %s FROM run
 )
-SELECT busy.id AS busy, busy.status FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE
+SELECT busy.id AS busy, busy.status,
+    {HISTORY.format(cid="%s", when="busy.id IS NULL")} AS history
+FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE
 """
 
 
@@ -75,24 +95,21 @@ class RunTables(Coordination):
     async def create_run(self, run: Run) -> None:
         await self._run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
 
-    async def lock_conversation(self, conversation_id: str) -> None:
-        # Not waited for: the transaction's statements run in order, so the next one (the
-        # check in create_run_alone) starts, and takes its snapshot, once the lock is held.
-        await self._run("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
-
-    async def create_run_alone(
-        self, run: Run, lease: tuple[str, str, float]
-    ) -> tuple[str, RunStatus] | None:
-        # After lock_conversation, in a statement of its own: a statement that waited for
-        # the lock reads the runs as they were when it began (READ COMMITTED re-checks only
-        # the locked row), so a run committed meanwhile would go unseen (measured: two
-        # messages at once both started a run). The check, the run and its lease are one
-        # statement (three, before issue 10's fifth round).
+    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
+        # After the transaction's append of the run's first events (whose UPDATE of the
+        # conversation's row locks it to the end), in a statement of its own: a statement
+        # that waited for the lock reads the runs as they were when it began (READ
+        # COMMITTED re-checks only the locked row), so a run committed meanwhile would go
+        # unseen (measured: two messages at once both started a run). The check, the run
+        # and its lease are one statement (three, before issue 10's fifth round).
         values = self._run_values(run, await self._stored_digest(run))
         self._lease_written()
-        row = await self._one(CREATE_RUN_ALONE, (run.conversation_id, *values, *lease))
+        cid = run.conversation_id
+        row = await self._one(CREATE_RUN_ALONE, (cid, *values, *lease, cid))
         assert row is not None  # the statement always returns its one row
-        return (row["busy"], RunStatus(row["status"])) if row["busy"] else None
+        if row["busy"]:
+            return RunStart((row["busy"], RunStatus(row["status"])))
+        return RunStart(None, rows.messages(row["history"]))
 
     async def _stored_digest(self, run: Run) -> str:
         """The digest naming the run's definition, which is written first if this process
@@ -207,7 +224,7 @@ class RunTables(Coordination):
 
     async def claim_ready_run(
         self, run_id: str, key: str, owner: str, until: float, now: float
-    ) -> Run | None:
+    ) -> ClaimedRun | None:
         self._lease_written()
         row = await self._one(
             CLAIM_READY_RUN,
@@ -223,7 +240,8 @@ class RunTables(Coordination):
         )
         assert row is not None  # the statement always returns its one row
         if row["id"] is not None:
-            return (await self._runs([row]))[0]
+            run = (await self._runs([row]))[0]
+            return ClaimedRun(run, rows.messages(row["history"]))
         if row["took"]:
             # The run moved on between the statement's read and its update (another process
             # claimed and ran it meanwhile): the lease taken for it goes back.

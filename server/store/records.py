@@ -15,10 +15,13 @@ __all__ = [
     "AuditEntry",
     "Call",
     "CallState",
+    "ClaimedRun",
     "Conversation",
     "ConversationQuery",
     "ConversationSummary",
+    "OpenedStream",
     "Run",
+    "RunStart",
     "RunStatus",
     "StoredMessage",
     "Surface",
@@ -43,6 +46,18 @@ class Conversation:
     # Bumped each time a widget resumes the conversation from its cookie; session tokens
     # of an older generation are refused (session fixation, issue 7).
     session_generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedStream:
+    """What ``Store.open_stream`` found: the conversation (None: there is none), whether the
+    ticket was redeemed, and the conversation's last seq as the same read saw it (0 with no
+    conversation): a stream that subscribed before it needs no backlog read when nothing
+    is past its position (issue 10)."""
+
+    conversation: Conversation | None
+    redeemed: bool
+    last_seq: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +87,28 @@ class Run:
     # Names ``agent`` in the store (server/store/definitions.py); "" for a run not stored
     # yet, whose store computes it. Derived from ``agent``, so not compared.
     agent_digest: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedRun:
+    """A run as ``Store.claim_ready_run`` left it, and its conversation's messages as they
+    were then, oldest first: its next step's history. Nothing adds a message to the
+    conversation while its run is running but the run's own step (issue 10: read in the
+    claim's statement on PostgreSQL, the step's own read of them is gone)."""
+
+    run: Run
+    history: tuple[StoredMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """What ``Store.create_run_alone`` found: the run in progress, as (id, status), if any
+    (then nothing was stored); else the conversation's messages, oldest first, the new
+    run's first message (added before, in the same transaction) the last: its first step's
+    history (read in the same statement on PostgreSQL)."""
+
+    busy: tuple[str, RunStatus] | None
+    history: tuple[StoredMessage, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

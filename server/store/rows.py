@@ -108,6 +108,12 @@ def message(row: Mapping[str, Any]) -> StoredMessage:
     )
 
 
+def messages(found: Iterable[Mapping[str, Any]] | None) -> tuple[StoredMessage, ...]:
+    """Message rows, oldest first, as read or as PostgreSQL's ``json_agg`` of them (None for
+    none): their JSON has the same values as the columns (text, booleans, integers)."""
+    return tuple(message(r) for r in found or ())
+
+
 def run(row: Mapping[str, Any], agent: Any) -> Run:
     """``agent``: the definition the row's ``agent_digest`` names (server/store/definitions.py)."""
     return Run(

@@ -28,6 +28,7 @@ from server.store.definitions import Definitions
 from server.store.migrations import pending
 from server.store.records import (
     Conversation,
+    OpenedStream,
     StoredMessage,
 )
 from server.store.sqlite_calls import CallTables
@@ -157,11 +158,17 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, RunTables):
 
     async def open_stream(
         self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
-    ) -> tuple[Conversation | None, bool]:
-        conversation = await self.get_conversation(conversation_id)
-        if conversation is None or conversation.session_generation != generation:
-            return conversation, False
-        return conversation, await self.consume_ticket(nonce, expires_at, now)
+    ) -> OpenedStream:
+        row = self._db.execute(
+            "SELECT * FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        if row is None:
+            return OpenedStream(None, False)
+        conversation, last_seq = rows.conversation(row), int(row["last_seq"])
+        if conversation.session_generation != generation:
+            return OpenedStream(conversation, False, last_seq)
+        redeemed = await self.consume_ticket(nonce, expires_at, now)
+        return OpenedStream(conversation, redeemed, last_seq)
 
     def check_writable(self) -> None:
         try:

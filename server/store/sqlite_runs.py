@@ -11,7 +11,14 @@ from typing import Any
 
 from server.store import rows
 from server.store.definitions import Definitions
-from server.store.records import OPEN_STATES, Run, RunStatus
+from server.store.records import (
+    OPEN_STATES,
+    ClaimedRun,
+    Run,
+    RunStart,
+    RunStatus,
+    StoredMessage,
+)
 from server.store.sqlite_coordination import Coordination
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
@@ -29,13 +36,13 @@ ORDER BY r.pos
 """
 
 
-# A waiting run none of whose current step's calls is open, claimed (running). No
-# RETURNING: in SQLite it costs more than reading the row back by key (issue 9).
+# A waiting run none of whose current step's calls is open, claimed (running).
 CLAIM_READY_RUN = f"""
 UPDATE runs SET status = 'running'
 WHERE id = ? AND status = 'waiting' AND NOT EXISTS (
     SELECT 1 FROM calls c WHERE c.run_id = runs.id AND c.step = runs.step
     AND c.state IN ({",".join("?" * len(OPEN_STATES))}))
+RETURNING *
 """
 
 
@@ -60,22 +67,25 @@ class RunTables(Coordination):
             (run.id, run.conversation_id, digest, run.status, run.step, None, int(run.simulate)),
         )
 
-    async def lock_conversation(self, conversation_id: str) -> None:
-        pass  # a transaction holds the whole file
-
-    async def create_run_alone(
-        self, run: Run, lease: tuple[str, str, float]
-    ) -> tuple[str, RunStatus] | None:
+    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
         busy = self._db.execute(
             "SELECT id, status FROM runs WHERE conversation_id = ?"
             " AND status IN ('running', 'waiting') ORDER BY pos DESC LIMIT 1",
             (run.conversation_id,),
         ).fetchone()
         if busy is not None:
-            return busy[0], RunStatus(busy[1])
+            return RunStart((busy[0], RunStatus(busy[1])))
         await self.create_run(run)
         self._db.execute("INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)", lease)
-        return None
+        return RunStart(None, self._history(run.conversation_id))
+
+    def _history(self, conversation_id: str) -> tuple[StoredMessage, ...]:
+        """The conversation's messages, oldest first: a step's history (see ``ClaimedRun``)."""
+        return rows.messages(
+            self._db.execute(
+                "SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
+            )
+        )
 
     def _runs(self, found: Iterable[Any]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names."""
@@ -135,28 +145,28 @@ class RunTables(Coordination):
     async def claim_run(
         self, run_id: str, from_status: RunStatus, to_status: RunStatus
     ) -> Run | None:
-        cursor = self._db.execute(
-            "UPDATE runs SET status = ? WHERE id = ? AND status = ?",
+        found = self._db.execute(
+            "UPDATE runs SET status = ? WHERE id = ? AND status = ? RETURNING *",
             (to_status, run_id, from_status),
-        )
-        # Read back (no await in between: nothing else writes), cheaper than RETURNING.
-        return await self.get_run(run_id) if cursor.rowcount == 1 else None
+        ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
+        return self._run_or_none(found)
 
     async def claim_ready_run(
         self, run_id: str, key: str, owner: str, until: float, now: float
-    ) -> Run | None:
-        # Three statements, and nothing decoded but the claimed run: the claim is on the way
-        # from a step's last answer to the next step's first text (issue 9).
+    ) -> ClaimedRun | None:
+        # Two statements, and nothing decoded but the claimed run and its history: the claim
+        # is on the way from a step's last answer to the next step's first text (issue 9).
         async with self.transaction():
-            if self._db.execute(CLAIM_READY_RUN, (run_id, *_OPEN)).rowcount != 1:
+            found = self._db.execute(CLAIM_READY_RUN, (run_id, *_OPEN)).fetchall()
+            if not found:
                 return None
-            found = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchall()
             if not await self.take_lease(key, owner, until, now):
                 # Another process holds the run: the claim goes back (nobody saw it: the
                 # transaction holds the file).
                 await self.claim_run(run_id, RunStatus.RUNNING, RunStatus.WAITING)
                 return None
-            return self._runs(found)[0]
+            run = self._runs(found)[0]
+            return ClaimedRun(run, self._history(run.conversation_id))
 
     async def stalled_runs(self) -> list[Run]:
         found = self._db.execute(STALLED_RUNS, (*_OPEN,))

@@ -174,6 +174,11 @@ def test_second_result_for_an_answered_call_is_refused(page: Page, demo: Demo) -
 
 
 def test_duplicate_result_from_the_page_is_ignored(page: Page, demo: Demo) -> None:
+    page.add_init_script(
+        """addEventListener('message', e => {
+          if (e.data?.type === 'hostcall:hello' && e.ports[0]) window.__widgetPort = e.ports[0]
+        }, true)"""
+    )
     sent = _answer_requests(page)
     widget = open_chat(page, demo)
     _hold_board_handler(page)
@@ -186,12 +191,12 @@ def test_duplicate_result_from_the_page_is_ignored(page: Page, demo: Demo) -> No
     call_id = call.get_attribute("data-call-id")
     assert len(sent) == 1
 
-    # The page (the trusted parent) answers the same call again, exactly as the loader would.
+    # The page (the trusted parent) answers the same call again, exactly as the loader would:
+    # on the channel the widget's hello handed it (kept by the init script below).
     page.evaluate(
-        """([callId, origin]) => document.querySelector('[data-part=hostcall-frame]')
-            .contentWindow.postMessage({type: 'hostcall:result', callId,
-                output: {tasks: [{title: 'Second answer', status: 'todo'}]}}, origin)""",
-        [call_id, demo.hostcall],
+        """callId => window.__widgetPort.postMessage({type: 'hostcall:result', callId,
+                output: {tasks: [{title: 'Second answer', status: 'todo'}]}})""",
+        call_id,
     )
     # A later turn, as a sync point: the widget has handled the duplicate by then.
     ask(widget, "Hello")

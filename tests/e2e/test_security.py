@@ -49,11 +49,17 @@ document.addEventListener('securitypolicyviolation', e => {
   window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`)
 })
 if (window === window.top) {
+  // Every message the page can read: on the window, and on every port a hello hands it (the
+  // widget's channel; origin "port:" + the hello's). Added before the loader's listener.
   window.__messages = []
+  const record = (origin, data) => {
+    try { data = JSON.stringify(data) } catch { data = String(data) }
+    window.__messages.push({ origin, data })
+  }
   window.addEventListener('message', e => {
-    let data
-    try { data = JSON.stringify(e.data) } catch { data = String(e.data) }
-    window.__messages.push({ origin: e.origin, data })
+    record(e.origin, e.data)
+    const from = 'port:' + e.origin
+    for (const port of e.ports) port.addEventListener('message', m => record(from, m.data))
   }, true)
 }
 """
@@ -215,15 +221,26 @@ GENUINE = {"tasks": [{"id": "G-1", "title": "Genuine task", "status": "todo"}]}
 FORGED = {"tasks": [{"id": "F-1", "title": "FORGED task", "status": "todo"}]}
 
 # Run in a forging frame: post each message, then a sentinel, to the top page and every other
-# frame of it, to any origin ('*'). Returns how many windows it posted to.
+# frame of it, to any origin ('*'). A hello carries a port of the forger's own channel, as the
+# widget's does: whatever a receiver would post on it is kept in window.__stolen. Returns how
+# many windows it posted to.
 FORGE = """messages => {
   const top = window.parent
   const targets = [top]
   for (let i = 0; i < top.frames.length; i++) {
     if (top.frames[i] !== window) targets.push(top.frames[i])
   }
+  window.__stolen ||= []
   for (const message of [...messages, { type: 'test:forged' }]) {
-    for (const target of targets) target.postMessage(message, '*')
+    for (const target of targets) {
+      if (message.type !== 'hostcall:hello') {
+        target.postMessage(message, '*')
+        continue
+      }
+      const channel = new MessageChannel()
+      channel.port1.onmessage = e => window.__stolen.push(e.data)
+      target.postMessage(message, '*', [channel.port2])
+    }
   }
   return targets.length
 }"""
@@ -267,8 +284,10 @@ def test_forged_messages_from_a_foreign_sibling_frame_are_ignored(
     ]
     assert len({urlsplit(f.url).netloc for f in forgers}) == 3
 
-    # While idle: every message type, to the widget and to the host page alike.
+    # While idle: every message type, to the widget and to the host page alike. The hello
+    # would hand the loader the forger's own channel, which the page's calls would then take.
     forge(page, forgers, [
+        {"type": "hostcall:hello", "version": 2},
         {"type": "hostcall:send", "text": "FORGED message sent as the user"},
         {"type": "hostcall:handlers", "tools": []},
         {"type": "hostcall:call", "callId": "k_forged", "toolName": "create_task",
@@ -335,6 +354,8 @@ def test_forged_messages_from_a_foreign_sibling_frame_are_ignored(
     assert page.evaluate("window.__runs") == 1
     assert page.evaluate("demoBoard.runs()") == []  # the board's own handlers never ran
     assert "FORGED task" not in [t["title"] for t in page.evaluate("demoBoard.tasks()")]
+    # No channel a forger offered was taken: nothing (handlers, calls, results) came on it.
+    assert [f.evaluate("window.__stolen") for f in forgers] == [[], [], []]
 
 
 # ----------------------------------------------------------------------------- 2. CSP, origins
@@ -575,7 +596,8 @@ def test_tokens_never_reach_the_host_page(page: Page, demo: Demo) -> None:
     tokens.discard("")
     assert len(tokens) >= 5 and all(len(t) >= 20 for t in tokens), tokens
     messages = page.evaluate("window.__messages")
-    datas = [json.loads(m["data"]) for m in messages if m["origin"] == demo.hostcall]
+    widget_sent = (demo.hostcall, f"port:{demo.hostcall}")  # the hello, then its channel
+    datas = [json.loads(m["data"]) for m in messages if m["origin"] in widget_sent]
     types = {d.get("type") for d in datas}
     assert {"hostcall:hello", "hostcall:ready", "hostcall:call", "hostcall:event"} <= types
     assert not [k for k in keys_of(datas) if re.search("token", k, re.I)]

@@ -115,6 +115,19 @@ class Harness:
                 raise AssertionError(f"run still running after {timeout}s: {snap['run']}")
             time.sleep(0.02)
 
+    def finish(self, conv: Conv, timeout: float = 5.0) -> dict[str, Any]:
+        """Wait until the latest run has ended (finished or failed); return the snapshot.
+        Unlike ``settle``, not done by a run waiting for its claim after an answer (on
+        PostgreSQL the claim may still be on its way when the answer's response is)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            snap = self.snapshot(conv)
+            if snap["run"] and snap["run"]["status"] in ("finished", "failed"):
+                return snap
+            if time.monotonic() > deadline:
+                raise AssertionError(f"run not ended after {timeout}s: {snap['run']}")
+            time.sleep(0.02)
+
     def open_call(self, conv: Conv, state: str | None = None) -> dict[str, Any]:
         calls = [c for c in self.settle(conv)["calls"] if c["outcome"] is None]
         if state:

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.responses import JSONResponse
 
 import server.api
+from server.models.base import Message
 from server.protocol.frames import Event
+from server.runs.stepping import _model_message
 from tests.unit.conftest import BOARD, Harness
+from tests.unit.databases import fresh_schema
 
 
 def test_read_board_flow_answers_with_priority_order(harness: Harness) -> None:
@@ -217,3 +223,53 @@ def test_an_optional_group_that_did_not_match_leaves_its_argument_out(harness: H
     harness.say(conv, "Add a task to ship the release")
     call = harness.open_call(conv, "awaiting_confirmation")
     assert call["input"] == {"title": "Ship the release", "description": "Added from the chat."}
+
+
+# ---- a step's history, read with its run's start or claim (issue 10) -----------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_harness(
+    request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path
+) -> Iterator[Harness]:
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
+        h = Harness(tmp_path, agents_dir, **({"database_url": url} if url else {}))
+        stack.callback(h.stop)
+        yield h
+
+
+def test_each_step_s_history_is_the_conversation_s_messages_as_stored_when_it_starts(
+    any_harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first step's history comes with its run's start, a resumed step's with its claim
+    # (no read of their own on PostgreSQL): each must be what a read then finds.
+    h = any_harness
+    engine = h.runtime.engine
+    conv = h.conversation()
+    given: list[tuple[list[Message], list[Message]]] = []
+    build = engine._model
+
+    class Recording:
+        def __init__(self, model: Any) -> None:
+            self.model = model
+
+        async def stream(self, history: list[Message], *args: Any, **kwargs: Any) -> Any:
+            stored = await engine.store.list_messages(conv.id)
+            given.append((list(history), [_model_message(m) for m in stored]))
+            async for item in self.model.stream(history, *args, **kwargs):
+                yield item
+
+    monkeypatch.setattr(engine, "_model", lambda agent: Recording(build(agent)))
+    for text in ("What should I work on next?", "What should I work on next?"):
+        h.say(conv, text)
+        h.answer(h.open_call(conv), BOARD)
+        assert h.finish(conv)["run"]["status"] == "finished"
+    # Two runs of two steps: each started with the history a read found at that moment.
+    assert len(given) == 4
+    for history, stored in given:
+        assert history == stored
+    assert [m.role for m in given[-1][0]] == [
+        *("user", "assistant", "tool", "assistant"),
+        *("user", "assistant", "tool"),
+    ]

@@ -79,3 +79,12 @@ async def test_messages_posted_at_once_start_one_run(tmp_path: Path, kind: str) 
             snap = server.settle(conv)
             users = [m for m in snap["messages"] if m["role"] == "user"]
             assert len(users) == 1, users
+            # A refused start leaves no event either (its events went in before the check,
+            # and were rolled back): one run's, numbered with no gap.
+            last = int(snap["lastEventId"].rpartition(":")[2])
+            with server.stream(server.events_url(conv)) as stream:
+                frames = [next(stream) for _ in range(last)]
+            assert [f.seq for f in frames] == list(range(1, last + 1))
+            assert [f.event for f in frames].count("RUN_STARTED") == 1
+            texts = [f.data["delta"] for f in frames if f.event == "TEXT_MESSAGE_CONTENT"]
+            assert texts[0] == users[0]["text"]

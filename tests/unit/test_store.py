@@ -21,7 +21,16 @@ from server.errors import LeaseLost, StoreError
 from server.protocol.events import TextMessageContent
 from server.store import Store, open_store
 from server.store.migrations import Migration, pending
-from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
+from server.store.records import (
+    Call,
+    CallState,
+    Conversation,
+    OpenedStream,
+    Run,
+    RunStart,
+    RunStatus,
+    StoredMessage,
+)
 from server.store.sqlite import SQLiteStore
 
 OPEN = [CallState.DISPATCHED, CallState.DELIVERED]
@@ -400,16 +409,21 @@ async def test_a_first_stream_redeems_its_ticket_only_for_its_conversation_and_g
     await _conversation(store)
     conversation = await store.get_conversation("c1")
     # No conversation, or another session generation: refused, and the ticket stays usable.
-    assert await store.open_stream("c_missing", 0, "n1", 100.0, 1.0) == (None, False)
-    assert await store.open_stream("c1", 1, "n1", 100.0, 1.0) == (conversation, False)
-    assert await store.open_stream("c1", 0, "n1", 100.0, 1.0) == (conversation, True)
-    assert await store.open_stream("c1", 0, "n1", 100.0, 2.0) == (conversation, False)  # used
+    assert await store.open_stream("c_missing", 0, "n1", 100.0, 1.0) == OpenedStream(None, False)
+    assert await store.open_stream("c1", 1, "n1", 100.0, 1.0) == OpenedStream(conversation, False)
+    assert await store.open_stream("c1", 0, "n1", 100.0, 1.0) == OpenedStream(conversation, True)
+    used = await store.open_stream("c1", 0, "n1", 100.0, 2.0)
+    assert used == OpenedStream(conversation, False)
     assert not await store.consume_ticket("n1", 100.0, 2.0)
     assert await store.rotate_session("c1", 0)
     rotated = await store.get_conversation("c1")
     assert rotated is not None and rotated.session_generation == 1
-    assert await store.open_stream("c1", 0, "n2", 100.0, 3.0) == (rotated, False)
-    assert await store.open_stream("c1", 1, "n2", 100.0, 3.0) == (rotated, True)
+    assert await store.open_stream("c1", 0, "n2", 100.0, 3.0) == OpenedStream(rotated, False)
+    assert await store.open_stream("c1", 1, "n2", 100.0, 3.0) == OpenedStream(rotated, True)
+    # With the conversation's last seq as the same read saw it, redeemed or not.
+    await store.append_events("c1", [TextMessageContent("m", "a"), TextMessageContent("m", "b")])
+    assert await store.open_stream("c1", 1, "n3", 100.0, 4.0) == OpenedStream(rotated, True, 2)
+    assert await store.open_stream("c1", 0, "n4", 100.0, 4.0) == OpenedStream(rotated, False, 2)
 
 
 # ---- races -----------------------------------------------------------------------------
@@ -504,22 +518,36 @@ async def test_a_run_starts_with_its_lease_only_when_none_is_in_progress(store: 
 
     async def start(run_id: str, cid: str = "c1", key: str = "") -> Any:
         async with store.transaction():
-            await store.lock_conversation(cid)
+            # What locks the conversation for the check: an append of its events first.
+            await store.append_event(cid, TextMessageContent("m", run_id))
             run = Run(run_id, cid, {"id": "planner"}, RunStatus.RUNNING)
             return await store.create_run_alone(run, (key or f"run:{run_id}", "a", 10.0))
 
-    assert await start("r1") is None
+    assert await start("r1") == RunStart(None, ())  # no message before it
     assert (await store.get_run("r1")).agent == {"id": "planner"}
     assert not await store.take_lease("run:r1", "b", until=20.0, now=5.0)  # a's, live
     assert await store.expired_leases(11.0) == ["run:r1"]
     # In progress (running, then waiting): refused, naming it, and nothing stored.
-    assert await start("r2") == ("r1", RunStatus.RUNNING)
+    assert await start("r2") == RunStart(("r1", RunStatus.RUNNING))
     await store.update_run("r1", status=RunStatus.WAITING)
-    assert await start("r2") == ("r1", RunStatus.WAITING)
+    assert await start("r2") == RunStart(("r1", RunStatus.WAITING))
     assert await store.get_run("r2") is None and await store.expired_leases(11.0) == ["run:r1"]
-    assert await start("r9", "c2") is None  # another conversation's run is no obstacle
+    assert await start("r9", "c2") == RunStart(
+        None, ()
+    )  # another conversation's run is no obstacle
+    # With the messages before it, oldest first, exactly as list_messages reads them.
+    earlier = [
+        StoredMessage("m1", "c1", "r1", "user", "é\n", interrupted=True),
+        StoredMessage(
+            "m2", "c1", "r1", "assistant", "", ({"id": "k1", "name": "t", "arguments": "{}"},)
+        ),
+        StoredMessage("m3", "c1", "r1", "tool", "[1]", tool_call_id="k1", tool_name="t"),
+    ]
+    for message in earlier:
+        await store.add_message(message)
     await store.update_run("r1", status=RunStatus.FINISHED)
-    assert await start("r2") is None
+    assert await start("r2") == RunStart(None, tuple(earlier))
+    assert await store.list_messages("c1") == earlier
     assert [r.id for r in await store.list_runs("c1")] == ["r1", "r2"]
     # A lease already there is not taken over: neither the run nor the lease is stored.
     await store.update_run("r2", status=RunStatus.FAILED)
@@ -585,8 +613,15 @@ async def test_a_waiting_run_is_claimed_only_when_its_calls_are_settled_and_its_
     assert await store.claim_ready_run("r1", "run:r1", "a", until=10.0, now=5.0) is None
     assert (await store.get_run("r1")).status is RunStatus.WAITING
     # Once that lease lapsed, the run is claimable: running, with the lease ours.
+    await store.add_message(StoredMessage("m1", "c1", "r1", "user", "hi"))
+    await store.add_message(StoredMessage("m2", "c2", "r2", "user", "another conversation's"))
+    await store.add_message(StoredMessage("m3", "c1", "r1", "tool", "{}", tool_call_id="k1"))
     claimed = await store.claim_ready_run("r1", "run:r1", "a", until=30.0, now=20.0)
-    assert claimed is not None and claimed.status is RunStatus.RUNNING and claimed.step == 1
+    assert claimed is not None and claimed.run == await store.get_run("r1")
+    assert claimed.run.status is RunStatus.RUNNING and claimed.run.step == 1
+    # With its conversation's messages: the next step's history, as list_messages reads it.
+    assert list(claimed.history) == await store.list_messages("c1")
+    assert [m.id for m in claimed.history] == ["m1", "m3"]
     assert not await store.keep_lease("run:r1", "b", until=40.0)
     assert await store.keep_lease("run:r1", "a", until=40.0)
     # Running now: a second claim (by anyone) finds nothing to claim.

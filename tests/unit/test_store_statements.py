@@ -5,7 +5,9 @@ test_store.py; these count and inspect PostgreSQL's own statements."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -13,6 +15,8 @@ import pytest
 
 from server.errors import LeaseLost
 from server.protocol.events import TextMessageContent
+from server.store import postgres_messages as messages
+from server.store import rows
 from server.store.postgres import PostgresStore
 from server.store.postgres_events import append_sql
 from server.store.records import (
@@ -23,6 +27,7 @@ from server.store.records import (
     RunStatus,
     StoredMessage,
 )
+from tests.unit.conftest import BOARD, Conv, Harness
 from tests.unit.databases import fresh_schema
 
 
@@ -57,7 +62,7 @@ async def test_a_transaction_is_one_without_begin_or_commit_and_only_its_end_com
     other = PostgresStore(store.url)
     try:
         async with store.transaction():
-            await store.lock_conversation("c1")
+            await store._run("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", ("c1",))
             await store.append_event("c1", TextMessageContent("m", "a"))  # waited for
             await store.add_message(_message("m1", "one"))
             assert await store.last_seq("c1") == 1 and len(await store.list_messages("c1")) == 1
@@ -162,3 +167,66 @@ async def test_an_append_carrying_messages_writes_none_when_its_fence_fails_even
             await store.add_message(_message("m1", "late"))
             await store.append_event("c1", TextMessageContent("m1", "x"), fence=("run:r1", "a"))
     assert await store.list_messages("c1") == []
+
+
+async def test_a_claim_that_waited_out_a_step_of_its_run_claims_nothing(
+    store: PostgresStore,
+) -> None:
+    # The claim reads the step's history with its statement's snapshot: it must not claim
+    # a run that another process stepped while the claim waited for the lease row (the run
+    # then waits at a step the snapshot cannot see, with calls open and a message more).
+    await store.create_run(Run("r1", "c1", {}, RunStatus.WAITING, step=1))
+    await store.take_lease("run:r1", "b", until=99.0, now=0.0)
+    other = await psycopg.AsyncConnection.connect(store.url)
+    try:
+        # b's step ends, not committed yet: its lease row stays locked meanwhile.
+        await other.execute("DELETE FROM leases WHERE key = 'run:r1'")
+        await other.execute("UPDATE runs SET step = 2 WHERE id = 'r1'")
+        await other.execute(messages.INSERT_ONE, rows.message_values(_message("m1", "b's")))
+        claim = asyncio.create_task(store.claim_ready_run("r1", "run:r1", "a", 99.0, 1.0))
+        while not await store._one(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND query LIKE '%%WITH ready%%'"
+        ):
+            await asyncio.sleep(0.01)
+        await other.commit()
+        assert await claim is None
+    finally:
+        await other.close()
+    run = await store.get_run("r1")
+    assert run is not None and (run.status, run.step) == (RunStatus.WAITING, 2)
+    assert await store.expired_leases(float("inf")) == []  # the lease taken went back
+
+
+async def test_a_conversation_s_steps_read_no_messages_and_its_start_locks_nothing_apart(
+    tmp_path: Path, agents_dir: Path, sent: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 10: a step's history comes with its run's start or claim; the SELECT of
+    # messages each step sent is gone. Only the test's snapshots (GET of the conversation,
+    # which lists its messages) read them now. The run's start locks the conversation with
+    # the append of its first events, not a SELECT ... FOR UPDATE of its own.
+    with fresh_schema() as url:
+        h = Harness(tmp_path, agents_dir, database_url=url)
+        snapshots: list[str] = []
+        snapshot = h.snapshot
+
+        def counted(conv: Conv) -> dict[str, Any]:
+            snapshots.append(conv.id)
+            return snapshot(conv)
+
+        monkeypatch.setattr(h, "snapshot", counted)
+        try:
+            conv = h.conversation()
+            h.say(conv, "What should I work on next?")
+            h.answer(h.open_call(conv), BOARD)
+            assert h.finish(conv)["run"]["status"] == "finished"
+        finally:
+            h.stop()
+    assert len([s for s in sent if "WITH next AS" in s]) >= 4  # the steps' appends counted
+    reads = [s for s in sent if s.startswith("SELECT * FROM messages")]
+    assert len(reads) == len(snapshots) > 0
+    assert not [s for s in sent if "FOR UPDATE" in s]
+    start = next(i for i, s in enumerate(sent) if "INSERT INTO runs" in s)
+    # (A process's first run writes its definition in between.)
+    before = [s for s in sent[:start] if not s.startswith("INSERT INTO agent_definitions")][-1]
+    assert "INSERT INTO messages" in before and "INSERT INTO events" in before

@@ -9,10 +9,15 @@ import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from server.protocol.events import TextMessageContent
+from server.runtime import Runtime
+from tests.unit.conftest import Conv
+from tests.unit.databases import fresh_schema
 from tests.unit.live import Frame, Live, live_server, settings_for
 
 
@@ -183,6 +188,111 @@ def test_expired_stream_token_is_refused(tmp_path: Path) -> None:
         assert fresh.status_code == 200
         with server.stream(server.events_url(conv, token=fresh.json()["streamToken"])):
             pass
+
+
+# ---- the backlog read, on both stores ------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_live(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Live]:
+    if request.param == "sqlite":
+        with live_server(settings_for(tmp_path)) as server:
+            yield server
+    else:
+        with fresh_schema() as url, live_server(settings_for(tmp_path, database_url=url)) as server:
+            yield server
+
+
+def _runtime(live: Live) -> Runtime:
+    runtime: Runtime = live.app.state.hostcall
+    return runtime
+
+
+def _log_reads(live: Live, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Every read of the event log the server makes from here on: (conversation, after)."""
+    store = _runtime(live).store
+    reads: list[tuple[str, int]] = []
+    events_after = store.events_after
+
+    async def counted(conversation_id: str, seq: int, limit: int = 1000) -> Any:
+        reads.append((conversation_id, seq))
+        return await events_after(conversation_id, seq, limit)
+
+    monkeypatch.setattr(store, "events_after", counted)
+    return reads
+
+
+def test_a_new_conversation_s_first_stream_reads_no_backlog_and_follows_live(
+    any_live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 10: the stream's opening read says the log is empty; reading it cost a statement.
+    conv = any_live.conversation()
+    reads = _log_reads(any_live, monkeypatch)
+    with any_live.stream(any_live.events_url(conv)) as stream:
+        any_live.say(conv, "What should I work on next?")
+        got = take(stream, 4)
+    assert [f.seq for f in got] == [1, 2, 3, 4] and got[0].event == "RUN_STARTED"
+    assert reads == []
+    any_live.settle(conv)
+
+
+def test_a_stream_on_a_conversation_with_events_replays_them_all(
+    any_live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conv, last = any_live.finished_conversation()
+    reads = _log_reads(any_live, monkeypatch)
+    with any_live.stream(any_live.events_url(conv)) as stream:
+        got = take(stream, last)
+    assert [f.seq for f in got] == list(range(1, last + 1))
+    assert got[0].event == "RUN_STARTED" and got[-1].event == "RUN_FINISHED"
+    assert reads[0] == (conv.id, 0)
+    # Reconnected one event short, it replays that one; at the last, it reads nothing.
+    reads.clear()
+    url = any_live.events_url(conv, token=_ticket(any_live, conv))
+    with any_live.stream(url, _resume(conv.id, last - 1)) as stream:
+        assert next(stream).seq == last
+    assert reads[0] == (conv.id, last - 1)
+    reads.clear()
+    url = any_live.events_url(conv, token=_ticket(any_live, conv))
+    with any_live.stream(url, _resume(conv.id, last)) as stream:
+        any_live.say(conv, "hello")
+        assert next(stream).seq == last + 1
+    assert reads == []
+    any_live.settle(conv)
+
+
+def _ticket(live: Live, conv: Conv) -> str:
+    """A new stream ticket (each is good for one stream)."""
+    r = live.client.post(f"/api/conversations/{conv.id}/stream-token", headers=conv.auth)
+    assert r.status_code == 200, r.text
+    return str(r.json()["streamToken"])
+
+
+def _resume(conversation_id: str, seq: int) -> dict[str, str]:
+    return {"Last-Event-ID": f"{conversation_id}:{seq}"}
+
+
+@pytest.mark.parametrize("reconnect", [False, True])
+def test_an_event_committed_just_after_the_stream_s_read_of_the_log_reaches_it(
+    any_live: Live, monkeypatch: pytest.MonkeyPatch, reconnect: bool
+) -> None:
+    # The stream subscribes before it reads the conversation's last seq: an event committed
+    # (and published) after that read comes through the queue, though no backlog is read.
+    runtime = _runtime(any_live)
+    conv = any_live.conversation()
+    name = "last_seq" if reconnect else "open_stream"
+    read = getattr(runtime.store, name)
+
+    async def then_an_event(*args: Any) -> Any:
+        found = await read(*args)
+        await runtime.engine.journal.emit(conv.id, TextMessageContent("m_late", "late"))
+        return found
+
+    monkeypatch.setattr(runtime.store, name, then_an_event)
+    headers = _resume(conv.id, 0) if reconnect else None
+    with any_live.stream(any_live.events_url(conv), headers) as stream:
+        frame = next(stream)
+    assert (frame.seq, frame.event, frame.data["delta"]) == (1, "TEXT_MESSAGE_CONTENT", "late")
 
 
 # ---- a client that leaves during a replay ---------------------------------------------------
