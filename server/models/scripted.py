@@ -14,7 +14,7 @@ import functools
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,7 +134,7 @@ class ScriptedModel:
             else:
                 # `result`/`error` are the last answer's; `results` lists every answer's.
                 context["results"] = results = [_parse(m.text) for m in answers]
-                for chunk in _chunks(_reply(rule, results[-1], context)):
+                for chunk in _reply(rule, results[-1], context):
                     yield TextDelta(chunk)
             return
         yield TextDelta(self.fallback)
@@ -147,17 +147,21 @@ def _parse(content: str) -> Any:
         return content
 
 
-def _reply(rule: Rule, value: Any, context: dict[str, Any]) -> str:
-    """The reply to the last answer, ``value`` (parsed once, for ``results`` too)."""
+def _reply(rule: Rule, value: Any, context: dict[str, Any]) -> Iterator[str]:
+    """The reply to the last answer, ``value`` (parsed once, for ``results`` too), in
+    chunks. A plain reply's chunks come as Jinja renders it: the first words go out before
+    the rest is rendered (issue 9: the resumed run's first text). A template that fails
+    midway then fails the run after its first chunks, which stay, marked interrupted."""
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("error"), dict):
         error = {**context, "error": value["error"]}
-        return _render(rule.error_reply, error, rule.where("error_reply"))
+        return iter(_chunks(_render(rule.error_reply, error, rule.where("error_reply"))))
     simulated = isinstance(value, dict) and value.get("simulated") is True and "result" in value
-    if simulated:
-        value = value["result"]
-    context = {**context, "result": value, "simulated": simulated}
+    if not simulated:
+        context = {**context, "result": value, "simulated": False}
+        return _streamed(_rendering(rule.reply, context, rule.where("reply")))
+    context = {**context, "result": value["result"], "simulated": True}
     reply = _render(rule.reply, context, rule.where("reply"))
-    return f"(Simulated) {reply}" if simulated else reply
+    return iter(_chunks(f"(Simulated) {reply}"))
 
 
 @functools.lru_cache(maxsize=2048)
@@ -177,6 +181,15 @@ def _render(template: str, context: dict[str, Any], where: str) -> str:
         raise ModelError(detail, code="reply_template_failed") from exc
 
 
+def _rendering(template: str, context: dict[str, Any], where: str) -> Iterator[str]:
+    """``_render``'s text, unstripped, in the pieces Jinja produces it as it renders."""
+    try:
+        yield from _template(template).generate(context)
+    except Exception as exc:  # as _render's
+        detail = f"{where} failed: {type(exc).__name__}: {exc}"
+        raise ModelError(detail, code="reply_template_failed") from exc
+
+
 def _render_value(value: Any, context: dict[str, Any], where: str) -> Any:
     """Render every string in ``value``; keys whose string renders empty are left out."""
     if isinstance(value, str):
@@ -189,11 +202,33 @@ def _render_value(value: Any, context: dict[str, Any], where: str) -> Any:
     return value
 
 
+_WORDS = re.compile(r"\s*\S+\s*")
+
+
 def _chunks(text: str, words: int = 4) -> list[str]:
     # Stream a few words at a time, like a real model, so the widget's streaming path is
     # exercised by the demo and by QA tests.
-    pieces = re.findall(r"\s*\S+\s*", text)
+    pieces = _WORDS.findall(text)
     return ["".join(pieces[i : i + words]) for i in range(0, len(pieces), words)] or [""]
+
+
+def _streamed(pieces: Iterable[str], words: int = 4) -> Iterator[str]:
+    """``_chunks("".join(pieces).strip(), words)``, each chunk as soon as the next word
+    has begun (its last word, and the spaces after it, are complete then)."""
+    pending = ""
+    sent = False
+    for piece in pieces:
+        pending += piece
+        if not sent:
+            pending = pending.lstrip()
+        found = _WORDS.findall(pending)
+        while len(found) > words:
+            yield "".join(found[:words])
+            sent = True
+            found = found[words:]
+            pending = "".join(found)
+    if pending.strip() or not sent:
+        yield from _chunks(pending.strip(), words)
 
 
 def _check_template(template: str, where: str) -> None:

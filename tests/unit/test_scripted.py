@@ -1,0 +1,81 @@
+"""The scripted model's reply to a tool's answer streams as Jinja renders it: the same
+chunks as the whole text's, the first ones before the rest is rendered (issue 9)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from server.models.base import Message, ModelError, TextDelta, ToolCallRequest
+from server.models.scripted import ScriptedModel, _chunks, _streamed
+
+# Words and the whitespace between them, Unicode's included: the cuts fall anywhere.
+TEXT = st.lists(st.sampled_from(["a", "bc", "é", " ", "  ", "\n", "\t", "\u3000", "x.y"]))
+
+
+@given(pieces=st.lists(st.text(alphabet="ab \n\t\u3000", max_size=12), max_size=12))
+def test_streamed_chunks_are_the_chunks_of_the_whole_text(pieces: list[str]) -> None:
+    assert list(_streamed(pieces)) == _chunks("".join(pieces).strip())
+
+
+@given(parts=TEXT, cut=st.integers(min_value=1, max_value=5))
+def test_streamed_chunks_do_not_depend_on_where_the_text_was_cut(
+    parts: list[str], cut: int
+) -> None:
+    text = "".join(parts)
+    pieces = [text[i : i + cut] for i in range(0, len(text), cut)]
+    assert list(_streamed(pieces)) == list(_streamed([text])) == _chunks(text.strip())
+
+
+def _answered(reply: str, output: Any) -> tuple[ScriptedModel, list[Message]]:
+    model = ScriptedModel.from_config(
+        {"kind": "scripted", "rules": [{"match": "next", "tool": "read", "reply": reply}]}
+    )
+    messages = [
+        Message("user", "next"),
+        Message("assistant", tool_calls=(ToolCallRequest("k_1", "read", "{}"),)),
+        Message("tool", json.dumps({"output": output}), tool_call_id="k_1", tool_name="read"),
+    ]
+    return model, messages
+
+
+async def _texts(model: ScriptedModel, messages: list[Message]) -> list[str]:
+    texts = []
+    async for item in model.stream(messages, []):
+        assert isinstance(item, TextDelta)
+        texts.append(item.text)
+    return texts
+
+
+def test_a_reply_streams_in_the_chunks_of_its_whole_text() -> None:
+    reply = (
+        "  Here is the order I suggest:\n{% for t in result.output.tasks %}{{ t }}\n{% endfor %}"
+    )
+    model, messages = _answered(reply, {"tasks": ["one", "two", "three"]})
+    texts = asyncio.run(_texts(model, messages))
+    assert texts == _chunks("Here is the order I suggest:\none\ntwo\nthree")
+
+
+def test_a_reply_streams_its_first_words_before_the_rest_is_rendered() -> None:
+    # The first chunk is out before the division by zero further on is rendered; the
+    # failure then comes as the model's error, after it (the step keeps what it streamed).
+    model, messages = _answered(
+        "Here is the order I suggest: {{ 10 // (result.output.tasks | length) }}", {"tasks": []}
+    )
+
+    async def run() -> list[str]:
+        texts = []
+        with pytest.raises(ModelError) as caught:
+            async for item in model.stream(messages, []):
+                assert isinstance(item, TextDelta)
+                texts.append(item.text)
+        assert caught.value.code == "reply_template_failed"
+        assert "ZeroDivisionError" in caught.value.message
+        return texts
+
+    assert asyncio.run(run()) == ["Here is the order "]
