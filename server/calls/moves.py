@@ -269,7 +269,7 @@ class CallMoves:
         first wait (a model that answers at once: up to its first text, committed and
         published); in the second, the streams write that text. The person's next words do
         not wait behind the answering page's 200 (issue 9: the resumed run's first text).
-        ``settled``: the call as its settling UPDATE left it (not read back)."""
+        ``settled``: the call as its settling UPDATE left it."""
         await self.on_settled(settled.run_id)
         await asyncio.sleep(0)
         await asyncio.sleep(0)
