@@ -220,11 +220,12 @@ async def call_result(request: Request) -> JSONResponse:
     body = await read_body(request, CallResult, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
     await _check_call_origin(request, runtime, claims)
-    call = await ledger.checked_call(request.path_params["call_id"], claims)
+    call_id = request.path_params["call_id"]
     if body.error is None:
-        call = await ledger.answer(call, body.output)
+        call = await ledger.answer_claimed(call_id, claims, body.output)
     else:
         text = body.error.message or "no message"
+        call = await ledger.checked_call(call_id, claims)
         call = await ledger.fail(call, body.error.code, f"The page reported: {text}")
     return JSONResponse({"state": call.state.value})
 

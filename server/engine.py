@@ -79,6 +79,7 @@ class Engine(Recovery):
             journal,
             tokens,
             agent_of_run=self.agent_of_run,
+            run_agent=self.run_agent,
             platform=lambda: self.platform,
             on_settled=self._resume_soon,
             on_dispatched=self._start_server_call,

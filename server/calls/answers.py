@@ -19,13 +19,60 @@ from server.errors import (
     ToolErrorCode,
     Unprocessable,
 )
-from server.guardrails import evaluate
+from server.guardrails import Hit, evaluate
 from server.protocol.limits import MAX_ERROR_MESSAGE_CHARS, MAX_REASON_CHARS
 from server.store.records import Call, CallState
 from server.tokens import Claims, input_digest
+from server.tools import Tool
+
+
+class _NotAsClaimed(Exception):
+    """The call a result's UPDATE settled is not quite what its token claims: roll back."""
 
 
 class Answers(CallMoves):
+    async def answer_claimed(self, call_id: str, claims: Claims, output: Any) -> Call:
+        """``answer(await checked_call(call_id, claims), output)``, one statement shorter
+        when the token names its run (issue 9: the result's round trip). The run's agent
+        gives the tool, so the output is checked before anything is read; the settling
+        UPDATE does not wait for a read of the call, and what ``checked_call`` checks is
+        checked on the row it returns, before anything else is written: if one check
+        fails, the unit rolls back (nothing changed) and the answer goes the long way,
+        which reads the call and refuses it as it always did. So does a token without a
+        run (issued before tokens named it), and an output the tool refuses."""
+        if claims.run_id is not None and claims.call_id == call_id and claims.tool:
+            agent = await self.run_agent(claims.run_id)
+            tool = agent.tool(claims.tool) if agent is not None else None
+            if tool is not None and not tool.output_validator.problems(output):
+                try:
+                    settled = await self._answer_as_claimed(call_id, claims, tool, output)
+                except _NotAsClaimed:
+                    settled = None
+                if settled is not None:
+                    return await self._settled(settled)
+        return await self.answer(await self.checked_call(call_id, claims), output)
+
+    async def _answer_as_claimed(
+        self, call_id: str, claims: Claims, tool: Tool, output: Any
+    ) -> Call | None:
+        event, outcome, hits = _judged(tool, output)
+        async with self.journal.unit() as unit:
+            settled = await self._settle_row(call_id, event, outcome)
+            if settled is None:
+                return None
+            if not (
+                settled.conversation_id == claims.conversation_id
+                and settled.tool_name == claims.tool
+                and settled.run_id == claims.run_id
+                and input_digest(settled.input) == claims.digest
+                # Settled past its deadline: the long way expires it instead.
+                and settled.deadline > self.clock()
+            ):
+                raise _NotAsClaimed(call_id)
+            await self._record_hits(unit, claims.conversation_id, call_id, tool.name, hits)
+            await self._record_outcome(unit, settled, tool, outcome)
+        return settled
+
     async def checked_call(self, call_id: str, claims: Claims) -> Call:
         """The call a verified token is for; refuses tokens of another call or input."""
         if claims.call_id != call_id:
@@ -33,7 +80,11 @@ class Answers(CallMoves):
         call = await self.store.get_call(call_id)
         if call is None:
             raise NotFound(f"no call {call_id}", code="unknown_call")
-        if claims.conversation_id != call.conversation_id or claims.tool != call.tool_name:
+        if (
+            claims.conversation_id != call.conversation_id
+            or claims.tool != call.tool_name
+            or claims.run_id not in (None, call.run_id)
+        ):
             raise Forbidden(
                 f"this token was issued for another conversation or tool than {call_id}"
             )
@@ -70,23 +121,9 @@ class Answers(CallMoves):
                 code="invalid_result",
                 errors=[p.to_json() for p in problems],
             )
+        event, outcome, hits = _judged(tool, output)
         async with self.journal.unit() as unit:
-            hits = evaluate(tool.guardrails, "output", output) if tool.guardrails else []
             await self._record_hits(unit, call.conversation_id, call.id, call.tool_name, hits)
-            blocked = next((h for h in hits if h.action == "block"), None)
-            outcome: dict[str, Any] = {"output": output}
-            state = CallState.ANSWERED
-            if blocked:
-                state = CallState.FAILED
-                outcome = tool_error(
-                    ToolErrorCode.BLOCKED_BY_GUARDRAIL,
-                    f"The guardrail {blocked.rule!r} withheld this result.",
-                    rule=blocked.rule,
-                )
-                outcome["withheldOutput"] = output
-            if hits:
-                outcome["guardrails"] = [h.to_json() for h in hits]
-            event = CallEvent.ANSWER if state is CallState.ANSWERED else CallEvent.FAIL
             settled = await self._settle(unit, call, event, outcome)
             if settled is None:
                 raise await self._not_open(call.id)
@@ -164,3 +201,23 @@ class Answers(CallMoves):
 
     async def expire_due(self) -> int:
         return sum([await self.expire(call) for call in await self.store.due_calls(self.clock())])
+
+
+def _judged(tool: Tool, output: Any) -> tuple[CallEvent, dict[str, Any], list[Hit]]:
+    """How a valid ``output`` settles its call: answered, or failed when an output
+    guardrail blocks it (the outcome keeps it, withheld from the model); and the hits."""
+    hits = evaluate(tool.guardrails, "output", output) if tool.guardrails else []
+    blocked = next((h for h in hits if h.action == "block"), None)
+    event = CallEvent.ANSWER
+    outcome: dict[str, Any] = {"output": output}
+    if blocked:
+        event = CallEvent.FAIL
+        outcome = tool_error(
+            ToolErrorCode.BLOCKED_BY_GUARDRAIL,
+            f"The guardrail {blocked.rule!r} withheld this result.",
+            rule=blocked.rule,
+        )
+        outcome["withheldOutput"] = output
+    if hits:
+        outcome["guardrails"] = [h.to_json() for h in hits]
+    return event, outcome, hits

@@ -61,6 +61,7 @@ class CallMoves:
         tokens: Tokens,
         *,
         agent_of_run: Callable[[str], Awaitable[Agent]],
+        run_agent: Callable[[str], Awaitable[Agent | None]],
         platform: Callable[[], Platform],
         on_settled: Callable[[str], Awaitable[None]],
         on_dispatched: Callable[[Unit, Call], Awaitable[None]],
@@ -71,6 +72,7 @@ class CallMoves:
         self.store = journal.store
         self.tokens = tokens
         self.agent_of_run = agent_of_run
+        self.run_agent = run_agent  # agent_of_run, or None for a run id that names no run
         self.platform = platform
         self.on_settled = on_settled
         self.on_dispatched = on_dispatched
@@ -87,7 +89,13 @@ class CallMoves:
         """The ``CALL`` shape of docs/protocol.md, with the token the call's state needs."""
         tool = await self.tool_of(call)
         kind = tool.kind if tool else "client"
-        claims = Claims(call.conversation_id, call.id, call.tool_name, input_digest(call.input))
+        claims = Claims(
+            call.conversation_id,
+            call.id,
+            call.tool_name,
+            input_digest(call.input),
+            run_id=call.run_id,
+        )
         answerable = call.state.answerable and kind == "client"
         awaiting = call.state is CallState.AWAITING_CONFIRMATION
         return CallView(
@@ -215,31 +223,43 @@ class CallMoves:
         self, unit: Unit, call: Call, event: CallEvent, outcome: dict[str, Any]
     ) -> Call | None:
         """The call as settled, or None when someone else moved it first."""
-        # From any state the event leaves: the caller read the call a moment ago, and the
-        # store's conditional update has the last word.
+        settled = await self._settle_row(call.id, event, outcome)
+        if settled is None:
+            return None
+        await self._record_outcome(unit, settled, await self.tool_of(settled), outcome)
+        return settled
+
+    async def _settle_row(
+        self, call_id: str, event: CallEvent, outcome: dict[str, Any]
+    ) -> Call | None:
+        """The settling UPDATE alone: the call as it left it, or None."""
+        # From any state the event leaves: the caller read the call a moment ago (or not at
+        # all, server/calls/answers.py), and the store's conditional update has the last word.
         starts = sorted(sources(event))
         state = settled_state(event)
         assert all(Effect.RECORD_OUTCOME in transition(s, event).effects for s in starts)
-        settled = await self.store.transition_call(call.id, starts, state, outcome=outcome)
-        if settled is None:
-            return None
-        tool = await self.tool_of(call)
+        return await self.store.transition_call(call_id, starts, state, outcome=outcome)
+
+    async def _record_outcome(
+        self, unit: Unit, settled: Call, tool: Tool | None, outcome: dict[str, Any]
+    ) -> None:
+        """The settled call's tool message (what the model reads) and its
+        ``TOOL_CALL_RESULT``, in the unit that settled it."""
         content = model_content(tool, outcome)
         message_id = new_id("m")
         await self.store.add_message(StoredMessage(
-            id=message_id, conversation_id=call.conversation_id, run_id=call.run_id,
-            role="tool", text=content, tool_call_id=call.id, tool_name=call.tool_name,
+            id=message_id, conversation_id=settled.conversation_id, run_id=settled.run_id,
+            role="tool", text=content, tool_call_id=settled.id, tool_name=settled.tool_name,
         ))  # fmt: skip
         result = ToolCallResult(
             message_id=message_id,
-            tool_call_id=call.id,
+            tool_call_id=settled.id,
             content=content,
-            state=state.value,
+            state=settled.state.value,
             outcome=visible_outcome(tool, outcome),
             simulated=True if outcome.get("simulated") else None,
         )
-        await unit.emit(call.conversation_id, result)
-        return settled
+        await unit.emit(settled.conversation_id, result)
 
     async def _settled(self, settled: Call) -> Call:
         """After the unit that settled the call committed (its ``TOOL_CALL_RESULT`` is

@@ -52,12 +52,20 @@ class EngineBase:
 
     async def agent_of_run(self, run_id: str) -> Agent:
         """The agent as it was when the run started (its definition is stored in the run)."""
+        agent = await self.run_agent(run_id)
+        assert agent is not None, f"no run {run_id}"
+        return agent
+
+    async def run_agent(self, run_id: str) -> Agent | None:
+        """``agent_of_run``, or None when there is no such run: a run id from a token (the
+        database may be older than the token, restored from a backup)."""
         agent = self._by_run.get(run_id)
         if agent is not None:
             self._by_run.move_to_end(run_id)
             return agent
         run = await self.store.get_run(run_id)
-        assert run is not None, f"no run {run_id}"
+        if run is None:
+            return None
         key = run.agent_digest or definition_digest(run.agent)
         agent = self._frozen.get(key)
         if agent is None:

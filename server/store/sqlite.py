@@ -254,9 +254,12 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, RunTables):
             ).fetchone()
         ):
             raise LeaseLost(*fence)
+        # An UPDATE and a read, not RETURNING: SQLite's RETURNING costs more than the read.
+        self._db.execute(
+            "UPDATE conversations SET last_seq = last_seq + ? WHERE id = ?", (n, conversation_id)
+        )
         row = self._db.execute(
-            "UPDATE conversations SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq",
-            (n, conversation_id),
+            "SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,)
         ).fetchone()
         assert row is not None, f"no conversation {conversation_id}"
         return int(row[0])

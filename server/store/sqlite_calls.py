@@ -88,10 +88,14 @@ class CallTables:
         condition, extra_args = "", []
         if assigned is not None:
             condition, extra_args = " AND surface_id IS ? AND assignment = ?", list(assigned)
-        row = self._db.execute(
+        cursor = self._db.execute(
             f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})"
-            + condition
-            + " RETURNING *",
+            + condition,
             (to_state, *encoded.values(), call_id, *states, *extra_args),
-        ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
-        return rows.call(row[0]) if row else None
+        )
+        if cursor.rowcount != 1:
+            return None
+        # Read back, not RETURNING: SQLite's RETURNING costs more than this read by key
+        # (issue 9: the settling UPDATE is on the result's round trip). Nothing can write in
+        # between: one connection, and no await.
+        return await self.get_call(call_id)

@@ -120,6 +120,8 @@ def test_payloads_hold_only_what_the_token_is_for(harness: Harness) -> None:
         "k": call["toolCallId"],
         "t": "create_task",
         "d": input_digest(call["input"]),
+        # The run: its agent has the tool's output schema (server/calls/answers.py).
+        "r": call["runId"],
     }
     decision_token = call["decisionToken"]
     assert payload_of(decision_token) == bound
