@@ -166,13 +166,15 @@ class Stepping(EngineBase):
             )
             ending = [*rest, TextMessageEnd(message_id)] if text else []
             if not calls:
-                # With the text's end: one append (one statement on PostgreSQL), not two.
-                ending.append(RunFinished(cid, run_id))
+                # The run's end, then its last events in one append: on PostgreSQL one
+                # statement, which ends the run only if the append's fence holds (issue 10:
+                # the end went alone after the append); SQLite's fence knows the lease was
+                # held when this transaction let it go.
+                await self.leases.end_step(run_id, status=RunStatus.FINISHED, step=step)
+                await unit.emit_all(cid, [*ending, RunFinished(cid, run_id)], fence=fence)
+                return False
             if ending:
                 await unit.emit_all(cid, ending, fence=fence)
-            if not calls:
-                await self.leases.end_step(run_id, status=RunStatus.FINISHED, step=step)
-                return False
             opened = [
                 await self.ledger.propose(
                     unit,

@@ -57,15 +57,29 @@ def connect(url: str, **options: Any) -> psycopg.Connection[Row]:
         ) from None
 
 
+# In a held write's CTEs, where the condition goes that makes it only if the fenced append
+# of the statement carrying it found its lease held (see HeldWrite.fence).
+IF_FENCED = "{if_fenced}"
+
+
 @dataclass(frozen=True)
 class HeldWrite:
     """A write a transaction holds back (see ``PostgresConnections._hold``): CTEs
     (``name AS (...)``, names and parameters unique in the transaction), sent with the
-    transaction's next statement or at its end, and the table it writes."""
+    transaction's next statement or at its end, and the table it writes.
+
+    ``fence``: a write to make only while that lease (key, owner) is held, which nothing in
+    the transaction has proven yet. It goes out inside the transaction's next fenced append
+    of that lease, made only if the append's fence holds (``IF_FENCED`` in ``ctes``: the
+    append's row is there), so that append answers for both; or, before any other
+    statement or at the end, alone, its ``check`` (a table expression of its CTEs) read:
+    no row, and the transaction raises ``LeaseLost``."""
 
     ctes: str
     params: dict[str, Any]
     table: str
+    fence: tuple[str, str] | None = None
+    check: str = ""
 
 
 @dataclass
@@ -227,7 +241,14 @@ class PostgresConnections:
             current.fenced.clear()
 
     async def _hold(
-        self, current: _Transaction, table: str, ctes: str, values: Sequence[Any]
+        self,
+        current: _Transaction,
+        table: str,
+        ctes: str,
+        values: Sequence[Any],
+        *,
+        fence: tuple[str, str] | None = None,
+        check: str = "",
     ) -> None:
         """Hold a write whose answer nobody reads: it goes out inside the transaction's next
         statement (any statement: held writes keep their order with the others), or its
@@ -235,7 +256,8 @@ class PostgresConnections:
         ``{p}<name>`` and takes ``values`` as %s, in order: both are made unique here.
         ``table``: what it writes. One statement's CTEs run in no set order, so a second
         write of one table sends the first before it is held (two rows inserted by two CTEs
-        could take their ``pos`` in either order)."""
+        could take their ``pos`` in either order). ``fence`` and ``check``: see ``HeldWrite``
+        (``check`` names CTEs as ``ctes`` does)."""
         if any(w.table == table for w in current.writes):
             await self._send_deferred(current, everything=False)
         current.serial += 1
@@ -243,7 +265,7 @@ class PostgresConnections:
         names = iter(range(len(values)))
         sql = _PLACEHOLDER.sub(lambda _: f"%({prefix}{next(names)})s", ctes.replace("{p}", prefix))
         params = {f"{prefix}{i}": value for i, value in enumerate(values)}
-        current.writes.append(HeldWrite(sql, params, table))
+        current.writes.append(HeldWrite(sql, params, table, fence, check.replace("{p}", prefix)))
 
     def _after_commit(self, then: Callable[[], None]) -> None:
         """Call ``then`` once what the task sent so far is committed: at its transaction's

@@ -10,7 +10,12 @@ from server.errors import LeaseLost
 from server.protocol.events import ProtocolEvent, encode
 from server.protocol.frames import Event, stored_event
 from server.store import postgres_messages as messages
-from server.store.postgres_connections import PostgresConnections, _Transaction
+from server.store.postgres_connections import (
+    IF_FENCED,
+    HeldWrite,
+    PostgresConnections,
+    _Transaction,
+)
 
 CHANNEL = "hostcall_events"
 
@@ -82,6 +87,11 @@ def append_parts(*, fenced: bool, notify: bool, count: int, carried: int = 0) ->
     return ctes, f"{first} AS seq{note if notify else ''}"
 
 
+# What makes a held write carried by a fenced append only if the fence held (HeldWrite).
+# The reference also orders the statement: the append (and its FOR SHARE of the lease row)
+# runs before the write's own change of that row.
+_IF_NEXT = " AND EXISTS (SELECT 1 FROM next)"
+
 # By (fenced, notify, count, carried); built as they are first needed.
 _APPENDS: dict[tuple[bool, bool, int, int], str] = {}
 
@@ -106,6 +116,17 @@ def _carried(current: _Transaction | None, conversation_id: str) -> list[message
         return []
     current.messages = [m for m in current.messages if m[1] != conversation_id]
     return carried
+
+
+def _fenced_writes(current: _Transaction | None, fence: tuple[str, str] | None) -> list[HeldWrite]:
+    """The transaction's held writes waiting for a fenced append of ``fence`` (see
+    ``HeldWrite.fence``), taken to go out inside it."""
+    if current is None or fence is None or not current.writes:
+        return []
+    taken = [w for w in current.writes if w.fence == fence]
+    if taken:
+        current.writes = [w for w in current.writes if w.fence != fence]
+    return taken
 
 
 class EventLog(PostgresConnections):
@@ -141,15 +162,24 @@ class EventLog(PostgresConnections):
         else:
             # (_one sends the deferred appends first: this one numbers after them.)
             carried = _carried(current, conversation_id)
-            row = await self._one(
-                append_sql(
-                    fenced=fence is not None,
-                    notify=previous is None,
-                    count=len(encoded),
-                    carried=len(carried),
-                ),
-                self._append_params(conversation_id, encoded, fence, carried),
+            sql = append_sql(
+                fenced=fence is not None,
+                notify=previous is None,
+                count=len(encoded),
+                carried=len(carried),
             )
+            params = self._append_params(conversation_id, encoded, fence, carried)
+            writes = _fenced_writes(current, fence)
+            if writes:
+                # Made only if this append's fence holds: its answer is theirs too.
+                head, tail = sql.split("\nSELECT ", 1)
+                ctes = [
+                    w.ctes.replace(IF_FENCED, " AND EXISTS (SELECT 1 FROM next)") for w in writes
+                ]
+                sql = f"{head}, {', '.join(ctes)}\nSELECT {tail}"
+                for write in writes:
+                    params.update(write.params)
+            row = await self._one(sql, params)
             if row is None:
                 if fence is not None:
                     raise LeaseLost(*fence)
@@ -170,6 +200,18 @@ class EventLog(PostgresConnections):
         statements of their own). Not waited for: nothing in it is read (the seqs are
         known), and an error surfaces by the transaction's end."""
         writes, current.writes = current.writes, []
+        for write in [w for w in writes if w.fence is not None]:
+            # Nothing proved its lease held: alone, and checked (see HeldWrite.fence).
+            row = await self._one(
+                f"WITH {write.ctes.replace(IF_FENCED, '')}"
+                f"\nSELECT EXISTS (SELECT 1 FROM {write.check}) AS held",
+                write.params,
+                sees_appends=False,
+            )
+            if row is None or not row["held"]:
+                assert write.fence is not None
+                raise LeaseLost(*write.fence)
+        writes = [w for w in writes if w.fence is None]
         deferred: list[tuple[str, list[tuple[str, str]]]] = []
         held: list[messages.Values] = []
         if everything:

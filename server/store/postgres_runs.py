@@ -8,7 +8,7 @@ from typing import Any
 
 from server.store import rows
 from server.store.definitions import Definitions
-from server.store.postgres_connections import Row
+from server.store.postgres_connections import IF_FENCED, Row
 from server.store.postgres_coordination import Coordination
 from server.store.records import OPEN_STATES, ClaimedRun, Run, RunStart, RunStatus
 
@@ -191,8 +191,8 @@ class RunTables(Coordination):
                 [until, *lease],
             )
         ctes = (
-            f"{{p}}held AS ({held} RETURNING 1), {{p}}changed AS (UPDATE runs SET {assignments}"
-            " WHERE id = %s AND EXISTS (SELECT 1 FROM {p}held))"
+            f"{{p}}held AS ({held}{IF_FENCED} RETURNING 1), {{p}}changed AS (UPDATE runs SET"
+            f" {assignments} WHERE id = %s AND EXISTS (SELECT 1 FROM {{p}}held))"
         )
         values = (*lease_args, *encoded.values(), run_id)
         current = self._current()
@@ -202,14 +202,20 @@ class RunTables(Coordination):
             # lease is still held, so the answer is known without asking. Held, the write
             # goes out with the step's other writes at the end, in one statement where
             # there were two, and is not waited for.
-            await self._hold(current, "runs", ctes, values)
+            await self._hold(current, "runs", ctes.replace(IF_FENCED, ""), values)
             self._lease_written()
             return True
-        self._lease_written()
+        if current is not None:
+            # Not known yet: held, and answered by the transaction's next fenced append of
+            # the lease, which carries it (a step's end before its last text: one statement
+            # where there were two, issue 10), or checked where it goes out alone. Lost,
+            # the transaction raises LeaseLost and changes nothing.
+            await self._hold(current, "runs", ctes, values, fence=lease, check="{p}held")
+            self._lease_written()
+            return True
         row = await self._one(
-            f"WITH {ctes.replace('{p}', '')} SELECT COUNT(*) AS n FROM held",
+            f"WITH {ctes.replace('{p}', '').replace(IF_FENCED, '')} SELECT COUNT(*) AS n FROM held",
             values,
-            sees_appends=False,
         )
         return row is not None and row["n"] == 1
 

@@ -4,6 +4,7 @@ distinct definition: server/store/definitions.py). The interface is in server/st
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterable
 from contextlib import AbstractAsyncContextManager
@@ -49,6 +50,8 @@ RETURNING *
 class RunTables(Coordination):
     _db: sqlite3.Connection
     _definitions: Definitions
+    _owner: asyncio.Task[Any] | None
+    _let_go: set[tuple[str, str]]
 
     def transaction(self) -> AbstractAsyncContextManager[None]:
         raise NotImplementedError  # SQLiteStore's
@@ -136,6 +139,8 @@ class RunTables(Coordination):
         key, owner = lease
         if until is None:
             held = await self.release_lease(key, owner)
+            if held and self._owner is not None and self._owner is asyncio.current_task():
+                self._let_go.add(lease)
         else:
             held = await self.keep_lease(key, owner, until)
         if held:

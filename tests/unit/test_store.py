@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from server.errors import LeaseLost, StoreError
-from server.protocol.events import TextMessageContent
+from server.protocol.events import RunFinished, TextMessageContent
 from server.store import Store, open_store
 from server.store.migrations import Migration, pending
 from server.store.records import (
@@ -401,6 +401,55 @@ async def test_a_step_s_end_fails_its_transaction_if_the_lease_went_after_its_fe
     run = await store.get_run("r1")
     assert run is not None and run.status is RunStatus.RUNNING
     assert not await store.take_lease("run:r1", "b", until=20.0, now=5.0)  # still a's
+
+
+async def _end_then_append(store: Store, run_id: str, fence: tuple[str, str], **end: Any) -> None:
+    """A run's end, then its last events fenced, in one transaction (a finished step)."""
+    async with store.transaction():
+        if not await store.update_run_leased(run_id, fence, **end):
+            raise LeaseLost(*fence)  # as Leases.end_step does
+        events = [TextMessageContent("m", "last"), RunFinished("c1", run_id)]
+        await store.append_events("c1", events, fence=fence)
+
+
+async def test_a_run_s_end_before_its_fenced_last_events_is_made_only_with_them(
+    store: Store,
+) -> None:
+    # A finished step ends its run, then appends its last events (PostgreSQL: one statement,
+    # the end made only if the append's fence holds; SQLite: the fence knows the
+    # transaction let the lease go while it was held).
+    await _conversation(store)
+    for run_id in ("r1", "r2", "r3"):
+        await store.create_run(Run(run_id, "c1", {}, RunStatus.RUNNING, step=1))
+        await store.take_lease(f"run:{run_id}", "a", until=10.0, now=0.0)
+    await _end_then_append(store, "r1", ("run:r1", "a"), status=RunStatus.FINISHED, step=2)
+    run = await store.get_run("r1")
+    assert run is not None and (run.status, run.step) == (RunStatus.FINISHED, 2)
+    assert [e.seq for e in await store.events_after("c1", 0)] == [1, 2]
+    assert await store.take_lease("run:r1", "c", until=1.0, now=0.0)  # released
+    assert await store.release_lease("run:r1", "c")
+    # Renewed, not released: the same.
+    await _end_then_append(
+        store, "r2", ("run:r2", "a"), until=99.0, status=RunStatus.RUNNING, step=2
+    )
+    assert (await store.get_run("r2")).step == 2
+    assert await store.expired_leases(50.0) == ["run:r3"]  # r2's renewed to 99
+    # Another process took the lease over: neither the end nor the events are made.
+    assert await store.take_lease("run:r3", "b", until=30.0, now=20.0)
+    with pytest.raises(LeaseLost):
+        await _end_then_append(store, "r3", ("run:r3", "a"), status=RunStatus.FINISHED, step=2)
+    run = await store.get_run("r3")
+    assert run is not None and (run.status, run.step) == (RunStatus.RUNNING, 1)
+    assert await store.last_seq("c1") == 4
+    assert await store.keep_lease("run:r3", "b", until=40.0)  # still b's
+    # Nor when no fenced append follows it: checked where it goes out (at COMMIT here).
+    with pytest.raises(LeaseLost):
+        async with store.transaction():
+            if not await store.update_run_leased("r3", ("run:r3", "a"), status=RunStatus.FAILED):
+                raise LeaseLost("run:r3", "a")
+            await store.append_event("c1", TextMessageContent("m", "unfenced"))
+    assert (await store.get_run("r3")).status is RunStatus.RUNNING
+    assert await store.last_seq("c1") == 4
 
 
 async def test_a_first_stream_redeems_its_ticket_only_for_its_conversation_and_generation(

@@ -147,6 +147,28 @@ async def test_a_step_s_calls_and_end_go_out_with_its_held_appends_at_commit(
     assert run is not None and (run.status, run.step) == (RunStatus.WAITING, 1)
 
 
+async def test_a_run_s_end_goes_out_inside_the_fenced_append_that_follows_it(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    # A finished step: its end (unproven: no fence of the transaction found the lease yet)
+    # waits for its last events' fenced append, and goes in it: one statement, not two.
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    sent.clear()
+    async with store.transaction():
+        await store.add_message(_message("m1", "text"))
+        assert await store.update_run_leased(
+            "r1", ("run:r1", "a"), status=RunStatus.FINISHED, step=1
+        )  # fmt: skip
+        await store.append_event("c1", TextMessageContent("m1", "a"), fence=("run:r1", "a"))
+    assert len(sent) == 1
+    assert "INSERT INTO events" in sent[0] and "INSERT INTO messages" in sent[0]
+    assert "DELETE FROM leases" in sent[0] and "UPDATE runs" in sent[0]
+    run = await store.get_run("r1")
+    assert run is not None and (run.status, run.step) == (RunStatus.FINISHED, 1)
+    assert await store.take_lease("run:r1", "b", until=20.0, now=0.0)  # released
+
+
 async def test_an_append_carrying_messages_writes_none_when_its_fence_fails_even_alone(
     store: PostgresStore,
 ) -> None:
@@ -226,6 +248,9 @@ async def test_a_conversation_s_steps_read_no_messages_and_its_start_locks_nothi
     reads = [s for s in sent if s.startswith("SELECT * FROM messages")]
     assert len(reads) == len(snapshots) > 0
     assert not [s for s in sent if "FOR UPDATE" in s]
+    # The finished step's end went out inside its last fenced append, not alone.
+    assert not [s for s in sent if s.startswith("WITH h")]
+    assert len([s for s in sent if "DELETE FROM leases" in s and "FOR SHARE" in s]) == 1
     start = next(i for i, s in enumerate(sent) if "INSERT INTO runs" in s)
     # (A process's first run writes its definition in between.)
     before = [s for s in sent[:start] if not s.startswith("INSERT INTO agent_definitions")][-1]
