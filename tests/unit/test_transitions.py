@@ -82,6 +82,12 @@ def test_only_a_call_sent_to_a_surface_can_be_answered() -> None:
     assert [s for s in CallState if s.answerable] == [S.DISPATCHED, S.DELIVERED]
 
 
+def test_a_result_settles_only_an_answerable_call() -> None:
+    # The answer's UPDATE settles a call it has not read (server/calls/answers.py): the
+    # states it leaves must be those the long way checks first.
+    assert sources(E.ANSWER) == sources(E.FAIL) == ANSWERABLE_STATES
+
+
 def test_every_open_state_can_expire_so_every_call_ends() -> None:
     assert sources(E.EXPIRE) == OPEN_STATES
 
