@@ -173,9 +173,7 @@ class EventLog(PostgresConnections):
             if writes:
                 # Made only if this append's fence holds: its answer is theirs too.
                 head, tail = sql.split("\nSELECT ", 1)
-                ctes = [
-                    w.ctes.replace(IF_FENCED, " AND EXISTS (SELECT 1 FROM next)") for w in writes
-                ]
+                ctes = [w.ctes.replace(IF_FENCED, _IF_NEXT) for w in writes]
                 sql = f"{head}, {', '.join(ctes)}\nSELECT {tail}"
                 for write in writes:
                     params.update(write.params)
