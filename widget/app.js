@@ -65,15 +65,9 @@ const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 // Parent bridge
 // ============================================================================
 
-// The channel to the page. The widget makes it and hands the page one end with the hello,
-// posted to window.parent with the exact parent origin the server bound here: only a window of
-// that origin in the parent's place receives it (a navigated parent gets nothing). A port's
-// messages carry no origin or source to check: holding the other end is the proof, and only
-// the parent was handed it, so nothing posted to this window is ever read (a forged
-// window message, from any frame or origin, has no listener here). A port also delivers
-// from one renderer to the other directly, where a window's postMessage between two sites
-// passes through the browser process: one hop less each way of every call (issue 9,
-// bench/README.md).
+// The channel to the page: one port goes with the hello, posted with the exact parent origin,
+// so only the parent holds it; nothing posted to this window is read. Ports skip the browser
+// process that window messages between two sites cross (bench/README.md, issue 9).
 const channel = framed ? new MessageChannel() : null
 
 function toParent(type, data) {
