@@ -236,10 +236,7 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, RunTables):
         )
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
-        found = self._db.execute(
-            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
-        )
-        return [rows.message(r) for r in found]
+        return list(self._history(conversation_id))  # the read a run's start and claim make
 
     # ---- events --------------------------------------------------------------------------
 
