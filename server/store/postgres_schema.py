@@ -81,4 +81,29 @@ ALTER TABLE runs ADD COLUMN agent_digest TEXT NOT NULL DEFAULT '';
 UPDATE runs SET agent_digest = d.digest FROM agent_definitions d WHERE d.definition = runs.agent;
 ALTER TABLE runs DROP COLUMN agent;
 """),
+    # Issue 10: fewer index entries per conversation (~68 -> ~55 on the cluster bench). Every
+    # index gets an entry per inserted row, and per updated row unless the update is HOT (no
+    # indexed column changed, room on the page); a row whose status or state changes is
+    # never HOT while an index names that column.
+    # - runs, calls, messages: the id is the key; ``pos`` keeps their order through the
+    #   indexes that lead with the conversation or run, and no query looked a row up by
+    #   ``pos`` alone (its primary key's index was never scanned).
+    # - runs in progress, open calls: only those rows are in the index the sweeper's
+    #   queries read (STALLED_RUNS, due_calls, calls_in_states), so a run's or call's
+    #   change to an end state writes no entry there. (Those are the open states,
+    #   ``OPEN_STATES``, spelled out: a migration never changes once released.)
+    # - leases: nothing reads them by ``until`` (expired_leases reads the few live rows);
+    #   without that index, renewing a lease is a HOT update.
+    Migration(10, "leaner indexes", """
+ALTER TABLE runs DROP CONSTRAINT runs_pkey, DROP CONSTRAINT runs_id_key, ADD PRIMARY KEY (id);
+DROP INDEX runs_by_status;
+CREATE INDEX runs_in_progress ON runs (pos) WHERE status IN ('running', 'waiting');
+ALTER TABLE calls DROP CONSTRAINT calls_pkey, DROP CONSTRAINT calls_id_key, ADD PRIMARY KEY (id);
+DROP INDEX calls_open;
+CREATE INDEX calls_open ON calls (deadline)
+    WHERE state IN ('proposed', 'awaiting_confirmation', 'dispatched', 'delivered');
+ALTER TABLE messages DROP CONSTRAINT messages_pkey, DROP CONSTRAINT messages_id_key,
+    ADD PRIMARY KEY (id);
+DROP INDEX leases_by_until;
+"""),
 )  # fmt: skip
