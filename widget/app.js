@@ -391,7 +391,7 @@ function refresh() {
   const person = Boolean(calls?.needsPerson())
   ui.setWorking(state.ready && active && !person && !state.streaming)
   ui.setSendEnabled(state.ready && !active)
-  document.documentElement.dataset.agentState = !state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working'
+  ui.setAgentState(!state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working')
 }
 
 // ============================================================================

@@ -194,6 +194,14 @@ export function setWorking(on) {
   working = on
   write(() => { parts.working.hidden = !on })
 }
+let agentState = ''
+/** The root's `data-agent-state`, made with the changes it describes: "idle" shows once the
+ * run's last words are drawn (docs/testing.md). @param {string} value */
+export function setAgentState(value) {
+  if (value === agentState) return
+  agentState = value
+  write(() => { document.documentElement.dataset.agentState = value })
+}
 /** @param {boolean} on */
 export function setSendEnabled(on) {
   if (on === sendable) return

@@ -149,3 +149,29 @@ def test_default_agent_is_the_demo_planner(widget: Widget, host_page: HostPage) 
     widget.send("hello")
     widget.wait_until_idle()
     expect(widget.last_reply()).to_contain_text("Hello!")
+
+
+# What the root says when "idle" arrives, recorded by the page itself (a MutationObserver runs
+# right after the attribute changes, before any later frame could draw what it describes).
+RECORD_AT_IDLE = """() => {
+  window.seenAtIdle = []
+  const root = document.documentElement
+  new MutationObserver(() => {
+    if (root.dataset.agentState !== 'idle') return
+    const texts = document.querySelectorAll(
+      '[data-part=message][data-role=assistant] [data-part=message-text]')
+    window.seenAtIdle.push(texts.length ? texts[texts.length - 1].textContent : '')
+  }).observe(root, { attributes: true, attributeFilter: ['data-agent-state'] })
+}"""
+
+
+def test_idle_shows_once_the_last_reply_is_drawn(widget: Widget) -> None:
+    """``data-agent-state=idle`` is made with the run's last changes (docs/testing.md), so what
+    a test reads right after ``wait_until_idle()`` is the whole reply, not the greeting."""
+    frame = next(f for f in widget.page.frames if "/widget/" in f.url)
+    frame.evaluate(RECORD_AT_IDLE)
+    widget.send("hello")
+    widget.wait_until_idle()
+    assert widget.messages("assistant")[-1].startswith("Hello! Ask me")
+    seen = frame.evaluate("window.seenAtIdle")
+    assert len(seen) == 1 and seen[0].startswith("Hello! Ask me"), seen
