@@ -248,6 +248,9 @@ class Observer:
     """SSE streams the bench reads in a thread of its own; events stamped on arrival."""
 
     def __init__(self) -> None:
+        # perf_counter -> ms since the epoch, the frames' clock (timeOrigin + now): to time
+        # an event's way from the server to a page's JS against its arrival here.
+        self.epoch_ms = 1000 * (time.time() - time.perf_counter())
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -321,8 +324,9 @@ class Widget:
         self.events = observer.follow(env.hc.port, f"{self.path}/events?token="
                                       f"{token['streamToken']}")
 
-    def ask(self) -> tuple[float, str]:
-        """One run (posted by the bench, as the widget would); DISPATCH -> RESULT, call id."""
+    def ask(self) -> tuple[float, str, float]:
+        """One run (posted by the bench, as the widget would); DISPATCH -> RESULT, call id,
+        and when DISPATCH reached the observer (perf_counter)."""
         self.http.post(f"{self.path}/messages", json={"text": ASK},
                        headers=self.auth).raise_for_status()
         seen = until(self.events, "RUN_FINISHED")
@@ -330,7 +334,8 @@ class Widget:
         outcome = json.loads(seen["TOOL_CALL_RESULT"][1])
         if call["route"] != "handler" or outcome["state"] != "answered":
             raise RuntimeError(f"not answered by the page's handler: {call} -> {outcome}")
-        return seen["TOOL_CALL_RESULT"][0] - seen[DISPATCH][0], call["toolCallId"]
+        return (seen["TOOL_CALL_RESULT"][0] - seen[DISPATCH][0], call["toolCallId"],
+                seen[DISPATCH][0])
 
     def close(self, runs: int) -> dict[str, dict[str, Any]]:
         """The widget's timings per call id (TIMINGS); checks the handler ran ``runs`` times."""
@@ -349,6 +354,8 @@ class Widget:
 # No /delivered step since issue 9: the dispatch written to the widget's surface is the claim,
 # so the handler runs as soon as the event reaches the widget's JS.
 SEGMENTS = (
+    ("SSE: DISPATCH reaches the observer -> reaches the widget's JS",
+     lambda s, t: (s["dispatch"] - s["observed"]) / 1000),
     ("widget: DISPATCH reaches its JS -> hostcall:call reaches the page",
      lambda s, t: (s["call"] - s["dispatch"]) / 1000),
     ("page: hostcall:call -> its hostcall:result reaches the widget",
@@ -363,12 +370,18 @@ SEGMENTS = (
      lambda s, t: (s["post"][2] - s["post"][1]) / 1000),
     ("rest: the observer's round trip minus event in JS -> response starts",
      lambda s, t: t - (s["post"][2] - s["dispatch"]) / 1000),
+    ("POST: request sent -> TOOL_CALL_RESULT reaches the observer",
+     lambda s, t: t - (s["post"][1] - s["observed"]) / 1000),
 )
-FLOOR_SEGMENTS = {  # label of SEGMENTS -> the floor's (kick reaches its JS, its POST /echo)
-    SEGMENTS[3][0]: lambda k, p, t: (p[0] - k) / 1000,
-    SEGMENTS[4][0]: lambda k, p, t: (p[1] - p[0]) / 1000,
-    SEGMENTS[5][0]: lambda k, p, t: (p[2] - p[1]) / 1000,
-    SEGMENTS[6][0]: lambda k, p, t: t - (p[2] - k) / 1000,
+# label of SEGMENTS -> the floor's (kick reaches its JS, its POST /echo, round trip, kick
+# reaches the observer)
+FLOOR_SEGMENTS = {
+    SEGMENTS[0][0]: lambda k, p, t, o: (k - o) / 1000,
+    SEGMENTS[4][0]: lambda k, p, t, o: (p[0] - k) / 1000,
+    SEGMENTS[5][0]: lambda k, p, t, o: (p[1] - p[0]) / 1000,
+    SEGMENTS[6][0]: lambda k, p, t, o: (p[2] - p[1]) / 1000,
+    SEGMENTS[7][0]: lambda k, p, t, o: t - (p[2] - k) / 1000,
+    SEGMENTS[8][0]: lambda k, p, t, o: t - (p[1] - o) / 1000,
 }
 
 
@@ -377,6 +390,7 @@ def round_trip(env: Env, mode: Mode) -> None:
     ours: list[float] = []
     theirs: list[float] = []
     cold: list[float] = []  # each fresh widget's first call
+    kicked: list[float] = []  # when each floor kick reached the observer (epoch ms)
     steps: list[dict[str, Any]] = []
     try:
         floor.goto(f"{env.apps.url}/pages/floor.html?ch=browser")  # same origin as its SSE
@@ -385,21 +399,23 @@ def round_trip(env: Env, mode: Mode) -> None:
         total = mode.warmup + mode.round_trips
         with httpx.Client(base_url=env.apps.url, timeout=TIMEOUT, trust_env=False) as kicker:
             for first in range(0, total, TURNS):
-                widget, ids = Widget(env, observer), []
+                widget, ids, observed = Widget(env, observer), [], {}
                 # A fresh widget's first call also imports the call code (issue 12's lazy
                 # split): it is timed on a row of its own, so the rows above it are the
                 # percentiles of a round trip, not of a module import (issue 9).
                 cold.append(widget.ask()[0])
                 for i in range(first, min(total, first + TURNS)):  # interleaved with the floor
-                    elapsed, call_id = widget.ask()
+                    elapsed, call_id, at = widget.ask()
+                    observed[call_id] = observer.epoch_ms + 1000 * at
                     kicker.post("/kick/browser?after=20").raise_for_status()  # README: floor
                     echo = until(floor_events, "echo")
                     if i >= mode.warmup:
                         ours.append(elapsed)
                         theirs.append(echo["echo"][0] - echo["kick"][0])
+                        kicked.append(observer.epoch_ms + 1000 * echo["kick"][0])
                         ids.append(call_id)
                 timings = widget.close(min(total, first + TURNS) - first + 1)
-                steps += [timings[i] for i in ids]
+                steps += [timings[i] | {"observed": observed[i]} for i in ids]
         kicks = floor.evaluate("floor.kicks")[-mode.round_trips:]
         echoes = floor.evaluate(f"({POSTS})('/echo/')")[-mode.round_trips:]
         profile = profiled(env, observer, mode.profiled)
@@ -426,16 +442,17 @@ def round_trip(env: Env, mode: Mode) -> None:
     for label, f in SEGMENTS:
         hc = summary([f(s, t) for s, t in zip(steps, ours, strict=True)])
         fl = FLOOR_SEGMENTS.get(label)
-        bare_step = fl and summary([fl(k, p[1:], t)
-                                    for k, p, t in zip(kicks, echoes, theirs, strict=True)])
+        bare_step = fl and summary([fl(k, p[1:], t, o) for k, p, t, o
+                                    in zip(kicks, echoes, theirs, kicked, strict=True)])
         rows.append((label, ms(hc["p50"]), ms(bare_step["p50"]) if bare_step else "-",
                      ms(hc["p99"]), ms(bare_step["p99"]) if bare_step else "-"))
     opened = (sum(s["post"][4] for s in steps), sum(p[5] for p in echoes))
     table("3b. Where the round trip goes", ("segment", "hostcall p50", "floor p50",
                                             "hostcall p99", "floor p99"), rows,
           ["one clock for every frame (timeOrigin + now): PROBE's stamps, Resource Timing of "
-           "POST /result (widget frame) and POST /echo (floor page); rest: SSE delivery of the "
-           "call to the page and of the result to the observer",
+           "POST /result (widget frame) and POST /echo (floor page); the observer's arrivals "
+           "on the same clock (time.time() taken with perf_counter once); rest: SSE delivery "
+           "of the call to the page and of the result to the observer",
            "'DISPATCH reaches its JS -> POST /result sent' is 2 postMessages, the handler and "
            "the widget's checks: the dispatch is the claim, no request comes before the "
            "handler (issue 9)",

@@ -36,7 +36,7 @@ MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
 #: Not the tool-call modules (toolcalls.js, cards.js, calls.js, form.js): app.js imports them
 #: when the first call appears (issue 12's weight budget).
-WIDGET_MODULES = ("protocol.js", "chat.js", "api.js")
+WIDGET_MODULES = ("protocol.js", "chat.js", "drawing.js", "api.js")
 
 # Bounded: a long name must be a 404, not an OSError from the file system (issue 7).
 _STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(js|css|d\.ts)")

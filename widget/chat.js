@@ -4,6 +4,10 @@
 // attributes.
 
 import { LIMITS } from './protocol.js'
+import { write, setAfterFlush } from './drawing.js'
+
+// When changes are drawn (bursts of stream events, calls with the page's handler): drawing.js.
+export { batch, hold, flushWrites } from './drawing.js'
 
 // ============================================================================
 // Text: English, French, Spanish, Japanese (the seeds' languages), one module per language
@@ -213,6 +217,7 @@ function scrollNow() {
   scrollQueued = false
   parts.messages.scrollTop = parts.messages.scrollHeight
 }
+setAfterFlush(scrollNow)
 
 /** For screen readers, once. @param {string} text */
 export function announce(text) {
@@ -263,86 +268,6 @@ export function keepPinned(change) {
     change()
     if (pinned) scrollToEnd()
   })
-}
-
-// ============================================================================
-// Changes to the page: the stream's events are drawn once a frame, and nothing is drawn
-// while a call is with the page's handler (issue 9)
-// ============================================================================
-
-/** Changes to the page waiting to be made, in order. @type {(() => void)[]} */
-const writes = []
-let batching = 0
-let holds = 0
-let flushQueued = false
-/** A change waits at most this long for a frame (ms; a frame is 16.7 ms at 60 Hz). */
-const FLUSH_MS = 50
-
-/**
- * Make a change to the page now, or after the changes waiting (in a batch of stream events,
- * or held while a call is with the page's handler): changes are made in the order asked.
- * @param {() => void} change
- */
-function write(change) {
-  if (!batching && !holds && !writes.length) return change()
-  writes.push(change)
-  queueFlush()
-}
-
-function queueFlush() {
-  if (flushQueued || holds || !writes.length) return
-  flushQueued = true
-  // At the next frame, before it is drawn: the events of a burst (a run's text, then its
-  // call) are drawn together, and a call among them holds the drawing before it starts. A
-  // hidden page has no frames: there, within FLUSH_MS.
-  const flush = () => {
-    if (!flushQueued) return // the other of the two came first
-    flushQueued = false
-    if (holds) return // the release queues it again
-    flushWrites()
-    // This frame lays the changes out anyway: scrolling now, not at the next frame, spares
-    // a frame (which came during the next call's hops when a call followed the text).
-    scrollNow()
-  }
-  requestAnimationFrame(flush)
-  setTimeout(flush, FLUSH_MS)
-}
-
-/** Make every change waiting now, held or not (before focusing what they show). */
-export function flushWrites() {
-  flushQueued = false
-  for (const change of writes.splice(0)) change()
-}
-
-/**
- * Run `fn` (one stream event's changes) with its changes to the page made at the next
- * frame: the events that arrive between two frames (say a message, then a call) are drawn
- * in one go, and a call among them is with the page's handler before any drawing starts.
- * @param {() => void} fn
- */
-export function batch(fn) {
-  batching++
-  try { fn() } finally { batching-- }
-}
-
-/**
- * Make no change to the page until `release()` is called or `ms` have passed: while a call
- * is with the page's handler and its answer on its way, a frame (style, layout, paint: 3-6 ms
- * of this frame's main thread on a loaded 2-core machine, and its raster and compositing on
- * other threads) would run between the call and its answer and hold the answer up (issue 9).
- * The state of the conversation is not held, only its drawing. @param {number} ms
- */
-export function hold(ms) {
-  holds++
-  let timer = setTimeout(() => release(), ms)
-  const release = () => {
-    if (!timer) return
-    clearTimeout(timer)
-    timer = 0
-    holds--
-    queueFlush()
-  }
-  return release
 }
 
 // ============================================================================

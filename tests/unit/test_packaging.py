@@ -94,6 +94,7 @@ def test_installed_demo_serves_the_loader_the_widget_and_the_board(
             "app.js",
             "bridge.js",
             "chat.js",
+            "drawing.js",
             "form.js",
             "widget.css",
             "calls.css",

@@ -1,0 +1,123 @@
+// widget/drawing.js: when the widget's changes to the page are made. A burst of stream events
+// is drawn once it is over (QUIET_MS without an event, FLUSH_MS at most), at a frame; a call
+// with the page's handler holds all drawing (issue 9). node's mock timers stand in for time,
+// and a list of callbacks for the browser's frames: no browser.
+import { test, mock, beforeEach, afterEach } from 'node:test'
+import assert from 'node:assert/strict'
+
+/** requestAnimationFrame's callbacks, run when the test draws a frame. */
+let frames = []
+globalThis.requestAnimationFrame = cb => { frames.push(cb) }
+const frame = () => { const due = frames; frames = []; due.forEach(cb => cb(0)) }
+
+const { write, batch, hold, flushWrites, setAfterFlush, QUIET_MS, FLUSH_MS } = await import('../../widget/drawing.js')
+
+let made, flushes
+beforeEach(() => {
+  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 })
+  made = []
+  flushes = 0
+  frames = []
+  setAfterFlush(() => { flushes++ })
+})
+afterEach(() => {
+  // Nothing may wait into the next test: the module's queue is shared.
+  mock.timers.tick(10 * FLUSH_MS)
+  frame()
+  flushWrites()
+  mock.timers.reset()
+})
+
+/** A stream event's change, as app.js makes it (inside `batch`). */
+const streamed = name => batch(() => write(() => made.push(name)))
+
+test('a change outside a burst, with nothing waiting, is made at once', () => {
+  write(() => made.push('now'))
+  assert.deepEqual(made, ['now'])
+  assert.equal(frames.length, 0)
+})
+
+test("a burst's changes wait until no event came for QUIET_MS, then go in the next frame, in order", () => {
+  streamed('text')
+  mock.timers.tick(5)
+  frame() // a frame mid-burst draws nothing: the call that follows the text would wait behind it
+  streamed('call start')
+  streamed('dispatch')
+  mock.timers.tick(QUIET_MS - 1)
+  frame()
+  assert.deepEqual(made, [])
+  mock.timers.tick(1) // quiet now: the next frame draws the burst
+  assert.deepEqual(made, [])
+  frame()
+  assert.deepEqual(made, ['text', 'call start', 'dispatch'])
+  assert.equal(flushes, 1)
+})
+
+test('a stream that never pauses is still drawn FLUSH_MS after its first event', () => {
+  for (let at = 0; at < FLUSH_MS; at += 5) {
+    streamed(`chunk ${at}`)
+    mock.timers.tick(5)
+    frame()
+  }
+  assert.equal(made.length, FLUSH_MS / 5, 'every chunk of the first FLUSH_MS drawn')
+  streamed('next')
+  mock.timers.tick(5)
+  frame()
+  assert.equal(made.at(-1), `chunk ${FLUSH_MS - 5}`, 'a new burst starts after the flush')
+})
+
+test('a change made outside a burst after it waits its turn: order is kept', () => {
+  streamed('text')
+  write(() => made.push('card'))
+  assert.deepEqual(made, [])
+  frame()
+  assert.deepEqual(made, ['text', 'card'])
+})
+
+test('a hold keeps everything undrawn until it is released, then the next frame draws it', () => {
+  streamed('text')
+  const release = hold(100)
+  mock.timers.tick(QUIET_MS + FLUSH_MS)
+  frame()
+  write(() => made.push('answer sent'))
+  frame()
+  assert.deepEqual(made, [])
+  release()
+  frame()
+  assert.deepEqual(made, ['text', 'answer sent'])
+  release() // a second release changes nothing
+  streamed('later')
+  mock.timers.tick(QUIET_MS)
+  frame()
+  assert.deepEqual(made, ['text', 'answer sent', 'later'])
+})
+
+test('a hold ends by itself after its time', () => {
+  const release = hold(100)
+  write(() => made.push('held'))
+  mock.timers.tick(99)
+  frame()
+  assert.deepEqual(made, [])
+  mock.timers.tick(1)
+  frame()
+  assert.deepEqual(made, ['held'])
+  release()
+})
+
+test('a page without frames (hidden) is drawn by the timer, FLUSH_MS after the burst is quiet', () => {
+  streamed('text')
+  mock.timers.tick(QUIET_MS) // quiet: a frame is asked for, which a hidden page never draws
+  mock.timers.tick(FLUSH_MS - 1)
+  assert.deepEqual(made, [])
+  mock.timers.tick(1)
+  assert.deepEqual(made, ['text'])
+  assert.equal(flushes, 1)
+  frame() // the frame that comes later finds nothing to do
+  assert.equal(flushes, 1)
+})
+
+test('flushWrites makes every waiting change now (before focusing what they show)', () => {
+  streamed('form')
+  flushWrites()
+  assert.deepEqual(made, ['form'])
+})
