@@ -30,10 +30,11 @@ Row = dict[str, Any]
 Params = Sequence[Any] | dict[str, Any] | None
 # Pool bounds per process. Each connection is a PostgreSQL backend process: a handful is
 # plenty (a statement holds one for a round trip; a transaction for a few). Fewer backends
-# cost PostgreSQL less CPU for the same work (issue 10, cluster bench at 200 conversations
-# at once, one process: 10 -> 5 connections, PostgreSQL's CPU per conversation -10 to -15%,
-# Hostcall's +3 to +5%; 20 had cost PostgreSQL more): each backend finds more statements
-# waiting when it wakes, and fewer of them wait on each other's locks.
+# cost PostgreSQL less CPU for the same work (issue 10, cluster bench, 200 conversations at
+# once, one and two processes: 10 -> 5 connections, PostgreSQL's CPU per conversation -11
+# to -16%, Hostcall's about the same; 20 had cost PostgreSQL more; bench/README.md). Likely
+# because each backend finds more statements waiting when it wakes, and fewer wait on each
+# other's locks.
 POOL_MIN = 2
 POOL_MAX = 5
 _PLACEHOLDER = re.compile(r"%s")
