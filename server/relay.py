@@ -23,6 +23,8 @@ from server.store.postgres_events import CHANNEL
 
 log = logging.getLogger("hostcall.relay")
 RETRY_SECONDS = 1.0
+# How long a starting process waits for its LISTEN before it serves (see ``ready``).
+READY_SECONDS = 10.0
 
 
 class Relay:
@@ -32,6 +34,19 @@ class Relay:
         self.broker = broker
         self.origin = origin  # the notifications of this process's own events
         self.connected = asyncio.Event()
+
+    async def ready(self) -> bool:
+        """Wait until this process LISTENs. A stream served before that could miss another
+        process's notification for good: it would read its backlog, then wait for a wake-up
+        that was sent before anyone here listened (a run's last event is followed by none).
+        False, with a warning, if the database took longer (the relay keeps trying; a stream
+        then catches up at its conversation's next notification)."""
+        try:
+            await asyncio.wait_for(self.connected.wait(), READY_SECONDS)
+        except TimeoutError:
+            log.warning("not listening for other processes' events after %g s", READY_SECONDS)
+            return False
+        return True
 
     async def wake(self, conversation_id: str, seq: int | None = None) -> None:
         """Publish what is committed past what this process published, if anyone watches."""

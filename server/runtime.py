@@ -50,6 +50,8 @@ class Runtime:
     clock: Callable[[], float] = time.time
     # Streams replaying a backlog take turns here, a page at a time (server/stream.py).
     replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
+    # On PostgreSQL: what carries other processes' events to this one's streams.
+    relay: Relay | None = field(default=None, repr=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
     # Conversation id -> its agent's id, which never changes (``agent_of_conversation``).
     _agent_ids: dict[str, str] = field(default_factory=dict, repr=False)
@@ -191,10 +193,12 @@ class Runtime:
         else:
             stop_renewing = self.leases.renew_in_thread(url)
             assert isinstance(self.store, PostgresStore)
-            relay = Relay(url, self.store, self.broker, origin=self.store.origin)
-            jobs.append(relay.run_forever())
+            self.relay = Relay(url, self.store, self.broker, origin=self.store.origin)
+            jobs.append(self.relay.run_forever())
         self._tasks = [asyncio.create_task(job) for job in jobs]
         try:
+            if self.relay is not None:
+                await self.relay.ready()  # before the first request: see Relay.ready
             yield
         finally:
             if stop_renewing is not None:
