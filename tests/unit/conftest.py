@@ -58,6 +58,8 @@ class Harness:
         self.app = create_app(self.settings)
         self.client = TestClient(self.app, raise_server_exceptions=True)
         self.client.__enter__()
+        # The server's event loop, for other clients of it (tests/unit/console_client.py).
+        self.app.state.test_portal = self.client.portal
 
     def stop(self) -> None:
         if self.client is not None:

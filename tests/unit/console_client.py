@@ -28,10 +28,23 @@ class ConsoleClient:
     """One person's browser: its own cookies, signed in as ``name``."""
 
     def __init__(self, app: Any, runtime: Any, name: str, role: str) -> None:
-        # The store's own thread is the app's; a SQLite store's statements run anywhere.
-        if asyncio.run(runtime.store.get_user(name)) is None:
-            asyncio.run(add_user(runtime.store, name, role, PASSWORD))
         self.http = TestClient(app, follow_redirects=False)
+        # On the event loop of the server it talks to (Harness.start keeps it on app.state),
+        # not one of its own per request: the store's writer lock is an asyncio.Lock, bound
+        # to the loop that first waits on it, and one waited on from two loops raised
+        # "bound to a different event loop" when the console's request and the server's
+        # sweeper met at it.
+        portal = getattr(app.state, "test_portal", None)
+        self.http.portal = portal
+
+        async def ensure_user() -> None:
+            if await runtime.store.get_user(name) is None:
+                await add_user(runtime.store, name, role, PASSWORD)
+
+        if portal is not None:
+            portal.call(ensure_user)
+        else:
+            asyncio.run(ensure_user())
         self.name = name
         self.csrf = ""
         self.login()
