@@ -502,7 +502,7 @@ def run(mode: Mode, workdir: Path, sections: Sequence[str] = SECTIONS) -> int:
     apps_argv = [sys.executable, str(servers.ROOT / "bench" / "browser_apps.py"),
                  "--ping", str(servers.PING_SECONDS), "--log-level", servers.LOG_LEVEL]
     with servers.running("apps", apps_argv, workdir, dict(os.environ)) as apps:
-        hc_argv = [sys.executable, "-m", "server", "serve", "--agents",
+        hc_argv = [sys.executable, "-m", "hostcall", "serve", "--agents",
                    str(servers.bench_agents(workdir)), "--db", str(workdir / "browser.db"),
                    "--host", servers.HOST, "--log-level", servers.LOG_LEVEL,
                    "--allow-origin", f"http://localhost:{apps.port}"]

@@ -218,7 +218,8 @@ def start_case(
     stack: contextlib.ExitStack, name: str, db: str, workers: int, workdir: Path, secret: str,
     cluster: psutil.Process | None,
 ) -> Case:
-    argv = [sys.executable, "-m", "server", "serve", "--agents", str(servers.bench_agents(workdir)),
+    argv = [sys.executable, "-m", "hostcall", "serve",
+            "--agents", str(servers.bench_agents(workdir)),
             "--db", db, "--host", servers.HOST, "--log-level", servers.LOG_LEVEL]
     if workers > 1:
         argv += ["--workers", str(workers)]

@@ -49,7 +49,7 @@ def create_floor_app(ping: int) -> Starlette:
                 if not channels[channel]:
                     del channels[channel]
 
-        # Same response options as server/stream.py, so the two differ only by Hostcall.
+        # Same response options as hostcall/stream.py, so the two differ only by Hostcall.
         return EventSourceResponse(
             frames(), ping=ping, headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         )
@@ -97,7 +97,7 @@ def main(extra_routes: Sequence[Route] = ()) -> None:
     args = parser.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    # Same uvicorn settings as `python -m server serve` (server/cli.py), loopback only.
+    # Same uvicorn settings as `python -m hostcall serve` (hostcall/cli.py), loopback only.
     app = create_floor_app(args.ping)
     app.router.routes.extend(extra_routes)
     uvicorn.run(app, host="127.0.0.1", port=args.port,

@@ -2,7 +2,7 @@
 
 Before/after figures from the same minutes on a shared machine: every checkout's server and
 the floor run together, and each iteration makes one round trip on each, the order rotating.
-A checkout is a directory with Hostcall's ``server`` package (``git worktree add /tmp/main
+A checkout is a directory with Hostcall's ``server/hostcall`` package (``git worktree add /tmp/main
 main``); its server runs with this Python environment, this bench's agents and floor.
 
 Usage: .venv/bin/python bench/round_trip_ab.py [-n 200] CHECKOUT [CHECKOUT ...]
@@ -80,7 +80,8 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=200, help="round trips per server")
     parser.add_argument("checkouts", nargs="+", type=Path)
     args = parser.parse_args()
-    missing = [str(c) for c in args.checkouts if not (c / "server" / "__main__.py").is_file()]
+    main_module = Path("server", "hostcall", "__main__.py")
+    missing = [str(c) for c in args.checkouts if not (c / main_module).is_file()]
     if missing:
         parser.error(f"not a Hostcall checkout: {', '.join(missing)}")
     print(f"load average at start: {servers_load()}")

@@ -18,11 +18,11 @@ from pathlib import Path
 import httpx
 import psutil
 
-from server.quotas import LIMIT_KEYS
+from hostcall.quotas import LIMIT_KEYS
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
-PING_SECONDS = 15  # server/settings.py's ping_seconds default; the floor uses the same
+PING_SECONDS = 15  # hostcall/settings.py's ping_seconds default; the floor uses the same
 LOG_LEVEL = "warning"  # both servers: no per-request access log in the measurement
 START_TIMEOUT = 30.0
 
@@ -123,12 +123,12 @@ def bench_agents(workdir: Path) -> Path:
 
 def hostcall(workdir: Path, db: Path, secret: str,
              root: Path = ROOT) -> contextlib.AbstractContextManager[Server]:
-    """Hostcall's server; ``root``: the checkout whose ``server`` package it runs (``-m``
-    imports it from the working directory), with this Python environment."""
-    argv = [sys.executable, "-m", "server", "serve", "--agents", str(bench_agents(workdir)),
+    """Hostcall's server; ``root``: the checkout whose ``hostcall`` package it runs (its source
+    root ``server/`` goes first on ``PYTHONPATH``), with this Python environment."""
+    argv = [sys.executable, "-m", "hostcall", "serve", "--agents", str(bench_agents(workdir)),
             "--db", str(db), "--host", HOST, "--log-level", LOG_LEVEL]
-    return running("hostcall", argv, workdir, dict(os.environ, HOSTCALL_SECRET_KEYS=secret),
-                   cwd=root)
+    env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret, PYTHONPATH=str(root / "server"))
+    return running("hostcall", argv, workdir, env, cwd=root)
 
 
 def floor(workdir: Path) -> contextlib.AbstractContextManager[Server]:

@@ -36,7 +36,7 @@ const GONE = [401, 403, 404] // the session or conversation no longer exists
 // Configuration and state
 // ============================================================================
 
-/** Written by server/pages.py. */
+/** Written by server/hostcall/pages.py. */
 const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}')
 /** The server's request body limit, in UTF-8 bytes (its setting; else the protocol's default). */
 const maxBodyBytes = Number(cfg.maxBodyBytes) || LIMITS.MAX_BODY_BYTES
@@ -406,7 +406,7 @@ root.dataset.storage = store.kind // local | cookie | memory: where the call led
 if (ui.phone()) root.dataset.viewport = 'phone' // touch-sized controls, no autofocus
 if (/^#[0-9a-f]{3,8}$/i.test(cfg.accent)) {
   root.style.setProperty('--hc-accent', cfg.accent)
-  root.style.setProperty('--hc-accent-fg', cfg.accentText) // black or white by contrast (server/pages.py)
+  root.style.setProperty('--hc-accent-fg', cfg.accentText) // black or white by contrast (server/hostcall/pages.py)
 }
 ui.mountShell(document.getElementById('hc-root'), {
   title: cfg.agentName || t('chat'),

@@ -1,4 +1,4 @@
-// Generated from server/protocol/ by `python -m server.protocol.js_constants >
+// Generated from hostcall/protocol/ by `python -m hostcall.protocol.js_constants >
 // widget/protocol.js`. Do not edit: change the Python and run the command again.
 
 /** AG-UI event types (the JSON's `type`, and the SSE `event:` name). */

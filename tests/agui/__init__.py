@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from server.protocol.frames import stored_event
-from server.settings import ROOT
+from hostcall.protocol.frames import stored_event
+from hostcall.settings import ROOT
 
 HERE = Path(__file__).parent
 NODE_MODULES = ROOT / "node_modules" / "@ag-ui"

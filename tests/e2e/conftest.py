@@ -1,4 +1,4 @@
-"""End-to-end fixtures, on the QA kit Hostcall ships (server/qa, docs/testing.md): the real
+"""End-to-end fixtures, on the QA kit Hostcall ships (hostcall/qa, docs/testing.md): the real
 ``hostcall demo`` command as a subprocess on free ports, and Debian's Chromium driven by
 Playwright (never Playwright's own browser download).
 
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page
 
-from server.qa.plugin import CHROMIUM_ARGS
-from server.qa.servers import TEST_SECRET, HostcallServer, free_port, start_hostcall
-from server.settings import ROOT
+from hostcall.qa.plugin import CHROMIUM_ARGS
+from hostcall.qa.servers import TEST_SECRET, HostcallServer, free_port, start_hostcall
+from hostcall.settings import ROOT
 
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "SECRET", "Demo", "free_port", "shot", "start_demo"]
 

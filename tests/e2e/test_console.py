@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, FrameLocator, Page, expect
 
-from server.settings import DEMO_AGENTS, ROOT
+from hostcall.settings import DEMO_AGENTS, ROOT
 from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.test_ui import audit
 
@@ -32,7 +32,7 @@ class Site:
 
 def _users_add(db: Path, name: str, role: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "server", "users", "add", name, "--role", role, "--db", str(db)],
+        [sys.executable, "-m", "hostcall", "users", "add", name, "--role", role, "--db", str(db)],
         input=PASSWORD + "\n", capture_output=True, text=True, cwd=ROOT, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -211,7 +211,7 @@ def add_tool(designer: Page, name: str, description: str) -> None:
 
 def hostcall_check(agents: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server", "check", "--agents", str(agents)],
+        [sys.executable, "-m", "hostcall", "check", "--agents", str(agents)],
         capture_output=True, text=True, cwd=ROOT, timeout=60,
     )  # fmt: skip
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from server.qa.servers import HostcallServer, HostPage, serve_host_page
-from server.qa.widget import Widget
+from hostcall.qa.servers import HostcallServer, HostPage, serve_host_page
+from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo, free_port, shot, start_demo
 from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, ask, card, open_chat, wait_idle
 

@@ -1,4 +1,4 @@
-"""The QA kit (server/qa, docs/testing.md) used as a customer would: a scripted agent given as
+"""The QA kit (hostcall/qa, docs/testing.md) used as a customer would: a scripted agent given as
 a dict, the plugin's server and host page on another origin, and the ``Widget`` helper.
 
 These tests are also the guarantee that docs/testing.md's example works.
@@ -12,8 +12,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from server.qa.servers import HostcallServer, HostPage
-from server.qa.widget import Widget
+from hostcall.qa.servers import HostcallServer, HostPage
+from hostcall.qa.widget import Widget
 
 pytestmark = pytest.mark.e2e
 

@@ -29,8 +29,8 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from server.demo_host import create_demo_host_app
-from server.settings import ROOT
+from hostcall.demo_host import create_demo_host_app
+from hostcall.settings import ROOT
 from tests.e2e.conftest import Demo, free_port, shot, start_demo
 
 pytestmark = pytest.mark.e2e

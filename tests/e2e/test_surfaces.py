@@ -19,7 +19,7 @@ import httpx
 import pytest
 from playwright.sync_api import BrowserContext, FrameLocator, Locator, Page, expect
 
-from server.settings import DEMO_AGENTS
+from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import (
     ASK_NEXT,

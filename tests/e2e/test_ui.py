@@ -17,7 +17,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Frame, FrameLocator, Locator, Page, expect
 
-from server.settings import ROOT
+from hostcall.settings import ROOT
 from tests.e2e.conftest import Demo, shot, start_demo
 
 pytestmark = pytest.mark.e2e

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import pytest
 from starlette.testclient import TestClient
 
-from server.app import create_app
-from server.runtime import Runtime
-from server.settings import DEMO_AGENTS, Settings
-from server.store import Store, open_store
+from hostcall.app import create_app
+from hostcall.runtime import Runtime
+from hostcall.settings import DEMO_AGENTS, Settings
+from hostcall.store import Store, open_store
 from tests.unit.databases import fresh_schema
 
 T = TypeVar("T")

@@ -10,8 +10,8 @@ import pytest
 from argon2 import PasswordHasher
 from starlette.testclient import TestClient
 
-from server.console import accounts
-from server.console.accounts import add_user
+from hostcall.console import accounts
+from hostcall.console.accounts import add_user
 
 PASSWORD = "correct horse battery"
 

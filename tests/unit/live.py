@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from server.app import create_app
-from server.settings import DEMO_AGENTS, Settings
+from hostcall.app import create_app
+from hostcall.settings import DEMO_AGENTS, Settings
 from tests.unit.conftest import BOARD, SECRET, Conv
 from tests.unit.loopback import serve_in_thread
 

@@ -23,7 +23,7 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server.qa.servers import serve_in_thread
+from hostcall.qa.servers import serve_in_thread
 
 HUGE_CHUNK = b"x" * 256 * 1024
 HUGE_CHUNKS = 64  # 16 MiB, paced so that reading all of it takes over a second

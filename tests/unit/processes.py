@@ -1,6 +1,6 @@
 """Real Hostcall processes sharing one PostgreSQL schema, driven as a page and a balancer.
 
-``Cluster`` starts ``python -m server serve`` subprocesses on free ports; ``Page`` plays the
+``Cluster`` starts ``python -m hostcall serve`` subprocesses on free ports; ``Page`` plays the
 widget of one conversation: it sends a message, answers the call once, and retries a
 request on another process when the one it used is gone, as a load balancer would.
 """
@@ -22,8 +22,8 @@ from typing import Any
 
 import httpx
 
-from server.quotas import LIMIT_KEYS
-from server.settings import DEMO_AGENTS, ROOT
+from hostcall.quotas import LIMIT_KEYS
+from hostcall.settings import DEMO_AGENTS, ROOT
 from tests.unit.conftest import BOARD, SECRET
 
 # Short, so a killed process's runs move quickly; long enough for a loaded 2-core machine.
@@ -77,7 +77,7 @@ class Cluster:
         # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
         with open(log, "wb") as out:
             popen = subprocess.Popen(
-            [sys.executable, "-m", "server", "serve", "--db", self.database_url,
+            [sys.executable, "-m", "hostcall", "serve", "--db", self.database_url,
              "--agents", str(unlimited_agents(self.logs)),
              "--port", str(port), "--log-level", "warning",
              "--lease-seconds", str(LEASE_SECONDS)],

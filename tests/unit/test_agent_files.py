@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from server.agents import load_agents
-from server.errors import AgentConfigError
-from server.settings import DEMO_AGENTS, ROOT
+from hostcall.agents import load_agents
+from hostcall.errors import AgentConfigError
+from hostcall.settings import DEMO_AGENTS, ROOT
 from tests.unit.conftest import planner_definition, write_agent
 
 Definition = dict[str, Any]
@@ -233,7 +233,7 @@ def problems_of(directory: Path) -> list[str]:
 
 def check_cli(directory: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server", "check", "--agents", str(directory)],
+        [sys.executable, "-m", "hostcall", "check", "--agents", str(directory)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -367,7 +367,7 @@ def test_serve_with_bad_agents_exits_1_and_prints_the_problems(tmp_path: Path) -
         [
             sys.executable,
             "-m",
-            "server",
+            "hostcall",
             "serve",
             "--agents",
             str(agents),

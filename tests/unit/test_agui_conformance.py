@@ -12,8 +12,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from server.protocol.events import CustomName, EventType
-from server.settings import DEMO_AGENTS
+from hostcall.protocol.events import CustomName, EventType
+from hostcall.settings import DEMO_AGENTS
 from tests.agui import check_events, event_name
 from tests.unit.conftest import BOARD, Harness
 from tests.unit.live import live_server, settings_for

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from server.agui import thread_conversation_id
-from server.settings import Settings
+from hostcall.agui import thread_conversation_id
+from hostcall.settings import Settings
 from tests.agui import check_events, run_node
 from tests.unit.conftest import BOARD, SECRET, write_agent
 from tests.unit.live import Live, live_server

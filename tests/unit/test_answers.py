@@ -1,5 +1,5 @@
 """A result's token names its run, so the answer settles the call before reading it
-(server/calls/answers.py): every check the read made is made on the settled row, and a
+(hostcall/calls/answers.py): every check the read made is made on the settled row, and a
 check that fails rolls the settlement back. The refusals, and the store after them, are
 exactly those of the long way; a token from before tokens named their run takes it."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from server.tokens import Claims, Purpose, input_digest
+from hostcall.tokens import Claims, Purpose, input_digest
 from tests.unit.conftest import BOARD, Conv, Harness
 from tests.unit.databases import fresh_schema
 from tests.unit.test_bad_input import (

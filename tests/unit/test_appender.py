@@ -1,4 +1,4 @@
-"""A message's text streamed into the event log (server/appender.py), on both stores: a
+"""A message's text streamed into the event log (hostcall/appender.py), on both stores: a
 burst of chunks goes in as one append, in order and gapless; a slow model's chunks go one
 by one; once the run's lease is lost nothing more is appended."""
 
@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from server.appender import Appender
-from server.broker import Broker
-from server.errors import LeaseLost
-from server.journal import Journal
-from server.protocol.events import TextMessageContent, TextMessageStart
-from server.store import Store
-from server.store.records import Conversation
+from hostcall.appender import Appender
+from hostcall.broker import Broker
+from hostcall.errors import LeaseLost
+from hostcall.journal import Journal
+from hostcall.protocol.events import TextMessageContent, TextMessageStart
+from hostcall.store import Store
+from hostcall.store.records import Conversation
 
 FENCE = ("run:r1", "owner-a")
 

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from server.settings import DEMO_AGENTS
-from server.tokens import Claims, Purpose, input_digest
+from hostcall.settings import DEMO_AGENTS
+from hostcall.tokens import Claims, Purpose, input_digest
 from tests.unit.conftest import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
 from tests.unit.live import live_server, settings_for
 

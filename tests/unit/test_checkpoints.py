@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from server.protocol.events import RunStarted
-from server.store.checkpoints import Checkpointer
-from server.store.records import Conversation
-from server.store.sqlite import SQLiteStore
+from hostcall.protocol.events import RunStarted
+from hostcall.store.checkpoints import Checkpointer
+from hostcall.store.records import Conversation
+from hostcall.store.sqlite import SQLiteStore
 
 
 async def _fill(store: SQLiteStore, cid: str, events: int) -> None:

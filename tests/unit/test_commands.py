@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from server.settings import ROOT
+from hostcall.settings import ROOT
 
 
 def test_the_demo_command_installs_and_starts(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -24,7 +24,7 @@ def test_the_demo_command_installs_and_starts(tmp_path) -> None:  # type: ignore
 def test_ctrl_c_stops_the_server_without_a_traceback(tmp_path) -> None:  # type: ignore[no-untyped-def]
     env = {**os.environ, "HOSTCALL_SECRET_KEYS": "k" * 32}
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--port", "0",
+        [sys.executable, "-m", "hostcall", "serve", "--port", "0",
          "--db", str(tmp_path / "x.db")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip

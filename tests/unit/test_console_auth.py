@@ -15,9 +15,9 @@ import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from server.console import console_routes
-from server.console.accounts import AccountError, Role, add_user, authenticate
-from server.console.render import CSP
+from hostcall.console import console_routes
+from hostcall.console.accounts import AccountError, Role, add_user, authenticate
+from hostcall.console.render import CSP
 from tests.unit.conftest import BOARD, Harness
 from tests.unit.console_client import PASSWORD, ConsoleClient, csrf_of, fast_passwords
 
@@ -113,7 +113,7 @@ def _state(harness: Harness) -> tuple[Any, ...]:
 
 
 def _everything() -> Any:
-    from server.store.records import ConversationQuery
+    from hostcall.store.records import ConversationQuery
 
     return ConversationQuery(limit=10_000)
 
@@ -357,7 +357,7 @@ def test_a_role_is_read_from_the_store_not_the_cookie(harness: Harness, tmp_path
 
 
 def test_every_language_has_every_console_string_with_the_same_placeholders() -> None:
-    from server.console.text import TEXT
+    from hostcall.console.text import TEXT
 
     english = TEXT["en"]
     for lang, words in TEXT.items():

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from server.agents import load_agents
-from server.errors import AgentConfigError
+from hostcall.agents import load_agents
+from hostcall.errors import AgentConfigError
 from tests.unit.conftest import Harness, planner_definition
 from tests.unit.console_client import ConsoleClient, fast_passwords
 

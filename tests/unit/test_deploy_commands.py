@@ -15,7 +15,7 @@ import httpx
 import psutil
 import pytest
 
-from server.settings import ROOT
+from hostcall.settings import ROOT
 from tests.unit.conftest import SECRET
 from tests.unit.databases import fresh_schema
 from tests.unit.processes import free_port
@@ -26,7 +26,7 @@ def _serve(*args: str, keys: bool = True) -> subprocess.CompletedProcess[str]:
     if keys:
         env["HOSTCALL_SECRET_KEYS"] = SECRET[0]
     return subprocess.run(
-        [sys.executable, "-m", "server", "serve", "--port", str(free_port()), *args],
+        [sys.executable, "-m", "hostcall", "serve", "--port", str(free_port()), *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -63,7 +63,7 @@ def test_workers_serve_one_port_with_n_processes_on_postgresql(pg_url: str) -> N
     port = free_port()
     env = {**os.environ, "HOSTCALL_SECRET_KEYS": SECRET[0]}
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--db", pg_url, "--port", str(port),
+        [sys.executable, "-m", "hostcall", "serve", "--db", pg_url, "--port", str(port),
          "--workers", "2", "--log-level", "warning"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -107,7 +107,7 @@ def test_users_add_works_beside_a_server_on_its_sqlite_file_and_on_postgresql(
 
     def users_add(db: str, name: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "server", "users", "add", name, "--role", "operator",
+            [sys.executable, "-m", "hostcall", "users", "add", name, "--role", "operator",
              "--db", db],
             input="a-long-enough-password\n", cwd=ROOT, capture_output=True, text=True,
             timeout=60,
@@ -122,7 +122,7 @@ def test_users_add_works_beside_a_server_on_its_sqlite_file_and_on_postgresql(
         cluster.close()
     done = users_add(pg_url, "ada")
     assert done.returncode == 0, done.stderr
-    from server.store import open_store
+    from hostcall.store import open_store
 
     async def saved() -> bool:
         store = open_store(pg_url)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from server.cli import _parser
-from server.qa.servers import HostcallServer, free_port, start_hostcall
-from server.settings import ROOT
+from hostcall.cli import _parser
+from hostcall.qa.servers import HostcallServer, free_port, start_hostcall
+from hostcall.settings import ROOT
 
 DOCKERFILE = ROOT / "Dockerfile"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -78,7 +78,7 @@ def test_the_build_stage_copies_exactly_what_building_the_wheel_needs(tmp_path: 
                 shutil.copy(ROOT / source, target)
     # What pyproject.toml builds from must be inside what was copied.
     package_dirs = PYPROJECT["tool"]["setuptools"]["package-dir"].values()
-    for needed in [PYPROJECT["project"]["readme"], "server", *package_dirs]:
+    for needed in [PYPROJECT["project"]["readme"], *package_dirs]:
         assert (context / needed).exists(), (
             f"the wheel needs {needed}; the Dockerfile does not copy it"
         )
@@ -89,10 +89,11 @@ def test_the_build_stage_copies_exactly_what_building_the_wheel_needs(tmp_path: 
                     "wheel", "--no-deps", "-w", str(dist), str(context)], check=True)  # fmt: skip
     [wheel] = dist.glob("hostcall-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    shipped = ["server/widget/loader.js", "server/widget/toolcalls.js", "server/widget/calls.css",
-               "server/widget/embed.d.ts", "server/demo/agents/planner.json",
-               "server/demo/host/index.html", "server/templates/widget.html",
-               "server/console/static/console.js"]  # fmt: skip
+    shipped = ["hostcall/widget/loader.js", "hostcall/widget/toolcalls.js",
+               "hostcall/widget/calls.css", "hostcall/widget/embed.d.ts",
+               "hostcall/demo/agents/planner.json",
+               "hostcall/demo/host/index.html", "hostcall/templates/widget.html",
+               "hostcall/console/static/console.js"]  # fmt: skip
     for name in shipped:
         assert name in names, f"{name} is not in the wheel the image installs"
 
@@ -121,7 +122,7 @@ def test_the_command_is_a_real_hostcall_command_on_the_exposed_port() -> None:
     assert image.all("EXPOSE") == [str(args.port)]
     assert str(args.port) in image.all("HEALTHCHECK")[0]
     # And the installed command accepts it: `hostcall serve --help`.
-    shown = subprocess.run([sys.executable, "-m", "server", argv[1], "--help"],
+    shown = subprocess.run([sys.executable, "-m", "hostcall", argv[1], "--help"],
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     assert all(opt in shown.stdout for opt in argv[2:] if opt.startswith("--"))
@@ -131,7 +132,7 @@ def test_the_compose_file_runs_the_same_command_in_the_image() -> None:
     compose = (ROOT / "deploy" / "compose.yaml").read_text()
     block = compose.split("command: >", 1)[1].split("\n  environment:", 1)[0]
     argv = shlex.split(" ".join(line.strip() for line in block.splitlines()))
-    assert argv[0] == "hostcall", "the image has no source tree for `python -m server`"
+    assert argv[0] == "hostcall", "the image has no source tree for `python -m hostcall`"
     args = _parser().parse_args(argv[1:])
     assert args.command == "serve" and args.host == "0.0.0.0"
 

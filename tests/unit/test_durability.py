@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.settings import ROOT
+from hostcall.settings import ROOT
 from tests.unit.conftest import BOARD, SECRET, Harness, planner_definition, write_agent
 
 
@@ -66,7 +66,7 @@ def _start_server(db: Path, port: int, agents: Path | None = None) -> subprocess
         [
             sys.executable,
             "-m",
-            "server",
+            "hostcall",
             "serve",
             "--db",
             str(db),
@@ -390,14 +390,14 @@ def test_a_snapshot_taken_mid_answer_resumes_the_stream_before_the_open_message(
     ``lastEventId`` stops just before that message's start, and the stream replays it whole
     (before issue 9's second round a widget resyncing from a snapshot mid-answer, or after a
     restart, missed the start and the discard of the cut copy, and kept showing it)."""
-    from server.leases import run_key
-    from server.protocol.events import (
+    from hostcall.leases import run_key
+    from hostcall.protocol.events import (
         RunStarted,
         TextMessageContent,
         TextMessageEnd,
         TextMessageStart,
     )
-    from server.store.records import Run, RunStatus
+    from hostcall.store.records import Run, RunStatus
 
     store, conv = harness.runtime.store, harness.conversation()
     agent = harness.runtime.agents["planner"].source

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from server.pages import accent_text
+from hostcall.pages import accent_text
 from tests.unit.conftest import Harness
 
 BOARD_ORIGIN = "http://localhost:8001"  # the demo agent's allowed origin

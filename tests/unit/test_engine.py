@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from starlette.responses import JSONResponse
 
-import server.api
-from server.models.base import Message
-from server.protocol.frames import Event
-from server.runs.stepping import _model_message
+import hostcall.api
+from hostcall.models.base import Message
+from hostcall.protocol.frames import Event
+from hostcall.runs.stepping import _model_message
 from tests.unit.conftest import BOARD, Harness
 from tests.unit.databases import fresh_schema
 
@@ -53,7 +53,7 @@ def test_streams_get_the_result_and_the_resumed_steps_first_text_before_the_answ
             order.append("response")
             await super().__call__(*args)
 
-    monkeypatch.setattr(server.api, "JSONResponse", Recorded)
+    monkeypatch.setattr(hostcall.api, "JSONResponse", Recorded)
 
     async def subscribe() -> asyncio.Queue[Event | None]:
         return h.runtime.broker.subscribe(conv.id)

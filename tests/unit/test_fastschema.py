@@ -1,4 +1,4 @@
-"""server/fastschema.py: its quick verdict is jsonschema's own, on generated schemas and values,
+"""hostcall/fastschema.py: its quick verdict is jsonschema's own, on generated schemas and values,
 and it steps aside for every keyword it does not check."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 
-from server.fastschema import compile_check
-from server.schemas import CompiledSchema
+from hostcall.fastschema import compile_check
+from hostcall.schemas import CompiledSchema
 
 FORMATS = FormatChecker()
 NAMES = ["id", "title", "status", "n", "tags"]  # few keys: values hit the properties often

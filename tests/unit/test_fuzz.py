@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.protocol.codes import ErrorCode
+from hostcall.protocol.codes import ErrorCode
 from tests.unit.conftest import BOARD, ORIGIN, Conv, Harness
 from tests.unit.test_bad_input import READ, create_call, tamper
 

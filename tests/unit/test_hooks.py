@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from server.assets import WIDGET_DIR
-from server.settings import ROOT
+from hostcall.assets import WIDGET_DIR
+from hostcall.settings import ROOT
 
 # Every way widget code names a part: h(…, {'data-part': 'x'}), form actions {part: 'x'},
 # the shell's button('x', …) helper, el.dataset.part = 'x', and data-part="x" in templates.
@@ -21,7 +21,7 @@ PATTERNS = [
 
 def parts_in_code() -> set[str]:
     sources = [p.read_text() for p in WIDGET_DIR.glob("*.js")]
-    sources += [p.read_text() for p in (ROOT / "server" / "templates").glob("widget.html")]
+    sources += [(ROOT / "server" / "hostcall" / "templates" / "widget.html").read_text()]
     return {m for text in sources for pattern in PATTERNS for m in re.findall(pattern, text)}
 
 

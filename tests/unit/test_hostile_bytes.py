@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from server.app import create_app
-from server.errors import StoreUnwritable
+from hostcall.app import create_app
+from hostcall.errors import StoreUnwritable
 from tests.unit.conftest import BOARD, ORIGIN, Harness, write_agent
 from tests.unit.loopback import serve_in_thread
 from tests.unit.test_bad_input import (
@@ -278,7 +278,7 @@ def test_server_refuses_to_start_on_a_read_only_database(harness: Harness) -> No
 def test_cli_says_why_it_will_not_start_on_a_read_only_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from server.cli import main
+    from hostcall.cli import main
 
     path = tmp_path / "ro.db"
     sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.close()

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, unquote
 import httpx
 import pytest
 
-from server.blocks.http_request import (
+from hostcall.blocks.http_request import (
     AiParam,
     BlockFailed,
     HttpRequestSpec,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from server.store.records import CallState, Run, RunStatus, StoredMessage
+from hostcall.store.records import CallState, Run, RunStatus, StoredMessage
 from tests.unit.conftest import Harness
 from tests.unit.databases import fresh_schema
 

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from server.models.names import ToolNameMap, safe_name
+from hostcall.models.names import ToolNameMap, safe_name
 
 PROVIDER_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 AWKWARD = [

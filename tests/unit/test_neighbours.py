@@ -128,8 +128,8 @@ def test_spent_token_budget_refuses_the_next_message(tmp_path: Path) -> None:
 
 
 def test_bad_limits_in_an_agent_file_are_reported(tmp_path: Path) -> None:
-    from server.agents import load_agents
-    from server.errors import AgentConfigError
+    from hostcall.agents import load_agents
+    from hostcall.errors import AgentConfigError
 
     data = planner_definition()
     data["limits"] = {"messages_per_minute": 5, "model_tokens_per_day": -1}

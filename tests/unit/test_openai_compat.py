@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from server.models.base import (
+from hostcall.models.base import (
     Message,
     ModelError,
     ModelEvent,
@@ -27,8 +27,8 @@ from server.models.base import (
     ToolCallRequest,
     ToolDescriptor,
 )
-from server.models.names import ToolNameMap
-from server.models.openai_compat import OpenAICompatModel
+from hostcall.models.names import ToolNameMap
+from hostcall.models.openai_compat import OpenAICompatModel
 from tests.unit.conftest import Harness, write_agent
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from starlette.routing import Route
 
-from server.protocol.openapi import document
+from hostcall.protocol.openapi import document
 from tests.unit.live import Live, live_server, settings_for
 
 API_PREFIXES = ("/api/", "/agui/", "/healthz", "/openapi.json")

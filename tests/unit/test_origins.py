@@ -1,4 +1,4 @@
-"""server/origins.py and ``allowed_origins``: nonsense refused with a reason, the rest
+"""hostcall/origins.py and ``allowed_origins``: nonsense refused with a reason, the rest
 normalised to what a browser sends (issue 7, item 5)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from server.agents import load_agents
-from server.cli import main
-from server.origins import BadOrigin, normalize_origin
+from hostcall.agents import load_agents
+from hostcall.cli import main
+from hostcall.origins import BadOrigin, normalize_origin
 from tests.unit.conftest import planner_definition, write_agent
 from tests.unit.test_agent_files import agents_folder, check_cli, problems_of
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.qa.servers import free_port
-from server.settings import ROOT
+from hostcall.qa.servers import free_port
+from hostcall.settings import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def _clean_env() -> dict[str, str]:
 def test_installed_package_finds_widget_and_demo_inside_itself(
     installed: Path, tmp_path: Path
 ) -> None:
-    probe = "import server.assets as a; print(a.WIDGET_DIR); print(a.DEMO_AGENTS)"
+    probe = "import hostcall.assets as a; print(a.WIDGET_DIR); print(a.DEMO_AGENTS)"
     out = subprocess.run([str(installed / "python"), "-c", probe], cwd=tmp_path, env=_clean_env(),
                          capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
     site = str(installed.parent / "lib")

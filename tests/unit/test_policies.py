@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from server.agents import load_agents
-from server.errors import AgentConfigError
-from server.platform import Environment, Platform
+from hostcall.agents import load_agents
+from hostcall.errors import AgentConfigError
+from hostcall.platform import Environment, Platform
 from tests.unit.conftest import Harness, write_agent
 
 OBJECT = {"type": "object", "properties": {"note": {"type": "string"}}}

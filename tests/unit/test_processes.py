@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from server.store import Store, open_store
-from server.store.records import CallState, ConversationQuery, RunStatus
+from hostcall.store import Store, open_store
+from hostcall.store.records import CallState, ConversationQuery, RunStatus
 from tests.unit.conftest import BOARD
 from tests.unit.databases import fresh_schema
 from tests.unit.processes import Balancer, Cluster, converse, unlimited_agents
@@ -343,14 +343,14 @@ def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path: Any) -> None:
     import subprocess
     import sys
 
-    from server.settings import ROOT
+    from hostcall.settings import ROOT
     from tests.unit.processes import free_port
 
     cluster = Cluster(str(tmp_path / "one.db"), tmp_path)
     try:
         cluster.start()
         out = subprocess.run(
-            [sys.executable, "-m", "server", "serve", "--db", str(tmp_path / "one.db"),
+            [sys.executable, "-m", "hostcall", "serve", "--db", str(tmp_path / "one.db"),
              "--port", str(free_port())],
             cwd=ROOT, capture_output=True, text=True, timeout=30,
         )  # fmt: skip

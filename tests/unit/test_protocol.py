@@ -1,4 +1,4 @@
-"""server/protocol/: typed objects to wire JSON, the encoder, and the widget's generated copy."""
+"""hostcall/protocol/: typed objects to wire JSON, the encoder, and the widget's generated copy."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from server.errors import BadRequest, Unprocessable
-from server.protocol.events import (
+from hostcall.errors import BadRequest, Unprocessable
+from hostcall.protocol.events import (
     CallDispatched,
     CallStateChanged,
     EventType,
@@ -19,13 +19,13 @@ from server.protocol.events import (
     ToolCallResult,
     encode,
 )
-from server.protocol.frames import stored_event
-from server.protocol.js_constants import MESSAGES, generate
-from server.protocol.limits import MAX_MESSAGE_CHARS
-from server.protocol.requests import CallResult, Decision, NewConversation, NewMessage
-from server.protocol.responses import CallView
-from server.protocol.wire import ALWAYS, camel, to_wire
-from server.settings import ROOT
+from hostcall.protocol.frames import stored_event
+from hostcall.protocol.js_constants import MESSAGES, generate
+from hostcall.protocol.limits import MAX_MESSAGE_CHARS
+from hostcall.protocol.requests import CallResult, Decision, NewConversation, NewMessage
+from hostcall.protocol.responses import CallView
+from hostcall.protocol.wire import ALWAYS, camel, to_wire
+from hostcall.settings import ROOT
 
 WIDGET = ROOT / "widget"
 
@@ -33,7 +33,7 @@ WIDGET = ROOT / "widget"
 def test_widget_protocol_js_is_what_the_protocol_module_generates() -> None:
     committed = (WIDGET / "protocol.js").read_text()
     assert committed == generate(), (
-        "widget/protocol.js is stale: run python -m server.protocol.js_constants > "
+        "widget/protocol.js is stale: run python -m hostcall.protocol.js_constants > "
         "widget/protocol.js"
     )
 
@@ -120,7 +120,7 @@ def test_a_tool_result_keeps_a_null_outcome_and_role_tool() -> None:
 
 
 def test_every_event_type_but_custom_has_its_class() -> None:
-    from server.protocol import events
+    from hostcall.protocol import events
 
     classes = {getattr(events, n).TYPE for n in dir(events) if hasattr(getattr(events, n), "TYPE")}
     assert classes == set(EventType)

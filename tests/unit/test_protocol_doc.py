@@ -6,15 +6,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from server.errors import ToolErrorCode
-from server.protocol.codes import ErrorCode, RunErrorCode
-from server.protocol.events import CustomName, EventType
-from server.settings import ROOT
+from hostcall.errors import ToolErrorCode
+from hostcall.protocol.codes import ErrorCode, RunErrorCode
+from hostcall.protocol.events import CustomName, EventType
+from hostcall.settings import ROOT
 from tests.unit.conftest import BOARD, Harness
 
 DOC = (ROOT / "docs" / "protocol.md").read_text()
 # The modules behind the documented API (the console, models and blocks have their own docs).
-API_SOURCES = [*(ROOT / "server").glob("*.py"), *(ROOT / "server" / "protocol").glob("*.py")]
+PACKAGE = ROOT / "server" / "hostcall"
+API_SOURCES = [*PACKAGE.glob("*.py"), *(PACKAGE / "protocol").glob("*.py")]
 
 
 def _section(title: str) -> str:
@@ -38,12 +39,12 @@ def test_every_error_code_the_api_raises_is_a_known_code() -> None:
             raised[code] = path
     unknown = {code: str(path.relative_to(ROOT)) for code, path in raised.items()
                if code not in known}  # fmt: skip
-    assert not unknown, f"add these to server/protocol/codes.py and docs/protocol.md: {unknown}"
+    assert not unknown, f"add these to hostcall/protocol/codes.py and docs/protocol.md: {unknown}"
 
 
 def test_every_documented_error_code_is_raised_somewhere() -> None:
     source = "\n".join(
-        p.read_text() for p in (ROOT / "server").rglob("*.py") if p.name != "codes.py"
+        p.read_text() for p in (ROOT / "server" / "hostcall").rglob("*.py") if p.name != "codes.py"
     )
     never = [c.value for c in ErrorCode
              if f'"{c.value}"' not in source and f"ErrorCode.{c.name}" not in source]  # fmt: skip

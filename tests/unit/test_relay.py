@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from server import relay as relay_module
+from hostcall import relay as relay_module
 from tests.unit.conftest import Harness
 from tests.unit.databases import fresh_schema
 

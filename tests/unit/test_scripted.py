@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.models.base import Message, ModelError, TextDelta, ToolCallRequest
-from server.models.scripted import ScriptedModel, _chunks, _streamed
+from hostcall.models.base import Message, ModelError, TextDelta, ToolCallRequest
+from hostcall.models.scripted import ScriptedModel, _chunks, _streamed
 
 # Words and the whitespace between them, Unicode's included: the cuts fall anywhere.
 TEXT = st.lists(st.sampled_from(["a", "bc", "é", " ", "  ", "\n", "\t", "\u3000", "x.y"]))

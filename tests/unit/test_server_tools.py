@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from server.calls.transitions import OPEN_STATES
+from hostcall.calls.transitions import OPEN_STATES
 from tests.unit.conftest import Conv, Harness, write_agent
 from tests.unit.loopback import Live, Trap, live_server
 

@@ -21,9 +21,9 @@ import httpx
 import pytest
 import uvicorn
 
-from server.app import create_app
-from server.cli import server_config
-from server.connections import GuardedH11Protocol
+from hostcall.app import create_app
+from hostcall.cli import server_config
+from hostcall.connections import GuardedH11Protocol
 from tests.unit.conftest import Harness
 from tests.unit.live import settings_for
 from tests.unit.test_bad_input import assert_error, state
@@ -71,7 +71,7 @@ def cli_server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], P
     port, log = free_port(), tmp_path / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "server", "serve", "--port", str(port),
+            [sys.executable, "-m", "hostcall", "serve", "--port", str(port),
              "--db", str(tmp_path / "h.db"), "--log-level", "info"],
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip

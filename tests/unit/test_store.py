@@ -17,11 +17,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from server.errors import LeaseLost, StoreError
-from server.protocol.events import RunFinished, TextMessageContent
-from server.store import Store, open_store
-from server.store.migrations import Migration, pending
-from server.store.records import (
+from hostcall.errors import LeaseLost, StoreError
+from hostcall.protocol.events import RunFinished, TextMessageContent
+from hostcall.store import Store, open_store
+from hostcall.store.migrations import Migration, pending
+from hostcall.store.records import (
     Call,
     CallState,
     Conversation,
@@ -31,7 +31,7 @@ from server.store.records import (
     RunStatus,
     StoredMessage,
 )
-from server.store.sqlite import SQLiteStore
+from hostcall.store.sqlite import SQLiteStore
 
 OPEN = [CallState.DISPATCHED, CallState.DELIVERED]
 
@@ -799,7 +799,7 @@ async def test_a_second_store_on_one_sqlite_file_is_refused_clearly(tmp_path: Pa
 async def test_a_surface_counts_its_streams_and_stamps_when_the_last_one_closes(
     store: Store,
 ) -> None:
-    from server.store.records import Surface
+    from hostcall.store.records import Surface
 
     await _conversation(store)
     async with store.transaction():
@@ -903,7 +903,7 @@ async def test_a_reassigning_move_happens_only_while_the_call_is_on_the_surface_
     )  # fmt: skip
 
 
-# ---- counters (server/counters.py) -------------------------------------------------------
+# ---- counters (hostcall/counters.py) -------------------------------------------------------
 
 
 async def test_a_counter_counts_within_its_limit_and_starts_again_each_window(

@@ -5,8 +5,8 @@ Real SQLite files and a real PostgreSQL schema (conftest's ``store`` runs each t
 
 from __future__ import annotations
 
-from server.store import Store
-from server.store.records import (
+from hostcall.store import Store
+from hostcall.store.records import (
     AgentVersion,
     AuditEntry,
     Call,

@@ -1,4 +1,4 @@
-"""A run's agent definition, stored by reference (server/store/definitions.py), on SQLite and
+"""A run's agent definition, stored by reference (hostcall/store/definitions.py), on SQLite and
 on PostgreSQL alike (conftest's ``store`` fixture)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from server.agents import definition_digest
-from server.store import Store, open_store
-from server.store.records import Conversation, Run, RunStatus
-from server.store.sqlite import SQLiteStore
+from hostcall.agents import definition_digest
+from hostcall.store import Store, open_store
+from hostcall.store.records import Conversation, Run, RunStatus
+from hostcall.store.sqlite import SQLiteStore
 
 PLANNER = {"id": "planner", "name": "Planner", "instructions": "Plan. " * 500, "tools": []}
 EDITED = {**PLANNER, "instructions": "Plan carefully."}
@@ -88,7 +88,7 @@ async def test_runs_stored_with_a_copy_of_their_definition_keep_it_through_the_m
     store_target: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     module = importlib.import_module(
-        "server.store.sqlite" if isinstance(store_target, Path) else "server.store.postgres"
+        "hostcall.store.sqlite" if isinstance(store_target, Path) else "hostcall.store.postgres"
     )
     names = [m.name for m in module.MIGRATIONS]
     # A database as the Hostcall before this migration left it: each run holds a copy.

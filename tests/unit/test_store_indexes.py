@@ -10,10 +10,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from server.calls.transitions import OPEN_STATES
-from server.store import open_store
-from server.store import postgres as postgres_module
-from server.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
+from hostcall.calls.transitions import OPEN_STATES
+from hostcall.store import open_store
+from hostcall.store import postgres as postgres_module
+from hostcall.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 from tests.unit.databases import fresh_schema
 
 PLANNER = {"id": "planner", "name": "Planner", "instructions": "Plan.", "tools": []}

@@ -13,13 +13,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from server.errors import LeaseLost
-from server.protocol.events import TextMessageContent
-from server.store import postgres_messages as messages
-from server.store import rows
-from server.store.postgres import PostgresStore
-from server.store.postgres_events import append_sql
-from server.store.records import (
+from hostcall.errors import LeaseLost
+from hostcall.protocol.events import TextMessageContent
+from hostcall.store import postgres_messages as messages
+from hostcall.store import rows
+from hostcall.store.postgres import PostgresStore
+from hostcall.store.postgres_events import append_sql
+from hostcall.store.records import (
     Call,
     CallState,
     Conversation,

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from server.protocol.events import TextMessageContent
-from server.runtime import Runtime
+from hostcall.protocol.events import TextMessageContent
+from hostcall.runtime import Runtime
 from tests.unit.conftest import Conv
 from tests.unit.databases import fresh_schema
 from tests.unit.live import Frame, Live, live_server, settings_for

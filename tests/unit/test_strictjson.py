@@ -1,4 +1,4 @@
-"""server/strictjson.py: what strict JSON refuses, and what stored data still renders as."""
+"""hostcall/strictjson.py: what strict JSON refuses, and what stored data still renders as."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from server import strictjson
-from server.strictjson import StrictJSONError
+from hostcall import strictjson
+from hostcall.strictjson import StrictJSONError
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from server.protocol.events import CustomName
+from hostcall.protocol.events import CustomName
 from tests.unit.conftest import BOARD, Conv, Harness
 from tests.unit.live import Frame, Live, live_server, settings_for
 

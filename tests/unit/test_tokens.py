@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from itsdangerous.encoding import base64_decode
 
-from server.errors import Forbidden, Unauthorized
-from server.tokens import Claims, Purpose, Tokens, input_digest
+from hostcall.errors import Forbidden, Unauthorized
+from hostcall.tokens import Claims, Purpose, Tokens, input_digest
 from tests.unit.conftest import BOARD, ORIGIN, SECRET, Conv, Harness
 
 OLD = "old-unit-test-key-0123456789abcdef"
@@ -120,7 +120,7 @@ def test_payloads_hold_only_what_the_token_is_for(harness: Harness) -> None:
         "k": call["toolCallId"],
         "t": "create_task",
         "d": input_digest(call["input"]),
-        # The run: its agent has the tool's output schema (server/calls/answers.py).
+        # The run: its agent has the tool's output schema (hostcall/calls/answers.py).
         "r": call["runId"],
     }
     decision_token = call["decisionToken"]

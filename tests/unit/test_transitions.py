@@ -1,4 +1,4 @@
-"""The ledger's transition table (server/calls/transitions.py): every (state, event) pair.
+"""The ledger's transition table (hostcall/calls/transitions.py): every (state, event) pair.
 
 The expected moves are written out here by hand, apart from the table, so a change to the
 table is a change to this list too; every pair not listed must be refused.
@@ -10,7 +10,7 @@ import itertools
 
 import pytest
 
-from server.calls.transitions import (
+from hostcall.calls.transitions import (
     ANSWERABLE_STATES,
     OPEN_STATES,
     TABLE,
@@ -83,7 +83,7 @@ def test_only_a_call_sent_to_a_surface_can_be_answered() -> None:
 
 
 def test_a_result_settles_only_an_answerable_call() -> None:
-    # The answer's UPDATE settles a call it has not read (server/calls/answers.py): the
+    # The answer's UPDATE settles a call it has not read (hostcall/calls/answers.py): the
     # states it leaves must be those the long way checks first.
     assert sources(E.ANSWER) == sources(E.FAIL) == ANSWERABLE_STATES
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from server.settings import ROOT
+from hostcall.settings import ROOT
 
 
 def test_the_widget_modules_pass_their_node_tests() -> None:

@@ -1,0 +1,3 @@
+from hostcall.cli import main
+
+raise SystemExit(main())

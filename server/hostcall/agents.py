@@ -1,0 +1,212 @@
+"""Agent definitions: one JSON file per agent, checked completely when the server starts.
+
+A bad file stops the server with one line per problem, naming the file, the tool and the
+field. The format is documented in docs/agents.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hostcall.errors import AgentConfigError
+from hostcall.origins import BadOrigin, normalize_origin
+from hostcall.platform import DEFAULT_ENVIRONMENT, PLATFORM_FILE, Platform, load_platform
+from hostcall.quotas import DEFAULT_LIMITS, Limits, parse_limits
+from hostcall.tools import Tool, parse_tool
+
+AGENT_KEYS = {
+    "id",
+    "environment",
+    "name",
+    "greeting",
+    "instructions",
+    "allowed_origins",
+    "max_steps",
+    "model",
+    "tools",
+    "limits",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    id: str
+    name: str
+    greeting: str
+    instructions: str
+    allowed_origins: tuple[str, ...]
+    max_steps: int
+    model: Mapping[str, Any]
+    tools: tuple[Tool, ...]
+    source: dict[str, Any]
+    environment: str = DEFAULT_ENVIRONMENT
+    digest: str = ""
+    limits: Limits = DEFAULT_LIMITS
+
+    def tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+
+def definition_digest(data: Any) -> str:
+    """Identifies an agent definition (same JSON, same digest)."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def check_allowed_origins(origins: Any, where: str) -> tuple[list[str], list[str]]:
+    """The allowed origins normalised as browsers send them, and a problem per bad one."""
+    if not isinstance(origins, list):
+        return [], [f"{where}: 'allowed_origins' must be a list of origins"]
+    normalised: list[str] = []
+    problems: list[str] = []
+    for origin in origins:
+        try:
+            normalised.append(normalize_origin(origin))
+        except BadOrigin as exc:
+            problems.append(f"{where}: allowed origin {exc}")
+    return list(dict.fromkeys(normalised)), problems
+
+
+def parse_agent(
+    data: Any, where: str, environ: Mapping[str, str], platform: Platform | None = None
+) -> tuple[Agent | None, list[str]]:
+    """Check one agent definition; return it, or the problems found (all of them).
+
+    With ``platform``, also check the agent against its environment (a definition frozen in
+    a run is re-read without it: the engine enforces the environment at run time).
+    """
+    # Imported here: the model factory imports adapters that import this module's types.
+    from hostcall.models.factory import model_problems
+
+    if not isinstance(data, dict):
+        return None, [f"{where}: an agent file must hold a JSON object"]
+    problems = [f"{where}: unknown key {k!r}" for k in sorted(set(data) - AGENT_KEYS)]
+    agent_id = data.get("id")
+    if not isinstance(agent_id, str) or not agent_id.replace("-", "").replace("_", "").isalnum():
+        problems.append(f"{where}: 'id' must be a non-empty string of letters, digits, - and _")
+    for key in ("name", "greeting", "instructions"):
+        if key in data and not isinstance(data[key], str):
+            problems.append(f"{where}: {key!r} must be a string")
+    origins, origin_problems = check_allowed_origins(data.get("allowed_origins", []), where)
+    problems += origin_problems
+    limits, limit_problems = parse_limits(data.get("limits"), where)
+    problems += limit_problems
+    max_steps = data.get("max_steps", 8)
+    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
+        problems.append(f"{where}: 'max_steps' must be an integer from 1 to 100")
+    tools_data = data.get("tools", [])
+    if not isinstance(tools_data, list):
+        problems.append(f"{where}: 'tools' must be a list")
+        tools_data = []
+    tools: list[Tool] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(tools_data):
+        tool, tool_problems = parse_tool(raw, f"{where}: tool #{index + 1}")
+        problems += tool_problems
+        if tool is None:
+            continue
+        if tool.name in seen:
+            problems.append(f"{where}: tool {tool.name!r}: duplicate name")
+        seen.add(tool.name)
+        tools.append(tool)
+    environment = data.get("environment", DEFAULT_ENVIRONMENT)
+    if not isinstance(environment, str):
+        problems.append(f"{where}: 'environment' must be the name of an environment")
+    elif platform is not None:
+        problems += _environment_problems(where, environment, tools, platform)
+    model = data.get("model", {"kind": "scripted", "rules": []})
+    # Rules may name any declared tool: a broken tool is reported once, for itself.
+    declared = {t.get("name", t.get("toolName")) for t in tools_data if isinstance(t, dict)}
+    names = {n for n in declared if isinstance(n, str)}
+    for problem in model_problems(model, tools=names, environ=environ):
+        problems.append(f"{where}: model: {problem}")
+    problems += _reply_problems(where, model, tools)
+    if problems:
+        return None, problems
+    assert isinstance(agent_id, str)
+    return Agent(
+        id=agent_id,
+        name=str(data.get("name", agent_id)),
+        greeting=data.get("greeting", ""),
+        instructions=data.get("instructions", ""),
+        allowed_origins=tuple(origins),
+        max_steps=max_steps,
+        model=model,
+        tools=tuple(tools),
+        source=data,
+        environment=environment,
+        digest=definition_digest(data),
+        limits=limits,
+    ), []
+
+
+def _reply_problems(where: str, model: Any, tools: list[Tool]) -> list[str]:
+    """Reply templates checked against the tools' output schemas (issue 12): a mistake is
+    reported by ``hostcall check``, not met by a visitor."""
+    from hostcall.models.reply_check import reply_problems
+
+    schemas: dict[str, Any] = {}
+    for tool in tools:  # a duplicate name is reported once, as such
+        schemas.setdefault(tool.name, tool.output_schema)
+    return [f"{where}: model: {problem}" for problem in reply_problems(model, schemas)]
+
+
+def _environment_problems(
+    where: str, name: str, tools: list[Tool], platform: Platform
+) -> list[str]:
+    if name not in platform.environments:
+        known = ", ".join(sorted(platform.environments))
+        return [f"{where}: environment {name!r} is not defined in {PLATFORM_FILE} ({known})"]
+    env = platform.environments[name]
+    problems = []
+    for tool in tools:
+        if env.protected and tool.effect == "write" and tool.approval == "never":
+            problems.append(
+                f"{where}: tool {tool.name!r}: 'approval': 'never' is refused for a write tool "
+                f"in the protected environment {name!r} (writes there always need a person)"
+            )
+        if tool.http and tool.http.connection and tool.http.connection not in platform.connections:
+            problems.append(
+                f"{where}: tool {tool.name!r}: connection {tool.http.connection!r} is not "
+                f"defined in {PLATFORM_FILE}"
+            )
+    return problems
+
+
+def load_agents(
+    directory: Path, environ: Mapping[str, str], platform: Platform | None = None
+) -> dict[str, Agent]:
+    """Every ``*.json`` agent in ``directory``; raises ``AgentConfigError`` listing all problems.
+
+    Files whose name starts with ``_`` are not agents (``_platform.json``).
+    """
+    if not directory.is_dir():
+        raise AgentConfigError([f"{directory}: agents directory not found"])
+    if platform is None:
+        platform = load_platform(directory, environ)
+    agents: dict[str, Agent] = {}
+    problems: list[str] = []
+    files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("_"))
+    if not files:
+        problems.append(f"{directory}: no agent files (*.json) found")
+    for path in files:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            problems.append(f"{path.name}: not valid JSON: {exc}")
+            continue
+        agent, found = parse_agent(data, path.name, environ, platform)
+        problems += found
+        if agent is None:
+            continue
+        if agent.id in agents:
+            problems.append(f"{path.name}: agent id {agent.id!r} is already used by another file")
+        agents[agent.id] = agent
+    if problems:
+        raise AgentConfigError(problems)
+    return agents

@@ -1,0 +1,222 @@
+"""The AG-UI endpoint: ``POST /agui/{agentId}``, AG-UI's ``RunAgentInput`` in, the run out as
+AG-UI events over SSE — so an existing AG-UI client (``@ag-ui/client``'s ``HttpAgent``, and
+the frameworks built on it) can use a Hostcall agent (issue 8; docs/protocol.md).
+
+A thread is a Hostcall conversation, its id derived from the agent and the ``threadId``.
+Each request is one AG-UI run:
+
+- tool messages in the input answer the calls this client was handed (by call id); else the
+  last message, a user message, starts a Hostcall run;
+- the agent's client-side tools that the client declares in ``tools`` are the client's to
+  run: when the model calls one, the AG-UI run ends (``RUN_FINISHED``) with the call in its
+  ``TOOL_CALL_*`` events, and the client's next request carries the result. A client-side
+  tool the client did not declare fails at once with ``no_handler``;
+- server-side tools, approvals, guardrails and every other policy run on the server, as for
+  any surface: the stream stays open while a call waits for a person's decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.routing import BaseRoute, Route
+
+from hostcall import strictjson
+from hostcall.agents import Agent
+from hostcall.errors import BadRequest, NotFound, ToolErrorCode, Unprocessable
+from hostcall.ledger import Ledger
+from hostcall.origins import check_request_origin
+from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
+from hostcall.protocol.requests import read_body
+from hostcall.protocol.run_input import InputMessage, RunAgentInput
+from hostcall.runtime import Runtime
+from hostcall.store.records import ANONYMOUS_SURFACE, Conversation
+
+# A stream waits this long for news before looking at the store again (the broker only wakes
+# it up; the store is the source of truth).
+POLL_SECONDS = 5.0
+LF = "\n"
+
+
+def thread_conversation_id(agent_id: str, thread_id: str) -> str:
+    digest = hashlib.sha256(f"{agent_id}\0{thread_id}".encode()).hexdigest()
+    return f"t_{digest[:32]}"
+
+
+async def run_agent(request: Request) -> EventSourceResponse:
+    runtime: Runtime = request.app.state.hostcall
+    agent_id = request.path_params["agent_id"]
+    agent = runtime.agents.get(agent_id)
+    if agent is None:
+        raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+    # Issue 7: a browser's Origin must be allowed; each request costs one message of the
+    # agent's rate limits (a thread is a conversation, a request may start a run).
+    check_request_origin(request, agent.allowed_origins)
+    body = await read_body(request, RunAgentInput, runtime.settings.max_body_bytes)
+    client = request.client.host if request.client else "unknown"
+    cid = thread_conversation_id(agent.id, body.thread_id)
+    await runtime.quotas.new_message(agent.id, agent.limits, cid, client)
+    conversation = await _thread(runtime, agent, body)
+    declared = frozenset(body.tools)
+    queue = runtime.broker.subscribe(conversation.id)
+    try:
+        start = await runtime.store.last_seq(conversation.id)
+        answered = await _answer_calls(runtime.engine.ledger, conversation.id, body.messages)
+        if not answered:
+            await runtime.engine.start_run(conversation, _user_text(body.messages))
+    except BaseException:
+        runtime.broker.unsubscribe(conversation.id, queue)
+        raise
+
+    async def frames() -> AsyncIterator[ServerSentEvent]:
+        yield _sse(*encode(RunStarted(body.thread_id, body.run_id)))
+        relay = _Relay(runtime.engine.ledger, declared, answered)
+        last = start
+        try:
+            while True:
+                for event in await runtime.store.events_after(conversation.id, last):
+                    last = event.seq
+                    out = await relay.translate(event.name, event.data)
+                    if out is not None:
+                        yield _sse(event.name, event.encoded)
+                    if relay.ended:
+                        if relay.ended == EventType.RUN_FINISHED:
+                            yield _sse(*encode(RunFinished(body.thread_id, body.run_id)))
+                        return
+                if relay.handed_off:
+                    # Every event of the step that called the client's tool is committed
+                    # together, so all its calls were in the page just read.
+                    yield _sse(*encode(RunFinished(body.thread_id, body.run_id)))
+                    return
+                try:
+                    await asyncio.wait_for(queue.get(), POLL_SECONDS)
+                except TimeoutError:
+                    pass
+        finally:
+            runtime.broker.unsubscribe(conversation.id, queue)
+
+    return EventSourceResponse(
+        frames(),
+        ping=int(runtime.settings.ping_seconds),
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        sep=LF,
+    )
+
+
+class _Relay:
+    """Decides, event by event, what an AG-UI client of one request sees, and when it ends."""
+
+    def __init__(self, ledger: Ledger, declared: frozenset[str], answered: set[str]) -> None:
+        self.ledger = ledger
+        self.declared = declared
+        self.answered = answered  # results the client sent: it has them already
+        self.user_messages: set[str] = set()
+        self.handed_off = False
+        self.ended: EventType | None = None
+
+    async def translate(self, name: str, data: dict[str, Any]) -> dict[str, Any] | None:
+        kind = data["type"]
+        if kind == EventType.RUN_STARTED:
+            return None  # the AG-UI run began with the client's own ids
+        if kind == EventType.RUN_FINISHED:
+            self.ended = EventType.RUN_FINISHED
+            return None  # replaced by one with the client's ids
+        if kind == EventType.RUN_ERROR:
+            self.ended = EventType.RUN_ERROR
+            return data
+        if kind == EventType.TEXT_MESSAGE_START and data.get("role") == "user":
+            self.user_messages.add(data["messageId"])
+        if kind.startswith("TEXT_MESSAGE_") and data.get("messageId") in self.user_messages:
+            return None  # the client sent this message itself
+        if kind == EventType.TOOL_CALL_RESULT and data["toolCallId"] in self.answered:
+            return None
+        if name == CustomName.TOOL_CALL_DISPATCH and data["value"].get("kind") == "client":
+            await self._route(data["value"])
+        return data
+
+    async def _route(self, view: dict[str, Any]) -> None:
+        call = await self.ledger.store.get_call(view["toolCallId"])
+        if call is None or not call.state.answerable:
+            return
+        if view["toolCallName"] in self.declared:
+            await self.ledger.deliver(call)
+            self.handed_off = True
+        else:
+            declared = ", ".join(sorted(self.declared)) or "none"
+            await self.ledger.fail(
+                call,
+                ToolErrorCode.NO_HANDLER,
+                f"The AG-UI client does not run {call.tool_name!r} (it runs: {declared}).",
+            )
+
+
+async def _thread(runtime: Runtime, agent: Agent, body: RunAgentInput) -> Conversation:
+    cid = thread_conversation_id(agent.id, body.thread_id)
+    store = runtime.store
+    if await store.get_conversation(cid) is None:
+        await store.create_conversation(Conversation(cid, agent.id, time.time()))
+    client_tools = {t.name for t in agent.tools if t.kind == "client"}
+    declared = tuple(n for n in body.tools if n in client_tools)
+    # The AG-UI client names no surface: it is the conversation's own, always present
+    # (docs/protocol.md "Surfaces"), so its calls are assigned to it and never move.
+    async with store.transaction():
+        await store.save_surface_tools(cid, ANONYMOUS_SURFACE, declared, time.time())
+    conversation = await store.get_conversation(cid)
+    assert conversation is not None
+    return conversation
+
+
+async def _answer_calls(ledger: Ledger, cid: str, messages: tuple[InputMessage, ...]) -> set[str]:
+    """Settle the open calls this client answered with tool messages; their ids."""
+    results = {m.tool_call_id: m for m in messages if m.role == "tool"}
+    answered: set[str] = set()
+    for call in await ledger.store.list_calls(cid):
+        message = results.get(call.id)
+        tool = await ledger.tool_of(call)
+        if message is None or not call.state.answerable or tool is None or tool.kind != "client":
+            continue
+        answered.add(call.id)
+        if message.error is not None:
+            await ledger.fail(
+                call, ToolErrorCode.CLIENT_ERROR, f"The client reported: {message.error}"
+            )
+            continue
+        try:
+            output = strictjson.loads(message.text)
+        except strictjson.StrictJSONError:
+            output = message.text  # plain text: the output schema decides whether it fits
+        try:
+            await ledger.answer(call, output)
+        except Unprocessable as exc:
+            problems = "; ".join(
+                f"{p.get('path') or '/'}: {p.get('message')}" for p in exc.details.get("errors", [])
+            )
+            await ledger.fail(call, ToolErrorCode.CLIENT_ERROR, f"{exc.message}: {problems}")
+    return answered
+
+
+def _user_text(messages: tuple[InputMessage, ...]) -> str:
+    last = messages[-1] if messages else None
+    if last is None or last.role != "user" or not last.text.strip():
+        raise BadRequest(
+            "nothing to run: the last message is not a user message with text, and no tool "
+            "message answers a call of this thread",
+            field="messages",
+        )
+    return last.text.strip()
+
+
+def _sse(name: str, data: str) -> ServerSentEvent:
+    # Do not "fix" to sse-starlette's default CRLF: @ag-ui/client 1.0 splits events on "\n\n"
+    # only, and reads CRLF-framed events as one (the SSE spec allows both).
+    return ServerSentEvent(data=data, event=name, sep=LF)
+
+
+def agui_routes() -> list[BaseRoute]:
+    return [Route("/agui/{agent_id}", run_agent, methods=["POST"])]

@@ -1,0 +1,267 @@
+"""The JSON API of docs/protocol.md: conversations, messages, call answers and decisions."""
+
+from __future__ import annotations
+
+import time
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from hostcall.errors import BadRequest, NotFound
+from hostcall.ledger import new_id
+from hostcall.origins import check_request_origin
+from hostcall.protocol.requests import (
+    CallResult,
+    Capabilities,
+    Decision,
+    Delivered,
+    NewConversation,
+    NewMessage,
+    read_body,
+    surface_id,
+)
+from hostcall.protocol.wire import to_wire
+from hostcall.responses import StoredJSONResponse
+from hostcall.runtime import Runtime
+from hostcall.sessions import bearer_token
+from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, RunStatus
+from hostcall.tokens import Claims, Purpose
+from hostcall.transcript import open_messages
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.hostcall
+    return runtime
+
+
+async def _conversation(request: Request, runtime: Runtime) -> Conversation:
+    """The conversation in the path, if the bearer session token is for it."""
+    claims = runtime.tokens.verify(Purpose.SESSION, bearer_token(request))
+    conversation_id = request.path_params["conversation_id"]
+    if claims.conversation_id != conversation_id:
+        from hostcall.errors import Forbidden
+
+        raise Forbidden(f"this session token is for another conversation than {conversation_id}")
+    conversation = await runtime.store.get_conversation(conversation_id)
+    if conversation is None:
+        raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+    runtime.sessions.check_generation(conversation, claims)
+    _check_origin(request, runtime, conversation.agent_id)
+    return conversation
+
+
+def _check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> None:
+    """A browser's Origin is the widget's or one the agent allows (issue 7)."""
+    if "origin" not in request.headers:
+        return
+    agent = runtime.agents.get(agent_id) if agent_id else None
+    check_request_origin(request, agent.allowed_origins if agent else ())
+
+
+async def _check_call_origin(request: Request, runtime: Runtime, claims: Claims) -> None:
+    if "origin" in request.headers:
+        agent_id = await runtime.agent_of_conversation(claims.conversation_id)
+        _check_origin(request, runtime, agent_id)
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+async def create_conversation(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    agent_id = request.path_params["agent_id"]
+    agent = runtime.agents.get(agent_id)
+    if agent is None:
+        raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+    check_request_origin(request, agent.allowed_origins, required=True)
+    body = await read_body(request, NewConversation, runtime.settings.max_body_bytes)
+    parent = runtime.sessions.parent_origin(body.parent_origin, agent)
+    await runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
+    conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale)
+    await runtime.store.create_conversation(conversation)
+    response = JSONResponse(runtime.sessions.opened(conversation, agent), status_code=201)
+    runtime.sessions.set_cookie(response, conversation, agent, parent)
+    return response
+
+
+async def snapshot(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    conversation = await _conversation(request, runtime)
+    store = runtime.store
+    surface = surface_id(request.query_params.get("surface"), field="surface")
+    ledger = runtime.engine.ledger
+    if surface is not None:
+        # The snapshot writes this surface's calls to it, as its stream would: the claim.
+        for call in await store.list_calls(conversation.id):
+            if call.surface_id == surface and call.state.value == "dispatched":
+                await ledger.claim(call.id, surface, call.assignment)
+    run = await store.latest_run(conversation.id)
+    last_seq = await store.last_seq(conversation.id)
+    if run is not None and run.status is RunStatus.RUNNING:
+        # A message still streaming is not in ``messages`` yet: resume the stream just
+        # before its start, so a client gets it whole (and any discard before it).
+        opened = await open_messages(store, conversation.id)
+        if opened:
+            last_seq = min(opened.values()) - 1
+    messages = []
+    for m in await store.list_messages(conversation.id):
+        if m.role == "tool":
+            continue
+        item: dict[str, object] = {"id": m.id, "role": m.role, "text": m.text, "runId": m.run_id}
+        if m.interrupted:
+            item["interrupted"] = True
+        if m.tool_calls:
+            item["toolCallIds"] = [c["id"] for c in m.tool_calls]
+        messages.append(item)
+    return StoredJSONResponse(
+        {
+            "conversationId": conversation.id,
+            "agentId": conversation.agent_id,
+            "lastEventId": f"{conversation.id}:{last_seq}",
+            "surfaces": [
+                {
+                    "surfaceId": x.id,
+                    "tools": list(x.tools),
+                    "present": x.present(ledger.clock(), ledger.surface_grace),
+                }
+                for x in await store.list_surfaces(conversation.id)
+            ],
+            "run": None
+            if run is None
+            else {
+                "runId": run.id,
+                "status": run.status.value,
+                "error": run.error,
+            },
+            "messages": messages,
+            "calls": [
+                to_wire(await ledger.view(c)) for c in await store.list_calls(conversation.id)
+            ],
+        }
+    )
+
+
+async def stream_token(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    conversation = await _conversation(request, runtime)
+    ticket = runtime.stream_ticket(conversation.id, conversation.session_generation)
+    return JSONResponse({"streamToken": ticket})
+
+
+async def capabilities(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    conversation = await _conversation(request, runtime)
+    body = await read_body(request, Capabilities, runtime.settings.max_body_bytes)
+    tools = body.tools
+    agent = runtime.agents.get(conversation.agent_id)
+    if agent is None:
+        raise NotFound(f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent")
+    unknown = sorted(set(tools) - {t.name for t in agent.tools})
+    if unknown:
+        raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")
+    surface = body.surface_id or ANONYMOUS_SURFACE
+    async with runtime.store.transaction():
+        await runtime.store.save_surface_tools(conversation.id, surface, tools, time.time())
+    # A read left on the form (its page reloaded) may now have a handler again.
+    await runtime.engine.ledger.rehome(conversation.id)
+    return JSONResponse({"surfaceId": surface, "tools": list(tools)})
+
+
+async def surface_activity(request: Request) -> Response:
+    """The person did something on this surface (focus, typing, a click): calls go here."""
+    runtime = _runtime(request)
+    conversation = await _conversation(request, runtime)
+    surface = surface_id(request.path_params["surface_id"], field="surface_id")
+    assert surface is not None
+    async with runtime.store.transaction():
+        await runtime.store.touch_surface(conversation.id, surface, time.time())
+    return Response(status_code=204)
+
+
+async def surface_leave(request: Request) -> Response:
+    """The page is going away (reload, navigation, closed tab): its calls move on now,
+    without waiting out the grace period."""
+    runtime = _runtime(request)
+    conversation = await _conversation(request, runtime)
+    surface = surface_id(request.path_params["surface_id"], field="surface_id")
+    assert surface is not None
+    async with runtime.store.transaction():
+        await runtime.store.leave_surface(conversation.id, surface, time.time())
+    await runtime.engine.ledger.rehome(conversation.id)
+    return Response(status_code=204)
+
+
+async def post_message(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    conversation = await _conversation(request, runtime)
+    body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
+    agent = runtime.agents.get(conversation.agent_id)
+    if agent is not None:
+        await runtime.quotas.new_message(agent.id, agent.limits, conversation.id, _client(request))
+    run = await runtime.engine.start_run(conversation, body.text, simulate=body.simulate)
+    return JSONResponse({"runId": run.id}, status_code=202)
+
+
+async def call_delivered(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    ledger = runtime.engine.ledger
+    body = await read_body(request, Delivered, runtime.settings.max_body_bytes)
+    claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
+    await _check_call_origin(request, runtime, claims)
+    first = await ledger.deliver(await ledger.checked_call(request.path_params["call_id"], claims))
+    return JSONResponse({"state": "delivered", "first": first})
+
+
+async def call_result(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    ledger = runtime.engine.ledger
+    body = await read_body(request, CallResult, runtime.settings.max_body_bytes)
+    claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
+    await _check_call_origin(request, runtime, claims)
+    call_id = request.path_params["call_id"]
+    if body.error is None:
+        call = await ledger.answer_claimed(call_id, claims, body.output)
+    else:
+        text = body.error.message or "no message"
+        call = await ledger.checked_call(call_id, claims)
+        call = await ledger.fail(call, body.error.code, f"The page reported: {text}")
+    return JSONResponse({"state": call.state.value})
+
+
+async def call_decision(request: Request) -> JSONResponse:
+    runtime = _runtime(request)
+    ledger = runtime.engine.ledger
+    body = await read_body(request, Decision, runtime.settings.max_body_bytes)
+    claims = runtime.tokens.verify(Purpose.CALL_DECISION, body.token)
+    await _check_call_origin(request, runtime, claims)
+    call = await ledger.checked_call(request.path_params["call_id"], claims)
+    if body.decision == "approve":
+        call = await ledger.approve(call, body.input, body.scope, surface=body.surface_id)
+    else:
+        call = await ledger.reject(call, body.reason)
+    return JSONResponse({"state": call.state.value})
+
+
+def api_routes() -> list[BaseRoute]:
+    return [
+        Route("/api/agents/{agent_id}/conversations", create_conversation, methods=["POST"]),
+        Route("/api/conversations/{conversation_id}", snapshot, methods=["GET"]),
+        Route("/api/conversations/{conversation_id}/stream-token", stream_token, methods=["POST"]),
+        Route("/api/conversations/{conversation_id}/capabilities", capabilities, methods=["POST"]),
+        Route("/api/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
+        Route(
+            "/api/conversations/{conversation_id}/surfaces/{surface_id}/activity",
+            surface_activity,
+            methods=["POST"],
+        ),
+        Route(
+            "/api/conversations/{conversation_id}/surfaces/{surface_id}/leave",
+            surface_leave,
+            methods=["POST"],
+        ),
+        Route("/api/calls/{call_id}/delivered", call_delivered, methods=["POST"]),
+        Route("/api/calls/{call_id}/result", call_result, methods=["POST"]),
+        Route("/api/calls/{call_id}/decision", call_decision, methods=["POST"]),
+    ]

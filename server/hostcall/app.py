@@ -1,0 +1,63 @@
+"""The application factory: wiring only."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from hostcall.agui import agui_routes
+from hostcall.api import api_routes
+from hostcall.console import console_routes
+from hostcall.middleware import ApiHeaders
+from hostcall.pages import page_routes
+from hostcall.protocol.openapi import document as openapi_document
+from hostcall.responses import exception_handlers
+from hostcall.runtime import Runtime
+from hostcall.sessions import session_routes
+from hostcall.settings import Settings
+from hostcall.stream import stream_routes
+
+
+async def _health(request: Request) -> Response:
+    """Ready means able to write: a read-only or full database fails every answer."""
+    runtime: Runtime = request.app.state.hostcall
+    await runtime.check_store()
+    return JSONResponse({"ok": True, "agents": sorted(runtime.agents)})
+
+
+async def _openapi(request: Request) -> Response:
+    return JSONResponse(openapi_document())
+
+
+def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) -> Starlette:
+    runtime = Runtime.build(settings, clock=clock)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with runtime.running():
+            yield
+
+    app = Starlette(
+        routes=[
+            Route("/healthz", _health),
+            Route("/openapi.json", _openapi),
+            *api_routes(),
+            *session_routes(),
+            *stream_routes(),
+            *agui_routes(),
+            *page_routes(),
+            *console_routes(),
+        ],
+        exception_handlers=exception_handlers(),
+        middleware=[Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds)],
+        lifespan=lifespan,
+    )
+    app.state.hostcall = runtime
+    return app

@@ -1,0 +1,63 @@
+"""In-process fan-out of committed events to open streams.
+
+The store is the source of truth; the broker only wakes streams up. A subscriber that falls
+too far behind is dropped (its queue gets ``None``), and its client reconnects with
+``Last-Event-ID`` and replays from the store: nothing is lost, memory stays bounded.
+Events committed by other processes arrive through hostcall/relay.py (PostgreSQL only);
+``last_published`` lets the relay skip what this process already published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+from hostcall.protocol.frames import Event
+
+# Per stream: a reader this far behind is dropped and replays from the store (issue 7:
+# a slow reader's backlog is the store's, not this process's memory).
+QUEUE_LIMIT = 256
+
+
+class Broker:
+    def __init__(self) -> None:
+        self._subscribers: defaultdict[str, set[asyncio.Queue[Event | None]]] = defaultdict(set)
+        # The newest seq published per watched conversation (only while it has subscribers).
+        self._last: dict[str, int] = {}
+
+    def subscribe(self, conversation_id: str) -> asyncio.Queue[Event | None]:
+        queue: asyncio.Queue[Event | None] = asyncio.Queue(QUEUE_LIMIT)
+        self._subscribers[conversation_id].add(queue)
+        return queue
+
+    def unsubscribe(self, conversation_id: str, queue: asyncio.Queue[Event | None]) -> None:
+        queues = self._subscribers.get(conversation_id)
+        if queues is not None:
+            queues.discard(queue)
+            if not queues:
+                del self._subscribers[conversation_id]
+                self._last.pop(conversation_id, None)
+
+    def watched(self) -> list[str]:
+        """Conversations with at least one subscriber in this process."""
+        return list(self._subscribers)
+
+    def watching(self, conversation_id: str) -> bool:
+        return conversation_id in self._subscribers
+
+    def last_published(self, conversation_id: str) -> int | None:
+        return self._last.get(conversation_id)
+
+    def publish(self, event: Event) -> None:
+        cid = event.conversation_id
+        queues = self._subscribers.get(cid)
+        if not queues:
+            return
+        if event.seq > self._last.get(cid, 0):
+            self._last[cid] = event.seq
+        for queue in tuple(queues):
+            if queue.qsize() >= QUEUE_LIMIT - 1:
+                self.unsubscribe(cid, queue)
+                queue.put_nowait(None)
+            else:
+                queue.put_nowait(event)

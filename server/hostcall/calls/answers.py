@@ -1,0 +1,223 @@
+"""Answers and decisions: what surfaces, people and the sweeper send about a call — a
+result, a failure, an approval or a rejection, a delivery, an expiry. Each settles the call
+with one conditional update (the first request wins; the others get one refusal, issue 7)
+and resumes its run once the unit has committed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcall.calls.moves import CallMoves, tool_error
+from hostcall.calls.transitions import CallEvent
+from hostcall.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    NotFound,
+    ToolErrorCode,
+    Unprocessable,
+)
+from hostcall.guardrails import Hit, evaluate
+from hostcall.protocol.limits import MAX_ERROR_MESSAGE_CHARS, MAX_REASON_CHARS
+from hostcall.store.records import Call, CallState
+from hostcall.tokens import Claims, input_digest
+from hostcall.tools import Tool
+
+
+class _NotAsClaimed(Exception):
+    """The call a result's UPDATE settled is not quite what its token claims: roll back."""
+
+
+class Answers(CallMoves):
+    async def answer_claimed(self, call_id: str, claims: Claims, output: Any) -> Call:
+        """``answer(await checked_call(call_id, claims), output)``, one statement shorter
+        when the token names its run (issue 9: the result's round trip). The run's agent
+        gives the tool, so the output is checked before anything is read; the settling
+        UPDATE does not wait for a read of the call, and what ``checked_call`` checks is
+        checked on the row it returns, before anything else is written: if one check
+        fails, the unit rolls back (nothing changed) and the answer goes the long way,
+        which reads the call and refuses it as it always did. So does a token without a
+        run (issued before tokens named it), and an output the tool refuses."""
+        if claims.run_id is not None and claims.call_id == call_id and claims.tool:
+            agent = await self.run_agent(claims.run_id)
+            tool = agent.tool(claims.tool) if agent is not None else None
+            if tool is not None and not tool.output_validator.problems(output):
+                try:
+                    settled = await self._answer_as_claimed(call_id, claims, tool, output)
+                except _NotAsClaimed:
+                    settled = None
+                if settled is not None:
+                    return await self._settled(settled)
+        return await self.answer(await self.checked_call(call_id, claims), output)
+
+    async def _answer_as_claimed(
+        self, call_id: str, claims: Claims, tool: Tool, output: Any
+    ) -> Call | None:
+        event, outcome, hits = _judged(tool, output)
+        async with self.journal.unit() as unit:
+            settled = await self._settle_row(call_id, event, outcome)
+            if settled is None:
+                return None
+            if not (
+                settled.conversation_id == claims.conversation_id
+                and settled.tool_name == claims.tool
+                and settled.run_id == claims.run_id
+                and input_digest(settled.input) == claims.digest
+                # Settled past its deadline: the long way expires it instead.
+                and settled.deadline > self.clock()
+            ):
+                raise _NotAsClaimed(call_id)
+            await self._record_hits(unit, claims.conversation_id, call_id, tool.name, hits)
+            await self._record_outcome(unit, settled, tool, outcome)
+        return settled
+
+    async def checked_call(self, call_id: str, claims: Claims) -> Call:
+        """The call a verified token is for; refuses tokens of another call or input."""
+        if claims.call_id != call_id:
+            raise Forbidden(f"this token was issued for another call, not {call_id}")
+        call = await self.store.get_call(call_id)
+        if call is None:
+            raise NotFound(f"no call {call_id}", code="unknown_call")
+        if (
+            claims.conversation_id != call.conversation_id
+            or claims.tool != call.tool_name
+            or claims.run_id not in (None, call.run_id)
+        ):
+            raise Forbidden(
+                f"this token was issued for another conversation or tool than {call_id}"
+            )
+        if claims.digest != input_digest(call.input):
+            raise Conflict(
+                f"the input of call {call_id} changed since this token was issued",
+                code="input_changed",
+            )
+        if call.state.open and call.deadline <= self.clock():
+            await self.expire(call)
+            raise Gone(f"call {call_id} passed its deadline and has expired")
+        return call
+
+    async def deliver(self, call: Call) -> bool:
+        """``POST /delivered`` of a client that names no surface; True only for the request
+        that made the move (docs/protocol.md: it runs a handler only then)."""
+        if call.state is CallState.DELIVERED:
+            return False
+        if not call.state.answerable:
+            raise await self._not_open(call.id)
+        async with self.journal.unit() as unit:
+            return await self._move(unit, call, CallEvent.DELIVER, delivered=True) is not None
+
+    async def answer(self, call: Call, output: Any) -> Call:
+        if not call.state.answerable:
+            raise await self._not_open(call.id)
+        tool = await self.tool_of(call)
+        assert tool is not None, "answerable calls always name a known tool"
+        problems = tool.output_validator.problems(output)
+        if problems:
+            # The call stays open: the surface can still send a correct result.
+            raise Unprocessable(
+                f"the result does not match the output schema of {call.tool_name!r}",
+                code="invalid_result",
+                errors=[p.to_json() for p in problems],
+            )
+        event, outcome, hits = _judged(tool, output)
+        async with self.journal.unit() as unit:
+            await self._record_hits(unit, call.conversation_id, call.id, call.tool_name, hits)
+            settled = await self._settle(unit, call, event, outcome)
+            if settled is None:
+                raise await self._not_open(call.id)
+        return await self._settled(settled)
+
+    async def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
+        if not call.state.answerable:
+            raise await self._not_open(call.id)
+        text = message[:MAX_ERROR_MESSAGE_CHARS] or code.value
+        outcome = tool_error(code, text, **details)
+        async with self.journal.unit() as unit:
+            settled = await self._settle(unit, call, CallEvent.FAIL, outcome)
+            if settled is None:
+                raise await self._not_open(call.id)
+        return await self._settled(settled)
+
+    async def approve(
+        self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
+    ) -> Call:
+        if call.state is not CallState.AWAITING_CONFIRMATION:
+            raise await self._not_open(call.id, deciding=True)
+        approval = dict(call.extra.get("approval", {}))
+        if scope not in approval.get("scopes", ["once"]):
+            raise BadRequest(
+                f"scope {scope!r} is not offered for call {call.id} "
+                f"(offered: {', '.join(approval.get('scopes', ['once']))})",
+                field="scope",
+            )
+        tool = await self.tool_of(call)
+        assert tool is not None
+        value = call.input if edited is None else edited
+        problems = tool.input_validator.problems(value)
+        if problems:
+            raise Unprocessable(
+                f"the edited input does not match the input schema of {call.tool_name!r}",
+                code="invalid_input",
+                errors=[p.to_json() for p in problems],
+            )
+        approval |= {"decision": "approved", "scope": scope, "edited": edited is not None}
+        async with self.journal.unit() as unit:
+            call = await self._with_extra(call, approval=approval)
+            if scope == "conversation":
+                await self.store.add_grant(call.conversation_id, call.tool_name, call.id)
+            return await self._dispatch(unit, call, tool, CallEvent.APPROVE, value, surface=surface)
+
+    async def reject(self, call: Call, reason: str | None) -> Call:
+        if call.state is not CallState.AWAITING_CONFIRMATION:
+            raise await self._not_open(call.id, deciding=True)
+        reason = (reason or "").strip()[:MAX_REASON_CHARS]
+        message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
+        outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
+        async with self.journal.unit() as unit:
+            settled = await self._settle(unit, call, CallEvent.REJECT, outcome)
+            if settled is None:
+                raise await self._not_open(call.id, deciding=True)
+        return await self._settled(settled)
+
+    async def expire(self, call: Call) -> bool:
+        if call.state is CallState.AWAITING_CONFIRMATION:
+            outcome = tool_error(
+                ToolErrorCode.APPROVAL_EXPIRED,
+                "Nobody approved or rejected this call in time; it was not executed.",
+            )
+        else:
+            outcome = tool_error(
+                ToolErrorCode.TIMEOUT,
+                "The call was not answered before its deadline.",
+                delivered=call.delivered,
+            )
+        async with self.journal.unit() as unit:
+            done = await self._settle(unit, call, CallEvent.EXPIRE, outcome) is not None
+        if done:
+            await self.on_settled(call.run_id)
+        return done
+
+    async def expire_due(self) -> int:
+        return sum([await self.expire(call) for call in await self.store.due_calls(self.clock())])
+
+
+def _judged(tool: Tool, output: Any) -> tuple[CallEvent, dict[str, Any], list[Hit]]:
+    """How a valid ``output`` settles its call: answered, or failed when an output
+    guardrail blocks it (the outcome keeps it, withheld from the model); and the hits."""
+    hits = evaluate(tool.guardrails, "output", output) if tool.guardrails else []
+    blocked = next((h for h in hits if h.action == "block"), None)
+    event = CallEvent.ANSWER
+    outcome: dict[str, Any] = {"output": output}
+    if blocked:
+        event = CallEvent.FAIL
+        outcome = tool_error(
+            ToolErrorCode.BLOCKED_BY_GUARDRAIL,
+            f"The guardrail {blocked.rule!r} withheld this result.",
+            rule=blocked.rule,
+        )
+        outcome["withheldOutput"] = output
+    if hits:
+        outcome["guardrails"] = [h.to_json() for h in hits]
+    return event, outcome, hits

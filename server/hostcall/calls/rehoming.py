@@ -1,0 +1,81 @@
+"""Where a client-side call runs: a surface's stream claims the dispatch it passes on, and
+calls whose surface is gone move to another surface or the form (the rules are in
+hostcall/calls/assignment.py; docs/protocol.md "Surfaces").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcall.calls.assignment import rehome
+from hostcall.calls.moves import CallMoves
+from hostcall.store.records import CallState
+
+
+class Rehoming(CallMoves):
+    async def claim(self, call_id: str, surface_id: str, assignment: int) -> bool:
+        """Record that assignment ``assignment`` of the call reached surface ``surface_id``.
+
+        Called by that surface's stream just before it writes the dispatch (or by its
+        snapshot): from here on the surface may run the handler, with no request of its
+        own. False when the call was settled or assigned elsewhere since: the stream then
+        does not pass the stale dispatch on.
+        """
+        async with self.store.transaction():
+            if await self.store.transition_call(
+                call_id, [CallState.DISPATCHED], CallState.DELIVERED,
+                assigned=(surface_id, assignment), delivered=True,
+            ):  # fmt: skip
+                return True
+        call = await self.store.get_call(call_id)
+        return (
+            call is not None
+            and call.state is CallState.DELIVERED
+            and (call.surface_id, call.assignment) == (surface_id, assignment)
+        )
+
+    async def rehome(self, conversation_id: str) -> int:
+        """Move the open client calls of a conversation whose surface is gone (see
+        hostcall/calls/assignment.py); the number moved."""
+        now = self.clock()
+        calls = [
+            c for c in await self.store.list_calls(conversation_id)
+            if c.state in (CallState.DISPATCHED, CallState.DELIVERED)
+        ]  # fmt: skip
+        if not calls:
+            return 0
+        surfaces = await self.store.list_surfaces(conversation_id)
+        by_id = {s.id: s for s in surfaces}
+        moved = 0
+        for call in calls:
+            tool = await self.tool_of(call)
+            if tool is None or tool.kind != "client":
+                continue
+            plan = rehome(
+                call, by_id.get(call.surface_id or ""), surfaces,
+                rerunnable=tool.rerunnable, now=now, grace=self.surface_grace,
+            )  # fmt: skip
+            if plan is None:
+                continue
+            extra = {k: v for k, v in call.extra.items() if k != "formReason"}
+            changes: dict[str, Any]
+            if plan.surface is None:
+                assert plan.reason is not None
+                extra["formReason"] = plan.reason.value
+                changes = {"route": "form", "surface_id": None, "extra": extra}
+            else:
+                changes = {
+                    "route": "handler", "surface_id": plan.surface.id,
+                    "assignment": call.assignment + 1, "extra": extra,
+                }  # fmt: skip
+            async with self.journal.unit() as unit:
+                moved += await self._move(unit, call, plan.event, **changes) is not None
+        return moved
+
+    async def rehome_due(self) -> int:
+        """The sweeper's pass: every conversation with a call on a surface or the form."""
+        conversations = {
+            c.conversation_id
+            for c in await self.store.calls_in_states([CallState.DISPATCHED, CallState.DELIVERED])
+        }
+        return sum([await self.rehome(cid) for cid in sorted(conversations)])

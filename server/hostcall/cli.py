@@ -1,0 +1,305 @@
+"""``hostcall`` / ``python -m hostcall``: serve agents, run the demo, check agent files."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from starlette.applications import Starlette
+
+from hostcall.agents import load_agents
+from hostcall.errors import AgentConfigError, StoreError
+from hostcall.origins import BadOrigin, normalize_origin
+from hostcall.settings import DATA_DIR, DEMO_AGENTS, Settings
+from hostcall.store import is_database_url
+
+DEFAULT_DB = DATA_DIR / "hostcall.db"
+SERVICES_PORT = 8002
+Lifespan = Literal["on", "off"]
+log = logging.getLogger("hostcall")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hostcall",
+        description="Hostcall: an embeddable chat agent whose tools run in the host page.",
+        epilog="Secrets: set HOSTCALL_SECRET_KEYS (comma-separated, newest last) in production; "
+        "otherwise a development key is generated and kept beside the SQLite database. "
+        "Several processes: --db postgresql://... (or HOSTCALL_DATABASE_URL); docs/deploy.md.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve the agents in a directory")
+    _common(serve)
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="interface to bind (default: %(default)s)"
+    )
+    serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N processes on the port; needs a PostgreSQL --db (default: %(default)s)",
+    )
+
+    demo = sub.add_parser(
+        "demo",
+        help="serve the project-planner demo: Hostcall, and a task-board page on another origin",
+    )
+    _common(demo, agents=DEMO_AGENTS, db=DATA_DIR / "demo.db")
+    demo.add_argument(
+        "--port", type=int, default=8000, help="Hostcall's port on 127.0.0.1 (default: %(default)s)"
+    )
+    demo.add_argument(
+        "--host-port",
+        type=int,
+        default=8001,
+        help="the demo host page's port on localhost (default: %(default)s)",
+    )
+
+    check = sub.add_parser("check", help="load and check agent files, then exit")
+    check.add_argument(
+        "--agents",
+        type=Path,
+        default=DEMO_AGENTS,
+        metavar="DIR",
+        help="directory of agent files, *.json (default: the demo agents)",
+    )
+    users = sub.add_parser("users", help="console accounts (the operator console at /console)")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    add = users_sub.add_parser(
+        "add", help="create an account; the password is prompted for, or read from stdin"
+    )
+    add.add_argument("name", help="the account's name")
+    add.add_argument("--role", required=True, choices=["operator", "designer", "admin"])
+    add.add_argument(
+        "--db", default=str(DEFAULT_DB), metavar="FILE|URL",
+        help="the server's SQLite database or postgresql:// URL (default: %(default)s)",
+    )  # fmt: skip
+    return parser
+
+
+def _common(
+    parser: argparse.ArgumentParser, *, agents: Path = DEMO_AGENTS, db: Path = DEFAULT_DB
+) -> None:
+    parser.add_argument(
+        "--agents",
+        type=Path,
+        default=agents,
+        metavar="DIR",
+        help="directory of agent files, *.json (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="FILE|URL",
+        help="SQLite database file, created if missing, or a postgresql:// URL to share "
+        f"conversations between processes (default: $HOSTCALL_DATABASE_URL, else {db})",
+    )
+    parser.set_defaults(default_db=db)
+    parser.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="how long a dead process keeps its run steps before another process resumes "
+        "them (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also allow embedding from ORIGIN (exact, e.g. https://shop.example); repeatable",
+    )
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "check":
+        return _check(args.agents)
+    if args.command == "users":
+        from hostcall.console.users_command import add_user_command
+
+        return add_user_command(args.name, args.role, args.db)
+    extra = []
+    for origin in args.allow_origin:
+        try:
+            extra.append(normalize_origin(origin))
+        except BadOrigin as exc:
+            print(f"hostcall: --allow-origin {exc}", file=sys.stderr)
+            return 2
+    if args.command == "demo":
+        extra.append(f"http://localhost:{args.host_port}")
+    target = args.db or os.environ.get("HOSTCALL_DATABASE_URL") or str(args.default_db)
+    url = target if is_database_url(target) else None
+    workers = getattr(args, "workers", 1)
+    if workers < 1:
+        print(f"hostcall: --workers must be 1 or more, not {workers}", file=sys.stderr)
+        return 2
+    if workers > 1 and url is None:
+        print(
+            f"hostcall: --workers {workers} needs PostgreSQL: a SQLite file serves one process "
+            "(its runs and streams are not shared). Use --db postgresql://... "
+            "(see docs/deploy.md), or one worker.",
+            file=sys.stderr,
+        )
+        return 2
+    settings = Settings(
+        agents_dir=args.agents,
+        db_path=Path(target) if url is None else DEFAULT_DB,
+        database_url=url,
+        lease_seconds=args.lease_seconds,
+        extra_origins=tuple(extra),
+        environ=dict(os.environ),
+    )
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        from hostcall.app import create_app
+
+        # With workers, this checks agents and database (and migrates) before forking.
+        app = create_app(settings)
+    except AgentConfigError as exc:
+        print(f"hostcall: the agent files in {args.agents} have problems:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return 1
+    except StoreError as exc:
+        print(f"hostcall: {exc.message}", file=sys.stderr)
+        return 1
+    if workers > 1:
+        from hostcall import workers as pool
+
+        asyncio.run(app.state.hostcall.store.close())
+        pool.serve(
+            settings, host=args.host, port=args.port, workers=workers, log_level=args.log_level
+        )
+        return 0
+    try:
+        if args.command == "demo":
+            return asyncio.run(_demo(app, args))
+        asyncio.run(_serve(app, args.host, args.port, args.log_level))
+    except KeyboardInterrupt:  # Ctrl-C: the servers have shut down; no traceback
+        print("hostcall: stopped", file=sys.stderr)
+    return 0
+
+
+def _check(agents: Path) -> int:
+    try:
+        found = load_agents(agents, os.environ)
+    except AgentConfigError as exc:
+        for problem in exc.problems:
+            print(f"{problem}", file=sys.stderr)
+        return 1
+    for agent in found.values():
+        print(
+            f"ok: {agent.id} ({len(agent.tools)} tools: {', '.join(t.name for t in agent.tools)})"
+        )
+    return 0
+
+
+def _reload_on_sighup(app: Starlette) -> None:
+    """``kill -HUP`` re-reads the agent files; runs already started keep their definition."""
+    runtime = app.state.hostcall
+
+    def reload() -> None:
+        try:
+            runtime.reload_agents()
+        except AgentConfigError as exc:
+            log.error("agent files not reloaded:\n  - %s", "\n  - ".join(exc.problems))
+        else:
+            log.info("agent files reloaded: %s", ", ".join(sorted(runtime.agents)))
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def server_config(app: Starlette, *, host: str, port: int, log_level: str) -> Any:
+    """uvicorn's settings for Hostcall itself (issue 7, item 11): a deadline on request
+    headers (``GuardedH11Protocol``; bodies have theirs in ``server.middleware``), idle
+    keep-alive connections closed after 5 s, and a bounded graceful shutdown so open
+    streams end without an error each."""
+    import uvicorn
+
+    from hostcall import accesslog
+    from hostcall.connections import GuardedH11Protocol
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        http=GuardedH11Protocol,
+        ws="none",
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=3,
+    )
+    # After Config(): it (re)configures uvicorn's loggers, keeping filters already there.
+    accesslog.install()
+    return config
+
+
+async def _serve(app: Starlette, host: str, port: int, log_level: str) -> None:
+    import uvicorn
+
+    _reload_on_sighup(app)
+    await uvicorn.Server(server_config(app, host=host, port=port, log_level=log_level)).serve()
+
+
+async def _demo(app: Starlette, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from hostcall.demo_host import create_demo_host_app
+    from hostcall.demo_services import create_services_app
+
+    _reload_on_sighup(app)
+    hostcall_url = f"http://127.0.0.1:{args.port}"
+    host_url = f"http://localhost:{args.host_port}"
+
+    def server(asgi: Starlette, host: str, port: int, level: str, lifespan: Lifespan) -> Any:
+        config = uvicorn.Config(asgi, host=host, port=port, log_level=level, lifespan=lifespan)
+        return uvicorn.Server(config)
+
+    servers = [
+        uvicorn.Server(
+            server_config(app, host="127.0.0.1", port=args.port, log_level=args.log_level)
+        ),
+        server(create_demo_host_app(hostcall_url), "localhost", args.host_port, "warning", "off"),
+    ]
+    services = "http://127.0.0.1:8002  (public holidays, for the server-side tool)"
+    # The planner's public_holidays tool targets this fixed address (demo/agents).
+    if _port_free("127.0.0.1", SERVICES_PORT):
+        servers.append(server(create_services_app(), "127.0.0.1", SERVICES_PORT, "warning", "off"))
+    else:
+        services = f"not started: port {SERVICES_PORT} is busy (public_holidays will fail)"
+    print(
+        f"\n  Hostcall demo\n  Open the task board:  {host_url}/\n"
+        f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n"
+        f"  Demo service:         {services}\n",
+        flush=True,
+    )
+    await asyncio.gather(*(s.serve() for s in servers))
+    return 0

@@ -1,0 +1,199 @@
+"""Agent files on disk as the designer edits them: checked by the validator ``hostcall
+check`` runs, written atomically, reloaded as SIGHUP reloads them, and versioned in the store.
+
+A disabled agent's file moves to ``<agents dir>/disabled/``, which the loader does not read
+(it reads ``*.json`` of the directory itself), so disabling is reversible and loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hostcall.agents import load_agents
+from hostcall.errors import AgentConfigError, Conflict, NotFound, Unprocessable
+from hostcall.runtime import Runtime
+from hostcall.store.records import AgentVersion
+
+DISABLED = "disabled"
+FOUND_ON_DISK = "as found on disk"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFile:
+    id: str
+    path: Path
+    enabled: bool
+    data: Any
+
+
+class AgentRejected(Unprocessable):
+    """The validator found problems; ``details["problems"]`` holds its lines, verbatim."""
+
+    code = "agent_invalid"
+
+
+def agent_files(directory: Path) -> dict[str, AgentFile]:
+    """Every agent file, enabled or not, by agent id (files that are not JSON objects with
+    an id are left out: ``hostcall check`` reports them)."""
+    found: dict[str, AgentFile] = {}
+    for enabled, folder in ((True, directory), (False, directory / DISABLED)):
+        for path in sorted(folder.glob("*.json")):
+            if path.name.startswith("_"):
+                continue
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                continue
+            if isinstance(data, dict) and isinstance(data.get("id"), str):
+                found.setdefault(data["id"], AgentFile(data["id"], path, enabled, data))
+    return found
+
+
+def text_of(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def problems_with(directory: Path, environ: dict[str, str], name: str, data: Any) -> list[str]:
+    """What ``hostcall check`` would print if ``name`` in ``directory`` held ``data``: the same
+    ``load_agents`` call, on a staged copy of the directory, so the messages are the same."""
+    with tempfile.TemporaryDirectory(prefix="hostcall-check-") as tmp:
+        staged = Path(tmp)
+        for path in directory.glob("*.json"):
+            if path.name != name:
+                shutil.copyfile(path, staged / path.name)
+        (staged / name).write_text(text_of(data), encoding="utf-8")
+        try:
+            load_agents(staged, environ)
+        except AgentConfigError as exc:
+            return exc.problems
+    return []
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the new one, never half of one (rename is atomic)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class AgentFiles:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.directory = runtime.settings.agents_dir
+        self.environ = runtime.settings.environ
+
+    def get(self, agent_id: str) -> AgentFile:
+        found = agent_files(self.directory).get(agent_id)
+        if found is None:
+            raise NotFound(f"no agent file for {agent_id!r}", code="unknown_agent")
+        return found
+
+    def problems(self, agent_id: str, data: Any) -> list[str]:
+        existing = agent_files(self.directory).get(agent_id)
+        name = existing.path.name if existing else f"{agent_id}.json"
+        return problems_with(self.directory, self.environ, name, data)
+
+    def _reload(self) -> None:
+        self.runtime.reload_agents()
+
+    async def save(self, agent_id: str, data: Any, *, author: str, note: str = "") -> AgentVersion:
+        """Check, write atomically, reload, and record a version; refuses with the checker's
+        lines (``AgentRejected``) and changes nothing if there is any problem."""
+        if not isinstance(data, dict) or data.get("id") != agent_id:
+            raise Unprocessable(
+                f"the agent's id must stay {agent_id!r} (duplicate it to make another)",
+                code="agent_id_changed",
+            )
+        existing = agent_files(self.directory).get(agent_id)
+        path = existing.path if existing else self.directory / f"{agent_id}.json"
+        problems = problems_with(self.directory, self.environ, path.name, data)
+        if problems:
+            raise AgentRejected(problems[0], problems=problems)
+        store = self.runtime.store
+        if existing and not await store.list_agent_versions(agent_id):
+            await store.add_agent_version(
+                AgentVersion(agent_id, 0, path.read_text(encoding="utf-8"), "", time.time(),
+                             FOUND_ON_DISK)
+            )  # fmt: skip
+        before = path.read_text(encoding="utf-8") if path.exists() else None
+        write_atomically(path, text_of(data))
+        if existing is None or existing.enabled:
+            try:
+                self._reload()
+            except AgentConfigError as exc:  # another file changed meanwhile: undo ours
+                if before is None:
+                    path.unlink()
+                else:
+                    write_atomically(path, before)
+                raise AgentRejected(exc.problems[0], problems=exc.problems) from None
+        return await store.add_agent_version(
+            AgentVersion(agent_id, 0, text_of(data), author, time.time(), note)
+        )
+
+    async def create(self, agent_id: str, name: str, *, author: str) -> AgentVersion:
+        if agent_id in agent_files(self.directory):
+            raise Conflict(f"there is already an agent {agent_id!r}", code="agent_exists")
+        data = {
+            "id": agent_id,
+            "name": name or agent_id,
+            "greeting": "",
+            "instructions": "",
+            "allowed_origins": [],
+            "model": {"kind": "scripted", "rules": []},
+            "tools": [],
+        }
+        return await self.save(agent_id, data, author=author, note="created")
+
+    async def duplicate(self, source_id: str, new_id: str, *, author: str) -> AgentVersion:
+        source = self.get(source_id)
+        if new_id in agent_files(self.directory):
+            raise Conflict(f"there is already an agent {new_id!r}", code="agent_exists")
+        data = {**source.data, "id": new_id, "name": f"{source.data.get('name', source_id)} 2"}
+        return await self.save(new_id, data, author=author, note=f"duplicate of {source_id}")
+
+    def set_enabled(self, agent_id: str, enabled: bool) -> None:
+        found = self.get(agent_id)
+        if found.enabled == enabled:
+            return
+        if enabled:
+            problems = problems_with(self.directory, self.environ, found.path.name, found.data)
+            if problems:
+                raise AgentRejected(problems[0], problems=problems)
+            target = self.directory / found.path.name
+        else:
+            (self.directory / DISABLED).mkdir(exist_ok=True)
+            target = self.directory / DISABLED / found.path.name
+        if target.exists():
+            raise Conflict(f"{target.name} already exists in {target.parent}", code="agent_exists")
+        os.replace(found.path, target)
+        try:
+            self._reload()
+        except AgentConfigError as exc:
+            os.replace(target, found.path)
+            raise AgentRejected(exc.problems[0], problems=exc.problems) from None
+
+
+def diff(old: AgentVersion, new: AgentVersion) -> list[tuple[str, str]]:
+    """A unified diff of two versions as (kind, line): kind is '+', '-', '@' or ' '."""
+    lines = difflib.unified_diff(
+        old.body.splitlines(), new.body.splitlines(),
+        f"version {old.version}", f"version {new.version}", lineterm="", n=3,
+    )  # fmt: skip
+    return [(line[:1] if line[:1] in "+-@" else " ", line) for line in list(lines)[2:]]

@@ -1,0 +1,50 @@
+"""The console's audit log: every action a person takes in the console, stored (issue 11)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hostcall.store import Store
+from hostcall.store.records import AuditEntry
+
+# The actions the console records (the audit page translates them).
+ACTIONS = (
+    "login",
+    "login.refused",
+    "logout",
+    "call.answer",
+    "call.approve",
+    "call.reject",
+    "call.expire",
+    "run.cancel",
+    "agent.create",
+    "agent.save",
+    "agent.duplicate",
+    "agent.disable",
+    "agent.enable",
+    "agent.rollback",
+)
+
+
+async def record(
+    store: Store,
+    actor: str,
+    action: str,
+    *,
+    conversation_id: str | None = None,
+    call_id: str | None = None,
+    agent_id: str | None = None,
+    **details: Any,
+) -> AuditEntry:
+    assert action in ACTIONS, f"unknown audit action {action!r}"
+    entry = AuditEntry(
+        at=time.time(),
+        actor=actor,
+        action=action,
+        conversation_id=conversation_id,
+        call_id=call_id,
+        agent_id=agent_id,
+        details=details,
+    )
+    return await store.add_audit(entry)

@@ -1,0 +1,278 @@
+"""Instance management: conversations, their runs, call ledger and events, and what an
+operator may do about them. The console is one more surface: an answer or a decision sent
+from here goes through the ledger's own path (the call's first answer wins, and every
+surface, the visitor's widget included, sees the call settled).
+
+No token of the visitor's conversation ever reaches a console page: calls are shown through
+``_CALL_FIELDS``, a list of what may be shown, not a list of what to hide.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from hostcall.console.accounts import Role
+from hostcall.console.audit import record
+from hostcall.console.render import page
+from hostcall.console.session import guarded, operator_of
+from hostcall.errors import BadRequest, Conflict, Gone, NotFound
+from hostcall.protocol.limits import MAX_REASON_CHARS
+from hostcall.protocol.reading import read_json
+from hostcall.protocol.requests import Decision, read_body
+from hostcall.protocol.wire import to_wire
+from hostcall.runtime import Runtime
+from hostcall.store.records import Call, ConversationQuery, ConversationSummary, RunStatus
+
+PAGE_SIZE = 25
+MAX_EVENTS = 500
+_CALL_FIELDS = (
+    "toolCallId", "toolCallName", "kind", "runId", "state", "input", "inputSchema",
+    "outputSchema", "deadline", "route", "delivered", "outcome", "approval", "simulated",
+    "surfaceId", "formReason", "title",  # the surface the call is assigned to (issue 9)
+)  # fmt: skip
+_ANSWER_ACTIONS = ("call.answer", "call.approve", "call.reject", "call.expire")
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.hostcall
+    return runtime
+
+
+# ---------------------------------------------------------------------------- conversations
+
+
+def _query(request: Request) -> tuple[ConversationQuery, int]:
+    params = request.query_params
+    status = params.get("status") or None
+    if status is not None and status not in set(RunStatus):
+        raise BadRequest(f"status {status[:40]!r} is not a run status", field="status")
+    number = params.get("page", "1")
+    if not number.isdigit() or not 1 <= int(number) <= 100_000:
+        raise BadRequest("page must be a whole number from 1", field="page")
+    page_number = int(number)
+    query = ConversationQuery(
+        agent_id=params.get("agent") or None,
+        run_status=RunStatus(status) if status else None,
+        waiting=params.get("waiting") == "1",
+        text=(params.get("q") or "").strip()[:200],
+        # One more than a page: whether there is a next page, without a COUNT(*).
+        limit=PAGE_SIZE + 1,
+        offset=(page_number - 1) * PAGE_SIZE,
+    )
+    return query, page_number
+
+
+def _summary(item: ConversationSummary) -> dict[str, Any]:
+    return {
+        "id": item.conversation.id,
+        "agentId": item.conversation.agent_id,
+        "createdAt": item.conversation.created_at,
+        "runStatus": item.run_status.value if item.run_status else None,
+        "waiting": item.waiting_calls,
+        "firstMessage": item.first_message[:200],
+    }
+
+
+async def _listing(request: Request) -> dict[str, Any]:
+    query, number = _query(request)
+    found = await _runtime(request).store.list_conversations(query)
+    return {
+        "items": [_summary(item) for item in found[:PAGE_SIZE]],
+        "page": number,
+        "hasMore": len(found) > PAGE_SIZE,
+    }
+
+
+@guarded(Role.OPERATOR)
+async def home(request: Request) -> Response:
+    return RedirectResponse("/console/conversations", 303)
+
+
+@guarded(Role.OPERATOR)
+async def conversations_page(request: Request) -> Response:
+    params = request.query_params
+    filters = {
+        "agent": params.get("agent", ""),
+        "status": params.get("status", ""),
+        "waiting": params.get("waiting") == "1",
+        "q": params.get("q", "")[:200],
+    }
+    return page(
+        request,
+        "conversations.html",
+        operator_of(request),
+        data=await _listing(request),
+        filters=filters,
+        agents=sorted(_runtime(request).agents),
+        statuses=[s.value for s in RunStatus],
+    )
+
+
+@guarded(Role.OPERATOR)
+async def conversations_json(request: Request) -> Response:
+    return JSONResponse(await _listing(request))
+
+
+# ---------------------------------------------------------------------------- one conversation
+
+
+async def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
+    store = runtime.store
+    conversation = await store.get_conversation(conversation_id)
+    if conversation is None:
+        raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+    audit = await store.list_audit(conversation_id=conversation_id, limit=1000)
+    answered_by = {
+        e.call_id: {"actor": e.actor, "action": e.action}
+        for e in reversed(audit)
+        if e.call_id and e.action in _ANSWER_ACTIONS
+    }
+    calls = []
+    for call in await store.list_calls(conversation_id):
+        view = to_wire(await runtime.engine.ledger.view(call))
+        shown = {k: view[k] for k in _CALL_FIELDS if k in view}
+        shown["answeredBy"] = answered_by.get(call.id)
+        calls.append(shown)
+    last = await store.last_seq(conversation_id)
+    events = await store.events_after(conversation_id, max(0, last - MAX_EVENTS), limit=MAX_EVENTS)
+    return {
+        "id": conversation.id,
+        "agentId": conversation.agent_id,
+        "createdAt": conversation.created_at,
+        "locale": conversation.locale,
+        "handledTools": list(conversation.handled_tools),
+        "lastSeq": last,
+        "messages": [
+            {
+                "id": m.id,
+                "role": m.role,
+                "text": m.text,
+                "runId": m.run_id,
+                "toolCalls": [c["name"] for c in m.tool_calls],
+                "toolCallId": m.tool_call_id,
+            }
+            for m in await store.list_messages(conversation_id)
+        ],
+        "runs": [
+            {
+                "id": r.id,
+                "status": r.status.value,
+                "step": r.step,
+                "error": r.error,
+                "simulated": r.simulate,
+            }
+            for r in await store.list_runs(conversation_id)
+        ],
+        "calls": calls,
+        "events": [{"seq": e.seq, "type": e.name, "data": _without_tokens(e.data)} for e in events],
+        "audit": [
+            {"at": e.at, "actor": e.actor, "action": e.action, "callId": e.call_id}
+            for e in audit[:50]
+        ],
+    }
+
+
+def _without_tokens(value: Any) -> Any:
+    """Events as stored carry the tokens the visitor's widget needs; the console shows none."""
+    if isinstance(value, dict):
+        return {k: _without_tokens(v) for k, v in value.items() if "token" not in k.lower()}
+    if isinstance(value, list):
+        return [_without_tokens(v) for v in value]
+    return value
+
+
+@guarded(Role.OPERATOR)
+async def conversation_page(request: Request) -> Response:
+    runtime = _runtime(request)
+    detail = await _detail(runtime, request.path_params["conversation_id"])
+    return page(request, "conversation.html", operator_of(request), data=detail)
+
+
+@guarded(Role.OPERATOR)
+async def conversation_json(request: Request) -> Response:
+    return JSONResponse(await _detail(_runtime(request), request.path_params["conversation_id"]))
+
+
+# ---------------------------------------------------------------------------- actions
+
+
+async def _open_call(runtime: Runtime, call_id: str) -> Call:
+    """The call, expiring it first if its deadline passed (as the visitor's path does)."""
+    call = await runtime.store.get_call(call_id)
+    if call is None:
+        raise NotFound(f"no call {call_id}", code="unknown_call")
+    if call.state.open and call.deadline <= time.time():
+        await runtime.engine.ledger.expire(call)
+        raise Gone(f"call {call_id} passed its deadline and has expired")
+    return call
+
+
+@guarded(Role.OPERATOR)
+async def answer_call(request: Request) -> Response:
+    runtime = _runtime(request)
+    body = await read_json(request, runtime.settings.max_body_bytes)
+    if "output" not in body:
+        raise BadRequest("field 'output' is required", field="output")
+    call = await _open_call(runtime, request.path_params["call_id"])
+    call = await runtime.engine.ledger.answer(call, body["output"])
+    where = {"conversation_id": call.conversation_id, "call_id": call.id}
+    await record(
+        runtime.store, operator_of(request).name, "call.answer", **where, output=body["output"]
+    )
+    return JSONResponse({"state": call.state.value})
+
+
+@guarded(Role.OPERATOR)
+async def decide_call(request: Request) -> Response:
+    runtime = _runtime(request)
+    ledger = runtime.engine.ledger
+    # The visitor's decision body, read by the same code; a token, if sent, is ignored: the
+    # operator's session is the authority here.
+    body = await read_body(request, Decision, runtime.settings.max_body_bytes)
+    call = await _open_call(runtime, request.path_params["call_id"])
+    who = operator_of(request).name
+    where = {"conversation_id": call.conversation_id, "call_id": call.id}
+    if body.decision == "approve":
+        call = await ledger.approve(call, body.input, body.scope)
+        await record(
+            runtime.store, who, "call.approve", **where, edited=body.input, scope=body.scope
+        )
+    else:
+        reason = (body.reason or "").strip()
+        # The model reads this: say the decision came from an operator, not the visitor.
+        said = f"(an operator decided) {reason}".strip()[:MAX_REASON_CHARS]
+        call = await ledger.reject(call, said)
+        await record(runtime.store, who, "call.reject", **where, reason=reason)
+    return JSONResponse({"state": call.state.value})
+
+
+@guarded(Role.OPERATOR)
+async def expire_call(request: Request) -> Response:
+    runtime = _runtime(request)
+    call = await _open_call(runtime, request.path_params["call_id"])
+    if not call.state.open or not await runtime.engine.ledger.expire(call):
+        raise Conflict(f"call {call.id} is already {call.state.value}", code="call_already_settled")
+    await record(runtime.store, operator_of(request).name, "call.expire",
+           conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
+    return JSONResponse({"state": "expired"})
+
+
+@guarded(Role.OPERATOR)
+async def cancel_run(request: Request) -> Response:
+    runtime = _runtime(request)
+    run_id = request.path_params["run_id"]
+    run = await runtime.store.get_run(run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}", code="unknown_run")
+    who = operator_of(request).name
+    if not await runtime.engine.cancel_run(run_id):
+        raise Conflict(f"run {run_id} is {run.status.value}; only a waiting run can be cancelled",
+                       code="run_not_waiting")  # fmt: skip
+    await record(
+        runtime.store, who, "run.cancel", conversation_id=run.conversation_id, run_id=run_id
+    )
+    return JSONResponse({"status": "failed"})

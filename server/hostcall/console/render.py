@@ -1,0 +1,96 @@
+"""Console pages: Jinja2 templates, the language and theme, and the headers every page gets.
+
+The console is never framed (``frame-ancestors 'none'``, ``X-Frame-Options: DENY``) and runs
+no inline script or style; each page's data travels as JSON in a ``<script
+type="application/json">`` block its module reads with ``textContent``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from hostcall.console.session import Operator, set_cookie
+from hostcall.console.text import LOCALES, TEXT, accept_language
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+THEMES = ("auto", "light", "dark")
+LANG_COOKIE = "hc_console_lang"
+THEME_COOKIE = "hc_console_theme"
+
+# frame-src 'self': the designer's "try it" pane shows the widget of this same server.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; frame-src 'self'; form-action 'self'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+_env = Environment(
+    loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True
+)
+
+
+def iso(timestamp: float) -> str:
+    return (
+        datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    )
+
+
+_env.filters["iso"] = iso
+# Keep the agent file's own key order in data blocks, so a save diffs only what changed.
+_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
+
+
+def preferences(request: Request) -> tuple[str, str, bool]:
+    """The page's language and theme (query, else cookie, else the browser), and whether the
+    query set them (then they are remembered in cookies)."""
+    query = request.query_params
+    lang = query.get("lang") or request.cookies.get(LANG_COOKIE) or ""
+    theme = query.get("theme") or request.cookies.get(THEME_COOKIE) or "auto"
+    lang = lang if lang in LOCALES else accept_language(request.headers.get("accept-language", ""))
+    theme = theme if theme in THEMES else "auto"
+    return lang, theme, "lang" in query or "theme" in query
+
+
+def page(
+    request: Request,
+    template: str,
+    operator: Operator | None,
+    *,
+    status: int = 200,
+    data: Any = None,
+    **context: Any,
+) -> HTMLResponse:
+    lang, theme, remember = preferences(request)
+    html = _env.get_template(template).render(
+        t=TEXT[lang],
+        lang=lang,
+        theme=theme,
+        themes=THEMES,
+        locales=LOCALES,
+        operator=operator,
+        path=request.url.path,
+        data=data,
+        **context,
+    )
+    response = HTMLResponse(html, status_code=status, headers=HEADERS)
+    if remember:
+        set_cookie(response, request, LANG_COOKIE, lang, 365 * 24 * 3600)
+        set_cookie(response, request, THEME_COOKIE, theme, 365 * 24 * 3600)
+    return response
+
+
+def error_page(request: Request, operator: Operator | None, status: int, message: str) -> Response:
+    return page(request, "error.html", operator, status=status, message=message)

@@ -1,0 +1,80 @@
+"""Why a page cannot embed an agent, said exactly (issue 12).
+
+A snippet with a wrong ``data-agent`` and a page whose origin an agent does not allow used to
+look the same from the page: a frame that never said hello. The widget page (hostcall/pages.py)
+logs which it is for the operator, and ``GET /embed/check`` tells the page's loader, which
+prints it in the console — it asks only after the widget failed to start.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+log = logging.getLogger("hostcall.embed")
+
+# An origin as browsers serialise it. Also guards the widget page's CSP header: do not relax
+# this to anything that may contain ';' or spaces.
+ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedProblem:
+    status: int
+    code: str  # unknown_agent | origin_not_allowed
+    message: str  # for the page's developer (console) and the operator (log)
+
+
+def embed_problem(
+    agents: Mapping[str, Any], agent_id: str, origin: str | None
+) -> EmbedProblem | None:
+    """What stops ``origin`` embedding ``agent_id`` (``origin`` None: opened standalone)."""
+    agent = agents.get(agent_id)
+    if agent is None:
+        return EmbedProblem(
+            404,
+            "unknown_agent",
+            f"there is no agent {agent_id[:100]!r} on this server (check the snippet's data-agent)",
+        )
+    if origin is not None and (not ORIGIN.fullmatch(origin) or origin not in agent.allowed_origins):
+        return EmbedProblem(
+            403,
+            "origin_not_allowed",
+            f"the page's origin {origin[:200]} is not an allowed origin of the agent "
+            f"{agent.id!r} (add it to the agent's allowed_origins, or --allow-origin)",
+        )
+    return None
+
+
+def log_refusal(problem: EmbedProblem, agent_id: str, origin: str | None) -> None:
+    log.warning(
+        "widget refused: %s: agent=%s origin=%s: %s",
+        problem.code,
+        agent_id[:100],
+        (origin or "-")[:200],
+        problem.message,
+    )
+
+
+async def embed_check(request: Request) -> JSONResponse:
+    """``{"ok": true}`` or ``{"code", "message"}``; readable from any origin (no credentials,
+    nothing secret: the loader on a misconfigured page is exactly who needs to read it)."""
+    agent_id = request.query_params.get("agent", "")
+    origin = (request.query_params.get("origin") or "").rstrip("/")
+    problem = embed_problem(request.app.state.hostcall.agents, agent_id, origin)
+    body: dict[str, Any] = (
+        {"ok": True} if problem is None else {"code": problem.code, "message": problem.message}
+    )
+    headers = {"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"}
+    return JSONResponse(body, headers=headers)
+
+
+def embed_routes() -> list[BaseRoute]:
+    return [Route("/embed/check", embed_check, methods=["GET"])]

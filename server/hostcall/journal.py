@@ -1,0 +1,78 @@
+"""A unit of work: store writes and events committed together, published after commit."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from hostcall.broker import Broker
+from hostcall.protocol.events import ProtocolEvent
+from hostcall.protocol.frames import Event
+from hostcall.store import Store
+
+
+@dataclass
+class Unit:
+    store: Store
+    events: list[Event] = field(default_factory=list)
+    # Run once the unit has committed, in order (work that must see what the unit wrote:
+    # a task started inside a transaction could otherwise read the store before COMMIT).
+    afterwards: list[Callable[[], None]] = field(default_factory=list)
+
+    async def emit(
+        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
+    ) -> Event:
+        stored = await self.store.append_event(conversation_id, event, fence=fence)
+        self.events.append(stored)
+        return stored
+
+    async def emit_all(
+        self,
+        conversation_id: str,
+        events: Sequence[ProtocolEvent],
+        *,
+        fence: tuple[str, str] | None = None,
+    ) -> list[Event]:
+        stored = await self.store.append_events(conversation_id, events, fence=fence)
+        self.events.extend(stored)
+        return stored
+
+
+class Journal:
+    def __init__(self, store: Store, broker: Broker) -> None:
+        self.store = store
+        self.broker = broker
+
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[Unit]:
+        unit = Unit(self.store)
+        async with self.store.transaction():
+            yield unit
+        # Only committed events reach streams; a rolled-back unit publishes nothing.
+        for event in unit.events:
+            self.broker.publish(event)
+        for then in unit.afterwards:
+            then()
+
+    async def emit(
+        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
+    ) -> Event:
+        """One event, committed on its own: a single append is atomic in both stores, so it
+        needs no transaction around it (on PostgreSQL, one statement instead of three)."""
+        stored = await self.store.append_event(conversation_id, event, fence=fence)
+        self.broker.publish(stored)
+        return stored
+
+    async def emit_all(
+        self,
+        conversation_id: str,
+        events: Sequence[ProtocolEvent],
+        *,
+        fence: tuple[str, str] | None = None,
+    ) -> list[Event]:
+        """Several events in order, committed together (one statement on PostgreSQL)."""
+        stored = await self.store.append_events(conversation_id, events, fence=fence)
+        for event in stored:
+            self.broker.publish(event)
+        return stored

@@ -1,0 +1,363 @@
+"""A model adapter for OpenAI-compatible Chat Completions APIs (OpenAI, Azure, Ollama, vLLM,
+llama.cpp, LM Studio…), streaming text and tool calls.
+
+Errors all surface as ``ModelError`` naming the base URL, with one code per cause::
+
+    ModelError
+      code="model_unreachable"   connection refused, DNS failure, connection dropped
+      code="model_timeout"       no byte within ``timeout`` seconds
+      code="model_http_error"    HTTP status >= 400 (status and a body excerpt quoted)
+      code="model_bad_reply"     a data line that is not a JSON object, an error event,
+                                 a reply with no data event at all, or one that stops
+                                 with neither ``[DONE]`` nor a ``finish_reason`` (truncated)
+
+The API key is sent only in the ``Authorization`` header and never appears in a message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from hostcall import strictjson
+
+from .base import Message, ModelError, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
+from .names import ToolNameMap
+
+CONFIG_KEYS = frozenset(
+    {
+        "kind",
+        "base_url",
+        "model",
+        "api_key_env",
+        "api_key_header",
+        "query",
+        "timeout",
+        "temperature",
+    }
+)
+_HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
+_EXCERPT_CHARS = 200
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+class OpenAICompatModel:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60,
+        temperature: float | None = None,
+        api_key_header: str = "Authorization",
+        query: Mapping[str, str] | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout = timeout
+        self.temperature = temperature
+        # Azure takes the key as the whole value of an `api-key` header (docs/models.md).
+        self.api_key_header = api_key_header
+        self.query = dict(query or {})
+        self._api_key = api_key
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatModel(base_url={self.base_url!r}, model={self.model!r})"
+
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, Any], *, environ: Mapping[str, str]
+    ) -> OpenAICompatModel:
+        """Build from ``{"kind": "openai", "base_url", "model", "api_key_env"?, "timeout"?,
+        "temperature"?}``; the key itself is read from ``environ``, never from the config."""
+        if "api_key" in config:
+            # Agent files get copied and committed; a key belongs in the environment.
+            raise ValueError(
+                "'api_key' is not accepted in the config of an openai model: put the key in an "
+                "environment variable and name it with 'api_key_env'"
+            )
+        unknown = set(config) - CONFIG_KEYS
+        if unknown:
+            raise ValueError(f"unknown key {min(unknown)!r} for an openai model")
+        kind = config.get("kind", "openai")
+        if kind != "openai":
+            raise ValueError(f"'kind' must be 'openai' for an openai model (got {kind!r})")
+        base_url = config.get("base_url")
+        if not isinstance(base_url, str) or not base_url:
+            raise ValueError(
+                "'base_url' is required for an openai model (e.g. 'http://127.0.0.1:11434/v1')"
+            )
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"'base_url' must be an http(s) URL (got {base_url!r})")
+        model = config.get("model")
+        if not isinstance(model, str) or not model:
+            raise ValueError("'model' (the provider's model name) is required for an openai model")
+        timeout = config.get("timeout", 60)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise ValueError(f"'timeout' must be a positive number of seconds (got {timeout!r})")
+        temperature = config.get("temperature")
+        if temperature is not None and (
+            isinstance(temperature, bool) or not isinstance(temperature, int | float)
+        ):
+            raise ValueError(f"'temperature' must be a number (got {temperature!r})")
+        header = config.get("api_key_header", "Authorization")
+        if not isinstance(header, str) or not _HEADER_NAME.fullmatch(header):
+            raise ValueError(f"'api_key_header' must be a header name (got {header!r})")
+        query = config.get("query", {})
+        if not isinstance(query, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in query.items()
+        ):
+            raise ValueError(f"'query' must map parameter names to strings (got {query!r})")
+        api_key: str | None = None
+        key_env = config.get("api_key_env")
+        if key_env is not None:
+            if not isinstance(key_env, str) or not key_env:
+                raise ValueError(f"'api_key_env' must be a variable name (got {key_env!r})")
+            # A named but unset variable is a misconfiguration; failing at load time beats a
+            # 401 on the first user message.
+            api_key = environ.get(key_env) or None
+            if api_key is None:
+                raise ValueError(
+                    f"environment variable {key_env!r} (named by 'api_key_env') is not set"
+                )
+        return cls(
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            timeout=float(timeout),
+            temperature=None if temperature is None else float(temperature),
+            api_key_header=header,
+            query=query,
+        )
+
+    async def stream(
+        self,
+        messages: list[Message],
+        tools: list[ToolDescriptor],
+        *,
+        instructions: str = "",
+    ) -> AsyncIterator[ModelEvent]:
+        names = ToolNameMap(tool.name for tool in tools)
+        body = self._request_body(messages, tools, instructions=instructions, names=names)
+        headers = {"Accept": "text/event-stream"}
+        if self._api_key:
+            bearer = self.api_key_header.lower() == "authorization"
+            headers[self.api_key_header] = f"Bearer {self._api_key}" if bearer else self._api_key
+        calls: dict[int, _PendingCall] = {}
+        # A client per step: steps are seconds apart, and a client bound to no long-lived
+        # state cannot leak connections or outlive the event loop that made it.
+        async with httpx.AsyncClient(timeout=self.timeout) as client:
+            try:
+                async with client.stream(
+                    "POST",
+                    f"{self.base_url}/chat/completions",
+                    json=body,
+                    headers=headers,
+                    params=self.query or None,
+                ) as response:
+                    if response.status_code >= 400:
+                        await response.aread()
+                        raise self._error(
+                            f"answered HTTP {response.status_code}: "
+                            f"{_excerpt(response.text) or response.reason_phrase}",
+                            code="model_http_error",
+                        )
+                    events_seen = 0
+                    finished = False
+                    async for data in _sse_data(response.aiter_lines()):
+                        events_seen += 1
+                        if data == "[DONE]":
+                            finished = True
+                            break
+                        events, finish_reason = self._read_chunk(data, calls)
+                        finished = finished or finish_reason
+                        for event in events:
+                            yield event
+                    if not events_seen:
+                        raise self._error(
+                            "ended its reply without a single data event", code="model_bad_reply"
+                        )
+                    if not finished:
+                        # A dropped connection can look like a clean end of the body: only
+                        # [DONE] or a finish_reason says the model meant to stop (issue 8).
+                        raise self._error(
+                            "stopped mid-reply (neither [DONE] nor a finish_reason): the "
+                            "reply is truncated",
+                            code="model_bad_reply",
+                        )
+            except httpx.TimeoutException as exc:
+                raise self._error(
+                    f"did not answer within {self.timeout:g}s ({type(exc).__name__})",
+                    code="model_timeout",
+                ) from exc
+            except httpx.HTTPError as exc:
+                raise self._error(
+                    f"connection failed ({type(exc).__name__}: {exc})", code="model_unreachable"
+                ) from exc
+        for index in sorted(calls):
+            call = calls[index]
+            yield ToolCallRequest(
+                call_id=call.call_id or f"call_{index}_{secrets.token_hex(6)}",
+                # An unmapped name goes through unchanged so the engine answers unknown_tool.
+                name=names.from_provider(call.name) or call.name,
+                arguments=call.arguments,
+            )
+
+    def _request_body(
+        self,
+        messages: list[Message],
+        tools: list[ToolDescriptor],
+        *,
+        instructions: str,
+        names: ToolNameMap,
+    ) -> dict[str, Any]:
+        chat: list[dict[str, Any]] = []
+        if instructions:
+            chat.append({"role": "system", "content": instructions})
+        chat.extend(_chat_message(message, names) for message in messages)
+        body: dict[str, Any] = {"model": self.model, "stream": True, "messages": chat}
+        if tools:
+            # OpenAI rejects an empty "tools" array ("[] is too short"), so leave it out.
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": names.to_provider(tool.name),
+                        "description": tool.description,
+                        "parameters": tool.input_schema or _EMPTY_SCHEMA,
+                    },
+                }
+                for tool in tools
+            ]
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        return body
+
+    def _read_chunk(
+        self, data: str, calls: dict[int, _PendingCall]
+    ) -> tuple[list[ModelEvent], bool]:
+        """The chunk's events, and whether it says the reply is complete (a finish_reason)."""
+        try:
+            chunk = strictjson.loads(data)
+        except strictjson.StrictJSONError as exc:
+            raise self._error(
+                f"sent a data line that is not JSON ({exc.message}): {_excerpt(data)!r}",
+                code="model_bad_reply",
+            ) from None
+        if not isinstance(chunk, dict):
+            raise self._error(
+                f"sent a data line that is not a JSON object: {_excerpt(data)!r}",
+                code="model_bad_reply",
+            )
+        if "error" in chunk:
+            # A failure after the 200 status line can only arrive as an error event.
+            error = chunk["error"]
+            detail = error.get("message", error) if isinstance(error, dict) else error
+            raise self._error(f"reported an error: {_excerpt(str(detail))}", code="model_bad_reply")
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return [], False  # usage-only and keep-alive chunks carry no choices
+        finished = isinstance(choices[0].get("finish_reason"), str)
+        delta = choices[0].get("delta")
+        if not isinstance(delta, dict):
+            return [], finished
+        events: list[ModelEvent] = []
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            events.append(TextDelta(content))
+        for fragment in delta.get("tool_calls") or ():
+            if isinstance(fragment, dict):
+                _merge_fragment(fragment, calls)
+        return events, finished
+
+    def _error(self, what: str, *, code: str) -> ModelError:
+        message = f"model at {self.base_url} {what}"
+        if self._api_key:
+            # Some providers echo the rejected key back in their error body.
+            message = message.replace(self._api_key, "***")
+        return ModelError(message, code=code)
+
+
+def _merge_fragment(fragment: dict[str, Any], calls: dict[int, _PendingCall]) -> None:
+    index = fragment.get("index")
+    call_id = fragment.get("id")
+    if not isinstance(index, int) or isinstance(index, bool):
+        # Tolerate servers that omit "index": a new id opens a call, anything else
+        # continues the latest one.
+        known = any(call.call_id == call_id for call in calls.values())
+        if (call_id and not known) or not calls:
+            index = len(calls)
+        else:
+            index = max(calls)
+    call = calls.setdefault(index, _PendingCall())
+    if isinstance(call_id, str) and call_id and not call.call_id:
+        call.call_id = call_id
+    function = fragment.get("function")
+    if not isinstance(function, dict):
+        return
+    name = function.get("name")
+    # The name arrives whole in the first fragment; some servers repeat it later.
+    if isinstance(name, str) and name and not call.name:
+        call.name = name
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        call.arguments += arguments
+    elif isinstance(arguments, dict):
+        call.arguments += json.dumps(arguments)  # tolerate an object instead of a string
+
+
+async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The data of each server-sent event; comments (``: ping``) and other fields skipped."""
+    buffer: list[str] = []
+    async for line in lines:
+        if not line:
+            if buffer:
+                yield "\n".join(buffer)
+                buffer = []
+        elif line.startswith("data:"):
+            value = line[5:]
+            buffer.append(value.removeprefix(" "))
+    if buffer:
+        yield "\n".join(buffer)
+
+
+def _chat_message(message: Message, names: ToolNameMap) -> dict[str, Any]:
+    if message.role == "user":
+        return {"role": "user", "content": message.text}
+    if message.role == "tool":
+        assert message.tool_call_id is not None, "a tool message answers a call id"
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+    chat: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    if message.tool_calls:
+        chat["tool_calls"] = [
+            {
+                "id": call.call_id,
+                "type": "function",
+                "function": {"name": names.to_provider(call.name), "arguments": call.arguments},
+            }
+            for call in message.tool_calls
+        ]
+    elif not message.text:
+        chat["content"] = ""
+    return chat
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "…"

@@ -1,0 +1,132 @@
+"""Environments and connections: constraints the server enforces, whatever an agent says.
+
+Read from ``_platform.json`` in the agents directory (optional)::
+
+    {"environments": {"production": {"protected": true, "allowed_hosts": ["api.example.com:443"]}},
+     "connections": {"holidays": {"headers": {"X-Api-Key": {"env": "HOLIDAYS_KEY"}}}}}
+
+An agent names its ``environment`` (default ``"default"``: not protected, no hosts). A
+connection's header values come from the environment (``{"env": NAME}``) or a secrets file
+(``{"file": PATH}``); they are added to requests by the server and never shown to the model,
+the widget or the event log. The platform is read live: tightening it applies to runs in
+flight, unlike agent definitions, which are frozen per run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hostcall.blocks.http_request import parse_allowed_hosts
+from hostcall.errors import AgentConfigError
+
+PLATFORM_FILE = "_platform.json"
+DEFAULT_ENVIRONMENT = "default"
+SOURCE_SHAPE = "{'env': NAME} or {'file': PATH}"
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    name: str
+    protected: bool = False
+    allowed_hosts: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    environments: Mapping[str, Environment] = field(
+        default_factory=lambda: {DEFAULT_ENVIRONMENT: Environment(DEFAULT_ENVIRONMENT)}
+    )
+    # name -> header name -> secret value (resolved at load; never serialised)
+    connections: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def environment(self, name: str) -> Environment:
+        return self.environments.get(name) or Environment(name, protected=True)
+
+
+def load_platform(directory: Path, environ: Mapping[str, str]) -> Platform:
+    path = directory / PLATFORM_FILE
+    if not path.exists():
+        return Platform()
+    where = path.name
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AgentConfigError([f"{where}: not valid JSON: {exc}"]) from None
+    problems: list[str] = []
+    if not isinstance(data, dict):
+        raise AgentConfigError([f"{where}: must hold a JSON object"])
+    for key in sorted(set(data) - {"environments", "connections"}):
+        problems.append(f"{where}: unknown key {key!r}")
+    environments = {DEFAULT_ENVIRONMENT: Environment(DEFAULT_ENVIRONMENT)}
+    for name, raw in _mapping(data.get("environments", {}), f"{where}: environments", problems):
+        environments[name] = _environment(name, raw, f"{where}: environment {name!r}", problems)
+    connections: dict[str, dict[str, str]] = {}
+    for name, raw in _mapping(data.get("connections", {}), f"{where}: connections", problems):
+        connections[name] = _connection(raw, f"{where}: connection {name!r}", environ, problems)
+    if problems:
+        raise AgentConfigError(problems)
+    return Platform(environments, connections)
+
+
+def _mapping(value: Any, where: str, problems: list[str]) -> list[tuple[str, Any]]:
+    if not isinstance(value, dict):
+        problems.append(f"{where}: must be a JSON object")
+        return []
+    return list(value.items())
+
+
+def _environment(name: str, raw: Any, where: str, problems: list[str]) -> Environment:
+    if not isinstance(raw, dict) or set(raw) - {"protected", "allowed_hosts"}:
+        problems.append(f"{where}: must be {{'protected': bool, 'allowed_hosts': [...]}}")
+        return Environment(name, protected=True)
+    protected = raw.get("protected", False)
+    if not isinstance(protected, bool):
+        problems.append(f"{where}: 'protected' must be true or false")
+    hosts = raw.get("allowed_hosts", [])
+    try:
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise ValueError("'allowed_hosts' must list 'host:port' entries")
+        allowed = parse_allowed_hosts(hosts)
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        allowed = frozenset()
+    return Environment(name, protected is True, allowed)
+
+
+def _connection(
+    raw: Any, where: str, environ: Mapping[str, str], problems: list[str]
+) -> dict[str, str]:
+    if not isinstance(raw, dict) or set(raw) != {"headers"} or not isinstance(raw["headers"], dict):
+        problems.append(f"{where}: must be {{'headers': {{name: {{'env' | 'file': ...}}}}}}")
+        return {}
+    headers: dict[str, str] = {}
+    for header, source in raw["headers"].items():
+        if not isinstance(source, dict) or len(source) != 1:
+            problems.append(
+                f"{where}: header {header!r} must be {{'env': NAME}} or {{'file': PATH}}"
+            )
+            continue
+        if "env" in source:
+            value = environ.get(str(source["env"]))
+            if value is None:
+                problems.append(
+                    f"{where}: header {header!r} reads ${source['env']}, which is not set"
+                )
+                continue
+        elif "file" in source:
+            try:
+                value = Path(str(source["file"])).read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                problems.append(f"{where}: header {header!r}: cannot read secrets file: {exc}")
+                continue
+        else:
+            problems.append(
+                f"{where}: header {header!r} must be {{'env': NAME}} or {{'file': PATH}}"
+            )
+            continue
+        headers[header] = value
+    return headers

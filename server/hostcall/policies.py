@@ -1,0 +1,104 @@
+"""Tool policies at run time: who must approve a call, and what the model reads of a result.
+
+Approval, in order (the first that applies wins):
+
+1. a write in a protected environment: always a person, every call — no grant, no
+   ``approval: never`` (refused at load) and no guardrail can waive it;
+2. an input guardrail with ``require_approval`` that matched;
+3. ``approval: always`` — unless the person granted this tool for the conversation.
+
+What the model reads: an error as ``{"error": …}``; an output with redacted fields replaced,
+then cut to ``max_result_kb`` with a note saying how much was cut (the ledger keeps it whole);
+a simulated run's result wrapped as ``{"simulated": true, "result": …}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any
+
+from hostcall.guardrails import Hit, redact
+from hostcall.platform import Environment
+from hostcall.tools import Tool
+
+
+class ApprovalReason(StrEnum):
+    PROTECTED_WRITE = "protected_write"
+    GUARDRAIL = "guardrail"
+    ALWAYS = "always"
+
+    @property
+    def grantable(self) -> bool:
+        """Whether "allow for this conversation" may cover later calls."""
+        return self is ApprovalReason.ALWAYS
+
+
+def approval_reason(
+    tool: Tool, environment: Environment, *, granted: bool, hits: Sequence[Hit]
+) -> ApprovalReason | None:
+    if tool.effect == "write" and environment.protected:
+        return ApprovalReason.PROTECTED_WRITE
+    if any(h.action == "require_approval" for h in hits):
+        return ApprovalReason.GUARDRAIL
+    if tool.approval == "always" and not granted:
+        return ApprovalReason.ALWAYS
+    return None
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _dump(value: Any) -> str:
+    return _COMPACT.encode(value)
+
+
+def model_view(tool: Tool | None, outcome: dict[str, Any]) -> Any:
+    """The outcome as the model may see it (errors as they are; outputs redacted)."""
+    if "error" in outcome:
+        return {"error": outcome["error"]}
+    output = outcome.get("output")
+    if tool is not None and tool.guardrails:
+        hits = [Hit(**h) for h in outcome.get("guardrails", []) if h["on"] == "output"]
+        output = redact(tool.guardrails, hits, output)
+    if outcome.get("simulated"):
+        return {"simulated": True, "result": output}
+    return output
+
+
+def visible_outcome(tool: Tool | None, outcome: dict[str, Any]) -> dict[str, Any]:
+    """The outcome as events and snapshots show it: ``{"output"}`` or ``{"error"}``, redacted."""
+    if "error" in outcome:
+        return {"error": outcome["error"]}
+    view = model_view(tool, outcome)
+    if outcome.get("simulated"):
+        return {"output": view["result"], "simulated": True}
+    return {"output": view}
+
+
+def model_content(tool: Tool | None, outcome: dict[str, Any]) -> str:
+    """The JSON text the model reads for a settled call."""
+    view = model_view(tool, outcome)
+    text = _dump(view)
+    if tool is None or tool.max_result_kb is None or "error" in outcome:
+        return text
+    limit = int(tool.max_result_kb * 1024)
+    encoded = text.encode()
+    if len(encoded) <= limit:
+        return text
+    kept = encoded[:limit].decode(errors="ignore")
+    shown = len(kept.encode())
+    return _dump(
+        {
+            "truncated": True,
+            "message": (
+                f"The result was {len(encoded)} bytes and was cut to its first {shown} bytes "
+                f"({len(encoded) - shown} bytes not shown); partialResult is not valid JSON."
+            ),
+            "totalBytes": len(encoded),
+            "shownBytes": shown,
+            "cutBytes": len(encoded) - shown,
+            "partialResult": kept,
+        }
+    )

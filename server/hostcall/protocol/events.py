@@ -1,0 +1,219 @@
+"""Stream events: one frozen class per event, one encoder.
+
+Event names and field shapes are AG-UI's (https://docs.ag-ui.com/concepts/events), and every
+event's JSON carries its ``type``, so it validates against the official ``@ag-ui/core``
+schemas (tests/unit/test_agui_conformance.py checks it). What AG-UI has no event for — a call
+that waits on a person or on a surface — is an AG-UI ``CUSTOM`` event whose ``name`` is one of
+``CustomName`` and whose ``value`` is documented in docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from hostcall.protocol.responses import CallView
+from hostcall.protocol.wire import ALWAYS, dumps, to_wire
+
+
+class EventType(StrEnum):
+    RUN_STARTED = "RUN_STARTED"
+    RUN_FINISHED = "RUN_FINISHED"
+    RUN_ERROR = "RUN_ERROR"
+    TEXT_MESSAGE_START = "TEXT_MESSAGE_START"
+    TEXT_MESSAGE_CONTENT = "TEXT_MESSAGE_CONTENT"
+    TEXT_MESSAGE_END = "TEXT_MESSAGE_END"
+    TOOL_CALL_START = "TOOL_CALL_START"
+    TOOL_CALL_ARGS = "TOOL_CALL_ARGS"
+    TOOL_CALL_END = "TOOL_CALL_END"
+    TOOL_CALL_RESULT = "TOOL_CALL_RESULT"
+    CUSTOM = "CUSTOM"
+
+
+class CustomName(StrEnum):
+    """The ``name`` of each of Hostcall's own events (sent as AG-UI ``CUSTOM``)."""
+
+    TOOL_CALL_APPROVAL_REQUESTED = "hostcall.tool_call_approval_requested"
+    TOOL_CALL_DISPATCH = "hostcall.tool_call_dispatch"
+    TOOL_CALL_STATE = "hostcall.tool_call_state"
+    TOOL_CALL_GUARDRAIL = "hostcall.tool_call_guardrail"
+    TEXT_MESSAGE_DISCARDED = "hostcall.text_message_discarded"
+
+
+# ---- AG-UI's own events ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    TYPE: ClassVar[EventType] = EventType.RUN_STARTED
+    thread_id: str
+    run_id: str
+    simulated: bool | None = None  # ours: the run returns tools' simulation results
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    TYPE: ClassVar[EventType] = EventType.RUN_FINISHED
+    thread_id: str
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunError:
+    TYPE: ClassVar[EventType] = EventType.RUN_ERROR
+    message: str
+    code: str
+    run_id: str  # ours: AG-UI's RUN_ERROR has no run id
+
+
+@dataclass(frozen=True, slots=True)
+class TextMessageStart:
+    TYPE: ClassVar[EventType] = EventType.TEXT_MESSAGE_START
+    message_id: str
+    role: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextMessageContent:
+    TYPE: ClassVar[EventType] = EventType.TEXT_MESSAGE_CONTENT
+    message_id: str
+    delta: str  # never empty (AG-UI refuses an empty delta)
+
+
+@dataclass(frozen=True, slots=True)
+class TextMessageEnd:
+    TYPE: ClassVar[EventType] = EventType.TEXT_MESSAGE_END
+    message_id: str
+    interrupted: bool | None = None  # ours: the run failed while this message streamed
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    TYPE: ClassVar[EventType] = EventType.TOOL_CALL_START
+    tool_call_id: str
+    tool_call_name: str
+    parent_message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallArgs:
+    TYPE: ClassVar[EventType] = EventType.TOOL_CALL_ARGS
+    tool_call_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnd:
+    TYPE: ClassVar[EventType] = EventType.TOOL_CALL_END
+    tool_call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallResult:
+    TYPE: ClassVar[EventType] = EventType.TOOL_CALL_RESULT
+    message_id: str
+    tool_call_id: str
+    content: str  # what the model reads
+    state: str  # ours: the call's terminal state
+    outcome: dict[str, Any] | None = field(metadata=ALWAYS)  # ours: what a person may see
+    role: str = "tool"
+    simulated: bool | None = None
+
+
+# ---- Hostcall's own events (AG-UI CUSTOM) ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """A person must approve, edit or reject the call; ``value`` is the CALL, with its
+    ``decisionToken``."""
+
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.TOOL_CALL_APPROVAL_REQUESTED
+    call: CallView
+
+    def value(self) -> dict[str, Any]:
+        return to_wire(self.call)
+
+
+@dataclass(frozen=True, slots=True)
+class CallDispatched:
+    """The call goes to a surface now; ``value`` is the CALL, with its ``resultToken``."""
+
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.TOOL_CALL_DISPATCH
+    call: CallView
+
+    def value(self) -> dict[str, Any]:
+        return to_wire(self.call)
+
+
+@dataclass(frozen=True, slots=True)
+class CallStateChanged:
+    """An open call moved without settling. Not emitted since issue 9 (a delivery is a
+    surface's claim, recorded silently); kept so logs written before it still decode."""
+
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.TOOL_CALL_STATE
+    tool_call_id: str
+    state: str
+
+    def value(self) -> dict[str, Any]:
+        return to_wire(self)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailMatched:
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.TOOL_CALL_GUARDRAIL
+    tool_call_id: str
+    rule: str
+    action: str
+    on: str
+
+    def value(self) -> dict[str, Any]:
+        return to_wire(self)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDiscarded:
+    """A message cut off by a crash mid-answer: surfaces remove it; the step that runs again
+    streams the answer anew (issue 9). Its ``TEXT_MESSAGE_END`` comes just before."""
+
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.TEXT_MESSAGE_DISCARDED
+    message_id: str
+
+    def value(self) -> dict[str, Any]:
+        return to_wire(self)
+
+
+StandardEvent = (
+    RunStarted
+    | RunFinished
+    | RunError
+    | TextMessageStart
+    | TextMessageContent
+    | TextMessageEnd
+    | ToolCallStart
+    | ToolCallArgs
+    | ToolCallEnd
+    | ToolCallResult
+)
+CustomEvent = (
+    ApprovalRequested | CallDispatched | CallStateChanged | GuardrailMatched | MessageDiscarded
+)
+ProtocolEvent = StandardEvent | CustomEvent
+
+
+def encode(event: ProtocolEvent) -> tuple[str, str]:
+    """The event's SSE ``event:`` name and its JSON.
+
+    The name is the ``type``, or a custom event's ``name``, so an ``EventSource`` listener
+    can follow one kind of event; AG-UI clients read only the JSON.
+    """
+    if isinstance(event, CustomEvent):
+        name = event.NAME.value
+        return name, dumps({"type": "CUSTOM", "name": name, "value": event.value()})
+    return event.TYPE.value, dumps({"type": event.TYPE.value, **to_wire(event)})

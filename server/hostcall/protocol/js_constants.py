@@ -1,0 +1,62 @@
+"""Writes widget/protocol.js, the widget's copy of the wire's names and limits.
+
+    python -m hostcall.protocol.js_constants > widget/protocol.js
+
+The output is committed (the widget has no build step); tests/unit/test_protocol.py fails
+when it differs from what this module generates now, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from hostcall.errors import SURFACE_ERROR_CODES
+from hostcall.protocol import limits
+from hostcall.protocol.events import CustomName, EventType
+from hostcall.store.records import OPEN_STATES, CallState
+
+# postMessage types between the widget (widget/app.js) and the embed loader (widget/loader.js).
+# The loader, a classic script within a 3 KB budget, builds the same names from the words;
+# the test checks its word list too.
+# "active": the person typed, clicked or focused on the host page (outside the frame).
+MESSAGES = ("hello", "handlers", "ready", "call", "result", "cancel", "send", "focus", "close",
+            "event", "active")  # fmt: skip
+
+
+LIMITS = ("MAX_BODY_BYTES", "MAX_MESSAGE_CHARS", "MAX_REASON_CHARS", "MAX_ERROR_MESSAGE_CHARS")
+
+
+def _map(name: str, pairs: Iterable[tuple[str, object]]) -> str:
+    body = "".join(f"  {key}: {json.dumps(value, ensure_ascii=False)},\n" for key, value in pairs)
+    return f"export const {name} = Object.freeze({{\n{body}}})\n"
+
+
+def _list(name: str, values: Iterable[str]) -> str:
+    return f"export const {name} = Object.freeze({json.dumps(list(values))})\n"
+
+
+def generate() -> str:
+    terminal = [s.value for s in CallState if s not in OPEN_STATES]
+    parts = [
+        "// Generated from hostcall/protocol/ by `python -m hostcall.protocol.js_constants >\n"
+        "// widget/protocol.js`. Do not edit: change the Python and run the command again.\n",
+        "/** AG-UI event types (the JSON's `type`, and the SSE `event:` name). */\n"
+        + _map("EVENT", ((t.name, t.value) for t in EventType)),
+        "/** Names of Hostcall's own events (AG-UI CUSTOM; also their SSE `event:` name). */\n"
+        + _map("CUSTOM", ((n.name, n.value) for n in CustomName)),
+        "/** A tool call's states (docs/protocol.md). */\n"
+        + _map("CALL_STATE", ((s.name, s.value) for s in CallState)),
+        _list("TERMINAL_STATES", terminal),
+        "/** Error codes a surface may send instead of a result. */\n"
+        + _list("SURFACE_ERROR_CODES", sorted(SURFACE_ERROR_CODES)),
+        "/** Sizes the server allows: `_BYTES` are UTF-8 bytes, `_CHARS` code points. */\n"
+        + _map("LIMITS", ((name, getattr(limits, name)) for name in LIMITS)),
+        "/** postMessage types between the widget and the embed loader. */\n"
+        + _map("MSG", ((m.upper(), f"hostcall:{m}") for m in MESSAGES)),
+    ]
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(generate(), end="")

@@ -1,0 +1,213 @@
+"""Request bodies (docs/protocol.md), decoded into typed objects with clear 400/422 errors.
+
+``read_body(request, Body, max_bytes)`` is the only way a route reads its body: bytes → JSON
+(``server.protocol.reading``) → one of the frozen classes below. Unknown fields are ignored
+(clients may be newer than the server); a field of the wrong type is a 400 naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from starlette.requests import Request
+
+from hostcall.errors import SURFACE_ERROR_CODES, BadRequest, ToolErrorCode, Unprocessable
+from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.limits import MAX_MESSAGE_CHARS
+from hostcall.protocol.reading import read_json
+from hostcall.protocol.run_input import RunAgentInput
+
+LOCALES = ("en", "fr", "es", "ja")
+# A surface id is chosen by its client: new for each page load, kept across reconnects.
+SURFACE_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+
+
+def surface_id(value: object, *, field: str = "surfaceId") -> str | None:
+    """A client's surface id (docs/protocol.md "Surfaces"), checked; None when it names none."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not SURFACE_ID.fullmatch(value):
+        raise BadRequest(
+            f"{field} must be 8 to 64 letters, digits, '-' or '_' (got {str(value)[:80]!r})",
+            field=field,
+        )
+    return value
+
+
+def _str(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f"field {name!r} must be a string", field=name)
+    return value
+
+
+def _object(body: dict[str, Any], name: str) -> dict[str, Any] | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, dict):
+        raise BadRequest(f"field {name!r} must be a JSON object", field=name)
+    return value
+
+
+def _choices(values: Any) -> str:
+    return ", ".join(repr(str(v)) for v in sorted(values))
+
+
+@dataclass(frozen=True, slots=True)
+class NewConversation:
+    """``POST /api/agents/{agentId}/conversations``"""
+
+    locale: str
+    # The page embedding the widget ("" standalone): names the session cookie (issue 7).
+    parent_origin: str = ""
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> NewConversation:
+        locale = _str(body, "locale") or ""
+        if locale and locale not in LOCALES:
+            raise BadRequest(
+                f"locale {locale[:40]!r} is not one of {_choices(LOCALES)}", field="locale"
+            )
+        return cls(locale, _str(body, "parentOrigin") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeSession:
+    """``POST /api/agents/{agentId}/session``: the conversation this browser's cookie names."""
+
+    parent_origin: str
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> ResumeSession:
+        return cls(_str(body, "parentOrigin") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """``POST /api/conversations/{conversationId}/capabilities``: the tools a surface answers."""
+
+    tools: tuple[str, ...]
+    surface_id: str | None = None
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> Capabilities:
+        tools = body.get("tools")
+        if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+            raise BadRequest("field 'tools' must be a list of tool names", field="tools")
+        return cls(tuple(dict.fromkeys(tools)), surface_id(body.get("surfaceId")))
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """``POST /api/conversations/{conversationId}/messages``"""
+
+    text: str
+    simulate: bool
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> NewMessage:
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise Unprocessable(
+                "field 'text' must be a non-empty string", code=ErrorCode.INVALID_MESSAGE
+            )
+        if len(text) > MAX_MESSAGE_CHARS:
+            raise Unprocessable(
+                f"the message is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}",
+                code=ErrorCode.INVALID_MESSAGE,
+            )
+        simulate = body.get("simulate", False)
+        if not isinstance(simulate, bool):
+            raise BadRequest("field 'simulate' must be true or false", field="simulate")
+        return cls(text.strip(), simulate)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """``POST /api/calls/{callId}/delivered``. An absent token is left to the verifier,
+    which answers 401 ``missing_token`` (not a 400)."""
+
+    token: str | None
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> Delivered:
+        return cls(_str(body, "token"))
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceError:
+    code: ToolErrorCode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """``POST /api/calls/{callId}/result``: exactly one of ``output`` or ``error``."""
+
+    token: str | None
+    output: Any
+    error: SurfaceError | None
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> CallResult:
+        token = _str(body, "token")
+        if ("output" in body) == ("error" in body):
+            raise BadRequest("send exactly one of 'output' or 'error'")
+        if "output" in body:
+            return cls(token, body["output"], None)
+        error = _object(body, "error") or {}
+        code = error.get("code")
+        if not isinstance(code, str) or code not in SURFACE_ERROR_CODES:  # a list is unhashable
+            raise BadRequest(
+                f"error.code must be one of {_choices(SURFACE_ERROR_CODES)} "
+                f"(got {str(code)[:40]!r})",
+                field="error.code",
+            )
+        message = error.get("message", "")
+        if not isinstance(message, str):
+            raise BadRequest("error.message must be a string", field="error.message")
+        return cls(token, None, SurfaceError(ToolErrorCode(code), message.strip()))
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """``POST /api/calls/{callId}/decision``"""
+
+    token: str | None
+    decision: Literal["approve", "reject"]
+    input: dict[str, Any] | None
+    scope: str
+    reason: str | None
+    # Where the person decided: an approved client call runs there (issue 9).
+    surface_id: str | None = None
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> Decision:
+        token = _str(body, "token")
+        decision = body.get("decision")
+        surface = surface_id(body.get("surfaceId"))
+        if decision == "approve":
+            scope = _str(body, "scope") or "once"
+            return cls(token, "approve", _object(body, "input"), scope, None, surface)
+        if decision == "reject":
+            return cls(token, "reject", None, "once", _str(body, "reason"), surface)
+        raise BadRequest("field 'decision' must be 'approve' or 'reject'", field="decision")
+
+
+Body = TypeVar(
+    "Body",
+    NewConversation,
+    ResumeSession,
+    Capabilities,
+    NewMessage,
+    Delivered,
+    CallResult,
+    Decision,
+    RunAgentInput,
+)
+
+
+async def read_body(request: Request, body: type[Body], max_bytes: int) -> Body:
+    """The request's body as ``body``; the one call every route makes to read its body."""
+    return body.decode(await read_json(request, max_bytes))

@@ -1,0 +1,53 @@
+"""Typed objects to wire JSON: the only code that turns snake_case into camelCase.
+
+Every wire object is a frozen dataclass. ``to_wire`` writes its fields under their camelCase
+names, leaving out fields that are ``None`` (AG-UI's optional fields are absent, not null),
+except fields marked ``ALWAYS``, which the documented shape carries even when null.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from hostcall import strictjson
+
+ALWAYS = {"wire": "always"}
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+_KEYS: dict[type, tuple[tuple[str, str, bool], ...]] = {}
+
+
+def _keys(cls: type) -> tuple[tuple[str, str, bool], ...]:
+    keys = _KEYS.get(cls)
+    if keys is None:
+        fields = dataclasses.fields(cls)
+        keys = _KEYS[cls] = tuple(
+            (f.name, camel(f.name), f.metadata.get("wire") == "always") for f in fields
+        )
+    return keys
+
+
+def to_wire(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for attr, key, always in _keys(type(obj)):
+        value = getattr(obj, attr)
+        if value is None and not always:
+            continue
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = to_wire(value)
+        out[key] = value
+    return out
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, non-ASCII kept as is (the size limits count UTF-8 bytes).
+
+    Strict (issue 7): a non-finite number raises here, before it is stored, rather than
+    reaching every stream as the non-JSON ``NaN``."""
+    return strictjson.dumps(value)

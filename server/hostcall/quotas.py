@@ -1,0 +1,141 @@
+"""Rate and cost limits per client address, per conversation and per agent (issue 7, item 3).
+
+Counting is in fixed windows (hostcall/counters.py). On PostgreSQL it is in the database, so
+every process of a cluster counts in the same place and a limit of N is N across all of
+them (issue 10). On SQLite (one process) it is the ``limits`` library's, in memory; a
+``limits_storage`` other than ``memory://`` (``redis://``...) is used as given.
+
+Model tokens are estimated at 4 characters per token (the adapters do not report usage
+yet): the prompt the model was sent plus what it wrote, counted after each step. A budget
+that is spent refuses the *next* message; a step in flight is never cut.
+
+Limits are set per agent in its file, under ``"limits"`` (docs/agents.md); 0 turns one off.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from limits import RateLimitItem, RateLimitItemPerDay, RateLimitItemPerMinute
+
+from hostcall.counters import Counters
+from hostcall.errors import TooManyRequests
+
+CHARS_PER_TOKEN = 4
+# "Per conversation" is counted over a window as long as a session lives (30 days).
+CONVERSATION_WINDOW_DAYS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    conversations_per_minute_per_client: int = 30
+    conversations_per_minute: int = 600
+    messages_per_minute_per_client: int = 60
+    messages_per_minute_per_conversation: int = 20
+    model_tokens_per_conversation: int = 200_000
+    model_tokens_per_day: int = 5_000_000
+
+
+DEFAULT_LIMITS = Limits()
+LIMIT_KEYS = frozenset(f.name for f in fields(Limits))
+
+
+def parse_limits(data: Any, where: str) -> tuple[Limits, list[str]]:
+    """An agent file's ``limits`` object: the defaults, with what it sets."""
+    if data is None:
+        return DEFAULT_LIMITS, []
+    if not isinstance(data, dict):
+        return DEFAULT_LIMITS, [f"{where}: 'limits' must be an object"]
+    problems = [f"{where}: limits: unknown key {k!r}" for k in sorted(set(data) - LIMIT_KEYS)]
+    values: dict[str, int] = {}
+    for key in sorted(set(data) & LIMIT_KEYS):
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            problems.append(f"{where}: limits: {key!r} must be a whole number, 0 or more")
+        else:
+            values[key] = value
+    return replace(DEFAULT_LIMITS, **values), problems
+
+
+class Quotas:
+    def __init__(self, counters: Counters, *, clock: Callable[[], float] = time.time) -> None:
+        self._counters = counters
+        self.clock = clock
+
+    # ---- checks at the doors ---------------------------------------------------------------
+
+    async def new_conversation(self, agent_id: str, limits: Limits, client: str) -> None:
+        await self._hit(
+            (RateLimitItemPerMinute(limits.conversations_per_minute_per_client), "conv-client",
+             agent_id, client, "conversations from this address"),
+            (RateLimitItemPerMinute(limits.conversations_per_minute), "conv-agent", agent_id,
+             "", "conversations with this agent"),
+        )  # fmt: skip
+
+    async def new_message(
+        self, agent_id: str, limits: Limits, conversation_id: str, client: str
+    ) -> None:
+        await self._spent(agent_id, limits, conversation_id)
+        await self._hit(
+            (RateLimitItemPerMinute(limits.messages_per_minute_per_client), "msg-client",
+             agent_id, client, "messages from this address"),
+            (RateLimitItemPerMinute(limits.messages_per_minute_per_conversation), "msg-conv",
+             agent_id, conversation_id, "messages in this conversation"),
+        )  # fmt: skip
+
+    # ---- model tokens ----------------------------------------------------------------------
+
+    async def record_tokens(
+        self, agent_id: str, limits: Limits, conversation_id: str, tokens: int
+    ) -> None:
+        for item, scope, key in self._token_items(limits, agent_id, conversation_id):
+            if item.amount:
+                await self._counters.add(item, (scope, agent_id, key), max(1, tokens))
+
+    async def _spent(self, agent_id: str, limits: Limits, conversation_id: str) -> None:
+        for item, scope, key in self._token_items(limits, agent_id, conversation_id):
+            ids = (scope, agent_id, key)
+            if item.amount and not await self._counters.has_room(item, ids):
+                what = "this conversation" if key else "this agent today"
+                raise TooManyRequests(
+                    f"the model token budget of {what} ({item.amount}) is spent",
+                    code="token_budget_exhausted",
+                    retry_after=await self._retry_after(item, ids),
+                )
+
+    @staticmethod
+    def _token_items(
+        limits: Limits, agent_id: str, conversation_id: str
+    ) -> list[tuple[RateLimitItem, str, str]]:
+        return [
+            (RateLimitItemPerDay(limits.model_tokens_per_conversation,
+                                 CONVERSATION_WINDOW_DAYS), "tok-conv", conversation_id),
+            (RateLimitItemPerDay(limits.model_tokens_per_day), "tok-agent", ""),
+        ]  # fmt: skip
+
+    # ---- plumbing --------------------------------------------------------------------------
+
+    async def _hit(self, *checks: tuple[RateLimitItem, str, str, str, str]) -> None:
+        """Count one in each limit that is on, or in none if one of them is full."""
+        on = [(item, (scope, agent_id, key), what)
+              for item, scope, agent_id, key, what in checks if item.amount]  # fmt: skip
+        full = await self._counters.take([(item, ids) for item, ids, _ in on])
+        if full is not None:
+            item, ids, what = on[full]
+            raise TooManyRequests(
+                f"too many {what}: the limit is {item.amount} per minute",
+                retry_after=await self._retry_after(item, ids),
+            )
+
+    async def _retry_after(self, item: RateLimitItem, ids: tuple[str, ...]) -> int:
+        reset = await self._counters.reset_at(item, ids)
+        return max(1, math.ceil(reset - self.clock()))
+
+
+def estimate_tokens(texts: Mapping[str, str] | list[str]) -> int:
+    chars = sum(len(t) for t in (texts.values() if isinstance(texts, Mapping) else texts))
+    return math.ceil(chars / CHARS_PER_TOKEN)

@@ -1,0 +1,1 @@
+"""The run engine's parts (hostcall/engine.py puts them together)."""

@@ -1,0 +1,240 @@
+"""Everything one server process holds, built from settings (reached as ``app.state.hostcall``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+
+from hostcall.agents import Agent, load_agents
+from hostcall.broker import Broker
+from hostcall.counters import Counters, LimitsCounters, StoreCounters
+from hostcall.engine import Engine
+from hostcall.errors import (
+    Forbidden,
+    NotFound,
+    StoreError,
+    StoreUnwritable,
+    Unauthorized,
+    Unavailable,
+)
+from hostcall.journal import Journal
+from hostcall.leases import Leases
+from hostcall.platform import Platform, load_platform
+from hostcall.quotas import Quotas
+from hostcall.relay import Relay
+from hostcall.sessions import Sessions
+from hostcall.settings import Settings, load_secret_keys
+from hostcall.store import Store, open_store
+from hostcall.store.postgres import PostgresStore
+from hostcall.tokens import Claims, Purpose, Tokens
+
+AGENT_IDS_KEPT = 10_000
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    agents: dict[str, Agent]
+    store: Store
+    broker: Broker
+    tokens: Tokens
+    engine: Engine
+    leases: Leases
+    quotas: Quotas
+    sessions: Sessions
+    clock: Callable[[], float] = time.time
+    # Streams replaying a backlog take turns here, a page at a time (hostcall/stream.py).
+    replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
+    # On PostgreSQL: what carries other processes' events to this one's streams.
+    relay: Relay | None = field(default=None, repr=False)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
+    # Conversation id -> its agent's id, which never changes (``agent_of_conversation``).
+    _agent_ids: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:
+        platform = load_platform(settings.agents_dir, settings.environ)
+        agents = _load(settings, platform)
+        shared = settings.database_url is not None
+        keys = settings.secret_keys or load_secret_keys(
+            settings.db_path, settings.environ, shared=shared
+        )
+        tokens = Tokens(
+            keys,
+            {
+                Purpose.SESSION: settings.session_max_age,
+                Purpose.STREAM: settings.stream_max_age,
+                Purpose.CALL_RESULT: settings.call_token_max_age,
+                Purpose.CALL_DECISION: settings.call_token_max_age,
+            },
+        )
+        store = _open_store(settings)
+        broker = Broker()
+        leases = Leases(store, ttl=settings.lease_seconds, clock=clock)
+        # Limits count where every process sees them: in PostgreSQL when it is shared
+        # (issue 10), else in memory, or in a storage of the operator's choosing.
+        counters: Counters = (
+            StoreCounters(store, clock=clock)
+            if shared and settings.limits_storage == "memory://"
+            else LimitsCounters(settings.limits_storage)
+        )
+        quotas = Quotas(counters, clock=clock)
+        engine = Engine(
+            Journal(store, broker),
+            tokens,
+            agents,
+            platform=platform,
+            environ=settings.environ,
+            leases=leases,
+            clock=clock,
+            surface_grace=settings.surface_grace_seconds,
+        )
+
+        async def spent(agent: Agent, conversation_id: str, tokens: int) -> None:
+            await quotas.record_tokens(agent.id, agent.limits, conversation_id, tokens)
+
+        engine.on_model_tokens = spent
+        sessions = Sessions(tokens, store, max_age=settings.session_max_age)
+        runtime = cls(
+            settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock
+        )
+        sessions.stream_ticket = runtime.stream_ticket
+        return runtime
+
+    def stream_ticket(self, conversation_id: str, generation: int) -> str:
+        """A stream token that opens one stream, once, within ``stream_max_age`` (issue 7):
+        it travels in a URL, so whoever sees it later (a log, a proxy) can do nothing. It
+        belongs to one session generation, like the session token it was got with."""
+        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12), generation=generation)
+        return self.tokens.sign(Purpose.STREAM, claims)
+
+    async def agent_of_conversation(self, conversation_id: str) -> str | None:
+        """The id of the conversation's agent, or None if there is no such conversation.
+        A conversation never changes agent, so the latest ones are remembered: checking
+        the Origin of a browser's answer to a call costs no read (issue 9)."""
+        found = self._agent_ids.get(conversation_id)
+        if found is None:
+            conversation = await self.store.get_conversation(conversation_id)
+            if conversation is None:
+                return None
+            if len(self._agent_ids) >= AGENT_IDS_KEPT:
+                del self._agent_ids[next(iter(self._agent_ids))]  # the oldest remembered
+            found = self._agent_ids[conversation_id] = conversation.agent_id
+        return found
+
+    def check_stream_ticket(self, token: str | None, conversation_id: str) -> Claims:
+        """The ticket's claims, once its signature, age and conversation are right."""
+        claims = self.tokens.verify(Purpose.STREAM, token)
+        if claims.conversation_id != conversation_id:
+            raise Forbidden(f"this stream token is for another conversation than {conversation_id}")
+        if claims.nonce is None:
+            raise Unauthorized("the stream token is not a stream ticket", code="bad_token")
+        return claims
+
+    async def redeem_stream_ticket(self, nonce: str) -> None:
+        """Use the ticket up; a second stream opened with it is refused (``used_token``)."""
+        now = self.clock()
+        expires = now + self.settings.stream_max_age + 1
+        if not await self.store.consume_ticket(nonce, expires, now):
+            raise Unauthorized("this stream token was already used", code="used_token")
+
+    async def open_stream(self, conversation_id: str, ticket: Claims) -> int:
+        """A first stream's conversation checked against its ticket, the ticket redeemed
+        (one statement on PostgreSQL), and the conversation's last seq as that read saw
+        it; refused, the ticket stays usable."""
+        assert ticket.nonce is not None
+        now = self.clock()
+        expires = now + self.settings.stream_max_age + 1
+        opened = await self.store.open_stream(
+            conversation_id, ticket.generation, ticket.nonce, expires, now
+        )
+        if opened.conversation is None:
+            raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+        self.sessions.check_generation(opened.conversation, ticket)
+        if not opened.redeemed:
+            raise Unauthorized("this stream token was already used", code="used_token")
+        return opened.last_seq
+
+    async def check_store(self) -> None:
+        """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write."""
+        try:
+            await self.store.probe_write()
+        except Exception as exc:  # whatever the store's driver raises
+            raise Unavailable(f"the database cannot be written: {exc}") from None
+
+    def reload_agents(self) -> None:
+        """Read the agent files again; runs already started keep their own definitions.
+
+        Raises ``AgentConfigError`` (and changes nothing) if the files have problems.
+        """
+        platform = load_platform(self.settings.agents_dir, self.settings.environ)
+        agents = _load(self.settings, platform)
+        self.agents = self.engine.agents = agents
+        self.engine.platform = platform
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Recover what a previous process left, expire calls on time, close on the way out.
+
+        Background tasks: the sweeper (one process of a cluster at a time), lease renewal,
+        and on PostgreSQL the relay of other processes' events to this one's streams.
+        """
+        await self.engine.recover()
+        jobs = [self.engine.sweep_forever(self.settings.sweep_seconds)]
+        url = self.settings.database_url
+        stop_renewing = None
+        if url is None:
+            jobs.append(self.leases.renew_forever())
+        else:
+            stop_renewing = self.leases.renew_in_thread(url)
+            assert isinstance(self.store, PostgresStore)
+            self.relay = Relay(url, self.store, self.broker, origin=self.store.origin)
+            jobs.append(self.relay.run_forever())
+        self._tasks = [asyncio.create_task(job) for job in jobs]
+        try:
+            if self.relay is not None:
+                await self.relay.ready()  # before the first request: see Relay.ready
+            yield
+        finally:
+            if stop_renewing is not None:
+                stop_renewing()
+            for task in self._tasks:
+                task.cancel()
+            for task in self._tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await self.engine.drain()
+            with contextlib.suppress(Exception):  # a store that is down: the lease lapses
+                await self.engine.retire()
+            await self.store.close()
+
+
+def _open_store(settings: Settings) -> Store:
+    """The store, proven writable: better no server than one that fails every answer."""
+    target = settings.database_url or settings.db_path
+    try:
+        store = open_store(target)
+    except StoreError:
+        raise
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreUnwritable(target, str(exc)) from None
+    try:
+        store.check_writable()
+    except Exception as exc:  # whatever the store's driver raises
+        raise StoreUnwritable(target, str(exc)) from None
+    return store
+
+
+def _load(settings: Settings, platform: Platform) -> dict[str, Agent]:
+    extra = settings.extra_origins
+    return {
+        agent_id: replace(
+            agent, allowed_origins=tuple(dict.fromkeys((*agent.allowed_origins, *extra)))
+        )
+        for agent_id, agent in load_agents(settings.agents_dir, settings.environ, platform).items()
+    }

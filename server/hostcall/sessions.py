@@ -1,0 +1,208 @@
+"""Widget sessions: a server-set, script-proof cookie, rotated on every resume (issue 7).
+
+Before, the widget kept its session token in a cookie it wrote itself: any page on another
+port of Hostcall's host could read it with ``document.cookie`` (cookies ignore ports) and
+act as the visitor, or plant its own so the visitor's chat went into its conversation.
+
+Now the server sets the cookie, ``HttpOnly; Secure; SameSite=None; Partitioned`` (CHIPS),
+with ``Path`` narrowed to the one endpoint that reads it, ``POST
+/api/agents/{agent}/session``. No script can read it; the widget holds its tokens in memory
+only. The cookie is named for the embedding page's origin, so two sites (or two ports) that
+embed one agent never share a conversation.
+
+Fixation: a same-host neighbour with its own server can still *set* a cookie (HTTP
+``Set-Cookie`` ignores ports too), holding a session it got for a conversation of its own.
+So resuming moves the conversation to its next *session generation*: every token of the
+previous one (the planter's copy included) is refused from then on with
+``session_replaced``; the planter learns nothing of what the visitor does. Resuming is only
+for the widget's own page: a request from any other origin is refused.
+
+Tabs (issue 9): every tab of the browser shares the cookie, so one tab's resume replaces the
+session the others hold. Such a tab resumes again, and sends the token it held with the
+cookie: the current cookie *and* a session token of the same conversation prove a tab
+that was already in it, so it gets the current generation without another rotation.
+Rotating there replaced its sibling in turn, whose resume replaced it back, a churn in
+which two tabs sooner or later resumed with the same cookie at once and the loser, its
+cookie now one generation behind, was refused. This keeps the fixation guarantee: once the
+visitor has resumed, the current cookie exists only in the visitor's HttpOnly jar, so no
+planter can present it; a cookie of any older generation is refused, with or without a
+token. A page that presents only the cookie (a new page, a reload) still rotates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from hostcall.agents import Agent
+from hostcall.errors import BadRequest, HostcallError, NotFound, Unauthorized
+from hostcall.origins import check_request_origin
+from hostcall.protocol.requests import ResumeSession, read_body
+from hostcall.store import Store
+from hostcall.store.records import Conversation
+from hostcall.tokens import Claims, Purpose, Tokens
+
+
+class Sessions:
+    def __init__(self, tokens: Tokens, store: Store, *, max_age: int) -> None:
+        self.tokens = tokens
+        self.store = store
+        self.max_age = max_age
+        self.stream_ticket: Callable[[str, int], str] = lambda cid, generation: ""  # by Runtime
+
+    # ---- tokens ---------------------------------------------------------------------------
+
+    def token(self, conversation: Conversation, generation: int | None = None) -> str:
+        gen = conversation.session_generation if generation is None else generation
+        return self.tokens.sign(Purpose.SESSION, Claims(conversation.id, generation=gen))
+
+    def check_generation(self, conversation: Conversation, claims: Claims) -> None:
+        if claims.generation != conversation.session_generation:
+            raise Unauthorized(
+                "this session was resumed elsewhere since this token was issued; resume it again",
+                code="session_replaced",
+            )
+
+    def opened(
+        self, conversation: Conversation, agent: Agent, *, generation: int | None = None
+    ) -> dict[str, Any]:
+        """What a widget needs to run a conversation: its tokens and the agent."""
+        return {
+            "conversationId": conversation.id,
+            "sessionToken": self.token(conversation, generation),
+            "streamToken": self.stream_ticket(
+                conversation.id,
+                conversation.session_generation if generation is None else generation,
+            ),
+            "agent": {
+                "id": agent.id,
+                "name": agent.name,
+                "greeting": agent.greeting,
+                "tools": [t.public() for t in agent.tools],
+            },
+        }
+
+    # ---- the cookie ------------------------------------------------------------------------
+
+    @staticmethod
+    def parent_origin(parent: str, agent: Agent) -> str:
+        """The page the widget is embedded in (``""`` standalone): names the cookie."""
+        if parent and parent not in agent.allowed_origins:
+            raise BadRequest(
+                "field 'parentOrigin' must be one of the agent's allowed origins",
+                field="parentOrigin",
+            )
+        return parent
+
+    @staticmethod
+    def cookie_name(parent: str) -> str:
+        return "hc_session_" + hashlib.sha256(parent.encode()).hexdigest()[:16]
+
+    def set_cookie(
+        self,
+        response: Response,
+        conversation: Conversation,
+        agent: Agent,
+        parent: str,
+        *,
+        generation: int | None = None,
+        clear: bool = False,
+    ) -> None:
+        value = "" if clear else self.token(conversation, generation)
+        age = 0 if clear else self.max_age
+        # Do not loosen these attributes: HttpOnly keeps it from every script, Partitioned
+        # (CHIPS) keeps it to this embedding site, the Path to the one endpoint that reads it.
+        response.headers.append(
+            "set-cookie",
+            f"{self.cookie_name(parent)}={value}; Max-Age={age}; "
+            f"Path=/api/agents/{agent.id}/session; HttpOnly; Secure; SameSite=None; Partitioned",
+        )
+
+    # ---- resuming --------------------------------------------------------------------------
+
+    async def resume(
+        self, cookie: str | None, agent: Agent, *, held: str | None = None
+    ) -> tuple[Conversation, int]:
+        """The conversation the cookie names and the generation to hand out, or NotFound.
+
+        ``held`` is the session token the resuming tab held, if any: with the current
+        cookie it keeps the generation (see the module's docstring); otherwise the
+        conversation moves to its next one.
+        """
+        gone = NotFound("no conversation to resume in this browser", code="no_session")
+        claims = self._claims(cookie)
+        if claims is None:
+            raise gone
+        conversation = await self.store.get_conversation(claims.conversation_id)
+        if conversation is None or conversation.agent_id != agent.id:
+            raise gone
+        # A cookie of an older generation is refused, whoever sends it; said so, because a
+        # tab that resumed at the same instant as another sent the same cookie: once the
+        # other's new cookie has landed in the browser, asking again succeeds (api.js does).
+        superseded = NotFound(
+            "this browser's session was resumed since this cookie was set",
+            code="no_session",
+            superseded=True,
+        )
+        if claims.generation != conversation.session_generation:
+            raise superseded
+        if self._was_in(conversation, self._claims(held)):
+            return conversation, conversation.session_generation
+        if not await self.store.rotate_session(conversation.id, claims.generation):
+            raise superseded
+        # Do not "fix" this by ending the conversation's open streams: the visitor's other
+        # tabs share the conversation, and each of their resumes would end the rest, a storm
+        # that never settles. Old tokens and tickets are refused for every new request; a
+        # stream already open runs until it disconnects.
+        return conversation, claims.generation + 1
+
+    def _claims(self, token: str | None) -> Claims | None:
+        if not token:
+            return None
+        try:
+            return self.tokens.verify(Purpose.SESSION, token)
+        except HostcallError:
+            return None
+
+    @staticmethod
+    def _was_in(conversation: Conversation, held: Claims | None) -> bool:
+        """A tab already in this conversation: a session token of it, of this generation or
+        an earlier one (an expired or foreign token, or none, proves nothing)."""
+        return (
+            held is not None
+            and held.conversation_id == conversation.id
+            and 0 <= held.generation <= conversation.session_generation
+        )
+
+
+def bearer_token(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer`` header, if there is one."""
+    header = request.headers.get("authorization", "")
+    return (header[7:].strip() or None) if header.lower().startswith("bearer ") else None
+
+
+async def resume_session(request: Request) -> Response:
+    runtime = request.app.state.hostcall
+    agent_id = request.path_params["agent_id"]
+    agent = runtime.agents.get(agent_id)
+    if agent is None:
+        raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+    # Only the widget's own page resumes: its fetches carry Hostcall's own origin.
+    check_request_origin(request, (), required=True)
+    body = await read_body(request, ResumeSession, runtime.settings.max_body_bytes)
+    sessions: Sessions = runtime.sessions
+    parent = sessions.parent_origin(body.parent_origin, agent)
+    cookie = request.cookies.get(sessions.cookie_name(parent))
+    conversation, generation = await sessions.resume(cookie, agent, held=bearer_token(request))
+    response = JSONResponse(sessions.opened(conversation, agent, generation=generation))
+    sessions.set_cookie(response, conversation, agent, parent, generation=generation)
+    return response
+
+
+def session_routes() -> list[BaseRoute]:
+    return [Route("/api/agents/{agent_id}/session", resume_session, methods=["POST"])]

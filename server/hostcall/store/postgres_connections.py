@@ -1,0 +1,352 @@
+"""The PostgreSQL store's connections: an async pool, and the transaction of each task.
+
+Every statement is awaited on a ``psycopg.AsyncConnection`` taken from a
+``psycopg_pool.AsyncConnectionPool``, so a round trip to the database never blocks the
+event loop (issue 10). Outside a transaction a statement borrows a pooled connection in
+autocommit mode for its one round trip. Inside ``transaction()`` the task that opened it
+keeps one connection, in pipeline mode, until COMMIT: its statements go to that connection
+(they are found by task, not by context variable, so a task spawned inside a transaction
+does not inherit it), and other tasks' statements go to other connections meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from hostcall.errors import StoreError
+
+Row = dict[str, Any]
+Params = Sequence[Any] | dict[str, Any] | None
+# Pool bounds per process. Each connection is a PostgreSQL backend process: a handful is
+# plenty (a statement holds one for a round trip; a transaction for a few). Fewer backends
+# cost PostgreSQL less CPU for the same work (issue 10, cluster bench, 200 conversations at
+# once, one and two processes: 10 -> 5 connections, PostgreSQL's CPU per conversation -11
+# to -16%, Hostcall's about the same; 20 had cost PostgreSQL more; bench/README.md). Likely
+# because each backend finds more statements waiting when it wakes, and fewer wait on each
+# other's locks.
+POOL_MIN = 2
+POOL_MAX = 5
+_PLACEHOLDER = re.compile(r"%s")
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "(unparsable URL)"
+    info.pop("password", None)
+    return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
+
+
+def connect(url: str, **options: Any) -> psycopg.Connection[Row]:
+    """A synchronous connection, for work done before the event loop runs (migrations)
+    and for the lease-renewal thread."""
+    try:
+        return psycopg.connect(url, autocommit=True, row_factory=dict_row, **options)
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"cannot connect to PostgreSQL ({redacted(url)}): {str(exc).strip()}",
+            target=redacted(url),
+        ) from None
+
+
+# In a held write's CTEs, where the condition goes that makes it only if the fenced append
+# of the statement carrying it found its lease held (see HeldWrite.fence).
+IF_FENCED = "{if_fenced}"
+
+
+@dataclass(frozen=True)
+class HeldWrite:
+    """A write a transaction holds back (see ``PostgresConnections._hold``): CTEs
+    (``name AS (...)``, names and parameters unique in the transaction), sent with the
+    transaction's next statement or at its end, and the table it writes.
+
+    ``fence``: a write to make only while that lease (key, owner) is held, which nothing in
+    the transaction has proven yet. It goes out inside the transaction's next fenced append
+    of that lease, made only if the append's fence holds (``IF_FENCED`` in ``ctes``: the
+    append's row is there), so that append answers for both; or, before any other
+    statement or at the end, alone, its ``check`` (a table expression of its CTEs) read:
+    no row, and the transaction raises ``LeaseLost``."""
+
+    ctes: str
+    params: dict[str, Any]
+    table: str
+    fence: tuple[str, str] | None = None
+    check: str = ""
+
+
+@dataclass
+class _Transaction:
+    # None until the transaction's first statement: a transaction that sends nothing (a
+    # limit check with no limits set, say) costs no connection and no BEGIN/COMMIT.
+    connection: psycopg.AsyncConnection[Row] | None = None
+    pipeline: psycopg.AsyncPipeline | None = None
+    # What _begin entered on the connection: its pipeline.
+    piped: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+    # The last seq this transaction appended per conversation (see append_events).
+    appended: dict[str, int] = field(default_factory=dict)
+    # Appends not sent yet, per conversation: (type, data) each (see append_events).
+    deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # Messages not sent yet, in order: each its column values (hostcall/store/postgres_messages.py).
+    messages: list[tuple[Any, ...]] = field(default_factory=list)
+    # Other writes not sent yet, in order (see _hold).
+    writes: list[HeldWrite] = field(default_factory=list)
+    # The leases (key, owner) a fenced append of this transaction found held since its last
+    # write of a lease: the append keeps the lease row FOR SHARE to the end, so no other
+    # transaction can change or take the lease meanwhile, and this one has not.
+    fenced: set[tuple[str, str]] = field(default_factory=set)
+    # Numbers the held writes' CTEs and parameters.
+    serial: int = 0
+    # Run once COMMIT has succeeded (what the store may remember only once it is so).
+    committed: list[Callable[[], None]] = field(default_factory=list)
+
+
+class PostgresConnections:
+    """The base of ``PostgresStore``: ``transaction()`` and the four ways to send a
+    statement (``_run`` sends and, in a transaction, does not wait; ``_count``, ``_one``
+    and ``_all`` wait for the answer)."""
+
+    def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
+        self.url = url
+        # dict_row makes every connection's rows dicts; the pool's type cannot say so itself.
+        self._pool = cast(
+            AsyncConnectionPool[psycopg.AsyncConnection[Row]],
+            AsyncConnectionPool(
+                url,
+                min_size=min(POOL_MIN, pool_max),
+                max_size=pool_max,
+                kwargs={"autocommit": True, "row_factory": dict_row},
+                open=False,
+                name="hostcall",
+            ),
+        )
+        self._opening: asyncio.Lock | None = None
+        self._opened = False
+        self._transactions: dict[asyncio.Task[Any], _Transaction] = {}
+
+    async def _open(self) -> None:
+        if self._opened:
+            return
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if not self._opened:
+                try:
+                    await self._pool.open(wait=True, timeout=10)
+                except Exception as exc:
+                    raise StoreError(
+                        f"cannot connect to PostgreSQL ({redacted(self.url)}): {exc}",
+                        target=redacted(self.url),
+                    ) from None
+                self._opened = True
+
+    async def _close_pool(self) -> None:
+        if self._opened:
+            self._opened = False
+            await self._pool.close()
+
+    def _current(self) -> _Transaction | None:
+        task = asyncio.current_task()
+        return self._transactions.get(task) if task is not None else None
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """One transaction, in pipeline mode: statements whose results nobody reads (inserts,
+        most event appends) go out without waiting for their answers, so a transaction
+        costs a round trip per result read plus one to end it, not one per statement.
+        Errors still surface before the transaction ends (at its end at the latest).
+        The connection is taken with the first statement.
+        A nested call from the same task joins the open transaction.
+
+        No BEGIN or COMMIT (issue 10: two statements of every transaction, ~100 us of this
+        process's CPU together): a pipeline's statements up to its Sync are one implicit
+        transaction, which the Sync commits, or rolls back if one of them failed. Nothing
+        here sends a Sync before the end (``_count`` reads its rows instead of syncing).
+        An exception of our own sends ROLLBACK first, so the Sync commits nothing.
+        """
+        task = asyncio.current_task()
+        assert task is not None, "a transaction runs in a task"
+        if task in self._transactions:
+            yield
+            return
+        current = self._transactions[task] = _Transaction()
+        ending = False
+        try:
+            yield
+            await self._send_deferred(current)
+            if current.connection is not None:
+                ending = True
+                await current.piped.aclose()  # the Sync commits: an error raises here
+            for then in current.committed:
+                then()
+        except BaseException:
+            # Nothing may commit: ROLLBACK (which the server skips if an error already
+            # aborted the pipeline: the Sync then rolls back), then the Sync. If the
+            # connection is still in a transaction after that, or broken, the pool's
+            # putconn rolls it back or discards it.
+            connection = current.connection
+            if connection is not None:
+                with contextlib.suppress(psycopg.Error):
+                    if not ending:
+                        await connection.execute("ROLLBACK")
+                with contextlib.suppress(psycopg.Error):
+                    await current.piped.__aexit__(*sys.exc_info())
+                if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    with contextlib.suppress(psycopg.Error):
+                        await connection.execute("ROLLBACK")
+            raise
+        finally:
+            del self._transactions[task]
+            if current.connection is not None:
+                await self._pool.putconn(current.connection)
+
+    async def _begin(self, current: _Transaction) -> psycopg.AsyncConnection[Row]:
+        connection = current.connection = await self._borrow()
+        current.pipeline = await current.piped.enter_async_context(connection.pipeline())
+        return connection
+
+    async def _borrow(self) -> psycopg.AsyncConnection[Row]:
+        """A pooled connection, for ``putconn`` to take back (which rolls back, or replaces,
+        one left in a transaction or broken). ``getconn``/``putconn`` rather than the pool's
+        ``connection()``: that also enters the connection's own context, whose COMMIT check
+        and lock cost every statement a little more, for nothing in autocommit mode."""
+        if not self._opened:
+            await self._open()
+        return await self._pool.getconn()
+
+    async def _in(self, current: _Transaction, *, reads: bool) -> psycopg.AsyncConnection[Row]:
+        """The transaction's connection. ``reads``: the caller reads the statement's answer,
+        which must see every event appended and message added before it in the
+        transaction (the deferred ones are sent first). A statement that reads none of
+        ``events``, ``conversations`` and ``messages`` (the only tables a held write
+        touches) passes ``sees_appends=False`` to ``_one``, ``_all`` or ``_count``: the
+        held writes wait for a later statement or COMMIT, and go in together (one
+        statement, not one per read in between)."""
+        if current.writes or (reads and (current.deferred or current.messages)):
+            await self._send_deferred(current, everything=reads)
+        return current.connection or await self._begin(current)
+
+    def _lease_written(self) -> None:
+        """The task's transaction writes a lease: what its fences proved may no longer hold
+        (see ``_Transaction.fenced``)."""
+        current = self._current()
+        if current is not None:
+            current.fenced.clear()
+
+    async def _hold(
+        self,
+        current: _Transaction,
+        table: str,
+        ctes: str,
+        values: Sequence[Any],
+        *,
+        fence: tuple[str, str] | None = None,
+        check: str = "",
+    ) -> None:
+        """Hold a write whose answer nobody reads: it goes out inside the transaction's next
+        statement (any statement: held writes keep their order with the others), or its
+        flush of appends at COMMIT, as CTEs of that one statement. ``ctes`` names its CTEs
+        ``{p}<name>`` and takes ``values`` as %s, in order: both are made unique here.
+        ``table``: what it writes. One statement's CTEs run in no set order, so a second
+        write of one table sends the first before it is held (two rows inserted by two CTEs
+        could take their ``pos`` in either order). ``fence`` and ``check``: see ``HeldWrite``
+        (``check`` names CTEs as ``ctes`` does)."""
+        if any(w.table == table for w in current.writes):
+            await self._send_deferred(current, everything=False)
+        current.serial += 1
+        prefix = f"h{current.serial}_"
+        names = iter(range(len(values)))
+        sql = _PLACEHOLDER.sub(lambda _: f"%({prefix}{next(names)})s", ctes.replace("{p}", prefix))
+        params = {f"{prefix}{i}": value for i, value in enumerate(values)}
+        current.writes.append(HeldWrite(sql, params, table, fence, check.replace("{p}", prefix)))
+
+    def _after_commit(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once what the task sent so far is committed: at its transaction's
+        COMMIT, or now if it has none (its statements were autocommitted)."""
+        current = self._current()
+        if current is None:
+            then()
+        else:
+            current.committed.append(then)
+
+    async def _send_deferred(self, current: _Transaction, *, everything: bool = True) -> None:
+        """Send the transaction's held writes, and with ``everything`` its deferred appends
+        and held messages too (``EventLog`` knows how)."""
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+        """The task's transaction's connection, or a pooled one for the block."""
+        current = self._current()
+        if current is not None:
+            yield await self._in(current, reads=True)
+            return
+        connection = await self._borrow()
+        try:
+            yield connection
+        finally:
+            await self._pool.putconn(connection)
+
+    # The four ways to send a statement: spelled out, as they run for every statement.
+
+    async def _run(self, sql: str, params: Params = None) -> None:
+        current = self._current()
+        if current is not None:
+            await (await self._in(current, reads=False)).execute(sql, params)
+            return
+        connection = await self._borrow()
+        try:
+            await connection.execute(sql, params)
+        finally:
+            await self._pool.putconn(connection)
+
+    async def _count(self, sql: str, params: Params = None, *, sees_appends: bool = True) -> int:
+        """Rows the statement (an INSERT, UPDATE or DELETE) changed. In a transaction, read
+        as rows it returns: the rowcount waits for a Sync, which would commit."""
+        current = self._current()
+        if current is not None:
+            connection = await self._in(current, reads=sees_appends)
+            cursor = await connection.execute(sql + " RETURNING 1", params)
+            return len(await cursor.fetchall())
+        connection = await self._borrow()
+        try:
+            return (await connection.execute(sql, params)).rowcount
+        finally:
+            await self._pool.putconn(connection)
+
+    async def _one(
+        self, sql: str, params: Params = None, *, sees_appends: bool = True
+    ) -> Row | None:
+        current = self._current()
+        if current is not None:
+            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
+            return await cursor.fetchone()
+        connection = await self._borrow()
+        try:
+            return await (await connection.execute(sql, params)).fetchone()
+        finally:
+            await self._pool.putconn(connection)
+
+    async def _all(
+        self, sql: str, params: Params = None, *, sees_appends: bool = True
+    ) -> list[Row]:
+        current = self._current()
+        if current is not None:
+            cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
+            return await cursor.fetchall()
+        connection = await self._borrow()
+        try:
+            return await (await connection.execute(sql, params)).fetchall()
+        finally:
+            await self._pool.putconn(connection)

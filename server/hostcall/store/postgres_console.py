@@ -1,0 +1,202 @@
+"""The PostgreSQL store's console tables (issue 11): users, audit log, agent versions.
+
+A mixin of ``PostgresStore``, the twin of sqlite_console.py; the methods are specified on
+``server.store.Store`` and tests/unit/test_store_console.py runs against both stores.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from hostcall.store import rows
+from hostcall.store.postgres_connections import PostgresConnections
+from hostcall.store.records import (
+    AgentVersion,
+    AuditEntry,
+    ConversationQuery,
+    ConversationSummary,
+    RunStatus,
+    User,
+)
+
+CONSOLE_SCHEMA = """
+CREATE INDEX calls_by_conversation ON calls (conversation_id, state);
+CREATE INDEX conversations_newest ON conversations (created_at DESC, id DESC);
+CREATE TABLE users (
+    name TEXT PRIMARY KEY, role TEXT NOT NULL, password_hash TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE audit (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at DOUBLE PRECISION NOT NULL,
+    actor TEXT NOT NULL, action TEXT NOT NULL, conversation_id TEXT, call_id TEXT,
+    agent_id TEXT, details TEXT NOT NULL
+);
+CREATE INDEX audit_by_conversation ON audit (conversation_id, id);
+CREATE TABLE agent_versions (
+    agent_id TEXT NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL, author TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL, note TEXT NOT NULL,
+    PRIMARY KEY (agent_id, version)
+);
+"""
+
+# The same definitions as sqlite_console.py's.
+_WAITING = (
+    "(k.state = 'awaiting_confirmation'"
+    " OR (k.state IN ('dispatched', 'delivered') AND k.route = 'form'))"
+)
+_SUMMARY = f"""
+SELECT c.*,
+    (SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.pos DESC LIMIT 1)
+        AS run_status,
+    (SELECT COUNT(*) FROM calls k WHERE k.conversation_id = c.id AND {_WAITING})
+        AS waiting_calls,
+    COALESCE((SELECT m.text FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'
+        ORDER BY m.pos LIMIT 1), '') AS first_message
+FROM conversations c
+"""
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _user(row: dict[str, Any]) -> User:
+    return User(row["name"], row["role"], row["password_hash"], row["created_at"])
+
+
+def _version(row: dict[str, Any]) -> AgentVersion:
+    return AgentVersion(
+        agent_id=row["agent_id"],
+        version=row["version"],
+        body=row["body"],
+        author=row["author"],
+        created_at=row["created_at"],
+        note=row["note"],
+    )
+
+
+class PostgresConsoleTables(PostgresConnections):
+    async def add_user(self, user: User) -> bool:
+        changed = await self._count(
+            "INSERT INTO users (name, role, password_hash, created_at) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT DO NOTHING",
+            (user.name, user.role, user.password_hash, user.created_at),
+        )
+        return changed == 1
+
+    async def get_user(self, name: str) -> User | None:
+        row = await self._one("SELECT * FROM users WHERE name = %s", (name,))
+        return _user(row) if row else None
+
+    async def list_users(self) -> list[User]:
+        return [_user(r) for r in await self._all("SELECT * FROM users ORDER BY name")]
+
+    async def add_audit(self, entry: AuditEntry) -> AuditEntry:
+        row = await self._one(
+            "INSERT INTO audit (at, actor, action, conversation_id, call_id, agent_id, details)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (entry.at, entry.actor, entry.action, entry.conversation_id, entry.call_id,
+             entry.agent_id, rows.dump(entry.details)),
+        )  # fmt: skip
+        assert row is not None
+        return replace(entry, id=int(row["id"]))
+
+    async def list_audit(
+        self,
+        *,
+        limit: int = 100,
+        before: int | None = None,
+        conversation_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> list[AuditEntry]:
+        where, args = ["TRUE"], []
+        for column, value in (("id <", before), ("conversation_id =", conversation_id),
+                              ("agent_id =", agent_id)):  # fmt: skip
+            if value is not None:
+                where.append(f"{column} %s")
+                args.append(value)
+        found = await self._all(
+            f"SELECT * FROM audit WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT %s",
+            (*args, limit),
+        )
+        return [
+            AuditEntry(
+                at=r["at"],
+                actor=r["actor"],
+                action=r["action"],
+                conversation_id=r["conversation_id"],
+                call_id=r["call_id"],
+                agent_id=r["agent_id"],
+                details=json.loads(r["details"]),
+                id=int(r["id"]),
+            )
+            for r in found
+        ]
+
+    async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
+        where: list[str] = ["TRUE"]
+        args: list[Any] = []
+        if query.agent_id is not None:
+            where.append("agent_id = %s")
+            args.append(query.agent_id)
+        if query.run_status is not None:
+            where.append("run_status = %s")
+            args.append(query.run_status.value)
+        if query.waiting:
+            where.append("waiting_calls > 0")
+        if query.text:
+            # ILIKE: SQLite's LIKE is case-insensitive (ASCII), and the query says so too.
+            where.append(
+                "(id ILIKE %s OR EXISTS (SELECT 1 FROM messages m"
+                " WHERE m.conversation_id = s.id AND m.text ILIKE %s))"
+            )
+            args += [_like(query.text)] * 2
+        found = await self._all(
+            f"SELECT * FROM ({_SUMMARY}) s WHERE {' AND '.join(where)}"
+            " ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
+            (*args, query.limit, query.offset),
+        )
+        return [
+            ConversationSummary(
+                conversation=rows.conversation(r),
+                run_status=RunStatus(r["run_status"]) if r["run_status"] else None,
+                waiting_calls=int(r["waiting_calls"]),
+                first_message=r["first_message"],
+            )
+            for r in found
+        ]
+
+    async def add_agent_version(self, version: AgentVersion) -> AgentVersion:
+        async with self.transaction():
+            # Numbers per agent without gaps or repeats, across processes.
+            await self._run("SELECT pg_advisory_xact_lock(hashtext(%s))", (version.agent_id,))
+            row = await self._one(
+                "SELECT COALESCE(MAX(version), 0) + 1 AS next FROM agent_versions"
+                " WHERE agent_id = %s",
+                (version.agent_id,),
+            )
+            assert row is not None
+            saved = replace(version, version=int(row["next"]))
+            await self._run(
+                "INSERT INTO agent_versions (agent_id, version, body, author, created_at, note)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                (saved.agent_id, saved.version, saved.body, saved.author, saved.created_at,
+                 saved.note),
+            )  # fmt: skip
+        return saved
+
+    async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
+        found = await self._all(
+            "SELECT * FROM agent_versions WHERE agent_id = %s ORDER BY version DESC", (agent_id,)
+        )
+        return [_version(r) for r in found]
+
+    async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
+        row = await self._one(
+            "SELECT * FROM agent_versions WHERE agent_id = %s AND version = %s",
+            (agent_id, version),
+        )
+        return _version(row) if row else None

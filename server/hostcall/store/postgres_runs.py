@@ -1,0 +1,258 @@
+"""The PostgreSQL store's runs: their rows, the agent definition each names
+(hostcall/store/definitions.py), and the claims and step ends that move them, each one
+statement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcall.store import rows
+from hostcall.store.definitions import Definitions
+from hostcall.store.postgres_connections import IF_FENCED, Row
+from hostcall.store.postgres_coordination import Coordination
+from hostcall.store.records import OPEN_STATES, ClaimedRun, Run, RunStart, RunStatus
+
+_OPEN = rows.states_sql(OPEN_STATES)
+# See sqlite_runs.py's STALLED_RUNS for what "stalled" means.
+STALLED_RUNS = f"""
+SELECT r.* FROM runs r
+WHERE r.status IN ('running', 'waiting')
+  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
+  AND (r.status = 'running' OR NOT EXISTS (
+      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state IN {_OPEN}))
+ORDER BY r.pos
+"""
+
+
+# The conversation's messages, oldest first, as one JSON value (NULL for none): a step's
+# history, read in the statement that claims or starts its run (issue 10: the step's own
+# SELECT of them cost a statement per step). {cid}: the conversation's id; {when}: a
+# condition (the run was claimed or stored).
+HISTORY = """(
+    SELECT json_agg(m ORDER BY m.pos) FROM messages m WHERE m.conversation_id = {cid} AND {when}
+)"""
+# claim_ready_run in one statement (one round trip where it took four): the lease is taken
+# only for a ready run, and the run claimed only with the lease. A concurrent claimer's
+# INSERT waits for this one to commit, then finds a live lease that is not its own.
+# The run is claimed only at the step ``ready`` saw: had another process claimed it and
+# ended a step while this statement waited for the lease row, the run would be waiting
+# again, at a step with open calls that ``ready``'s snapshot cannot see (the lease taken
+# then goes back). So the history, read with that snapshot, is the claimed step's: every
+# message of the conversation is committed with the step, or the settling of the call,
+# that ``ready`` requires done.
+CLAIM_READY_RUN = f"""
+WITH ready AS (
+    SELECT r.id, r.step FROM runs r
+    WHERE r.id = %(run)s AND r.status = %(waiting)s AND NOT EXISTS (
+        SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state IN {_OPEN})
+), taken AS (
+    INSERT INTO leases (key, owner, until) SELECT %(key)s, %(owner)s, %(until)s FROM ready
+    ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until
+    WHERE leases.owner = excluded.owner OR leases.until < %(now)s
+    RETURNING key
+), claimed AS (
+    UPDATE runs SET status = %(running)s
+    WHERE id = %(run)s AND status = %(waiting)s AND step = (SELECT step FROM ready)
+      AND EXISTS (SELECT 1 FROM taken)
+    RETURNING *
+)
+SELECT EXISTS (SELECT 1 FROM taken) AS took,
+    {HISTORY.format(cid="claimed.conversation_id", when="claimed.id IS NOT NULL")} AS history,
+    claimed.*
+FROM (SELECT 1) AS one LEFT JOIN claimed ON TRUE
+"""
+
+
+RUN_INSERT = (
+    "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
+    " VALUES (%s, %s, %s, %s, %s, NULL, %s)"
+)
+# The run and its lease unless the conversation has a run in progress (then that run's id
+# and status, and nothing stored). A lease row already there for a new run's key (never: ids
+# are random) fails the transaction rather than being taken over. With the conversation's
+# messages (those sent earlier in the transaction included), which nobody else can add
+# meanwhile: its row is locked, and no run of it is in progress.
+CREATE_RUN_ALONE = f"""
+WITH busy AS (
+    SELECT id, status FROM runs WHERE conversation_id = %s AND status IN ('running', 'waiting')
+    ORDER BY pos DESC LIMIT 1
+), run AS (
+    INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)
+    SELECT %s, %s, %s, %s, %s, NULL, %s WHERE NOT EXISTS (SELECT 1 FROM busy)
+    RETURNING id
+), lease AS (
+    INSERT INTO leases (key, owner, until) SELECT %s, %s, %s FROM run
+)
+SELECT busy.id AS busy, busy.status,
+    {HISTORY.format(cid="%s", when="busy.id IS NULL")} AS history
+FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE
+"""
+
+
+class RunTables(Coordination):
+    _definitions: Definitions
+
+    async def create_run(self, run: Run) -> None:
+        await self._run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
+
+    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
+        # After the transaction's append of the run's first events (whose UPDATE of the
+        # conversation's row locks it to the end), in a statement of its own: a statement
+        # that waited for the lock reads the runs as they were when it began (READ
+        # COMMITTED re-checks only the locked row), so a run committed meanwhile would go
+        # unseen (measured: two messages at once both started a run). The check, the run
+        # and its lease are one statement (three, before issue 10's fifth round).
+        values = self._run_values(run, await self._stored_digest(run))
+        self._lease_written()
+        cid = run.conversation_id
+        row = await self._one(CREATE_RUN_ALONE, (cid, *values, *lease, cid))
+        assert row is not None  # the statement always returns its one row
+        if row["busy"]:
+            return RunStart((row["busy"], RunStatus(row["status"])))
+        return RunStart(None, rows.messages(row["history"]))
+
+    async def _stored_digest(self, run: Run) -> str:
+        """The digest naming the run's definition, which is written first if this process
+        has not seen it written."""
+        digest = self._definitions.digest(run)
+        if digest not in self._definitions.written:
+            # Once per distinct definition and process, not per run (~5 KB of JSON each).
+            await self._run(
+                "INSERT INTO agent_definitions (digest, definition) VALUES (%s, %s)"
+                " ON CONFLICT (digest) DO NOTHING",
+                (digest, self._definitions.text(digest, run.agent)),
+            )
+            # Remembered only once committed: a rolled-back run's definition is not there.
+            self._after_commit(lambda: self._definitions.written.add(digest))
+        return digest
+
+    @staticmethod
+    def _run_values(run: Run, digest: str) -> tuple[Any, ...]:
+        return (run.id, run.conversation_id, digest, run.status, run.step, run.simulate)
+
+    async def _runs(self, found: list[Row]) -> list[Run]:
+        """Rows to runs, each with the agent definition its digest names (read from the
+        table only the first time this process meets a digest)."""
+        agents, missing = self._definitions.known(r["agent_digest"] for r in found)
+        if missing:
+            for row in await self._all(
+                "SELECT digest, definition FROM agent_definitions WHERE digest = ANY(%s)",
+                (missing,),
+            ):
+                agents[row["digest"]] = self._definitions.learn(row["digest"], row["definition"])
+        return [rows.run(r, agents[r["agent_digest"]]) for r in found]
+
+    async def _run_or_none(self, row: Row | None) -> Run | None:
+        return (await self._runs([row]))[0] if row else None
+
+    async def get_run(self, run_id: str) -> Run | None:
+        return await self._run_or_none(
+            await self._one("SELECT * FROM runs WHERE id = %s", (run_id,))
+        )
+
+    async def latest_run(self, conversation_id: str) -> Run | None:
+        row = await self._one(
+            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos DESC LIMIT 1",
+            (conversation_id,),
+        )
+        return await self._run_or_none(row)
+
+    async def list_runs(self, conversation_id: str) -> list[Run]:
+        found = await self._all(
+            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
+        )
+        return await self._runs(found)
+
+    async def runs_with_status(self, status: RunStatus) -> list[Run]:
+        found = await self._all("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))
+        return await self._runs(found)
+
+    async def update_run(self, run_id: str, **changes: Any) -> None:
+        encoded = rows.run_changes(changes)
+        assignments = ", ".join(f"{k} = %s" for k in encoded)
+        await self._run(
+            f"UPDATE runs SET {assignments} WHERE id = %s",
+            (*encoded.values(), run_id),
+        )
+
+    async def update_run_leased(
+        self, run_id: str, lease: tuple[str, str], *, until: float | None = None, **changes: Any
+    ) -> bool:
+        encoded = rows.run_changes(changes)
+        assignments = ", ".join(f"{k} = %s" for k in encoded)
+        # One statement where there were two (issue 10): the lease row's change takes its
+        # lock, held to commit, as DELETE or UPDATE alone did; the run changes only with it.
+        lease_args: list[Any]
+        if until is None:
+            held, lease_args = "DELETE FROM leases WHERE key = %s AND owner = %s", [*lease]
+        else:
+            held, lease_args = (
+                "UPDATE leases SET until = %s WHERE key = %s AND owner = %s",
+                [until, *lease],
+            )
+        ctes = (
+            f"{{p}}held AS ({held}{IF_FENCED} RETURNING 1), {{p}}changed AS (UPDATE runs SET"
+            f" {assignments} WHERE id = %s AND EXISTS (SELECT 1 FROM {{p}}held))"
+        )
+        values = (*lease_args, *encoded.values(), run_id)
+        current = self._current()
+        if current is not None and lease in current.fenced:
+            # A fenced append of this transaction found the lease held, keeps its row FOR
+            # SHARE to the end, and nothing in the transaction wrote a lease since: the
+            # lease is still held, so the answer is known without asking. Held, the write
+            # goes out with the step's other writes at the end, in one statement where
+            # there were two, and is not waited for.
+            await self._hold(current, "runs", ctes.replace(IF_FENCED, ""), values)
+            self._lease_written()
+            return True
+        if current is not None:
+            # Not known yet: held, and answered by the transaction's next fenced append of
+            # the lease, which carries it (a step's end before its last text: one statement
+            # where there were two, issue 10), or checked where it goes out alone. Lost,
+            # the transaction raises LeaseLost and changes nothing.
+            await self._hold(current, "runs", ctes, values, fence=lease, check="{p}held")
+            self._lease_written()
+            return True
+        row = await self._one(
+            f"WITH {ctes.replace('{p}', '').replace(IF_FENCED, '')} SELECT COUNT(*) AS n FROM held",
+            values,
+        )
+        return row is not None and row["n"] == 1
+
+    async def claim_run(
+        self, run_id: str, from_status: RunStatus, to_status: RunStatus
+    ) -> Run | None:
+        row = await self._one(
+            "UPDATE runs SET status = %s WHERE id = %s AND status = %s RETURNING *",
+            (to_status, run_id, from_status),
+        )
+        return await self._run_or_none(row)
+
+    async def claim_ready_run(
+        self, run_id: str, key: str, owner: str, until: float, now: float
+    ) -> ClaimedRun | None:
+        self._lease_written()
+        row = await self._one(
+            CLAIM_READY_RUN,
+            {
+                "run": run_id,
+                "key": key,
+                "owner": owner,
+                "until": until,
+                "now": now,
+                "waiting": RunStatus.WAITING.value,
+                "running": RunStatus.RUNNING.value,
+            },
+        )
+        assert row is not None  # the statement always returns its one row
+        if row["id"] is not None:
+            run = (await self._runs([row]))[0]
+            return ClaimedRun(run, rows.messages(row["history"]))
+        if row["took"]:
+            # The run moved on between the statement's read and its update (another process
+            # claimed and ran it meanwhile): the lease taken for it goes back.
+            await self.release_lease(key, owner)
+        return None
+
+    async def stalled_runs(self) -> list[Run]:
+        return await self._runs(await self._all(STALLED_RUNS))

@@ -1,0 +1,140 @@
+"""The PostgreSQL store's surfaces (issue 9; the interface is in hostcall/store/__init__.py)."""
+
+from __future__ import annotations
+
+from hostcall.store import rows
+from hostcall.store.postgres_connections import PostgresConnections
+from hostcall.store.records import Surface
+
+# Migration 5 (hostcall/store/postgres.py): where each call is assigned, and the surfaces.
+SURFACES_SCHEMA = """
+ALTER TABLE calls ADD COLUMN surface_id TEXT;
+ALTER TABLE calls ADD COLUMN assignment INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE surfaces (
+    conversation_id TEXT NOT NULL, id TEXT NOT NULL, tools TEXT NOT NULL DEFAULT '[]',
+    last_active DOUBLE PRECISION NOT NULL, streams INTEGER NOT NULL DEFAULT 0,
+    detached_at DOUBLE PRECISION, left_page BOOLEAN NOT NULL DEFAULT FALSE,
+    PRIMARY KEY (conversation_id, id)
+);
+"""
+
+# Migration 7: which process serves each surface's streams, so the streams of a process
+# that died stop counting when its lease lapses (``drop_streams``).
+SURFACE_STREAMS_SCHEMA = """
+CREATE TABLE surface_streams (
+    conversation_id TEXT NOT NULL, surface_id TEXT NOT NULL, owner TEXT NOT NULL,
+    streams INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, surface_id, owner)
+);
+CREATE INDEX surface_streams_by_owner ON surface_streams (owner);
+"""
+
+_UPSERT = (
+    "INSERT INTO surfaces (conversation_id, id, last_active, detached_at)"
+    " VALUES (%s, %s, %s, %s) ON CONFLICT (conversation_id, id) DO NOTHING"
+)
+
+
+class SurfaceTables(PostgresConnections):
+    async def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        await self._run(_UPSERT, (conversation_id, surface_id, now, now))
+
+    async def save_surface_tools(
+        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
+    ) -> None:
+        await self._ensure_surface(conversation_id, surface_id, now)
+        await self._run(
+            "UPDATE surfaces SET tools = %s WHERE conversation_id = %s AND id = %s",
+            (rows.dump(list(tools)), conversation_id, surface_id),
+        )
+
+    async def attach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None:
+        await self._ensure_surface(conversation_id, surface_id, now)
+        await self._run(
+            "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = %s"
+            " WHERE conversation_id = %s AND id = %s",
+            (now, conversation_id, surface_id),
+        )
+        await self._run(
+            "INSERT INTO surface_streams (conversation_id, surface_id, owner, streams)"
+            " VALUES (%s, %s, %s, 1) ON CONFLICT (conversation_id, surface_id, owner)"
+            " DO UPDATE SET streams = surface_streams.streams + 1",
+            (conversation_id, surface_id, owner),
+        )
+
+    async def detach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None:
+        # Only a stream still counted for this owner: once its streams were dropped (the
+        # process was taken for dead), a late detach must not count them off twice.
+        mine = await self._count(
+            "UPDATE surface_streams SET streams = streams - 1"
+            " WHERE conversation_id = %s AND surface_id = %s AND owner = %s AND streams > 0",
+            (conversation_id, surface_id, owner),
+        )
+        if mine != 1:
+            return
+        await self._run(
+            "DELETE FROM surface_streams"
+            " WHERE conversation_id = %s AND surface_id = %s AND owner = %s AND streams <= 0",
+            (conversation_id, surface_id, owner),
+        )
+        await self._run(
+            "UPDATE surfaces SET streams = GREATEST(streams - 1, 0),"
+            " detached_at = CASE WHEN streams = 1 THEN %s ELSE detached_at END"
+            " WHERE conversation_id = %s AND id = %s",
+            (now, conversation_id, surface_id),
+        )
+
+    async def drop_streams(self, owner: str, now: float) -> int:
+        counted = await self._all(
+            "DELETE FROM surface_streams WHERE owner = %s"
+            " RETURNING conversation_id, surface_id, streams",
+            (owner,),
+        )
+        for row in counted:
+            await self._run(
+                "UPDATE surfaces SET streams = GREATEST(streams - %s, 0),"
+                " detached_at = CASE WHEN streams <= %s THEN %s ELSE detached_at END"
+                " WHERE conversation_id = %s AND id = %s",
+                (row["streams"], row["streams"], now, row["conversation_id"], row["surface_id"]),
+            )
+        return len(counted)
+
+    async def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        await self._ensure_surface(conversation_id, surface_id, now)
+        await self._run(
+            "UPDATE surfaces SET left_page = TRUE, detached_at = %s"
+            " WHERE conversation_id = %s AND id = %s",
+            (now, conversation_id, surface_id),
+        )
+
+    async def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        await self._ensure_surface(conversation_id, surface_id, now)
+        await self._run(
+            "UPDATE surfaces SET last_active = GREATEST(last_active, %s)"
+            " WHERE conversation_id = %s AND id = %s",
+            (now, conversation_id, surface_id),
+        )
+
+    async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
+        row = await self._one(
+            "SELECT * FROM surfaces WHERE conversation_id = %s AND id = %s",
+            (conversation_id, surface_id),
+        )
+        return rows.surface(row) if row else None
+
+    async def list_surfaces(self, conversation_id: str) -> list[Surface]:
+        found = await self._all(
+            "SELECT * FROM surfaces WHERE conversation_id = %s ORDER BY last_active DESC",
+            (conversation_id,),
+            sees_appends=False,
+        )
+        return [rows.surface(r) for r in found]
+
+    async def reset_surfaces(self, now: float) -> None:
+        # Do not zero the counts here: other processes serve streams of this database too.
+        # A process that died loses its streams when its lease lapses (``drop_streams``).
+        return None

@@ -1,0 +1,230 @@
+"""What the store keeps: plain frozen records, shared by every store implementation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from hostcall.calls.transitions import OPEN_STATES, CallState
+
+__all__ = [
+    "ANONYMOUS_SURFACE",
+    "OPEN_STATES",
+    "AgentVersion",
+    "AuditEntry",
+    "Call",
+    "CallState",
+    "ClaimedRun",
+    "Conversation",
+    "ConversationQuery",
+    "ConversationSummary",
+    "OpenedStream",
+    "Run",
+    "RunStart",
+    "RunStatus",
+    "StoredMessage",
+    "Surface",
+    "User",
+]
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    WAITING = "waiting"
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    id: str
+    agent_id: str
+    created_at: float
+    locale: str = ""
+    handled_tools: tuple[str, ...] = ()
+    # Bumped each time a widget resumes the conversation from its cookie; session tokens
+    # of an older generation are refused (session fixation, issue 7).
+    session_generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedStream:
+    """What ``Store.open_stream`` found: the conversation (None: there is none), whether the
+    ticket was redeemed, and the conversation's last seq as the same read saw it (0 with no
+    conversation): a stream that subscribed before it needs no backlog read when nothing
+    is past its position (issue 10)."""
+
+    conversation: Conversation | None
+    redeemed: bool
+    last_seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    id: str
+    conversation_id: str
+    run_id: str
+    role: str
+    text: str = ""
+    # Each: {"id", "name", "arguments"} — our call ids, so tool answers match them.
+    tool_calls: tuple[dict[str, str], ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    # An assistant message cut off by a failed run: kept, since the person saw it (issue 8).
+    interrupted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: str
+    conversation_id: str
+    agent: dict[str, Any]
+    status: RunStatus
+    step: int = 0
+    error: dict[str, Any] | None = None
+    simulate: bool = False
+    # Names ``agent`` in the store (hostcall/store/definitions.py); "" for a run not stored
+    # yet, whose store computes it. Derived from ``agent``, so not compared.
+    agent_digest: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedRun:
+    """A run as ``Store.claim_ready_run`` left it, and its conversation's messages as they
+    were then, oldest first: its next step's history. Nothing adds a message to the
+    conversation while its run is running but the run's own step (issue 10: read in the
+    claim's statement on PostgreSQL, the step's own read of them is gone)."""
+
+    run: Run
+    history: tuple[StoredMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """What ``Store.create_run_alone`` found: the run in progress, as (id, status), if any
+    (then nothing was stored); else the conversation's messages, oldest first, the new
+    run's first message (added before, in the same transaction) the last: its first step's
+    history (read in the same statement on PostgreSQL)."""
+
+    busy: tuple[str, RunStatus] | None
+    history: tuple[StoredMessage, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    id: str
+    conversation_id: str
+    run_id: str
+    step: int
+    tool_name: str
+    state: CallState
+    input: Any
+    arguments: str
+    deadline: float
+    route: str = "form"
+    outcome: dict[str, Any] | None = None
+    delivered: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    # The surface the call is assigned to (route "handler"); None while the form answers it.
+    surface_id: str | None = None
+    # How many times it was assigned to a surface: a stream delivers only the latest.
+    assignment: int = 0
+
+
+# A client that names no surface speaks for the whole conversation (docs/protocol.md): it is
+# always present, and a call is never taken away from it.
+ANONYMOUS_SURFACE = "conversation"
+
+
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """One attached place a person is: a widget in a tab, a console, a custom client."""
+
+    id: str
+    conversation_id: str
+    tools: tuple[str, ...] = ()
+    last_active: float = 0.0
+    # Open event streams of this surface (a page may briefly have two while reconnecting).
+    streams: int = 0
+    # When its last stream closed; a surface reconnecting within the grace period is kept.
+    detached_at: float | None = None
+    # The page said it is going away (reload, navigation, closed tab): no grace period.
+    left: bool = False
+
+    def present(self, now: float, grace: float) -> bool:
+        if self.id == ANONYMOUS_SURFACE:
+            return True
+        if self.left:
+            return False
+        return self.streams > 0 or (self.detached_at is not None and now - self.detached_at < grace)
+
+
+# ---- the operator console (issue 11) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """A console account. ``password_hash`` is an argon2 hash string; never the password."""
+
+    name: str
+    role: str
+    password_hash: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One console action: who, what, when, on which conversation / call / agent.
+
+    ``id`` is assigned by the store (increasing); pass 0 when adding.
+    """
+
+    at: float
+    actor: str
+    action: str
+    conversation_id: str | None = None
+    call_id: str | None = None
+    agent_id: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationQuery:
+    """Filters for ``Store.list_conversations`` (all optional; combined with AND).
+
+    ``waiting``: only conversations with a call waiting for a person — a call awaiting
+    confirmation, or a dispatched/delivered call whose route is ``form``.
+    ``text``: case-insensitive substring of any message's text, or of the conversation id.
+    """
+
+    agent_id: str | None = None
+    run_status: RunStatus | None = None
+    waiting: bool = False
+    text: str = ""
+    limit: int = 50
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    conversation: Conversation
+    # The status of the conversation's latest run; None before its first message.
+    run_status: RunStatus | None
+    # How many of its calls wait for a person (the definition of ``ConversationQuery.waiting``).
+    waiting_calls: int
+    # The text of its first user message ('' if none), for the list.
+    first_message: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentVersion:
+    """One saved version of an agent file. ``version`` counts from 1 per agent (store-assigned)."""
+
+    agent_id: str
+    version: int
+    body: str
+    author: str
+    created_at: float
+    note: str = ""

@@ -1,0 +1,170 @@
+"""Rows to records, shared by every store (JSON columns are text in both databases)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hostcall import strictjson
+from hostcall.store.records import (
+    Call,
+    CallState,
+    Conversation,
+    Run,
+    RunStatus,
+    StoredMessage,
+    Surface,
+)
+
+# The only run and call fields an update may change (guards the f-string SQL builders).
+RUN_FIELDS = frozenset({"status", "step", "error"})
+CALL_FIELDS = frozenset(
+    {"input", "deadline", "route", "outcome", "delivered", "extra", "surface_id", "assignment"}
+)
+JSON_CALL_FIELDS = frozenset({"input", "outcome", "extra"})
+
+
+def states_sql(states: Iterable[CallState | str]) -> str:
+    """Call states as a SQL list, ``('dispatched','delivered')``, to inline in a statement.
+    PostgreSQL: an array parameter (``state = ANY(%s)``) cost psycopg ~50 us to adapt, in
+    Python, per statement (py-spy, issue 10). Safe to inline: ``CallState`` refuses anything
+    but its own values."""
+    return "(" + ",".join(f"'{CallState(s).value}'" for s in states) + ")"
+
+
+def dump(value: Any) -> str:
+    # Strict (issue 7): a non-finite number raises here and the unit rolls back, rather
+    # than being stored as the non-JSON `NaN` that every later read would have to survive.
+    return strictjson.dumps(value)
+
+
+def load(text: str) -> Any:
+    # Lenient: rows written before strict parsing may hold NaN or absurd nesting; they
+    # read back as NaN (rendered null) or None, never as an exception (issue 7).
+    return strictjson.loads_stored(text)
+
+
+def call_values(call: Call) -> tuple[Any, ...]:
+    """A new call's column values for both stores' INSERT: id, conversation_id, run_id, step,
+    tool_name, state, input, arguments, deadline, route, outcome, delivered, extra,
+    surface_id, assignment (sqlite3 stores a bool as 0 or 1)."""
+    return (
+        call.id,
+        call.conversation_id,
+        call.run_id,
+        call.step,
+        call.tool_name,
+        call.state,
+        dump(call.input),
+        call.arguments,
+        call.deadline,
+        call.route,
+        dump(call.outcome) if call.outcome is not None else None,
+        call.delivered,
+        dump(call.extra),
+        call.surface_id,
+        call.assignment,
+    )
+
+
+def message_values(message: StoredMessage) -> tuple[Any, ...]:
+    """A message's column values for both stores' INSERT: id, conversation_id, run_id, role,
+    text, tool_calls, tool_call_id, tool_name, interrupted."""
+    return (
+        message.id,
+        message.conversation_id,
+        message.run_id,
+        message.role,
+        message.text,
+        dump(list(message.tool_calls)),
+        message.tool_call_id,
+        message.tool_name,
+        message.interrupted,
+    )
+
+
+def conversation(row: Mapping[str, Any]) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        agent_id=row["agent_id"],
+        created_at=row["created_at"],
+        locale=row["locale"],
+        handled_tools=tuple(load(row["handled_tools"]) or ()),
+        session_generation=int(row["session_generation"] or 0),
+    )
+
+
+def message(row: Mapping[str, Any]) -> StoredMessage:
+    return StoredMessage(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        run_id=row["run_id"],
+        role=row["role"],
+        text=row["text"],
+        tool_calls=tuple(load(row["tool_calls"]) or ()),
+        tool_call_id=row["tool_call_id"],
+        tool_name=row["tool_name"],
+        interrupted=bool(row["interrupted"]),
+    )
+
+
+def messages(found: Iterable[Mapping[str, Any]] | None) -> tuple[StoredMessage, ...]:
+    """Message rows, oldest first, as read or as PostgreSQL's ``json_agg`` of them (None for
+    none): their JSON has the same values as the columns (text, booleans, integers)."""
+    return tuple(message(r) for r in found or ())
+
+
+def run(row: Mapping[str, Any], agent: Any) -> Run:
+    """``agent``: the definition the row's ``agent_digest`` names (store/definitions.py)."""
+    return Run(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        agent=agent,
+        status=RunStatus(row["status"]),
+        step=row["step"],
+        error=load(row["error"]) if row["error"] else None,
+        simulate=bool(row["simulate"]),
+        agent_digest=row["agent_digest"],
+    )
+
+
+def call(row: Mapping[str, Any]) -> Call:
+    return Call(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        run_id=row["run_id"],
+        step=row["step"],
+        tool_name=row["tool_name"],
+        state=CallState(row["state"]),
+        input=load(row["input"]),
+        arguments=row["arguments"],
+        deadline=row["deadline"],
+        route=row["route"],
+        outcome=load(row["outcome"]) if row["outcome"] else None,
+        delivered=bool(row["delivered"]),
+        extra=load(row["extra"]) or {},
+        surface_id=row["surface_id"],
+        assignment=row["assignment"],
+    )
+
+
+def surface(row: Mapping[str, Any]) -> Surface:
+    return Surface(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        tools=tuple(load(row["tools"]) or ()),
+        last_active=row["last_active"],
+        streams=row["streams"],
+        detached_at=row["detached_at"],
+        left=bool(row["left_page"]),
+    )
+
+
+def run_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    assert set(changes) <= RUN_FIELDS, f"unknown run fields: {set(changes) - RUN_FIELDS}"
+    return {k: dump(v) if k == "error" else v for k, v in changes.items()}
+
+
+def call_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    assert set(changes) <= CALL_FIELDS, f"unknown call fields: {set(changes) - CALL_FIELDS}"
+    return {k: dump(v) if k in JSON_CALL_FIELDS else v for k, v in changes.items()}

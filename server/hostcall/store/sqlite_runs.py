@@ -1,0 +1,178 @@
+"""The SQLite store's runs, each with the agent definition it started with (stored once per
+distinct definition: hostcall/store/definitions.py). The interface is in hostcall/store/__init__.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from hostcall.store import rows
+from hostcall.store.definitions import Definitions
+from hostcall.store.records import (
+    OPEN_STATES,
+    ClaimedRun,
+    Run,
+    RunStart,
+    RunStatus,
+    StoredMessage,
+)
+from hostcall.store.sqlite_coordination import Coordination
+
+_OPEN = tuple(s.value for s in OPEN_STATES)
+# Runs no process works on although they could move: running with no lease (the process
+# died between claiming and leasing, or before leases existed), or waiting with every call
+# of the step settled (the process died between settling the last call and resuming).
+STALLED_RUNS = f"""
+SELECT r.* FROM runs r
+WHERE r.status IN ('running', 'waiting')
+  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
+  AND (r.status = 'running' OR NOT EXISTS (
+      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step
+      AND c.state IN ({",".join("?" * len(OPEN_STATES))})))
+ORDER BY r.pos
+"""
+
+
+# A waiting run none of whose current step's calls is open, claimed (running).
+CLAIM_READY_RUN = f"""
+UPDATE runs SET status = 'running'
+WHERE id = ? AND status = 'waiting' AND NOT EXISTS (
+    SELECT 1 FROM calls c WHERE c.run_id = runs.id AND c.step = runs.step
+    AND c.state IN ({",".join("?" * len(OPEN_STATES))}))
+RETURNING *
+"""
+
+
+class RunTables(Coordination):
+    _db: sqlite3.Connection
+    _definitions: Definitions
+    _owner: asyncio.Task[Any] | None
+    _let_go: set[tuple[str, str]]
+
+    def transaction(self) -> AbstractAsyncContextManager[None]:
+        raise NotImplementedError  # SQLiteStore's
+
+    async def create_run(self, run: Run) -> None:
+        digest = self._definitions.digest(run)
+        # A definition already there is not written again: a lookup, no write (the
+        # transaction may roll back, so this process does not skip it by memory).
+        self._db.execute(
+            "INSERT OR IGNORE INTO agent_definitions (digest, definition) VALUES (?, ?)",
+            (digest, self._definitions.text(digest, run.agent)),
+        )
+        self._db.execute(
+            "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run.id, run.conversation_id, digest, run.status, run.step, None, int(run.simulate)),
+        )
+
+    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
+        busy = self._db.execute(
+            "SELECT id, status FROM runs WHERE conversation_id = ?"
+            " AND status IN ('running', 'waiting') ORDER BY pos DESC LIMIT 1",
+            (run.conversation_id,),
+        ).fetchone()
+        if busy is not None:
+            return RunStart((busy[0], RunStatus(busy[1])))
+        await self.create_run(run)
+        self._db.execute("INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)", lease)
+        return RunStart(None, self._history(run.conversation_id))
+
+    def _history(self, conversation_id: str) -> tuple[StoredMessage, ...]:
+        """The conversation's messages, oldest first: a step's history (see ``ClaimedRun``)."""
+        return rows.messages(
+            self._db.execute(
+                "SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
+            )
+        )
+
+    def _runs(self, found: Iterable[Any]) -> list[Run]:
+        """Rows to runs, each with the agent definition its digest names."""
+        found = list(found)
+        agents, missing = self._definitions.known(r["agent_digest"] for r in found)
+        if missing:
+            marks = ",".join("?" * len(missing))
+            for digest, text in self._db.execute(
+                f"SELECT digest, definition FROM agent_definitions WHERE digest IN ({marks})",
+                missing,
+            ):
+                agents[digest] = self._definitions.learn(digest, text)
+        return [rows.run(r, agents[r["agent_digest"]]) for r in found]
+
+    def _run_or_none(self, found: Iterable[Any]) -> Run | None:
+        runs = self._runs(found)
+        return runs[0] if runs else None
+
+    async def get_run(self, run_id: str) -> Run | None:
+        return self._run_or_none(self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)))
+
+    async def latest_run(self, conversation_id: str) -> Run | None:
+        return self._run_or_none(
+            self._db.execute(
+                "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1",
+                (conversation_id,),
+            )
+        )
+
+    async def list_runs(self, conversation_id: str) -> list[Run]:
+        found = self._db.execute(
+            "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
+        )
+        return self._runs(found)
+
+    async def runs_with_status(self, status: RunStatus) -> list[Run]:
+        found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
+        return self._runs(found)
+
+    async def update_run(self, run_id: str, **changes: Any) -> None:
+        encoded = rows.run_changes(changes)
+        assignments = ", ".join(f"{k} = ?" for k in encoded)
+        self._db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*encoded.values(), run_id))
+
+    async def update_run_leased(
+        self, run_id: str, lease: tuple[str, str], *, until: float | None = None, **changes: Any
+    ) -> bool:
+        key, owner = lease
+        if until is None:
+            held = await self.release_lease(key, owner)
+            if held and self._owner is not None and self._owner is asyncio.current_task():
+                self._let_go.add(lease)
+        else:
+            held = await self.keep_lease(key, owner, until)
+        if held:
+            await self.update_run(run_id, **changes)
+        return held
+
+    async def claim_run(
+        self, run_id: str, from_status: RunStatus, to_status: RunStatus
+    ) -> Run | None:
+        found = self._db.execute(
+            "UPDATE runs SET status = ? WHERE id = ? AND status = ? RETURNING *",
+            (to_status, run_id, from_status),
+        ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
+        return self._run_or_none(found)
+
+    async def claim_ready_run(
+        self, run_id: str, key: str, owner: str, until: float, now: float
+    ) -> ClaimedRun | None:
+        # Two statements, and nothing decoded but the claimed run and its history: the claim
+        # is on the way from a step's last answer to the next step's first text (issue 9).
+        async with self.transaction():
+            found = self._db.execute(CLAIM_READY_RUN, (run_id, *_OPEN)).fetchall()
+            if not found:
+                return None
+            if not await self.take_lease(key, owner, until, now):
+                # Another process holds the run: the claim goes back (nobody saw it: the
+                # transaction holds the file).
+                await self.claim_run(run_id, RunStatus.RUNNING, RunStatus.WAITING)
+                return None
+            run = self._runs(found)[0]
+            return ClaimedRun(run, self._history(run.conversation_id))
+
+    async def stalled_runs(self) -> list[Run]:
+        found = self._db.execute(STALLED_RUNS, (*_OPEN,))
+        return self._runs(found)

@@ -1,0 +1,91 @@
+"""The SQLite store's schema, as numbered migrations (hostcall/store/migrations.py).
+
+Changing a table means a new migration at the end, never an edit of an applied one.
+"""
+
+from __future__ import annotations
+
+from hostcall.store.migrations import Migration
+from hostcall.store.sqlite_console import CONSOLE_SCHEMA
+from hostcall.store.sqlite_surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
+
+MIGRATIONS = (
+    # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
+    Migration(1, "initial", """
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, created_at REAL NOT NULL,
+    locale TEXT NOT NULL DEFAULT '', handled_tools TEXT NOT NULL DEFAULT '[]',
+    last_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS messages (
+    pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,
+    conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, role TEXT NOT NULL,
+    text TEXT NOT NULL, tool_calls TEXT NOT NULL, tool_call_id TEXT, tool_name TEXT
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, pos);
+CREATE TABLE IF NOT EXISTS runs (
+    pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,
+    conversation_id TEXT NOT NULL, agent TEXT NOT NULL, status TEXT NOT NULL,
+    step INTEGER NOT NULL, error TEXT, simulate INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS runs_by_conversation ON runs (conversation_id, pos);
+CREATE TABLE IF NOT EXISTS calls (
+    pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,
+    conversation_id TEXT NOT NULL, run_id TEXT NOT NULL, step INTEGER NOT NULL,
+    tool_name TEXT NOT NULL, state TEXT NOT NULL, input TEXT NOT NULL, arguments TEXT NOT NULL,
+    deadline REAL NOT NULL, route TEXT NOT NULL, outcome TEXT, delivered INTEGER NOT NULL,
+    extra TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_by_run ON calls (run_id, step);
+CREATE INDEX IF NOT EXISTS calls_open ON calls (state, deadline);
+CREATE TABLE IF NOT EXISTS grants (
+    conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL, call_id TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, tool_name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, seq)
+) WITHOUT ROWID;
+"""),
+    Migration(2, "leases", """
+CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL)
+    WITHOUT ROWID;
+CREATE INDEX leases_by_until ON leases (until);
+CREATE INDEX runs_by_status ON runs (status);
+"""),
+    # The console's tables (issue 11); IF NOT EXISTS adopts files made before migrations.
+    # Changing them later means a new migration here, not an edit of CONSOLE_SCHEMA.
+    Migration(3, "console", CONSOLE_SCHEMA),
+    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
+    Migration(4, "tickets", """
+CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE probe (at REAL);
+"""),
+    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    Migration(5, "interrupted messages", """
+ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+"""),
+    Migration(6, "surfaces", SURFACES_SCHEMA),
+    # Issue 7: session generations (a resumed conversation refuses its older tokens).
+    Migration(7, "session generations", """
+ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
+"""),
+    # Issue 9: surfaces' streams counted per process, dropped when a process dies.
+    Migration(8, "surface streams", SURFACE_STREAMS_SCHEMA),
+    # Issue 10: rate and cost limits counted in the store (hostcall/counters.py).
+    Migration(9, "quota counters", """
+CREATE TABLE quota_counters (key TEXT PRIMARY KEY, window_start REAL NOT NULL,
+    count INTEGER NOT NULL) WITHOUT ROWID;
+"""),
+    # Issue 10: a run stores its agent definition by reference (hostcall/store/definitions.py);
+    # runs' copies move to one row per distinct copy, keyed by its first run.
+    Migration(10, "agent definitions", """
+CREATE TABLE agent_definitions (digest TEXT PRIMARY KEY, definition TEXT NOT NULL);
+INSERT INTO agent_definitions (digest, definition)
+    SELECT 'migrated:' || MIN(id), agent FROM runs GROUP BY agent;
+ALTER TABLE runs ADD COLUMN agent_digest TEXT NOT NULL DEFAULT '';
+UPDATE runs SET agent_digest =
+    (SELECT d.digest FROM agent_definitions d WHERE d.definition = runs.agent);
+ALTER TABLE runs DROP COLUMN agent;
+"""),
+)  # fmt: skip

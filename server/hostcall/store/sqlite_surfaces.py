@@ -1,0 +1,145 @@
+"""The SQLite store's surfaces (issue 9; the interface is in hostcall/store/__init__.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from hostcall.store import rows
+from hostcall.store.records import Surface
+
+# Migration 6 (hostcall/store/sqlite_schema.py): where each call is assigned, and the surfaces.
+SURFACES_SCHEMA = """
+ALTER TABLE calls ADD COLUMN surface_id TEXT;
+ALTER TABLE calls ADD COLUMN assignment INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE surfaces (
+    conversation_id TEXT NOT NULL, id TEXT NOT NULL, tools TEXT NOT NULL DEFAULT '[]',
+    last_active REAL NOT NULL, streams INTEGER NOT NULL DEFAULT 0, detached_at REAL,
+    left_page INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (conversation_id, id)
+) WITHOUT ROWID;
+"""
+
+# Migration 8: which process serves each surface's streams, so the streams of a process
+# that died stop counting when its lease lapses (``drop_streams``).
+SURFACE_STREAMS_SCHEMA = """
+CREATE TABLE surface_streams (
+    conversation_id TEXT NOT NULL, surface_id TEXT NOT NULL, owner TEXT NOT NULL,
+    streams INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, surface_id, owner)
+) WITHOUT ROWID;
+CREATE INDEX surface_streams_by_owner ON surface_streams (owner);
+"""
+
+
+class SurfaceTables:
+    _db: sqlite3.Connection
+
+    def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        # A new surface starts detached "now": present for the grace period until its
+        # stream attaches (the widget says what it handles before it opens the stream).
+        self._db.execute(
+            "INSERT OR IGNORE INTO surfaces (conversation_id, id, last_active, detached_at)"
+            " VALUES (?, ?, ?, ?)",
+            (conversation_id, surface_id, now, now),
+        )
+
+    async def save_surface_tools(
+        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
+    ) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET tools = ? WHERE conversation_id = ? AND id = ?",
+            (rows.dump(list(tools)), conversation_id, surface_id),
+        )
+
+    async def attach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+        self._db.execute(
+            "INSERT INTO surface_streams (conversation_id, surface_id, owner, streams)"
+            " VALUES (?, ?, ?, 1) ON CONFLICT (conversation_id, surface_id, owner)"
+            " DO UPDATE SET streams = surface_streams.streams + 1",
+            (conversation_id, surface_id, owner),
+        )
+
+    async def detach_surface(
+        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
+    ) -> None:
+        # Only a stream still counted for this owner: once its streams were dropped (the
+        # process was taken for dead), a late detach must not count them off twice.
+        mine = self._db.execute(
+            "UPDATE surface_streams SET streams = streams - 1"
+            " WHERE conversation_id = ? AND surface_id = ? AND owner = ? AND streams > 0",
+            (conversation_id, surface_id, owner),
+        )
+        if mine.rowcount != 1:
+            return
+        self._db.execute(
+            "DELETE FROM surface_streams"
+            " WHERE conversation_id = ? AND surface_id = ? AND owner = ? AND streams <= 0",
+            (conversation_id, surface_id, owner),
+        )
+        self._db.execute(
+            "UPDATE surfaces SET streams = MAX(streams - 1, 0),"
+            " detached_at = CASE WHEN streams = 1 THEN ? ELSE detached_at END"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    async def drop_streams(self, owner: str, now: float) -> int:
+        counted = self._db.execute(
+            "SELECT conversation_id, surface_id, streams FROM surface_streams WHERE owner = ?",
+            (owner,),
+        ).fetchall()
+        for cid, sid, streams in counted:
+            self._db.execute(
+                "UPDATE surfaces SET streams = MAX(streams - ?, 0),"
+                " detached_at = CASE WHEN streams <= ? THEN ? ELSE detached_at END"
+                " WHERE conversation_id = ? AND id = ?",
+                (streams, streams, now, cid, sid),
+            )
+        self._db.execute("DELETE FROM surface_streams WHERE owner = ?", (owner,))
+        return len(counted)
+
+    async def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET left_page = 1, detached_at = ?"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    async def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
+        self._ensure_surface(conversation_id, surface_id, now)
+        self._db.execute(
+            "UPDATE surfaces SET last_active = MAX(last_active, ?)"
+            " WHERE conversation_id = ? AND id = ?",
+            (now, conversation_id, surface_id),
+        )
+
+    async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
+        row = self._db.execute(
+            "SELECT * FROM surfaces WHERE conversation_id = ? AND id = ?",
+            (conversation_id, surface_id),
+        ).fetchone()
+        return rows.surface(row) if row else None
+
+    async def list_surfaces(self, conversation_id: str) -> list[Surface]:
+        found = self._db.execute(
+            "SELECT * FROM surfaces WHERE conversation_id = ? ORDER BY last_active DESC",
+            (conversation_id,),
+        )
+        return [rows.surface(r) for r in found]
+
+    async def reset_surfaces(self, now: float) -> None:
+        # One process per SQLite file: at start, every stream it counted is gone.
+        self._db.execute(
+            "UPDATE surfaces SET streams = 0, detached_at = ? WHERE streams > 0", (now,)
+        )
+        self._db.execute("DELETE FROM surface_streams")

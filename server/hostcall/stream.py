@@ -1,0 +1,178 @@
+"""The conversation event stream (SSE), with exact replay after ``Last-Event-ID``.
+
+Issue 7, item 9: a stream must not cost other users anything while its reader is slow.
+The backlog is replayed in small pages with the event loop released between them; each
+stream holds at most one page plus the broker's bounded queue; a client that does not take
+a frame within ``SEND_TIMEOUT`` seconds is dropped (it reconnects with ``Last-Event-ID``
+and misses nothing). On shutdown every stream ends its response cleanly, so a SIGTERM does
+not log an error per open stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.routing import BaseRoute, Route
+
+from hostcall.errors import NotFound
+from hostcall.protocol.events import CustomName
+from hostcall.protocol.frames import Event, parse_event_id, to_sse
+from hostcall.protocol.requests import surface_id
+from hostcall.runtime import Runtime
+
+PAGE = 50
+SEND_TIMEOUT = 10.0
+DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
+
+
+class _Farewell:
+    """Handed to sse-starlette as its ``shutdown_event``: on server shutdown it wakes this
+    stream's generator (a ``None`` in its queue), which then returns and the response ends
+    properly instead of being cancelled mid-body."""
+
+    def __init__(self, queue: asyncio.Queue[Event | None]) -> None:
+        self._queue = queue
+
+    def set(self) -> None:
+        while True:
+            try:
+                self._queue.put_nowait(None)
+                return
+            except asyncio.QueueFull:
+                self._queue.get_nowait()
+
+
+async def events(request: Request) -> EventSourceResponse:
+    runtime: Runtime = request.app.state.hostcall
+    conversation_id = request.path_params["conversation_id"]
+    ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
+    store = runtime.store
+    surface = surface_id(request.query_params.get("surface"), field="surface")
+    # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
+    header = request.headers.get("last-event-id")
+    raw, source = (
+        (header, "Last-Event-ID") if header else (request.query_params.get("after"), "after")
+    )
+    seen = 0
+    assert ticket.nonce is not None
+    # Subscribe before reading the conversation's last seq, so nothing committed after
+    # that read is missed: it is published after its commit, to this queue. What the read
+    # saw committed is the backlog, read only if there is one (a new conversation's first
+    # stream has none: no read, issue 10); the seq check below drops what it already sent.
+    queue = runtime.broker.subscribe(conversation_id)
+    try:
+        if raw:
+            conversation = await store.get_conversation(conversation_id)
+            if conversation is None:
+                raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+            runtime.sessions.check_generation(conversation, ticket)
+            last_seq = await store.last_seq(conversation_id)
+            seen = parse_event_id(raw, conversation_id, last_seq, source=source)
+            # Last: a refused request leaves the ticket usable.
+            await runtime.redeem_stream_ticket(ticket.nonce)
+        else:
+            # A first connection has no seq to check: the conversation's read and the
+            # ticket's redemption are one statement on PostgreSQL (issue 10), the ticket
+            # used only if the conversation is there at its session generation.
+            last_seq = await runtime.open_stream(conversation_id, ticket)
+    except BaseException:
+        runtime.broker.unsubscribe(conversation_id, queue)
+        raise
+    backlog = last_seq > seen
+    ledger = runtime.engine.ledger
+    owner = runtime.leases.owner  # the stream counts for its surface while this process lives
+    if surface is not None:
+        async with store.transaction():
+            await store.attach_surface(conversation_id, surface, ledger.clock(), owner)
+
+    async def passes(event: Event) -> bool:
+        """Record the claim of a dispatch addressed to this surface before writing it; a
+        stale one (the call was settled or assigned elsewhere since) is not passed on, so
+        a replay can never make a page run a call that is no longer its own."""
+        if surface is None or event.name != DISPATCH:
+            return True
+        data = event.data["value"]
+        if data.get("surfaceId") != surface:
+            return True
+        return await ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
+
+    async def replay(after: int) -> AsyncIterator[tuple[bytes, int]]:
+        """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
+        time. Reading and framing a page takes a turn at the runtime's replay gate, so a
+        crowd of replaying streams gets a bounded share of the loop and every other request
+        gets the rest; a page goes out as one write, not one per event.
+
+        One write per page also keeps what issue 8 guarded against: a client that
+        disconnects mid-replay costs one failed write (one asyncio warning) per page, not one
+        per frame, and the response stops at the next.
+        """
+        while True:
+            async with runtime.replay_gate:
+                page = await store.events_after(conversation_id, after, PAGE)
+                chunk = b"".join([to_sse(event).encode() for event in page if await passes(event)])
+                # Keep the turn through one pass of the loop: everything else that is ready
+                # runs before the next page of any stream (do not move this out of the gate).
+                await asyncio.sleep(0)
+            if page:
+                after = page[-1].seq
+                yield chunk, after
+            if len(page) < PAGE:
+                return
+
+    async def frames() -> AsyncIterator[ServerSentEvent | bytes]:
+        last = seen
+        try:
+            if backlog:
+                async for chunk, seq in replay(last):
+                    yield chunk
+                    last = seq
+            while True:
+                # Everything already queued goes out in one write: a unit of work publishes
+                # several events at once (a call's start, arguments, end and dispatch), and
+                # a write per event cost a send() each on the round trip's path (issue 9).
+                batch = [await queue.get()]
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                chunk = b""
+                for live in batch:
+                    if live is None:  # dropped for falling behind, or shutting down
+                        break
+                    if live.seq <= last:
+                        continue
+                    if live.seq > last + 1:
+                        if chunk:
+                            yield chunk
+                            chunk = b""
+                        async for page, seq in replay(last):
+                            yield page
+                            last = seq
+                        continue
+                    if await passes(live):
+                        chunk += to_sse(live).encode()
+                    last = live.seq
+                if chunk:
+                    yield chunk
+                if any(live is None for live in batch):
+                    return
+        finally:
+            runtime.broker.unsubscribe(conversation_id, queue)
+            if surface is not None:
+                async with store.transaction():
+                    await store.detach_surface(conversation_id, surface, ledger.clock(), owner)
+
+    return EventSourceResponse(
+        frames(),
+        ping=int(runtime.settings.ping_seconds),
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        send_timeout=SEND_TIMEOUT,
+        shutdown_event=cast(Any, _Farewell(queue)),
+        shutdown_grace_period=1.0,
+    )
+
+
+def stream_routes() -> list[BaseRoute]:
+    return [Route("/api/conversations/{conversation_id}/events", events, methods=["GET"])]

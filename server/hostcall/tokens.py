@@ -1,0 +1,119 @@
+"""Signed tokens: one itsdangerous serializer per purpose, always checked with ``max_age``.
+
+Payloads bind what the token is for (conversation, call, tool, input digest) and hold no
+secret. Single use is not the signer's job: the store settles a call exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, cast
+
+from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
+
+from hostcall.errors import Forbidden, Unauthorized
+
+
+class Purpose(StrEnum):
+    SESSION = "session"
+    STREAM = "stream"
+    CALL_RESULT = "call-result"
+    CALL_DECISION = "call-decision"
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def input_digest(value: Any) -> str:
+    canonical = _CANONICAL.encode(value)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    conversation_id: str
+    call_id: str | None = None
+    tool: str | None = None
+    digest: str | None = None
+    # A stream ticket's single-use id (issue 7): the store accepts each one once.
+    nonce: str | None = None
+    # A session token's generation (see Conversation.session_generation).
+    generation: int = 0
+    # A call token's run: the answer knows the run's agent, and so the tool's output schema,
+    # before it reads the call (hostcall/calls/answers.py). Tokens from before it have none.
+    run_id: str | None = None
+
+
+class Tokens:
+    def __init__(self, secret_keys: tuple[str, ...], max_ages: dict[Purpose, int]) -> None:
+        assert secret_keys, "at least one secret key"
+        self._max_ages = max_ages
+        self._serializers = {
+            purpose: URLSafeTimedSerializer(list(secret_keys), salt=f"hostcall.{purpose}")
+            for purpose in Purpose
+        }
+        # The signer each serializer makes, made once: ``dumps`` and ``loads`` build a new
+        # one per token (~20 us of the answer's path, issue 9). The same keys, salt, HMAC
+        # and timestamp; the serializers have no fallback signers, so ``loads`` would try
+        # this one alone too.
+        self._signers: dict[Purpose, TimestampSigner] = {
+            purpose: cast(TimestampSigner, serializer.make_signer())
+            for purpose, serializer in self._serializers.items()
+        }
+
+    def sign(self, purpose: Purpose, claims: Claims) -> str:
+        payload: dict[str, str | int] = {"c": claims.conversation_id}
+        if claims.call_id is not None:
+            payload |= {"k": claims.call_id, "t": claims.tool or "", "d": claims.digest or ""}
+            if claims.run_id is not None:
+                payload["r"] = claims.run_id
+        if claims.nonce is not None:
+            payload["n"] = claims.nonce
+        if claims.generation:
+            payload["g"] = claims.generation
+        signed = self._signers[purpose].sign(self._serializers[purpose].dump_payload(payload))
+        return signed.decode()
+
+    def verify(self, purpose: Purpose, token: str | None) -> Claims:
+        if not token:
+            raise Unauthorized(f"a {purpose} token is required", code="missing_token")
+        serializer = self._serializers[purpose]
+        try:
+            # ``serializer.loads(token, max_age=...)``, without a new signer per token.
+            signed = self._signers[purpose].unsign(token, max_age=self._max_ages[purpose])
+            payload = serializer.load_payload(signed)
+        except SignatureExpired:
+            raise Unauthorized(f"the {purpose} token has expired", code="expired_token") from None
+        except BadSignature:
+            # A genuine token of another purpose fails here too (other salt): say so, since
+            # "you sent the decision token to the result endpoint" is a fixable mistake.
+            if self._signed_for_other_purpose(purpose, token):
+                raise Forbidden(
+                    f"this token was not issued as a {purpose} token", code="wrong_token"
+                ) from None
+            raise Unauthorized(f"the {purpose} token is not valid", code="bad_token") from None
+        if not isinstance(payload, dict) or "c" not in payload:
+            raise Unauthorized(f"the {purpose} token is not valid", code="bad_token")
+        return Claims(
+            conversation_id=payload["c"],
+            call_id=payload.get("k"),
+            tool=payload.get("t"),
+            digest=payload.get("d"),
+            nonce=payload.get("n"),
+            generation=payload.get("g", 0) if isinstance(payload.get("g", 0), int) else -1,
+            run_id=payload.get("r"),
+        )
+
+    def _signed_for_other_purpose(self, purpose: Purpose, token: str) -> bool:
+        for other, serializer in self._serializers.items():
+            if other is purpose:
+                continue
+            try:
+                serializer.loads(token)
+            except BadSignature:
+                continue
+            return True
+        return False

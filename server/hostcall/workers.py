@@ -1,0 +1,71 @@
+"""``hostcall serve --workers N``: N processes on one port, sharing a PostgreSQL store.
+
+uvicorn's supervisor binds the port once and starts N worker processes that accept on it
+(and restarts a worker that dies). Each worker builds its own app from the settings the
+parent passes in the environment; they share conversations through PostgreSQL: events
+reach every worker's streams through LISTEN/NOTIFY, and leases keep a run step in one.
+"""
+
+from __future__ import annotations
+
+import os
+
+from starlette.applications import Starlette
+
+from hostcall.settings import Settings
+
+AGENTS = "HOSTCALL_AGENTS_DIR"
+ORIGINS = "HOSTCALL_EXTRA_ORIGINS"
+DATABASE = "HOSTCALL_DATABASE_URL"
+LEASE = "HOSTCALL_LEASE_SECONDS"
+
+
+def environment_for(settings: Settings) -> dict[str, str]:
+    """What a worker needs to rebuild ``settings`` (paths and URLs, never secrets)."""
+    assert settings.database_url is not None, "workers share a PostgreSQL store"
+    return {
+        AGENTS: str(settings.agents_dir),
+        ORIGINS: ",".join(settings.extra_origins),
+        DATABASE: settings.database_url,
+        LEASE: str(settings.lease_seconds),
+    }
+
+
+def app_from_environment() -> Starlette:
+    """The app factory each worker process calls (``server.workers:app_from_environment``)."""
+    from pathlib import Path
+
+    from hostcall import accesslog
+    from hostcall.app import create_app
+
+    accesslog.install()  # in each worker: its logging is configured afresh
+    environ = dict(os.environ)
+    settings = Settings(
+        agents_dir=Path(environ[AGENTS]),
+        database_url=environ[DATABASE],
+        lease_seconds=float(environ.get(LEASE, "10")),
+        extra_origins=tuple(o for o in environ.get(ORIGINS, "").split(",") if o),
+        environ=environ,
+    )
+    return create_app(settings)
+
+
+def serve(settings: Settings, *, host: str, port: int, workers: int, log_level: str) -> None:
+    import uvicorn
+
+    from hostcall.connections import GuardedH11Protocol
+
+    os.environ.update(environment_for(settings))
+    uvicorn.run(
+        "server.workers:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        lifespan="on",
+        http=GuardedH11Protocol,  # a deadline on request headers (issue 7)
+        ws="none",
+        # SSE streams are long-lived: do not wait on them forever when stopping.
+        timeout_graceful_shutdown=5,
+    )

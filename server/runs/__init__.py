@@ -1,1 +1,0 @@
-"""The run engine's parts (server/engine.py puts them together)."""
