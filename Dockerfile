@@ -5,7 +5,7 @@
 # holds no source tree: what runs here is exactly what `pip install hostcall` gives.
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY server ./server
 COPY widget ./widget
 COPY demo ./demo

@@ -78,7 +78,8 @@ def test_the_build_stage_copies_exactly_what_building_the_wheel_needs(tmp_path: 
                 shutil.copy(ROOT / source, target)
     # What pyproject.toml builds from must be inside what was copied.
     package_dirs = PYPROJECT["tool"]["setuptools"]["package-dir"].values()
-    for needed in [PYPROJECT["project"]["readme"], *package_dirs]:
+    project = PYPROJECT["project"]
+    for needed in [project["readme"], *project["license-files"], *package_dirs]:
         assert (context / needed).exists(), (
             f"the wheel needs {needed}; the Dockerfile does not copy it"
         )
