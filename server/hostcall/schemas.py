@@ -6,11 +6,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import validator_for
-
-from hostcall.fastschema import compile_check
 
 _FORMATS = FormatChecker()
 
@@ -75,22 +74,44 @@ def required_problems(schema: Any, at: str = "") -> list[str]:
 
 
 class CompiledSchema:
-    """A checked schema, ready to validate many values."""
+    """A checked schema, ready to validate many values.
+
+    Two validators: jsonschema-rs says quickly that a value is valid (bench/schema_bench.py:
+    ~0.5 µs for the demo's board result against jsonschema's ~50 µs, which was the largest
+    single cost of answering a call); jsonschema has the last word on anything else, and its
+    messages and paths are the ones a form shows. So a value jsonschema-rs refuses but
+    jsonschema accepts (it checks some formats and ``$`` more strictly) is still accepted,
+    and tests/unit/test_schemas.py holds that jsonschema-rs never accepts a value jsonschema
+    refuses, on generated schemas and values.
+    """
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self.schema = schema
         cls = validator_for(schema, default=Draft202012Validator)
         self._validator = cls(schema, format_checker=_FORMATS)
-        # A plain predicate for the common schemas; None when only jsonschema can tell.
-        self._accepts = compile_check(schema, _FORMATS)
+        self._quick = _quick_validator(schema)
 
     def problems(self, value: Any) -> list[SchemaProblem]:
-        # The quick check only ever says yes (issue 9: jsonschema cost ~0.3 ms per result);
-        # a no, or a schema it does not cover, goes to jsonschema for the verdict and words.
-        if self._accepts is not None and self._accepts(value):
+        if self._quick is not None and self._quick.is_valid(value):
             return []
         errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.path))
         return [SchemaProblem(_pointer(e), e.message) for e in errors[:20]]
+
+
+def _quick_validator(schema: dict[str, Any]) -> Any:
+    """jsonschema-rs's validator for ``schema``, or None where it cannot take it (jsonschema
+    then decides alone)."""
+    try:
+        return jsonschema_rs.validator_for(schema, validate_formats=True, retriever=_no_retrieval)
+    except ValueError:  # jsonschema_rs.ValidationError is one: a schema it cannot compile
+        return None
+
+
+def _no_retrieval(uri: str) -> Any:
+    # Do not "fix" this by allowing it: jsonschema-rs would fetch a remote ``$ref`` over the
+    # network by default, so an agent file could make the server connect anywhere. jsonschema
+    # never retrieves either; such a schema gets jsonschema alone.
+    raise ValueError(f"remote $ref not retrieved: {uri}")
 
 
 def _pointer(error: ValidationError) -> str:
