@@ -1,4 +1,4 @@
-"""Conversations per second on one and two processes (issue 10), measured in one run.
+"""Conversations per second on one and two processes, measured in one run.
 
 Each conversation is one tool round trip, as a widget does it: create the conversation,
 open its stream, send "What should I work on next?", answer the read_board_tasks call the
@@ -115,7 +115,7 @@ def _self_cpu() -> float:
 
 async def converse(http: RawHttp, origin: str) -> None:
     # The widget's own fetches carry Hostcall's origin; creating refuses a request without
-    # one (issue 7).
+    # one.
     body = json.loads(await http.post("/api/agents/bench/conversations", {}, status=201,
                                       headers={"Origin": origin}))
     cid, auth = body["conversationId"], {"Authorization": f"Bearer {body['sessionToken']}"}

@@ -105,7 +105,7 @@ DISPATCH = "hostcall.tool_call_dispatch"
 
 async def hostcall_iteration(side: Side) -> dict[str, float]:
     conv = (await create_conversations(side.http, 1))[0]
-    # The client is a surface with a handler, as the widget is (issue 9): the call is
+    # The client is a surface with a handler, as the widget is: the call is
     # assigned to it, and its stream records the claim as it writes the dispatch.
     surface = f"bench-{conv.id}"
     expect(await side.http.post(f"/api/conversations/{conv.id}/capabilities",
@@ -137,7 +137,7 @@ async def floor_iteration(side: Side, channel: str) -> dict[str, float]:
 def rows_for(ours: list[dict[str, float]], floor: list[dict[str, float]]) -> list[Row]:
     echo = summary([f["echo"] for f in floor])
     rows: list[Row] = []
-    # Targets per stat (issue 9): the result p50 and p99; the resumed run's first text p50.
+    # Targets per stat: the result p50 and p99; the resumed run's first text p50.
     for key, label, targets in (
             ("TOOL_CALL_RESULT", "TOOL_CALL_RESULT", {"p50": 1.5, "p99": 3.0}),
             ("TEXT_MESSAGE_START", "next TEXT_MESSAGE_START (resumed)", {"p50": 2.0}),

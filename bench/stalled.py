@@ -1,4 +1,4 @@
-"""4. Slow readers (issue 7, item 9): other users' latency while 200 streams never read.
+"""4. Slow readers: other users' latency while 200 streams never read.
 
 A conversation with a long log (1,320 events of ~0.5 KB, written into the database before
 the server starts) gets 200 stream connections that send their GET and then never read a

@@ -1,4 +1,4 @@
-"""uvicorn's access log, minus credentials: a URL's ``token`` is printed as ``…`` (issue 7).
+"""uvicorn's access log, minus credentials: a URL's ``token`` is printed as ``…``.
 
 The events URL carries a stream ticket (``?token=``) because ``EventSource`` cannot send
 headers. The ticket is single use and short-lived, but a log is read by more people than

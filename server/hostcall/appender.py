@@ -1,5 +1,5 @@
 """Streams a message's text into the event log: the chunks that arrive while an append is
-in flight go in together as the next append (issue 10).
+in flight go in together as the next append.
 
 A model often yields a step's text in a burst (the scripted one yields it all at once, a
 real one a few chunks per network read). Appended one by one, each chunk cost a round trip
@@ -46,8 +46,8 @@ class Appender:
     async def put(self, *events: ProtocolEvent) -> None:
         """Append ``events`` after everything added before, and wait until they are
         committed. With nothing in flight they are appended from the caller's task: a
-        step's first text does not wait for a task of its own to be scheduled (issue 9,
-        the resumed run's first text)."""
+        step's first text does not wait for a task of its own to be scheduled (it is on
+        the round trip: the resumed run's first text)."""
         if self._writing is not None or self._waiting:
             self.add(*events)
             await self.flush()

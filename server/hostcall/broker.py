@@ -14,8 +14,8 @@ from collections import defaultdict
 
 from hostcall.protocol.frames import Event
 
-# Per stream: a reader this far behind is dropped and replays from the store (issue 7:
-# a slow reader's backlog is the store's, not this process's memory).
+# Per stream: a reader this far behind is dropped and replays from the store (a slow
+# reader's backlog is the store's, not this process's memory).
 QUEUE_LIMIT = 256
 
 

@@ -1,4 +1,4 @@
-"""uvicorn's HTTP/1.1 protocol with a deadline on request headers (issue 7, item 11).
+"""uvicorn's HTTP/1.1 protocol with a deadline on request headers.
 
 uvicorn times out only idle keep-alive connections: a client that opens a connection and
 sends half a request line, or headers without the final blank line, is held open forever

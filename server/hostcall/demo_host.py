@@ -1,4 +1,4 @@
-"""The demo host page: a small task board that embeds Hostcall (issue 3 §5, seed 000's example).
+"""The demo host page: a small task board that embeds Hostcall.
 
 It is served by its own app on its own origin (http://localhost:8001 by default) while Hostcall
 runs on another (http://127.0.0.1:8000), as on a real customer's site. The page embeds the

@@ -1,4 +1,4 @@
-"""Why a page cannot embed an agent, said exactly (issue 12).
+"""Why a page cannot embed an agent, said exactly.
 
 A snippet with a wrong ``data-agent`` and a page whose origin an agent does not allow used to
 look the same from the page: a frame that never said hello. The widget page (hostcall/pages.py)

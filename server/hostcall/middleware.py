@@ -1,7 +1,7 @@
 """ASGI middleware for every API response: headers, and a deadline on slow request bodies.
 
 Token-bearing responses (conversation creation, snapshots, stream tickets) must never be
-cached by a browser or a proxy, nor sniffed into another type (issue 7), so every response
+cached by a browser or a proxy, nor sniffed into another type, so every response
 under ``/api/``, ``/agui/``, ``/console/api/`` and ``/healthz`` gets ``Cache-Control:
 no-store`` and ``nosniff``.
 """

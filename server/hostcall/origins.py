@@ -4,7 +4,7 @@ An allowed origin is exactly ``scheme://host[:port]`` as a browser serialises it
 ``http`` or ``https``, a host in lower case and ASCII (an IDN host in punycode), a port
 from 1 to 65535 and never the scheme's default (a browser leaves it out). Anything else
 would never equal a browser's ``Origin`` and fails closed, silently; so ``hostcall check``
-refuses it with a message saying what to write instead (issue 7, item 5).
+refuses it with a message saying what to write instead.
 """
 
 from __future__ import annotations

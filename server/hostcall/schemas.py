@@ -42,7 +42,7 @@ def required_problems(schema: Any, at: str = "") -> list[str]:
     """``required`` names that ``properties`` does not declare, anywhere in ``schema``.
 
     Valid JSON Schema, but a form built from the schema has no field for such a name, so it
-    could never be submitted (issue 12): refused when the agent loads.
+    could never be submitted: refused when the agent loads.
     """
     if not isinstance(schema, dict):
         return []

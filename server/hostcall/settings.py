@@ -32,7 +32,7 @@ class Settings:
     stream_max_age: int = 60
     call_token_max_age: int = 24 * 3600
     ping_seconds: float = 15.0
-    # A request body that stops arriving for this long is answered 408 (issue 7).
+    # A request body that stops arriving for this long is answered 408.
     body_timeout_seconds: float = 15.0
     # Where rate and cost limits are counted (a `limits` storage URI; hostcall/quotas.py).
     limits_storage: str = "memory://"

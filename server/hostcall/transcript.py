@@ -3,7 +3,7 @@
 Only a step in flight (or one a crash cut off) leaves one open: a message is stored, and its
 ``TEXT_MESSAGE_END`` written, when its step commits. The engine discards what a crash cut
 off; a snapshot stops its ``lastEventId`` before an open message, so the stream replays that
-message from its start instead of from the middle (issue 9).
+message from its start instead of from the middle.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The console's audit log: every action a person takes in the console, stored (issue 11)."""
+"""The console's audit log: every action a person takes in the console, stored."""
 
 from __future__ import annotations
 

@@ -195,7 +195,7 @@ class OpenAICompatModel:
                         )
                     if not finished:
                         # A dropped connection can look like a clean end of the body: only
-                        # [DONE] or a finish_reason says the model meant to stop (issue 8).
+                        # [DONE] or a finish_reason says the model meant to stop.
                         raise self._error(
                             "stopped mid-reply (neither [DONE] nor a finish_reason): the "
                             "reply is truncated",

@@ -1,5 +1,5 @@
 """Check a scripted model's reply templates against its tools' output schemas, when the agent
-is loaded (``hostcall check``), instead of when a visitor chats (issue 12).
+is loaded (``hostcall check``), instead of when a visitor chats.
 
 Two checks per rule that calls a tool and has a ``reply``:
 

@@ -150,7 +150,7 @@ def _parse(content: str) -> Any:
 def _reply(rule: Rule, value: Any, context: dict[str, Any]) -> Iterator[str]:
     """The reply to the last answer, ``value`` (parsed once, for ``results`` too), in
     chunks. A plain reply's chunks come as Jinja renders it: the first words go out before
-    the rest is rendered (issue 9: the resumed run's first text). A template that fails
+    the rest is rendered (the resumed run's first text). A template that fails
     midway then fails the run after its first chunks, which stay, marked interrupted."""
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("error"), dict):
         error = {**context, "error": value["error"]}
