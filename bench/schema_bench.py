@@ -1,6 +1,6 @@
-"""What checking a tool's output against its schema costs: Hostcall's quick predicate
-(hostcall/fastschema.py, with jsonschema behind it), jsonschema alone (the baseline), and
-jsonschema-rs (a Rust validator), on the demo's schemas, in one process.
+"""What checking a tool's output against its schema costs: Hostcall's check
+(hostcall/schemas.py: jsonschema-rs's quick yes, jsonschema for a no and its messages),
+jsonschema alone (the baseline), and jsonschema-rs alone, on the demo's schemas, in one process.
 
 Usage: .venv/bin/python bench/schema_bench.py [--quick]
 A measurement: prints a table and exits 0; 1 when a validator disagrees with jsonschema.
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PLANNER = json.loads((ROOT / "demo" / "agents" / "planner.json").read_text())
 SCHEMAS = {tool["name"]: tool["output_schema"] for tool in PLANNER["tools"]
            if tool.get("output_schema")}  # fmt: skip
-# A schema the quick predicate does not cover (``pattern``): jsonschema decides alone.
+# A ``pattern``: regular expressions are jsonschema-rs's too.
 SCHEMAS["with a pattern"] = {
     "type": "object",
     "properties": {"id": {"type": "string", "pattern": "^T-[0-9]+$"}},
@@ -87,7 +87,7 @@ def main() -> int:
     print_table(f"Checking a tool's output against its schema, median per call, {rounds} "
                 "batches of 50", rows,
                 ["jsonschema alone is the baseline; ratios are to it, from the same minutes",
-                 "Hostcall: the quick predicate, and jsonschema when it says no or cannot tell"],
+                 "Hostcall: jsonschema-rs's quick yes; jsonschema for a no, and for its messages"],
                 header=("case", "verdict", "jsonschema", "hostcall", "jsonschema-rs"))
     if disagreements:
         print(f"!! verdicts differ from jsonschema's: {', '.join(disagreements)}",
