@@ -5,7 +5,9 @@
 export class ApiError extends Error {
   constructor(status, code, message, details) {
     super(message)
-    Object.assign(this, { status, code, details: details || {} })
+    this.status = status
+    this.code = code
+    this.details = details || {}
   }
 }
 
@@ -61,7 +63,7 @@ export function createApi(base, agentId, parentOrigin) {
     return data
   }
 
-  /** @param {{conversationId: string, sessionToken: string}} opened */
+  /** @param {{conversationId: string, sessionToken: string, streamToken: string}} opened */
   function adopt(opened) {
     conversationId = opened.conversationId
     session = opened.sessionToken

@@ -41,7 +41,7 @@ const E = EVENT
 const DECISION = [S.CONFIRM, S.EDIT, S.REJECT]
 // Before anything runs here, a dispatch can still send the call anywhere.
 const UNCLAIMED = [S.PROPOSED, ...DECISION, S.DECIDING, S.APPROVED, S.ELSEWHERE]
-/** Where the person has something to do (the working indicator hides). */
+/** Where the person has something to do (the working indicator hides). @type {Set<string>} */
 export const PERSON = new Set([...DECISION, S.FORM])
 
 /** @type {Record<string, [string[], string][]>} event → [from states, to] */

@@ -118,7 +118,7 @@ export function mountShell(root, o) {
     id: inputId, 'data-part': 'composer-input', rows: 1, maxlength: LIMITS.MAX_MESSAGE_CHARS, placeholder: t('placeholder'),
     'aria-describedby': `${inputId}-hint ${inputId}-limit`,
     onkeydown: e => {
-      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); parts.composer.requestSubmit() }
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); input.form.requestSubmit() }
     },
     // The browser cuts a longer paste at maxlength without a word: say so.
     oninput: () => { grow(input); note(parts.limit, input.value.length >= LIMITS.MAX_MESSAGE_CHARS ? t('limit', { n: LIMITS.MAX_MESSAGE_CHARS.toLocaleString() }) : '') },
@@ -158,7 +158,7 @@ export function mountShell(root, o) {
     h('button', { type: 'button', 'data-part': 'restart-no', onclick: () => answer(false) }, t('cancel'))))
   const answer = yes => {
     ask.hidden = true
-    yes ? o.onNew() : parts.header.querySelector('[data-part=new-conversation]')?.focus()
+    yes ? o.onNew() : /** @type {HTMLElement} */ (parts.header.querySelector('[data-part=new-conversation]'))?.focus()
   }
   parts.header = h('header', { 'data-part': 'header' }, h('h1', { 'data-part': 'title', text: o.title }),
     button('new-conversation', t('newConversation'), 'restart', () => {

@@ -23,7 +23,7 @@ import { t, h, uid, humanize } from './chat.js'
  * a valid value and may resolve to server errors to show.
  * @param {any} schema @param {unknown} value
  * @param {{purpose: string, label: string, submitLabel: string,
- *   onSubmit: (value: any) => Promise<FieldError[] | void>,
+ *   onSubmit: (value: any) => Promise<FieldError[] | undefined>,
  *   actions?: {part: string, label: string, onClick: () => void}[]}} o
  * @returns {{el: HTMLFormElement, focus: () => void, showErrors: (errors: FieldError[]) => void}}
  */
@@ -78,7 +78,7 @@ export function schemaForm(schema, value, o) {
     summary.hidden = !errors.length
     summary.textContent = t('fixErrors', { n: errors.length })
     // Focus the first field with an error, in reading order.
-    const slot = [...form.querySelectorAll('[data-part=field-error]')].find(e => !e.hidden)
+    const slot = [...form.querySelectorAll('[data-part=field-error]')].find(e => !e.hasAttribute('hidden'))
     if (focus) /** @type {HTMLElement | null | undefined} */ (slot?.parentElement?.querySelector('[data-path]'))?.focus()
   }
 
@@ -339,6 +339,7 @@ function scalarField(kind, f) {
     'aria-required': required && kind !== 'boolean' ? 'true' : null,
   }
   let ctl
+  /** @type {FieldNode['get']} */
   let get = () => (ctl.value === '' ? empty() : ctl.value)
 
   if (kind === 'enum' || (kind === 'boolean' && !required && s.default === undefined)) {

@@ -3,7 +3,7 @@
  * talks to the widget and runs the page's handlers. Budget: 3 KB gzipped. */
 ;(() => {
   const queued = window.Hostcall
-  const script = document.currentScript || document.querySelector('script[data-agent]')
+  const script = /** @type {HTMLScriptElement} */ (document.currentScript || document.querySelector('script[data-agent]'))
   const opts = script?.dataset || {}
   if (queued?.loaded || !opts.agent) return
   const src = new URL(script.src, location.href)
@@ -50,7 +50,7 @@
     return api[command](...args)
   }
   // _connect hands the shared state to static/bridge.js, once.
-  window.Hostcall = Object.assign(Hostcall, api, { loaded: 1, _connect: fn => hc.frame?.src || fn(hc) })
+  window.Hostcall = Object.assign(Hostcall, api, { loaded: /** @type {const} */ (1), _connect: fn => hc.frame?.src || fn(hc) })
   for (const args of queued?.q || []) {
     try { Hostcall(...args) } catch (err) { console.error(err) }
   }
@@ -82,7 +82,7 @@
     icon.setAttribute('d', ICONS[open])
     icon.setAttribute('fill', open ? 'none' : 'currentColor')
     if (quiet) return // the initial closed state: nothing to store or announce
-    try { open ? sessionStorage.setItem(openKey, 1) : sessionStorage.removeItem(openKey) } catch (err) {}
+    try { open ? sessionStorage.setItem(openKey, '1') : sessionStorage.removeItem(openKey) } catch (err) {}
     open ? hc.focus?.() : button.focus()
     emit(open ? 'open' : 'close', {})
   }
@@ -118,7 +118,7 @@
     panel.dataset.part = 'hostcall-panel'
     // The icon is black or white, whichever contrasts more with the accent (WCAG luminance).
     const [r, g, b] = accent.replace(/^#(.)(.)(.)(.)?$/, '#$1$1$2$2$3$3').match(/\w\w/g)
-      .map(x => (x = parseInt(x, 16) / 255) <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4)
+      .map(x => parseInt(x, 16) / 255).map(x => x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4)
     button.style.cssText = 'position:fixed;right:16px;bottom:16px;z-index:2147483001;width:56px;height:56px;border:0;border-radius:50%;cursor:pointer;place-items:center;padding:0;box-shadow:0 4px 14px #0004;background:' +
       accent + ';color:' + (0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 ? '#000' : '#fff')
     button.dataset.part = 'hostcall-launcher'

@@ -1,0 +1,35 @@
+// What the loader (widget/loader.js) and the bridge (widget/bridge.js) share through
+// `window.Hostcall` beyond the page API of widget/embed.d.ts: for the widget's own type check
+// (tsconfig.widget.json), never for pages.
+import type { Handler } from '../../widget/embed'
+
+/** The loader's state, handed to the bridge once; the bridge adds its half. */
+export interface Shared {
+  /** The script tag's data-* attributes (agent, locale, theme, accent, mount, open). */
+  opts: DOMStringMap
+  /** The loader's own URL; its origin is the widget's. */
+  src: URL
+  base: string
+  handlers: Map<string, Handler>
+  listeners: Record<string, Set<(detail: unknown) => void>>
+  /** Texts sent before the widget was ready. */
+  outbox: string[]
+  emit(name: string, detail: unknown): void
+  remove(): void
+  frame?: HTMLIFrameElement
+  mode?: 'inline' | 'bubble'
+  isOpen?: 0 | 1
+  // The bridge's half.
+  sync?(): void
+  send?(text: string): void
+  focus?(): void
+}
+
+declare module '../../widget/embed' {
+  interface HostcallApi {
+    /** The snippet's queue: the calls made before the loader ran. */
+    readonly q?: unknown[][]
+    /** The loader hands its state to the bridge, once. */
+    _connect?(connect: (hc: Shared) => void): unknown
+  }
+}
