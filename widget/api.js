@@ -1,4 +1,4 @@
-// Hostcall widget: the server's HTTP API and event stream (docs/protocol.md), and storage.
+// Hostcall widget: the server's HTTP API and event stream (docs/protocol.md), and a storage probe.
 // Same-origin only (CSP connect-src 'self'). Server errors, `{"error": {code, message,
 // details}}`, are thrown as ApiError; a network failure is an ApiError with status 0.
 
@@ -148,55 +148,26 @@ export function openStream(o) {
 }
 
 // ============================================================================
-// Storage for the call ledger (call ids, never tokens): localStorage if allowed, else a
-// partitioned cookie (CHIPS: Chromium denies cross-site frames localStorage, IndexedDB and
-// Web Locks, but not these), else memory.
+// Storage: where this frame could keep small values across a reload (the root's
+// data-storage, docs/testing.md): localStorage if allowed, else a partitioned cookie (CHIPS:
+// Chromium denies cross-site frames localStorage, IndexedDB and Web Locks, but not these).
 // ============================================================================
 
 const COOKIE = '; Path=/; Secure; SameSite=None; Partitioned'
-const memory = new Map()
-const backends = {
-  local: {
-    get: (key) => JSON.parse(localStorage.getItem(key) || 'null'),
-    set: (key, value) => localStorage.setItem(key, JSON.stringify(value)),
-    del: (key) => localStorage.removeItem(key),
-  },
-  cookie: {
-    get: (key) => {
-      const hit = document.cookie.split('; ').find(c => c.startsWith(`${encodeURIComponent(key)}=`))
-      return hit ? JSON.parse(decodeURIComponent(hit.slice(hit.indexOf('=') + 1))) : null
-    },
-    set: (key, value) => {
-      document.cookie = `${encodeURIComponent(key)}=${encodeURIComponent(JSON.stringify(value))}; Max-Age=2592000${COOKIE}`
-    },
-    del: (key) => { document.cookie = `${encodeURIComponent(key)}=; Max-Age=0${COOKIE}` },
-  },
-  memory: {
-    get: (key) => memory.get(key) ?? null,
-    set: (key, value) => memory.set(key, value),
-    del: (key) => memory.delete(key),
-  },
-}
 
-/** first backend that keeps what it is given */
-function usable() {
-  for (const kind of (['local', 'cookie'])) {
-    try {
-      backends[kind].set('hostcall:probe', 1)
-      const kept = backends[kind].get('hostcall:probe') === 1
-      backends[kind].del('hostcall:probe')
-      if (kept) return kind
-    } catch { /* denied here */ }
-  }
+/** A probe, removed at once. @returns {'local' | 'cookie' | 'memory'} */
+export function storageKind() {
+  try {
+    localStorage.setItem('hostcall:probe', '1')
+    const kept = localStorage.getItem('hostcall:probe') === '1'
+    localStorage.removeItem('hostcall:probe')
+    if (kept) return 'local'
+  } catch { /* denied here */ }
+  try {
+    document.cookie = `hostcall%3Aprobe=1${COOKIE}`
+    const kept = document.cookie.split('; ').includes('hostcall%3Aprobe=1')
+    document.cookie = `hostcall%3Aprobe=; Max-Age=0${COOKIE}`
+    if (kept) return 'cookie'
+  } catch { /* denied here */ }
   return 'memory'
-}
-
-const kind = usable()
-
-/** get/set/del of small JSON values; `kind` says where they live. */
-export const store = {
-  kind,
-  get(key) { try { return backends[kind].get(key) } catch { return null } },
-  set(key, value) { try { backends[kind].set(key, value) } catch { /* full or denied: best effort */ } },
-  del(key) { try { backends[kind].del(key) } catch { /* best effort */ } },
 }

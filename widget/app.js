@@ -7,7 +7,7 @@
 // The calls themselves are widget/toolcalls.js's, imported when a run starts on a page
 // that answers the agent's tools, or when the first call appears.
 
-import { createApi, openStream, store } from './api.js'
+import { createApi, openStream, storageKind } from './api.js'
 import * as ui from './chat.js'
 import { t, pickLocale, setLocale } from './chat.js'
 import { CUSTOM, EVENT, LIMITS, MSG } from './protocol.js'
@@ -402,7 +402,7 @@ await setLocale(locale).catch(console.error) // keys shown rather than nothing
 const root = document.documentElement
 root.dataset.theme = ['light', 'dark'].includes(cfg.theme) ? cfg.theme : 'auto'
 root.dataset.mode = framed ? cfg.mode : 'standalone'
-root.dataset.storage = store.kind // local | cookie | memory: where the call ledger lives
+root.dataset.storage = storageKind() // local | cookie | memory
 if (ui.phone()) root.dataset.viewport = 'phone' // touch-sized controls, no autofocus
 if (/^#[0-9a-f]{3,8}$/i.test(cfg.accent)) {
   root.style.setProperty('--hc-accent', cfg.accent)
