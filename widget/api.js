@@ -75,15 +75,9 @@ export function createApi(base, agentId, parentOrigin) {
    * A 404 that says `superseded` met a cookie another tab's resume had just replaced (both
    * sent it at one instant): asked again once that tab's new cookie has had time to land.
    */
-  async function resume(attempt = 0) {
-    try {
-      return adopt(await call('POST', `${agentPath}/session`, { parentOrigin }, { cookies: true, held: true }))
-    } catch (err) {
-      if (!(err instanceof ApiError && err.details.superseded) || attempt >= RESUME_PAUSES.length) throw err
-      await new Promise(resolve => setTimeout(resolve, RESUME_PAUSES[attempt]))
-      return resume(attempt + 1)
-    }
-  }
+  const resume = () => retry(
+    () => call('POST', `${agentPath}/session`, { parentOrigin }, { cookies: true, held: true }).then(adopt),
+    (n, err) => (err instanceof ApiError && err.details.superseded ? RESUME_PAUSES[n] : undefined))
 
   const conv = (id, tail) => `/api/conversations/${enc(id)}${tail}`
   return {
@@ -121,30 +115,49 @@ export function createApi(base, agentId, parentOrigin) {
 export function openStream(o) {
   /** @type {EventSource | null} */
   let es = null
-  let timer = 0
-  let failures = 0
   let closed = false
 
-  async function start() {
+  /** One stream, until its first error. @param {number} failures @param {() => void} opened */
+  async function connect(failures, opened) {
     if (closed) return
     o.onState('connecting', failures)
-    let url
-    try { url = await o.url(failures) } catch (err) { return retry(err) }
+    const url = await o.url(failures)
     if (closed) return
-    const source = (es = new EventSource(url))
-    source.onopen = () => { failures = 0; o.onState('open', 0) }
-    source.onerror = () => { source.close(); if (es === source) retry() }
-    for (const type of o.types) source.addEventListener(type, e => es === source && o.onEvent(type, /** @type {MessageEvent} */ (e)))
+    await new Promise((_, reject) => {
+      const source = (es = new EventSource(url))
+      source.onopen = () => { opened(); o.onState('open', 0) }
+      source.onerror = () => { source.close(); reject() }
+      for (const type of o.types) source.addEventListener(type, e => es === source && o.onEvent(type, /** @type {MessageEvent} */ (e)))
+    })
   }
 
-  function retry(err) {
-    es = null
-    if (closed || o.onState('down', ++failures, err) === false) return void (closed = true)
-    timer = setTimeout(start, Math.min(8000, 200 * 2 ** failures) + Math.random() * 200)
-  }
+  retry(connect, (n, err) => {
+    if (closed || o.onState('down', n + 1, err) === false) return void (closed = true)
+    return Math.min(8000, 200 * 2 ** (n + 1)) + Math.random() * 200
+  }).catch(() => {}) // stopped for good, as onState asked
+  return { close() { closed = true; es?.close() } }
+}
 
-  start()
-  return { close() { closed = true; clearTimeout(timer); es?.close() } }
+// ============================================================================
+// Retry with backoff
+// ============================================================================
+
+/**
+ * `attempt(n, reset)` until it resolves, n failures so far. After a failure, waits
+ * `pause(n, err)` ms, or throws if that is not a number. `reset()`: count from 0 again.
+ * @template T
+ * @param {(n: number, reset: () => void) => Promise<T>} attempt
+ * @param {(n: number, err: any) => number | undefined} pause
+ * @returns {Promise<T>}
+ */
+export async function retry(attempt, pause) {
+  for (let n = 0; ;) {
+    try { return await attempt(n, () => { n = 0 }) } catch (err) {
+      const ms = pause(n++, err)
+      if (!(ms >= 0)) throw err
+      await new Promise(resolve => setTimeout(resolve, ms))
+    }
+  }
 }
 
 // ============================================================================

@@ -7,7 +7,7 @@
 // The calls themselves are widget/toolcalls.js's, imported when a run starts on a page
 // that answers the agent's tools, or when the first call appears.
 
-import { createApi, openStream, storageKind } from './api.js'
+import { createApi, openStream, retry, storageKind } from './api.js'
 import * as ui from './chat.js'
 import { t, pickLocale, setLocale } from './chat.js'
 import { CUSTOM, EVENT, LIMITS, MSG } from './protocol.js'
@@ -308,27 +308,24 @@ let loadingCalls = null
  * its URL and for every module it imports (HTML's module map), a failed fetch does not.
  * @returns {Promise<Calls>}
  */
-const toolCalls = () => (loadingCalls ??= loadCalls(0))
+const toolCalls = () => (loadingCalls ??= retry(loadCalls, (n, err) => {
+  console.warn('hostcall: loading the tool-call module', err)
+  return Math.min(250 * 2 ** n, 5000)
+}))
 // form.js too: the result check needs it right after the page's handler answers.
 const LAZY = ['toolcalls.js', 'cards.js', 'calls.js', 'form.js', `locale-${locale}-calls.js`, 'calls.css']
 
 /** @param {number} attempt @returns {Promise<Calls>} */
 async function loadCalls(attempt) {
   const query = attempt ? `?retry=${attempt}` : ''
-  try {
-    // Cached (static files are served with max-age), so the imports below read them back.
-    for (const r of await Promise.all(LAZY.map(f => fetch(new URL(f, import.meta.url))))) if (!r.ok) throw new Error(`${r.url}: ${r.status}`)
-    const styles = new Promise(resolve => document.head.append(ui.h('link', {
-      rel: 'stylesheet', href: new URL('calls.css', import.meta.url).href, onload: resolve, onerror: resolve,
-    })))
-    const [m] = await Promise.all([import(`./toolcalls.js${query}`), ui.addStrings('calls', query), styles])
-    m.attach({ api, surfaceId, agentTools, maxBodyBytes, hasHandler: name => framed && parentTools.has(name), toParent, emit, refresh })
-    return (calls = m)
-  } catch (err) {
-    console.warn('hostcall: loading the tool-call module', err)
-    await new Promise(resolve => setTimeout(resolve, Math.min(250 * 2 ** attempt, 5000)))
-    return loadCalls(attempt + 1)
-  }
+  // Cached (static files are served with max-age), so the imports below read them back.
+  for (const r of await Promise.all(LAZY.map(f => fetch(new URL(f, import.meta.url))))) if (!r.ok) throw new Error(`${r.url}: ${r.status}`)
+  const styles = new Promise(resolve => document.head.append(ui.h('link', {
+    rel: 'stylesheet', href: new URL('calls.css', import.meta.url).href, onload: resolve, onerror: resolve,
+  })))
+  const [m] = await Promise.all([import(`./toolcalls.js${query}`), ui.addStrings('calls', query), styles])
+  m.attach({ api, surfaceId, agentTools, maxBodyBytes, hasHandler: name => framed && parentTools.has(name), toParent, emit, refresh })
+  return (calls = m)
 }
 
 // ============================================================================

@@ -4,6 +4,7 @@
 // when the first call event arrives and holds the stream's events until it has (issue 12's
 // weight budget: the first screen never needs it). A handler runs once per page load.
 
+import { retry } from './api.js'
 import { EVENT as CALL_EVENT, PERSON, STATE, placement, transition } from './calls.js'
 import { confirmPanel, readable, rejectPanel, toolCard } from './cards.js'
 import * as ui from './chat.js'
@@ -75,21 +76,17 @@ export function result(/** @type {any} */ d) {
   emit('toolresult', { callId: v.id, toolName: v.call.toolCallName, state: v.call.state, outcome: v.call.outcome })
 }
 
+/** @type {Promise<typeof import('./form.js')> | null} */
+let formModule = null
 /**
  * The schema forms and validator (form.js): fetched when the first call appears, before it
  * is needed, and fetched again (a fresh URL: a failed import stays failed) if the server was
  * down then. Their styles and strings came with this module (calls.css, locale-xx-calls.js).
- * @returns {Promise<typeof import('./form.js')>}
  */
-let formModule = null
-function forms(attempt = 0) {
-  if (formModule) return formModule
-  return (formModule = import(`./form.js${attempt ? `?retry=${attempt}` : ''}`).catch(err => {
-    formModule = null
-    if (attempt === 6) throw err
-    return new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt)).then(() => forms(attempt + 1))
-  }))
-}
+const forms = () => (formModule ??= retry(
+  n => import(`./form.js${n ? `?retry=${n}` : ''}`),
+  n => (n < 6 ? 250 * 2 ** n : undefined),
+).catch(err => { formModule = null; throw err }))
 
 const publicCall = c => ({ callId: c.toolCallId, toolName: c.toolCallName, input: c.input, state: c.state, route: c.route })
 
@@ -413,14 +410,7 @@ const serverErrors = errors => errors.slice(0, 50).map(x => ({ path: x?.path ===
  * safe to repeat: a second answer or decision gets a 409, read as "settled".
  * @template T @param {() => Promise<T>} request @returns {Promise<T>}
  */
-async function patiently(request) {
-  for (let attempt = 0; ; attempt++) {
-    try { return await request() } catch (err) {
-      if (attempt === 6 || (err.status && err.status < 500)) throw err
-      await new Promise(resolve => setTimeout(resolve, 250 * 2 ** attempt))
-    }
-  }
-}
+const patiently = request => retry(request, (n, err) => (n < 6 && !(err.status && err.status < 500) ? 250 * 2 ** n : undefined))
 
 /** Move focus to a new prompt only if the person is not busy elsewhere. */
 function maybeFocus(focus) {
