@@ -6,6 +6,7 @@ and resumes its run once the unit has committed.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hostcall.calls.moves import CallMoves, tool_error
@@ -163,8 +164,9 @@ class Answers(CallMoves):
                 errors=[p.to_json() for p in problems],
             )
         approval |= {"decision": "approved", "scope": scope, "edited": edited is not None}
+        # The decision is written with the move that dispatches the call: one UPDATE.
+        call = replace(call, extra={**call.extra, "approval": approval})
         async with self.journal.unit() as unit:
-            call = await self._with_extra(call, approval=approval)
             if scope == "conversation":
                 await self.store.add_grant(call.conversation_id, call.tool_name, call.id)
             return await self._dispatch(unit, call, tool, CallEvent.APPROVE, value, surface=surface)

@@ -1,6 +1,7 @@
 """The core of the call ledger (hostcall/ledger.py): views of a call, and the one way a call
-moves — ``_move`` makes the table's move (hostcall/calls/transitions.py) in the store and
-performs its effects; ``_settle`` records an outcome with the tool message and the
+moves. Every store write of a call's state is the table's move
+(hostcall/calls/transitions.py), made by ``_update`` with one conditional UPDATE; ``_move``
+performs the move's effects, ``_settle`` records an outcome with the tool message and the
 ``TOOL_CALL_RESULT`` event, in the caller's unit.
 """
 
@@ -142,7 +143,7 @@ class CallMoves:
         stored as the move leaves it (nobody else can see it before the unit commits)."""
         now = self.clock()
         deadline = now + tool.deadline_seconds
-        changes: dict[str, Any] = {"input": value}
+        changes: dict[str, Any] = {"input": value, "extra": call.extra}
         if tool.kind != "client":
             # The block enforces this timeout itself; the sweeper is only the safety net.
             deadline += 5
@@ -191,20 +192,55 @@ class CallMoves:
     async def _move(self, unit: Unit, call: Call, event: CallEvent, **changes: Any) -> Call | None:
         """Make the table's move for ``event`` in the store and perform its emit effects;
         None if the call is no longer where the move starts (someone else moved it)."""
-        move = transition(call.state, event)
-        # Every state the event leaves for the same place: a request holding a call read a
-        # moment ago (say dispatched) still settles it if it was delivered since.
-        starts = [s for s in sources(event) if transition(s, event).to is move.to]
-        if move.to is call.state:  # a move within a state (to the form, reassigned)
-            starts = [call.state]
         assigned = (call.surface_id, call.assignment) if event in _REASSIGNING else None
-        moved = await self.store.transition_call(
-            call.id, starts, move.to, assigned=assigned, **changes
-        )
-        if moved is None:
+        made = await self._update(call.id, event, read=call.state, assigned=assigned, **changes)
+        if made is None:
             return None
+        moved, move = made
         await self._perform(unit, moved, move)
         return moved
+
+    async def _deliver_row(self, call_id: str, assigned: tuple[str, int]) -> Call | None:
+        """The delivery UPDATE alone (a surface's claim): the call as it left
+        ``dispatched``, or None."""
+        made = await self._update(call_id, CallEvent.DELIVER, read=None, assigned=assigned,
+                                  delivered=True)  # fmt: skip
+        if made is None:
+            return None
+        moved, move = made
+        assert not move.effects, "a delivery has nothing to perform"
+        return moved
+
+    async def _update(
+        self,
+        call_id: str,
+        event: CallEvent,
+        *,
+        read: CallState | None,
+        assigned: tuple[str | None, int] | None = None,
+        **changes: Any,
+    ) -> tuple[Call, Move] | None:
+        """The one store write of a call's state: the table's move for ``event``, as one
+        conditional UPDATE; the call as it left it and the move, or None.
+
+        ``read``: the state the caller read the call in. The UPDATE starts from every state
+        the event leaves for the same place: a request holding a call read a moment ago
+        (say dispatched) still settles it if it was delivered since; a move within a state
+        (to the form, reassigned) only from that state. ``read=None``: the caller did not
+        read the call (hostcall/calls/answers.py); every state the event leaves leads to one
+        move, and the store's conditional update has the last word."""
+        if read is None:
+            (move,) = {transition(s, event) for s in sources(event)}
+            starts = sorted(sources(event))
+        else:
+            move = transition(read, event)
+            starts = [s for s in sources(event) if transition(s, event).to is move.to]
+            if move.to is read:
+                starts = [read]
+        moved = await self.store.transition_call(
+            call_id, starts, move.to, assigned=assigned, **changes
+        )
+        return None if moved is None else (moved, move)
 
     async def _perform(self, unit: Unit, call: Call, move: Move) -> None:
         for effect in move.effects:
@@ -232,13 +268,14 @@ class CallMoves:
     async def _settle_row(
         self, call_id: str, event: CallEvent, outcome: dict[str, Any]
     ) -> Call | None:
-        """The settling UPDATE alone: the call as it left it, or None."""
-        # From any state the event leaves: the caller read the call a moment ago (or not at
-        # all, hostcall/calls/answers.py), and the store's conditional update has the last word.
-        starts = sorted(sources(event))
-        state = settled_state(event)
-        assert all(Effect.RECORD_OUTCOME in transition(s, event).effects for s in starts)
-        return await self.store.transition_call(call_id, starts, state, outcome=outcome)
+        """The settling UPDATE alone, from any state the event leaves: the call as it left
+        it, or None."""
+        made = await self._update(call_id, event, read=None, outcome=outcome)
+        if made is None:
+            return None
+        settled, move = made
+        assert Effect.RECORD_OUTCOME in move.effects, f"{event.value} does not settle a call"
+        return settled
 
     async def _record_outcome(
         self, unit: Unit, settled: Call, tool: Tool | None, outcome: dict[str, Any]
@@ -275,11 +312,6 @@ class CallMoves:
         await asyncio.sleep(0)
         return settled
 
-    async def _with_extra(self, call: Call, **extra: Any) -> Call:
-        merged = {**call.extra, **extra}
-        moved = await self.store.transition_call(call.id, [call.state], call.state, extra=merged)
-        return moved or await self._reload(call.id)
-
     async def _reload(self, call_id: str) -> Call:
         call = await self.store.get_call(call_id)
         assert call is not None
@@ -308,12 +340,6 @@ class CallMoves:
         return Conflict(
             f"call {call_id} is already {state}", code="call_already_settled", state=state
         )
-
-
-def settled_state(event: CallEvent) -> CallState:
-    """Where ``event`` settles a call: one state, from whichever state it leaves."""
-    (state,) = {transition(s, event).to for s in sources(event)}
-    return state
 
 
 # Moves that take a call from its surface: only while it is still on the one we read.

@@ -22,10 +22,7 @@ class Rehoming(CallMoves):
         does not pass the stale dispatch on.
         """
         async with self.store.transaction():
-            if await self.store.transition_call(
-                call_id, [CallState.DISPATCHED], CallState.DELIVERED,
-                assigned=(surface_id, assignment), delivered=True,
-            ):  # fmt: skip
+            if await self._deliver_row(call_id, (surface_id, assignment)):
                 return True
         call = await self.store.get_call(call_id)
         return (
