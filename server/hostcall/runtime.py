@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
@@ -100,18 +99,11 @@ class Runtime:
 
         engine.on_model_tokens = spent
         sessions = Sessions(tokens, store, max_age=settings.session_max_age)
-        runtime = cls(
-            settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock
-        )
-        sessions.stream_ticket = runtime.stream_ticket
-        return runtime
+        return cls(settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock)
 
     def stream_ticket(self, conversation_id: str, generation: int) -> str:
-        """A stream token that opens one stream, once, within ``stream_max_age`` (issue 7):
-        it travels in a URL, so whoever sees it later (a log, a proxy) can do nothing. It
-        belongs to one session generation, like the session token it was got with."""
-        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12), generation=generation)
-        return self.tokens.sign(Purpose.STREAM, claims)
+        """``Sessions.stream_ticket``: a stream token that opens one stream, once."""
+        return self.sessions.stream_ticket(conversation_id, generation)
 
     async def agent_of_conversation(self, conversation_id: str) -> str | None:
         """The id of the conversation's agent, or None if there is no such conversation.

@@ -32,7 +32,7 @@ token. A page that presents only the cookie (a new page, a reload) still rotates
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import secrets
 from typing import Any
 
 from starlette.requests import Request
@@ -53,13 +53,19 @@ class Sessions:
         self.tokens = tokens
         self.store = store
         self.max_age = max_age
-        self.stream_ticket: Callable[[str, int], str] = lambda cid, generation: ""  # by Runtime
 
     # ---- tokens ---------------------------------------------------------------------------
 
     def token(self, conversation: Conversation, generation: int | None = None) -> str:
         gen = conversation.session_generation if generation is None else generation
         return self.tokens.sign(Purpose.SESSION, Claims(conversation.id, generation=gen))
+
+    def stream_ticket(self, conversation_id: str, generation: int) -> str:
+        """A stream token that opens one stream, once, within ``stream_max_age``: it
+        travels in a URL, so whoever sees it later (a log, a proxy) can do nothing. It
+        belongs to one session generation, like the session token it was got with."""
+        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12), generation=generation)
+        return self.tokens.sign(Purpose.STREAM, claims)
 
     def check_generation(self, conversation: Conversation, claims: Claims) -> None:
         if claims.generation != conversation.session_generation:
