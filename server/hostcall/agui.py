@@ -29,8 +29,8 @@ from starlette.routing import BaseRoute, Route
 
 from hostcall import strictjson
 from hostcall.agents import Agent
+from hostcall.engine import Engine
 from hostcall.errors import BadRequest, NotFound, ToolErrorCode, Unprocessable
-from hostcall.ledger import Ledger
 from hostcall.origins import check_request_origin
 from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
 from hostcall.protocol.requests import read_body
@@ -67,7 +67,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
     queue = runtime.broker.subscribe(conversation.id)
     try:
         start = await runtime.store.last_seq(conversation.id)
-        answered = await _answer_calls(runtime.engine.ledger, conversation.id, body.messages)
+        answered = await _answer_calls(runtime.engine, conversation.id, body.messages)
         if not answered:
             await runtime.engine.start_run(conversation, _user_text(body.messages))
     except BaseException:
@@ -76,7 +76,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         yield _sse(*encode(RunStarted(body.thread_id, body.run_id)))
-        relay = _Relay(runtime.engine.ledger, declared, answered)
+        relay = _Relay(runtime.engine, declared, answered)
         last = start
         try:
             while True:
@@ -112,8 +112,8 @@ async def run_agent(request: Request) -> EventSourceResponse:
 class _Relay:
     """Decides, event by event, what an AG-UI client of one request sees, and when it ends."""
 
-    def __init__(self, ledger: Ledger, declared: frozenset[str], answered: set[str]) -> None:
-        self.ledger = ledger
+    def __init__(self, engine: Engine, declared: frozenset[str], answered: set[str]) -> None:
+        self.engine = engine
         self.declared = declared
         self.answered = answered  # results the client sent: it has them already
         self.user_messages: set[str] = set()
@@ -141,19 +141,21 @@ class _Relay:
         return data
 
     async def _route(self, view: dict[str, Any]) -> None:
-        call = await self.ledger.store.get_call(view["toolCallId"])
+        answers = self.engine.ledger.answers
+        call = await self.engine.store.get_call(view["toolCallId"])
         if call is None or not call.state.answerable:
             return
         if view["toolCallName"] in self.declared:
-            await self.ledger.deliver(call)
+            await answers.deliver(call)
             self.handed_off = True
         else:
             declared = ", ".join(sorted(self.declared)) or "none"
-            await self.ledger.fail(
+            failed = await answers.fail(
                 call,
                 ToolErrorCode.NO_HANDLER,
                 f"The AG-UI client does not run {call.tool_name!r} (it runs: {declared}).",
             )
+            await self.engine.follow(failed)
 
 
 async def _thread(runtime: Runtime, agent: Agent, body: RunAgentInput) -> Conversation:
@@ -172,32 +174,36 @@ async def _thread(runtime: Runtime, agent: Agent, body: RunAgentInput) -> Conver
     return conversation
 
 
-async def _answer_calls(ledger: Ledger, cid: str, messages: tuple[InputMessage, ...]) -> set[str]:
+async def _answer_calls(engine: Engine, cid: str, messages: tuple[InputMessage, ...]) -> set[str]:
     """Settle the open calls this client answered with tool messages; their ids."""
+    answers = engine.ledger.answers
     results = {m.tool_call_id: m for m in messages if m.role == "tool"}
     answered: set[str] = set()
-    for call in await ledger.store.list_calls(cid):
+    for call in await engine.store.list_calls(cid):
         message = results.get(call.id)
-        tool = await ledger.tool_of(call)
+        tool = await engine.ledger.views.tool_of(call)
         if message is None or not call.state.answerable or tool is None or tool.kind != "client":
             continue
         answered.add(call.id)
         if message.error is not None:
-            await ledger.fail(
+            failed = await answers.fail(
                 call, ToolErrorCode.CLIENT_ERROR, f"The client reported: {message.error}"
             )
+            await engine.follow(failed)
             continue
         try:
             output = strictjson.loads(message.text)
         except strictjson.StrictJSONError:
             output = message.text  # plain text: the output schema decides whether it fits
         try:
-            await ledger.answer(call, output)
+            settled = await answers.answer(call, output)
         except Unprocessable as exc:
             problems = "; ".join(
                 f"{p.get('path') or '/'}: {p.get('message')}" for p in exc.details.get("errors", [])
             )
-            await ledger.fail(call, ToolErrorCode.CLIENT_ERROR, f"{exc.message}: {problems}")
+            text = f"{exc.message}: {problems}"
+            settled = await answers.fail(call, ToolErrorCode.CLIENT_ERROR, text)
+        await engine.follow(settled)
     return answered
 
 

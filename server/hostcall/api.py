@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from hostcall.calls.outcomes import CallExpired, Moved
 from hostcall.errors import BadRequest, NotFound
 from hostcall.ledger import new_id
 from hostcall.origins import check_request_origin
@@ -25,7 +26,7 @@ from hostcall.protocol.wire import to_wire
 from hostcall.responses import StoredJSONResponse
 from hostcall.runtime import Runtime
 from hostcall.sessions import bearer_token
-from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, RunStatus
+from hostcall.store.records import ANONYMOUS_SURFACE, Call, Conversation, RunStatus
 from hostcall.tokens import Claims, Purpose
 from hostcall.transcript import open_messages
 
@@ -57,6 +58,15 @@ def _check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> N
         return
     agent = runtime.agents.get(agent_id) if agent_id else None
     check_request_origin(request, agent.allowed_origins if agent else ())
+
+
+async def _checked_call(runtime: Runtime, call_id: str, claims: Claims) -> Call:
+    """``Answers.checked_call``; the run of a call it found expired goes on (the refusal too)."""
+    try:
+        return await runtime.engine.ledger.answers.checked_call(call_id, claims)
+    except CallExpired as expired:
+        runtime.engine.resume_expired(expired)
+        raise
 
 
 async def _check_call_origin(request: Request, runtime: Runtime, claims: Claims) -> None:
@@ -96,7 +106,7 @@ async def snapshot(request: Request) -> JSONResponse:
         # The snapshot writes this surface's calls to it, as its stream would: the claim.
         for call in await store.list_calls(conversation.id):
             if call.surface_id == surface and call.state.value == "dispatched":
-                await ledger.claim(call.id, surface, call.assignment)
+                await ledger.rehoming.claim(call.id, surface, call.assignment)
     run = await store.latest_run(conversation.id)
     last_seq = await store.last_seq(conversation.id)
     if run is not None and run.status is RunStatus.RUNNING:
@@ -124,7 +134,7 @@ async def snapshot(request: Request) -> JSONResponse:
                 {
                     "surfaceId": x.id,
                     "tools": list(x.tools),
-                    "present": x.present(ledger.clock(), ledger.surface_grace),
+                    "present": x.present(ledger.moves.clock(), ledger.moves.surface_grace),
                 }
                 for x in await store.list_surfaces(conversation.id)
             ],
@@ -137,7 +147,7 @@ async def snapshot(request: Request) -> JSONResponse:
             },
             "messages": messages,
             "calls": [
-                to_wire(await ledger.view(c)) for c in await store.list_calls(conversation.id)
+                to_wire(await ledger.views.view(c)) for c in await store.list_calls(conversation.id)
             ],
         }
     )
@@ -165,7 +175,7 @@ async def capabilities(request: Request) -> JSONResponse:
     async with runtime.store.transaction():
         await runtime.store.save_surface_tools(conversation.id, surface, tools, time.time())
     # A read left on the form (its page reloaded) may now have a handler again.
-    await runtime.engine.ledger.rehome(conversation.id)
+    await runtime.engine.ledger.rehoming.rehome(conversation.id)
     return JSONResponse({"surfaceId": surface, "tools": list(tools)})
 
 
@@ -189,7 +199,7 @@ async def surface_leave(request: Request) -> Response:
     assert surface is not None
     async with runtime.store.transaction():
         await runtime.store.leave_surface(conversation.id, surface, time.time())
-    await runtime.engine.ledger.rehome(conversation.id)
+    await runtime.engine.ledger.rehoming.rehome(conversation.id)
     return Response(status_code=204)
 
 
@@ -210,7 +220,8 @@ async def call_delivered(request: Request) -> JSONResponse:
     body = await read_body(request, Delivered, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
     await _check_call_origin(request, runtime, claims)
-    first = await ledger.deliver(await ledger.checked_call(request.path_params["call_id"], claims))
+    call = await _checked_call(runtime, request.path_params["call_id"], claims)
+    first = await ledger.answers.deliver(call)
     return JSONResponse({"state": "delivered", "first": first})
 
 
@@ -221,12 +232,17 @@ async def call_result(request: Request) -> JSONResponse:
     claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
     await _check_call_origin(request, runtime, claims)
     call_id = request.path_params["call_id"]
-    if body.error is None:
-        call = await ledger.answer_claimed(call_id, claims, body.output)
-    else:
-        text = body.error.message or "no message"
-        call = await ledger.checked_call(call_id, claims)
-        call = await ledger.fail(call, body.error.code, f"The page reported: {text}")
+    try:
+        if body.error is None:
+            settled = await ledger.answers.answer_claimed(call_id, claims, body.output)
+        else:
+            text = body.error.message or "no message"
+            call = await ledger.answers.checked_call(call_id, claims)
+            settled = await ledger.answers.fail(call, body.error.code, f"The page reported: {text}")
+    except CallExpired as expired:
+        runtime.engine.resume_expired(expired)
+        raise
+    call = await runtime.engine.follow(settled)
     return JSONResponse({"state": call.state.value})
 
 
@@ -236,11 +252,14 @@ async def call_decision(request: Request) -> JSONResponse:
     body = await read_body(request, Decision, runtime.settings.max_body_bytes)
     claims = runtime.tokens.verify(Purpose.CALL_DECISION, body.token)
     await _check_call_origin(request, runtime, claims)
-    call = await ledger.checked_call(request.path_params["call_id"], claims)
+    call = await _checked_call(runtime, request.path_params["call_id"], claims)
+    decided: Moved
     if body.decision == "approve":
-        call = await ledger.approve(call, body.input, body.scope, surface=body.surface_id)
+        surface = body.surface_id
+        decided = await ledger.answers.approve(call, body.input, body.scope, surface=surface)
     else:
-        call = await ledger.reject(call, body.reason)
+        decided = await ledger.answers.reject(call, body.reason)
+    call = await runtime.engine.follow(decided)
     return JSONResponse({"state": call.state.value})
 
 

@@ -2,7 +2,8 @@
 
 A run waiting for a client holds no coroutine. Its state lives in the store (status
 ``waiting``, the calls of its current step); whoever settles the last open call of the step
-claims the run (``waiting`` → ``running``, atomically) and starts the next step.
+gets a ``Settled`` back from the ledger and hands it here: the engine claims the run
+(``waiting`` → ``running``, atomically) and starts the next step.
 
 Several processes may share the store. A step, and a server-side call in flight, is owned
 by a lease (hostcall/leases.py) taken in the transaction that starts it; ``sweep`` runs in
@@ -10,8 +11,10 @@ one process of the cluster at a time: it expires calls past their deadline, adop
 work of processes whose leases lapsed (they died), and resumes runs a crash left between
 two transactions. The same code recovers a single process after a restart.
 
-The parts live in hostcall/runs/: stepping.py (a model step, resuming, failing),
-server_calls.py (server-side tools), recovery.py (the sweeper), base.py (what they share).
+The engine is the one place that acts on what happened; the work itself is done by its
+collaborators in hostcall/runs/ (composed in hostcall/runtime.py): stepping.py (one model
+step, and a run's failure), server_calls.py (server-side tools), recovery.py (the
+sweeper's passes), agents.py (each run's agent and model), tasks.py (what it started).
 """
 
 from __future__ import annotations
@@ -19,17 +22,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
 
-from hostcall.agents import Agent
-from hostcall.errors import Conflict, NotFound
+from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
+from hostcall.errors import Conflict, LeaseLost, NotFound
 from hostcall.journal import Journal
-from hostcall.leases import Leases
+from hostcall.leases import Leases, call_key
 from hostcall.ledger import Ledger, new_id
-from hostcall.models.base import (
-    Model,
-)
 from hostcall.notices import run_notice
 from hostcall.platform import Platform
 from hostcall.protocol.events import (
@@ -39,61 +37,56 @@ from hostcall.protocol.events import (
     TextMessageEnd,
     TextMessageStart,
 )
-from hostcall.runs.recovery import Recovery
-from hostcall.store.records import ClaimedRun, Conversation, Run, RunStatus, StoredMessage
-from hostcall.tokens import Tokens
+from hostcall.runs.agents import RunAgents
+from hostcall.runs.recovery import Adopted, Recovery, Resumable, Work
+from hostcall.runs.server_calls import ServerCalls
+from hostcall.runs.stepping import Steps, is_store_error
+from hostcall.runs.tasks import Tasks
+from hostcall.store.records import (
+    Call,
+    ClaimedRun,
+    Conversation,
+    Run,
+    RunStatus,
+    StoredMessage,
+)
 
 log = logging.getLogger("hostcall.engine")
 
 
-class Engine(Recovery):
+class Engine:
     def __init__(
         self,
         journal: Journal,
-        tokens: Tokens,
-        agents: Mapping[str, Agent],
-        *,
-        platform: Platform,
-        environ: Mapping[str, str],
         leases: Leases,
-        clock: Callable[[], float] = time.time,
-        surface_grace: float = 5.0,
+        agents: RunAgents,
+        ledger: Ledger,
+        *,
+        steps: Steps,
+        server_calls: ServerCalls,
+        recovery: Recovery,
     ) -> None:
         self.journal = journal
         self.store = journal.store
-        # Told the (estimated) model tokens of each step: the cost limits (hostcall/quotas.py).
-        self.on_model_tokens = None
         self.leases = leases
-        self._stalled_checked = 0.0
-        # Replaced whole on reload; runs in flight keep the definition they started with.
         self.agents = agents
-        self.platform = platform
-        self.environ = environ
-        # Definitions are immutable once a run starts: cache by run id (bounded), and share
-        # parsed agents and built models between runs of the same definition.
-        self._by_run: OrderedDict[str, Agent] = OrderedDict()
-        self._frozen: dict[str, Agent] = {}
-        self._models: dict[str, Model] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.ledger = Ledger(
-            journal,
-            tokens,
-            agent_of_run=self.agent_of_run,
-            run_agent=self.run_agent,
-            platform=lambda: self.platform,
-            on_settled=self._resume_soon,
-            on_dispatched=self._start_server_call,
-            clock=clock,
-            surface_grace=surface_grace,
-        )
-        self.clock = clock
+        self.ledger = ledger
+        self.steps = steps
+        self.server_calls = server_calls
+        self.recovery = recovery
+        self.tasks = Tasks()
+        self._stalled_checked = 0.0
+
+    @property
+    def platform(self) -> Platform:
+        return self.agents.platform
 
     # ---- starting and resuming -------------------------------------------------------------
 
     async def start_run(
         self, conversation: Conversation, text: str, *, simulate: bool = False
     ) -> Run:
-        agent = self.agents.get(conversation.agent_id)
+        agent = self.agents.loaded.get(conversation.agent_id)
         if agent is None:
             raise NotFound(
                 f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent"
@@ -114,8 +107,7 @@ class Engine(Recovery):
             # transaction holds the whole file), so the check for a run in progress that
             # follows, in a statement of its own, sees every run committed before: two
             # messages at once (two tabs, two processes) start one run, not two. A refused
-            # start rolls them back, and nothing is published. (Issue 10: the lock was a
-            # statement of its own.)
+            # start rolls them back, and nothing is published.
             message = StoredMessage(message_id, cid, run.id, "user", text)
             await self.store.add_message(message)
             # One append (one statement on PostgreSQL, with the message), not four.
@@ -136,10 +128,10 @@ class Engine(Recovery):
                     code="run_in_progress",
                     runId=busy_id,
                 )
-            self._remember(run.id, agent)
+            self.agents.remember(run.id, agent)
         # The first step's history, read with the run's start (its message is the last):
         # nothing else adds a message while the run is running.
-        self._spawn(self._advance(run.id, ClaimedRun(run, start.history)))
+        self.tasks.spawn(self._advance(run.id, ClaimedRun(run, start.history)))
         return run
 
     async def cancel_run(self, run_id: str) -> bool:
@@ -159,5 +151,140 @@ class Engine(Recovery):
             await unit.emit(run.conversation_id, RunError(message, "cancelled", run_id))
         for call in await self.store.calls_of_step(run_id, run.step):
             if call.state.open:
-                await self.ledger.expire(call)
+                settled = await self.ledger.answers.expire(call)
+                if settled is not None:
+                    self.resume(settled)  # a failed run is not claimed: a no-op
         return True
+
+    # ---- what a request's ledger write left to do -------------------------------------
+
+    async def follow(self, outcome: Moved) -> Call:
+        """Do what a request's ledger write left for after its unit committed, before the
+        request answers: resume the run of a settled call, start the block of a dispatched
+        server-side call. The call as the write left it."""
+        if isinstance(outcome, Settled):
+            self.resume(outcome)
+            # Do not "fix" these: they are what the person waits for. The streams were
+            # woken (by the settling unit's publish) before the run's task was started, so
+            # in the first turn they write ``TOOL_CALL_RESULT``, then the resumed step runs
+            # up to its first wait (a model that answers at once: up to its first text,
+            # committed and published); in the second, the streams write that text. The
+            # person's next words do not wait behind the answering page's 200.
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+        elif isinstance(outcome, Dispatched) and outcome.execute:
+            self.tasks.spawn(self._run_server_call(outcome.call.id))
+        return outcome.call
+
+    def resume(self, settled: Settled) -> None:
+        """Resume the settled call's run in a task of its own, now that the unit that
+        settled it has committed and published: the streams, woken by that publish, write
+        the ``TOOL_CALL_RESULT`` before the next step is claimed and started. A crash in
+        between leaves a waiting run with every call settled, which the sweeper resumes
+        (``stalled_runs``)."""
+        self.tasks.spawn(self._resume_later(settled.run_id))
+
+    def resume_expired(self, expired: CallExpired) -> None:
+        """A request found its call past the deadline and expired it: ``resume`` the run
+        before the refusal goes out (nothing to do if another request expired it first)."""
+        if expired.settled is not None:
+            self.resume(expired.settled)
+
+    async def _resume_later(self, run_id: str) -> None:
+        try:
+            claimed = await self.leases.claim_ready_run(run_id)
+        except Exception:  # the sweeper's stalled-run scan tries again
+            log.exception("run %s: could not resume it", run_id)
+            return
+        if claimed is not None:
+            # This task is the run's own already: step here, with the run just read.
+            await self._advance(run_id, claimed)
+
+    async def _resume_if_ready(self, run_id: str) -> None:
+        """Claim a waiting run whose step has no open call left, and step it. The lease and
+        the claim commit together, in one statement: no process ever sees the run running
+        without an owner (the sweeper would adopt it)."""
+        claimed = await self.leases.claim_ready_run(run_id)
+        if claimed is not None:
+            self.tasks.spawn(self._advance(run_id, claimed))
+
+    # ---- stepping --------------------------------------------------------------------------
+
+    async def _advance(self, run_id: str, claimed: ClaimedRun | None = None) -> None:
+        """Step the run while it can go on; we hold its lease, and hand it back at the end.
+        ``claimed``: the run as its claim (or start) left it, and its history then, so the
+        first step need not read them."""
+        try:
+            try:
+                while True:
+                    stepped = await self.steps.step(run_id, claimed)
+                    for call in stepped.executing:
+                        self.tasks.spawn(self._run_server_call(call.id))
+                    if not stepped.again:
+                        break
+                    claimed = None
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                log.exception("run %s failed", run_id)
+                # A write the store refused (full disk, read-only file) must still end the
+                # run, or it stays `running` and refuses every message.
+                code = "store_unavailable" if is_store_error(exc) else "internal_error"
+                await self.steps.fail_eventually(run_id, code, f"{type(exc).__name__}: {exc}")
+        except LeaseLost as lost:
+            # This process stalled past its lease and another adopted the run: the step
+            # was rolled back; the new owner runs it.
+            log.warning("run %s left to its new owner: %s", run_id, lost)
+
+    async def _run_server_call(self, call_id: str) -> None:
+        """A server-side call's request, under the lease its dispatch took; then its run
+        goes on, as after any answer."""
+        try:
+            settled = await self.server_calls.request(call_id)
+            if settled is not None:
+                await self.follow(settled)
+        finally:
+            await self.leases.release(call_key(call_id))
+
+    # ---- recovery ------------------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """Pick up what a previous process left (called once at start)."""
+        for work in await self.recovery.recover():
+            await self._take_up(work)
+
+    async def sweep(self, *, stalled: bool = False) -> None:
+        """The cluster's periodic chores; a no-op unless this process has the sweeper's turn."""
+        for work in await self.recovery.sweep(stalled=stalled):
+            await self._take_up(work)
+
+    async def _take_up(self, work: Work) -> None:
+        if isinstance(work, Adopted):
+            self.tasks.spawn(self._advance(work.run_id))
+        elif isinstance(work, Resumable):
+            await self._resume_if_ready(work.run_id)
+        elif isinstance(work, Settled):
+            self.resume(work)
+        else:
+            self.tasks.spawn(self._run_server_call(work.call.id))
+
+    async def retire(self) -> None:
+        """A clean shutdown: our streams stop counting now, not when our lease lapses."""
+        await self.recovery.retire()
+
+    async def sweep_forever(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            now = time.monotonic()
+            # Stalled runs need a scan of open runs: look for them once per lease period.
+            stalled = now - self._stalled_checked >= self.leases.ttl
+            if stalled:
+                self._stalled_checked = now
+            try:
+                await self.sweep(stalled=stalled)
+            except Exception:  # a bad row must not stop expiry for every other call
+                log.exception("sweep failed")
+
+    async def drain(self) -> None:
+        """Wait for steps in flight (tests and shutdown)."""
+        await self.tasks.drain()

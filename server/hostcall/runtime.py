@@ -11,6 +11,11 @@ from dataclasses import dataclass, field, replace
 
 from hostcall.agents import Agent, load_agents
 from hostcall.broker import Broker
+from hostcall.calls.answers import Answers
+from hostcall.calls.moves import CallMoves
+from hostcall.calls.proposals import Proposals
+from hostcall.calls.rehoming import Rehoming
+from hostcall.calls.views import CallViews
 from hostcall.counters import Counters, LimitsCounters, StoreCounters
 from hostcall.engine import Engine
 from hostcall.errors import (
@@ -23,9 +28,14 @@ from hostcall.errors import (
 )
 from hostcall.journal import Journal
 from hostcall.leases import Leases
+from hostcall.ledger import Ledger
 from hostcall.platform import Platform, load_platform
 from hostcall.quotas import Quotas
 from hostcall.relay import Relay
+from hostcall.runs.agents import RunAgents
+from hostcall.runs.recovery import Recovery
+from hostcall.runs.server_calls import ServerCalls
+from hostcall.runs.stepping import Steps
 from hostcall.sessions import Sessions
 from hostcall.settings import Settings, load_secret_keys
 from hostcall.store import Store, open_store
@@ -83,21 +93,25 @@ class Runtime:
             else LimitsCounters(settings.limits_storage)
         )
         quotas = Quotas(counters, clock=clock)
-        engine = Engine(
-            Journal(store, broker),
+        journal = Journal(store, broker)
+        run_agents = RunAgents(store, agents, platform=platform, environ=settings.environ)
+        ledger = _ledger(
+            journal,
             tokens,
-            agents,
-            platform=platform,
-            environ=settings.environ,
-            leases=leases,
+            leases,
+            run_agents,
             clock=clock,
             surface_grace=settings.surface_grace_seconds,
         )
-
-        async def spent(agent: Agent, conversation_id: str, tokens: int) -> None:
-            await quotas.record_tokens(agent.id, agent.limits, conversation_id, tokens)
-
-        engine.on_model_tokens = spent
+        engine = Engine(
+            journal,
+            leases,
+            run_agents,
+            ledger,
+            steps=Steps(journal, leases, run_agents, ledger.proposals, quotas),
+            server_calls=ServerCalls(ledger, run_agents),
+            recovery=Recovery(journal, leases, ledger, clock=clock),
+        )
         sessions = Sessions(tokens, store, max_age=settings.session_max_age)
         return cls(settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock)
 
@@ -166,8 +180,8 @@ class Runtime:
         """
         platform = load_platform(self.settings.agents_dir, self.settings.environ)
         agents = _load(self.settings, platform)
-        self.agents = self.engine.agents = agents
-        self.engine.platform = platform
+        self.agents = agents
+        self.engine.agents.reload(agents, platform)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -204,6 +218,27 @@ class Runtime:
             with contextlib.suppress(Exception):  # a store that is down: the lease lapses
                 await self.engine.retire()
             await self.store.close()
+
+
+def _ledger(
+    journal: Journal,
+    tokens: Tokens,
+    leases: Leases,
+    agents: RunAgents,
+    *,
+    clock: Callable[[], float],
+    surface_grace: float,
+) -> Ledger:
+    """The call ledger's parts, on one core of views and moves."""
+    views = CallViews(tokens, agents)
+    moves = CallMoves(journal, views, leases, clock=clock, surface_grace=surface_grace)
+    return Ledger(
+        views=views,
+        moves=moves,
+        proposals=Proposals(moves, agents),
+        answers=Answers(moves, agents),
+        rehoming=Rehoming(moves),
+    )
 
 
 def _open_store(settings: Settings) -> Store:

@@ -87,7 +87,7 @@ async def events(request: Request) -> EventSourceResponse:
     owner = runtime.leases.owner  # the stream counts for its surface while this process lives
     if surface is not None:
         async with store.transaction():
-            await store.attach_surface(conversation_id, surface, ledger.clock(), owner)
+            await store.attach_surface(conversation_id, surface, ledger.moves.clock(), owner)
 
     async def passes(event: Event) -> bool:
         """Record the claim of a dispatch addressed to this surface before writing it; a
@@ -98,7 +98,8 @@ async def events(request: Request) -> EventSourceResponse:
         data = event.data["value"]
         if data.get("surfaceId") != surface:
             return True
-        return await ledger.claim(str(data["toolCallId"]), surface, int(data.get("assignment", 0)))
+        call_id, assignment = str(data["toolCallId"]), int(data.get("assignment", 0))
+        return await ledger.rehoming.claim(call_id, surface, assignment)
 
     async def replay(after: int) -> AsyncIterator[tuple[bytes, int]]:
         """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
@@ -162,7 +163,9 @@ async def events(request: Request) -> EventSourceResponse:
             runtime.broker.unsubscribe(conversation_id, queue)
             if surface is not None:
                 async with store.transaction():
-                    await store.detach_surface(conversation_id, surface, ledger.clock(), owner)
+                    await store.detach_surface(
+                        conversation_id, surface, ledger.moves.clock(), owner
+                    )
 
     return EventSourceResponse(
         frames(),

@@ -248,7 +248,7 @@ def test_each_step_s_history_is_the_conversation_s_messages_as_stored_when_it_st
     engine = h.runtime.engine
     conv = h.conversation()
     given: list[tuple[list[Message], list[Message]]] = []
-    build = engine._model
+    build = engine.agents.model
 
     class Recording:
         def __init__(self, model: Any) -> None:
@@ -260,7 +260,7 @@ def test_each_step_s_history_is_the_conversation_s_messages_as_stored_when_it_st
             async for item in self.model.stream(history, *args, **kwargs):
                 yield item
 
-    monkeypatch.setattr(engine, "_model", lambda agent: Recording(build(agent)))
+    monkeypatch.setattr(engine.agents, "model", lambda agent: Recording(build(agent)))
     for text in ("What should I work on next?", "What should I work on next?"):
         h.say(conv, text)
         h.answer(h.open_call(conv), BOARD)

@@ -126,7 +126,7 @@ def test_a_protected_write_cannot_slip_past_approval_at_run_time(make: Any) -> N
     assert call["state"] == "dispatched"
     # ...then the environment became protected (the platform is read live): a person must
     # approve, whatever the frozen definition says.
-    h.runtime.engine.platform = Platform({"dev": Environment("dev", protected=True)})
+    h.runtime.engine.agents.platform = Platform({"dev": Environment("dev", protected=True)})
     _, call = first_call(h)
     assert call["state"] == "awaiting_confirmation"
     assert call["approval"] == {"reason": "protected_write", "scopes": ["once"]}

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hostcall.errors import Conflict
 from tests.unit.conftest import BOARD, Conv, Harness
 from tests.unit.databases import fresh_schema
 from tests.unit.live import live_server, settings_for
@@ -48,6 +49,19 @@ def test_late_decisions_and_late_answers_say_where_the_call_is(harness: Harness)
     assert harness.answer(call, BOARD).status_code == 200
     error = assert_error(harness.answer(call, BOARD), 409, "call_already_settled")
     assert error["details"]["state"] == "answered"
+
+
+def test_a_decision_that_loses_at_the_update_gets_what_a_late_one_gets(harness: Harness) -> None:
+    # Read while it awaited a decision, decided by someone else before its UPDATE: the
+    # loser's refusal names where the call is, as the late decisions above get.
+    _, call = create_call(harness)
+    stale = harness.call(harness.runtime.store.get_call, call["toolCallId"])
+    assert stale is not None
+    assert harness.decide(call, "reject").status_code == 200
+    with pytest.raises(Conflict) as refused:
+        harness.call(harness.runtime.engine.ledger.answers.approve, stale, None)
+    assert refused.value.code == "call_not_awaiting_decision"
+    assert refused.value.details["state"] == "rejected"
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

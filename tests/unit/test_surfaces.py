@@ -213,7 +213,7 @@ def test_a_delivered_write_whose_page_left_goes_to_the_form_and_never_to_a_handl
     assert call["state"] == "delivered"
     register(harness, conv, "tab-c-0000", BOTH)  # a new page with a handler: still the form
     touch(harness, conv, B)
-    harness.call(harness.runtime.engine.ledger.rehome, conv.id)
+    harness.call(harness.runtime.engine.ledger.rehoming.rehome, conv.id)
     assert harness.open_call(conv)["route"] == "form"
     assert [d["surfaceId"] for d in dispatches(harness, conv)] == [A, None]
     assert harness.answer(call, TASK).status_code == 200  # the person answers it
@@ -261,7 +261,7 @@ def test_a_client_that_names_no_surface_is_always_present(harness: Harness) -> N
     harness.say(conv, ASK_READ)
     call = harness.open_call(conv)
     assert (call["surfaceId"], call["route"]) == ("conversation", "handler")
-    assert harness.call(harness.runtime.engine.ledger.rehome, conv.id) == 0
+    assert harness.call(harness.runtime.engine.ledger.rehoming.rehome, conv.id) == 0
 
 
 # ---- bad input: a clear error, and nothing changed -------------------------------------------

@@ -1,7 +1,8 @@
 """Answers and decisions: what surfaces, people and the sweeper send about a call — a
-result, a failure, an approval or a rejection, a delivery, an expiry. Each settles the call
-with one conditional update (the first request wins; the others get one refusal, issue 7)
-and resumes its run once the unit has committed.
+result, a failure, an approval or a rejection, a delivery, an expiry. Each moves the call
+with one conditional update (the first request wins; the others get one refusal) and
+returns what the caller does once the unit has committed: ``Settled`` (resume the run),
+``Dispatched`` (perhaps start its block), hostcall/calls/outcomes.py.
 """
 
 from __future__ import annotations
@@ -10,18 +11,19 @@ from dataclasses import replace
 from typing import Any
 
 from hostcall.calls.moves import CallMoves, tool_error
+from hostcall.calls.outcomes import CallExpired, Dispatched, Settled
 from hostcall.calls.transitions import CallEvent
 from hostcall.errors import (
     BadRequest,
     Conflict,
     Forbidden,
-    Gone,
     NotFound,
     ToolErrorCode,
     Unprocessable,
 )
 from hostcall.guardrails import Hit, evaluate
 from hostcall.protocol.limits import MAX_ERROR_MESSAGE_CHARS, MAX_REASON_CHARS
+from hostcall.runs.agents import RunAgents
 from hostcall.store.records import Call, CallState
 from hostcall.tokens import Claims, input_digest
 from hostcall.tools import Tool
@@ -31,10 +33,16 @@ class _NotAsClaimed(Exception):
     """The call a result's UPDATE settled is not quite what its token claims: roll back."""
 
 
-class Answers(CallMoves):
-    async def answer_claimed(self, call_id: str, claims: Claims, output: Any) -> Call:
+class Answers:
+    def __init__(self, moves: CallMoves, agents: RunAgents) -> None:
+        self.moves = moves
+        self.store = moves.store
+        self.journal = moves.journal
+        self.agents = agents
+
+    async def answer_claimed(self, call_id: str, claims: Claims, output: Any) -> Settled:
         """``answer(await checked_call(call_id, claims), output)``, one statement shorter
-        when the token names its run (issue 9: the result's round trip). The run's agent
+        when the token names its run (the result's round trip). The run's agent
         gives the tool, so the output is checked before anything is read; the settling
         UPDATE does not wait for a read of the call, and what ``checked_call`` checks is
         checked on the row it returns, before anything else is written: if one check
@@ -42,7 +50,7 @@ class Answers(CallMoves):
         which reads the call and refuses it as it always did. So does a token without a
         run (issued before tokens named it), and an output the tool refuses."""
         if claims.run_id is not None and claims.call_id == call_id and claims.tool:
-            agent = await self.run_agent(claims.run_id)
+            agent = await self.agents.run_agent(claims.run_id)
             tool = agent.tool(claims.tool) if agent is not None else None
             if tool is not None and not tool.output_validator.problems(output):
                 try:
@@ -50,7 +58,7 @@ class Answers(CallMoves):
                 except _NotAsClaimed:
                     settled = None
                 if settled is not None:
-                    return await self._settled(settled)
+                    return Settled(settled)
         return await self.answer(await self.checked_call(call_id, claims), output)
 
     async def _answer_as_claimed(
@@ -58,7 +66,7 @@ class Answers(CallMoves):
     ) -> Call | None:
         event, outcome, hits = _judged(tool, output)
         async with self.journal.unit() as unit:
-            settled = await self._settle_row(call_id, event, outcome)
+            settled = await self.moves.settle_row(call_id, event, outcome)
             if settled is None:
                 return None
             if not (
@@ -67,15 +75,16 @@ class Answers(CallMoves):
                 and settled.run_id == claims.run_id
                 and input_digest(settled.input) == claims.digest
                 # Settled past its deadline: the long way expires it instead.
-                and settled.deadline > self.clock()
+                and settled.deadline > self.moves.clock()
             ):
                 raise _NotAsClaimed(call_id)
-            await self._record_hits(unit, claims.conversation_id, call_id, tool.name, hits)
-            await self._record_outcome(unit, settled, tool, outcome)
+            await self.moves.record_hits(unit, claims.conversation_id, call_id, tool.name, hits)
+            await self.moves.record_outcome(unit, settled, tool, outcome)
         return settled
 
     async def checked_call(self, call_id: str, claims: Claims) -> Call:
-        """The call a verified token is for; refuses tokens of another call or input."""
+        """The call a verified token is for; refuses tokens of another call or input, and
+        expires a call past its deadline (``CallExpired`` carries what its caller resumes)."""
         if claims.call_id != call_id:
             raise Forbidden(f"this token was issued for another call, not {call_id}")
         call = await self.store.get_call(call_id)
@@ -94,9 +103,8 @@ class Answers(CallMoves):
                 f"the input of call {call_id} changed since this token was issued",
                 code="input_changed",
             )
-        if call.state.open and call.deadline <= self.clock():
-            await self.expire(call)
-            raise Gone(f"call {call_id} passed its deadline and has expired")
+        if call.state.open and call.deadline <= self.moves.clock():
+            raise CallExpired(call_id, await self.expire(call))
         return call
 
     async def deliver(self, call: Call) -> bool:
@@ -105,14 +113,15 @@ class Answers(CallMoves):
         if call.state is CallState.DELIVERED:
             return False
         if not call.state.answerable:
-            raise await self._not_open(call.id)
+            raise await self.moves.not_open(call.id)
         async with self.journal.unit() as unit:
-            return await self._move(unit, call, CallEvent.DELIVER, delivered=True) is not None
+            moved = await self.moves.move(unit, call, CallEvent.DELIVER, delivered=True)
+            return moved is not None
 
-    async def answer(self, call: Call, output: Any) -> Call:
+    async def answer(self, call: Call, output: Any) -> Settled:
         if not call.state.answerable:
-            raise await self._not_open(call.id)
-        tool = await self.tool_of(call)
+            raise await self.moves.not_open(call.id)
+        tool = await self.moves.views.tool_of(call)
         assert tool is not None, "answerable calls always name a known tool"
         problems = tool.output_validator.problems(output)
         if problems:
@@ -124,28 +133,28 @@ class Answers(CallMoves):
             )
         event, outcome, hits = _judged(tool, output)
         async with self.journal.unit() as unit:
-            await self._record_hits(unit, call.conversation_id, call.id, call.tool_name, hits)
-            settled = await self._settle(unit, call, event, outcome)
+            await self.moves.record_hits(unit, call.conversation_id, call.id, call.tool_name, hits)
+            settled = await self.moves.settle(unit, call, event, outcome)
             if settled is None:
-                raise await self._not_open(call.id)
-        return await self._settled(settled)
+                raise await self.moves.not_open(call.id)
+        return Settled(settled)
 
-    async def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Call:
+    async def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Settled:
         if not call.state.answerable:
-            raise await self._not_open(call.id)
+            raise await self.moves.not_open(call.id)
         text = message[:MAX_ERROR_MESSAGE_CHARS] or code.value
         outcome = tool_error(code, text, **details)
         async with self.journal.unit() as unit:
-            settled = await self._settle(unit, call, CallEvent.FAIL, outcome)
+            settled = await self.moves.settle(unit, call, CallEvent.FAIL, outcome)
             if settled is None:
-                raise await self._not_open(call.id)
-        return await self._settled(settled)
+                raise await self.moves.not_open(call.id)
+        return Settled(settled)
 
     async def approve(
         self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
-    ) -> Call:
+    ) -> Dispatched:
         if call.state is not CallState.AWAITING_CONFIRMATION:
-            raise await self._not_open(call.id, deciding=True)
+            raise await self.moves.not_open(call.id, deciding=True)
         approval = dict(call.extra.get("approval", {}))
         if scope not in approval.get("scopes", ["once"]):
             raise BadRequest(
@@ -153,7 +162,7 @@ class Answers(CallMoves):
                 f"(offered: {', '.join(approval.get('scopes', ['once']))})",
                 field="scope",
             )
-        tool = await self.tool_of(call)
+        tool = await self.moves.views.tool_of(call)
         assert tool is not None
         value = call.input if edited is None else edited
         problems = tool.input_validator.problems(value)
@@ -169,21 +178,24 @@ class Answers(CallMoves):
         async with self.journal.unit() as unit:
             if scope == "conversation":
                 await self.store.add_grant(call.conversation_id, call.tool_name, call.id)
-            return await self._dispatch(unit, call, tool, CallEvent.APPROVE, value, surface=surface)
+            return await self.moves.dispatch(
+                unit, call, tool, CallEvent.APPROVE, value, surface=surface
+            )
 
-    async def reject(self, call: Call, reason: str | None) -> Call:
+    async def reject(self, call: Call, reason: str | None) -> Settled:
         if call.state is not CallState.AWAITING_CONFIRMATION:
-            raise await self._not_open(call.id, deciding=True)
+            raise await self.moves.not_open(call.id, deciding=True)
         reason = (reason or "").strip()[:MAX_REASON_CHARS]
         message = "The user rejected this call." + (f" Their reason: {reason}" if reason else "")
         outcome = tool_error(ToolErrorCode.APPROVAL_REJECTED, message, reason=reason)
         async with self.journal.unit() as unit:
-            settled = await self._settle(unit, call, CallEvent.REJECT, outcome)
+            settled = await self.moves.settle(unit, call, CallEvent.REJECT, outcome)
             if settled is None:
-                raise await self._not_open(call.id, deciding=True)
-        return await self._settled(settled)
+                raise await self.moves.not_open(call.id, deciding=True)
+        return Settled(settled)
 
-    async def expire(self, call: Call) -> bool:
+    async def expire(self, call: Call) -> Settled | None:
+        """Settled, or None when the call moved first (an answer, another expiry)."""
         if call.state is CallState.AWAITING_CONFIRMATION:
             outcome = tool_error(
                 ToolErrorCode.APPROVAL_EXPIRED,
@@ -196,13 +208,15 @@ class Answers(CallMoves):
                 delivered=call.delivered,
             )
         async with self.journal.unit() as unit:
-            done = await self._settle(unit, call, CallEvent.EXPIRE, outcome) is not None
-        if done:
-            await self.on_settled(call.run_id)
-        return done
+            settled = await self.moves.settle(unit, call, CallEvent.EXPIRE, outcome)
+        return None if settled is None else Settled(settled)
 
-    async def expire_due(self) -> int:
-        return sum([await self.expire(call) for call in await self.store.due_calls(self.clock())])
+    async def expire_due(self) -> list[Settled]:
+        """Expire every open call past its deadline: the expiries this pass made."""
+        expired = [
+            await self.expire(call) for call in await self.store.due_calls(self.moves.clock())
+        ]
+        return [settled for settled in expired if settled is not None]
 
 
 def _judged(tool: Tool, output: Any) -> tuple[CallEvent, dict[str, Any], list[Hit]]:

@@ -1,32 +1,28 @@
-"""The core of the call ledger (hostcall/ledger.py): views of a call, and the one way a call
-moves. Every store write of a call's state is the table's move
-(hostcall/calls/transitions.py), made by ``_update`` with one conditional UPDATE; ``_move``
-performs the move's effects, ``_settle`` records an outcome with the tool message and the
-``TOOL_CALL_RESULT`` event, in the caller's unit.
+"""The core of the call ledger (hostcall/ledger.py): the one way a call moves. Every store
+write of a call's state is the table's move (hostcall/calls/transitions.py), made by
+``_update`` with one conditional UPDATE; ``move`` performs the move's effects in the
+caller's unit, ``settle`` records an outcome with the tool message and the
+``TOOL_CALL_RESULT`` event. What is left for the caller, once the unit commits, comes back
+as a value (hostcall/calls/outcomes.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
-from hostcall.agents import Agent
 from hostcall.calls.assignment import FormReason, choose
+from hostcall.calls.outcomes import Dispatched, Moved
 from hostcall.calls.transitions import CallEvent, Effect, Move, sources, transition
-from hostcall.errors import (
-    Conflict,
-    Gone,
-    ToolErrorCode,
-)
+from hostcall.calls.views import CallViews
+from hostcall.errors import Conflict, Gone, ToolErrorCode
 from hostcall.guardrails import Hit
 from hostcall.journal import Journal, Unit
-from hostcall.platform import Platform
+from hostcall.leases import Leases, call_key
 from hostcall.policies import model_content, visible_outcome
 from hostcall.protocol.events import (
     ApprovalRequested,
@@ -34,9 +30,7 @@ from hostcall.protocol.events import (
     GuardrailMatched,
     ToolCallResult,
 )
-from hostcall.protocol.responses import CallView
 from hostcall.store.records import Call, CallState, StoredMessage
-from hostcall.tokens import Claims, Purpose, Tokens, input_digest
 from hostcall.tools import Tool
 
 log = logging.getLogger("hostcall.guardrails")
@@ -50,83 +44,27 @@ def tool_error(code: ToolErrorCode, message: str, **details: Any) -> dict[str, A
     return {"error": {"code": code.value, "message": message, **details}}
 
 
-def _iso(timestamp: float) -> str:
-    moment = datetime.fromtimestamp(timestamp, UTC)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 class CallMoves:
     def __init__(
         self,
         journal: Journal,
-        tokens: Tokens,
+        views: CallViews,
+        leases: Leases,
         *,
-        agent_of_run: Callable[[str], Awaitable[Agent]],
-        run_agent: Callable[[str], Awaitable[Agent | None]],
-        platform: Callable[[], Platform],
-        on_settled: Callable[[str], Awaitable[None]],
-        on_dispatched: Callable[[Unit, Call], Awaitable[None]],
         clock: Callable[[], float] = time.time,
         surface_grace: float = 5.0,
     ) -> None:
         self.journal = journal
         self.store = journal.store
-        self.tokens = tokens
-        self.agent_of_run = agent_of_run
-        self.run_agent = run_agent  # agent_of_run, or None for a run id that names no run
-        self.platform = platform
-        self.on_settled = on_settled
-        self.on_dispatched = on_dispatched
+        self.views = views
+        self.leases = leases
         self.clock = clock
         # How long a surface whose streams all closed keeps its calls (a reconnect).
         self.surface_grace = surface_grace
 
-    # ---- views ---------------------------------------------------------------------------
-
-    async def tool_of(self, call: Call) -> Tool | None:
-        return (await self.agent_of_run(call.run_id)).tool(call.tool_name)
-
-    async def view(self, call: Call) -> CallView:
-        """The ``CALL`` shape of docs/protocol.md, with the token the call's state needs."""
-        tool = await self.tool_of(call)
-        kind = tool.kind if tool else "client"
-        claims = Claims(
-            call.conversation_id,
-            call.id,
-            call.tool_name,
-            input_digest(call.input),
-            run_id=call.run_id,
-        )
-        answerable = call.state.answerable and kind == "client"
-        awaiting = call.state is CallState.AWAITING_CONFIRMATION
-        return CallView(
-            tool_call_id=call.id,
-            tool_call_name=call.tool_name,
-            kind=kind,
-            run_id=call.run_id,
-            state=call.state.value,
-            input=call.input,
-            input_schema=tool.input_schema if tool else {},
-            output_schema=tool.output_schema if tool else {},
-            deadline=_iso(call.deadline),
-            route=call.route,
-            delivered=call.delivered,
-            outcome=None if call.outcome is None else visible_outcome(tool, call.outcome),
-            approval=call.extra.get("approval"),
-            simulated=True if call.outcome and call.outcome.get("simulated") else None,
-            surface_id=call.surface_id,
-            assignment=call.assignment,
-            title=tool.title if tool and tool.title else None,
-            form_reason=call.extra.get("formReason"),
-            result_token=self.tokens.sign(Purpose.CALL_RESULT, claims) if answerable else None,
-            decision_token=self.tokens.sign(Purpose.CALL_DECISION, claims) if awaiting else None,
-        )
-
-    # ---- settling ------------------------------------------------------------------------
-
     # ---- dispatching (a proposal, or an approval) -------------------------------------
 
-    async def _dispatch(
+    async def dispatch(
         self,
         unit: Unit,
         call: Call,
@@ -136,7 +74,7 @@ class CallMoves:
         *,
         surface: str | None,
         stored: bool = True,
-    ) -> Call:
+    ) -> Dispatched:
         """Send the call where it runs: its block, a surface (the claim), or the form.
 
         ``stored=False``: a call proposed in the caller's unit and not stored yet; it is
@@ -153,11 +91,11 @@ class CallMoves:
             move = transition(call.state, event)
             placed = replace(call, state=move.to, deadline=deadline, **changes)
             await self.store.add_call(placed)
-            await self._perform(unit, placed, move)
-            return placed
-        moved = await self._move(unit, call, event, deadline=deadline, **changes)
+            return Dispatched(placed, execute=await self._perform(unit, placed, move))
+        moved = await self.move(unit, call, event, deadline=deadline, **changes)
         if moved is None:
-            raise await self._not_open(call.id, deciding=event is CallEvent.APPROVE)
+            raise await self.not_open(call.id, deciding=event is CallEvent.APPROVE)
+        assert isinstance(moved, Dispatched), f"{event.value} sends a call where it runs"
         return moved
 
     async def _assignment(self, call: Call, *, preferred: str | None, now: float) -> dict[str, Any]:
@@ -177,7 +115,7 @@ class CallMoves:
             "extra": extra,
         }
 
-    async def _record_hits(
+    async def record_hits(
         self, unit: Unit, conversation_id: str, call_id: str, name: str, hits: list[Hit]
     ) -> None:
         for hit in hits:
@@ -189,18 +127,21 @@ class CallMoves:
 
     # ---- moving and settling ---------------------------------------------------------
 
-    async def _move(self, unit: Unit, call: Call, event: CallEvent, **changes: Any) -> Call | None:
-        """Make the table's move for ``event`` in the store and perform its emit effects;
-        None if the call is no longer where the move starts (someone else moved it)."""
+    async def move(self, unit: Unit, call: Call, event: CallEvent, **changes: Any) -> Moved | None:
+        """Make the table's move for ``event`` in the store and perform its effects in
+        ``unit``; None if the call is no longer where the move starts (someone else moved
+        it). ``Dispatched`` when the move sends the call where it runs."""
         assigned = (call.surface_id, call.assignment) if event in _REASSIGNING else None
         made = await self._update(call.id, event, read=call.state, assigned=assigned, **changes)
         if made is None:
             return None
         moved, move = made
-        await self._perform(unit, moved, move)
-        return moved
+        execute = await self._perform(unit, moved, move)
+        if Effect.EMIT_DISPATCH in move.effects:
+            return Dispatched(moved, execute=execute)
+        return Moved(moved)
 
-    async def _deliver_row(self, call_id: str, assigned: tuple[str, int]) -> Call | None:
+    async def deliver_row(self, call_id: str, assigned: tuple[str, int]) -> Call | None:
         """The delivery UPDATE alone (a surface's claim): the call as it left
         ``dispatched``, or None."""
         made = await self._update(call_id, CallEvent.DELIVER, read=None, assigned=assigned,
@@ -242,30 +183,40 @@ class CallMoves:
         )
         return None if moved is None else (moved, move)
 
-    async def _perform(self, unit: Unit, call: Call, move: Move) -> None:
+    async def _perform(self, unit: Unit, call: Call, move: Move) -> bool:
+        """The move's effects in ``unit``; True if the caller must start the call's block
+        (EXECUTE) once the unit commits."""
+        execute = False
         for effect in move.effects:
             if effect is Effect.EMIT_APPROVAL_REQUESTED:
-                await unit.emit(call.conversation_id, ApprovalRequested(await self.view(call)))
+                view = await self.views.view(call)
+                await unit.emit(call.conversation_id, ApprovalRequested(view))
             elif effect is Effect.EMIT_DISPATCH:
-                await unit.emit(call.conversation_id, CallDispatched(await self.view(call)))
+                await unit.emit(call.conversation_id, CallDispatched(await self.views.view(call)))
             elif effect is Effect.EXECUTE:
-                tool = await self.tool_of(call)
+                tool = await self.views.tool_of(call)
                 if tool is not None and tool.kind != "client":
-                    await self.on_dispatched(unit, call)
-            # RECORD_OUTCOME is _settle's (it needs the outcome); RESUME_RUN is the caller's,
-            # after the unit commits, so the next step reads what this one wrote.
+                    # Taken in the dispatching unit: the lease commits with the dispatch, and
+                    # the request starts once both are committed (it reads the dispatched call).
+                    taken = await self.leases.take(call_key(call.id))
+                    assert taken, "a newly dispatched call's lease is free"
+                    execute = True
+            # RECORD_OUTCOME is settle's (it needs the outcome); RESUME_RUN is the caller's,
+            # on the Settled it gets, after the unit commits: the next step reads what this
+            # one wrote.
+        return execute
 
-    async def _settle(
+    async def settle(
         self, unit: Unit, call: Call, event: CallEvent, outcome: dict[str, Any]
     ) -> Call | None:
         """The call as settled, or None when someone else moved it first."""
-        settled = await self._settle_row(call.id, event, outcome)
+        settled = await self.settle_row(call.id, event, outcome)
         if settled is None:
             return None
-        await self._record_outcome(unit, settled, await self.tool_of(settled), outcome)
+        await self.record_outcome(unit, settled, await self.views.tool_of(settled), outcome)
         return settled
 
-    async def _settle_row(
+    async def settle_row(
         self, call_id: str, event: CallEvent, outcome: dict[str, Any]
     ) -> Call | None:
         """The settling UPDATE alone, from any state the event leaves: the call as it left
@@ -277,7 +228,7 @@ class CallMoves:
         assert Effect.RECORD_OUTCOME in move.effects, f"{event.value} does not settle a call"
         return settled
 
-    async def _record_outcome(
+    async def record_outcome(
         self, unit: Unit, settled: Call, tool: Tool | None, outcome: dict[str, Any]
     ) -> None:
         """The settled call's tool message (what the model reads) and its
@@ -298,30 +249,16 @@ class CallMoves:
         )
         await unit.emit(settled.conversation_id, result)
 
-    async def _settled(self, settled: Call) -> Call:
-        """After the unit that settled the call committed (its ``TOOL_CALL_RESULT`` is
-        published): resume the run, then give the loop two turns before this request goes
-        on to its response. The streams were woken before the run's task was started, so in
-        the first turn they write ``TOOL_CALL_RESULT``, then the resumed step runs up to its
-        first wait (a model that answers at once: up to its first text, committed and
-        published); in the second, the streams write that text. The person's next words do
-        not wait behind the answering page's 200 (issue 9: the resumed run's first text).
-        ``settled``: the call as its settling UPDATE left it."""
-        await self.on_settled(settled.run_id)
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
-        return settled
-
-    async def _reload(self, call_id: str) -> Call:
+    async def reload(self, call_id: str) -> Call:
         call = await self.store.get_call(call_id)
         assert call is not None
         return call
 
-    async def _not_open(self, call_id: str, *, deciding: bool = False) -> Conflict | Gone:
+    async def not_open(self, call_id: str, *, deciding: bool = False) -> Conflict | Gone:
         """The one refusal for a call in the wrong state, whether the request checked first
         or lost a race at the conditional UPDATE: the same situation gets the same code
-        (docs/protocol.md, issue 7). ``details.state`` says where the call is."""
-        call = await self._reload(call_id)
+        (docs/protocol.md). ``details.state`` says where the call is."""
+        call = await self.reload(call_id)
         state = call.state.value
         if call.state is CallState.EXPIRED:
             return Gone(f"call {call_id} passed its deadline and has expired")

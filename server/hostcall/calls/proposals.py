@@ -11,6 +11,7 @@ from typing import Any
 from hostcall import strictjson
 from hostcall.agents import Agent
 from hostcall.calls.moves import CallMoves, tool_error
+from hostcall.calls.outcomes import Moved
 from hostcall.calls.transitions import CallEvent
 from hostcall.errors import (
     ToolErrorCode,
@@ -23,13 +24,19 @@ from hostcall.protocol.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from hostcall.runs.agents import RunAgents
 from hostcall.store.records import Call, CallState, Run
 from hostcall.tools import Tool
 
 SCOPES = ("once", "conversation")
 
 
-class Proposals(CallMoves):
+class Proposals:
+    def __init__(self, moves: CallMoves, agents: RunAgents) -> None:
+        self.moves = moves
+        self.store = moves.store
+        self.agents = agents
+
     async def propose(
         self,
         unit: Unit,
@@ -42,8 +49,9 @@ class Proposals(CallMoves):
         name: str,
         arguments: str,
         message_id: str,
-    ) -> Call:
-        """Record a call the model asked for, and send it where its policies say."""
+    ) -> Moved:
+        """Record a call the model asked for, and send it where its policies say: the call
+        as its move left it (``Dispatched``, perhaps to execute, when it was sent)."""
         cid = conversation_id
         await unit.emit(cid, ToolCallStart(call_id, name, message_id))
         await unit.emit(cid, ToolCallArgs(call_id, arguments))
@@ -63,7 +71,7 @@ class Proposals(CallMoves):
         hits: list[Hit] = []
         if failure is None and tool and tool.guardrails:
             hits = evaluate(tool.guardrails, "input", value)
-            await self._record_hits(unit, cid, call_id, name, hits)
+            await self.moves.record_hits(unit, cid, call_id, name, hits)
             blocked = next((h for h in hits if h.action == "block"), None)
             if blocked:
                 failure = tool_error(
@@ -71,7 +79,7 @@ class Proposals(CallMoves):
                     f"The guardrail {blocked.rule!r} blocked this call; it was not executed.",
                     rule=blocked.rule,
                 )
-        now = self.clock()
+        now = self.moves.clock()
         call = Call(
             id=call_id,
             conversation_id=cid,
@@ -88,19 +96,19 @@ class Proposals(CallMoves):
         if failure is not None:
             await self.store.add_call(call)
             failure["guardrails"] = [h.to_json() for h in hits]
-            refused = await self._settle(unit, call, CallEvent.REFUSE, failure)
+            refused = await self.moves.settle(unit, call, CallEvent.REFUSE, failure)
             assert refused is not None, "a call just added is where the move starts"
-            return refused
+            return Moved(refused)  # in the step that proposed it: nothing to resume
         assert tool is not None
         if run.simulate:
             await self.store.add_call(call)
             result = tool.simulation_result if tool.has_simulation_result else None
-            simulated = await self._settle(
+            simulated = await self.moves.settle(
                 unit, call, CallEvent.SIMULATE, {"output": result, "simulated": True}
             )
             assert simulated is not None, "a call just added is where the move starts"
-            return simulated
-        environment = self.platform().environment(agent.environment)
+            return Moved(simulated)
+        environment = self.agents.platform.environment(agent.environment)
         # A grant matters only to a tool that always asks (a read the others need not make).
         granted = tool.approval == "always" and await self.store.has_grant(cid, name)
         reason = approval_reason(tool, environment, granted=granted, hits=hits)
@@ -110,7 +118,7 @@ class Proposals(CallMoves):
                 "reason": reason.value,
                 "scopes": list(SCOPES) if reason.grantable else ["once"],
             }
-            moved = await self._move(
+            moved = await self.moves.move(
                 unit, call, CallEvent.ASK,
                 deadline=now + tool.approval_timeout_seconds,
                 extra={**call.extra, "approval": approval},
@@ -121,7 +129,7 @@ class Proposals(CallMoves):
             approval = {"reason": "grant", "scope": "conversation"}
             call = replace(call, extra={**call.extra, "approval": approval})
         # Not stored yet: it goes in as dispatched (one INSERT, not an INSERT and an UPDATE).
-        return await self._dispatch(
+        return await self.moves.dispatch(
             unit, call, tool, CallEvent.DISPATCH, value, surface=None, stored=False
         )
 

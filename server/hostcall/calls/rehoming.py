@@ -12,7 +12,11 @@ from hostcall.calls.moves import CallMoves
 from hostcall.store.records import CallState
 
 
-class Rehoming(CallMoves):
+class Rehoming:
+    def __init__(self, moves: CallMoves) -> None:
+        self.moves = moves
+        self.store = moves.store
+
     async def claim(self, call_id: str, surface_id: str, assignment: int) -> bool:
         """Record that assignment ``assignment`` of the call reached surface ``surface_id``.
 
@@ -22,7 +26,7 @@ class Rehoming(CallMoves):
         does not pass the stale dispatch on.
         """
         async with self.store.transaction():
-            if await self._deliver_row(call_id, (surface_id, assignment)):
+            if await self.moves.deliver_row(call_id, (surface_id, assignment)):
                 return True
         call = await self.store.get_call(call_id)
         return (
@@ -34,7 +38,7 @@ class Rehoming(CallMoves):
     async def rehome(self, conversation_id: str) -> int:
         """Move the open client calls of a conversation whose surface is gone (see
         hostcall/calls/assignment.py); the number moved."""
-        now = self.clock()
+        now = self.moves.clock()
         calls = [
             c for c in await self.store.list_calls(conversation_id)
             if c.state in (CallState.DISPATCHED, CallState.DELIVERED)
@@ -45,12 +49,12 @@ class Rehoming(CallMoves):
         by_id = {s.id: s for s in surfaces}
         moved = 0
         for call in calls:
-            tool = await self.tool_of(call)
+            tool = await self.moves.views.tool_of(call)
             if tool is None or tool.kind != "client":
                 continue
             plan = rehome(
                 call, by_id.get(call.surface_id or ""), surfaces,
-                rerunnable=tool.rerunnable, now=now, grace=self.surface_grace,
+                rerunnable=tool.rerunnable, now=now, grace=self.moves.surface_grace,
             )  # fmt: skip
             if plan is None:
                 continue
@@ -65,8 +69,8 @@ class Rehoming(CallMoves):
                     "route": "handler", "surface_id": plan.surface.id,
                     "assignment": call.assignment + 1, "extra": extra,
                 }  # fmt: skip
-            async with self.journal.unit() as unit:
-                moved += await self._move(unit, call, plan.event, **changes) is not None
+            async with self.moves.journal.unit() as unit:
+                moved += await self.moves.move(unit, call, plan.event, **changes) is not None
         return moved
 
     async def rehome_due(self) -> int:

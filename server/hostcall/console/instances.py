@@ -133,7 +133,7 @@ async def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
     }
     calls = []
     for call in await store.list_calls(conversation_id):
-        view = to_wire(await runtime.engine.ledger.view(call))
+        view = to_wire(await runtime.engine.ledger.views.view(call))
         shown = {k: view[k] for k in _CALL_FIELDS if k in view}
         shown["answeredBy"] = answered_by.get(call.id)
         calls.append(shown)
@@ -206,7 +206,9 @@ async def _open_call(runtime: Runtime, call_id: str) -> Call:
     if call is None:
         raise NotFound(f"no call {call_id}", code="unknown_call")
     if call.state.open and call.deadline <= time.time():
-        await runtime.engine.ledger.expire(call)
+        expired = await runtime.engine.ledger.answers.expire(call)
+        if expired is not None:
+            runtime.engine.resume(expired)
         raise Gone(f"call {call_id} passed its deadline and has expired")
     return call
 
@@ -218,7 +220,8 @@ async def answer_call(request: Request) -> Response:
     if "output" not in body:
         raise BadRequest("field 'output' is required", field="output")
     call = await _open_call(runtime, request.path_params["call_id"])
-    call = await runtime.engine.ledger.answer(call, body["output"])
+    answered = await runtime.engine.ledger.answers.answer(call, body["output"])
+    call = await runtime.engine.follow(answered)
     where = {"conversation_id": call.conversation_id, "call_id": call.id}
     await record(
         runtime.store, operator_of(request).name, "call.answer", **where, output=body["output"]
@@ -237,7 +240,8 @@ async def decide_call(request: Request) -> Response:
     who = operator_of(request).name
     where = {"conversation_id": call.conversation_id, "call_id": call.id}
     if body.decision == "approve":
-        call = await ledger.approve(call, body.input, body.scope)
+        approved = await ledger.answers.approve(call, body.input, body.scope)
+        call = await runtime.engine.follow(approved)
         await record(
             runtime.store, who, "call.approve", **where, edited=body.input, scope=body.scope
         )
@@ -245,7 +249,8 @@ async def decide_call(request: Request) -> Response:
         reason = (body.reason or "").strip()
         # The model reads this: say the decision came from an operator, not the visitor.
         said = f"(an operator decided) {reason}".strip()[:MAX_REASON_CHARS]
-        call = await ledger.reject(call, said)
+        rejected = await ledger.answers.reject(call, said)
+        call = await runtime.engine.follow(rejected)
         await record(runtime.store, who, "call.reject", **where, reason=reason)
     return JSONResponse({"state": call.state.value})
 
@@ -254,8 +259,10 @@ async def decide_call(request: Request) -> Response:
 async def expire_call(request: Request) -> Response:
     runtime = _runtime(request)
     call = await _open_call(runtime, request.path_params["call_id"])
-    if not call.state.open or not await runtime.engine.ledger.expire(call):
+    expired = await runtime.engine.ledger.answers.expire(call) if call.state.open else None
+    if expired is None:
         raise Conflict(f"call {call.id} is already {call.state.value}", code="call_already_settled")
+    runtime.engine.resume(expired)
     await record(runtime.store, operator_of(request).name, "call.expire",
            conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
     return JSONResponse({"state": "expired"})

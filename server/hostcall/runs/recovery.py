@@ -1,32 +1,63 @@
 """Recovery: the cluster's periodic chores, run by one process at a time (the sweeper's
 turn, ``Store.try_singleton``): expire calls past their deadline, move calls whose surface
-is gone, adopt the work of processes whose leases lapsed (they died), and resume runs a
-crash left between two transactions. The same code recovers a single process at start.
+is gone, adopt the work of processes whose leases lapsed (they died), and find runs a crash
+left between two transactions. The same code recovers a single process at start.
+
+A pass returns the work it found, for the engine to start (hostcall/engine.py):
+
+    Adopted      a run left mid-step, whose lease this pass took: step it
+    Resumable    a waiting run: claim it if its step has no open call left, and step it
+    Settled      a call this pass settled (expired, or failed): its run may go on
+    Dispatched   a server-side read left in flight, whose lease this pass took: run it again
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
+from hostcall.calls.outcomes import Dispatched, Settled
 from hostcall.errors import ToolErrorCode
-from hostcall.leases import process_key, run_key
+from hostcall.journal import Journal
+from hostcall.leases import Leases, process_key, run_key
+from hostcall.ledger import Ledger
 from hostcall.protocol.events import (
     MessageDiscarded,
     TextMessageEnd,
 )
-from hostcall.runs.base import SWEEPER
-from hostcall.runs.server_calls import ServerCalls
-from hostcall.runs.stepping import Stepping
 from hostcall.store.records import CallState, Run, RunStatus
 from hostcall.transcript import open_messages
 
 log = logging.getLogger("hostcall.engine")
 
+SWEEPER = "sweeper"
 
-class Recovery(Stepping, ServerCalls):
-    async def recover(self) -> None:
+
+@dataclass(frozen=True, slots=True)
+class Adopted:
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resumable:
+    run_id: str
+
+
+Work = Adopted | Resumable | Settled | Dispatched
+
+
+class Recovery:
+    def __init__(
+        self, journal: Journal, leases: Leases, ledger: Ledger, *, clock: Callable[[], float]
+    ) -> None:
+        self.journal = journal
+        self.store = journal.store
+        self.leases = leases
+        self.ledger = ledger
+        self.clock = clock
+
+    async def recover(self) -> list[Work]:
         """Pick up what a previous process left (called once at start)."""
         # Every stream this store counted belonged to a process that is gone; their pages
         # reconnect within the grace period, or their calls move on.
@@ -35,7 +66,7 @@ class Recovery(Stepping, ServerCalls):
         # once it lapses (the process died), and the grace period starts.
         async with self.store.transaction():
             await self.leases.take(process_key(self.leases.owner))
-        await self.sweep(stalled=True)
+        return await self.sweep(stalled=True)
 
     async def retire(self) -> None:
         """A clean shutdown: our streams stop counting now, not when our lease lapses."""
@@ -43,20 +74,22 @@ class Recovery(Stepping, ServerCalls):
             await self.store.drop_streams(self.leases.owner, self.clock())
             await self.leases.release(process_key(self.leases.owner))
 
-    async def sweep(self, *, stalled: bool = False) -> None:
+    async def sweep(self, *, stalled: bool = False) -> list[Work]:
         """The cluster's periodic chores; a no-op unless this process has the sweeper's turn."""
         if not await self.store.try_singleton(SWEEPER):
-            return
-        await self.ledger.expire_due()
-        await self.ledger.rehome_due()
+            return []
+        work: list[Work | None] = []
+        work += await self.ledger.answers.expire_due()
+        await self.ledger.rehoming.rehome_due()
         for key in await self.leases.expired():
             if await self.leases.take(key):
-                await self._adopt(key)
+                work.append(await self._adopt(key))
         if stalled:
             for run in await self.store.stalled_runs():
-                await self._adopt_stalled(run)
+                work.append(await self._adopt_stalled(run))
+        return [w for w in work if w is not None]
 
-    async def _adopt(self, key: str) -> None:
+    async def _adopt(self, key: str) -> Work | None:
         """Go on with the work of a lease that lapsed (its process died); we hold it now."""
         kind, _, ident = key.partition(":")
         if kind == "process":
@@ -66,54 +99,52 @@ class Recovery(Stepping, ServerCalls):
                 dropped = await self.store.drop_streams(ident, self.clock())
                 await self.leases.release(key)
             log.info("process %s is gone: %d of its surface streams dropped", ident, dropped)
-            return
+            return None
         if kind == "run":
             run = await self.store.get_run(ident)
             if run is not None and run.status is RunStatus.RUNNING:
                 log.info("resuming run %s, interrupted mid-step", ident)
                 await self._discard_cut_off(run)
-                self._spawn(self._advance(ident))
-                return
+                return Adopted(ident)
             await self.leases.release(key)
             if run is not None and run.status is RunStatus.WAITING:
-                await self._resume_if_ready(ident)
-            return
+                return Resumable(ident)
+            return None
         call = await self.store.get_call(ident) if kind == "call" else None
-        tool = await self.ledger.tool_of(call) if call is not None else None
+        tool = await self.ledger.views.tool_of(call) if call is not None else None
         if call is None or tool is None or call.state is not CallState.DISPATCHED:
             await self.leases.release(key)
-            return
+            return None
         if tool.effect == "read":
-            self._spawn(self._run_server_call(call.id))
-            return
+            return Dispatched(call, execute=True)
         # It may have reached its target before the process died: never send a write twice.
-        await self.ledger.fail(
+        settled = await self.ledger.answers.fail(
             call, ToolErrorCode.BLOCK_FAILED,
             "The server restarted while this request was in flight; a write is not "
             "retried, so check whether it took effect.",
         )  # fmt: skip
         await self.leases.release(key)
+        return settled
 
-    async def _adopt_stalled(self, run: Run) -> None:
+    async def _adopt_stalled(self, run: Run) -> Work | None:
         if run.status is RunStatus.WAITING:
-            await self._resume_if_ready(run.id)
-            return
+            return Resumable(run.id)
         key = run_key(run.id)
         if not await self.leases.take(key):
-            return
+            return None
         current = await self.store.get_run(run.id)  # it may have moved since we listed it
         if current is not None and current.status is RunStatus.RUNNING:
             log.info("resuming run %s, left running without an owner", run.id)
             await self._discard_cut_off(current)
-            self._spawn(self._advance(run.id))
-        else:
-            await self.leases.release(key)
+            return Adopted(run.id)
+        await self.leases.release(key)
+        return None
 
     async def _discard_cut_off(self, run: Run) -> None:
         """A step cut off mid-answer left a message started and never ended (its text was
         never stored: a message is stored when its step commits). Before the step runs
         again, tell surfaces to discard that message, then end it, so the answer is shown
-        once — as the snapshot and the model's history have it (issue 9).
+        once — as the snapshot and the model's history have it.
 
         The discard comes first: a client that takes ``TEXT_MESSAGE_END`` as "this text is
         final" (the widget announces it and tells the host page) has already dropped the
@@ -129,16 +160,3 @@ class Recovery(Stepping, ServerCalls):
                 log.info("discarding message %s of run %s, cut off mid-answer", message_id, run.id)
                 await unit.emit(cid, MessageDiscarded(message_id))
                 await unit.emit(cid, TextMessageEnd(message_id))
-
-    async def sweep_forever(self, every: float) -> None:
-        while True:
-            await asyncio.sleep(every)
-            now = time.monotonic()
-            # Stalled runs need a scan of open runs: look for them once per lease period.
-            stalled = now - self._stalled_checked >= self.leases.ttl
-            if stalled:
-                self._stalled_checked = now
-            try:
-                await self.sweep(stalled=stalled)
-            except Exception:  # a bad row must not stop expiry for every other call
-                log.exception("sweep failed")

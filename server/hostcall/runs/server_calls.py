@@ -1,5 +1,6 @@
-"""Server-side tools: a call dispatched to its HTTP block runs here, under its own lease,
-once the dispatch has committed; its result or failure settles the call like any other.
+"""Server-side tools: a call dispatched to its HTTP block runs here, once the dispatch (and
+the call's lease, taken with it) has committed; its result or failure settles the call like
+any other, and comes back as the ``Settled`` the engine resumes the run with.
 """
 
 from __future__ import annotations
@@ -8,40 +9,33 @@ import logging
 from typing import Any
 
 from hostcall.blocks.http_request import BlockError, BlockFailed, execute, render_request
+from hostcall.calls.outcomes import Settled
 from hostcall.errors import ToolErrorCode
-from hostcall.journal import Unit
-from hostcall.leases import call_key
-from hostcall.runs.base import EngineBase
+from hostcall.ledger import Ledger
+from hostcall.runs.agents import RunAgents
 from hostcall.store.records import Call
 
 log = logging.getLogger("hostcall.engine")
 
 
-class ServerCalls(EngineBase):
-    # ---- server-side tools ---------------------------------------------------------------
+class ServerCalls:
+    def __init__(self, ledger: Ledger, agents: RunAgents) -> None:
+        self.ledger = ledger
+        self.store = ledger.moves.store
+        self.agents = agents
 
-    async def _start_server_call(self, unit: Unit, call: Call) -> None:
-        # Called inside the dispatching transaction: the lease commits with the dispatch,
-        # and the request starts once both are committed (it reads the dispatched call).
-        taken = await self.leases.take(call_key(call.id))
-        assert taken, "a newly dispatched call's lease is free"
-        unit.afterwards.append(lambda: self._spawn(self._run_server_call(call.id)))
-
-    async def _run_server_call(self, call_id: str) -> None:
-        try:
-            await self._request(call_id)
-        finally:
-            await self.leases.release(call_key(call_id))
-
-    async def _request(self, call_id: str) -> None:
+    async def request(self, call_id: str) -> Settled | None:
+        """Run the call's block and settle the call with what it said; None if the call
+        was no longer open (expired, or settled by an operator, meanwhile)."""
         call = await self.store.get_call(call_id)
         if call is None or not call.state.answerable:
-            return
-        tool = await self.ledger.tool_of(call)
+            return None
+        tool = await self.ledger.views.tool_of(call)
         assert tool is not None and tool.http is not None
-        agent = await self.agent_of_run(call.run_id)
-        environment = self.platform.environment(agent.environment)
-        connection = self.platform.connections.get(tool.http.connection or "", {})
+        agent = await self.agents.agent_of_run(call.run_id)
+        platform = self.agents.platform
+        environment = platform.environment(agent.environment)
+        connection = platform.connections.get(tool.http.connection or "", {})
         try:
             request = render_request(tool.http.spec, call.input)
             result = await execute(
@@ -60,19 +54,19 @@ class ServerCalls(EngineBase):
             )  # fmt: skip
             status = exc.status if isinstance(exc, BlockFailed) else None
             details = {"status": status} if status else {}
-            await self._settle_quietly(call, ToolErrorCode(exc.code), exc.message, **details)
-            return
+            return await self._settle_quietly(call, ToolErrorCode(exc.code), exc.message, **details)
         current = await self.store.get_call(call_id)
         if current is None or not current.state.answerable:
-            return  # expired (or settled by an operator) while the request ran
+            return None  # expired (or settled by an operator) while the request ran
         try:
-            await self.ledger.answer(current, result.to_output())
+            return await self.ledger.answers.answer(current, result.to_output())
         except Exception as exc:  # e.g. the body does not match the tool's output schema
-            await self._settle_quietly(current, ToolErrorCode.BLOCK_FAILED, str(exc))
+            return await self._settle_quietly(current, ToolErrorCode.BLOCK_FAILED, str(exc))
 
     async def _settle_quietly(
         self, call: Call, code: ToolErrorCode, message: str, **details: Any
-    ) -> None:
+    ) -> Settled | None:
         current = await self.store.get_call(call.id)
         if current is not None and current.state.answerable:
-            await self.ledger.fail(current, code, message, **details)
+            return await self.ledger.answers.fail(current, code, message, **details)
+        return None

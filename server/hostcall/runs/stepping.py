@@ -1,17 +1,22 @@
 """Stepping a run: one model step streams its text and records the calls it asked for;
 the run steps again at once, waits on its calls, finishes, or fails. The step is owned by
-the run's lease (hostcall/leases.py), taken in the transaction that starts it.
+the run's lease (hostcall/leases.py), taken in the transaction that starts it. A step says
+what it did (``Stepped``); the engine (hostcall/engine.py) loops and starts what it dispatched.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from hostcall.appender import Appender
+from hostcall.calls.moves import new_id
+from hostcall.calls.outcomes import Dispatched
+from hostcall.calls.proposals import Proposals
 from hostcall.errors import LeaseLost
-from hostcall.leases import run_key
-from hostcall.ledger import new_id
+from hostcall.journal import Journal
+from hostcall.leases import Leases, run_key
 from hostcall.models.base import (
     Message,
     ModelError,
@@ -27,84 +32,61 @@ from hostcall.protocol.events import (
     TextMessageEnd,
     TextMessageStart,
 )
-from hostcall.quotas import estimate_tokens
-from hostcall.runs.base import FAIL_RETRIES, FAIL_RETRY_MAX_SECONDS, INTERRUPTED_NOTE, EngineBase
-from hostcall.store.records import ClaimedRun, RunStatus, StoredMessage
+from hostcall.quotas import Quotas, estimate_tokens
+from hostcall.runs.agents import RunAgents
+from hostcall.store.records import Call, ClaimedRun, RunStatus, StoredMessage
 
 log = logging.getLogger("hostcall.engine")
 
+FAIL_RETRY_MAX_SECONDS = 5.0
+FAIL_RETRIES = 12  # about 45 s of a full disk before giving up until the next start
+# Told to the model after a reply of its own that an error cut off.
+INTERRUPTED_NOTE = "\n\n[This reply was interrupted by an error before it was complete.]"
 
-class Stepping(EngineBase):
-    async def _resume_soon(self, run_id: str) -> None:
-        """Resume the run in a task of its own, after the unit that settled its last call
-        has committed and published: the streams, woken by that publish, write the
-        ``TOOL_CALL_RESULT`` before the next step is claimed and started (issue 9: the round
-        trip; ``CallMoves._settled`` says when the answering request gets its response). A
-        crash in between leaves a waiting run with every call settled, which the sweeper
-        resumes (``stalled_runs``)."""
-        self._spawn(self._resume_later(run_id))
 
-    async def _resume_later(self, run_id: str) -> None:
-        try:
-            claimed = await self._claim_if_ready(run_id)
-        except Exception:  # the sweeper's stalled-run scan tries again
-            log.exception("run %s: could not resume it", run_id)
-            return
-        if claimed is not None:
-            # This task is the run's own already: step here, with the run just read.
-            await self._advance(run_id, claimed)
+@dataclass(frozen=True, slots=True)
+class Stepped:
+    """What one model step did. ``again``: the run steps again at once (its calls, if any,
+    were all settled in the step). ``executing``: server-side calls it dispatched, whose
+    leases its unit took: their requests start now that it has committed."""
 
-    async def _resume_if_ready(self, run_id: str) -> None:
-        claimed = await self._claim_if_ready(run_id)
-        if claimed is not None:
-            self._spawn(self._advance(run_id, claimed))
+    again: bool
+    executing: tuple[Call, ...] = ()
 
-    async def _claim_if_ready(self, run_id: str) -> ClaimedRun | None:
-        """Claim a waiting run whose step has no open call left (the run, now running), or
-        None if it is not ready or another process holds it. The lease and the claim commit
-        together, in one statement: no process ever sees the run running without an owner
-        (the sweeper would adopt it). The run as the claim left it, and its history: the
-        first step needs no read of its own."""
-        return await self.leases.claim_ready_run(run_id)
 
-    # ---- stepping --------------------------------------------------------------------------
+class Steps:
+    def __init__(
+        self,
+        journal: Journal,
+        leases: Leases,
+        agents: RunAgents,
+        proposals: Proposals,
+        quotas: Quotas,
+    ) -> None:
+        self.journal = journal
+        self.store = journal.store
+        self.leases = leases
+        self.agents = agents
+        self.proposals = proposals
+        # Told the (estimated) model tokens of each step: the cost limits.
+        self.quotas = quotas
 
-    async def _advance(self, run_id: str, claimed: ClaimedRun | None = None) -> None:
-        """Step the run while it can go on; we hold its lease, and hand it back at the end.
-        ``claimed``: the run as its claim (or start) left it, and its history then, so the
-        first step need not read them."""
-        try:
-            try:
-                while await self._step(run_id, claimed):
-                    claimed = None
-            except LeaseLost:
-                raise
-            except Exception as exc:
-                log.exception("run %s failed", run_id)
-                # A write the store refused (full disk, read-only file) must still end the
-                # run, or it stays `running` and refuses every message (issue 7, item 8).
-                code = "store_unavailable" if _is_store_error(exc) else "internal_error"
-                await self._fail_eventually(run_id, code, f"{type(exc).__name__}: {exc}")
-        except LeaseLost as lost:
-            # This process stalled past its lease and another adopted the run: the step
-            # was rolled back; the new owner runs it.
-            log.warning("run %s left to its new owner: %s", run_id, lost)
-
-    async def _step(self, run_id: str, known: ClaimedRun | None = None) -> bool:
-        """One model step; True when the run should step again at once."""
+    async def step(self, run_id: str, known: ClaimedRun | None = None) -> Stepped:
+        """One model step, under the run's lease. ``known``: the run as its claim (or start)
+        left it, and its history then, so the step need not read them."""
         run = known.run if known is not None else await self.store.get_run(run_id)
         assert run is not None
-        agent = await self.agent_of_run(run_id)
+        agent = await self.agents.agent_of_run(run_id)
         cid = run.conversation_id
         if run.step >= agent.max_steps:
-            await self._fail(
+            await self.fail(
                 run_id,
                 "step_limit",
                 f"The agent made {run.step} model steps without finishing; "
                 f"the limit is {agent.max_steps}.",
             )
-            return False
-        model = self._model(agent)
+            return Stepped(again=False)
+        model = self.agents.model(agent)
         tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
         stored = known.history if known is not None else await self.store.list_messages(cid)
         history = [_model_message(m) for m in stored]
@@ -112,7 +94,7 @@ class Stepping(EngineBase):
         fence = (run_key(run_id), self.leases.owner)
         text: list[str] = []
         requests: list[ToolCallRequest] = []
-        # Fenced (issue 10): if this process stalled past the run's lease and another took
+        # Fenced: if this process stalled past the run's lease and another took
         # the step over, an append fails with LeaseLost and this copy of the step ends
         # there, its message cut where the new owner discarded it. Chunks that come while
         # an append is in flight go in together (hostcall/appender.py).
@@ -139,14 +121,14 @@ class Stepping(EngineBase):
         except ModelError as exc:
             await appender.flush()
             partial = (message_id, "".join(text)) if text else None
-            await self._fail(run_id, exc.code, exc.message, interrupted=partial)
-            return False
+            await self.fail(run_id, exc.code, exc.message, interrupted=partial)
+            return Stepped(again=False)
         finally:
             appender.cancel()  # a no-op once flushed; a cancelled step appends no more
-        if self.on_model_tokens is not None:
-            sent = [agent.instructions, *(m.text for m in history)]
-            written = [*text, *(r.arguments for r in requests)]
-            await self.on_model_tokens(agent, cid, estimate_tokens(sent + written))
+        sent = [agent.instructions, *(m.text for m in history)]
+        written = [*text, *(r.arguments for r in requests)]
+        spent = estimate_tokens(sent + written)
+        await self.quotas.record_tokens(agent.id, agent.limits, cid, spent)
         step = run.step + 1
         calls = [(new_id("k"), r) for r in requests]
         async with self.journal.unit() as unit:
@@ -167,16 +149,16 @@ class Stepping(EngineBase):
             ending = [*rest, TextMessageEnd(message_id)] if text else []
             if not calls:
                 # The run's end, then its last events in one append: on PostgreSQL one
-                # statement, which ends the run only if the append's fence holds (issue 10:
-                # the end went alone after the append); SQLite's fence knows the lease was
-                # held when this transaction let it go.
+                # statement, which ends the run only if the append's fence holds (not the
+                # end alone after the append); SQLite's fence knows the lease was held when
+                # this transaction let it go.
                 await self.leases.end_step(run_id, status=RunStatus.FINISHED, step=step)
                 await unit.emit_all(cid, [*ending, RunFinished(cid, run_id)], fence=fence)
-                return False
+                return Stepped(again=False)
             if ending:
                 await unit.emit_all(cid, ending, fence=fence)
-            opened = [
-                await self.ledger.propose(
+            proposed = [
+                await self.proposals.propose(
                     unit,
                     run=run,
                     agent=agent,
@@ -189,18 +171,19 @@ class Stepping(EngineBase):
                 )
                 for call_id, r in calls
             ]
-            waiting = any(c.state.open for c in opened)
+            waiting = any(p.call.state.open for p in proposed)
             status = RunStatus.WAITING if waiting else RunStatus.RUNNING
             await self.leases.end_step(run_id, keep=not waiting, status=status, step=step)
-        return not waiting
+        executing = (p.call for p in proposed if isinstance(p, Dispatched) and p.execute)
+        return Stepped(again=not waiting, executing=tuple(executing))
 
-    async def _fail_eventually(self, run_id: str, code: str, detail: str) -> None:
-        """``_fail``, retried while the store refuses writes: the run ends (RUN_ERROR, and
+    async def fail_eventually(self, run_id: str, code: str, detail: str) -> None:
+        """``fail``, retried while the store refuses writes: the run ends (RUN_ERROR, and
         the person may send again) as soon as a write gets through."""
         delay = 0.25
         for attempt in range(FAIL_RETRIES):
             try:
-                await self._fail(run_id, code, detail)
+                await self.fail(run_id, code, detail)
                 return
             except LeaseLost:
                 raise
@@ -213,14 +196,14 @@ class Stepping(EngineBase):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, FAIL_RETRY_MAX_SECONDS)
 
-    async def _fail(
+    async def fail(
         self, run_id: str, code: str, detail: str, *, interrupted: tuple[str, str] | None = None
     ) -> None:
         """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
         gets the code and a sentence from ``server.notices``, never the detail.
 
         ``interrupted`` is (message id, text) of an assistant message the failure cut off:
-        the person saw it streamed, so it stays in the conversation, marked (issue 8)."""
+        the person saw it streamed, so it stays in the conversation, marked."""
         run = await self.store.get_run(run_id)
         assert run is not None
         log.error(
@@ -246,7 +229,7 @@ class Stepping(EngineBase):
             await unit.emit(cid, RunError(message, code, run_id))
 
 
-def _is_store_error(exc: BaseException) -> bool:
+def is_store_error(exc: BaseException) -> bool:
     """The store's driver refused a statement (sqlite3 or psycopg: both DB-API errors)."""
     return type(exc).__module__.split(".")[0] in ("sqlite3", "psycopg")
 

@@ -1,0 +1,63 @@
+"""How the ledger shows a call: its tool (of the run's agent, as the run started) and the
+``CALL`` shape of docs/protocol.md, with the token the call's state needs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hostcall.policies import visible_outcome
+from hostcall.protocol.responses import CallView
+from hostcall.runs.agents import RunAgents
+from hostcall.store.records import Call, CallState
+from hostcall.tokens import Claims, Purpose, Tokens, input_digest
+from hostcall.tools import Tool
+
+
+class CallViews:
+    def __init__(self, tokens: Tokens, agents: RunAgents) -> None:
+        self.tokens = tokens
+        self.agents = agents
+
+    async def tool_of(self, call: Call) -> Tool | None:
+        return (await self.agents.agent_of_run(call.run_id)).tool(call.tool_name)
+
+    async def view(self, call: Call) -> CallView:
+        """The ``CALL`` shape of docs/protocol.md, with the token the call's state needs."""
+        tool = await self.tool_of(call)
+        kind = tool.kind if tool else "client"
+        claims = Claims(
+            call.conversation_id,
+            call.id,
+            call.tool_name,
+            input_digest(call.input),
+            run_id=call.run_id,
+        )
+        answerable = call.state.answerable and kind == "client"
+        awaiting = call.state is CallState.AWAITING_CONFIRMATION
+        return CallView(
+            tool_call_id=call.id,
+            tool_call_name=call.tool_name,
+            kind=kind,
+            run_id=call.run_id,
+            state=call.state.value,
+            input=call.input,
+            input_schema=tool.input_schema if tool else {},
+            output_schema=tool.output_schema if tool else {},
+            deadline=_iso(call.deadline),
+            route=call.route,
+            delivered=call.delivered,
+            outcome=None if call.outcome is None else visible_outcome(tool, call.outcome),
+            approval=call.extra.get("approval"),
+            simulated=True if call.outcome and call.outcome.get("simulated") else None,
+            surface_id=call.surface_id,
+            assignment=call.assignment,
+            title=tool.title if tool and tool.title else None,
+            form_reason=call.extra.get("formReason"),
+            result_token=self.tokens.sign(Purpose.CALL_RESULT, claims) if answerable else None,
+            decision_token=self.tokens.sign(Purpose.CALL_DECISION, claims) if awaiting else None,
+        )
+
+
+def _iso(timestamp: float) -> str:
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,81 @@
+"""The agents a run engine knows: the ones loaded now (with their platform), and each run's
+agent as it was when the run started, with the model built for each definition.
+
+Shared by the ledger (a call's tool, its view, its environment) and the engine (a run's
+steps); replaced whole on reload, while runs in flight keep the definition they started with.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+
+from hostcall.agents import Agent, definition_digest, parse_agent
+from hostcall.models.base import Model
+from hostcall.models.factory import build_model
+from hostcall.platform import Platform
+from hostcall.store import Store
+
+RUN_CACHE_SIZE = 4096
+
+
+class RunAgents:
+    def __init__(
+        self,
+        store: Store,
+        loaded: Mapping[str, Agent],
+        *,
+        platform: Platform,
+        environ: Mapping[str, str],
+    ) -> None:
+        self.store = store
+        self.loaded = loaded
+        self.platform = platform
+        self.environ = environ
+        # Definitions are immutable once a run starts: cache by run id (bounded), and share
+        # parsed agents and built models between runs of the same definition.
+        self._by_run: OrderedDict[str, Agent] = OrderedDict()
+        self._frozen: dict[str, Agent] = {}
+        self._models: dict[str, Model] = {}
+
+    def reload(self, loaded: Mapping[str, Agent], platform: Platform) -> None:
+        self.loaded = loaded
+        self.platform = platform
+
+    async def agent_of_run(self, run_id: str) -> Agent:
+        """The agent as it was when the run started (its definition is stored in the run)."""
+        agent = await self.run_agent(run_id)
+        assert agent is not None, f"no run {run_id}"
+        return agent
+
+    async def run_agent(self, run_id: str) -> Agent | None:
+        """``agent_of_run``, or None when there is no such run: a run id from a token (the
+        database may be older than the token, restored from a backup)."""
+        agent = self._by_run.get(run_id)
+        if agent is not None:
+            self._by_run.move_to_end(run_id)
+            return agent
+        run = await self.store.get_run(run_id)
+        if run is None:
+            return None
+        key = run.agent_digest or definition_digest(run.agent)
+        agent = self._frozen.get(key)
+        if agent is None:
+            agent, problems = parse_agent(run.agent, f"run {run_id}", self.environ)
+            assert agent is not None, problems
+            self._frozen[key] = agent
+        self.remember(run_id, agent)
+        return agent
+
+    def remember(self, run_id: str, agent: Agent) -> None:
+        self._by_run[run_id] = agent
+        if len(self._by_run) > RUN_CACHE_SIZE:
+            self._by_run.popitem(last=False)
+
+    def model(self, agent: Agent) -> Model:
+        key = agent.digest
+        model = self._models.get(key)
+        if model is None:
+            names = [t.name for t in agent.tools]
+            model = self._models[key] = build_model(agent.model, environ=self.environ, tools=names)
+        return model
