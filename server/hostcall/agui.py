@@ -32,6 +32,7 @@ from hostcall.agents import Agent
 from hostcall.engine import Engine
 from hostcall.errors import BadRequest, NotFound, ToolErrorCode, Unprocessable
 from hostcall.origins import check_request_origin
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
 from hostcall.protocol.requests import read_body
 from hostcall.protocol.run_input import InputMessage, RunAgentInput
@@ -54,7 +55,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
     agent_id = request.path_params["agent_id"]
     agent = runtime.agents.get(agent_id)
     if agent is None:
-        raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+        raise NotFound(f"no agent {agent_id!r}", code=ErrorCode.UNKNOWN_AGENT)
     # Issue 7: a browser's Origin must be allowed; each request costs one message of the
     # agent's rate limits (a thread is a conversation, a request may start a run).
     check_request_origin(request, agent.allowed_origins)

@@ -12,6 +12,7 @@ from hostcall.calls.outcomes import CallExpired, Moved
 from hostcall.errors import BadRequest, NotFound
 from hostcall.ledger import new_id
 from hostcall.origins import check_request_origin
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import (
     CallResult,
     Capabilities,
@@ -46,7 +47,7 @@ async def _conversation(request: Request, runtime: Runtime) -> Conversation:
         raise Forbidden(f"this session token is for another conversation than {conversation_id}")
     conversation = await runtime.store.get_conversation(conversation_id)
     if conversation is None:
-        raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
     runtime.sessions.check_generation(conversation, claims)
     _check_origin(request, runtime, conversation.agent_id)
     return conversation
@@ -84,7 +85,7 @@ async def create_conversation(request: Request) -> JSONResponse:
     agent_id = request.path_params["agent_id"]
     agent = runtime.agents.get(agent_id)
     if agent is None:
-        raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+        raise NotFound(f"no agent {agent_id!r}", code=ErrorCode.UNKNOWN_AGENT)
     check_request_origin(request, agent.allowed_origins, required=True)
     body = await read_body(request, NewConversation, runtime.settings.max_body_bytes)
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
@@ -167,7 +168,9 @@ async def capabilities(request: Request) -> JSONResponse:
     tools = body.tools
     agent = runtime.agents.get(conversation.agent_id)
     if agent is None:
-        raise NotFound(f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent")
+        raise NotFound(
+            f"agent {conversation.agent_id!r} is no longer loaded", code=ErrorCode.UNKNOWN_AGENT
+        )
     unknown = sorted(set(tools) - {t.name for t in agent.tools})
     if unknown:
         raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")

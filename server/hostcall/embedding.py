@@ -18,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from hostcall.protocol.codes import ErrorCode
+
 log = logging.getLogger("hostcall.embed")
 
 # An origin as browsers serialise it. Also guards the widget page's CSP header: do not relax
@@ -28,7 +30,7 @@ ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
 @dataclass(frozen=True, slots=True)
 class EmbedProblem:
     status: int
-    code: str  # unknown_agent | origin_not_allowed
+    code: ErrorCode  # unknown_agent | origin_not_allowed
     message: str  # for the page's developer (console) and the operator (log)
 
 
@@ -40,13 +42,13 @@ def embed_problem(
     if agent is None:
         return EmbedProblem(
             404,
-            "unknown_agent",
+            ErrorCode.UNKNOWN_AGENT,
             f"there is no agent {agent_id[:100]!r} on this server (check the snippet's data-agent)",
         )
     if origin is not None and (not ORIGIN.fullmatch(origin) or origin not in agent.allowed_origins):
         return EmbedProblem(
             403,
-            "origin_not_allowed",
+            ErrorCode.ORIGIN_NOT_ALLOWED,
             f"the page's origin {origin[:200]} is not an allowed origin of the agent "
             f"{agent.id!r} (add it to the agent's allowed_origins, or --allow-origin)",
         )

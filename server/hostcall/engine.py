@@ -30,6 +30,7 @@ from hostcall.leases import Leases, call_key
 from hostcall.ledger import Ledger, new_id
 from hostcall.notices import run_notice
 from hostcall.platform import Platform
+from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import (
     RunError,
     RunStarted,
@@ -89,7 +90,7 @@ class Engine:
         agent = self.agents.loaded.get(conversation.agent_id)
         if agent is None:
             raise NotFound(
-                f"agent {conversation.agent_id!r} is no longer loaded", code="unknown_agent"
+                f"agent {conversation.agent_id!r} is no longer loaded", code=ErrorCode.UNKNOWN_AGENT
             )
         run = Run(
             new_id("r"),
@@ -125,7 +126,7 @@ class Engine:
                 busy_id, status = start.busy
                 raise Conflict(
                     f"run {busy_id} is still {status.value}; wait for it to finish",
-                    code="run_in_progress",
+                    code=ErrorCode.RUN_IN_PROGRESS,
                     runId=busy_id,
                 )
             self.agents.remember(run.id, agent)
@@ -143,12 +144,14 @@ class Engine:
         run = await self.store.get_run(run_id)
         if run is None:
             return False
-        message = run_notice("cancelled")
+        message = run_notice(RunErrorCode.CANCELLED)
         async with self.journal.unit() as unit:
             if not await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.FAILED):
                 return False
-            await self.store.update_run(run_id, error={"code": "cancelled", "message": message})
-            await unit.emit(run.conversation_id, RunError(message, "cancelled", run_id))
+            await self.store.update_run(
+                run_id, error={"code": RunErrorCode.CANCELLED, "message": message}
+            )
+            await unit.emit(run.conversation_id, RunError(message, RunErrorCode.CANCELLED, run_id))
         for call in await self.store.calls_of_step(run_id, run.step):
             if call.state.open:
                 settled = await self.ledger.answers.expire(call)
@@ -229,7 +232,11 @@ class Engine:
                 log.exception("run %s failed", run_id)
                 # A write the store refused (full disk, read-only file) must still end the
                 # run, or it stays `running` and refuses every message.
-                code = "store_unavailable" if is_store_error(exc) else "internal_error"
+                code = (
+                    RunErrorCode.STORE_UNAVAILABLE
+                    if is_store_error(exc)
+                    else RunErrorCode.INTERNAL_ERROR
+                )
                 await self.steps.fail_eventually(run_id, code, f"{type(exc).__name__}: {exc}")
         except LeaseLost as lost:
             # This process stalled past its lease and another adopted the run: the step

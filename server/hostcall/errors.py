@@ -1,7 +1,7 @@
 """Errors, as types.
 
 Every error a client can meet is a ``HostcallError`` carrying an HTTP status, a
-machine-readable ``code`` and a message; ``server.app`` turns them into
+machine-readable ``code`` (an ``ErrorCode``) and a message; ``hostcall.responses`` turns them into
 ``{"error": {"code", "message", "details"}}`` in one place.
 
     HostcallError
@@ -31,12 +31,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from hostcall.protocol.codes import ErrorCode
+
 
 class HostcallError(Exception):
     status = 500
-    code = "internal_error"
+    code: ErrorCode = ErrorCode.INTERNAL_ERROR
 
-    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+    def __init__(self, message: str, *, code: ErrorCode | None = None, **details: Any) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -49,73 +51,73 @@ class HostcallError(Exception):
 
 class BadRequest(HostcallError):
     status = 400
-    code = "bad_request"
+    code: ErrorCode = ErrorCode.BAD_REQUEST
 
 
 class Unauthorized(HostcallError):
     status = 401
-    code = "bad_token"
+    code: ErrorCode = ErrorCode.BAD_TOKEN
 
 
 class Forbidden(HostcallError):
     status = 403
-    code = "wrong_token"
+    code: ErrorCode = ErrorCode.WRONG_TOKEN
 
 
 class NotFound(HostcallError):
     status = 404
-    code = "not_found"
+    code: ErrorCode = ErrorCode.NOT_FOUND
 
 
 class Conflict(HostcallError):
     status = 409
-    code = "conflict"
+    code: ErrorCode = ErrorCode.CONFLICT
 
 
 class RequestTimeout(HostcallError):
     status = 408
-    code = "request_timeout"
+    code: ErrorCode = ErrorCode.REQUEST_TIMEOUT
 
 
 class Gone(HostcallError):
     status = 410
-    code = "call_expired"
+    code: ErrorCode = ErrorCode.CALL_EXPIRED
 
 
 class PayloadTooLarge(HostcallError):
     status = 413
-    code = "body_too_large"
+    code: ErrorCode = ErrorCode.BODY_TOO_LARGE
 
 
 class UnsupportedMediaType(HostcallError):
     status = 415
-    code = "unsupported_media_type"
+    code: ErrorCode = ErrorCode.UNSUPPORTED_MEDIA_TYPE
 
 
 class Unprocessable(HostcallError):
     status = 422
-    code = "unprocessable"
+    code: ErrorCode = ErrorCode.UNPROCESSABLE
 
 
 class TooManyRequests(HostcallError):
     """``retry_after`` (whole seconds) becomes the ``Retry-After`` header."""
 
     status = 429
-    code = "rate_limited"
+    code: ErrorCode = ErrorCode.RATE_LIMITED
 
-    def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: int, code: ErrorCode | None = None) -> None:
         super().__init__(message, code=code, retryAfter=retry_after)
         self.retry_after = retry_after
 
 
 class InternalError(HostcallError):
     status = 500
-    code = "internal_error"
+    code: ErrorCode = ErrorCode.INTERNAL_ERROR
 
 
 class Unavailable(HostcallError):
     status = 503
-    code = "store_unavailable"
+    code: ErrorCode = ErrorCode.STORE_UNAVAILABLE
 
 
 class AgentConfigError(Exception):

@@ -9,22 +9,31 @@ conversation, the run and the rule or tool, for the operator.
 
 from __future__ import annotations
 
+from hostcall.protocol.codes import RunErrorCode
+
 GENERIC = "Sorry, something went wrong and the assistant stopped. Please try again."
 
-RUN_NOTICES = {
-    "model_unreachable": "The assistant is not available right now. Please try again later.",
-    "model_timeout": "The assistant took too long to answer. Please try again.",
-    "model_http_error": "The assistant is not available right now. Please try again later.",
-    "model_bad_reply": GENERIC,
-    "reply_template_failed": GENERIC,
-    "step_limit": "The assistant could not finish this request. Please try rephrasing it.",
-    "internal_error": GENERIC,
-    "store_unavailable": "The server could not save this answer. Please send your message "
-    "again in a moment.",
-    "cancelled": "An operator stopped this request.",
+RUN_NOTICES: dict[RunErrorCode, str] = {
+    RunErrorCode.MODEL_UNREACHABLE: "The assistant is not available right now. Please try "
+    "again later.",
+    RunErrorCode.MODEL_TIMEOUT: "The assistant took too long to answer. Please try again.",
+    RunErrorCode.MODEL_HTTP_ERROR: "The assistant is not available right now. Please try "
+    "again later.",
+    RunErrorCode.MODEL_BAD_REPLY: GENERIC,
+    RunErrorCode.REPLY_TEMPLATE_FAILED: GENERIC,
+    RunErrorCode.STEP_LIMIT: "The assistant could not finish this request. Please try "
+    "rephrasing it.",
+    RunErrorCode.INTERNAL_ERROR: GENERIC,
+    RunErrorCode.STORE_UNAVAILABLE: "The server could not save this answer. Please send your "
+    "message again in a moment.",
+    RunErrorCode.CANCELLED: "An operator stopped this request.",
 }
 
 
 def run_notice(code: str) -> str:
-    """The sentence a visitor reads for a failed run with ``code``."""
-    return RUN_NOTICES.get(code, GENERIC)
+    """The sentence a visitor reads for a failed run with ``code`` (one this server does not
+    know, stored by a newer version, gets the generic sentence)."""
+    try:
+        return RUN_NOTICES.get(RunErrorCode(code), GENERIC)
+    except ValueError:
+        return GENERIC

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 
 from hostcall.errors import Forbidden
+from hostcall.protocol.codes import ErrorCode
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
@@ -92,14 +93,14 @@ def check_request_origin(
             raise Forbidden(
                 "creating a conversation needs an Origin header naming one of the agent's "
                 "allowed origins",
-                code="origin_not_allowed",
+                code=ErrorCode.ORIGIN_NOT_ALLOWED,
             )
         return
     if origin in allowed or origin == _own_origin(request):
         return
     raise Forbidden(
         f"requests from the origin {origin[:100]!r} are not allowed for this agent",
-        code="origin_not_allowed",
+        code=ErrorCode.ORIGIN_NOT_ALLOWED,
     )
 
 

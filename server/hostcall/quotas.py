@@ -24,6 +24,7 @@ from limits import RateLimitItem, RateLimitItemPerDay, RateLimitItemPerMinute
 
 from hostcall.counters import Counters
 from hostcall.errors import TooManyRequests
+from hostcall.protocol.codes import ErrorCode
 
 CHARS_PER_TOKEN = 4
 # "Per conversation" is counted over a window as long as a session lives (30 days).
@@ -103,7 +104,7 @@ class Quotas:
                 what = "this conversation" if key else "this agent today"
                 raise TooManyRequests(
                     f"the model token budget of {what} ({item.amount}) is spent",
-                    code="token_budget_exhausted",
+                    code=ErrorCode.TOKEN_BUDGET_EXHAUSTED,
                     retry_after=await self._retry_after(item, ids),
                 )
 

@@ -15,11 +15,12 @@ from starlette.responses import JSONResponse, Response
 
 from hostcall import strictjson
 from hostcall.errors import HostcallError, InternalError, TooManyRequests
+from hostcall.protocol.codes import ErrorCode
 
 log = logging.getLogger("hostcall.errors")
 
 #: Codes for the HTTP errors Starlette raises itself (routing, methods).
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+_HTTP_CODES = {404: ErrorCode.NOT_FOUND, 405: ErrorCode.METHOD_NOT_ALLOWED}
 
 
 class StoredJSONResponse(JSONResponse):
@@ -44,7 +45,7 @@ async def _hostcall_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    code = _HTTP_CODES.get(exc.status_code, ErrorCode.HTTP_ERROR)
     body = {"error": {"code": code, "message": str(exc.detail), "details": {}}}
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 

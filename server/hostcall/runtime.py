@@ -30,6 +30,7 @@ from hostcall.journal import Journal
 from hostcall.leases import Leases
 from hostcall.ledger import Ledger
 from hostcall.platform import Platform, load_platform
+from hostcall.protocol.codes import ErrorCode
 from hostcall.quotas import Quotas
 from hostcall.relay import Relay
 from hostcall.runs.agents import RunAgents
@@ -139,7 +140,7 @@ class Runtime:
         if claims.conversation_id != conversation_id:
             raise Forbidden(f"this stream token is for another conversation than {conversation_id}")
         if claims.nonce is None:
-            raise Unauthorized("the stream token is not a stream ticket", code="bad_token")
+            raise Unauthorized("the stream token is not a stream ticket", code=ErrorCode.BAD_TOKEN)
         return claims
 
     async def redeem_stream_ticket(self, nonce: str) -> None:
@@ -147,7 +148,7 @@ class Runtime:
         now = self.clock()
         expires = now + self.settings.stream_max_age + 1
         if not await self.store.consume_ticket(nonce, expires, now):
-            raise Unauthorized("this stream token was already used", code="used_token")
+            raise Unauthorized("this stream token was already used", code=ErrorCode.USED_TOKEN)
 
     async def open_stream(self, conversation_id: str, ticket: Claims) -> int:
         """A first stream's conversation checked against its ticket, the ticket redeemed
@@ -160,10 +161,12 @@ class Runtime:
             conversation_id, ticket.generation, ticket.nonce, expires, now
         )
         if opened.conversation is None:
-            raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+            raise NotFound(
+                f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION
+            )
         self.sessions.check_generation(opened.conversation, ticket)
         if not opened.redeemed:
-            raise Unauthorized("this stream token was already used", code="used_token")
+            raise Unauthorized("this stream token was already used", code=ErrorCode.USED_TOKEN)
         return opened.last_seq
 
     async def check_store(self) -> None:

@@ -42,6 +42,7 @@ from starlette.routing import BaseRoute, Route
 from hostcall.agents import Agent
 from hostcall.errors import BadRequest, HostcallError, NotFound, Unauthorized
 from hostcall.origins import check_request_origin
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import ResumeSession, read_body
 from hostcall.store import Store
 from hostcall.store.records import Conversation
@@ -71,7 +72,7 @@ class Sessions:
         if claims.generation != conversation.session_generation:
             raise Unauthorized(
                 "this session was resumed elsewhere since this token was issued; resume it again",
-                code="session_replaced",
+                code=ErrorCode.SESSION_REPLACED,
             )
 
     def opened(
@@ -140,7 +141,7 @@ class Sessions:
         cookie it keeps the generation (see the module's docstring); otherwise the
         conversation moves to its next one.
         """
-        gone = NotFound("no conversation to resume in this browser", code="no_session")
+        gone = NotFound("no conversation to resume in this browser", code=ErrorCode.NO_SESSION)
         claims = self._claims(cookie)
         if claims is None:
             raise gone
@@ -152,7 +153,7 @@ class Sessions:
         # other's new cookie has landed in the browser, asking again succeeds (api.js does).
         superseded = NotFound(
             "this browser's session was resumed since this cookie was set",
-            code="no_session",
+            code=ErrorCode.NO_SESSION,
             superseded=True,
         )
         if claims.generation != conversation.session_generation:
@@ -197,7 +198,7 @@ async def resume_session(request: Request) -> Response:
     agent_id = request.path_params["agent_id"]
     agent = runtime.agents.get(agent_id)
     if agent is None:
-        raise NotFound(f"no agent {agent_id!r}", code="unknown_agent")
+        raise NotFound(f"no agent {agent_id!r}", code=ErrorCode.UNKNOWN_AGENT)
     # Only the widget's own page resumes: its fetches carry Hostcall's own origin.
     check_request_origin(request, (), required=True)
     body = await read_body(request, ResumeSession, runtime.settings.max_body_bytes)

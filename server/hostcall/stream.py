@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from hostcall.errors import NotFound
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName
 from hostcall.protocol.frames import Event, parse_event_id, to_sse
 from hostcall.protocol.requests import surface_id
@@ -68,7 +69,9 @@ async def events(request: Request) -> EventSourceResponse:
         if raw:
             conversation = await store.get_conversation(conversation_id)
             if conversation is None:
-                raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+                raise NotFound(
+                    f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION
+                )
             runtime.sessions.check_generation(conversation, ticket)
             last_seq = await store.last_seq(conversation_id)
             seen = parse_event_id(raw, conversation_id, last_seq, source=source)

@@ -15,6 +15,7 @@ from typing import Any, cast
 from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSafeTimedSerializer
 
 from hostcall.errors import Forbidden, Unauthorized
+from hostcall.protocol.codes import ErrorCode
 
 
 class Purpose(StrEnum):
@@ -79,24 +80,28 @@ class Tokens:
 
     def verify(self, purpose: Purpose, token: str | None) -> Claims:
         if not token:
-            raise Unauthorized(f"a {purpose} token is required", code="missing_token")
+            raise Unauthorized(f"a {purpose} token is required", code=ErrorCode.MISSING_TOKEN)
         serializer = self._serializers[purpose]
         try:
             # ``serializer.loads(token, max_age=...)``, without a new signer per token.
             signed = self._signers[purpose].unsign(token, max_age=self._max_ages[purpose])
             payload = serializer.load_payload(signed)
         except SignatureExpired:
-            raise Unauthorized(f"the {purpose} token has expired", code="expired_token") from None
+            raise Unauthorized(
+                f"the {purpose} token has expired", code=ErrorCode.EXPIRED_TOKEN
+            ) from None
         except BadSignature:
             # A genuine token of another purpose fails here too (other salt): say so, since
             # "you sent the decision token to the result endpoint" is a fixable mistake.
             if self._signed_for_other_purpose(purpose, token):
                 raise Forbidden(
-                    f"this token was not issued as a {purpose} token", code="wrong_token"
+                    f"this token was not issued as a {purpose} token", code=ErrorCode.WRONG_TOKEN
                 ) from None
-            raise Unauthorized(f"the {purpose} token is not valid", code="bad_token") from None
+            raise Unauthorized(
+                f"the {purpose} token is not valid", code=ErrorCode.BAD_TOKEN
+            ) from None
         if not isinstance(payload, dict) or "c" not in payload:
-            raise Unauthorized(f"the {purpose} token is not valid", code="bad_token")
+            raise Unauthorized(f"the {purpose} token is not valid", code=ErrorCode.BAD_TOKEN)
         return Claims(
             conversation_id=payload["c"],
             call_id=payload.get("k"),

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 from typing import Any
 
 from hostcall.errors import ToolErrorCode
+from hostcall.notices import RUN_NOTICES
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import CustomName, EventType
 from hostcall.settings import ROOT
@@ -40,6 +44,47 @@ def test_every_error_code_the_api_raises_is_a_known_code() -> None:
     unknown = {code: str(path.relative_to(ROOT)) for code, path in raised.items()
                if code not in known}  # fmt: skip
     assert not unknown, f"add these to hostcall/protocol/codes.py and docs/protocol.md: {unknown}"
+
+
+# String literals equal to a code that are not codes: (file, value) and why.
+NOT_CODES = {("models/openai_compat.py", "timeout")}  # a model config key
+
+
+def _code_literals(path: Path, known: set[str], root: Path = PACKAGE) -> list[str]:
+    """The lines of ``path`` holding a plain string literal equal to an error code, beyond
+    enum members' own definitions (``NAME = "value"``: an enum of another closed set, such as
+    ``FormReason``, may share a value)."""
+    found = []
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if tok.type != tokenize.STRING or tok.string[:1] not in "\"'":
+            continue  # f-strings, bytes and prefixed strings hold no code
+        value = ast.literal_eval(tok.string)
+        if value in known and not re.match(r"\s*[A-Z_]+ = ", tok.line):
+            where = (str(path.relative_to(root)), value)
+            if where not in NOT_CODES:
+                found.append(f"{where[0]}:{tok.start[0]}: {tok.line.strip()}")
+    return found
+
+
+def test_no_error_code_is_written_as_a_string_outside_the_enums() -> None:
+    known = {c.value for c in (*ErrorCode, *RunErrorCode, *ToolErrorCode)}
+    literals = [line for path in sorted(PACKAGE.rglob("*.py")) if path.name != "codes.py"
+                for line in _code_literals(path, known)]  # fmt: skip
+    assert literals == [], "use the enum member (hostcall/protocol/codes.py, ToolErrorCode)"
+
+
+def test_the_scan_for_string_codes_finds_one(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text('"""Says unknown_call."""\nraise NotFound("gone", code="unknown_call")\n')
+    found = _code_literals(sample, {"unknown_call"}, root=tmp_path)
+    assert found == ['sample.py:2: raise NotFound("gone", code="unknown_call")']
+
+
+def test_every_run_error_code_is_documented_and_has_a_notice() -> None:
+    run_error = next(line for line in _section("Event stream").splitlines()
+                     if line.startswith("| `RUN_ERROR` |"))  # fmt: skip
+    assert [c for c in RunErrorCode if f"`{c.value}`" not in run_error] == []
+    assert set(RUN_NOTICES) == set(RunErrorCode)
 
 
 def test_every_documented_error_code_is_raised_somewhere() -> None:

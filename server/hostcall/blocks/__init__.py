@@ -16,6 +16,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hostcall.errors import ToolErrorCode
+
 PARAM_TYPES = ("string", "number", "integer", "boolean")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _EXPR = re.compile(r"\{\{(.*?)\}\}", re.S)
@@ -26,7 +28,7 @@ _REF = re.compile(r"\s*\$fromAI\.([A-Za-z_][A-Za-z0-9_]*)\s*\Z")
 
 
 class BlockError(Exception):
-    code = "block_error"
+    code: ToolErrorCode = ToolErrorCode.BLOCK_FAILED
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -34,11 +36,11 @@ class BlockError(Exception):
 
 
 class InvalidValue(BlockError):
-    code = "invalid_arguments"
+    code = ToolErrorCode.INVALID_ARGUMENTS
 
 
 class NotAuthorized(BlockError):
-    code = "not_authorized"
+    code = ToolErrorCode.NOT_AUTHORIZED
 
     def __init__(self, host: str) -> None:
         super().__init__(f"This tool may not send requests to {host}.")
@@ -46,7 +48,7 @@ class NotAuthorized(BlockError):
 
 
 class BlockFailed(BlockError):
-    code = "block_failed"
+    code = ToolErrorCode.BLOCK_FAILED
 
     def __init__(self, reason: str, *, status: int | None = None) -> None:
         where = "" if status is None else f" with status {status}"

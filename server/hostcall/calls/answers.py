@@ -22,6 +22,7 @@ from hostcall.errors import (
     Unprocessable,
 )
 from hostcall.guardrails import Hit, evaluate
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.limits import MAX_ERROR_MESSAGE_CHARS, MAX_REASON_CHARS
 from hostcall.runs.agents import RunAgents
 from hostcall.store.records import Call, CallState
@@ -89,7 +90,7 @@ class Answers:
             raise Forbidden(f"this token was issued for another call, not {call_id}")
         call = await self.store.get_call(call_id)
         if call is None:
-            raise NotFound(f"no call {call_id}", code="unknown_call")
+            raise NotFound(f"no call {call_id}", code=ErrorCode.UNKNOWN_CALL)
         if (
             claims.conversation_id != call.conversation_id
             or claims.tool != call.tool_name
@@ -101,7 +102,7 @@ class Answers:
         if claims.digest != input_digest(call.input):
             raise Conflict(
                 f"the input of call {call_id} changed since this token was issued",
-                code="input_changed",
+                code=ErrorCode.INPUT_CHANGED,
             )
         if call.state.open and call.deadline <= self.moves.clock():
             raise CallExpired(call_id, await self.expire(call))
@@ -128,7 +129,7 @@ class Answers:
             # The call stays open: the surface can still send a correct result.
             raise Unprocessable(
                 f"the result does not match the output schema of {call.tool_name!r}",
-                code="invalid_result",
+                code=ErrorCode.INVALID_RESULT,
                 errors=[p.to_json() for p in problems],
             )
         event, outcome, hits = _judged(tool, output)
@@ -169,7 +170,7 @@ class Answers:
         if problems:
             raise Unprocessable(
                 f"the edited input does not match the input schema of {call.tool_name!r}",
-                code="invalid_input",
+                code=ErrorCode.INVALID_INPUT,
                 errors=[p.to_json() for p in problems],
             )
         approval |= {"decision": "approved", "scope": scope, "edited": edited is not None}

@@ -24,6 +24,7 @@ from hostcall.guardrails import Hit
 from hostcall.journal import Journal, Unit
 from hostcall.leases import Leases, call_key
 from hostcall.policies import model_content, visible_outcome
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import (
     ApprovalRequested,
     CallDispatched,
@@ -265,17 +266,17 @@ class CallMoves:
         if deciding:
             return Conflict(
                 f"call {call_id} is {state}, not waiting for a decision",
-                code="call_not_awaiting_decision",
+                code=ErrorCode.CALL_NOT_AWAITING_DECISION,
                 state=state,
             )
         if call.state.open:
             return Conflict(
                 f"call {call_id} is {state}; it cannot be answered yet",
-                code="call_not_dispatched",
+                code=ErrorCode.CALL_NOT_DISPATCHED,
                 state=state,
             )
         return Conflict(
-            f"call {call_id} is already {state}", code="call_already_settled", state=state
+            f"call {call_id} is already {state}", code=ErrorCode.CALL_ALREADY_SETTLED, state=state
         )
 
 

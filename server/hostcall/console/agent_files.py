@@ -20,6 +20,7 @@ from typing import Any
 
 from hostcall.agents import load_agents
 from hostcall.errors import AgentConfigError, Conflict, NotFound, Unprocessable
+from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
 from hostcall.store.records import AgentVersion
 
@@ -38,7 +39,7 @@ class AgentFile:
 class AgentRejected(Unprocessable):
     """The validator found problems; ``details["problems"]`` holds its lines, verbatim."""
 
-    code = "agent_invalid"
+    code = ErrorCode.AGENT_INVALID
 
 
 def agent_files(directory: Path) -> dict[str, AgentFile]:
@@ -102,7 +103,7 @@ class AgentFiles:
     def get(self, agent_id: str) -> AgentFile:
         found = agent_files(self.directory).get(agent_id)
         if found is None:
-            raise NotFound(f"no agent file for {agent_id!r}", code="unknown_agent")
+            raise NotFound(f"no agent file for {agent_id!r}", code=ErrorCode.UNKNOWN_AGENT)
         return found
 
     def problems(self, agent_id: str, data: Any) -> list[str]:
@@ -119,7 +120,7 @@ class AgentFiles:
         if not isinstance(data, dict) or data.get("id") != agent_id:
             raise Unprocessable(
                 f"the agent's id must stay {agent_id!r} (duplicate it to make another)",
-                code="agent_id_changed",
+                code=ErrorCode.AGENT_ID_CHANGED,
             )
         existing = agent_files(self.directory).get(agent_id)
         path = existing.path if existing else self.directory / f"{agent_id}.json"
@@ -149,7 +150,7 @@ class AgentFiles:
 
     async def create(self, agent_id: str, name: str, *, author: str) -> AgentVersion:
         if agent_id in agent_files(self.directory):
-            raise Conflict(f"there is already an agent {agent_id!r}", code="agent_exists")
+            raise Conflict(f"there is already an agent {agent_id!r}", code=ErrorCode.AGENT_EXISTS)
         data = {
             "id": agent_id,
             "name": name or agent_id,
@@ -164,7 +165,7 @@ class AgentFiles:
     async def duplicate(self, source_id: str, new_id: str, *, author: str) -> AgentVersion:
         source = self.get(source_id)
         if new_id in agent_files(self.directory):
-            raise Conflict(f"there is already an agent {new_id!r}", code="agent_exists")
+            raise Conflict(f"there is already an agent {new_id!r}", code=ErrorCode.AGENT_EXISTS)
         data = {**source.data, "id": new_id, "name": f"{source.data.get('name', source_id)} 2"}
         return await self.save(new_id, data, author=author, note=f"duplicate of {source_id}")
 
@@ -181,7 +182,9 @@ class AgentFiles:
             (self.directory / DISABLED).mkdir(exist_ok=True)
             target = self.directory / DISABLED / found.path.name
         if target.exists():
-            raise Conflict(f"{target.name} already exists in {target.parent}", code="agent_exists")
+            raise Conflict(
+                f"{target.name} already exists in {target.parent}", code=ErrorCode.AGENT_EXISTS
+            )
         os.replace(found.path, target)
         try:
             self._reload()

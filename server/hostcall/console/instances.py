@@ -20,6 +20,7 @@ from hostcall.console.audit import record
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.errors import BadRequest, Conflict, Gone, NotFound
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.reading import read_json
 from hostcall.protocol.requests import Decision, read_body
@@ -124,7 +125,7 @@ async def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
     store = runtime.store
     conversation = await store.get_conversation(conversation_id)
     if conversation is None:
-        raise NotFound(f"no conversation {conversation_id}", code="unknown_conversation")
+        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
     audit = await store.list_audit(conversation_id=conversation_id, limit=1000)
     answered_by = {
         e.call_id: {"actor": e.actor, "action": e.action}
@@ -204,7 +205,7 @@ async def _open_call(runtime: Runtime, call_id: str) -> Call:
     """The call, expiring it first if its deadline passed (as the visitor's path does)."""
     call = await runtime.store.get_call(call_id)
     if call is None:
-        raise NotFound(f"no call {call_id}", code="unknown_call")
+        raise NotFound(f"no call {call_id}", code=ErrorCode.UNKNOWN_CALL)
     if call.state.open and call.deadline <= time.time():
         expired = await runtime.engine.ledger.answers.expire(call)
         if expired is not None:
@@ -261,7 +262,9 @@ async def expire_call(request: Request) -> Response:
     call = await _open_call(runtime, request.path_params["call_id"])
     expired = await runtime.engine.ledger.answers.expire(call) if call.state.open else None
     if expired is None:
-        raise Conflict(f"call {call.id} is already {call.state.value}", code="call_already_settled")
+        raise Conflict(
+            f"call {call.id} is already {call.state.value}", code=ErrorCode.CALL_ALREADY_SETTLED
+        )
     runtime.engine.resume(expired)
     await record(runtime.store, operator_of(request).name, "call.expire",
            conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
@@ -274,11 +277,11 @@ async def cancel_run(request: Request) -> Response:
     run_id = request.path_params["run_id"]
     run = await runtime.store.get_run(run_id)
     if run is None:
-        raise NotFound(f"no run {run_id}", code="unknown_run")
+        raise NotFound(f"no run {run_id}", code=ErrorCode.UNKNOWN_RUN)
     who = operator_of(request).name
     if not await runtime.engine.cancel_run(run_id):
         raise Conflict(f"run {run_id} is {run.status.value}; only a waiting run can be cancelled",
-                       code="run_not_waiting")  # fmt: skip
+                       code=ErrorCode.RUN_NOT_WAITING)  # fmt: skip
     await record(
         runtime.store, who, "run.cancel", conversation_id=run.conversation_id, run_id=run_id
     )

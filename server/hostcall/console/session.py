@@ -25,6 +25,7 @@ from starlette.responses import RedirectResponse, Response
 
 from hostcall.console.accounts import Role
 from hostcall.errors import BadRequest, Forbidden, HostcallError, PayloadTooLarge, Unauthorized
+from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
 from hostcall.settings import load_secret_keys
 
@@ -146,12 +147,12 @@ def guarded(role: Role) -> Callable[[Handler], Handler]:
                     if is_page and request.method == "GET":
                         target = quote(request.url.path + _query(request), safe="/?=&")
                         return RedirectResponse(f"/console/login?next={target}", 303)
-                    raise Unauthorized("sign in to the console first", code="not_signed_in")
+                    raise Unauthorized("sign in to the console first", code=ErrorCode.NOT_SIGNED_IN)
                 if not operator.role.allows(role):
                     raise Forbidden(
                         f"this needs the {role.value} role; {operator.name} is "
                         f"{operator.role.value}",
-                        code="role_required",
+                        code=ErrorCode.ROLE_REQUIRED,
                     )
                 if request.method != "GET":
                     form = await read_form(request)
@@ -159,7 +160,7 @@ def guarded(role: Role) -> Callable[[Handler], Handler]:
                     if not state.csrf_ok(operator, token):
                         raise Forbidden(
                             "the CSRF token is missing or wrong; reload the page",
-                            code="csrf_failed",
+                            code=ErrorCode.CSRF_FAILED,
                         )
                     request.state.form = form
                 request.state.operator = operator

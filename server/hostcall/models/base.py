@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from hostcall.protocol.codes import RunErrorCode
+
 Role = Literal["user", "assistant", "tool"]
 
 
@@ -59,7 +61,7 @@ ModelEvent = TextDelta | ToolCallRequest
 class ModelError(Exception):
     """The model could not produce a step (unreachable, bad reply, refused)."""
 
-    def __init__(self, message: str, *, code: str = "model_error") -> None:
+    def __init__(self, message: str, *, code: RunErrorCode = RunErrorCode.MODEL_BAD_REPLY) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

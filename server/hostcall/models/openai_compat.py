@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from hostcall import strictjson
+from hostcall.protocol.codes import RunErrorCode
 
 from .base import Message, ModelError, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
 from .names import ToolNameMap
@@ -176,7 +177,7 @@ class OpenAICompatModel:
                         raise self._error(
                             f"answered HTTP {response.status_code}: "
                             f"{_excerpt(response.text) or response.reason_phrase}",
-                            code="model_http_error",
+                            code=RunErrorCode.MODEL_HTTP_ERROR,
                         )
                     events_seen = 0
                     finished = False
@@ -191,7 +192,8 @@ class OpenAICompatModel:
                             yield event
                     if not events_seen:
                         raise self._error(
-                            "ended its reply without a single data event", code="model_bad_reply"
+                            "ended its reply without a single data event",
+                            code=RunErrorCode.MODEL_BAD_REPLY,
                         )
                     if not finished:
                         # A dropped connection can look like a clean end of the body: only
@@ -199,16 +201,17 @@ class OpenAICompatModel:
                         raise self._error(
                             "stopped mid-reply (neither [DONE] nor a finish_reason): the "
                             "reply is truncated",
-                            code="model_bad_reply",
+                            code=RunErrorCode.MODEL_BAD_REPLY,
                         )
             except httpx.TimeoutException as exc:
                 raise self._error(
                     f"did not answer within {self.timeout:g}s ({type(exc).__name__})",
-                    code="model_timeout",
+                    code=RunErrorCode.MODEL_TIMEOUT,
                 ) from exc
             except httpx.HTTPError as exc:
                 raise self._error(
-                    f"connection failed ({type(exc).__name__}: {exc})", code="model_unreachable"
+                    f"connection failed ({type(exc).__name__}: {exc})",
+                    code=RunErrorCode.MODEL_UNREACHABLE,
                 ) from exc
         for index in sorted(calls):
             call = calls[index]
@@ -258,18 +261,20 @@ class OpenAICompatModel:
         except strictjson.StrictJSONError as exc:
             raise self._error(
                 f"sent a data line that is not JSON ({exc.message}): {_excerpt(data)!r}",
-                code="model_bad_reply",
+                code=RunErrorCode.MODEL_BAD_REPLY,
             ) from None
         if not isinstance(chunk, dict):
             raise self._error(
                 f"sent a data line that is not a JSON object: {_excerpt(data)!r}",
-                code="model_bad_reply",
+                code=RunErrorCode.MODEL_BAD_REPLY,
             )
         if "error" in chunk:
             # A failure after the 200 status line can only arrive as an error event.
             error = chunk["error"]
             detail = error.get("message", error) if isinstance(error, dict) else error
-            raise self._error(f"reported an error: {_excerpt(str(detail))}", code="model_bad_reply")
+            raise self._error(
+                f"reported an error: {_excerpt(str(detail))}", code=RunErrorCode.MODEL_BAD_REPLY
+            )
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return [], False  # usage-only and keep-alive chunks carry no choices
@@ -286,7 +291,7 @@ class OpenAICompatModel:
                 _merge_fragment(fragment, calls)
         return events, finished
 
-    def _error(self, what: str, *, code: str) -> ModelError:
+    def _error(self, what: str, *, code: RunErrorCode) -> ModelError:
         message = f"model at {self.base_url} {what}"
         if self._api_key:
             # Some providers echo the rejected key back in their error body.

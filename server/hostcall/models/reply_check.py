@@ -18,10 +18,16 @@ from typing import Any
 from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from hostcall.errors import ToolErrorCode
+
 _env = ImmutableSandboxedEnvironment(autoescape=False)
 #: Names Jinja2's ``x.name`` finds on a dict before looking up the key.
 _DICT_ATTRS = frozenset(name for name in dir(dict) if not name.startswith("_"))
-_EXAMPLE_ERROR = {"code": "client_error", "message": "example error", "reason": "example"}
+_EXAMPLE_ERROR = {
+    "code": ToolErrorCode.CLIENT_ERROR,
+    "message": "example error",
+    "reason": "example",
+}
 
 
 def reply_problems(config: Any, output_schemas: Mapping[str, Any]) -> list[str]:

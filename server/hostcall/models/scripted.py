@@ -30,6 +30,7 @@ from hostcall.models.base import (
     ToolCallRequest,
     ToolDescriptor,
 )
+from hostcall.protocol.codes import RunErrorCode
 
 RULE_KEYS = {
     "match", "say", "tool", "arguments", "raw_arguments", "calls", "reply", "error_reply",
@@ -178,7 +179,7 @@ def _render(template: str, context: dict[str, Any], where: str) -> str:
         return _template(template).render(context).strip()
     except Exception as exc:  # TemplateError, or TypeError etc. from a filter on odd data
         detail = f"{where} failed: {type(exc).__name__}: {exc}"
-        raise ModelError(detail, code="reply_template_failed") from exc
+        raise ModelError(detail, code=RunErrorCode.REPLY_TEMPLATE_FAILED) from exc
 
 
 def _rendering(template: str, context: dict[str, Any], where: str) -> Iterator[str]:
@@ -187,7 +188,7 @@ def _rendering(template: str, context: dict[str, Any], where: str) -> Iterator[s
         yield from _template(template).generate(context)
     except Exception as exc:  # as _render's
         detail = f"{where} failed: {type(exc).__name__}: {exc}"
-        raise ModelError(detail, code="reply_template_failed") from exc
+        raise ModelError(detail, code=RunErrorCode.REPLY_TEMPLATE_FAILED) from exc
 
 
 def _render_value(value: Any, context: dict[str, Any], where: str) -> Any:

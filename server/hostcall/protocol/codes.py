@@ -1,6 +1,6 @@
 """The ``code`` of every HTTP error response (docs/protocol.md, "Errors").
 
-The codes the *model* can receive for a call are ``server.errors.ToolErrorCode``; the
+The codes the *model* can receive for a call are ``hostcall.errors.ToolErrorCode``; the
 codes of a ``RUN_ERROR`` event are ``RunErrorCode``. tests/unit/test_protocol_doc.py keeps
 these sets, the server's raises and docs/protocol.md in agreement.
 """
@@ -22,15 +22,19 @@ class ErrorCode(StrEnum):
     EXPIRED_TOKEN = "expired_token"
     USED_TOKEN = "used_token"
     SESSION_REPLACED = "session_replaced"
+    NOT_SIGNED_IN = "not_signed_in"  # the console's (docs/console.md)
     # 403
     WRONG_TOKEN = "wrong_token"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
+    ROLE_REQUIRED = "role_required"  # the console's
+    CSRF_FAILED = "csrf_failed"  # the console's
     # 404
     NOT_FOUND = "not_found"
     UNKNOWN_AGENT = "unknown_agent"
     UNKNOWN_CONVERSATION = "unknown_conversation"
     UNKNOWN_CALL = "unknown_call"
     NO_SESSION = "no_session"
+    UNKNOWN_RUN = "unknown_run"  # the console's
     # 405
     METHOD_NOT_ALLOWED = "method_not_allowed"
     # 408
@@ -42,6 +46,8 @@ class ErrorCode(StrEnum):
     CALL_NOT_DISPATCHED = "call_not_dispatched"
     RUN_IN_PROGRESS = "run_in_progress"
     INPUT_CHANGED = "input_changed"
+    RUN_NOT_WAITING = "run_not_waiting"  # the console's
+    AGENT_EXISTS = "agent_exists"  # the console's
     # 410
     CALL_EXPIRED = "call_expired"
     # 413
@@ -53,6 +59,8 @@ class ErrorCode(StrEnum):
     INVALID_RESULT = "invalid_result"
     INVALID_INPUT = "invalid_input"
     INVALID_MESSAGE = "invalid_message"
+    AGENT_ID_CHANGED = "agent_id_changed"  # the console's
+    AGENT_INVALID = "agent_invalid"  # the console's
     # 429
     RATE_LIMITED = "rate_limited"
     TOKEN_BUDGET_EXHAUSTED = "token_budget_exhausted"
@@ -75,3 +83,4 @@ class RunErrorCode(StrEnum):
     MODEL_UNREACHABLE = "model_unreachable"
     REPLY_TEMPLATE_FAILED = "reply_template_failed"
     STORE_UNAVAILABLE = "store_unavailable"
+    CANCELLED = "cancelled"  # an operator stopped a waiting run (the console)

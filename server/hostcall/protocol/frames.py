@@ -10,6 +10,7 @@ from sse_starlette import ServerSentEvent
 
 from hostcall import strictjson
 from hostcall.errors import BadRequest
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName
 from hostcall.protocol.wire import dumps
 
@@ -51,18 +52,18 @@ def parse_event_id(
     """
     owner, sep, number = raw.strip().rpartition(":")
     if not sep or not (number.isascii() and number.isdigit()) or not owner:
-        raise BadRequest(f"{source} {raw[:80]!r} is not an event id", code="bad_event_id")
+        raise BadRequest(f"{source} {raw[:80]!r} is not an event id", code=ErrorCode.BAD_EVENT_ID)
     if owner != conversation_id:
         raise BadRequest(
             f"{source} {raw[:80]!r} belongs to another conversation",
-            code="foreign_event_id",
+            code=ErrorCode.FOREIGN_EVENT_ID,
         )
     seq = int(number)
     if seq > last_seq:
         raise BadRequest(
             f"{source} {raw[:80]!r} is ahead of this conversation's last event "
             f"({event_id(conversation_id, last_seq)})",
-            code="bad_event_id",
+            code=ErrorCode.BAD_EVENT_ID,
         )
     return seq
 

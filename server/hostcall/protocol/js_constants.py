@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from hostcall.errors import SURFACE_ERROR_CODES
 from hostcall.protocol import limits
+from hostcall.protocol.codes import RunErrorCode
 from hostcall.protocol.events import CustomName, EventType
 from hostcall.store.records import OPEN_STATES, CallState
 
@@ -48,6 +49,8 @@ def generate() -> str:
         "/** A tool call's states (docs/protocol.md). */\n"
         + _map("CALL_STATE", ((s.name, s.value) for s in CallState)),
         _list("TERMINAL_STATES", terminal),
+        "/** Why a run stopped: the `code` of `RUN_ERROR` (docs/protocol.md). */\n"
+        + _map("RUN_ERROR_CODE", ((c.name, c.value) for c in RunErrorCode)),
         "/** Error codes a surface may send instead of a result. */\n"
         + _list("SURFACE_ERROR_CODES", sorted(SURFACE_ERROR_CODES)),
         "/** Sizes the server allows: `_BYTES` are UTF-8 bytes, `_CHARS` code points. */\n"

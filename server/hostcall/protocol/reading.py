@@ -12,6 +12,7 @@ from starlette.requests import Request
 
 from hostcall import strictjson
 from hostcall.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from hostcall.protocol.codes import ErrorCode
 
 
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
@@ -43,9 +44,9 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
     except strictjson.StrictJSONError as exc:
         raise BadRequest(
             f"request body is not valid JSON: {exc.message}",
-            code="malformed_json",
+            code=ErrorCode.MALFORMED_JSON,
             reason=exc.reason,
         ) from None
     if not isinstance(value, dict):
-        raise BadRequest("request body must be a JSON object", code="malformed_json")
+        raise BadRequest("request body must be a JSON object", code=ErrorCode.MALFORMED_JSON)
     return value

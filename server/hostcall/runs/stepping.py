@@ -25,6 +25,7 @@ from hostcall.models.base import (
     ToolDescriptor,
 )
 from hostcall.notices import run_notice
+from hostcall.protocol.codes import RunErrorCode
 from hostcall.protocol.events import (
     RunError,
     RunFinished,
@@ -81,7 +82,7 @@ class Steps:
         if run.step >= agent.max_steps:
             await self.fail(
                 run_id,
-                "step_limit",
+                RunErrorCode.STEP_LIMIT,
                 f"The agent made {run.step} model steps without finishing; "
                 f"the limit is {agent.max_steps}.",
             )
