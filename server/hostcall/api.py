@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.calls.outcomes import CallExpired, Moved
@@ -23,8 +23,18 @@ from hostcall.protocol.requests import (
     read_body,
     surface_id,
 )
-from hostcall.protocol.wire import to_wire
-from hostcall.responses import StoredJSONResponse
+from hostcall.protocol.responses import (
+    CallStatus,
+    DeliveryAck,
+    RunAccepted,
+    Snapshot,
+    SnapshotMessage,
+    SnapshotRun,
+    StreamToken,
+    SurfaceTools,
+    SurfaceView,
+)
+from hostcall.responses import StoredWireResponse, WireResponse
 from hostcall.runtime import Runtime
 from hostcall.sessions import bearer_token
 from hostcall.store.records import ANONYMOUS_SURFACE, Call, Conversation, RunStatus
@@ -80,7 +90,7 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-async def create_conversation(request: Request) -> JSONResponse:
+async def create_conversation(request: Request) -> Response:
     runtime = _runtime(request)
     agent_id = request.path_params["agent_id"]
     agent = runtime.agents.get(agent_id)
@@ -92,12 +102,12 @@ async def create_conversation(request: Request) -> JSONResponse:
     await runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
     conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale)
     await runtime.store.create_conversation(conversation)
-    response = JSONResponse(runtime.sessions.opened(conversation, agent), status_code=201)
+    response = WireResponse(runtime.sessions.opened(conversation, agent), status_code=201)
     runtime.sessions.set_cookie(response, conversation, agent, parent)
     return response
 
 
-async def snapshot(request: Request) -> JSONResponse:
+async def snapshot(request: Request) -> Response:
     runtime = _runtime(request)
     conversation = await _conversation(request, runtime)
     store = runtime.store
@@ -116,52 +126,46 @@ async def snapshot(request: Request) -> JSONResponse:
         opened = await open_messages(store, conversation.id)
         if opened:
             last_seq = min(opened.values()) - 1
-    messages = []
-    for m in await store.list_messages(conversation.id):
-        if m.role == "tool":
-            continue
-        item: dict[str, object] = {"id": m.id, "role": m.role, "text": m.text, "runId": m.run_id}
-        if m.interrupted:
-            item["interrupted"] = True
-        if m.tool_calls:
-            item["toolCallIds"] = [c["id"] for c in m.tool_calls]
-        messages.append(item)
-    return StoredJSONResponse(
-        {
-            "conversationId": conversation.id,
-            "agentId": conversation.agent_id,
-            "lastEventId": f"{conversation.id}:{last_seq}",
-            "surfaces": [
-                {
-                    "surfaceId": x.id,
-                    "tools": list(x.tools),
-                    "present": x.present(ledger.moves.clock(), ledger.moves.surface_grace),
-                }
-                for x in await store.list_surfaces(conversation.id)
-            ],
-            "run": None
-            if run is None
-            else {
-                "runId": run.id,
-                "status": run.status.value,
-                "error": run.error,
-            },
-            "messages": messages,
-            "calls": [
-                to_wire(await ledger.views.view(c)) for c in await store.list_calls(conversation.id)
-            ],
-        }
+    messages = tuple(
+        SnapshotMessage(
+            id=m.id,
+            role=m.role,
+            text=m.text,
+            run_id=m.run_id,
+            interrupted=True if m.interrupted else None,
+            tool_call_ids=tuple(c["id"] for c in m.tool_calls) if m.tool_calls else None,
+        )
+        for m in await store.list_messages(conversation.id)
+        if m.role != "tool"
+    )
+    now, grace = ledger.moves.clock(), ledger.moves.surface_grace
+    surfaces = tuple(
+        SurfaceView(x.id, tuple(x.tools), x.present(now, grace))
+        for x in await store.list_surfaces(conversation.id)
+    )
+    # Read after the messages, as before: every call a message names is in ``calls``.
+    calls = tuple([await ledger.views.view(c) for c in await store.list_calls(conversation.id)])
+    return StoredWireResponse(
+        Snapshot(
+            conversation_id=conversation.id,
+            agent_id=conversation.agent_id,
+            last_event_id=f"{conversation.id}:{last_seq}",
+            surfaces=surfaces,
+            run=None if run is None else SnapshotRun(run.id, run.status.value, run.error),
+            messages=messages,
+            calls=calls,
+        )
     )
 
 
-async def stream_token(request: Request) -> JSONResponse:
+async def stream_token(request: Request) -> Response:
     runtime = _runtime(request)
     conversation = await _conversation(request, runtime)
     ticket = runtime.stream_ticket(conversation.id, conversation.session_generation)
-    return JSONResponse({"streamToken": ticket})
+    return WireResponse(StreamToken(ticket))
 
 
-async def capabilities(request: Request) -> JSONResponse:
+async def capabilities(request: Request) -> Response:
     runtime = _runtime(request)
     conversation = await _conversation(request, runtime)
     body = await read_body(request, Capabilities, runtime.settings.max_body_bytes)
@@ -179,7 +183,7 @@ async def capabilities(request: Request) -> JSONResponse:
         await runtime.store.save_surface_tools(conversation.id, surface, tools, time.time())
     # A read left on the form (its page reloaded) may now have a handler again.
     await runtime.engine.ledger.rehoming.rehome(conversation.id)
-    return JSONResponse({"surfaceId": surface, "tools": list(tools)})
+    return WireResponse(SurfaceTools(surface, tuple(tools)))
 
 
 async def surface_activity(request: Request) -> Response:
@@ -206,7 +210,7 @@ async def surface_leave(request: Request) -> Response:
     return Response(status_code=204)
 
 
-async def post_message(request: Request) -> JSONResponse:
+async def post_message(request: Request) -> Response:
     runtime = _runtime(request)
     conversation = await _conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
@@ -214,10 +218,10 @@ async def post_message(request: Request) -> JSONResponse:
     if agent is not None:
         await runtime.quotas.new_message(agent.id, agent.limits, conversation.id, _client(request))
     run = await runtime.engine.start_run(conversation, body.text, simulate=body.simulate)
-    return JSONResponse({"runId": run.id}, status_code=202)
+    return WireResponse(RunAccepted(run.id), status_code=202)
 
 
-async def call_delivered(request: Request) -> JSONResponse:
+async def call_delivered(request: Request) -> Response:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
     body = await read_body(request, Delivered, runtime.settings.max_body_bytes)
@@ -225,10 +229,10 @@ async def call_delivered(request: Request) -> JSONResponse:
     await _check_call_origin(request, runtime, claims)
     call = await _checked_call(runtime, request.path_params["call_id"], claims)
     first = await ledger.answers.deliver(call)
-    return JSONResponse({"state": "delivered", "first": first})
+    return WireResponse(DeliveryAck("delivered", first))
 
 
-async def call_result(request: Request) -> JSONResponse:
+async def call_result(request: Request) -> Response:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
     body = await read_body(request, CallResult, runtime.settings.max_body_bytes)
@@ -246,10 +250,10 @@ async def call_result(request: Request) -> JSONResponse:
         runtime.engine.resume_expired(expired)
         raise
     call = await runtime.engine.follow(settled)
-    return JSONResponse({"state": call.state.value})
+    return WireResponse(CallStatus(call.state.value))
 
 
-async def call_decision(request: Request) -> JSONResponse:
+async def call_decision(request: Request) -> Response:
     runtime = _runtime(request)
     ledger = runtime.engine.ledger
     body = await read_body(request, Decision, runtime.settings.max_body_bytes)
@@ -263,7 +267,7 @@ async def call_decision(request: Request) -> JSONResponse:
     else:
         decided = await ledger.answers.reject(call, body.reason)
     call = await runtime.engine.follow(decided)
-    return JSONResponse({"state": call.state.value})
+    return WireResponse(CallStatus(call.state.value))
 
 
 def api_routes() -> list[BaseRoute]:

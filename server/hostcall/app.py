@@ -18,7 +18,8 @@ from hostcall.console import console_routes
 from hostcall.middleware import ApiHeaders
 from hostcall.pages import page_routes
 from hostcall.protocol.openapi import document as openapi_document
-from hostcall.responses import exception_handlers
+from hostcall.protocol.responses import Health
+from hostcall.responses import WireResponse, exception_handlers
 from hostcall.runtime import Runtime
 from hostcall.sessions import session_routes
 from hostcall.settings import Settings
@@ -29,7 +30,7 @@ async def _health(request: Request) -> Response:
     """Ready means able to write: a read-only or full database fails every answer."""
     runtime: Runtime = request.app.state.hostcall
     await runtime.check_store()
-    return JSONResponse({"ok": True, "agents": sorted(runtime.agents)})
+    return WireResponse(Health(ok=True, agents=tuple(sorted(runtime.agents))))
 
 
 async def _openapi(request: Request) -> Response:

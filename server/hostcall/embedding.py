@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.responses import EmbedAllowed, EmbedRefused
+from hostcall.responses import WireResponse
 
 log = logging.getLogger("hostcall.embed")
 
@@ -65,17 +67,15 @@ def log_refusal(problem: EmbedProblem, agent_id: str, origin: str | None) -> Non
     )
 
 
-async def embed_check(request: Request) -> JSONResponse:
+async def embed_check(request: Request) -> Response:
     """``{"ok": true}`` or ``{"code", "message"}``; readable from any origin (no credentials,
     nothing secret: the loader on a misconfigured page is exactly who needs to read it)."""
     agent_id = request.query_params.get("agent", "")
     origin = (request.query_params.get("origin") or "").rstrip("/")
     problem = embed_problem(request.app.state.hostcall.agents, agent_id, origin)
-    body: dict[str, Any] = (
-        {"ok": True} if problem is None else {"code": problem.code, "message": problem.message}
-    )
+    body = EmbedAllowed(True) if problem is None else EmbedRefused(problem.code, problem.message)
     headers = {"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"}
-    return JSONResponse(body, headers=headers)
+    return WireResponse(body, headers=headers)
 
 
 def embed_routes() -> list[BaseRoute]:

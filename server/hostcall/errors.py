@@ -45,9 +45,6 @@ class HostcallError(Exception):
             self.code = code
         self.details = details
 
-    def to_json(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
-
 
 class BadRequest(HostcallError):
     status = 400

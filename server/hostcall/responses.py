@@ -1,4 +1,5 @@
-"""The one place an exception becomes a response: always ``{"error": {code, message, details}}``.
+"""The one place a body becomes a response: a typed body (``protocol.responses``) written by
+``to_wire``, and every exception as ``{"error": {code, message, details}}`` (``ErrorBody``).
 
 An unexpected exception is logged with its traceback for the operator and answered with a
 fixed message: no 500 carries a traceback's words to a visitor (issue 7).
@@ -7,6 +8,7 @@ fixed message: no 500 carries a traceback's words to a visitor (issue 7).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -16,6 +18,9 @@ from starlette.responses import JSONResponse, Response
 from hostcall import strictjson
 from hostcall.errors import HostcallError, InternalError, TooManyRequests
 from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.console import ConsoleBody
+from hostcall.protocol.responses import ErrorBody, ErrorDetail, ResponseBody
+from hostcall.protocol.wire import to_wire
 
 log = logging.getLogger("hostcall.errors")
 
@@ -23,19 +28,38 @@ log = logging.getLogger("hostcall.errors")
 _HTTP_CODES = {404: ErrorCode.NOT_FOUND, 405: ErrorCode.METHOD_NOT_ALLOWED}
 
 
-class StoredJSONResponse(JSONResponse):
-    """JSON of data read from the store: rendered even if an older writer stored ``NaN``
+class WireResponse(JSONResponse):
+    """A typed body as JSON: the same bytes ``JSONResponse`` writes for its ``to_wire``."""
+
+    def __init__(
+        self,
+        body: ResponseBody | ConsoleBody,
+        status_code: int = 200,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(body, status_code=status_code, headers=headers)
+
+    def render(self, content: Any) -> bytes:
+        return strictjson.dumps(to_wire(content)).encode("utf-8")
+
+
+class StoredWireResponse(WireResponse):
+    """A body of data read from the store: rendered even if an older writer stored ``NaN``
     or absurd nesting (as ``null``), so a snapshot never fails on stored data (issue 7)."""
 
     def render(self, content: Any) -> bytes:
-        return strictjson.dumps_displayable(content).encode("utf-8")
+        return strictjson.dumps_displayable(to_wire(content)).encode("utf-8")
+
+
+def error_body(exc: HostcallError) -> ErrorBody:
+    return ErrorBody(ErrorDetail(exc.code, exc.message, exc.details))
 
 
 def error_response(exc: HostcallError, headers: dict[str, str] | None = None) -> Response:
     headers = dict(headers or {})
     if isinstance(exc, TooManyRequests):
         headers["Retry-After"] = str(exc.retry_after)
-    return JSONResponse(exc.to_json(), status_code=exc.status, headers=headers)
+    return WireResponse(error_body(exc), status_code=exc.status, headers=headers)
 
 
 async def _hostcall_error(request: Request, exc: Exception) -> Response:
@@ -46,8 +70,8 @@ async def _hostcall_error(request: Request, exc: Exception) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = _HTTP_CODES.get(exc.status_code, ErrorCode.HTTP_ERROR)
-    body = {"error": {"code": code, "message": str(exc.detail), "details": {}}}
-    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+    body = ErrorBody(ErrorDetail(code, str(exc.detail), {}))
+    return WireResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:

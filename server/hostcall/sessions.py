@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.agents import Agent
@@ -44,6 +43,8 @@ from hostcall.errors import BadRequest, HostcallError, NotFound, Unauthorized
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import ResumeSession, read_body
+from hostcall.protocol.responses import AgentCard, ConversationOpened, ToolCard
+from hostcall.responses import WireResponse
 from hostcall.store import Store
 from hostcall.store.records import Conversation
 from hostcall.tokens import Claims, Purpose, Tokens
@@ -77,22 +78,31 @@ class Sessions:
 
     def opened(
         self, conversation: Conversation, agent: Agent, *, generation: int | None = None
-    ) -> dict[str, Any]:
+    ) -> ConversationOpened:
         """What a widget needs to run a conversation: its tokens and the agent."""
-        return {
-            "conversationId": conversation.id,
-            "sessionToken": self.token(conversation, generation),
-            "streamToken": self.stream_ticket(
+        tools = tuple(
+            ToolCard(
+                name=t.name,
+                kind=t.kind,
+                description=t.description,
+                input_schema=t.input_schema,
+                output_schema=t.output_schema,
+                require_confirmation=t.require_confirmation,
+                title=t.title or t.name,
+                effect=t.effect,
+                rerunnable=t.rerunnable,
+            )
+            for t in agent.tools
+        )
+        return ConversationOpened(
+            conversation_id=conversation.id,
+            session_token=self.token(conversation, generation),
+            stream_token=self.stream_ticket(
                 conversation.id,
                 conversation.session_generation if generation is None else generation,
             ),
-            "agent": {
-                "id": agent.id,
-                "name": agent.name,
-                "greeting": agent.greeting,
-                "tools": [t.public() for t in agent.tools],
-            },
-        }
+            agent=AgentCard(agent.id, agent.name, agent.greeting, tools),
+        )
 
     # ---- the cookie ------------------------------------------------------------------------
 
@@ -206,7 +216,7 @@ async def resume_session(request: Request) -> Response:
     parent = sessions.parent_origin(body.parent_origin, agent)
     cookie = request.cookies.get(sessions.cookie_name(parent))
     conversation, generation = await sessions.resume(cookie, agent, held=bearer_token(request))
-    response = JSONResponse(sessions.opened(conversation, agent, generation=generation))
+    response = WireResponse(sessions.opened(conversation, agent, generation=generation))
     sessions.set_cookie(response, conversation, agent, parent, generation=generation)
     return response
 

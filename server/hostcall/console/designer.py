@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.console.accounts import Role
@@ -16,7 +16,9 @@ from hostcall.console.audit import record
 from hostcall.console.render import page
 from hostcall.console.session import form_of, guarded, operator_of
 from hostcall.errors import BadRequest, NotFound
+from hostcall.protocol.console import AgentProblems, AgentSaved
 from hostcall.protocol.reading import read_json
+from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
 from hostcall.tools import APPROVALS, EFFECTS
 
@@ -148,7 +150,7 @@ async def check_agent(request: Request) -> Response:
     """Live validation: the problems ``hostcall check`` would print, changing nothing."""
     body = await _agent_body(request)
     problems = _files(request).problems(request.path_params["agent_id"], body["agent"])
-    return JSONResponse({"problems": problems})
+    return WireResponse(AgentProblems(tuple(problems)))
 
 
 @guarded(Role.DESIGNER)
@@ -163,7 +165,7 @@ async def save_agent(request: Request) -> Response:
     await record(
         _runtime(request).store, who, "agent.save", agent_id=agent_id, version=version.version
     )
-    return JSONResponse({"version": version.version})
+    return WireResponse(AgentSaved(version.version))
 
 
 @guarded(Role.DESIGNER)

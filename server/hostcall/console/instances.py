@@ -3,8 +3,8 @@ operator may do about them. The console is one more surface: an answer or a deci
 from here goes through the ledger's own path (the call's first answer wins, and every
 surface, the visitor's widget included, sees the call settled).
 
-No token of the visitor's conversation ever reaches a console page: calls are shown through
-``_CALL_FIELDS``, a list of what may be shown, not a list of what to hide.
+No token of the visitor's conversation ever reaches a console page: calls are shown as
+``ConsoleCall``, a list of what may be shown, not a list of what to hide.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 
 from hostcall.console.accounts import Role
 from hostcall.console.audit import record
@@ -21,20 +21,28 @@ from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.errors import BadRequest, Conflict, Gone, NotFound
 from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.console import (
+    AuditItem,
+    ConsoleCall,
+    ConsoleEvent,
+    ConsoleMessage,
+    ConsoleRun,
+    ConversationDetail,
+    ConversationItem,
+    ConversationList,
+    RunCancelled,
+)
 from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.reading import read_json
 from hostcall.protocol.requests import Decision, read_body
+from hostcall.protocol.responses import CallStatus
 from hostcall.protocol.wire import to_wire
+from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
 from hostcall.store.records import Call, ConversationQuery, ConversationSummary, RunStatus
 
 PAGE_SIZE = 25
 MAX_EVENTS = 500
-_CALL_FIELDS = (
-    "toolCallId", "toolCallName", "kind", "runId", "state", "input", "inputSchema",
-    "outputSchema", "deadline", "route", "delivered", "outcome", "approval", "simulated",
-    "surfaceId", "formReason", "title",  # the surface the call is assigned to (issue 9)
-)  # fmt: skip
 _ANSWER_ACTIONS = ("call.answer", "call.approve", "call.reject", "call.expire")
 
 
@@ -67,25 +75,25 @@ def _query(request: Request) -> tuple[ConversationQuery, int]:
     return query, page_number
 
 
-def _summary(item: ConversationSummary) -> dict[str, Any]:
-    return {
-        "id": item.conversation.id,
-        "agentId": item.conversation.agent_id,
-        "createdAt": item.conversation.created_at,
-        "runStatus": item.run_status.value if item.run_status else None,
-        "waiting": item.waiting_calls,
-        "firstMessage": item.first_message[:200],
-    }
+def _summary(item: ConversationSummary) -> ConversationItem:
+    return ConversationItem(
+        id=item.conversation.id,
+        agent_id=item.conversation.agent_id,
+        created_at=item.conversation.created_at,
+        run_status=item.run_status.value if item.run_status else None,
+        waiting=item.waiting_calls,
+        first_message=item.first_message[:200],
+    )
 
 
-async def _listing(request: Request) -> dict[str, Any]:
+async def _listing(request: Request) -> ConversationList:
     query, number = _query(request)
     found = await _runtime(request).store.list_conversations(query)
-    return {
-        "items": [_summary(item) for item in found[:PAGE_SIZE]],
-        "page": number,
-        "hasMore": len(found) > PAGE_SIZE,
-    }
+    return ConversationList(
+        items=tuple(_summary(item) for item in found[:PAGE_SIZE]),
+        page=number,
+        has_more=len(found) > PAGE_SIZE,
+    )
 
 
 @guarded(Role.OPERATOR)
@@ -106,7 +114,7 @@ async def conversations_page(request: Request) -> Response:
         request,
         "conversations.html",
         operator_of(request),
-        data=await _listing(request),
+        data=to_wire(await _listing(request)),
         filters=filters,
         agents=sorted(_runtime(request).agents),
         statuses=[s.value for s in RunStatus],
@@ -115,13 +123,13 @@ async def conversations_page(request: Request) -> Response:
 
 @guarded(Role.OPERATOR)
 async def conversations_json(request: Request) -> Response:
-    return JSONResponse(await _listing(request))
+    return WireResponse(await _listing(request))
 
 
 # ---------------------------------------------------------------------------- one conversation
 
 
-async def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
+async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
     store = runtime.store
     conversation = await store.get_conversation(conversation_id)
     if conversation is None:
@@ -132,49 +140,40 @@ async def _detail(runtime: Runtime, conversation_id: str) -> dict[str, Any]:
         for e in reversed(audit)
         if e.call_id and e.action in _ANSWER_ACTIONS
     }
-    calls = []
-    for call in await store.list_calls(conversation_id):
-        view = to_wire(await runtime.engine.ledger.views.view(call))
-        shown = {k: view[k] for k in _CALL_FIELDS if k in view}
-        shown["answeredBy"] = answered_by.get(call.id)
-        calls.append(shown)
+    calls = tuple(
+        [
+            ConsoleCall.of(await runtime.engine.ledger.views.view(call), answered_by.get(call.id))
+            for call in await store.list_calls(conversation_id)
+        ]
+    )
     last = await store.last_seq(conversation_id)
     events = await store.events_after(conversation_id, max(0, last - MAX_EVENTS), limit=MAX_EVENTS)
-    return {
-        "id": conversation.id,
-        "agentId": conversation.agent_id,
-        "createdAt": conversation.created_at,
-        "locale": conversation.locale,
-        "handledTools": list(conversation.handled_tools),
-        "lastSeq": last,
-        "messages": [
-            {
-                "id": m.id,
-                "role": m.role,
-                "text": m.text,
-                "runId": m.run_id,
-                "toolCalls": [c["name"] for c in m.tool_calls],
-                "toolCallId": m.tool_call_id,
-            }
+    return ConversationDetail(
+        id=conversation.id,
+        agent_id=conversation.agent_id,
+        created_at=conversation.created_at,
+        locale=conversation.locale,
+        handled_tools=tuple(conversation.handled_tools),
+        last_seq=last,
+        messages=tuple(
+            ConsoleMessage(
+                id=m.id,
+                role=m.role,
+                text=m.text,
+                run_id=m.run_id,
+                tool_calls=tuple(c["name"] for c in m.tool_calls),
+                tool_call_id=m.tool_call_id,
+            )
             for m in await store.list_messages(conversation_id)
-        ],
-        "runs": [
-            {
-                "id": r.id,
-                "status": r.status.value,
-                "step": r.step,
-                "error": r.error,
-                "simulated": r.simulate,
-            }
+        ),
+        runs=tuple(
+            ConsoleRun(r.id, r.status.value, r.step, r.error, r.simulate)
             for r in await store.list_runs(conversation_id)
-        ],
-        "calls": calls,
-        "events": [{"seq": e.seq, "type": e.name, "data": _without_tokens(e.data)} for e in events],
-        "audit": [
-            {"at": e.at, "actor": e.actor, "action": e.action, "callId": e.call_id}
-            for e in audit[:50]
-        ],
-    }
+        ),
+        calls=calls,
+        events=tuple(ConsoleEvent(e.seq, e.name, _without_tokens(e.data)) for e in events),
+        audit=tuple(AuditItem(e.at, e.actor, e.action, e.call_id) for e in audit[:50]),
+    )
 
 
 def _without_tokens(value: Any) -> Any:
@@ -190,12 +189,12 @@ def _without_tokens(value: Any) -> Any:
 async def conversation_page(request: Request) -> Response:
     runtime = _runtime(request)
     detail = await _detail(runtime, request.path_params["conversation_id"])
-    return page(request, "conversation.html", operator_of(request), data=detail)
+    return page(request, "conversation.html", operator_of(request), data=to_wire(detail))
 
 
 @guarded(Role.OPERATOR)
 async def conversation_json(request: Request) -> Response:
-    return JSONResponse(await _detail(_runtime(request), request.path_params["conversation_id"]))
+    return WireResponse(await _detail(_runtime(request), request.path_params["conversation_id"]))
 
 
 # ---------------------------------------------------------------------------- actions
@@ -227,7 +226,7 @@ async def answer_call(request: Request) -> Response:
     await record(
         runtime.store, operator_of(request).name, "call.answer", **where, output=body["output"]
     )
-    return JSONResponse({"state": call.state.value})
+    return WireResponse(CallStatus(call.state.value))
 
 
 @guarded(Role.OPERATOR)
@@ -253,7 +252,7 @@ async def decide_call(request: Request) -> Response:
         rejected = await ledger.answers.reject(call, said)
         call = await runtime.engine.follow(rejected)
         await record(runtime.store, who, "call.reject", **where, reason=reason)
-    return JSONResponse({"state": call.state.value})
+    return WireResponse(CallStatus(call.state.value))
 
 
 @guarded(Role.OPERATOR)
@@ -268,7 +267,7 @@ async def expire_call(request: Request) -> Response:
     runtime.engine.resume(expired)
     await record(runtime.store, operator_of(request).name, "call.expire",
            conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
-    return JSONResponse({"state": "expired"})
+    return WireResponse(CallStatus("expired"))
 
 
 @guarded(Role.OPERATOR)
@@ -285,4 +284,4 @@ async def cancel_run(request: Request) -> Response:
     await record(
         runtime.store, who, "run.cancel", conversation_id=run.conversation_id, run_id=run_id
     )
-    return JSONResponse({"status": "failed"})
+    return WireResponse(RunCancelled("failed"))

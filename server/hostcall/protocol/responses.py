@@ -1,11 +1,36 @@
-"""Response bodies (docs/protocol.md), as typed objects; ``to_wire`` writes their JSON."""
+"""Response bodies (docs/protocol.md), as typed objects; ``to_wire`` writes their JSON and
+``schema`` derives the OpenAPI description (/openapi.json) from the same fields.
+
+Every JSON body the API answers with is one of these (``ResponseBody``); the console's
+JSON bodies are in ``protocol.console``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.wire import ALWAYS
+
+# ---- errors ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorDetail:
+    code: ErrorCode
+    message: str
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorBody:
+    """Every error, from one place (``hostcall.responses``)."""
+
+    error: ErrorDetail
+
+
+# ---- calls -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,3 +64,147 @@ class CallView:
     assignment: int = 0
     title: str | None = None
     form_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallStatus:
+    """The answer to a result or a decision: the call's state after it."""
+
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryAck:
+    state: Literal["delivered"]
+    first: bool  # this request moved the call from dispatched to delivered
+
+
+# ---- conversations ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCard:
+    """What the widget and the page may know of a tool."""
+
+    name: str
+    kind: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    require_confirmation: bool
+    title: str
+    effect: str
+    rerunnable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCard:
+    id: str
+    name: str
+    greeting: str
+    tools: tuple[ToolCard, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationOpened:
+    """Creating or resuming a conversation: its tokens and the agent."""
+
+    conversation_id: str
+    session_token: str
+    stream_token: str
+    agent: AgentCard
+
+
+@dataclass(frozen=True, slots=True)
+class StreamToken:
+    stream_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceTools:
+    """The answer to ``capabilities``: the surface and the tools it handles."""
+
+    surface_id: str
+    tools: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunAccepted:
+    run_id: str
+
+
+# ---- the snapshot ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceView:
+    surface_id: str
+    tools: tuple[str, ...]
+    present: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRun:
+    run_id: str
+    status: str
+    error: dict[str, Any] | None = field(metadata=ALWAYS)  # {code, message} of a failed run
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotMessage:
+    id: str
+    role: str
+    text: str
+    run_id: str
+    interrupted: bool | None = None  # true when a failure cut it off while it streamed
+    tool_call_ids: tuple[str, ...] | None = None  # absent when it called no tool
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a reloaded widget renders (``GET /api/conversations/{id}``)."""
+
+    conversation_id: str
+    agent_id: str
+    last_event_id: str
+    surfaces: tuple[SurfaceView, ...]
+    run: SnapshotRun | None = field(metadata=ALWAYS)  # the latest run
+    messages: tuple[SnapshotMessage, ...]
+    calls: tuple[CallView, ...]
+
+
+# ---- the rest --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    ok: bool
+    agents: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedAllowed:
+    ok: Literal[True]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedRefused:
+    """Why a page cannot embed an agent (``GET /embed/check``), for the page's developer."""
+
+    code: ErrorCode
+    message: str
+
+
+ResponseBody = (
+    ErrorBody
+    | CallStatus
+    | DeliveryAck
+    | ConversationOpened
+    | StreamToken
+    | SurfaceTools
+    | RunAccepted
+    | Snapshot
+    | Health
+    | EmbedAllowed
+    | EmbedRefused
+)

@@ -2,7 +2,9 @@
 
 Every wire object is a frozen dataclass. ``to_wire`` writes its fields under their camelCase
 names, leaving out fields that are ``None`` (AG-UI's optional fields are absent, not null),
-except fields marked ``ALWAYS``, which the documented shape carries even when null.
+except fields marked ``ALWAYS``, which the documented shape carries even when null. A field
+holds plain JSON, another wire object, or a tuple of them (``protocol.schema`` describes
+the same rules as JSON Schema).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def to_wire(obj: Any) -> dict[str, Any]:
             continue
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = to_wire(value)
+        elif type(value) is tuple and value and dataclasses.is_dataclass(value[0]):
+            value = [to_wire(item) for item in value]  # a tuple of wire objects
         out[key] = value
     return out
 

@@ -1,0 +1,153 @@
+"""The console's JSON bodies (docs/console.md), typed as the API's are (``responses``).
+
+The console is not the visitor's API, but its JSON routes answer scripts and the console's
+own pages, so their shapes are described in /openapi.json too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hostcall.protocol.responses import CallStatus, CallView
+from hostcall.protocol.wire import ALWAYS
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationItem:
+    id: str
+    agent_id: str
+    created_at: float
+    run_status: str | None = field(metadata=ALWAYS)  # None before its first message
+    waiting: int  # calls waiting for a person
+    first_message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationList:
+    """``GET /console/api/conversations``: one page, newest first."""
+
+    items: tuple[ConversationItem, ...]
+    page: int
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleCall:
+    """A call as the console shows it: the fields of ``CallView`` that may be shown, never
+    its tokens (a list of what to show, not of what to hide), and who answered it."""
+
+    tool_call_id: str
+    tool_call_name: str
+    kind: str
+    run_id: str
+    state: str
+    input: Any = field(metadata=ALWAYS)
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    deadline: str
+    route: str
+    delivered: bool
+    outcome: dict[str, Any] | None = field(metadata=ALWAYS)
+    approval: dict[str, Any] | None
+    simulated: bool | None
+    surface_id: str | None = field(metadata=ALWAYS)
+    form_reason: str | None
+    title: str | None
+    answered_by: dict[str, str] | None = field(metadata=ALWAYS)  # {actor, action}
+
+    @classmethod
+    def of(cls, view: CallView, answered_by: dict[str, str] | None) -> ConsoleCall:
+        return cls(
+            tool_call_id=view.tool_call_id,
+            tool_call_name=view.tool_call_name,
+            kind=view.kind,
+            run_id=view.run_id,
+            state=view.state,
+            input=view.input,
+            input_schema=view.input_schema,
+            output_schema=view.output_schema,
+            deadline=view.deadline,
+            route=view.route,
+            delivered=view.delivered,
+            outcome=view.outcome,
+            approval=view.approval,
+            simulated=view.simulated,
+            surface_id=view.surface_id,
+            form_reason=view.form_reason,
+            title=view.title,
+            answered_by=answered_by,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleMessage:
+    id: str
+    role: str
+    text: str
+    run_id: str
+    tool_calls: tuple[str, ...]  # the names of the tools it called
+    tool_call_id: str | None = field(metadata=ALWAYS)  # a tool message's call
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleRun:
+    id: str
+    status: str
+    step: int
+    error: dict[str, Any] | None = field(metadata=ALWAYS)
+    simulated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleEvent:
+    seq: int
+    type: str  # the SSE event name: the type, or a custom event's name
+    data: dict[str, Any]  # the event's JSON, without its tokens
+
+
+@dataclass(frozen=True, slots=True)
+class AuditItem:
+    at: float
+    actor: str
+    action: str
+    call_id: str | None = field(metadata=ALWAYS)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationDetail:
+    """``GET /console/api/conversations/{id}``."""
+
+    id: str
+    agent_id: str
+    created_at: float
+    locale: str
+    handled_tools: tuple[str, ...]
+    last_seq: int
+    messages: tuple[ConsoleMessage, ...]
+    runs: tuple[ConsoleRun, ...]
+    calls: tuple[ConsoleCall, ...]
+    events: tuple[ConsoleEvent, ...]  # the latest, oldest first
+    audit: tuple[AuditItem, ...]  # the latest console actions on it, newest first
+
+
+@dataclass(frozen=True, slots=True)
+class RunCancelled:
+    status: Literal["failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentProblems:
+    """The designer's live check: what ``hostcall check`` would print (none: it is valid)."""
+
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSaved:
+    version: int
+
+
+ConsoleBody = (
+    ConversationList | ConversationDetail | CallStatus | RunCancelled | AgentProblems | AgentSaved
+)
