@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.responses import JSONResponse
 
 import hostcall.api
 from hostcall.models.base import Message
 from hostcall.protocol.frames import Event
+from hostcall.responses import WireResponse
 from hostcall.runs.stepping import _model_message
 from tests.unit.conftest import BOARD, Harness
 from tests.unit.databases import fresh_schema
@@ -48,12 +48,12 @@ def test_streams_get_the_result_and_the_resumed_steps_first_text_before_the_answ
     call = h.open_call(conv, "dispatched")
     order: list[str] = []
 
-    class Recorded(JSONResponse):
+    class Recorded(WireResponse):
         async def __call__(self, *args: Any) -> None:
             order.append("response")
             await super().__call__(*args)
 
-    monkeypatch.setattr(hostcall.api, "JSONResponse", Recorded)
+    monkeypatch.setattr(hostcall.api, "WireResponse", Recorded)
 
     async def subscribe() -> asyncio.Queue[Event | None]:
         return h.runtime.broker.subscribe(conv.id)
