@@ -174,6 +174,8 @@ def test_a_rate_limited_request_answers_as_described(tmp_path: Path) -> None:
                status=201)  # fmt: skip
         r = h.http.post("/api/agents/planner/conversations", headers=ORIGIN)
         assert d.held(r, create, status=429)["error"]["details"]["retryAfter"] >= 1
+        described = d.spec["paths"][create]["post"]["responses"]["429"]["headers"]
+        assert int(r.headers["retry-after"]) >= described["Retry-After"]["schema"]["minimum"]
     finally:
         h.stop()
 

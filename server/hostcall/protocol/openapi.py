@@ -80,7 +80,11 @@ class _Paths:
             429: "Rate limited (Retry-After)", 503: "The store cannot be written",
         }  # fmt: skip
         error = self.body(r.ErrorBody)
-        return {str(s): {"description": described[s], **_json(error)} for s in statuses}
+        out = {str(s): {"description": described[s], **_json(error)} for s in statuses}
+        if "429" in out:
+            wait = {"required": True, "schema": {"type": "integer", "minimum": 1}}
+            out["429"]["headers"] = {"Retry-After": {"description": "Seconds to wait", **wait}}
+        return out
 
     def op(
         self,
