@@ -6,7 +6,6 @@ field. The format is documented in docs/agents.md.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from hostcall.errors import AgentConfigError
 from hostcall.origins import BadOrigin, normalize_origin
 from hostcall.platform import DEFAULT_ENVIRONMENT, PLATFORM_FILE, Platform, load_platform
 from hostcall.quotas import DEFAULT_LIMITS, Limits, parse_limits
+from hostcall.store.definitions import definition_digest
 from hostcall.tools import Tool, parse_tool
 
 AGENT_KEYS = {
@@ -50,12 +50,6 @@ class Agent:
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
-
-
-def definition_digest(data: Any) -> str:
-    """Identifies an agent definition (same JSON, same digest)."""
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def check_allowed_origins(origins: Any, where: str) -> tuple[list[str], list[str]]:

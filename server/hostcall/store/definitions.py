@@ -3,10 +3,10 @@
 A run keeps the definition it started with, even after its agent's file changes. Each run
 used to store a copy (~5 KB of JSON for the demo's planner), dumped and written per run,
 and rewritten by SQLite with every change of the run. Now a run stores the definition's
-digest (``server.agents.definition_digest``, the same as ``Agent.digest``), and the
-definition is one row of ``agent_definitions`` per distinct definition, never changed nor
-deleted. Runs migrated from a copy carry a key of the form ``migrated:<run id>`` instead
-(SQL cannot compute the digest): one row per distinct copy, as good as a digest to find it.
+digest (``definition_digest`` below, the same as ``Agent.digest``), and the definition is
+one row of ``agent_definitions`` per distinct definition, never changed nor deleted. Runs
+migrated from a copy carry a key of the form ``migrated:<run id>`` instead (SQL cannot
+compute the digest): one row per distinct copy, as good as a digest to find it.
 
 ``Definitions`` is what one store process remembers: each definition's text and parsed
 value by digest (bounded), and which digests it saw written, so it writes each once.
@@ -14,15 +14,24 @@ value by digest (bounded), and which digests it saw written, so it writes each o
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
 from typing import Any
 
-from hostcall.agents import definition_digest
 from hostcall.store import rows
 from hostcall.store.records import Run
 
 # Distinct definitions remembered; past it, forgotten all at once (and read again).
 CACHE_SIZE = 256
+
+
+# Here rather than in hostcall/agents.py (which imports it from here): the digest is the key
+# a definition is stored under, and the store imports nothing from the layers above it.
+def definition_digest(data: Any) -> str:
+    """Identifies an agent definition (same JSON, same digest)."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class Definitions:
