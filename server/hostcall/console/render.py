@@ -15,7 +15,8 @@ from jinja2 import Environment, FileSystemLoader
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from hostcall.console.session import Operator, set_cookie
+from hostcall.console.cookies import set_cookie
+from hostcall.console.operator import Operator
 from hostcall.console.text import LOCALES, TEXT, accept_language
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -24,6 +23,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from hostcall.console.accounts import Role
+from hostcall.console.cookies import set_cookie as set_cookie  # login.py takes it from here
+from hostcall.console.operator import Operator
+from hostcall.console.render import error_page
 from hostcall.errors import BadRequest, Forbidden, HostcallError, PayloadTooLarge, Unauthorized
 from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
@@ -37,16 +39,6 @@ MAX_FORM_BYTES = 16 * 1024
 API_PREFIX = "/console/api/"
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-@dataclass(frozen=True, slots=True)
-class Operator:
-    """The person signed in to the console (whatever their role)."""
-
-    name: str
-    role: Role
-    sid: str
-    csrf: str
 
 
 class ConsoleState:
@@ -119,26 +111,12 @@ async def read_form(request: Request) -> dict[str, str]:
     return {k: v[0] for k, v in fields.items()}
 
 
-def set_cookie(response: Response, request: Request, name: str, value: str, age: int) -> None:
-    response.set_cookie(
-        name,
-        value,
-        max_age=age,
-        path="/console",
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
-
-
 def guarded(role: Role) -> Callable[[Handler], Handler]:
     """Refuse anonymous (401, or a redirect to the login page for a page), under-privileged
     (403) and, for anything but GET, requests without this session's CSRF token (403)."""
 
     def wrap(handler: Handler) -> Handler:
         async def endpoint(request: Request) -> Response:
-            from hostcall.console.render import error_page
-
             is_page = not request.url.path.startswith(API_PREFIX)
             state = console_state(request)
             try:
