@@ -1,7 +1,7 @@
 """Carries events committed by other processes into this process's broker (PostgreSQL).
 
 A transaction's first event of a conversation NOTIFYs ``"<conversation> <seq> <origin>"``
-at commit (hostcall/store/postgres_events.py). The relay LISTENs on its own connection and
+at commit (hostcall/store/postgres/events.py). The relay LISTENs on its own connection and
 skips its own process's events (the journal publishes those here after commit; reading them
 back cost a query each). For another process's events in a conversation someone here is
 watching, it reads the events it has not published yet from the table (the notified one
@@ -19,7 +19,7 @@ import psycopg
 
 from hostcall.broker import Broker
 from hostcall.store import Store
-from hostcall.store.postgres_events import CHANNEL
+from hostcall.store.postgres.events import CHANNEL
 
 log = logging.getLogger("hostcall.relay")
 RETRY_SECONDS = 1.0

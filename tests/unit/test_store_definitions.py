@@ -88,7 +88,9 @@ async def test_runs_stored_with_a_copy_of_their_definition_keep_it_through_the_m
     store_target: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     module = importlib.import_module(
-        "hostcall.store.sqlite" if isinstance(store_target, Path) else "hostcall.store.postgres"
+        "hostcall.store.sqlite.database"
+        if isinstance(store_target, Path)
+        else "hostcall.store.postgres.database"
     )
     names = [m.name for m in module.MIGRATIONS]
     # A database as the Hostcall before this migration left it: each run holds a copy.

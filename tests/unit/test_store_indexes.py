@@ -12,7 +12,7 @@ import pytest
 
 from hostcall.calls.transitions import OPEN_STATES
 from hostcall.store import open_store
-from hostcall.store import postgres as postgres_module
+from hostcall.store.postgres import database as postgres_module
 from hostcall.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 from tests.unit.databases import fresh_schema
 

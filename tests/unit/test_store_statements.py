@@ -15,10 +15,9 @@ import pytest
 
 from hostcall.errors import LeaseLost
 from hostcall.protocol.events import TextMessageContent
-from hostcall.store import postgres_messages as messages
 from hostcall.store import rows
-from hostcall.store.postgres import PostgresStore
-from hostcall.store.postgres_events import append_sql
+from hostcall.store.postgres import PostgresStore, messages
+from hostcall.store.postgres.events import append_sql
 from hostcall.store.records import (
     Call,
     CallState,

@@ -1,6 +1,6 @@
 """The SQLite store's coordination: leases (hostcall/leases.py), the sweeper's turn (always
 this process's: one process per file), and counters for the rate and cost limits
-(hostcall/counters.py). The same interface as PostgreSQL's (postgres_coordination.py)."""
+(hostcall/counters.py). The same interface as PostgreSQL's (postgres/coordination.py)."""
 
 from __future__ import annotations
 

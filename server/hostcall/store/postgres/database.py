@@ -1,7 +1,7 @@
 """The PostgreSQL store: several processes (and machines) share conversations.
 
 The same interface and semantics as ``SQLiteStore``, on a pool of async psycopg
-connections (hostcall/store/postgres_connections.py: no round trip blocks the event loop).
+connections (hostcall/store/postgres/connections.py: no round trip blocks the event loop).
 What keeps processes apart:
 
 - a call leaves a state once: ``transition_call`` is a conditional UPDATE, and under READ
@@ -23,17 +23,17 @@ from typing import Any
 
 import psycopg
 
-from hostcall.store import postgres_messages as messages
 from hostcall.store import rows
 from hostcall.store.definitions import Definitions
 from hostcall.store.migrations import pending
-from hostcall.store.postgres_connections import POOL_MAX, connect, redacted
-from hostcall.store.postgres_console import PostgresConsoleTables
-from hostcall.store.postgres_coordination import LOCK_KEY
-from hostcall.store.postgres_events import EventLog
-from hostcall.store.postgres_runs import RunTables
-from hostcall.store.postgres_schema import MIGRATIONS
-from hostcall.store.postgres_surfaces import SurfaceTables
+from hostcall.store.postgres import messages
+from hostcall.store.postgres.connections import POOL_MAX, connect, redacted
+from hostcall.store.postgres.console import PostgresConsoleTables
+from hostcall.store.postgres.coordination import LOCK_KEY
+from hostcall.store.postgres.events import EventLog
+from hostcall.store.postgres.runs import RunTables
+from hostcall.store.postgres.schema import MIGRATIONS
+from hostcall.store.postgres.surfaces import SurfaceTables
 from hostcall.store.records import (
     OPEN_STATES,
     Call,
@@ -193,7 +193,7 @@ class PostgresStore(PostgresConsoleTables, SurfaceTables, RunTables, EventLog):
         current = self._current()
         if current is not None:
             # Held: it goes out with the transaction's next append of its conversation, or
-            # before its next read of messages or COMMIT (hostcall/store/postgres_messages.py).
+            # before its next read of messages or COMMIT (hostcall/store/postgres/messages.py).
             current.messages.append(rows.message_values(message))
             return
         await self._run(messages.INSERT_ONE, rows.message_values(message))

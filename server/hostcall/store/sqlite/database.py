@@ -31,11 +31,11 @@ from hostcall.store.records import (
     OpenedStream,
     StoredMessage,
 )
-from hostcall.store.sqlite_calls import CallTables
-from hostcall.store.sqlite_console import ConsoleTables
-from hostcall.store.sqlite_runs import RunTables
-from hostcall.store.sqlite_schema import MIGRATIONS
-from hostcall.store.sqlite_surfaces import SurfaceTables
+from hostcall.store.sqlite.calls import CallTables
+from hostcall.store.sqlite.console import ConsoleTables
+from hostcall.store.sqlite.runs import RunTables
+from hostcall.store.sqlite.schema import MIGRATIONS
+from hostcall.store.sqlite.surfaces import SurfaceTables
 
 
 def _lock(path: Path) -> IO[str]:
@@ -80,7 +80,7 @@ class SQLiteStore(CallTables, ConsoleTables, SurfaceTables, RunTables):
         self._owner: asyncio.Task[Any] | None = None
         # Leases (key, owner) the open transaction released while they were held (a run's
         # end before its last events): the transaction holds the file, so nobody took them
-        # since, and its fenced appends pass (see sqlite_runs.update_run_leased).
+        # since, and its fenced appends pass (see runs.py, update_run_leased).
         self._let_go: set[tuple[str, str]] = set()
         self._writer = asyncio.Lock()
         self._definitions = Definitions()

@@ -99,7 +99,7 @@ class _Transaction:
     appended: dict[str, int] = field(default_factory=dict)
     # Appends not sent yet, per conversation: (type, data) each (see append_events).
     deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    # Messages not sent yet, in order: each its column values (hostcall/store/postgres_messages.py).
+    # Messages not sent yet, in order: each its column values (hostcall/store/postgres/messages.py).
     messages: list[tuple[Any, ...]] = field(default_factory=list)
     # Other writes not sent yet, in order (see _hold).
     writes: list[HeldWrite] = field(default_factory=list)

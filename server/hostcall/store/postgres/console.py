@@ -1,6 +1,6 @@
 """The PostgreSQL store's console tables (issue 11): users, audit log, agent versions.
 
-A mixin of ``PostgresStore``, the twin of sqlite_console.py; the methods are specified on
+A mixin of ``PostgresStore``, the twin of sqlite/console.py; the methods are specified on
 ``server.store.Store`` and tests/unit/test_store_console.py runs against both stores.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from hostcall.store import rows
-from hostcall.store.postgres_connections import PostgresConnections
+from hostcall.store.postgres.connections import PostgresConnections
 from hostcall.store.records import (
     AgentVersion,
     AuditEntry,
@@ -41,7 +41,7 @@ CREATE TABLE agent_versions (
 );
 """
 
-# The same definitions as sqlite_console.py's.
+# The same definitions as sqlite/console.py's.
 _WAITING = (
     "(k.state = 'awaiting_confirmation'"
     " OR (k.state IN ('dispatched', 'delivered') AND k.route = 'form'))"

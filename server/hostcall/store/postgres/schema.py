@@ -6,8 +6,8 @@ Changing a table means a new migration at the end, never an edit of an applied o
 from __future__ import annotations
 
 from hostcall.store.migrations import Migration
-from hostcall.store.postgres_console import CONSOLE_SCHEMA
-from hostcall.store.postgres_surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
+from hostcall.store.postgres.console import CONSOLE_SCHEMA
+from hostcall.store.postgres.surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
 
 MIGRATIONS = (
     Migration(1, "initial", """

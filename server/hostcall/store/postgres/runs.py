@@ -8,12 +8,12 @@ from typing import Any
 
 from hostcall.store import rows
 from hostcall.store.definitions import Definitions
-from hostcall.store.postgres_connections import IF_FENCED, Row
-from hostcall.store.postgres_coordination import Coordination
+from hostcall.store.postgres.connections import IF_FENCED, Row
+from hostcall.store.postgres.coordination import Coordination
 from hostcall.store.records import OPEN_STATES, ClaimedRun, Run, RunStart, RunStatus
 
 _OPEN = rows.states_sql(OPEN_STATES)
-# See sqlite_runs.py's STALLED_RUNS for what "stalled" means.
+# See sqlite/runs.py's STALLED_RUNS for what "stalled" means.
 STALLED_RUNS = f"""
 SELECT r.* FROM runs r
 WHERE r.status IN ('running', 'waiting')

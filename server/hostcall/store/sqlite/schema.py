@@ -6,8 +6,8 @@ Changing a table means a new migration at the end, never an edit of an applied o
 from __future__ import annotations
 
 from hostcall.store.migrations import Migration
-from hostcall.store.sqlite_console import CONSOLE_SCHEMA
-from hostcall.store.sqlite_surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
+from hostcall.store.sqlite.console import CONSOLE_SCHEMA
+from hostcall.store.sqlite.surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
 
 MIGRATIONS = (
     # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.

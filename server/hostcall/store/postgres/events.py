@@ -9,8 +9,8 @@ from typing import Any
 from hostcall.errors import LeaseLost
 from hostcall.protocol.events import ProtocolEvent, encode
 from hostcall.protocol.frames import Event, stored_event
-from hostcall.store import postgres_messages as messages
-from hostcall.store.postgres_connections import (
+from hostcall.store.postgres import messages
+from hostcall.store.postgres.connections import (
     IF_FENCED,
     HeldWrite,
     PostgresConnections,
@@ -50,7 +50,7 @@ def append_parts(*, fenced: bool, notify: bool, count: int, carried: int = 0) ->
     transaction and conversation is enough: a listener reads every event after the seq it
     is told (hostcall/relay.py), and a transaction's events commit together.
     ``carried``: the statement also writes that many held messages of the conversation
-    (%(m<i>_<j>)s, hostcall/store/postgres_messages.py), only if ``next`` does: a lost
+    (%(m<i>_<j>)s, hostcall/store/postgres/messages.py), only if ``next`` does: a lost
     fence writes no message either.
     Returned in two parts, its CTEs and what it SELECTs FROM next, for a statement that
     carries held writes too (``EventLog._send_deferred``).

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from hostcall.store import rows
-from hostcall.store.postgres_connections import PostgresConnections
+from hostcall.store.postgres.connections import PostgresConnections
 from hostcall.store.records import Surface
 
-# Migration 5 (hostcall/store/postgres.py): where each call is assigned, and the surfaces.
+# Migration 5 (postgres/schema.py): where each call is assigned, and the surfaces.
 SURFACES_SCHEMA = """
 ALTER TABLE calls ADD COLUMN surface_id TEXT;
 ALTER TABLE calls ADD COLUMN assignment INTEGER NOT NULL DEFAULT 0;

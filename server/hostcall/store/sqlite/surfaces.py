@@ -7,7 +7,7 @@ import sqlite3
 from hostcall.store import rows
 from hostcall.store.records import Surface
 
-# Migration 6 (hostcall/store/sqlite_schema.py): where each call is assigned, and the surfaces.
+# Migration 6 (sqlite/schema.py): where each call is assigned, and the surfaces.
 SURFACES_SCHEMA = """
 ALTER TABLE calls ADD COLUMN surface_id TEXT;
 ALTER TABLE calls ADD COLUMN assignment INTEGER NOT NULL DEFAULT 0;

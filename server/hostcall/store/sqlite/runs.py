@@ -20,7 +20,7 @@ from hostcall.store.records import (
     RunStatus,
     StoredMessage,
 )
-from hostcall.store.sqlite_coordination import Coordination
+from hostcall.store.sqlite.coordination import Coordination
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
 # Runs no process works on although they could move: running with no lease (the process

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from hostcall.store.postgres_connections import PostgresConnections
+from hostcall.store.postgres.connections import PostgresConnections
 
 # Advisory locks are per database, not per schema: the key includes the schema, so two
 # Hostcall installations in two schemas of one database do not share a sweeper.
