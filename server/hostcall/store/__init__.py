@@ -1,221 +1,49 @@
-"""The persistence interface, async throughout (issue 10: no database round trip may block
-the event loop). ``SQLiteStore`` is the embedded default (one process);
-``PostgresStore`` lets several processes share conversations (docs/deploy.md).
-
-Every write the engine makes for one decision happens inside one ``async with
-transaction()``, so a crash never leaves a call settled without its tool message, or a step
-without its calls.
-Single use of a call answer is ``transition_call``'s job: it changes a call only from the
-states it is given, atomically, and returns the call as it left it (None if it did not move:
-someone else moved it first). Leases (hostcall/leases.py) say which
-process works on a run step or a server-side call; ``try_singleton`` says whether this
-process has the cluster's one turn at a job (the deadline sweeper).
-
-tests/unit/test_store.py runs one suite against both stores: keep them equal.
-
-With ``assigned``, ``transition_call`` moves a call only while it is still assigned to that
-surface and assignment number.
-
-Surfaces (docs/protocol.md "Surfaces") are keyed by conversation and the id the client
-chose. ``streams`` counts a surface's open event streams; ``attach_surface`` and
-``detach_surface`` move it, and the last detach stamps ``detached_at`` (the grace period
-starts). Each stream is also counted for the process (``owner``, its lease owner) that
-serves it: ``drop_streams`` counts off every stream of a process that died (its lease
-lapsed; hostcall/runs/recovery.py) and returns how many surfaces it touched.
-``reset_surfaces`` is for a process starting over a store no other process is serving:
-every stream it counted is gone.
+"""The persistence layer. ``Store`` is every aggregate's interface at once
+(hostcall/store/interfaces.py, one protocol per aggregate), for the wiring; ``open_store``
+opens a dialect: ``SQLiteStore`` (hostcall/store/sqlite/) is the embedded default (one
+process), ``PostgresStore`` (hostcall/store/postgres/) lets several processes share
+conversations (docs/deploy.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from hostcall.protocol.events import ProtocolEvent
-from hostcall.protocol.frames import Event
-from hostcall.store.records import (
-    AgentVersion,
-    AuditEntry,
-    Call,
-    CallState,
-    ClaimedRun,
-    Conversation,
-    ConversationQuery,
-    ConversationSummary,
-    OpenedStream,
-    Run,
-    RunStart,
-    RunStatus,
-    StoredMessage,
-    Surface,
-    User,
+from hostcall.store.interfaces import (
+    Accounts,
+    AgentVersions,
+    Audit,
+    Calls,
+    Conversations,
+    Database,
+    Events,
+    Leases,
+    Messages,
+    QuotaCounters,
+    Runs,
+    Sessions,
+    Surfaces,
 )
 
 
-class Store(Protocol):
-    def transaction(self) -> AbstractAsyncContextManager[None]: ...
-
-    async def create_conversation(self, conversation: Conversation) -> None: ...
-    async def get_conversation(self, conversation_id: str) -> Conversation | None: ...
-    async def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None: ...
-
-    async def add_message(self, message: StoredMessage) -> None: ...
-    async def list_messages(self, conversation_id: str) -> list[StoredMessage]: ...
-
-    async def create_run(self, run: Run) -> None: ...
-    # One run at a time per conversation: unless the conversation has a run in progress
-    # (running or waiting), store ``run`` and take its ``lease`` (key, owner, until), which
-    # must be free (a new run's is), and return the conversation's messages (those the
-    # transaction added before included); else store nothing and return that run's id and
-    # status. In a transaction that appended an event of the conversation first (the
-    # append locks the conversation to its end), so two transactions cannot both find none.
-    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart: ...
-    async def get_run(self, run_id: str) -> Run | None: ...
-    async def latest_run(self, conversation_id: str) -> Run | None: ...
-    async def list_runs(self, conversation_id: str) -> list[Run]: ...  # oldest first (issue 11)
-    async def runs_with_status(self, status: RunStatus) -> list[Run]: ...
-    async def stalled_runs(self) -> list[Run]: ...
-    # Resume a waiting run whose step has no open call left, atomically: take lease ``key``
-    # for ``owner`` until ``until`` (if it is free, expired at ``now``, or ``owner``'s) and
-    # move the run to running. The run as claimed, with its conversation's messages as they
-    # were then; or None: not waiting, a call of its step still open, or another owner's
-    # live lease (that process resumes it).
-    async def claim_ready_run(
-        self, run_id: str, key: str, owner: str, until: float, now: float
-    ) -> ClaimedRun | None: ...
-    async def update_run(self, run_id: str, **changes: Any) -> None: ...
-    # The step's last write: change the run only while ``lease`` (key, owner) is held, and
-    # release the lease (``until`` None) or renew it to ``until``, atomically (one
-    # statement on PostgreSQL). False, and nothing changed: the lease was lost.
-    async def update_run_leased(
-        self, run_id: str, lease: tuple[str, str], *, until: float | None = None, **changes: Any
-    ) -> bool: ...
-    async def claim_run(  # the run as claimed; None if it was not at from_status
-        self, run_id: str, from_status: RunStatus, to_status: RunStatus
-    ) -> Run | None: ...
-
-    async def add_call(self, call: Call) -> None: ...
-    async def get_call(self, call_id: str) -> Call | None: ...
-    async def list_calls(self, conversation_id: str) -> list[Call]: ...
-    async def calls_of_step(self, run_id: str, step: int) -> list[Call]: ...
-    async def due_calls(self, now: float) -> list[Call]: ...
-    async def count_calls(self, run_id: str, tool_name: str) -> int: ...
-    async def calls_in_states(self, states: Iterable[CallState]) -> list[Call]: ...
-    async def transition_call(
-        self,
-        call_id: str,
-        from_states: Iterable[CallState],
-        to_state: CallState,
-        *,
-        assigned: tuple[str | None, int] | None = None,
-        **changes: Any,
-    ) -> Call | None: ...
-
-    # Creating on first use: each of these makes the surface if it does not exist yet.
-    async def save_surface_tools(
-        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
-    ) -> None: ...
-    async def attach_surface(
-        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
-    ) -> None: ...
-    async def detach_surface(
-        self, conversation_id: str, surface_id: str, now: float, owner: str = ""
-    ) -> None: ...
-    async def drop_streams(self, owner: str, now: float) -> int: ...
-    async def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
-    async def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None: ...
-    async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None: ...
-    async def list_surfaces(self, conversation_id: str) -> list[Surface]: ...
-    async def reset_surfaces(self, now: float) -> None: ...
-
-    async def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None: ...
-    async def has_grant(self, conversation_id: str, tool_name: str) -> bool: ...
-
-    async def take_lease(self, key: str, owner: str, until: float, now: float) -> bool: ...
-    async def keep_lease(self, key: str, owner: str, until: float) -> bool: ...
-    async def renew_leases(self, owner: str, until: float) -> int: ...
-    async def release_lease(self, key: str, owner: str) -> bool: ...
-    async def expired_leases(self, now: float, *, other_than: str = "") -> list[str]: ...
-    async def try_singleton(self, name: str) -> bool: ...
-
-    # ``fence=(lease key, owner)``: append only while that owner holds that lease, checked
-    # in the append's own transaction, else raise ``LeaseLost`` and append nothing (a
-    # process that stalled past its lease cannot stream into a run another took over).
-    async def append_event(
-        self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
-    ) -> Event: ...
-    # Several events in this order, atomically (one statement on PostgreSQL), fenced alike.
-    async def append_events(
-        self,
-        conversation_id: str,
-        events: Sequence[ProtocolEvent],
-        *,
-        fence: tuple[str, str] | None = None,
-    ) -> list[Event]: ...
-    async def events_after(
-        self, conversation_id: str, seq: int, limit: int = 1000
-    ) -> list[Event]: ...
-    async def last_seq(self, conversation_id: str) -> int: ...
-
-    # ---- issue 7: single-use stream tickets, and a write probe for /healthz ----
-    # ``consume_ticket`` records ``nonce`` as used (forgetting, now and then, tickets
-    # expired before ``now``) and returns False if it already was, atomically.
-    # ``rotate_session`` moves a conversation to the next session generation if it is at
-    # ``generation`` (False otherwise: someone else rotated first).
-    async def rotate_session(self, conversation_id: str, generation: int) -> bool: ...
-    async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool: ...
-    # A first stream's opening: the conversation (None if there is none), whether ticket
-    # ``nonce`` was consumed (as ``consume_ticket``), which it is only if the conversation
-    # is at session ``generation`` (a refused stream leaves its ticket usable), and the
-    # conversation's last seq as that read saw it. One statement on PostgreSQL.
-    async def open_stream(
-        self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
-    ) -> OpenedStream: ...
-    async def probe_write(self) -> None: ...
-    # The same check, blocking: for the moment a store is opened, before any event loop
-    # serves (the app factory may run inside one, so it cannot await). Closes the store
-    # and raises if it cannot be written.
-    def check_writable(self) -> None: ...
-
-    # ---- issue 10: rate and cost limits counted in the database (hostcall/counters.py) ----
-    # ``add_to_counter`` adds ``amount`` to the counter ``key`` in the window starting at
-    # ``window`` (a counter left from an earlier window starts again from 0), if the total
-    # stays within ``limit``; False (and nothing added) if it would not. Atomic.
-    async def add_to_counter(
-        self, key: str, window: float, amount: int, *, limit: int | None = None
-    ) -> bool: ...
-    async def counted(self, key: str, window: float) -> int: ...
-
-    # ---- the operator console (issue 11) ----
-    # Users: ``add_user`` returns False (and changes nothing) if the name is taken.
-    async def add_user(self, user: User) -> bool: ...
-    async def get_user(self, name: str) -> User | None: ...
-    async def list_users(self) -> list[User]: ...  # by name
-
-    # Audit log: ``add_audit`` ignores ``entry.id`` and returns the entry with its new id.
-    # ``list_audit`` is newest first; ``before`` pages (ids < before); filters are ANDed.
-    async def add_audit(self, entry: AuditEntry) -> AuditEntry: ...
-    async def list_audit(
-        self,
-        *,
-        limit: int = 100,
-        before: int | None = None,
-        conversation_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> list[AuditEntry]: ...
-
-    # Newest conversation first (created_at, then id); see ``ConversationQuery``.
-    async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]: ...
-
-    # Agent versions: ``add_agent_version`` ignores ``version.version`` and assigns the next
-    # number for that agent atomically; lists are newest first.
-    async def add_agent_version(self, version: AgentVersion) -> AgentVersion: ...
-    async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]: ...
-    async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None: ...
-
-    async def close(self) -> None: ...
+class Store(
+    Database,
+    Conversations,
+    Sessions,
+    Messages,
+    Runs,
+    Calls,
+    Surfaces,
+    Events,
+    Leases,
+    QuotaCounters,
+    Accounts,
+    Audit,
+    AgentVersions,
+    Protocol,
+):
+    """Every aggregate of the store, as one object: what the app's runtime holds."""
 
 
 def is_database_url(target: str) -> bool:
