@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from hostcall.calls.transitions import OPEN_STATES, CallState
 from hostcall.errors import SURFACE_ERROR_CODES
 from hostcall.protocol import limits
 from hostcall.protocol.codes import RunErrorCode
 from hostcall.protocol.events import CustomName, EventType
-from hostcall.store.records import OPEN_STATES, CallState
 
 # postMessage types between the widget (widget/app.js) and the embed loader (widget/loader.js).
 # The loader, a classic script within a 3 KB budget, builds the same names from the words;
