@@ -1,41 +1,30 @@
-"""The SQLite store's calls and grants (the interface is in hostcall/store/__init__.py)."""
+"""The SQLite store's calls and grants."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
 from hostcall.store import rows
+from hostcall.store.interfaces import Calls
 from hostcall.store.records import OPEN_STATES, Call, CallState
+from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.statements import SQLITE as SQL
 
 
-class CallTables:
-    _db: sqlite3.Connection
-
+class CallTables(SQLiteConnection, Calls):
     async def add_call(self, call: Call) -> None:
-        self._db.execute(
-            "INSERT INTO calls (id, conversation_id, run_id, step, tool_name, state, input,"
-            " arguments, deadline, route, outcome, delivered, extra, surface_id, assignment)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows.call_values(call),
-        )
+        self._db.execute(SQL.insert_call, rows.call_values(call))
 
     async def get_call(self, call_id: str) -> Call | None:
-        row = self._db.execute("SELECT * FROM calls WHERE id = ?", (call_id,)).fetchone()
+        row = self._db.execute(SQL.call, (call_id,)).fetchone()
         return rows.call(row) if row else None
 
     async def list_calls(self, conversation_id: str) -> list[Call]:
-        found = self._db.execute(
-            "SELECT * FROM calls WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
-        )
-        return [rows.call(r) for r in found]
+        return [rows.call(r) for r in self._db.execute(SQL.calls, (conversation_id,))]
 
     async def calls_of_step(self, run_id: str, step: int) -> list[Call]:
-        found = self._db.execute(
-            "SELECT * FROM calls WHERE run_id = ? AND step = ? ORDER BY pos", (run_id, step)
-        )
-        return [rows.call(r) for r in found]
+        return [rows.call(r) for r in self._db.execute(SQL.calls_of_step, (run_id, step))]
 
     async def due_calls(self, now: float) -> list[Call]:
         marks = ",".join("?" * len(OPEN_STATES))
@@ -46,9 +35,7 @@ class CallTables:
         return [rows.call(r) for r in found]
 
     async def count_calls(self, run_id: str, tool_name: str) -> int:
-        row = self._db.execute(
-            "SELECT COUNT(*) FROM calls WHERE run_id = ? AND tool_name = ?", (run_id, tool_name)
-        ).fetchone()
+        row = self._db.execute(SQL.count_calls, (run_id, tool_name)).fetchone()
         return int(row[0])
 
     async def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
@@ -66,10 +53,7 @@ class CallTables:
         )
 
     async def has_grant(self, conversation_id: str, tool_name: str) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM grants WHERE conversation_id = ? AND tool_name = ?",
-            (conversation_id, tool_name),
-        ).fetchone()
+        row = self._db.execute(SQL.has_grant, (conversation_id, tool_name)).fetchone()
         return row is not None
 
     async def transition_call(
@@ -96,6 +80,6 @@ class CallTables:
         if cursor.rowcount != 1:
             return None
         # Read back, not RETURNING: SQLite's RETURNING costs more than this read by key
-        # (issue 9: the settling UPDATE is on the result's round trip). Nothing can write in
+        # (the settling UPDATE is on the result's round trip). Nothing can write in
         # between: one connection, and no await.
         return await self.get_call(call_id)

@@ -1,26 +1,16 @@
-"""The SQLite store's tables for the operator console (issue 11): users, audit, agent versions.
-
-A mixin of ``SQLiteStore`` (it uses its connection and ``transaction()``), kept apart so each
-module stays readable; the methods are specified on ``server.store.Store``.
-"""
+"""The SQLite store's tables for the operator console: users, audit, agent versions."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Any
 
-from hostcall.store.records import (
-    AgentVersion,
-    AuditEntry,
-    Conversation,
-    ConversationQuery,
-    ConversationSummary,
-    RunStatus,
-    User,
-)
+from hostcall.store.interfaces import Accounts, AgentVersions, Audit
+from hostcall.store.records import AgentVersion, AuditEntry, User
+from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.statements import SQLITE as SQL
 
 CONSOLE_SCHEMA = """
 CREATE INDEX IF NOT EXISTS calls_by_conversation ON calls (conversation_id, state);
@@ -42,27 +32,6 @@ CREATE TABLE IF NOT EXISTS agent_versions (
 ) WITHOUT ROWID;
 """
 
-# A call waits for a person when it awaits a decision, or was sent to be answered by a form.
-_WAITING = (
-    "(k.state = 'awaiting_confirmation'"
-    " OR (k.state IN ('dispatched', 'delivered') AND k.route = 'form'))"
-)
-_SUMMARY = f"""
-SELECT c.*,
-    (SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.pos DESC LIMIT 1)
-        AS run_status,
-    (SELECT COUNT(*) FROM calls k WHERE k.conversation_id = c.id AND {_WAITING})
-        AS waiting_calls,
-    COALESCE((SELECT m.text FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'
-        ORDER BY m.pos LIMIT 1), '') AS first_message
-FROM conversations c
-"""
-
-
-def _like(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
 
 def dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -72,14 +41,7 @@ def _user(row: sqlite3.Row) -> User:
     return User(row["name"], row["role"], row["password_hash"], row["created_at"])
 
 
-class ConsoleTables:
-    _db: sqlite3.Connection
-
-    def transaction(self) -> AbstractAsyncContextManager[None]:
-        raise NotImplementedError
-
-    # ---- the operator console (issue 11) -------------------------------------------------
-
+class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
     async def add_user(self, user: User) -> bool:
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO users (name, role, password_hash, created_at)"
@@ -89,17 +51,15 @@ class ConsoleTables:
         return cursor.rowcount == 1
 
     async def get_user(self, name: str) -> User | None:
-        row = self._db.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+        row = self._db.execute(SQL.user, (name,)).fetchone()
         return _user(row) if row else None
 
     async def list_users(self) -> list[User]:
-        rows = self._db.execute("SELECT * FROM users ORDER BY name")
-        return [_user(r) for r in rows]
+        return [_user(r) for r in self._db.execute(SQL.users)]
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
         cursor = self._db.execute(
-            "INSERT INTO audit (at, actor, action, conversation_id, call_id, agent_id, details)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            SQL.insert_audit,
             (
                 entry.at,
                 entry.actor,
@@ -145,53 +105,12 @@ class ConsoleTables:
             for r in rows
         ]
 
-    async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
-        where, args = ["1 = 1"], []
-        if query.agent_id is not None:
-            where.append("agent_id = ?")
-            args.append(query.agent_id)
-        if query.run_status is not None:
-            where.append("run_status = ?")
-            args.append(query.run_status.value)
-        if query.waiting:
-            where.append("waiting_calls > 0")
-        if query.text:
-            where.append(
-                "(id LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m"
-                " WHERE m.conversation_id = s.id AND m.text LIKE ? ESCAPE '\\'))"
-            )
-            args += [_like(query.text)] * 2
-        rows = self._db.execute(
-            f"SELECT * FROM ({_SUMMARY}) s WHERE {' AND '.join(where)}"
-            " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
-            (*args, query.limit, query.offset),
-        )
-        return [
-            ConversationSummary(
-                conversation=Conversation(
-                    id=r["id"],
-                    agent_id=r["agent_id"],
-                    created_at=r["created_at"],
-                    locale=r["locale"],
-                    handled_tools=tuple(json.loads(r["handled_tools"])),
-                ),
-                run_status=RunStatus(r["run_status"]) if r["run_status"] else None,
-                waiting_calls=int(r["waiting_calls"]),
-                first_message=r["first_message"],
-            )
-            for r in rows
-        ]
-
     async def add_agent_version(self, version: AgentVersion) -> AgentVersion:
         async with self.transaction():
-            row = self._db.execute(
-                "SELECT COALESCE(MAX(version), 0) + 1 FROM agent_versions WHERE agent_id = ?",
-                (version.agent_id,),
-            ).fetchone()
+            row = self._db.execute(SQL.next_agent_version, (version.agent_id,)).fetchone()
             saved = replace(version, version=int(row[0]))
             self._db.execute(
-                "INSERT INTO agent_versions (agent_id, version, body, author, created_at, note)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                SQL.insert_agent_version,
                 (saved.agent_id, saved.version, saved.body, saved.author, saved.created_at,
                  saved.note),
             )  # fmt: skip
@@ -209,13 +128,8 @@ class ConsoleTables:
         )
 
     async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
-        rows = self._db.execute(
-            "SELECT * FROM agent_versions WHERE agent_id = ? ORDER BY version DESC", (agent_id,)
-        )
-        return [self._version(r) for r in rows]
+        return [self._version(r) for r in self._db.execute(SQL.agent_versions, (agent_id,))]
 
     async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
-        row = self._db.execute(
-            "SELECT * FROM agent_versions WHERE agent_id = ? AND version = ?", (agent_id, version)
-        ).fetchone()
+        row = self._db.execute(SQL.agent_version, (agent_id, version)).fetchone()
         return self._version(row) if row else None

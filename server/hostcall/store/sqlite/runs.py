@@ -1,41 +1,20 @@
 """The SQLite store's runs, each with the agent definition it started with (stored once per
-distinct definition: hostcall/store/definitions.py). The interface is in hostcall/store/__init__.py.
-"""
+distinct definition: hostcall/store/definitions.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Iterable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from hostcall.store import rows
 from hostcall.store.definitions import Definitions
-from hostcall.store.records import (
-    OPEN_STATES,
-    ClaimedRun,
-    Run,
-    RunStart,
-    RunStatus,
-    StoredMessage,
-)
+from hostcall.store.interfaces import Runs
+from hostcall.store.records import OPEN_STATES, ClaimedRun, Run, RunStart, RunStatus
 from hostcall.store.sqlite.coordination import Coordination
+from hostcall.store.statements import SQLITE as SQL
 
 _OPEN = tuple(s.value for s in OPEN_STATES)
-# Runs no process works on although they could move: running with no lease (the process
-# died between claiming and leasing, or before leases existed), or waiting with every call
-# of the step settled (the process died between settling the last call and resuming).
-STALLED_RUNS = f"""
-SELECT r.* FROM runs r
-WHERE r.status IN ('running', 'waiting')
-  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
-  AND (r.status = 'running' OR NOT EXISTS (
-      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step
-      AND c.state IN ({",".join("?" * len(OPEN_STATES))})))
-ORDER BY r.pos
-"""
-
 
 # A waiting run none of whose current step's calls is open, claimed (running).
 CLAIM_READY_RUN = f"""
@@ -47,14 +26,8 @@ RETURNING *
 """
 
 
-class RunTables(Coordination):
-    _db: sqlite3.Connection
+class RunTables(Coordination, Runs):
     _definitions: Definitions
-    _owner: asyncio.Task[Any] | None
-    _let_go: set[tuple[str, str]]
-
-    def transaction(self) -> AbstractAsyncContextManager[None]:
-        raise NotImplementedError  # SQLiteStore's
 
     async def create_run(self, run: Run) -> None:
         digest = self._definitions.digest(run)
@@ -82,14 +55,6 @@ class RunTables(Coordination):
         self._db.execute("INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)", lease)
         return RunStart(None, self._history(run.conversation_id))
 
-    def _history(self, conversation_id: str) -> tuple[StoredMessage, ...]:
-        """The conversation's messages, oldest first: a step's history (see ``ClaimedRun``)."""
-        return rows.messages(
-            self._db.execute(
-                "SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
-            )
-        )
-
     def _runs(self, found: Iterable[Any]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names."""
         found = list(found)
@@ -108,25 +73,16 @@ class RunTables(Coordination):
         return runs[0] if runs else None
 
     async def get_run(self, run_id: str) -> Run | None:
-        return self._run_or_none(self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)))
+        return self._run_or_none(self._db.execute(SQL.run, (run_id,)))
 
     async def latest_run(self, conversation_id: str) -> Run | None:
-        return self._run_or_none(
-            self._db.execute(
-                "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1",
-                (conversation_id,),
-            )
-        )
+        return self._run_or_none(self._db.execute(SQL.latest_run, (conversation_id,)))
 
     async def list_runs(self, conversation_id: str) -> list[Run]:
-        found = self._db.execute(
-            "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos", (conversation_id,)
-        )
-        return self._runs(found)
+        return self._runs(self._db.execute(SQL.runs, (conversation_id,)))
 
     async def runs_with_status(self, status: RunStatus) -> list[Run]:
-        found = self._db.execute("SELECT * FROM runs WHERE status = ? ORDER BY pos", (status,))
-        return self._runs(found)
+        return self._runs(self._db.execute(SQL.runs_with_status, (status,)))
 
     async def update_run(self, run_id: str, **changes: Any) -> None:
         encoded = rows.run_changes(changes)
@@ -151,8 +107,7 @@ class RunTables(Coordination):
         self, run_id: str, from_status: RunStatus, to_status: RunStatus
     ) -> Run | None:
         found = self._db.execute(
-            "UPDATE runs SET status = ? WHERE id = ? AND status = ? RETURNING *",
-            (to_status, run_id, from_status),
+            SQL.claim_run, (to_status, run_id, from_status)
         ).fetchall()  # all: the UPDATE completes only once its RETURNING rows are read
         return self._run_or_none(found)
 
@@ -160,7 +115,7 @@ class RunTables(Coordination):
         self, run_id: str, key: str, owner: str, until: float, now: float
     ) -> ClaimedRun | None:
         # Two statements, and nothing decoded but the claimed run and its history: the claim
-        # is on the way from a step's last answer to the next step's first text (issue 9).
+        # is on the way from a step's last answer to the next step's first text.
         async with self.transaction():
             found = self._db.execute(CLAIM_READY_RUN, (run_id, *_OPEN)).fetchall()
             if not found:
@@ -174,5 +129,4 @@ class RunTables(Coordination):
             return ClaimedRun(run, self._history(run.conversation_id))
 
     async def stalled_runs(self) -> list[Run]:
-        found = self._db.execute(STALLED_RUNS, (*_OPEN,))
-        return self._runs(found)
+        return self._runs(self._db.execute(SQL.stalled_runs))

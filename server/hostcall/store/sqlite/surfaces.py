@@ -1,11 +1,12 @@
-"""The SQLite store's surfaces (issue 9; the interface is in hostcall/store/__init__.py)."""
+"""The SQLite store's surfaces and the streams open on each."""
 
 from __future__ import annotations
 
-import sqlite3
-
 from hostcall.store import rows
+from hostcall.store.interfaces import Surfaces
 from hostcall.store.records import Surface
+from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.statements import SQLITE as SQL
 
 # Migration 6 (sqlite/schema.py): where each call is assigned, and the surfaces.
 SURFACES_SCHEMA = """
@@ -31,9 +32,7 @@ CREATE INDEX surface_streams_by_owner ON surface_streams (owner);
 """
 
 
-class SurfaceTables:
-    _db: sqlite3.Connection
-
+class SurfaceTables(SQLiteConnection, Surfaces):
     def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         # A new surface starts detached "now": present for the grace period until its
         # stream attaches (the widget says what it handles before it opens the stream).
@@ -48,43 +47,25 @@ class SurfaceTables:
     ) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
         self._db.execute(
-            "UPDATE surfaces SET tools = ? WHERE conversation_id = ? AND id = ?",
-            (rows.dump(list(tools)), conversation_id, surface_id),
+            SQL.save_surface_tools, (rows.dump(list(tools)), conversation_id, surface_id)
         )
 
     async def attach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
-            "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"
-            " WHERE conversation_id = ? AND id = ?",
-            (now, conversation_id, surface_id),
-        )
-        self._db.execute(
-            "INSERT INTO surface_streams (conversation_id, surface_id, owner, streams)"
-            " VALUES (?, ?, ?, 1) ON CONFLICT (conversation_id, surface_id, owner)"
-            " DO UPDATE SET streams = surface_streams.streams + 1",
-            (conversation_id, surface_id, owner),
-        )
+        self._db.execute(SQL.attach_surface, (now, conversation_id, surface_id))
+        self._db.execute(SQL.count_stream, (conversation_id, surface_id, owner))
 
     async def detach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None:
         # Only a stream still counted for this owner: once its streams were dropped (the
         # process was taken for dead), a late detach must not count them off twice.
-        mine = self._db.execute(
-            "UPDATE surface_streams SET streams = streams - 1"
-            " WHERE conversation_id = ? AND surface_id = ? AND owner = ? AND streams > 0",
-            (conversation_id, surface_id, owner),
-        )
+        mine = self._db.execute(SQL.uncount_stream, (conversation_id, surface_id, owner))
         if mine.rowcount != 1:
             return
-        self._db.execute(
-            "DELETE FROM surface_streams"
-            " WHERE conversation_id = ? AND surface_id = ? AND owner = ? AND streams <= 0",
-            (conversation_id, surface_id, owner),
-        )
+        self._db.execute(SQL.forget_streams, (conversation_id, surface_id, owner))
         self._db.execute(
             "UPDATE surfaces SET streams = MAX(streams - 1, 0),"
             " detached_at = CASE WHEN streams = 1 THEN ? ELSE detached_at END"
@@ -124,18 +105,11 @@ class SurfaceTables:
         )
 
     async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
-        row = self._db.execute(
-            "SELECT * FROM surfaces WHERE conversation_id = ? AND id = ?",
-            (conversation_id, surface_id),
-        ).fetchone()
+        row = self._db.execute(SQL.surface, (conversation_id, surface_id)).fetchone()
         return rows.surface(row) if row else None
 
     async def list_surfaces(self, conversation_id: str) -> list[Surface]:
-        found = self._db.execute(
-            "SELECT * FROM surfaces WHERE conversation_id = ? ORDER BY last_active DESC",
-            (conversation_id,),
-        )
-        return [rows.surface(r) for r in found]
+        return [rows.surface(r) for r in self._db.execute(SQL.surfaces, (conversation_id,))]
 
     async def reset_surfaces(self, now: float) -> None:
         # One process per SQLite file: at start, every stream it counted is gone.

@@ -1,0 +1,57 @@
+"""What every part of the SQLite store shares: its one connection, and the transaction.
+
+``SQLiteStore`` (database.py) opens the connection; each aggregate's part (conversations.py,
+events.py, calls.py, runs.py, surfaces.py, coordination.py, console.py) sends its statements
+on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from hostcall.store import rows
+from hostcall.store.records import StoredMessage
+from hostcall.store.statements import SQLITE as SQL
+
+
+class SQLiteConnection:
+    _db: sqlite3.Connection
+    _writer: asyncio.Lock
+    # The task whose transaction is open (its nested transactions join it).
+    _owner: asyncio.Task[Any] | None
+    # Leases (key, owner) the open transaction released while they were held (a run's
+    # end before its last events): the transaction holds the file, so nobody took them
+    # since, and its fenced appends pass (see runs.py, update_run_leased).
+    _let_go: set[tuple[str, str]]
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """One BEGIN IMMEDIATE ... COMMIT. Statements never suspend the task (sqlite3 is
+        called directly: a local file, microseconds a statement), so a transaction is
+        normally never interleaved with another task's; the lock keeps it that way if a
+        caller awaits something else inside one. Nested calls from the same task join it."""
+        task = asyncio.current_task()
+        if self._owner is task and task is not None:
+            yield
+            return
+        async with self._writer:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._owner = task
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+            finally:
+                self._owner = None
+                self._let_go.clear()
+
+    def _history(self, conversation_id: str) -> tuple[StoredMessage, ...]:
+        """The conversation's messages, oldest first: a step's history (see ``ClaimedRun``)."""
+        return rows.messages(self._db.execute(SQL.messages, (conversation_id,)))

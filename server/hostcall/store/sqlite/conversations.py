@@ -1,0 +1,114 @@
+"""The SQLite store's conversations, their sessions and stream tickets, and their messages."""
+
+from __future__ import annotations
+
+import json
+
+from hostcall.store import rows
+from hostcall.store.interfaces import Conversations, Messages, Sessions
+from hostcall.store.records import (
+    Conversation,
+    ConversationQuery,
+    ConversationSummary,
+    OpenedStream,
+    RunStatus,
+    StoredMessage,
+)
+from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.statements import SQLITE as SQL
+from hostcall.store.statements import contains
+
+
+class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
+    # ---- conversations -------------------------------------------------------------------
+
+    async def create_conversation(self, conversation: Conversation) -> None:
+        self._db.execute(
+            SQL.insert_conversation,
+            (
+                conversation.id,
+                conversation.agent_id,
+                conversation.created_at,
+                conversation.locale,
+                rows.dump(list(conversation.handled_tools)),
+            ),
+        )
+
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
+        row = self._db.execute(SQL.conversation, (conversation_id,)).fetchone()
+        return rows.conversation(row) if row else None
+
+    async def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
+        self._db.execute(SQL.set_handled_tools, (rows.dump(list(tools)), conversation_id))
+
+    async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
+        where, args = ["1 = 1"], []
+        if query.agent_id is not None:
+            where.append("agent_id = ?")
+            args.append(query.agent_id)
+        if query.run_status is not None:
+            where.append("run_status = ?")
+            args.append(query.run_status.value)
+        if query.waiting:
+            where.append("waiting_calls > 0")
+        if query.text:
+            where.append(
+                "(id LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m"
+                " WHERE m.conversation_id = s.id AND m.text LIKE ? ESCAPE '\\'))"
+            )
+            args += [contains(query.text)] * 2
+        found = self._db.execute(
+            f"SELECT * FROM ({SQL.conversation_summaries}) s WHERE {' AND '.join(where)}"
+            " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+            (*args, query.limit, query.offset),
+        )
+        return [
+            ConversationSummary(
+                conversation=Conversation(
+                    id=r["id"],
+                    agent_id=r["agent_id"],
+                    created_at=r["created_at"],
+                    locale=r["locale"],
+                    handled_tools=tuple(json.loads(r["handled_tools"])),
+                ),
+                run_status=RunStatus(r["run_status"]) if r["run_status"] else None,
+                waiting_calls=int(r["waiting_calls"]),
+                first_message=r["first_message"],
+            )
+            for r in found
+        ]
+
+    # ---- sessions and stream tickets -----------------------------------------------------
+
+    async def rotate_session(self, conversation_id: str, generation: int) -> bool:
+        cursor = self._db.execute(SQL.rotate_session, (conversation_id, generation))
+        return cursor.rowcount == 1
+
+    async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        async with self.transaction():
+            self._db.execute(SQL.prune_tickets, (now,))
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO stream_tickets (nonce, expires_at) VALUES (?, ?)",
+                (nonce, expires_at),
+            )
+        return cursor.rowcount == 1
+
+    async def open_stream(
+        self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
+    ) -> OpenedStream:
+        row = self._db.execute(SQL.conversation, (conversation_id,)).fetchone()
+        if row is None:
+            return OpenedStream(None, False)
+        conversation, last_seq = rows.conversation(row), int(row["last_seq"])
+        if conversation.session_generation != generation:
+            return OpenedStream(conversation, False, last_seq)
+        redeemed = await self.consume_ticket(nonce, expires_at, now)
+        return OpenedStream(conversation, redeemed, last_seq)
+
+    # ---- messages ------------------------------------------------------------------------
+
+    async def add_message(self, message: StoredMessage) -> None:
+        self._db.execute(SQL.insert_message, rows.message_values(message))
+
+    async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
+        return list(self._history(conversation_id))  # the read a run's start and claim make

@@ -1,0 +1,195 @@
+"""The statements both dialects send alike, written once.
+
+Each is written with ``?`` for its parameters, SQLite's style; ``POSTGRES`` is the same set
+with psycopg's ``%s``. What differs stays in each dialect's modules: ``INSERT OR IGNORE``
+against ``ON CONFLICT DO NOTHING``, ``MAX`` against ``GREATEST``, ``IS`` against ``IS NOT
+DISTINCT FROM``, SQLite's parameter lists against PostgreSQL's inlined states, and the
+PostgreSQL store's statements that do in one round trip what SQLite does in several.
+"""
+
+from __future__ import annotations
+
+from hostcall.store import rows
+from hostcall.store.records import OPEN_STATES
+
+MESSAGE_COLUMNS = (
+    "id, conversation_id, run_id, role, text, tool_calls, tool_call_id, tool_name, interrupted"
+)
+CALL_COLUMNS = (
+    "id, conversation_id, run_id, step, tool_name, state, input, arguments, deadline, route,"
+    " outcome, delivered, extra, surface_id, assignment"
+)
+
+# Runs no process works on although they could move: running with no lease (the process
+# died between claiming and leasing, or before leases existed), or waiting with every call
+# of the step settled (the process died between settling the last call and resuming).
+_STALLED_RUNS = f"""
+SELECT r.* FROM runs r
+WHERE r.status IN ('running', 'waiting')
+  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
+  AND (r.status = 'running' OR NOT EXISTS (
+      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step
+      AND c.state IN {rows.states_sql(OPEN_STATES)}))
+ORDER BY r.pos
+"""
+
+# One row per counter: a new window overwrites the old one's count (see add_to_counter).
+_ADD_TO_COUNTER = """
+INSERT INTO quota_counters (key, window_start, count) VALUES (?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET
+    count = CASE WHEN quota_counters.window_start = excluded.window_start
+                 THEN quota_counters.count + excluded.count ELSE excluded.count END,
+    window_start = excluded.window_start
+WHERE CASE WHEN quota_counters.window_start = excluded.window_start
+           THEN quota_counters.count ELSE 0 END + excluded.count <= ?
+"""
+
+# The console's list of conversations: each with its latest run's status, how many of its
+# calls wait for a person (a decision, or a form to be answered), and its first message.
+_WAITING = (
+    "(k.state = 'awaiting_confirmation'"
+    " OR (k.state IN ('dispatched', 'delivered') AND k.route = 'form'))"
+)
+_SUMMARIES = f"""
+SELECT c.*,
+    (SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.pos DESC LIMIT 1)
+        AS run_status,
+    (SELECT COUNT(*) FROM calls k WHERE k.conversation_id = c.id AND {_WAITING})
+        AS waiting_calls,
+    COALESCE((SELECT m.text FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'
+        ORDER BY m.pos LIMIT 1), '') AS first_message
+FROM conversations c
+"""
+
+
+def contains(text: str) -> str:
+    """A LIKE pattern for any text containing ``text`` as it is, escaped with a backslash
+    (PostgreSQL's default escape; SQLite's statements say ``ESCAPE '\\'``)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class Statements:
+    """The shared statements, each with ``mark`` for its parameters."""
+
+    def __init__(self, mark: str) -> None:
+        def q(sql: str) -> str:
+            # A literal % would be read by psycopg as the start of a placeholder.
+            assert "%" not in sql, f"a shared statement with a % in it: {sql}"
+            return sql.replace("?", mark)
+
+        # ---- migrations
+        self.applied_migrations = q("SELECT version FROM schema_migrations")
+        self.schema_version = q("SELECT MAX(version) AS v FROM schema_migrations")
+
+        # ---- conversations and sessions
+        self.insert_conversation = q(
+            "INSERT INTO conversations (id, agent_id, created_at, locale, handled_tools)"
+            " VALUES (?, ?, ?, ?, ?)"
+        )
+        self.conversation = q("SELECT * FROM conversations WHERE id = ?")
+        self.set_handled_tools = q("UPDATE conversations SET handled_tools = ? WHERE id = ?")
+        self.rotate_session = q(
+            "UPDATE conversations SET session_generation = session_generation + 1"
+            " WHERE id = ? AND session_generation = ?"
+        )
+        self.prune_tickets = q("DELETE FROM stream_tickets WHERE expires_at < ?")
+
+        # ---- messages
+        self.insert_message = q(
+            f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        self.messages = q("SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos")
+
+        # ---- events
+        self.last_seq = q("SELECT last_seq FROM conversations WHERE id = ?")
+        self.events_after = q(
+            "SELECT seq, type, data FROM events WHERE conversation_id = ? AND seq > ?"
+            " ORDER BY seq LIMIT ?"
+        )
+
+        # ---- calls and grants
+        self.insert_call = q(
+            f"INSERT INTO calls ({CALL_COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        self.call = q("SELECT * FROM calls WHERE id = ?")
+        self.calls = q("SELECT * FROM calls WHERE conversation_id = ? ORDER BY pos")
+        self.calls_of_step = q("SELECT * FROM calls WHERE run_id = ? AND step = ? ORDER BY pos")
+        self.count_calls = q("SELECT COUNT(*) AS n FROM calls WHERE run_id = ? AND tool_name = ?")
+        self.has_grant = q("SELECT 1 FROM grants WHERE conversation_id = ? AND tool_name = ?")
+
+        # ---- runs
+        self.run = q("SELECT * FROM runs WHERE id = ?")
+        self.latest_run = q(
+            "SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos DESC LIMIT 1"
+        )
+        self.runs = q("SELECT * FROM runs WHERE conversation_id = ? ORDER BY pos")
+        self.runs_with_status = q("SELECT * FROM runs WHERE status = ? ORDER BY pos")
+        self.claim_run = q("UPDATE runs SET status = ? WHERE id = ? AND status = ? RETURNING *")
+        self.stalled_runs = q(_STALLED_RUNS)
+
+        # ---- leases and counters
+        self.take_lease = q(
+            "INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, until = excluded.until"
+            " WHERE leases.owner = excluded.owner OR leases.until < ?"
+        )
+        self.keep_lease = q("UPDATE leases SET until = ? WHERE key = ? AND owner = ?")
+        self.renew_leases = q("UPDATE leases SET until = ? WHERE owner = ?")
+        self.release_lease = q("DELETE FROM leases WHERE key = ? AND owner = ?")
+        self.expired_leases = q(
+            "SELECT key FROM leases WHERE until < ? AND owner <> ? ORDER BY until"
+        )
+        self.add_to_counter = q(_ADD_TO_COUNTER)
+        self.counted = q("SELECT count FROM quota_counters WHERE key = ? AND window_start = ?")
+
+        # ---- surfaces
+        self.save_surface_tools = q(
+            "UPDATE surfaces SET tools = ? WHERE conversation_id = ? AND id = ?"
+        )
+        self.attach_surface = q(
+            "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"
+            " WHERE conversation_id = ? AND id = ?"
+        )
+        self.count_stream = q(
+            "INSERT INTO surface_streams (conversation_id, surface_id, owner, streams)"
+            " VALUES (?, ?, ?, 1) ON CONFLICT (conversation_id, surface_id, owner)"
+            " DO UPDATE SET streams = surface_streams.streams + 1"
+        )
+        self.uncount_stream = q(
+            "UPDATE surface_streams SET streams = streams - 1"
+            " WHERE conversation_id = ? AND surface_id = ? AND owner = ? AND streams > 0"
+        )
+        self.forget_streams = q(
+            "DELETE FROM surface_streams"
+            " WHERE conversation_id = ? AND surface_id = ? AND owner = ? AND streams <= 0"
+        )
+        self.surface = q("SELECT * FROM surfaces WHERE conversation_id = ? AND id = ?")
+        self.surfaces = q(
+            "SELECT * FROM surfaces WHERE conversation_id = ? ORDER BY last_active DESC"
+        )
+
+        # ---- the console: users, audit, agent versions, the list of conversations
+        self.user = q("SELECT * FROM users WHERE name = ?")
+        self.users = q("SELECT * FROM users ORDER BY name")
+        self.insert_audit = q(
+            "INSERT INTO audit (at, actor, action, conversation_id, call_id, agent_id, details)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)"
+        )
+        self.next_agent_version = q(
+            "SELECT COALESCE(MAX(version), 0) + 1 AS next FROM agent_versions WHERE agent_id = ?"
+        )
+        self.insert_agent_version = q(
+            "INSERT INTO agent_versions (agent_id, version, body, author, created_at, note)"
+            " VALUES (?, ?, ?, ?, ?, ?)"
+        )
+        self.agent_versions = q(
+            "SELECT * FROM agent_versions WHERE agent_id = ? ORDER BY version DESC"
+        )
+        self.agent_version = q("SELECT * FROM agent_versions WHERE agent_id = ? AND version = ?")
+        self.conversation_summaries = q(_SUMMARIES)
+
+
+SQLITE = Statements("?")
+POSTGRES = Statements("%s")
