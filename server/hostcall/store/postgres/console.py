@@ -1,7 +1,6 @@
-"""The PostgreSQL store's console tables (issue 11): users, audit log, agent versions.
+"""The PostgreSQL store's console tables: users, audit log, agent versions.
 
-A mixin of ``PostgresStore``, the twin of sqlite/console.py; the methods are specified on
-``server.store.Store`` and tests/unit/test_store_console.py runs against both stores.
+The twin of sqlite/console.py: tests/unit/test_store_console.py runs against both stores.
 """
 
 from __future__ import annotations
@@ -11,15 +10,10 @@ from dataclasses import replace
 from typing import Any
 
 from hostcall.store import rows
+from hostcall.store.interfaces import Accounts, AgentVersions, Audit
 from hostcall.store.postgres.connections import PostgresConnections
-from hostcall.store.records import (
-    AgentVersion,
-    AuditEntry,
-    ConversationQuery,
-    ConversationSummary,
-    RunStatus,
-    User,
-)
+from hostcall.store.records import AgentVersion, AuditEntry, User
+from hostcall.store.statements import POSTGRES as SQL
 
 CONSOLE_SCHEMA = """
 CREATE INDEX calls_by_conversation ON calls (conversation_id, state);
@@ -41,27 +35,6 @@ CREATE TABLE agent_versions (
 );
 """
 
-# The same definitions as sqlite/console.py's.
-_WAITING = (
-    "(k.state = 'awaiting_confirmation'"
-    " OR (k.state IN ('dispatched', 'delivered') AND k.route = 'form'))"
-)
-_SUMMARY = f"""
-SELECT c.*,
-    (SELECT r.status FROM runs r WHERE r.conversation_id = c.id ORDER BY r.pos DESC LIMIT 1)
-        AS run_status,
-    (SELECT COUNT(*) FROM calls k WHERE k.conversation_id = c.id AND {_WAITING})
-        AS waiting_calls,
-    COALESCE((SELECT m.text FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'
-        ORDER BY m.pos LIMIT 1), '') AS first_message
-FROM conversations c
-"""
-
-
-def _like(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
 
 def _user(row: dict[str, Any]) -> User:
     return User(row["name"], row["role"], row["password_hash"], row["created_at"])
@@ -78,7 +51,7 @@ def _version(row: dict[str, Any]) -> AgentVersion:
     )
 
 
-class PostgresConsoleTables(PostgresConnections):
+class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions):
     async def add_user(self, user: User) -> bool:
         changed = await self._count(
             "INSERT INTO users (name, role, password_hash, created_at) VALUES (%s, %s, %s, %s)"
@@ -88,16 +61,15 @@ class PostgresConsoleTables(PostgresConnections):
         return changed == 1
 
     async def get_user(self, name: str) -> User | None:
-        row = await self._one("SELECT * FROM users WHERE name = %s", (name,))
+        row = await self._one(SQL.user, (name,))
         return _user(row) if row else None
 
     async def list_users(self) -> list[User]:
-        return [_user(r) for r in await self._all("SELECT * FROM users ORDER BY name")]
+        return [_user(r) for r in await self._all(SQL.users)]
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
         row = await self._one(
-            "INSERT INTO audit (at, actor, action, conversation_id, call_id, agent_id, details)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            f"{SQL.insert_audit} RETURNING id",
             (entry.at, entry.actor, entry.action, entry.conversation_id, entry.call_id,
              entry.agent_id, rows.dump(entry.details)),
         )  # fmt: skip
@@ -136,67 +108,23 @@ class PostgresConsoleTables(PostgresConnections):
             for r in found
         ]
 
-    async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
-        where: list[str] = ["TRUE"]
-        args: list[Any] = []
-        if query.agent_id is not None:
-            where.append("agent_id = %s")
-            args.append(query.agent_id)
-        if query.run_status is not None:
-            where.append("run_status = %s")
-            args.append(query.run_status.value)
-        if query.waiting:
-            where.append("waiting_calls > 0")
-        if query.text:
-            # ILIKE: SQLite's LIKE is case-insensitive (ASCII), and the query says so too.
-            where.append(
-                "(id ILIKE %s OR EXISTS (SELECT 1 FROM messages m"
-                " WHERE m.conversation_id = s.id AND m.text ILIKE %s))"
-            )
-            args += [_like(query.text)] * 2
-        found = await self._all(
-            f"SELECT * FROM ({_SUMMARY}) s WHERE {' AND '.join(where)}"
-            " ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
-            (*args, query.limit, query.offset),
-        )
-        return [
-            ConversationSummary(
-                conversation=rows.conversation(r),
-                run_status=RunStatus(r["run_status"]) if r["run_status"] else None,
-                waiting_calls=int(r["waiting_calls"]),
-                first_message=r["first_message"],
-            )
-            for r in found
-        ]
-
     async def add_agent_version(self, version: AgentVersion) -> AgentVersion:
         async with self.transaction():
             # Numbers per agent without gaps or repeats, across processes.
             await self._run("SELECT pg_advisory_xact_lock(hashtext(%s))", (version.agent_id,))
-            row = await self._one(
-                "SELECT COALESCE(MAX(version), 0) + 1 AS next FROM agent_versions"
-                " WHERE agent_id = %s",
-                (version.agent_id,),
-            )
+            row = await self._one(SQL.next_agent_version, (version.agent_id,))
             assert row is not None
             saved = replace(version, version=int(row["next"]))
             await self._run(
-                "INSERT INTO agent_versions (agent_id, version, body, author, created_at, note)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
+                SQL.insert_agent_version,
                 (saved.agent_id, saved.version, saved.body, saved.author, saved.created_at,
                  saved.note),
             )  # fmt: skip
         return saved
 
     async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
-        found = await self._all(
-            "SELECT * FROM agent_versions WHERE agent_id = %s ORDER BY version DESC", (agent_id,)
-        )
-        return [_version(r) for r in found]
+        return [_version(r) for r in await self._all(SQL.agent_versions, (agent_id,))]
 
     async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
-        row = await self._one(
-            "SELECT * FROM agent_versions WHERE agent_id = %s AND version = %s",
-            (agent_id, version),
-        )
+        row = await self._one(SQL.agent_version, (agent_id, version))
         return _version(row) if row else None

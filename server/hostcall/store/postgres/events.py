@@ -9,6 +9,7 @@ from typing import Any
 from hostcall.errors import LeaseLost
 from hostcall.protocol.events import ProtocolEvent, encode
 from hostcall.protocol.frames import Event, stored_event
+from hostcall.store.interfaces import Events
 from hostcall.store.postgres import messages
 from hostcall.store.postgres.connections import (
     IF_FENCED,
@@ -16,6 +17,7 @@ from hostcall.store.postgres.connections import (
     PostgresConnections,
     _Transaction,
 )
+from hostcall.store.statements import POSTGRES as SQL
 
 CHANNEL = "hostcall_events"
 
@@ -129,7 +131,7 @@ def _fenced_writes(current: _Transaction | None, fence: tuple[str, str] | None) 
     return taken
 
 
-class EventLog(PostgresConnections):
+class EventLog(PostgresConnections, Events):
     # Names this process in its notifications (set by PostgresStore).
     origin: str
 
@@ -260,15 +262,9 @@ class EventLog(PostgresConnections):
         return params
 
     async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
-        found = await self._all(
-            "SELECT seq, type, data FROM events WHERE conversation_id = %s AND seq > %s"
-            " ORDER BY seq LIMIT %s",
-            (conversation_id, seq, limit),
-        )
+        found = await self._all(SQL.events_after, (conversation_id, seq, limit))
         return [stored_event(conversation_id, int(r["seq"]), r["type"], r["data"]) for r in found]
 
     async def last_seq(self, conversation_id: str) -> int:
-        row = await self._one(
-            "SELECT last_seq FROM conversations WHERE id = %s", (conversation_id,)
-        )
+        row = await self._one(SQL.last_seq, (conversation_id,))
         return int(row["last_seq"]) if row else 0

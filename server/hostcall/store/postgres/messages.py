@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-COLUMNS = (
-    "id, conversation_id, run_id, role, text, tool_calls, tool_call_id, tool_name, interrupted"
-)
+from hostcall.store.statements import MESSAGE_COLUMNS as COLUMNS
+from hostcall.store.statements import POSTGRES as SQL
+
 # One row of VALUES: (n, id, conversation_id, ..., interrupted), typed, as a VALUES list's
 # parameters have no column to take a type from (a None would be text, not boolean).
 _TYPES = ("text", "text", "text", "text", "text", "text", "text", "text", "boolean")
 _NAMES = ("id", "cid", "run", "role", "text", "calls", "call_id", "tool", "interrupted")
 
-INSERT_ONE = f"INSERT INTO messages ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+INSERT_ONE = SQL.insert_message
 
 Values = tuple[Any, ...]
 

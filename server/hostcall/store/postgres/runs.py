@@ -8,21 +8,13 @@ from typing import Any
 
 from hostcall.store import rows
 from hostcall.store.definitions import Definitions
+from hostcall.store.interfaces import Runs
 from hostcall.store.postgres.connections import IF_FENCED, Row
 from hostcall.store.postgres.coordination import Coordination
 from hostcall.store.records import OPEN_STATES, ClaimedRun, Run, RunStart, RunStatus
+from hostcall.store.statements import POSTGRES as SQL
 
 _OPEN = rows.states_sql(OPEN_STATES)
-# See sqlite/runs.py's STALLED_RUNS for what "stalled" means.
-STALLED_RUNS = f"""
-SELECT r.* FROM runs r
-WHERE r.status IN ('running', 'waiting')
-  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = 'run:' || r.id)
-  AND (r.status = 'running' OR NOT EXISTS (
-      SELECT 1 FROM calls c WHERE c.run_id = r.id AND c.step = r.step AND c.state IN {_OPEN}))
-ORDER BY r.pos
-"""
-
 
 # The conversation's messages, oldest first, as one JSON value (NULL for none): a step's
 # history, read in the statement that claims or starts its run (issue 10: the step's own
@@ -89,7 +81,7 @@ FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE
 """
 
 
-class RunTables(Coordination):
+class RunTables(Coordination, Runs):
     _definitions: Definitions
 
     async def create_run(self, run: Run) -> None:
@@ -146,26 +138,16 @@ class RunTables(Coordination):
         return (await self._runs([row]))[0] if row else None
 
     async def get_run(self, run_id: str) -> Run | None:
-        return await self._run_or_none(
-            await self._one("SELECT * FROM runs WHERE id = %s", (run_id,))
-        )
+        return await self._run_or_none(await self._one(SQL.run, (run_id,)))
 
     async def latest_run(self, conversation_id: str) -> Run | None:
-        row = await self._one(
-            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos DESC LIMIT 1",
-            (conversation_id,),
-        )
-        return await self._run_or_none(row)
+        return await self._run_or_none(await self._one(SQL.latest_run, (conversation_id,)))
 
     async def list_runs(self, conversation_id: str) -> list[Run]:
-        found = await self._all(
-            "SELECT * FROM runs WHERE conversation_id = %s ORDER BY pos", (conversation_id,)
-        )
-        return await self._runs(found)
+        return await self._runs(await self._all(SQL.runs, (conversation_id,)))
 
     async def runs_with_status(self, status: RunStatus) -> list[Run]:
-        found = await self._all("SELECT * FROM runs WHERE status = %s ORDER BY pos", (status,))
-        return await self._runs(found)
+        return await self._runs(await self._all(SQL.runs_with_status, (status,)))
 
     async def update_run(self, run_id: str, **changes: Any) -> None:
         encoded = rows.run_changes(changes)
@@ -222,10 +204,7 @@ class RunTables(Coordination):
     async def claim_run(
         self, run_id: str, from_status: RunStatus, to_status: RunStatus
     ) -> Run | None:
-        row = await self._one(
-            "UPDATE runs SET status = %s WHERE id = %s AND status = %s RETURNING *",
-            (to_status, run_id, from_status),
-        )
+        row = await self._one(SQL.claim_run, (to_status, run_id, from_status))
         return await self._run_or_none(row)
 
     async def claim_ready_run(
@@ -255,4 +234,4 @@ class RunTables(Coordination):
         return None
 
     async def stalled_runs(self) -> list[Run]:
-        return await self._runs(await self._all(STALLED_RUNS))
+        return await self._runs(await self._all(SQL.stalled_runs))

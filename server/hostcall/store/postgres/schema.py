@@ -89,7 +89,7 @@ ALTER TABLE runs DROP COLUMN agent;
     #   indexes that lead with the conversation or run, and no query looked a row up by
     #   ``pos`` alone (its primary key's index was never scanned).
     # - runs in progress, open calls: only those rows are in the index the sweeper's
-    #   queries read (STALLED_RUNS, due_calls, calls_in_states), so a run's or call's
+    #   queries read (stalled_runs, due_calls, calls_in_states), so a run's or call's
     #   change to an end state writes no entry there. (Those are the open states,
     #   ``OPEN_STATES``, spelled out: a migration never changes once released.)
     # - leases: nothing reads them by ``until`` (expired_leases reads the few live rows);

@@ -1,10 +1,12 @@
-"""The PostgreSQL store's surfaces (issue 9; the interface is in hostcall/store/__init__.py)."""
+"""The PostgreSQL store's surfaces and the streams open on each."""
 
 from __future__ import annotations
 
 from hostcall.store import rows
+from hostcall.store.interfaces import Surfaces
 from hostcall.store.postgres.connections import PostgresConnections
 from hostcall.store.records import Surface
+from hostcall.store.statements import POSTGRES as SQL
 
 # Migration 5 (postgres/schema.py): where each call is assigned, and the surfaces.
 SURFACES_SCHEMA = """
@@ -35,7 +37,7 @@ _UPSERT = (
 )
 
 
-class SurfaceTables(PostgresConnections):
+class SurfaceTables(PostgresConnections, Surfaces):
     async def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         await self._run(_UPSERT, (conversation_id, surface_id, now, now))
 
@@ -44,43 +46,25 @@ class SurfaceTables(PostgresConnections):
     ) -> None:
         await self._ensure_surface(conversation_id, surface_id, now)
         await self._run(
-            "UPDATE surfaces SET tools = %s WHERE conversation_id = %s AND id = %s",
-            (rows.dump(list(tools)), conversation_id, surface_id),
+            SQL.save_surface_tools, (rows.dump(list(tools)), conversation_id, surface_id)
         )
 
     async def attach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None:
         await self._ensure_surface(conversation_id, surface_id, now)
-        await self._run(
-            "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = %s"
-            " WHERE conversation_id = %s AND id = %s",
-            (now, conversation_id, surface_id),
-        )
-        await self._run(
-            "INSERT INTO surface_streams (conversation_id, surface_id, owner, streams)"
-            " VALUES (%s, %s, %s, 1) ON CONFLICT (conversation_id, surface_id, owner)"
-            " DO UPDATE SET streams = surface_streams.streams + 1",
-            (conversation_id, surface_id, owner),
-        )
+        await self._run(SQL.attach_surface, (now, conversation_id, surface_id))
+        await self._run(SQL.count_stream, (conversation_id, surface_id, owner))
 
     async def detach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None:
         # Only a stream still counted for this owner: once its streams were dropped (the
         # process was taken for dead), a late detach must not count them off twice.
-        mine = await self._count(
-            "UPDATE surface_streams SET streams = streams - 1"
-            " WHERE conversation_id = %s AND surface_id = %s AND owner = %s AND streams > 0",
-            (conversation_id, surface_id, owner),
-        )
+        mine = await self._count(SQL.uncount_stream, (conversation_id, surface_id, owner))
         if mine != 1:
             return
-        await self._run(
-            "DELETE FROM surface_streams"
-            " WHERE conversation_id = %s AND surface_id = %s AND owner = %s AND streams <= 0",
-            (conversation_id, surface_id, owner),
-        )
+        await self._run(SQL.forget_streams, (conversation_id, surface_id, owner))
         await self._run(
             "UPDATE surfaces SET streams = GREATEST(streams - 1, 0),"
             " detached_at = CASE WHEN streams = 1 THEN %s ELSE detached_at END"
@@ -120,18 +104,11 @@ class SurfaceTables(PostgresConnections):
         )
 
     async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
-        row = await self._one(
-            "SELECT * FROM surfaces WHERE conversation_id = %s AND id = %s",
-            (conversation_id, surface_id),
-        )
+        row = await self._one(SQL.surface, (conversation_id, surface_id))
         return rows.surface(row) if row else None
 
     async def list_surfaces(self, conversation_id: str) -> list[Surface]:
-        found = await self._all(
-            "SELECT * FROM surfaces WHERE conversation_id = %s ORDER BY last_active DESC",
-            (conversation_id,),
-            sees_appends=False,
-        )
+        found = await self._all(SQL.surfaces, (conversation_id,), sees_appends=False)
         return [rows.surface(r) for r in found]
 
     async def reset_surfaces(self, now: float) -> None:

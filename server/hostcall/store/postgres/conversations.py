@@ -1,0 +1,138 @@
+"""The PostgreSQL store's conversations, their sessions and stream tickets, and their
+messages (held back in a transaction: messages.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hostcall.store import rows
+from hostcall.store.interfaces import Conversations, Messages, Sessions
+from hostcall.store.postgres.connections import PostgresConnections
+from hostcall.store.records import (
+    Conversation,
+    ConversationQuery,
+    ConversationSummary,
+    OpenedStream,
+    RunStatus,
+    StoredMessage,
+)
+from hostcall.store.statements import POSTGRES as SQL
+from hostcall.store.statements import contains
+
+# How often consume_ticket forgets expired tickets.
+TICKET_PRUNE_SECONDS = 30.0
+# open_stream in one statement, where the conversation's read and the ticket's INSERT were
+# two: the ticket goes in only for a conversation at the ticket's session generation.
+OPEN_STREAM = """
+WITH c AS (SELECT * FROM conversations WHERE id = %(cid)s), t AS (
+    INSERT INTO stream_tickets (nonce, expires_at) SELECT %(nonce)s, %(until)s FROM c
+    WHERE c.session_generation = %(generation)s ON CONFLICT (nonce) DO NOTHING RETURNING 1
+)
+SELECT c.*, EXISTS (SELECT 1 FROM t) AS redeemed FROM c
+"""
+
+
+class ConversationTables(PostgresConnections, Conversations, Sessions, Messages):
+    # When this process last forgot expired tickets.
+    _tickets_pruned: float
+
+    # ---- conversations -------------------------------------------------------------------
+
+    async def create_conversation(self, conversation: Conversation) -> None:
+        await self._run(
+            SQL.insert_conversation,
+            (
+                conversation.id,
+                conversation.agent_id,
+                conversation.created_at,
+                conversation.locale,
+                rows.dump(list(conversation.handled_tools)),
+            ),
+        )
+
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
+        row = await self._one(SQL.conversation, (conversation_id,))
+        return rows.conversation(row) if row else None
+
+    async def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
+        await self._run(SQL.set_handled_tools, (rows.dump(list(tools)), conversation_id))
+
+    async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
+        where: list[str] = ["TRUE"]
+        args: list[Any] = []
+        if query.agent_id is not None:
+            where.append("agent_id = %s")
+            args.append(query.agent_id)
+        if query.run_status is not None:
+            where.append("run_status = %s")
+            args.append(query.run_status.value)
+        if query.waiting:
+            where.append("waiting_calls > 0")
+        if query.text:
+            # ILIKE: SQLite's LIKE is case-insensitive (ASCII), and the query says so too.
+            where.append(
+                "(id ILIKE %s OR EXISTS (SELECT 1 FROM messages m"
+                " WHERE m.conversation_id = s.id AND m.text ILIKE %s))"
+            )
+            args += [contains(query.text)] * 2
+        found = await self._all(
+            f"SELECT * FROM ({SQL.conversation_summaries}) s WHERE {' AND '.join(where)}"
+            " ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
+            (*args, query.limit, query.offset),
+        )
+        return [
+            ConversationSummary(
+                conversation=rows.conversation(r),
+                run_status=RunStatus(r["run_status"]) if r["run_status"] else None,
+                waiting_calls=int(r["waiting_calls"]),
+                first_message=r["first_message"],
+            )
+            for r in found
+        ]
+
+    # ---- sessions and stream tickets -----------------------------------------------------
+
+    async def rotate_session(self, conversation_id: str, generation: int) -> bool:
+        return await self._count(SQL.rotate_session, (conversation_id, generation)) == 1
+
+    async def _prune_tickets(self, now: float) -> None:
+        if now - self._tickets_pruned > TICKET_PRUNE_SECONDS:
+            # Housekeeping, not the check: an expired ticket is refused by its signature's
+            # age before it gets here. Once in a while, not a table scan per stream.
+            self._tickets_pruned = now
+            await self._run(SQL.prune_tickets, (now,))
+
+    async def open_stream(
+        self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
+    ) -> OpenedStream:
+        await self._prune_tickets(now)
+        row = await self._one(
+            OPEN_STREAM,
+            {"cid": conversation_id, "generation": generation, "nonce": nonce, "until": expires_at},
+        )
+        if row is None:
+            return OpenedStream(None, False)
+        return OpenedStream(rows.conversation(row), bool(row["redeemed"]), int(row["last_seq"]))
+
+    async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
+        await self._prune_tickets(now)
+        changed = await self._count(
+            "INSERT INTO stream_tickets (nonce, expires_at) VALUES (%s, %s)"
+            " ON CONFLICT (nonce) DO NOTHING",
+            (nonce, expires_at),
+        )
+        return changed == 1
+
+    # ---- messages ------------------------------------------------------------------------
+
+    async def add_message(self, message: StoredMessage) -> None:
+        current = self._current()
+        if current is not None:
+            # Held: it goes out with the transaction's next append of its conversation, or
+            # before its next read of messages or COMMIT (messages.py).
+            current.messages.append(rows.message_values(message))
+            return
+        await self._run(SQL.insert_message, rows.message_values(message))
+
+    async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
+        return [rows.message(r) for r in await self._all(SQL.messages, (conversation_id,))]
