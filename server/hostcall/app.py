@@ -16,8 +16,8 @@ from hostcall.agui import agui_routes
 from hostcall.api import api_routes
 from hostcall.console import console_routes
 from hostcall.middleware import ApiHeaders
+from hostcall.openapi import document as openapi_document
 from hostcall.pages import page_routes
-from hostcall.protocol.openapi import document as openapi_document
 from hostcall.protocol.responses import Health
 from hostcall.responses import WireResponse, exception_handlers
 from hostcall.runtime import Runtime

@@ -19,8 +19,8 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from starlette.routing import Route
 
+from hostcall.openapi import ENUMS, document
 from hostcall.protocol.console import ConsoleBody
-from hostcall.protocol.openapi import ENUMS, document
 from hostcall.protocol.responses import ResponseBody
 from tests.unit.conftest import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
 from tests.unit.console_client import ConsoleClient, fast_passwords

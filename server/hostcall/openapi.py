@@ -1,9 +1,11 @@
-"""The OpenAPI 3.1 description of the HTTP API of docs/protocol.md, built from this package.
+"""The OpenAPI 3.1 description of the HTTP API of docs/protocol.md, built from the wire's types.
 
-Served at ``/openapi.json``. Response bodies are the types of ``responses`` (and the
-console's, of ``console``), their schemas derived by ``schema``; error codes come from
-``codes.ErrorCode``, limits from ``limits``, event names from ``events``. Request bodies are
-described here by hand beside ``requests``, which decodes them. tests/unit/test_openapi.py
+Served at ``/openapi.json``. It sits with the routes, above the wire (``protocol/``), because
+it also names values defined further up (call states, tool kinds, form reasons). Response
+bodies are the types of ``protocol.responses`` (and the console's, of ``protocol.console``),
+their schemas derived by ``protocol.schema``; error codes come from ``protocol.codes``,
+limits from ``protocol.limits``, event names from ``protocol.events``. Request bodies are
+described here by hand beside ``protocol.requests``, which decodes them. tests/unit/test_openapi.py
 checks that every route is described, holds real responses to these schemas, and runs
 schemathesis against the real app (no 5xx, no response outside the description).
 """
