@@ -1,12 +1,57 @@
-"""Suite-wide: every event any test stored is checked against AG-UI's official schemas."""
+"""Suite-wide: the fixtures both the unit and the system tier use (the app on a real SQLite
+file, a store on SQLite and on PostgreSQL), and every event any test stored checked against
+AG-UI's official schemas."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from hostcall.settings import DEMO_AGENTS
+from hostcall.store import Store, open_store
 from tests.agui import check_events, event_name, stored_events
+from tests.support.databases import fresh_schema
+from tests.support.harness import Harness
+
+
+@pytest.fixture
+def agents_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "agents"
+    shutil.copytree(DEMO_AGENTS, directory)
+    return directory
+
+
+@pytest.fixture
+def harness(tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    h = Harness(tmp_path, agents_dir)
+    yield h
+    h.stop()
+
+
+# ---- stores: every store test runs on SQLite and on PostgreSQL ---------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str | Path]:
+    """Where a store lives: a SQLite file, or a PostgreSQL URL on a fresh schema."""
+    if request.param == "sqlite":
+        yield tmp_path / "store.db"
+    else:
+        with fresh_schema() as url:
+            yield url
+
+
+@pytest.fixture
+async def store(store_target: str | Path) -> AsyncIterator[Store]:
+    opened = open_store(store_target)
+    yield opened
+    await opened.close()
+
+
+# ---- AG-UI conformance of everything stored ----------------------------------------------
 
 
 @pytest.fixture(scope="session", autouse=True)

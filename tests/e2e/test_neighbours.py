@@ -25,7 +25,7 @@ from starlette.routing import Route
 from tests.e2e.conftest import Demo, shot
 from tests.e2e.flows_helpers import session
 from tests.e2e.test_security import WIDGET, last_text, open_chat, say
-from tests.unit.loopback import serve_in_thread
+from tests.support.loopback import serve_in_thread
 
 SPY = """<!doctype html><meta charset=utf-8><body><script>
 // What a neighbour's script on Hostcall's host can see and do.

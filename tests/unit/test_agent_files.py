@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +12,8 @@ import pytest
 
 from hostcall.agents import load_agents
 from hostcall.errors import AgentConfigError
-from hostcall.settings import DEMO_AGENTS, ROOT
-from tests.unit.conftest import planner_definition, write_agent
+from hostcall.settings import DEMO_AGENTS
+from tests.support.harness import planner_definition, write_agent
 
 Definition = dict[str, Any]
 
@@ -231,16 +228,6 @@ def problems_of(directory: Path) -> list[str]:
     return caught.value.problems
 
 
-def check_cli(directory: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hostcall", "check", "--agents", str(directory)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-
-
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[m.id for m in MISTAKES])
 def test_mistake_stops_loading_with_one_line_naming_file_tool_and_field(
     tmp_path: Path, mistake: Mistake
@@ -327,62 +314,3 @@ def test_the_demo_agent_loads() -> None:
     agents = load_agents(DEMO_AGENTS, {})
     assert list(agents) == ["planner"]
     assert [t.name for t in agents["planner"].tools] == DEMO_TOOLS
-
-
-# ---- the command line -------------------------------------------------------------------
-
-
-def test_check_prints_one_line_per_bad_file_and_exits_1(tmp_path: Path) -> None:
-    agents_folder(tmp_path)
-    for mistake in MISTAKES:
-        write_agent(tmp_path, bad_definition(mistake), name=f"{mistake.id}.json")
-    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
-    done = check_cli(tmp_path)
-    assert done.returncode == 1, done
-    assert done.stdout == ""
-    lines = done.stderr.splitlines()
-    assert len(lines) == len(MISTAKES) + 1, done.stderr
-    for mistake in MISTAKES:
-        [line] = [line for line in lines if line.startswith(f"{mistake.id}.json: ")]
-        for words in mistake.says:
-            assert words in line, (words, line)
-    assert any(line.startswith("broken.json: not valid JSON") for line in lines)
-
-
-def test_check_accepts_the_demo_agents() -> None:
-    done = check_cli(DEMO_AGENTS)
-    assert done.returncode == 0, done.stderr
-    tools = f"{len(DEMO_TOOLS)} tools: {', '.join(DEMO_TOOLS)}"
-    assert done.stdout == f"ok: planner ({tools})\n"
-
-
-def test_serve_with_bad_agents_exits_1_and_prints_the_problems(tmp_path: Path) -> None:
-    agents = agents_folder(tmp_path / "agents")
-    write_agent(agents, bad_definition(MISTAKES[0]), name="agent.json")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    # run(timeout=...) kills the server if it starts anyway, so nothing is left running.
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hostcall",
-            "serve",
-            "--agents",
-            str(agents),
-            "--db",
-            str(tmp_path / "hostcall.db"),
-            "--port",
-            str(port),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 1, done
-    lines = done.stderr.splitlines()
-    assert lines[0] == f"hostcall: the agent files in {agents} have problems:"
-    assert lines[1].startswith("  - agent.json: tool '1archive': 'name'")
-    assert len(lines) == 2, done.stderr

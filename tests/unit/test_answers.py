@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from hostcall.tokens import Claims, Purpose, input_digest
-from tests.unit.conftest import BOARD, Conv, Harness
-from tests.unit.databases import fresh_schema
+from tests.support.databases import fresh_schema
+from tests.support.harness import BOARD, Conv, Harness
 from tests.unit.test_bad_input import (
     assert_error,
     read_call,

@@ -16,8 +16,8 @@ import pytest
 
 from hostcall.settings import DEMO_AGENTS
 from hostcall.tokens import Claims, Purpose, input_digest
-from tests.unit.conftest import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
-from tests.unit.live import live_server, settings_for
+from tests.support.harness import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
+from tests.support.live import live_server, settings_for
 
 READ = "What should I work on next?"
 CREATE = "Add a task to review the Q3 report before Friday"

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from hostcall.console import console_routes
 from hostcall.console.accounts import AccountError, Role, add_user, authenticate
 from hostcall.console.render import CSP
-from tests.unit.conftest import BOARD, Harness
+from tests.support.harness import BOARD, Harness
 from tests.unit.console_client import PASSWORD, ConsoleClient, csrf_of, fast_passwords
 
 pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)

@@ -12,7 +12,7 @@ import pytest
 
 from hostcall.agents import load_agents
 from hostcall.errors import AgentConfigError
-from tests.unit.conftest import Harness, planner_definition
+from tests.support.harness import Harness, planner_definition
 from tests.unit.console_client import ConsoleClient, fast_passwords
 
 pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)

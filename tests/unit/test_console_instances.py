@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.conftest import BOARD, Harness
+from tests.support.harness import BOARD, Harness
 from tests.unit.console_client import ConsoleClient, fast_passwords
 
 pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)

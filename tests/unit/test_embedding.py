@@ -9,7 +9,7 @@ import re
 import pytest
 
 from hostcall.pages import accent_text
-from tests.unit.conftest import Harness
+from tests.support.harness import Harness
 
 BOARD_ORIGIN = "http://localhost:8001"  # the demo agent's allowed origin
 

@@ -15,8 +15,8 @@ from hostcall.models.base import Message
 from hostcall.protocol.frames import Event
 from hostcall.responses import WireResponse
 from hostcall.runs.stepping import _model_message
-from tests.unit.conftest import BOARD, Harness
-from tests.unit.databases import fresh_schema
+from tests.support.databases import fresh_schema
+from tests.support.harness import BOARD, Harness
 
 
 def test_read_board_flow_answers_with_priority_order(harness: Harness) -> None:

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hostcall.protocol.codes import ErrorCode
-from tests.unit.conftest import BOARD, ORIGIN, Conv, Harness
+from tests.support.harness import BOARD, ORIGIN, Conv, Harness
 from tests.unit.test_bad_input import READ, create_call, tamper
 
 EXAMPLES = 250

@@ -20,8 +20,8 @@ from starlette.routing import Route
 
 from hostcall.app import create_app
 from hostcall.errors import StoreUnwritable
-from tests.unit.conftest import BOARD, ORIGIN, Harness, write_agent
-from tests.unit.loopback import serve_in_thread
+from tests.support.harness import BOARD, ORIGIN, Harness, write_agent
+from tests.support.loopback import serve_in_thread
 from tests.unit.test_bad_input import (
     answers_correctly,
     approves_correctly,

@@ -30,7 +30,7 @@ from hostcall.blocks.http_request import (
     parse_request_spec,
     render_request,
 )
-from tests.unit.loopback import HUGE_CHUNK, HUGE_CHUNKS, Live, Seen, Trap, live_server
+from tests.support.loopback import HUGE_CHUNK, HUGE_CHUNKS, Live, Seen, Trap, live_server
 
 SECRET = "Bearer s3cr3t-connection-token"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hostcall.store.records import CallState, Run, RunStatus, StoredMessage
-from tests.unit.conftest import Harness
-from tests.unit.databases import fresh_schema
+from tests.support.databases import fresh_schema
+from tests.support.harness import Harness
 
 ASK = "What should I work on next?"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.conftest import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
+from tests.support.harness import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
 from tests.unit.test_bad_input import assert_error, read_call, state
 
 CREATE = "/api/agents/planner/conversations"

@@ -29,7 +29,7 @@ from hostcall.models.base import (
 )
 from hostcall.models.names import ToolNameMap
 from hostcall.models.openai_compat import OpenAICompatModel
-from tests.unit.conftest import Harness, write_agent
+from tests.support.harness import Harness, write_agent
 
 # ---------------------------------------------------------------------------------------------
 # The fake provider

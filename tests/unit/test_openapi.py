@@ -22,9 +22,9 @@ from starlette.routing import Route
 from hostcall.openapi import ENUMS, document
 from hostcall.protocol.console import ConsoleBody
 from hostcall.protocol.responses import ResponseBody
-from tests.unit.conftest import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
+from tests.support.harness import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
 from tests.unit.console_client import ConsoleClient, fast_passwords
-from tests.unit.live import Live, live_server, settings_for
+from tests.support.live import Live, live_server, settings_for
 
 API_PREFIXES = ("/api/", "/agui/", "/healthz", "/embed/check", "/console/api/")
 NEW_TASK = {"id": "t9", "title": "Write the notes", "status": "todo"}

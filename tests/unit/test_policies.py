@@ -12,7 +12,7 @@ import pytest
 from hostcall.agents import load_agents
 from hostcall.errors import AgentConfigError
 from hostcall.platform import Environment, Platform
-from tests.unit.conftest import Harness, write_agent
+from tests.support.harness import Harness, write_agent
 
 OBJECT = {"type": "object", "properties": {"note": {"type": "string"}}}
 PLATFORM = {

@@ -14,7 +14,7 @@ from hostcall.notices import RUN_NOTICES
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import CustomName, EventType
 from hostcall.settings import ROOT
-from tests.unit.conftest import BOARD, Harness
+from tests.support.harness import BOARD, Harness
 
 DOC = (ROOT / "docs" / "protocol.md").read_text()
 # The modules behind the documented API (the console, models and blocks have their own docs).

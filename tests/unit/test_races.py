@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from hostcall.errors import Conflict
-from tests.unit.conftest import BOARD, Conv, Harness
-from tests.unit.databases import fresh_schema
-from tests.unit.live import live_server, settings_for
+from tests.support.harness import BOARD, Conv, Harness
+from tests.support.databases import fresh_schema
+from tests.support.live import live_server, settings_for
 from tests.unit.test_bad_input import CREATE, assert_error, create_call, read_call
 
 

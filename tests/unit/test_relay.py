@@ -12,8 +12,8 @@ import psycopg
 import pytest
 
 from hostcall import relay as relay_module
-from tests.unit.conftest import Harness
-from tests.unit.databases import fresh_schema
+from tests.support.databases import fresh_schema
+from tests.support.harness import Harness
 
 LISTEN_DELAY = 0.5
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from hostcall.calls.transitions import OPEN_STATES
-from tests.unit.conftest import Conv, Harness, write_agent
-from tests.unit.loopback import Live, Trap, live_server
+from tests.support.harness import Conv, Harness, write_agent
+from tests.support.loopback import Live, Trap, live_server
 
 TOKEN = "Bearer sekrit-connection-token-123"
 

@@ -10,7 +10,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from tests.unit.conftest import ORIGIN, Conv, Harness
+from tests.support.harness import ORIGIN, Conv, Harness
 from tests.unit.test_bad_input import assert_error, state
 from tests.unit.test_neighbours import BOARD_ORIGIN, RESUME, conversations, cookie_value
 

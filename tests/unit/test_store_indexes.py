@@ -14,7 +14,7 @@ from hostcall.calls.transitions import OPEN_STATES
 from hostcall.store import open_store
 from hostcall.store.postgres import database as postgres_module
 from hostcall.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
-from tests.unit.databases import fresh_schema
+from tests.support.databases import fresh_schema
 
 PLANNER = {"id": "planner", "name": "Planner", "instructions": "Plan.", "tools": []}
 

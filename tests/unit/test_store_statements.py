@@ -26,8 +26,8 @@ from hostcall.store.records import (
     RunStatus,
     StoredMessage,
 )
-from tests.unit.conftest import BOARD, Conv, Harness
-from tests.unit.databases import fresh_schema
+from tests.support.databases import fresh_schema
+from tests.support.harness import BOARD, Conv, Harness
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ import pytest
 
 from hostcall.protocol.events import TextMessageContent
 from hostcall.runtime import Runtime
-from tests.unit.conftest import Conv
-from tests.unit.databases import fresh_schema
-from tests.unit.live import Frame, Live, live_server, settings_for
+from tests.support.databases import fresh_schema
+from tests.support.harness import Conv
+from tests.support.live import Frame, Live, live_server, settings_for
 
 
 def take(stream: Iterator[Frame], count: int) -> list[Frame]:

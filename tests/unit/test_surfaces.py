@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from hostcall.protocol.events import CustomName
-from tests.unit.conftest import BOARD, Conv, Harness
-from tests.unit.live import Frame, Live, live_server, settings_for
+from tests.support.harness import BOARD, Conv, Harness
+from tests.support.live import Frame, Live, live_server, settings_for
 
 ASK_READ = "What should I work on next?"
 ASK_WRITE = "Add a task to call Bob"
@@ -407,7 +407,7 @@ def test_the_streams_of_a_process_whose_lease_lapsed_stop_counting(
     """A stream counts for the process serving it. When that process's ``process:`` lease
     lapses (it died), the sweeper drops its streams: after the grace period its page's read
     runs again on another surface. The same code serves SQLite and PostgreSQL
-    (tests/unit/test_processes.py kills a real process on PostgreSQL)."""
+    (tests/system/test_processes.py kills a real process on PostgreSQL)."""
     h = Harness(tmp_path, agents_dir, surface_grace_seconds=2.0)
     try:
         store = h.runtime.store

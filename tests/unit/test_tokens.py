@@ -14,7 +14,7 @@ from itsdangerous.encoding import base64_decode
 
 from hostcall.errors import Forbidden, Unauthorized
 from hostcall.tokens import Claims, Purpose, Tokens, input_digest
-from tests.unit.conftest import BOARD, ORIGIN, SECRET, Conv, Harness
+from tests.support.harness import BOARD, ORIGIN, SECRET, Conv, Harness
 
 OLD = "old-unit-test-key-0123456789abcdef"
 NEW = "new-unit-test-key-fedcba9876543210"

@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.unit.conftest import Harness, planner_definition, write_agent
-from tests.unit.loopback import serve_in_thread
+from tests.support.harness import Harness, planner_definition, write_agent
+from tests.support.loopback import serve_in_thread
 
 LONG = "x" * 40_000  # needs new pages: cannot fit in the free space of existing ones
 

@@ -1,24 +1,21 @@
-"""Fixtures: the real app on a real SQLite file in a temp dir, driven over HTTP."""
+"""The real app on a real SQLite file in a temp dir, driven over HTTP (``Harness``)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
 from starlette.testclient import TestClient
 
 from hostcall.app import create_app
 from hostcall.runtime import Runtime
 from hostcall.settings import DEMO_AGENTS, Settings
-from hostcall.store import Store, open_store
-from tests.unit.databases import fresh_schema
 
 T = TypeVar("T")
 SECRET = ("unit-test-secret-key-0123456789abcdef",)
@@ -180,20 +177,6 @@ def planner_definition() -> dict[str, Any]:
     return data
 
 
-@pytest.fixture
-def agents_dir(tmp_path: Path) -> Path:
-    directory = tmp_path / "agents"
-    shutil.copytree(DEMO_AGENTS, directory)
-    return directory
-
-
-@pytest.fixture
-def harness(tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
-    h = Harness(tmp_path, agents_dir)
-    yield h
-    h.stop()
-
-
 BOARD = {
     "tasks": [
         {
@@ -207,23 +190,3 @@ BOARD = {
         {"id": "t3", "title": "Plan sprint", "status": "done", "assignee": "Ana"},
     ]
 }
-
-
-# ---- stores: every store test runs on SQLite and on PostgreSQL ---------------------------
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str | Path]:
-    """Where a store lives: a SQLite file, or a PostgreSQL URL on a fresh schema."""
-    if request.param == "sqlite":
-        yield tmp_path / "store.db"
-    else:
-        with fresh_schema() as url:
-            yield url
-
-
-@pytest.fixture
-async def store(store_target: str | Path) -> AsyncIterator[Store]:
-    opened = open_store(store_target)
-    yield opened
-    await opened.close()

@@ -24,7 +24,7 @@ import httpx
 
 from hostcall.quotas import LIMIT_KEYS
 from hostcall.settings import DEMO_AGENTS, ROOT
-from tests.unit.conftest import BOARD, SECRET
+from tests.support.harness import BOARD, SECRET
 
 # Short, so a killed process's runs move quickly; long enough for a loaded 2-core machine.
 LEASE_SECONDS = 3.0

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from hostcall.settings import ROOT
-from tests.unit.conftest import BOARD, SECRET, Harness, planner_definition, write_agent
+from tests.support.harness import BOARD, SECRET, Harness, planner_definition, write_agent
 
 
 def test_waiting_run_resumes_after_restart(harness: Harness) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 from hostcall.protocol.events import CustomName, EventType
 from hostcall.settings import DEMO_AGENTS
 from tests.agui import check_events, event_name
-from tests.unit.conftest import BOARD, Harness
-from tests.unit.live import live_server, settings_for
+from tests.support.harness import BOARD, Harness
+from tests.support.live import live_server, settings_for
 
 
 def test_the_checker_refuses_what_is_not_ag_ui() -> None:

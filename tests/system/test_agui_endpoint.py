@@ -19,10 +19,10 @@ import pytest
 from hostcall.agui import thread_conversation_id
 from hostcall.settings import Settings
 from tests.agui import check_events, run_node
-from tests.unit.conftest import BOARD, SECRET, write_agent
-from tests.unit.live import Live, live_server
-from tests.unit.loopback import Live as Target
-from tests.unit.loopback import live_server as target_server
+from tests.support.harness import BOARD, SECRET, write_agent
+from tests.support.live import Live, live_server
+from tests.support.loopback import Live as Target
+from tests.support.loopback import live_server as target_server
 
 OBJECT = {"type": "object"}
 BOARD_SCHEMA = {

@@ -21,9 +21,9 @@ import pytest
 
 from hostcall.store import Store, open_store
 from hostcall.store.records import CallState, ConversationQuery, RunStatus
-from tests.unit.conftest import BOARD
-from tests.unit.databases import fresh_schema
-from tests.unit.processes import Balancer, Cluster, converse, unlimited_agents
+from tests.support.databases import fresh_schema
+from tests.support.harness import BOARD
+from tests.support.processes import Balancer, Cluster, converse, unlimited_agents
 
 T = TypeVar("T")
 
@@ -344,7 +344,7 @@ def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path: Any) -> None:
     import sys
 
     from hostcall.settings import ROOT
-    from tests.unit.processes import free_port
+    from tests.support.processes import free_port
 
     cluster = Cluster(str(tmp_path / "one.db"), tmp_path)
     try:

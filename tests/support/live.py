@@ -14,8 +14,8 @@ import httpx
 
 from hostcall.app import create_app
 from hostcall.settings import DEMO_AGENTS, Settings
-from tests.unit.conftest import BOARD, SECRET, Conv
-from tests.unit.loopback import serve_in_thread
+from tests.support.harness import BOARD, SECRET, Conv
+from tests.support.loopback import serve_in_thread
 
 READ = httpx.Timeout(5.0)
 

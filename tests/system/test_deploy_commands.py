@@ -16,9 +16,9 @@ import psutil
 import pytest
 
 from hostcall.settings import ROOT
-from tests.unit.conftest import SECRET
-from tests.unit.databases import fresh_schema
-from tests.unit.processes import free_port
+from tests.support.databases import fresh_schema
+from tests.support.harness import SECRET
+from tests.support.processes import free_port
 
 
 def _serve(*args: str, keys: bool = True) -> subprocess.CompletedProcess[str]:
@@ -103,7 +103,7 @@ def test_workers_serve_one_port_with_n_processes_on_postgresql(pg_url: str) -> N
 def test_users_add_works_beside_a_server_on_its_sqlite_file_and_on_postgresql(
     tmp_path: Path, pg_url: str
 ) -> None:
-    from tests.unit.processes import Cluster
+    from tests.support.processes import Cluster
 
     def users_add(db: str, name: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
