@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource
 
 from hostcall.app import create_app
 from hostcall.settings import DEMO_AGENTS, Settings
@@ -116,15 +116,6 @@ class Live:
 
 
 def frames(response: httpx.Response) -> Iterator[Frame]:
-    """Parse SSE framing by hand: fields until a blank line; comments (pings) skipped."""
-    fields: dict[str, str] = {}
-    for line in response.iter_lines():
-        if not line:
-            if fields:
-                yield Frame(fields["id"], fields["event"], json.loads(fields["data"]))
-                fields = {}
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        fields[name] = value[1:] if value.startswith(" ") else value
+    """The stream's events, parsed by httpx-sse (comments, our pings, are skipped)."""
+    for sse in EventSource(response).iter_sse():
+        yield Frame(sse.id, sse.event, sse.json())

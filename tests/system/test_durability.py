@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from httpx_sse import EventSource
 
 from hostcall.settings import ROOT
 from tests.support.harness import BOARD, SECRET, Harness, planner_definition, write_agent
@@ -339,8 +340,8 @@ def test_sigkill_mid_answer_then_restart_shows_the_answer_once(tmp_path: Path) -
                 client.post(f"/api/conversations/{cid}/messages", json={"text": "A story"},
                             headers=auth)  # fmt: skip
                 chunks = 0
-                for line in stream.iter_lines():  # the live stream, until mid-answer
-                    if line == "event: TEXT_MESSAGE_CONTENT":
+                for event in EventSource(stream).iter_sse():  # the live stream, until mid-answer
+                    if event.event == "TEXT_MESSAGE_CONTENT":
                         chunks += 1
                     if chunks == 3:  # the user's text, then two chunks of the answer
                         break
@@ -359,14 +360,10 @@ def test_sigkill_mid_answer_then_restart_shows_the_answer_once(tmp_path: Path) -
             frames: list[tuple[str, dict[str, Any]]] = []
             url = f"/api/conversations/{cid}/events?token={token['streamToken']}"
             with client.stream("GET", url) as stream:
-                name = ""
-                for line in stream.iter_lines():
-                    if line.startswith("event: "):
-                        name = line[7:]
-                    elif line.startswith("data: "):
-                        frames.append((name, json.loads(line[6:])))
-                        if name == "RUN_FINISHED":
-                            break
+                for event in EventSource(stream).iter_sse():
+                    frames.append((event.event, event.json()))
+                    if event.event == "RUN_FINISHED":
+                        break
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(10)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
+from httpx_sse import EventSource
 
 from hostcall.store import Store, open_store
 from hostcall.store.records import CallState, ConversationQuery, RunStatus
@@ -78,16 +79,10 @@ async def _stream_until_finished(client: httpx.AsyncClient, url: str) -> list[tu
     seen: list[tuple[int, str]] = []
     async with client.stream("GET", url) as response:
         assert response.status_code == 200
-        fields: dict[str, str] = {}
-        async for line in response.aiter_lines():
-            if line and not line.startswith(":"):
-                name, _, value = line.partition(":")
-                fields[name] = value.strip()
-            elif not line and "id" in fields:
-                seen.append((int(fields["id"].rpartition(":")[2]), fields["event"]))
-                fields = {}
-                if seen[-1][1] == "RUN_FINISHED":
-                    return seen
+        async for event in EventSource(response).aiter_sse():
+            seen.append((int(event.id.rpartition(":")[2]), event.event))
+            if event.event == "RUN_FINISHED":
+                return seen
     raise AssertionError(f"stream ended before RUN_FINISHED: {seen}")
 
 

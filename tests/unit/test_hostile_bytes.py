@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from httpx_sse import EventSource
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -166,8 +167,8 @@ def test_snapshot_and_stream_survive_non_finite_and_deep_stored_data(harness: Ha
     with harness.http.stream(
         "GET", f"/api/conversations/{conv.id}/events", params={"token": conv.stream}
     ) as r:
-        first = next(line for line in r.iter_lines() if line.startswith("data:"))
-    assert json.loads(first[5:]) == {
+        first = next(EventSource(r).iter_sse()).json()
+    assert first == {
         "type": "RUN_STARTED",
         "threadId": "x",
         "runId": "r",
