@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 from hostcall.app import create_app
 from hostcall.runtime import Runtime
 from hostcall.settings import DEMO_AGENTS, Settings
+from tests.support.clock import Clock
 
 T = TypeVar("T")
 SECRET = ("unit-test-secret-key-0123456789abcdef",)
@@ -48,11 +49,13 @@ class Harness:
             environ=settings.pop("environ", {}),
             **settings,
         )
+        # The app's time, kept across restarts: a test moves it on instead of sleeping.
+        self.clock = Clock()
         self.client: TestClient | None = None
         self.start()
 
     def start(self) -> None:
-        self.app = create_app(self.settings)
+        self.app = create_app(self.settings, clock=self.clock)
         self.client = TestClient(self.app, raise_server_exceptions=True)
         self.client.__enter__()
         # The server's event loop, for other clients of it (tests/unit/console_client.py).

@@ -133,7 +133,7 @@ def test_a_result_past_the_deadline_is_rolled_back_and_the_call_expires(
     h = Harness(tmp_path, short_deadlines(tmp_path), sweep_seconds=3600, **database)
     try:
         conv, call = read_call(h)
-        time.sleep(0.4)
+        h.clock.advance(0.4)
         assert_error(post(h, call, call["resultToken"]), 410, "call_expired", call["toolCallId"])
         [result] = results_of(h, conv, call["toolCallId"])
         assert result["state"] == "expired"

@@ -316,7 +316,7 @@ def test_answer_after_the_deadline_is_gone_and_the_model_got_timeout(tmp_path: P
     h = Harness(tmp_path, short_deadlines(tmp_path))
     try:
         conv, call = read_call(h)
-        time.sleep(0.4)
+        h.clock.advance(0.4)
         r = h.answer(call, BOARD)
         assert_error(r, 410, "call_expired", call["toolCallId"])
         snap = h.settle(conv)
@@ -338,7 +338,7 @@ def test_decision_after_the_approval_timeout_is_gone_and_the_call_never_ran(
     h = Harness(tmp_path, short_deadlines(tmp_path))
     try:
         conv, call = create_call(h)
-        time.sleep(0.4)
+        h.clock.advance(0.4)
         r = h.decide(call, "approve")
         assert_error(r, 410, "call_expired", call["toolCallId"])
         snap = h.settle(conv)

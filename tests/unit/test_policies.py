@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +148,7 @@ def test_approval_expires_across_a_restart_and_is_never_executed(make: Any) -> N
     conv, call = first_call(h)
     assert call["state"] == "awaiting_confirmation"
     h.stop()
-    time.sleep(0.6)
+    h.clock.advance(0.6)
     h.start()
     snap = h.settle(conv)
     assert snap["calls"][0]["state"] == "expired"

@@ -420,26 +420,26 @@ def test_the_streams_of_a_process_whose_lease_lapsed_stop_counting(
 
         async def streams_elsewhere() -> None:  # A's page streams from another process
             async with store.transaction():
-                await store.take_lease("process:ghost", "ghost", time.time() + 60, time.time())
-                await store.attach_surface(conv.id, A, time.time(), "ghost")
-                await store.attach_surface(conv.id, B, time.time() - 1, h.runtime.leases.owner)
+                await store.take_lease("process:ghost", "ghost", h.clock() + 60, h.clock())
+                await store.attach_surface(conv.id, A, h.clock(), "ghost")
+                await store.attach_surface(conv.id, B, h.clock() - 1, h.runtime.leases.owner)
 
         h.call(streams_elsewhere)  # alive for now
         h.say(conv, ASK_READ)
         first = h.open_call(conv)
         assert first["surfaceId"] == A
         claim(h, conv, A)
-        time.sleep(2.5)
+        h.clock.advance(2.5)
         _sweep(h)  # the ghost lives: its stream still counts, past the grace period
         assert h.open_call(conv)["surfaceId"] == A
         # It dies: its lease lapses.
-        h.call(store.take_lease, "process:ghost", "ghost", time.time() - 1, time.time())
+        h.call(store.take_lease, "process:ghost", "ghost", h.clock() - 1, h.clock())
         _sweep(h)
         surface = h.call(store.get_surface, conv.id, A)
         assert surface is not None and surface.streams == 0 and surface.detached_at is not None
         assert "process:ghost" not in h.call(store.expired_leases, float("inf"))
         assert h.open_call(conv)["surfaceId"] == A  # the grace period: a reconnect keeps it
-        time.sleep(2.5)
+        h.clock.advance(2.5)
         _sweep(h)
         again = h.open_call(conv)
         assert (again["toolCallId"], again["surfaceId"]) == (first["toolCallId"], B)
