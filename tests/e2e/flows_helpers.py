@@ -1,7 +1,9 @@
-"""Shared steps of the flow and resilience tests: open the demo's chat, ask, read the answer,
+"""Shared steps of the flow and resilience tests: open the demo's chat, read the host page,
 and look at the conversation as the server has it (the snapshot of docs/protocol.md).
 
-Everything is selected by role, label and `data-part`, as the widget documents its hooks.
+The chat itself is driven with the QA kit's ``Widget`` (hostcall/qa/widget.py), as a site's
+own suite would; everything is selected by role, label and `data-part`, the hooks the widget
+documents.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from playwright.sync_api import FrameLocator, Locator, Page, expect
+from playwright.sync_api import Page
 
+from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo
 
 ASK_NEXT = "What should I work on next?"
@@ -22,35 +25,11 @@ PROPOSED_TITLE = "Review the Q3 report"
 SLOW = 15_000
 
 
-def open_chat(page: Page, demo: Demo, query: str = "") -> FrameLocator:
-    """Load the host page, open the launcher, wait until the widget can send."""
+def open_chat(page: Page, demo: Demo, query: str = "") -> Widget:
+    """Load the host page and open the chat with the QA kit's ``Widget``: it waits until
+    the widget can send."""
     page.goto(demo.board + query)
-    page.locator("[data-part=hostcall-launcher]").click()
-    widget = page.frame_locator("[data-part=hostcall-frame]")
-    expect(widget.locator("[data-part=send]")).to_be_enabled(timeout=SLOW)
-    return widget
-
-
-def ask(widget: FrameLocator, text: str) -> None:
-    box = widget.locator("[data-part=composer-input]")
-    box.fill(text)
-    box.press("Enter")
-    mine = widget.locator("[data-part=message][data-role=user] [data-part=message-text]")
-    expect(mine.last).to_have_text(text)
-
-
-def card(widget: FrameLocator, tool: str) -> Locator:
-    """The (only) card of a call of `tool`."""
-    return widget.locator(f"[data-part=tool-call][data-tool={tool}]")
-
-
-def last_reply(widget: FrameLocator) -> Locator:
-    return widget.locator("[data-part=message][data-role=assistant]").last
-
-
-def wait_idle(widget: FrameLocator, timeout: int = SLOW) -> None:
-    """The run is over: the send button is enabled again."""
-    expect(widget.locator("[data-part=send]")).to_be_enabled(timeout=timeout)
+    return Widget(page, timeout=SLOW).open()
 
 
 def handler_runs(page: Page, tool: str) -> int:

@@ -12,15 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import Demo, shot
-from tests.e2e.flows_helpers import (
-    ASK_NEXT,
-    SLOW,
-    ask,
-    handler_runs,
-    last_reply,
-    open_chat,
-    wait_idle,
-)
+from tests.e2e.flows_helpers import ASK_NEXT, SLOW, handler_runs, open_chat
 
 pytestmark = pytest.mark.e2e
 
@@ -32,14 +24,14 @@ def test_a_card_shown_after_the_answer_keeps_its_place_and_a_slow_handler_shows_
     page: Page, demo: Demo
 ) -> None:
     widget = open_chat(page, demo)
-    ask(widget, ASK_NEXT)
-    cards = widget.locator("[data-part=tool-call][data-tool=read_board_tasks]")
-    reply = last_reply(widget)
+    widget.send(ASK_NEXT)
+    cards = widget.calls("read_board_tasks")
+    reply = widget.last_reply()
     expect(reply).to_contain_text("Here is the order I suggest", timeout=SLOW)
-    wait_idle(widget)
+    widget.wait_until_idle()
     expect(cards).to_have_count(1)
     expect(cards.first).to_have_attribute("data-state", "done")
-    lead = widget.locator("[data-part=message][data-role=assistant]").filter(has_text=LEAD_IN)
+    lead = widget.frame.locator("[data-part=message][data-role=assistant]").filter(has_text=LEAD_IN)
     # lead-in text, then the card, then the reply: the card took its place when the call came
     assert lead.last.evaluate(BEFORE, cards.first.element_handle())
     assert cards.first.evaluate(BEFORE, reply.element_handle())
@@ -50,7 +42,7 @@ def test_a_card_shown_after_the_answer_keeps_its_place_and_a_slow_handler_shows_
         "Hostcall('register', 'read_board_tasks', () => new Promise(ok => {"
         " window.answerBoard = () => ok({tasks: [{title: 'Held task', status: 'todo'}]}) }))"
     )
-    ask(widget, ASK_NEXT)
+    widget.send(ASK_NEXT)
     held = cards.nth(1)
     expect(held.locator("[data-part=tool-call-note]")).to_have_text(
         "Running in the page…", timeout=SLOW
@@ -63,9 +55,9 @@ def test_a_card_shown_after_the_answer_keeps_its_place_and_a_slow_handler_shows_
     expect(lead).to_have_count(2)
     expect(lead.nth(1)).to_be_visible()
     assert lead.nth(1).evaluate(BEFORE, held.element_handle())
-    expect(widget.locator("[data-part=working]")).to_be_visible()
+    expect(widget.frame.locator("[data-part=working]")).to_be_visible()
     shot(page, "cards-10-slow-handler-running")
     page.evaluate("answerBoard()")
     expect(held).to_have_attribute("data-state", "done", timeout=SLOW)
-    wait_idle(widget)
+    widget.wait_until_idle()
     shot(page, "cards-20-answered")

@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, Page, expect
 from hostcall.qa.servers import HostcallServer, HostPage, serve_host_page
 from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo, free_port, shot, start_demo
-from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, ask, card, open_chat, wait_idle
+from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, open_chat
 
 pytestmark = pytest.mark.e2e
 
@@ -46,9 +46,7 @@ def test_on_a_phone_the_chat_is_a_full_screen_sheet_without_the_keyboard(
         box = launcher.bounding_box()
         assert box and box["x"] + box["width"] <= PHONE["width"], "the launcher is on screen"
         shot(page, f"phone-{theme}-board")
-        launcher.click()
-        widget = page.frame_locator("[data-part=hostcall-frame]")
-        expect(widget.locator("html[data-agent-state=idle]")).to_have_count(1, timeout=SLOW)
+        widget = Widget(page, timeout=SLOW).open()  # the launcher's click
         sheet = page.locator("[data-part=hostcall-panel]").bounding_box()
         assert sheet == {"x": 0, "y": 0, "width": PHONE["width"], "height": PHONE["height"]}
         expect(launcher).to_be_hidden()  # the sheet has its own close button
@@ -61,21 +59,22 @@ def test_on_a_phone_the_chat_is_a_full_screen_sheet_without_the_keyboard(
         body = {"light": "rgb(255, 255, 255)", "dark": "rgb(21, 23, 28)"}[theme]
         assert strips[:3] == ["47px", "34px", body]
         assert "rgb(79, 70, 229)" in strips[3]  # the default accent, #4f46e5
-        assert widget.locator("body").evaluate("el => getComputedStyle(el).backgroundColor") == body
-        expect(widget.locator("html")).to_have_attribute("data-viewport", "phone")
+        shown = widget.frame.locator("body").evaluate("el => getComputedStyle(el).backgroundColor")
+        assert shown == body
+        expect(widget.frame.locator("html")).to_have_attribute("data-viewport", "phone")
         # Opening did not focus the composer (that would pop the keyboard over the chat).
-        assert widget.locator("[data-part=composer-input]").evaluate(
+        assert widget.frame.locator("[data-part=composer-input]").evaluate(
             "el => document.activeElement !== el"
         )
-        ask(widget, ASK_ADD)
-        call = card(widget, "create_task")
+        widget.send(ASK_ADD)
+        call = widget.calls("create_task")
         expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
         call.locator("[data-part=reject]").click()
         reason = call.locator("[data-part=reject-reason]")
         expect(reason).to_be_visible()
         assert reason.evaluate("el => document.activeElement !== el")
         shot(page, f"phone-{theme}-confirmation", readme=f"phone-{theme}")
-        widget.locator("[data-part=close]").click()
+        widget.frame.locator("[data-part=close]").click()
         expect(launcher).to_be_visible()
         expect(page.locator("[data-part=hostcall-panel]")).to_be_hidden()
     finally:
@@ -93,14 +92,14 @@ def test_a_light_accent_gets_dark_text_in_the_widget_and_on_the_launcher(
         expect(launcher).to_have_css("background-color", "rgb(250, 204, 21)")
         assert launcher.evaluate("el => getComputedStyle(el).color") == "rgb(0, 0, 0)"
         launcher.click()
-        widget = page.frame_locator("[data-part=hostcall-frame]")
-        title = widget.locator("[data-part=title]")
+        widget = Widget(page, timeout=SLOW)
+        title = widget.frame.locator("[data-part=title]")
         expect(title).to_have_css("color", "rgb(0, 0, 0)", timeout=SLOW)
-        expect(widget.locator("[data-part=header]")).to_have_css(
+        expect(widget.frame.locator("[data-part=header]")).to_have_css(
             "background-color", "rgb(250, 204, 21)"
         )
-        ask(widget, "hello")
-        mine = widget.locator("[data-part=message][data-role=user]").last
+        widget.send("hello")
+        mine = widget.frame.locator("[data-part=message][data-role=user]").last
         expect(mine).to_have_css("color", "rgb(0, 0, 0)")
         shot(page, "accent-yellow", readme="accent-yellow")
     finally:
@@ -110,35 +109,35 @@ def test_a_light_accent_gets_dark_text_in_the_widget_and_on_the_launcher(
 
 def test_new_conversation_asks_first(page: Page, demo: Demo) -> None:
     widget = open_chat(page, demo)
-    ask(widget, ASK_ADD)
-    expect(card(widget, "create_task")).to_have_attribute("data-state", "waiting", timeout=SLOW)
-    widget.locator("[data-part=new-conversation]").click()
-    question = widget.locator("[data-part=restart-confirm]")
+    widget.send(ASK_ADD)
+    expect(widget.calls("create_task")).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    widget.frame.locator("[data-part=new-conversation]").click()
+    question = widget.frame.locator("[data-part=restart-confirm]")
     expect(question).to_be_visible()
     expect(question).to_contain_text("Start a new conversation?")
-    expect(widget.locator("[data-part=restart-no]")).to_be_focused()
+    expect(widget.frame.locator("[data-part=restart-no]")).to_be_focused()
     shot(page, "restart-asks-first", readme="restart-asks-first")
-    widget.locator("[data-part=restart-no]").click()
+    widget.frame.locator("[data-part=restart-no]").click()
     expect(question).to_be_hidden()
-    expect(card(widget, "create_task")).to_have_count(1)  # nothing was lost
-    widget.locator("[data-part=new-conversation]").click()
-    widget.locator("[data-part=restart-no]").press("Escape")  # Escape is "no", and stays in
+    expect(widget.calls("create_task")).to_have_count(1)  # nothing was lost
+    widget.frame.locator("[data-part=new-conversation]").click()
+    widget.frame.locator("[data-part=restart-no]").press("Escape")  # Escape is "no", and stays in
     expect(question).to_be_hidden()
     expect(page.locator("[data-part=hostcall-launcher]")).to_have_attribute("aria-expanded", "true")
-    expect(card(widget, "create_task")).to_have_count(1)
-    widget.locator("[data-part=new-conversation]").click()
-    widget.locator("[data-part=restart-yes]").click()
-    expect(card(widget, "create_task")).to_have_count(0)
-    expect(widget.locator("[data-part=message][data-role=user]")).to_have_count(0)
-    wait_idle(widget)
+    expect(widget.calls("create_task")).to_have_count(1)
+    widget.frame.locator("[data-part=new-conversation]").click()
+    widget.frame.locator("[data-part=restart-yes]").click()
+    expect(widget.calls("create_task")).to_have_count(0)
+    expect(widget.frame.locator("[data-part=message][data-role=user]")).to_have_count(0)
+    widget.wait_until_idle()
 
 
 def test_escape_in_the_reject_reason_goes_back_and_keeps_the_chat_open(
     page: Page, demo: Demo
 ) -> None:
     widget = open_chat(page, demo)
-    ask(widget, ASK_ADD)
-    call = card(widget, "create_task")
+    widget.send(ASK_ADD)
+    call = widget.calls("create_task")
     expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
     call.locator("[data-part=reject]").click()
     reason = call.locator("[data-part=reject-reason]")
@@ -160,33 +159,31 @@ def test_a_message_sent_while_the_server_is_down_stays_with_a_retry(
     try:
         widget = open_chat(page, demo)
         demo.stop()
-        box = widget.locator("[data-part=composer-input]")
+        box = widget.frame.locator("[data-part=composer-input]")
         box.fill("hello while you are down")
         box.press("Enter")
-        failed = widget.locator("[data-part=message][data-role=user][data-state=failed]")
+        failed = widget.frame.locator("[data-part=message][data-role=user][data-state=failed]")
         expect(failed).to_have_count(1, timeout=SLOW)
         expect(failed.locator("[data-part=message-text]")).to_have_text("hello while you are down")
         expect(failed.locator("[data-part=message-failed]")).to_contain_text("Not sent.")
         shot(page, "send-failed-kept", readme="send-failed-kept")
         demo = start_demo(tmp_path, db=demo.db, port=demo.port, host_port=demo.host_port)
         failed.locator("[data-part=message-retry]").click()
-        sent = widget.locator("[data-part=message][data-role=user]")
+        sent = widget.frame.locator("[data-part=message][data-role=user]")
         expect(sent).to_have_count(1)
         expect(sent.last).not_to_have_attribute("data-state", "failed", timeout=SLOW)
-        expect(widget.locator("[data-part=message][data-role=assistant]").last).to_contain_text(
-            "Hello!", timeout=SLOW
-        )
+        expect(widget.last_reply()).to_contain_text("Hello!", timeout=SLOW)
     finally:
         demo.stop()
 
 
 def test_a_paste_over_the_limit_says_it_was_cut(page: Page, demo: Demo) -> None:
     widget = open_chat(page, demo)
-    box = widget.locator("[data-part=composer-input]")
+    box = widget.frame.locator("[data-part=composer-input]")
     box.focus()
     box.evaluate("el => document.execCommand('insertText', false, 'x'.repeat(8100))")
     assert box.evaluate("el => el.value.length") == 8000
-    limit = widget.locator("[data-part=composer-limit]")
+    limit = widget.frame.locator("[data-part=composer-limit]")
     expect(limit).to_have_text("Messages are limited to 8,000 characters; the rest was not added.")
     box.fill("short")
     expect(limit).to_be_hidden()
@@ -197,35 +194,33 @@ def test_a_message_the_server_refuses_reads_as_a_translated_sentence(
 ) -> None:
     # U+001F survives the widget's trim() but not the server's strip(): an empty message, 422.
     widget = open_chat(page, demo)
-    box = widget.locator("[data-part=composer-input]")
+    box = widget.frame.locator("[data-part=composer-input]")
     box.fill("\x1f")
     box.press("Enter")
-    error = widget.locator("[data-part=error]")
+    error = widget.frame.locator("[data-part=error]")
     expect(error).to_have_text("This message could not be sent. Please change it and try again.")
     expect(error).not_to_contain_text("field")  # the server's English detail stays out
-    expect(widget.locator("[data-part=message][data-role=user]")).to_have_count(0)
+    expect(widget.frame.locator("[data-part=message][data-role=user]")).to_have_count(0)
     box.fill("hello")
     box.press("Enter")
-    expect(widget.locator("[data-part=message][data-role=assistant]").last).to_contain_text(
-        "Hello!", timeout=SLOW
-    )
+    expect(widget.last_reply()).to_contain_text("Hello!", timeout=SLOW)
 
 
 def test_enter_while_a_confirmation_waits_says_why(page: Page, demo: Demo) -> None:
     widget = open_chat(page, demo)
-    ask(widget, ASK_ADD)
-    expect(card(widget, "create_task")).to_have_attribute("data-state", "waiting", timeout=SLOW)
-    box = widget.locator("[data-part=composer-input]")
+    widget.send(ASK_ADD)
+    expect(widget.calls("create_task")).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    box = widget.frame.locator("[data-part=composer-input]")
     box.fill(ASK_NEXT)
     box.press("Enter")
-    hint = widget.locator("[data-part=composer-hint]")
+    hint = widget.frame.locator("[data-part=composer-hint]")
     expect(hint).to_have_text(
         "First answer the action above: approve, edit or reject it, or fill in its form."
     )
     expect(box).to_have_value(ASK_NEXT)  # kept, not lost
-    expect(widget.locator("[data-part=message][data-role=user]")).to_have_count(1)
+    expect(widget.frame.locator("[data-part=message][data-role=user]")).to_have_count(1)
     shot(page, "enter-blocked-hint", readme="enter-blocked-hint")
-    card(widget, "create_task").locator("[data-part=approve]").click()
+    widget.calls("create_task").locator("[data-part=approve]").click()
     expect(hint).to_be_hidden(timeout=SLOW)
 
 

@@ -17,15 +17,11 @@ from tests.e2e.flows_helpers import (
     ASK_NEXT,
     PROPOSED_TITLE,
     SLOW,
-    ask,
     board_titles,
     calls_of,
-    card,
     handler_runs,
-    last_reply,
     open_chat,
     snapshot,
-    wait_idle,
 )
 
 pytestmark = pytest.mark.e2e
@@ -37,15 +33,15 @@ def test_next_work_is_read_from_the_page_in_progress_before_todo(page: Page, dem
     doing, todo = board_titles(page, "in-progress"), board_titles(page, "todo")
     assert doing and todo, "the demo board starts with tasks in both columns"
 
-    ask(widget, ASK_NEXT)
+    widget.send(ASK_NEXT)
 
-    call = card(widget, "read_board_tasks")
+    call = widget.calls("read_board_tasks")
     expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
-    reply = last_reply(widget)
+    reply = widget.last_reply()
     expect(reply).to_contain_text("Here is the order I suggest", timeout=SLOW)
-    wait_idle(widget)
+    widget.wait_until_idle()
     # The titles, in the order the agent suggests them: every in-progress task, then the todo.
-    suggested = reply.locator("[data-part=message-text] li strong").all_inner_texts()
+    suggested = reply.locator("li strong").all_inner_texts()
     assert suggested == doing + todo
     assert handler_runs(page, "read_board_tasks") == 1
     expect(page.locator("[data-part=handler-runs]")).to_contain_text("read_board_tasks \u00d7 1")
@@ -57,9 +53,9 @@ def test_next_work_is_read_from_the_page_in_progress_before_todo(page: Page, dem
 
 def test_edited_task_is_created_on_the_board_and_confirmed(page: Page, demo: Demo) -> None:
     widget = open_chat(page, demo)
-    ask(widget, ASK_ADD)
+    widget.send(ASK_ADD)
 
-    call = card(widget, "create_task")
+    call = widget.calls("create_task")
     expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
     expect(call.locator("[data-part=tool-call-input]")).to_contain_text(PROPOSED_TITLE)
     expect(call.locator("[data-part=confirm]")).to_be_visible()
@@ -79,10 +75,10 @@ def test_edited_task_is_created_on_the_board_and_confirmed(page: Page, demo: Dem
         has_text="Review the Q3 report with Dana"
     )
     expect(new_task).to_have_count(1)
-    expect(last_reply(widget)).to_contain_text(
+    expect(widget.last_reply()).to_contain_text(
         "Done: I created Review the Q3 report with Dana on your board (todo).", timeout=SLOW
     )
-    wait_idle(widget)
+    widget.wait_until_idle()
     assert PROPOSED_TITLE not in board_titles(page), "the unedited title was not created"
     assert handler_runs(page, "create_task") == 1
     [server_call] = calls_of(snapshot(page, demo), "create_task")
@@ -97,9 +93,9 @@ def test_rejected_task_is_not_created_and_the_agent_repeats_the_reason(
 ) -> None:
     widget = open_chat(page, demo)
     before = board_titles(page)
-    ask(widget, ASK_ADD)
+    widget.send(ASK_ADD)
 
-    call = card(widget, "create_task")
+    call = widget.calls("create_task")
     expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
     call.locator("[data-part=reject]").click()
     reason = call.locator("[data-part=reject-reason]")
@@ -109,11 +105,11 @@ def test_rejected_task_is_not_created_and_the_agent_repeats_the_reason(
     call.locator("[data-part=reject-confirm]").click()
 
     expect(call).to_have_attribute("data-state", "rejected", timeout=SLOW)
-    expect(last_reply(widget)).to_contain_text(
+    expect(widget.last_reply()).to_contain_text(
         "OK, I did not create the task (your reason: Dana already owns the Q3 report).",
         timeout=SLOW,
     )
-    wait_idle(widget)
+    widget.wait_until_idle()
     assert board_titles(page) == before
     assert handler_runs(page, "create_task") == 0
     [server_call] = calls_of(snapshot(page, demo), "create_task")
@@ -127,9 +123,9 @@ def test_without_a_handler_a_person_answers_through_the_output_form(page: Page, 
     page.locator("[data-part=toggle-manual-create]").check()  # unregisters create_task
     widget = open_chat(page, demo)
     before = board_titles(page)
-    ask(widget, ASK_ADD)
+    widget.send(ASK_ADD)
 
-    call = card(widget, "create_task")
+    call = widget.calls("create_task")
     expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
     call.locator("[data-part=approve]").click()
 
@@ -169,10 +165,10 @@ def test_without_a_handler_a_person_answers_through_the_output_form(page: Page, 
     form.locator("[data-part=submit]").click()
 
     expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
-    expect(last_reply(widget)).to_contain_text(
+    expect(widget.last_reply()).to_contain_text(
         "Done: I created Review the Q3 report by hand on your board (in-progress).", timeout=SLOW
     )
-    wait_idle(widget)
+    widget.wait_until_idle()
     assert handler_runs(page, "create_task") == 0
     assert board_titles(page) == before, "no handler ran, so the board is unchanged"
     [server_call] = calls_of(snapshot(page, demo), "create_task")
@@ -188,9 +184,9 @@ def test_handler_output_violating_the_schema_opens_a_prefilled_form(page: Page, 
     # The demo's own handler always answers well; this one forgets title and status and
     # returns the id as a number.
     page.evaluate("Hostcall('register', 'create_task', () => ({id: 5}))")
-    ask(widget, ASK_ADD)
+    widget.send(ASK_ADD)
 
-    call = card(widget, "create_task")
+    call = widget.calls("create_task")
     expect(call).to_have_attribute("data-state", "waiting", timeout=SLOW)
     call.locator("[data-part=approve]").click()
 
@@ -222,10 +218,10 @@ def test_handler_output_violating_the_schema_opens_a_prefilled_form(page: Page, 
     form.locator("[data-part=submit]").click()
 
     expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
-    expect(last_reply(widget)).to_contain_text(
+    expect(widget.last_reply()).to_contain_text(
         "Done: I created Review the Q3 report on your board (todo).", timeout=SLOW
     )
-    wait_idle(widget)
+    widget.wait_until_idle()
     [server_call] = calls_of(snapshot(page, demo), "create_task")
     assert server_call["outcome"] == {
         "output": {"id": "T-5", "title": "Review the Q3 report", "status": "todo"}
@@ -238,15 +234,15 @@ def test_handler_that_throws_reaches_the_agent_as_client_error(page: Page, demo:
     page.evaluate(
         "Hostcall('register', 'read_board_tasks', () => { throw new Error('board is locked') })"
     )
-    ask(widget, ASK_NEXT)
+    widget.send(ASK_NEXT)
 
-    call = card(widget, "read_board_tasks")
+    call = widget.calls("read_board_tasks")
     expect(call).to_have_attribute("data-state", "failed", timeout=SLOW)
     expect(call.locator("[data-part=tool-call-note]")).to_contain_text("board is locked")
-    reply = last_reply(widget)
+    reply = widget.last_reply()
     expect(reply).to_contain_text("I couldn't read your board (client_error)", timeout=SLOW)
     expect(reply).to_contain_text("board is locked")
-    wait_idle(widget)
+    widget.wait_until_idle()
     expect(call.locator("[data-part=form]")).to_have_count(0)
     [server_call] = calls_of(snapshot(page, demo), "read_board_tasks")
     assert server_call["state"] == "failed"
@@ -265,12 +261,12 @@ def test_a_result_over_the_byte_limit_is_refused_by_the_widget_not_the_server(
         "Hostcall('register', 'read_board_tasks', () => ({tasks: "
         "[{id: 'T-1', title: 'é'.repeat(140000), status: 'todo'}]}))"
     )
-    ask(widget, ASK_NEXT)
+    widget.send(ASK_NEXT)
 
-    call = card(widget, "read_board_tasks")
+    call = widget.calls("read_board_tasks")
     expect(call).to_have_attribute("data-state", "failed", timeout=SLOW)
     expect(call.locator("[data-part=tool-call-note]")).to_contain_text("too large")
-    expect(last_reply(widget)).to_contain_text("I couldn't read your board (client_error)")
+    expect(widget.last_reply()).to_contain_text("I couldn't read your board (client_error)")
     [server_call] = calls_of(snapshot(page, demo), "read_board_tasks")
     assert server_call["state"] == "failed"
     message = server_call["outcome"]["error"]["message"]

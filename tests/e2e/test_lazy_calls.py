@@ -14,19 +14,9 @@ import time
 import pytest
 from playwright.sync_api import Page, Route, expect
 
+from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo
-from tests.e2e.flows_helpers import (
-    ASK_ADD,
-    ASK_NEXT,
-    SLOW,
-    ask,
-    board_titles,
-    card,
-    handler_runs,
-    last_reply,
-    open_chat,
-    wait_idle,
-)
+from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, board_titles, handler_runs, open_chat
 
 pytestmark = pytest.mark.e2e
 
@@ -61,11 +51,11 @@ def slow_module(page: Page, seconds: float) -> None:
 def test_the_first_screen_does_not_fetch_the_tool_call_code(page: Page, demo: Demo) -> None:
     seen = lazy_requests(page)
     widget = open_chat(page, demo)
-    widget.locator("[data-part=composer-input]").fill("hello")
+    widget.frame.locator("[data-part=composer-input]").fill("hello")
     page.wait_for_timeout(500)
     assert seen == []
-    ask(widget, ASK_NEXT)
-    expect(card(widget, "read_board_tasks")).to_have_attribute("data-state", "done", timeout=SLOW)
+    widget.send(ASK_NEXT)
+    expect(widget.calls("read_board_tasks")).to_have_attribute("data-state", "done", timeout=SLOW)
     fetched = {url.split("?")[0].rsplit("/", 1)[-1] for url in seen}
     assert {"toolcalls.js", "cards.js", "calls.js", "calls.css", "locale-en-calls.js"} <= fetched
 
@@ -77,35 +67,35 @@ def test_a_run_on_a_page_with_handlers_fetches_the_call_code_before_any_call(
     widget = open_chat(page, demo)  # the demo page answers read_board_tasks and create_task
     page.wait_for_timeout(300)
     assert seen == []
-    ask(widget, "hello")  # a run with no tool call
-    expect(last_reply(widget)).to_contain_text("Hello!", timeout=SLOW)
+    widget.send("hello")  # a run with no tool call
+    expect(widget.last_reply()).to_contain_text("Hello!", timeout=SLOW)
     wanted = {"toolcalls.js", "cards.js", "calls.js", "form.js", "calls.css", "locale-en-calls.js"}
     for _ in range(50):
         if wanted <= {url.split("?")[0].rsplit("/", 1)[-1] for url in seen}:
             break
         page.wait_for_timeout(100)
     assert wanted <= {url.split("?")[0].rsplit("/", 1)[-1] for url in seen}
-    expect(widget.locator("[data-part=tool-call]")).to_have_count(0)
+    expect(widget.frame.locator("[data-part=tool-call]")).to_have_count(0)
 
 
 def test_events_wait_for_the_module_in_order_and_the_call_runs_once(page: Page, demo: Demo) -> None:
     slow_module(page, 1.5)
     widget = open_chat(page, demo)
     doing, todo = board_titles(page, "in-progress"), board_titles(page, "todo")
-    ask(widget, ASK_NEXT)
+    widget.send(ASK_NEXT)
 
-    call = card(widget, "read_board_tasks")
+    call = widget.calls("read_board_tasks")
     expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
-    reply = last_reply(widget)
+    reply = widget.last_reply()
     expect(reply).to_contain_text("Here is the order I suggest", timeout=SLOW)
-    wait_idle(widget)
+    widget.wait_until_idle()
     # The reply streamed while the module loaded came after the call, and still does.
     follows = call.evaluate(
         "(el, r) => !!(el.compareDocumentPosition(r) & Node.DOCUMENT_POSITION_FOLLOWING)",
         reply.element_handle(),
     )
     assert follows
-    assert reply.locator("[data-part=message-text] li strong").all_inner_texts() == doing + todo
+    assert reply.locator("li strong").all_inner_texts() == doing + todo
     assert handler_runs(page, "read_board_tasks") == 1
     # Strings and styles came before the card showed: no raw keys, a styled status.
     expect(call.locator("[data-part=tool-call-status]")).to_have_text("Done")
@@ -124,27 +114,27 @@ def test_a_failed_fetch_of_the_module_is_retried(page: Page, demo: Demo) -> None
 
     page.context.route("**/static/cards.js*", fail_twice)
     widget = open_chat(page, demo)
-    ask(widget, ASK_NEXT)
-    call = card(widget, "read_board_tasks")
+    widget.send(ASK_NEXT)
+    call = widget.calls("read_board_tasks")
     expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
-    expect(last_reply(widget)).to_contain_text("Here is the order I suggest", timeout=SLOW)
+    expect(widget.last_reply()).to_contain_text("Here is the order I suggest", timeout=SLOW)
     assert len(failures) == 2
     assert handler_runs(page, "read_board_tasks") == 1
 
 
 def test_an_approval_pending_at_start_up_shows_and_can_be_approved(page: Page, demo: Demo) -> None:
     widget = open_chat(page, demo)
-    ask(widget, ASK_ADD)
-    expect(card(widget, "create_task").locator("[data-part=approve]")).to_be_visible(timeout=SLOW)
+    widget.send(ASK_ADD)
+    expect(widget.calls("create_task").locator("[data-part=approve]")).to_be_visible(timeout=SLOW)
     before = board_titles(page)
 
     slow_module(page, 1.0)
     page.reload()  # the panel was open: the loader opens it again
-    widget = page.frame_locator("[data-part=hostcall-frame]")
-    approve = card(widget, "create_task").locator("[data-part=approve]")
+    widget = Widget(page, timeout=SLOW)
+    approve = widget.calls("create_task").locator("[data-part=approve]")
     expect(approve).to_be_visible(timeout=SLOW)
     approve.click()
-    expect(card(widget, "create_task")).to_have_attribute("data-state", "done", timeout=SLOW)
-    wait_idle(widget)
+    expect(widget.calls("create_task")).to_have_attribute("data-state", "done", timeout=SLOW)
+    widget.wait_until_idle()
     assert len(board_titles(page)) == len(before) + 1
     assert handler_runs(page, "create_task") == 1

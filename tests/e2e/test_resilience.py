@@ -17,15 +17,11 @@ from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import (
     ASK_NEXT,
     SLOW,
-    ask,
     board_titles,
     calls_of,
-    card,
     handler_runs,
-    last_reply,
     open_chat,
     snapshot,
-    wait_idle,
 )
 
 pytestmark = pytest.mark.e2e
@@ -62,11 +58,11 @@ def test_reload_during_a_read_restores_the_chat_and_runs_the_read_again_not_a_fo
 ) -> None:
     # The page's handler takes 3 s: the reload lands while it is still running.
     widget = open_chat(page, demo, "?delay=3000")
-    ask(widget, ASK_NEXT)
-    call = card(widget, "read_board_tasks")
+    widget.send(ASK_NEXT)
+    call = widget.calls("read_board_tasks")
     expect(call.locator("[data-part=tool-call-note]")).to_have_text(RUNNING_IN_PAGE, timeout=SLOW)
     assert handler_runs(page, "read_board_tasks") == 1
-    mine = widget.locator("[data-part=message][data-role=user]")
+    mine = widget.frame.locator("[data-part=message][data-role=user]")
     asked_id = mine.last.get_attribute("data-message-id")
     assert asked_id, "the server's TEXT_MESSAGE_START gave the question its id"
     [before] = calls_of(snapshot(page, demo), "read_board_tasks")
@@ -76,12 +72,12 @@ def test_reload_during_a_read_restores_the_chat_and_runs_the_read_again_not_a_fo
     page.reload()
 
     # The chat is open again and shows the conversation so far, with the same ids.
-    expect(widget.locator("[data-part=send]")).to_be_visible(timeout=SLOW)
+    expect(widget.frame.locator("[data-part=send]")).to_be_visible(timeout=SLOW)
     expect(mine).to_have_count(1)
     expect(mine.last).to_have_attribute("data-message-id", asked_id)
     expect(mine.last.locator("[data-part=message-text]")).to_have_text(ASK_NEXT)
     expect(
-        widget.locator("[data-part=message][data-role=assistant]").filter(
+        widget.frame.locator("[data-part=message][data-role=assistant]").filter(
             has_text="Let me look at your board."
         )
     ).to_have_count(1)
@@ -93,9 +89,9 @@ def test_reload_during_a_read_restores_the_chat_and_runs_the_read_again_not_a_fo
     )
     shot(page, "flows-21-reload-read-runs-again")
     expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
-    reply = last_reply(widget)
+    reply = widget.last_reply()
     expect(reply).to_contain_text("Here is the order I suggest", timeout=SLOW)
-    wait_idle(widget)
+    widget.wait_until_idle()
     expect(call.locator("[data-part=form]")).to_have_count(0)
     assert reply.locator("li strong").all_inner_texts() == (
         board_titles(page, "in-progress") + board_titles(page, "todo")
@@ -118,8 +114,8 @@ def test_server_restart_during_a_call_still_finishes_the_run(
     page.on("requestfailed", lambda r: _is_answer(r) and answers.append("failed"))
     page.on("requestfinished", lambda r: _is_answer(r) and answers.append(_status(r)))
 
-    ask(widget, ASK_NEXT)
-    call = card(widget, "read_board_tasks")
+    widget.send(ASK_NEXT)
+    call = widget.calls("read_board_tasks")
     expect(call.locator("[data-part=tool-call-note]")).to_have_text(RUNNING_IN_PAGE, timeout=SLOW)
 
     with page.expect_event("requestfailed", predicate=_is_answer, timeout=SLOW):
@@ -128,10 +124,10 @@ def test_server_restart_during_a_call_still_finishes_the_run(
     again = start_demo(tmp_path, db=demo.db, port=demo.port, host_port=demo.host_port)
     try:
         expect(call).to_have_attribute("data-state", "done", timeout=30_000)
-        reply = last_reply(widget)
+        reply = widget.last_reply()
         expect(reply).to_contain_text("Here is the order I suggest", timeout=SLOW)
-        wait_idle(widget)
-        expect(widget.locator("[data-part=connection]")).to_be_hidden(timeout=SLOW)
+        widget.wait_until_idle()
+        expect(widget.frame.locator("[data-part=connection]")).to_be_hidden(timeout=SLOW)
         assert reply.locator("li strong").all_inner_texts() == (
             board_titles(page, "in-progress") + board_titles(page, "todo")
         )
@@ -147,16 +143,16 @@ def test_server_restart_during_a_call_still_finishes_the_run(
 def test_second_result_for_an_answered_call_is_refused(page: Page, demo: Demo) -> None:
     widget = open_chat(page, demo)
     _hold_board_handler(page)
-    ask(widget, ASK_NEXT)
-    call = card(widget, "read_board_tasks")
+    widget.send(ASK_NEXT)
+    call = widget.calls("read_board_tasks")
     expect(call.locator("[data-part=tool-call-note]")).to_have_text(RUNNING_IN_PAGE, timeout=SLOW)
     [waiting] = calls_of(snapshot(page, demo), "read_board_tasks")
     token = waiting["resultToken"]
 
     page.evaluate("answerBoard()")
     expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
-    wait_idle(widget)
-    messages = widget.locator("[data-part=message]")
+    widget.wait_until_idle()
+    messages = widget.frame.locator("[data-part=message]")
     shown = messages.count()
 
     replay = httpx.post(
@@ -182,12 +178,12 @@ def test_duplicate_result_from_the_page_is_ignored(page: Page, demo: Demo) -> No
     sent = _answer_requests(page)
     widget = open_chat(page, demo)
     _hold_board_handler(page)
-    ask(widget, ASK_NEXT)
-    call = card(widget, "read_board_tasks")
+    widget.send(ASK_NEXT)
+    call = widget.calls("read_board_tasks")
     expect(call.locator("[data-part=tool-call-note]")).to_have_text(RUNNING_IN_PAGE, timeout=SLOW)
     page.evaluate("answerBoard()")
     expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
-    wait_idle(widget)
+    widget.wait_until_idle()
     call_id = call.get_attribute("data-call-id")
     assert len(sent) == 1
 
@@ -199,14 +195,14 @@ def test_duplicate_result_from_the_page_is_ignored(page: Page, demo: Demo) -> No
         call_id,
     )
     # A later turn, as a sync point: the widget has handled the duplicate by then.
-    ask(widget, "Hello")
-    expect(last_reply(widget)).to_contain_text("Hello! Ask me", timeout=SLOW)
-    wait_idle(widget)
+    widget.send("Hello")
+    expect(widget.last_reply()).to_contain_text("Hello! Ask me", timeout=SLOW)
+    widget.wait_until_idle()
 
     assert len(sent) == 1, [r.url for r in sent]
     expect(call).to_have_attribute("data-state", "done")
     [settled] = calls_of(snapshot(page, demo), "read_board_tasks")
     assert settled["outcome"] == {"output": {"tasks": [{"title": "Held task", "status": "todo"}]}}
     expect(
-        widget.locator("[data-part=message-text]").filter(has_text="Second answer")
+        widget.frame.locator("[data-part=message-text]").filter(has_text="Second answer")
     ).to_have_count(0)

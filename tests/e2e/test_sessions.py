@@ -14,18 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import FrameLocator, Locator, Page, Response, Route, expect
+from playwright.sync_api import Locator, Page, Response, Route, expect
 
+from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo, shot
-from tests.e2e.flows_helpers import ask, last_reply, open_chat, session, wait_idle
+from tests.e2e.flows_helpers import SLOW, open_chat, session
 
 pytestmark = pytest.mark.e2e
 
 FRAME = "[data-part=hostcall-frame]"
 
 
-def user_texts(widget: FrameLocator) -> Locator:
-    return widget.locator("[data-part=message][data-role=user] [data-part=message-text]")
+def user_texts(widget: Widget) -> Locator:
+    return widget.frame.locator("[data-part=message][data-role=user] [data-part=message-text]")
 
 
 def unread_connections(port: int) -> int:
@@ -83,9 +84,9 @@ def test_two_tabs_opening_at_the_same_instant_both_keep_the_visitors_conversatio
     page: Page, demo: Demo
 ) -> None:
     widget = open_chat(page, demo)
-    ask(widget, "What should I work on next?")
-    expect(last_reply(widget)).to_be_visible()
-    wait_idle(widget)
+    widget.send("What should I work on next?")
+    expect(widget.last_reply()).to_be_visible()
+    widget.wait_until_idle()
     first = session(page, demo)["conversationId"]
 
     pair = HeldPair(demo)
@@ -96,9 +97,9 @@ def test_two_tabs_opening_at_the_same_instant_both_keep_the_visitors_conversatio
     for tab in tabs:
         tab.goto(demo.board)
         tab.locator("[data-part=hostcall-launcher]").click()
-    widgets = [tab.frame_locator(FRAME) for tab in tabs]
+    widgets = [Widget(tab, timeout=SLOW) for tab in tabs]
     for each in widgets:
-        expect(each.locator("[data-part=send]")).to_be_enabled(timeout=15_000)
+        each.wait_until_idle()
     context.unroute("**/api/agents/*/session")
 
     # The race happened: one cookie, two resumes; one was refused as superseded, and asked
@@ -115,9 +116,9 @@ def test_two_tabs_opening_at_the_same_instant_both_keep_the_visitors_conversatio
     for n, (tab, each) in enumerate(zip([page, *tabs], [widget, *widgets], strict=True)):
         assert session(tab, demo)["conversationId"] == first
         expect(user_texts(each).first).to_have_text("What should I work on next?")
-        ask(each, f"Hello from tab {n}")
-        wait_idle(each)
-        expect(each.locator("[data-part=message-failed]")).to_have_count(0)
+        each.send(f"Hello from tab {n}")
+        each.wait_until_idle()
+        expect(each.frame.locator("[data-part=message-failed]")).to_have_count(0)
     shot(tabs[1], "sessions-two-tabs-opened-at-once")
     expect(user_texts(widgets[1])).to_have_text(
         ["What should I work on next?", *(f"Hello from tab {n}" for n in range(3))]

@@ -17,22 +17,20 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import BrowserContext, FrameLocator, Locator, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
+from hostcall.qa.widget import Widget
 from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import (
     ASK_NEXT,
     SLOW,
-    ask,
     board_titles,
     calls_of,
     handler_runs,
-    last_reply,
     open_chat,
     session,
     snapshot,
-    wait_idle,
 )
 
 pytestmark = pytest.mark.e2e
@@ -51,26 +49,23 @@ def context(page: Page) -> BrowserContext:
     return page.context
 
 
-def tab(context: BrowserContext, demo: Demo, query: str = "") -> tuple[Page, FrameLocator]:
+def tab(context: BrowserContext, demo: Demo, query: str = "") -> tuple[Page, Widget]:
     page = context.new_page()
     page.set_default_timeout(10_000)
     return page, open_chat(page, demo, query)
-
-
-def latest(widget: FrameLocator, tool: str) -> Locator:
-    return widget.locator(f"[data-part=tool-call][data-tool={tool}]").last
 
 
 def note(card: Locator) -> Locator:
     return card.locator("[data-part=tool-call-note]")
 
 
-def reopen(page: Page) -> FrameLocator:
-    """After a reload or a navigation: the panel as the loader restores it, open."""
-    widget = page.frame_locator("[data-part=hostcall-frame]")
+def reopen(page: Page) -> Widget:
+    """After a reload or a navigation: the panel as the loader restores it, open. Not
+    ``Widget.open()``: that waits for idle, and here a call may still be waiting."""
+    widget = Widget(page, timeout=SLOW)
     if page.locator("[data-part=hostcall-panel]").is_hidden():
         page.locator("[data-part=hostcall-launcher]").click()
-    expect(widget.locator("[data-part=composer-input]")).to_be_visible(timeout=SLOW)
+    expect(widget.frame.locator("[data-part=composer-input]")).to_be_visible(timeout=SLOW)
     return widget
 
 
@@ -84,8 +79,8 @@ def test_approving_in_tab_b_runs_the_handler_in_b_ten_times_out_of_ten(
     page_b, widget_b = tab(context, demo, "?delay=1200")
     for n in range(10):
         edit = n >= 7  # the last three approve with an edited title
-        ask(widget_a, f"Add a task to check item {n}")
-        card_a, card_b = latest(widget_a, "create_task"), latest(widget_b, "create_task")
+        widget_a.send(f"Add a task to check item {n}")
+        card_a, card_b = widget_a.call("create_task"), widget_b.call("create_task")
         expect(card_b.locator("[data-part=approve]")).to_be_visible(timeout=SLOW)
         title = f"Check item {n}"
         if edit:
@@ -101,8 +96,8 @@ def test_approving_in_tab_b_runs_the_handler_in_b_ten_times_out_of_ten(
             shot(page, "surfaces-01-tab-a-running-elsewhere")
         expect(card_a).to_have_attribute("data-state", "done", timeout=SLOW)
         expect(card_b).to_have_attribute("data-state", "done", timeout=SLOW)
-        expect(last_reply(widget_a)).to_contain_text(f"Done: I created {title}", timeout=SLOW)
-        wait_idle(widget_a)
+        expect(widget_a.last_reply()).to_contain_text(f"Done: I created {title}", timeout=SLOW)
+        widget_a.wait_until_idle()
         assert handler_runs(page_b, "create_task") == n + 1, f"run {n}"
         assert handler_runs(page, "create_task") == 0, f"run {n}"
         assert title in board_titles(page_b, "todo")
@@ -147,7 +142,7 @@ def test_typing_clicking_or_focusing_on_the_host_page_makes_that_tab_the_one_cal
         # The person works in tab B's chat: B becomes the most recently active tab...
         page_b.wait_for_timeout(2100)  # past the 2 s throttles
         with _activity(page_b):
-            widget_b.locator("[data-part=composer-input]").click()
+            widget_b.frame.locator("[data-part=composer-input]").click()
         # ...then does something on tab A's own page, outside its widget's frame.
         page.wait_for_timeout(2100)
         with _activity(page):
@@ -158,8 +153,8 @@ def test_typing_clicking_or_focusing_on_the_host_page_makes_that_tab_the_one_cal
             else:
                 page.keyboard.press("Shift")
         _say(demo, [page_b, page], ASK_NEXT)
-        expect(last_reply(widget_b)).to_contain_text("Here is the order I suggest", timeout=SLOW)
-        wait_idle(widget_b)
+        expect(widget_b.last_reply()).to_contain_text("Here is the order I suggest", timeout=SLOW)
+        widget_b.wait_until_idle()
         assert handler_runs(page, "read_board_tasks") == n + 1, how
         assert handler_runs(page_b, "read_board_tasks") == 0, how
 
@@ -171,8 +166,8 @@ def test_a_link_navigation_during_a_read_runs_it_on_the_new_page_with_the_same_c
     page: Page, demo: Demo
 ) -> None:
     widget = open_chat(page, demo, "?delay=3000")
-    ask(widget, ASK_NEXT)
-    card = latest(widget, "read_board_tasks")
+    widget.send(ASK_NEXT)
+    card = widget.call("read_board_tasks")
     expect(note(card)).to_have_text(RUNNING_HERE, timeout=SLOW)
     [before] = calls_of(snapshot(page, demo), "read_board_tasks")
     # A real link of the site, clicked: the page navigates (pagehide), then loads anew.
@@ -183,10 +178,10 @@ def test_a_link_navigation_during_a_read_runs_it_on_the_new_page_with_the_same_c
     with page.expect_navigation():
         page.locator("[data-part=test-link]").click()
     widget = reopen(page)
-    card = latest(widget, "read_board_tasks")
+    card = widget.call("read_board_tasks")
     expect(note(card)).to_have_text(RUNNING_AGAIN, timeout=SLOW)
     expect(card).to_have_attribute("data-state", "done", timeout=SLOW)
-    expect(last_reply(widget)).to_contain_text("Here is the order I suggest", timeout=SLOW)
+    expect(widget.last_reply()).to_contain_text("Here is the order I suggest", timeout=SLOW)
     expect(card.locator("[data-part=form]")).to_have_count(0)
     runs = page.evaluate("demoBoard.runs()")
     assert runs == [{"callId": before["toolCallId"], "tool": "read_board_tasks"}] * 2
@@ -198,8 +193,8 @@ def test_a_reload_during_a_write_never_runs_it_twice_and_asks_for_the_result_wit
     page: Page, demo: Demo
 ) -> None:
     widget = open_chat(page, demo, "?delay=3000")
-    ask(widget, "Add a task to water the plants")
-    card = latest(widget, "create_task")
+    widget.send("Add a task to water the plants")
+    card = widget.call("create_task")
     card.locator("[data-part=approve]").click()
     expect(note(card)).to_have_text(RUNNING_HERE, timeout=SLOW)
     assert handler_runs(page, "create_task") == 1
@@ -207,7 +202,7 @@ def test_a_reload_during_a_write_never_runs_it_twice_and_asks_for_the_result_wit
     page.reload()
 
     widget = reopen(page)
-    card = latest(widget, "create_task")
+    card = widget.call("create_task")
     expect(card).to_have_attribute("data-state", "waiting", timeout=SLOW)
     expect(note(card)).to_have_text(WRITE_GONE)
     form = card.locator("[data-part=form][data-purpose=answer]")
@@ -216,7 +211,7 @@ def test_a_reload_during_a_write_never_runs_it_twice_and_asks_for_the_result_wit
     form.locator("[data-part=input][data-path='/id']").fill("T-by-hand")
     form.locator("[data-part=submit]").click()
     expect(card).to_have_attribute("data-state", "done", timeout=SLOW)
-    wait_idle(widget)
+    widget.wait_until_idle()
     assert handler_runs(page, "create_task") == 1  # before the reload, never after
     [call] = calls_of(snapshot(page, demo), "create_task")
     assert (call["state"], call["formReason"]) == ("answered", "surface_gone")
@@ -229,25 +224,25 @@ def test_a_reload_during_a_write_never_runs_it_twice_and_asks_for_the_result_wit
 @pytest.fixture
 def three_tabs(
     page: Page, demo: Demo, context: BrowserContext
-) -> Iterator[list[tuple[Page, FrameLocator]]]:
+) -> Iterator[list[tuple[Page, Widget]]]:
     tabs = [(page, open_chat(page, demo, "?delay=3000"))]
     tabs += [tab(context, demo, "?delay=3000") for _ in range(2)]
     yield tabs
 
 
 def test_closing_the_tab_running_a_read_moves_it_to_another_tab(
-    demo: Demo, three_tabs: list[tuple[Page, FrameLocator]]
+    demo: Demo, three_tabs: list[tuple[Page, Widget]]
 ) -> None:
     (page_a, widget_a), (page_b, widget_b), (page_c, widget_c) = three_tabs
-    ask(widget_c, ASK_NEXT)  # the person is in C: C runs it
-    expect(note(latest(widget_c, "read_board_tasks"))).to_have_text(RUNNING_HERE, timeout=SLOW)
+    widget_c.send(ASK_NEXT)  # the person is in C: C runs it
+    expect(note(widget_c.call("read_board_tasks"))).to_have_text(RUNNING_HERE, timeout=SLOW)
     for widget in (widget_a, widget_b):
-        expect(note(latest(widget, "read_board_tasks"))).to_have_text(RUNNING_ELSEWHERE)
+        expect(note(widget.call("read_board_tasks"))).to_have_text(RUNNING_ELSEWHERE)
     [first] = calls_of(snapshot(page_a, demo), "read_board_tasks")
 
     page_c.close()
 
-    cards = [latest(w, "read_board_tasks") for w in (widget_a, widget_b)]
+    cards = [w.call("read_board_tasks") for w in (widget_a, widget_b)]
     for card in cards:
         expect(card).to_have_attribute("data-state", "done", timeout=SLOW)
     runs = [handler_runs(p, "read_board_tasks") for p in (page_a, page_b)]
@@ -255,20 +250,20 @@ def test_closing_the_tab_running_a_read_moves_it_to_another_tab(
     [moved] = calls_of(snapshot(page_a, demo), "read_board_tasks")
     assert moved["toolCallId"] == first["toolCallId"] and moved["assignment"] == 2
     assert moved["surfaceId"] != first["surfaceId"] and moved["state"] == "answered"
-    wait_idle(widget_a)
+    widget_a.wait_until_idle()
 
 
 def test_closing_the_tab_running_a_write_sends_it_to_the_form_in_the_others(
-    demo: Demo, three_tabs: list[tuple[Page, FrameLocator]]
+    demo: Demo, three_tabs: list[tuple[Page, Widget]]
 ) -> None:
     (page_a, widget_a), (page_b, widget_b), (page_c, widget_c) = three_tabs
-    ask(widget_c, "Add a task to feed the cat")
-    latest(widget_c, "create_task").locator("[data-part=approve]").click()
-    expect(note(latest(widget_c, "create_task"))).to_have_text(RUNNING_HERE, timeout=SLOW)
+    widget_c.send("Add a task to feed the cat")
+    widget_c.call("create_task").locator("[data-part=approve]").click()
+    expect(note(widget_c.call("create_task"))).to_have_text(RUNNING_HERE, timeout=SLOW)
 
     page_c.close()
 
-    cards = [latest(w, "create_task") for w in (widget_a, widget_b)]
+    cards = [w.call("create_task") for w in (widget_a, widget_b)]
     for card in cards:
         expect(card).to_have_attribute("data-state", "waiting", timeout=SLOW)
         expect(note(card)).to_have_text(WRITE_GONE)
@@ -278,7 +273,7 @@ def test_closing_the_tab_running_a_write_sends_it_to_the_form_in_the_others(
     form.locator("[data-part=submit]").click()
     for card in cards:
         expect(card).to_have_attribute("data-state", "done", timeout=SLOW)
-    wait_idle(widget_a)
+    widget_a.wait_until_idle()
     assert [handler_runs(p, "create_task") for p in (page_a, page_b)] == [0, 0]
     [call] = calls_of(snapshot(page_a, demo), "create_task")
     assert call["outcome"]["output"]["id"] == "T-cat"
@@ -291,31 +286,31 @@ def test_for_this_conversation_stops_the_question_until_a_new_conversation(
     page: Page, demo: Demo
 ) -> None:
     widget = open_chat(page, demo)
-    ask(widget, "Add a task to book the venue")
-    card = latest(widget, "create_task")
+    widget.send("Add a task to book the venue")
+    card = widget.call("create_task")
     scope = card.locator("[data-part=scope]")
     expect(scope.get_by_label("Just this once")).to_be_checked()
     shot(page, "surfaces-05-scopes")
     scope.get_by_label("For this conversation").check()
     card.locator("[data-part=approve]").click()
     expect(card).to_have_attribute("data-state", "done", timeout=SLOW)
-    wait_idle(widget)
+    widget.wait_until_idle()
 
-    ask(widget, "Add a task to print the badges")
-    second = latest(widget, "create_task")
+    widget.send("Add a task to print the badges")
+    second = widget.call("create_task")
     expect(second).to_have_attribute("data-state", "done", timeout=SLOW)
     expect(second.locator("[data-part=approve]")).to_have_count(0)
-    expect(last_reply(widget)).to_contain_text("Done: I created Print the badges", timeout=SLOW)
-    wait_idle(widget)
+    expect(widget.last_reply()).to_contain_text("Done: I created Print the badges", timeout=SLOW)
+    widget.wait_until_idle()
     granted = calls_of(snapshot(page, demo), "create_task")[-1]
     assert granted["approval"] == {"reason": "grant", "scope": "conversation"}
     assert "Print the badges" in board_titles(page, "todo")
 
-    widget.locator("[data-part=new-conversation]").click()
-    widget.locator("[data-part=restart-yes]").click()  # ↻ asks first (issue 12)
-    expect(widget.locator("[data-part=send]")).to_be_enabled(timeout=SLOW)
-    ask(widget, "Add a task to call the caterer")
-    asked = latest(widget, "create_task")
+    widget.frame.locator("[data-part=new-conversation]").click()
+    widget.frame.locator("[data-part=restart-yes]").click()  # ↻ asks first (issue 12)
+    expect(widget.frame.locator("[data-part=send]")).to_be_enabled(timeout=SLOW)
+    widget.send("Add a task to call the caterer")
+    asked = widget.call("create_task")
     expect(asked.locator("[data-part=approve]")).to_be_visible(timeout=SLOW)
     expect(asked).to_have_attribute("data-state", "waiting")
 
@@ -339,8 +334,8 @@ def test_a_server_killed_mid_answer_shows_the_answer_once_live_and_in_the_snapsh
     again: Demo | None = None
     try:
         widget = open_chat(page, demo)
-        ask(widget, "Tell me a story")
-        answers = widget.locator("[data-part=message][data-role=assistant]").filter(
+        widget.send("Tell me a story")
+        answers = widget.frame.locator("[data-part=message][data-role=assistant]").filter(
             has_text="word0"
         )
         expect(answers.last).to_contain_text("word5", timeout=SLOW)  # mid-answer
@@ -351,7 +346,7 @@ def test_a_server_killed_mid_answer_shows_the_answer_once_live_and_in_the_snapsh
         # The step runs again once the dead process's lease lapses; the live widget drops
         # the cut-off message and shows the answer once.
         expect(answers.last).to_contain_text("word39", timeout=40_000)
-        wait_idle(widget)
+        widget.wait_until_idle()
         expect(answers).to_have_count(1)
         expect(answers.locator("[data-part=message-text]")).to_have_text(STORY)
         shot(page, "surfaces-06-answer-once-after-sigkill")
@@ -359,7 +354,7 @@ def test_a_server_killed_mid_answer_shows_the_answer_once_live_and_in_the_snapsh
         assert [m["text"] for m in snap["messages"] if m["role"] == "assistant"] == [STORY]
         page.reload()  # and a page that replays the whole log shows it once too
         widget = reopen(page)
-        answers = widget.locator("[data-part=message][data-role=assistant]").filter(
+        answers = widget.frame.locator("[data-part=message][data-role=assistant]").filter(
             has_text="word0"
         )
         expect(answers.locator("[data-part=message-text]")).to_have_text(STORY)

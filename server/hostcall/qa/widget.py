@@ -83,7 +83,12 @@ class Widget:
 
     def call(self, name: str) -> Locator:
         """The card of the last call of tool ``name``."""
-        return self.frame.locator(f"[data-part=tool-call][data-tool={json.dumps(name)}]").last
+        return self.calls(name).last
+
+    def calls(self, name: str) -> Locator:
+        """Every card of tool ``name``, in the thread's order: count them with
+        ``expect(...).to_have_count(n)``, or take one with ``.nth(i)``."""
+        return self.frame.locator(f"[data-part=tool-call][data-tool={json.dumps(name)}]")
 
     def wait_for_call(self, name: str, state: str | None = None) -> Locator:
         """Wait for a card of tool ``name`` (and, if given, its ``data-state``: ``running``,
