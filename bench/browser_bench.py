@@ -46,7 +46,7 @@ ASK = "What should I work on next?"  # the planner's read_board_tasks rule: no a
 AGENT = "bench"  # servers.bench_agents: a copy of demo/agents/planner.json
 LOADER_BUDGET, WIDGET_BUDGET, HOST_COST_BUDGET = 3 * 1024, 30 * 1024, 0.010
 DISPATCH = "hostcall.tool_call_dispatch"
-TARGETS = {"p50": 2.0, "p99": 3.0}  # the round trip's, x the floor (PRODUCT.md, issue 9)
+TARGETS = {"p50": 2.0, "p99": 3.0}  # the round trip's, x the floor (PRODUCT.md)
 TURNS = 10  # round trips per conversation, then a fresh widget (the widget slows as it grows)
 TIMEOUT = 10.0
 # Stamps on one clock for every frame (timeOrigin + now, ms since the epoch): in the widget's
@@ -351,7 +351,7 @@ class Widget:
 
 # Where a round trip goes: label, seconds from (TIMINGS of the call, observer's DISPATCH ->
 # RESULT); the floor's rows beside it (FLOOR_SEGMENTS) are the same steps, where it has them.
-# No /delivered step since issue 9: the dispatch written to the widget's surface is the claim,
+# No /delivered step: the dispatch written to the widget's surface is the claim,
 # so the handler runs as soon as the event reaches the widget's JS.
 SEGMENTS = (
     ("SSE: DISPATCH reaches the observer -> reaches the widget's JS",
@@ -400,9 +400,9 @@ def round_trip(env: Env, mode: Mode) -> None:
         with httpx.Client(base_url=env.apps.url, timeout=TIMEOUT, trust_env=False) as kicker:
             for first in range(0, total, TURNS):
                 widget, ids, observed = Widget(env, observer), [], {}
-                # A fresh widget's first call also imports the call code (issue 12's lazy
+                # A fresh widget's first call also imports the call code (the lazy
                 # split): it is timed on a row of its own, so the rows above it are the
-                # percentiles of a round trip, not of a module import (issue 9).
+                # percentiles of a round trip, not of a module import.
                 cold.append(widget.ask()[0])
                 for i in range(first, min(total, first + TURNS)):  # interleaved with the floor
                     elapsed, call_id, at = widget.ask()
@@ -455,7 +455,7 @@ def round_trip(env: Env, mode: Mode) -> None:
            "of the call to the page and of the result to the observer",
            "'DISPATCH reaches its JS -> POST /result sent' is 2 postMessages, the handler and "
            "the widget's checks: the dispatch is the claim, no request comes before the "
-           "handler (issue 9)",
+           "handler",
            f"POSTs that opened a connection: hostcall {opened[0]} of {len(steps)}, floor "
            f"{opened[1]} of {len(echoes)}"])
     table(f"3c. Widget frame's main thread, CPU profile over {mode.profiled} more round trips",

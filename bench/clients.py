@@ -63,7 +63,7 @@ async def create_conversations(client: httpx.AsyncClient, n: int,
 async def stream_paths(client: httpx.AsyncClient, convs: list[Conv],
                        concurrency: int = 16) -> list[str]:
     """An events path per conversation (repeats allowed), each with a fresh stream ticket:
-    a ticket opens one stream, once (issue 7)."""
+    a ticket opens one stream, once."""
     gate = asyncio.Semaphore(concurrency)
 
     async def one(conv: Conv) -> str:

@@ -57,7 +57,7 @@ async def store(store_target: str | Path) -> AsyncIterator[Store]:
 @pytest.fixture(scope="session", autouse=True)
 def every_stored_event_is_valid_ag_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """After the tests: each event in each database they wrote validates against
-    ``@ag-ui/core``, and its SSE name is its type (or its CUSTOM name) — issue 8."""
+    ``@ag-ui/core``, and its SSE name is its type (or its CUSTOM name)."""
     yield
     events = []
     for db in sorted(tmp_path_factory.getbasetemp().rglob("*.db")):

@@ -22,7 +22,7 @@ const RESUME_PAUSES = [150, 500]
  * The API under path prefix `base` (usually "") for agent `agentId`, embedded in
  * `parentOrigin` ("" standalone).
  *
- * Sessions (issue 7): the session token lives in this closure only, never in storage a
+ * Sessions: the session token lives in this closure only, never in storage a
  * neighbour could read. To survive a reload the server keeps it in an HttpOnly cookie that
  * no script can read, sent only to `POST /api/agents/{id}/session` (`resume`), which hands
  * it back rotated. A request refused with `session_replaced` (another tab resumed) resumes

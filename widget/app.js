@@ -1,4 +1,4 @@
-// Hostcall widget app (issue 3): owns one conversation (docs/protocol.md) and is the only
+// Hostcall widget app: owns one conversation (docs/protocol.md) and is the only
 // party that sees tokens. A client-side call goes to the page's handler over a MessageChannel
 // handed to window.parent with the hello (exact parent origin), else to a form.
 // This page is one *surface* (docs/protocol.md): the server assigns each call to one surface,
@@ -67,7 +67,7 @@ const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 
 // The channel to the page: one port goes with the hello, posted with the exact parent origin,
 // so only the parent holds it; nothing posted to this window is read. Ports skip the browser
-// process that window messages between two sites cross (bench/README.md, issue 9).
+// process that window messages between two sites cross (bench/README.md).
 const channel = framed ? new MessageChannel() : null
 
 function toParent(type, data) {
@@ -112,7 +112,7 @@ async function boot(fresh = false) {
   try {
     if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
     let snapshot = null
-    // The server's HttpOnly cookie, not our storage, remembers the conversation (issue 7).
+    // The server's HttpOnly cookie, not our storage, remembers the conversation.
     // A fresh start must not resume it: the cookie still names the conversation being left,
     // and creating the new one replaces it.
     const resumed = fresh ? null : await api.resume().catch(err => { if (!GONE.includes(err.status)) throw err })
@@ -241,16 +241,16 @@ const ON = {
   [EVENT.RUN_STARTED]: () => {
     state.run = 'running'
     // A run on a page that answers some of the agent's tools is likely to call one: fetch
-    // the call code now, while the model works, not after its call arrives (issue 9: a
+    // the call code now, while the model works, not after its call arrives (a
     // fresh page's first round trip paid the whole import). A page with no handler for
-    // this agent still loads it only with a first call (issue 12's weight).
+    // this agent still loads it only with a first call (the weight budget).
     if (framed && [...parentTools].some(name => agentTools.has(name))) toolCalls()
   },
   [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
   [EVENT.RUN_ERROR]: d => {
     state.run = 'failed'
     const text = state.lastUserText
-    // A short sentence in the visitor's language, never the server's detail (issue 12: that
+    // A short sentence in the visitor's language, never the server's detail (that
     // is in the operator's log); the code goes to the page's `error` listeners.
     ui.showError(t(/^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'), text ? () => send(text) : null)
     emit('error', { code: d.code, message: d.message })
@@ -290,7 +290,7 @@ const ON_CALL = {
 // ============================================================================
 // Tool calls: widget/toolcalls.js, with its cards, styles and strings, fetched when a run
 // starts on a page with handlers for the agent's tools, or when the first call appears (a
-// chat on a page without such handlers never loads them until a call; issue 12's weight)
+// chat on a page without such handlers never loads them until a call; the weight budget)
 // ============================================================================
 
 /** @typedef {typeof import('./toolcalls.js')} Calls */

@@ -1,4 +1,4 @@
-// Hostcall widget: one tool call's life on this surface, as a table (issue 9). No DOM here:
+// Hostcall widget: one tool call's life on this surface, as a table. No DOM here:
 // app.js asks `transition(state, event)` where a call goes, and renders the state it gets.
 // `null` means "ignore this event in this state" — e.g. a dispatch replayed to a call whose
 // handler already runs here, which is how a handler never runs twice in one page.

@@ -1,6 +1,6 @@
 // Hostcall widget: the DOM of tool calls — a card per call, the confirmation and reject
 // panels, and values shown readably. Loaded with widget/toolcalls.js when the first call
-// appears (issue 12's weight budget: a chat that never calls a tool never fetches it).
+// appears (the weight budget: a chat that never calls a tool never fetches it).
 // Like chat.js: what a model, page or person wrote enters the DOM as text nodes only.
 
 import { fill, flushWrites, h, humanize, keepPinned, phone, reserve, t, uid } from './chat.js'
@@ -17,7 +17,7 @@ import { LIMITS } from './protocol.js'
  * whichever comes first (ms). A call the page's handler answers at once is shown once its
  * result is on its way: the frame that lays out and paints the new card (~2-6 ms on a
  * loaded 2-core machine) no longer runs between the call and its result, where it held up
- * the handler's answer (issue 9). Any wait a person could notice shows it at once.
+ * the handler's answer. Any wait a person could notice shows it at once.
  */
 const SHOW_WITHIN_MS = 100
 

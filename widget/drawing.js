@@ -1,4 +1,4 @@
-// Hostcall widget: when changes to the page are made (issue 9; bench/README.md says why).
+// Hostcall widget: when changes to the page are made (bench/README.md says why).
 // No DOM here: chat.js makes the changes, and node's tests drive this module alone.
 
 /** Changes waiting to be made, in order. @type {(() => void)[]} */

@@ -96,7 +96,7 @@ export function schemaForm(schema, value, o) {
 
 // ============================================================================
 // Validator: the subset tool schemas use. A handler's output is checked before it is sent
-// (issue 3 §2), every form before submit; the server checks again with `jsonschema`, so this
+//, every form before submit; the server checks again with `jsonschema`, so this
 // only has to be right where it speaks. type, enum, const, required, properties,
 // additionalProperties, items, min/maxItems, uniqueItems, minimum/maximum (+exclusive),
 // multipleOf, min/maxLength, pattern, format (date, date-time, time, email, uri),

@@ -1,7 +1,7 @@
 // Hostcall widget: the tool calls in the thread — one view per call, moved only by
 // widget/calls.js's state machine: its card, the page's handler (over app.js's bridge), the
 // confirmation, and the form where a person supplies a result. app.js imports this module
-// when the first call event arrives and holds the stream's events until it has (issue 12's
+// when the first call event arrives and holds the stream's events until it has (the
 // weight budget: the first screen never needs it). A handler runs once per page load.
 
 import { retry } from './api.js'
@@ -35,7 +35,7 @@ let api, surfaceId, agentTools, maxBodyBytes, hasHandler, toParent, emit, refres
 export function attach(context) {
   ({ api, surfaceId, agentTools, maxBodyBytes, hasHandler, toParent, emit, refresh } = context)
   // Imported now (app.js fetched it with this module), beside the call's first events:
-  // the handler's result waits for its check otherwise (issue 9).
+  // the handler's result waits for its check otherwise.
   forms().catch(console.error)
 }
 
@@ -182,7 +182,7 @@ const HOLD_MS = 100
  * The page's handler runs the call; its checked result is sent. The call goes to the page
  * first, and nothing in the thread is drawn until its answer has been sent and answered (at
  * most HOLD_MS): no frame runs between the call and its result to hold the answer up, nor
- * beside the server while it takes the answer (issue 9). The page's `toolcall` event
+ * beside the server while it takes the answer. The page's `toolcall` event
  * follows the call, behind it on the way to the page.
  */
 async function runInParent(v) {

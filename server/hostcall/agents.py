@@ -140,7 +140,7 @@ def parse_agent(
 
 
 def _reply_problems(where: str, model: Any, tools: list[Tool]) -> list[str]:
-    """Reply templates checked against the tools' output schemas (issue 12): a mistake is
+    """Reply templates checked against the tools' output schemas: a mistake is
     reported by ``hostcall check``, not met by a visitor."""
     from hostcall.models.reply_check import reply_problems
 

@@ -1,6 +1,6 @@
 """The AG-UI endpoint: ``POST /agui/{agentId}``, AG-UI's ``RunAgentInput`` in, the run out as
 AG-UI events over SSE — so an existing AG-UI client (``@ag-ui/client``'s ``HttpAgent``, and
-the frameworks built on it) can use a Hostcall agent (issue 8; docs/protocol.md).
+the frameworks built on it) can use a Hostcall agent (docs/protocol.md).
 
 A thread is a Hostcall conversation, its id derived from the agent and the ``threadId``.
 Each request is one AG-UI run:
@@ -56,7 +56,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
     agent = runtime.agents.get(agent_id)
     if agent is None:
         raise NotFound(f"no agent {agent_id!r}", code=ErrorCode.UNKNOWN_AGENT)
-    # Issue 7: a browser's Origin must be allowed; each request costs one message of the
+    # A browser's Origin must be allowed; each request costs one message of the
     # agent's rate limits (a thread is a conversation, a request may start a run).
     check_request_origin(request, agent.allowed_origins)
     body = await read_body(request, RunAgentInput, runtime.settings.max_body_bytes)

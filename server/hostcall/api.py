@@ -64,7 +64,7 @@ async def _conversation(request: Request, runtime: Runtime) -> Conversation:
 
 
 def _check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> None:
-    """A browser's Origin is the widget's or one the agent allows (issue 7)."""
+    """A browser's Origin is the widget's or one the agent allows."""
     if "origin" not in request.headers:
         return
     agent = runtime.agents.get(agent_id) if agent_id else None

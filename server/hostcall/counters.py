@@ -3,7 +3,7 @@
 ``LimitsCounters`` counts with the ``limits`` library, in this process (``memory://``) or
 in a storage of its own (``redis://``...). ``StoreCounters`` counts in Hostcall's database:
 on PostgreSQL every process of a cluster counts in the same rows, so a limit of N is N
-across all of them (issue 10), with no second service to run.
+across all of them, with no second service to run.
 
 ``take`` is the door check: one count in each window if every window has room, else none,
 and the index of the first full one. On the database that is one transaction of

@@ -5,7 +5,7 @@ server-side call) takes the lease in the same transaction, renews every lease it
 while it works, and releases it in the transaction that ends the work. A process that dies
 stops renewing; once ``until`` passes, the cluster's sweeper takes the lease over and
 resumes the work (hostcall/runs/recovery.py, ``_adopt``). A starting process takes only
-expired leases, so it never re-runs a step another live process is running (issue 10).
+expired leases, so it never re-runs a step another live process is running.
 
 Fencing: the step's final transaction renews (or releases) its lease and fails with
 ``LeaseLost`` when another process took it, so a process that stalled past its lease
@@ -42,7 +42,7 @@ def call_key(call_id: str) -> str:
 
 def process_key(owner: str) -> str:
     """The lease a serving process holds for its life: the streams it serves count for
-    surfaces while it lives; when it lapses, they stop counting (issue 9)."""
+    surfaces while it lives; when it lapses, they stop counting."""
     return f"process:{owner}"
 
 

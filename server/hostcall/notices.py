@@ -1,6 +1,6 @@
 """What a visitor is told when a run fails, by error code; the detail is for the operator.
 
-Issue 12: "internal error: object of type 'builtin_function_or_method' has no len()", a
+A visitor once read "internal error: object of type 'builtin_function_or_method' has no len()", a
 model's base URL or raw upstream JSON must never reach a visitor. A failed run's stored
 error and its ``RUN_ERROR`` event carry the ``code`` and one of these sentences (the widget
 shows its own translation of the code); the engine logs the detail, with the agent, the

@@ -1,4 +1,4 @@
-"""Page routes: the embed loader, the widget page and the widget's static files (issue 3).
+"""Page routes: the embed loader, the widget page and the widget's static files.
 
 The widget page is the security boundary between a host page and Hostcall. It trusts
 exactly one parent origin — the ``origin`` query parameter, and only when it is one of the
@@ -35,10 +35,10 @@ THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
 #: Not the tool-call modules (toolcalls.js, cards.js, calls.js, form.js): app.js imports them
-#: when the first call appears (issue 12's weight budget).
+#: when the first call appears (the weight budget).
 WIDGET_MODULES = ("protocol.js", "chat.js", "drawing.js", "api.js")
 
-# Bounded: a long name must be a 404, not an OSError from the file system (issue 7).
+# Bounded: a long name must be a 404, not an OSError from the file system.
 _STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(js|css|d\.ts)")
 _CONTENT_TYPES = {
     "js": "text/javascript; charset=utf-8",
@@ -143,7 +143,7 @@ async def static_file(request: Request) -> Response:
 
 def accent_text(accent: str) -> str:
     """Black or white: whichever has the higher WCAG contrast ratio on ``accent`` (#rgb[a] or
-    #rrggbb[aa]; alpha ignored). A light accent such as #facc15 gets black text (issue 12)."""
+    #rrggbb[aa]; alpha ignored). A light accent such as #facc15 gets black text."""
     digits = accent.lstrip("#")
     if len(digits) in (3, 4):
         digits = "".join(c * 2 for c in digits)

@@ -1,8 +1,8 @@
-"""Rate and cost limits per client address, per conversation and per agent (issue 7, item 3).
+"""Rate and cost limits per client address, per conversation and per agent.
 
 Counting is in fixed windows (hostcall/counters.py). On PostgreSQL it is in the database, so
 every process of a cluster counts in the same place and a limit of N is N across all of
-them (issue 10). On SQLite (one process) it is the ``limits`` library's, in memory; a
+them. On SQLite (one process) it is the ``limits`` library's, in memory; a
 ``limits_storage`` other than ``memory://`` (``redis://``...) is used as given.
 
 Model tokens are estimated at 4 characters per token (the adapters do not report usage

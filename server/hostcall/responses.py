@@ -2,7 +2,7 @@
 ``to_wire``, and every exception as ``{"error": {code, message, details}}`` (``ErrorBody``).
 
 An unexpected exception is logged with its traceback for the operator and answered with a
-fixed message: no 500 carries a traceback's words to a visitor (issue 7).
+fixed message: no 500 carries a traceback's words to a visitor.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class WireResponse(JSONResponse):
 
 class StoredWireResponse(WireResponse):
     """A body of data read from the store: rendered even if an older writer stored ``NaN``
-    or absurd nesting (as ``null``), so a snapshot never fails on stored data (issue 7)."""
+    or absurd nesting (as ``null``), so a snapshot never fails on stored data."""
 
     def render(self, content: Any) -> bytes:
         return strictjson.dumps_displayable(to_wire(content)).encode("utf-8")

@@ -86,8 +86,8 @@ class Runtime:
         store = _open_store(settings)
         broker = Broker()
         leases = Leases(store, ttl=settings.lease_seconds, clock=clock)
-        # Limits count where every process sees them: in PostgreSQL when it is shared
-        # (issue 10), else in memory, or in a storage of the operator's choosing.
+        # Limits count where every process sees them: in PostgreSQL when it is shared,
+        # else in memory, or in a storage of the operator's choosing.
         counters: Counters = (
             StoreCounters(store, clock=clock)
             if shared and settings.limits_storage == "memory://"
@@ -123,7 +123,7 @@ class Runtime:
     async def agent_of_conversation(self, conversation_id: str) -> str | None:
         """The id of the conversation's agent, or None if there is no such conversation.
         A conversation never changes agent, so the latest ones are remembered: checking
-        the Origin of a browser's answer to a call costs no read (issue 9)."""
+        the Origin of a browser's answer to a call costs no read."""
         found = self._agent_ids.get(conversation_id)
         if found is None:
             conversation = await self.store.get_conversation(conversation_id)

@@ -1,4 +1,4 @@
-"""Widget sessions: a server-set, script-proof cookie, rotated on every resume (issue 7).
+"""Widget sessions: a server-set, script-proof cookie, rotated on every resume.
 
 Before, the widget kept its session token in a cookie it wrote itself: any page on another
 port of Hostcall's host could read it with ``document.cookie`` (cookies ignore ports) and
@@ -17,7 +17,7 @@ previous one (the planter's copy included) is refused from then on with
 ``session_replaced``; the planter learns nothing of what the visitor does. Resuming is only
 for the widget's own page: a request from any other origin is refused.
 
-Tabs (issue 9): every tab of the browser shares the cookie, so one tab's resume replaces the
+Tabs: every tab of the browser shares the cookie, so one tab's resume replaces the
 session the others hold. Such a tab resumes again, and sends the token it held with the
 cookie: the current cookie *and* a session token of the same conversation prove a tab
 that was already in it, so it gets the current generation without another rotation.

@@ -1,6 +1,6 @@
 """The conversation event stream (SSE), with exact replay after ``Last-Event-ID``.
 
-Issue 7, item 9: a stream must not cost other users anything while its reader is slow.
+A stream must not cost other users anything while its reader is slow.
 The backlog is replayed in small pages with the event loop released between them; each
 stream holds at most one page plus the broker's bounded queue; a client that does not take
 a frame within ``SEND_TIMEOUT`` seconds is dropped (it reconnects with ``Last-Event-ID``
@@ -63,7 +63,7 @@ async def events(request: Request) -> EventSourceResponse:
     # Subscribe before reading the conversation's last seq, so nothing committed after
     # that read is missed: it is published after its commit, to this queue. What the read
     # saw committed is the backlog, read only if there is one (a new conversation's first
-    # stream has none: no read, issue 10); the seq check below drops what it already sent.
+    # stream has none: no read); the seq check below drops what it already sent.
     queue = runtime.broker.subscribe(conversation_id)
     try:
         if raw:
@@ -79,7 +79,7 @@ async def events(request: Request) -> EventSourceResponse:
             await runtime.redeem_stream_ticket(ticket.nonce)
         else:
             # A first connection has no seq to check: the conversation's read and the
-            # ticket's redemption are one statement on PostgreSQL (issue 10), the ticket
+            # ticket's redemption are one statement on PostgreSQL, the ticket
             # used only if the conversation is there at its session generation.
             last_seq = await runtime.open_stream(conversation_id, ticket)
     except BaseException:
@@ -110,7 +110,7 @@ async def events(request: Request) -> EventSourceResponse:
         crowd of replaying streams gets a bounded share of the loop and every other request
         gets the rest; a page goes out as one write, not one per event.
 
-        One write per page also keeps what issue 8 guarded against: a client that
+        One write per page also keeps a guarantee: a client that
         disconnects mid-replay costs one failed write (one asyncio warning) per page, not one
         per frame, and the response stops at the next.
         """
@@ -137,7 +137,7 @@ async def events(request: Request) -> EventSourceResponse:
             while True:
                 # Everything already queued goes out in one write: a unit of work publishes
                 # several events at once (a call's start, arguments, end and dispatch), and
-                # a write per event cost a send() each on the round trip's path (issue 9).
+                # a write per event cost a send() each on the round trip's path.
                 batch = [await queue.get()]
                 while not queue.empty():
                     batch.append(queue.get_nowait())

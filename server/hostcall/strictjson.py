@@ -1,4 +1,4 @@
-"""Strict JSON at every door (issue 7): requests, model output, upstream responses.
+"""Strict JSON at every door: requests, model output, upstream responses.
 
 Python's ``json`` accepts ``NaN``, ``Infinity`` and ``-Infinity``, turns ``1e999`` into an
 infinite float, raises a bare ``ValueError`` on integers past 4,300 digits and a
@@ -108,7 +108,7 @@ def _text_depth(text: str, limit: int) -> int:
 
 
 # One encoder for every call: ``json.dumps`` with options builds a new one each time, a
-# few microseconds per event on the round trip's path (issue 9).
+# few microseconds per event on the round trip's path.
 _STRICT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 

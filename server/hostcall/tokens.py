@@ -39,7 +39,7 @@ class Claims:
     call_id: str | None = None
     tool: str | None = None
     digest: str | None = None
-    # A stream ticket's single-use id (issue 7): the store accepts each one once.
+    # A stream ticket's single-use id: the store accepts each one once.
     nonce: str | None = None
     # A session token's generation (see Conversation.session_generation).
     generation: int = 0
@@ -57,7 +57,7 @@ class Tokens:
             for purpose in Purpose
         }
         # The signer each serializer makes, made once: ``dumps`` and ``loads`` build a new
-        # one per token (~20 us of the answer's path, issue 9). The same keys, salt, HMAC
+        # one per token (~20 us of the answer's path). The same keys, salt, HMAC
         # and timestamp; the serializers have no fallback signers, so ``loads`` would try
         # this one alone too.
         self._signers: dict[Purpose, TimestampSigner] = {

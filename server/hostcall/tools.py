@@ -87,7 +87,7 @@ class Tool:
 
     @property
     def rerunnable(self) -> bool:
-        """May run again with the same call id if its surface went away (issue 9)."""
+        """May run again with the same call id if its surface went away."""
         return self.effect == "read" or self.idempotent
 
     @property
@@ -119,7 +119,7 @@ class Tool:
 
 _COMPILED: dict[str, CompiledSchema] = {}
 # By the schema object: a tool's validator is asked for on every answer, and encoding the
-# schema to find it cost more than the check itself (issue 9). The entry holds the schema,
+# schema to find it cost more than the check itself. The entry holds the schema,
 # so its id is not reused while the entry lives; reloads make new objects, hence the bound.
 _BY_OBJECT: dict[int, tuple[dict[str, Any], CompiledSchema]] = {}
 _BY_OBJECT_MAX = 4096

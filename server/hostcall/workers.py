@@ -64,7 +64,7 @@ def serve(settings: Settings, *, host: str, port: int, workers: int, log_level: 
         workers=workers,
         log_level=log_level,
         lifespan="on",
-        http=GuardedH11Protocol,  # a deadline on request headers (issue 7)
+        http=GuardedH11Protocol,  # a deadline on request headers
         ws="none",
         # SSE streams are long-lived: do not wait on them forever when stopping.
         timeout_graceful_shutdown=5,

@@ -1,4 +1,4 @@
-// Drives a Hostcall agent with the real @ag-ui/client HttpAgent, as an AG-UI app would (issue 8).
+// Drives a Hostcall agent with the real @ag-ui/client HttpAgent, as an AG-UI app would.
 // stdin: {url, threadId, text, tools: [{name, description, parameters}], answers: {toolName:
 // {output} | {error}}, maxRuns}. The client runs the tools it declared with `answers`, then
 // runs the agent again, until a run ends without a call for it. stdout: {runs: [{events,

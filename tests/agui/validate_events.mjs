@@ -1,4 +1,4 @@
-// Validates AG-UI events against the official @ag-ui/core schemas (issue 8).
+// Validates AG-UI events against the official @ag-ui/core schemas.
 // stdin: a JSON array of {where, event}; stdout: a JSON object {checked, failures: [{where,
 // type, issues}]}. Exit 0 even with failures: the pytest caller asserts on the report.
 import { EventSchemas } from '@ag-ui/core/schemas'

@@ -45,7 +45,7 @@ def board_titles(page: Page, status: str | None = None) -> list[str]:
 
 def session(page: Page, demo: Demo) -> dict[str, str]:
     """The widget's conversation: {conversationId, sessionToken}, read inside its frame from
-    the widget's memory (it is stored nowhere a script could read it; issue 7)."""
+    the widget's memory (it is stored nowhere a script could read it)."""
     frame = page.frame(url=lambda url: url.startswith(demo.hostcall))
     assert frame is not None, "the widget frame is not loaded"
     held = "async () => (await import('/static/app.js')).currentSession()"
@@ -57,7 +57,7 @@ def session(page: Page, demo: Demo) -> dict[str, str]:
 
 def snapshot(page: Page, demo: Demo) -> dict[str, Any]:
     """GET /api/conversations/{id}: the conversation as the server has it."""
-    # A new page's resume rotates the conversation's session (issue 7): a tab it replaced
+    # A new page's resume rotates the conversation's session: a tab it replaced
     # holds a dead token until its own next request resumes it. Ask this page first, then
     # its siblings.
     pages = [page, *(p for p in page.context.pages if p is not page)]

@@ -1,5 +1,5 @@
 """A call's card is built off the page and shown once the page's answer is on its way, or
-after at most 100 ms (widget/cards.js SHOW_WITHIN_MS; issue 9: the frame that painted it
+after at most 100 ms (widget/cards.js SHOW_WITHIN_MS: the frame that painted it
 held up the handler's answer). Shown late, it still sits where the call came in the
 conversation, and a handler that takes its time has its card shown while it runs, with the
 text before it: the thread's drawing waits for a call with the page's handler only until

@@ -1,4 +1,4 @@
-"""The operator console in real Chromium (issue 11): the real ``hostcall`` command, accounts
+"""The operator console in real Chromium: the real ``hostcall`` command, accounts
 made with ``hostcall users add``, a visitor's widget and an operator's console in two
 browser contexts, and the agent designer writing a real agent directory."""
 

@@ -1,4 +1,4 @@
-"""What end users see (issue 12), in real Chromium: a phone gets a full-screen sheet and no
+"""What end users see, in real Chromium: a phone gets a full-screen sheet and no
 keyboard popping up; a light accent gets dark text; ↻ asks first; Escape in the reject box
 goes back instead of closing the chat; a message sent while the server is down stays with a
 retry; a cut paste and a blocked Enter say why; a model that is down reads as a sentence, not

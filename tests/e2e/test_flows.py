@@ -1,4 +1,4 @@
-"""The seed scenario on the real demo, in Chromium (issue 3 §6): the page's handler answers
+"""The seed scenario on the real demo, in Chromium: the page's handler answers
 "What should I work on next?"; "Add a task…" asks for a confirmation that can be edited or
 rejected; with no handler, or a handler whose output is wrong, a person answers through the
 form built from the output schema; a handler that throws reaches the agent as client_error.

@@ -1,5 +1,5 @@
 """The tool-call code loads when a run starts on a page that answers the agent's tools, or
-when the first call appears (issue 12's weight budget; issue 9's first round trip): the
+when the first call appears (the weight budget): the
 first screen never fetches it, a call's events wait for it rather than being dropped or
 overtaken, a failed fetch is retried, and a call waiting at start-up (a reload with an
 approval pending) still shows and works.

@@ -1,4 +1,4 @@
-"""Issue 7, item 1, in real Chromium: a neighbour on another port of the same hosts can
+"""In real Chromium: a neighbour on another port of the same hosts can
 neither read the visitor's session nor plant one of its own that it can then use.
 
 The demo serves the board on ``localhost`` and Hostcall on ``127.0.0.1``. The neighbour runs

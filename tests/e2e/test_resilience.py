@@ -1,4 +1,4 @@
-"""What survives on the real demo, in Chromium (issue 3 §6): a page reload in the middle of a
+"""What survives on the real demo, in Chromium: a page reload in the middle of a
 call (the conversation comes back, the handler does not run twice, the run finishes), a
 server restart in the middle of a call (the widget's answer gets through, the run finishes),
 and a second answer for a call already answered (refused by the server, ignored by the widget).

@@ -1,4 +1,4 @@
-"""The widget's security boundary in real Chromium (issue 3 §4).
+"""The widget's security boundary in real Chromium.
 
 Three origins: the demo's host page (``localhost``), Hostcall (``127.0.0.1``), and a third one
 served here (``127.0.0.2`` where the loopback network allows it) for a hostile sibling frame
@@ -397,7 +397,7 @@ def test_widget_framed_by_a_page_not_allowed_does_not_run(
     expect(page.locator("[data-part=hostcall-launcher]")).to_have_count(0, timeout=15_000)
     expect(page.locator("[data-part=hostcall-panel]")).to_have_count(0)
     expect(page.locator(WIDGET)).to_have_count(0)
-    # The exact mistake (issue 12), from /embed/check: not a guess between the possible ones.
+    # The exact mistake, from /embed/check: not a guess between the possible ones.
     assert (
         f"Hostcall: no widget: the page's origin {elsewhere} is not an allowed origin of the "
         "agent 'planner' (add it to the agent's allowed_origins, or --allow-origin)"

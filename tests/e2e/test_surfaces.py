@@ -1,4 +1,4 @@
-"""Surfaces in real Chromium (issue 9): the call goes to the tab where the person is, reads
+"""Surfaces in real Chromium: the call goes to the tab where the person is, reads
 run again after a reload or a navigation (same call id, no form), writes never run twice,
 and "for this conversation" in the confirmation card stops the questions.
 
@@ -307,7 +307,7 @@ def test_for_this_conversation_stops_the_question_until_a_new_conversation(
     assert "Print the badges" in board_titles(page, "todo")
 
     widget.frame.locator("[data-part=new-conversation]").click()
-    widget.frame.locator("[data-part=restart-yes]").click()  # ↻ asks first (issue 12)
+    widget.frame.locator("[data-part=restart-yes]").click()  # ↻ asks first
     expect(widget.frame.locator("[data-part=send]")).to_be_enabled(timeout=SLOW)
     widget.send("Add a task to call the caterer")
     asked = widget.call("create_task")

@@ -1,4 +1,4 @@
-"""The widget's face in real Chromium (issue 3 §3): languages, accessibility (axe-core and
+"""The widget's face in real Chromium: languages, accessibility (axe-core and
 keyboard only), standalone use, inline mount and the dark theme.
 
 One demo server for the module; every test has its own browser context, so its own

@@ -53,7 +53,7 @@ class Process:
 
 def unlimited_agents(where: Path) -> Path:
     """The demo agents with rate limits off: these tests are one client creating hundreds
-    of conversations a minute on purpose (issue 7's limits would refuse them)."""
+    of conversations a minute on purpose (the default limits would refuse them)."""
     directory = where / "agents-unlimited"
     if not directory.exists():
         shutil.copytree(DEMO_AGENTS, directory)

@@ -1,4 +1,4 @@
-"""Every event is AG-UI: checked by the official ``@ag-ui/core`` schemas, run in node (issue 8).
+"""Every event is AG-UI: checked by the official ``@ag-ui/core`` schemas, run in node.
 
 tests/conftest.py checks every event every test stored; this file drives the flows of the
 issue on purpose, so each kind of event is known to be covered, and checks the bytes on the
@@ -22,7 +22,7 @@ from tests.support.live import live_server, settings_for
 def test_the_checker_refuses_what_is_not_ag_ui() -> None:
     failures = check_events(
         [
-            ("untyped", {"threadId": "c_1", "runId": "r_1"}),  # the shape before issue 8
+            ("untyped", {"threadId": "c_1", "runId": "r_1"}),  # an older shape
             ("ours", {"type": "TOOL_CALL_DISPATCH", "toolCallId": "k_1"}),
             ("custom without name", {"type": "CUSTOM", "value": {}}),
             ("fine", {"type": "RUN_STARTED", "threadId": "c_1", "runId": "r_1"}),

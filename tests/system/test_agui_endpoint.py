@@ -1,4 +1,4 @@
-"""POST /agui/{agentId}, driven by the real ``@ag-ui/client`` HttpAgent in node (issue 8).
+"""POST /agui/{agentId}, driven by the real ``@ag-ui/client`` HttpAgent in node.
 
 The client runs the client-side tools it declares and sends their results in its next run;
 server-side tools, guardrails and every other policy run on the server.

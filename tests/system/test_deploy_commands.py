@@ -1,4 +1,4 @@
-"""``hostcall serve`` for several processes (issue 10): what it runs, and what it refuses."""
+"""``hostcall serve`` for several processes: what it runs, and what it refuses."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_workers_serve_one_port_with_n_processes_on_postgresql(pg_url: str) -> N
         created = {
             httpx.post(
                 f"{url}/api/agents/planner/conversations",
-                headers={"Origin": "http://localhost:8001"},  # an allowed origin (issue 7)
+                headers={"Origin": "http://localhost:8001"},  # an allowed origin
             ).status_code
             for _ in range(10)
         }

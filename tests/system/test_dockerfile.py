@@ -1,7 +1,7 @@
 """The Dockerfile, checked without a container engine (none on CI or here; the image itself
 has not been built by these tests): what its build stage copies is enough to build the wheel,
 the image installs that wheel and nothing from the source tree, runs as a non-root user, and
-its command and health check are real ``hostcall`` arguments and a real route (issue 12).
+its command and health check are real ``hostcall`` arguments and a real route.
 """
 
 from __future__ import annotations

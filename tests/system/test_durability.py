@@ -241,7 +241,7 @@ def test_unreachable_model_fails_the_run_with_a_clear_error(
         assert snap["run"]["status"] == "failed"
         assert snap["run"]["error"]["code"] == "model_unreachable"
         errors = [d for t, d in h.events(conv) if t == "RUN_ERROR"]
-        # The visitor reads a sentence; the operator's log has the address (issue 12).
+        # The visitor reads a sentence; the operator's log has the address.
         assert len(errors) == 1 and str(port) not in errors[0]["message"]
         assert errors[0]["message"] == snap["run"]["error"]["message"]
         assert "not available right now" in errors[0]["message"]
@@ -385,7 +385,7 @@ def test_a_snapshot_taken_mid_answer_resumes_the_stream_before_the_open_message(
 ) -> None:
     """A message still streaming is not stored yet, so a snapshot cannot hold it: its
     ``lastEventId`` stops just before that message's start, and the stream replays it whole
-    (before issue 9's second round a widget resyncing from a snapshot mid-answer, or after a
+    (once, a widget resyncing from a snapshot mid-answer, or after a
     restart, missed the start and the discard of the cut copy, and kept showing it)."""
     from hostcall.leases import run_key
     from hostcall.protocol.events import (

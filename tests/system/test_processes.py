@@ -1,4 +1,4 @@
-"""Two real Hostcall processes on one PostgreSQL database (issue 10).
+"""Two real Hostcall processes on one PostgreSQL database.
 
 Streams served by one process get what another commits (LISTEN/NOTIFY); a killed process's
 runs finish on the survivor; a rolling restart duplicates nothing. The checks read the
@@ -108,7 +108,7 @@ def test_streams_on_one_process_get_what_another_commits(cluster: Cluster) -> No
                 client,
                 "POST",
                 f"{a.url}/api/agents/planner/conversations",
-                headers={"Origin": "http://localhost:8001"},  # an allowed origin (issue 7)
+                headers={"Origin": "http://localhost:8001"},  # an allowed origin
             )
         ).json()
         cid = created["conversationId"]
@@ -217,7 +217,7 @@ def test_rolling_restart_duplicates_no_step_and_no_handler_run(cluster: Cluster)
 def test_a_process_stalled_past_its_lease_appends_nothing_more_to_the_run(
     cluster: Cluster, tmp_path: Path
 ) -> None:
-    """Issue 10: a process paused (SIGSTOP) mid-answer loses its lease; another adopts the
+    """A process paused (SIGSTOP) mid-answer loses its lease; another adopts the
     step and streams the answer anew. Resumed (SIGCONT), the paused process's model goes on
     streaming, and every append it tries is refused: its message ends where it was cut."""
     agents = unlimited_agents(tmp_path)  # the cluster's processes read this directory
@@ -296,7 +296,7 @@ def test_a_process_stalled_past_its_lease_appends_nothing_more_to_the_run(
 
 
 def test_a_rate_limit_of_n_is_n_across_two_processes(cluster: Cluster, tmp_path: Path) -> None:
-    """Issue 10: limits are counted in the database, not per process. Five conversations a
+    """Limits are counted in the database, not per process. Five conversations a
     minute with this agent, asked for alternately on two processes, eight at a time: five
     are made, the rest refused with 429, and the refused ones leave nothing behind."""
     agents = unlimited_agents(tmp_path)
@@ -357,7 +357,7 @@ def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path: Any) -> None:
         cluster.close()
 
 
-# ---- surfaces across processes (issue 9) -----------------------------------------------------
+# ---- surfaces across processes -----------------------------------------------------
 
 
 def test_a_dead_process_s_surfaces_go_away_reads_move_and_writes_go_to_the_form(
@@ -366,7 +366,7 @@ def test_a_dead_process_s_surfaces_go_away_reads_move_and_writes_go_to_the_form(
     """Two pages of each conversation, one streaming from each process. A is SIGKILLed
     holding the stream of the page every call went to: once A's lease lapses and the grace
     period passes, a read runs again on the page served by B, and a write goes to the form
-    (it may have run on the dead page: never twice). Before issue 9's second round, A's
+    (it may have run on the dead page: never twice). Once, A's
     streams stayed counted on PostgreSQL and both calls waited forever."""
     a, b = cluster.start(), cluster.start()
     origin = {"Origin": "http://localhost:8001"}

@@ -1,4 +1,4 @@
-"""Issue 7, items 2 and 11: stream tickets, the access log, timeouts, a quiet SIGTERM.
+"""Stream tickets, the access log, timeouts, a quiet SIGTERM.
 
 These run the real server: the CLI as a subprocess (its own logging, its own signals), or
 ``server_config`` under uvicorn in a thread on a raw socket.

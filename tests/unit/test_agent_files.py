@@ -144,7 +144,7 @@ MISTAKES = [
         with_rule(2, arguments={"title": "{{ title"}),
         ("model", "rule #2", "'arguments'", "template"),
     ),
-    # Issue 12: valid JSON Schema, but no form could ever be submitted.
+    # Valid JSON Schema, but no form could ever be submitted.
     Mistake(
         "required-not-a-property",
         with_tool(
@@ -172,7 +172,7 @@ MISTAKES = [
         ),
         ("tool 'archive_task'", "'input_schema'", "requires 'id' at /properties/who"),
     ),
-    # Issue 12: reply mistakes caught by `hostcall check`, not by a visitor.
+    # Reply mistakes caught by `hostcall check`, not by a visitor.
     Mistake(
         "reply-reads-a-dict-method",
         with_rule(1, reply="{% for t in result.items %}{{ t }}{% endfor %}"),

@@ -658,8 +658,8 @@ def test_message_while_a_run_waits_is_refused(harness: Harness) -> None:
 def test_an_answer_from_an_origin_the_agent_does_not_allow_is_refused_every_time(
     harness: Harness,
 ) -> None:
-    """The Origin check of a call's answer (issue 7) refuses again once the conversation's
-    agent is remembered (issue 9: the check reads no conversation the second time)."""
+    """The Origin check of a call's answer refuses again once the conversation's
+    agent is remembered (the check reads no conversation the second time)."""
     conv, call = read_call(harness)
     before = state(harness, conv)
     body = {"token": call["resultToken"], "output": BOARD}

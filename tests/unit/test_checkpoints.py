@@ -1,4 +1,4 @@
-"""WAL checkpoints of the SQLite store run in a thread, not inside request commits (issue 9)."""
+"""WAL checkpoints of the SQLite store run in a thread, not inside request commits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The console's doors (issue 11): accounts, sign-in, sessions, CSRF and roles.
+"""The console's doors: accounts, sign-in, sessions, CSRF and roles.
 
 Every console route is tried without a session, with a session of too low a role, and with
 a missing or wrong CSRF token; each is refused and nothing in the store or on disk changes.

@@ -1,4 +1,4 @@
-"""The agent designer's server side (issue 11): hostcall check's validator, atomic save and
+"""The agent designer's server side: hostcall check's validator, atomic save and
 reload, versions, roll back, create / duplicate / disable — and bad input changing nothing."""
 
 from __future__ import annotations

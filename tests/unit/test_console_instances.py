@@ -1,4 +1,4 @@
-"""Instance management from the console (issue 11): the list, a conversation, and the
+"""Instance management from the console: the list, a conversation, and the
 operator's actions, which go through the ledger's own path (first answer wins)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Embed mistakes said exactly (issue 12): the operator's log and ``GET /embed/check`` tell
+"""Embed mistakes said exactly: the operator's log and ``GET /embed/check`` tell
 an unknown agent from an origin the agent does not allow; a light accent gets dark text."""
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def test_read_board_flow_answers_with_priority_order(harness: Harness) -> None:
 def test_streams_get_the_result_and_the_resumed_steps_first_text_before_the_answers_response(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 9: what the person waits for (the result, then the next step's first words)
+    """What the person waits for (the result, then the next step's first words)
     goes to the streams before the answering page gets its 200, not after it. A reader
     subscribed as a stream records, in the app's event loop, what it is woken with."""
     h = harness
@@ -176,7 +176,7 @@ def test_delivered_is_recorded_once_and_only_the_first_delivery_may_run(harness:
     assert firsts == [True, False, False]
     again = harness.open_call(conv)
     assert again["state"] == "delivered" and again["delivered"] is True
-    # Delivery is a claim, not news: no event tells every stream about it (issue 9).
+    # Delivery is a claim, not news: no event tells every stream about it.
     assert [t for t, _ in harness.events(conv) if t == "hostcall.tool_call_state"] == []
     assert harness.answer(again, BOARD).status_code == 200
 
@@ -225,7 +225,7 @@ def test_an_optional_group_that_did_not_match_leaves_its_argument_out(harness: H
     assert call["input"] == {"title": "Ship the release", "description": "Added from the chat."}
 
 
-# ---- a step's history, read with its run's start or claim (issue 10) -----------------------
+# ---- a step's history, read with its run's start or claim -----------------------
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

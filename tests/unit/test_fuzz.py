@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every endpoint (issue 7): bodies, headers and tokens drawn by
+"""Property-based fuzzing of every endpoint: bodies, headers and tokens drawn by
 Hypothesis, sent to the real app on a real SQLite file. Whatever arrives:
 
 - the server never answers 5xx (TestClient re-raises any server exception, too);

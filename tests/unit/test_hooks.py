@@ -1,4 +1,4 @@
-"""The widget's test hooks are API (issue 12): every ``data-part`` it creates is documented in
+"""The widget's test hooks are API: every ``data-part`` it creates is documented in
 docs/testing.md, so a QA suite never depends on an undocumented selector."""
 
 from __future__ import annotations

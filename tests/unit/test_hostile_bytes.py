@@ -1,4 +1,4 @@
-"""Issue 7, robustness: strict JSON at every door, no plain-text 500s, honest health.
+"""Robustness: strict JSON at every door, no plain-text 500s, honest health.
 
 Each attack is sent for real and checked twice: the documented error, and nothing stored
 changed (the conversation's events, messages and snapshot).

@@ -1,4 +1,4 @@
-"""Run ownership by lease, in the engine (issue 10): set up what another process left, then
+"""Run ownership by lease, in the engine: set up what another process left, then
 let this one sweep, with the real app on a real store."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 7, items 1 and 3: who may create and drive conversations, how often, and sessions
+"""Who may create and drive conversations, how often, and sessions
 no neighbour can read or plant. Each refusal is checked with nothing stored changing."""
 
 from __future__ import annotations

@@ -328,7 +328,7 @@ async def test_stream_ending_with_a_finish_reason_but_no_done_marker_closes_the_
 async def test_stream_ending_with_neither_done_nor_finish_reason_is_truncated(
     provider: FakeProvider,
 ) -> None:
-    """Issue 8: such a reply was stored as a complete answer."""
+    """Such a reply once was stored as a complete answer."""
     provider.replies.append(Reply([text("Here is the pl"), call_part(0, call_id="c", name="x")]))
     with pytest.raises(ModelError) as caught:
         await collect(make_model(provider), tools=[CREATE_TASK])
@@ -631,7 +631,7 @@ def test_from_config_rejects_bad_config(config: dict[str, Any], message: str) ->
 def test_text_streamed_before_a_failure_is_kept_marked_and_sent_back(
     provider: FakeProvider, tmp_path: Path
 ) -> None:
-    """Issue 8: text seen live before RUN_ERROR was missing from the snapshot and from the
+    """Text seen live once before RUN_ERROR was missing from the snapshot and from the
     next model request."""
     agents = tmp_path / "agents"
     write_agent(agents, {

@@ -1,7 +1,7 @@
 """The OpenAPI description (/openapi.json): it covers every API route; the real app's real
 responses validate against the schemas it derives from the response types (and a body
 missing a field does not); and schemathesis, signed in, finds no server error and no response
-outside it, against the real app under uvicorn (issue 8)."""
+outside it, against the real app under uvicorn."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from hostcall.openapi import ENUMS, document
 from hostcall.protocol.console import ConsoleBody
 from hostcall.protocol.responses import ResponseBody
 from tests.support.harness import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
-from tests.unit.console_client import ConsoleClient, fast_passwords
 from tests.support.live import Live, live_server, settings_for
+from tests.unit.console_client import ConsoleClient, fast_passwords
 
 API_PREFIXES = ("/api/", "/agui/", "/healthz", "/embed/check", "/console/api/")
 NEW_TASK = {"id": "t9", "title": "Write the notes", "status": "todo"}

@@ -1,5 +1,5 @@
 """hostcall/origins.py and ``allowed_origins``: nonsense refused with a reason, the rest
-normalised to what a browser sends (issue 7, item 5)."""
+normalised to what a browser sends."""
 
 from __future__ import annotations
 

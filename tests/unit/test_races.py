@@ -1,4 +1,4 @@
-"""Issue 7, item 11: race losers get the code a late request gets for the same situation
+"""Race losers get the code a late request gets for the same situation
 (docs/protocol.md), whether they lost at the first check or at the conditional UPDATE."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from hostcall.errors import Conflict
-from tests.support.harness import BOARD, Conv, Harness
 from tests.support.databases import fresh_schema
+from tests.support.harness import BOARD, Conv, Harness
 from tests.support.live import live_server, settings_for
 from tests.unit.test_bad_input import CREATE, assert_error, create_call, read_call
 

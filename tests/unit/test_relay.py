@@ -1,4 +1,4 @@
-"""A starting process on PostgreSQL LISTENs before it serves (issue 10): a stream opened
+"""A starting process on PostgreSQL LISTENs before it serves: a stream opened
 before that could miss another process's notification for good."""
 
 from __future__ import annotations

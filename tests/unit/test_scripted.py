@@ -1,5 +1,5 @@
 """The scripted model's reply to a tool's answer streams as Jinja renders it: the same
-chunks as the whole text's, the first ones before the rest is rendered (issue 9)."""
+chunks as the whole text's, the first ones before the rest is rendered."""
 
 from __future__ import annotations
 

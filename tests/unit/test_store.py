@@ -793,7 +793,7 @@ async def test_a_second_store_on_one_sqlite_file_is_refused_clearly(tmp_path: Pa
     await second.close()
 
 
-# ---- surfaces (issue 9) -----------------------------------------------------------------------
+# ---- surfaces -----------------------------------------------------------------------
 
 
 async def test_a_surface_counts_its_streams_and_stamps_when_the_last_one_closes(
@@ -827,7 +827,7 @@ async def test_a_surface_counts_its_streams_and_stamps_when_the_last_one_closes(
 async def test_a_dead_process_s_streams_stop_counting_and_a_late_detach_counts_nothing(
     store: Store,
 ) -> None:
-    """Issue 9: streams are counted per serving process; ``drop_streams`` counts off those
+    """Streams are counted per serving process; ``drop_streams`` counts off those
     of a process taken for dead (its lease lapsed), on both stores."""
     await _conversation(store)
     await _conversation(store, "c2")

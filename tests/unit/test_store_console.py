@@ -1,4 +1,4 @@
-"""The store's console records (issue 11): users, audit log, conversation list, agent versions.
+"""The store's console records: users, audit log, conversation list, agent versions.
 
 Real SQLite files and a real PostgreSQL schema (conftest's ``store`` runs each test on both).
 """

@@ -1,4 +1,4 @@
-"""The PostgreSQL store's leaner indexes (migration 10, issue 10): a database migrated from
+"""The PostgreSQL store's leaner indexes (migration 10): a database migrated from
 version 9 keeps every row, every id stays unique, and the sweeper's partial indexes hold
 exactly the rows its queries read. PostgreSQL only: SQLite's schema did not change."""
 

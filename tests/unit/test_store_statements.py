@@ -1,4 +1,4 @@
-"""What the PostgreSQL store sends: the statements a transaction costs (issue 10: the
+"""What the PostgreSQL store sends: the statements a transaction costs (the
 cluster's throughput is bounded by statements per conversation), and the guarantees of
 the statements that carry several writes. The behaviour both stores share is in
 test_store.py; these count and inspect PostgreSQL's own statements."""
@@ -222,7 +222,7 @@ async def test_a_claim_that_waited_out_a_step_of_its_run_claims_nothing(
 async def test_a_conversation_s_steps_read_no_messages_and_its_start_locks_nothing_apart(
     tmp_path: Path, agents_dir: Path, sent: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Issue 10: a step's history comes with its run's start or claim; the SELECT of
+    # A step's history comes with its run's start or claim; the SELECT of
     # messages each step sent is gone. Only the test's snapshots (GET of the conversation,
     # which lists its messages) read them now. The run's start locks the conversation with
     # the append of its first events, not a SELECT ... FOR UPDATE of its own.

@@ -225,7 +225,7 @@ def _log_reads(live: Live, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, i
 def test_a_new_conversation_s_first_stream_reads_no_backlog_and_follows_live(
     any_live: Live, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Issue 10: the stream's opening read says the log is empty; reading it cost a statement.
+    # The stream's opening read says the log is empty; reading it cost a statement.
     conv = any_live.conversation()
     reads = _log_reads(any_live, monkeypatch)
     with any_live.stream(any_live.events_url(conv)) as stream:
@@ -301,7 +301,7 @@ def test_an_event_committed_just_after_the_stream_s_read_of_the_log_reaches_it(
 def test_a_client_gone_mid_replay_is_not_written_to_event_after_event(
     live: Live, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Issue 8: each write to the dead socket logged an asyncio warning (310 for one replay)."""
+    """Each write to the dead socket logged an asyncio warning (310 for one replay)."""
     conv = live.conversation()
     for _ in range(12):  # 144 events: more than a page of the replay
         live.say(conv, "hello")

@@ -1,4 +1,4 @@
-"""Surfaces (issue 9): each call is assigned to one surface by the server, that assignment
+"""Surfaces: each call is assigned to one surface by the server, that assignment
 is the claim, and a call whose surface goes away moves on by the rules of docs/protocol.md:
 reads run again elsewhere with the same call id, writes go to the form, never twice.
 """
@@ -324,7 +324,7 @@ def register_live(live: Live, conv: Conv, surface: str, tools: list[str]) -> Non
 
 
 def ticket(live: Live, conv: Conv) -> str:
-    """A fresh stream token: each opens one stream (issue 7)."""
+    """A fresh stream token: each opens one stream."""
     r = live.client.post(f"/api/conversations/{conv.id}/stream-token", headers=conv.auth)
     assert r.status_code == 200, r.text
     return str(r.json()["streamToken"])

@@ -1,4 +1,4 @@
-"""Issue 7, item 8: a write that fails inside a model step (a full disk) ends the run with
+"""A write that fails inside a model step (a full disk) ends the run with
 RUN_ERROR instead of leaving it ``running`` (409 run_in_progress) until a restart.
 
 The disk fills for real, as far as SQLite can tell: ``PRAGMA max_page_count`` caps the file

@@ -1,4 +1,4 @@
-// widget/api.js, sessions across tabs (issue 9): what the widget sends when another tab's
+// widget/api.js, sessions across tabs: what the widget sends when another tab's
 // resume replaced its session, and when its own resume met a cookie another tab had just
 // replaced. fetch is a small scripted fake: no server, no browser.
 import { test, afterEach } from 'node:test'

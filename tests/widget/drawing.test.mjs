@@ -1,6 +1,6 @@
 // widget/drawing.js: when the widget's changes to the page are made. A burst of stream events
 // is drawn once it is over (QUIET_MS without an event, FLUSH_MS at most), at a frame; a call
-// with the page's handler holds all drawing (issue 9). node's mock timers stand in for time,
+// with the page's handler holds all drawing. node's mock timers stand in for time,
 // and a list of callbacks for the browser's frames: no browser.
 import { test, mock, beforeEach, afterEach } from 'node:test'
 import assert from 'node:assert/strict'

@@ -1,4 +1,4 @@
-"""The operator console (issue 11), served at ``/console`` by the same process.
+"""The operator console, served at ``/console`` by the same process.
 
     /console/login, /console/logout          signing in and out         (login.py)
     /console/conversations[/{id}]            instance management        (instances.py)

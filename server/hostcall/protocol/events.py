@@ -151,7 +151,7 @@ class CallDispatched:
 
 @dataclass(frozen=True, slots=True)
 class CallStateChanged:
-    """An open call moved without settling. Not emitted since issue 9 (a delivery is a
+    """An open call moved without settling. No longer emitted (a delivery is a
     surface's claim, recorded silently); kept so logs written before it still decode."""
 
     TYPE: ClassVar[EventType] = EventType.CUSTOM
@@ -179,7 +179,7 @@ class GuardrailMatched:
 @dataclass(frozen=True, slots=True)
 class MessageDiscarded:
     """A message cut off by a crash mid-answer: surfaces remove it; the step that runs again
-    streams the answer anew (issue 9). Its ``TEXT_MESSAGE_END`` comes just before."""
+    streams the answer anew. Its ``TEXT_MESSAGE_END`` comes just before."""
 
     TYPE: ClassVar[EventType] = EventType.CUSTOM
     NAME: ClassVar[CustomName] = CustomName.TEXT_MESSAGE_DISCARDED

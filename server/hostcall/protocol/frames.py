@@ -72,7 +72,7 @@ def to_sse(event: Event) -> ServerSentEvent:
     return ServerSentEvent(data=event.encoded, event=event.name, id=event.id)
 
 
-# Before issue 8, event JSON had no ``type`` and Hostcall's own events were top-level types.
+# Older event JSON had no ``type`` and Hostcall's own events were top-level types.
 _LEGACY_CUSTOM = {
     "TOOL_CALL_APPROVAL_REQUESTED": CustomName.TOOL_CALL_APPROVAL_REQUESTED,
     "TOOL_CALL_DISPATCH": CustomName.TOOL_CALL_DISPATCH,
@@ -98,7 +98,7 @@ def stored_event(conversation_id: str, seq: int, name: str, encoded: str) -> Eve
 
 
 def _displayable(encoded: str) -> str:
-    """Stored text that is not strict JSON (written before issue 7) as strict JSON, its
+    """Stored text that is not strict JSON (written by older versions) as strict JSON, its
     non-finite numbers as null: the stream stays JSON whatever the store holds."""
     try:
         strictjson.loads(encoded)

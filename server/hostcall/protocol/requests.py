@@ -59,7 +59,7 @@ class NewConversation:
     """``POST /api/agents/{agentId}/conversations``"""
 
     locale: str
-    # The page embedding the widget ("" standalone): names the session cookie (issue 7).
+    # The page embedding the widget ("" standalone): names the session cookie.
     parent_origin: str = ""
 
     @classmethod
@@ -179,7 +179,7 @@ class Decision:
     input: dict[str, Any] | None
     scope: str
     reason: str | None
-    # Where the person decided: an approved client call runs there (issue 9).
+    # Where the person decided: an approved client call runs there.
     surface_id: str | None = None
 
     @classmethod

@@ -58,7 +58,7 @@ class CallView:
     simulated: bool | None = None
     result_token: str | None = None
     decision_token: str | None = None
-    # Surfaces (issue 9): the surface the call is assigned to, null while the form answers
+    # Surfaces: the surface the call is assigned to, null while the form answers
     # it (then ``form_reason`` says why); ``assignment`` counts its assignments to surfaces.
     surface_id: str | None = field(default=None, metadata=ALWAYS)
     assignment: int = 0

@@ -52,6 +52,6 @@ def to_wire(obj: Any) -> dict[str, Any]:
 def dumps(value: Any) -> str:
     """Compact JSON, non-ASCII kept as is (the size limits count UTF-8 bytes).
 
-    Strict (issue 7): a non-finite number raises here, before it is stored, rather than
+    Strict: a non-finite number raises here, before it is stored, rather than
     reaching every stream as the non-JSON ``NaN``."""
     return strictjson.dumps(value)

@@ -1,4 +1,4 @@
-"""WAL checkpoints for the SQLite store, off the request path (issue 9).
+"""WAL checkpoints for the SQLite store, off the request path.
 
 SQLite's automatic checkpoint runs inside the COMMIT that pushes the WAL past 1,000 pages:
 that request copies the WAL into the database and waits for two fsyncs (COMMIT p99 9.7 ms

@@ -1,4 +1,4 @@
-"""Agent definitions stored by reference (issue 10).
+"""Agent definitions stored by reference.
 
 A run keeps the definition it started with, even after its agent's file changes. Each run
 used to store a copy (~5 KB of JSON for the demo's planner), dumped and written per run,

@@ -44,7 +44,7 @@ class Conversation:
     locale: str = ""
     handled_tools: tuple[str, ...] = ()
     # Bumped each time a widget resumes the conversation from its cookie; session tokens
-    # of an older generation are refused (session fixation, issue 7).
+    # of an older generation are refused (session fixation).
     session_generation: int = 0
 
 
@@ -53,7 +53,7 @@ class OpenedStream:
     """What ``Store.open_stream`` found: the conversation (None: there is none), whether the
     ticket was redeemed, and the conversation's last seq as the same read saw it (0 with no
     conversation): a stream that subscribed before it needs no backlog read when nothing
-    is past its position (issue 10)."""
+    is past its position."""
 
     conversation: Conversation | None
     redeemed: bool
@@ -71,7 +71,7 @@ class StoredMessage:
     tool_calls: tuple[dict[str, str], ...] = ()
     tool_call_id: str | None = None
     tool_name: str | None = None
-    # An assistant message cut off by a failed run: kept, since the person saw it (issue 8).
+    # An assistant message cut off by a failed run: kept, since the person saw it.
     interrupted: bool = False
 
 
@@ -93,7 +93,7 @@ class Run:
 class ClaimedRun:
     """A run as ``Store.claim_ready_run`` left it, and its conversation's messages as they
     were then, oldest first: its next step's history. Nothing adds a message to the
-    conversation while its run is running but the run's own step (issue 10: read in the
+    conversation while its run is running but the run's own step (read in the
     claim's statement on PostgreSQL, the step's own read of them is gone)."""
 
     run: Run
@@ -160,7 +160,7 @@ class Surface:
         return self.streams > 0 or (self.detached_at is not None and now - self.detached_at < grace)
 
 
-# ---- the operator console (issue 11) -------------------------------------------------------
+# ---- the operator console -------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

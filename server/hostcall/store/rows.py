@@ -27,20 +27,20 @@ JSON_CALL_FIELDS = frozenset({"input", "outcome", "extra"})
 def states_sql(states: Iterable[CallState | str]) -> str:
     """Call states as a SQL list, ``('dispatched','delivered')``, to inline in a statement.
     PostgreSQL: an array parameter (``state = ANY(%s)``) cost psycopg ~50 us to adapt, in
-    Python, per statement (py-spy, issue 10). Safe to inline: ``CallState`` refuses anything
+    Python, per statement (py-spy). Safe to inline: ``CallState`` refuses anything
     but its own values."""
     return "(" + ",".join(f"'{CallState(s).value}'" for s in states) + ")"
 
 
 def dump(value: Any) -> str:
-    # Strict (issue 7): a non-finite number raises here and the unit rolls back, rather
+    # Strict: a non-finite number raises here and the unit rolls back, rather
     # than being stored as the non-JSON `NaN` that every later read would have to survive.
     return strictjson.dumps(value)
 
 
 def load(text: str) -> Any:
     # Lenient: rows written before strict parsing may hold NaN or absurd nesting; they
-    # read back as NaN (rendered null) or None, never as an exception (issue 7).
+    # read back as NaN (rendered null) or None, never as an exception.
     return strictjson.loads_stored(text)
 
 

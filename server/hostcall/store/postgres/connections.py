@@ -2,7 +2,7 @@
 
 Every statement is awaited on a ``psycopg.AsyncConnection`` taken from a
 ``psycopg_pool.AsyncConnectionPool``, so a round trip to the database never blocks the
-event loop (issue 10). Outside a transaction a statement borrows a pooled connection in
+event loop. Outside a transaction a statement borrows a pooled connection in
 autocommit mode for its one round trip. Inside ``transaction()`` the task that opened it
 keeps one connection, in pipeline mode, until COMMIT: its statements go to that connection
 (they are found by task, not by context variable, so a task spawned inside a transaction
@@ -30,7 +30,7 @@ Row = dict[str, Any]
 Params = Sequence[Any] | dict[str, Any] | None
 # Pool bounds per process. Each connection is a PostgreSQL backend process: a handful is
 # plenty (a statement holds one for a round trip; a transaction for a few). Fewer backends
-# cost PostgreSQL less CPU for the same work (issue 10, cluster bench, 200 conversations at
+# cost PostgreSQL less CPU for the same work (cluster bench, 200 conversations at
 # once, one and two processes: 10 -> 5 connections, PostgreSQL's CPU per conversation -11
 # to -16%, Hostcall's about the same; 20 had cost PostgreSQL more; bench/README.md). Likely
 # because each backend finds more statements waiting when it wakes, and fewer wait on each
@@ -170,7 +170,7 @@ class PostgresConnections:
         The connection is taken with the first statement.
         A nested call from the same task joins the open transaction.
 
-        No BEGIN or COMMIT (issue 10: two statements of every transaction, ~100 us of this
+        No BEGIN or COMMIT (two statements of every transaction, ~100 us of this
         process's CPU together): a pipeline's statements up to its Sync are one implicit
         transaction, which the Sync commits, or rolls back if one of them failed. Nothing
         here sends a Sync before the end (``_count`` reads its rows instead of syncing).

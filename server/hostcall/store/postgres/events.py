@@ -25,7 +25,7 @@ CHANNEL = "hostcall_events"
 # Up to this many events, an append's are scalar parameters in a VALUES list (one
 # statement text per count); past it, two arrays. psycopg adapts an array parameter in
 # Python, escaping each item with a regular expression: ~50 us for a few events' JSON,
-# ~4% of the server's CPU under the cluster bench (py-spy, issue 10).
+# ~4% of the server's CPU under the cluster bench (py-spy).
 VALUES_MAX = 32
 # Up to this many held messages go out inside an append (more, which no step writes, in
 # an INSERT of their own before it).

@@ -5,7 +5,7 @@ the transaction reads messages before the run's next step (``list_messages``, wh
 them first). So ``add_message`` holds it, and it goes out inside the statement the
 transaction sends next for its conversation's events (hostcall/store/postgres/events.py),
 or, if none comes, in one INSERT of every held message before the next read of
-messages or COMMIT: four statements fewer per conversation (issue 10).
+messages or COMMIT: four statements fewer per conversation.
 """
 
 from __future__ import annotations

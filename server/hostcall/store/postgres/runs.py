@@ -17,7 +17,7 @@ from hostcall.store.statements import POSTGRES as SQL
 _OPEN = rows.states_sql(OPEN_STATES)
 
 # The conversation's messages, oldest first, as one JSON value (NULL for none): a step's
-# history, read in the statement that claims or starts its run (issue 10: the step's own
+# history, read in the statement that claims or starts its run (the step's own
 # SELECT of them cost a statement per step). {cid}: the conversation's id; {when}: a
 # condition (the run was claimed or stored).
 HISTORY = """(
@@ -93,7 +93,7 @@ class RunTables(Coordination, Runs):
         # that waited for the lock reads the runs as they were when it began (READ
         # COMMITTED re-checks only the locked row), so a run committed meanwhile would go
         # unseen (measured: two messages at once both started a run). The check, the run
-        # and its lease are one statement (three, before issue 10's fifth round).
+        # and its lease are one statement (it used to take three).
         values = self._run_values(run, await self._stored_digest(run))
         self._lease_written()
         cid = run.conversation_id
@@ -162,7 +162,7 @@ class RunTables(Coordination, Runs):
     ) -> bool:
         encoded = rows.run_changes(changes)
         assignments = ", ".join(f"{k} = %s" for k in encoded)
-        # One statement where there were two (issue 10): the lease row's change takes its
+        # One statement where there were two: the lease row's change takes its
         # lock, held to commit, as DELETE or UPDATE alone did; the run changes only with it.
         lease_args: list[Any]
         if until is None:
@@ -190,7 +190,7 @@ class RunTables(Coordination, Runs):
         if current is not None:
             # Not known yet: held, and answered by the transaction's next fenced append of
             # the lease, which carries it (a step's end before its last text: one statement
-            # where there were two, issue 10), or checked where it goes out alone. Lost,
+            # where there were two), or checked where it goes out alone. Lost,
             # the transaction raises LeaseLost and changes nothing.
             await self._hold(current, "runs", ctes, values, fence=lease, check="{p}held")
             self._lease_written()

@@ -50,28 +50,28 @@ CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until DOUBLE PRE
 CREATE INDEX leases_by_until ON leases (until);
 """),
     Migration(2, "console", CONSOLE_SCHEMA),
-    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
+    # Single-use stream tickets, and a table /healthz writes to (and rolls back).
     Migration(3, "tickets", """
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE probe (at DOUBLE PRECISION);
 """),
-    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    # Text streamed before a run failed is kept, marked as interrupted.
     Migration(4, "interrupted messages", """
 ALTER TABLE messages ADD COLUMN interrupted BOOLEAN NOT NULL DEFAULT FALSE;
 """),
     Migration(5, "surfaces", SURFACES_SCHEMA),
-    # Issue 7: session generations (a resumed conversation refuses its older tokens).
+    # Session generations (a resumed conversation refuses its older tokens).
     Migration(6, "session generations", """
 ALTER TABLE conversations ADD COLUMN session_generation BIGINT NOT NULL DEFAULT 0;
 """),
-    # Issue 9: surfaces' streams counted per process, dropped when a process dies.
+    # Surfaces' streams counted per process, dropped when a process dies.
     Migration(7, "surface streams", SURFACE_STREAMS_SCHEMA),
-    # Issue 10: rate and cost limits counted here, shared by every process (hostcall/counters.py).
+    # Rate and cost limits counted here, shared by every process (hostcall/counters.py).
     Migration(8, "quota counters", """
 CREATE TABLE quota_counters (key TEXT PRIMARY KEY, window_start DOUBLE PRECISION NOT NULL,
     count BIGINT NOT NULL);
 """),
-    # Issue 10: a run stores its agent definition by reference (hostcall/store/definitions.py);
+    # A run stores its agent definition by reference (hostcall/store/definitions.py);
     # runs' copies move to one row per distinct copy, keyed by its first run.
     Migration(9, "agent definitions", """
 CREATE TABLE agent_definitions (digest TEXT PRIMARY KEY, definition TEXT NOT NULL);
@@ -81,7 +81,7 @@ ALTER TABLE runs ADD COLUMN agent_digest TEXT NOT NULL DEFAULT '';
 UPDATE runs SET agent_digest = d.digest FROM agent_definitions d WHERE d.definition = runs.agent;
 ALTER TABLE runs DROP COLUMN agent;
 """),
-    # Issue 10: fewer index entries per conversation (~68 -> ~55 on the cluster bench). Every
+    # Fewer index entries per conversation (~68 -> ~55 on the cluster bench). Every
     # index gets an entry per inserted row, and per updated row unless the update is HOT (no
     # indexed column changed, room on the page); a row whose status or state changes is
     # never HOT while an index names that column.

@@ -2,8 +2,8 @@
 
 One connection, used from the event loop's thread only: every statement is short, and a
 single writer makes ``transition_call``'s conditional UPDATE the whole story of atomicity.
-One process per file: a second process on the same file is refused at start (issue 10:
-two processes on one file re-ran each other's steps and served each other's streams
+One process per file: a second process on the same file is refused at start
+(two processes on one file would re-run each other's steps and serve each other's streams
 nowhere). Several processes share a PostgreSQL store instead.
 """
 

@@ -53,31 +53,31 @@ CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT N
 CREATE INDEX leases_by_until ON leases (until);
 CREATE INDEX runs_by_status ON runs (status);
 """),
-    # The console's tables (issue 11); IF NOT EXISTS adopts files made before migrations.
+    # The console's tables; IF NOT EXISTS adopts files made before migrations.
     # Changing them later means a new migration here, not an edit of CONSOLE_SCHEMA.
     Migration(3, "console", CONSOLE_SCHEMA),
-    # Issue 7: single-use stream tickets, and a table /healthz writes to (and rolls back).
+    # Single-use stream tickets, and a table /healthz writes to (and rolls back).
     Migration(4, "tickets", """
 CREATE TABLE stream_tickets (nonce TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE probe (at REAL);
 """),
-    # Issue 8: text streamed before a run failed is kept, marked as interrupted.
+    # Text streamed before a run failed is kept, marked as interrupted.
     Migration(5, "interrupted messages", """
 ALTER TABLE messages ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
 """),
     Migration(6, "surfaces", SURFACES_SCHEMA),
-    # Issue 7: session generations (a resumed conversation refuses its older tokens).
+    # Session generations (a resumed conversation refuses its older tokens).
     Migration(7, "session generations", """
 ALTER TABLE conversations ADD COLUMN session_generation INTEGER NOT NULL DEFAULT 0;
 """),
-    # Issue 9: surfaces' streams counted per process, dropped when a process dies.
+    # Surfaces' streams counted per process, dropped when a process dies.
     Migration(8, "surface streams", SURFACE_STREAMS_SCHEMA),
-    # Issue 10: rate and cost limits counted in the store (hostcall/counters.py).
+    # Rate and cost limits counted in the store (hostcall/counters.py).
     Migration(9, "quota counters", """
 CREATE TABLE quota_counters (key TEXT PRIMARY KEY, window_start REAL NOT NULL,
     count INTEGER NOT NULL) WITHOUT ROWID;
 """),
-    # Issue 10: a run stores its agent definition by reference (hostcall/store/definitions.py);
+    # A run stores its agent definition by reference (hostcall/store/definitions.py);
     # runs' copies move to one row per distinct copy, keyed by its first run.
     Migration(10, "agent definitions", """
 CREATE TABLE agent_definitions (digest TEXT PRIMARY KEY, definition TEXT NOT NULL);
