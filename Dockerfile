@@ -1,5 +1,5 @@
 # Hostcall server: slim, non-root, no test dependencies, installed from the wheel.
-# Not built in CI (no container engine there): tests/unit/test_dockerfile.py checks what can
+# Not built in CI (no container engine there): tests/system/test_dockerfile.py checks what can
 # be checked without one (the files it copies, the wheel it installs, the user, the command).
 # The wheel carries the widget and the demo as package data (hostcall/assets.py), so the image
 # holds no source tree: what runs here is exactly what `pip install hostcall` gives.

@@ -238,7 +238,7 @@ def _port_free(host: str, port: int) -> bool:
 
 def server_config(app: Starlette, *, host: str, port: int, log_level: str) -> Any:
     """uvicorn's settings for Hostcall itself: a deadline on request
-    headers (``GuardedH11Protocol``; bodies have theirs in ``server.middleware``), idle
+    headers (``GuardedH11Protocol``; bodies have theirs in ``hostcall.middleware``), idle
     keep-alive connections closed after 5 s, and a bounded graceful shutdown so open
     streams end without an error each."""
     import uvicorn

@@ -4,7 +4,7 @@ uvicorn times out only idle keep-alive connections: a client that opens a connec
 sends half a request line, or headers without the final blank line, is held open forever
 (slowloris). This protocol closes a connection whose request headers are not complete
 ``HEADER_TIMEOUT`` seconds after it opened or after its first byte of the next request.
-Bodies get their own deadline in ``server.middleware``.
+Bodies get their own deadline in ``hostcall.middleware``.
 """
 
 from __future__ import annotations

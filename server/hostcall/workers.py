@@ -32,7 +32,7 @@ def environment_for(settings: Settings) -> dict[str, str]:
 
 
 def app_from_environment() -> Starlette:
-    """The app factory each worker process calls (``server.workers:app_from_environment``)."""
+    """The app factory each worker process calls (``hostcall.workers:app_from_environment``)."""
     from pathlib import Path
 
     from hostcall import accesslog
@@ -57,7 +57,7 @@ def serve(settings: Settings, *, host: str, port: int, workers: int, log_level: 
 
     os.environ.update(environment_for(settings))
     uvicorn.run(
-        "server.workers:app_from_environment",
+        "hostcall.workers:app_from_environment",
         factory=True,
         host=host,
         port=port,

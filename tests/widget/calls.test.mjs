@@ -1,5 +1,5 @@
 // widget/calls.js: every (state, event) pair of the widget's call state machine, with
-// node's own test runner (`node --test tests/widget`); tests/unit/test_widget_js.py runs it.
+// node's own test runner (`node --test tests/widget`); tests/system/test_widget_js.py runs it.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { STATE as S, EVENT as E, PERSON, transition, placement } from '../../widget/calls.js'

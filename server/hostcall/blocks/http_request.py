@@ -3,7 +3,7 @@
 A spec is parsed once from the agent file; each call renders it with the model's arguments
 and executes it against an allow-list of ``host:port`` targets. Arguments are inserted as
 values in one pass and never evaluated; the scheme, host and port come from the spec alone.
-Errors and AI parameters are the ones every block shares (``server.blocks``).
+Errors and AI parameters are the ones every block shares (``hostcall.blocks``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Event names and field shapes are AG-UI's (https://docs.ag-ui.com/concepts/events), and every
 event's JSON carries its ``type``, so it validates against the official ``@ag-ui/core``
-schemas (tests/unit/test_agui_conformance.py checks it). What AG-UI has no event for — a call
+schemas (tests/system/test_agui_conformance.py checks it). What AG-UI has no event for — a call
 that waits on a person or on a surface — is an AG-UI ``CUSTOM`` event whose ``name`` is one of
 ``CustomName`` and whose ``value`` is documented in docs/protocol.md.
 """

@@ -1,7 +1,7 @@
 """Request bodies (docs/protocol.md), decoded into typed objects with clear 400/422 errors.
 
 ``read_body(request, Body, max_bytes)`` is the only way a route reads its body: bytes → JSON
-(``server.protocol.reading``) → one of the frozen classes below. Unknown fields are ignored
+(``hostcall.protocol.reading``) → one of the frozen classes below. Unknown fields are ignored
 (clients may be newer than the server); a field of the wrong type is a 400 naming it.
 """
 

@@ -201,7 +201,7 @@ class Steps:
         self, run_id: str, code: str, detail: str, *, interrupted: tuple[str, str] | None = None
     ) -> None:
         """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
-        gets the code and a sentence from ``server.notices``, never the detail.
+        gets the code and a sentence from ``hostcall.notices``, never the detail.
 
         ``interrupted`` is (message id, text) of an assistant message the failure cut off:
         the person saw it streamed, so it stays in the conversation, marked."""
