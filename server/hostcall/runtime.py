@@ -82,6 +82,7 @@ class Runtime:
                 Purpose.CALL_RESULT: settings.call_token_max_age,
                 Purpose.CALL_DECISION: settings.call_token_max_age,
             },
+            clock=clock,
         )
         store = _open_store(settings)
         broker = Broker()

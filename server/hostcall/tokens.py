@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
@@ -48,12 +50,31 @@ class Claims:
     run_id: str | None = None
 
 
+class _ClockedSigner(TimestampSigner):
+    """itsdangerous's signer, timed by the app's clock (the seam tests move instead of
+    sleeping) rather than by ``time.time`` directly."""
+
+    clock: Callable[[], float] = staticmethod(time.time)
+
+    def get_timestamp(self) -> int:
+        return int(self.clock())
+
+
 class Tokens:
-    def __init__(self, secret_keys: tuple[str, ...], max_ages: dict[Purpose, int]) -> None:
+    def __init__(
+        self,
+        secret_keys: tuple[str, ...],
+        max_ages: dict[Purpose, int],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         assert secret_keys, "at least one secret key"
         self._max_ages = max_ages
+        signer = type("Signer", (_ClockedSigner,), {"clock": staticmethod(clock)})
         self._serializers = {
-            purpose: URLSafeTimedSerializer(list(secret_keys), salt=f"hostcall.{purpose}")
+            purpose: URLSafeTimedSerializer(
+                list(secret_keys), salt=f"hostcall.{purpose}", signer=signer
+            )
             for purpose in Purpose
         }
         # The signer each serializer makes, made once: ``dumps`` and ``loads`` build a new

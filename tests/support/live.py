@@ -14,6 +14,7 @@ from httpx_sse import EventSource
 
 from hostcall.app import create_app
 from hostcall.settings import DEMO_AGENTS, Settings
+from tests.support.clock import Clock
 from tests.support.harness import BOARD, SECRET, Conv
 from tests.support.loopback import serve_in_thread
 
@@ -44,9 +45,10 @@ def settings_for(tmp_path: Path, **overrides: Any) -> Settings:
 
 
 @contextmanager
-def live_server(settings: Settings) -> Iterator[Live]:
-    """The real app under uvicorn in a background thread, on a free port of 127.0.0.1."""
-    app = create_app(settings)
+def live_server(settings: Settings, clock: Clock | None = None) -> Iterator[Live]:
+    """The real app under uvicorn in a background thread, on a free port of 127.0.0.1;
+    ``clock``: the app's clock, for a test that moves time instead of sleeping."""
+    app = create_app(settings) if clock is None else create_app(settings, clock=clock)
     with serve_in_thread(app, lifespan="on") as port:
         live = Live(f"http://127.0.0.1:{port}", app)
         try:

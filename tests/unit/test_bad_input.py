@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,7 +146,7 @@ def test_expired_call_tokens_are_refused(tmp_path: Path, agents_dir: Path) -> No
         conv, call = read_call(h)
         other, decision = create_call(h)
         before = state(h, conv), state(h, other)
-        time.sleep(2.1)  # itsdangerous ages in whole seconds and expires past max_age
+        h.clock.advance(2.1)  # itsdangerous ages in whole seconds and expires past max_age
         r = h.answer(call, BOARD)
         assert_error(r, 401, "expired_token", "call-result")
         r = h.decide(decision, "approve")
@@ -170,7 +169,7 @@ def test_expired_session_token_is_refused(tmp_path: Path, agents_dir: Path) -> N
         h.say(fresh(), READ)
         h.open_call(fresh())
         before = state(h, fresh())
-        time.sleep(2.1)
+        h.clock.advance(2.1)
         assert_error(
             h.http.get(f"/api/conversations/{old.id}", headers=old.auth),
             401,

@@ -16,6 +16,7 @@ import pytest
 
 from hostcall.protocol.events import TextMessageContent
 from hostcall.runtime import Runtime
+from tests.support.clock import Clock
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv
 from tests.support.live import Frame, Live, live_server, settings_for
@@ -179,9 +180,10 @@ def test_stream_token_of_another_conversation_is_refused(live: Live) -> None:
 
 
 def test_expired_stream_token_is_refused(tmp_path: Path) -> None:
-    with live_server(settings_for(tmp_path, stream_max_age=1)) as server:
+    clock = Clock()
+    with live_server(settings_for(tmp_path, stream_max_age=1), clock) as server:
         conv = server.conversation()
-        time.sleep(2.1)  # itsdangerous ages in whole seconds and expires past max_age
+        clock.advance(2.1)  # itsdangerous ages in whole seconds and expires past max_age
         r = server.client.get(server.events_url(conv))
         assert_error(r, 401, "expired_token")
         fresh = server.client.post(f"/api/conversations/{conv.id}/stream-token", headers=conv.auth)

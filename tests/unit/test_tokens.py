@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 import zlib
 from itertools import permutations
 from typing import Any
@@ -14,6 +13,7 @@ from itsdangerous.encoding import base64_decode
 
 from hostcall.errors import Forbidden, Unauthorized
 from hostcall.tokens import Claims, Purpose, Tokens, input_digest
+from tests.support.clock import Clock
 from tests.support.harness import BOARD, ORIGIN, SECRET, Conv, Harness
 
 OLD = "old-unit-test-key-0123456789abcdef"
@@ -166,11 +166,12 @@ def test_approving_with_edits_invalidates_a_result_token_for_the_shown_input(
 
 
 def test_max_age_applies_to_every_purpose() -> None:
-    tokens = Tokens((SECRET[0],), {purpose: 1 for purpose in Purpose})
+    clock = Clock()
+    tokens = Tokens((SECRET[0],), {purpose: 1 for purpose in Purpose}, clock=clock)
     signed = {purpose: tokens.sign(purpose, CLAIMS) for purpose in Purpose}
     for purpose, token in signed.items():
         assert tokens.verify(purpose, token) == CLAIMS
-    time.sleep(2.1)  # itsdangerous ages in whole seconds and expires past max_age
+    clock.advance(2.1)  # itsdangerous ages in whole seconds and expires past max_age
     for purpose, token in signed.items():
         error = refused(tokens, purpose, token)
         assert (error.status, error.code) == (401, "expired_token")
