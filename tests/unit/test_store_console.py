@@ -11,6 +11,7 @@ from hostcall.store.records import (
     AuditEntry,
     Call,
     CallState,
+    ConsoleSession,
     Conversation,
     ConversationQuery,
     Run,
@@ -35,6 +36,37 @@ async def test_user_names_are_unique_and_the_first_account_stays(store: Store) -
     assert await store.get_user("nobody") is None
     await store.add_user(User("bob", "operator", "h", 3.0))
     assert [u.name for u in await store.list_users()] == ["ada", "bob"]
+
+
+async def test_user_changes_end_that_users_sessions_only(store: Store) -> None:
+    await store.add_user(User("ada", "admin", "hash-1", 1.0))
+    await store.add_user(User("bob", "operator", "h", 1.0))
+    for digest, user in (("a1", "ada"), ("a2", "ada"), ("b1", "bob")):
+        await store.add_session(ConsoleSession(digest, user, 10.0, 100.0))
+    assert await store.session_user("a1", 50.0) == "ada"
+    assert await store.session_user("a1", 100.0) is None  # expired
+    assert await store.set_user_role("ada", "operator")
+    assert (await store.get_user("ada")) == User("ada", "operator", "hash-1", 1.0)
+    assert await store.session_user("a1", 50.0) is None
+    assert await store.session_user("a2", 50.0) is None
+    assert await store.session_user("b1", 50.0) == "bob"
+    await store.add_session(ConsoleSession("a3", "ada", 20.0, 100.0))
+    assert await store.set_user_password("ada", "hash-2")
+    assert (await store.get_user("ada")) == User("ada", "operator", "hash-2", 1.0)
+    assert await store.session_user("a3", 50.0) is None
+    await store.add_session(ConsoleSession("b2", "bob", 20.0, 100.0))
+    assert await store.end_session("b2") and not await store.end_session("b2")
+    assert await store.session_user("b1", 50.0) == "bob"
+    assert await store.remove_user("bob")
+    assert await store.get_user("bob") is None and await store.session_user("b1", 50.0) is None
+    for change in (store.remove_user("nobody"), store.set_user_role("nobody", "admin"),
+                   store.set_user_password("nobody", "h")):  # fmt: skip
+        assert not await change
+    # Adding a session drops the expired ones.
+    await store.add_session(ConsoleSession("old", "ada", 30.0, 40.0))
+    await store.add_session(ConsoleSession("new", "ada", 50.0, 90.0))
+    assert await store.session_user("old", 35.0) is None
+    assert [u.name for u in await store.list_users()] == ["ada"]
 
 
 async def test_audit_entries_get_increasing_ids_and_list_newest_first(store: Store) -> None:

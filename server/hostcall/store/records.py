@@ -16,6 +16,7 @@ __all__ = [
     "Call",
     "CallState",
     "ClaimedRun",
+    "ConsoleSession",
     "Conversation",
     "ConversationQuery",
     "ConversationSummary",
@@ -171,6 +172,17 @@ class User:
     role: str
     password_hash: str
     created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleSession:
+    """A signed-in console session. ``digest`` is a hash of the id its cookie carries, so
+    a copy of the database alone does not give a usable session."""
+
+    digest: str
+    user: str
+    created_at: float
+    expires_at: float
 
 
 @dataclass(frozen=True, slots=True)

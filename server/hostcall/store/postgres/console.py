@@ -12,8 +12,17 @@ from typing import Any
 from hostcall.store import rows
 from hostcall.store.interfaces import Accounts, AgentVersions, Audit
 from hostcall.store.postgres.connections import PostgresConnections
-from hostcall.store.records import AgentVersion, AuditEntry, User
+from hostcall.store.records import AgentVersion, AuditEntry, ConsoleSession, User
 from hostcall.store.statements import POSTGRES as SQL
+
+# Console sessions kept on the server (the twin of sqlite/console.py's).
+SESSIONS_SCHEMA = """
+CREATE TABLE console_sessions (
+    digest TEXT PRIMARY KEY, user_name TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX console_sessions_by_user ON console_sessions (user_name);
+"""
 
 CONSOLE_SCHEMA = """
 CREATE INDEX calls_by_conversation ON calls (conversation_id, state);
@@ -66,6 +75,47 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
 
     async def list_users(self) -> list[User]:
         return [_user(r) for r in await self._all(SQL.users)]
+
+    async def _change_user(self, name: str, sql: str, args: tuple[Any, ...]) -> bool:
+        async with self.transaction():
+            changed = await self._count(sql, args) == 1
+            if changed:
+                await self._run("DELETE FROM console_sessions WHERE user_name = %s", (name,))
+        return changed
+
+    async def remove_user(self, name: str) -> bool:
+        return await self._change_user(name, "DELETE FROM users WHERE name = %s", (name,))
+
+    async def set_user_role(self, name: str, role: str) -> bool:
+        return await self._change_user(
+            name, "UPDATE users SET role = %s WHERE name = %s", (role, name)
+        )
+
+    async def set_user_password(self, name: str, password_hash: str) -> bool:
+        return await self._change_user(
+            name, "UPDATE users SET password_hash = %s WHERE name = %s", (password_hash, name)
+        )
+
+    async def add_session(self, session: ConsoleSession) -> None:
+        async with self.transaction():
+            await self._run(
+                "DELETE FROM console_sessions WHERE expires_at <= %s", (session.created_at,)
+            )
+            await self._run(
+                "INSERT INTO console_sessions (digest, user_name, created_at, expires_at)"
+                " VALUES (%s, %s, %s, %s)",
+                (session.digest, session.user, session.created_at, session.expires_at),
+            )
+
+    async def session_user(self, digest: str, now: float) -> str | None:
+        row = await self._one(
+            "SELECT user_name FROM console_sessions WHERE digest = %s AND expires_at > %s",
+            (digest, now),
+        )
+        return str(row["user_name"]) if row else None
+
+    async def end_session(self, digest: str) -> bool:
+        return await self._count("DELETE FROM console_sessions WHERE digest = %s", (digest,)) == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
         row = await self._one(

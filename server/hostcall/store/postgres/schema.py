@@ -6,7 +6,7 @@ Changing a table means a new migration at the end, never an edit of an applied o
 from __future__ import annotations
 
 from hostcall.store.migrations import Migration
-from hostcall.store.postgres.console import CONSOLE_SCHEMA
+from hostcall.store.postgres.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
 from hostcall.store.postgres.surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
 
 MIGRATIONS = (
@@ -106,4 +106,6 @@ ALTER TABLE messages DROP CONSTRAINT messages_pkey, DROP CONSTRAINT messages_id_
     ADD PRIMARY KEY (id);
 DROP INDEX leases_by_until;
 """),
+    # Console sessions kept on the server, so signing out ends them.
+    Migration(11, "console sessions", SESSIONS_SCHEMA),
 )  # fmt: skip

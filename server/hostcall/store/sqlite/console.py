@@ -8,9 +8,19 @@ from dataclasses import replace
 from typing import Any
 
 from hostcall.store.interfaces import Accounts, AgentVersions, Audit
-from hostcall.store.records import AgentVersion, AuditEntry, User
+from hostcall.store.records import AgentVersion, AuditEntry, ConsoleSession, User
 from hostcall.store.sqlite.connection import SQLiteConnection
 from hostcall.store.statements import SQLITE as SQL
+
+# Console sessions kept on the server, so signing out (or a password or role change, or the
+# removal of the user) ends a session even while its signed cookie is still valid.
+SESSIONS_SCHEMA = """
+CREATE TABLE console_sessions (
+    digest TEXT PRIMARY KEY, user_name TEXT NOT NULL, created_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX console_sessions_by_user ON console_sessions (user_name);
+"""
 
 CONSOLE_SCHEMA = """
 CREATE INDEX IF NOT EXISTS calls_by_conversation ON calls (conversation_id, state);
@@ -56,6 +66,48 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
 
     async def list_users(self) -> list[User]:
         return [_user(r) for r in self._db.execute(SQL.users)]
+
+    async def _change_user(self, name: str, sql: str, args: tuple[Any, ...]) -> bool:
+        async with self.transaction():
+            changed = self._db.execute(sql, args).rowcount == 1
+            if changed:
+                self._db.execute("DELETE FROM console_sessions WHERE user_name = ?", (name,))
+        return changed
+
+    async def remove_user(self, name: str) -> bool:
+        return await self._change_user(name, "DELETE FROM users WHERE name = ?", (name,))
+
+    async def set_user_role(self, name: str, role: str) -> bool:
+        return await self._change_user(
+            name, "UPDATE users SET role = ? WHERE name = ?", (role, name)
+        )
+
+    async def set_user_password(self, name: str, password_hash: str) -> bool:
+        return await self._change_user(
+            name, "UPDATE users SET password_hash = ? WHERE name = ?", (password_hash, name)
+        )
+
+    async def add_session(self, session: ConsoleSession) -> None:
+        async with self.transaction():
+            self._db.execute(
+                "DELETE FROM console_sessions WHERE expires_at <= ?", (session.created_at,)
+            )
+            self._db.execute(
+                "INSERT INTO console_sessions (digest, user_name, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?)",
+                (session.digest, session.user, session.created_at, session.expires_at),
+            )
+
+    async def session_user(self, digest: str, now: float) -> str | None:
+        row = self._db.execute(
+            "SELECT user_name FROM console_sessions WHERE digest = ? AND expires_at > ?",
+            (digest, now),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    async def end_session(self, digest: str) -> bool:
+        cursor = self._db.execute("DELETE FROM console_sessions WHERE digest = ?", (digest,))
+        return cursor.rowcount == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
         cursor = self._db.execute(

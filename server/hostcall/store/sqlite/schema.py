@@ -6,7 +6,7 @@ Changing a table means a new migration at the end, never an edit of an applied o
 from __future__ import annotations
 
 from hostcall.store.migrations import Migration
-from hostcall.store.sqlite.console import CONSOLE_SCHEMA
+from hostcall.store.sqlite.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
 from hostcall.store.sqlite.surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
 
 MIGRATIONS = (
@@ -88,4 +88,6 @@ UPDATE runs SET agent_digest =
     (SELECT d.digest FROM agent_definitions d WHERE d.definition = runs.agent);
 ALTER TABLE runs DROP COLUMN agent;
 """),
+    # Console sessions kept on the server, so signing out ends them.
+    Migration(11, "console sessions", SESSIONS_SCHEMA),
 )  # fmt: skip
