@@ -79,12 +79,21 @@ def _parser() -> argparse.ArgumentParser:
     add = users_sub.add_parser(
         "add", help="create an account; the password is prompted for, or read from stdin"
     )
-    add.add_argument("name", help="the account's name")
-    add.add_argument("--role", required=True, choices=["operator", "designer", "admin"])
-    add.add_argument(
-        "--db", default=str(DEFAULT_DB), metavar="FILE|URL",
-        help="the server's SQLite database or postgresql:// URL (default: %(default)s)",
-    )  # fmt: skip
+    listing = users_sub.add_parser("list", help="list the accounts and their roles")
+    remove = users_sub.add_parser("remove", help="remove an account and end its sessions")
+    passwd = users_sub.add_parser(
+        "passwd", help="set an account's password (prompted for, or stdin); ends its sessions"
+    )
+    role = users_sub.add_parser("role", help="change an account's role; ends its sessions")
+    for action in (add, remove, passwd, role):
+        action.add_argument("name", help="the account's name")
+    for action in (add, role):
+        action.add_argument("--role", required=True, choices=["operator", "designer", "admin"])
+    for action in (add, listing, remove, passwd, role):
+        action.add_argument(
+            "--db", default=str(DEFAULT_DB), metavar="FILE|URL",
+            help="the server's SQLite database or postgresql:// URL (default: %(default)s)",
+        )  # fmt: skip
     return parser
 
 
@@ -131,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check":
         return _check(args.agents)
     if args.command == "users":
-        from hostcall.console.users_command import add_user_command
+        from hostcall.console.users_command import users_command
 
-        return add_user_command(args.name, args.role, args.db)
+        return users_command(args)
     extra = []
     for origin in args.allow_origin:
         try:

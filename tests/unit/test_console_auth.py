@@ -6,16 +6,22 @@ a missing or wrong CSRF token; each is refused and nothing in the store or on di
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import io
 import re
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import httpx
 import pytest
+from argon2 import PasswordHasher
 from starlette.routing import Route
 from starlette.testclient import TestClient
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from hostcall.console import console_routes
+from hostcall.console import accounts, console_routes
 from hostcall.console.accounts import AccountError, Role, add_user, authenticate
 from hostcall.console.render import CSP
 from tests.support.harness import BOARD, Harness
@@ -374,3 +380,324 @@ def test_console_static_files_are_served_by_bare_name_only(harness: Harness) -> 
     assert r.headers["x-content-type-options"] == "nosniff"
     for bad in ("../session.py", "..%2Fsession.py", "Console.js", "missing.js", "x.html"):
         assert anonymous.get(f"/console/static/{bad}").status_code == 404, bad
+
+
+# ------------------------------------------------- hashing off the event loop, and its limits
+
+
+class _CountingHasher(PasswordHasher):
+    """The test hasher, counting the hashes it computes (hash or verify)."""
+
+    def __init__(self) -> None:
+        super().__init__(time_cost=1, memory_cost=1024)
+        self.count = 0
+
+    def hash(self, password: str | bytes, *, salt: bytes | None = None) -> str:
+        self.count += 1
+        return super().hash(password, salt=salt)
+
+    def verify(self, hash: str | bytes, password: str | bytes) -> Literal[True]:
+        self.count += 1
+        return super().verify(hash, password)
+
+
+def test_a_rate_limited_sign_in_never_hashes_a_password(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
+    hasher = _CountingHasher()
+    monkeypatch.setattr(accounts, "_hasher", hasher)
+    browser = TestClient(harness.app, follow_redirects=False)
+    token = csrf_of(browser.get("/console/login").text)
+    for _ in range(5):
+        browser.post("/console/login", data={"csrf": token, "name": "ada", "password": "x"})
+    assert hasher.count == 5
+    for password in ("y", PASSWORD):
+        r = browser.post(
+            "/console/login", data={"csrf": token, "name": "ada", "password": password}
+        )
+        assert r.status_code == 429
+    assert hasher.count == 5
+
+
+def test_parallel_sign_ins_do_not_stall_other_requests(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """20 sign-ins at once, with a real argon2id cost (32 MiB, ~0.05 s a hash; the defaults
+    cost twice that), while /healthz is polled on the same event loop. Hashing on the loop
+    stalled /healthz for as long as all 20 hashes took, seconds."""
+    real = PasswordHasher(time_cost=2, memory_cost=32 * 1024)
+    monkeypatch.setattr(accounts, "_hasher", real)
+    monkeypatch.setattr(accounts, "_DUMMY_HASH", real.hash("not a password of anyone"))
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
+
+    async def attack() -> tuple[list[int], list[float]]:
+        transport = httpx.ASGITransport(app=harness.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            form = await http.get("/console/login")
+            token = csrf_of(form.text)
+            assert http.cookies.get("hc_console_login")  # kept by the client
+
+            async def sign_in(i: int) -> int:
+                r = await http.post(
+                    "/console/login",
+                    data={"csrf": token, "name": f"guess-{i}", "password": f"wrong {i}"},
+                )  # fmt: skip
+                return r.status_code
+
+            latencies: list[float] = []
+            attempts = [asyncio.ensure_future(sign_in(i)) for i in range(20)]
+            while not all(a.done() for a in attempts):
+                # The time a poll takes, its pause included: how long the loop was away.
+                started = time.perf_counter()
+                await asyncio.sleep(0.01)
+                r = await http.get("/healthz")
+                assert r.status_code == 200
+                latencies.append(time.perf_counter() - started)
+            return [a.result() for a in attempts], latencies
+
+    statuses, latencies = harness.call(attack)
+    assert statuses == [401] * 20  # every attempt was checked (none limited, none lost)
+    assert max(latencies) < 0.3, f"/healthz took up to {max(latencies):.2f} s"
+    assert len(latencies) >= 3
+    audit = harness.call(harness.runtime.store.list_audit, limit=100)
+    assert [e.action for e in audit] == ["login.refused"] * 20
+
+
+# --------------------------------------------------------------- sessions ended on the server
+
+
+def _session_cookie(client: ConsoleClient) -> str:
+    value = client.http.cookies.get("hc_console")
+    assert value
+    return value
+
+
+def test_a_signed_out_session_cookie_no_longer_signs_anyone_in(harness: Harness) -> None:
+    operator = ConsoleClient(harness.app, harness.runtime, "olga", "operator")
+    kept = _session_cookie(operator)  # copied before signing out (kept, or stolen)
+    assert operator.form("/console/logout", {}).status_code == 303
+    replay = TestClient(harness.app, follow_redirects=False, cookies={"hc_console": kept})
+    r = replay.get("/console/api/conversations")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "not_signed_in"
+    r = replay.post("/console/logout", headers={"X-CSRF-Token": operator.csrf})
+    assert r.status_code == 401
+    assert [(e.actor, e.action) for e in harness.call(harness.runtime.store.list_audit)] == [
+        ("olga", "logout"),
+        ("olga", "login"),
+    ]
+
+
+def test_signing_out_ends_only_that_session(harness: Harness) -> None:
+    laptop = ConsoleClient(harness.app, harness.runtime, "olga", "operator")
+    phone = ConsoleClient(harness.app, harness.runtime, "olga", "operator")
+    laptop.form("/console/logout", {})
+    assert laptop.http.get("/console/api/conversations").status_code == 401
+    assert phone.http.get("/console/api/conversations").status_code == 200
+
+
+def _cli(db: Path, *args: str) -> int:
+    from hostcall.cli import main
+
+    return main(["users", *args, "--db", str(db)])
+
+
+def test_users_role_passwd_and_remove_end_that_users_sessions(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = harness.runtime.settings.db_path
+    ada = ConsoleClient(harness.app, harness.runtime, "ada", "admin")
+    bob = ConsoleClient(harness.app, harness.runtime, "bob", "operator")
+    assert _cli(db, "list") == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in listed] == [["ada", "admin"], ["bob", "operator"]]
+
+    assert _cli(db, "role", "ada", "--role", "designer") == 0
+    assert ada.http.get("/console/agents").status_code == 303  # signed out: to the login page
+    assert bob.http.get("/console/api/conversations").status_code == 200  # bob untouched
+    assert ada.login().status_code == 303
+    assert ada.http.get("/console/agents").status_code == 200
+    assert ada.http.get("/console/audit").status_code == 403  # the new role, on a new session
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("a brand new password\n"))
+    assert _cli(db, "passwd", "ada") == 0
+    assert ada.http.get("/console/api/conversations").status_code == 401
+    assert ada.login().status_code == 401  # the old password
+    assert ada.login("a brand new password").status_code == 303
+
+    assert _cli(db, "remove", "ada") == 0
+    assert ada.http.get("/console/api/conversations").status_code == 401
+    assert ada.login("a brand new password").status_code == 401
+    assert bob.http.get("/console/api/conversations").status_code == 200
+    assert [u.name for u in harness.call(harness.runtime.store.list_users)] == ["bob"]
+    actions = [(e.actor, e.action) for e in harness.call(harness.runtime.store.list_audit)]
+    assert [a for a in actions if a[1].startswith("user.")] == [
+        ("command line", "user.remove"), ("command line", "user.password"),
+        ("command line", "user.role"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("remove", "nobody"), "no user called 'nobody'"),
+        (("role", "nobody", "--role", "admin"), "no user called 'nobody'"),
+        (("passwd", "nobody"), "no user called 'nobody'"),
+        (("passwd", "ada"), "10 to 1024 characters"),
+    ],
+)
+def test_users_commands_refuse_with_the_reason_and_change_nothing(
+    harness: Harness,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    message: str,
+) -> None:
+    ada = ConsoleClient(harness.app, harness.runtime, "ada", "admin")
+    before = harness.call(harness.runtime.store.list_users)
+    monkeypatch.setattr("sys.stdin", io.StringIO("short\n" if args[0] == "passwd" else ""))
+    assert _cli(harness.runtime.settings.db_path, *args) == 1
+    assert message in capsys.readouterr().err
+    assert harness.call(harness.runtime.store.list_users) == before
+    assert ada.http.get("/console/audit").status_code == 200  # still signed in
+
+
+# ------------------------------------------------------ neighbours on other ports of this host
+
+
+def test_over_https_the_session_cookie_is_host_prefixed(harness: Harness) -> None:
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
+    browser = TestClient(harness.app, base_url="https://testserver", follow_redirects=False)
+    form = browser.get("/console/login")
+    login_cookie = form.headers["set-cookie"]
+    assert login_cookie.startswith("__Host-hc_console_login=") and "Secure" in login_cookie
+    r = browser.post(
+        "/console/login", data={"csrf": csrf_of(form.text), "name": "ada", "password": PASSWORD}
+    )
+    assert r.status_code == 303
+    cookie = next(v for k, v in r.headers.multi_items() if k == "set-cookie" and "hc_console=" in v)
+    assert cookie.startswith("__Host-hc_console=")
+    assert "Secure" in cookie and "Path=/;" in cookie and "Domain" not in cookie
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert browser.get("/console/api/conversations").status_code == 200
+    # The same value under the plain name (what a plain-http neighbour could plant) is nothing.
+    value = browser.cookies.get("__Host-hc_console")
+    planted = TestClient(harness.app, base_url="https://testserver", cookies={"hc_console": value})
+    assert planted.get("/console/api/conversations").status_code == 401
+
+
+def test_a_login_cookie_planted_by_a_neighbour_does_not_sign_a_browser_in(
+    harness: Harness,
+) -> None:
+    """Login CSRF from a server on another port of this host: it fetches a sign-in form for
+    itself, plants that form's cookie in the victim's browser (cookies ignore ports), and
+    posts the form's token with its own account's password from its page."""
+    harness.call(add_user, harness.runtime.store, "mallory", "operator", PASSWORD)
+    attacker = TestClient(harness.app, follow_redirects=False)
+    token = csrf_of(attacker.get("/console/login").text)
+    nonce = attacker.cookies.get("hc_console_login")
+    assert nonce
+    victim = TestClient(harness.app, follow_redirects=False, cookies={"hc_console_login": nonce})
+    neighbour_page = {"Origin": "http://testserver:8080", "Sec-Fetch-Site": "same-site"}
+    older_browser = {"Origin": "http://testserver:8080"}
+    for headers in (neighbour_page, older_browser):
+        r = victim.post(
+            "/console/login", headers=headers,
+            data={"csrf": token, "name": "mallory", "password": PASSWORD},
+        )  # fmt: skip
+        assert r.status_code == 403, r.status_code
+        assert "hc_console" not in victim.cookies
+        assert victim.get("/console/api/conversations").status_code == 401
+    assert harness.call(harness.runtime.store.list_audit) == []
+    # The console's own page, in a browser: signed in.
+    own_page = {"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"}
+    me = TestClient(harness.app, follow_redirects=False)
+    form = me.get("/console/login")
+    r = me.post(
+        "/console/login", headers=own_page,
+        data={"csrf": csrf_of(form.text), "name": "mallory", "password": PASSWORD},
+    )  # fmt: skip
+    assert r.status_code == 303
+
+
+# --------------------------------------------------------------------------------- audit gaps
+
+
+def test_refused_sign_ins_record_the_typed_name_as_a_sanitized_detail(harness: Harness) -> None:
+    harness.call(add_user, harness.runtime.store, "ada", "admin", PASSWORD)
+    browser = TestClient(harness.app, follow_redirects=False)
+    token = csrf_of(browser.get("/console/login").text)
+    typed = ["ada", "evil\r\n12:00 ada login\x1b[2J" + "x" * 200]
+    for name in typed:
+        r = browser.post("/console/login", data={"csrf": token, "name": name, "password": "no"})
+        assert r.status_code == 401
+    entries = harness.call(harness.runtime.store.list_audit)
+    assert [(e.actor, e.action) for e in entries] == [("anonymous", "login.refused")] * 2
+    names = [e.details["name"] for e in reversed(entries)]
+    assert names[0] == "ada"
+    assert names[1].startswith("evil??12:00 ada login?[2J") and len(names[1]) == 64
+    assert all(e.details["address"] == "testclient" for e in entries)
+
+
+def test_rate_limited_sign_ins_are_recorded_once_a_minute(harness: Harness) -> None:
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
+    browser = TestClient(harness.app, follow_redirects=False)
+    token = csrf_of(browser.get("/console/login").text)
+    for _ in range(5):
+        browser.post("/console/login", data={"csrf": token, "name": "ada", "password": "x"})
+    for _ in range(10):
+        r = browser.post("/console/login", data={"csrf": token, "name": "ada", "password": "x"})
+        assert r.status_code == 429
+    entries = harness.call(harness.runtime.store.list_audit)
+    assert [(e.actor, e.action) for e in entries] == [("anonymous", "login.limited")] + [
+        ("anonymous", "login.refused")
+    ] * 5
+    assert entries[0].details == {"name": "ada", "address": "testclient"}
+
+
+# ------------------------------------------------------------------- clients behind a proxy
+
+
+def test_behind_a_trusted_proxy_each_client_is_limited_on_its_own(harness: Harness) -> None:
+    """Behind the compose file's nginx every request comes from the proxy's address; with the
+    proxy trusted (uvicorn's ``--forwarded-allow-ips``: its proxy-headers middleware) the
+    limits key on each client's own address, from ``request.client``."""
+    harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
+    proxied = ProxyHeadersMiddleware(harness.app, trusted_hosts=["testclient"])
+
+    def client(address: str) -> TestClient:
+        http = TestClient(proxied, follow_redirects=False, headers={"X-Forwarded-For": address})
+        http.portal = harness.app.state.test_portal
+        return http
+
+    attacker, colleague = client("203.0.113.7"), client("198.51.100.20")
+    token = csrf_of(attacker.get("/console/login").text)
+    for i in range(20):  # a new name each time: only the per-address limit applies
+        r = attacker.post("/console/login", data={"csrf": token, "name": f"g{i}", "password": "x"})
+        assert r.status_code == 401
+    r = attacker.post("/console/login", data={"csrf": token, "name": "g99", "password": "x"})
+    assert r.status_code == 429
+    form = colleague.get("/console/login")
+    r = colleague.post(
+        "/console/login", data={"csrf": csrf_of(form.text), "name": "ada", "password": PASSWORD}
+    )
+    assert r.status_code == 303
+    addresses = {e.details["address"] for e in harness.call(harness.runtime.store.list_audit)}
+    assert addresses == {"203.0.113.7", "198.51.100.20"}
+
+
+def test_a_forwarded_for_header_from_an_untrusted_peer_is_ignored(harness: Harness) -> None:
+    proxied = ProxyHeadersMiddleware(harness.app, trusted_hosts=["10.9.9.9"])
+    http = TestClient(proxied, follow_redirects=False)
+    http.portal = harness.app.state.test_portal
+    token = csrf_of(http.get("/console/login").text)
+    for i in range(20):  # a new forged address each time: the limit still holds
+        http.post(
+            "/console/login", headers={"X-Forwarded-For": f"203.0.113.{i}"},
+            data={"csrf": token, "name": f"g{i}", "password": "x"},
+        )  # fmt: skip
+    r = http.post(
+        "/console/login", headers={"X-Forwarded-For": "203.0.113.99"},
+        data={"csrf": token, "name": "g99", "password": "x"},
+    )  # fmt: skip
+    assert r.status_code == 429

@@ -8,8 +8,10 @@ Roles are ranked: an admin may do what a designer may, a designer what an operat
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 
 from argon2 import PasswordHasher
@@ -24,6 +26,31 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
 _hasher = PasswordHasher()
 # Verified when a name is unknown, so a wrong name costs as long as a wrong password.
 _DUMMY_HASH = _hasher.hash("not a password of anyone")
+# Hashing takes tens of milliseconds of CPU and 64 MiB a hash: off the event loop (argon2's C
+# code releases the GIL), and at most two at a time, so a burst of sign-ins queues here
+# instead of stalling every other request or exhausting memory. The sign-in rate limits are
+# checked before a hash is ever queued.
+_HASHING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hostcall-argon2")
+
+
+def _hash(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def _verify(password_hash: str, password: str) -> bool:
+    try:
+        return bool(_hasher.verify(password_hash, password))
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+async def hash_password(password: str) -> str:
+    return await asyncio.get_running_loop().run_in_executor(_HASHING, _hash, password)
+
+
+async def verify_password(password_hash: str, password: str) -> bool:
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_HASHING, _verify, password_hash, password)
 
 
 class Role(StrEnum):
@@ -43,27 +70,61 @@ class AccountError(ValueError):
     """A user that cannot be created; the message says why."""
 
 
-async def add_user(store: Store, name: str, role: str, password: str) -> User:
+def _check_name(name: str) -> None:
     if not _NAME.fullmatch(name):
         raise AccountError(
             f"user name {name[:80]!r} must be 1-64 letters, digits, '_', '.', '@' or '-' "
             "(starting with a letter or digit)"
         )
+
+
+def _check_role(role: str) -> None:
     if role not in set(Role):
         raise AccountError(f"role {role!r} must be one of {', '.join(Role)}")
+
+
+def _check_password(password: str) -> None:
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         raise AccountError(f"the password must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
-    user = User(name, role, _hasher.hash(password), time.time())
+
+
+async def add_user(store: Store, name: str, role: str, password: str) -> User:
+    _check_name(name)
+    _check_role(role)
+    _check_password(password)
+    user = User(name, role, await hash_password(password), time.time())
     if not await store.add_user(user):
         raise AccountError(f"there is already a user called {name!r}")
     return user
 
 
+# Each change below ends every console session of that user (the store does it in the same
+# transaction): a removed user, a demoted one or one whose password leaked is signed out.
+
+
+async def remove_user(store: Store, name: str) -> None:
+    if not await store.remove_user(name):
+        raise AccountError(f"there is no user called {name[:80]!r}")
+
+
+async def set_role(store: Store, name: str, role: str) -> None:
+    _check_role(role)
+    if not await store.set_user_role(name, role):
+        raise AccountError(f"there is no user called {name[:80]!r}")
+
+
+async def set_password(store: Store, name: str, password: str) -> None:
+    _check_password(password)
+    if await store.get_user(name) is None:
+        raise AccountError(f"there is no user called {name[:80]!r}")
+    if not await store.set_user_password(name, await hash_password(password)):
+        raise AccountError(f"there is no user called {name[:80]!r}")
+
+
 async def authenticate(store: Store, name: str, password: str) -> User | None:
     """The user, if ``password`` is theirs; None otherwise (same cost either way)."""
     user = await store.get_user(name) if _NAME.fullmatch(name) else None
-    try:
-        _hasher.verify(user.password_hash if user else _DUMMY_HASH, password[:MAX_PASSWORD])
-    except (VerificationError, InvalidHashError):
-        return None
-    return user
+    good = await verify_password(
+        user.password_hash if user else _DUMMY_HASH, password[:MAX_PASSWORD]
+    )
+    return user if good else None

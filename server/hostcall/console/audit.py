@@ -12,6 +12,7 @@ from hostcall.store.records import AuditEntry
 ACTIONS = (
     "login",
     "login.refused",
+    "login.limited",
     "logout",
     "call.answer",
     "call.approve",
@@ -24,6 +25,11 @@ ACTIONS = (
     "agent.disable",
     "agent.enable",
     "agent.rollback",
+    # From ``hostcall users`` on the server (actor ``command line``).
+    "user.add",
+    "user.remove",
+    "user.password",
+    "user.role",
 )
 
 

@@ -1,10 +1,15 @@
 """Signing in and out of the console. Sign-in attempts are rate-limited per address and per
-name (``limits``), and the sign-in form carries its own CSRF token (bound to a cookie), so a
-foreign page cannot sign a browser in to an account of its choosing."""
+name (``limits``), before any password is hashed; the address is the one Starlette gives
+(``request.client``: the proxy's, unless uvicorn trusts it and reads ``X-Forwarded-For``),
+never a header read here. The sign-in form carries its own CSRF token (bound to a cookie),
+and a sign-in the browser says comes from another origin is refused, so a foreign page, or
+a neighbour on another port of this host that planted the cookie, cannot sign a browser in
+to an account of its choosing."""
 
 from __future__ import annotations
 
 import secrets
+import unicodedata
 
 from itsdangerous import BadSignature
 from starlette.requests import Request
@@ -12,6 +17,8 @@ from starlette.responses import RedirectResponse, Response
 
 from hostcall.console.accounts import Role, authenticate
 from hostcall.console.audit import record
+from hostcall.console.cookies import delete_private_cookie, read_private_cookie
+from hostcall.console.cookies import set_private_cookie as set_cookie
 from hostcall.console.render import page
 from hostcall.console.session import (
     COOKIE,
@@ -22,11 +29,34 @@ from hostcall.console.session import (
     guarded,
     operator_of,
     read_form,
-    set_cookie,
 )
 from hostcall.console.text import TEXT
 
 HOME = "/console/conversations"
+# Who a refused or limited sign-in is recorded as: the name typed is the attacker's choice
+# (it may be a real user's, or a forged line), so it is a bounded, sanitized detail only.
+ANONYMOUS = "anonymous"
+MAX_AUDITED_NAME = 64
+
+
+def audited_name(name: str) -> str:
+    """The typed name as the audit log keeps it: no control or format characters, bounded."""
+    kept = "".join("?" if unicodedata.category(c)[0] == "C" else c for c in name)
+    return kept[:MAX_AUDITED_NAME]
+
+
+def _foreign(request: Request) -> bool:
+    """Whether the browser says this request comes from a page of another origin. A page on
+    another port of this host is "same-site" (sites ignore ports), not "same-origin"; a
+    browser too old for ``Sec-Fetch-Site`` still sends ``Origin`` on a form post. Clients
+    that send neither are not browsers, and cannot be tricked into signing in."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False
+    return origin != f"{request.url.scheme}://{request.url.netloc}"
 
 
 def _next(value: str | None) -> str:
@@ -38,7 +68,7 @@ def _next(value: str | None) -> str:
 
 def _form(request: Request, *, status: int = 200, error: str = "", name: str = "") -> Response:
     state = console_state(request)
-    nonce = request.cookies.get(LOGIN_COOKIE) or secrets.token_urlsafe(16)
+    nonce = read_private_cookie(request, LOGIN_COOKIE) or secrets.token_urlsafe(16)
     response = page(
         request,
         "login.html",
@@ -64,40 +94,47 @@ async def login(request: Request) -> Response:
     text = TEXT[_lang(request)]
     form = await read_form(request)
     name = form.get("name", "").strip()[:64]
-    nonce = request.cookies.get(LOGIN_COOKIE)
+    nonce = read_private_cookie(request, LOGIN_COOKIE)
     try:
         signed = state.login_csrf.loads(form.get("csrf", ""), max_age=LOGIN_FORM_MAX_AGE)
     except BadSignature:
         signed = None
-    if not nonce or signed != nonce:
+    if not nonce or signed != nonce or _foreign(request):
         return _form(request, status=403, error=text["login_expired"], name=name)
+    store = state.runtime.store
+    # The address Starlette gives: behind a proxy uvicorn trusts, the client's own.
     address = request.client.host if request.client else "unknown"
     allowed = state.limiter.hit(state.per_address, "console-login", address)
     allowed = state.limiter.hit(state.per_name, "console-login-name", name.lower()) and allowed
     if not allowed:
+        # Recorded once a minute per address and name, so a flood cannot fill the log.
+        if state.limiter.hit(state.audit_limited, "console-login-audit", address, name.lower()):
+            await record(
+                store, ANONYMOUS, "login.limited", name=audited_name(name), address=address
+            )
         response = _form(request, status=429, error=text["login_limited"], name=name)
         response.headers["Retry-After"] = "60"
         return response
-    user = await authenticate(state.runtime.store, name, form.get("password", ""))
+    user = await authenticate(store, name, form.get("password", ""))
     if user is None:
-        await record(state.runtime.store, name or "(empty)", "login.refused", address=address)
+        await record(store, ANONYMOUS, "login.refused", name=audited_name(name), address=address)
         return _form(request, status=401, error=text["login_failed"], name=name)
-    await record(state.runtime.store, user.name, "login", address=address)
+    await record(store, user.name, "login", address=address)
     response = RedirectResponse(_next(form.get("next")), 303)
-    set_cookie(
-        response, request, COOKIE, state.session_cookie(user.name, user.password_hash),
-        SESSION_MAX_AGE,
-    )  # fmt: skip
-    response.delete_cookie(LOGIN_COOKIE, path="/console")
+    set_cookie(response, request, COOKIE, await state.start_session(user), SESSION_MAX_AGE)
+    delete_private_cookie(response, request, LOGIN_COOKIE)
     return response
 
 
 @guarded(Role.OPERATOR)
 async def logout(request: Request) -> Response:
     operator = operator_of(request)
-    await record(console_state(request).runtime.store, operator.name, "logout")
+    state = console_state(request)
+    # Ended on the server: a copy of the cookie (kept, or stolen) no longer signs anyone in.
+    await state.end_session(operator)
+    await record(state.runtime.store, operator.name, "logout")
     response = RedirectResponse("/console/login", 303)
-    response.delete_cookie(COOKIE, path="/console")
+    delete_private_cookie(response, request, COOKIE)
     return response
 
 

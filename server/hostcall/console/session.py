@@ -1,16 +1,20 @@
 """Who is signed in to the console, and the guard every console route goes through.
 
-The session is a signed cookie (``HttpOnly``, ``SameSite=Strict``, path ``/console``) that
-names the user and a random session id, and binds a fingerprint of the user's password hash:
-changing a password ends every session of that user. The role is read from the store on each
-request, never from the cookie. Each state-changing request carries a CSRF token signed over
-the session id (header ``X-CSRF-Token``, or the form field ``csrf``).
+The session is a signed cookie (``HttpOnly``, ``SameSite=Strict``; ``__Host-`` over https,
+else path ``/console``) that names the user and a random session id, and binds a fingerprint
+of the user's password hash. The session id is also kept in the store (as a digest), and a
+cookie whose session is not there is anonymous: signing out, a new password, a new role or
+the user's removal ends it on the server, not only in the browser that held it. The role is
+read from the store on each request, never from the cookie. Each state-changing request
+carries a CSRF token signed over the session id (header ``X-CSRF-Token``, or the form field
+``csrf``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -23,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from hostcall.console.accounts import Role
+from hostcall.console.cookies import read_private_cookie
 from hostcall.console.cookies import set_cookie as set_cookie  # login.py takes it from here
 from hostcall.console.operator import Operator
 from hostcall.console.render import error_page
@@ -30,6 +35,7 @@ from hostcall.errors import BadRequest, Forbidden, HostcallError, PayloadTooLarg
 from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
 from hostcall.settings import load_secret_keys
+from hostcall.store.records import ConsoleSession, User
 
 COOKIE = "hc_console"
 LOGIN_COOKIE = "hc_console_login"
@@ -55,9 +61,10 @@ class ConsoleState:
         self.limiter = MovingWindowRateLimiter(MemoryStorage())
         self.per_address = parse("20/minute")
         self.per_name = parse("5/minute")
+        self.audit_limited = parse("1/minute")
 
     async def operator(self, request: Request) -> Operator | None:
-        raw = request.cookies.get(COOKIE)
+        raw = read_private_cookie(request, COOKIE)
         if not raw:
             return None
         try:
@@ -70,11 +77,22 @@ class ConsoleState:
         if user is None or payload.get("p") != fingerprint(user.password_hash):
             return None
         sid = str(payload.get("s", ""))
+        if await self.runtime.store.session_user(session_digest(sid), time.time()) != user.name:
+            return None  # signed out, or ended by a change to the user
         return Operator(user.name, Role(user.role), sid, self.csrf.dumps(sid))
 
-    def session_cookie(self, name: str, password_hash: str) -> str:
-        payload = {"u": name, "s": secrets.token_urlsafe(16), "p": fingerprint(password_hash)}
+    async def start_session(self, user: User) -> str:
+        """A new session of ``user``, stored; returns the cookie's value."""
+        sid = secrets.token_urlsafe(32)
+        now = time.time()
+        await self.runtime.store.add_session(
+            ConsoleSession(session_digest(sid), user.name, now, now + SESSION_MAX_AGE)
+        )
+        payload = {"u": user.name, "s": sid, "p": fingerprint(user.password_hash)}
         return self.sessions.dumps(payload)
+
+    async def end_session(self, operator: Operator) -> None:
+        await self.runtime.store.end_session(session_digest(operator.sid))
 
     def csrf_ok(self, operator: Operator, token: str | None) -> bool:
         if not token:
@@ -83,6 +101,10 @@ class ConsoleState:
             return bool(self.csrf.loads(token, max_age=SESSION_MAX_AGE) == operator.sid)
         except BadSignature:
             return False
+
+
+def session_digest(sid: str) -> str:
+    return hashlib.sha256(b"hostcall.console-session:" + sid.encode()).hexdigest()
 
 
 def fingerprint(password_hash: str) -> str:
