@@ -332,13 +332,14 @@ def test_every_save_is_a_version_with_a_diff_and_a_roll_back(browser: Browser, s
     expect(designer.locator("[data-part=version]")).to_have_count(3)
     assert (site.agents / "planner.json").read_text() == original
 
-    # Each step is in the audit log, which an admin reads.
+    # Each step is in the audit log, which an admin reads (after the three accounts that
+    # ``hostcall users add`` made for the test).
     admin = person(browser, demo, "ada")
     admin.goto(f"{demo.hostcall}/console/audit")
     actions = admin.locator("[data-part=audit-entry]")
-    expect(actions).to_have_count(4)
+    expect(actions).to_have_count(7)
     assert [a.get_attribute("data-action") for a in actions.all()] == [
-        "login", "agent.rollback", "agent.save", "login",
+        "login", "agent.rollback", "agent.save", "login", "user.add", "user.add", "user.add",
     ]  # fmt: skip
     save_shot(admin, "console-audit")
 
