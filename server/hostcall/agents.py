@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hostcall.blocks.http_request import spec_target
 from hostcall.errors import AgentConfigError
 from hostcall.origins import BadOrigin, normalize_origin
 from hostcall.platform import DEFAULT_ENVIRONMENT, PLATFORM_FILE, Platform, load_platform
@@ -117,7 +118,15 @@ def parse_agent(
     # Rules may name any declared tool: a broken tool is reported once, for itself.
     declared = {t.get("name", t.get("toolName")) for t in tools_data if isinstance(t, dict)}
     names = {n for n in declared if isinstance(n, str)}
-    for problem in model_problems(model, tools=names, environ=environ):
+    limits_of_model: dict[str, Any] = {}
+    if platform is not None:
+        # What an agents directory's model may reach and read; a frozen definition, re-read
+        # without its platform, is held to the live lists when its model is built instead.
+        limits_of_model["allowed_env"] = platform.allowed_env
+        env = platform.environments.get(environment) if isinstance(environment, str) else None
+        if env is not None:  # an unknown environment is reported once, above
+            limits_of_model["allowed_hosts"] = lambda: env.allowed_hosts
+    for problem in model_problems(model, tools=names, environ=environ, **limits_of_model):
         problems.append(f"{where}: model: {problem}")
     problems += _reply_problems(where, model, tools)
     if problems:
@@ -164,10 +173,19 @@ def _environment_problems(
                 f"{where}: tool {tool.name!r}: 'approval': 'never' is refused for a write tool "
                 f"in the protected environment {name!r} (writes there always need a person)"
             )
-        if tool.http and tool.http.connection and tool.http.connection not in platform.connections:
+        if not (tool.http and tool.http.connection):
+            continue
+        connection = platform.connections.get(tool.http.connection)
+        if connection is None:
             problems.append(
                 f"{where}: tool {tool.name!r}: connection {tool.http.connection!r} is not "
                 f"defined in {PLATFORM_FILE}"
+            )
+        elif (target := spec_target(tool.http.spec)) not in connection.hosts:
+            problems.append(
+                f"{where}: tool {tool.name!r}: connection {tool.http.connection!r} may not be "
+                f"sent to {target} (its 'hosts' in {PLATFORM_FILE}: "
+                f"{', '.join(sorted(connection.hosts)) or 'none'})"
             )
     return problems
 

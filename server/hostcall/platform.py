@@ -3,13 +3,18 @@
 Read from ``_platform.json`` in the agents directory (optional)::
 
     {"environments": {"production": {"protected": true, "allowed_hosts": ["api.example.com:443"]}},
-     "connections": {"holidays": {"headers": {"X-Api-Key": {"env": "HOLIDAYS_KEY"}}}}}
+     "allowed_env": ["HOLIDAYS_KEY", "OPENAI_API_KEY"],
+     "connections": {"holidays": {"hosts": ["api.example.com:443"],
+                                  "headers": {"X-Api-Key": {"env": "HOLIDAYS_KEY"}}}}}
 
-An agent names its ``environment`` (default ``"default"``: not protected, no hosts). A
-connection's header values come from the environment (``{"env": NAME}``) or a secrets file
-(``{"file": PATH}``); they are added to requests by the server and never shown to the model,
-the widget or the event log. The platform is read live: tightening it applies to runs in
-flight, unlike agent definitions, which are frozen per run.
+An agent names its ``environment`` (default ``"default"``: not protected, no hosts): its HTTP
+tools and its model may reach only that environment's ``allowed_hosts``. ``allowed_env`` lists
+the environment variables agents (a model's ``api_key_env``) and connections may read; the
+server's own (``HOSTCALL_*``) are refused even if listed. A connection's header values come
+from a listed variable (``{"env": NAME}``) or a secrets file (``{"file": PATH}``); they are
+added by the server to requests to the connection's ``hosts`` only, and never shown to the
+model, the widget or the event log. The platform is read live: tightening it applies to runs
+in flight, unlike agent definitions, which are frozen per run.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hostcall import envvars
 from hostcall.blocks.http_request import parse_allowed_hosts
 from hostcall.errors import AgentConfigError
 
@@ -36,12 +42,21 @@ class Environment:
 
 
 @dataclass(frozen=True, slots=True)
+class Connection:
+    # The only targets its headers are sent to (host:port, as in allowed_hosts).
+    hosts: frozenset[str]
+    # header name -> secret value (resolved at load; never serialised)
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Platform:
     environments: Mapping[str, Environment] = field(
         default_factory=lambda: {DEFAULT_ENVIRONMENT: Environment(DEFAULT_ENVIRONMENT)}
     )
-    # name -> header name -> secret value (resolved at load; never serialised)
-    connections: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    connections: Mapping[str, Connection] = field(default_factory=dict)
+    # The environment variables agents may name (never HOSTCALL_*: refused at load).
+    allowed_env: frozenset[str] = frozenset()
 
     def environment(self, name: str) -> Environment:
         return self.environments.get(name) or Environment(name, protected=True)
@@ -59,17 +74,33 @@ def load_platform(directory: Path, environ: Mapping[str, str]) -> Platform:
     problems: list[str] = []
     if not isinstance(data, dict):
         raise AgentConfigError([f"{where}: must hold a JSON object"])
-    for key in sorted(set(data) - {"environments", "connections"}):
+    for key in sorted(set(data) - {"environments", "connections", "allowed_env"}):
         problems.append(f"{where}: unknown key {key!r}")
+    allowed_env = _allowed_env(data.get("allowed_env", []), where, problems)
     environments = {DEFAULT_ENVIRONMENT: Environment(DEFAULT_ENVIRONMENT)}
     for name, raw in _mapping(data.get("environments", {}), f"{where}: environments", problems):
         environments[name] = _environment(name, raw, f"{where}: environment {name!r}", problems)
-    connections: dict[str, dict[str, str]] = {}
+    connections: dict[str, Connection] = {}
     for name, raw in _mapping(data.get("connections", {}), f"{where}: connections", problems):
-        connections[name] = _connection(raw, f"{where}: connection {name!r}", environ, problems)
+        connections[name] = _connection(
+            raw, f"{where}: connection {name!r}", environ, allowed_env, problems
+        )
     if problems:
         raise AgentConfigError(problems)
-    return Platform(environments, connections)
+    return Platform(environments, connections, allowed_env)
+
+
+def _allowed_env(value: Any, where: str, problems: list[str]) -> frozenset[str]:
+    if not isinstance(value, list) or not all(envvars.valid_name(v) for v in value):
+        problems.append(f"{where}: 'allowed_env' must list environment variable names")
+        return frozenset()
+    for name in value:
+        if envvars.reserved(name):
+            problems.append(
+                f"{where}: allowed_env: {name!r} is one of the server's own settings "
+                f"({envvars.RESERVED_PREFIX}*), never given to an agent"
+            )
+    return frozenset(v for v in value if not envvars.reserved(v))
 
 
 def _mapping(value: Any, where: str, problems: list[str]) -> list[tuple[str, Any]]:
@@ -98,11 +129,30 @@ def _environment(name: str, raw: Any, where: str, problems: list[str]) -> Enviro
 
 
 def _connection(
-    raw: Any, where: str, environ: Mapping[str, str], problems: list[str]
-) -> dict[str, str]:
-    if not isinstance(raw, dict) or set(raw) != {"headers"} or not isinstance(raw["headers"], dict):
-        problems.append(f"{where}: must be {{'headers': {{name: {{'env' | 'file': ...}}}}}}")
-        return {}
+    raw: Any,
+    where: str,
+    environ: Mapping[str, str],
+    allowed_env: frozenset[str],
+    problems: list[str],
+) -> Connection:
+    if (
+        not isinstance(raw, dict)
+        or set(raw) != {"hosts", "headers"}
+        or not isinstance(raw["headers"], dict)
+    ):
+        problems.append(
+            f"{where}: must be {{'hosts': ['host:port', ...], "
+            f"'headers': {{name: {{'env' | 'file': ...}}}}}}"
+        )
+        return Connection(frozenset())
+    hosts = raw["hosts"]
+    try:
+        if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) for h in hosts):
+            raise ValueError("'hosts' must list the 'host:port' its headers may be sent to")
+        bound = parse_allowed_hosts(hosts)
+    except ValueError as exc:
+        problems.append(f"{where}: {str(exc).replace('allowed_hosts', 'hosts')}")
+        bound = frozenset()
     headers: dict[str, str] = {}
     for header, source in raw["headers"].items():
         if not isinstance(source, dict) or len(source) != 1:
@@ -111,6 +161,10 @@ def _connection(
             )
             continue
         if "env" in source:
+            why = envvars.refusal(str(source["env"]), allowed_env)
+            if why is not None:
+                problems.append(f"{where}: header {header!r}: {why}")
+                continue
             value = environ.get(str(source["env"]))
             if value is None:
                 problems.append(
@@ -129,4 +183,4 @@ def _connection(
             )
             continue
         headers[header] = value
-    return headers
+    return Connection(bound, headers)

@@ -6,6 +6,7 @@ an address; an embed mistake is named exactly in the console and the server's lo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from hostcall.qa.servers import HostcallServer, HostPage, serve_host_page
 from hostcall.qa.widget import Widget
-from tests.e2e.conftest import Demo, free_port, shot, start_demo
+from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, open_chat
 
 pytestmark = pytest.mark.e2e
@@ -224,15 +225,12 @@ def test_enter_while_a_confirmation_waits_says_why(page: Page, demo: Demo) -> No
     expect(hint).to_be_hidden(timeout=SLOW)
 
 
-DOWN_MODEL = {
-    "id": "down",
-    "name": "Down",
-    "model": {"kind": "openai", "base_url": f"http://127.0.0.1:{free_port()}/v1", "model": "m"},
-    "tools": [],
-}
+# A model on loopback's discard port (nothing listens there), which its environment allows.
+DOWN_AGENTS = Path(__file__).parent / "agents" / "down"
+DOWN_MODEL = json.loads((DOWN_AGENTS / "down.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.hostcall_agent(DOWN_MODEL)
+@pytest.mark.hostcall_agent(DOWN_AGENTS)
 def test_a_model_that_is_down_reads_as_a_sentence_and_the_log_has_the_detail(
     widget: Widget, hostcall_server: HostcallServer
 ) -> None:

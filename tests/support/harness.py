@@ -175,6 +175,24 @@ def write_agent(directory: Path, data: dict[str, Any], name: str | None = None) 
     return path
 
 
+def allow_hosts(directory: Path, *urls: str, env: tuple[str, ...] = ()) -> None:
+    """Let every environment of the directory's platform file (the default one included)
+    reach the hosts of ``urls`` (a model on loopback), and agents read the variables ``env``."""
+    from hostcall.blocks.http_request import host_port
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "_platform.json"
+    source = path if path.exists() else DEMO_AGENTS / "_platform.json"
+    data = json.loads(source.read_text(encoding="utf-8"))
+    environments = data.setdefault("environments", {})
+    environments.setdefault("default", {})
+    for environment in environments.values():
+        hosts = environment.setdefault("allowed_hosts", [])
+        hosts += [h for h in map(host_port, urls) if h not in hosts]
+    data["allowed_env"] = sorted({*data.get("allowed_env", []), *env})
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
 def planner_definition() -> dict[str, Any]:
     data: dict[str, Any] = json.loads((DEMO_AGENTS / "planner.json").read_text())
     return data

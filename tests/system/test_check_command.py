@@ -3,6 +3,7 @@ clear line per mistake, and exit status 1."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -14,14 +15,34 @@ from tests.unit.test_agent_files import DEMO_TOOLS, MISTAKES, agents_folder, bad
 from tests.unit.test_origins import NONSENSE
 
 
-def check_cli(directory: Path) -> subprocess.CompletedProcess[str]:
+def check_cli(
+    directory: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "hostcall", "check", "--agents", str(directory)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=30,
+        env={**os.environ, **(env or {})},
     )
+
+
+def test_check_refuses_a_model_key_read_from_the_servers_secrets_even_when_set(
+    tmp_path: Path,
+) -> None:
+    agents_folder(tmp_path)
+    agent = planner_definition()
+    agent["model"] = {"kind": "openai", "base_url": "http://127.0.0.1:8002/v1", "model": "m",
+                      "api_key_env": "HOSTCALL_SECRET_KEYS"}  # fmt: skip
+    write_agent(tmp_path, agent)
+    done = check_cli(tmp_path, {"HOSTCALL_SECRET_KEYS": "the-signing-keys"})
+    assert done.returncode == 1, done
+    assert done.stderr == (
+        "planner.json: model: 'api_key_env': environment variable 'HOSTCALL_SECRET_KEYS' is "
+        "one of the server's own settings (HOSTCALL_*), never given to an agent\n"
+    )
+    assert "the-signing-keys" not in done.stdout + done.stderr
 
 
 def test_check_prints_one_line_per_bad_file_and_exits_1(tmp_path: Path) -> None:

@@ -17,7 +17,14 @@ import pytest
 from httpx_sse import EventSource
 
 from hostcall.settings import ROOT
-from tests.support.harness import BOARD, SECRET, Harness, planner_definition, write_agent
+from tests.support.harness import (
+    BOARD,
+    SECRET,
+    Harness,
+    allow_hosts,
+    planner_definition,
+    write_agent,
+)
 
 
 def test_waiting_run_resumes_after_restart(harness: Harness) -> None:
@@ -233,6 +240,7 @@ def test_unreachable_model_fails_the_run_with_a_clear_error(
     data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
     agents = tmp_path / "agents"
     write_agent(agents, data)
+    allow_hosts(agents, data["model"]["base_url"])
     h = Harness(tmp_path, agents)
     try:
         conv = h.conversation()

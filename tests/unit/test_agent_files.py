@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,7 +14,7 @@ import pytest
 
 from hostcall.agents import load_agents
 from hostcall.errors import AgentConfigError
-from hostcall.settings import DEMO_AGENTS
+from hostcall.settings import DEMO_AGENTS, ROOT
 from tests.support.harness import planner_definition, write_agent
 
 Definition = dict[str, Any]
@@ -53,6 +55,11 @@ def with_rule(number: int, **changes: Any) -> Callable[[Definition], None]:
         data["model"]["rules"][number - 1].update(changes)
 
     return mutate
+
+
+def openai_model(**changes: Any) -> dict[str, Any]:
+    """A model on a host the demo's environment allows."""
+    return {"kind": "openai", "base_url": "http://127.0.0.1:8002/v1", "model": "m", **changes}
 
 
 @dataclass(frozen=True)
@@ -203,6 +210,22 @@ MISTAKES = [
         with_rule(1, tool="delete_everything"),
         ("model", "rule #1", "'delete_everything'"),
     ),
+    # What an agent file may make the server send, and where (the demo's platform file).
+    Mistake(
+        "model-key-is-a-server-secret",
+        with_key("model", openai_model(api_key_env="HOSTCALL_SECRET_KEYS")),
+        ("model", "'api_key_env'", "'HOSTCALL_SECRET_KEYS'", "server's own settings", "never"),
+    ),
+    Mistake(
+        "model-key-not-listed",
+        with_key("model", openai_model(api_key_env="AWS_SECRET_ACCESS_KEY")),
+        ("model", "'api_key_env'", "'AWS_SECRET_ACCESS_KEY'", "not listed in 'allowed_env'"),
+    ),
+    Mistake(
+        "model-host-not-allowed",
+        with_key("model", openai_model(base_url="http://169.254.169.254/v1")),
+        ("model", "'base_url'", "169.254.169.254:80", "'allowed_hosts'"),
+    ),
 ]
 
 
@@ -314,3 +337,42 @@ def test_the_demo_agent_loads() -> None:
     agents = load_agents(DEMO_AGENTS, {})
     assert list(agents) == ["planner"]
     assert [t.name for t in agents["planner"].tools] == DEMO_TOOLS
+
+
+def test_the_openai_agent_file_of_docs_models_md_loads_with_its_platform_file(
+    tmp_path: Path,
+) -> None:
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    found = re.findall(r"```json\n(.*?)```", text, re.S)
+    blocks = [json.loads(block) for block in found if block.lstrip().startswith("{")]
+    [platform] = [b for b in blocks if "environments" in b]
+    [shop] = [b for b in blocks if b.get("id") == "shop"]
+    write_agent(tmp_path, platform, name="_platform.json")
+    write_agent(tmp_path, shop)
+    agents = load_agents(tmp_path, {"OPENAI_API_KEY": "sk-test"})
+    assert agents["shop"].model["base_url"] == "https://api.openai.com/v1"
+    # Without its line in allowed_env, the same file is refused.
+    write_agent(tmp_path, {**platform, "allowed_env": []}, name="_platform.json")
+    [problem] = problems_of(tmp_path)
+    assert problem.startswith("shop.json: model: 'api_key_env'") and "allowed_env" in problem
+
+
+@pytest.mark.parametrize(
+    ("platform", "says"),
+    [
+        # A connection bound to no host could be carried anywhere: its hosts are required.
+        ({"connections": {"c": {"headers": {}}}}, "connection 'c': must be {'hosts'"),
+        ({"connections": {"c": {"hosts": [], "headers": {}}}}, "'hosts' must list"),
+        ({"connections": {"c": {"hosts": ["*:443"], "headers": {}}}}, "hosts: '*:443'"),
+        ({"allowed_env": "OPENAI_API_KEY"}, "'allowed_env' must list environment variable"),
+        ({"allowed_env": ["NOT A NAME"]}, "'allowed_env' must list environment variable"),
+        ({"allowed_env": ["hostcall_secret_keys"]}, "'hostcall_secret_keys' is one of the"),
+    ],
+)
+def test_platform_file_mistakes_stop_loading(
+    tmp_path: Path, platform: dict[str, Any], says: str
+) -> None:
+    write_agent(tmp_path, platform, name="_platform.json")
+    write_agent(tmp_path, {"id": "plain"})
+    [problem] = problems_of(tmp_path)
+    assert problem.startswith("_platform.json: ") and says in problem, problem

@@ -119,6 +119,47 @@ def test_bad_agents_are_refused_and_nothing_changes(
     assert harness.call(harness.runtime.store.list_agent_versions, "planner") == []
 
 
+@pytest.mark.parametrize(
+    ("model", "line"),
+    [
+        (
+            {"api_key_env": "HOSTCALL_SECRET_KEYS"},
+            "planner.json: model: 'api_key_env': environment variable 'HOSTCALL_SECRET_KEYS' "
+            "is one of the server's own settings (HOSTCALL_*), never given to an agent",
+        ),
+        (
+            {"api_key_env": "PATH"},
+            "planner.json: model: 'api_key_env': environment variable 'PATH' is not listed "
+            "in 'allowed_env' of _platform.json",
+        ),
+        (
+            {"base_url": "http://169.254.169.254/latest"},
+            "planner.json: model: 'base_url' goes to 169.254.169.254:80, which is not in the "
+            "'allowed_hosts' of the agent's environment (_platform.json)",
+        ),
+    ],
+)
+def test_a_model_reaching_for_server_secrets_or_hosts_is_refused_at_save(
+    harness: Harness, designer: ConsoleClient, model: dict[str, str], line: str
+) -> None:
+    # Set, so that only the allow-lists can refuse them.
+    harness.settings.environ.update({"HOSTCALL_SECRET_KEYS": "signing-keys", "PATH": "/bin"})
+    before = _files(harness.agents_dir)
+    agent = planner_definition()
+    # On a host the demo's environment allows (its holiday service), unless changed.
+    agent["model"] = {"kind": "openai", "base_url": "http://127.0.0.1:8002/v1", "model": "m",
+                      **model}  # fmt: skip
+    live = designer.post("/console/api/agents/planner/check", {"agent": agent})
+    assert live.json() == {"problems": [line]}
+    r = designer.post("/console/api/agents/planner", {"agent": agent})
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["code"] == "agent_invalid" and error["details"]["problems"] == [line]
+    assert _files(harness.agents_dir) == before
+    assert harness.runtime.agents["planner"].model["kind"] == "scripted"
+    assert harness.call(harness.runtime.store.list_agent_versions, "planner") == []
+
+
 def test_bad_bodies_are_clear_errors(harness: Harness, designer: ConsoleClient) -> None:
     assert designer.post("/console/api/agents/planner", {}).status_code == 400
     r = designer.http.post(

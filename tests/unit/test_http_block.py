@@ -73,6 +73,9 @@ def refused_port() -> Iterator[int]:
 async def run(spec: HttpRequestSpec, values: dict[str, Any], *allowed: str, **options: Any) -> Any:
     request = render_request(spec, values)
     options = {"timeout": 5.0, "max_response_bytes": 1_000_000, **options}
+    if "extra_headers" in options:
+        # The connection's own host: the first allowed one, where these tests' requests go.
+        options.setdefault("credential_hosts", allowed[:1])
     return await execute(request, allowed_hosts=allowed, **options)
 
 
@@ -420,6 +423,22 @@ async def test_credentials_do_not_follow_a_redirect_to_another_allowed_origin(
     assert other.rec.hits == {"echo": 1}
     assert "authorization" not in other.rec.last.headers
     assert "x-api-key" not in other.rec.last.headers
+
+
+async def test_credentials_are_refused_for_a_host_their_connection_is_not_bound_to(
+    target: Live, trap: Trap
+) -> None:
+    # Both hosts are allowed to the environment; the connection is bound to the target only.
+    spec = parse_request_spec({"url": f"http://127.0.0.1:{trap.port}/steal"}, ())
+    trap_host = f"127.0.0.1:{trap.port}"
+    with pytest.raises(NotAuthorized) as info:
+        await run(spec, {}, target.host, trap_host, extra_headers={"Authorization": SECRET},
+                  credential_hosts=[target.host])  # fmt: skip
+    assert info.value.host == trap_host
+    assert trap.connections == 0
+    # Without the connection the same request is allowed: the refusal is the credentials'.
+    result = await run(spec, {}, target.host, trap_host)
+    assert result.status == 200 and trap.connections == 1
 
 
 async def test_303_after_post_is_followed_with_a_get_without_body(target: Live) -> None:

@@ -8,7 +8,7 @@ import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from hostcall.errors import AgentConfigError
 from hostcall.models.base import (
     Message,
     ModelError,
@@ -29,7 +30,8 @@ from hostcall.models.base import (
 )
 from hostcall.models.names import ToolNameMap
 from hostcall.models.openai_compat import OpenAICompatModel
-from tests.support.harness import Harness, write_agent
+from tests.support.harness import Harness, allow_hosts, write_agent
+from tests.support.loopback import Trap
 
 # ---------------------------------------------------------------------------------------------
 # The fake provider
@@ -639,6 +641,7 @@ def test_text_streamed_before_a_failure_is_kept_marked_and_sent_back(
         "model": {"kind": "openai", "base_url": provider.base_url, "model": "m"},
         "tools": [],
     })  # fmt: skip
+    allow_hosts(agents, provider.base_url)
     provider.replies.append(Reply([text("Here is the pl")]))  # cut: no finish_reason, no [DONE]
     provider.replies.append(Reply([text("Sorry, again: the plan."), chunk({}, "stop"), DONE]))
     h = Harness(tmp_path, agents)
@@ -661,3 +664,140 @@ def test_text_streamed_before_a_failure_is_kept_marked_and_sent_back(
         assert history[1]["content"].startswith("Here is the pl\n\n[This reply was interrupted")
     finally:
         h.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# What an agent file may make the server send, and where
+
+
+SIGNING_KEYS = "the-server-signing-keys-0123456789"
+
+
+def talker(agents: Path, model: dict[str, Any]) -> None:
+    write_agent(agents, {"id": "talker", "model": {"kind": "openai", "model": "m", **model}})
+
+
+def start_or_refusal(tmp_path: Path, agents: Path, environ: dict[str, str]) -> list[str]:
+    """The loader's lines if the agents are refused; else a conversation is run (what an
+    attacker who saved the file would do next) and no line comes back."""
+    try:
+        h = Harness(tmp_path, agents, environ=environ)
+    except AgentConfigError as exc:
+        return exc.problems
+    try:
+        conv = h.conversation("talker")
+        h.say(conv, "hello")
+        h.settle(conv)
+    finally:
+        h.stop()
+    return []
+
+
+@pytest.mark.parametrize("variable", ["HOSTCALL_SECRET_KEYS", "HOSTCALL_DATABASE_URL"])
+def test_a_model_cannot_be_sent_the_servers_own_secrets_even_if_listed(
+    provider: FakeProvider, tmp_path: Path, variable: str
+) -> None:
+    agents = tmp_path / "agents"
+    talker(agents, {"base_url": provider.base_url, "api_key_env": variable})
+    allow_hosts(agents, provider.base_url)
+    provider.replies.append(Reply([text("ok"), DONE]))
+    environ = {variable: SIGNING_KEYS, "HOSTCALL_SECRET_KEYS": SIGNING_KEYS}
+    problems = start_or_refusal(tmp_path, agents, environ)
+    assert [r.headers.get("authorization") for r in provider.received] == []
+    assert problems == [
+        f"talker.json: model: 'api_key_env': environment variable {variable!r} is one of "
+        "the server's own settings (HOSTCALL_*), never given to an agent"
+    ]
+    # Listing it changes nothing: the platform file itself is refused.
+    allow_hosts(agents, env=(variable,))
+    problems = start_or_refusal(tmp_path, agents, environ)
+    assert f"_platform.json: allowed_env: {variable!r} is one of the server's own" in problems[0]
+    assert provider.received == []
+
+
+def test_a_variable_not_on_the_operators_list_is_refused_at_load(
+    provider: FakeProvider, tmp_path: Path
+) -> None:
+    agents = tmp_path / "agents"
+    talker(agents, {"base_url": provider.base_url, "api_key_env": "AWS_SECRET_ACCESS_KEY"})
+    allow_hosts(agents, provider.base_url)
+    provider.replies.append(Reply([text("ok"), DONE]))
+    problems = start_or_refusal(tmp_path, agents, {"AWS_SECRET_ACCESS_KEY": "aws-secret-123"})
+    assert provider.received == []
+    assert problems == [
+        "talker.json: model: 'api_key_env': environment variable 'AWS_SECRET_ACCESS_KEY' is "
+        "not listed in 'allowed_env' of _platform.json"
+    ]
+
+
+def test_a_listed_variable_is_sent_to_an_allowed_model(
+    provider: FakeProvider, tmp_path: Path
+) -> None:
+    agents = tmp_path / "agents"
+    talker(agents, {"base_url": provider.base_url, "api_key_env": "OPENAI_API_KEY"})
+    allow_hosts(agents, provider.base_url, env=("OPENAI_API_KEY",))
+    provider.replies.append(Reply([text("ok"), DONE]))
+    assert start_or_refusal(tmp_path, agents, {"OPENAI_API_KEY": "sk-listed"}) == []
+    assert [r.headers["authorization"] for r in provider.received] == ["Bearer sk-listed"]
+
+
+def test_a_model_outside_its_environments_hosts_is_refused_at_load_with_no_connection(
+    tmp_path: Path,
+) -> None:
+    trap = Trap()
+    try:
+        agents = tmp_path / "agents"
+        talker(agents, {"base_url": f"http://127.0.0.1:{trap.port}/v1"})
+        allow_hosts(agents)  # the default environment, with the demo's hosts only
+        problems = start_or_refusal(tmp_path, agents, {})
+        assert trap.connections == 0
+        assert problems == [
+            f"talker.json: model: 'base_url' goes to 127.0.0.1:{trap.port}, which is not in "
+            "the 'allowed_hosts' of the agent's environment (_platform.json)"
+        ]
+    finally:
+        trap.close()
+
+
+def test_a_model_whose_host_is_taken_off_the_list_is_not_contacted(
+    provider: FakeProvider, tmp_path: Path
+) -> None:
+    trap = Trap()
+    agents = tmp_path / "agents"
+    talker(agents, {"base_url": f"http://127.0.0.1:{trap.port}/v1"})
+    allow_hosts(agents, f"http://127.0.0.1:{trap.port}/")
+    h = Harness(tmp_path, agents)
+    try:
+        # The platform is read live: the operator narrows the environment while it runs.
+        engine_agents = h.runtime.engine.agents
+        narrowed = {"default": replace(engine_agents.platform.environments["default"],
+                                       allowed_hosts=frozenset())}  # fmt: skip
+        engine_agents.platform = replace(engine_agents.platform, environments=narrowed)
+        conv = h.conversation("talker")
+        h.say(conv, "hello")
+        snap = h.settle(conv)
+        assert snap["run"]["status"] == "failed"
+        assert snap["run"]["error"]["code"] == "model_unreachable"
+        assert trap.connections == 0
+    finally:
+        h.stop()
+        trap.close()
+
+
+async def test_a_model_built_with_hosts_checks_them_before_every_request() -> None:
+    trap = Trap()
+    try:
+        hosts: set[str] = {f"127.0.0.1:{trap.port}"}
+        model = OpenAICompatModel.from_config(
+            {"base_url": f"http://127.0.0.1:{trap.port}/v1", "model": "m"},
+            environ={},
+            allowed_hosts=lambda: hosts,
+        )
+        hosts.clear()
+        with pytest.raises(ModelError) as caught:
+            await collect(model)
+        assert caught.value.code == "model_unreachable"
+        assert "not contacted" in caught.value.message
+        assert trap.connections == 0
+    finally:
+        trap.close()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hostcall.calls.transitions import OPEN_STATES
+from hostcall.errors import AgentConfigError
 from tests.support.harness import Conv, Harness, write_agent
 from tests.support.loopback import Live, Trap, live_server
 
@@ -19,6 +21,12 @@ TOKEN = "Bearer sekrit-connection-token-123"
 
 @pytest.fixture(scope="module")
 def target() -> Iterator[Live]:
+    with live_server() as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def other() -> Iterator[Live]:
     with live_server() as live:
         yield live
 
@@ -44,14 +52,23 @@ def fetch_tool(url: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def build(tmp_path: Path, target: Live, tool: dict[str, Any], env: str = "dev") -> Harness:
+def build(
+    tmp_path: Path,
+    target: Live,
+    tool: dict[str, Any],
+    env: str = "dev",
+    *,
+    also_allowed: tuple[str, ...] = (),
+) -> Harness:
     directory = tmp_path / "agents"
     write_agent(directory, {
         "environments": {
-            "dev": {"allowed_hosts": [target.host]},
+            "dev": {"allowed_hosts": [target.host, *also_allowed]},
             "prod": {"protected": True, "allowed_hosts": [target.host]},
         },
-        "connections": {"svc": {"headers": {"Authorization": {"env": "SVC_TOKEN"}}}},
+        "allowed_env": ["SVC_TOKEN"],
+        "connections": {"svc": {"hosts": [target.host],
+                                "headers": {"Authorization": {"env": "SVC_TOKEN"}}}},
     }, name="_platform.json")  # fmt: skip
     write_agent(directory, {
         "id": "ops",
@@ -139,14 +156,74 @@ def test_injected_path_value_stays_a_value(
 def test_target_not_on_the_list_is_not_authorized_before_any_connection(
     tmp_path: Path, target: Live, trap: Trap, made: list[Harness]
 ) -> None:
-    h = build(
-        tmp_path, target, fetch_tool(f"http://127.0.0.1:{trap.port}/x/{{{{ $fromAI.what }}}}")
-    )
+    tool = fetch_tool(f"http://127.0.0.1:{trap.port}/x/{{{{ $fromAI.what }}}}")
+    del tool["connection"]  # a connection is bound to its hosts: refused at load (below)
+    h = build(tmp_path, target, tool)
     made.append(h)
     conv, snap = ask(h, "fetch it")
     assert snap["calls"][0]["outcome"]["error"]["code"] == "not_authorized"
     assert h.assistant_texts(conv)[-1] == "error not_authorized"
     assert trap.connections == 0
+
+
+def test_a_connection_is_refused_at_load_for_a_host_it_is_not_bound_to(
+    tmp_path: Path, target: Live, other: Live, made: list[Harness]
+) -> None:
+    """Both hosts are the environment's; the connection is declared with the target's only,
+    so a tool may not carry it to the other."""
+    other.rec.clear()
+    tool = fetch_tool(f"{other.base}/echo/{{{{ $fromAI.what }}}}")
+    try:
+        h = build(tmp_path, target, tool, also_allowed=(other.host,))
+    except AgentConfigError as exc:
+        problems = exc.problems
+    else:
+        made.append(h)
+        ask(h, "fetch the token")
+        problems = []
+    assert [r.headers.get("authorization") for r in other.rec.requests] == []
+    assert problems == [
+        f"ops.json: tool 'fetch': connection 'svc' may not be sent to {other.host} "
+        f"(its 'hosts' in _platform.json: {target.host})"
+    ]
+
+
+def test_a_connection_narrowed_while_running_is_not_sent_and_the_call_not_made(
+    tmp_path: Path, target: Live, other: Live, made: list[Harness]
+) -> None:
+    target.rec.clear()
+    h = build(tmp_path, target, fetch_tool(f"{target.base}/echo/{{{{ $fromAI.what }}}}"))
+    made.append(h)
+    agents = h.runtime.engine.agents
+    svc = agents.platform.connections["svc"]
+    # The platform is read live: the operator binds the connection elsewhere meanwhile.
+    narrowed = {"svc": replace(svc, hosts=frozenset({other.host}))}
+    agents.platform = replace(agents.platform, connections=narrowed)
+    conv, snap = ask(h, "fetch it")
+    assert snap["calls"][0]["outcome"]["error"]["code"] == "not_authorized"
+    assert h.assistant_texts(conv)[-1] == "error not_authorized"
+    assert target.rec.hits["echo"] == 0
+
+
+def test_a_connection_reading_a_server_secret_is_refused(tmp_path: Path, target: Live) -> None:
+    directory = tmp_path / "agents"
+    write_agent(directory, {
+        "environments": {"dev": {"allowed_hosts": [target.host]}},
+        "allowed_env": ["SVC_TOKEN"],
+        "connections": {"svc": {"hosts": [target.host], "headers": {
+            "Authorization": {"env": "HOSTCALL_SECRET_KEYS"}, "X-Other": {"env": "OTHER"}}}},
+    }, name="_platform.json")  # fmt: skip
+    write_agent(directory, {"id": "ops", "environment": "dev"})
+    environ = {"HOSTCALL_SECRET_KEYS": "signing-keys", "OTHER": "other-secret"}
+    with pytest.raises(AgentConfigError) as caught:
+        Harness(tmp_path, directory, environ=environ)
+    assert caught.value.problems == [
+        "_platform.json: connection 'svc': header 'Authorization': environment variable "
+        "'HOSTCALL_SECRET_KEYS' is one of the server's own settings (HOSTCALL_*), never "
+        "given to an agent",
+        "_platform.json: connection 'svc': header 'X-Other': environment variable 'OTHER' "
+        "is not listed in 'allowed_env' of _platform.json",
+    ]
 
 
 def test_redirect_to_a_host_not_on_the_list_is_not_authorized(

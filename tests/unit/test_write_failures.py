@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.support.harness import Harness, planner_definition, write_agent
+from tests.support.harness import Harness, allow_hosts, planner_definition, write_agent
 from tests.support.loopback import serve_in_thread
 
 LONG = "x" * 40_000  # needs new pages: cannot fit in the free space of existing ones
@@ -56,6 +56,7 @@ def test_a_full_disk_during_a_step_ends_the_run_and_the_person_may_send_again(
     data = planner_definition()
     data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
     write_agent(tmp_path / "agents", data, name="planner.json")
+    allow_hosts(tmp_path / "agents", data["model"]["base_url"])
     h = Harness(tmp_path, tmp_path / "agents")
     try:
         conv = h.conversation()

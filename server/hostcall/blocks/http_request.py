@@ -37,8 +37,9 @@ from hostcall.blocks import (
 
 __all__ = [
     "AiParam", "BlockError", "BlockFailed", "HttpRequestSpec", "HttpResult", "InvalidValue",
-    "NotAuthorized", "RenderedRequest", "ai_params_schema", "execute", "parse_ai_params",
-    "parse_allowed_hosts", "parse_request_spec", "render_request",
+    "NotAuthorized", "RenderedRequest", "ai_params_schema", "execute", "host_port",
+    "parse_ai_params", "parse_allowed_hosts", "parse_request_spec", "render_request",
+    "spec_target",
 ]  # fmt: skip
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
@@ -254,6 +255,22 @@ def _target(url: httpx.URL) -> str:
     return f"{host}:{url.port or _PORTS[url.scheme]}"
 
 
+def host_port(url: str) -> str:
+    """``host:port`` of an absolute http(s) URL, as written in allowed_hosts; ValueError if
+    it is not one."""
+    try:
+        return _target(httpx.URL(url))
+    except (httpx.InvalidURL, NotAuthorized):
+        raise ValueError(f"{url!r} is not an http(s) URL") from None
+
+
+def spec_target(spec: HttpRequestSpec) -> str:
+    """The ``host:port`` a spec's requests go to (fixed: placeholders never reach it)."""
+    m = _ORIGIN.match(spec.url)
+    assert m is not None, "spec.url was not checked by parse_request_spec"
+    return host_port(f"{m.group(1).lower()}://{m.group(2)}/")
+
+
 def parse_allowed_hosts(entries: Collection[str]) -> frozenset[str]:
     """``host:port`` entries, lowercased; ValueError for a wildcard or a missing port."""
     allowed = frozenset(entry.strip().lower() for entry in entries)
@@ -268,12 +285,15 @@ async def execute(
     *,
     allowed_hosts: Collection[str],
     extra_headers: Mapping[str, str] = _NO_HEADERS,
+    credential_hosts: Collection[str] = (),
     timeout: float,
     max_response_bytes: int,
     max_redirects: int = 3,
     client: httpx.AsyncClient | None = None,
 ) -> HttpResult:
     allowed = parse_allowed_hosts(allowed_hosts)
+    # A connection's credentials go only to the hosts it is declared with.
+    bound = parse_allowed_hosts(credential_hosts)
     url, method, body = httpx.URL(request.url), request.method, request.body
     headers, origin = dict(request.headers), (url.scheme, _target(url))
     secrets = sorted(
@@ -286,6 +306,9 @@ async def execute(
             for hop in range(max_redirects + 1):
                 if (target := _target(url)) not in allowed:
                     raise NotAuthorized(target)  # before any connection to it
+                if hop == 0 and extra_headers and target not in bound:
+                    # Refused, not sent without them: the tool was built to use them.
+                    raise NotAuthorized(target)
                 same_origin = (url.scheme, target) == origin
                 # A connection's credentials never follow a redirect to another origin.
                 drop = {k.lower() for k in extra_headers} if same_origin else _CREDENTIALS

@@ -4,7 +4,9 @@ llama.cpp, LM Studio…), streaming text and tool calls.
 Errors all surface as ``ModelError`` naming the base URL, with one code per cause::
 
     ModelError
-      code="model_unreachable"   connection refused, DNS failure, connection dropped
+      code="model_unreachable"   connection refused, DNS failure, connection dropped, or
+                                 the base URL's host not (or no longer) in the agent
+                                 environment's allowed_hosts (refused before connecting)
       code="model_timeout"       no byte within ``timeout`` seconds
       code="model_http_error"    HTTP status >= 400 (status and a body excerpt quoted)
       code="model_bad_reply"     a data line that is not a JSON object, an error event,
@@ -19,14 +21,15 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from hostcall import strictjson
+from hostcall import envvars, strictjson
+from hostcall.blocks.http_request import host_port
 from hostcall.protocol.codes import RunErrorCode
 
 from .base import Message, ModelError, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
@@ -67,6 +70,7 @@ class OpenAICompatModel:
         temperature: float | None = None,
         api_key_header: str = "Authorization",
         query: Mapping[str, str] | None = None,
+        allowed_hosts: Callable[[], Collection[str]] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -76,16 +80,28 @@ class OpenAICompatModel:
         self.api_key_header = api_key_header
         self.query = dict(query or {})
         self._api_key = api_key
+        # Read on every step (the platform is live): None for a model built directly, with
+        # no agent environment to answer to.
+        self._allowed_hosts = allowed_hosts
+        self.target = host_port(self.base_url)
 
     def __repr__(self) -> str:
         return f"OpenAICompatModel(base_url={self.base_url!r}, model={self.model!r})"
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any], *, environ: Mapping[str, str]
+        cls,
+        config: Mapping[str, Any],
+        *,
+        environ: Mapping[str, str],
+        allowed_env: Collection[str] | None = None,
+        allowed_hosts: Callable[[], Collection[str]] | None = None,
     ) -> OpenAICompatModel:
         """Build from ``{"kind": "openai", "base_url", "model", "api_key_env"?, "timeout"?,
-        "temperature"?}``; the key itself is read from ``environ``, never from the config."""
+        "temperature"?}``; the key itself is read from ``environ``, never from the config,
+        and only if ``api_key_env`` is in ``allowed_env`` (never a ``HOSTCALL_*`` variable).
+        With ``allowed_hosts`` (the agent environment's), the base URL's ``host:port`` must
+        be in it, now and before every request."""
         if "api_key" in config:
             # Agent files get copied and committed; a key belongs in the environment.
             raise ValueError(
@@ -106,6 +122,15 @@ class OpenAICompatModel:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"'base_url' must be an http(s) URL (got {base_url!r})")
+        try:
+            target = host_port(base_url)
+        except ValueError:
+            raise ValueError(f"'base_url' must be an http(s) URL (got {base_url!r})") from None
+        if allowed_hosts is not None and target not in allowed_hosts():
+            raise ValueError(
+                f"'base_url' goes to {target}, which is not in the 'allowed_hosts' of the "
+                "agent's environment (_platform.json)"
+            )
         model = config.get("model")
         if not isinstance(model, str) or not model:
             raise ValueError("'model' (the provider's model name) is required for an openai model")
@@ -130,6 +155,9 @@ class OpenAICompatModel:
         if key_env is not None:
             if not isinstance(key_env, str) or not key_env:
                 raise ValueError(f"'api_key_env' must be a variable name (got {key_env!r})")
+            why = envvars.refusal(key_env, allowed_env)
+            if why is not None:
+                raise ValueError(f"'api_key_env': {why}")
             # A named but unset variable is a misconfiguration; failing at load time beats a
             # 401 on the first user message.
             api_key = environ.get(key_env) or None
@@ -145,6 +173,7 @@ class OpenAICompatModel:
             temperature=None if temperature is None else float(temperature),
             api_key_header=header,
             query=query,
+            allowed_hosts=allowed_hosts,
         )
 
     async def stream(
@@ -154,6 +183,14 @@ class OpenAICompatModel:
         *,
         instructions: str = "",
     ) -> AsyncIterator[ModelEvent]:
+        if self._allowed_hosts is not None and self.target not in self._allowed_hosts():
+            # Before any connection: the environment may have been narrowed since the run's
+            # definition was accepted.
+            raise self._error(
+                f"is not in the allowed_hosts of the agent's environment ({self.target}): "
+                "not contacted",
+                code=RunErrorCode.MODEL_UNREACHABLE,
+            )
         names = ToolNameMap(tool.name for tool in tools)
         body = self._request_body(messages, tools, instructions=instructions, names=names)
         headers = {"Accept": "text/event-stream"}

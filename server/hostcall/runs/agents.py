@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from hostcall.agents import Agent, definition_digest, parse_agent
 from hostcall.models.base import Model
-from hostcall.models.factory import build_model
+from hostcall.models.factory import RefusedModel, build_model
 from hostcall.platform import Platform
 from hostcall.store import Store
 
@@ -41,6 +41,8 @@ class RunAgents:
     def reload(self, loaded: Mapping[str, Agent], platform: Platform) -> None:
         self.loaded = loaded
         self.platform = platform
+        # Models read the allowed variables when built: rebuild them under the new lists.
+        self._models.clear()
 
     async def agent_of_run(self, run_id: str) -> Agent:
         """The agent as it was when the run started (its definition is stored in the run)."""
@@ -77,5 +79,17 @@ class RunAgents:
         model = self._models.get(key)
         if model is None:
             names = [t.name for t in agent.tools]
-            model = self._models[key] = build_model(agent.model, environ=self.environ, tools=names)
+            environment = agent.environment
+            try:
+                model = build_model(
+                    agent.model,
+                    environ=self.environ,
+                    tools=names,
+                    allowed_env=self.platform.allowed_env,
+                    # Live: an environment narrowed later applies to this model's next step.
+                    allowed_hosts=lambda: self.platform.environment(environment).allowed_hosts,
+                )
+            except ValueError as exc:
+                model = RefusedModel(str(exc))
+            self._models[key] = model
         return model

@@ -35,13 +35,14 @@ class ServerCalls:
         agent = await self.agents.agent_of_run(call.run_id)
         platform = self.agents.platform
         environment = platform.environment(agent.environment)
-        connection = platform.connections.get(tool.http.connection or "", {})
+        connection = platform.connections.get(tool.http.connection or "")
         try:
             request = render_request(tool.http.spec, call.input)
             result = await execute(
                 request,
                 allowed_hosts=environment.allowed_hosts,
-                extra_headers=connection,
+                extra_headers=connection.headers if connection else {},
+                credential_hosts=connection.hosts if connection else (),
                 timeout=tool.deadline_seconds,
                 max_response_bytes=int(tool.http.max_response_kb * 1024),
             )
