@@ -312,6 +312,31 @@ def test_an_invalid_schema_names_the_field_and_save_is_refused_with_the_check_me
     assert (site.agents / "planner.json").read_bytes() == before
 
 
+def test_a_model_key_naming_a_server_secret_is_shown_by_the_model_and_not_saved(
+    browser: Browser, site: Site
+) -> None:
+    demo = site.demo
+    before = (site.agents / "planner.json").read_bytes()
+    designer = person(browser, demo, "dana")
+    designer.goto(f"{demo.hostcall}/console/agents/planner")
+    model = {"kind": "openai", "base_url": "http://127.0.0.1:8002/v1", "model": "m",
+             "api_key_env": "HOSTCALL_SECRET_KEYS"}  # fmt: skip
+    designer.locator("[data-part=agent-fields]").get_by_label("Model (JSON)").fill(
+        json.dumps(model)
+    )
+    line = (
+        "planner.json: model: 'api_key_env': environment variable 'HOSTCALL_SECRET_KEYS' is "
+        "one of the server's own settings (HOSTCALL_*), never given to an agent"
+    )
+    inline = designer.locator(
+        "[data-part=agent-fields] [data-part=prop][data-key=model] [data-part=field-problem]"
+    )
+    expect(inline).to_have_text(line)
+    designer.locator("[data-part=save]").click()
+    expect(designer.locator("[data-part=save-status]")).to_have_text(line)
+    assert (site.agents / "planner.json").read_bytes() == before
+
+
 def test_every_save_is_a_version_with_a_diff_and_a_roll_back(browser: Browser, site: Site) -> None:
     demo = site.demo
     original = (site.agents / "planner.json").read_text()

@@ -248,7 +248,8 @@ function showProblems() {
   for (const p of problems) {
     const tool = /tool '([^']+)'/.exec(p)?.[1]
     const rest = tool ? p.slice(p.indexOf(`tool '${tool}'`) + tool.length + 7) : p.slice(p.indexOf(':') + 1)
-    const key = /'(\w+)'/.exec(rest)?.[1] || (tool ? 'name' : '')
+    // A model's lines ("model: 'api_key_env' …") quote keys inside the model's JSON: its field.
+    const key = !tool && /^\s*model:/.test(rest) ? 'model' : /'(\w+)'/.exec(rest)?.[1] || (tool ? 'name' : '')
     const scope = tool ? editor.querySelector(`[data-part="properties"][data-tool="${CSS.escape(tool)}"]`) : editor.querySelector('[data-part="agent-fields"]')
     const wrap = /** @type {HTMLElement | null | undefined} */ (scope?.querySelector(`[data-part="prop"][data-key="${CSS.escape(key)}"]`))
     if (wrap) showError(wrap, p)
