@@ -801,3 +801,43 @@ async def test_a_model_built_with_hosts_checks_them_before_every_request() -> No
         assert trap.connections == 0
     finally:
         trap.close()
+
+
+@pytest.mark.parametrize("taken_off", ["allowed_env", "allowed_hosts"])
+def test_a_run_in_flight_is_held_to_the_variables_and_hosts_the_operator_lists_now(
+    provider: FakeProvider, tmp_path: Path, taken_off: str
+) -> None:
+    """A run waiting on a call keeps its definition, not the lists: the operator takes the
+    model's key off allowed_env, or its host off the environment; the agent file changes so
+    the reload passes, and the waiting run's next step sends nothing."""
+    agents = tmp_path / "agents"
+    tool = {"name": "ask_page", "description": "Asks the page.", "effect": "read",
+            "input_schema": {"type": "object", "properties": {}},
+            "output_schema": {"type": "object", "properties": {}}}  # fmt: skip
+    write_agent(agents, {"id": "talker", "tools": [tool], "model": {
+        "kind": "openai", "model": "m", "base_url": provider.base_url,
+        "api_key_env": "OPENAI_API_KEY"}})  # fmt: skip
+    allow_hosts(agents, provider.base_url, env=("OPENAI_API_KEY",))
+    provider.replies.append(Reply([call_part(0, call_id="c1", name="ask_page", arguments="{}"),
+                                   chunk({}, "tool_calls"), DONE]))  # fmt: skip
+    h = Harness(tmp_path, agents, environ={"OPENAI_API_KEY": "sk-was-listed"})
+    try:
+        conv = h.conversation("talker")
+        h.say(conv, "hello")
+        call = h.open_call(conv)
+        assert len(provider.received) == 1
+        write_agent(agents, {"id": "talker", "tools": [tool]})  # now scripted
+        platform = json.loads((agents / "_platform.json").read_text())
+        if taken_off == "allowed_env":
+            platform["allowed_env"] = []
+        else:
+            platform["environments"]["default"]["allowed_hosts"] = []
+        write_agent(agents, platform, name="_platform.json")
+        h.runtime.reload_agents()
+        assert h.answer(call, {}).status_code == 200
+        snap = h.settle(conv)
+        assert snap["run"]["status"] == "failed"
+        assert snap["run"]["error"]["code"] == "model_unreachable"
+        assert len(provider.received) == 1  # the step after the answer sent nothing
+    finally:
+        h.stop()
