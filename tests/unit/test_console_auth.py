@@ -458,7 +458,9 @@ def test_parallel_sign_ins_do_not_stall_other_requests(
 
     statuses, latencies = harness.call(attack)
     assert statuses == [401] * 20  # every attempt was checked (none limited, none lost)
-    assert max(latencies) < 0.3, f"/healthz took up to {max(latencies):.2f} s"
+    # On the event loop the hashes held /healthz 2-3 s; off it, a loaded 2-core machine
+    # still takes a few hundred ms now and then, so the bound leaves room for that.
+    assert max(latencies) < 1.0, f"/healthz took up to {max(latencies):.2f} s"
     assert len(latencies) >= 3
     audit = harness.call(harness.runtime.store.list_audit, limit=100)
     assert [e.action for e in audit] == ["login.refused"] * 20
