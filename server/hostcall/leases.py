@@ -7,6 +7,9 @@ stops renewing; once ``until`` passes, the cluster's sweeper takes the lease ove
 resumes the work (hostcall/runs/recovery.py, ``_adopt``). A starting process takes only
 expired leases, so it never re-runs a step another live process is running.
 
+The sweeper's turn (``take_turn``) is a lease too, renewed only by the sweeps that use it,
+so a process that stops sweeping loses it within one lease time.
+
 Fencing: the step's final transaction renews (or releases) its lease and fails with
 ``LeaseLost`` when another process took it, so a process that stalled past its lease
 commits nothing; and each piece of text it streams is appended only while it holds the
@@ -46,6 +49,11 @@ def process_key(owner: str) -> str:
     return f"process:{owner}"
 
 
+def turn_key(name: str) -> str:
+    """The lease of the cluster's one turn at ``name`` (``Store.try_singleton``)."""
+    return f"turn:{name}"
+
+
 def new_owner() -> str:
     """Unique per process start, readable in the table: host, pid and a random tail."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
@@ -70,6 +78,16 @@ class Leases:
         """Take ``key`` if it is free, expired, or already ours."""
         now = self.clock()
         return await self.store.take_lease(key, self.owner, now + self.ttl, now)
+
+    async def take_turn(self, name: str) -> bool:
+        """True while this process has the cluster's one turn at ``name`` (the sweeper's).
+
+        Asking takes the turn, or renews it for ``ttl``; nothing else renews it (not
+        ``renew``, nor the renewal thread). A holder that stops asking (killed, paused,
+        its event loop stuck) loses it within ``ttl`` of its last ask, and the next process
+        to ask takes it. A holder paused past that wakes up without it."""
+        now = self.clock()
+        return await self.store.try_singleton(name, self.owner, now + self.ttl, now)
 
     async def create_run_alone(self, run: Run) -> RunStart:
         """``Store.create_run_alone``, with the run's lease ours."""

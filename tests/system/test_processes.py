@@ -24,7 +24,13 @@ from hostcall.store import Store, open_store
 from hostcall.store.records import CallState, ConversationQuery, RunStatus
 from tests.support.databases import fresh_schema
 from tests.support.harness import BOARD
-from tests.support.processes import Balancer, Cluster, converse, unlimited_agents
+from tests.support.processes import (
+    LEASE_SECONDS,
+    Balancer,
+    Cluster,
+    converse,
+    unlimited_agents,
+)
 
 T = TypeVar("T")
 
@@ -194,9 +200,10 @@ def test_sigkill_of_one_of_two_processes_loses_nothing_and_runs_nothing_twice(
         handled = _load(cluster, 30, kill)
         _check_every_conversation(cluster.database_url, handled)
         processes[round_ % 2] = cluster.start()  # back to two for the next round
-    # Every lease of work was ended or adopted; only the live processes' own remain.
+    # Every lease of work was ended or adopted; only the live processes' own remain (their
+    # lives, and the sweeper's turn).
     leases = _read(cluster.database_url, lambda store: store.expired_leases(now=float("inf")))
-    leftover = [k for k in leases if not k.startswith("process:")]
+    leftover = [k for k in leases if not k.startswith(("process:", "turn:"))]
     assert leftover == [], leftover
 
 
@@ -293,6 +300,112 @@ def test_a_process_stalled_past_its_lease_appends_nothing_more_to_the_run(
     assert [(m.role, m.text) for m in messages] == [
         ("user", "Tell me a long story"), ("assistant", story),
     ]  # fmt: skip
+
+
+def test_a_frozen_sweeper_loses_its_turn_and_nothing_runs_twice_when_it_wakes(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The process with the sweeper's turn is paused (SIGSTOP) mid-answer, with a call of
+    its waiting on a deadline. Within the lease (docs/deploy.md) another process takes the
+    turn: it expires the call and adopts the step. Once, the turn was an advisory lock on a
+    connection the paused process kept open, and nobody expired or adopted anything until it
+    woke. Resumed (SIGCONT), the paused process runs nothing a second time."""
+    agents = unlimited_agents(tmp_path)
+    data = json.loads((agents / "planner.json").read_text())
+    story = " ".join(f"w{i}" for i in range(320))  # 80 chunks, 0.1 s apart: 8 s of answer
+    data["model"]["rules"].insert(
+        0, {"match": "(?i)tell me a long story", "reply": story, "pace_seconds": 0.1}
+    )
+    deadline_seconds = 2.0
+    for tool in data["tools"]:
+        if tool["name"] == "read_board_tasks":
+            tool["deadline_seconds"] = deadline_seconds
+    (agents / "planner.json").write_text(json.dumps(data))
+    frozen = cluster.start()  # first: it takes the cluster's sweeper turn
+    survivor = cluster.start()
+
+    def conversation() -> tuple[str, dict[str, str]]:
+        created = httpx.post(
+            f"{frozen.url}/api/agents/planner/conversations",
+            headers={"Origin": "http://localhost:8001"},
+        ).json()
+        return created["conversationId"], {"Authorization": f"Bearer {created['sessionToken']}"}
+
+    def send(cid: str, auth: dict[str, str], text: str) -> None:
+        sent = httpx.post(
+            f"{frozen.url}/api/conversations/{cid}/messages", json={"text": text}, headers=auth
+        )
+        assert sent.status_code == 202, sent.text
+
+    def events(cid: str) -> list[Any]:
+        return _read(cluster.database_url, lambda store: store.events_after(cid, 0))
+
+    def calls(cid: str) -> list[Any]:
+        return _read(cluster.database_url, lambda store: store.list_calls(cid))
+
+    told, told_auth = conversation()
+    asked, asked_auth = conversation()
+    send(told, told_auth, "Tell me a long story")
+    deadline = time.monotonic() + 20
+    while sum(e.name == "TEXT_MESSAGE_CONTENT" for e in events(told)) < 3:
+        assert time.monotonic() < deadline, "the answer never started"
+        time.sleep(0.05)
+    send(asked, asked_auth, "What should I work on next?")  # nobody answers its call
+    while not calls(asked):
+        assert time.monotonic() < deadline, "the call was never made"
+        time.sleep(0.05)
+    os.kill(frozen.popen.pid, signal.SIGSTOP)
+    paused = time.monotonic()
+    try:
+        (call,) = calls(asked)
+        assert call.state.open and call.deadline > time.time(), call  # it passes while paused
+        # Another process takes the turn once the paused one's lease lapses, and on its
+        # next sweep expires the call and adopts the step (the discard is the adoption's).
+        while not (
+            calls(asked)[0].state is CallState.EXPIRED
+            and any(e.name == "hostcall.text_message_discarded" for e in events(told))
+        ):
+            assert time.monotonic() - paused < 30, "nobody took the paused process's turn"
+            time.sleep(0.1)
+        took = time.monotonic() - paused
+        # The bound (docs/deploy.md): the lease, plus a sweep, plus a loaded machine's lag.
+        assert took < LEASE_SECONDS + 5, took
+        for cid, auth in ((told, told_auth), (asked, asked_auth)):
+            deadline = time.monotonic() + 40
+            while (httpx.get(f"{survivor.url}/api/conversations/{cid}", headers=auth).json()
+                   ["run"]["status"] != "finished"):  # fmt: skip
+                assert time.monotonic() < deadline, f"the survivor never finished {cid}"
+                time.sleep(0.2)
+    finally:
+        os.kill(frozen.popen.pid, signal.SIGCONT)
+    time.sleep(3.0)  # the paused process wakes: its sweeps, its model and its renewals go on
+    assert frozen.alive and survivor.alive
+
+    # The story: streamed anew once, the cut copy discarded once, stored once.
+    log = events(told)
+    summary = [(e.seq, e.name) for e in log]
+    assert [e.seq for e in log] == list(range(1, len(log) + 1)), summary
+    started = [e for e in log if e.name == "TEXT_MESSAGE_START" and e.data["role"] == "assistant"]
+    assert len(started) == 2, summary
+    discarded = [e for e in log if e.name == "hostcall.text_message_discarded"]
+    assert len(discarded) == 1, summary
+    assert [n for n in ("RUN_STARTED", "RUN_FINISHED") if [e.name for e in log].count(n) != 1] == []
+    messages = _read(cluster.database_url, lambda store: store.list_messages(told))
+    assert [(m.role, m.text) for m in messages] == [
+        ("user", "Tell me a long story"), ("assistant", story),
+    ]  # fmt: skip
+    # The call: expired once, and the step after it ran once.
+    (call,) = calls(asked)
+    assert call.state is CallState.EXPIRED, call
+    log = events(asked)
+    names = [e.name for e in log]
+    assert [e.seq for e in log] == list(range(1, len(log) + 1)), names
+    for once in ("RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_RESULT", "RUN_FINISHED"):
+        assert names.count(once) == 1, (once, names)
+    messages = _read(cluster.database_url, lambda store: store.list_messages(asked))
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"], messages
+    run = _read(cluster.database_url, lambda store: store.latest_run(asked))
+    assert run is not None and run.status is RunStatus.FINISHED, run
 
 
 def test_a_rate_limit_of_n_is_n_across_two_processes(cluster: Cluster, tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -720,19 +719,21 @@ async def test_stalled_runs_are_runs_no_process_can_move(store: Store) -> None:
 async def test_the_sweeper_turn_is_held_by_one_store_at_a_time(
     store: Store, store_target: str | Path
 ) -> None:
-    assert await store.try_singleton("sweeper")
-    assert await store.try_singleton("sweeper")  # held, and asking again keeps it
+    assert await store.try_singleton("sweeper", "a", 10.0, 0.0)
+    assert await store.try_singleton("sweeper", "a", 12.0, 2.0)  # held: asking renews it
     if isinstance(store, SQLiteStore):
         return  # one process per file: it is always that process's turn
     other = open_store(store_target)
     try:
-        assert not await other.try_singleton("sweeper")
-        await store.close()  # the holder goes away (as a killed process's connection does)
-        # Its server process ends a moment after the connection closes; then the lock is free.
-        deadline = time.monotonic() + 5
-        while not await other.try_singleton("sweeper"):
-            assert time.monotonic() < deadline, "the turn never passed to the other store"
-            await asyncio.sleep(0.05)
+        assert not await other.try_singleton("sweeper", "b", 15.0, 5.0)
+        # The bulk renewal (the renewal thread's) leaves the turn alone: a holder renews
+        # it only by asking, so a process that stops sweeping loses it.
+        assert await store.renew_leases("a", 99.0) == 0
+        assert not await other.try_singleton("sweeper", "b", 21.9, 11.9)
+        # "a" stopped asking (paused, connections open): past its lease the turn is b's.
+        assert await other.try_singleton("sweeper", "b", 22.1, 12.1)
+        assert not await store.try_singleton("sweeper", "a", 22.2, 12.2)  # a wakes: not its
+        assert await other.try_singleton("sweeper", "b", 23.0, 13.0)
     finally:
         await other.close()
 

@@ -1,5 +1,5 @@
 """Recovery: the cluster's periodic chores, run by one process at a time (the sweeper's
-turn, ``Store.try_singleton``): expire calls past their deadline, move calls whose surface
+turn, ``Leases.take_turn``): expire calls past their deadline, move calls whose surface
 is gone, adopt the work of processes whose leases lapsed (they died), and find runs a crash
 left between two transactions. The same code recovers a single process at start.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from hostcall.calls.outcomes import Dispatched, Settled
 from hostcall.errors import ToolErrorCode
 from hostcall.journal import Journal
-from hostcall.leases import Leases, process_key, run_key
+from hostcall.leases import Leases, process_key, run_key, turn_key
 from hostcall.ledger import Ledger
 from hostcall.protocol.events import (
     MessageDiscarded,
@@ -73,10 +73,17 @@ class Recovery:
         async with self.store.transaction():
             await self.store.drop_streams(self.leases.owner, self.clock())
             await self.leases.release(process_key(self.leases.owner))
+            # Another process sweeps from its next pass, not once our turn lapses.
+            await self.leases.release(turn_key(SWEEPER))
 
     async def sweep(self, *, stalled: bool = False) -> list[Work]:
-        """The cluster's periodic chores; a no-op unless this process has the sweeper's turn."""
-        if not await self.store.try_singleton(SWEEPER):
+        """The cluster's periodic chores; a no-op unless this process has the sweeper's turn.
+
+        Asking for the turn renews it: a process that stops sweeping loses it within a
+        lease. One that lost it mid-pass (paused past its lease) may finish that pass beside
+        the new holder: every step of a pass is conditional (a call leaves a state once, a
+        lease is taken only once lapsed), so nothing is done twice."""
+        if not await self.leases.take_turn(SWEEPER):
             return []
         work: list[Work | None] = []
         work += await self.ledger.answers.expire_due()
@@ -92,6 +99,8 @@ class Recovery:
     async def _adopt(self, key: str) -> Work | None:
         """Go on with the work of a lease that lapsed (its process died); we hold it now."""
         kind, _, ident = key.partition(":")
+        if kind == "turn":
+            return None  # a turn whose holder lapsed: ours now, and we are sweeping anyway
         if kind == "process":
             # Its streams died with it: their surfaces stop counting them, the grace period
             # starts, and the next passes re-assign their reads and send writes to the form.

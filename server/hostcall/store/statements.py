@@ -136,7 +136,11 @@ class Statements:
             " WHERE leases.owner = excluded.owner OR leases.until < ?"
         )
         self.keep_lease = q("UPDATE leases SET until = ? WHERE key = ? AND owner = ?")
-        self.renew_leases = q("UPDATE leases SET until = ? WHERE owner = ?")
+        # Not a turn (``turn:<name>``, try_singleton): its holder renews it by doing its
+        # job, so a process whose job stopped (frozen, its event loop stuck) loses it.
+        self.renew_leases = q(
+            "UPDATE leases SET until = ? WHERE owner = ? AND substr(key, 1, 5) <> 'turn:'"
+        )
         self.release_lease = q("DELETE FROM leases WHERE key = ? AND owner = ?")
         self.expired_leases = q(
             "SELECT key FROM leases WHERE until < ? AND owner <> ? ORDER BY until"

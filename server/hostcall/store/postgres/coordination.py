@@ -1,31 +1,22 @@
 """The PostgreSQL store's coordination of processes: leases (hostcall/leases.py), the
-cluster's one turn at a job (the sweeper, ``try_singleton``), and counters for the rate and
-cost limits (hostcall/counters.py)."""
+cluster's one turn at a job (the sweeper, ``try_singleton``: a lease too), and counters for
+the rate and cost limits (hostcall/counters.py)."""
 
 from __future__ import annotations
-
-from typing import Any
-
-import psycopg
-from psycopg.rows import dict_row
 
 from hostcall.store.interfaces import Leases, QuotaCounters
 from hostcall.store.postgres.connections import PostgresConnections
 from hostcall.store.statements import POSTGRES as SQL
 
-# Advisory locks are per database, not per schema: the key includes the schema, so two
-# Hostcall installations in two schemas of one database do not share a sweeper.
+# Advisory locks (the migrations') are per database, not per schema: the key includes the
+# schema, so two Hostcall installations in two schemas of one database do not wait on each
+# other.
 LOCK_KEY = "hashtext('hostcall:' || current_schema() || ':' || %s)"
 # The lease-renewal thread's statement (hostcall/leases.py), on a connection of its own.
 RENEW_LEASES = SQL.renew_leases
 
 
 class Coordination(PostgresConnections, Leases, QuotaCounters):
-    # The connection that holds this process's session-level advisory locks (the
-    # sweeper's turn): pooled connections come and go, a lock must stay with one.
-    _session: psycopg.AsyncConnection[dict[str, Any]] | None = None
-    _singletons: set[str]
-
     # ---- leases (hostcall/leases.py) ---------------------------------------------------------
 
     async def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
@@ -48,28 +39,17 @@ class Coordination(PostgresConnections, Leases, QuotaCounters):
         found = await self._all(SQL.expired_leases, (now, other_than))
         return [r["key"] for r in found]
 
-    async def try_singleton(self, name: str) -> bool:
-        """True while this process holds the cluster-wide turn ``name``.
-
-        A session-level advisory lock: held until this connection ends, so a process that
-        dies hands the turn over as soon as PostgreSQL notices its connection closed.
+    async def try_singleton(self, name: str, owner: str, until: float, now: float) -> bool:
+        """True while ``owner`` holds the cluster-wide turn ``name``: a lease row
+        (``turn:<name>``) that its holder takes again each time it asks, and that
+        ``renew_leases`` leaves alone. A holder that stops asking (killed, paused by
+        ``SIGSTOP``, a frozen VM, its event loop stuck) loses the turn once ``until``
+        passes, whatever became of its connections; another process takes it on its next
+        ask. (A session-level advisory lock was held as long as its connection, and a
+        paused process's connection stays open: the cluster stopped expiring deadlines
+        and adopting work until it woke.)
         """
-        if name in self._singletons:
-            if self._session is not None and not self._session.closed:
-                return True
-            self._singletons.clear()  # the connection dropped, and its locks with it
-        if self._session is None or self._session.closed:
-            self._session = await psycopg.AsyncConnection.connect(
-                self.url, autocommit=True, row_factory=dict_row
-            )
-        cursor = await self._session.execute(
-            f"SELECT pg_try_advisory_lock({LOCK_KEY}) AS got", (name,)
-        )
-        row = await cursor.fetchone()
-        if row and row["got"]:
-            self._singletons.add(name)
-            return True
-        return False
+        return await self.take_lease(f"turn:{name}", owner, until, now)
 
     # ---- counters (hostcall/counters.py) ------------------------------------------------
 

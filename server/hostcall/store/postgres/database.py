@@ -12,15 +12,12 @@ What keeps processes apart:
   ``hostcall_events`` with ``"<conversation> <seq> <origin>"`` (``origin``: the appending
   store's ``origin``), delivered at commit (dropped on rollback); hostcall/relay.py wakes
   other processes' streams with it, and they read that event and the ones after it;
-- leases (hostcall/leases.py) are rows; the sweeper's turn is an advisory lock.
+- leases (hostcall/leases.py) are rows; so is the sweeper's turn (``try_singleton``).
 """
 
 from __future__ import annotations
 
 import secrets
-from typing import Any
-
-import psycopg
 
 from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Database
@@ -52,10 +49,6 @@ class PostgresStore(
         super().__init__(url, pool_max=pool_max)
         self._definitions = Definitions()
         self._migrate()
-        # The connection that holds this process's session-level advisory locks (the
-        # sweeper's turn): pooled connections come and go, a lock must stay with one.
-        self._session: psycopg.AsyncConnection[dict[str, Any]] | None = None
-        self._singletons: set[str] = set()
         self._tickets_pruned = 0.0
         # Names this process in its events' notifications: the relay skips its own, which
         # the journal publishes here after commit (reading them back cost a query each).
@@ -86,9 +79,6 @@ class PostgresStore(
         return int(row["v"] or 0) if row else 0
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
         await self._close_pool()
 
     def check_writable(self) -> None:

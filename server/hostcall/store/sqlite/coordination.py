@@ -32,8 +32,8 @@ class Coordination(SQLiteConnection, Leases, QuotaCounters):
         found = self._db.execute(SQL.expired_leases, (now, other_than))
         return [r[0] for r in found]
 
-    async def try_singleton(self, name: str) -> bool:
-        return True  # one process per file (see _lock)
+    async def try_singleton(self, name: str, owner: str, until: float, now: float) -> bool:
+        return True  # one process per file (see database.py's _lock)
 
     # ---- counters (hostcall/counters.py) ------------------------------------------------
 
