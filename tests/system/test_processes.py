@@ -470,6 +470,64 @@ def test_a_second_process_on_one_sqlite_file_is_refused(tmp_path: Any) -> None:
         cluster.close()
 
 
+@pytest.mark.parametrize("link", ["symlink", "hard link"])
+def test_a_second_process_through_a_link_to_the_sqlite_file_is_refused(
+    tmp_path: Path, link: str
+) -> None:
+    """The guard goes by the file, not its name: a second ``hostcall serve`` through a
+    symlink or a hard link to a served database (here in another directory, by another
+    name) is refused at start, and the first serves on with nothing lost. Once, the guard
+    was a lock file named after the path, and the second process got in and took over the
+    first's live runs. Once the first is killed (SIGKILL), its lock is gone with it: the
+    link serves, and the first's conversation is there."""
+    import subprocess
+    import sys
+
+    from hostcall.settings import ROOT
+    from tests.support.processes import free_port
+
+    db = tmp_path / "one.db"
+    other = tmp_path / "elsewhere" / "two.db"
+    other.parent.mkdir()
+    first_cluster, later_cluster = Cluster(str(db), tmp_path), Cluster(str(other), tmp_path)
+    try:
+        first = first_cluster.start()
+        created = httpx.post(
+            f"{first.url}/api/agents/planner/conversations",
+            headers={"Origin": "http://localhost:8001"},
+        ).json()
+        cid = created["conversationId"]
+        auth = {"Authorization": f"Bearer {created['sessionToken']}"}
+        if link == "symlink":
+            other.symlink_to(db)
+        else:
+            os.link(db, other)
+        out = subprocess.run(
+            [sys.executable, "-m", "hostcall", "serve", "--db", str(other),
+             "--port", str(free_port())],
+            cwd=ROOT, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert out.returncode == 1, out.stderr
+        refusal = f"another Hostcall process (pid {first.popen.pid}) is serving the SQLite"
+        assert refusal in out.stderr and str(other) in out.stderr, out.stderr
+        assert "PostgreSQL" in out.stderr and "Traceback" not in out.stderr, out.stderr
+        assert first.alive
+        r = httpx.get(f"{first.url}/api/conversations/{cid}", headers=auth)
+        assert r.status_code == 200, r.text
+        # A process opening the file by another name reads the file, not the WAL beside the
+        # first's name (docs/deploy.md): let the checkpointer (every second) copy it over.
+        time.sleep(2.0)
+        first_cluster.kill(first)
+        second = later_cluster.start()  # through the link: the dead process's lock is gone
+        r = httpx.get(f"{second.url}/api/conversations/{cid}", headers=auth)
+        assert r.status_code == 200, r.text
+        if link == "hard link":  # the danger of a second name is said at start
+            assert "has 2 hard links" in second.log.read_text()
+    finally:
+        first_cluster.close()
+        later_cluster.close()
+
+
 # ---- surfaces across processes -----------------------------------------------------
 
 

@@ -8,6 +8,7 @@ connection: there the contenders take turns on it, whole transactions at a time.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -792,6 +793,31 @@ async def test_a_second_store_on_one_sqlite_file_is_refused_clearly(tmp_path: Pa
     second = SQLiteStore(db)  # once it is gone, the file opens again
     assert await second.get_conversation("c1") is not None
     await second.close()
+
+
+@pytest.mark.parametrize("link", ["symlink", "hard link"])
+async def test_a_second_store_through_a_link_to_the_sqlite_file_is_refused(
+    tmp_path: Path, link: str
+) -> None:
+    db = tmp_path / "one.db"
+    first = SQLiteStore(db)
+    await first.create_conversation(Conversation("c1", "planner", 1.0))
+    other = tmp_path / "elsewhere" / "two.db"
+    other.parent.mkdir()
+    if link == "symlink":
+        other.symlink_to(db)
+    else:
+        os.link(db, other)
+    refusal = rf"another Hostcall process \(pid {os.getpid()}\) is serving the SQLite database"
+    with pytest.raises(StoreError, match=refusal):
+        SQLiteStore(other)
+    assert await first.get_conversation("c1") is not None  # the first one is untouched
+    await first.close()
+    second = SQLiteStore(other)  # once it is gone, the file opens again by any name
+    try:
+        assert await second.get_conversation("c1") is not None
+    finally:
+        await second.close()
 
 
 # ---- surfaces -----------------------------------------------------------------------

@@ -2,20 +2,20 @@
 
 One connection, used from the event loop's thread only: every statement is short, and a
 single writer makes ``transition_call``'s conditional UPDATE the whole story of atomicity.
-One process per file: a second process on the same file is refused at start
-(two processes on one file would re-run each other's steps and serve each other's streams
-nowhere). Several processes share a PostgreSQL store instead.
+One process per file: a second process on the same file, by any name (a symlink, a hard
+link), is refused at start (two processes on one file would re-run each other's steps and
+serve each other's streams nowhere). Several processes share a PostgreSQL store instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fcntl
+import logging
 import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import IO
 
 from hostcall.errors import StoreError
 from hostcall.store.checkpoints import Checkpointer
@@ -31,28 +31,63 @@ from hostcall.store.sqlite.schema import MIGRATIONS
 from hostcall.store.sqlite.surfaces import SurfaceTables
 from hostcall.store.statements import SQLITE as SQL
 
+log = logging.getLogger("hostcall.store")
 
-def _lock(path: Path) -> IO[str]:
-    """Hold ``<db>.lock`` for the life of the process, or refuse to start."""
-    lock_path = path.with_name(path.name + ".lock")
-    handle = open(lock_path, "a+")  # held open until close()
+
+def _lock(path: Path) -> int:
+    """Hold an exclusive ``flock`` on the database file itself for the life of the process,
+    or refuse to start; the descriptor, which ``SQLiteStore._release`` closes.
+
+    The file, not its name: a symlink or a hard link to a database another process serves
+    is that same file, and a second process let in through it would take over the first's
+    live runs. The kernel drops the lock with the process, even one killed by SIGKILL, so a
+    crash never blocks a restart.
+
+    ``flock``, not ``fcntl``'s record locks: SQLite takes those on this file, and on a local
+    file system the two kinds never meet. Closing any descriptor of the file drops every
+    record lock this process holds on it, SQLite's too: ours is closed only after SQLite's
+    connections (``SQLiteStore._release``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "unknown"
-        handle.close()
+        holder = _holder(os.fstat(fd))
+        os.close(fd)
         raise StoreError(
-            f"another Hostcall process (pid {holder}) is serving the SQLite database {path}; "
-            "a SQLite file serves one process. Stop it first, or run several processes on "
-            "PostgreSQL (--db postgresql://...)",
+            f"another Hostcall process{f' (pid {holder})' if holder else ''} is serving the "
+            f"SQLite database {path} (this very file, whichever name or link it was opened "
+            "by); a SQLite file serves one process. Stop it first, or run several processes "
+            "on PostgreSQL (--db postgresql://...)",
             target=str(path),
         ) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
+    except BaseException:
+        os.close(fd)
+        raise
+    names = os.fstat(fd).st_nlink
+    if names > 1:
+        log.warning(
+            "the SQLite database %s has %d hard links: serve it by one name always. SQLite "
+            "keeps its WAL beside the name it is opened by, so after a crash a process "
+            "opening the file by another name would not see the last commits",
+            path, names,
+        )  # fmt: skip
+    return fd
+
+
+def _holder(stat: os.stat_result) -> str | None:
+    """The pid holding a ``flock`` on the file, as Linux's /proc/locks lists it (elsewhere,
+    or from another pid namespace: None)."""
+    file = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    try:
+        locks = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in locks:
+        # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:2147002 0 EOF"; a waiter's line has "->".
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == file:
+            return fields[4] if fields[4].isdigit() and fields[4] != "0" else None
+    return None
 
 
 class SQLiteStore(
@@ -72,6 +107,14 @@ class SQLiteStore(
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock(self.path) if serving else None
+        self._checkpointer: Checkpointer | None = None
+        try:
+            self._open(serving)
+        except BaseException:
+            self._release()
+            raise
+
+    def _open(self, serving: bool) -> None:
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction spans
         # exactly the writes of one engine decision.
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -86,7 +129,6 @@ class SQLiteStore(
         self._writer = asyncio.Lock()
         self._definitions = Definitions()
         self._migrate()
-        self._checkpointer: Checkpointer | None = None
         if serving:
             # We hold the file alone: every lease in it belongs to a process that is gone.
             self._db.execute("UPDATE leases SET until = 0")
@@ -115,21 +157,24 @@ class SQLiteStore(
         return int(row[0] or 0)
 
     async def close(self) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        """Close the connections, then let go of the file's lock (``_lock`` says why in this
+        order). A second call does nothing more."""
         if self._checkpointer is not None:
             self._checkpointer.stop()
-        self._db.close()  # the last connection to close checkpoints what is left
+        if getattr(self, "_db", None) is not None:
+            self._db.close()  # the last connection to close checkpoints what is left
         if self._lock is not None:
-            self._lock.close()
+            os.close(self._lock)
+            self._lock = None
 
     def check_writable(self) -> None:
         try:
             self._probe()
         except Exception:
-            if self._checkpointer is not None:
-                self._checkpointer.stop()
-            self._db.close()
-            if self._lock is not None:
-                self._lock.close()
+            self._release()
             raise
 
     def _probe(self) -> None:
