@@ -81,6 +81,32 @@ async def test_the_wal_is_bounded_while_writes_never_pause(tmp_path: Path) -> No
         await store.close()
 
 
+async def test_the_wal_is_bounded_for_a_database_served_through_a_symlink(
+    tmp_path: Path,
+) -> None:
+    """SQLite keeps the WAL beside the file a symlink points to; the bound measures that
+    WAL, not a file beside the link's name (once it did, saw none, and never truncated)."""
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link.db"
+    link.symlink_to(tmp_path / "real" / "data.db")
+    store = SQLiteStore(link)
+    try:
+        assert store._checkpointer is not None
+        store._checkpointer.stop()
+        checkpointer = Checkpointer(link, interval=3600, max_wal_bytes=256 * 1024)
+        try:
+            await _fill(store, "c1", 1000)  # about 1 MB of WAL
+            checkpointer.checkpoint()
+            assert checkpointer.truncations == 1
+            assert (tmp_path / "real" / "data.db-wal").stat().st_size == 0
+        finally:
+            checkpointer.stop()
+        assert await store.last_seq("c1") == 1000
+    finally:
+        store._checkpointer = None
+        await store.close()
+
+
 async def test_close_stops_the_thread_and_leaves_the_data(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "d.db")
     checkpointer = store._checkpointer

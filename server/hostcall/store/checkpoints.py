@@ -43,7 +43,9 @@ class Checkpointer:
         max_wal_bytes: int = MAX_WAL_BYTES,
     ) -> None:
         self.path = path
-        self.wal = path.with_name(path.name + "-wal")
+        # Beside the file itself: SQLite resolves a symlink to the database, and so its WAL.
+        real = path.resolve()
+        self.wal = real.with_name(real.name + "-wal")
         self.interval = interval
         self.max_wal_bytes = max_wal_bytes
         self.truncations = 0  # how often the size bound had to wait for the writer
