@@ -353,7 +353,9 @@ window.addEventListener('pageshow', e => { if (e.persisted) location.reload() })
 // ============================================================================
 
 async function send(raw) {
-  const text = String(raw).trim().slice(0, 8000)
+  // Cut at 8000 UTF-16 units, never between an emoji's two halves: a lone surrogate is
+  // text the server refuses (400 invalid_text).
+  const text = String(raw).trim().slice(0, 8000).replace(/[\uD800-\uDBFF]$/, '')
   if (!text) return
   if (state.run === 'running' || state.run === 'waiting') return void ui.showError(t('errorBusy'))
   const pending = ui.addPendingUser(text)
@@ -365,9 +367,10 @@ async function send(raw) {
   } catch (err) {
     state.run = ''
     if (err.status === 409) return void (pending.remove(), ui.showError(t('errorBusy')))
-    // 422: the server refused the text itself (docs/protocol.md: invalid_message); its English
+    // 422: the server refused the text itself (docs/protocol.md: invalid_message), or 400
+    // invalid_text (a NUL, a lone surrogate: sending it again cannot help); its English
     // detail is for the page's `error` event, the visitor gets a translated sentence.
-    if (err.status === 422) {
+    if (err.status === 422 || err.code === 'invalid_text') {
       pending.remove()
       ui.showError(t('errorRefused'))
       return void emit('error', { code: err.code || 'invalid_message', message: err.message })

@@ -15,7 +15,7 @@ from starlette.routing import Route
 from hostcall.agui import agui_routes
 from hostcall.api import api_routes
 from hostcall.console import console_routes
-from hostcall.middleware import ApiHeaders
+from hostcall.middleware import ApiHeaders, TextGuard
 from hostcall.openapi import document as openapi_document
 from hostcall.pages import page_routes
 from hostcall.protocol.responses import Health
@@ -57,7 +57,10 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             *console_routes(),
         ],
         exception_handlers=exception_handlers(),
-        middleware=[Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds)],
+        middleware=[
+            Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds),
+            Middleware(TextGuard),
+        ],
         lifespan=lifespan,
     )
     app.state.hostcall = runtime

@@ -1,18 +1,30 @@
-"""ASGI middleware for every API response: headers, and a deadline on slow request bodies.
+"""ASGI middleware for every API response: headers, and a deadline on slow request bodies;
+and for every request, text no store can hold refused before any route reads it.
 
 Token-bearing responses (conversation creation, snapshots, stream tickets) must never be
 cached by a browser or a proxy, nor sniffed into another type, so every response
 under ``/api/``, ``/agui/``, ``/console/api/`` and ``/healthz`` gets ``Cache-Control:
 no-store`` and ``nosniff``.
+
+``TextGuard`` is the one door for the text of a request's line and headers: a path
+(whose parts become ids), a query string (the console's filters, the widget page's
+options) or a header holding a NUL, or percent-encoded bytes that are not UTF-8 (a lone
+surrogate among them), gets ``400 invalid_text`` (docs/protocol.md). JSON bodies are
+checked where they are read (hostcall/protocol/reading.py), forms likewise
+(hostcall/console/session.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hostcall.errors import RequestTimeout
+from hostcall import strictjson
+from hostcall.errors import BadRequest, RequestTimeout
+from hostcall.protocol.reading import NOT_UTF8, unstorable_text
+from hostcall.responses import error_response
 
 API_HEADERS = ((b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"))
 
@@ -55,3 +67,48 @@ class ApiHeaders:
             return message
 
         await self.app(scope, receive_in_time, send_with_headers)
+
+
+class TextGuard:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused = _refused(scope) if scope["type"] == "http" else None
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        await error_response(refused)(scope, receive, send)
+
+
+def _refused(scope: Scope) -> BadRequest | None:
+    raw_path = scope.get("raw_path")
+    path = _decoded(raw_path) if raw_path is not None else scope.get("path", "")
+    if path is None:
+        return unstorable_text("the path", NOT_UTF8)
+    reason = strictjson.unstorable_text(path)
+    if reason is not None:
+        return unstorable_text("the path", reason)
+    query = scope.get("query_string", b"")
+    if query:
+        text = _decoded(query.replace(b"+", b" "))
+        if text is None:
+            return unstorable_text("the query string", NOT_UTF8)
+        reason = strictjson.unstorable_text(text)
+        if reason is not None:
+            return unstorable_text("the query string", reason)
+    for name, value in scope.get("headers", ()):
+        # Headers are bytes read as Latin-1: only a NUL can be wrong (HTTP servers refuse
+        # most, a proxy or a test client may not).
+        if b"\0" in value or b"\0" in name:
+            field = name.decode("latin-1") if b"\0" not in name else ""
+            return unstorable_text("a header", strictjson.NUL, field)
+    return None
+
+
+def _decoded(raw: bytes) -> str | None:
+    """Percent-decoded strict UTF-8 (a lone surrogate is not UTF-8), or None."""
+    try:
+        return unquote_to_bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return None

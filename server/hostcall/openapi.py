@@ -102,7 +102,9 @@ class _Paths:
         op: dict[str, Any] = {"summary": summary, "security": security or []}
         content = {ok_media: {"schema": ok_schema}}
         op["responses"] = {str(ok): {"description": "OK", "content": content}}
-        op["responses"].update(self.errors(*errors))
+        # 400 everywhere: a path, query string or header holding a NUL is refused before
+        # any route (invalid_text, hostcall/middleware.py).
+        op["responses"].update(self.errors(400, *errors))
         if body is not None:
             op["requestBody"] = {"required": not optional_body, **_json(body)}
             op["responses"].update(self.errors(*BODY_ERRORS))

@@ -9,6 +9,9 @@ one typed error that says what was wrong and where; ``dumps`` never writes them.
 ``displayable`` is the other half: data already stored before this module existed (or by
 another writer) is rendered with non-finite numbers as ``null`` and anything deeper than
 the limit cut, so a snapshot never fails on stored data.
+
+``unstorable`` finds what is valid JSON but no store can hold: a NUL character, a lone
+surrogate. The doors that take text from requests refuse it (hostcall/protocol/reading.py).
 """
 
 from __future__ import annotations
@@ -135,6 +138,44 @@ def _clean(value: Any, room: int) -> Any:
             return None
         return [_clean(v, room - 1) for v in value]
     return value
+
+
+# What no store can hold in text: PostgreSQL refuses NUL in text and jsonb, and a lone
+# UTF-16 surrogate (``"\ud800"`` in JSON) cannot be encoded as UTF-8 at all, so neither can
+# be written to SQLite, sent in an event or logged.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+NUL = "nul"
+LONE_SURROGATE = "lone_surrogate"
+
+
+def unstorable_text(text: str) -> str | None:
+    """Why ``text`` cannot be stored (``NUL`` or ``LONE_SURROGATE``), or None."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    return NUL if found.group() == "\x00" else LONE_SURROGATE
+
+
+def unstorable(value: Any, where: str = "") -> tuple[str, str] | None:
+    """The first string (value or key) in ``value`` that cannot be stored: where it is
+    (``a.b[0]``, from ``where``) and why; None if every string can be stored."""
+    if isinstance(value, str):
+        reason = unstorable_text(value)
+        return None if reason is None else (where, reason)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            reason = unstorable_text(key)
+            if reason is not None:
+                return (where, reason)  # the key itself is never echoed back
+            found = unstorable(item, f"{where}.{key}" if where else key)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = unstorable(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def loads_stored(text: str) -> Any:

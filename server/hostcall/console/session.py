@@ -33,6 +33,7 @@ from hostcall.console.operator import Operator
 from hostcall.console.render import error_page
 from hostcall.errors import BadRequest, Forbidden, HostcallError, PayloadTooLarge, Unauthorized
 from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.reading import NOT_UTF8, refuse_unstorable, unstorable_text
 from hostcall.runtime import Runtime
 from hostcall.settings import load_secret_keys
 from hostcall.store.records import ConsoleSession, User
@@ -127,10 +128,16 @@ async def read_form(request: Request) -> dict[str, str]:
     if "application/x-www-form-urlencoded" not in request.headers.get("content-type", ""):
         return {}
     try:
-        fields = parse_qs(body.decode(), keep_blank_values=True, max_num_fields=50)
-    except (UnicodeDecodeError, ValueError):
+        # Strict UTF-8 for the percent-encoded bytes too: a lone surrogate is not UTF-8.
+        fields = parse_qs(body.decode(), keep_blank_values=True, max_num_fields=50, errors="strict")
+    except UnicodeDecodeError:
+        raise unstorable_text("the form", NOT_UTF8) from None
+    except ValueError:
         raise BadRequest("the form could not be read") from None
-    return {k: v[0] for k, v in fields.items()}
+    form = {k: v[0] for k, v in fields.items()}
+    # A NUL in a field (a sign-in name, say) would reach the store: refused here, for all.
+    refuse_unstorable(form, "the form")
+    return form
 
 
 def guarded(role: Role) -> Callable[[Handler], Handler]:

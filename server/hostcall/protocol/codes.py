@@ -16,6 +16,7 @@ class ErrorCode(StrEnum):
     BAD_REQUEST = "bad_request"
     BAD_EVENT_ID = "bad_event_id"
     FOREIGN_EVENT_ID = "foreign_event_id"
+    INVALID_TEXT = "invalid_text"  # a NUL or a lone surrogate: text no store can hold
     # 401
     MISSING_TOKEN = "missing_token"
     BAD_TOKEN = "bad_token"

@@ -1,7 +1,10 @@
 """Reading request bodies: the one place a request's bytes become JSON.
 
 The size is checked before parsing, from ``Content-Length`` and again while reading (a
-chunked body declares none).
+chunked body declares none). Text no store can hold (a NUL, a lone surrogate) is refused
+here, before any route sees it, with ``400 invalid_text``; ``refuse_unstorable`` is the
+same refusal for the other doors (the path, the query string and headers:
+hostcall/middleware.py; the console's forms).
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ from starlette.requests import Request
 from hostcall import strictjson
 from hostcall.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from hostcall.protocol.codes import ErrorCode
+
+# The reason of an ``invalid_text`` refusal for percent-encoded bytes that are not UTF-8 (a
+# query string, a path, a form): what would decode them to a lone surrogate, or to U+FFFD.
+NOT_UTF8 = "not_utf8"
 
 
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
@@ -49,4 +56,33 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
         ) from None
     if not isinstance(value, dict):
         raise BadRequest("request body must be a JSON object", code=ErrorCode.MALFORMED_JSON)
+    # Only an escape can put a NUL or a lone surrogate in parsed JSON: a raw NUL is not JSON
+    # and a raw surrogate is not UTF-8. A body with no escape is not walked.
+    if b"\\u" in body:
+        refuse_unstorable(value, "request body")
     return value
+
+
+def refuse_unstorable(value: Any, what: str, where: str = "") -> None:
+    """``400 invalid_text`` if a string in ``value`` (or a key) cannot be stored; ``what``
+    names the part of the request for the message, ``where`` the path of ``value`` in it."""
+    found = strictjson.unstorable(value, where)
+    if found is not None:
+        field, reason = found
+        raise unstorable_text(what, reason, field)
+
+
+def unstorable_text(what: str, reason: str, field: str = "") -> BadRequest:
+    """The refusal of text no store can hold (``reason``: ``strictjson.NUL``,
+    ``strictjson.LONE_SURROGATE`` or ``NOT_UTF8``)."""
+    said = {
+        strictjson.NUL: "a NUL character",
+        strictjson.LONE_SURROGATE: "a lone UTF-16 surrogate",
+    }.get(reason, "bytes that are not UTF-8")
+    place = f" (in {field[:200]})" if field else ""
+    details = {"reason": reason, **({"field": field[:200]} if field else {})}
+    return BadRequest(
+        f"{what} holds {said}{place}, which cannot be stored; remove it",
+        code=ErrorCode.INVALID_TEXT,
+        **details,
+    )

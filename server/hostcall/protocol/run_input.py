@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hostcall import strictjson
 from hostcall.errors import BadRequest
+from hostcall.protocol.reading import refuse_unstorable
 
 ROLES = ("developer", "system", "assistant", "user", "tool", "activity", "reasoning")
 
@@ -69,10 +71,23 @@ def _message(raw: Any, where: str) -> InputMessage:
     else:
         raise BadRequest(f"{where}.content must be a string or a list", field=f"{where}.content")
     tool_call_id = _text(raw, "toolCallId", where) if role == "tool" else None
+    if tool_call_id is not None and "\\u" in text:
+        _refuse_unstorable_result(text, f"{where}.content")
     error = raw.get("error")
     if error is not None and not isinstance(error, str):
         raise BadRequest(f"{where}.error must be a string", field=f"{where}.error")
     return InputMessage(_text(raw, "id", where), role, text, tool_call_id, error)
+
+
+def _refuse_unstorable_result(text: str, where: str) -> None:
+    """A tool message's content is the call's output as JSON text (hostcall/agui.py): an
+    escape in it can still decode to a NUL or a lone surrogate. Refused before any call of
+    the request is answered."""
+    try:
+        value = strictjson.loads(text)
+    except strictjson.StrictJSONError:
+        return  # plain text: stored as it is, and the request body held no bad character
+    refuse_unstorable(value, "a tool message's content", where)
 
 
 def _tool_name(raw: Any, where: str) -> str:
