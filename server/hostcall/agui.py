@@ -56,14 +56,18 @@ async def run_agent(request: Request) -> EventSourceResponse:
     agent = runtime.agents.get(agent_id)
     if agent is None:
         raise NotFound(f"no agent {agent_id!r}", code=ErrorCode.UNKNOWN_AGENT)
-    # A browser's Origin must be allowed; each request costs one message of the
-    # agent's rate limits (a thread is a conversation, a request may start a run).
+    # A browser's Origin must be allowed. The agent's limits are the widget's API's: a new
+    # thread is a new conversation (per client address and per agent), so a fresh thread
+    # id is no way around them, and each request costs one message (it may start a run).
     check_request_origin(request, agent.allowed_origins)
     body = await read_body(request, RunAgentInput, runtime.settings.max_body_bytes)
     client = request.client.host if request.client else "unknown"
     cid = thread_conversation_id(agent.id, body.thread_id)
+    existing = await runtime.store.get_conversation(cid)
+    if existing is None:
+        await runtime.quotas.new_conversation(agent.id, agent.limits, client)
     await runtime.quotas.new_message(agent.id, agent.limits, cid, client)
-    conversation = await _thread(runtime, agent, body)
+    conversation = await _thread(runtime, agent, body, existing)
     declared = frozenset(body.tools)
     queue = runtime.broker.subscribe(conversation.id)
     try:
@@ -159,10 +163,12 @@ class _Relay:
             await self.engine.follow(failed)
 
 
-async def _thread(runtime: Runtime, agent: Agent, body: RunAgentInput) -> Conversation:
+async def _thread(
+    runtime: Runtime, agent: Agent, body: RunAgentInput, existing: Conversation | None
+) -> Conversation:
     cid = thread_conversation_id(agent.id, body.thread_id)
     store = runtime.store
-    if await store.get_conversation(cid) is None:
+    if existing is None:
         await store.create_conversation(Conversation(cid, agent.id, time.time()))
     client_tools = {t.name for t in agent.tools if t.kind == "client"}
     declared = tuple(n for n in body.tools if n in client_tools)

@@ -73,6 +73,17 @@ def _agent(target: Target) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _chat(agent_id: str, limits: dict[str, int]) -> dict[str, Any]:
+    return {
+        "id": agent_id,
+        "environment": "dev",
+        "model": {"kind": "scripted", "fallback": "nothing",
+                  "rules": [{"match": "hi", "reply": "hello there"}]},
+        "tools": [],
+        "limits": limits,
+    }  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def target() -> Iterator[Target]:
     with target_server() as live:
@@ -86,6 +97,11 @@ def server(tmp_path_factory: pytest.TempPathFactory, target: Target) -> Iterator
     write_agent(agents, {"environments": {"dev": {"allowed_hosts": [target.host]}}},
                 name="_platform.json")  # fmt: skip
     write_agent(agents, _agent(target))
+    # The widget's limits, small: three conversations a minute from one address; a token
+    # budget a single step spends (the per-conversation one off: the agent's is tested).
+    write_agent(agents, _chat("few", {"conversations_per_minute_per_client": 3}))
+    write_agent(agents, _chat("thrifty", {"model_tokens_per_day": 1,
+                                          "model_tokens_per_conversation": 0}))  # fmt: skip
     settings = Settings(agents_dir=agents, db_path=tmp / "hostcall.db", secret_keys=SECRET,
                         sweep_seconds=0.05, environ={})  # fmt: skip
     with live_server(settings) as live:
@@ -230,3 +246,48 @@ def test_an_unknown_agent_is_a_404(server: Live) -> None:
     }
     r = httpx.post(f"{server.url}/agui/nobody", json=body)
     assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_agent"
+
+
+# ---- the widget's limits ---------------------------------------------------------------------
+
+
+def _say(server: Live, agent: str, thread: str) -> httpx.Response:
+    body = {"threadId": thread, "runId": "r",
+            "messages": [{"id": "1", "role": "user", "content": "hi"}]}  # fmt: skip
+    return httpx.post(f"{server.url}/agui/{agent}", json=body, timeout=10)
+
+
+def _refused(r: httpx.Response, code: str) -> dict[str, Any]:
+    assert r.status_code == 429, r.text
+    error: dict[str, Any] = r.json()["error"]
+    assert error["code"] == code, error
+    assert int(r.headers["Retry-After"]) == error["details"]["retryAfter"] >= 1
+    return error
+
+
+def test_fresh_thread_ids_from_one_client_hit_the_conversation_limit(server: Live) -> None:
+    threads = [f"t-{uuid.uuid4()}" for _ in range(4)]
+    for thread in threads[:3]:
+        r = _say(server, "few", thread)
+        assert r.status_code == 200 and "RUN_FINISHED" in r.text, r.text
+    before = _conversations(server)
+    error = _refused(_say(server, "few", threads[3]), "rate_limited")
+    assert "conversations from this address" in error["message"]
+    assert _conversations(server) == before  # the refused thread was not created
+    # A thread that exists goes on: a message there is no new conversation.
+    again = _say(server, "few", threads[0])
+    assert again.status_code == 200 and "hello there" in again.text
+    # The widget's API counts the same conversations, and refuses the same way.
+    widget = httpx.post(
+        f"{server.url}/api/agents/few/conversations", headers={"Origin": server.url}
+    )
+    assert _refused(widget, "rate_limited")["message"] == error["message"]
+
+
+def test_a_fresh_thread_id_does_not_reset_the_token_budget(server: Live) -> None:
+    first = _say(server, "thrifty", f"t-{uuid.uuid4()}")
+    assert first.status_code == 200 and "hello there" in first.text  # spends the budget
+    before = _conversations(server)
+    error = _refused(_say(server, "thrifty", f"t-{uuid.uuid4()}"), "token_budget_exhausted")
+    assert "this agent today" in error["message"]
+    assert _conversations(server) == before
