@@ -13,6 +13,7 @@ from hostcall.errors import BadRequest, NotFound
 from hostcall.ledger import new_id
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.requests import (
     CallResult,
     Capabilities,
@@ -37,7 +38,7 @@ from hostcall.protocol.responses import (
 from hostcall.responses import StoredWireResponse, WireResponse
 from hostcall.runtime import Runtime
 from hostcall.sessions import bearer_token
-from hostcall.store.records import ANONYMOUS_SURFACE, Call, Conversation, RunStatus
+from hostcall.store.records import ANONYMOUS_SURFACE, AuditEntry, Call, Conversation, RunStatus
 from hostcall.tokens import Claims, Purpose
 from hostcall.transcript import open_messages
 
@@ -88,6 +89,17 @@ async def _check_call_origin(request: Request, runtime: Runtime, claims: Claims)
 
 def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
+
+
+# Who the audit log names for what a visitor's call token did (the console's actions name
+# their operator; docs/console.md "Audit log").
+VISITOR = "visitor"
+
+
+def _visitor_did(action: str, claims: Claims, call_id: str, **details: object) -> AuditEntry:
+    """The audit entry of a visitor's answer or decision, written with its move."""
+    return AuditEntry(time.time(), VISITOR, action, claims.conversation_id, call_id,
+                      details=details)  # fmt: skip
 
 
 async def create_conversation(request: Request) -> Response:
@@ -241,11 +253,15 @@ async def call_result(request: Request) -> Response:
     call_id = request.path_params["call_id"]
     try:
         if body.error is None:
-            settled = await ledger.answers.answer_claimed(call_id, claims, body.output)
+            audit = _visitor_did("call.answer", claims, call_id)
+            settled = await ledger.answers.answer_claimed(call_id, claims, body.output, audit=audit)
         else:
             text = body.error.message or "no message"
+            audit = _visitor_did("call.answer", claims, call_id, error=body.error.code.value)
             call = await ledger.answers.checked_call(call_id, claims)
-            settled = await ledger.answers.fail(call, body.error.code, f"The page reported: {text}")
+            settled = await ledger.answers.fail(
+                call, body.error.code, f"The page reported: {text}", audit=audit
+            )
     except CallExpired as expired:
         runtime.engine.resume_expired(expired)
         raise
@@ -262,10 +278,15 @@ async def call_decision(request: Request) -> Response:
     call = await _checked_call(runtime, request.path_params["call_id"], claims)
     decided: Moved
     if body.decision == "approve":
-        surface = body.surface_id
-        decided = await ledger.answers.approve(call, body.input, body.scope, surface=surface)
+        edited = body.input is not None
+        audit = _visitor_did("call.approve", claims, call.id, edited=edited, scope=body.scope)
+        decided = await ledger.answers.approve(
+            call, body.input, body.scope, surface=body.surface_id, audit=audit
+        )
     else:
-        decided = await ledger.answers.reject(call, body.reason)
+        reason = (body.reason or "").strip()[:MAX_REASON_CHARS]
+        audit = _visitor_did("call.reject", claims, call.id, reason=reason)
+        decided = await ledger.answers.reject(call, body.reason, audit=audit)
     call = await runtime.engine.follow(decided)
     return WireResponse(CallStatus(call.state.value))
 

@@ -7,10 +7,12 @@ a missing or wrong CSRF token; each is refused and nothing in the store or on di
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import io
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,8 +26,10 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from hostcall.console import accounts, console_routes
 from hostcall.console.accounts import AccountError, Role, add_user, authenticate
 from hostcall.console.render import CSP
+from tests.support.databases import fresh_schema
 from tests.support.harness import BOARD, Harness
 from tests.unit.console_client import PASSWORD, ConsoleClient, csrf_of, fast_passwords
+from tests.unit.test_bad_input import create_call, read_call
 
 pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)
 
@@ -703,3 +707,53 @@ def test_a_forwarded_for_header_from_an_untrusted_peer_is_ignored(harness: Harne
         data={"csrf": token, "name": "g99", "password": "x"},
     )  # fmt: skip
     assert r.status_code == 429
+# ---- what visitors do with their call tokens is audited -------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def both(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
+        h = Harness(tmp_path, agents_dir, **({"database_url": url} if url else {}))
+        stack.callback(h.stop)
+        yield h
+
+
+def test_a_visitors_answers_and_decisions_are_audited_and_listed(both: Harness) -> None:
+    h = both
+    conv, create = create_call(h)
+    assert h.decide(create, "approve", scope="once").status_code == 200
+    assert h.decide(create, "approve").status_code == 409  # refused: not audited
+    read_conv, read = read_call(h)
+    assert h.answer(read, BOARD).status_code == 200
+    rejected_conv, rejected = create_call(h)
+    assert h.decide(rejected, "reject", reason="not now").status_code == 200
+
+    entries = h.call(h.runtime.store.list_audit)
+    assert [(e.actor, e.action, e.conversation_id, e.call_id, e.details) for e in entries] == [
+        ("visitor", "call.reject", rejected_conv.id, rejected["toolCallId"], {"reason": "not now"}),
+        ("visitor", "call.answer", read_conv.id, read["toolCallId"], {}),
+        ("visitor", "call.approve", conv.id, create["toolCallId"],
+         {"edited": False, "scope": "once"}),
+    ]  # fmt: skip
+    admin = ConsoleClient(h.app, h.runtime, "root", "admin")
+    page = admin.http.get("/console/audit")
+    assert page.status_code == 200
+    rows = re.findall(r'<tr data-part="audit-entry" data-action="([^"]+)">(.*?)</tr>', page.text,
+                      re.DOTALL)  # fmt: skip
+    approve = next(row for action, row in rows if action == "call.approve")
+    assert "<td>visitor</td>" in approve and create["toolCallId"] in approve and conv.id in approve
+    assert {action for action, _ in rows} >= {"call.approve", "call.answer", "call.reject"}
+
+
+def test_a_page_s_error_for_a_call_is_audited_with_its_code(harness: Harness) -> None:
+    conv, call = read_call(harness)
+    r = harness.http.post(
+        f"/api/calls/{call['toolCallId']}/result",
+        json={"token": call["resultToken"], "error": {"code": "no_handler", "message": "none"}},
+    )
+    assert r.status_code == 200, r.text
+    [entry] = harness.call(harness.runtime.store.list_audit)
+    assert (entry.actor, entry.action, entry.conversation_id, entry.call_id, entry.details) == (
+        "visitor", "call.answer", conv.id, call["toolCallId"], {"error": "no_handler"},
+    )  # fmt: skip

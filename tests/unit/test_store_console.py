@@ -5,6 +5,8 @@ Real SQLite files and a real PostgreSQL schema (conftest's ``store`` runs each t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hostcall.store import Store
 from hostcall.store.records import (
     AgentVersion,
@@ -143,3 +145,24 @@ async def test_runs_of_a_conversation_list_oldest_first(store: Store) -> None:
         ("r1", RunStatus.FINISHED), ("r3", RunStatus.WAITING),
     ]  # fmt: skip
     assert await store.list_runs("nobody") == []
+
+
+async def test_a_noted_audit_entry_is_stored_with_its_transaction_or_not_at_all(
+    store: Store,
+) -> None:
+    visitor = AuditEntry(1.0, "visitor", "call.approve", conversation_id="c1", call_id="k1",
+                         details={"edited": False, "scope": "once"})  # fmt: skip
+    await store.note_audit(visitor)  # outside a transaction: on its own
+    async with store.transaction():
+        await store.add_message(StoredMessage("m1", "c1", "r1", "user", "hi"))
+        await store.note_audit(AuditEntry(2.0, "visitor", "call.answer", "c1", "k2"))
+    try:
+        async with store.transaction():
+            await store.note_audit(AuditEntry(3.0, "visitor", "call.reject", "c1", "k3"))
+            raise RuntimeError("the move failed")
+    except RuntimeError:
+        pass
+    found = await store.list_audit()
+    assert [(e.action, e.call_id) for e in found] == [("call.answer", "k2"), ("call.approve", "k1")]
+    assert found[1] == replace(visitor, id=found[1].id)
+    assert found[0].id > found[1].id

@@ -3,6 +3,10 @@ result, a failure, an approval or a rejection, a delivery, an expiry. Each moves
 with one conditional update (the first request wins; the others get one refusal) and
 returns what the caller does once the unit has committed: ``Settled`` (resume the run),
 ``Dispatched`` (perhaps start its block), hostcall/calls/outcomes.py.
+
+``audit``: an entry of the audit log (a visitor's answer or decision) written in the unit
+that makes the move, last, so it is stored exactly when the move is, at no round trip of
+its own (``Store.note_audit``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from hostcall.guardrails import Hit, evaluate
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.limits import MAX_ERROR_MESSAGE_CHARS, MAX_REASON_CHARS
 from hostcall.runs.agents import RunAgents
-from hostcall.store.records import Call, CallState
+from hostcall.store.records import AuditEntry, Call, CallState
 from hostcall.tokens import Claims, input_digest
 from hostcall.tools import Tool
 
@@ -41,7 +45,9 @@ class Answers:
         self.journal = moves.journal
         self.agents = agents
 
-    async def answer_claimed(self, call_id: str, claims: Claims, output: Any) -> Settled:
+    async def answer_claimed(
+        self, call_id: str, claims: Claims, output: Any, *, audit: AuditEntry | None = None
+    ) -> Settled:
         """``answer(await checked_call(call_id, claims), output)``, one statement shorter
         when the token names its run (the result's round trip). The run's agent
         gives the tool, so the output is checked before anything is read; the settling
@@ -55,15 +61,15 @@ class Answers:
             tool = agent.tool(claims.tool) if agent is not None else None
             if tool is not None and not tool.output_validator.problems(output):
                 try:
-                    settled = await self._answer_as_claimed(call_id, claims, tool, output)
+                    settled = await self._answer_as_claimed(call_id, claims, tool, output, audit)
                 except _NotAsClaimed:
                     settled = None
                 if settled is not None:
                     return Settled(settled)
-        return await self.answer(await self.checked_call(call_id, claims), output)
+        return await self.answer(await self.checked_call(call_id, claims), output, audit=audit)
 
     async def _answer_as_claimed(
-        self, call_id: str, claims: Claims, tool: Tool, output: Any
+        self, call_id: str, claims: Claims, tool: Tool, output: Any, audit: AuditEntry | None
     ) -> Call | None:
         event, outcome, hits = _judged(tool, output)
         async with self.journal.unit() as unit:
@@ -81,6 +87,7 @@ class Answers:
                 raise _NotAsClaimed(call_id)
             await self.moves.record_hits(unit, claims.conversation_id, call_id, tool.name, hits)
             await self.moves.record_outcome(unit, settled, tool, outcome)
+            await self._audit(audit)
         return settled
 
     async def checked_call(self, call_id: str, claims: Claims) -> Call:
@@ -119,7 +126,7 @@ class Answers:
             moved = await self.moves.move(unit, call, CallEvent.DELIVER, delivered=True)
             return moved is not None
 
-    async def answer(self, call: Call, output: Any) -> Settled:
+    async def answer(self, call: Call, output: Any, *, audit: AuditEntry | None = None) -> Settled:
         if not call.state.answerable:
             raise await self.moves.not_open(call.id)
         tool = await self.moves.views.tool_of(call)
@@ -138,9 +145,18 @@ class Answers:
             settled = await self.moves.settle(unit, call, event, outcome)
             if settled is None:
                 raise await self.moves.not_open(call.id)
+            await self._audit(audit)
         return Settled(settled)
 
-    async def fail(self, call: Call, code: ToolErrorCode, message: str, **details: Any) -> Settled:
+    async def fail(
+        self,
+        call: Call,
+        code: ToolErrorCode,
+        message: str,
+        *,
+        audit: AuditEntry | None = None,
+        **details: Any,
+    ) -> Settled:
         if not call.state.answerable:
             raise await self.moves.not_open(call.id)
         text = message[:MAX_ERROR_MESSAGE_CHARS] or code.value
@@ -149,10 +165,17 @@ class Answers:
             settled = await self.moves.settle(unit, call, CallEvent.FAIL, outcome)
             if settled is None:
                 raise await self.moves.not_open(call.id)
+            await self._audit(audit)
         return Settled(settled)
 
     async def approve(
-        self, call: Call, edited: Any | None, scope: str = "once", surface: str | None = None
+        self,
+        call: Call,
+        edited: Any | None,
+        scope: str = "once",
+        surface: str | None = None,
+        *,
+        audit: AuditEntry | None = None,
     ) -> Dispatched:
         if call.state is not CallState.AWAITING_CONFIRMATION:
             raise await self.moves.not_open(call.id, deciding=True)
@@ -179,11 +202,15 @@ class Answers:
         async with self.journal.unit() as unit:
             if scope == "conversation":
                 await self.store.add_grant(call.conversation_id, call.tool_name, call.id)
-            return await self.moves.dispatch(
+            dispatched = await self.moves.dispatch(
                 unit, call, tool, CallEvent.APPROVE, value, surface=surface
             )
+            await self._audit(audit)
+            return dispatched
 
-    async def reject(self, call: Call, reason: str | None) -> Settled:
+    async def reject(
+        self, call: Call, reason: str | None, *, audit: AuditEntry | None = None
+    ) -> Settled:
         if call.state is not CallState.AWAITING_CONFIRMATION:
             raise await self.moves.not_open(call.id, deciding=True)
         reason = (reason or "").strip()[:MAX_REASON_CHARS]
@@ -193,7 +220,12 @@ class Answers:
             settled = await self.moves.settle(unit, call, CallEvent.REJECT, outcome)
             if settled is None:
                 raise await self.moves.not_open(call.id, deciding=True)
+            await self._audit(audit)
         return Settled(settled)
+
+    async def _audit(self, entry: AuditEntry | None) -> None:
+        if entry is not None:
+            await self.store.note_audit(entry)
 
     async def expire(self, call: Call) -> Settled | None:
         """Settled, or None when the call moved first (an answer, another expiry)."""

@@ -246,6 +246,10 @@ class Audit(Protocol):
     # ``add_audit`` ignores ``entry.id`` and returns the entry with its new id.
     # ``list_audit`` is newest first; ``before`` pages (ids < before); filters are ANDed.
     async def add_audit(self, entry: AuditEntry) -> AuditEntry: ...
+    # ``note_audit`` adds an entry whose id nobody reads: inside a transaction it goes out
+    # with the transaction's next statement (PostgreSQL), costing no round trip of its own,
+    # and is rolled back with it.
+    async def note_audit(self, entry: AuditEntry) -> None: ...
     async def list_audit(
         self,
         *,

@@ -45,6 +45,11 @@ CREATE TABLE agent_versions (
 """
 
 
+def _audit_values(entry: AuditEntry) -> tuple[Any, ...]:
+    return (entry.at, entry.actor, entry.action, entry.conversation_id, entry.call_id,
+            entry.agent_id, rows.dump(entry.details))  # fmt: skip
+
+
 def _user(row: dict[str, Any]) -> User:
     return User(row["name"], row["role"], row["password_hash"], row["created_at"])
 
@@ -118,13 +123,19 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
         return await self._count("DELETE FROM console_sessions WHERE digest = %s", (digest,)) == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
-        row = await self._one(
-            f"{SQL.insert_audit} RETURNING id",
-            (entry.at, entry.actor, entry.action, entry.conversation_id, entry.call_id,
-             entry.agent_id, rows.dump(entry.details)),
-        )  # fmt: skip
+        row = await self._one(f"{SQL.insert_audit} RETURNING id", _audit_values(entry))
         assert row is not None
         return replace(entry, id=int(row["id"]))
+
+    async def note_audit(self, entry: AuditEntry) -> None:
+        values = _audit_values(entry)
+        current = self._current()
+        if current is not None:
+            # Held: it goes out inside the transaction's next statement (an answer's: the
+            # settling UPDATE's), so the round trip pays no statement for it.
+            await self._hold(current, "audit", f"{{p}}audit AS ({SQL.insert_audit})", values)
+            return
+        await self._run(SQL.insert_audit, values)
 
     async def list_audit(
         self,

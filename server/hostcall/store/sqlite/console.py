@@ -47,6 +47,11 @@ def dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _audit_values(entry: AuditEntry) -> tuple[Any, ...]:
+    return (entry.at, entry.actor, entry.action, entry.conversation_id, entry.call_id,
+            entry.agent_id, dump(entry.details))  # fmt: skip
+
+
 def _user(row: sqlite3.Row) -> User:
     return User(row["name"], row["role"], row["password_hash"], row["created_at"])
 
@@ -110,20 +115,12 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
         return cursor.rowcount == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
-        cursor = self._db.execute(
-            SQL.insert_audit,
-            (
-                entry.at,
-                entry.actor,
-                entry.action,
-                entry.conversation_id,
-                entry.call_id,
-                entry.agent_id,
-                dump(entry.details),
-            ),
-        )
+        cursor = self._db.execute(SQL.insert_audit, _audit_values(entry))
         assert cursor.lastrowid is not None
         return replace(entry, id=cursor.lastrowid)
+
+    async def note_audit(self, entry: AuditEntry) -> None:
+        self._db.execute(SQL.insert_audit, _audit_values(entry))
 
     async def list_audit(
         self,
