@@ -6,6 +6,8 @@ by JSON Pointer (``/amount``, ``/tasks/0/title``) and compares it:
 
     equals, not_equals, contains, regex, gt, gte, lt, lte, exists
 
+``regex`` is RE2's syntax, matched in linear time (hostcall/patterns.py).
+
 Actions: ``block`` (the call never runs, or its output never reaches the model:
 ``blocked_by_guardrail``), ``require_approval`` (input only), ``redact`` (output only: the
 listed fields become "[redacted]" before the model sees them; the ledger keeps the full
@@ -15,10 +17,11 @@ output) and ``log``. Every match is recorded on the call and in the event stream
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from hostcall import patterns
 
 OPERATORS = ("equals", "not_equals", "contains", "regex", "gt", "gte", "lt", "lte", "exists")
 ACTIONS = ("block", "require_approval", "redact", "log")
@@ -48,7 +51,8 @@ class Condition:
                 return isinstance(self.value, str) and self.value.lower() in found.lower()
             return isinstance(found, list) and self.value in found
         if self.op == "regex":
-            return isinstance(found, str) and re.search(self.value, found) is not None
+            # RE2, linear time: the text is a call's input or output, which a visitor steers.
+            return isinstance(found, str) and patterns.search(self.value, found)
         if isinstance(found, bool) or not isinstance(found, int | float):
             return False
         return {
@@ -184,13 +188,8 @@ def _condition(raw: Any, where: str) -> Condition:
         raise ValueError(f"{where}: 'path' must be a JSON Pointer such as '/amount'")
     if op not in OPERATORS:
         raise ValueError(f"{where}: 'op' must be one of {', '.join(OPERATORS)} (got {op!r})")
-    if op == "regex":
-        try:
-            if not isinstance(value, str):
-                raise TypeError("a regex is a string")
-            re.compile(value)
-        except (re.error, TypeError) as exc:
-            raise ValueError(f"{where}: 'value' is not a valid regular expression: {exc}") from None
+    if op == "regex" and (problem := patterns.problem(value)):
+        raise ValueError(f"{where}: 'value' {problem}")
     if op in ("gt", "gte", "lt", "lte") and (
         isinstance(value, bool) or not isinstance(value, int | float)
     ):

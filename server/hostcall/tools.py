@@ -23,7 +23,7 @@ from hostcall.blocks.http_request import (
     parse_request_spec,
 )
 from hostcall.guardrails import Guardrail, parse_guardrails
-from hostcall.schemas import CompiledSchema, required_problems, schema_problem
+from hostcall.schemas import CompiledSchema, pattern_problems, required_problems, schema_problem
 
 KINDS = ("client", "http")
 EFFECTS = ("read", "write")
@@ -202,13 +202,16 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
             elif problem := schema_problem(raw[key]):
                 problems.append(f"{where}: {key!r} {problem}")
             else:
-                problems += [f"{where}: {key!r} {p}" for p in required_problems(raw[key])]
+                found = required_problems(raw[key]) + pattern_problems(raw[key])
+                problems += [f"{where}: {key!r} {p}" for p in found]
         input_schema, output_schema = raw.get("input_schema", {}), raw.get("output_schema", {})
     else:
         http, input_schema = _parse_http(raw, where, problems)
         output_schema = raw.get("output_schema", HTTP_OUTPUT_SCHEMA)
         if problem := schema_problem(output_schema):
             problems.append(f"{where}: 'output_schema' {problem}")
+        else:
+            problems += [f"{where}: 'output_schema' {p}" for p in pattern_problems(output_schema)]
     policy = _parse_policy(raw, where, problems)
     if problems:
         return None, problems

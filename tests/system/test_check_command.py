@@ -107,3 +107,25 @@ def test_check_reports_every_nonsense_origin_of_an_agent(tmp_path: Path) -> None
     write_agent(agents_folder(tmp_path), data, name="agent.json")
     done = check_cli(tmp_path)
     assert done.returncode == 1 and "wildcards are not supported" in done.stderr
+
+
+def test_check_refuses_a_pattern_re2_cannot_take_naming_file_rule_and_field(
+    tmp_path: Path,
+) -> None:
+    agents_folder(tmp_path)
+    agent = planner_definition()
+    agent["model"]["rules"][0]["match"] = r"(?i)(\w+) \1"
+    agent["tools"][0]["input_schema"]["properties"]["boardId"]["pattern"] = "^(?=b)"
+    write_agent(tmp_path, agent, name="planner.json")
+    done = check_cli(tmp_path)
+    assert done.returncode == 1, done
+    assert done.stdout == ""
+    tool = agent["tools"][0]["name"]
+    assert done.stderr.splitlines() == [
+        f"planner.json: tool {tool!r}: 'input_schema' has a pattern at /properties/boardId "
+        "that is not a valid regular expression in RE2's syntax (linear time; docs/agents.md): "
+        "invalid perl operator: (?=; lookahead (?=...) is not supported",
+        "planner.json: model: rule #1: 'match' is not a valid regular expression in RE2's "
+        "syntax (linear time; docs/agents.md): invalid escape sequence: \\1; backreferences "
+        "(\\1, (?P=name)) are not supported",
+    ]

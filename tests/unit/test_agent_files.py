@@ -141,6 +141,56 @@ MISTAKES = [
         with_rule(1, match="(unclosed"),
         ("model", "rule #1", "'match'", "regular expression"),
     ),
+    # Patterns run in RE2 (linear time): what it lacks is refused at load, said plainly.
+    Mistake(
+        "rule-backreference",
+        with_rule(1, match=r"(?i)(\w+) \1"),
+        ("model", "rule #1", "'match'", "RE2", "backreferences"),
+    ),
+    Mistake(
+        "rule-lookahead",
+        with_rule(2, match=r"add (?!nothing)(?P<title>.+)"),
+        ("model", "rule #2", "'match'", "lookahead"),
+    ),
+    Mistake(
+        "rule-too-large",
+        with_rule(1, match=r"a.{900}x"),
+        ("model", "rule #1", "'match'", "too large"),
+    ),
+    Mistake(
+        "schema-pattern-lookahead",
+        with_tool(
+            input_schema={
+                "type": "object",
+                "properties": {"id": {"type": "string", "pattern": "^(?!x)"}},
+            }
+        ),
+        ("tool 'archive_task'", "'input_schema'", "pattern at /properties/id", "lookahead"),
+    ),
+    Mistake(
+        "schema-pattern-properties-backreference",
+        with_tool(
+            output_schema={
+                "type": "object",
+                "properties": {"ok": {"type": "boolean"}},
+                "patternProperties": {r"^(a)\1$": {"type": "string"}},
+            }
+        ),
+        ("tool 'archive_task'", "'output_schema'", "patternProperties", "backreferences"),
+    ),
+    Mistake(
+        "guardrail-backreference",
+        with_tool(
+            guardrails=[
+                {
+                    "name": "twice",
+                    "action": "block",
+                    "when": {"path": "/id", "op": "regex", "value": r"(\w)\1"},
+                }
+            ]
+        ),
+        ("tool 'archive_task'", "guardrail 'twice'", "'value'", "backreferences"),
+    ),
     Mistake(
         "rule-bad-template",
         with_rule(2, reply="Done: {% if %}"),
@@ -376,3 +426,19 @@ def test_platform_file_mistakes_stop_loading(
     write_agent(tmp_path, {"id": "plain"})
     [problem] = problems_of(tmp_path)
     assert problem.startswith("_platform.json: ") and says in problem, problem
+
+
+def test_re2_syntax_that_python_lacks_is_accepted(tmp_path: Path) -> None:
+    """Patterns are RE2's everywhere: what Python's re refuses but RE2 reads loads."""
+    data = planner_definition()
+    data["model"]["rules"][1]["match"] = r"(?i)add a task to (?<title>\p{L}[\p{L} ]*)\z"
+    guard = {"name": "letters", "action": "log", "when": {"path": "/id", "op": "regex",
+                                                          "value": r"^\pL+\z"}}  # fmt: skip
+    tool = archive_tool(guardrails=[guard])
+    tool["input_schema"]["properties"]["id"]["pattern"] = r"^\p{L}+\z"
+    tool["output_schema"]["patternProperties"] = {r"^\p{Han}+$": {"type": "string"}}
+    data["tools"].append(tool)
+    write_agent(agents_folder(tmp_path), data, name="planner.json")
+    [loaded] = [t for t in load_agents(tmp_path, {})["planner"].tools if t.name == "archive_task"]
+    assert loaded.input_validator.problems({"id": "café"}) == []
+    assert [p.path for p in loaded.input_validator.problems({"id": "café!"})] == ["/id"]

@@ -97,6 +97,60 @@ def test_an_invalid_schema_is_refused_with_hostcall_checks_lines_and_nothing_cha
     assert "agent.save" not in [e.action for e in harness.call(harness.runtime.store.list_audit)]
 
 
+def _backreference_rule(agent: dict[str, Any]) -> str:
+    agent["model"]["rules"][0]["match"] = r"(?i)(\w+) \1"
+    return "model: rule #1: 'match'"
+
+
+def _lookbehind_guardrail(agent: dict[str, Any]) -> str:
+    tool = agent["tools"][0]
+    tool["guardrails"] = [
+        {
+            "name": "not ours",
+            "action": "block",
+            "when": {"path": "", "op": "regex", "value": "(?<!@)example"},
+        }
+    ]
+    return f"tool {tool['name']!r}: guardrail 'not ours'"
+
+
+def _backreference_pattern(agent: dict[str, Any]) -> str:
+    tool = agent["tools"][0]
+    tool["output_schema"]["properties"]["code"] = {"type": "string", "pattern": r"(.)\1"}
+    return f"tool {tool['name']!r}: 'output_schema' has a pattern at /properties/code"
+
+
+@pytest.mark.parametrize(
+    "mistake", [_backreference_rule, _lookbehind_guardrail, _backreference_pattern]
+)
+def test_a_pattern_re2_cannot_take_is_refused_at_save_and_nothing_changes(
+    harness: Harness, designer: ConsoleClient, tmp_path: Path, mistake: Any
+) -> None:
+    before = _files(harness.agents_dir)
+    agent = planner_definition()
+    where = mistake(agent)
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    for name, data in before.items():
+        (staged / name).write_bytes(data)
+    (staged / "planner.json").write_text(json.dumps(agent))
+    [expected] = check_lines(staged)
+    assert expected.startswith(f"planner.json: {where}"), expected
+    assert "RE2" in expected and ("backreferences" in expected or "lookbehind" in expected)
+
+    assert designer.post("/console/api/agents/planner/check", {"agent": agent}).json() == {
+        "problems": [expected]
+    }
+    r = designer.post("/console/api/agents/planner", {"agent": agent})
+    assert r.status_code == 422
+    assert r.json()["error"]["code"] == "agent_invalid"
+    assert r.json()["error"]["details"]["problems"] == [expected]
+    assert _files(harness.agents_dir) == before
+    assert harness.call(harness.runtime.store.list_agent_versions, "planner") == []
+    # The agent that runs is the one on disk.
+    assert harness.runtime.agents["planner"].source == json.loads(before["planner.json"])
+
+
 @pytest.mark.parametrize(
     ("agent", "code"),
     [

@@ -10,8 +10,17 @@ import pytest
 
 from hostcall.agents import load_agents
 from hostcall.errors import AgentConfigError
+from hostcall.guardrails import Hit, evaluate, parse_guardrails
 from hostcall.platform import Environment, Platform
 from tests.support.harness import Harness, write_agent
+from tests.support.redos import (
+    FAST_SECONDS,
+    HOSTILE_PATTERN,
+    HOSTILE_TEXT,
+    RESPONSIVE_SECONDS,
+    timed,
+    while_answering_healthz,
+)
 
 OBJECT = {"type": "object", "properties": {"note": {"type": "string"}}}
 PLATFORM = {
@@ -366,6 +375,32 @@ def test_output_guardrail_blocks_and_log_rules_are_recorded(make: Any) -> None:
     assert fired == ["audit", "no secrets"]
 
 
+def test_the_server_answers_while_a_guardrail_matches_a_hostile_input(make: Any) -> None:
+    tool = act_tool(guardrails=[{"name": "all a", "on": "input", "action": "block",
+                                 "when": {"path": "/email", "op": "regex",
+                                          "value": HOSTILE_PATTERN}}])  # fmt: skip
+    data = agent(tool)
+    rule = {"match": "act (?P<email>.+)", "tool": "act", "arguments": {"email": "{{ email }}"}}
+    data["model"]["rules"][0] = {**rule, "reply": "done"}
+    h = make(data)
+    conv = h.conversation("ops")
+
+    def send() -> dict[str, Any]:
+        h.say(conv, f"act {HOSTILE_TEXT}")
+        return h.settle(conv)
+
+    snap, longest = while_answering_healthz(h.http, send)
+    assert longest < RESPONSIVE_SECONDS, f"/healthz waited {longest:.2f}s"
+    # The rule did not match (the text ends with "!"): the call went to the page, whole.
+    [call] = snap["calls"]
+    assert call["state"] == "dispatched" and call["input"] == {"email": HOSTILE_TEXT}
+    assert "hostcall.tool_call_guardrail" not in [t for t, _ in h.events(conv)]
+    rules = parse_guardrails(tool["guardrails"])
+    hits, seconds = timed(lambda: evaluate(rules, "input", {"email": HOSTILE_TEXT}))
+    assert hits == [] and seconds < FAST_SECONDS, f"the guardrail took {seconds:.2f}s"
+    assert evaluate(rules, "input", {"email": "aaa"}) == [Hit("all a", "block", "input")]
+
+
 def test_bad_guardrail_definitions_are_refused_at_load(tmp_path: Path) -> None:
     cases = [
         ({"name": "r", "on": "input", "action": "explode", "when": {"path": "/a", "op": "equals"}},
@@ -376,6 +411,12 @@ def test_bad_guardrail_definitions_are_refused_at_load(tmp_path: Path) -> None:
          "JSON Pointer"),
         ({"name": "r", "action": "block", "when": {"path": "/a", "op": "regex", "value": "("}},
          "not a valid regular expression"),
+        ({"name": "r", "action": "block",
+          "when": {"path": "/a", "op": "regex", "value": r"(\w+) \1"}},
+         "backreferences"),
+        ({"name": "r", "action": "block",
+          "when": {"path": "/a", "op": "regex", "value": "(?<!@)example"}},
+         "lookbehind"),
     ]  # fmt: skip
     for index, (rule, message) in enumerate(cases):
         directory = tmp_path / f"agents{index}"

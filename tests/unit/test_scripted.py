@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,15 @@ from hypothesis import strategies as st
 
 from hostcall.models.base import Message, ModelError, TextDelta, ToolCallRequest
 from hostcall.models.scripted import ScriptedModel, _chunks, _streamed
+from tests.support.harness import Harness, write_agent
+from tests.support.redos import (
+    FAST_SECONDS,
+    HOSTILE_PATTERN,
+    HOSTILE_TEXT,
+    RESPONSIVE_SECONDS,
+    timed,
+    while_answering_healthz,
+)
 
 # Words and the whitespace between them, Unicode's included: the cuts fall anywhere.
 TEXT = st.lists(st.sampled_from(["a", "bc", "é", " ", "  ", "\n", "\t", "\u3000", "x.y"]))
@@ -79,3 +89,47 @@ def test_a_reply_streams_its_first_words_before_the_rest_is_rendered() -> None:
         return texts
 
     assert asyncio.run(run()) == ["Here is the order "]
+
+
+# ---- a designer's catastrophic pattern against a visitor's text ----------------------------
+
+ECHO = {
+    "id": "echo",
+    "model": {
+        "kind": "scripted",
+        "rules": [
+            {"match": HOSTILE_PATTERN, "reply": "only a"},
+            {"match": r"(?P<word>\w+)!$", "reply": "{{ word }} and {{ match.word | length }}"},
+        ],
+        "fallback": "nothing",
+    },
+    "tools": [],
+}
+
+
+def test_a_rule_matches_a_hostile_message_in_linear_time() -> None:
+    model = ScriptedModel.from_config(ECHO["model"])
+    texts, seconds = timed(lambda: asyncio.run(_texts(model, [Message("user", HOSTILE_TEXT)])))
+    assert seconds < FAST_SECONDS, f"the rules took {seconds:.2f}s"
+    # No rule took the first: the next one did, with its named group.
+    assert "".join(texts) == f"{HOSTILE_TEXT[:-1]} and {len(HOSTILE_TEXT) - 1}"
+
+
+def test_the_server_answers_while_a_rule_matches_a_hostile_message(tmp_path: Path) -> None:
+    write_agent(tmp_path / "agents", ECHO)
+    h = Harness(tmp_path, tmp_path / "agents")
+    try:
+        conv = h.conversation("echo")
+
+        def send() -> dict[str, Any]:
+            h.say(conv, HOSTILE_TEXT)
+            return h.settle(conv)
+
+        snap, longest = while_answering_healthz(h.http, send)
+        assert longest < RESPONSIVE_SECONDS, f"/healthz waited {longest:.2f}s"
+        assert snap["run"]["status"] == "finished"
+        assert [(m["role"], m["text"]) for m in snap["messages"]] == [
+            ("user", HOSTILE_TEXT), ("assistant", f"{HOSTILE_TEXT[:-1]} and 26"),
+        ]  # fmt: skip
+    finally:
+        h.stop()

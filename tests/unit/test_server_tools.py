@@ -15,6 +15,7 @@ from hostcall.calls.transitions import OPEN_STATES
 from hostcall.errors import AgentConfigError
 from tests.support.harness import Conv, Harness, write_agent
 from tests.support.loopback import Live, Trap, live_server
+from tests.support.redos import HOSTILE_TEXT, RESPONSIVE_SECONDS, while_answering_healthz
 
 TOKEN = "Bearer sekrit-connection-token-123"
 
@@ -329,3 +330,28 @@ def test_tool_in_the_import_format_loads_and_runs(
     assert tool.input_schema["required"] == ["what"]
     conv, _ = ask(h, "fetch Paris")
     assert h.assistant_texts(conv)[-1] == "got 200 /echo/Paris"
+
+
+def test_the_server_answers_while_a_blocks_response_is_matched(
+    tmp_path: Path, target: Live, made: list[Harness]
+) -> None:
+    # A designer's catastrophic pattern on the response's path, which the visitor chose.
+    schema = {"type": "object", "required": ["status"], "properties": {
+        "status": {"type": "integer"},
+        "body": {"type": "object", "properties": {
+            "path": {"type": "string", "pattern": "^/echo/(a+)+$"},
+        }},
+    }}  # fmt: skip
+    url = f"{target.base}/echo/{{{{ $fromAI.what }}}}"
+    h = build(tmp_path, target, fetch_tool(url, output_schema=schema))
+    made.append(h)
+    (_, snap), longest = while_answering_healthz(h.http, lambda: ask(h, f"fetch {HOSTILE_TEXT}"))
+    assert longest < RESPONSIVE_SECONDS, f"/healthz waited {longest:.2f}s"
+    [call] = snap["calls"]
+    assert call["state"] == "failed", call
+    error = call["outcome"]["error"]
+    assert error["code"] == "block_failed" and "output schema" in error["message"], error
+    # The same pattern says yes where it matches: the model gets the result.
+    conv, snap = ask(h, "fetch aaaa")
+    assert snap["calls"][0]["state"] == "answered"
+    assert h.assistant_texts(conv)[-1] == "got 200 /echo/aaaa"

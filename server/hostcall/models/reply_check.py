@@ -11,13 +11,13 @@ Two checks per rule that calls a tool and has a ``reply``:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from hostcall import patterns
 from hostcall.errors import ToolErrorCode
 
 _env = ImmutableSandboxedEnvironment(autoescape=False)
@@ -139,9 +139,9 @@ def _render_problems(
     rule: Mapping[str, Any], where: str, tool: str, schema: Mapping[str, Any]
 ) -> list[str]:
     try:
-        groups = re.compile(str(rule.get("match", ""))).groupindex
-    except re.error:
-        return []
+        groups = patterns.compile(str(rule.get("match", "")), capture=True).group_names
+    except patterns.PatternError:
+        return []  # the model's own checks say why
     context: dict[str, Any] = {name: "example" for name in groups}
     context["match"] = dict(context)
     result = example(schema)

@@ -21,7 +21,7 @@ from typing import Any
 from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from hostcall import strictjson
+from hostcall import patterns, strictjson
 from hostcall.models.base import (
     Message,
     ModelError,
@@ -48,7 +48,7 @@ _ids = itertools.count(1)
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    pattern: re.Pattern[str]
+    pattern: patterns.Pattern
     say: str = ""
     # Each call: (tool, arguments template, raw arguments or None). Several make one turn
     # with parallel tool calls.
@@ -108,7 +108,7 @@ class ScriptedModel:
             if found is None:
                 continue
             # An optional group that did not match is "", not None (which renders "None").
-            groups = found.groupdict("")
+            groups = dict(found.groups)
             context: dict[str, Any] = {"match": groups, **groups}
             answers = [m for m in messages[last_user + 1 :] if m.role == "tool"]
             if not rule.calls:
@@ -249,9 +249,10 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
     if not isinstance(raw.get("match"), str):
         raise ValueError(f"{where}: 'match' (a regular expression) is required")
     try:
-        pattern = re.compile(raw["match"])
-    except re.error as exc:
-        raise ValueError(f"{where}: 'match' is not a valid regular expression: {exc}") from None
+        # RE2, linear time: the text is a visitor's message.
+        pattern = patterns.compile(raw["match"], capture=True)
+    except patterns.PatternError as exc:
+        raise ValueError(f"{where}: 'match' {exc}") from None
     if "tool" in raw and "calls" in raw:
         raise ValueError(f"{where}: use 'tool' for one call or 'calls' for several, not both")
     singles = [{k: raw[k] for k in ("tool", "arguments", "raw_arguments") if k in raw}]
