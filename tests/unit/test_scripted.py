@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from hostcall.models.base import Message, ModelError, TextDelta, ToolCallRequest
 from hostcall.models.scripted import ScriptedModel, _chunks, _streamed
-from tests.support.harness import Harness, write_agent
+from tests.support.harness import Harness, planner_definition, write_agent
 from tests.support.redos import (
     FAST_SECONDS,
     HOSTILE_PATTERN,
@@ -133,3 +133,20 @@ def test_the_server_answers_while_a_rule_matches_a_hostile_message(tmp_path: Pat
         ]  # fmt: skip
     finally:
         h.stop()
+
+
+def test_the_demos_rules_read_words_of_any_script() -> None:
+    """RE2's \\w is ASCII: the demo's due date says \\p{L}, so a Spanish day still parses."""
+    model = ScriptedModel.from_config(planner_definition()["model"])
+
+    async def first_call() -> ToolCallRequest:
+        text = "Add a task to revisar el presupuesto before miércoles"
+        async for item in model.stream([Message("user", text)], []):
+            if isinstance(item, ToolCallRequest):
+                return item
+        raise AssertionError("no tool call")
+
+    call = asyncio.run(first_call())
+    assert call.name == "create_task"
+    arguments = json.loads(call.arguments)
+    assert (arguments["title"], arguments["dueDate"]) == ("Revisar el presupuesto", "miércoles")
