@@ -17,26 +17,52 @@ from tests.support.live import live_server, settings_for
 from tests.unit.test_bad_input import CREATE, assert_error, create_call, read_call
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_concurrent_decisions_one_wins_the_rest_are_not_awaiting_decision(
-    tmp_path: Path,
+    tmp_path: Path, kind: str
 ) -> None:
-    with live_server(settings_for(tmp_path)) as server:
+    """Twenty approvals and rejections racing on one call: one wins, every loser gets the
+    documented 409 (never a 500), and the call is decided once: one dispatch or one
+    result, never both, never two."""
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if kind == "postgres" else None
+        server = stack.enter_context(live_server(settings_for(tmp_path, database_url=url)))
         conv = server.conversation()
         server.say(conv, CREATE)
         call = next(c for c in server.settle(conv)["calls"] if c.get("decisionToken"))
         url = f"/api/calls/{call['toolCallId']}/decision"
         bodies = [
             {"token": call["decisionToken"], "decision": "approve" if i % 2 else "reject"}
-            for i in range(10)
+            for i in range(20)
         ]
-        async with httpx.AsyncClient(base_url=server.url, timeout=5) as client:
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
             responses = await asyncio.gather(*(client.post(url, json=b) for b in bodies))
             late = await client.post(url, json=bodies[0])
         statuses = sorted(r.status_code for r in responses)
-        assert statuses == [200] + [409] * 9, statuses
+        assert statuses == [200] + [409] * 19, [r.text for r in responses if r.status_code != 409]
         codes = {r.json()["error"]["code"] for r in [*responses, late] if r.status_code == 409}
         assert codes == {"call_not_awaiting_decision"}, codes
         assert late.status_code == 409
+        won = next(r for r in responses if r.status_code == 200).json()["state"]
+        snap = server.settle(conv)
+        decided = next(c for c in snap["calls"] if c["toolCallId"] == call["toolCallId"])
+        last = int(snap["lastEventId"].rpartition(":")[2])
+        with server.stream(server.events_url(conv)) as stream:
+            frames = [next(stream) for _ in range(last)]
+        mine = [
+            f
+            for f in frames
+            if f.data.get("toolCallId") == call["toolCallId"]
+            or f.data.get("value", {}).get("toolCallId") == call["toolCallId"]
+        ]
+        dispatches = [f for f in mine if f.event == "hostcall.tool_call_dispatch"]
+        results = [f for f in mine if f.event == "TOOL_CALL_RESULT"]
+        if won == "rejected":
+            assert decided["state"] == "rejected" and not dispatches, decided
+            assert len(results) == 1
+        else:
+            assert won == "dispatched" and len(dispatches) == 1, [f.event for f in mine]
+            assert all(r.data.get("state") != "rejected" for r in results)
 
 
 def test_late_decisions_and_late_answers_say_where_the_call_is(harness: Harness) -> None:
