@@ -13,13 +13,14 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.support.harness import Harness, allow_hosts, planner_definition, write_agent
@@ -39,6 +40,25 @@ class Provider:
         delta = {"choices": [{"index": 0, "delta": {"content": LONG}}]}
         body = f"data: {json.dumps(delta)}\n\ndata: [DONE]\n\n"
         return Response(body, media_type="text/event-stream")
+
+
+class MidTextProvider:
+    """Streams a first chunk at once, then holds the rest until ``go``."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+
+    async def chat(self, request: Request) -> Response:
+        async def chunks() -> AsyncIterator[str]:
+            for text in ("Let me think", None, LONG):
+                if text is None:
+                    await asyncio.to_thread(self.go.wait, 10)
+                    continue
+                delta = {"choices": [{"index": 0, "delta": {"content": text}}]}
+                yield f"data: {json.dumps(delta)}\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
 
 
 @pytest.fixture
@@ -79,3 +99,66 @@ def test_a_full_disk_during_a_step_ends_the_run_and_the_person_may_send_again(
         assert h.settle(conv, timeout=15)["run"]["status"] == "finished"
     finally:
         h.stop()
+
+
+def unended(events: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Messages started and neither ended nor discarded before a RUN_ERROR (or the end)."""
+    started: list[str] = []
+    for name, data in events:
+        if name == "TEXT_MESSAGE_START":
+            started.append(data["messageId"])
+        elif name in ("TEXT_MESSAGE_END", "hostcall.text_message_discarded"):
+            if name == "TEXT_MESSAGE_END" and data["messageId"] not in started:
+                continue
+            if data["messageId"] in started:
+                started.remove(data["messageId"])
+        elif name == "RUN_ERROR" and started:
+            return started
+    return started
+
+
+def test_a_write_failure_mid_text_discards_and_ends_the_message_before_run_error(
+    tmp_path: Path,
+) -> None:
+    fake = MidTextProvider()
+    app = Starlette(routes=[Route("/v1/chat/completions", fake.chat, methods=["POST"])])
+    with serve_in_thread(app) as port:
+        data = planner_definition()
+        data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
+        write_agent(tmp_path / "agents", data, name="planner.json")
+        h = Harness(tmp_path, tmp_path / "agents")
+        try:
+            conv = h.conversation()
+            h.say(conv, "Hello")
+            deadline = time.monotonic() + 10
+            while not any(
+                n == "TEXT_MESSAGE_CONTENT" and d["delta"] == "Let me think"
+                for n, d in h.events(conv)
+            ):
+                assert time.monotonic() < deadline, "the first chunk was never committed"
+                time.sleep(0.02)
+            db = h.runtime.store._db
+            pages = db.execute("PRAGMA page_count").fetchone()[0]
+            db.execute(f"PRAGMA max_page_count = {pages}")
+            fake.go.set()
+            time.sleep(1.0)  # the next append fails; recording the failure may fail too
+            db.execute("PRAGMA max_page_count = 1073741823")
+            snap = h.settle(conv, timeout=15)
+            assert snap["run"]["status"] == "failed"
+            assert snap["run"]["error"]["code"] == "store_unavailable"
+            events = h.events(conv)
+            names = [n for n, _ in events]
+            assert names.count("RUN_ERROR") == 1
+            assert unended(events) == [], names
+            # The cut-off message was discarded, as after a crash: the snapshot (which never
+            # stored its text) and the stream agree, and nothing of it was stored twice.
+            discarded = [
+                d["messageId"] for n, d in events if n == "hostcall.text_message_discarded"
+            ]
+            assert len(discarded) == 1
+            assert discarded[0] not in {m["id"] for m in snap["messages"]}
+            assert LONG not in json.dumps(events)
+            h.say(conv, "Hello again")
+            assert h.settle(conv, timeout=15)["run"]["status"] == "finished"
+        finally:
+            h.stop()

@@ -27,6 +27,7 @@ from hostcall.models.base import (
 from hostcall.notices import run_notice
 from hostcall.protocol.codes import RunErrorCode
 from hostcall.protocol.events import (
+    MessageDiscarded,
     RunError,
     RunFinished,
     TextMessageContent,
@@ -36,6 +37,7 @@ from hostcall.protocol.events import (
 from hostcall.quotas import Quotas, estimate_tokens
 from hostcall.runs.agents import RunAgents
 from hostcall.store.records import Call, ClaimedRun, RunStatus, StoredMessage
+from hostcall.transcript import open_messages
 
 log = logging.getLogger("hostcall.engine")
 
@@ -217,7 +219,15 @@ class Steps:
         )
         message = run_notice(code)
         cid = run.conversation_id
+        # What the failed step streamed and never stored (a write failed mid-text): gone
+        # as after a crash (Recovery._discard_cut_off), discarded then ended, so every
+        # started message ends before the RUN_ERROR and the stream agrees with the snapshot.
+        kept = interrupted[0] if interrupted is not None else None
+        cut_off = [m for m in await open_messages(self.store, cid) if m != kept]
         async with self.journal.unit() as unit:
+            for message_id in cut_off:
+                await unit.emit(cid, MessageDiscarded(message_id))
+                await unit.emit(cid, TextMessageEnd(message_id))
             if interrupted is not None:
                 message_id, partial = interrupted
                 await unit.emit(cid, TextMessageEnd(message_id, interrupted=True))

@@ -44,7 +44,10 @@ class SQLiteConnection:
             try:
                 yield
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # SQLite rolls back by itself after some errors (SQLITE_FULL): a ROLLBACK
+                # then would raise, hiding why the transaction failed.
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
             else:
                 self._db.execute("COMMIT")
