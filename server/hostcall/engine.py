@@ -24,7 +24,7 @@ import logging
 import time
 
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
-from hostcall.errors import Conflict, LeaseLost, NotFound
+from hostcall.errors import Conflict, LeaseLost, NotFound, is_store_failure
 from hostcall.journal import Journal
 from hostcall.leases import Leases, call_key
 from hostcall.ledger import Ledger, new_id
@@ -41,7 +41,7 @@ from hostcall.protocol.events import (
 from hostcall.runs.agents import RunAgents
 from hostcall.runs.recovery import Adopted, Recovery, Resumable, Work
 from hostcall.runs.server_calls import ServerCalls
-from hostcall.runs.stepping import Steps, is_store_error
+from hostcall.runs.stepping import Steps
 from hostcall.runs.tasks import Tasks
 from hostcall.store.records import (
     Call,
@@ -234,7 +234,7 @@ class Engine:
                 # run, or it stays `running` and refuses every message.
                 code = (
                     RunErrorCode.STORE_UNAVAILABLE
-                    if is_store_error(exc)
+                    if is_store_failure(exc)
                     else RunErrorCode.INTERNAL_ERROR
                 )
                 await self.steps.fail_eventually(run_id, code, f"{type(exc).__name__}: {exc}")

@@ -17,7 +17,7 @@ machine-readable ``code`` (an ``ErrorCode``) and a message; ``hostcall.responses
      ├── Unprocessable         422  invalid_result, invalid_input, invalid_message
      ├── TooManyRequests       429  rate_limited (``Retry-After``)
      ├── InternalError         500  internal_error (anything unexpected; no traceback words)
-     └── Unavailable           503  store_unavailable
+     └── Unavailable           503  store_unavailable (``Retry-After``)
 
 ``AgentConfigError`` is not an HTTP error: it stops the server at start with one line per
 problem; ``StoreError`` stops it when the database cannot be used (another process holds a
@@ -112,9 +112,23 @@ class InternalError(HostcallError):
     code: ErrorCode = ErrorCode.INTERNAL_ERROR
 
 
+# Seconds a client is told to wait (``Retry-After``) when the database cannot be used: long
+# enough not to hammer a database coming back, short enough for a person waiting.
+STORE_RETRY_AFTER = 5
+
+
 class Unavailable(HostcallError):
+    """The database cannot be used right now; ``retry_after`` (whole seconds) becomes the
+    ``Retry-After`` header."""
+
     status = 503
     code: ErrorCode = ErrorCode.STORE_UNAVAILABLE
+
+    def __init__(
+        self, message: str, *, retry_after: int = STORE_RETRY_AFTER, **details: Any
+    ) -> None:
+        super().__init__(message, retryAfter=retry_after, **details)
+        self.retry_after = retry_after
 
 
 class AgentConfigError(Exception):
@@ -169,6 +183,18 @@ class ToolErrorCode(StrEnum):
     CALL_LIMIT_REACHED = "call_limit_reached"
     BLOCKED_BY_GUARDRAIL = "blocked_by_guardrail"
     BLOCK_FAILED = "block_failed"
+
+
+# The drivers whose errors mean the database refused or could not be reached: a DB-API
+# error of either dialect, or the pool giving up waiting for a connection (its PoolTimeout
+# is a psycopg OperationalError). Known by module, so that this layer imports none of them.
+_STORE_DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg_pool"})
+
+
+def is_store_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is the store's driver failing (a full disk, a read-only file, a
+    database down or out of connections), not a fault of this code's."""
+    return any(c.__module__.split(".")[0] in _STORE_DRIVERS for c in type(exc).__mro__)
 
 
 # The error codes a surface may send in place of a result.

@@ -19,6 +19,7 @@ import psycopg
 
 from hostcall.broker import Broker
 from hostcall.store import Store
+from hostcall.store.postgres.connections import timeouts
 from hostcall.store.postgres.events import CHANNEL
 
 log = logging.getLogger("hostcall.relay")
@@ -69,7 +70,7 @@ class Relay:
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
-                    self.url, autocommit=True
+                    self.url, autocommit=True, **timeouts(self.url)
                 ) as connection:
                     await connection.execute(f"LISTEN {CHANNEL}")
                     self.connected.set()

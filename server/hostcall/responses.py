@@ -8,15 +8,22 @@ fixed message: no 500 carries a traceback's words to a visitor.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
+import psycopg
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from hostcall import strictjson
-from hostcall.errors import HostcallError, InternalError, TooManyRequests
+from hostcall.errors import (
+    HostcallError,
+    InternalError,
+    TooManyRequests,
+    Unavailable,
+)
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.console import ConsoleBody
 from hostcall.protocol.responses import ErrorBody, ErrorDetail, ResponseBody
@@ -57,7 +64,7 @@ def error_body(exc: HostcallError) -> ErrorBody:
 
 def error_response(exc: HostcallError, headers: dict[str, str] | None = None) -> Response:
     headers = dict(headers or {})
-    if isinstance(exc, TooManyRequests):
+    if isinstance(exc, TooManyRequests | Unavailable):
         headers["Retry-After"] = str(exc.retry_after)
     return WireResponse(error_body(exc), status_code=exc.status, headers=headers)
 
@@ -79,5 +86,21 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return error_response(InternalError("the server failed to handle this request"))
 
 
+async def _store_failure(request: Request, exc: Exception) -> Response:
+    # The database is down, full or out of connections: not this request's fault, and worth
+    # sending again in a moment. One line for the operator (an outage fails every request:
+    # a traceback each would bury the log); the driver's words stay out of the answer.
+    log.warning("%s %s: the store failed: %s: %s", request.method, request.url.path,
+                type(exc).__name__, str(exc).strip())  # fmt: skip
+    return error_response(Unavailable("the database cannot be used right now; try again soon"))
+
+
 def exception_handlers() -> dict[Any, Any]:
-    return {HostcallError: _hostcall_error, HTTPException: _http_error, Exception: _unexpected}
+    return {
+        HostcallError: _hostcall_error,
+        HTTPException: _http_error,
+        # Every driver error of either store (the pool's PoolTimeout is a psycopg one).
+        sqlite3.Error: _store_failure,
+        psycopg.Error: _store_failure,
+        Exception: _unexpected,
+    }

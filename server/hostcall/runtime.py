@@ -44,6 +44,9 @@ from hostcall.store.postgres import PostgresStore
 from hostcall.tokens import Claims, Purpose, Tokens
 
 AGENT_IDS_KEPT = 10_000
+# How long /healthz waits for the store's write probe: a health check must answer fast,
+# and a healthy database answers in milliseconds.
+HEALTH_PROBE_SECONDS = 0.8
 
 
 @dataclass
@@ -171,11 +174,22 @@ class Runtime:
         return opened.last_seq
 
     async def check_store(self) -> None:
-        """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write."""
+        """Raise ``Unavailable`` (503 store_unavailable) when the store cannot take a write:
+        its probe fails, or does not answer within ``HEALTH_PROBE_SECONDS`` (a database
+        that is down must not leave the balancer's health check hanging), or the database
+        refused a real write lately (a full disk lets the small probe through)."""
         try:
-            await self.store.probe_write()
+            async with asyncio.timeout(HEALTH_PROBE_SECONDS):
+                await self.store.probe_write()
+        except TimeoutError:
+            reason = f"no answer within {HEALTH_PROBE_SECONDS:g} s"
+            raise Unavailable(f"the database cannot be written: {reason}", reason=reason) from None
         except Exception as exc:  # whatever the store's driver raises
-            raise Unavailable(f"the database cannot be written: {exc}") from None
+            reason = str(exc).strip() or type(exc).__name__
+            raise Unavailable(f"the database cannot be written: {reason}", reason=reason) from None
+        refused = self.store.refused_write()
+        if refused is not None:
+            raise Unavailable(f"the database refused a write: {refused}", reason=refused)
 
     def reload_agents(self) -> None:
         """Read the agent files again; runs already started keep their own definitions.

@@ -17,12 +17,14 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.support.databases import fresh_schema
 from tests.support.harness import Harness, allow_hosts, planner_definition, write_agent
 from tests.support.loopback import serve_in_thread
 
@@ -162,3 +164,96 @@ def test_a_write_failure_mid_text_discards_and_ends_the_message_before_run_error
             assert h.settle(conv, timeout=15)["run"]["status"] == "finished"
         finally:
             h.stop()
+
+
+# ---- /healthz while writes fail ----------------------------------------------------------
+
+WORDS = "a full disk refuses this " * 300  # ~7.5 KB: a few of them need new pages
+
+
+def post(h: Harness, conv: Any, text: str) -> Any:
+    return h.http.post(
+        f"/api/conversations/{conv.id}/messages", json={"text": text}, headers=conv.auth
+    )
+
+
+def assert_cannot_write(h: Harness, *mentions: str) -> None:
+    health = h.http.get("/healthz")
+    assert health.status_code == 503, health.text
+    error = health.json()["error"]
+    assert error["code"] == "store_unavailable"
+    assert all(m in error["details"]["reason"] for m in mentions), error
+    assert int(health.headers["Retry-After"]) > 0
+
+
+def test_healthz_says_a_full_sqlite_file_cannot_write(harness: Harness) -> None:
+    """The probe's one small row fits in a page the file has: it passes while every real
+    write fails. /healthz must say 503, with the reason, until a write goes through."""
+    assert harness.http.get("/healthz").status_code == 200
+    db = harness.runtime.store._db  # type: ignore[attr-defined]
+    db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+    try:
+        refused = [post(harness, harness.conversation(), WORDS) for _ in range(6)]
+        assert any(r.status_code == 503 for r in refused), [r.status_code for r in refused]
+        for r in refused:
+            assert r.status_code in (202, 503), r.text  # never 500
+            if r.status_code == 503:
+                assert r.json()["error"]["code"] == "store_unavailable"
+                assert int(r.headers["Retry-After"]) > 0
+        assert_cannot_write(harness, "full")
+    finally:
+        db.execute("PRAGMA max_page_count = 1073741823")
+    conv = harness.conversation()
+    assert post(harness, conv, "Hello").status_code == 202
+    assert harness.http.get("/healthz").status_code == 200
+
+
+def test_healthz_says_a_read_only_sqlite_file_cannot_write(harness: Harness) -> None:
+    db = harness.runtime.store._db  # type: ignore[attr-defined]
+    conv = harness.conversation()
+    db.execute("PRAGMA query_only = ON")  # writes fail as on a read-only file: SQLITE_READONLY
+    try:
+        refused = post(harness, conv, "Hello")
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "store_unavailable"
+        assert_cannot_write(harness, "readonly")
+    finally:
+        db.execute("PRAGMA query_only = OFF")
+    assert post(harness, conv, "Hello").status_code == 202
+    assert harness.http.get("/healthz").status_code == 200
+
+
+def test_healthz_says_a_full_postgresql_disk_cannot_write(tmp_path: Path, agents_dir: Path) -> None:
+    """PostgreSQL refuses the writes that need space (disk_full, SQLSTATE 53100) while the
+    probe's row, rolled back, goes through: a trigger stands in for the disk."""
+    with fresh_schema() as url:
+        h = Harness(tmp_path, agents_dir, database_url=url)
+        try:
+            conv = h.conversation()
+            assert h.http.get("/healthz").status_code == 200
+            with psycopg.connect(url, autocommit=True) as db:
+                db.execute(FULL_DISK)
+            try:
+                refused = post(h, conv, "Hello")
+                assert refused.status_code == 503, refused.text
+                assert refused.json()["error"]["code"] == "store_unavailable"
+                assert "No space" not in refused.text  # the driver's words stay in the log
+                assert_cannot_write(h, "No space left on device")
+            finally:
+                with psycopg.connect(url, autocommit=True) as db:
+                    db.execute("DROP TRIGGER full_disk ON events")
+            assert post(h, conv, "Hello").status_code == 202
+            assert h.http.get("/healthz").status_code == 200
+            assert h.settle(conv)["run"]["error"] is None
+        finally:
+            h.stop()
+
+
+FULL_DISK = """
+CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'could not extend file "base/16384/16385": No space left on device'
+        USING ERRCODE = 'disk_full';
+END $$;
+CREATE TRIGGER full_disk BEFORE INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION full_disk();
+"""

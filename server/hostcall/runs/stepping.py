@@ -240,11 +240,6 @@ class Steps:
             await unit.emit(cid, RunError(message, code, run_id))
 
 
-def is_store_error(exc: BaseException) -> bool:
-    """The store's driver refused a statement (sqlite3 or psycopg: both DB-API errors)."""
-    return type(exc).__module__.split(".")[0] in ("sqlite3", "psycopg")
-
-
 def _model_message(message: StoredMessage) -> Message:
     if message.role == "assistant":
         return Message(

@@ -2,7 +2,7 @@
 block the event loop). ``hostcall.store.Store`` is all of them at once, for the wiring; a
 module that needs one aggregate can say so by taking that aggregate's protocol.
 
-    Database        transactions, the write probe, closing
+    Database        transactions, the write probe and refused writes, closing
     Conversations   conversations (and the console's list of them)
     Sessions        session generations and single-use stream tickets
     Messages        a conversation's messages
@@ -57,6 +57,9 @@ class Database(Protocol):
     # serves (the app factory may run inside one, so it cannot await). Closes the store
     # and raises if it cannot be written.
     def check_writable(self) -> None: ...
+    # Why the database refused a write lately (a full disk, a read-only file), if no
+    # transaction has committed since (hostcall/store/health.py); None if it did not.
+    def refused_write(self) -> str | None: ...
     async def close(self) -> None: ...
 
 

@@ -25,6 +25,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from hostcall.errors import StoreError
+from hostcall.store.health import WriteHealth
 
 Row = dict[str, Any]
 Params = Sequence[Any] | dict[str, Any] | None
@@ -37,6 +38,19 @@ Params = Sequence[Any] | dict[str, Any] | None
 # other's locks.
 POOL_MIN = 2
 POOL_MAX = 5
+# How long a statement waits for a pooled connection before it fails (``PoolTimeout``, a
+# 503 store_unavailable for a request). A connection is held for a round trip or a few, so
+# a healthy pool answers in milliseconds; when PostgreSQL is down the pool has none to
+# give, and a request should fail in seconds, not hang for the pool's default 30.
+POOL_WAIT_SECONDS = 3.0
+# How long opening one connection may take: a database host that does not answer (a cut
+# network, a host gone) must fail the attempt, as a refused one does at once.
+CONNECT_TIMEOUT_SECONDS = 3
+# How long the pool keeps retrying a connection it lost (backing off: 1 s, 2 s, 4 s, ...)
+# before it gives up, and the next statement that needs one tries again at once. Its
+# default, 300 s, let the back-off grow to half a minute: PostgreSQL back after a 40 s
+# outage could wait that long for its first connection. Short, it is back within seconds.
+RECONNECT_SECONDS = 5.0
 _PLACEHOLDER = re.compile(r"%s")
 
 
@@ -50,10 +64,20 @@ def redacted(url: str) -> str:
     return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
 
 
+def timeouts(url: str) -> dict[str, Any]:
+    """``connect_timeout`` for a connection to ``url``, unless the URL sets its own."""
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        given = {}
+    return {} if "connect_timeout" in given else {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+
+
 def connect(url: str, **options: Any) -> psycopg.Connection[Row]:
     """A synchronous connection, for work done before the event loop runs (migrations)
     and for the lease-renewal thread."""
     try:
+        options = timeouts(url) | options
         return psycopg.connect(url, autocommit=True, row_factory=dict_row, **options)
     except psycopg.Error as exc:
         raise StoreError(
@@ -127,14 +151,21 @@ class PostgresConnections:
                 url,
                 min_size=min(POOL_MIN, pool_max),
                 max_size=pool_max,
-                kwargs={"autocommit": True, "row_factory": dict_row},
+                kwargs={"autocommit": True, "row_factory": dict_row, **timeouts(url)},
                 open=False,
                 name="hostcall",
+                timeout=POOL_WAIT_SECONDS,
+                reconnect_timeout=RECONNECT_SECONDS,
             ),
         )
         self._opening: asyncio.Lock | None = None
         self._opened = False
         self._transactions: dict[asyncio.Task[Any], _Transaction] = {}
+        # The last write PostgreSQL refused (a full disk, read-only): /healthz says so.
+        self._health = WriteHealth()
+
+    def refused_write(self) -> str | None:
+        return self._health.refused()
 
     async def _open(self) -> None:
         if self._opened:
@@ -189,9 +220,11 @@ class PostgresConnections:
             if current.connection is not None:
                 ending = True
                 await current.piped.aclose()  # the Sync commits: an error raises here
+            self._health.committed()
             for then in current.committed:
                 then()
-        except BaseException:
+        except BaseException as exc:
+            self._health.failed(exc)
             # Nothing may commit: ROLLBACK (which the server skips if an error already
             # aborted the pipeline: the Sync then rolls back), then the Sync. If the
             # connection is still in a transaction after that, or broken, the pool's

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from hostcall.store import rows
+from hostcall.store.health import WriteHealth
 from hostcall.store.records import StoredMessage
 from hostcall.store.statements import SQLITE as SQL
 
@@ -21,6 +22,8 @@ from hostcall.store.statements import SQLITE as SQL
 class SQLiteConnection:
     _db: sqlite3.Connection
     _writer: asyncio.Lock
+    # The last write the file refused (a full disk, a read-only file): /healthz says so.
+    _health: WriteHealth
     # The task whose transaction is open (its nested transactions join it).
     _owner: asyncio.Task[Any] | None
     # Leases (key, owner) the open transaction released while they were held (a run's
@@ -39,21 +42,29 @@ class SQLiteConnection:
             yield
             return
         async with self._writer:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._owner = task
             try:
-                yield
-            except BaseException:
-                # SQLite rolls back by itself after some errors (SQLITE_FULL): a ROLLBACK
-                # then would raise, hiding why the transaction failed.
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
+                self._db.execute("BEGIN IMMEDIATE")
+                self._owner = task
+                try:
+                    yield
+                except BaseException:
+                    # SQLite rolls back by itself after some errors (SQLITE_FULL): a
+                    # ROLLBACK then would raise, hiding why the transaction failed.
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+                else:
+                    self._db.execute("COMMIT")
+                finally:
+                    self._owner = None
+                    self._let_go.clear()
+            except sqlite3.Error as exc:
+                self._health.failed(exc)
                 raise
-            else:
-                self._db.execute("COMMIT")
-            finally:
-                self._owner = None
-                self._let_go.clear()
+            self._health.committed()
+
+    def refused_write(self) -> str | None:
+        return self._health.refused()
 
     def _history(self, conversation_id: str) -> tuple[StoredMessage, ...]:
         """The conversation's messages, oldest first: a step's history (see ``ClaimedRun``)."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from hostcall.errors import StoreError
 from hostcall.store.checkpoints import Checkpointer
 from hostcall.store.definitions import Definitions
+from hostcall.store.health import WriteHealth
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
 from hostcall.store.sqlite.calls import CallTables
@@ -127,6 +128,7 @@ class SQLiteStore(
         self._owner = None
         self._let_go = set()
         self._writer = asyncio.Lock()
+        self._health = WriteHealth()
         self._definitions = Definitions()
         self._migrate()
         if serving:
