@@ -252,7 +252,9 @@ const ON = {
     const text = state.lastUserText
     // A short sentence in the visitor's language, never the server's detail (that
     // is in the operator's log); the code goes to the page's `error` listeners.
-    ui.showError(t(/^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'), text ? () => send(text) : null)
+    const sentence = d.code === 'store_unavailable' ? 'errorStore'
+      : /^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'
+    ui.showError(t(sentence), text ? () => send(text) : null)
     emit('error', { code: d.code, message: d.message })
   },
   [EVENT.TEXT_MESSAGE_START]: d => {
@@ -375,8 +377,9 @@ async function send(raw) {
       ui.showError(t('errorRefused'))
       return void emit('error', { code: err.code || 'invalid_message', message: err.message })
     }
-    // The server is down or unreachable: the message stays in the thread, with a retry.
-    ui.markFailed(pending, () => send(text))
+    // The server is down or unreachable: the message stays in the thread, with a retry
+    // (503: its database is, for a moment; the response says when to try again).
+    ui.markFailed(pending, () => send(text), err.status === 503 ? t('errorStore') : '')
     emit('error', { code: err.code || 'send_failed', message: err.message })
   } finally { refresh() }
 }

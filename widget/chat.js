@@ -359,12 +359,13 @@ function message(id, role, text) {
   return el
 }
 
-/** A message that could not be sent stays, marked, with a retry. @param {HTMLElement} el @param {() => void} retry */
-export function markFailed(el, retry) {
+/** A message that could not be sent stays, marked, with a retry, and why if known.
+ * @param {HTMLElement} el @param {() => void} retry @param {string} [why] */
+export function markFailed(el, retry, why = '') {
   if (pendingUser === el) pendingUser = null
   delete el.dataset.pending
   el.dataset.state = 'failed'
-  el.append(h('p', { 'data-part': 'message-failed' }, t('notSent'), ' ',
+  el.append(h('p', { 'data-part': 'message-failed' }, t('notSent'), ' ', why && `${why} `,
     h('button', { type: 'button', 'data-part': 'message-retry', onclick: () => { el.remove(); retry() } }, t('retry'))))
 }
 

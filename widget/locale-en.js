@@ -8,6 +8,7 @@ export default {
   errorStart: 'The chat could not start.', errorGone: 'This conversation is no longer available.',
   errorRun: 'Sorry, something went wrong. Please try again.',
   errorUnavailable: 'The assistant is not available right now. Please try again later.',
+  errorStore: 'The service is briefly unavailable. Please try again in a moment.',
   errorRefused: 'This message could not be sent. Please change it and try again.',
   errorBusy: 'Please wait until the agent has finished.',
   restartAsk: 'Start a new conversation? This one will be closed, and any action waiting for you with it.',

@@ -9,6 +9,7 @@ export default {
   errorGone: 'Esta conversación ya no está disponible.',
   errorRun: 'Lo sentimos, algo salió mal. Inténtalo de nuevo.',
   errorUnavailable: 'El asistente no está disponible ahora. Inténtalo más tarde.',
+  errorStore: 'El servicio no está disponible por un momento. Inténtalo de nuevo en unos instantes.',
   errorRefused: 'No se pudo enviar este mensaje. Cámbialo e inténtalo de nuevo.',
   errorBusy: 'Espera a que el agente termine.',
   restartAsk: '¿Empezar una conversación nueva? Esta se cerrará, junto con cualquier acción que te espere.',

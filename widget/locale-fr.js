@@ -10,6 +10,7 @@ export default {
   errorGone: 'Cette conversation n’est plus disponible.',
   errorRun: 'Désolé, un problème est survenu. Veuillez réessayer.',
   errorUnavailable: 'L’assistant n’est pas disponible pour le moment. Réessayez plus tard.',
+  errorStore: 'Le service est momentanément indisponible. Réessayez dans un instant.',
   errorRefused: 'Ce message n’a pas pu être envoyé. Modifiez-le et réessayez.',
   errorBusy: 'Veuillez attendre que l’agent ait terminé.',
   restartAsk: 'Commencer une nouvelle conversation ? Celle-ci sera fermée, avec toute action qui vous attend.',
