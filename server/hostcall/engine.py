@@ -77,6 +77,11 @@ class Engine:
         self.recovery = recovery
         self.tasks = Tasks()
         self._stalled_checked = 0.0
+        # Runs whose step failed and whose failure the store would not take yet (a long
+        # outage): run id -> (code, detail), recorded by the next tick that gets through.
+        # Left `running`, such a run would refuse every message until a restart: its
+        # lease is this process's, renewed as long as it lives.
+        self._unrecorded: dict[str, tuple[str, str]] = {}
 
     @property
     def platform(self) -> Platform:
@@ -237,7 +242,9 @@ class Engine:
                     if is_store_failure(exc)
                     else RunErrorCode.INTERNAL_ERROR
                 )
-                await self.steps.fail_eventually(run_id, code, f"{type(exc).__name__}: {exc}")
+                detail = f"{type(exc).__name__}: {exc}"
+                if not await self.steps.fail_eventually(run_id, code, detail):
+                    self._unrecorded[run_id] = (code, detail)
         except LeaseLost as lost:
             # This process stalled past its lease and another adopted the run: the step
             # was rolled back; the new owner runs it.
@@ -287,10 +294,23 @@ class Engine:
             stalled = now - self._stalled_checked >= self.leases.ttl
             if stalled:
                 self._stalled_checked = now
+            await self._record_failures()
             try:
                 await self.sweep(stalled=stalled)
             except Exception:  # a bad row must not stop expiry for every other call
                 log.exception("sweep failed")
+
+    async def _record_failures(self) -> None:
+        """Try again to end the runs whose failure the store refused (``_unrecorded``)."""
+        for run_id, (code, detail) in list(self._unrecorded.items()):
+            try:
+                await self.steps.fail(run_id, code, detail)
+            except LeaseLost:
+                pass  # another process adopted the run when our lease lapsed: it is theirs
+            except Exception as exc:  # still refused: the next tick tries again
+                log.debug("run %s: still cannot record its failure: %s", run_id, exc)
+                continue
+            del self._unrecorded[run_id]
 
     async def drain(self) -> None:
         """Wait for steps in flight (tests and shutdown)."""

@@ -166,6 +166,38 @@ def test_a_write_failure_mid_text_discards_and_ends_the_message_before_run_error
             h.stop()
 
 
+def test_a_failure_the_store_refuses_for_long_is_recorded_once_it_takes_writes(
+    tmp_path: Path, provider: tuple[Provider, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An outage longer than the step's own retries (one here): the run does not stay
+    ``running`` (refusing every message with run_in_progress until a restart, its lease
+    renewed by this very process); the sweeper's ticks record its failure once they can."""
+    monkeypatch.setattr("hostcall.runs.stepping.FAIL_RETRIES", 1)
+    fake, port = provider
+    data = planner_definition()
+    data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
+    write_agent(tmp_path / "agents", data, name="planner.json")
+    h = Harness(tmp_path, tmp_path / "agents")
+    try:
+        conv = h.conversation()
+        h.say(conv, "Hello")
+        assert fake.asked.wait(10)
+        db = h.runtime.store._db  # type: ignore[attr-defined]
+        db.execute("PRAGMA query_only = ON")  # every write refused, small ones too
+        fake.go.set()
+        time.sleep(1.0)  # the step fails, and so does its one try to record it
+        assert h.snapshot(conv)["run"]["status"] == "running"
+        db.execute("PRAGMA query_only = OFF")
+        snap = h.settle(conv, timeout=10)
+        assert snap["run"]["status"] == "failed"
+        assert snap["run"]["error"]["code"] == "store_unavailable"
+        assert [n for n, _ in h.events(conv)].count("RUN_ERROR") == 1
+        h.say(conv, "Hello again")
+        assert h.settle(conv, timeout=15)["run"]["status"] == "finished"
+    finally:
+        h.stop()
+
+
 # ---- /healthz while writes fail ----------------------------------------------------------
 
 WORDS = "a full disk refuses this " * 300  # ~7.5 KB: a few of them need new pages

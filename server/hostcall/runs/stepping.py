@@ -180,24 +180,25 @@ class Steps:
         executing = (p.call for p in proposed if isinstance(p, Dispatched) and p.execute)
         return Stepped(again=not waiting, executing=tuple(executing))
 
-    async def fail_eventually(self, run_id: str, code: str, detail: str) -> None:
+    async def fail_eventually(self, run_id: str, code: str, detail: str) -> bool:
         """``fail``, retried while the store refuses writes: the run ends (RUN_ERROR, and
-        the person may send again) as soon as a write gets through."""
+        the person may send again) as soon as a write gets through. False if none did
+        after ``FAIL_RETRIES`` tries: the engine's sweeper ticks go on trying."""
         delay = 0.25
         for attempt in range(FAIL_RETRIES):
             try:
                 await self.fail(run_id, code, detail)
-                return
+                return True
             except LeaseLost:
                 raise
             except Exception as exc:
                 if attempt == FAIL_RETRIES - 1:
-                    # Left `running`: the next start's recover() steps it again.
-                    log.error("run %s: could not record its failure: %s", run_id, exc)
-                    return
+                    log.error("run %s: could not record its failure yet: %s", run_id, exc)
+                    return False
                 log.warning("run %s: cannot record its failure yet (%s); retrying", run_id, exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, FAIL_RETRY_MAX_SECONDS)
+        return False  # FAIL_RETRIES < 1: no try at all
 
     async def fail(
         self, run_id: str, code: str, detail: str, *, interrupted: tuple[str, str] | None = None
