@@ -220,7 +220,7 @@ class PostgresConnections:
             if current.connection is not None:
                 ending = True
                 await current.piped.aclose()  # the Sync commits: an error raises here
-            self._health.committed()
+                self._health.committed()  # it sent something, and it committed
             for then in current.committed:
                 then()
         except BaseException as exc:

@@ -44,6 +44,7 @@ class SQLiteConnection:
         async with self._writer:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
+                changes = self._db.total_changes
                 self._owner = task
                 try:
                     yield
@@ -61,7 +62,8 @@ class SQLiteConnection:
             except sqlite3.Error as exc:
                 self._health.failed(exc)
                 raise
-            self._health.committed()
+            if self._db.total_changes > changes:  # a write went through, not just a COMMIT
+                self._health.committed()
 
     def refused_write(self) -> str | None:
         return self._health.refused()
