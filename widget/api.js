@@ -25,12 +25,13 @@ const RESUME_PAUSES = [150, 500]
  * Sessions: the session token lives in this closure only, never in storage a
  * neighbour could read. To survive a reload the server keeps it in an HttpOnly cookie that
  * no script can read, sent only to `POST /api/agents/{id}/session` (`resume`), which hands
- * it back rotated. A request refused with `session_replaced` (another tab resumed) resumes
- * once and is retried; that resume also sends the token this tab held, so the server hands
- * it the current session without rotating again (which would replace the other tab in turn).
- * @param {string} base @param {string} agentId @param {string} parentOrigin
+ * it back rotated, with `key` only (other ports get the cookie, not it). A request refused
+ * with `session_replaced` (another tab resumed) resumes once and is retried; that resume
+ * also sends the token this tab held, so the server hands it the current session without
+ * rotating again (which would replace the other tab in turn).
+ * @param {string} base @param {string} agentId @param {string} parentOrigin @param {string} key
  */
-export function createApi(base, agentId, parentOrigin) {
+export function createApi(base, agentId, parentOrigin, key) {
   let session = ''
   let conversationId = ''
   const enc = encodeURIComponent
@@ -76,13 +77,13 @@ export function createApi(base, agentId, parentOrigin) {
    * sent it at one instant): asked again once that tab's new cookie has had time to land.
    */
   const resume = () => retry(
-    () => call('POST', `${agentPath}/session`, { parentOrigin }, { cookies: true, held: true }).then(adopt),
+    () => call('POST', `${agentPath}/session`, { parentOrigin, resumeKey: key }, { cookies: true, held: true }).then(adopt),
     (n, err) => (err instanceof ApiError && err.details.superseded ? RESUME_PAUSES[n] : undefined))
 
   const conv = (id, tail) => `/api/conversations/${enc(id)}${tail}`
   return {
     resume,
-    create: locale => call('POST', `${agentPath}/conversations`, { locale, parentOrigin }, { cookies: true }).then(adopt),
+    create: locale => call('POST', `${agentPath}/conversations`, { locale, parentOrigin, resumeKey: key }, { cookies: true }).then(adopt),
     forget() { session = ''; conversationId = '' },
     /** For tests in the widget's own origin (Playwright inside the frame); never stored. */
     current: () => ({ conversationId, sessionToken: session }),
@@ -97,6 +98,18 @@ export function createApi(base, agentId, parentOrigin) {
     decision: (callId, body) => call('POST', `/api/calls/${enc(callId)}/decision`, body),
     eventsUrl: (id, token, after, surface) => base + conv(id, `/events?token=${enc(token)}&surface=${enc(surface)}${after ? `&after=${enc(after)}` : ''}`),
   }
+}
+
+/** n random bytes, in hex. @param {number} n */
+export const randomHex = n => [...crypto.getRandomValues(new Uint8Array(n))].map(b => b.toString(16).padStart(2, '0')).join('')
+
+/** The resume key (docs/protocol.md "Tokens"): the loader's, in the fragment; standalone, in
+ * this origin's storage (origins count ports, cookies do not); else new. @param {string} agent */
+export function resumeKey(agent) {
+  const ok = (/** @type {string} */ k) => /^[\w-]{32,128}$/.test(k) && k
+  const name = `hostcall:key:${agent}`
+  const made = randomHex(24)
+  try { return ok(new URLSearchParams(location.hash.slice(1)).get('key') || '') || ok(localStorage[name] || '') || (localStorage[name] = made) } catch { return made }
 }
 
 // ============================================================================

@@ -7,7 +7,7 @@
 // The calls themselves are widget/toolcalls.js's, imported when a run starts on a page
 // that answers the agent's tools, or when the first call appears.
 
-import { createApi, openStream, retry, storageKind } from './api.js'
+import { createApi, openStream, randomHex, resumeKey, retry, storageKind } from './api.js'
 import * as ui from './chat.js'
 import { t, pickLocale, setLocale } from './chat.js'
 import { CUSTOM, EVENT, LIMITS, MSG } from './protocol.js'
@@ -43,10 +43,10 @@ const maxBodyBytes = Number(cfg.maxBodyBytes) || LIMITS.MAX_BODY_BYTES
 const framed = Boolean(cfg.parentOrigin) && window.parent !== window
 /** @type {Map<string, {name: string, title?: string, description?: string}>} */
 const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
-const api = createApi(cfg.apiBase || '', cfg.agentId, framed ? cfg.parentOrigin : '')
+const api = createApi(cfg.apiBase || '', cfg.agentId, framed ? cfg.parentOrigin : '', resumeKey(cfg.agentId))
 const locale = pickLocale(cfg.locale, ...navigator.languages)
 /** This page load's surface id: kept across stream reconnects, new on every load. */
-const surfaceId = `s_${[...crypto.getRandomValues(new Uint8Array(12))].map(b => b.toString(16).padStart(2, '0')).join('')}`
+const surfaceId = `s_${randomHex(12)}`
 
 const state = {
   conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0,
@@ -112,7 +112,7 @@ async function boot(fresh = false) {
   try {
     if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
     let snapshot = null
-    // The server's HttpOnly cookie, not our storage, remembers the conversation.
+    // The server's HttpOnly cookie, with the page's resume key, remembers the conversation.
     // A fresh start must not resume it: the cookie still names the conversation being left,
     // and creating the new one replaces it.
     const resumed = fresh ? null : await api.resume().catch(err => { if (!GONE.includes(err.status)) throw err })

@@ -1,7 +1,8 @@
 /* Hostcall bridge (static/bridge.js), added to the host page by /embed.js when the widget is
  * first needed: loads the widget, takes the widget's hello from its exact origin and window
  * only, and speaks over the MessageChannel port that hello carries (nobody else holds it);
- * runs the page's handlers (the widget decides which calls reach them). No tokens here. */
+ * runs the page's handlers (the widget decides which calls reach them). No tokens here (the
+ * resume key opens nothing without the cookie, which only Hostcall's host gets). */
 ;(() => {
   // MSG.HELLO = 'hostcall:hello'…: the MSG of widget/protocol.js (a test keeps these words equal).
   const MSG = {}
@@ -91,6 +92,15 @@
       }), 1500)
     const q = new URLSearchParams({ origin: location.origin, mode: hc.mode })
     for (const k of ['locale', 'theme', 'accent']) opts[k] && q.set(k, opts[k])
-    frame.src = base + 'widget/' + encodeURIComponent(opts.agent) + '?' + q
+    // The resume key (widget/api.js): in this page's storage, which no other origin reads,
+    // handed over in the fragment, which no request carries.
+    const keyName = 'hostcall:key:' + opts.agent
+    let key = ''
+    try { key = localStorage[keyName] || '' } catch (err) {}
+    if (!/^[\w-]{32,128}$/.test(key)) {
+      key = [...crypto.getRandomValues(new Uint8Array(24))].map(b => b.toString(16).padStart(2, '0')).join('')
+      try { localStorage[keyName] = key } catch (err) {}
+    }
+    frame.src = base + 'widget/' + encodeURIComponent(opts.agent) + '?' + q + '#key=' + key
   })
 })()

@@ -115,7 +115,9 @@ async def create_conversation(request: Request) -> Response:
     conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale)
     await runtime.store.create_conversation(conversation)
     response = WireResponse(runtime.sessions.opened(conversation, agent), status_code=201)
-    runtime.sessions.set_cookie(response, conversation, agent, parent)
+    if body.resume_key:  # a cookie without a key to bind could never resume: none is set
+        binding = runtime.sessions.binding(body.resume_key)
+        runtime.sessions.set_cookie(response, conversation, agent, parent, binding=binding)
     return response
 
 

@@ -127,8 +127,10 @@ def request_schemas() -> dict[str, Any]:
     """The request bodies ``requests`` decodes (it says why one is refused)."""
     surface = SURFACE
     return {
-        "NewConversation": _obj([], locale={"enum": ["", *LOCALES]}, parentOrigin=STRING),
-        "ResumeSession": _obj([], parentOrigin=STRING),
+        "NewConversation": _obj(
+            [], locale={"enum": ["", *LOCALES]}, parentOrigin=STRING, resumeKey=STRING
+        ),
+        "ResumeSession": _obj([], parentOrigin=STRING, resumeKey=STRING),
         "Capabilities": _obj(["tools"], tools={"type": "array", "items": STRING},
                              surfaceId=surface),
         "NewMessage": _obj(["text"], text={"type": "string", "minLength": 1,

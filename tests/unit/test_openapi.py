@@ -101,11 +101,14 @@ def _session_cookie(r: Any) -> str:
 def test_the_visitor_api_answers_as_described(harness: Harness, described: Described) -> None:
     http, d = harness.http, described
     create = "/api/agents/{agentId}/conversations"
-    r = http.post("/api/agents/planner/conversations", json={"locale": "fr"}, headers=ORIGIN)
+    key = "k" * 43  # the page's resume key: the cookie is set bound to it
+    r = http.post(
+        "/api/agents/planner/conversations", json={"locale": "fr", "resumeKey": key}, headers=ORIGIN
+    )
     opened = d.held(r, create, status=201)
     conv = Conv(opened["conversationId"], opened["sessionToken"], opened["streamToken"])
     resume = "/api/agents/{agentId}/session"
-    r = http.post("/api/agents/planner/session", json={"parentOrigin": ""},
+    r = http.post("/api/agents/planner/session", json={"parentOrigin": "", "resumeKey": key},
                   headers={**ORIGIN, "Cookie": _session_cookie(r)})  # fmt: skip
     d.held(r, resume, status=200)
     conv = Conv(conv.id, r.json()["sessionToken"], conv.stream)

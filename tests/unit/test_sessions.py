@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.support.harness import ORIGIN, Conv, Harness
 from tests.unit.test_bad_input import assert_error, state
-from tests.unit.test_neighbours import BOARD_ORIGIN, RESUME, conversations, cookie_value
+from tests.unit.test_neighbours import BOARD_ORIGIN, KEY, RESUME, conversations, cookie_value
 
 CREATE = "/api/agents/planner/conversations"
 
@@ -22,7 +22,8 @@ class Browser:
 
     def __init__(self, h: Harness) -> None:
         self.h = h
-        r = h.http.post(CREATE, json={"parentOrigin": BOARD_ORIGIN}, headers=ORIGIN)
+        body = {"parentOrigin": BOARD_ORIGIN, "resumeKey": KEY}
+        r = h.http.post(CREATE, json=body, headers=ORIGIN)
         assert r.status_code == 201, r.text
         self.name, _, _ = r.headers["set-cookie"].partition("=")
         self.cookie = cookie_value(r.headers["set-cookie"])
@@ -34,7 +35,8 @@ class Browser:
         headers = {"Origin": "http://testserver", "Cookie": f"{self.name}={cookie}"}
         if held is not None:
             headers |= held.auth
-        return self.h.http.post(RESUME, json={"parentOrigin": BOARD_ORIGIN}, headers=headers)
+        body = {"parentOrigin": BOARD_ORIGIN, "resumeKey": KEY}
+        return self.h.http.post(RESUME, json=body, headers=headers)
 
     def resume(self, held: Conv | None = None) -> Conv:
         r = self.send_resume(self.cookie, held)

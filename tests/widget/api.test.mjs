@@ -7,13 +7,15 @@ import { createApi } from '../../widget/api.js'
 
 const RESUME = '/api/agents/planner/session'
 const OPENED = (token) => ({ conversationId: 'c_1', sessionToken: token, streamToken: 's', agent: {} })
+const KEY = 'k'.repeat(43)
 const ERROR = (code, details = {}) => ({ error: { code, message: code, details } })
 
 /** Answers in order, keeping what each request carried. */
 class ScriptedFetch {
-  constructor(answers) { this.answers = answers; this.sent = [] }
+  constructor(answers) { this.answers = answers; this.sent = []; this.bodies = [] }
   fetch = async (url, init) => {
     this.sent.push({ url, credentials: init.credentials, authorization: init.headers.get('authorization') })
+    this.bodies.push(init.body === undefined ? undefined : JSON.parse(init.body))
     const next = this.answers.shift()
     assert.ok(next, `no answer scripted for ${url}`)
     const [status, body] = next
@@ -31,11 +33,18 @@ function script(...answers) {
   return server
 }
 
-test('a new page resumes with the cookie alone', async () => {
+test('a new page resumes with the cookie and the page key, no token', async () => {
   script([200, OPENED('t1')])
-  const api = createApi('', 'planner', 'https://shop.example')
+  const api = createApi('', 'planner', 'https://shop.example', KEY)
   await api.resume()
   assert.deepEqual(server.sent, [{ url: RESUME, credentials: 'same-origin', authorization: null }])
+  assert.deepEqual(server.bodies, [{ parentOrigin: 'https://shop.example', resumeKey: KEY }])
+})
+
+test('a new conversation is created with the page key, for the cookie to be bound to', async () => {
+  script([201, OPENED('t1')])
+  await createApi('', 'planner', '', KEY).create('fr')
+  assert.deepEqual(server.bodies, [{ locale: 'fr', parentOrigin: '', resumeKey: KEY }])
 })
 
 test('a replaced tab resumes with the token it held, then retries with the new one', async () => {

@@ -22,6 +22,8 @@ from hostcall.protocol.run_input import RunAgentInput
 LOCALES = ("en", "fr", "es", "ja")
 # A surface id is chosen by its client: new for each page load, kept across reconnects.
 SURFACE_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+# The page's resume key (widget/api.js): random, kept where only the page reads it.
+RESUME_KEY = re.compile(r"[A-Za-z0-9_-]{32,128}")
 
 
 def surface_id(value: object, *, field: str = "surfaceId") -> str | None:
@@ -43,6 +45,16 @@ def _str(body: dict[str, Any], name: str) -> str | None:
     return value
 
 
+def _resume_key(body: dict[str, Any]) -> str:
+    """The page's resume key, checked; "" when the request has none."""
+    value = _str(body, "resumeKey") or ""
+    if value and not RESUME_KEY.fullmatch(value):
+        raise BadRequest(
+            "field 'resumeKey' must be 32 to 128 letters, digits, '-' or '_'", field="resumeKey"
+        )
+    return value
+
+
 def _object(body: dict[str, Any], name: str) -> dict[str, Any] | None:
     value = body.get(name)
     if value is not None and not isinstance(value, dict):
@@ -61,6 +73,8 @@ class NewConversation:
     locale: str
     # The page embedding the widget ("" standalone): names the session cookie.
     parent_origin: str = ""
+    # The page's key ("" none): the session cookie is set bound to it, and only with one.
+    resume_key: str = ""
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> NewConversation:
@@ -69,7 +83,7 @@ class NewConversation:
             raise BadRequest(
                 f"locale {locale[:40]!r} is not one of {_choices(LOCALES)}", field="locale"
             )
-        return cls(locale, _str(body, "parentOrigin") or "")
+        return cls(locale, _str(body, "parentOrigin") or "", _resume_key(body))
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +91,12 @@ class ResumeSession:
     """``POST /api/agents/{agentId}/session``: the conversation this browser's cookie names."""
 
     parent_origin: str
+    # The key the cookie was bound to: without it the cookie resumes nothing.
+    resume_key: str = ""
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> ResumeSession:
-        return cls(_str(body, "parentOrigin") or "")
+        return cls(_str(body, "parentOrigin") or "", _resume_key(body))
 
 
 @dataclass(frozen=True, slots=True)
