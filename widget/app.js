@@ -55,7 +55,7 @@ const state = {
   lastUserText: '',
   ready: false,
   /** @type {{close: () => void} | null} */ stream: null,
-  /** @type {string[]} */ outbox: [], // texts the page sent before we were ready
+  /** @type {string[]} */ outbox: [], // texts sent before we were ready: sent once we are
 }
 let parentTools = new Set()
 let handshakeDone = () => {}
@@ -82,7 +82,7 @@ if (channel) channel.port1.onmessage = e => {
   if (typeof m?.type !== 'string') return
   if (m.type === MSG.HANDLERS) setParentTools(m.tools)
   else if (m.type === MSG.RESULT) calls?.parentResult(m) // no calls loaded: not one of ours
-  else if (m.type === MSG.SEND && typeof m.text === 'string') state.ready ? send(m.text) : state.outbox.push(m.text)
+  else if (m.type === MSG.SEND && typeof m.text === 'string') send(m.text)
   else if (m.type === MSG.FOCUS) ui.focusComposer()
   else if (m.type === MSG.ACTIVE) active() // the person is busy on the host page
 }
@@ -359,6 +359,8 @@ async function send(raw) {
   // text the server refuses (400 invalid_text).
   const text = String(raw).trim().slice(0, 8000).replace(/[\uD800-\uDBFF]$/, '')
   if (!text) return
+  // No conversation yet (a slow network): it goes, and shows, once there is (boot).
+  if (!state.ready) return void state.outbox.push(text)
   if (state.run === 'running' || state.run === 'waiting') return void ui.showError(t('errorBusy'))
   const pending = ui.addPendingUser(text)
   state.run = 'running'
@@ -418,7 +420,8 @@ ui.mountShell(document.getElementById('hc-root'), {
   onSend: send,
   onClose: () => toParent(MSG.CLOSE),
   onNew: restart,
-  blocked: () => t(calls?.needsPerson() ? 'hintPending' : 'errorBusy'),
+  // Starting: the first message waits for the conversation (send), a second one is refused.
+  blocked: () => state.ready || state.outbox.length ? t(calls?.needsPerson() ? 'hintPending' : 'errorBusy') : '',
 })
 document.addEventListener('keydown', e => {
   if (e.key === 'Escape' && framed && cfg.mode === 'bubble') toParent(MSG.CLOSE)

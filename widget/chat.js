@@ -106,7 +106,8 @@ let scrollQueued = false
 export const phone = () => screen.width < 640 || matchMedia('(pointer: coarse)').matches
 
 /**
- * Build the widget inside `root`. `blocked` says why a message cannot be sent now.
+ * Build the widget inside `root`. `blocked` says why a message cannot be sent now ('': it
+ * can, though the send button is off: the app queues it).
  * @param {HTMLElement | null} root
  * @param {{title: string, greeting: string, closable: boolean, onSend: (text: string) => void,
  *   onClose: () => void, onNew: () => void, blocked: () => string}} o
@@ -132,7 +133,8 @@ export function mountShell(root, o) {
     onsubmit: e => {
       e.preventDefault()
       const text = input.value.trim()
-      if (text && parts.send.hasAttribute('disabled')) return note(parts.hint, o.blocked())
+      const why = text && parts.send.hasAttribute('disabled') && o.blocked()
+      if (why) return note(parts.hint, why)
       if (!text) return
       input.value = ''
       grow(input)

@@ -7,10 +7,12 @@ form built from the output schema; a handler that throws reaches the agent as cl
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
+from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo, shot
 from tests.e2e.flows_helpers import (
     ASK_ADD,
@@ -271,3 +273,37 @@ def test_a_result_over_the_byte_limit_is_refused_by_the_widget_not_the_server(
     assert server_call["state"] == "failed"
     message = server_call["outcome"]["error"]["message"]
     assert re.search(r"\(2\d{5} bytes; the limit is 262144\)", message), message
+
+
+def test_a_message_sent_before_the_conversation_exists_is_sent_once_when_it_does(
+    page: Page, demo: Demo
+) -> None:
+    # A slow network (or a loaded machine): the conversation's creation is held until the
+    # visitor has typed and pressed Enter.
+    held: list[Route] = []
+    page.context.route("**/api/agents/planner/conversations", lambda route: held.append(route))
+    page.goto(demo.board)
+    page.locator("[data-part=hostcall-launcher]").click()
+    widget = Widget(page, timeout=SLOW)
+    box = widget.frame.locator("[data-part=composer-input]")
+    box.wait_for()
+    deadline = time.monotonic() + SLOW / 1000
+    while not held:
+        assert time.monotonic() < deadline, "the widget never asked for a conversation"
+        page.wait_for_timeout(20)
+    box.fill(ASK_NEXT)
+    box.press("Enter")
+    assert widget.state() == "starting", "the message must be typed before the widget is ready"
+    page.wait_for_timeout(300)  # long enough for a lost message to stay lost
+    for route in held:
+        route.continue_()
+    page.context.unroute("**/api/agents/planner/conversations")
+
+    expect(widget.calls("read_board_tasks")).to_have_attribute("data-state", "done", timeout=SLOW)
+    expect(widget.last_reply()).to_contain_text("Here is the order I suggest", timeout=SLOW)
+    widget.wait_until_idle()
+    shot(page, "flows-queued-first-message")
+    assert widget.messages("user") == [ASK_NEXT]
+    assert box.input_value() == ""
+    sent = [m["text"] for m in snapshot(page, demo)["messages"] if m["role"] == "user"]
+    assert sent == [ASK_NEXT]
