@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import signal
@@ -43,6 +44,15 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="interface to bind (default: %(default)s)"
     )
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        type=trusted_proxies,
+        default="",
+        metavar="IPS",
+        help="comma-separated addresses or networks of the reverse proxies whose "
+        "X-Forwarded-For and X-Forwarded-Proto are believed, or '*' for any "
+        "(default: none: every client is the address it connects from)",
+    )
     serve.add_argument(
         "--workers",
         type=int,
@@ -194,13 +204,18 @@ def main(argv: list[str] | None = None) -> int:
 
         asyncio.run(app.state.hostcall.store.close())
         pool.serve(
-            settings, host=args.host, port=args.port, workers=workers, log_level=args.log_level
+            settings,
+            host=args.host,
+            port=args.port,
+            workers=workers,
+            log_level=args.log_level,
+            forwarded_allow_ips=args.forwarded_allow_ips,
         )
         return 0
     try:
         if args.command == "demo":
             return asyncio.run(_demo(app, args))
-        asyncio.run(_serve(app, args.host, args.port, args.log_level))
+        asyncio.run(_serve(app, args.host, args.port, args.log_level, args.forwarded_allow_ips))
     except KeyboardInterrupt:  # Ctrl-C: the servers have shut down; no traceback
         print("hostcall: stopped", file=sys.stderr)
     return 0
@@ -245,11 +260,31 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
-def server_config(app: Starlette, *, host: str, port: int, log_level: str) -> Any:
+def trusted_proxies(value: str) -> str:
+    """``--forwarded-allow-ips``, checked: uvicorn takes a mistyped address for a name that
+    never matches, and would silently believe no proxy."""
+    items = [item.strip() for item in value.split(",")] if value.strip() else []
+    for item in items:
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{item!r} is not an IP address or network (e.g. 10.0.0.2 or 10.0.0.0/24)"
+            ) from None
+    return ",".join(items)
+
+
+def server_config(
+    app: Starlette, *, host: str, port: int, log_level: str, forwarded_allow_ips: str = ""
+) -> Any:
     """uvicorn's settings for Hostcall itself: a deadline on request
     headers (``GuardedH11Protocol``; bodies have theirs in ``hostcall.middleware``), idle
     keep-alive connections closed after 5 s, and a bounded graceful shutdown so open
-    streams end without an error each."""
+    streams end without an error each. ``X-Forwarded-*`` is read only from the proxies in
+    ``forwarded_allow_ips`` (none by default: uvicorn's own default trusts loopback, so a
+    process on the same host could claim to be any client)."""
     import uvicorn
 
     from hostcall import accesslog
@@ -265,17 +300,22 @@ def server_config(app: Starlette, *, host: str, port: int, log_level: str) -> An
         ws="none",
         timeout_keep_alive=5,
         timeout_graceful_shutdown=3,
+        proxy_headers=bool(forwarded_allow_ips),
+        forwarded_allow_ips=forwarded_allow_ips,
     )
     # After Config(): it (re)configures uvicorn's loggers, keeping filters already there.
     accesslog.install()
     return config
 
 
-async def _serve(app: Starlette, host: str, port: int, log_level: str) -> None:
+async def _serve(app: Starlette, host: str, port: int, log_level: str, forwarded: str) -> None:
     import uvicorn
 
     _reload_on_sighup(app)
-    await uvicorn.Server(server_config(app, host=host, port=port, log_level=log_level)).serve()
+    config = server_config(
+        app, host=host, port=port, log_level=log_level, forwarded_allow_ips=forwarded
+    )
+    await uvicorn.Server(config).serve()
 
 
 async def _demo(app: Starlette, args: argparse.Namespace) -> int:

@@ -50,7 +50,15 @@ def app_from_environment() -> Starlette:
     return create_app(settings)
 
 
-def serve(settings: Settings, *, host: str, port: int, workers: int, log_level: str) -> None:
+def serve(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    workers: int,
+    log_level: str,
+    forwarded_allow_ips: str = "",
+) -> None:
     import uvicorn
 
     from hostcall.connections import GuardedH11Protocol
@@ -68,4 +76,7 @@ def serve(settings: Settings, *, host: str, port: int, workers: int, log_level: 
         ws="none",
         # SSE streams are long-lived: do not wait on them forever when stopping.
         timeout_graceful_shutdown=5,
+        # X-Forwarded-* from these proxies only (cli.server_config says why none by default).
+        proxy_headers=bool(forwarded_allow_ips),
+        forwarded_allow_ips=forwarded_allow_ips,
     )

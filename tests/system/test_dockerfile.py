@@ -136,6 +136,10 @@ def test_the_compose_file_runs_the_same_command_in_the_image() -> None:
     assert argv[0] == "hostcall", "the image has no source tree for `python -m hostcall`"
     args = _parser().parse_args(argv[1:])
     assert args.command == "serve" and args.host == "0.0.0.0"
+    # The balancer is the one trusted proxy: its fixed address, and no other.
+    balancer = compose.split("\n  balancer:", 1)[1]
+    address = balancer.split("ipv4_address:", 1)[1].split()[0]
+    assert args.forwarded_allow_ips == address, (args.forwarded_allow_ips, address)
 
 
 @pytest.fixture
