@@ -91,10 +91,12 @@ def _resume(page: Page, demo: Demo) -> dict[str, str]:
     held = session(page, demo)["sessionToken"]  # sent as the widget does: no rotation
     resumed = frame.evaluate(
         """async ([agent, parent, held]) => {
+            // The page's resume key, as the loader handed it to the widget (URL fragment).
+            const resumeKey = new URLSearchParams(location.hash.slice(1)).get('key')
             const r = await fetch(`/api/agents/${agent}/session`, {
                 method: 'POST', credentials: 'include',
                 headers: {'content-type': 'application/json', authorization: `Bearer ${held}`},
-                body: JSON.stringify({parentOrigin: parent})})
+                body: JSON.stringify({parentOrigin: parent, resumeKey})})
             return r.json()
         }""",
         [agent, parent, held],

@@ -221,3 +221,35 @@ def test_a_cookie_caught_by_a_neighbours_server_opens_nothing(
         "Add a task to review the Q3 report before Friday"
     )
     assert session(page, demo)["conversationId"] == mine["conversationId"]
+
+
+def test_standalone_a_reload_keeps_the_conversation_and_the_caught_cookie_opens_nothing(
+    page: Page, demo: Demo, neighbour: int
+) -> None:
+    # Opened on its own (no embedding page): the key is in the widget's own localStorage,
+    # which a page on another port cannot read.
+    page.goto(f"{demo.hostcall}/widget/planner")
+    composer = page.locator("[data-part=composer-input]")
+    expect(page.locator("html[data-agent-state=idle]")).to_have_count(1)
+    composer.fill("What should I work on next?")
+    composer.press("Enter")
+    # No page answers the board read here: the visitor is asked for it, in a form.
+    expect(page.locator("html[data-agent-state=waiting]")).to_have_count(1)
+    held = "async () => (await import('/static/app.js')).currentSession()"
+    mine = page.evaluate(held)
+    assert mine["conversationId"]
+    spy_page = page.context.new_page()
+    spy_page.goto(f"http://127.0.0.1:{neighbour}/spy?hostcall={demo.hostcall}&board=")
+    spy_page.wait_for_function("document.body.dataset.caught !== undefined")
+    caught = [c for c in CAUGHT if "hc_session" in c]
+    assert caught, CAUGHT
+    replayed = httpx.post(
+        f"{demo.hostcall}/api/agents/planner/session",
+        json={"parentOrigin": ""},
+        headers={"Origin": demo.hostcall, "Cookie": caught[-1]},
+    )
+    assert replayed.status_code == 404, replayed.text
+    page.reload()
+    user = page.locator("[data-part=message][data-role=user] [data-part=message-text]")
+    expect(user).to_have_text(["What should I work on next?"])
+    assert page.evaluate(held)["conversationId"] == mine["conversationId"]
