@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 
 from hostcall.agents import Agent, load_agents
+from hostcall.backlog import Backlog
 from hostcall.broker import Broker
 from hostcall.calls.answers import Answers
 from hostcall.calls.moves import CallMoves
@@ -63,6 +64,8 @@ class Runtime:
     clock: Callable[[], float] = time.time
     # Streams replaying a backlog take turns here, a page at a time (hostcall/stream.py).
     replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
+    # The pages of logs those streams replay, read and framed once for all of them.
+    backlog: Backlog = field(default_factory=Backlog, repr=False)
     # On PostgreSQL: what carries other processes' events to this one's streams.
     relay: Relay | None = field(default=None, repr=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)

@@ -1,7 +1,8 @@
 """The conversation event stream (SSE), with exact replay after ``Last-Event-ID``.
 
 A stream must not cost other users anything while its reader is slow.
-The backlog is replayed in small pages with the event loop released between them; each
+The backlog is replayed in small pages with the event loop released between them, each full
+page read and framed once for every stream that replays it (hostcall/backlog.py); each
 stream holds at most one page plus the broker's bounded queue; a client that does not take
 a frame within ``SEND_TIMEOUT`` seconds is dropped (it reconnects with ``Last-Event-ID``
 and misses nothing). On shutdown every stream ends its response cleanly, so a SIGTERM does
@@ -21,11 +22,10 @@ from starlette.routing import BaseRoute, Route
 from hostcall.errors import NotFound
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName
-from hostcall.protocol.frames import Event, parse_event_id, to_sse
+from hostcall.protocol.frames import Event, parse_event_id, sse_frame
 from hostcall.protocol.requests import surface_id
 from hostcall.runtime import Runtime
 
-PAGE = 50
 SEND_TIMEOUT = 10.0
 DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
 
@@ -87,6 +87,7 @@ async def events(request: Request) -> EventSourceResponse:
         raise
     backlog = last_seq > seen
     ledger = runtime.engine.ledger
+    pages = runtime.backlog
     owner = runtime.leases.owner  # the stream counts for its surface while this process lives
     if surface is not None:
         async with store.transaction():
@@ -106,9 +107,10 @@ async def events(request: Request) -> EventSourceResponse:
 
     async def replay(after: int) -> AsyncIterator[tuple[bytes, int]]:
         """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
-        time. Reading and framing a page takes a turn at the runtime's replay gate, so a
-        crowd of replaying streams gets a bounded share of the loop and every other request
-        gets the rest; a page goes out as one write, not one per event.
+        time. Taking a page takes a turn at the runtime's replay gate, so a crowd of
+        replaying streams gets a bounded share of the loop and every other request gets the
+        rest; a full page is read and framed once for every stream (hostcall/backlog.py),
+        and goes out as one write, not one per event.
 
         One write per page also keeps a guarantee: a client that
         disconnects mid-replay costs one failed write (one asyncio warning) per page, not one
@@ -116,15 +118,21 @@ async def events(request: Request) -> EventSourceResponse:
         """
         while True:
             async with runtime.replay_gate:
-                page = await store.events_after(conversation_id, after, PAGE)
-                chunk = b"".join([to_sse(event).encode() for event in page if await passes(event)])
+                page = await pages.after(store.events_after, conversation_id, after)
+                if surface is not None and page.dispatches:
+                    kept = [
+                        f for e, f in zip(page.events, page.frames, strict=True) if await passes(e)
+                    ]
+                    chunk = b"".join(kept)
+                else:
+                    chunk = b"".join(page.frames)
                 # Keep the turn through one pass of the loop: everything else that is ready
                 # runs before the next page of any stream (do not move this out of the gate).
                 await asyncio.sleep(0)
-            if page:
-                after = page[-1].seq
+            if page.events:
+                after = page.events[-1].seq
                 yield chunk, after
-            if len(page) < PAGE:
+            if page.ends_log:
                 return
 
     async def frames() -> AsyncIterator[ServerSentEvent | bytes]:
@@ -156,7 +164,7 @@ async def events(request: Request) -> EventSourceResponse:
                             last = seq
                         continue
                     if await passes(live):
-                        chunk += to_sse(live).encode()
+                        chunk += sse_frame(live)
                     last = live.seq
                 if chunk:
                     yield chunk

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hostcall.backlog import PAGE
 from hostcall.protocol.events import TextMessageContent
 from hostcall.runtime import Runtime
 from tests.support.clock import Clock
@@ -320,3 +321,92 @@ def test_a_client_gone_mid_replay_is_not_written_to_event_after_event(
     failed = [r for r in caplog.records if "socket.send() raised" in r.getMessage()]
     assert failed == []
     assert live.snapshot(conv)["run"]["status"] == "finished"  # the server serves on
+
+
+# ---- a crowd replaying one long log -------------------------------------------------------
+
+
+def _long_conversation(live: Live) -> tuple[Conv, int]:
+    """A conversation whose log holds two full replay pages and part of a third."""
+    conv = live.conversation()
+    for _ in range(12):  # 12 events a run: 144
+        live.say(conv, "hello")
+        live.settle(conv)
+    last = int(live.snapshot(conv)["lastEventId"].rpartition(":")[2])
+    assert 2 * PAGE < last < 3 * PAGE, last
+    return conv, last
+
+
+def _replay_reads(live: Live, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The reads of a replay from here on, a page at most each (on PostgreSQL a snapshot
+    reads the log too, up to 1,000 events)."""
+    store = _runtime(live).store
+    reads: list[tuple[str, int]] = []
+    events_after = store.events_after
+
+    async def counted(conversation_id: str, seq: int, limit: int = 1000) -> Any:
+        if limit <= PAGE:
+            reads.append((conversation_id, seq))
+        return await events_after(conversation_id, seq, limit)
+
+    monkeypatch.setattr(store, "events_after", counted)
+    return reads
+
+
+def _stall(live: Live, conv: Conv, count: int) -> list[socket.socket]:
+    """``count`` streams that send their GET and never read a byte."""
+    host, port = httpx.URL(live.url).host, httpx.URL(live.url).port
+    stalled = []
+    for _ in range(count):
+        raw = socket.create_connection((host, port))
+        target = httpx.URL(live.events_url(conv, token=_ticket(live, conv))).raw_path.decode()
+        raw.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        stalled.append(raw)
+    return stalled
+
+
+def test_a_crowd_of_stalled_readers_reads_each_full_page_of_the_log_once(
+    any_live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each stream read and framed the whole log for itself: 20 readers, 20 reads per page.
+    conv, last = _long_conversation(any_live)
+    reads = _replay_reads(any_live, monkeypatch)
+    stalled = _stall(any_live, conv, 20)
+    try:
+        with any_live.stream(any_live.events_url(conv, token=_ticket(any_live, conv))) as stream:
+            got = take(stream, last)
+        deadline = time.monotonic() + 10
+        while reads.count((conv.id, 2 * PAGE)) < 21:  # every stream has read the log's end
+            assert time.monotonic() < deadline, reads
+            time.sleep(0.02)
+    finally:
+        for raw in stalled:
+            raw.close()
+    assert [f.seq for f in got] == list(range(1, last + 1))
+    assert reads.count((conv.id, 0)) == 1 and reads.count((conv.id, PAGE)) == 1
+    assert sorted(set(reads)) == [(conv.id, 0), (conv.id, PAGE), (conv.id, 2 * PAGE)]
+
+
+def test_a_stream_resuming_inside_a_kept_page_gets_exactly_what_it_missed(
+    any_live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conv, last = _long_conversation(any_live)
+    with any_live.stream(any_live.events_url(conv)) as stream:
+        take(stream, last)  # the full pages are kept now
+    read_log = _runtime(any_live).store.events_after  # the test's own reads, not counted
+    stored = asyncio.run(read_log(conv.id, 0))
+    reads = _replay_reads(any_live, monkeypatch)
+    for seen in (0, 7, PAGE - 1, PAGE, PAGE + 23, 2 * PAGE, last - 1):
+        url = any_live.events_url(conv, token=_ticket(any_live, conv))
+        with any_live.stream(url, _resume(conv.id, seen)) as stream:
+            got = take(stream, last - seen)
+            any_live.say(conv, "hello")  # then live, with no gap and no repeat
+            after = next(stream)
+        assert [f.seq for f in got] == list(range(seen + 1, last + 1)), seen
+        assert [(f.event, f.data) for f in got] == [(e.name, e.data) for e in stored[seen:]]
+        assert after.seq == last + 1 and after.event == "RUN_STARTED"
+        any_live.settle(conv)
+        stored = asyncio.run(read_log(conv.id, 0))
+        last = stored[-1].seq
+    # Only the part past the last full page was read again; the kept pages never.
+    assert all(seq >= 2 * PAGE for _, seq in reads), reads
