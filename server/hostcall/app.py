@@ -6,6 +6,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 
+import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -42,6 +43,9 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # The first event stream would import anyio's asyncio backend (sse-starlette's
+        # locks and task groups), ~40 ms that every request waits behind: import it now.
+        anyio.get_cancelled_exc_class()
         async with runtime.running():
             yield
 

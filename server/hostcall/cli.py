@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import ipaddress
 import logging
 import os
@@ -315,6 +316,11 @@ async def _serve(app: Starlette, host: str, port: int, log_level: str, forwarded
     config = server_config(
         app, host=host, port=port, log_level=log_level, forwarded_allow_ips=forwarded
     )
+    # What the process holds once built (modules, agents, the app) lives as long as it:
+    # out of the collector's sight, a full collection walks only what requests made, not
+    # ~70,000 objects (20-100 ms, a pause every request waits behind when a crowd of
+    # streams connects and its allocations set one off).
+    gc.freeze()
     await uvicorn.Server(config).serve()
 
 
