@@ -55,6 +55,11 @@ class Server:
     def rss(self) -> int:
         return int(psutil.Process(self.proc.pid).memory_info().rss)
 
+    def cpu(self) -> float:
+        """Seconds of CPU the server has used (user and system)."""
+        times = psutil.Process(self.proc.pid).cpu_times()
+        return float(times.user + times.system)
+
     def established(self) -> int:
         conns = psutil.Process(self.proc.pid).net_connections(kind="tcp")
         return sum(1 for c in conns if c.status == psutil.CONN_ESTABLISHED)

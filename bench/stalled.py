@@ -11,6 +11,7 @@ stall, then while they are held open; p99 of the other user's requests, and serv
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sqlite3
 import time
@@ -61,6 +62,19 @@ async def stall(port: int, paths: list[str]) -> list[tuple[asyncio.StreamReader,
     return conns
 
 
+async def quiet(server: servers.Server, limit: float = 30.0) -> float:
+    """The server's CPU seconds once it has used less than 10 ms in 200 ms (within a limit)."""
+    deadline = time.monotonic() + limit
+    used = server.cpu()
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        now = server.cpu()
+        if now - used < 0.01:
+            return now
+        used = now
+    return used
+
+
 async def stalled_readers(requests: int, workdir: Path, secret: str) -> None:
     db = workdir / "stalled.db"
     with servers.hostcall(workdir, db, secret) as hc:
@@ -71,12 +85,22 @@ async def stalled_readers(requests: int, workdir: Path, secret: str) -> None:
     with servers.hostcall(workdir, db, secret) as hc:
         async with client_for(hc) as other, client_for(hc) as setup:
             await latencies(other, small, 20)  # warm up
+            # This process is the other user and the 200 readers: its own full collections,
+            # set off by the readers' connections, took 25-58 ms and counted as the server's.
+            gc.collect()
+            gc.freeze()
+            cpu = hc.cpu()
             alone = summary(await latencies(other, small, requests))
+            cpu_alone = hc.cpu() - cpu
             rss_alone = hc.rss()
             paths = await stream_paths(setup, [big] * READERS)
+            cpu = hc.cpu()
             opening = asyncio.create_task(stall(hc.port, paths))
             during = summary(await latencies(other, small, requests))
             conns = await opening
+            # The readers' cost: the server's CPU until it is idle again, less the other
+            # user's requests (as many as alone). A figure the machine's load moves little.
+            cpu_storm = await quiet(hc) - cpu - cpu_alone
             await asyncio.sleep(2)
             held = summary(await latencies(other, small, requests))
             rss_held = hc.rss()
@@ -89,6 +113,8 @@ async def stalled_readers(requests: int, workdir: Path, secret: str) -> None:
                         held["p99"], alone["p99"], ms, 2.0))
     rows.append(compare("other user's p50, readers connecting", during["p50"], alone["p50"],
                         ms, None))
+    rows.append((f"server CPU for the {READERS} readers, per reader", ms(cpu_storm / READERS),
+                 "-", "-", "-", "info"))
     rows.append(compare("server RSS with the stalled readers", rss_held, rss_alone, mib, None))
     print_table(f"4. Slow readers: {READERS} never-read streams on a {EVENTS}-event "
                 "conversation", rows,
