@@ -28,10 +28,16 @@ AGENT_KEYS = {
     "instructions",
     "allowed_origins",
     "max_steps",
+    "history_turns",
     "model",
     "tools",
     "limits",
 }
+
+# A step sends the model the conversation's last 20 turns: enough for a chat to keep its
+# thread, and a cost per turn that does not grow with the conversation.
+HISTORY_TURNS = 20
+MAX_HISTORY_TURNS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +54,8 @@ class Agent:
     environment: str = DEFAULT_ENVIRONMENT
     digest: str = ""
     limits: Limits = DEFAULT_LIMITS
+    # The turns of the conversation a model step is sent (hostcall/transcript.py).
+    history_turns: int = HISTORY_TURNS
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -94,6 +102,15 @@ def parse_agent(
     max_steps = data.get("max_steps", 8)
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
         problems.append(f"{where}: 'max_steps' must be an integer from 1 to 100")
+    history_turns = data.get("history_turns", HISTORY_TURNS)
+    if (
+        not isinstance(history_turns, int)
+        or isinstance(history_turns, bool)
+        or not 1 <= history_turns <= MAX_HISTORY_TURNS
+    ):
+        problems.append(
+            f"{where}: 'history_turns' must be an integer from 1 to {MAX_HISTORY_TURNS}"
+        )
     tools_data = data.get("tools", [])
     if not isinstance(tools_data, list):
         problems.append(f"{where}: 'tools' must be a list")
@@ -145,6 +162,7 @@ def parse_agent(
         environment=environment,
         digest=definition_digest(data),
         limits=limits,
+        history_turns=history_turns,
     ), []
 
 

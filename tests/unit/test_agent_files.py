@@ -109,6 +109,10 @@ MISTAKES = [
         ("tool 'archive_task'", "'input_schema'", "properties/a/type", "'nope'"),
     ),
     Mistake("unknown-agent-key", with_key("colour", "red"), ("unknown key 'colour'",)),
+    Mistake("history-turns-zero", with_key("history_turns", 0), ("'history_turns'", "1 to")),
+    Mistake("history-turns-text", with_key("history_turns", "20"), ("'history_turns'",)),
+    Mistake("history-turns-bool", with_key("history_turns", True), ("'history_turns'",)),
+    Mistake("history-turns-huge", with_key("history_turns", 10**6), ("'history_turns'", "1000")),
     Mistake(
         "unknown-tool-key", with_tool(timeout=5), ("tool 'archive_task'", "unknown key 'timeout'")
     ),
@@ -442,3 +446,12 @@ def test_re2_syntax_that_python_lacks_is_accepted(tmp_path: Path) -> None:
     [loaded] = [t for t in load_agents(tmp_path, {})["planner"].tools if t.name == "archive_task"]
     assert loaded.input_validator.problems({"id": "café"}) == []
     assert [p.path for p in loaded.input_validator.problems({"id": "café!"})] == ["/id"]
+
+
+def test_history_turns_is_optional_and_kept_when_set(tmp_path: Path) -> None:
+    data = planner_definition()
+    write_agent(agents_folder(tmp_path), {**data, "id": "default_window"}, name="a.json")
+    write_agent(agents_folder(tmp_path), {**data, "id": "short", "history_turns": 3}, "b.json")
+    agents = load_agents(tmp_path, {})
+    assert agents["default_window"].history_turns == 20
+    assert agents["short"].history_turns == 3

@@ -16,7 +16,7 @@ from hostcall.protocol.frames import Event
 from hostcall.responses import WireResponse
 from hostcall.runs.stepping import _model_message
 from tests.support.databases import fresh_schema
-from tests.support.harness import BOARD, Harness
+from tests.support.harness import BOARD, Harness, planner_definition, write_agent
 
 
 def test_read_board_flow_answers_with_priority_order(harness: Harness) -> None:
@@ -273,3 +273,91 @@ def test_each_step_s_history_is_the_conversation_s_messages_as_stored_when_it_st
         *("user", "assistant", "tool", "assistant"),
         *("user", "assistant", "tool"),
     ]
+
+
+# ---- the turns a step sends the model -------------------------------------------------------
+
+
+def _windowed_harness(tmp_path: Path, agents_dir: Path, turns: int) -> Harness:
+    data = planner_definition()
+    data["history_turns"] = turns
+    write_agent(agents_dir, data)
+    return Harness(tmp_path, agents_dir)
+
+
+def _recorded(h: Harness, monkeypatch: pytest.MonkeyPatch) -> list[list[Message]]:
+    """Every history a model step of ``h`` is sent, from here on."""
+    given: list[list[Message]] = []
+    build = h.runtime.engine.agents.model
+
+    class Recording:
+        def __init__(self, model: Any) -> None:
+            self.model = model
+
+        async def stream(self, history: list[Message], *args: Any, **kwargs: Any) -> Any:
+            given.append(list(history))
+            async for item in self.model.stream(history, *args, **kwargs):
+                yield item
+
+    monkeypatch.setattr(h.runtime.engine.agents, "model", lambda agent: Recording(build(agent)))
+    return given
+
+
+def test_the_model_is_sent_the_last_history_turns_with_every_call_beside_its_result(
+    tmp_path: Path, agents_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = _windowed_harness(tmp_path, agents_dir, 2)
+    try:
+        given = _recorded(h, monkeypatch)
+        conv = h.conversation()
+        replies = []
+        for _ in range(4):
+            h.say(conv, "What should I work on next?")
+            h.answer(h.open_call(conv), BOARD)
+            assert h.finish(conv)["run"]["status"] == "finished"
+            replies.append(h.assistant_texts(conv)[-1])
+            h.say(conv, "hello")
+            assert h.finish(conv)["run"]["status"] == "finished"
+        stored = h.call(h.runtime.store.list_messages, conv.id)
+    finally:
+        h.stop()
+    assert sum(m.role == "user" for m in stored) == 8
+    assert len(given) == 12  # a step per "hello", two per board question
+    for history in given:
+        assert 1 <= sum(m.role == "user" for m in history) <= 2
+        assert history[0].role == "user"
+        asked = [c.call_id for m in history if m.role == "assistant" for c in m.tool_calls]
+        answered = [m.tool_call_id for m in history if m.role == "tool"]
+        assert answered == asked  # each call with its result, none without the other
+    # The board question's second step: the last turn before it, then the turn in progress.
+    assert [m.role for m in given[-2]] == [
+        *("user", "assistant"),
+        *("user", "assistant", "tool"),
+    ]
+    # The scripted model answers as it did with the whole conversation.
+    assert len(set(replies)) == 1
+    assert replies[0].index("Fix login bug") < replies[0].index("Write release notes")
+
+
+def test_what_a_step_costs_stays_flat_as_the_conversation_grows(
+    tmp_path: Path, agents_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With every turn sent, each step counted all the turns before it against the budget.
+    h = _windowed_harness(tmp_path, agents_dir, 3)
+    spent: list[int] = []
+    record = h.runtime.quotas.record_tokens
+
+    async def counted(agent_id: str, limits: Any, conversation_id: str, tokens: int) -> None:
+        spent.append(tokens)
+        await record(agent_id, limits, conversation_id, tokens)
+
+    monkeypatch.setattr(h.runtime.quotas, "record_tokens", counted)
+    try:
+        conv = h.conversation()
+        for _ in range(8):
+            h.say(conv, "hello")
+            assert h.finish(conv)["run"]["status"] == "finished"
+    finally:
+        h.stop()
+    assert len(spent) == 8
+    assert spent[0] < spent[1] < spent[2] == spent[3] == spent[7]

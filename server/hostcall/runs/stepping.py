@@ -37,7 +37,7 @@ from hostcall.protocol.events import (
 from hostcall.quotas import Quotas, estimate_tokens
 from hostcall.runs.agents import RunAgents
 from hostcall.store.records import Call, ClaimedRun, RunStatus, StoredMessage
-from hostcall.transcript import open_messages
+from hostcall.transcript import open_messages, recent_turns
 
 log = logging.getLogger("hostcall.engine")
 
@@ -92,7 +92,7 @@ class Steps:
         model = self.agents.model(agent)
         tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
         stored = known.history if known is not None else await self.store.list_messages(cid)
-        history = [_model_message(m) for m in stored]
+        history = [_model_message(m) for m in recent_turns(stored, agent.history_turns)]
         message_id = new_id("m")
         fence = (run_key(run_id), self.leases.owner)
         text: list[str] = []
