@@ -370,6 +370,13 @@ async function send(raw) {
     await api.message(state.conversationId, text, cfg.simulate === true)
   } catch (err) {
     state.run = ''
+    // The conversation has spent its model budget (docs/protocol.md: 409
+    // conversation_limit_reached): only a new one goes on, from the header's button.
+    if (err.code === 'conversation_limit_reached') {
+      pending.remove()
+      ui.showError(t('errorConversationLimit'))
+      return void emit('error', { code: err.code, message: err.message })
+    }
     if (err.status === 409) return void (pending.remove(), ui.showError(t('errorBusy')))
     // 422: the server refused the text itself (docs/protocol.md: invalid_message), or 400
     // invalid_text (a NUL, a lone surrogate: sending it again cannot help); its English

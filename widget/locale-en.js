@@ -11,6 +11,7 @@ export default {
   errorStore: 'The service is briefly unavailable. Please try again in a moment.',
   errorRefused: 'This message could not be sent. Please change it and try again.',
   errorBusy: 'Please wait until the agent has finished.',
+  errorConversationLimit: 'This conversation has reached its limit. Please start a new conversation.',
   restartAsk: 'Start a new conversation? This one will be closed, and any action waiting for you with it.',
   limit: 'Messages are limited to {n} characters; the rest was not added.',
   hintPending: 'First answer the action above: approve, edit or reject it, or fill in its form.',

@@ -12,6 +12,7 @@ export default {
   errorStore: 'El servicio no está disponible por un momento. Inténtalo de nuevo en unos instantes.',
   errorRefused: 'No se pudo enviar este mensaje. Cámbialo e inténtalo de nuevo.',
   errorBusy: 'Espera a que el agente termine.',
+  errorConversationLimit: 'Esta conversación ha alcanzado su límite. Empieza una nueva conversación.',
   restartAsk: '¿Empezar una conversación nueva? Esta se cerrará, junto con cualquier acción que te espere.',
   limit: 'Los mensajes tienen un límite de {n} caracteres; el resto no se añadió.',
   hintPending: 'Primero responde a la acción de arriba: apruébala, edítala o recházala, o rellena su formulario.',

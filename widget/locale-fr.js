@@ -13,6 +13,7 @@ export default {
   errorStore: 'Le service est momentanément indisponible. Réessayez dans un instant.',
   errorRefused: 'Ce message n’a pas pu être envoyé. Modifiez-le et réessayez.',
   errorBusy: 'Veuillez attendre que l’agent ait terminé.',
+  errorConversationLimit: 'Cette conversation a atteint sa limite. Veuillez commencer une nouvelle conversation.',
   restartAsk: 'Commencer une nouvelle conversation ? Celle-ci sera fermée, avec toute action qui vous attend.',
   limit: 'Les messages sont limités à {n} caractères ; le reste n’a pas été ajouté.',
   hintPending: 'Répondez d’abord à l’action ci-dessus : approuvez, modifiez ou refusez-la, ou remplissez son formulaire.',

@@ -12,6 +12,9 @@ from __future__ import annotations
 from hostcall.protocol.codes import RunErrorCode
 
 GENERIC = "Sorry, something went wrong and the assistant stopped. Please try again."
+# A conversation that has spent its model-token budget takes no more messages: the message
+# of its ``conversation_limit_reached`` (the widget shows its own translation).
+CONVERSATION_LIMIT = "This conversation has reached its limit. Please start a new conversation."
 
 RUN_NOTICES: dict[RunErrorCode, str] = {
     RunErrorCode.MODEL_UNREACHABLE: "The assistant is not available right now. Please try "

@@ -7,7 +7,9 @@ them. On SQLite (one process) it is the ``limits`` library's, in memory; a
 
 Model tokens are estimated at 4 characters per token (the adapters do not report usage
 yet): the prompt the model was sent plus what it wrote, counted after each step. A budget
-that is spent refuses the *next* message; a step in flight is never cut.
+that is spent refuses the *next* message; a step in flight is never cut. A conversation's
+spent budget ends it (``conversation_limit_reached``: start a new one); the agent's daily
+budget asks to come back later (``token_budget_exhausted``, ``Retry-After``).
 
 Limits are set per agent in its file, under ``"limits"`` (docs/agents.md); 0 turns one off.
 """
@@ -23,7 +25,8 @@ from typing import Any
 from limits import RateLimitItem, RateLimitItemPerDay, RateLimitItemPerMinute
 
 from hostcall.counters import Counters
-from hostcall.errors import TooManyRequests
+from hostcall.errors import Conflict, TooManyRequests
+from hostcall.notices import CONVERSATION_LIMIT
 from hostcall.protocol.codes import ErrorCode
 
 CHARS_PER_TOKEN = 4
@@ -101,9 +104,16 @@ class Quotas:
         for item, scope, key in self._token_items(limits, agent_id, conversation_id):
             ids = (scope, agent_id, key)
             if item.amount and not await self._counters.has_room(item, ids):
-                what = "this conversation" if key else "this agent today"
+                if key:
+                    # Its window is as long as a session lives: "retry in 30 days" would
+                    # be no answer. A new conversation has a budget of its own.
+                    raise Conflict(
+                        CONVERSATION_LIMIT,
+                        code=ErrorCode.CONVERSATION_LIMIT_REACHED,
+                        limit=item.amount,
+                    )
                 raise TooManyRequests(
-                    f"the model token budget of {what} ({item.amount}) is spent",
+                    f"the model token budget of this agent today ({item.amount}) is spent",
                     code=ErrorCode.TOKEN_BUDGET_EXHAUSTED,
                     retry_after=await self._retry_after(item, ids),
                 )

@@ -7,6 +7,7 @@ an address; an embed mistake is named exactly in the console and the server's lo
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from hostcall.qa.servers import HostcallServer, HostPage, serve_host_page
 from hostcall.qa.widget import Widget
+from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, open_chat
 
@@ -262,3 +264,46 @@ def test_an_unknown_agent_is_named_in_the_console_and_the_log(page: Page, demo: 
         expect(page.locator("[data-part=hostcall-launcher]")).to_have_count(0)
         expect(page.locator("[data-part=hostcall-frame]")).to_have_count(0)
     assert "widget refused: unknown_agent: agent=plannr" in demo.output()
+
+
+# A conversation whose model-token budget is spent: copied from widget/locale-*.js on purpose.
+LIMIT_SENTENCES = {
+    "en": "This conversation has reached its limit. Please start a new conversation.",
+    "fr": "Cette conversation a atteint sa limite. Veuillez commencer une nouvelle conversation.",
+    "es": "Esta conversación ha alcanzado su límite. Empieza una nueva conversación.",
+    "ja": "この会話は上限に達しました。新しい会話を始めてください。",
+}
+
+
+@pytest.mark.parametrize("lang", list(LIMIT_SENTENCES))
+def test_a_conversation_past_its_token_budget_asks_for_a_new_one_in_the_visitor_s_language(
+    page: Page, tmp_path: Path, lang: str
+) -> None:
+    # The message was marked "Not sent." with a retry that could only fail for 30 days.
+    agents = tmp_path / "agents"
+    shutil.copytree(DEMO_AGENTS, agents)
+    planner = agents / "planner.json"
+    data = json.loads(planner.read_text())
+    data["limits"] = {"model_tokens_per_conversation": 5}
+    planner.write_text(json.dumps(data))
+    demo = start_demo(tmp_path, extra=["--agents", str(agents)])
+    try:
+        widget = open_chat(page, demo, f"?locale={lang}")
+        widget.send("hello")  # the first message is let through, and spends the budget
+        expect(widget.last_reply()).to_contain_text("Hello!", timeout=SLOW)
+        box = widget.frame.locator("[data-part=composer-input]")
+        box.fill("again")
+        box.press("Enter")
+        error = widget.frame.locator("[data-part=error]")
+        expect(error).to_have_text(LIMIT_SENTENCES[lang])
+        expect(error.locator("[data-part=retry]")).to_have_count(0)
+        users = widget.frame.locator("[data-part=message][data-role=user]")
+        expect(users).to_have_count(1)  # "again" is not left in the thread, failed
+        # A new conversation has a budget of its own.
+        widget.frame.locator("[data-part=new-conversation]").click()
+        widget.frame.locator("[data-part=restart-yes]").click()
+        expect(users).to_have_count(0)
+        widget.send("hello")
+        expect(widget.last_reply()).to_contain_text("Hello!", timeout=SLOW)
+    finally:
+        demo.stop()

@@ -111,7 +111,11 @@ def test_messages_per_minute_per_conversation_gives_429(tmp_path: Path) -> None:
         h.stop()
 
 
-def test_spent_token_budget_refuses_the_next_message(tmp_path: Path) -> None:
+def test_a_conversation_s_spent_token_budget_ends_it_with_a_sentence_not_a_30_day_wait(
+    tmp_path: Path,
+) -> None:
+    # It was 429 with a Retry-After of the window's 30 days: a visitor told to come back
+    # in a month, to a conversation that could never go on.
     h = limited(tmp_path, model_tokens_per_conversation=5)
     try:
         conv = h.conversation()
@@ -121,10 +125,32 @@ def test_spent_token_budget_refuses_the_next_message(tmp_path: Path) -> None:
         r = h.http.post(
             f"/api/conversations/{conv.id}/messages", json={"text": "again"}, headers=conv.auth
         )
-        assert_429(r, "token_budget_exhausted", "this conversation")
+        error = assert_error(r, 409, "conversation_limit_reached")
+        assert error["message"] == (
+            "This conversation has reached its limit. Please start a new conversation."
+        )
+        assert error["details"] == {"limit": 5}
+        assert "retry-after" not in r.headers
         assert (h.events(conv), h.snapshot(conv)) == before
         other = h.conversation()  # another conversation has its own budget
         h.say(other, "Hello")
+    finally:
+        h.stop()
+
+
+def test_the_agent_s_spent_daily_budget_asks_to_come_back_later(tmp_path: Path) -> None:
+    h = limited(tmp_path, model_tokens_per_day=5)
+    try:
+        conv = h.conversation()
+        h.say(conv, "Hello there, what can you do for me today?")
+        h.settle(conv)
+        before = (h.events(conv), h.snapshot(conv))
+        r = h.http.post(
+            f"/api/conversations/{conv.id}/messages", json={"text": "again"}, headers=conv.auth
+        )
+        assert_429(r, "token_budget_exhausted", "this agent today")
+        assert int(r.headers["retry-after"]) <= 60 * 60 * 24
+        assert (h.events(conv), h.snapshot(conv)) == before
     finally:
         h.stop()
 

@@ -49,6 +49,7 @@ class ErrorCode(StrEnum):
     INPUT_CHANGED = "input_changed"
     RUN_NOT_WAITING = "run_not_waiting"  # the console's
     AGENT_EXISTS = "agent_exists"  # the console's
+    CONVERSATION_LIMIT_REACHED = "conversation_limit_reached"
     # 410
     CALL_EXPIRED = "call_expired"
     # 413
