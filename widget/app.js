@@ -1,11 +1,5 @@
-// Hostcall widget app: owns one conversation (docs/protocol.md) and is the only
-// party that sees tokens. A client-side call goes to the page's handler over a MessageChannel
-// handed to window.parent with the hello (exact parent origin), else to a form.
-// This page is one *surface* (docs/protocol.md): the server assigns each call to one surface,
-// and writing the dispatch to this surface's stream is the claim, so the handler runs at
-// once, with no request first. A call assigned elsewhere shows "running in another tab".
-// The calls themselves are widget/toolcalls.js's, imported when a run starts on a page
-// that answers the agent's tools, or when the first call appears.
+// Hostcall widget app: owns one conversation and its tokens; this page is one surface
+// (docs/protocol.md, docs/architecture.md).
 
 import { createApi, openStream, randomHex, resumeKey, retry, storageKind } from './api.js'
 import * as ui from './chat.js'
@@ -65,9 +59,8 @@ const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 // Parent bridge
 // ============================================================================
 
-// The channel to the page: one port goes with the hello, posted with the exact parent origin,
-// so only the parent holds it; nothing posted to this window is read. Ports skip the browser
-// process that window messages between two sites cross (bench/README.md).
+// One port goes with the hello, posted to the exact parent origin; nothing posted to this
+// window is read (bench/README.md says why a port).
 const channel = framed ? new MessageChannel() : null
 
 function toParent(type, data) {
@@ -240,10 +233,7 @@ function apply(type, data) {
 const ON = {
   [EVENT.RUN_STARTED]: () => {
     state.run = 'running'
-    // A run on a page that answers some of the agent's tools is likely to call one: fetch
-    // the call code now, while the model works, not after its call arrives (a
-    // fresh page's first round trip paid the whole import). A page with no handler for
-    // this agent still loads it only with a first call (the weight budget).
+    // A page answering some of the agent's tools: fetch the call code while the model works.
     if (framed && [...parentTools].some(name => agentTools.has(name))) toolCalls()
   },
   [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
@@ -290,9 +280,7 @@ const ON_CALL = {
 }
 
 // ============================================================================
-// Tool calls: widget/toolcalls.js, with its cards, styles and strings, fetched when a run
-// starts on a page with handlers for the agent's tools, or when the first call appears (a
-// chat on a page without such handlers never loads them until a call; the weight budget)
+// Tool calls: widget/toolcalls.js, fetched with a run or the first call (the weight budget)
 // ============================================================================
 
 /** @typedef {typeof import('./toolcalls.js')} Calls */
