@@ -29,7 +29,7 @@ from hostcall.errors import is_store_failure
 from hostcall.settings import Settings
 from hostcall.store.health import refusal
 from tests.support.databases import fresh_schema
-from tests.support.harness import SECRET, planner_definition, write_agent
+from tests.support.harness import SECRET, allow_hosts, planner_definition, write_agent
 from tests.support.live import live_server, settings_for
 from tests.support.loopback import serve_in_thread
 from tests.support.proxy import CuttableProxy, proxied
@@ -149,6 +149,7 @@ def test_a_step_cut_off_by_an_outage_ends_with_store_unavailable_once_it_is_back
     data = planner_definition()
     data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
     write_agent(tmp_path / "agents", data, name="planner.json")
+    allow_hosts(tmp_path / "agents", data["model"]["base_url"])
     settings = Settings(
         agents_dir=tmp_path / "agents",
         db_path=tmp_path / "hostcall.db",

@@ -128,6 +128,7 @@ def test_a_write_failure_mid_text_discards_and_ends_the_message_before_run_error
         data = planner_definition()
         data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
         write_agent(tmp_path / "agents", data, name="planner.json")
+        allow_hosts(tmp_path / "agents", data["model"]["base_url"])
         h = Harness(tmp_path, tmp_path / "agents")
         try:
             conv = h.conversation()
@@ -177,6 +178,7 @@ def test_a_failure_the_store_refuses_for_long_is_recorded_once_it_takes_writes(
     data = planner_definition()
     data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
     write_agent(tmp_path / "agents", data, name="planner.json")
+    allow_hosts(tmp_path / "agents", data["model"]["base_url"])
     h = Harness(tmp_path, tmp_path / "agents")
     try:
         conv = h.conversation()
