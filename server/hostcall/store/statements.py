@@ -177,6 +177,19 @@ class Statements:
         # ---- the console: users, audit, agent versions, the list of conversations
         self.user = q("SELECT * FROM users WHERE name = ?")
         self.users = q("SELECT * FROM users ORDER BY name")
+        self.remove_user = q("DELETE FROM users WHERE name = ?")
+        self.set_user_role = q("UPDATE users SET role = ? WHERE name = ?")
+        self.set_user_password = q("UPDATE users SET password_hash = ? WHERE name = ?")
+        self.end_user_sessions = q("DELETE FROM console_sessions WHERE user_name = ?")
+        self.drop_expired_sessions = q("DELETE FROM console_sessions WHERE expires_at <= ?")
+        self.insert_session = q(
+            "INSERT INTO console_sessions (digest, user_name, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?)"
+        )
+        self.session_user = q(
+            "SELECT user_name FROM console_sessions WHERE digest = ? AND expires_at > ?"
+        )
+        self.end_session = q("DELETE FROM console_sessions WHERE digest = ?")
         self.insert_audit = q(
             "INSERT INTO audit (at, actor, action, conversation_id, call_id, agent_id, details)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)"

@@ -85,42 +85,32 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
         async with self.transaction():
             changed = await self._count(sql, args) == 1
             if changed:
-                await self._run("DELETE FROM console_sessions WHERE user_name = %s", (name,))
+                await self._run(SQL.end_user_sessions, (name,))
         return changed
 
     async def remove_user(self, name: str) -> bool:
-        return await self._change_user(name, "DELETE FROM users WHERE name = %s", (name,))
+        return await self._change_user(name, SQL.remove_user, (name,))
 
     async def set_user_role(self, name: str, role: str) -> bool:
-        return await self._change_user(
-            name, "UPDATE users SET role = %s WHERE name = %s", (role, name)
-        )
+        return await self._change_user(name, SQL.set_user_role, (role, name))
 
     async def set_user_password(self, name: str, password_hash: str) -> bool:
-        return await self._change_user(
-            name, "UPDATE users SET password_hash = %s WHERE name = %s", (password_hash, name)
-        )
+        return await self._change_user(name, SQL.set_user_password, (password_hash, name))
 
     async def add_session(self, session: ConsoleSession) -> None:
         async with self.transaction():
+            await self._run(SQL.drop_expired_sessions, (session.created_at,))
             await self._run(
-                "DELETE FROM console_sessions WHERE expires_at <= %s", (session.created_at,)
-            )
-            await self._run(
-                "INSERT INTO console_sessions (digest, user_name, created_at, expires_at)"
-                " VALUES (%s, %s, %s, %s)",
+                SQL.insert_session,
                 (session.digest, session.user, session.created_at, session.expires_at),
             )
 
     async def session_user(self, digest: str, now: float) -> str | None:
-        row = await self._one(
-            "SELECT user_name FROM console_sessions WHERE digest = %s AND expires_at > %s",
-            (digest, now),
-        )
+        row = await self._one(SQL.session_user, (digest, now))
         return str(row["user_name"]) if row else None
 
     async def end_session(self, digest: str) -> bool:
-        return await self._count("DELETE FROM console_sessions WHERE digest = %s", (digest,)) == 1
+        return await self._count(SQL.end_session, (digest,)) == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
         row = await self._one(f"{SQL.insert_audit} RETURNING id", _audit_values(entry))

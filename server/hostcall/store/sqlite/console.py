@@ -76,42 +76,32 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
         async with self.transaction():
             changed = self._db.execute(sql, args).rowcount == 1
             if changed:
-                self._db.execute("DELETE FROM console_sessions WHERE user_name = ?", (name,))
+                self._db.execute(SQL.end_user_sessions, (name,))
         return changed
 
     async def remove_user(self, name: str) -> bool:
-        return await self._change_user(name, "DELETE FROM users WHERE name = ?", (name,))
+        return await self._change_user(name, SQL.remove_user, (name,))
 
     async def set_user_role(self, name: str, role: str) -> bool:
-        return await self._change_user(
-            name, "UPDATE users SET role = ? WHERE name = ?", (role, name)
-        )
+        return await self._change_user(name, SQL.set_user_role, (role, name))
 
     async def set_user_password(self, name: str, password_hash: str) -> bool:
-        return await self._change_user(
-            name, "UPDATE users SET password_hash = ? WHERE name = ?", (password_hash, name)
-        )
+        return await self._change_user(name, SQL.set_user_password, (password_hash, name))
 
     async def add_session(self, session: ConsoleSession) -> None:
         async with self.transaction():
+            self._db.execute(SQL.drop_expired_sessions, (session.created_at,))
             self._db.execute(
-                "DELETE FROM console_sessions WHERE expires_at <= ?", (session.created_at,)
-            )
-            self._db.execute(
-                "INSERT INTO console_sessions (digest, user_name, created_at, expires_at)"
-                " VALUES (?, ?, ?, ?)",
+                SQL.insert_session,
                 (session.digest, session.user, session.created_at, session.expires_at),
             )
 
     async def session_user(self, digest: str, now: float) -> str | None:
-        row = self._db.execute(
-            "SELECT user_name FROM console_sessions WHERE digest = ? AND expires_at > ?",
-            (digest, now),
-        ).fetchone()
+        row = self._db.execute(SQL.session_user, (digest, now)).fetchone()
         return str(row[0]) if row else None
 
     async def end_session(self, digest: str) -> bool:
-        cursor = self._db.execute("DELETE FROM console_sessions WHERE digest = ?", (digest,))
+        cursor = self._db.execute(SQL.end_session, (digest,))
         return cursor.rowcount == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
