@@ -7,6 +7,8 @@ from typing import Any
 
 from hostcall import strictjson
 from hostcall.store.records import (
+    AgentVersion,
+    AuditEntry,
     Call,
     CallState,
     Conversation,
@@ -14,6 +16,7 @@ from hostcall.store.records import (
     RunStatus,
     StoredMessage,
     Surface,
+    User,
 )
 
 # The only run and call fields an update may change (guards the f-string SQL builders).
@@ -168,3 +171,39 @@ def run_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
 def call_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
     assert set(changes) <= CALL_FIELDS, f"unknown call fields: {set(changes) - CALL_FIELDS}"
     return {k: dump(v) if k in JSON_CALL_FIELDS else v for k, v in changes.items()}
+
+
+# ---- the console's rows --------------------------------------------------------------------
+
+
+def user(row: Mapping[str, Any]) -> User:
+    return User(row["name"], row["role"], row["password_hash"], row["created_at"])
+
+
+def audit_values(entry: AuditEntry) -> tuple[Any, ...]:
+    return (entry.at, entry.actor, entry.action, entry.conversation_id, entry.call_id,
+            entry.agent_id, dump(entry.details))  # fmt: skip
+
+
+def audit_entry(row: Mapping[str, Any]) -> AuditEntry:
+    return AuditEntry(
+        at=row["at"],
+        actor=row["actor"],
+        action=row["action"],
+        conversation_id=row["conversation_id"],
+        call_id=row["call_id"],
+        agent_id=row["agent_id"],
+        details=load(row["details"]),
+        id=int(row["id"]),
+    )
+
+
+def agent_version(row: Mapping[str, Any]) -> AgentVersion:
+    return AgentVersion(
+        agent_id=row["agent_id"],
+        version=row["version"],
+        body=row["body"],
+        author=row["author"],
+        created_at=row["created_at"],
+        note=row["note"],
+    )

@@ -9,6 +9,8 @@ PostgreSQL store's statements that do in one round trip what SQLite does in seve
 
 from __future__ import annotations
 
+from typing import Any
+
 from hostcall.store import rows
 from hostcall.store.records import OPEN_STATES
 
@@ -73,6 +75,8 @@ class Statements:
     """The shared statements, each with ``mark`` for its parameters."""
 
     def __init__(self, mark: str) -> None:
+        self.mark = mark
+
         def q(sql: str) -> str:
             # A literal % would be read by psycopg as the start of a placeholder.
             assert "%" not in sql, f"a shared statement with a % in it: {sql}"
@@ -206,6 +210,20 @@ class Statements:
         )
         self.agent_version = q("SELECT * FROM agent_versions WHERE agent_id = ? AND version = ?")
         self.conversation_summaries = q(_SUMMARIES)
+
+
+    def audit_page(
+        self, limit: int, before: int | None, conversation_id: str | None, agent_id: str | None
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The audit log's newest entries, filtered: the statement and its parameters."""
+        where, args = ["1 = 1"], []
+        for column, value in (("id <", before), ("conversation_id =", conversation_id),
+                              ("agent_id =", agent_id)):  # fmt: skip
+            if value is not None:
+                where.append(f"{column} {self.mark}")
+                args.append(value)
+        sql = f"SELECT * FROM audit WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT {self.mark}"
+        return sql, (*args, limit)
 
 
 SQLITE = Statements("?")

@@ -5,7 +5,6 @@ The twin of sqlite/console.py: tests/unit/test_store_console.py runs against bot
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -45,24 +44,7 @@ CREATE TABLE agent_versions (
 """
 
 
-def _audit_values(entry: AuditEntry) -> tuple[Any, ...]:
-    return (entry.at, entry.actor, entry.action, entry.conversation_id, entry.call_id,
-            entry.agent_id, rows.dump(entry.details))  # fmt: skip
 
-
-def _user(row: dict[str, Any]) -> User:
-    return User(row["name"], row["role"], row["password_hash"], row["created_at"])
-
-
-def _version(row: dict[str, Any]) -> AgentVersion:
-    return AgentVersion(
-        agent_id=row["agent_id"],
-        version=row["version"],
-        body=row["body"],
-        author=row["author"],
-        created_at=row["created_at"],
-        note=row["note"],
-    )
 
 
 class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions):
@@ -76,10 +58,10 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
 
     async def get_user(self, name: str) -> User | None:
         row = await self._one(SQL.user, (name,))
-        return _user(row) if row else None
+        return rows.user(row) if row else None
 
     async def list_users(self) -> list[User]:
-        return [_user(r) for r in await self._all(SQL.users)]
+        return [rows.user(r) for r in await self._all(SQL.users)]
 
     async def _change_user(self, name: str, sql: str, args: tuple[Any, ...]) -> bool:
         async with self.transaction():
@@ -113,12 +95,12 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
         return await self._count(SQL.end_session, (digest,)) == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
-        row = await self._one(f"{SQL.insert_audit} RETURNING id", _audit_values(entry))
+        row = await self._one(f"{SQL.insert_audit} RETURNING id", rows.audit_values(entry))
         assert row is not None
         return replace(entry, id=int(row["id"]))
 
     async def note_audit(self, entry: AuditEntry) -> None:
-        values = _audit_values(entry)
+        values = rows.audit_values(entry)
         current = self._current()
         if current is not None:
             # Held: it goes out inside the transaction's next statement (an answer's: the
@@ -135,29 +117,8 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
         conversation_id: str | None = None,
         agent_id: str | None = None,
     ) -> list[AuditEntry]:
-        where, args = ["TRUE"], []
-        for column, value in (("id <", before), ("conversation_id =", conversation_id),
-                              ("agent_id =", agent_id)):  # fmt: skip
-            if value is not None:
-                where.append(f"{column} %s")
-                args.append(value)
-        found = await self._all(
-            f"SELECT * FROM audit WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT %s",
-            (*args, limit),
-        )
-        return [
-            AuditEntry(
-                at=r["at"],
-                actor=r["actor"],
-                action=r["action"],
-                conversation_id=r["conversation_id"],
-                call_id=r["call_id"],
-                agent_id=r["agent_id"],
-                details=json.loads(r["details"]),
-                id=int(r["id"]),
-            )
-            for r in found
-        ]
+        sql, args = SQL.audit_page(limit, before, conversation_id, agent_id)
+        return [rows.audit_entry(r) for r in await self._all(sql, args)]
 
     async def add_agent_version(self, version: AgentVersion) -> AgentVersion:
         async with self.transaction():
@@ -174,8 +135,8 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
         return saved
 
     async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
-        return [_version(r) for r in await self._all(SQL.agent_versions, (agent_id,))]
+        return [rows.agent_version(r) for r in await self._all(SQL.agent_versions, (agent_id,))]
 
     async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
         row = await self._one(SQL.agent_version, (agent_id, version))
-        return _version(row) if row else None
+        return rows.agent_version(row) if row else None

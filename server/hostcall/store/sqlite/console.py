@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from dataclasses import replace
 from typing import Any
 
+from hostcall.store import rows
 from hostcall.store.interfaces import Accounts, AgentVersions, Audit
 from hostcall.store.records import AgentVersion, AuditEntry, ConsoleSession, User
 from hostcall.store.sqlite.connection import SQLiteConnection
@@ -43,17 +42,7 @@ CREATE TABLE IF NOT EXISTS agent_versions (
 """
 
 
-def dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
-
-def _audit_values(entry: AuditEntry) -> tuple[Any, ...]:
-    return (entry.at, entry.actor, entry.action, entry.conversation_id, entry.call_id,
-            entry.agent_id, dump(entry.details))  # fmt: skip
-
-
-def _user(row: sqlite3.Row) -> User:
-    return User(row["name"], row["role"], row["password_hash"], row["created_at"])
 
 
 class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
@@ -67,10 +56,10 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
 
     async def get_user(self, name: str) -> User | None:
         row = self._db.execute(SQL.user, (name,)).fetchone()
-        return _user(row) if row else None
+        return rows.user(row) if row else None
 
     async def list_users(self) -> list[User]:
-        return [_user(r) for r in self._db.execute(SQL.users)]
+        return [rows.user(r) for r in self._db.execute(SQL.users)]
 
     async def _change_user(self, name: str, sql: str, args: tuple[Any, ...]) -> bool:
         async with self.transaction():
@@ -105,12 +94,12 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
         return cursor.rowcount == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
-        cursor = self._db.execute(SQL.insert_audit, _audit_values(entry))
+        cursor = self._db.execute(SQL.insert_audit, rows.audit_values(entry))
         assert cursor.lastrowid is not None
         return replace(entry, id=cursor.lastrowid)
 
     async def note_audit(self, entry: AuditEntry) -> None:
-        self._db.execute(SQL.insert_audit, _audit_values(entry))
+        self._db.execute(SQL.insert_audit, rows.audit_values(entry))
 
     async def list_audit(
         self,
@@ -120,29 +109,8 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
         conversation_id: str | None = None,
         agent_id: str | None = None,
     ) -> list[AuditEntry]:
-        where, args = ["1 = 1"], []
-        for column, value in (("id <", before), ("conversation_id =", conversation_id),
-                              ("agent_id =", agent_id)):  # fmt: skip
-            if value is not None:
-                where.append(f"{column} ?")
-                args.append(value)
-        rows = self._db.execute(
-            f"SELECT * FROM audit WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?",
-            (*args, limit),
-        )
-        return [
-            AuditEntry(
-                at=r["at"],
-                actor=r["actor"],
-                action=r["action"],
-                conversation_id=r["conversation_id"],
-                call_id=r["call_id"],
-                agent_id=r["agent_id"],
-                details=json.loads(r["details"]),
-                id=r["id"],
-            )
-            for r in rows
-        ]
+        sql, args = SQL.audit_page(limit, before, conversation_id, agent_id)
+        return [rows.audit_entry(r) for r in self._db.execute(sql, args)]
 
     async def add_agent_version(self, version: AgentVersion) -> AgentVersion:
         async with self.transaction():
@@ -155,20 +123,11 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
             )  # fmt: skip
         return saved
 
-    @staticmethod
-    def _version(row: sqlite3.Row) -> AgentVersion:
-        return AgentVersion(
-            agent_id=row["agent_id"],
-            version=row["version"],
-            body=row["body"],
-            author=row["author"],
-            created_at=row["created_at"],
-            note=row["note"],
-        )
 
     async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
-        return [self._version(r) for r in self._db.execute(SQL.agent_versions, (agent_id,))]
+        found = self._db.execute(SQL.agent_versions, (agent_id,))
+        return [rows.agent_version(r) for r in found]
 
     async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
         row = self._db.execute(SQL.agent_version, (agent_id, version)).fetchone()
-        return self._version(row) if row else None
+        return rows.agent_version(row) if row else None
