@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from hostcall.blocks.http_request import spec_target
 from hostcall.errors import AgentConfigError
 from hostcall.origins import BadOrigin, normalize_origin
 from hostcall.platform import DEFAULT_ENVIRONMENT, PLATFORM_FILE, Platform, load_platform
+from hostcall.pricing import Price, parse_prices
 from hostcall.quotas import DEFAULT_LIMITS, Limits, parse_limits
 from hostcall.store.definitions import definition_digest
 from hostcall.tools import Tool, parse_tool
@@ -32,6 +33,7 @@ AGENT_KEYS = {
     "model",
     "tools",
     "limits",
+    "prices",
 }
 
 # A step sends the model the conversation's last 20 turns: enough for a chat to keep its
@@ -56,6 +58,8 @@ class Agent:
     limits: Limits = DEFAULT_LIMITS
     # The turns of the conversation a model step is sent (hostcall/transcript.py).
     history_turns: int = HISTORY_TURNS
+    # Per model name, per million tokens (hostcall/pricing.py).
+    prices: Mapping[str, Price] = field(default_factory=dict)
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -99,6 +103,8 @@ def parse_agent(
     problems += origin_problems
     limits, limit_problems = parse_limits(data.get("limits"), where)
     problems += limit_problems
+    prices, price_problems = parse_prices(data.get("prices"), where)
+    problems += price_problems
     max_steps = data.get("max_steps", 8)
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 100:
         problems.append(f"{where}: 'max_steps' must be an integer from 1 to 100")
@@ -163,6 +169,7 @@ def parse_agent(
         digest=definition_digest(data),
         limits=limits,
         history_turns=history_turns,
+        prices=prices,
     ), []
 
 

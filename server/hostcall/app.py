@@ -13,10 +13,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from hostcall import metrics
 from hostcall.agui import agui_routes
 from hostcall.api import api_routes
 from hostcall.console import console_routes
-from hostcall.middleware import ApiHeaders, TextGuard
+from hostcall.exposition import metrics_routes
+from hostcall.middleware import ApiHeaders, RequestMetrics, TextGuard
 from hostcall.openapi import document as openapi_document
 from hostcall.pages import page_routes
 from hostcall.protocol.responses import Health
@@ -46,8 +48,12 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
         # The first event stream would import anyio's asyncio backend (sse-starlette's
         # locks and task groups), ~40 ms that every request waits behind: import it now.
         anyio.get_cancelled_exc_class()
-        async with runtime.running():
-            yield
+        metrics.forget_dead_workers()
+        try:
+            async with runtime.running():
+                yield
+        finally:
+            metrics.worker_stopped()
 
     app = Starlette(
         routes=[
@@ -59,9 +65,11 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             *agui_routes(),
             *page_routes(),
             *console_routes(),
+            *metrics_routes(),
         ],
         exception_handlers=exception_handlers(),
         middleware=[
+            Middleware(RequestMetrics),
             Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds),
             Middleware(TextGuard),
         ],

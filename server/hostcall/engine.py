@@ -23,6 +23,7 @@ import asyncio
 import logging
 import time
 
+from hostcall import metrics
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
 from hostcall.errors import Conflict, LeaseLost, NotFound, is_store_failure
 from hostcall.journal import Journal
@@ -135,6 +136,7 @@ class Engine:
                     runId=busy_id,
                 )
             self.agents.remember(run.id, agent)
+        metrics.RUNS.labels(agent.id, "started").inc()
         # The first step's history, read with the run's start (its message is the last):
         # nothing else adds a message while the run is running.
         self.tasks.spawn(self._advance(run.id, ClaimedRun(run, start.history)))

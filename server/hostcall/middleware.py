@@ -17,11 +17,12 @@ checked where they are read (hostcall/protocol/reading.py), forms likewise
 from __future__ import annotations
 
 import asyncio
+import time
 from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hostcall import strictjson
+from hostcall import metrics, strictjson
 from hostcall.errors import BadRequest, RequestTimeout
 from hostcall.protocol.reading import NOT_UTF8, unstorable_text
 from hostcall.responses import error_response
@@ -112,3 +113,34 @@ def _decoded(raw: bytes) -> str | None:
         return unquote_to_bytes(raw).decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+class RequestMetrics:
+    """Each HTTP request's duration in ``hostcall_http_request_seconds``, by its route's
+    template (``/api/conversations/{conversation_id}``, never the id itself). Event streams
+    are counted as open streams instead: their length is the visitor's stay."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path", "").endswith("/events"):
+            await self.app(scope, receive, send)
+            return
+        status = 500
+        started = time.perf_counter()
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            metrics.HTTP_SECONDS.labels(
+                scope.get("method", ""), template, f"{status // 100}xx"
+            ).observe(time.perf_counter() - started)

@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from hostcall import strictjson
+from hostcall import metrics, strictjson
 from hostcall.errors import (
     HostcallError,
     InternalError,
@@ -64,6 +64,8 @@ def error_body(exc: HostcallError) -> ErrorBody:
 
 def error_response(exc: HostcallError, headers: dict[str, str] | None = None) -> Response:
     headers = dict(headers or {})
+    if isinstance(exc, TooManyRequests) or exc.code is ErrorCode.CONVERSATION_LIMIT_REACHED:
+        metrics.RATE_LIMITED.labels(exc.code.value).inc()
     if isinstance(exc, TooManyRequests | Unavailable):
         headers["Retry-After"] = str(exc.retry_after)
     return WireResponse(error_body(exc), status_code=exc.status, headers=headers)
@@ -92,6 +94,7 @@ async def _store_failure(request: Request, exc: Exception) -> Response:
     # a traceback each would bury the log); the driver's words stay out of the answer.
     log.warning("%s %s: the store failed: %s: %s", request.method, request.url.path,
                 type(exc).__name__, str(exc).strip())  # fmt: skip
+    metrics.STORE_ERRORS.labels(type(exc).__name__).inc()
     return error_response(Unavailable("the database cannot be used right now; try again soon"))
 
 

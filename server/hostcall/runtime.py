@@ -43,6 +43,7 @@ from hostcall.settings import Settings, load_secret_keys
 from hostcall.store import Store, open_store
 from hostcall.store.postgres import PostgresStore
 from hostcall.tokens import Claims, Purpose, Tokens
+from hostcall.tracing import Tracing
 
 AGENT_IDS_KEPT = 10_000
 # How long /healthz waits for the store's write probe: a health check must answer fast,
@@ -62,6 +63,7 @@ class Runtime:
     quotas: Quotas
     sessions: Sessions
     clock: Callable[[], float] = time.time
+    tracing: Tracing = field(default_factory=Tracing.off)
     # Streams replaying a backlog take turns here, a page at a time (hostcall/stream.py).
     replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
     # The pages of logs those streams replay, read and framed once for all of them.
@@ -103,6 +105,7 @@ class Runtime:
         )
         quotas = Quotas(counters, clock=clock)
         journal = Journal(store, broker)
+        tracing = Tracing.build(settings.environ, settings.span_exporter)
         run_agents = RunAgents(store, agents, platform=platform, environ=settings.environ)
         ledger = _ledger(
             journal,
@@ -111,18 +114,22 @@ class Runtime:
             run_agents,
             clock=clock,
             surface_grace=settings.surface_grace_seconds,
+            tracing=tracing,
         )
         engine = Engine(
             journal,
             leases,
             run_agents,
             ledger,
-            steps=Steps(journal, leases, run_agents, ledger.proposals, quotas),
+            steps=Steps(
+                journal, leases, run_agents, ledger.proposals, quotas, tracing=tracing, clock=clock
+            ),
             server_calls=ServerCalls(ledger, run_agents),
             recovery=Recovery(journal, leases, ledger, clock=clock),
         )
         sessions = Sessions(tokens, store, max_age=settings.session_max_age)
-        return cls(settings, agents, store, broker, tokens, engine, leases, quotas, sessions, clock)
+        parts = (broker, tokens, engine, leases, quotas, sessions)
+        return cls(settings, agents, store, *parts, clock, tracing)
 
     def stream_ticket(self, conversation_id: str, generation: int) -> str:
         """``Sessions.stream_ticket``: a stream token that opens one stream, once."""
@@ -240,6 +247,8 @@ class Runtime:
             with contextlib.suppress(Exception):  # a store that is down: the lease lapses
                 await self.engine.retire()
             await self.store.close()
+            # Off the event loop: the last batch of spans may take a moment to send.
+            await asyncio.to_thread(self.tracing.shutdown)
 
 
 def _ledger(
@@ -250,10 +259,13 @@ def _ledger(
     *,
     clock: Callable[[], float],
     surface_grace: float,
+    tracing: Tracing,
 ) -> Ledger:
     """The call ledger's parts, on one core of views and moves."""
     views = CallViews(tokens, agents)
-    moves = CallMoves(journal, views, leases, clock=clock, surface_grace=surface_grace)
+    moves = CallMoves(
+        journal, views, leases, clock=clock, surface_grace=surface_grace, tracing=tracing
+    )
     return Ledger(
         views=views,
         moves=moves,

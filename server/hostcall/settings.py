@@ -6,10 +6,14 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hostcall.assets import DEMO_AGENTS, SOURCE_ROOT, in_checkout
 from hostcall.errors import StoreError
 from hostcall.protocol.limits import MAX_BODY_BYTES
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 # Kept for the tests and scripts that run from a checkout.
 ROOT = SOURCE_ROOT
@@ -47,6 +51,9 @@ class Settings:
     # Added to every agent's allowed origins (the demo adds its host page this way).
     extra_origins: tuple[str, ...] = ()
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    # Where spans go instead of OTLP (a test's in-memory exporter); None: as the OTEL_*
+    # variables in ``environ`` say (hostcall/tracing.py).
+    span_exporter: SpanExporter | None = None
 
 
 def load_secret_keys(

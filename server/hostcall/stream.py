@@ -19,6 +19,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
+from hostcall import metrics
 from hostcall.errors import NotFound
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName
@@ -137,6 +138,7 @@ async def events(request: Request) -> EventSourceResponse:
 
     async def frames() -> AsyncIterator[ServerSentEvent | bytes]:
         last = seen
+        metrics.OPEN_STREAMS.inc()
         try:
             if backlog:
                 async for chunk, seq in replay(last):
@@ -171,6 +173,7 @@ async def events(request: Request) -> EventSourceResponse:
                 if any(live is None for live in batch):
                     return
         finally:
+            metrics.OPEN_STREAMS.dec()
             runtime.broker.unsubscribe(conversation_id, queue)
             if surface is not None:
                 async with store.transaction():

@@ -9,6 +9,10 @@ reach every worker's streams through LISTEN/NOTIFY, and leases keep a run step i
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 
@@ -33,8 +37,6 @@ def environment_for(settings: Settings) -> dict[str, str]:
 
 def app_from_environment() -> Starlette:
     """The app factory each worker process calls (``hostcall.workers:app_from_environment``)."""
-    from pathlib import Path
-
     from hostcall import accesslog
     from hostcall.app import create_app
 
@@ -50,6 +52,22 @@ def app_from_environment() -> Starlette:
     return create_app(settings)
 
 
+def _metrics_directory() -> str | None:
+    """Where the workers keep their metrics (hostcall/metrics.py): the operator's
+    ``PROMETHEUS_MULTIPROC_DIR``, emptied of an earlier run's files, or a new directory
+    (returned, to be removed when the server stops)."""
+    from hostcall.metrics import MULTIPROC_DIR
+
+    given = os.environ.get(MULTIPROC_DIR)
+    if given:
+        for stale in Path(given).glob("*.db"):
+            stale.unlink()
+        return None
+    made = tempfile.mkdtemp(prefix="hostcall-metrics-")
+    os.environ[MULTIPROC_DIR] = made
+    return made
+
+
 def serve(
     settings: Settings,
     *,
@@ -61,9 +79,21 @@ def serve(
 ) -> None:
     import uvicorn
 
+    os.environ.update(environment_for(settings))
+    made = _metrics_directory()
+    try:
+        _run(uvicorn, host=host, port=port, workers=workers, log_level=log_level,
+             forwarded_allow_ips=forwarded_allow_ips)  # fmt: skip
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def _run(
+    uvicorn: Any, *, host: str, port: int, workers: int, log_level: str, forwarded_allow_ips: str
+) -> None:
     from hostcall.connections import GuardedH11Protocol
 
-    os.environ.update(environment_for(settings))
     uvicorn.run(
         "hostcall.workers:app_from_environment",
         factory=True,

@@ -24,6 +24,7 @@ from hostcall.models.base import (
     Message,
     ModelError,
     ModelEvent,
+    StepEnd,
     TextDelta,
     ToolCallRequest,
     ToolDescriptor,
@@ -151,6 +152,20 @@ def make_model(provider: FakeProvider, **options: Any) -> OpenAICompatModel:
 
 
 async def collect(
+    model: OpenAICompatModel,
+    messages: list[Message] | None = None,
+    tools: list[ToolDescriptor] | None = None,
+    *,
+    instructions: str = "",
+) -> list[ModelEvent]:
+    """What the step streamed: its text and tool calls (its ``StepEnd`` left out)."""
+    events = await collect_all(model, messages, tools, instructions=instructions)
+    assert isinstance(events[-1], StepEnd), "a step ends with its StepEnd, once"
+    assert not any(isinstance(e, StepEnd) for e in events[:-1])
+    return events[:-1]
+
+
+async def collect_all(
     model: OpenAICompatModel,
     messages: list[Message] | None = None,
     tools: list[ToolDescriptor] | None = None,

@@ -126,7 +126,10 @@ class Answers:
             moved = await self.moves.move(unit, call, CallEvent.DELIVER, delivered=True)
             return moved is not None
 
-    async def answer(self, call: Call, output: Any, *, audit: AuditEntry | None = None) -> Settled:
+    async def answer(
+        self, call: Call, output: Any, *, audit: AuditEntry | None = None, by: str | None = None
+    ) -> Settled:
+        """``by``: who answered, where the call's route does not say (``"operator"``)."""
         if not call.state.answerable:
             raise await self.moves.not_open(call.id)
         tool = await self.moves.views.tool_of(call)
@@ -142,7 +145,7 @@ class Answers:
         event, outcome, hits = _judged(tool, output)
         async with self.journal.unit() as unit:
             await self.moves.record_hits(unit, call.conversation_id, call.id, call.tool_name, hits)
-            settled = await self.moves.settle(unit, call, event, outcome)
+            settled = await self.moves.settle(unit, call, event, outcome, by=by)
             if settled is None:
                 raise await self.moves.not_open(call.id)
             await self._audit(audit)

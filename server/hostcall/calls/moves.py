@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from hostcall.calls.assignment import FormReason, choose
+from hostcall.calls.observed import observe_settled
 from hostcall.calls.outcomes import Dispatched, Moved
 from hostcall.calls.transitions import CallEvent, Effect, Move, sources, transition
 from hostcall.calls.views import CallViews
@@ -33,6 +34,7 @@ from hostcall.protocol.events import (
 )
 from hostcall.store.records import Call, CallState, StoredMessage
 from hostcall.tools import Tool
+from hostcall.tracing import Tracing
 
 log = logging.getLogger("hostcall.guardrails")
 
@@ -54,6 +56,7 @@ class CallMoves:
         *,
         clock: Callable[[], float] = time.time,
         surface_grace: float = 5.0,
+        tracing: Tracing | None = None,
     ) -> None:
         self.journal = journal
         self.store = journal.store
@@ -62,6 +65,7 @@ class CallMoves:
         self.clock = clock
         # How long a surface whose streams all closed keeps its calls (a reconnect).
         self.surface_grace = surface_grace
+        self.tracing = tracing or Tracing.off()
 
     # ---- dispatching (a proposal, or an approval) -------------------------------------
 
@@ -208,13 +212,21 @@ class CallMoves:
         return execute
 
     async def settle(
-        self, unit: Unit, call: Call, event: CallEvent, outcome: dict[str, Any]
+        self,
+        unit: Unit,
+        call: Call,
+        event: CallEvent,
+        outcome: dict[str, Any],
+        *,
+        by: str | None = None,
     ) -> Call | None:
-        """The call as settled, or None when someone else moved it first."""
+        """The call as settled, or None when someone else moved it first. ``by``: who
+        answered, where the call's route does not say (``"operator"``)."""
         settled = await self.settle_row(call.id, event, outcome)
         if settled is None:
             return None
-        await self.record_outcome(unit, settled, await self.views.tool_of(settled), outcome)
+        tool = await self.views.tool_of(settled)
+        await self.record_outcome(unit, settled, tool, outcome, by=by)
         return settled
 
     async def settle_row(
@@ -230,10 +242,18 @@ class CallMoves:
         return settled
 
     async def record_outcome(
-        self, unit: Unit, settled: Call, tool: Tool | None, outcome: dict[str, Any]
+        self,
+        unit: Unit,
+        settled: Call,
+        tool: Tool | None,
+        outcome: dict[str, Any],
+        *,
+        by: str | None = None,
     ) -> None:
         """The settled call's tool message (what the model reads) and its
-        ``TOOL_CALL_RESULT``, in the unit that settled it."""
+        ``TOOL_CALL_RESULT``, in the unit that settled it; counted and traced
+        (hostcall/calls/observed.py)."""
+        observe_settled(self.tracing, settled, tool, outcome, by=by, now=self.clock())
         content = model_content(tool, outcome)
         message_id = new_id("m")
         await self.store.add_message(StoredMessage(

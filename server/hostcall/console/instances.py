@@ -220,7 +220,7 @@ async def answer_call(request: Request) -> Response:
     if "output" not in body:
         raise BadRequest("field 'output' is required", field="output")
     call = await _open_call(runtime, request.path_params["call_id"])
-    answered = await runtime.engine.ledger.answers.answer(call, body["output"])
+    answered = await runtime.engine.ledger.answers.answer(call, body["output"], by="operator")
     call = await runtime.engine.follow(answered)
     where = {"conversation_id": call.conversation_id, "call_id": call.id}
     await record(

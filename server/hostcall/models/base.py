@@ -55,7 +55,22 @@ class TextDelta:
     text: str
 
 
-ModelEvent = TextDelta | ToolCallRequest
+@dataclass(frozen=True, slots=True)
+class StepEnd:
+    """How the provider says a step ended: its ``finish_reason`` and, when it counted them,
+    the tokens it read and wrote (what it bills). An adapter yields it last, once; a model
+    that yields none (the scripted one) leaves the engine to estimate the tokens."""
+
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    @property
+    def counted(self) -> bool:
+        return self.input_tokens is not None and self.output_tokens is not None
+
+
+ModelEvent = TextDelta | ToolCallRequest | StepEnd
 
 
 class ModelError(Exception):

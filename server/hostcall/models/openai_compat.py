@@ -14,11 +14,14 @@ Errors all surface as ``ModelError`` naming the base URL, with one code per caus
                                  with neither ``[DONE]`` nor a ``finish_reason`` (truncated)
 
 The API key is sent only in the ``Authorization`` header and never appears in a message.
+
+Each step asks for the provider's token count (``stream_options.include_usage``) and ends
+with a ``StepEnd`` carrying it, in whichever shape the server sends it (``chunks.read_usage``);
+``"stream_usage": false`` in the config stops asking, for a server that refuses the option.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
@@ -32,7 +35,16 @@ from hostcall import envvars, strictjson
 from hostcall.blocks.http_request import host_port
 from hostcall.protocol.codes import RunErrorCode
 
-from .base import Message, ModelError, ModelEvent, TextDelta, ToolCallRequest, ToolDescriptor
+from .base import (
+    Message,
+    ModelError,
+    ModelEvent,
+    StepEnd,
+    TextDelta,
+    ToolCallRequest,
+    ToolDescriptor,
+)
+from .chunks import PendingCall, merge_fragment, read_usage, sse_data
 from .names import ToolNameMap
 
 CONFIG_KEYS = frozenset(
@@ -45,18 +57,12 @@ CONFIG_KEYS = frozenset(
         "query",
         "timeout",
         "temperature",
+        "stream_usage",
     }
 )
 _HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
 _EXCERPT_CHARS = 200
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-@dataclass(slots=True)
-class _PendingCall:
-    call_id: str = ""
-    name: str = ""
-    arguments: str = ""
 
 
 class OpenAICompatModel:
@@ -71,6 +77,7 @@ class OpenAICompatModel:
         api_key_header: str = "Authorization",
         query: Mapping[str, str] | None = None,
         allowed_hosts: Callable[[], Collection[str]] | None = None,
+        stream_usage: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -79,6 +86,7 @@ class OpenAICompatModel:
         # Azure takes the key as the whole value of an `api-key` header (docs/models.md).
         self.api_key_header = api_key_header
         self.query = dict(query or {})
+        self.stream_usage = stream_usage
         self._api_key = api_key
         # Read on every step (the platform is live): None for a model built directly, with
         # no agent environment to answer to.
@@ -150,6 +158,9 @@ class OpenAICompatModel:
             isinstance(k, str) and isinstance(v, str) for k, v in query.items()
         ):
             raise ValueError(f"'query' must map parameter names to strings (got {query!r})")
+        stream_usage = config.get("stream_usage", True)
+        if not isinstance(stream_usage, bool):
+            raise ValueError(f"'stream_usage' must be true or false (got {stream_usage!r})")
         api_key: str | None = None
         key_env = config.get("api_key_env")
         if key_env is not None:
@@ -174,6 +185,7 @@ class OpenAICompatModel:
             api_key_header=header,
             query=query,
             allowed_hosts=allowed_hosts,
+            stream_usage=stream_usage,
         )
 
     async def stream(
@@ -197,7 +209,8 @@ class OpenAICompatModel:
         if self._api_key:
             bearer = self.api_key_header.lower() == "authorization"
             headers[self.api_key_header] = f"Bearer {self._api_key}" if bearer else self._api_key
-        calls: dict[int, _PendingCall] = {}
+        calls: dict[int, PendingCall] = {}
+        end = _Ending()
         # A client per step: steps are seconds apart, and a client bound to no long-lived
         # state cannot leak connections or outlive the event loop that made it.
         async with httpx.AsyncClient(timeout=self.timeout) as client:
@@ -218,13 +231,13 @@ class OpenAICompatModel:
                         )
                     events_seen = 0
                     finished = False
-                    async for data in _sse_data(response.aiter_lines()):
+                    async for data in sse_data(response.aiter_lines()):
                         events_seen += 1
                         if data == "[DONE]":
                             finished = True
                             break
-                        events, finish_reason = self._read_chunk(data, calls)
-                        finished = finished or finish_reason
+                        events = self._read_chunk(data, calls, end)
+                        finished = finished or end.reason is not None
                         for event in events:
                             yield event
                     if not events_seen:
@@ -258,6 +271,7 @@ class OpenAICompatModel:
                 name=names.from_provider(call.name) or call.name,
                 arguments=call.arguments,
             )
+        yield StepEnd(end.reason, *(end.usage or (None, None)))
 
     def _request_body(
         self,
@@ -272,6 +286,10 @@ class OpenAICompatModel:
             chat.append({"role": "system", "content": instructions})
         chat.extend(_chat_message(message, names) for message in messages)
         body: dict[str, Any] = {"model": self.model, "stream": True, "messages": chat}
+        if self.stream_usage:
+            # The count the provider bills, in a last chunk (with no choices); without it
+            # the engine can only estimate.
+            body["stream_options"] = {"include_usage": True}
         if tools:
             # OpenAI rejects an empty "tools" array ("[] is too short"), so leave it out.
             body["tools"] = [
@@ -290,9 +308,9 @@ class OpenAICompatModel:
         return body
 
     def _read_chunk(
-        self, data: str, calls: dict[int, _PendingCall]
-    ) -> tuple[list[ModelEvent], bool]:
-        """The chunk's events, and whether it says the reply is complete (a finish_reason)."""
+        self, data: str, calls: dict[int, PendingCall], end: _Ending
+    ) -> list[ModelEvent]:
+        """The chunk's events; its finish_reason and token usage, if any, go in ``end``."""
         try:
             chunk = strictjson.loads(data)
         except strictjson.StrictJSONError as exc:
@@ -312,21 +330,26 @@ class OpenAICompatModel:
             raise self._error(
                 f"reported an error: {_excerpt(str(detail))}", code=RunErrorCode.MODEL_BAD_REPLY
             )
+        usage = read_usage(chunk)
+        if usage is not None:
+            end.usage = usage  # the last one counts: some servers repeat a growing total
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            return [], False  # usage-only and keep-alive chunks carry no choices
-        finished = isinstance(choices[0].get("finish_reason"), str)
+            return []  # usage-only and keep-alive chunks carry no choices
+        reason = choices[0].get("finish_reason")
+        if isinstance(reason, str):
+            end.reason = reason
         delta = choices[0].get("delta")
         if not isinstance(delta, dict):
-            return [], finished
+            return []
         events: list[ModelEvent] = []
         content = delta.get("content")
         if isinstance(content, str) and content:
             events.append(TextDelta(content))
         for fragment in delta.get("tool_calls") or ():
             if isinstance(fragment, dict):
-                _merge_fragment(fragment, calls)
-        return events, finished
+                merge_fragment(fragment, calls)
+        return events
 
     def _error(self, what: str, *, code: RunErrorCode) -> ModelError:
         message = f"model at {self.base_url} {what}"
@@ -336,47 +359,10 @@ class OpenAICompatModel:
         return ModelError(message, code=code)
 
 
-def _merge_fragment(fragment: dict[str, Any], calls: dict[int, _PendingCall]) -> None:
-    index = fragment.get("index")
-    call_id = fragment.get("id")
-    if not isinstance(index, int) or isinstance(index, bool):
-        # Tolerate servers that omit "index": a new id opens a call, anything else
-        # continues the latest one.
-        known = any(call.call_id == call_id for call in calls.values())
-        if (call_id and not known) or not calls:
-            index = len(calls)
-        else:
-            index = max(calls)
-    call = calls.setdefault(index, _PendingCall())
-    if isinstance(call_id, str) and call_id and not call.call_id:
-        call.call_id = call_id
-    function = fragment.get("function")
-    if not isinstance(function, dict):
-        return
-    name = function.get("name")
-    # The name arrives whole in the first fragment; some servers repeat it later.
-    if isinstance(name, str) and name and not call.name:
-        call.name = name
-    arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        call.arguments += arguments
-    elif isinstance(arguments, dict):
-        call.arguments += json.dumps(arguments)  # tolerate an object instead of a string
-
-
-async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
-    """The data of each server-sent event; comments (``: ping``) and other fields skipped."""
-    buffer: list[str] = []
-    async for line in lines:
-        if not line:
-            if buffer:
-                yield "\n".join(buffer)
-                buffer = []
-        elif line.startswith("data:"):
-            value = line[5:]
-            buffer.append(value.removeprefix(" "))
-    if buffer:
-        yield "\n".join(buffer)
+@dataclass(slots=True)
+class _Ending:
+    reason: str | None = None
+    usage: tuple[int, int] | None = None
 
 
 def _chat_message(message: Message, names: ToolNameMap) -> dict[str, Any]:

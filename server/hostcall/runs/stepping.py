@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hostcall.appender import Appender
@@ -20,6 +22,7 @@ from hostcall.leases import Leases, run_key
 from hostcall.models.base import (
     Message,
     ModelError,
+    StepEnd,
     TextDelta,
     ToolCallRequest,
     ToolDescriptor,
@@ -34,9 +37,11 @@ from hostcall.protocol.events import (
     TextMessageEnd,
     TextMessageStart,
 )
-from hostcall.quotas import Quotas, estimate_tokens
+from hostcall.quotas import Quotas
 from hostcall.runs.agents import RunAgents
-from hostcall.store.records import Call, ClaimedRun, RunStatus, StoredMessage
+from hostcall.runs.usage import Usage
+from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage
+from hostcall.tracing import Attributes, Tracing
 from hostcall.transcript import open_messages, recent_turns
 
 log = logging.getLogger("hostcall.engine")
@@ -55,6 +60,8 @@ class Stepped:
 
     again: bool
     executing: tuple[Call, ...] = ()
+    # The run finished with this step.
+    finished: bool = False
 
 
 class Steps:
@@ -65,20 +72,39 @@ class Steps:
         agents: RunAgents,
         proposals: Proposals,
         quotas: Quotas,
+        *,
+        tracing: Tracing | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.journal = journal
         self.store = journal.store
         self.leases = leases
         self.agents = agents
         self.proposals = proposals
-        # Told the (estimated) model tokens of each step: the cost limits.
-        self.quotas = quotas
+        # Each step's tokens: recorded, priced, counted against the limits, traced.
+        self.usage = Usage(journal.store, quotas, tracing or Tracing.off(), clock=clock)
+        self.tracing = self.usage.tracing
 
     async def step(self, run_id: str, known: ClaimedRun | None = None) -> Stepped:
         """One model step, under the run's lease. ``known``: the run as its claim (or start)
         left it, and its history then, so the step need not read them."""
         run = known.run if known is not None else await self.store.get_run(run_id)
         assert run is not None
+        if not self.tracing.on:
+            stepped = await self._step(run_id, run, known)
+        else:
+            attributes: Attributes = {
+                "gen_ai.conversation.id": run.conversation_id,
+                "hostcall.run.id": run_id,
+                "hostcall.step": run.step + 1,
+            }
+            with self.tracing.span("hostcall.step", attributes, run_id=run_id):
+                stepped = await self._step(run_id, run, known)
+        if stepped.finished:
+            await self.usage.run_ended(run, error=None)
+        return stepped
+
+    async def _step(self, run_id: str, run: Run, known: ClaimedRun | None) -> Stepped:
         agent = await self.agents.agent_of_run(run_id)
         cid = run.conversation_id
         if run.step >= agent.max_steps:
@@ -102,9 +128,13 @@ class Steps:
         # there, its message cut where the new owner discarded it. Chunks that come while
         # an append is in flight go in together (hostcall/appender.py).
         appender = Appender(self.journal, cid, fence)
+        measure = self.usage.measure(run, agent)
+        end: StepEnd | None = None
         try:
-            async for item in model.stream(history, tools, instructions=agent.instructions):
-                if isinstance(item, TextDelta):
+            async for item in measure.stream(model, history, tools):
+                if isinstance(item, StepEnd):
+                    end = item
+                elif isinstance(item, TextDelta):
                     if not item.text:
                         continue
                     content = TextMessageContent(message_id, item.text)
@@ -128,13 +158,12 @@ class Steps:
             return Stepped(again=False)
         finally:
             appender.cancel()  # a no-op once flushed; a cancelled step appends no more
-        sent = [agent.instructions, *(m.text for m in history)]
-        written = [*text, *(r.arguments for r in requests)]
-        spent = estimate_tokens(sent + written)
-        await self.quotas.record_tokens(agent.id, agent.limits, cid, spent)
+        spent = measure.spent(end, history, [*text, *(r.arguments for r in requests)])
+        await self.usage.count(spent)
         step = run.step + 1
         calls = [(new_id("k"), r) for r in requests]
         async with self.journal.unit() as unit:
+            await self.store.add_usage(spent.record)
             # The message first: PostgreSQL holds it, and sends it inside the append below
             # (one statement), fenced with it.
             await self.store.add_message(
@@ -157,7 +186,7 @@ class Steps:
                 # this transaction let it go.
                 await self.leases.end_step(run_id, status=RunStatus.FINISHED, step=step)
                 await unit.emit_all(cid, [*ending, RunFinished(cid, run_id)], fence=fence)
-                return Stepped(again=False)
+                return Stepped(again=False, finished=True)
             if ending:
                 await unit.emit_all(cid, ending, fence=fence)
             proposed = [
@@ -239,6 +268,7 @@ class Steps:
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
             await unit.emit(cid, RunError(message, code, run_id))
+        await self.usage.run_ended(run, error=code)
 
 
 def _model_message(message: StoredMessage) -> Message:

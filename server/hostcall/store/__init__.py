@@ -20,6 +20,7 @@ from hostcall.store.interfaces import (
     Events,
     Leases,
     Messages,
+    ModelUsage,
     QuotaCounters,
     Runs,
     Sessions,
@@ -41,6 +42,7 @@ class Store(
     Accounts,
     Audit,
     AgentVersions,
+    ModelUsage,
     Protocol,
 ):
     """Every aggregate of the store, as one object: what the app's runtime holds."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -240,3 +241,47 @@ class AgentVersion:
     author: str
     created_at: float
     note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """One model step's tokens: the provider's count (``source="provider"``) or, where it
+    gave none, the engine's estimate (``"estimate"``); ``cost`` by the run's agent's prices
+    (None: the model has no price). ``at``: when the step's request went out; ``day``: its
+    UTC date, which the console's daily totals group by."""
+
+    run_id: str
+    conversation_id: str
+    agent_id: str
+    step: int
+    model: str
+    input_tokens: int
+    output_tokens: int
+    source: str
+    cost: float | None
+    at: float
+    seconds: float = 0.0
+
+    @property
+    def day(self) -> str:
+        return time.strftime("%Y-%m-%d", time.gmtime(self.at))
+
+
+@dataclass(frozen=True, slots=True)
+class UsageTotal:
+    """Steps' usage added up under ``key`` (a day, a conversation or a run) for one agent.
+    ``estimated``: how many of the steps were estimated; ``cost`` None if none was priced."""
+
+    key: str
+    agent_id: str
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    steps: int
+    estimated: int
+    first_at: float
+    last_at: float
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens

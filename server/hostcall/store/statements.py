@@ -211,7 +211,6 @@ class Statements:
         self.agent_version = q("SELECT * FROM agent_versions WHERE agent_id = ? AND version = ?")
         self.conversation_summaries = q(_SUMMARIES)
 
-
     def audit_page(
         self, limit: int, before: int | None, conversation_id: str | None, agent_id: str | None
     ) -> tuple[str, tuple[Any, ...]]:

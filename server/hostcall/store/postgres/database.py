@@ -31,6 +31,7 @@ from hostcall.store.postgres.events import EventLog
 from hostcall.store.postgres.runs import RunTables
 from hostcall.store.postgres.schema import MIGRATIONS
 from hostcall.store.postgres.surfaces import SurfaceTables
+from hostcall.store.postgres.usage import UsageTables
 from hostcall.store.statements import POSTGRES as SQL
 
 
@@ -41,6 +42,7 @@ class PostgresStore(
     SurfaceTables,
     RunTables,
     EventLog,
+    UsageTables,
     Database,
 ):
     """Each aggregate's part (its statements) on one pool (connections.py)."""

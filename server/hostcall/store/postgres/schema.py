@@ -5,6 +5,7 @@ Changing a table means a new migration at the end, never an edit of an applied o
 
 from __future__ import annotations
 
+from hostcall.store import usage_sql
 from hostcall.store.migrations import Migration
 from hostcall.store.postgres.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
 from hostcall.store.postgres.surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
@@ -108,4 +109,6 @@ DROP INDEX leases_by_until;
 """),
     # Console sessions kept on the server, so signing out ends them.
     Migration(11, "console sessions", SESSIONS_SCHEMA),
+    # Each model step's tokens and cost (hostcall/store/usage_sql.py).
+    Migration(12, "model usage", usage_sql.POSTGRES_SCHEMA),
 )  # fmt: skip

@@ -30,6 +30,7 @@ from hostcall.store.sqlite.events import EventTables
 from hostcall.store.sqlite.runs import RunTables
 from hostcall.store.sqlite.schema import MIGRATIONS
 from hostcall.store.sqlite.surfaces import SurfaceTables
+from hostcall.store.sqlite.usage import UsageTables
 from hostcall.store.statements import SQLITE as SQL
 
 log = logging.getLogger("hostcall.store")
@@ -98,6 +99,7 @@ class SQLiteStore(
     RunTables,
     SurfaceTables,
     ConsoleTables,
+    UsageTables,
     Database,
 ):
     """Each aggregate's part (its statements) on one connection (connection.py)."""

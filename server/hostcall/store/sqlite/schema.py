@@ -5,6 +5,7 @@ Changing a table means a new migration at the end, never an edit of an applied o
 
 from __future__ import annotations
 
+from hostcall.store import usage_sql
 from hostcall.store.migrations import Migration
 from hostcall.store.sqlite.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
 from hostcall.store.sqlite.surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
@@ -90,4 +91,6 @@ ALTER TABLE runs DROP COLUMN agent;
 """),
     # Console sessions kept on the server, so signing out ends them.
     Migration(11, "console sessions", SESSIONS_SCHEMA),
+    # Each model step's tokens and cost (hostcall/store/usage_sql.py).
+    Migration(12, "model usage", usage_sql.SQLITE_SCHEMA),
 )  # fmt: skip

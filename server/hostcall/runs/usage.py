@@ -1,0 +1,166 @@
+"""A model step's tokens: the provider's count where it gives one (``StepEnd``), else an
+estimate (hostcall/quotas.py ``estimate_tokens``), saying which. Each step's count is
+priced (hostcall/pricing.py), stored (the console's totals), counted against the agent's
+limits, and told to the metrics and the traces; so is the end of a run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+
+from hostcall import metrics
+from hostcall.agents import Agent
+from hostcall.models.base import Message, Model, ModelError, ModelEvent, StepEnd, ToolDescriptor
+from hostcall.pricing import model_name
+from hostcall.quotas import Quotas, estimate_tokens
+from hostcall.store import Store
+from hostcall.store.records import Run, UsageRecord
+from hostcall.tracing import Tracing
+
+PROVIDER = "provider"
+ESTIMATE = "estimate"
+
+
+@dataclass(frozen=True, slots=True)
+class StepUsage:
+    record: UsageRecord
+    agent: Agent
+
+
+class Usage:
+    def __init__(
+        self, store: Store, quotas: Quotas, tracing: Tracing, *, clock: Callable[[], float]
+    ) -> None:
+        self.store = store
+        self.quotas = quotas
+        self.tracing = tracing
+        self.clock = clock
+
+    def measure(self, run: Run, agent: Agent) -> Measure:
+        return Measure(self, run, agent)
+
+    async def count(self, spent: StepUsage) -> None:
+        """The limits count what the step really used (hostcall/quotas.py)."""
+        r = spent.record
+        agent = spent.agent
+        await self.quotas.record_tokens(
+            agent.id, agent.limits, r.conversation_id, r.input_tokens + r.output_tokens
+        )
+
+    async def run_ended(self, run: Run, *, error: str | None) -> None:
+        """Count the run's end; with tracing on, record its span (its steps' totals read
+        back: the steps may have run in other processes)."""
+        agent_id = str(run.agent.get("id", "")) if isinstance(run.agent, dict) else ""
+        metrics.RUNS.labels(agent_id, "failed" if error else "finished").inc()
+        if not self.tracing.on:
+            return
+        now = self.clock()
+        total = await self.store.usage_of_run(run.conversation_id, run.id)
+        attributes: dict[str, str | int | float] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.id": agent_id,
+            "gen_ai.conversation.id": run.conversation_id,
+            "hostcall.run.id": run.id,
+            "hostcall.run.outcome": "failed" if error else "finished",
+        }
+        if total is not None:
+            attributes |= {
+                "gen_ai.usage.input_tokens": total.input_tokens,
+                "gen_ai.usage.output_tokens": total.output_tokens,
+                "hostcall.steps": total.steps,
+            }
+            if total.cost is not None:
+                attributes["hostcall.usage.cost"] = total.cost
+        start = total.first_at if total is not None else now
+        self.tracing.record(f"invoke_agent {agent_id}", attributes, run_id=run.id, start=start,
+                            end=now, error=error, own=True)  # fmt: skip
+
+
+class Measure:
+    """One step's model call: timed, its ``StepEnd`` kept, its failure counted."""
+
+    def __init__(self, usage: Usage, run: Run, agent: Agent) -> None:
+        self.usage = usage
+        self.run = run
+        self.agent = agent
+        self.model = model_name(agent.model)
+        self.started = usage.clock()
+        self._perf = time.perf_counter()
+
+    async def stream(
+        self, model: Model, history: list[Message], tools: list[ToolDescriptor]
+    ) -> AsyncIterator[ModelEvent]:
+        self.started = self.usage.clock()
+        self._perf = time.perf_counter()
+        try:
+            async for item in model.stream(history, tools, instructions=self.agent.instructions):
+                yield item
+        except ModelError as exc:
+            seconds = time.perf_counter() - self._perf
+            metrics.MODEL_SECONDS.labels(self.model, "error").observe(seconds)
+            self._trace(seconds, None, None, error=exc.code)
+            raise
+
+    def spent(
+        self, end: StepEnd | None, history: Sequence[Message], written: Sequence[str]
+    ) -> StepUsage:
+        """The step's usage: the provider's count, or an estimate of what was sent (the
+        instructions and the history) and written (text and tool-call arguments)."""
+        seconds = time.perf_counter() - self._perf
+        if end is not None and end.input_tokens is not None and end.output_tokens is not None:
+            read, wrote, source = end.input_tokens, end.output_tokens, PROVIDER
+        else:
+            read = estimate_tokens([self.agent.instructions, *(m.text for m in history)])
+            wrote = estimate_tokens(list(written))
+            source = ESTIMATE
+        price = self.agent.prices.get(self.model)
+        record = UsageRecord(
+            run_id=self.run.id,
+            conversation_id=self.run.conversation_id,
+            agent_id=self.agent.id,
+            step=self.run.step + 1,
+            model=self.model,
+            input_tokens=read,
+            output_tokens=wrote,
+            source=source,
+            cost=price.cost(read, wrote) if price is not None else None,
+            at=self.started,
+            seconds=seconds,
+        )
+        metrics.MODEL_SECONDS.labels(self.model, "ok").observe(seconds)
+        metrics.MODEL_TOKENS.labels(self.model, "input", source).inc(read)
+        metrics.MODEL_TOKENS.labels(self.model, "output", source).inc(wrote)
+        self._trace(seconds, record, end.finish_reason if end is not None else None)
+        return StepUsage(record, self.agent)
+
+    def _trace(
+        self,
+        seconds: float,
+        record: UsageRecord | None,
+        finish_reason: str | None,
+        *,
+        error: str | None = None,
+    ) -> None:
+        tracing = self.usage.tracing
+        if not tracing.on:
+            return
+        kind = str(self.agent.model.get("kind", ""))
+        attributes: dict[str, str | int | float | list[str]] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai" if kind == "openai" else f"hostcall.{kind}",
+            "gen_ai.request.model": self.model,
+            "gen_ai.conversation.id": self.run.conversation_id,
+        }
+        if finish_reason is not None:
+            attributes["gen_ai.response.finish_reasons"] = [finish_reason]
+        if record is not None:
+            attributes |= {
+                "gen_ai.usage.input_tokens": record.input_tokens,
+                "gen_ai.usage.output_tokens": record.output_tokens,
+                "hostcall.usage.source": record.source,
+            }
+        # A child of the step's span, which is current here.
+        tracing.record(f"chat {self.model}", attributes, run_id=None, start=self.started,
+                       end=self.started + seconds, error=error)  # fmt: skip

@@ -1,0 +1,185 @@
+"""OpenTelemetry traces of runs, their steps, model calls and tool calls (docs/operations.md).
+
+Off unless an OTLP endpoint is configured (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
+``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``hostcall serve --otlp-endpoint``) and
+``OTEL_SDK_DISABLED`` is not ``true``; off, ``span`` hands back one shared empty context and
+nothing else runs. On, spans go to the endpoint over OTLP/HTTP in batches.
+
+A run is not one coroutine: it waits for its calls holding nothing, and its steps may run in
+different processes. So its trace and span ids are derived from the run's id, and every
+step, model call and tool call of the run is a child of that span context wherever it
+happens; the run's own span is recorded when the run ends, from its start to its end.
+Every span carries ``gen_ai.conversation.id``. Attribute names follow OpenTelemetry's
+GenAI semantic conventions (``gen_ai.*``); what they have no name for is ``hostcall.*``.
+
+Nothing a visitor wrote, a model said or a tool returned goes into an attribute unless
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true`` (the conventions' own
+switch): then tool calls carry their arguments and results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Span
+
+Attributes = Mapping[str, str | int | float | bool | list[str]]
+
+CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_NO_SPAN: contextlib.nullcontext[None] = contextlib.nullcontext()
+# The ids the next span takes, when it is a run's own (see _RunIds).
+_forced_ids: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
+    "hostcall_forced_span_ids", default=None
+)
+
+
+def traces_endpoint(environ: Mapping[str, str]) -> str | None:
+    """Where spans go, from the standard variables; None: tracing is off."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    traces = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    if traces:
+        return traces
+    base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    return base.rstrip("/") + "/v1/traces" if base else None
+
+
+def run_ids(run_id: str) -> tuple[int, int]:
+    """A run's trace id and span id, the same in every process."""
+    digest = hashlib.sha256(run_id.encode()).digest()
+    return int.from_bytes(digest[:16], "big") or 1, int.from_bytes(digest[16:24], "big") or 1
+
+
+class Tracing:
+    """This process's tracer, or none (``Tracing.off()``)."""
+
+    def __init__(self, provider: TracerProvider | None = None, *, content: bool = False) -> None:
+        self._provider = provider
+        self._tracer = provider.get_tracer("hostcall") if provider is not None else None
+        self.content = content
+
+    @classmethod
+    def off(cls) -> Tracing:
+        return cls()
+
+    @classmethod
+    def build(cls, environ: Mapping[str, str], exporter: SpanExporter | None = None) -> Tracing:
+        """From the environment; ``exporter`` (a test's): spans go there as each ends."""
+        content = environ.get(CAPTURE_CONTENT, "").strip().lower() == "true"
+        endpoint = traces_endpoint(environ)
+        if exporter is None and endpoint is None:
+            return cls.off()
+        # Imported only when tracing is on: the SDK costs an idle server nothing.
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+        name = environ.get("OTEL_SERVICE_NAME", "").strip() or "hostcall"
+        provider = TracerProvider(
+            resource=Resource.create({"service.name": name}), id_generator=_run_id_generator()
+        )
+        if exporter is not None:
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        return cls(provider, content=content)
+
+    @property
+    def on(self) -> bool:
+        return self._tracer is not None
+
+    def span(
+        self, name: str, attributes: Attributes, *, run_id: str | None = None
+    ) -> contextlib.AbstractContextManager[Span | None]:
+        """A span around a block (the current one's child, or ``run_id``'s run's); None
+        when tracing is off. An exception leaving the block marks it as an error."""
+        if self._tracer is None:
+            return _NO_SPAN
+        return self._open(name, attributes, run_id)
+
+    @contextlib.contextmanager
+    def _open(self, name: str, attributes: Attributes, run_id: str | None) -> Iterator[Span]:
+        assert self._tracer is not None
+        with self._tracer.start_as_current_span(
+            name, context=_run_context(run_id), attributes=attributes
+        ) as span:
+            yield span
+
+    def record(
+        self,
+        name: str,
+        attributes: Attributes,
+        *,
+        run_id: str | None,
+        start: float,
+        end: float,
+        error: str | None = None,
+        own: bool = False,
+    ) -> None:
+        """A span that happened from ``start`` to ``end`` (seconds since the epoch), as a
+        child of ``run_id``'s run (None: of the current span), or (``own``) as the run's
+        span itself. ``error``: its
+        ``error.type``, and an error status."""
+        if self._tracer is None:
+            return
+        from opentelemetry.trace import StatusCode
+
+        assert run_id is not None or not own, "a run's own span needs its id"
+        token = _forced_ids.set(run_ids(run_id)) if run_id is not None and own else None
+        try:
+            span = self._tracer.start_span(
+                name,
+                context=None if own else _run_context(run_id),
+                attributes=attributes,
+                start_time=int(start * 1e9),
+            )
+        finally:
+            if token is not None:
+                _forced_ids.reset(token)
+        if error is not None:
+            span.set_attribute("error.type", error)
+            span.set_status(StatusCode.ERROR, error)
+        span.end(end_time=int(max(end, start) * 1e9))
+
+    def shutdown(self) -> None:
+        """Send what is still batched, and stop."""
+        if self._provider is not None:
+            self._provider.shutdown()
+
+
+def _run_context(run_id: str | None) -> Any:
+    if run_id is None:
+        return None  # the current context: a span inside another is its child
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    trace_id, span_id = run_ids(run_id)
+    sampled = TraceFlags(TraceFlags.SAMPLED)
+    parent = SpanContext(trace_id, span_id, is_remote=True, trace_flags=sampled)
+    return trace.set_span_in_context(NonRecordingSpan(parent))
+
+
+def _run_id_generator() -> Any:
+    from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+
+    class _RunIds(RandomIdGenerator):
+        """Random ids, except for a run's own span: the ids its children already use."""
+
+        def generate_span_id(self) -> int:
+            forced = _forced_ids.get()
+            return forced[1] if forced is not None else super().generate_span_id()
+
+        def generate_trace_id(self) -> int:
+            forced = _forced_ids.get()
+            return forced[0] if forced is not None else super().generate_trace_id()
+
+    return _RunIds()
