@@ -16,6 +16,9 @@ from tests.agui import check_events, event_name, stored_events
 from tests.support.databases import fresh_schema
 from tests.support.harness import Harness
 
+# The fake OpenAI-compatible provider's fixtures (``provider``), for any test of a model.
+pytest_plugins = ("tests.support.provider",)
+
 
 @pytest.fixture
 def agents_dir(tmp_path: Path) -> Path:

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import socket
-import threading
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
 from hostcall.errors import AgentConfigError
 from hostcall.models.base import (
@@ -33,118 +25,15 @@ from hostcall.models.names import ToolNameMap
 from hostcall.models.openai_compat import OpenAICompatModel
 from tests.support.harness import Harness, allow_hosts, write_agent
 from tests.support.loopback import Trap
-
-# ---------------------------------------------------------------------------------------------
-# The fake provider
-
-
-@dataclass
-class Reply:
-    """What the fake provider sends back: raw body pieces, each written separately."""
-
-    pieces: list[bytes] = field(default_factory=list)
-    status: int = 200
-    delay: float = 0.0
-    media_type: str = "text/event-stream"
-
-
-@dataclass
-class Received:
-    headers: dict[str, str]
-    body: dict[str, Any]
-    query: dict[str, str] = field(default_factory=dict)
-
-
-class FakeProvider:
-    def __init__(self) -> None:
-        self.replies: list[Reply] = []
-        self.received: list[Received] = []
-        self.port = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def reset(self) -> None:
-        self.replies.clear()
-        self.received.clear()
-
-    async def chat_completions(self, request: Request) -> Response:
-        received = Received(dict(request.headers), await request.json(), dict(request.query_params))
-        self.received.append(received)
-        reply = self.replies.pop(0)
-        if reply.delay:
-            await asyncio.sleep(reply.delay)
-
-        async def body() -> AsyncIterator[bytes]:
-            for piece in reply.pieces:
-                yield piece
-                await asyncio.sleep(0.001)  # separate writes, so the client reads piece by piece
-
-        return StreamingResponse(body(), status_code=reply.status, media_type=reply.media_type)
-
-
-def sse(payload: object) -> bytes:
-    return b"data: " + json.dumps(payload).encode() + b"\n\n"
-
-
-def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-    return sse(
-        {
-            "id": "chatcmpl-1",
-            "object": "chat.completion.chunk",
-            "model": "fake",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        }
-    )
-
-
-def text(content: str) -> bytes:
-    return chunk({"content": content})
-
-
-def call_part(
-    index: int, *, call_id: str | None = None, name: str | None = None, arguments: str = ""
-) -> bytes:
-    part: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
-    if call_id is not None:
-        part["id"] = call_id
-        part["type"] = "function"
-    if name is not None:
-        part["function"]["name"] = name
-    return chunk({"tool_calls": [part]})
-
-
-DONE = b"data: [DONE]\n\n"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeProvider]:
-    fake = FakeProvider()
-    app = Starlette(routes=[Route("/v1/chat/completions", fake.chat_completions, methods=["POST"])])
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    fake.port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="off")
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if uv.started:
-            break
-        threading.Event().wait(0.01)
-    assert uv.started, "fake provider did not start"
-    yield fake
-    uv.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
-
-
-@pytest.fixture
-def provider(server: FakeProvider) -> FakeProvider:
-    server.reset()
-    return server
+from tests.support.provider import (
+    DONE,
+    FakeProvider,
+    Reply,
+    call_part,
+    chunk,
+    sse,
+    text,
+)
 
 
 def make_model(provider: FakeProvider, **options: Any) -> OpenAICompatModel:
@@ -856,3 +745,168 @@ def test_a_run_in_flight_is_held_to_the_variables_and_hosts_the_operator_lists_n
         assert len(provider.received) == 1  # the step after the answer sent nothing
     finally:
         h.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# Token usage, as each kind of server sends it
+
+
+def openai_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    """OpenAI's chunk with ``include_usage`` on: ``usage`` is null until the last chunk."""
+    return sse({
+        "id": "chatcmpl-AbC", "object": "chat.completion.chunk", "created": 1733390000,
+        "model": "gpt-4o-mini-2024-07-18", "system_fingerprint": "fp_0aa8d3e20b",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                     "finish_reason": finish_reason}],
+        "usage": None,
+    })  # fmt: skip
+
+
+OPENAI_USAGE = sse({
+    "id": "chatcmpl-AbC", "object": "chat.completion.chunk", "created": 1733390000,
+    "model": "gpt-4o-mini-2024-07-18", "system_fingerprint": "fp_0aa8d3e20b", "choices": [],
+    "usage": {"prompt_tokens": 19, "completion_tokens": 10, "total_tokens": 29,
+              "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+              "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                            "accepted_prediction_tokens": 0,
+                                            "rejected_prediction_tokens": 0}},
+})  # fmt: skip
+
+_FILTERS = {k: {"filtered": False, "severity": "safe"}
+            for k in ("hate", "self_harm", "sexual", "violence")}  # fmt: skip
+
+
+def azure_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    return sse({
+        "choices": [{"content_filter_results": _FILTERS if delta.get("content") else {},
+                     "delta": delta, "finish_reason": finish_reason, "index": 0,
+                     "logprobs": None}],
+        "created": 1733390000, "id": "chatcmpl-AzX", "model": "gpt-4o-2024-08-06",
+        "object": "chat.completion.chunk", "system_fingerprint": "fp_04751d0b65", "usage": None,
+    })  # fmt: skip
+
+
+AZURE_PROMPT_FILTER = sse({
+    "choices": [], "created": 0, "id": "", "model": "", "object": "",
+    "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": _FILTERS}],
+})  # fmt: skip
+AZURE_USAGE = sse({
+    "choices": [], "created": 1733390000, "id": "chatcmpl-AzX", "model": "gpt-4o-2024-08-06",
+    "object": "chat.completion.chunk", "system_fingerprint": "fp_04751d0b65",
+    "usage": {"completion_tokens": 8, "completion_tokens_details": {"reasoning_tokens": 0},
+              "prompt_tokens": 12, "prompt_tokens_details": {"cached_tokens": 0},
+              "total_tokens": 20},
+})  # fmt: skip
+
+
+def ollama_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    return sse({
+        "id": "chatcmpl-512", "object": "chat.completion.chunk", "created": 1733390000,
+        "model": "llama3.2", "system_fingerprint": "fp_ollama",
+        "choices": [{"index": 0, "delta": {"role": "assistant", **delta},
+                     "finish_reason": finish_reason}],
+    })  # fmt: skip
+
+
+OLLAMA_USAGE = sse({
+    "id": "chatcmpl-512", "object": "chat.completion.chunk", "created": 1733390000,
+    "model": "llama3.2", "system_fingerprint": "fp_ollama", "choices": [],
+    "usage": {"prompt_tokens": 26, "completion_tokens": 8, "total_tokens": 34},
+})  # fmt: skip
+
+
+async def step_end(provider: FakeProvider, pieces: list[bytes], **options: Any) -> StepEnd:
+    provider.replies.append(Reply(pieces))
+    events = await collect_all(make_model(provider, **options))
+    end = events[-1]
+    assert isinstance(end, StepEnd)
+    return end
+
+
+async def test_openai_usage_chunk_after_the_finish_reason_is_read(provider: FakeProvider) -> None:
+    pieces = [
+        openai_chunk({"role": "assistant", "content": "", "refusal": None}),
+        openai_chunk({"content": "Hello"}),
+        openai_chunk({}, "stop"),
+        OPENAI_USAGE,
+        DONE,
+    ]
+    end = await step_end(provider, pieces)  # fmt: skip
+    assert end == StepEnd("stop", 19, 10)
+    assert provider.received[0].body["stream_options"] == {"include_usage": True}
+
+
+async def test_azure_usage_after_prompt_filter_results_is_read(provider: FakeProvider) -> None:
+    pieces = [AZURE_PROMPT_FILTER, azure_chunk({"content": "", "refusal": None,
+              "role": "assistant"}), azure_chunk({"content": "Bonjour"}),
+              azure_chunk({}, "stop"), AZURE_USAGE, DONE]  # fmt: skip
+    provider.replies.append(Reply(pieces))
+    events = await collect_all(make_model(provider))
+    assert events == [TextDelta("Bonjour"), StepEnd("stop", 12, 8)]
+
+
+async def test_ollama_v1_usage_chunk_is_read(provider: FakeProvider) -> None:
+    pieces = [ollama_chunk({"content": "Hi"}), ollama_chunk({"content": ""}, "stop"),
+              OLLAMA_USAGE, DONE]  # fmt: skip
+    assert await step_end(provider, pieces) == StepEnd("stop", 26, 8)
+
+
+async def test_ollama_native_counts_beside_the_choices_are_read(provider: FakeProvider) -> None:
+    last = json.loads(ollama_chunk({"content": ""}, "stop")[6:])
+    last |= {"done": True, "prompt_eval_count": 31, "eval_count": 5}
+    pieces = [ollama_chunk({"content": "Hi"}), sse(last), DONE]
+    assert await step_end(provider, pieces) == StepEnd("stop", 31, 5)
+
+
+async def test_llama_cpp_timings_count_when_no_usage_is_sent(provider: FakeProvider) -> None:
+    last = {"choices": [{"finish_reason": "stop", "index": 0, "delta": {}}], "model": "gguf",
+            "object": "chat.completion.chunk", "id": "chatcmpl-l",
+            "timings": {"prompt_n": 14, "prompt_ms": 80.2, "predicted_n": 6,
+                        "predicted_ms": 120.9}}  # fmt: skip
+    assert await step_end(provider, [text("Hi"), sse(last), DONE]) == StepEnd("stop", 14, 6)
+
+
+async def test_a_running_total_in_every_chunk_counts_once_not_summed(
+    provider: FakeProvider,
+) -> None:
+    """vLLM's continuous usage: each chunk carries the total so far."""
+
+    def running(content: str, done: int, finish: str | None = None) -> bytes:
+        body = json.loads(chunk({"content": content}, finish)[6:])
+        body["usage"] = {"prompt_tokens": 9, "completion_tokens": done, "total_tokens": 9 + done}
+        return sse(body)
+
+    pieces = [running("a", 1), running("b", 2), running("c", 3, "stop"), DONE]
+    assert await step_end(provider, pieces) == StepEnd("stop", 9, 3)
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        None,
+        {"total_tokens": 30},
+        {"prompt_tokens": "19", "completion_tokens": 10},
+        {"prompt_tokens": -1, "completion_tokens": 10},
+        {"prompt_tokens": True, "completion_tokens": 10},
+        {"prompt_tokens": 1.5, "completion_tokens": 10},
+        {"prompt_tokens": 19},
+        "19/10",
+    ],
+)
+async def test_missing_or_malformed_usage_is_no_count(provider: FakeProvider, usage: Any) -> None:
+    bad = sse({"id": "x", "choices": [], "usage": usage})
+    end = await step_end(provider, [text("ok"), chunk({}, "stop"), bad, DONE])
+    assert end == StepEnd("stop", None, None) and not end.counted
+
+
+async def test_stream_usage_false_does_not_ask_for_a_count(provider: FakeProvider) -> None:
+    end = await step_end(provider, [text("ok"), chunk({}, "length"), DONE], stream_usage=False)
+    assert "stream_options" not in provider.received[0].body
+    assert end == StepEnd("length", None, None)
+
+
+def test_stream_usage_must_be_a_boolean() -> None:
+    config = {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+              "stream_usage": "no"}  # fmt: skip
+    with pytest.raises(ValueError, match="'stream_usage' must be true or false"):
+        OpenAICompatModel.from_config(config, environ={})

@@ -30,6 +30,7 @@ from hostcall.store.records import (
     RunStart,
     RunStatus,
     StoredMessage,
+    UsageRecord,
 )
 from hostcall.store.sqlite import SQLiteStore
 
@@ -963,3 +964,58 @@ async def test_concurrent_takers_of_a_counter_get_exactly_its_limit(
     finally:
         for peer in set(peers) - {store}:
             await peer.close()
+
+
+# ---- model usage ----------------------------------------------------------------------------
+
+DAY = 86400.0
+JAN_1 = 1767225600.0  # 2026-01-01 00:00 UTC
+
+
+def _usage(run: str, conversation: str, agent: str, at: float, tokens: tuple[int, int],
+           cost: float | None, source: str = "provider") -> UsageRecord:  # fmt: skip
+    return UsageRecord(run, conversation, agent, 1, "gpt-4o-mini", *tokens, source, cost, at, 0.5)
+
+
+async def test_usage_adds_up_per_day_and_agent_per_conversation_and_per_run(store: Store) -> None:
+    for record in (
+        _usage("r1", "c1", "a", JAN_1 + 10, (100, 10), 0.5),
+        _usage("r1", "c1", "a", JAN_1 + 20, (200, 20), None, "estimate"),
+        _usage("r2", "c1", "a", JAN_1 + DAY + 5, (300, 30), 0.25),
+        _usage("r3", "c2", "b", JAN_1 + DAY + 7, (1, 1), None),
+        _usage("r4", "c3", "a", JAN_1 - DAY, (9, 9), 9.0),  # before the period
+    ):
+        await store.add_usage(record)
+    days = await store.usage_by_day("2026-01-01")
+    assert [(d.key, d.agent_id, d.input_tokens, d.output_tokens, d.cost, d.steps, d.estimated)
+            for d in days] == [
+        ("2026-01-02", "a", 300, 30, 0.25, 1, 0),
+        ("2026-01-02", "b", 1, 1, None, 1, 0),
+        ("2026-01-01", "a", 300, 30, 0.5, 2, 1),
+    ]  # fmt: skip
+    conversations = await store.usage_by_conversation(JAN_1, 10)
+    assert [(c.key, c.tokens, c.cost) for c in conversations] == [
+        ("c1", 660, 0.75),
+        ("c2", 2, None),
+    ]
+    assert [c.key for c in await store.usage_by_conversation(JAN_1, 1)] == ["c1"]
+    run = await store.usage_of_run("c1", "r1")
+    assert run is not None
+    assert (run.tokens, run.steps, run.estimated, run.first_at, run.last_at) == (
+        330,
+        2,
+        1,
+        JAN_1 + 10,
+        JAN_1 + 20,
+    )
+    assert await store.usage_of_run("c2", "r1") is None
+    assert await store.usage_of_conversation("c_none") is None
+
+
+async def test_usage_written_in_a_rolled_back_transaction_is_not_counted(store: Store) -> None:
+    with pytest.raises(RuntimeError):
+        async with store.transaction():
+            await store.add_usage(_usage("r1", "c1", "a", JAN_1, (5, 5), 1.0))
+            await store.add_message(StoredMessage("m1", "c1", "r1", "assistant", "x"))
+            raise RuntimeError("the step's unit failed")
+    assert await store.usage_of_conversation("c1") is None

@@ -19,6 +19,7 @@ from hostcall.console.accounts import Role
 from hostcall.console.audit import record
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
+from hostcall.console.usage_page import money
 from hostcall.errors import BadRequest, Conflict, Gone, NotFound
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.console import (
@@ -188,8 +189,11 @@ def _without_tokens(value: Any) -> Any:
 @guarded(Role.OPERATOR)
 async def conversation_page(request: Request) -> Response:
     runtime = _runtime(request)
-    detail = await _detail(runtime, request.path_params["conversation_id"])
-    return page(request, "conversation.html", operator_of(request), data=to_wire(detail))
+    conversation_id = request.path_params["conversation_id"]
+    detail = await _detail(runtime, conversation_id)
+    usage = await runtime.store.usage_of_conversation(conversation_id)
+    return page(request, "conversation.html", operator_of(request), data=to_wire(detail),
+                usage=usage, money=money)  # fmt: skip
 
 
 @guarded(Role.OPERATOR)

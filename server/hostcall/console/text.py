@@ -4,6 +4,8 @@ a unit test checks it). Pages get them as ``t``; page scripts get them in their 
 
 from __future__ import annotations
 
+from hostcall.console.usage_text import USAGE_TEXT
+
 LOCALES = ("en", "fr", "es", "ja")
 
 EN = {
@@ -779,6 +781,8 @@ JA = {
 }
 
 TEXT = {"en": EN, "fr": FR, "es": ES, "ja": JA}
+for _lang, _words in USAGE_TEXT.items():
+    TEXT[_lang] |= _words
 
 
 def accept_language(header: str) -> str:
