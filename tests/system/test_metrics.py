@@ -1,0 +1,156 @@
+"""``/metrics`` of ``hostcall serve --workers 2``: whichever worker answers a scrape reports
+the whole server (prometheus-client's multiprocess mode), read with the client's own parser."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from hostcall.settings import ROOT
+from tests.support.databases import fresh_schema
+from tests.support.harness import SECRET
+from tests.support.processes import free_port, unlimited_agents
+
+ORIGIN = {"Origin": "http://localhost:8001"}  # one the demo planner allows
+CONVERSATIONS = 6
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with fresh_schema() as url:
+        yield url
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(found: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str,
+          **labels: str) -> float:  # fmt: skip
+    """The sum of ``name``'s samples whose labels include ``labels``."""
+    return sum(v for (n, ls), v in found.items() if n == name and set(labels.items()) <= ls)
+
+
+def scrape(url: str, **headers: str) -> httpx.Response:
+    # A connection per scrape, so the two workers take turns answering.
+    with httpx.Client(timeout=5) as client:
+        return client.get(f"{url}/metrics", headers=headers)
+
+
+@pytest.fixture
+def metrics_dir() -> Iterator[Path]:
+    # Not under tmp_path: its *.db files are prometheus-client's, which the suite's check of
+    # every stored event would take for databases.
+    with tempfile.TemporaryDirectory(prefix="hostcall-metrics-test-") as directory:
+        yield Path(directory)
+
+
+def test_two_workers_report_the_same_totals_whichever_answers(
+    tmp_path: Path, pg_url: str, metrics_dir: Path
+) -> None:
+    (metrics_dir / "counter_1.db").write_bytes(b"left by an earlier run")
+    port = free_port()
+    env = {**os.environ, "HOSTCALL_SECRET_KEYS": SECRET[0],
+           "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}  # fmt: skip
+    env.pop("HOSTCALL_METRICS_TOKEN", None)
+    agents = unlimited_agents(tmp_path / "agents")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hostcall", "serve", "--db", pg_url, "--port", str(port),
+         "--agents", str(agents), "--workers", "2", "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        workers: list[psutil.Process] = []
+        while len(workers) < 2:
+            assert process.poll() is None, "the supervisor exited"
+            assert time.monotonic() < deadline, f"{len(workers)} workers after 60 s"
+            children = psutil.Process(process.pid).children()
+            workers = [p for p in children if "spawn_main" in " ".join(p.cmdline())]
+            time.sleep(0.2)
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "no worker answered in 60 s"
+            time.sleep(0.2)
+
+        conversations = []
+        for _ in range(CONVERSATIONS):
+            with httpx.Client(base_url=url, timeout=10) as client:  # a connection each
+                created = client.post("/api/agents/planner/conversations", headers=ORIGIN)
+                assert created.status_code == 201, created.text
+                body = created.json()
+                auth = {**ORIGIN, "Authorization": f"Bearer {body['sessionToken']}"}
+                sent = client.post(f"/api/conversations/{body['conversationId']}/messages",
+                                   json={"text": "hello"}, headers=auth)  # fmt: skip
+                assert sent.status_code == 202, sent.text
+                conversations.append((body["conversationId"], auth, body["streamToken"]))
+        for cid, auth, _ in conversations:
+            while True:
+                run = httpx.get(f"{url}/api/conversations/{cid}", headers=auth).json()["run"]
+                if run and run["status"] in ("finished", "failed"):
+                    break
+                assert time.monotonic() < deadline + 60, f"run of {cid} did not end"
+                time.sleep(0.05)
+        # Health checks until both workers have counted requests (each in its own files):
+        # the kernel decides which worker accepts a connection.
+        pids = {p.pid for p in workers}
+        checks = 0
+        while True:
+            counted = {int(f.stem.rsplit("_", 1)[1]) for f in metrics_dir.glob("counter_*.db")}
+            assert 1 not in counted  # the earlier run's file was cleared at start
+            if pids <= counted:
+                break
+            assert checks < 500, f"one worker took {checks} connections in a row"
+            assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+            checks += 1
+
+        cid, auth, ticket = conversations[0]
+        with httpx.Client(timeout=10) as streaming, streaming.stream(
+            "GET", f"{url}/api/conversations/{cid}/events", params={"token": ticket},
+            headers=ORIGIN,
+        ) as stream:  # fmt: skip
+            assert stream.status_code == 200
+            for _ in range(8):
+                found = samples(scrape(url).text)
+                assert value(found, "hostcall_runs_total", outcome="started") == CONVERSATIONS
+                assert value(found, "hostcall_runs_total", outcome="finished") == CONVERSATIONS
+                assert value(found, "hostcall_model_tokens_total", direction="output",
+                             source="estimate") > 0  # fmt: skip
+                assert value(found, "hostcall_http_request_seconds_count", method="POST",
+                             route="/api/agents/{agent_id}/conversations",
+                             status="2xx") == CONVERSATIONS  # fmt: skip
+                assert value(found, "hostcall_http_request_seconds_count", method="GET",
+                             route="/healthz") >= checks + 1  # fmt: skip
+                assert value(found, "hostcall_open_streams") == 1
+        found = samples(scrape(url).text)
+        assert value(found, "hostcall_open_streams") == 0
+
+        refused = scrape(url, **{"X-Forwarded-For": "203.0.113.9"})
+        assert refused.status_code == 403
+        assert refused.json()["error"]["code"] == "wrong_token"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+    assert process.returncode == 0, process.stderr.read() if process.stderr else ""
+    # A worker that stopped took its live gauge with it.
+    assert not list(metrics_dir.glob("gauge_livesum_*.db"))
