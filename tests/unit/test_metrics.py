@@ -1,0 +1,149 @@
+"""``/metrics``: who may read it, and what the server counts (hostcall/metrics.py).
+
+The metrics are the process's, shared by every app a test builds: each test reads what
+changed across what it did."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from hostcall.settings import DEMO_AGENTS
+from tests.support.harness import ORIGIN, Harness
+
+TOKEN = "scrape-me-0123456789"
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def parse(text: str) -> Samples:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(found: Samples, name: str, **labels: str) -> float:
+    return sum(v for (n, ls), v in found.items() if n == name and set(labels.items()) <= ls)
+
+
+def scrape_from(h: Harness, host: str, **headers: str) -> httpx.Response:
+    """A request to /metrics from the peer address ``host`` (a TestClient's is not an IP)."""
+
+    async def get() -> httpx.Response:
+        transport = httpx.ASGITransport(app=h.app, client=(host, 50000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://hostcall") as c:
+            return await c.get("/metrics", headers=headers)
+
+    return h.call(get)
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[Harness]:
+    h = Harness(tmp_path, DEMO_AGENTS, environ={"HOSTCALL_METRICS_TOKEN": TOKEN})
+    yield h
+    h.stop()
+
+
+def test_with_a_token_only_its_bearer_may_scrape(guarded: Harness) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN},
+                    {"Authorization": f"Basic {TOKEN}"}):  # fmt: skip
+        refused = scrape_from(guarded, "127.0.0.1", **headers)
+        assert refused.status_code == 401, headers
+        assert refused.json()["error"]["code"] == "bad_token"
+        assert "HOSTCALL_METRICS_TOKEN" in refused.json()["error"]["message"]
+        assert TOKEN not in refused.text
+    ok = scrape_from(guarded, "203.0.113.9", Authorization=f"Bearer {TOKEN}")
+    assert ok.status_code == 200
+    assert ok.headers["content-type"].startswith("text/plain; version=")
+    assert ("hostcall_open_streams", frozenset()) in parse(ok.text)
+
+
+@pytest.mark.parametrize(
+    ("host", "headers"),
+    [
+        ("203.0.113.9", {}),
+        ("10.0.0.2", {}),
+        ("testclient", {}),
+        ("127.0.0.1", {"X-Forwarded-For": "203.0.113.9"}),
+        ("::1", {"Forwarded": "for=203.0.113.9"}),
+    ],
+)
+def test_without_a_token_only_this_machine_may_scrape(
+    harness: Harness, host: str, headers: dict[str, str]
+) -> None:
+    refused = scrape_from(harness, host, **headers)
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "wrong_token"
+    assert scrape_from(harness, "127.0.0.1").status_code == 200
+    assert scrape_from(harness, "::1").status_code == 200
+
+
+def test_runs_calls_tokens_requests_and_refusals_are_counted(harness: Harness) -> None:
+    h = harness
+    before = parse(scrape_from(h, "127.0.0.1").text)
+    conv = h.conversation()
+    h.say(conv, "hello")
+    h.finish(conv)
+    h.say(conv, "What should I work on next?")  # the planner asks the page for its tasks
+    call = h.open_call(conv, "dispatched")
+    assert h.answer(call, {"tasks": []}).status_code == 200
+    h.finish(conv)
+    refused = h.http.post(f"/api/conversations/{conv.id}/messages", json={"text": "x" * 10**6},
+                          headers=conv.auth)  # fmt: skip
+    assert refused.status_code == 413
+    after = parse(scrape_from(h, "127.0.0.1").text)
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert grew("hostcall_runs_total", agent="planner", outcome="started") == 2
+    assert grew("hostcall_runs_total", agent="planner", outcome="finished") == 2
+    assert grew("hostcall_tool_calls_total", outcome="answered", route="form") == 1
+    assert grew("hostcall_tool_call_seconds_count", route="form") == 1
+    assert grew("hostcall_model_step_seconds_count", model="scripted", outcome="ok") == 3
+    assert grew("hostcall_model_tokens_total", model="scripted", source="estimate") > 0
+    assert grew("hostcall_model_tokens_total", source="provider") == 0
+    assert (
+        grew(
+            "hostcall_http_request_seconds_count",
+            method="POST",
+            route="/api/conversations/{conversation_id}/messages",
+            status="2xx",
+        )
+        == 2
+    )
+    assert (
+        grew(
+            "hostcall_http_request_seconds_count",
+            method="POST",
+            route="/api/conversations/{conversation_id}/messages",
+            status="4xx",
+        )
+        == 1
+    )
+    # Labels name routes, never a conversation.
+    assert not any(conv.id in dict(labels).get("route", "") for _, labels in after)
+
+
+def test_a_rate_limit_refusal_is_counted_by_its_code(tmp_path: Path) -> None:
+    from tests.support.harness import planner_definition, write_agent
+
+    agents = tmp_path / "agents"
+    write_agent(agents, {**planner_definition(),
+                         "limits": {"conversations_per_minute_per_client": 1}})  # fmt: skip
+    h = Harness(tmp_path, agents)
+    try:
+        before = parse(scrape_from(h, "127.0.0.1").text)
+        h.conversation()
+        r = h.http.post("/api/agents/planner/conversations", headers=ORIGIN)
+        assert r.status_code == 429
+        after = parse(scrape_from(h, "127.0.0.1").text)
+        name, code = "hostcall_rate_limit_refusals_total", "rate_limited"
+        assert value(after, name, code=code) - value(before, name, code=code) == 1
+    finally:
+        h.stop()
