@@ -90,8 +90,9 @@ class Steps:
         left it, and its history then, so the step need not read them."""
         run = known.run if known is not None else await self.store.get_run(run_id)
         assert run is not None
+        began = self.usage.clock()
         if not self.tracing.on:
-            stepped = await self._step(run_id, run, known)
+            stepped = await self._step(run_id, run, known, began)
         else:
             attributes: Attributes = {
                 "gen_ai.conversation.id": run.conversation_id,
@@ -99,12 +100,12 @@ class Steps:
                 "hostcall.step": run.step + 1,
             }
             with self.tracing.span("hostcall.step", attributes, run_id=run_id):
-                stepped = await self._step(run_id, run, known)
+                stepped = await self._step(run_id, run, known, began)
         if stepped.finished:
             await self.usage.run_ended(run, error=None)
         return stepped
 
-    async def _step(self, run_id: str, run: Run, known: ClaimedRun | None) -> Stepped:
+    async def _step(self, run_id: str, run: Run, known: ClaimedRun | None, began: float) -> Stepped:
         agent = await self.agents.agent_of_run(run_id)
         cid = run.conversation_id
         if run.step >= agent.max_steps:
@@ -128,7 +129,7 @@ class Steps:
         # there, its message cut where the new owner discarded it. Chunks that come while
         # an append is in flight go in together (hostcall/appender.py).
         appender = Appender(self.journal, cid, fence)
-        measure = self.usage.measure(run, agent)
+        measure = self.usage.measure(run, agent, began=began)
         end: StepEnd | None = None
         try:
             async for item in measure.stream(model, history, tools):

@@ -38,8 +38,10 @@ class Usage:
         self.tracing = tracing
         self.clock = clock
 
-    def measure(self, run: Run, agent: Agent) -> Measure:
-        return Measure(self, run, agent)
+    def measure(self, run: Run, agent: Agent, *, began: float) -> Measure:
+        """``began``: when the step began (its usage's ``at``; the run's span starts at its
+        first step's)."""
+        return Measure(self, run, agent, began)
 
     async def count(self, spent: StepUsage) -> None:
         """The limits count what the step really used (hostcall/quotas.py)."""
@@ -81,11 +83,12 @@ class Usage:
 class Measure:
     """One step's model call: timed, its ``StepEnd`` kept, its failure counted."""
 
-    def __init__(self, usage: Usage, run: Run, agent: Agent) -> None:
+    def __init__(self, usage: Usage, run: Run, agent: Agent, began: float) -> None:
         self.usage = usage
         self.run = run
         self.agent = agent
         self.model = model_name(agent.model)
+        self.began = began
         self.started = usage.clock()
         self._perf = time.perf_counter()
 
@@ -126,7 +129,7 @@ class Measure:
             output_tokens=wrote,
             source=source,
             cost=price.cost(read, wrote) if price is not None else None,
-            at=self.started,
+            at=self.began,
             seconds=seconds,
         )
         metrics.MODEL_SECONDS.labels(self.model, "ok").observe(seconds)

@@ -247,7 +247,7 @@ class AgentVersion:
 class UsageRecord:
     """One model step's tokens: the provider's count (``source="provider"``) or, where it
     gave none, the engine's estimate (``"estimate"``); ``cost`` by the run's agent's prices
-    (None: the model has no price). ``at``: when the step's request went out; ``day``: its
+    (None: the model has no price). ``at``: when the step began; ``day``: its
     UTC date, which the console's daily totals group by."""
 
     run_id: str
