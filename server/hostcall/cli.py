@@ -14,6 +14,7 @@ import socket
 import sys
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 
@@ -144,6 +145,13 @@ def _common(
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
+    parser.add_argument(
+        "--otlp-endpoint",
+        default=None,
+        metavar="URL",
+        help="send traces over OTLP/HTTP to URL (its /v1/traces), as "
+        "OTEL_EXPORTER_OTLP_ENDPOINT does (default: that variable, else no traces)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,6 +171,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "demo":
         extra.append(f"http://localhost:{args.host_port}")
+    if args.otlp_endpoint:
+        parts = urlsplit(args.otlp_endpoint)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            print(f"hostcall: --otlp-endpoint must be an http(s) URL, not {args.otlp_endpoint!r}",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        # The standard variable, so --workers' processes inherit it too.
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = args.otlp_endpoint
     target = args.db or os.environ.get("HOSTCALL_DATABASE_URL") or str(args.default_db)
     url = target if is_database_url(target) else None
     workers = getattr(args, "workers", 1)

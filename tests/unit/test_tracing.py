@@ -242,3 +242,13 @@ def test_without_an_endpoint_or_when_disabled_nothing_is_traced_or_sent(
     assert found.requests == []
     off = Tracing.off()
     assert off.span("x", {}) is off.span("y", {})  # one shared empty context, nothing made
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:4318", "127.0.0.1:4318", "http://"])
+def test_serve_refuses_an_otlp_endpoint_that_is_not_an_http_url(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hostcall.cli import main
+
+    assert main(["serve", "--otlp-endpoint", url]) == 2
+    assert f"--otlp-endpoint must be an http(s) URL, not {url!r}" in capsys.readouterr().err
