@@ -126,13 +126,14 @@ def bench_agents(workdir: Path) -> Path:
     return directory
 
 
-def hostcall(workdir: Path, db: Path, secret: str,
-             root: Path = ROOT) -> contextlib.AbstractContextManager[Server]:
+def hostcall(workdir: Path, db: Path, secret: str, root: Path = ROOT,
+             extra_env: dict[str, str] | None = None) -> contextlib.AbstractContextManager[Server]:
     """Hostcall's server; ``root``: the checkout whose ``hostcall`` package it runs (its source
     root ``server/`` goes first on ``PYTHONPATH``), with this Python environment."""
     argv = [sys.executable, "-m", "hostcall", "serve", "--agents", str(bench_agents(workdir)),
             "--db", str(db), "--host", HOST, "--log-level", LOG_LEVEL]
-    env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret, PYTHONPATH=str(root / "server"))
+    env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret, PYTHONPATH=str(root / "server"),
+               **(extra_env or {}))
     return running("hostcall", argv, workdir, env, cwd=root)
 
 
