@@ -2,12 +2,14 @@
 
 1. A visitor's message to its run's end (``RUN_FINISHED`` on the event stream), the planner's
    greeting rule (one model step, no tool): a server with tracing off against one sending
-   every span over OTLP/HTTP to a sink on loopback, iterations interleaved.
+   every span over OTLP/HTTP to a sink on loopback, iterations interleaved; with
+   ``--baseline DIR`` (a checkout from before metrics and traces, e.g. ``git archive main``
+   unpacked), that checkout's server too: what metrics and tracing-off cost together.
 2. The metric updates one such message makes (two request timings, a run started and
    finished, a model step's latency and tokens), timed in this process; and a scrape of
    ``/metrics``.
 
-Usage: .venv/bin/python bench/observability_bench.py [--quick]
+Usage: .venv/bin/python bench/observability_bench.py [--quick] [--baseline CHECKOUT]
 A measurement: exits 0 when a target is missed, 1 when a section failed to run.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import secrets
 import sys
 import tempfile
@@ -75,26 +78,43 @@ async def message_to_end(client: httpx.AsyncClient) -> float:
     raise RuntimeError(f"the stream of {cid} ended before RUN_FINISHED")
 
 
-async def traced_runs(iterations: int, warmup: int, workdir: Path, secret: str) -> None:
+async def traced_runs(iterations: int, warmup: int, workdir: Path, secret: str,
+                      baseline: Path | None) -> None:
     sink = Sink()
     app = Starlette(routes=[Route("/v1/traces", sink.traces, methods=["POST"])])
     with serve_in_thread(app) as port:
         on_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
                   # Batches go out every 200 ms rather than 5 s, so the run sees them sent.
                   "OTEL_BSP_SCHEDULE_DELAY": "200"}
-        with servers.hostcall(workdir, workdir / "off.db", secret) as off, \
-                servers.hostcall(workdir, workdir / "on.db", secret, extra_env=on_env) as on:
-            async with client_for(off) as plain, client_for(on) as traced:
-                times: dict[str, list[float]] = {"off": [], "on": []}
+        with contextlib.ExitStack() as started:
+            running = {
+                "off": started.enter_context(servers.hostcall(workdir, workdir / "off.db", secret)),
+                "on": started.enter_context(
+                    servers.hostcall(workdir, workdir / "on.db", secret, extra_env=on_env)),
+            }
+            if baseline is not None:
+                before = workdir / "baseline"
+                before.mkdir()
+                running["before"] = started.enter_context(
+                    servers.hostcall(before, before / "before.db", secret, root=baseline))
+            times: dict[str, list[float]] = {name: [] for name in running}
+            async with contextlib.AsyncExitStack() as open_clients:
+                clients = [(name, await open_clients.enter_async_context(client_for(server)))
+                           for name, server in running.items()]
                 for i in range(warmup + iterations):
-                    for name, client in (("off", plain), ("on", traced)):
+                    turn = i % len(clients)  # who goes first rotates
+                    for name, client in clients[turn:] + clients[:turn]:
                         took = await asyncio.wait_for(message_to_end(client), TIMEOUT)
                         if i >= warmup:
                             times[name].append(took)
             await asyncio.sleep(1.0)  # the last batch
     off_s, on_s = summary(times["off"]), summary(times["on"])
-    rows = [compare(f"message -> RUN_FINISHED {q}, traced vs not", on_s[q], off_s[q], ms, 1.1)
+    rows = [compare(f"message -> RUN_FINISHED {q}, traced vs not", on_s[q], off_s[q], ms, None)
             for q in ("p50", "p99")]
+    if "before" in times:
+        before_s = summary(times["before"])
+        rows += [compare(f"message -> RUN_FINISHED {q}, tracing off vs before", off_s[q],
+                         before_s[q], ms, 1.05) for q in ("p50", "p99")]
     notes = [f"{iterations} runs each after {warmup} of warm-up, interleaved; the sink got "
              f"{sink.requests} OTLP requests, {sink.bytes / 1024:.1f} KiB "
              "(a run's spans: the run, its step, the model call)",
@@ -140,12 +160,15 @@ def metric_updates(rounds: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="a checkout from before metrics and traces, run beside them")
     args = parser.parse_args()
     iterations, warmup = (50, 10) if args.quick else (300, 30)
     failed = False
     with tempfile.TemporaryDirectory(prefix="hostcall-obs-bench-") as tmp:
         try:
-            asyncio.run(traced_runs(iterations, warmup, Path(tmp), secrets.token_urlsafe(32)))
+            asyncio.run(traced_runs(iterations, warmup, Path(tmp), secrets.token_urlsafe(32),
+                                    args.baseline))
         except Exception:
             traceback.print_exc()
             failed = True
