@@ -76,7 +76,7 @@ def test_the_providers_count_is_recorded_priced_and_shown_per_conversation_agent
         assert cells(page.text, "data-day=") == expected
         assert cells(page.text, f'data-conversation="{conv.id}"') == expected
         detail = ops.http.get(f"/console/conversations/{conv.id}")
-        assert "3600 tokens (3200 in, 400 out) in 2 model steps; cost: 0.0007." in detail.text
+        assert "3600 tokens (3200 in, 400 out); model steps: 2; cost: 0.0007." in detail.text
         assert 'data-part="usage-estimated"' not in detail.text
         french = ops.http.get("/console/usage?lang=fr")
         assert "Conversations les plus coûteuses" in french.text
@@ -103,7 +103,7 @@ def test_a_step_without_a_count_is_estimated_and_says_so(
         row = cells(ops.http.get("/console/usage").text, 'data-agent="talker"')
         assert (row["cost"], row["estimated"]) == ("no price", "1")
         detail = ops.http.get(f"/console/conversations/{conv.id}").text
-        assert "1 of these steps are estimated: the provider gave no count." in detail
+        assert "Steps estimated because the provider gave no count: 1." in detail
     finally:
         h.stop()
 

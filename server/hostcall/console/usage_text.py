@@ -21,8 +21,8 @@ USAGE_TEXT = {
         "no_usage": "No model step in this period.",
         "no_price": "no price",
         "usage_here": "Usage",
-        "usage_summary": "{tokens} tokens ({input} in, {output} out) in {steps} model steps; cost: {cost}.",
-        "usage_estimated": "{n} of these steps are estimated: the provider gave no count.",
+        "usage_summary": "{tokens} tokens ({input} in, {output} out); model steps: {steps}; cost: {cost}.",
+        "usage_estimated": "Steps estimated because the provider gave no count: {n}.",
     },
     "fr": {
         "nav_usage": "Consommation",
@@ -41,8 +41,8 @@ USAGE_TEXT = {
         "no_usage": "Aucune étape du modèle sur cette période.",
         "no_price": "sans prix",
         "usage_here": "Consommation",
-        "usage_summary": "{tokens} jetons ({input} en entrée, {output} en sortie) en {steps} étapes du modèle ; coût : {cost}.",
-        "usage_estimated": "{n} de ces étapes sont estimées : le fournisseur n’a pas donné de décompte.",
+        "usage_summary": "{tokens} jetons ({input} en entrée, {output} en sortie) ; étapes du modèle : {steps} ; coût : {cost}.",
+        "usage_estimated": "Étapes estimées faute de décompte du fournisseur : {n}.",
     },
     "es": {
         "nav_usage": "Consumo",
@@ -61,8 +61,8 @@ USAGE_TEXT = {
         "no_usage": "Ningún paso del modelo en este periodo.",
         "no_price": "sin precio",
         "usage_here": "Consumo",
-        "usage_summary": "{tokens} tokens ({input} de entrada, {output} de salida) en {steps} pasos del modelo; coste: {cost}.",
-        "usage_estimated": "{n} de estos pasos son estimados: el proveedor no dio el recuento.",
+        "usage_summary": "{tokens} tokens ({input} de entrada, {output} de salida); pasos del modelo: {steps}; coste: {cost}.",
+        "usage_estimated": "Pasos estimados porque el proveedor no dio el recuento: {n}.",
     },
     "ja": {
         "nav_usage": "使用量",
