@@ -147,3 +147,41 @@ def test_a_rate_limit_refusal_is_counted_by_its_code(tmp_path: Path) -> None:
         assert value(after, name, code=code) - value(before, name, code=code) == 1
     finally:
         h.stop()
+
+
+def test_who_answered_a_call_is_its_route_operator_and_block_included(
+    harness: Harness, tmp_path: Path
+) -> None:
+    from tests.support.loopback import live_server
+    from tests.unit.console_client import ConsoleClient
+    from tests.unit.test_server_tools import build, fetch_tool, finished
+
+    before = parse(scrape_from(harness, "127.0.0.1").text)
+    conv = harness.conversation()
+    harness.say(conv, "What should I work on next?")
+    call = harness.open_call(conv, "dispatched")
+    operator = ConsoleClient(harness.app, harness.runtime, "olga", "operator")
+    answered = operator.post(f"/console/api/calls/{call['toolCallId']}/answer",
+                             {"output": {"tasks": []}})  # fmt: skip
+    assert answered.status_code == 200, answered.text
+    harness.finish(conv)
+    after = parse(scrape_from(harness, "127.0.0.1").text)
+    name = "hostcall_tool_calls_total"
+    assert value(after, name, route="operator") - value(before, name, route="operator") == 1
+    assert value(after, name, route="form") == value(before, name, route="form")
+
+    with live_server() as target:
+        h = build(tmp_path / "blocks", target,
+                  fetch_tool(f"{target.base}/echo/{{{{ $fromAI.what }}}}"))  # fmt: skip
+        try:
+            before = parse(scrape_from(h, "127.0.0.1").text)
+            conv = h.conversation("ops")
+            h.say(conv, "fetch x")
+            assert finished(h, conv)["calls"][0]["state"] == "answered"
+            after = parse(scrape_from(h, "127.0.0.1").text)
+        finally:
+            h.stop()
+    grew = value(after, name, outcome="answered", route="block") - value(
+        before, name, outcome="answered", route="block"
+    )
+    assert grew == 1
