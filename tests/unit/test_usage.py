@@ -164,3 +164,30 @@ def test_the_usage_page_refuses_a_bad_period(harness: Harness, days: str) -> Non
 def test_the_usage_page_needs_a_signed_in_operator(harness: Harness) -> None:
     r = harness.http.get("/console/usage", follow_redirects=False)
     assert r.status_code in (302, 303, 401)
+
+
+def test_every_step_is_recorded_on_postgresql_inside_the_steps_own_statements(
+    tmp_path: Path,
+) -> None:
+    """There a step's usage rides inside its last append (a finishing step's, fenced) or
+    goes with its unit's commit: no statement of its own, and never lost."""
+    from hostcall.settings import DEMO_AGENTS
+    from tests.support.databases import fresh_schema
+    from tests.support.harness import BOARD
+
+    with fresh_schema() as url:
+        h = Harness(tmp_path, DEMO_AGENTS, database_url=url)
+        try:
+            conv = h.conversation()
+            h.say(conv, "hello")
+            h.finish(conv)
+            h.say(conv, "What should I work on next?")
+            assert h.answer(h.open_call(conv, "dispatched"), BOARD).status_code == 200
+            assert h.finish(conv)["run"]["status"] == "finished"
+            total = h.call(h.runtime.store.usage_of_conversation, conv.id)
+            assert total is not None
+            assert (total.steps, total.estimated) == (3, 3)  # hello; the call; the reply
+            runs = h.call(h.runtime.store.usage_by_conversation, 0.0, 10)
+            assert [r.key for r in runs] == [conv.id]
+        finally:
+            h.stop()

@@ -164,7 +164,6 @@ class Steps:
         step = run.step + 1
         calls = [(new_id("k"), r) for r in requests]
         async with self.journal.unit() as unit:
-            await self.store.add_usage(spent.record)
             # The message first: PostgreSQL holds it, and sends it inside the append below
             # (one statement), fenced with it.
             await self.store.add_message(
@@ -186,6 +185,8 @@ class Steps:
                 # end alone after the append); SQLite's fence knows the lease was held when
                 # this transaction let it go.
                 await self.leases.end_step(run_id, status=RunStatus.FINISHED, step=step)
+                # The step's usage rides in that statement too (PostgreSQL).
+                await self.store.add_usage(spent.record, fence=fence)
                 await unit.emit_all(cid, [*ending, RunFinished(cid, run_id)], fence=fence)
                 return Stepped(again=False, finished=True)
             if ending:
@@ -207,6 +208,9 @@ class Steps:
             waiting = any(p.call.state.open for p in proposed)
             status = RunStatus.WAITING if waiting else RunStatus.RUNNING
             await self.leases.end_step(run_id, keep=not waiting, status=status, step=step)
+            # Last: on PostgreSQL a held write, which goes out with the unit's appends at its
+            # commit; a statement that reads nothing before them would send it on its own.
+            await self.store.add_usage(spent.record)
         executing = (p.call for p in proposed if isinstance(p, Dispatched) and p.execute)
         return Stepped(again=not waiting, executing=tuple(executing))
 

@@ -274,8 +274,12 @@ class AgentVersions(Protocol):
 
 
 class ModelUsage(Protocol):
-    # One row per model step (hostcall/runs/stepping.py), written in the step's unit.
-    async def add_usage(self, record: UsageRecord) -> None: ...
+    # One row per model step (hostcall/runs/stepping.py), written in the step's unit;
+    # ``fence``: made only with the unit's next fenced append of that lease (PostgreSQL
+    # sends it inside that append's statement).
+    async def add_usage(
+        self, record: UsageRecord, *, fence: tuple[str, str] | None = None
+    ) -> None: ...
     # Totals per (day, agent) from ``since_day`` (YYYY-MM-DD, UTC) on, newest day first.
     async def usage_by_day(self, since_day: str) -> list[UsageTotal]: ...
     # Totals per conversation of the steps since ``since``, the costliest (then the most

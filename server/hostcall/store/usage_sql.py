@@ -54,6 +54,16 @@ OF_CONVERSATION = _TOTALS.format(key="conversation_id", where="conversation_id =
 OF_RUN = _TOTALS.format(key="run_id", where="conversation_id = ? AND run_id = ?")
 
 
+# The same row as INSERT ... SELECT, which can take a condition (``{if_fenced}``: see
+# hostcall/store/postgres/connections.py HeldWrite) and say whether it was made.
+INSERT_IF = (
+    "INSERT INTO model_usage (at, day, agent_id, conversation_id, run_id, step, model,"
+    " input_tokens, output_tokens, source, cost, seconds)"
+    " SELECT ?, ?, ?, ?, ?, ?, ?, ?::bigint, ?::bigint, ?, ?::double precision,"
+    " ?::double precision WHERE TRUE{if_fenced} RETURNING 1"
+)
+
+
 def for_postgres(sql: str) -> str:
     return sql.replace("?", "%s")
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from hostcall.store import usage_sql as U
 from hostcall.store.interfaces import ModelUsage
-from hostcall.store.postgres.connections import PostgresConnections
+from hostcall.store.postgres.connections import IF_FENCED, PostgresConnections
 from hostcall.store.records import UsageRecord, UsageTotal
 
 INSERT = U.for_postgres(U.INSERT)
+INSERT_IF = U.for_postgres(U.INSERT_IF).replace("{if_fenced}", IF_FENCED)
 BY_DAY = U.for_postgres(U.BY_DAY)
 BY_CONVERSATION = U.for_postgres(U.BY_CONVERSATION)
 OF_CONVERSATION = U.for_postgres(U.OF_CONVERSATION)
@@ -16,14 +17,20 @@ OF_RUN = U.for_postgres(U.OF_RUN)
 
 
 class UsageTables(PostgresConnections, ModelUsage):
-    async def add_usage(self, record: UsageRecord) -> None:
+    async def add_usage(self, record: UsageRecord, *, fence: tuple[str, str] | None = None) -> None:
         current = self._current()
-        if current is not None:
-            # In the step's unit: held, it goes out inside the unit's next statement and
-            # costs no round trip of its own.
+        if current is None:
+            await self._run(INSERT, U.values(record))
+        elif fence is not None and fence not in current.fenced:
+            # Made with the transaction's next fenced append of that lease, inside its
+            # statement (a finishing step's last events): no statement of its own.
+            ctes = f"{{p}}usage AS ({INSERT_IF})"
+            await self._hold(current, "usage", ctes, U.values(record), fence=fence,
+                             check="{p}usage")  # fmt: skip
+        else:
+            # Held: it goes out inside the transaction's next statement, or at its end
+            # with the appends it defers.
             await self._hold(current, "usage", f"{{p}}usage AS ({INSERT})", U.values(record))
-            return
-        await self._run(INSERT, U.values(record))
 
     async def usage_by_day(self, since_day: str) -> list[UsageTotal]:
         return [U.total(r) for r in await self._all(BY_DAY, (since_day,))]

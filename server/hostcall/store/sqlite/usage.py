@@ -9,7 +9,8 @@ from hostcall.store.sqlite.connection import SQLiteConnection
 
 
 class UsageTables(SQLiteConnection, ModelUsage):
-    async def add_usage(self, record: UsageRecord) -> None:
+    async def add_usage(self, record: UsageRecord, *, fence: tuple[str, str] | None = None) -> None:
+        # The fence: one process, whose transaction holds the file (see database.py).
         self._db.execute(U.INSERT, U.values(record))
 
     async def usage_by_day(self, since_day: str) -> list[UsageTotal]:
