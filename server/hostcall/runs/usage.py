@@ -6,6 +6,7 @@ limits, and told to the metrics and the traces; so is the end of a run.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from hostcall.quotas import Quotas, estimate_tokens
 from hostcall.store import Store
 from hostcall.store.records import Run, UsageRecord
 from hostcall.tracing import Tracing
+
+log = logging.getLogger("hostcall.tracing")
 
 PROVIDER = "provider"
 ESTIMATE = "estimate"
@@ -59,7 +62,13 @@ class Usage:
         if not self.tracing.on:
             return
         now = self.clock()
-        total = await self.store.usage_of_run(run.conversation_id, run.id)
+        try:
+            total = await self.store.usage_of_run(run.conversation_id, run.id)
+        except Exception as exc:  # whatever the store's driver raises
+            # The run has ended whatever its span says: a database gone now costs the
+            # span its totals, never the run its end.
+            log.warning("run %s: its span goes without totals: %s", run.id, exc)
+            total = None
         attributes: dict[str, str | int | float] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.id": agent_id,
