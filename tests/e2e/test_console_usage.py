@@ -52,7 +52,7 @@ def test_an_operator_reads_a_conversations_tokens_and_cost(browser: Browser, pri
     expect(row.locator("[data-part=steps]")).to_have_text("2")
     expect(row.locator("[data-part=estimated]")).to_have_text("2")
     cost = row.locator("[data-part=cost]").inner_text()
-    assert re.fullmatch(r"0\.\d{4}", cost), cost
+    assert re.fullmatch(r"0\.\d{6}", cost), cost
     expect(ops.locator("[data-part=usage-by-day] [data-part=usage-row]")).to_have_count(1)
     audit(ops, "the usage page")
     shot(ops, "console-usage")

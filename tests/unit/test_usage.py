@@ -71,12 +71,12 @@ def test_the_providers_count_is_recorded_priced_and_shown_per_conversation_agent
         page = ops.http.get("/console/usage")
         assert page.status_code == 200, page.text
         expected = {"steps": "2", "input-tokens": "3200", "output-tokens": "400",
-                    "cost": "0.0007", "estimated": "0"}  # fmt: skip
+                    "cost": "0.000720", "estimated": "0"}  # fmt: skip
         assert cells(page.text, 'data-agent="talker"') == expected
         assert cells(page.text, "data-day=") == expected
         assert cells(page.text, f'data-conversation="{conv.id}"') == expected
         detail = ops.http.get(f"/console/conversations/{conv.id}")
-        assert "3600 tokens (3200 in, 400 out); model steps: 2; cost: 0.0007." in detail.text
+        assert "3600 tokens (3200 in, 400 out); model steps: 2; cost: 0.000720." in detail.text
         assert 'data-part="usage-estimated"' not in detail.text
         french = ops.http.get("/console/usage?lang=fr")
         assert "Conversations les plus coûteuses" in french.text
@@ -191,3 +191,20 @@ def test_every_step_is_recorded_on_postgresql_inside_the_steps_own_statements(
             assert [r.key for r in runs] == [conv.id]
         finally:
             h.stop()
+
+
+@pytest.mark.parametrize(
+    ("cost", "shown"),
+    [
+        (None, ""),
+        (0.0, "0.000000"),
+        (0.00072, "0.000720"),
+        (0.5, "0.500000"),
+        (1.0, "1.00"),
+        (1234.567, "1,234.57"),
+    ],
+)
+def test_costs_show_six_places_below_one_and_cents_above(cost: float | None, shown: str) -> None:
+    from hostcall.console.usage_page import money
+
+    assert money(cost) == shown

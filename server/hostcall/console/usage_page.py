@@ -49,7 +49,8 @@ def money(cost: float | None) -> str:
     """A cost as the page shows it ("" when unpriced: the template says so in words)."""
     if cost is None:
         return ""
-    return f"{cost:.4f}" if cost < 100 else f"{cost:,.2f}"
+    # A conversation with a small model costs a fraction of a cent: six places show it.
+    return f"{cost:.6f}" if cost < 1 else f"{cost:,.2f}"
 
 
 def _days(request: Request) -> int:
