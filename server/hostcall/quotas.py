@@ -5,8 +5,9 @@ every process of a cluster counts in the same place and a limit of N is N across
 them. On SQLite (one process) it is the ``limits`` library's, in memory; a
 ``limits_storage`` other than ``memory://`` (``redis://``...) is used as given.
 
-Model tokens are estimated at 4 characters per token (the adapters do not report usage
-yet): the prompt the model was sent plus what it wrote, counted after each step. A budget
+Model tokens are the provider's count of each step (hostcall/runs/usage.py), or where it
+gives none an estimate at 4 characters per token of what the model was sent and wrote,
+counted after each step. A budget
 that is spent refuses the *next* message; a step in flight is never cut. A conversation's
 spent budget ends it (``conversation_limit_reached``: start a new one); the agent's daily
 budget asks to come back later (``token_budget_exhausted``, ``Retry-After``).
