@@ -159,6 +159,7 @@ class Engine:
                 run_id, error={"code": RunErrorCode.CANCELLED, "message": message}
             )
             await unit.emit(run.conversation_id, RunError(message, RunErrorCode.CANCELLED, run_id))
+        await self.steps.usage.run_ended(run, error=RunErrorCode.CANCELLED)
         for call in await self.store.calls_of_step(run_id, run.step):
             if call.state.open:
                 settled = await self.ledger.answers.expire(call)

@@ -252,3 +252,27 @@ def test_serve_refuses_an_otlp_endpoint_that_is_not_an_http_url(
 
     assert main(["serve", "--otlp-endpoint", url]) == 2
     assert f"--otlp-endpoint must be an http(s) URL, not {url!r}" in capsys.readouterr().err
+
+
+def test_a_run_the_operator_cancels_ends_its_trace_as_cancelled(tmp_path: Path) -> None:
+    from tests.unit.console_client import ConsoleClient
+
+    h, exporter = traced(tmp_path)
+    try:
+        conv = h.conversation()
+        run_id = h.say(conv, QUESTION)
+        call = h.open_call(conv, "dispatched")
+        operator = ConsoleClient(h.app, h.runtime, "olga", "operator")
+        assert operator.post(f"/console/api/runs/{run_id}/cancel").status_code == 200
+        assert h.finish(conv)["run"]["error"]["code"] == "cancelled"
+    finally:
+        h.stop()
+    named = by_name(exporter.get_finished_spans())
+    [run] = named["invoke_agent planner"]
+    assert run.status.status_code is StatusCode.ERROR
+    assert (run.attributes or {})["error.type"] == "cancelled"
+    [tool] = named["execute_tool read_board_tasks"]
+    attributes = dict(tool.attributes or {})
+    assert attributes["gen_ai.tool.call.id"] == call["toolCallId"]
+    assert attributes["hostcall.tool_call.outcome"] == "expired"
+    assert attributes["hostcall.tool_call.answered_by"] == "none"
