@@ -185,3 +185,28 @@ def test_who_answered_a_call_is_its_route_operator_and_block_included(
         before, name, outcome="answered", route="block"
     )
     assert grew == 1
+
+
+def test_requests_the_database_fails_are_counted_as_store_errors(tmp_path: Path) -> None:
+    from tests.support.databases import fresh_schema
+    from tests.support.live import live_server, settings_for
+    from tests.support.proxy import proxied
+
+    with fresh_schema() as url, proxied(url) as (proxy, through):
+        with live_server(settings_for(tmp_path, database_url=through)) as server:
+            conv = server.conversation()
+            before = parse(server.client.get("/metrics").text)
+            proxy.cut()
+            for _ in range(2):
+                sent = server.client.post(f"/api/conversations/{conv.id}/messages",
+                                          json={"text": "hello"}, headers=conv.auth)  # fmt: skip
+                assert sent.status_code == 503
+            after = parse(server.client.get("/metrics").text)
+            proxy.restore()
+    grown = {
+        dict(labels)["error"]: v - before.get((name, labels), 0.0)
+        for (name, labels), v in after.items()
+        if name == "hostcall_store_errors_total"
+    }
+    assert sum(grown.values()) == 2, grown
+    assert all(error[0].isupper() and " " not in error for error in grown)  # a type's name
