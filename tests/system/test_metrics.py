@@ -148,6 +148,34 @@ def test_two_workers_report_the_same_totals_whichever_answers(
         refused = scrape(url, **{"X-Forwarded-For": "203.0.113.9"})
         assert refused.status_code == 403
         assert refused.json()["error"]["code"] == "wrong_token"
+
+        # A worker killed with a stream open: its replacement takes the stream out of the sum.
+        ticket = httpx.post(f"{url}/api/conversations/{cid}/stream-token", headers=auth)
+        assert ticket.status_code == 200, ticket.text
+        with httpx.Client(timeout=10) as streaming, streaming.stream(
+            "GET", f"{url}/api/conversations/{cid}/events",
+            params={"token": ticket.json()["streamToken"]}, headers=ORIGIN,
+        ) as stream:  # fmt: skip
+            assert stream.status_code == 200
+            local = stream.extensions["network_stream"].get_extra_info("client_addr")[1]
+            [holder] = [w for w in workers if any(
+                c.raddr and c.raddr.port == local and c.status == psutil.CONN_ESTABLISHED
+                for c in w.net_connections(kind="tcp"))]  # fmt: skip
+            assert value(samples(scrape(url).text), "hostcall_open_streams") == 1
+            holder.send_signal(signal.SIGKILL)
+            holder.wait(10)
+        deadline = time.monotonic() + 60
+        while True:
+            children = psutil.Process(process.pid).children()
+            alive = [p for p in children if "spawn_main" in " ".join(p.cmdline())]
+            if len(alive) == 2 and holder.pid not in {p.pid for p in alive}:
+                try:
+                    if value(samples(scrape(url).text), "hostcall_open_streams") == 0:
+                        break
+                except httpx.TransportError:
+                    pass  # the replacement is still starting
+            assert time.monotonic() < deadline, "the killed worker's stream is still counted"
+            time.sleep(0.2)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
