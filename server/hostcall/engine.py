@@ -135,6 +135,10 @@ class Engine:
                     code=ErrorCode.RUN_IN_PROGRESS,
                     runId=busy_id,
                 )
+            if conversation.person is not None:
+                # A person's history lists what they wrote in last first; an anonymous
+                # conversation is listed by no one, and its start stays one statement less.
+                await self.store.touch_conversation(cid, time.time())
             self.agents.remember(run.id, agent)
         metrics.RUNS.labels(agent.id, "started").inc()
         # The first step's history, read with the run's start (its message is the last):

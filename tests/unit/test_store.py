@@ -22,9 +22,11 @@ from hostcall.protocol.events import RunFinished, TextMessageContent
 from hostcall.store import Store, open_store
 from hostcall.store.migrations import Migration, pending
 from hostcall.store.records import (
+    TITLE_CHARS,
     Call,
     CallState,
     Conversation,
+    ConversationQuery,
     OpenedStream,
     Run,
     RunStart,
@@ -1019,3 +1021,50 @@ async def test_usage_written_in_a_rolled_back_transaction_is_not_counted(store: 
             await store.add_message(StoredMessage("m1", "c1", "r1", "assistant", "x"))
             raise RuntimeError("the step's unit failed")
     assert await store.usage_of_conversation("c1") is None
+
+
+async def test_a_persons_conversations_are_theirs_listed_last_written_first(store: Store) -> None:
+    await store.create_conversation(Conversation("c1", "planner", 1.0, person="ann"))
+    await store.create_conversation(Conversation("c2", "planner", 2.0, person="ann"))
+    await store.create_conversation(Conversation("c3", "planner", 3.0))  # anonymous
+    await store.create_conversation(Conversation("c4", "planner", 4.0, person="bob"))
+    await store.create_conversation(Conversation("c5", "helper", 5.0, person="ann"))
+    assert (await store.get_conversation("c1")).person == "ann"
+    assert (await store.get_conversation("c3")).person is None
+    await store.add_message(StoredMessage("m1", "c1", "r1", "assistant", "hello"))
+    await store.add_message(StoredMessage("m2", "c1", "r1", "user", "x" * 300))
+    await store.add_message(StoredMessage("m3", "c1", "r1", "user", "later"))
+
+    listed = await store.person_conversations("planner", "ann")
+    assert [(p.id, p.title, p.created_at, p.updated_at) for p in listed] == [
+        ("c2", "", 2.0, 2.0),
+        ("c1", "x" * TITLE_CHARS, 1.0, 1.0),
+    ]
+    await store.touch_conversation("c1", 10.0)
+    await store.touch_conversation("c1", 9.0)  # never moves it back
+    assert [(p.id, p.updated_at) for p in await store.person_conversations("planner", "ann")] == [
+        ("c1", 10.0),
+        ("c2", 2.0),
+    ]
+
+    # Adoption: an anonymous conversation becomes the person's, never another person's.
+    assert await store.set_person("c3", "ann") is True
+    assert await store.set_person("c3", "ann") is True
+    assert await store.set_person("c3", "bob") is False
+    assert await store.set_person("c4", "ann") is False
+    assert await store.set_person("c_missing", "ann") is False
+    assert (await store.get_conversation("c3")).person == "ann"
+    assert (await store.get_conversation("c4")).person == "bob"
+
+    first = await store.person_conversations("planner", "ann", limit=2)
+    assert [p.id for p in first] == ["c1", "c3"]
+    last = first[-1]
+    rest = await store.person_conversations(
+        "planner", "ann", limit=2, before=(last.updated_at, last.id)
+    )
+    assert [p.id for p in rest] == ["c2"]
+    assert [p.id for p in await store.person_conversations("planner", "bob")] == ["c4"]
+    assert [p.id for p in await store.person_conversations("helper", "ann")] == ["c5"]
+    assert await store.person_conversations("planner", "nobody") == []
+    summaries = await store.list_conversations(ConversationQuery(person="ann"))
+    assert [s.conversation.id for s in summaries] == ["c5", "c3", "c2", "c1"]

@@ -41,6 +41,7 @@ from hostcall.store.records import (
     ConversationQuery,
     ConversationSummary,
     OpenedStream,
+    PersonConversation,
     Run,
     RunStart,
     RunStatus,
@@ -71,6 +72,21 @@ class Conversations(Protocol):
     async def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None: ...
     # Newest conversation first (created_at, then id); see ``ConversationQuery``.
     async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]: ...
+    # Make an anonymous conversation ``person``'s (adoption); True if it is theirs now
+    # (it was anonymous, or already theirs), False if it is missing or another person's.
+    async def set_person(self, conversation_id: str, person: str) -> bool: ...
+    # The person wrote in it at ``at``: their history's order (never moves it back).
+    async def touch_conversation(self, conversation_id: str, at: float) -> None: ...
+    # ``person``'s conversations with agent ``agent_id``, last written in first (updated,
+    # then id); ``before`` (updated_at, id) of the previous page's last line for the next.
+    async def person_conversations(
+        self,
+        agent_id: str,
+        person: str,
+        *,
+        limit: int = 50,
+        before: tuple[float, str] | None = None,
+    ) -> list[PersonConversation]: ...
 
 
 class Sessions(Protocol):

@@ -22,6 +22,7 @@ __all__ = [
     "ConversationQuery",
     "ConversationSummary",
     "OpenedStream",
+    "PersonConversation",
     "Run",
     "RunStart",
     "RunStatus",
@@ -48,6 +49,12 @@ class Conversation:
     # Bumped each time a widget resumes the conversation from its cookie; session tokens
     # of an older generation are refused (session fixation).
     session_generation: int = 0
+    # The person it belongs to: the verified ``sub`` of the identity token (docs/identity.md)
+    # the widget presented for this agent; None for an anonymous conversation. Set when the
+    # conversation is created by an identified visitor, or when an identified visitor adopts
+    # the anonymous conversation they were in (``Conversations.set_person``); never changed
+    # from one person to another.
+    person: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +223,8 @@ class ConversationQuery:
     run_status: RunStatus | None = None
     waiting: bool = False
     text: str = ""
+    # Only this person's conversations (``Conversation.person``).
+    person: str | None = None
     limit: int = 50
     offset: int = 0
 
@@ -229,6 +238,23 @@ class ConversationSummary:
     waiting_calls: int
     # The text of its first user message ('' if none), for the list.
     first_message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PersonConversation:
+    """One line of a person's history (``Conversations.person_conversations``)."""
+
+    id: str
+    # The first user message's text, cut to ``TITLE_CHARS`` ('' before the first message).
+    title: str
+    created_at: float
+    # When the person last started a run in it (``Conversations.touch_conversation``, which
+    # the engine calls for a person's conversations only); its creation until then.
+    updated_at: float
+
+
+# How much of the first message a person's history carries as a conversation's title.
+TITLE_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from hostcall.store.records import (
     Call,
     CallState,
     Conversation,
+    PersonConversation,
     Run,
     RunStatus,
     StoredMessage,
@@ -94,6 +95,16 @@ def conversation(row: Mapping[str, Any]) -> Conversation:
         locale=row["locale"],
         handled_tools=tuple(load(row["handled_tools"]) or ()),
         session_generation=int(row["session_generation"] or 0),
+        person=row["person"],
+    )
+
+
+def person_conversation(row: Mapping[str, Any]) -> PersonConversation:
+    return PersonConversation(
+        id=row["id"],
+        title=row["title"] or "",
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
     )
 
 

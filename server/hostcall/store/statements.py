@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from hostcall.store import rows
-from hostcall.store.records import OPEN_STATES
+from hostcall.store.records import OPEN_STATES, TITLE_CHARS
 
 MESSAGE_COLUMNS = (
     "id, conversation_id, run_id, role, text, tool_calls, tool_call_id, tool_name, interrupted"
@@ -64,6 +64,18 @@ FROM conversations c
 """
 
 
+# A person's history, newest activity first (the index conversations_by_person); the
+# title is the first user message, cut. Keyset pages: ``person_conversations_before``.
+_PERSON_CONVERSATIONS = f"""
+SELECT c.id, c.created_at, c.updated_at,
+    (SELECT substr(m.text, 1, {TITLE_CHARS}) FROM messages m
+        WHERE m.conversation_id = c.id AND m.role = 'user' ORDER BY m.pos LIMIT 1) AS title
+FROM conversations c
+WHERE c.agent_id = ? AND c.person = ?{{before}}
+ORDER BY c.updated_at DESC, c.id DESC LIMIT ?
+"""
+
+
 def contains(text: str) -> str:
     """A LIKE pattern for any text containing ``text`` as it is, escaped with a backslash
     (PostgreSQL's default escape; SQLite's statements say ``ESCAPE '\\'``)."""
@@ -88,8 +100,16 @@ class Statements:
 
         # ---- conversations and sessions
         self.insert_conversation = q(
-            "INSERT INTO conversations (id, agent_id, created_at, locale, handled_tools)"
-            " VALUES (?, ?, ?, ?, ?)"
+            "INSERT INTO conversations"
+            " (id, agent_id, created_at, locale, handled_tools, person, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)"
+        )
+        # Adoption: an anonymous conversation becomes the person's; one already theirs stays.
+        self.set_person = q(
+            "UPDATE conversations SET person = ? WHERE id = ? AND (person IS NULL OR person = ?)"
+        )
+        self.touch_conversation = q(
+            "UPDATE conversations SET updated_at = ? WHERE id = ? AND updated_at < ?"
         )
         self.conversation = q("SELECT * FROM conversations WHERE id = ?")
         self.set_handled_tools = q("UPDATE conversations SET handled_tools = ? WHERE id = ?")
@@ -210,6 +230,12 @@ class Statements:
         )
         self.agent_version = q("SELECT * FROM agent_versions WHERE agent_id = ? AND version = ?")
         self.conversation_summaries = q(_SUMMARIES)
+        self.person_conversations = q(_PERSON_CONVERSATIONS.format(before=""))
+        self.person_conversations_before = q(
+            _PERSON_CONVERSATIONS.format(
+                before=" AND (c.updated_at < ? OR (c.updated_at = ? AND c.id < ?))"
+            )
+        )
 
     def audit_page(
         self, limit: int, before: int | None, conversation_id: str | None, agent_id: str | None

@@ -13,6 +13,7 @@ from hostcall.store.records import (
     ConversationQuery,
     ConversationSummary,
     OpenedStream,
+    PersonConversation,
     RunStatus,
     StoredMessage,
 )
@@ -47,6 +48,8 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
                 conversation.created_at,
                 conversation.locale,
                 rows.dump(list(conversation.handled_tools)),
+                conversation.person,
+                conversation.created_at,
             ),
         )
 
@@ -66,6 +69,9 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
         if query.run_status is not None:
             where.append("run_status = %s")
             args.append(query.run_status.value)
+        if query.person is not None:
+            where.append("person = %s")
+            args.append(query.person)
         if query.waiting:
             where.append("waiting_calls > 0")
         if query.text:
@@ -89,6 +95,29 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
             )
             for r in found
         ]
+
+    async def set_person(self, conversation_id: str, person: str) -> bool:
+        return await self._count(SQL.set_person, (person, conversation_id, person)) == 1
+
+    async def touch_conversation(self, conversation_id: str, at: float) -> None:
+        await self._run(SQL.touch_conversation, (at, conversation_id, at))
+
+    async def person_conversations(
+        self,
+        agent_id: str,
+        person: str,
+        *,
+        limit: int = 50,
+        before: tuple[float, str] | None = None,
+    ) -> list[PersonConversation]:
+        if before is None:
+            found = await self._all(SQL.person_conversations, (agent_id, person, limit))
+        else:
+            at, cid = before
+            found = await self._all(
+                SQL.person_conversations_before, (agent_id, person, at, at, cid, limit)
+            )
+        return [rows.person_conversation(r) for r in found]
 
     # ---- sessions and stream tickets -----------------------------------------------------
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from hostcall.store import rows
 from hostcall.store.interfaces import Conversations, Messages, Sessions
 from hostcall.store.records import (
@@ -11,6 +9,7 @@ from hostcall.store.records import (
     ConversationQuery,
     ConversationSummary,
     OpenedStream,
+    PersonConversation,
     RunStatus,
     StoredMessage,
 )
@@ -31,6 +30,8 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
                 conversation.created_at,
                 conversation.locale,
                 rows.dump(list(conversation.handled_tools)),
+                conversation.person,
+                conversation.created_at,
             ),
         )
 
@@ -49,6 +50,9 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
         if query.run_status is not None:
             where.append("run_status = ?")
             args.append(query.run_status.value)
+        if query.person is not None:
+            where.append("person = ?")
+            args.append(query.person)
         if query.waiting:
             where.append("waiting_calls > 0")
         if query.text:
@@ -64,19 +68,37 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
         )
         return [
             ConversationSummary(
-                conversation=Conversation(
-                    id=r["id"],
-                    agent_id=r["agent_id"],
-                    created_at=r["created_at"],
-                    locale=r["locale"],
-                    handled_tools=tuple(json.loads(r["handled_tools"])),
-                ),
+                conversation=rows.conversation(r),
                 run_status=RunStatus(r["run_status"]) if r["run_status"] else None,
                 waiting_calls=int(r["waiting_calls"]),
                 first_message=r["first_message"],
             )
             for r in found
         ]
+
+    async def set_person(self, conversation_id: str, person: str) -> bool:
+        cursor = self._db.execute(SQL.set_person, (person, conversation_id, person))
+        return cursor.rowcount == 1
+
+    async def touch_conversation(self, conversation_id: str, at: float) -> None:
+        self._db.execute(SQL.touch_conversation, (at, conversation_id, at))
+
+    async def person_conversations(
+        self,
+        agent_id: str,
+        person: str,
+        *,
+        limit: int = 50,
+        before: tuple[float, str] | None = None,
+    ) -> list[PersonConversation]:
+        if before is None:
+            found = self._db.execute(SQL.person_conversations, (agent_id, person, limit))
+        else:
+            at, cid = before
+            found = self._db.execute(
+                SQL.person_conversations_before, (agent_id, person, at, at, cid, limit)
+            )
+        return [rows.person_conversation(r) for r in found]
 
     # ---- sessions and stream tickets -----------------------------------------------------
 

@@ -93,4 +93,14 @@ ALTER TABLE runs DROP COLUMN agent;
     Migration(11, "console sessions", SESSIONS_SCHEMA),
     # Each model step's tokens and cost (hostcall/store/usage_sql.py).
     Migration(12, "model usage", usage_sql.SQLITE_SCHEMA),
+    # Conversations belong to a person: ``person`` is the verified ``sub`` of the agent's
+    # identity token (NULL: anonymous); ``updated_at`` orders a person's history. The index
+    # serves one agent's conversations of one person, last written in first.
+    Migration(13, "conversation owners", """
+ALTER TABLE conversations ADD COLUMN person TEXT;
+ALTER TABLE conversations ADD COLUMN updated_at REAL NOT NULL DEFAULT 0;
+UPDATE conversations SET updated_at = created_at;
+CREATE INDEX conversations_by_person ON conversations (agent_id, person, updated_at DESC, id DESC)
+    WHERE person IS NOT NULL;
+"""),
 )  # fmt: skip
