@@ -14,6 +14,7 @@ from typing import Any
 
 from hostcall.blocks.http_request import spec_target
 from hostcall.errors import AgentConfigError
+from hostcall.identity import IdentityConfig, parse_identity
 from hostcall.origins import BadOrigin, normalize_origin
 from hostcall.platform import DEFAULT_ENVIRONMENT, PLATFORM_FILE, Platform, load_platform
 from hostcall.pricing import Price, parse_prices
@@ -34,6 +35,7 @@ AGENT_KEYS = {
     "tools",
     "limits",
     "prices",
+    "identity",
 }
 
 # A step sends the model the conversation's last 20 turns: enough for a chat to keep its
@@ -60,6 +62,8 @@ class Agent:
     history_turns: int = HISTORY_TURNS
     # Per model name, per million tokens (hostcall/pricing.py).
     prices: Mapping[str, Price] = field(default_factory=dict)
+    # Who the site says the visitor is (hostcall/identity.py); None: visitors are anonymous.
+    identity: IdentityConfig | None = None
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -137,6 +141,17 @@ def parse_agent(
         problems.append(f"{where}: 'environment' must be the name of an environment")
     elif platform is not None:
         problems += _environment_problems(where, environment, tools, platform)
+    identity: IdentityConfig | None = None
+    if "identity" in data:
+        env_allowed = platform.allowed_env if platform is not None else None
+        hosts_allowed = None
+        if platform is not None and isinstance(environment, str):
+            known = platform.environments.get(environment)
+            hosts_allowed = (lambda: known.allowed_hosts) if known else (lambda: frozenset())
+        identity, identity_problems = parse_identity(
+            data["identity"], where, environ, allowed_env=env_allowed, allowed_hosts=hosts_allowed
+        )
+        problems += identity_problems
     model = data.get("model", {"kind": "scripted", "rules": []})
     # Rules may name any declared tool: a broken tool is reported once, for itself.
     declared = {t.get("name", t.get("toolName")) for t in tools_data if isinstance(t, dict)}
@@ -170,6 +185,7 @@ def parse_agent(
         limits=limits,
         history_turns=history_turns,
         prices=prices,
+        identity=identity,
     ), []
 
 

@@ -18,6 +18,7 @@ machine-readable ``code`` (an ``ErrorCode``) and a message; ``hostcall.responses
      ├── TooManyRequests       429  rate_limited (``Retry-After``)
      ├── InternalError         500  internal_error (anything unexpected; no traceback words)
      └── Unavailable           503  store_unavailable (``Retry-After``)
+      └── IdentityUnavailable   identity_unavailable (an agent's JWKS could not be read)
 
 ``AgentConfigError`` is not an HTTP error: it stops the server at start with one line per
 problem; ``StoreError`` stops it when the database cannot be used (another process holds a

@@ -24,11 +24,16 @@ class ErrorCode(StrEnum):
     USED_TOKEN = "used_token"
     SESSION_REPLACED = "session_replaced"
     NOT_SIGNED_IN = "not_signed_in"  # the console's (docs/console.md)
+    # A visitor's identity token (docs/identity.md): not valid, past its exp, or needed.
+    BAD_IDENTITY = "bad_identity"
+    EXPIRED_IDENTITY = "expired_identity"
+    IDENTITY_REQUIRED = "identity_required"
     # 403
     WRONG_TOKEN = "wrong_token"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
     ROLE_REQUIRED = "role_required"  # the console's
     CSRF_FAILED = "csrf_failed"  # the console's
+    WRONG_PERSON = "wrong_person"  # a session token of another person than the conversation's
     # 404
     NOT_FOUND = "not_found"
     UNKNOWN_AGENT = "unknown_agent"
@@ -70,6 +75,7 @@ class ErrorCode(StrEnum):
     INTERNAL_ERROR = "internal_error"
     # 503
     STORE_UNAVAILABLE = "store_unavailable"
+    IDENTITY_UNAVAILABLE = "identity_unavailable"  # the agent's JWKS could not be read
     # Any other status Starlette raises itself (none is known to reach a client).
     HTTP_ERROR = "http_error"
 

@@ -1,0 +1,226 @@
+"""Verifying a visitor's identity token against their agent's ``identity`` block.
+
+PyJWT does the JOSE work (signatures, ``exp``/``nbf``/``iat`` with the block's leeway,
+``aud``, ``iss``); this module decides what it may be given: a token of bounded size, an
+algorithm from the block's allow-list (taken from the token's header only to be checked
+against that list), the block's own key, and an ``exp`` no further away than the block
+allows. A JWKS is fetched from an allowed host only (checked before any connection),
+cached, and fetched again once when a token names a key id it does not hold; then the
+token is refused (a forged ``kid`` costs one fetch per ``REFRESH_SECONDS``, not one each).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import jwt
+
+from hostcall import strictjson
+from hostcall.blocks.http_request import host_port
+from hostcall.errors import Unauthorized, Unavailable
+from hostcall.identity import HMAC_ALGORITHMS, Identity, IdentityConfig
+from hostcall.protocol.codes import ErrorCode
+
+log = logging.getLogger("hostcall.identity")
+
+# A JWT the size of a few dozen claims; anything larger is refused before it is parsed.
+MAX_TOKEN_BYTES = 8192
+MAX_SUB_CHARS = 255
+# A JWKS is read again after this long, and, for an unknown key id, at most this often.
+JWKS_TTL_SECONDS = 300.0
+REFRESH_SECONDS = 30.0
+JWKS_TIMEOUT_SECONDS = 5.0
+MAX_JWKS_BYTES = 64 * 1024
+
+
+class BadIdentity(Unauthorized):
+    code = ErrorCode.BAD_IDENTITY
+
+
+class ExpiredIdentity(Unauthorized):
+    code = ErrorCode.EXPIRED_IDENTITY
+
+
+class IdentityUnavailable(Unavailable):
+    """The agent's JWKS could not be read, and no key it held fits the token."""
+
+    code = ErrorCode.IDENTITY_UNAVAILABLE
+
+
+@dataclass
+class _KeySet:
+    # key id -> the key, and the algorithm its JWK names (None: any of the block's)
+    keys: dict[str, tuple[jwt.PyJWK, str | None]] = field(default_factory=dict)
+    fetched_at: float = float("-inf")  # the last fetch tried, whether it worked
+    loaded_at: float = float("-inf")  # the last one that worked
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class Identities:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        client: Callable[[], httpx.AsyncClient] | None = None,
+    ) -> None:
+        self.clock = clock
+        self._client = client or (
+            # trust_env=False: no proxy from the environment sits between us and the keys.
+            lambda: httpx.AsyncClient(trust_env=False, timeout=JWKS_TIMEOUT_SECONDS)
+        )
+        self._sets: dict[str, _KeySet] = {}
+        # Fetches made, per URL: tests count the refreshes an unknown key id causes.
+        self.fetches: dict[str, int] = {}
+
+    async def verify(
+        self,
+        config: IdentityConfig,
+        token: Any,
+        *,
+        allowed_hosts: Callable[[], Collection[str]] = lambda: (),
+    ) -> Identity:
+        """The identity ``token`` proves, or ``BadIdentity`` / ``ExpiredIdentity`` (401),
+        ``IdentityUnavailable`` (503: the keys could not be read)."""
+        if not isinstance(token, str) or not token:
+            raise BadIdentity("an identity token (a JWT) is required")
+        if len(token.encode()) > MAX_TOKEN_BYTES:
+            raise BadIdentity(f"the identity token is larger than {MAX_TOKEN_BYTES} bytes")
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise BadIdentity("the identity token is not a JWT") from None
+        alg = header.get("alg")
+        if alg not in config.algorithms:
+            raise BadIdentity(
+                f"the identity token's algorithm {alg!r} is not allowed "
+                f"(allowed: {', '.join(config.algorithms)})"
+            )
+        key = await self._key(config, alg, header.get("kid"), allowed_hosts)
+        try:
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=[alg],
+                audience=config.audience,
+                issuer=config.issuer,
+                leeway=config.leeway,
+                options={"require": ["exp", "sub"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise ExpiredIdentity("the identity token has expired") from None
+        except jwt.ImmatureSignatureError:
+            raise BadIdentity("the identity token is not valid yet (nbf or iat)") from None
+        except jwt.InvalidAudienceError:
+            raise BadIdentity(
+                f"the identity token is not for audience {config.audience!r}"
+            ) from None
+        except jwt.InvalidIssuerError:
+            raise BadIdentity(f"the identity token was not issued by {config.issuer!r}") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise BadIdentity(f"the identity token has no {exc.claim!r} claim") from None
+        except jwt.InvalidSignatureError:
+            raise BadIdentity("the identity token's signature does not verify") from None
+        except (jwt.PyJWTError, ValueError, TypeError) as exc:
+            raise BadIdentity(f"the identity token is not valid ({type(exc).__name__})") from None
+        exp = claims["exp"]
+        if isinstance(exp, bool) or not isinstance(exp, int | float):
+            raise BadIdentity("the identity token's 'exp' must be a number")
+        if exp - time.time() > config.max_lifetime + config.leeway:
+            raise BadIdentity(
+                f"the identity token is valid for too long (at most {config.max_lifetime} s "
+                "from now: sign a short-lived one)"
+            )
+        sub = claims["sub"]
+        if not isinstance(sub, str) or not sub or len(sub) > MAX_SUB_CHARS or not sub.isprintable():
+            raise BadIdentity(f"the identity token's 'sub' must be printable text of 1 to "
+                              f"{MAX_SUB_CHARS} characters")  # fmt: skip
+        return Identity(sub, claims, float(exp))
+
+    # ---- keys -----------------------------------------------------------------------------
+
+    async def _key(
+        self,
+        config: IdentityConfig,
+        alg: str,
+        kid: Any,
+        allowed_hosts: Callable[[], Collection[str]],
+    ) -> Any:
+        if config.secret is not None:
+            assert alg in HMAC_ALGORITHMS  # the block's allow-list says so
+            return config.secret
+        if config.public_key is not None:
+            return config.public_key
+        assert config.jwks_url is not None
+        jwk, named = await self._jwk(config.jwks_url, kid, allowed_hosts)
+        if named not in (None, alg):
+            raise BadIdentity(f"the key {kid!r} is for {named}, not {alg}")
+        return jwk.key
+
+    async def _jwk(
+        self, url: str, kid: Any, allowed_hosts: Callable[[], Collection[str]]
+    ) -> tuple[jwt.PyJWK, str | None]:
+        if kid is not None and not isinstance(kid, str):
+            raise BadIdentity("the identity token's 'kid' must be text")
+        keyset = self._sets.setdefault(url, _KeySet())
+        async with keyset.lock:
+            now = self.clock()
+            if now - keyset.loaded_at > JWKS_TTL_SECONDS and now - keyset.fetched_at > 1.0:
+                await self._fetch(url, keyset, allowed_hosts)
+            found = self._pick(keyset, kid)
+            if found is None and self.clock() - keyset.fetched_at >= REFRESH_SECONDS:
+                # Once: the site may have rotated its keys since we read them.
+                await self._fetch(url, keyset, allowed_hosts)
+                found = self._pick(keyset, kid)
+        if found is not None:
+            return found
+        if not keyset.keys and keyset.loaded_at == float("-inf"):
+            raise IdentityUnavailable("the identity keys (JWKS) could not be read; try again")
+        raise BadIdentity(f"the identity token names a key id the site does not publish ({kid!r})")
+
+    @staticmethod
+    def _pick(keyset: _KeySet, kid: str | None) -> tuple[jwt.PyJWK, str | None] | None:
+        if kid is None:
+            # No key id: only a set of one key says which.
+            return next(iter(keyset.keys.values())) if len(keyset.keys) == 1 else None
+        return keyset.keys.get(kid)
+
+    async def _fetch(
+        self, url: str, keyset: _KeySet, allowed_hosts: Callable[[], Collection[str]]
+    ) -> None:
+        """Read the JWKS into ``keyset``; on failure, keep the keys it had (logged)."""
+        keyset.fetched_at = self.clock()
+        target = host_port(url)
+        if target not in allowed_hosts():
+            # The platform is read live: a host removed since the agent loaded is refused
+            # here, before any connection.
+            log.warning("identity: JWKS host %s is not allowed; keys not fetched", target)
+            return
+        self.fetches[url] = self.fetches.get(url, 0) + 1
+        try:
+            async with self._client() as http:
+                response = await http.get(url, follow_redirects=False)
+                body = response.content
+            if response.status_code != 200:
+                raise ValueError(f"status {response.status_code}")
+            if len(body) > MAX_JWKS_BYTES:
+                raise ValueError(f"larger than {MAX_JWKS_BYTES} bytes")
+            data = strictjson.loads(body)
+            keys = {}
+            for raw in data.get("keys", []) if isinstance(data, dict) else []:
+                try:
+                    jwk = jwt.PyJWK.from_dict(raw)
+                except (jwt.PyJWTError, ValueError, TypeError, KeyError):
+                    continue  # a key of a type we do not use: others may still serve
+                named = raw.get("alg")
+                keys[str(raw.get("kid", ""))] = (jwk, named if isinstance(named, str) else None)
+        except (httpx.HTTPError, ValueError) as exc:
+            log.warning("identity: could not read the JWKS at %s: %s", url, exc)
+            return
+        keyset.keys = keys
+        keyset.loaded_at = keyset.fetched_at

@@ -1,0 +1,250 @@
+"""The identity block and the verification of visitors' identity tokens: every forgery and
+mistake the site or an attacker can make is refused, with the reason, and a JWKS is read
+only from an allowed host, once per rotation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from typing import Any
+
+import jwt
+import pytest
+
+from hostcall.errors import HostcallError
+from hostcall.identities import MAX_TOKEN_BYTES, REFRESH_SECONDS, Identities
+from hostcall.identity import IdentityConfig, parse_identity
+from tests.support.identity import (
+    AUDIENCE,
+    ISSUER,
+    SECRET,
+    SECRET_ENV,
+    hmac_with_public_key,
+    hs_token,
+    jwks_server,
+    public_pem,
+    rs_token,
+    rsa_key,
+    unsigned_token,
+)
+from tests.support.loopback import Trap
+
+ENV = {SECRET_ENV: SECRET}
+KEY = rsa_key()
+OTHER_KEY = rsa_key()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def config(raw: dict[str, Any], hosts: tuple[str, ...] = ()) -> IdentityConfig:
+    block = {"issuer": ISSUER, "audience": AUDIENCE} | raw
+    parsed, problems = parse_identity(
+        block, "shop.json", ENV, allowed_env={SECRET_ENV}, allowed_hosts=lambda: hosts
+    )
+    assert parsed is not None, problems
+    return parsed
+
+
+def problems_of(raw: dict[str, Any], environ: dict[str, str] = ENV) -> list[str]:
+    block = {"issuer": ISSUER, "audience": AUDIENCE} | raw
+    parsed, problems = parse_identity(
+        block, "shop.json", environ, allowed_env={SECRET_ENV}, allowed_hosts=lambda: ()
+    )
+    assert parsed is None
+    return problems
+
+
+HS = {"secret_env": SECRET_ENV}
+RS = {"public_key": public_pem(KEY)}
+
+
+async def refused(
+    cfg: IdentityConfig,
+    token: Any,
+    code: str = "bad_identity",
+    *,
+    identities: Identities | None = None,
+    allowed_hosts: Callable[[], Collection[str]] = lambda: (),
+) -> str:
+    with pytest.raises(HostcallError) as caught:
+        await (identities or Identities()).verify(cfg, token, allowed_hosts=allowed_hosts)
+    assert caught.value.code == code, caught.value.message
+    return caught.value.message
+
+
+# ---- the block -------------------------------------------------------------------------------
+
+
+def test_a_block_names_exactly_one_key_source_and_what_it_needs() -> None:
+    assert any("exactly one" in p for p in problems_of({}))
+    assert any("exactly one" in p for p in problems_of(HS | RS))
+    assert any("unknown key 'secret'" in p for p in problems_of(HS | {"secret": "x"}))
+    assert any("'issuer' is required" in p for p in problems_of(HS | {"issuer": ""}))
+    assert any("not set" in p for p in problems_of(HS, environ={}))
+    assert any("too short" in p for p in problems_of(HS, environ={SECRET_ENV: "short"}))
+    assert any("not listed" in p for p in problems_of({"secret_env": "OTHER_SECRET"}))
+    assert any("server's own" in p for p in problems_of({"secret_env": "HOSTCALL_SECRET_KEYS"}))
+    assert any("PEM public key" in p for p in problems_of({"public_key": "not a key"}))
+    assert any("max_lifetime" in p for p in problems_of(HS | {"max_lifetime": 10**6}))
+    assert any("leeway" in p for p in problems_of(HS | {"leeway": -1}))
+    assert any("required" in p for p in problems_of(HS | {"required": "yes"}))
+
+
+def test_algorithms_follow_the_key_and_none_is_never_one() -> None:
+    assert config(HS).algorithms == ("HS256",)
+    assert config(RS).algorithms == ("RS256",)
+    assert any("'none'" in p for p in problems_of(HS | {"algorithms": ["none"]}))
+    assert any(
+        "'HS256' cannot be used with a public key" in p
+        for p in problems_of(RS | {"algorithms": ["HS256"]})
+    )
+    assert any(
+        "'RS256' cannot be used with a secret" in p
+        for p in problems_of(HS | {"algorithms": ["RS256"]})
+    )
+
+
+def test_a_jwks_url_must_go_to_an_allowed_host() -> None:
+    problems = problems_of({"jwks_url": "https://keys.example/jwks.json"})
+    assert any("not in the 'allowed_hosts'" in p for p in problems)
+    assert config({"jwks_url": "https://keys.example/jwks.json"}, ("keys.example:443",))
+
+
+def test_the_secret_never_shows_in_the_config_s_text() -> None:
+    assert SECRET not in repr(config(HS))
+
+
+# ---- verifying -------------------------------------------------------------------------------
+
+
+async def test_a_good_token_gives_its_sub_and_claims() -> None:
+    found = await Identities().verify(config(HS), hs_token("ann", plan="pro"))
+    assert (found.sub, found.claims["plan"]) == ("ann", "pro")
+    found = await Identities().verify(config(RS), rs_token(KEY, "bob"))
+    assert found.sub == "bob"
+
+
+async def test_alg_none_is_refused() -> None:
+    assert "'none' is not allowed" in await refused(config(HS), unsigned_token())
+    assert "'none' is not allowed" in await refused(config(RS), unsigned_token())
+
+
+async def test_a_public_key_is_never_used_as_an_hmac_secret() -> None:
+    forged = hmac_with_public_key(KEY)
+    assert "'HS256' is not allowed" in await refused(config(RS), forged)
+    # Even a block that lists both families keeps the PEM key out of HMAC (PyJWT refuses).
+    both = IdentityConfig(ISSUER, AUDIENCE, ("RS256", "HS256"), public_key=public_pem(KEY))
+    await refused(both, forged)
+
+
+async def test_a_wrong_key_is_refused() -> None:
+    assert "signature" in await refused(config(HS), hs_token(secret="another-secret-" * 3))
+    assert "signature" in await refused(config(RS), rs_token(OTHER_KEY))
+
+
+async def test_expired_not_yet_valid_and_too_long_lived_tokens_are_refused() -> None:
+    now = int(time.time())
+    await refused(config(HS), hs_token(exp=now - 120), "expired_identity")
+    assert "not valid yet" in await refused(config(HS), hs_token(nbf=now + 600))
+    assert "too long" in await refused(config(HS), hs_token(exp=now + 2 * 86400))
+    # Within the leeway, a little skew is forgiven both ways.
+    await Identities().verify(config(HS), hs_token(exp=now - 5, nbf=now + 5))
+
+
+async def test_a_missing_exp_or_sub_is_refused() -> None:
+    no_exp = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "ann"}, SECRET, algorithm="HS256")
+    assert "'exp'" in await refused(config(HS), no_exp)
+    no_sub = jwt.encode(
+        {"iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 60}, SECRET, algorithm="HS256"
+    )
+    assert "'sub'" in await refused(config(HS), no_sub)
+    assert "'sub'" in await refused(config(HS), hs_token("bad\nsub"))
+
+
+async def test_a_wrong_audience_or_issuer_is_refused() -> None:
+    assert "audience" in await refused(config(HS), hs_token(aud="someone-else"))
+    assert "issued by" in await refused(config(HS), hs_token(iss="https://evil.example"))
+
+
+async def test_an_oversized_or_malformed_token_is_refused_before_it_is_read() -> None:
+    big = hs_token(padding="x" * MAX_TOKEN_BYTES)
+    assert f"larger than {MAX_TOKEN_BYTES}" in await refused(config(HS), big)
+    assert "not a JWT" in await refused(config(HS), "not.a.jwt")
+    assert "required" in await refused(config(HS), None)
+
+
+# ---- a JWKS ----------------------------------------------------------------------------------
+
+
+async def test_a_jwks_is_read_once_and_refreshed_once_for_an_unknown_kid() -> None:
+    with jwks_server(k1=KEY) as site:
+        cfg = config({"jwks_url": site.url}, (f"127.0.0.1:{site.port}",))
+        clock = Clock()
+        identities = Identities(clock=clock)
+        hosts = lambda: {f"127.0.0.1:{site.port}"}  # noqa: E731
+        assert (
+            await identities.verify(cfg, rs_token(KEY, kid="k1"), allowed_hosts=hosts)
+        ).sub == "ann"
+        await identities.verify(cfg, rs_token(KEY, "bob", kid="k1"), allowed_hosts=hosts)
+        assert site.hits == 1  # cached
+
+        clock.now += REFRESH_SECONDS
+        forged = rs_token(OTHER_KEY, kid="k9")
+        assert "k9" in await refused(cfg, forged, identities=identities, allowed_hosts=hosts)
+        assert site.hits == 2  # one refresh, then refused
+        assert "k8" in await refused(
+            cfg, rs_token(OTHER_KEY, kid="k8"), identities=identities, allowed_hosts=hosts
+        )
+        assert site.hits == 2  # no refresh storm from forged key ids
+
+        # The site rotates its keys: the new kid is found by the next refresh.
+        site.keys["k2"] = OTHER_KEY
+        clock.now += REFRESH_SECONDS
+        assert (
+            await identities.verify(cfg, rs_token(OTHER_KEY, kid="k2"), allowed_hosts=hosts)
+        ).sub == "ann"
+        assert site.hits == 3
+        # A key of the set used with a token that another key signed: the signature fails.
+        assert "signature" in await refused(
+            cfg, rs_token(KEY, kid="k2"), identities=identities, allowed_hosts=hosts
+        )
+
+
+async def test_a_jwks_host_that_is_down_makes_identity_unavailable() -> None:
+    trap = Trap()
+    trap.close()  # nothing listens there any more
+    url = f"http://127.0.0.1:{trap.port}/jwks.json"
+    cfg = config({"jwks_url": url}, (f"127.0.0.1:{trap.port}",))
+    hosts = lambda: {f"127.0.0.1:{trap.port}"}  # noqa: E731
+    await refused(cfg, rs_token(KEY, kid="k1"), "identity_unavailable", allowed_hosts=hosts)
+
+
+async def test_keys_already_read_serve_while_the_jwks_host_is_down() -> None:
+    clock = Clock()
+    identities = Identities(clock=clock)
+    with jwks_server(k1=KEY) as site:
+        cfg = config({"jwks_url": site.url}, (f"127.0.0.1:{site.port}",))
+        hosts = lambda: {f"127.0.0.1:{site.port}"}  # noqa: E731
+        await identities.verify(cfg, rs_token(KEY, kid="k1"), allowed_hosts=hosts)
+    clock.now += 3600  # the cache is stale, and the host gone
+    assert (await identities.verify(cfg, rs_token(KEY, kid="k1"), allowed_hosts=hosts)).sub == "ann"
+
+
+async def test_a_jwks_host_no_longer_allowed_is_never_connected_to() -> None:
+    trap = Trap()
+    try:
+        url = f"http://127.0.0.1:{trap.port}/jwks.json"
+        cfg = config({"jwks_url": url}, (f"127.0.0.1:{trap.port}",))
+        # The platform was tightened after the agent loaded: the host is no longer listed.
+        await refused(
+            cfg, rs_token(KEY, kid="k1"), "identity_unavailable", allowed_hosts=lambda: set()
+        )
+        assert trap.connections == 0
+    finally:
+        trap.close()
