@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from hostcall.agents import Agent
 from hostcall.calls.outcomes import CallExpired, Moved
-from hostcall.errors import BadRequest, NotFound
+from hostcall.errors import BadRequest, Forbidden, NotFound
 from hostcall.ledger import new_id
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode
@@ -53,8 +55,6 @@ async def _conversation(request: Request, runtime: Runtime) -> Conversation:
     claims = runtime.tokens.verify(Purpose.SESSION, bearer_token(request))
     conversation_id = request.path_params["conversation_id"]
     if claims.conversation_id != conversation_id:
-        from hostcall.errors import Forbidden
-
         raise Forbidden(f"this session token is for another conversation than {conversation_id}")
     conversation = await runtime.store.get_conversation(conversation_id)
     if conversation is None:
@@ -87,6 +87,24 @@ async def _check_call_origin(request: Request, runtime: Runtime, claims: Claims)
         _check_origin(request, runtime, agent_id)
 
 
+async def _person_of(
+    request: Request, runtime: Runtime, agent: Agent, conversation: Conversation
+) -> dict[str, Any] | None:
+    """What a run started now acts for: the person's identity, proved again with a token
+    the page holds now (so a run never acts on claims past their ``exp``); None for an
+    anonymous conversation."""
+    if conversation.person is None or agent.identity is None:
+        return None
+    identity = await runtime.identities.of_request(request, agent, needed=True)
+    assert identity is not None
+    if identity.sub != conversation.person:
+        raise Forbidden(
+            "the identity token is another person's than this conversation's",
+            code=ErrorCode.WRONG_PERSON,
+        )
+    return identity.to_json()
+
+
 def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
@@ -111,8 +129,11 @@ async def create_conversation(request: Request) -> Response:
     check_request_origin(request, agent.allowed_origins, required=True)
     body = await read_body(request, NewConversation, runtime.settings.max_body_bytes)
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
+    # An identified visitor's new conversation is theirs from the start.
+    identity = await runtime.identities.of_request(request, agent)
     await runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
-    conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale)
+    person = identity.sub if identity else None
+    conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale, person=person)
     await runtime.store.create_conversation(conversation)
     response = WireResponse(runtime.sessions.opened(conversation, agent), status_code=201)
     if body.resume_key:  # a cookie without a key to bind could never resume: none is set
@@ -229,9 +250,13 @@ async def post_message(request: Request) -> Response:
     conversation = await _conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
+    user = None
     if agent is not None:
-        await runtime.quotas.new_message(agent.id, agent.limits, conversation.id, _client(request))
-    run = await runtime.engine.start_run(conversation, body.text, simulate=body.simulate)
+        user = await _person_of(request, runtime, agent, conversation)
+        await runtime.quotas.new_message(
+            agent.id, agent.limits, conversation.id, _client(request), person=conversation.person
+        )
+    run = await runtime.engine.start_run(conversation, body.text, simulate=body.simulate, user=user)
     return WireResponse(RunAccepted(run.id), status_code=202)
 
 

@@ -21,6 +21,7 @@ from hostcall.exposition import metrics_routes
 from hostcall.middleware import ApiHeaders, RequestMetrics, TextGuard
 from hostcall.openapi import document as openapi_document
 from hostcall.pages import page_routes
+from hostcall.people import people_routes
 from hostcall.protocol.responses import Health
 from hostcall.responses import WireResponse, exception_handlers
 from hostcall.runtime import Runtime
@@ -61,6 +62,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             Route("/openapi.json", _openapi),
             *api_routes(),
             *session_routes(),
+            *people_routes(),
             *stream_routes(),
             *agui_routes(),
             *page_routes(),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from hostcall import metrics
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
@@ -91,7 +92,12 @@ class Engine:
     # ---- starting and resuming -------------------------------------------------------------
 
     async def start_run(
-        self, conversation: Conversation, text: str, *, simulate: bool = False
+        self,
+        conversation: Conversation,
+        text: str,
+        *,
+        simulate: bool = False,
+        user: dict[str, Any] | None = None,
     ) -> Run:
         agent = self.agents.loaded.get(conversation.agent_id)
         if agent is None:
@@ -105,6 +111,7 @@ class Engine:
             RunStatus.RUNNING,
             simulate=simulate,
             agent_digest=agent.digest,
+            user=user,
         )
         message_id = new_id("m")
         cid = conversation.id

@@ -20,15 +20,21 @@ from typing import Any
 
 import httpx
 import jwt
+from starlette.requests import Request
 
 from hostcall import strictjson
+from hostcall.agents import Agent
 from hostcall.blocks.http_request import host_port
-from hostcall.errors import Unauthorized, Unavailable
+from hostcall.errors import BadRequest, Unauthorized, Unavailable
 from hostcall.identity import HMAC_ALGORITHMS, Identity, IdentityConfig
+from hostcall.platform import Platform
 from hostcall.protocol.codes import ErrorCode
 
 log = logging.getLogger("hostcall.identity")
 
+# Where the widget's requests carry the page's identity token (``/agui`` takes it as its
+# bearer token instead).
+IDENTITY_HEADER = "hostcall-identity"
 # A JWT the size of a few dozen claims; anything larger is refused before it is parsed.
 MAX_TOKEN_BYTES = 8192
 MAX_SUB_CHARS = 255
@@ -68,8 +74,11 @@ class Identities:
         *,
         clock: Callable[[], float] = time.monotonic,
         client: Callable[[], httpx.AsyncClient] | None = None,
+        platform: Callable[[], Platform] = Platform,
     ) -> None:
         self.clock = clock
+        # The live platform (reloaded with the agents): the hosts a JWKS may be read from.
+        self._platform = platform
         self._client = client or (
             # trust_env=False: no proxy from the environment sits between us and the keys.
             lambda: httpx.AsyncClient(trust_env=False, timeout=JWKS_TIMEOUT_SECONDS)
@@ -77,6 +86,30 @@ class Identities:
         self._sets: dict[str, _KeySet] = {}
         # Fetches made, per URL: tests count the refreshes an unknown key id causes.
         self.fetches: dict[str, int] = {}
+
+    async def of_request(
+        self, request: Request, agent: Agent, *, token: str | None = None, needed: bool = False
+    ) -> Identity | None:
+        """The identity the request carries for ``agent`` (in ``Hostcall-Identity``, or
+        ``token``), verified; None if it carries none and neither the agent nor the caller
+        (``needed``) requires one."""
+        token = token or request.headers.get(IDENTITY_HEADER) or None
+        config = agent.identity
+        if config is None:
+            if token:
+                raise BadRequest(
+                    f"agent {agent.id!r} takes no identity token (its file has no 'identity')"
+                )
+            return None
+        if token is None:
+            if needed or config.required:
+                raise Unauthorized(
+                    f"agent {agent.id!r} needs the visitor's identity token",
+                    code=ErrorCode.IDENTITY_REQUIRED,
+                )
+            return None
+        hosts = self._platform().environment(agent.environment).allowed_hosts
+        return await self.verify(config, token, allowed_hosts=lambda: hosts)
 
     async def verify(
         self,

@@ -1,4 +1,4 @@
-"""Rate and cost limits per client address, per conversation and per agent.
+"""Rate and cost limits per client address, per conversation, per person and per agent.
 
 Counting is in fixed windows (hostcall/counters.py). On PostgreSQL it is in the database, so
 every process of a cluster counts in the same place and a limit of N is N across all of
@@ -11,6 +11,11 @@ counted after each step. A budget
 that is spent refuses the *next* message; a step in flight is never cut. A conversation's
 spent budget ends it (``conversation_limit_reached``: start a new one); the agent's daily
 budget asks to come back later (``token_budget_exhausted``, ``Retry-After``).
+
+A person (an identified visitor: hostcall/identity.py) has daily limits of their own, on
+messages and model tokens, counted across every conversation, browser and device of theirs,
+beside the per-address ones (which a person on a shared network would otherwise share).
+Their counters' ids are ``("msg-person" | "tok-person", agent, sub)``.
 
 Limits are set per agent in its file, under ``"limits"`` (docs/agents.md); 0 turns one off.
 """
@@ -43,6 +48,9 @@ class Limits:
     messages_per_minute_per_conversation: int = 20
     model_tokens_per_conversation: int = 200_000
     model_tokens_per_day: int = 5_000_000
+    # An identified person's, across all their conversations (none for anonymous visitors).
+    messages_per_day_per_person: int = 500
+    model_tokens_per_day_per_person: int = 1_000_000
 
 
 DEFAULT_LIMITS = Limits()
@@ -82,29 +90,53 @@ class Quotas:
         )  # fmt: skip
 
     async def new_message(
-        self, agent_id: str, limits: Limits, conversation_id: str, client: str
+        self,
+        agent_id: str,
+        limits: Limits,
+        conversation_id: str,
+        client: str,
+        *,
+        person: str | None = None,
     ) -> None:
-        await self._spent(agent_id, limits, conversation_id)
-        await self._hit(
+        await self._spent(agent_id, limits, conversation_id, person)
+        checks: list[tuple[RateLimitItem, str, str, str, str]] = [
             (RateLimitItemPerMinute(limits.messages_per_minute_per_client), "msg-client",
              agent_id, client, "messages from this address"),
             (RateLimitItemPerMinute(limits.messages_per_minute_per_conversation), "msg-conv",
              agent_id, conversation_id, "messages in this conversation"),
-        )  # fmt: skip
+        ]  # fmt: skip
+        if person is not None:
+            checks.append((RateLimitItemPerDay(limits.messages_per_day_per_person),
+                           "msg-person", agent_id, person, "messages from you"))  # fmt: skip
+        await self._hit(*checks)
 
     # ---- model tokens ----------------------------------------------------------------------
 
     async def record_tokens(
-        self, agent_id: str, limits: Limits, conversation_id: str, tokens: int
+        self,
+        agent_id: str,
+        limits: Limits,
+        conversation_id: str,
+        tokens: int,
+        *,
+        person: str | None = None,
     ) -> None:
-        for item, scope, key in self._token_items(limits, agent_id, conversation_id):
+        for item, scope, key in self._token_items(limits, agent_id, conversation_id, person):
             if item.amount:
                 await self._counters.add(item, (scope, agent_id, key), max(1, tokens))
 
-    async def _spent(self, agent_id: str, limits: Limits, conversation_id: str) -> None:
-        for item, scope, key in self._token_items(limits, agent_id, conversation_id):
+    async def _spent(
+        self, agent_id: str, limits: Limits, conversation_id: str, person: str | None
+    ) -> None:
+        for item, scope, key in self._token_items(limits, agent_id, conversation_id, person):
             ids = (scope, agent_id, key)
             if item.amount and not await self._counters.has_room(item, ids):
+                if scope == "tok-person":
+                    raise TooManyRequests(
+                        f"your model token budget with this agent today ({item.amount}) is spent",
+                        code=ErrorCode.TOKEN_BUDGET_EXHAUSTED,
+                        retry_after=await self._retry_after(item, ids),
+                    )
                 if key:
                     # Its window is as long as a session lives: "retry in 30 days" would
                     # be no answer. A new conversation has a budget of its own.
@@ -121,13 +153,17 @@ class Quotas:
 
     @staticmethod
     def _token_items(
-        limits: Limits, agent_id: str, conversation_id: str
+        limits: Limits, agent_id: str, conversation_id: str, person: str | None
     ) -> list[tuple[RateLimitItem, str, str]]:
-        return [
+        items: list[tuple[RateLimitItem, str, str]] = [
             (RateLimitItemPerDay(limits.model_tokens_per_conversation,
                                  CONVERSATION_WINDOW_DAYS), "tok-conv", conversation_id),
             (RateLimitItemPerDay(limits.model_tokens_per_day), "tok-agent", ""),
         ]  # fmt: skip
+        if person is not None:
+            items.append((RateLimitItemPerDay(limits.model_tokens_per_day_per_person),
+                          "tok-person", person))  # fmt: skip
+        return items
 
     # ---- plumbing --------------------------------------------------------------------------
 
@@ -139,7 +175,7 @@ class Quotas:
         if full is not None:
             item, ids, what = on[full]
             raise TooManyRequests(
-                f"too many {what}: the limit is {item.amount} per minute",
+                f"too many {what}: the limit is {item.amount} per {item.GRANULARITY.name}",
                 retry_after=await self._retry_after(item, ids),
             )
 

@@ -27,6 +27,7 @@ from hostcall.errors import (
     Unauthorized,
     Unavailable,
 )
+from hostcall.identities import Identities
 from hostcall.journal import Journal
 from hostcall.leases import Leases
 from hostcall.ledger import Ledger
@@ -64,6 +65,8 @@ class Runtime:
     sessions: Sessions
     clock: Callable[[], float] = time.time
     tracing: Tracing = field(default_factory=Tracing.off)
+    # Visitors' identity tokens, and the JWKS they are checked with (hostcall/identities.py).
+    identities: Identities = field(default_factory=Identities, repr=False)
     # Streams replaying a backlog take turns here, a page at a time (hostcall/stream.py).
     replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
     # The pages of logs those streams replay, read and framed once for all of them.
@@ -128,8 +131,9 @@ class Runtime:
             recovery=Recovery(journal, leases, ledger, clock=clock),
         )
         sessions = Sessions(tokens, store, max_age=settings.session_max_age)
+        identities = Identities(platform=lambda: run_agents.platform)
         parts = (broker, tokens, engine, leases, quotas, sessions)
-        return cls(settings, agents, store, *parts, clock, tracing)
+        return cls(settings, agents, store, *parts, clock, tracing, identities)
 
     def stream_ticket(self, conversation_id: str, generation: int) -> str:
         """``Sessions.stream_ticket``: a stream token that opens one stream, once."""

@@ -50,7 +50,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.agents import Agent
-from hostcall.errors import BadRequest, HostcallError, NotFound, Unauthorized
+from hostcall.errors import BadRequest, Forbidden, HostcallError, NotFound, Unauthorized
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import ResumeSession, read_body
@@ -71,7 +71,8 @@ class Sessions:
 
     def token(self, conversation: Conversation, generation: int | None = None) -> str:
         gen = conversation.session_generation if generation is None else generation
-        return self.tokens.sign(Purpose.SESSION, Claims(conversation.id, generation=gen))
+        claims = Claims(conversation.id, generation=gen, person=conversation.person)
+        return self.tokens.sign(Purpose.SESSION, claims)
 
     def stream_ticket(self, conversation_id: str, generation: int) -> str:
         """A stream token that opens one stream, once, within ``stream_max_age``: it
@@ -85,6 +86,13 @@ class Sessions:
             raise Unauthorized(
                 "this session was resumed elsewhere since this token was issued; resume it again",
                 code=ErrorCode.SESSION_REPLACED,
+            )
+        if conversation.person is not None and claims.person != conversation.person:
+            # Adoption moves a conversation to its next generation, so a token from before
+            # it fails above; this holds the line whatever the generation.
+            raise Forbidden(
+                "this session token was not issued to the person this conversation belongs to",
+                code=ErrorCode.WRONG_PERSON,
             )
 
     def opened(
@@ -113,6 +121,7 @@ class Sessions:
                 conversation.session_generation if generation is None else generation,
             ),
             agent=AgentCard(agent.id, agent.name, agent.greeting, tools),
+            person=conversation.person,
         )
 
     # ---- the cookie ------------------------------------------------------------------------
@@ -160,14 +169,22 @@ class Sessions:
     # ---- resuming --------------------------------------------------------------------------
 
     async def resume(
-        self, cookie: str | None, agent: Agent, key: str, *, held: str | None = None
+        self,
+        cookie: str | None,
+        agent: Agent,
+        key: str,
+        *,
+        held: str | None = None,
+        person: str | None = None,
     ) -> tuple[Conversation, Claims]:
         """The conversation the cookie names and the cookie's claims to hand out, or NotFound.
 
         ``key`` is the page's resume key: the cookie resumes only with the one it binds.
         ``held`` is the session token the resuming tab held, if any: with the current
         cookie it keeps the generation (see the module's docstring); otherwise the
-        conversation moves to its next one.
+        conversation moves to its next one. ``person``: the verified ``sub`` the page
+        identified its visitor as, if it did; a person's conversation resumes only for them
+        (after ``logout``, or for someone else in this browser, the cookie opens nothing).
         """
         gone = NotFound("no conversation to resume in this browser", code=ErrorCode.NO_SESSION)
         claims = self._claims(cookie, Purpose.RESUME)
@@ -179,6 +196,10 @@ class Sessions:
         conversation = await self.store.get_conversation(claims.conversation_id)
         if conversation is None or conversation.agent_id != agent.id:
             raise gone
+        if conversation.person is not None and conversation.person != person:
+            raise gone  # before anything changes: the conversation is someone else's
+        if conversation.person is None and agent.identity and agent.identity.required:
+            raise gone  # an agent that now requires identity keeps no anonymous visitor
         # A cookie of an older generation is refused, whoever sends it; said so, because a
         # tab that resumed at the same instant as another sent the same cookie: once the
         # other's new cookie has landed in the browser, asking again succeeds (api.js does).
@@ -236,8 +257,13 @@ async def resume_session(request: Request) -> Response:
     sessions: Sessions = runtime.sessions
     parent = sessions.parent_origin(body.parent_origin, agent)
     cookie = request.cookies.get(sessions.cookie_name(parent))
+    identity = await runtime.identities.of_request(request, agent)
     conversation, claims = await sessions.resume(
-        cookie, agent, body.resume_key, held=bearer_token(request)
+        cookie,
+        agent,
+        body.resume_key,
+        held=bearer_token(request),
+        person=identity.sub if identity else None,
     )
     generation = claims.generation
     response = WireResponse(sessions.opened(conversation, agent, generation=generation))

@@ -53,6 +53,9 @@ class Claims:
     run_id: str | None = None
     # A resume cookie's binding: the digest of the page's key it resumes with.
     binding: str | None = None
+    # A session token's person: the verified ``sub`` it was issued to, for a conversation
+    # that belongs to one (Conversation.person); None for an anonymous one.
+    person: str | None = None
 
 
 class _ClockedSigner(TimestampSigner):
@@ -103,6 +106,8 @@ class Tokens:
             payload["g"] = claims.generation
         if claims.binding is not None:
             payload["b"] = claims.binding
+        if claims.person is not None:
+            payload["p"] = claims.person
         signed = self._signers[purpose].sign(self._serializers[purpose].dump_payload(payload))
         return signed.decode()
 
@@ -139,6 +144,7 @@ class Tokens:
             generation=payload.get("g", 0) if isinstance(payload.get("g", 0), int) else -1,
             run_id=payload.get("r"),
             binding=payload.get("b") if isinstance(payload.get("b"), str) else None,
+            person=payload.get("p") if isinstance(payload.get("p"), str) else None,
         )
 
     def _signed_for_other_purpose(self, purpose: Purpose, token: str) -> bool:

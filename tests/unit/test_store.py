@@ -1068,3 +1068,19 @@ async def test_a_persons_conversations_are_theirs_listed_last_written_first(stor
     assert await store.person_conversations("planner", "nobody") == []
     summaries = await store.list_conversations(ConversationQuery(person="ann"))
     assert [s.conversation.id for s in summaries] == ["c5", "c3", "c2", "c1"]
+
+
+async def test_a_run_keeps_the_identity_it_acts_for(store: Store) -> None:
+    await _conversation(store)
+    user = {"sub": "ann", "claims": {"sub": "ann", "plan": "pro", "n": [1, 2]}}
+    await store.create_run(Run("r1", "c1", {"id": "planner"}, RunStatus.WAITING, user=user))
+    lease = ("run:r2", "me", 10.0)
+    await store.create_run(Run("r0", "c1", {"id": "planner"}, RunStatus.FINISHED))
+    assert (await store.get_run("r1")).user == user
+    assert (await store.get_run("r0")).user is None
+    await store.update_run("r1", status=RunStatus.FINISHED)
+    start = await store.create_run_alone(
+        Run("r2", "c1", {"id": "planner"}, RunStatus.RUNNING, user=user), lease
+    )
+    assert start.busy is None
+    assert (await store.latest_run("c1")).user == user

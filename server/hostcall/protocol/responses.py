@@ -113,6 +113,10 @@ class ConversationOpened:
     session_token: str
     stream_token: str
     agent: AgentCard
+    # The verified ``sub`` of the person it belongs to; absent for an anonymous conversation.
+    person: str | None = None
+    # ``identify`` only: true when it made this browser's anonymous conversation theirs.
+    adopted: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,8 @@ ESTIMATE = "estimate"
 class StepUsage:
     record: UsageRecord
     agent: Agent
+    # The person the run acts for (their own daily token budget), None for an anonymous one.
+    person: str | None = None
 
 
 class Usage:
@@ -51,7 +53,11 @@ class Usage:
         r = spent.record
         agent = spent.agent
         await self.quotas.record_tokens(
-            agent.id, agent.limits, r.conversation_id, r.input_tokens + r.output_tokens
+            agent.id,
+            agent.limits,
+            r.conversation_id,
+            r.input_tokens + r.output_tokens,
+            person=spent.person,
         )
 
     async def run_ended(self, run: Run, *, error: str | None) -> None:
@@ -145,7 +151,8 @@ class Measure:
         metrics.MODEL_TOKENS.labels(self.model, "input", source).inc(read)
         metrics.MODEL_TOKENS.labels(self.model, "output", source).inc(wrote)
         self._trace(seconds, record, end.finish_reason if end is not None else None)
-        return StepUsage(record, self.agent)
+        person = self.run.user.get("sub") if self.run.user else None
+        return StepUsage(record, self.agent, person)
 
     def _trace(
         self,

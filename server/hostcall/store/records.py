@@ -96,6 +96,10 @@ class Run:
     # Names ``agent`` in the store (hostcall/store/definitions.py); "" for a run not stored
     # yet, whose store computes it. Derived from ``agent``, so not compared.
     agent_digest: str = field(default="", compare=False)
+    # Who the run acts for: the verified identity of the person who started it (``{"sub",
+    # "claims"}``, hostcall/identity.py), frozen with it; None for an anonymous visitor. Its
+    # tools' ``$user`` parameters and guardrails read it; nothing the model says changes it.
+    user: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

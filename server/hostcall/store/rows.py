@@ -139,6 +139,7 @@ def run(row: Mapping[str, Any], agent: Any) -> Run:
         error=load(row["error"]) if row["error"] else None,
         simulate=bool(row["simulate"]),
         agent_digest=row["agent_digest"],
+        user=load(row["identity"]) if row["identity"] else None,
     )
 
 

@@ -56,8 +56,8 @@ FROM (SELECT 1) AS one LEFT JOIN claimed ON TRUE
 
 
 RUN_INSERT = (
-    "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
-    " VALUES (%s, %s, %s, %s, %s, NULL, %s)"
+    "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate, identity)"
+    " VALUES (%s, %s, %s, %s, %s, NULL, %s, %s)"
 )
 # The run and its lease unless the conversation has a run in progress (then that run's id
 # and status, and nothing stored). A lease row already there for a new run's key (never: ids
@@ -69,8 +69,8 @@ WITH busy AS (
     SELECT id, status FROM runs WHERE conversation_id = %s AND status IN ('running', 'waiting')
     ORDER BY pos DESC LIMIT 1
 ), run AS (
-    INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)
-    SELECT %s, %s, %s, %s, %s, NULL, %s WHERE NOT EXISTS (SELECT 1 FROM busy)
+    INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate, identity)
+    SELECT %s, %s, %s, %s, %s, NULL, %s, %s WHERE NOT EXISTS (SELECT 1 FROM busy)
     RETURNING id
 ), lease AS (
     INSERT INTO leases (key, owner, until) SELECT %s, %s, %s FROM run
@@ -120,7 +120,8 @@ class RunTables(Coordination, Runs):
 
     @staticmethod
     def _run_values(run: Run, digest: str) -> tuple[Any, ...]:
-        return (run.id, run.conversation_id, digest, run.status, run.step, run.simulate)
+        user = rows.dump(run.user) if run.user is not None else None
+        return (run.id, run.conversation_id, digest, run.status, run.step, run.simulate, user)
 
     async def _runs(self, found: list[Row]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names (read from the

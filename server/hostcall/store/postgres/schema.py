@@ -122,4 +122,8 @@ UPDATE conversations SET updated_at = created_at;
 CREATE INDEX conversations_by_person ON conversations (agent_id, person, updated_at DESC, id DESC)
     WHERE person IS NOT NULL;
 """),
+    # The verified identity a run acts for (Run.user), frozen when it starts.
+    Migration(14, "run identities", """
+ALTER TABLE runs ADD COLUMN identity TEXT;
+"""),
 )  # fmt: skip

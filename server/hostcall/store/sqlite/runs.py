@@ -38,9 +38,19 @@ class RunTables(Coordination, Runs):
             (digest, self._definitions.text(digest, run.agent)),
         )
         self._db.execute(
-            "INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run.id, run.conversation_id, digest, run.status, run.step, None, int(run.simulate)),
+            "INSERT INTO runs"
+            " (id, conversation_id, agent_digest, status, step, error, simulate, identity)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run.id,
+                run.conversation_id,
+                digest,
+                run.status,
+                run.step,
+                None,
+                int(run.simulate),
+                rows.dump(run.user) if run.user is not None else None,
+            ),
         )
 
     async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:

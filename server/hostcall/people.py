@@ -1,0 +1,194 @@
+"""Known visitors in the widget's API: a page says who its visitor is, and their
+conversations follow them (docs/identity.md).
+
+``POST /api/agents/{agent}/identify`` takes the page's identity token (``Hostcall-Identity``)
+and answers with the conversation this browser goes on with, as the person:
+
+1. the conversation this tab holds (its session token) or this browser's cookie names, if it
+   is already theirs;
+2. else that conversation, *adopted*, if it is anonymous and has begun (a message was sent),
+   or if the person has none yet: it becomes theirs, and moves to its next session
+   generation, so any token of it from before (a copy anyone kept) is refused;
+3. else the person's conversation they wrote in last (from any browser or device);
+4. else a new one, theirs.
+
+A conversation of another person is never adopted, opened or resumed, whatever the tab
+holds. ``POST .../conversations/{id}/open`` opens one of the person's conversations (their
+history); ``POST /api/conversations/{id}/logout`` ends this browser's session of a
+conversation (its tokens are refused from then on).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from hostcall.agents import Agent
+from hostcall.errors import Forbidden, HostcallError, NotFound
+from hostcall.identity import Identity
+from hostcall.ledger import new_id
+from hostcall.origins import check_request_origin
+from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.requests import NewConversation, ResumeSession, read_body
+from hostcall.responses import WireResponse
+from hostcall.runtime import Runtime
+from hostcall.sessions import bearer_token
+from hostcall.store.records import Conversation
+from hostcall.tokens import Purpose
+
+
+def _agent(request: Request, runtime: Runtime) -> Agent:
+    agent_id = request.path_params["agent_id"]
+    agent = runtime.agents.get(agent_id)
+    if agent is None:
+        raise NotFound(f"no agent {agent_id!r}", code=ErrorCode.UNKNOWN_AGENT)
+    return agent
+
+
+async def _held(request: Request, runtime: Runtime, agent: Agent) -> Conversation | None:
+    """The conversation of the session token this tab holds, if it is current."""
+    token = bearer_token(request)
+    if token is None:
+        return None
+    try:
+        claims = runtime.tokens.verify(Purpose.SESSION, token)
+    except HostcallError:
+        return None
+    conversation = await runtime.store.get_conversation(claims.conversation_id)
+    if conversation is None or conversation.agent_id != agent.id:
+        return None
+    try:
+        runtime.sessions.check_generation(conversation, claims)
+    except HostcallError:
+        return None
+    return conversation
+
+
+async def _cookied(
+    request: Request, runtime: Runtime, agent: Agent, parent: str, key: str, person: str
+) -> Conversation | None:
+    """The conversation this browser's cookie names (resumed: next generation), if any."""
+    cookie = request.cookies.get(runtime.sessions.cookie_name(parent))
+    try:
+        conversation, claims = await runtime.sessions.resume(cookie, agent, key, person=person)
+    except HostcallError:
+        return None
+    return replace(conversation, session_generation=claims.generation)
+
+
+async def identify(request: Request) -> Response:
+    runtime: Runtime = request.app.state.hostcall
+    agent = _agent(request, runtime)
+    # Like resuming, only the widget's own page: it reads this browser's cookie.
+    check_request_origin(request, (), required=True)
+    body = await read_body(request, NewConversation, runtime.settings.max_body_bytes)
+    parent = runtime.sessions.parent_origin(body.parent_origin, agent)
+    identity = await runtime.identities.of_request(request, agent, needed=True)
+    assert identity is not None
+    person = identity.sub
+    current = await _held(request, runtime, agent)
+    if current is None or current.person not in (None, person):
+        current = await _cookied(request, runtime, agent, parent, body.resume_key, person)
+    chosen, adopted = await _choose(runtime, agent, identity, current, request, body.locale)
+    response = WireResponse(replace(runtime.sessions.opened(chosen, agent), adopted=adopted))
+    if body.resume_key:
+        binding = runtime.sessions.binding(body.resume_key)
+        runtime.sessions.set_cookie(response, chosen, agent, parent, binding=binding)
+    return response
+
+
+async def _choose(
+    runtime: Runtime,
+    agent: Agent,
+    identity: Identity,
+    current: Conversation | None,
+    request: Request,
+    locale: str,
+) -> tuple[Conversation, bool]:
+    """The conversation the person goes on with (the module's rule), and whether it was
+    adopted."""
+    store, person = runtime.store, identity.sub
+    if current is not None and current.person == person:
+        return current, False
+    if current is not None and current.person is None:
+        begun = await store.latest_run(current.id) is not None
+        if begun or not await store.person_conversations(agent.id, person, limit=1):
+            generation = current.session_generation
+            async with store.transaction():
+                mine = await store.set_person(current.id, person)
+                if mine:
+                    await store.rotate_session(current.id, generation)
+            if mine:
+                adopted = await store.get_conversation(current.id)
+                assert adopted is not None
+                return adopted, True
+    latest = await store.person_conversations(agent.id, person, limit=1)
+    if latest:
+        found = await store.get_conversation(latest[0].id)
+        assert found is not None  # a person's conversations are not deleted meanwhile
+        return found, False
+    client = request.client.host if request.client else "unknown"
+    await runtime.quotas.new_conversation(agent.id, agent.limits, client)
+    created = Conversation(new_id("c"), agent.id, time.time(), locale, person=person)
+    await store.create_conversation(created)
+    return created, False
+
+
+async def open_conversation(request: Request) -> Response:
+    runtime: Runtime = request.app.state.hostcall
+    agent = _agent(request, runtime)
+    check_request_origin(request, (), required=True)
+    body = await read_body(request, ResumeSession, runtime.settings.max_body_bytes)
+    parent = runtime.sessions.parent_origin(body.parent_origin, agent)
+    identity = await runtime.identities.of_request(request, agent, needed=True)
+    assert identity is not None
+    conversation_id = request.path_params["conversation_id"]
+    conversation = await runtime.store.get_conversation(conversation_id)
+    if (
+        conversation is None
+        or conversation.agent_id != agent.id
+        or (conversation.person != identity.sub)
+    ):
+        # Another person's conversation is as unknown as one that does not exist.
+        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
+    response = WireResponse(runtime.sessions.opened(conversation, agent))
+    if body.resume_key:
+        binding = runtime.sessions.binding(body.resume_key)
+        runtime.sessions.set_cookie(response, conversation, agent, parent, binding=binding)
+    return response
+
+
+async def logout(request: Request) -> Response:
+    """This browser leaves the conversation: every token of its session is refused from now
+    (a person's other browsers resume theirs with their own cookie and identity)."""
+    runtime: Runtime = request.app.state.hostcall
+    claims = runtime.tokens.verify(Purpose.SESSION, bearer_token(request))
+    conversation_id = request.path_params["conversation_id"]
+    if claims.conversation_id != conversation_id:
+        raise Forbidden(f"this session token is for another conversation than {conversation_id}")
+    conversation = await runtime.store.get_conversation(conversation_id)
+    if conversation is None:
+        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
+    runtime.sessions.check_generation(conversation, claims)
+    agent = runtime.agents.get(conversation.agent_id)
+    if "origin" in request.headers:
+        check_request_origin(request, agent.allowed_origins if agent else ())
+    async with runtime.store.transaction():
+        await runtime.store.rotate_session(conversation.id, conversation.session_generation)
+    return Response(status_code=204)
+
+
+def people_routes() -> list[BaseRoute]:
+    return [
+        Route("/api/agents/{agent_id}/identify", identify, methods=["POST"]),
+        Route(
+            "/api/agents/{agent_id}/conversations/{conversation_id}/open",
+            open_conversation,
+            methods=["POST"],
+        ),
+        Route("/api/conversations/{conversation_id}/logout", logout, methods=["POST"]),
+    ]
