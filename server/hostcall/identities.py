@@ -96,7 +96,7 @@ class Identities:
         token = token or request.headers.get(IDENTITY_HEADER) or None
         config = agent.identity
         if config is None:
-            if token:
+            if token or needed:
                 raise BadRequest(
                     f"agent {agent.id!r} takes no identity token (its file has no 'identity')"
                 )

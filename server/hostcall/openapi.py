@@ -58,6 +58,7 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 # Every body-carrying request can meet these before its handler runs (reading.py, middleware).
 BODY_ERRORS = (400, 408, 413, 415)
 SESSION: list[dict[str, list[str]]] = [{"session": []}]
+IDENTITY: list[dict[str, list[str]]] = [{"identity": []}]
 CONSOLE: list[dict[str, list[str]]] = [{"console": [], "csrf": []}]
 
 
@@ -178,6 +179,20 @@ def _api(p: _Paths) -> dict[str, Any]:
             body=_ref("ResumeSession"),
             security=[{}, *SESSION],  # optional: a new page has no token
             optional_body=True)},
+        "/api/agents/{agentId}/identify": {"parameters": [_param("agentId")], "post": p.op(
+            "Go on as the person the page's identity token names: this browser's conversation"
+            " (adopted if it was anonymous and begun), else the person's latest, else a new one"
+            " (docs/identity.md)", 200, opened, 400, 401, 403, 404, 429, 503,
+            body=_ref("NewConversation"), security=[IDENTITY[0] | SESSION[0], *IDENTITY],
+            optional_body=True)},
+        "/api/agents/{agentId}/conversations/{conversationId}/open": {
+            "parameters": [_param("agentId"), *conv], "post": p.op(
+                "Open one of the identified person's conversations in this browser", 200,
+                opened, 400, 401, 403, 404, 503, body=_ref("ResumeSession"), security=IDENTITY,
+                optional_body=True)},
+        "/api/conversations/{conversationId}/logout": {"parameters": conv, "post": p.nobody(
+            "This browser leaves the conversation: its session's tokens are refused from now",
+            401, 403, 404)},
         "/api/conversations/{conversationId}": {"parameters": [
             *conv, _param("surface", "query", SURFACE),
         ], "get": p.op(
@@ -266,6 +281,7 @@ def document() -> dict[str, Any]:
             "schemas": {**request_schemas(), **dict(sorted(p.schemas.components.items()))},
             "securitySchemes": {
                 "session": {"type": "http", "scheme": "bearer"},
+                "identity": {"type": "apiKey", "in": "header", "name": "Hostcall-Identity"},
                 "console": {"type": "apiKey", "in": "cookie", "name": "hc_console"},
                 "csrf": {"type": "apiKey", "in": "header", "name": "X-CSRF-Token"},
             },
