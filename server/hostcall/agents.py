@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hostcall.blocks.http_request import spec_target
+from hostcall.blocks.http_request import spec_target, user_keys
 from hostcall.errors import AgentConfigError
 from hostcall.identity import IdentityConfig, parse_identity
 from hostcall.origins import BadOrigin, normalize_origin
@@ -152,6 +152,8 @@ def parse_agent(
             data["identity"], where, environ, allowed_env=env_allowed, allowed_hosts=hosts_allowed
         )
         problems += identity_problems
+    if "identity" not in data:
+        problems += _user_without_identity(where, tools)
     model = data.get("model", {"kind": "scripted", "rules": []})
     # Rules may name any declared tool: a broken tool is reported once, for itself.
     declared = {t.get("name", t.get("toolName")) for t in tools_data if isinstance(t, dict)}
@@ -187,6 +189,21 @@ def parse_agent(
         prices=prices,
         identity=identity,
     ), []
+
+
+def _user_without_identity(where: str, tools: list[Tool]) -> list[str]:
+    """A tool that acts for the signed-in person, in an agent where nobody signs in."""
+    problems = []
+    for tool in tools:
+        uses = bool(tool.http and user_keys(tool.http.spec)) or any(
+            c.path.startswith("$user") for rule in tool.guardrails for c in rule.when
+        )
+        if uses:
+            problems.append(
+                f"{where}: tool {tool.name!r} uses $user, but the agent has no 'identity' "
+                "block: nobody would ever be signed in (docs/identity.md)"
+            )
+    return problems
 
 
 def _reply_problems(where: str, model: Any, tools: list[Tool]) -> list[str]:

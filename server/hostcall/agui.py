@@ -37,6 +37,7 @@ from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStar
 from hostcall.protocol.requests import read_body
 from hostcall.protocol.run_input import InputMessage, RunAgentInput
 from hostcall.runtime import Runtime
+from hostcall.sessions import bearer_token
 from hostcall.store.records import ANONYMOUS_SURFACE, Conversation
 
 # A stream waits this long for news before looking at the store again (the broker only wakes
@@ -45,8 +46,11 @@ POLL_SECONDS = 5.0
 LF = "\n"
 
 
-def thread_conversation_id(agent_id: str, thread_id: str) -> str:
-    digest = hashlib.sha256(f"{agent_id}\0{thread_id}".encode()).hexdigest()
+def thread_conversation_id(agent_id: str, thread_id: str, person: str | None = None) -> str:
+    """A thread's conversation; an identified person's threads are theirs alone (the same
+    thread id from anyone else, or from nobody, is another conversation)."""
+    key = f"{agent_id}\0{thread_id}" if person is None else f"{agent_id}\0{person}\0{thread_id}"
+    digest = hashlib.sha256(key.encode()).hexdigest()
     return f"t_{digest[:32]}"
 
 
@@ -61,20 +65,24 @@ async def run_agent(request: Request) -> EventSourceResponse:
     # id is no way around them, and each request costs one message (it may start a run).
     check_request_origin(request, agent.allowed_origins)
     body = await read_body(request, RunAgentInput, runtime.settings.max_body_bytes)
+    # The site's identity token for its visitor, as this endpoint's bearer token.
+    identity = await runtime.identities.of_request(request, agent, token=bearer_token(request))
+    person = identity.sub if identity else None
     client = request.client.host if request.client else "unknown"
-    cid = thread_conversation_id(agent.id, body.thread_id)
+    cid = thread_conversation_id(agent.id, body.thread_id, person)
     existing = await runtime.store.get_conversation(cid)
     if existing is None:
         await runtime.quotas.new_conversation(agent.id, agent.limits, client)
-    await runtime.quotas.new_message(agent.id, agent.limits, cid, client)
-    conversation = await _thread(runtime, agent, body, existing)
+    await runtime.quotas.new_message(agent.id, agent.limits, cid, client, person=person)
+    conversation = await _thread(runtime, agent, body, existing, person)
     declared = frozenset(body.tools)
     queue = runtime.broker.subscribe(conversation.id)
     try:
         start = await runtime.store.last_seq(conversation.id)
         answered = await _answer_calls(runtime.engine, conversation.id, body.messages)
         if not answered:
-            await runtime.engine.start_run(conversation, _user_text(body.messages))
+            user = identity.to_json() if identity else None
+            await runtime.engine.start_run(conversation, _user_text(body.messages), user=user)
     except BaseException:
         runtime.broker.unsubscribe(conversation.id, queue)
         raise
@@ -164,12 +172,16 @@ class _Relay:
 
 
 async def _thread(
-    runtime: Runtime, agent: Agent, body: RunAgentInput, existing: Conversation | None
+    runtime: Runtime,
+    agent: Agent,
+    body: RunAgentInput,
+    existing: Conversation | None,
+    person: str | None,
 ) -> Conversation:
-    cid = thread_conversation_id(agent.id, body.thread_id)
+    cid = thread_conversation_id(agent.id, body.thread_id, person)
     store = runtime.store
     if existing is None:
-        await store.create_conversation(Conversation(cid, agent.id, time.time()))
+        await store.create_conversation(Conversation(cid, agent.id, time.time(), person=person))
     client_tools = {t.name for t in agent.tools if t.kind == "client"}
     declared = tuple(n for n in body.tools if n in client_tools)
     # The AG-UI client names no surface: it is the conversation's own, always present

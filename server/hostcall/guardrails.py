@@ -8,6 +8,11 @@ by JSON Pointer (``/amount``, ``/tasks/0/title``) and compares it:
 
 ``regex`` is RE2's syntax, matched in linear time (hostcall/patterns.py).
 
+A condition of an input rule may read the signed-in person the run acts for instead, with a
+path under ``$user``: ``$user/sub``, ``$user/claims/plan`` (docs/identity.md). It is the
+verified identity token's, never the model's; with nobody signed in it is missing (so
+``not_equals`` holds: a rule "block unless plan is pro" blocks anonymous visitors too).
+
 Actions: ``block`` (the call never runs, or its output never reaches the model:
 ``blocked_by_guardrail``), ``require_approval`` (input only), ``redact`` (output only: the
 listed fields become "[redacted]" before the model sees them; the ledger keeps the full
@@ -27,6 +32,7 @@ OPERATORS = ("equals", "not_equals", "contains", "regex", "gt", "gte", "lt", "lt
 ACTIONS = ("block", "require_approval", "redact", "log")
 RULE_KEYS = {"name", "on", "when", "action", "fields"}
 REDACTED = "[redacted]"
+USER = "$user"
 _MISSING = object()
 
 
@@ -36,8 +42,11 @@ class Condition:
     op: str
     value: Any = None
 
-    def holds(self, document: Any) -> bool:
-        found = resolve(document, self.path)
+    def holds(self, document: Any, user: Any = None) -> bool:
+        if self.path.startswith(USER):
+            found = _MISSING if user is None else resolve(user, self.path[len(USER) :])
+        else:
+            found = resolve(document, self.path)
         if self.op == "exists":
             return (found is not _MISSING) == (self.value is not False)
         if found is _MISSING:
@@ -71,8 +80,8 @@ class Guardrail:
     action: str
     fields: tuple[str, ...] = ()
 
-    def matches(self, document: Any) -> bool:
-        return all(c.holds(document) for c in self.when)
+    def matches(self, document: Any, user: Any = None) -> bool:
+        return all(c.holds(document, user) for c in self.when)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +110,9 @@ def resolve(document: Any, pointer: str) -> Any:
     return current
 
 
-def evaluate(rules: Sequence[Guardrail], on: str, document: Any) -> list[Hit]:
-    return [Hit(r.name, r.action, on) for r in rules if r.on == on and r.matches(document)]
+def evaluate(rules: Sequence[Guardrail], on: str, document: Any, *, user: Any = None) -> list[Hit]:
+    """``user``: the run's verified identity (``{"sub", "claims"}``), for ``$user`` paths."""
+    return [Hit(r.name, r.action, on) for r in rules if r.on == on and r.matches(document, user)]
 
 
 def redact(rules: Sequence[Guardrail], hits: Sequence[Hit], document: Any) -> Any:
@@ -168,6 +178,8 @@ def parse_guardrails(raw: Any) -> tuple[Guardrail, ...]:
         if not isinstance(when_list, list) or not when_list:
             raise ValueError(f"{where}: 'when' must be a condition or a non-empty list of them")
         conditions = tuple(_condition(c, where) for c in when_list)
+        if on == "output" and any(c.path.startswith(USER) for c in conditions):
+            raise ValueError(f"{where}: '$user' conditions apply to input rules only")
         rules.append(Guardrail(name, on, conditions, action, tuple(fields)))
     names = [r.name for r in rules]
     duplicate = next((n for n in names if names.count(n) > 1), None)
@@ -184,8 +196,12 @@ def _condition(raw: Any, where: str) -> Condition:
     if not isinstance(raw, dict) or set(raw) - {"path", "op", "value"}:
         raise ValueError(f"{where}: a condition is {{'path', 'op', 'value'}}")
     path, op, value = raw.get("path"), raw.get("op"), raw.get("value")
-    if not _pointer(path):
-        raise ValueError(f"{where}: 'path' must be a JSON Pointer such as '/amount'")
+    user_path = isinstance(path, str) and path.startswith(USER) and _pointer(path[len(USER) :])
+    if not (_pointer(path) or user_path):
+        raise ValueError(
+            f"{where}: 'path' must be a JSON Pointer such as '/amount', or one under $user "
+            "such as '$user/claims/plan'"
+        )
     if op not in OPERATORS:
         raise ValueError(f"{where}: 'op' must be one of {', '.join(OPERATORS)} (got {op!r})")
     if op == "regex" and (problem := patterns.problem(value)):

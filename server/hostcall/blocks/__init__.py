@@ -6,13 +6,14 @@ parameters a tool declares, and the ``{{ $fromAI.key }}`` references that place 
     BlockError            .code, .message (written for the model)
      ├── InvalidValue     invalid_arguments
      ├── NotAuthorized    not_authorized     .host
+     ├── MissingUser      not_authorized     (a $user value the run does not have)
      └── BlockFailed      block_failed       .status, .reason
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,11 @@ PARAM_TYPES = ("string", "number", "integer", "boolean")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _EXPR = re.compile(r"\{\{(.*?)\}\}", re.S)
 _REF = re.compile(r"\s*\$fromAI\.([A-Za-z_][A-Za-z0-9_]*)\s*\Z")
+# The signed-in person the run acts for (docs/identity.md): fixed by the server, never the
+# model's. Its values are found under these keys, which no AI parameter can have (a key is
+# letters, digits and _), so the model's arguments can neither supply nor change them.
+_USER_REF = re.compile(r"\s*(\$user\.(?:sub|claims\.[A-Za-z_][A-Za-z0-9_]*))\s*\Z")
+USER_PREFIX = "$user."
 
 
 # ---- errors the model receives ---------------------------------------------------------------
@@ -45,6 +51,12 @@ class NotAuthorized(BlockError):
     def __init__(self, host: str) -> None:
         super().__init__(f"This tool may not send requests to {host}.")
         self.host = host
+
+
+class MissingUser(BlockError):
+    """A ``$user`` value the tool needs is not there: nobody signed in, or a claim missing."""
+
+    code = ToolErrorCode.NOT_AUTHORIZED
 
 
 class BlockFailed(BlockError):
@@ -114,12 +126,39 @@ def ai_params_schema(params: Sequence[AiParam]) -> dict[str, Any]:
     }
 
 
-# ---- {{ $fromAI.key }} -----------------------------------------------------------------------
+# ---- {{ $fromAI.key }}, {{ $user.sub }}, {{ $user.claims.NAME }} ---------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class AiRef:
+    # An AI parameter's key, or ``$user.sub`` / ``$user.claims.NAME`` (``user_values``).
     key: str
+
+
+def uses_user(parts: Sequence[str | AiRef]) -> bool:
+    return any(isinstance(p, AiRef) and p.key.startswith(USER_PREFIX) for p in parts)
+
+
+def user_values(user: Mapping[str, Any] | None, keys: Collection[str]) -> dict[str, Any]:
+    """The ``$user`` values the templates name (``keys``), from the run's verified identity.
+    ``NotAuthorized``-like refusal is the caller's: this raises ``MissingUser`` when the run
+    has no person, or their token lacks a named claim."""
+    wanted = [k for k in keys if k.startswith(USER_PREFIX)]
+    if not wanted:
+        return {}
+    if user is None:
+        raise MissingUser("This tool acts for a signed-in person, and nobody is signed in.")
+    claims = user.get("claims") or {}
+    values: dict[str, Any] = {}
+    for key in wanted:
+        name = key[len(USER_PREFIX) :]
+        if name == "sub":
+            values[key] = user.get("sub")
+        elif (claim := name.removeprefix("claims.")) in claims:
+            values[key] = claims[claim]
+        else:
+            raise MissingUser(f"The signed-in person's token has no {claim!r} claim.")
+    return values
 
 
 def split_template(text: str, where: str, keys: Collection[str] | None = None) -> list[str | AiRef]:
@@ -127,10 +166,15 @@ def split_template(text: str, where: str, keys: Collection[str] | None = None) -
     parts: list[str | AiRef] = []
     pos = 0
     for m in _EXPR.finditer(text):
+        if (user := _USER_REF.match(m.group(1))) is not None:
+            parts += [text[pos : m.start()], AiRef(user.group(1))]
+            pos = m.end()
+            continue
         if (ref := _REF.match(m.group(1))) is None:
             raise ValueError(
-                f"{where}: {m.group(0)!r} is not allowed; only "
-                "{{ $fromAI.<key> }} is (expressions are never evaluated)"
+                f"{where}: {m.group(0)!r} is not allowed; only {{{{ $fromAI.<key> }}}}, "
+                "{{ $user.sub }} and {{ $user.claims.<name> }} are (expressions are never "
+                "evaluated)"
             )
         if keys is not None and ref.group(1) not in keys:
             raise ValueError(f"{where}: $fromAI.{ref.group(1)} is not a declared AI parameter")

@@ -24,6 +24,7 @@ import httpx
 
 from hostcall import strictjson
 from hostcall.blocks import (
+    USER_PREFIX,
     AiParam,
     AiRef,
     BlockError,
@@ -39,7 +40,7 @@ __all__ = [
     "AiParam", "BlockError", "BlockFailed", "HttpRequestSpec", "HttpResult", "InvalidValue",
     "NotAuthorized", "RenderedRequest", "ai_params_schema", "execute", "host_port",
     "parse_ai_params", "parse_allowed_hosts", "parse_request_spec", "render_request",
-    "spec_target",
+    "spec_target", "user_keys",
 ]  # fmt: skip
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
@@ -144,6 +145,17 @@ def _templates(spec: HttpRequestSpec) -> Iterator[tuple[str, str, bool]]:
             for name, item in value.items():
                 yield where, str(name), True
                 stack.append((f"{where}.{name}", item))
+
+
+def user_keys(spec: HttpRequestSpec) -> frozenset[str]:
+    """The ``$user.…`` values the spec's templates name (hostcall/blocks/__init__.py)."""
+    return frozenset(
+        part.key
+        for where, text, is_name in _templates(spec)
+        if not is_name
+        for part in split_template(text, where)
+        if isinstance(part, AiRef) and part.key.startswith(USER_PREFIX)
+    )
 
 
 # ---- rendering -------------------------------------------------------------------------------

@@ -8,7 +8,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from hostcall.blocks.http_request import BlockError, BlockFailed, execute, render_request
+from hostcall.blocks import user_values
+from hostcall.blocks.http_request import (
+    BlockError,
+    BlockFailed,
+    execute,
+    render_request,
+    user_keys,
+)
 from hostcall.calls.outcomes import Settled
 from hostcall.errors import ToolErrorCode
 from hostcall.ledger import Ledger
@@ -36,8 +43,14 @@ class ServerCalls:
         platform = self.agents.platform
         environment = platform.environment(agent.environment)
         connection = platform.connections.get(tool.http.connection or "")
+        run = await self.store.get_run(call.run_id)
         try:
-            request = render_request(tool.http.spec, call.input)
+            # The person the run acts for fills the spec's $user values; the model's
+            # arguments never hold those keys (nor could they: see blocks/__init__.py).
+            values = dict(call.input) if isinstance(call.input, dict) else {}
+            values = {k: v for k, v in values.items() if not k.startswith("$")}
+            values |= user_values(run.user if run else None, user_keys(tool.http.spec))
+            request = render_request(tool.http.spec, values)
             result = await execute(
                 request,
                 allowed_hosts=environment.allowed_hosts,
