@@ -34,6 +34,7 @@ const RESUME_PAUSES = [150, 500]
 export function createApi(base, agentId, parentOrigin, key) {
   let session = ''
   let conversationId = ''
+  let identity = ''
   const enc = encodeURIComponent
   const agentPath = `/api/agents/${enc(agentId)}`
 
@@ -46,6 +47,7 @@ export function createApi(base, agentId, parentOrigin, key) {
   async function call(method, path, body, { cookies = false, held = false, retried = false, keepalive = false } = {}) {
     const headers = new Headers(session && (!cookies || held) ? { authorization: `Bearer ${session}` } : {})
     if (body !== undefined) headers.set('content-type', 'application/json')
+    if (identity) headers.set('hostcall-identity', identity)
     let res
     try {
       // Cookies only where the server sets or reads the session cookie.
@@ -85,6 +87,10 @@ export function createApi(base, agentId, parentOrigin, key) {
     resume,
     create: locale => call('POST', `${agentPath}/conversations`, { locale, parentOrigin, resumeKey: key }, { cookies: true }).then(adopt),
     forget() { session = ''; conversationId = '' },
+    setIdentity(/** @type {string} */ token) { identity = token },
+    call,
+    adopt,
+    key,
     /** For tests in the widget's own origin (Playwright inside the frame); never stored. */
     current: () => ({ conversationId, sessionToken: session }),
     snapshot: (id, surface) => call('GET', conv(id, `?surface=${enc(surface)}`)),

@@ -52,6 +52,8 @@ const state = {
   /** @type {string[]} */ outbox: [], // texts sent before we were ready: sent once we are
 }
 let parentTools = new Set()
+let idToken = '' // the page's visitor's: known.js acts on it (docs/identity.md)
+const known = () => import('./known.js').then(k => k.go({ api, token: idToken, locale, restart, emit, toParent, cid: state.conversationId }))
 let handshakeDone = () => {}
 const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 
@@ -73,7 +75,7 @@ const emit = (event, detail) => toParent(MSG.EVENT, { event, detail })
 if (channel) channel.port1.onmessage = e => {
   const m = e.data
   if (typeof m?.type !== 'string') return
-  if (m.type === MSG.HANDLERS) setParentTools(m.tools)
+  if (m.type === MSG.HANDLERS) setParentTools(m.tools, m.token)
   else if (m.type === MSG.RESULT) calls?.parentResult(m) // no calls loaded: not one of ours
   else if (m.type === MSG.SEND && typeof m.text === 'string') send(m.text)
   else if (m.type === MSG.FOCUS) ui.focusComposer()
@@ -81,8 +83,12 @@ if (channel) channel.port1.onmessage = e => {
 }
 
 /** The handshake's answer, and any later change of the page's handlers. */
-function setParentTools(list) {
+function setParentTools(list, token) {
   parentTools = new Set(Array.isArray(list) ? list.filter(n => typeof n === 'string').slice(0, 200) : [])
+  if (typeof token == 'string' && token != idToken) {
+    idToken = token
+    state.ready && known()
+  }
   handshakeDone()
   if (state.conversationId) sendCapabilities()
 }
@@ -108,7 +114,7 @@ async function boot(fresh = false) {
     // The server's HttpOnly cookie, with the page's resume key, remembers the conversation.
     // A fresh start must not resume it: the cookie still names the conversation being left,
     // and creating the new one replaces it.
-    const resumed = fresh ? null : await api.resume().catch(err => { if (!GONE.includes(err.status)) throw err })
+    const resumed = fresh ? null : await (idToken ? known() : api.resume()).catch(err => { if (!GONE.includes(err.status)) throw err })
     if (resumed) {
       state.conversationId = resumed.conversationId
       state.streamToken = resumed.streamToken
@@ -156,14 +162,14 @@ function onStreamState(s, failures, err) {
 }
 
 /** Start a new conversation, leaving this one. */
-function restart() {
+function restart(fresh = true) {
   state.stream?.close()
   calls?.clear()
   held.length = 0 // the conversation being left: its held events must not reach the new one
   api.forget()
   Object.assign(state, { conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
   ui.reset(cfg.greeting)
-  boot(true)
+  boot(fresh)
   ui.focusComposer()
 }
 

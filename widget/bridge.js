@@ -6,7 +6,7 @@
 ;(() => {
   // MSG.HELLO = 'hostcall:hello'…: the MSG of widget/protocol.js (a test keeps these words equal).
   const MSG = {}
-  for (const k of 'hello handlers ready call result cancel send focus close event active'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
+  for (const k of 'hello handlers ready call result cancel send focus close event active identity'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
 
   window.Hostcall?._connect?.(hc => {
     const { opts, src, base, handlers, frame, emit } = hc
@@ -16,8 +16,11 @@
     let port
 
     const post = (type, data) => port?.postMessage({ type, ...data })
-    /** Handshake: the tools this page handles, again on every change. */
-    hc.sync = () => greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()] })
+    /** Handshake: the tools this page handles and its visitor's token, on every change. */
+    hc.sync = async token => {
+      try { token = hc.id ? await (typeof hc.id == 'function' ? hc.id() : hc.id) : '' } catch (err) { emit('error', { code: 'identify_failed', message: String(err) }) }
+      greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()], token })
+    }
     hc.send = text => (ready ? post(MSG.SEND, { text }) : hc.outbox.push(text))
     // Focus the frame from the page first: a frame's own focus() is often ignored.
     hc.focus = () => ready && (frame.focus(), post(MSG.FOCUS))
@@ -48,6 +51,8 @@
         running.get(m.callId)?.abort(new DOMException('Call settled elsewhere', 'AbortError'))
       } else if (m.type === MSG.CLOSE) {
         window.Hostcall.close()
+      } else if (m.type === MSG.IDENTITY) {
+        hc.sync()
       } else if (m.type === MSG.EVENT) {
         emit(m.event, m.detail)
       }

@@ -66,11 +66,19 @@ export interface MessageDetail {
 export interface ErrorDetail {
   /**
    * For example `unknown_agent` or `origin_not_allowed` (the widget could not start here),
-   * `model_unreachable`, `model_http_error`, `reply_template_failed`, `send_failed`.
+   * `model_unreachable`, `model_http_error`, `reply_template_failed`, `send_failed`,
+   * `bad_identity` / `expired_identity` (the server refused the page's identity token),
+   * `identify_failed` (the page's identity function threw).
    */
   code: string
   message?: string
 }
+
+/**
+ * Who the visitor is, signed by the site's own backend (docs/identity.md): a short-lived JWT,
+ * or a function that fetches a fresh one, which the widget calls again before each expires.
+ */
+export type IdentityToken = string | (() => string | Promise<string>)
 
 /** The events of `Hostcall('on', event, listener)`. */
 export interface HostcallEvents {
@@ -91,6 +99,8 @@ export interface HostcallApi {
   (command: 'unregister', name: string): void
   (command: 'open' | 'close'): void
   (command: 'send', text: string): void
+  (command: 'identify', token: IdentityToken): void
+  (command: 'logout'): void
   <E extends HostcallEvent>(
     command: 'on',
     event: E,
@@ -104,6 +114,14 @@ export interface HostcallApi {
   close(): void
   /** Send a message as the user (opens the chat). */
   send(text: string): void
+  /**
+   * Say who the signed-in visitor is: their conversations follow them, and this browser's
+   * anonymous conversation, if begun, becomes theirs. Calling it with another person's token
+   * (or `logout`) leaves the previous person's conversation: nothing of it stays shown.
+   */
+  identify(token: IdentityToken): void
+  /** The visitor signed out: the widget goes on as an anonymous visitor, in a new conversation. */
+  logout(): void
   /** Listen to an event; returns a function that stops listening. */
   on<E extends HostcallEvent>(event: E, listener: (detail: HostcallEvents[E]) => void): () => void
   /** Set once the loader has run (before that, `Hostcall` is the snippet's queue). */

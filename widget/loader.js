@@ -40,6 +40,13 @@
       api.open()
       hc.send ? hc.send(text) : hc.outbox.push(text)
     },
+    identify(token) {
+      hc.id = token
+      hc.sync?.()
+    },
+    logout() {
+      api.identify()
+    },
     on(event, fn) {
       (hc.listeners[event] ||= new Set()).add(fn)
       return () => hc.listeners[event].delete(fn)

@@ -76,4 +76,5 @@ export const MSG = Object.freeze({
   CLOSE: "hostcall:close",
   EVENT: "hostcall:event",
   ACTIVE: "hostcall:active",
+  IDENTITY: "hostcall:identity",
 })

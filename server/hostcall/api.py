@@ -196,7 +196,9 @@ async def snapshot(request: Request) -> Response:
 async def stream_token(request: Request) -> Response:
     runtime = _runtime(request)
     conversation = await _conversation(request, runtime)
-    ticket = runtime.stream_ticket(conversation.id, conversation.session_generation)
+    ticket = runtime.stream_ticket(
+        conversation.id, conversation.session_generation, conversation.person
+    )
     return WireResponse(StreamToken(ticket))
 
 

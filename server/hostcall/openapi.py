@@ -179,7 +179,7 @@ def _api(p: _Paths) -> dict[str, Any]:
             body=_ref("ResumeSession"),
             security=[{}, *SESSION],  # optional: a new page has no token
             optional_body=True)},
-        "/api/agents/{agentId}/identify": {"parameters": [_param("agentId")], "post": p.op(
+        "/api/agents/{agentId}/session/identify": {"parameters": [_param("agentId")], "post": p.op(
             "Go on as the person the page's identity token names: this browser's conversation"
             " (adopted if it was anonymous and begun), else the person's latest, else a new one"
             " (docs/identity.md)", 200, opened, 400, 401, 403, 404, 429, 503,

@@ -1,8 +1,8 @@
 """Known visitors in the widget's API: a page says who its visitor is, and their
 conversations follow them (docs/identity.md).
 
-``POST /api/agents/{agent}/identify`` takes the page's identity token (``Hostcall-Identity``)
-and answers with the conversation this browser goes on with, as the person:
+``POST /api/agents/{agent}/session/identify`` takes the page's identity token
+(``Hostcall-Identity``) and answers with the conversation this browser goes on with, as the person:
 
 1. the conversation this tab holds (its session token) or this browser's cookie names, if it
    is already theirs;
@@ -83,7 +83,8 @@ async def _cookied(
 async def identify(request: Request) -> Response:
     runtime: Runtime = request.app.state.hostcall
     agent = _agent(request, runtime)
-    # Like resuming, only the widget's own page: it reads this browser's cookie.
+    # Like resuming, only the widget's own page: it reads this browser's cookie, whose Path
+    # (the session endpoint's) it is under.
     check_request_origin(request, (), required=True)
     body = await read_body(request, NewConversation, runtime.settings.max_body_bytes)
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
@@ -184,7 +185,7 @@ async def logout(request: Request) -> Response:
 
 def people_routes() -> list[BaseRoute]:
     return [
-        Route("/api/agents/{agent_id}/identify", identify, methods=["POST"]),
+        Route("/api/agents/{agent_id}/session/identify", identify, methods=["POST"]),
         Route(
             "/api/agents/{agent_id}/conversations/{conversation_id}/open",
             open_conversation,

@@ -135,9 +135,11 @@ class Runtime:
         parts = (broker, tokens, engine, leases, quotas, sessions)
         return cls(settings, agents, store, *parts, clock, tracing, identities)
 
-    def stream_ticket(self, conversation_id: str, generation: int) -> str:
+    def stream_ticket(
+        self, conversation_id: str, generation: int, person: str | None = None
+    ) -> str:
         """``Sessions.stream_ticket``: a stream token that opens one stream, once."""
-        return self.sessions.stream_ticket(conversation_id, generation)
+        return self.sessions.stream_ticket(conversation_id, generation, person)
 
     async def agent_of_conversation(self, conversation_id: str) -> str | None:
         """The id of the conversation's agent, or None if there is no such conversation.

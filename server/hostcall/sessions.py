@@ -74,11 +74,14 @@ class Sessions:
         claims = Claims(conversation.id, generation=gen, person=conversation.person)
         return self.tokens.sign(Purpose.SESSION, claims)
 
-    def stream_ticket(self, conversation_id: str, generation: int) -> str:
+    def stream_ticket(
+        self, conversation_id: str, generation: int, person: str | None = None
+    ) -> str:
         """A stream token that opens one stream, once, within ``stream_max_age``: it
         travels in a URL, so whoever sees it later (a log, a proxy) can do nothing. It
         belongs to one session generation, like the session token it was got with."""
-        claims = Claims(conversation_id, nonce=secrets.token_urlsafe(12), generation=generation)
+        nonce = secrets.token_urlsafe(12)
+        claims = Claims(conversation_id, nonce=nonce, generation=generation, person=person)
         return self.tokens.sign(Purpose.STREAM, claims)
 
     def check_generation(self, conversation: Conversation, claims: Claims) -> None:
@@ -119,6 +122,7 @@ class Sessions:
             stream_token=self.stream_ticket(
                 conversation.id,
                 conversation.session_generation if generation is None else generation,
+                conversation.person,
             ),
             agent=AgentCard(agent.id, agent.name, agent.greeting, tools),
             person=conversation.person,

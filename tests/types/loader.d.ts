@@ -1,7 +1,7 @@
 // What the loader (widget/loader.js) and the bridge (widget/bridge.js) share through
 // `window.Hostcall` beyond the page API of widget/embed.d.ts: for the widget's own type check
 // (tsconfig.widget.json), never for pages.
-import type { Handler } from '../../widget/embed'
+import type { Handler, IdentityToken } from '../../widget/embed'
 
 /** The loader's state, handed to the bridge once; the bridge adds its half. */
 export interface Shared {
@@ -19,8 +19,10 @@ export interface Shared {
   frame?: HTMLIFrameElement
   mode?: 'inline' | 'bubble'
   isOpen?: 0 | 1
+  /** The page's identity token, or the function that gives it (Hostcall('identify')). */
+  id?: IdentityToken
   // The bridge's half.
-  sync?(): void
+  sync?(token?: unknown): Promise<void>
   send?(text: string): void
   focus?(): void
 }

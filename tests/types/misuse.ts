@@ -14,3 +14,5 @@ Hostcall.send({ text: 'hi' })
 Hostcall.register('x', (_input, ctx) => ctx.token)
 // @ts-expect-error: the output must be JSON, not a function
 Hostcall.register('y', () => () => 1)
+// @ts-expect-error: identify takes a JWT or a function giving one
+Hostcall.identify({ sub: 'ann' })

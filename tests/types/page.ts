@@ -36,3 +36,8 @@ stop()
 Hostcall('open')
 Hostcall.send('What should I work on next?')
 Hostcall('unregister', 'create_task')
+
+// Known visitors: a token, or a function that fetches a fresh one before each expires.
+Hostcall('identify', 'eyJhbGciOiJIUzI1NiJ9.e30.sig')
+Hostcall.identify(async () => (await fetch('/hostcall-token')).text())
+Hostcall('logout')

@@ -19,7 +19,7 @@ from tests.unit.test_bad_input import assert_error, state
 from tests.unit.test_neighbours import BOARD_ORIGIN, KEY, conversations, cookie_value
 
 AGENT = "planner"
-IDENTIFY = f"/api/agents/{AGENT}/identify"
+IDENTIFY = f"/api/agents/{AGENT}/session/identify"
 CREATE = f"/api/agents/{AGENT}/conversations"
 RESUME = f"/api/agents/{AGENT}/session"
 BODY = {"parentOrigin": BOARD_ORIGIN, "resumeKey": KEY}
@@ -344,3 +344,14 @@ def test_a_person_s_daily_message_limit_spans_their_conversations(
         assert stranger.say("hi").status_code == 202
     finally:
         h.stop()
+
+
+def test_a_person_s_conversation_streams_with_the_tickets_it_hands_out(h: Harness) -> None:
+    ann = Browser(h)
+    ann.identify("ann")
+    assert ann.tab is not None
+    r = h.http.post(f"/api/conversations/{ann.tab.id}/stream-token", headers=ann.tab.auth)
+    for ticket in (ann.tab.stream, r.json()["streamToken"]):
+        claims = h.runtime.check_stream_ticket(ticket, ann.tab.id)
+        assert claims.person == "ann"
+        h.call(h.runtime.open_stream, ann.tab.id, claims)  # raises if refused

@@ -21,8 +21,9 @@ from hostcall.protocol.events import CustomName, EventType
 # The loader, a classic script within a 3 KB budget, builds the same names from the words;
 # the test checks its word list too.
 # "active": the person typed, clicked or focused on the host page (outside the frame).
+# "identity": the page's identity token for its visitor ("" after logout, docs/identity.md).
 MESSAGES = ("hello", "handlers", "ready", "call", "result", "cancel", "send", "focus", "close",
-            "event", "active")  # fmt: skip
+            "event", "active", "identity")  # fmt: skip
 
 
 LIMITS = ("MAX_BODY_BYTES", "MAX_MESSAGE_CHARS", "MAX_REASON_CHARS", "MAX_ERROR_MESSAGE_CHARS")

@@ -1,0 +1,195 @@
+"""Known visitors in real Chromium: the host page (localhost) identifies its signed-in
+visitor with a token its own backend signs; the widget (127.0.0.1) shows that person's
+conversation, on any browser; logout, or another person signing in in the same browser,
+never shows the previous person's conversation, calls or tokens."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse
+from starlette.routing import Route
+
+from hostcall.qa.servers import (
+    HostcallServer,
+    HostPage,
+    free_port,
+    serve_in_thread,
+    start_hostcall,
+)
+from hostcall.qa.widget import Widget
+from hostcall.settings import DEMO_AGENTS
+from tests.e2e.conftest import shot
+from tests.support.identity import SECRET, SECRET_ENV, hs_token
+
+pytestmark = pytest.mark.e2e
+
+USER_TEXTS = "[data-part=message][data-role=user] [data-part=message-text]"
+# The host page's backend: who is signed in, and a fresh token for them at each ask.
+SCRIPT = """
+window.signIn = () => Hostcall('identify', () => fetch('/token').then(r => r.text()))
+if (document.cookie.includes('signed=1')) signIn()
+"""
+
+
+@dataclass
+class Site:
+    """The host page's origin: its page, and its backend's idea of who is signed in."""
+
+    page: HostPage
+    user: str = ""
+    tokens: int = 0
+
+    def app(self) -> Starlette:
+        async def index(request: Request) -> HTMLResponse:
+            return HTMLResponse(self.page.html(), headers={"Cache-Control": "no-store"})
+
+        async def token(request: Request) -> PlainTextResponse:
+            self.tokens += 1
+            return PlainTextResponse(hs_token(self.user, plan="pro") if self.user else "")
+
+        return Starlette(routes=[Route("/", index), Route("/token", token)])
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[HostcallServer, Site]]:
+    agents = tmp_path / "agents"
+    shutil.copytree(DEMO_AGENTS, agents)
+    planner = json.loads((agents / "planner.json").read_text())
+    planner["identity"] = {"issuer": "https://shop.example", "audience": "hostcall",
+                           "secret_env": SECRET_ENV}  # fmt: skip
+    (agents / "planner.json").write_text(json.dumps(planner))
+    platform = json.loads((agents / "_platform.json").read_text())
+    platform["allowed_env"] = [SECRET_ENV]
+    (agents / "_platform.json").write_text(json.dumps(platform))
+    port = free_port()
+    server = start_hostcall(tmp_path, agents=agents, env={SECRET_ENV: SECRET},
+                            allow_origins=(f"http://localhost:{port}",))  # fmt: skip
+    site = Site(HostPage(f"http://127.0.0.1:{server.port}", "planner", script=SCRIPT, port=port))
+    try:
+        with serve_in_thread(site.app(), port=port):
+            yield server, site
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def hostcall(served: tuple[HostcallServer, Site]) -> HostcallServer:
+    return served[0]
+
+
+@pytest.fixture
+def site(served: tuple[HostcallServer, Site]) -> Site:
+    return served[1]
+
+
+def people(server: HostcallServer) -> dict[str, str | None]:
+    db = sqlite3.connect(server.db)
+    try:
+        return dict(db.execute("SELECT id, person FROM conversations").fetchall())
+    finally:
+        db.close()
+
+
+def opened(page: Page, site: Site) -> Widget:
+    page.goto(site.page.url)
+    return Widget(page).open()
+
+
+def streaming(widget: Widget) -> None:
+    """The person's conversation's event stream is open (its tickets name the person)."""
+    expect(widget.frame.locator("[data-part=connection][data-state=open]")).to_have_count(
+        1, timeout=10_000
+    )
+
+
+def user_texts(widget: Widget) -> list[str]:
+    return widget.frame.locator(USER_TEXTS).all_inner_texts()
+
+
+def test_logout_and_a_second_person_never_see_the_first_one_s(
+    page: Page, site: Site, hostcall: HostcallServer
+) -> None:
+    site.user = "ann"
+    page.context.add_cookies([{"name": "signed", "value": "1", "url": site.page.url}])
+    widget = opened(page, site)
+    widget.send("Ann's private note")
+    widget.wait_until_idle()
+    streaming(widget)
+    shot(page, "known-visitor-ann")
+    assert set(people(hostcall).values()) == {"ann"}
+
+    page.evaluate("Hostcall('logout')")
+    expect(widget.frame.locator(USER_TEXTS)).to_have_count(0, timeout=10_000)
+    widget.wait_until_idle()
+    shot(page, "known-visitor-logged-out")
+    assert "Ann's private note" not in widget.frame.locator("body").inner_text()
+
+    site.user = "bob"
+    page.evaluate("signIn()")
+    widget.send("Bob here")
+    widget.wait_until_idle()
+    assert user_texts(widget) == ["Bob here"]
+    shot(page, "known-visitor-bob")
+
+    # A reload, signed in as Bob: Bob's conversation comes back, never Ann's.
+    page.reload()
+    widget = Widget(page).open()
+    expect(widget.frame.locator(USER_TEXTS)).to_have_count(1, timeout=10_000)
+    assert user_texts(widget) == ["Bob here"]
+    owners = people(hostcall)
+    assert sorted(p for p in owners.values() if p) == ["ann", "bob"]
+
+
+def test_the_same_person_continues_on_another_browser(
+    browser: Browser, site: Site, hostcall: HostcallServer
+) -> None:
+    site.user = "ann"
+    laptop = browser.new_context()
+    laptop.add_cookies([{"name": "signed", "value": "1", "url": site.page.url}])
+    first = opened(laptop.new_page(), site)
+    first.send("Plan my week")
+    first.wait_until_idle()
+    laptop.close()
+
+    phone = browser.new_context(viewport={"width": 390, "height": 780})
+    phone.add_cookies([{"name": "signed", "value": "1", "url": site.page.url}])
+    page = phone.new_page()
+    widget = opened(page, site)
+    expect(widget.frame.locator(USER_TEXTS)).to_have_text(["Plan my week"], timeout=10_000)
+    widget.send("And next week")
+    widget.wait_until_idle()
+    streaming(widget)
+    shot(page, "known-visitor-other-browser")
+    assert len(people(hostcall)) == 1  # one conversation, continued
+    phone.close()
+
+
+def test_an_anonymous_conversation_is_adopted_on_sign_in(
+    page: Page, site: Site, hostcall: HostcallServer
+) -> None:
+    widget = opened(page, site)
+    widget.send("Before signing in")
+    widget.wait_until_idle()
+    assert list(people(hostcall).values()) == [None]
+    site.user = "carol"
+    page.evaluate("signIn()")
+    expect(widget.frame.locator("html[data-agent-state=idle]")).to_have_count(1, timeout=10_000)
+    for _ in range(100):
+        if list(people(hostcall).values()) == ["carol"]:
+            break
+        page.wait_for_timeout(100)
+    assert list(people(hostcall).values()) == ["carol"]
+    expect(widget.frame.locator(USER_TEXTS)).to_have_text(["Before signing in"], timeout=10_000)
+    widget.send("After signing in")
+    widget.wait_until_idle()
+    assert user_texts(widget) == ["Before signing in", "After signing in"]
