@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ class Site:
     page: HostPage
     user: str = ""
     tokens: int = 0
+    lifetime: int = 600  # seconds each token is valid for
 
     def app(self) -> Starlette:
         async def index(request: Request) -> HTMLResponse:
@@ -55,7 +57,8 @@ class Site:
 
         async def token(request: Request) -> PlainTextResponse:
             self.tokens += 1
-            return PlainTextResponse(hs_token(self.user, plan="pro") if self.user else "")
+            exp = int(time.time()) + self.lifetime
+            return PlainTextResponse(hs_token(self.user, plan="pro", exp=exp) if self.user else "")
 
         return Starlette(routes=[Route("/", index), Route("/token", token)])
 
@@ -66,7 +69,7 @@ def served(tmp_path: Path) -> Iterator[tuple[HostcallServer, Site]]:
     shutil.copytree(DEMO_AGENTS, agents)
     planner = json.loads((agents / "planner.json").read_text())
     planner["identity"] = {"issuer": "https://shop.example", "audience": "hostcall",
-                           "secret_env": SECRET_ENV}  # fmt: skip
+                           "secret_env": SECRET_ENV, "leeway": 0}  # fmt: skip
     (agents / "planner.json").write_text(json.dumps(planner))
     platform = json.loads((agents / "_platform.json").read_text())
     platform["allowed_env"] = [SECRET_ENV]
@@ -193,3 +196,20 @@ def test_an_anonymous_conversation_is_adopted_on_sign_in(
     widget.send("After signing in")
     widget.wait_until_idle()
     assert user_texts(widget) == ["Before signing in", "After signing in"]
+
+
+def test_the_token_is_refreshed_before_it_expires(
+    page: Page, site: Site, hostcall: HostcallServer
+) -> None:
+    site.user, site.lifetime = "dan", 8
+    page.context.add_cookies([{"name": "signed", "value": "1", "url": site.page.url}])
+    widget = opened(page, site)
+    asked = site.tokens
+    # Past the first token's exp (the agent allows no leeway): the widget asked the page for
+    # a fresh one before, and sends with it.
+    page.wait_for_timeout(9_000)
+    assert site.tokens > asked
+    widget.send("Still me")
+    widget.wait_until_idle()
+    assert user_texts(widget) == ["Still me"]
+    assert list(people(hostcall).values()) == ["dan"]
