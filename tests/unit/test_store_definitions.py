@@ -96,8 +96,12 @@ async def test_runs_stored_with_a_copy_of_their_definition_keep_it_through_the_m
     # A database as the Hostcall before this migration left it: each run holds a copy.
     monkeypatch.setattr(module, "MIGRATIONS", module.MIGRATIONS[: names.index("agent definitions")])
     old = open_store(store_target)
-    await old.create_conversation(Conversation("c1", "planner", 1.0))
     await old.close()
+    # Written as that schema has it: today's statements name columns added since.
+    _rows(
+        store_target,
+        "INSERT INTO conversations (id, agent_id, created_at) VALUES ('c1', 'planner', 1.0)",
+    )
     for run_id, agent, status in [
         ("r1", PLANNER, "finished"),
         ("r2", EDITED, "waiting"),

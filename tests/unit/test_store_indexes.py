@@ -4,6 +4,7 @@ exactly the rows its queries read. PostgreSQL only: SQLite's schema did not chan
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,10 +54,18 @@ async def test_a_database_at_version_9_keeps_its_rows_and_order_through_the_lean
     monkeypatch.setattr(postgres_module, "MIGRATIONS", postgres_module.MIGRATIONS[:9])
     old = open_store(url)
     try:
-        await old.create_conversation(Conversation("c1", "planner", 1.0))
+        # Conversations and runs as that schema has them: today's statements name columns
+        # added since.
+        _rows(url, "INSERT INTO conversations (id, agent_id, created_at) VALUES ('c1', 'p', 1.0)")
+        _rows(url, "INSERT INTO agent_definitions VALUES ('d1', %s)", (json.dumps(PLANNER),))
         # Ids in the reverse of their order: the order must come from ``pos``, not the key.
-        await old.create_run(Run("r9", "c1", PLANNER, RunStatus.FINISHED, step=2))
-        await old.create_run(Run("r1", "c1", PLANNER, RunStatus.WAITING, step=1))
+        for run_id, status, step in (("r9", "finished", 2), ("r1", "waiting", 1)):
+            _rows(
+                url,
+                "INSERT INTO runs (id, conversation_id, agent_digest, status, step, simulate)"
+                " VALUES (%s, 'c1', 'd1', %s, %s, FALSE)",
+                (run_id, status, step),
+            )
         await old.add_call(_call("k9", CallState.ANSWERED, 5.0))
         await old.add_call(_call("k1", CallState.DISPATCHED, 6.0))
         await old.add_message(StoredMessage("m9", "c1", "r1", "user", "first"))
