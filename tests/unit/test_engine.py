@@ -347,9 +347,11 @@ def test_what_a_step_costs_stays_flat_as_the_conversation_grows(
     spent: list[int] = []
     record = h.runtime.quotas.record_tokens
 
-    async def counted(agent_id: str, limits: Any, conversation_id: str, tokens: int) -> None:
+    async def counted(
+        agent_id: str, limits: Any, conversation_id: str, tokens: int, **person: Any
+    ) -> None:
         spent.append(tokens)
-        await record(agent_id, limits, conversation_id, tokens)
+        await record(agent_id, limits, conversation_id, tokens, **person)
 
     monkeypatch.setattr(h.runtime.quotas, "record_tokens", counted)
     try:

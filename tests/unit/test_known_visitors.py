@@ -355,3 +355,29 @@ def test_a_person_s_conversation_streams_with_the_tickets_it_hands_out(h: Harnes
         claims = h.runtime.check_stream_ticket(ticket, ann.tab.id)
         assert claims.person == "ann"
         h.call(h.runtime.open_stream, ann.tab.id, claims)  # raises if refused
+
+
+def test_a_person_s_daily_token_budget_spans_their_conversations(
+    tmp_path: Path, agents_dir: Path
+) -> None:
+    known_visitors(agents_dir)
+    path = agents_dir / f"{AGENT}.json"
+    data = json.loads(path.read_text())
+    data["limits"] = {"model_tokens_per_day_per_person": 1}
+    path.write_text(json.dumps(data))
+    h = Harness(tmp_path, agents_dir, environ={SECRET_ENV: SECRET})
+    try:
+        laptop, phone = Browser(h), Browser(h)
+        laptop.create(**who("ann"))
+        phone.create(**who("ann"))
+        assert laptop.tab is not None and phone.tab is not None
+        assert laptop.say("spend it", sub="ann").status_code == 202
+        h.settle(laptop.tab)
+        before = state(h, phone.tab)
+        assert_error(phone.say("more", sub="ann"), 429, "token_budget_exhausted", "your")
+        assert state(h, phone.tab) == before
+        bob = Browser(h)
+        bob.create(**who("bob"))
+        assert bob.say("hi", sub="bob").status_code == 202
+    finally:
+        h.stop()
