@@ -37,6 +37,8 @@ pytestmark = pytest.mark.e2e
 USER_TEXTS = "[data-part=message][data-role=user] [data-part=message-text]"
 # The host page's backend: who is signed in, and a fresh token for them at each ask.
 SCRIPT = """
+window.errors = []
+Hostcall('on', 'error', e => errors.push(e.code))
 window.signIn = () => Hostcall('identify', () => fetch('/token').then(r => r.text()))
 if (document.cookie.includes('signed=1')) signIn()
 """
@@ -50,6 +52,7 @@ class Site:
     user: str = ""
     tokens: int = 0
     lifetime: int = 600  # seconds each token is valid for
+    forged: bool = False  # sign with a key the agent does not know
 
     def app(self) -> Starlette:
         async def index(request: Request) -> HTMLResponse:
@@ -58,7 +61,9 @@ class Site:
         async def token(request: Request) -> PlainTextResponse:
             self.tokens += 1
             exp = int(time.time()) + self.lifetime
-            return PlainTextResponse(hs_token(self.user, plan="pro", exp=exp) if self.user else "")
+            secret = "not-the-secret-hostcall-was-given!" if self.forged else SECRET
+            token = hs_token(self.user, plan="pro", exp=exp, secret=secret) if self.user else ""
+            return PlainTextResponse(token)
 
         return Starlette(routes=[Route("/", index), Route("/token", token)])
 
@@ -213,3 +218,17 @@ def test_the_token_is_refreshed_before_it_expires(
     widget.wait_until_idle()
     assert user_texts(widget) == ["Still me"]
     assert list(people(hostcall).values()) == ["dan"]
+
+
+def test_a_token_the_server_refuses_is_an_error_event_and_the_visitor_stays_anonymous(
+    page: Page, site: Site, hostcall: HostcallServer
+) -> None:
+    site.user, site.forged = "eve", True
+    page.context.add_cookies([{"name": "signed", "value": "1", "url": site.page.url}])
+    page.goto(site.page.url)
+    widget = Widget(page).open()
+    widget.send("Hello")
+    widget.wait_until_idle()
+    page.wait_for_function("errors.length > 0", timeout=10_000)
+    assert page.evaluate("errors") == ["bad_identity"]
+    assert list(people(hostcall).values()) == [None]
