@@ -123,14 +123,12 @@ async def _choose(
                 mine = await store.set_person(current.id, person)
                 if mine:
                     await store.rotate_session(current.id, generation)
-            if mine:
-                adopted = await store.get_conversation(current.id)
-                assert adopted is not None
+            adopted = await store.get_conversation(current.id) if mine else None
+            if adopted is not None:
                 return adopted, True
     latest = await store.person_conversations(agent.id, person, limit=1)
-    if latest:
-        found = await store.get_conversation(latest[0].id)
-        assert found is not None  # a person's conversations are not deleted meanwhile
+    found = await store.get_conversation(latest[0].id) if latest else None
+    if found is not None:  # (None: deleted since it was listed)
         return found, False
     client = request.client.host if request.client else "unknown"
     await runtime.quotas.new_conversation(agent.id, agent.limits, client)
