@@ -129,3 +129,20 @@ def test_check_refuses_a_pattern_re2_cannot_take_naming_file_rule_and_field(
         "syntax (linear time; docs/agents.md): invalid escape sequence: \\1; backreferences "
         "(\\1, (?P=name)) are not supported",
     ]
+
+
+def test_check_names_an_identity_block_s_mistakes_and_never_prints_its_secret(
+    tmp_path: Path,
+) -> None:
+    agents_folder(tmp_path)
+    agent = planner_definition()
+    agent["identity"] = {"issuer": "https://shop.example", "audience": "hostcall",
+                         "secret_env": "HOSTCALL_SECRET_KEYS", "algorithms": ["none"]}  # fmt: skip
+    write_agent(tmp_path, agent)
+    done = check_cli(tmp_path, {"HOSTCALL_SECRET_KEYS": "the-signing-keys"})
+    assert done.returncode == 1, done
+    assert "planner.json: identity: 'secret_env': environment variable" in done.stderr
+    assert "planner.json: identity: 'algorithms': 'none' cannot be used with a secret" in (
+        done.stderr
+    )
+    assert "the-signing-keys" not in done.stdout + done.stderr
