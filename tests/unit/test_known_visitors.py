@@ -281,13 +281,18 @@ def test_a_person_opens_only_their_own_conversations(h: Harness) -> None:
     assert_error(r, 404, "unknown_conversation")
 
 
-def test_a_bad_identity_creates_nothing(h: Harness) -> None:
+def test_a_bad_identity_creates_nothing(h: Harness, caplog: pytest.LogCaptureFixture) -> None:
     before = conversations(h)
-    for token in ("garbage", hs_token("ann", aud="elsewhere"), hs_token("ann", exp=1)):
+    tokens = ("garbage", hs_token("ann", aud="elsewhere"), hs_token("ann", exp=1))
+    for token in tokens:
         r = h.http.post(CREATE, json=BODY, headers=ORIGIN | {"Hostcall-Identity": token})
         assert r.status_code == 401, r.text
         r = h.http.post(IDENTIFY, json=BODY, headers=ORIGIN | {"Hostcall-Identity": token})
         assert r.status_code == 401, r.text
+    # The operator's log says why, for the site's owner; it never holds a token.
+    logged = [r.getMessage() for r in caplog.records if r.name == "hostcall.identity"]
+    assert any("agent=planner: the identity token is not for audience" in m for m in logged)
+    assert not any(token in m for token in tokens[1:] for m in logged)
     assert_error(h.http.post(IDENTIFY, json=BODY, headers=ORIGIN), 401, "identity_required")
     assert conversations(h) == before
 
