@@ -386,3 +386,25 @@ def test_a_person_s_daily_token_budget_spans_their_conversations(
         assert bob.say("hi", sub="bob").status_code == 202
     finally:
         h.stop()
+
+
+def test_another_person_s_call_refuses_this_person_s_call_tokens(h: Harness) -> None:
+    ann, bob = Browser(h), Browser(h)
+    ann.identify("ann")
+    bob.identify("bob")
+    assert ann.tab is not None and bob.tab is not None
+    for browser, sub in ((ann, "ann"), (bob, "bob")):
+        assert browser.say("What should I work on next?", sub=sub).status_code == 202
+    ann_call = h.open_call(ann.tab, "dispatched")
+    bob_call = h.open_call(bob.tab, "dispatched")
+    before = state(h, ann.tab)
+    path = f"/api/calls/{ann_call['toolCallId']}"
+    token = bob_call["resultToken"]
+    for tail, body in (
+        ("delivered", {"token": token}),
+        ("result", {"token": token, "output": {"tasks": []}}),
+        ("decision", {"token": token, "decision": "approve"}),
+    ):
+        r = h.http.post(f"{path}/{tail}", json=body, headers=ORIGIN)
+        assert r.status_code == 403 and r.json()["error"]["code"] == "wrong_token", (tail, r.text)
+    assert state(h, ann.tab) == before
