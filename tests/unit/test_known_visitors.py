@@ -5,6 +5,7 @@ nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from hostcall.store.records import ConversationQuery
+from tests.support.databases import fresh_schema
 from tests.support.harness import ORIGIN, Conv, Harness, allow_hosts
 from tests.support.identity import SECRET, SECRET_ENV, hs_token
 from tests.unit.test_bad_input import assert_error, state
@@ -41,12 +44,19 @@ def known_visitors(agents_dir: Path, **extra: Any) -> None:
     allow_hosts(agents_dir, env=(SECRET_ENV,))
 
 
-@pytest.fixture
-def h(tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+@pytest.fixture(params=["sqlite", "postgres"])
+def h(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    """The app on SQLite, and on PostgreSQL: the store's new statements run on both."""
     known_visitors(agents_dir)
-    harness = Harness(tmp_path, agents_dir, environ={SECRET_ENV: SECRET})
-    yield harness
-    harness.stop()
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
+        harness = Harness(tmp_path, agents_dir, environ={SECRET_ENV: SECRET}, database_url=url)
+        yield harness
+        harness.stop()
+
+
+def count(h: Harness) -> int:
+    return len(h.call(h.runtime.store.list_conversations, ConversationQuery(limit=1000)))
 
 
 def who(sub: str, **claims: Any) -> dict[str, str]:
@@ -282,7 +292,7 @@ def test_a_person_opens_only_their_own_conversations(h: Harness) -> None:
 
 
 def test_a_bad_identity_creates_nothing(h: Harness, caplog: pytest.LogCaptureFixture) -> None:
-    before = conversations(h)
+    before = count(h)
     tokens = ("garbage", hs_token("ann", aud="elsewhere"), hs_token("ann", exp=1))
     for token in tokens:
         r = h.http.post(CREATE, json=BODY, headers=ORIGIN | {"Hostcall-Identity": token})
@@ -294,7 +304,7 @@ def test_a_bad_identity_creates_nothing(h: Harness, caplog: pytest.LogCaptureFix
     assert any("agent=planner: the identity token is not for audience" in m for m in logged)
     assert not any(token in m for token in tokens[1:] for m in logged)
     assert_error(h.http.post(IDENTIFY, json=BODY, headers=ORIGIN), 401, "identity_required")
-    assert conversations(h) == before
+    assert count(h) == before
 
 
 def test_an_agent_that_requires_identity_refuses_anonymous_visitors(
