@@ -71,8 +71,8 @@ class Browser:
         self.cookie = ""
         self.tab: Conv | None = None
 
-    def headers(self, *, held: bool = True, **extra: str) -> dict[str, str]:
-        headers = dict(ORIGIN) | extra
+    def headers(self, extra: dict[str, str] | None = None, *, held: bool = True) -> dict[str, str]:
+        headers = dict(ORIGIN) | (extra or {})
         if self.cookie:
             headers["Cookie"] = self.cookie
         if held and self.tab is not None:
@@ -89,10 +89,10 @@ class Browser:
         return body
 
     def create(self, **extra: str) -> dict[str, Any]:
-        return self.land(self.h.http.post(CREATE, json=BODY, headers=self.headers(**extra)))
+        return self.land(self.h.http.post(CREATE, json=BODY, headers=self.headers(extra)))
 
     def identify(self, sub: str, **claims: Any) -> dict[str, Any]:
-        r = self.h.http.post(IDENTIFY, json=BODY, headers=self.headers(**who(sub, **claims)))
+        r = self.h.http.post(IDENTIFY, json=BODY, headers=self.headers(who(sub, **claims)))
         return self.land(r)
 
     def say(self, text: str, sub: str | None = None) -> Any:
@@ -149,7 +149,9 @@ def test_an_empty_anonymous_conversation_gives_way_to_the_person_s_latest(h: Har
     empty = other.tab
     body = other.identify("ann")
     assert (body["conversationId"], body["adopted"]) == (first.tab.id, False)
-    assert empty is not None and h.call(h.runtime.store.get_conversation, empty.id).person is None
+    assert empty is not None
+    left = h.call(h.runtime.store.get_conversation, empty.id)
+    assert left is not None and left.person is None
 
 
 def test_the_same_person_on_another_browser_sees_and_continues_their_conversation(
@@ -184,7 +186,7 @@ def test_another_person_in_the_same_browser_never_gets_the_previous_one_s(h: Har
     assert body["conversationId"] != ann_tab.id and body["person"] == "bob"
     assert browser.tab is not None and h.snapshot(browser.tab)["messages"] == []
     # Bob's cookie now; Ann's would not resume for him anyway.
-    r = h.http.post(RESUME, json=BODY, headers=browser.headers(held=False, **who("bob")))
+    r = h.http.post(RESUME, json=BODY, headers=browser.headers(who("bob"), held=False))
     assert r.json()["conversationId"] == body["conversationId"]
 
 
@@ -195,10 +197,10 @@ def test_a_cookie_never_resumes_a_person_s_conversation_for_anyone_else(h: Harne
     assert ann_tab is not None
     before = state(h, ann_tab)
     for headers in ({}, who("bob")):  # logged out, or someone else
-        r = h.http.post(RESUME, json=BODY, headers=browser.headers(held=False, **headers))
+        r = h.http.post(RESUME, json=BODY, headers=browser.headers(headers, held=False))
         assert_error(r, 404, "no_session")
     assert state(h, ann_tab) == before
-    r = h.http.post(RESUME, json=BODY, headers=browser.headers(held=False, **who("ann")))
+    r = h.http.post(RESUME, json=BODY, headers=browser.headers(who("ann"), held=False))
     assert r.status_code == 200 and r.json()["conversationId"] == ann_tab.id
 
 
@@ -228,7 +230,7 @@ def test_every_endpoint_refuses_another_person_s_conversation(h: Harness) -> Non
     before = state(h, ann.tab)
     cid, auth = ann.tab.id, bob.tab.auth
     conv = f"/api/conversations/{cid}"
-    attempts = [
+    attempts: list[tuple[str, str, Any]] = [
         ("GET", conv, None),
         ("POST", f"{conv}/stream-token", {}),
         ("POST", f"{conv}/capabilities", {"tools": []}),
