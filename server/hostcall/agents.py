@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcall.blocks.http_request import spec_target, user_keys
+from hostcall.blocks.mcp.binding import McpBinding, is_binding, parse_binding
 from hostcall.errors import AgentConfigError
 from hostcall.identity import IdentityConfig, parse_identity
 from hostcall.origins import BadOrigin, normalize_origin
@@ -64,9 +65,18 @@ class Agent:
     prices: Mapping[str, Price] = field(default_factory=dict)
     # Who the site says the visitor is (hostcall/identity.py); None: visitors are anonymous.
     identity: IdentityConfig | None = None
+    # MCP servers whose tools a run reads when it starts (hostcall/blocks/mcp/binding.py).
+    mcp: tuple[McpBinding, ...] = ()
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
+
+    def callable_names(self) -> list[str] | None:
+        """The tools a model's rules may name: None while an MCP server's ``"all"`` is
+        unread (a name the server does not list is answered ``unknown_tool``)."""
+        if any(b.tools is None for b in self.mcp):
+            return None
+        return [t.name for t in self.tools] + [n for b in self.mcp for n in b.known_names()]
 
 
 def check_allowed_origins(origins: Any, where: str) -> tuple[list[str], list[str]]:
@@ -126,8 +136,14 @@ def parse_agent(
         problems.append(f"{where}: 'tools' must be a list")
         tools_data = []
     tools: list[Tool] = []
+    bindings: list[McpBinding] = []
     seen: set[str] = set()
     for index, raw in enumerate(tools_data):
+        if is_binding(raw):
+            binding, found = parse_binding(raw, f"{where}: tool #{index + 1}")
+            problems += found
+            bindings += [binding] if binding else []
+            continue
         tool, tool_problems = parse_tool(raw, f"{where}: tool #{index + 1}")
         problems += tool_problems
         if tool is None:
@@ -141,6 +157,7 @@ def parse_agent(
         problems.append(f"{where}: 'environment' must be the name of an environment")
     elif platform is not None:
         problems += _environment_problems(where, environment, tools, platform)
+        problems += _server_problems(where, environment, tools, bindings, platform)
     identity: IdentityConfig | None = None
     if "identity" in data:
         env_allowed = platform.allowed_env if platform is not None else None
@@ -158,6 +175,10 @@ def parse_agent(
     # Rules may name any declared tool: a broken tool is reported once, for itself.
     declared = {t.get("name", t.get("toolName")) for t in tools_data if isinstance(t, dict)}
     names = {n for n in declared if isinstance(n, str)}
+    names |= {n for b in bindings for n in b.known_names()}
+    # A server's "all" is known when a run starts: its rules may name any tool until then
+    # (one the server does not list is answered unknown_tool).
+    checked = None if any(b.tools is None for b in bindings) else names
     limits_of_model: dict[str, Any] = {}
     if platform is not None:
         # What an agents directory's model may reach and read; a frozen definition, re-read
@@ -166,7 +187,7 @@ def parse_agent(
         env = platform.environments.get(environment) if isinstance(environment, str) else None
         if env is not None:  # an unknown environment is reported once, above
             limits_of_model["allowed_hosts"] = lambda: env.allowed_hosts
-    for problem in model_problems(model, tools=names, environ=environ, **limits_of_model):
+    for problem in model_problems(model, tools=checked, environ=environ, **limits_of_model):
         problems.append(f"{where}: model: {problem}")
     problems += _reply_problems(where, model, tools)
     if problems:
@@ -188,6 +209,7 @@ def parse_agent(
         history_turns=history_turns,
         prices=prices,
         identity=identity,
+        mcp=tuple(bindings),
     ), []
 
 
@@ -244,6 +266,31 @@ def _environment_problems(
                 f"{where}: tool {tool.name!r}: connection {tool.http.connection!r} may not be "
                 f"sent to {target} (its 'hosts' in {PLATFORM_FILE}: "
                 f"{', '.join(sorted(connection.hosts)) or 'none'})"
+            )
+    return problems
+
+
+def _server_problems(
+    where: str, name: str, tools: list[Tool], bindings: list[McpBinding], platform: Platform
+) -> list[str]:
+    """MCP servers the agent's environment does not allow: said at load, never met by a
+    run (which refuses them too, before any connection, if the platform changed since)."""
+    env = platform.environments.get(name)
+    if env is None:
+        return []  # reported once, as an unknown environment
+    servers = {b.server for b in bindings} | {t.mcp.server for t in tools if t.mcp}
+    problems = []
+    for server in sorted(servers):
+        if server not in platform.mcp_servers:
+            problems.append(
+                f"{where}: MCP server {server!r} is not declared in {PLATFORM_FILE}'s "
+                f"'mcp_servers' ({', '.join(sorted(platform.mcp_servers)) or 'none'})"
+            )
+        elif server not in env.mcp_servers:
+            problems.append(
+                f"{where}: MCP server {server!r} is not allowed in environment {name!r} "
+                f"(its 'mcp_servers' in {PLATFORM_FILE}: "
+                f"{', '.join(sorted(env.mcp_servers)) or 'none'})"
             )
     return problems
 

@@ -104,6 +104,8 @@ class Engine:
             raise NotFound(
                 f"agent {conversation.agent_id!r} is no longer loaded", code=ErrorCode.UNKNOWN_AGENT
             )
+        # Its MCP servers' tool lists, read now and kept for the whole run.
+        agent = await self.agents.freeze(agent)
         run = Run(
             new_id("r"),
             conversation.id,

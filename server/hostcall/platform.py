@@ -27,6 +27,7 @@ from typing import Any
 
 from hostcall import envvars
 from hostcall.blocks.http_request import parse_allowed_hosts
+from hostcall.blocks.mcp.servers import McpServer, parse_servers
 from hostcall.errors import AgentConfigError
 
 PLATFORM_FILE = "_platform.json"
@@ -39,6 +40,8 @@ class Environment:
     name: str
     protected: bool = False
     allowed_hosts: frozenset[str] = frozenset()
+    # The MCP servers (names in ``mcp_servers``) its agents may use.
+    mcp_servers: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,7 @@ class Platform:
     connections: Mapping[str, Connection] = field(default_factory=dict)
     # The environment variables agents may name (never HOSTCALL_*: refused at load).
     allowed_env: frozenset[str] = frozenset()
+    mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
 
     def environment(self, name: str) -> Environment:
         return self.environments.get(name) or Environment(name, protected=True)
@@ -74,7 +78,7 @@ def load_platform(directory: Path, environ: Mapping[str, str]) -> Platform:
     problems: list[str] = []
     if not isinstance(data, dict):
         raise AgentConfigError([f"{where}: must hold a JSON object"])
-    for key in sorted(set(data) - {"environments", "connections", "allowed_env"}):
+    for key in sorted(set(data) - {"environments", "connections", "allowed_env", "mcp_servers"}):
         problems.append(f"{where}: unknown key {key!r}")
     allowed_env = _allowed_env(data.get("allowed_env", []), where, problems)
     environments = {DEFAULT_ENVIRONMENT: Environment(DEFAULT_ENVIRONMENT)}
@@ -85,9 +89,21 @@ def load_platform(directory: Path, environ: Mapping[str, str]) -> Platform:
         connections[name] = _connection(
             raw, f"{where}: connection {name!r}", environ, allowed_env, problems
         )
+    servers = parse_servers(
+        data.get("mcp_servers", {}),
+        where,
+        lambda source, at: _secret(source, at, environ, allowed_env, problems),
+        problems,
+    )
+    for env in environments.values():
+        for name in sorted(env.mcp_servers - set(servers)):
+            problems.append(
+                f"{where}: environment {env.name!r}: MCP server {name!r} is not declared "
+                "in 'mcp_servers'"
+            )
     if problems:
         raise AgentConfigError(problems)
-    return Platform(environments, connections, allowed_env)
+    return Platform(environments, connections, allowed_env, servers)
 
 
 def _allowed_env(value: Any, where: str, problems: list[str]) -> frozenset[str]:
@@ -111,8 +127,10 @@ def _mapping(value: Any, where: str, problems: list[str]) -> list[tuple[str, Any
 
 
 def _environment(name: str, raw: Any, where: str, problems: list[str]) -> Environment:
-    if not isinstance(raw, dict) or set(raw) - {"protected", "allowed_hosts"}:
-        problems.append(f"{where}: must be {{'protected': bool, 'allowed_hosts': [...]}}")
+    if not isinstance(raw, dict) or set(raw) - {"protected", "allowed_hosts", "mcp_servers"}:
+        problems.append(
+            f"{where}: must be {{'protected': bool, 'allowed_hosts': [...], 'mcp_servers': [...]}}"
+        )
         return Environment(name, protected=True)
     protected = raw.get("protected", False)
     if not isinstance(protected, bool):
@@ -125,7 +143,11 @@ def _environment(name: str, raw: Any, where: str, problems: list[str]) -> Enviro
     except ValueError as exc:
         problems.append(f"{where}: {exc}")
         allowed = frozenset()
-    return Environment(name, protected is True, allowed)
+    servers = raw.get("mcp_servers", [])
+    if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
+        problems.append(f"{where}: 'mcp_servers' must list names of 'mcp_servers'")
+        servers = []
+    return Environment(name, protected is True, allowed, frozenset(servers))
 
 
 def _connection(
@@ -155,32 +177,34 @@ def _connection(
         bound = frozenset()
     headers: dict[str, str] = {}
     for header, source in raw["headers"].items():
-        if not isinstance(source, dict) or len(source) != 1:
-            problems.append(
-                f"{where}: header {header!r} must be {{'env': NAME}} or {{'file': PATH}}"
-            )
-            continue
-        if "env" in source:
-            why = envvars.refusal(str(source["env"]), allowed_env)
-            if why is not None:
-                problems.append(f"{where}: header {header!r}: {why}")
-                continue
-            value = environ.get(str(source["env"]))
-            if value is None:
-                problems.append(
-                    f"{where}: header {header!r} reads ${source['env']}, which is not set"
-                )
-                continue
-        elif "file" in source:
-            try:
-                value = Path(str(source["file"])).read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                problems.append(f"{where}: header {header!r}: cannot read secrets file: {exc}")
-                continue
-        else:
-            problems.append(
-                f"{where}: header {header!r} must be {{'env': NAME}} or {{'file': PATH}}"
-            )
-            continue
-        headers[header] = value
+        value = _secret(source, f"{where}: header {header!r}", environ, allowed_env, problems)
+        if value is not None:
+            headers[header] = value
     return Connection(bound, headers)
+
+
+def _secret(
+    source: Any,
+    where: str,
+    environ: Mapping[str, str],
+    allowed_env: frozenset[str],
+    problems: list[str],
+) -> str | None:
+    """A secret's value from ``{"env": NAME}`` (a listed variable) or ``{"file": PATH}``."""
+    if not isinstance(source, dict) or len(source) != 1 or not {"env", "file"} & set(source):
+        problems.append(f"{where} must be {{'env': NAME}} or {{'file': PATH}}")
+        return None
+    if "env" in source:
+        why = envvars.refusal(str(source["env"]), allowed_env)
+        if why is not None:
+            problems.append(f"{where}: {why}")
+            return None
+        value = environ.get(str(source["env"]))
+        if value is None:
+            problems.append(f"{where} reads ${source['env']}, which is not set")
+        return value
+    try:
+        return Path(str(source["file"])).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        problems.append(f"{where}: cannot read secrets file: {exc}")
+        return None

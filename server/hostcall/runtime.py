@@ -250,6 +250,7 @@ class Runtime:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await self.engine.drain()
+            await self.engine.agents.mcp.close()  # a stdio server's command stops with it
             with contextlib.suppress(Exception):  # a store that is down: the lease lapses
                 await self.engine.retire()
             await self.store.close()

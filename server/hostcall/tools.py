@@ -1,7 +1,9 @@
 """Tool definitions and their policies (docs/agents.md).
 
-Two kinds: ``client`` tools run in the host page (or a person answers them through a form);
-``http`` tools run an HTTP request block on the server. Both carry the same policies:
+Three kinds: ``client`` tools run in the host page (or a person answers them through a form);
+``http`` tools run an HTTP request block on the server; ``mcp`` tools call a tool of an MCP
+server (one such entry is what a run freezes of an agent's MCP servers: hostcall/blocks/mcp/).
+All carry the same policies:
 execution timeout, effect, human approval and its timeout, calls per agent pass, result size
 sent to the model, a simulation result, and guardrails.
 
@@ -22,10 +24,11 @@ from hostcall.blocks.http_request import (
     parse_ai_params,
     parse_request_spec,
 )
+from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
 from hostcall.guardrails import Guardrail, parse_guardrails
 from hostcall.schemas import CompiledSchema, pattern_problems, required_problems, schema_problem
 
-KINDS = ("client", "http")
+KINDS = ("client", "http", "mcp")
 EFFECTS = ("read", "write")
 APPROVALS = ("by_environment", "always", "never")
 POLICY_KEYS = {
@@ -39,6 +42,12 @@ HTTP_KEYS = {
     "name", "kind", "description", "ai_params", "request", "connection", "output_schema",
     "max_response_kb", *POLICY_KEYS,
 }  # fmt: skip
+MCP_KEYS = {
+    "name", "kind", "description", "server", "tool", "input_schema", "output_schema",
+    "max_response_kb", *POLICY_KEYS,
+}  # fmt: skip
+# What of an MCP tool's texts reaches the model by default (blocks/mcp/results.py).
+MCP_RESPONSE_KB = 256.0
 HTTP_OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {"status": {"type": "integer"}, "body": {}},
@@ -65,6 +74,15 @@ class HttpBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class McpBlock:
+    server: str
+    tool: str
+    # The tool declared an outputSchema: its structured content is the result.
+    structured: bool = False
+    max_response_kb: float = MCP_RESPONSE_KB
+
+
+@dataclass(frozen=True, slots=True)
 class Tool:
     name: str
     description: str
@@ -81,6 +99,7 @@ class Tool:
     simulation_result: Any = None
     guardrails: tuple[Guardrail, ...] = ()
     http: HttpBlock | None = None
+    mcp: McpBlock | None = None
     # What end users see instead of the tool's id ("Create a task", not "create_task").
     title: str = ""
     idempotent: bool = False
@@ -184,7 +203,7 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
     kind = raw.get("kind", "client")
     if kind not in KINDS:
         return None, [f"{where}: 'kind' must be one of {', '.join(KINDS)} (got {kind!r})"]
-    allowed = CLIENT_KEYS if kind == "client" else HTTP_KEYS
+    allowed = {"client": CLIENT_KEYS, "http": HTTP_KEYS, "mcp": MCP_KEYS}[kind]
     problems = [f"{where}: unknown key {k!r}" for k in sorted(set(raw) - allowed)]
     if not valid_tool_name(name, kind=kind):
         rule = "letters, digits, spaces and _" if kind == "client" else "letters, digits, _ and -"
@@ -195,7 +214,10 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
     if not isinstance(raw.get("description"), str) or not raw["description"].strip():
         problems.append(f"{where}: 'description' is required (it tells the model when to call)")
     http: HttpBlock | None = None
-    if kind == "client":
+    mcp: McpBlock | None = None
+    if kind == "mcp":
+        mcp, input_schema, output_schema = _parse_mcp(raw, where, problems)
+    elif kind == "client":
         for key in ("input_schema", "output_schema"):
             if key not in raw:
                 problems.append(f"{where}: {key!r} is required")
@@ -223,6 +245,7 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
         output_schema=output_schema,
         kind=kind,
         http=http,
+        mcp=mcp,
         **policy,
     ), []
 
@@ -244,6 +267,29 @@ def _parse_http(
         problems.append(f"{where}: 'max_response_kb' must be a positive number")
         size = 1024
     return HttpBlock(spec, params, connection, float(size)), ai_params_schema(params)
+
+
+def _parse_mcp(
+    raw: dict[str, Any], where: str, problems: list[str]
+) -> tuple[McpBlock | None, dict[str, Any], dict[str, Any]]:
+    """One tool of an MCP server, as a run froze it (its schemas are the server's)."""
+    server, tool = raw.get("server"), raw.get("tool")
+    if not isinstance(server, str) or not isinstance(tool, str) or not server or not tool:
+        problems.append(f"{where}: 'server' and 'tool' must name an MCP server and its tool")
+    schemas: dict[str, dict[str, Any]] = {}
+    for key in ("input_schema", "output_schema"):
+        value = raw.get(key, {"type": "object"} if key == "input_schema" else CONTENT_OUTPUT_SCHEMA)
+        if problem := schema_problem(value):
+            problems.append(f"{where}: {key!r} {problem}")
+        else:
+            problems += [f"{where}: {key!r} {p}" for p in pattern_problems(value)]
+        schemas[key] = value
+    size = raw.get("max_response_kb", MCP_RESPONSE_KB)
+    if not _positive(size):
+        problems.append(f"{where}: 'max_response_kb' must be a positive number")
+        size = MCP_RESPONSE_KB
+    block = McpBlock(str(server), str(tool), "output_schema" in raw, float(size))
+    return block, schemas["input_schema"], schemas["output_schema"]
 
 
 def _positive(value: Any) -> bool:

@@ -184,3 +184,19 @@ def split_template(text: str, where: str, keys: Collection[str] | None = None) -
     if any(isinstance(p, str) and "{{" in p for p in parts):
         raise ValueError(f"{where}: '{{{{' without a matching '}}}}'")
     return [p for p in parts if p != ""]
+
+
+# ---- secrets ---------------------------------------------------------------------------------
+
+
+def redact(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` with every secret (longest first) replaced, in keys and values alike."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "[redacted]")
+        return value
+    if isinstance(value, list):
+        return [redact(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
+    return value

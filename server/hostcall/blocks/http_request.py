@@ -33,6 +33,7 @@ from hostcall.blocks import (
     NotAuthorized,
     ai_params_schema,
     parse_ai_params,
+    redact,
     split_template,
 )
 
@@ -369,18 +370,6 @@ def _tls() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=False)  # once: loading the CAs takes ~35 ms
 
 
-def _redact(value: Any, secrets: Sequence[str]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, "[redacted]")
-        return value
-    if isinstance(value, list):
-        return [_redact(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return {_redact(k, secrets): _redact(v, secrets) for k, v in value.items()}
-    return value
-
-
 async def _result(response: httpx.Response, limit: int, secrets: Sequence[str]) -> HttpResult:
     failed = response.status_code >= 400
     declared = response.headers.get("content-length", "")
@@ -401,7 +390,7 @@ async def _result(response: httpx.Response, limit: int, secrets: Sequence[str]) 
     except LookupError:
         text = b"".join(chunks).decode("utf-8", errors="replace")
     if failed:
-        reason = " ".join(_redact(text, secrets).split())[:200]
+        reason = " ".join(redact(text, secrets).split())[:200]
         for secret in secrets:  # nor the start of one cut where reading stopped
             cut = next((k for k in range(len(secret), 3, -1) if reason.endswith(secret[:k])), 0)
             reason = reason[: len(reason) - cut]
@@ -417,4 +406,4 @@ async def _result(response: httpx.Response, limit: int, secrets: Sequence[str]) 
             # with NaN, 1e999 or absurd nesting would poison the conversation: refuse it.
             if exc.reason != exc.SYNTAX:
                 raise BlockFailed(f"the response is not strict JSON: {exc.message}") from None
-    return HttpResult(response.status_code, _redact(body, secrets))
+    return HttpResult(response.status_code, redact(body, secrets))

@@ -40,7 +40,7 @@ def build_model(
 def model_problems(
     config: Any,
     *,
-    tools: Collection[str],
+    tools: Collection[str] | None,
     environ: Mapping[str, str],
     allowed_env: Collection[str] | None = None,
     allowed_hosts: Callable[[], Collection[str]] | None = None,

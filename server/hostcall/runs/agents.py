@@ -3,20 +3,31 @@ agent as it was when the run started, with the model built for each definition.
 
 Shared by the ledger (a call's tool, its view, its environment) and the engine (a run's
 steps); replaced whole on reload, while runs in flight keep the definition they started with.
+A run's definition is the agent's with the tool lists of its MCP servers read in (``freeze``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import OrderedDict
 from collections.abc import Mapping
+from typing import Any
 
 from hostcall.agents import Agent, definition_digest, parse_agent
+from hostcall.blocks import NotAuthorized
+from hostcall.blocks.mcp.binding import frozen_entries, is_binding
+from hostcall.blocks.mcp.calling import allowed_server
+from hostcall.blocks.mcp.pool import McpPool, McpRefused, McpUnavailable
 from hostcall.models.base import Model
 from hostcall.models.factory import RefusedModel, build_model
 from hostcall.platform import Platform
 from hostcall.store import Store
 
 RUN_CACHE_SIZE = 4096
+# How long a person's message may wait for an MCP server's tool list.
+LIST_SECONDS = 5.0
+log = logging.getLogger("hostcall.engine")
 
 
 class RunAgents:
@@ -27,8 +38,10 @@ class RunAgents:
         *,
         platform: Platform,
         environ: Mapping[str, str],
+        mcp: McpPool | None = None,
     ) -> None:
         self.store = store
+        self.mcp = mcp or McpPool()
         self.loaded = loaded
         self.platform = platform
         self.environ = environ
@@ -69,6 +82,48 @@ class RunAgents:
         self.remember(run_id, agent)
         return agent
 
+    async def freeze(self, agent: Agent) -> Agent:
+        """The agent with its MCP servers' tools as the servers list them now: what a new
+        run keeps to its end. A server the environment does not allow is not contacted; one
+        that cannot be reached leaves its tools out of this run (and says so in the log)."""
+        if not agent.mcp:
+            return agent
+        environment = self.platform.environment(agent.environment)
+        # The bindings stay in: re-read, the definition knows the names its rules may call
+        # even when a server was left out (the model is then told unknown_tool).
+        tools: list[Any] = list(agent.source.get("tools", []))
+        taken = {t.get("name", t.get("toolName")) for t in tools if not is_binding(t)}
+        for binding in agent.mcp:
+            try:
+                server = allowed_server(
+                    binding.server, self.platform.mcp_servers, environment.mcp_servers
+                )
+                async with asyncio.timeout(LIST_SECONDS):
+                    listed = await self.mcp.list_tools(server)
+            except (NotAuthorized, McpUnavailable, McpRefused, TimeoutError) as exc:
+                reason = getattr(exc, "message", None) or str(exc) or "no answer in time"
+                log.warning("agent %s: MCP server %r left out of a run: %s",
+                            agent.id, binding.server, reason)  # fmt: skip
+                continue
+            entries, problems = frozen_entries(binding, listed)
+            for problem in problems:
+                log.warning("agent %s: MCP server %r: %s", agent.id, binding.server, problem)
+            for entry in entries:
+                if entry["name"] in taken:
+                    log.warning("agent %s: MCP server %r: tool %r left out: its name is taken",
+                                agent.id, binding.server, entry["name"])  # fmt: skip
+                    continue
+                taken.add(entry["name"])
+                tools.append(entry)
+        source = {**agent.source, "tools": tools}
+        digest = definition_digest(source)
+        frozen = self._frozen.get(digest)
+        if frozen is None:
+            frozen, problems = parse_agent(source, f"agent {agent.id}", self.environ)
+            assert frozen is not None, problems  # each entry was checked by frozen_entries
+            self._frozen[digest] = frozen
+        return frozen
+
     def remember(self, run_id: str, agent: Agent) -> None:
         self._by_run[run_id] = agent
         if len(self._by_run) > RUN_CACHE_SIZE:
@@ -78,7 +133,7 @@ class RunAgents:
         key = agent.digest
         model = self._models.get(key)
         if model is None:
-            names = [t.name for t in agent.tools]
+            names = agent.callable_names()
             environment = agent.environment
             try:
                 model = build_model(

@@ -1,4 +1,5 @@
-"""Server-side tools: a call dispatched to its HTTP block runs here, once the dispatch (and
+"""Server-side tools: a call dispatched to its block (an HTTP request, an MCP server's tool)
+runs here, once the dispatch (and
 the call's lease, taken with it) has committed; its result or failure settles the call like
 any other, and comes back as the ``Settled`` the engine resumes the run with.
 """
@@ -16,11 +17,13 @@ from hostcall.blocks.http_request import (
     render_request,
     user_keys,
 )
+from hostcall.blocks.mcp.calling import allowed_server, call_mcp_tool
 from hostcall.calls.outcomes import Settled
 from hostcall.errors import ToolErrorCode
 from hostcall.ledger import Ledger
 from hostcall.runs.agents import RunAgents
 from hostcall.store.records import Call
+from hostcall.tools import Tool
 
 log = logging.getLogger("hostcall.engine")
 
@@ -38,26 +41,12 @@ class ServerCalls:
         if call is None or not call.state.answerable:
             return None
         tool = await self.ledger.views.tool_of(call)
-        assert tool is not None and tool.http is not None
+        assert tool is not None
         agent = await self.agents.agent_of_run(call.run_id)
-        platform = self.agents.platform
-        environment = platform.environment(agent.environment)
-        connection = platform.connections.get(tool.http.connection or "")
         run = await self.store.get_run(call.run_id)
         try:
-            # The person the run acts for fills the spec's $user values; the model's
-            # arguments never hold those keys (nor could they: see blocks/__init__.py).
-            values = dict(call.input) if isinstance(call.input, dict) else {}
-            values = {k: v for k, v in values.items() if not k.startswith("$")}
-            values |= user_values(run.user if run else None, user_keys(tool.http.spec))
-            request = render_request(tool.http.spec, values)
-            result = await execute(
-                request,
-                allowed_hosts=environment.allowed_hosts,
-                extra_headers=connection.headers if connection else {},
-                credential_hosts=connection.hosts if connection else (),
-                timeout=tool.deadline_seconds,
-                max_response_bytes=int(tool.http.max_response_kb * 1024),
+            output = await self._run_block(
+                tool, agent.environment, call.input, run.user if run else None
             )
         except BlockError as exc:
             # The model gets the message; the visitor's card shows only a translated sentence
@@ -73,9 +62,37 @@ class ServerCalls:
         if current is None or not current.state.answerable:
             return None  # expired (or settled by an operator) while the request ran
         try:
-            return await self.ledger.answers.answer(current, result.to_output())
+            return await self.ledger.answers.answer(current, output)
         except Exception as exc:  # e.g. the body does not match the tool's output schema
             return await self._settle_quietly(current, ToolErrorCode.BLOCK_FAILED, str(exc))
+
+    async def _run_block(
+        self, tool: Tool, environment_name: str, arguments: Any, user: dict[str, Any] | None
+    ) -> Any:
+        """What the tool's block answered; ``BlockError`` for what the model is told."""
+        platform = self.agents.platform  # live: a narrowed environment applies at once
+        environment = platform.environment(environment_name)
+        if tool.mcp is not None:
+            server = allowed_server(tool.mcp.server, platform.mcp_servers, environment.mcp_servers)
+            return await call_mcp_tool(
+                self.agents.mcp, server, tool.mcp, arguments, timeout=tool.deadline_seconds
+            )
+        assert tool.http is not None
+        connection = platform.connections.get(tool.http.connection or "")
+        # The person the run acts for fills the spec's $user values; the model's
+        # arguments never hold those keys (nor could they: see blocks/__init__.py).
+        values = dict(arguments) if isinstance(arguments, dict) else {}
+        values = {k: v for k, v in values.items() if not k.startswith("$")}
+        values |= user_values(user, user_keys(tool.http.spec))
+        result = await execute(
+            render_request(tool.http.spec, values),
+            allowed_hosts=environment.allowed_hosts,
+            extra_headers=connection.headers if connection else {},
+            credential_hosts=connection.hosts if connection else (),
+            timeout=tool.deadline_seconds,
+            max_response_bytes=int(tool.http.max_response_kb * 1024),
+        )
+        return result.to_output()
 
     async def _settle_quietly(
         self, call: Call, code: ToolErrorCode, message: str, **details: Any

@@ -1,0 +1,147 @@
+"""An agent's use of an MCP server, as its file says it, and what a run freezes of it.
+
+::
+
+    {"kind": "mcp", "server": "crm", "tools": ["lookup_contact", "create_contact"],
+     "approval": "always",
+     "overrides": {"lookup_contact": {"effect": "read", "title": "Look up a contact"}}}
+
+``tools`` is a list of the server's tool names, or ``"all"``. Policy keys beside it apply to
+every tool; ``overrides`` set them (and ``name``, ``description``, ``max_response_kb``) per
+tool. The server's annotations give a tool's default effect (``readOnlyHint``: read); the
+file decides. When a run starts, the server's list is read and each chosen tool becomes one
+``{"kind": "mcp", "server", "tool", ...}`` entry of the run's frozen definition
+(``frozen_entries``): what the model sees for the rest of the run, whatever the server
+announces meanwhile.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hostcall.tools import MAX_NAME_LENGTH, POLICY_KEYS, parse_tool
+
+ALL = "all"
+OVERRIDE_KEYS = {*POLICY_KEYS, "name", "description", "max_response_kb"}
+DEFAULT_KEYS = OVERRIDE_KEYS - {"name", "description", "title"}
+BINDING_KEYS = {"kind", "server", "tools", "overrides", *DEFAULT_KEYS}
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True)
+class ListedTool:
+    """One tool of a server's ``tools/list``, as much as a definition needs of it."""
+
+    name: str
+    description: str = ""
+    title: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+    output_schema: Mapping[str, Any] | None = None
+    read_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpBinding:
+    server: str
+    tools: tuple[str, ...] | None  # None: all of them
+    overrides: Mapping[str, Mapping[str, Any]]
+    defaults: Mapping[str, Any]
+
+    def known_names(self) -> list[str]:
+        """The names the model will know the chosen tools by (all but ``"all"``'s)."""
+        return [self.exposed_name(t) for t in self.tools or ()]
+
+    def exposed_name(self, tool: str) -> str:
+        given = self.overrides.get(tool, {}).get("name")
+        return given if isinstance(given, str) else exposed_name(tool)
+
+
+def exposed_name(tool: str) -> str:
+    """A server's tool name as a server-side tool's name (letters, digits, _ and -)."""
+    name = _NOT_NAME.sub("_", tool)[:MAX_NAME_LENGTH]
+    return name if name[:1].isalpha() or name[:1] == "_" else f"_{name}"[:MAX_NAME_LENGTH]
+
+
+def is_binding(raw: Any) -> bool:
+    return isinstance(raw, dict) and raw.get("kind") == "mcp" and "tools" in raw
+
+
+def parse_binding(raw: dict[str, Any], where: str) -> tuple[McpBinding | None, list[str]]:
+    server = raw.get("server")
+    if isinstance(server, str):
+        where = f"{where.rsplit(': ', 1)[0]}: MCP server {server!r}"
+    problems = [f"{where}: unknown key {k!r}" for k in sorted(set(raw) - BINDING_KEYS)]
+    if not isinstance(server, str) or not server:
+        problems.append(f"{where}: 'server' must name one of _platform.json's 'mcp_servers'")
+    chosen = raw["tools"]
+    if chosen != ALL and (
+        not isinstance(chosen, list)
+        or not chosen
+        or not all(isinstance(t, str) and t for t in chosen)
+    ):
+        problems.append(f"{where}: 'tools' must list the server's tool names, or be \"all\"")
+        chosen = []
+    overrides = raw.get("overrides", {})
+    if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
+        problems.append(f"{where}: 'overrides' must map a tool's name to its settings")
+        overrides = {}
+    if isinstance(chosen, list) and (stray := sorted(set(overrides) - set(chosen))):
+        problems.append(f"{where}: 'overrides' names tools not chosen in 'tools': {stray}")
+    defaults = {k: v for k, v in raw.items() if k in DEFAULT_KEYS}
+    for tool, override in overrides.items():
+        for key in sorted(set(override) - OVERRIDE_KEYS):
+            problems.append(f"{where}: overrides.{tool}: unknown key {key!r}")
+    binding = McpBinding(
+        str(server),
+        None if chosen == ALL else tuple(chosen),
+        {t: dict(o) for t, o in overrides.items()},
+        defaults,
+    )
+    # Each setting checked as the frozen tool will be, on a stand-in schema.
+    for tool in binding.tools or ("tool",):
+        probe = _entry(binding, ListedTool(tool, "stand-in"))
+        problems += [p.replace(f"tool {probe['name']!r}", f"tool {tool!r}")
+                     for p in parse_tool(probe, where)[1]]  # fmt: skip
+    if problems:
+        return None, list(dict.fromkeys(problems))
+    return binding, []
+
+
+def _entry(binding: McpBinding, listed: ListedTool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "kind": "mcp",
+        "server": binding.server,
+        "tool": listed.name,
+        "name": exposed_name(listed.name),
+        "description": listed.description or listed.title or listed.name,
+        "input_schema": dict(listed.input_schema),
+        "effect": "read" if listed.read_only else "write",
+    }
+    if listed.output_schema is not None:
+        entry["output_schema"] = dict(listed.output_schema)
+    if listed.title:
+        entry["title"] = listed.title[:80].strip()
+    return entry | dict(binding.defaults) | dict(binding.overrides.get(listed.name, {}))
+
+
+def frozen_entries(
+    binding: McpBinding, listed: Sequence[ListedTool]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The chosen tools of a server's list as tool entries, and why any was left out."""
+    by_name = {t.name: t for t in listed}
+    entries: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for name in binding.tools or list(by_name):
+        if name not in by_name:
+            problems.append(f"the server lists no tool {name!r}")
+            continue
+        entry = _entry(binding, by_name[name])
+        tool, found = parse_tool(entry, f"tool {name!r}")
+        if tool is None:
+            problems += found  # a schema of the server's that no validator would take
+            continue
+        entries.append(entry)
+    return entries, problems

@@ -1,0 +1,414 @@
+"""MCP servers as tool blocks, against the SDK's own server: over streamable HTTP on
+loopback (in a thread) and over stdio (the command the platform declares, a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hostcall.errors import AgentConfigError
+from tests.support.harness import Conv, Harness, write_agent
+from tests.support.loopback import Trap
+from tests.support.mcp_server import ROOT, Seen, http_server, stdio_command
+
+TOKEN = "Bearer mcp-sekrit-token-4711"
+STDIO_TOKEN = "stdio-sekrit-token-0815"
+
+
+@pytest.fixture(scope="module")
+def crm() -> Iterator[tuple[str, Seen]]:
+    seen = Seen()
+    with http_server(seen) as url:
+        yield url, seen
+
+
+@pytest.fixture
+def made() -> Iterator[list[Harness]]:
+    harnesses: list[Harness] = []
+    yield harnesses
+    for h in harnesses:
+        h.stop()
+
+
+def platform(url: str, *, allowed: tuple[str, ...] = ("crm", "files")) -> dict[str, Any]:
+    return {
+        "environments": {
+            "dev": {"mcp_servers": list(allowed)},
+            "prod": {"protected": True, "mcp_servers": ["crm"]},
+        },
+        "allowed_env": ["CRM_TOKEN", "FILES_TOKEN"],
+        "mcp_servers": {
+            "crm": {"url": url, "headers": {"Authorization": {"env": "CRM_TOKEN"}}},
+            "files": {"command": stdio_command(), "cwd": str(ROOT),
+                      "env": {"CRM_TOKEN": {"env": "FILES_TOKEN"}}},
+        },
+    }  # fmt: skip
+
+
+ERROR_REPLY = "error {{ error.code }}: {{ error.message }}"
+RULES = [
+    {"match": "^find (?P<who>.+)", "tool": "lookup", "arguments": {"name": "{{ who }}"},
+     "reply": "email {{ result.email }}", "error_reply": ERROR_REPLY},
+    {"match": "^note (?P<what>.+)", "tool": "note_text", "arguments": {"text": "{{ what }}"},
+     "reply": "ok", "error_reply": ERROR_REPLY},
+]  # fmt: skip
+
+
+def call_rule(tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"match": f"^call {tool}$", "tool": tool, "arguments": arguments or {},
+            "reply": "ok", "error_reply": ERROR_REPLY}  # fmt: skip
+
+
+def build(
+    tmp_path: Path,
+    url: str,
+    *tools: dict[str, Any],
+    rules: list[dict[str, Any]] | None = None,
+    env: str = "dev",
+    allowed: tuple[str, ...] = ("crm", "files"),
+) -> Harness:
+    directory = tmp_path / "agents"
+    write_agent(directory, platform(url, allowed=allowed), name="_platform.json")
+    write_agent(directory, {
+        "id": "ops",
+        "environment": env,
+        "model": {"kind": "scripted", "rules": rules or RULES},
+        "tools": list(tools),
+    })  # fmt: skip
+    return Harness(tmp_path, directory, environ={"CRM_TOKEN": TOKEN, "FILES_TOKEN": STDIO_TOKEN})
+
+
+def ask(
+    h: Harness, text: str, conv: Conv | None = None, **body: Any
+) -> tuple[Conv, dict[str, Any]]:
+    conv = conv or h.conversation("ops")
+    r = h.http.post(f"/api/conversations/{conv.id}/messages", json={"text": text, **body},
+                    headers=conv.auth)  # fmt: skip
+    assert r.status_code == 202, r.text
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        snap = h.snapshot(conv)
+        states = [c["state"] for c in snap["calls"]]
+        if snap["run"]["status"] in ("finished", "failed") or "awaiting_confirmation" in states:
+            return conv, snap
+        time.sleep(0.02)
+    raise AssertionError(f"run still busy: {snap['run']}")
+
+
+def run_tools(h: Harness, conv: Conv) -> list[dict[str, Any]]:
+    """The tools the conversation's latest run froze when it started."""
+    run_id = h.snapshot(conv)["run"]["runId"]
+    run = h.call(h.runtime.store.get_run, run_id)
+    assert run is not None
+    return [t for t in run.agent["tools"] if "tool" in t]
+
+
+def everything(h: Harness, conv: Conv) -> str:
+    return json.dumps(h.events(conv)) + json.dumps(h.snapshot(conv))
+
+
+# ---- listing and calling -------------------------------------------------------------------
+
+
+def test_a_chosen_tool_is_listed_called_and_its_structured_output_reaches_the_model(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness], caplog: pytest.LogCaptureFixture
+) -> None:
+    url, seen = crm
+    caplog.set_level(logging.DEBUG)
+    h = build(tmp_path, url, {"kind": "mcp", "server": "crm", "tools": ["lookup"]},
+              rules=RULES[:1])  # fmt: skip
+    made.append(h)
+    before = len(seen.calls)
+    conv, snap = ask(h, "find Ann")
+    assert snap["run"]["status"] == "finished", snap["run"]
+    [call] = snap["calls"]
+    assert call["state"] == "answered"
+    assert call["outcome"] == {"output": {"name": "Ann", "email": "ann@example.com"}}
+    assert h.assistant_texts(conv)[-1] == "email ann@example.com"
+    assert seen.calls[before:] == ["lookup"]
+    # The credential went to the server, and nowhere else.
+    assert seen.authorizations[-1] == TOKEN
+    [frozen] = run_tools(h, conv)
+    assert frozen["server"] == "crm" and frozen["tool"] == "lookup"
+    assert frozen["effect"] == "read"  # the server's readOnlyHint
+    assert frozen["title"] == "Look up a contact"
+    assert frozen["output_schema"]["properties"]["email"] == {"title": "Email", "type": "string"}
+    assert "sekrit" not in everything(h, conv) + json.dumps(frozen)
+    assert "sekrit" not in caplog.text
+
+
+def test_all_tools_are_exposed_and_the_agent_file_overrides_the_servers_hints(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, _ = crm
+    binding = {"kind": "mcp", "server": "crm", "tools": "all", "deadline_seconds": 20,
+               "overrides": {"lookup": {"effect": "write", "name": "find_contact",
+                                        "title": "Find someone"}}}  # fmt: skip
+    rules = [call_rule("find_contact", {"name": "Bo"})]
+    h = build(tmp_path, url, binding, rules=rules)
+    made.append(h)
+    conv, snap = ask(h, "call find_contact")
+    assert snap["calls"][0]["state"] == "answered", snap["calls"]
+    frozen = {t["name"]: t for t in run_tools(h, conv)}
+    assert set(frozen) == {"find_contact", "note_text", "fail", "slow", "huge", "picture",
+                           "whoami", "crash", "pid", "grow"}  # fmt: skip
+    assert frozen["find_contact"]["effect"] == "write"  # the file decides
+    assert frozen["find_contact"]["title"] == "Find someone"
+    assert frozen["note_text"]["effect"] == "write"  # destructiveHint
+    assert all(t["deadline_seconds"] == 20 for t in frozen.values())
+
+
+def test_is_error_is_block_failed_with_the_servers_message(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, _ = crm
+    h = build(tmp_path, url, {"kind": "mcp", "server": "crm", "tools": ["fail"]},
+              rules=[call_rule("fail", {"reason": "no stock"})])  # fmt: skip
+    made.append(h)
+    conv, snap = ask(h, "call fail")
+    [call] = snap["calls"]
+    assert call["state"] == "failed"
+    error = call["outcome"]["error"]
+    assert error["code"] == "block_failed"
+    assert "cannot do it: no stock" in error["message"], error
+    assert h.assistant_texts(conv)[-1].startswith("error block_failed: ")
+
+
+def test_a_slow_tool_past_its_timeout_fails_and_the_session_stays_usable(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, _ = crm
+    binding = {"kind": "mcp", "server": "crm", "tools": ["slow", "lookup"],
+               "overrides": {"slow": {"deadline_seconds": 0.5}}}  # fmt: skip
+    h = build(tmp_path, url, binding, rules=[call_rule("slow", {"seconds": 5}), RULES[0]])
+    made.append(h)
+    started = time.monotonic()
+    conv, snap = ask(h, "call slow")
+    assert time.monotonic() - started < 4
+    error = snap["calls"][0]["outcome"]["error"]
+    assert error == {"code": "block_failed", "message": "The request failed: timeout after 0.5 s"}
+    _, snap = ask(h, "find Cy", conv)
+    assert snap["calls"][-1]["outcome"]["output"]["email"] == "cy@example.com"
+
+
+def test_a_huge_result_is_cut_to_the_limit_and_the_model_is_told(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, _ = crm
+    binding = {"kind": "mcp", "server": "crm", "tools": ["huge"],
+               "overrides": {"huge": {"max_response_kb": 4}}}  # fmt: skip
+    h = build(tmp_path, url, binding, rules=[call_rule("huge", {"kilobytes": 3000})])
+    made.append(h)
+    conv, snap = ask(h, "call huge")
+    result = snap["calls"][0]["outcome"]["output"]
+    assert result["content"] == [{"type": "text", "text": "x" * 4096}]
+    assert result["truncated"]["bytes"] == 3000 * 1024 - 4096
+    assert "left out" in result["truncated"]["note"]
+    assert len(json.dumps(h.events(conv))) < 3 * 4096 + 20000
+
+
+def test_an_image_is_described_to_the_model_not_passed_on(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, _ = crm
+    h = build(tmp_path, url, {"kind": "mcp", "server": "crm", "tools": ["picture"]},
+              rules=[call_rule("picture")])  # fmt: skip
+    made.append(h)
+    _, snap = ask(h, "call picture")
+    assert snap["calls"][0]["outcome"]["output"] == {"content": [
+        {"type": "image", "mimeType": "image/png", "bytes": 308},
+        {"type": "text", "text": "a square"},
+    ]}  # fmt: skip
+
+
+def test_a_secret_the_server_echoes_is_redacted_before_the_model_reads_it(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, _ = crm
+    h = build(tmp_path, url, {"kind": "mcp", "server": "crm", "tools": ["whoami"]},
+              rules=[call_rule("whoami")])  # fmt: skip
+    made.append(h)
+    conv, snap = ask(h, "call whoami")
+    assert snap["calls"][0]["outcome"]["output"]["content"] == [
+        {"type": "text", "text": "token=[redacted]"}
+    ]
+    assert "sekrit" not in everything(h, conv)
+
+
+# ---- policies ------------------------------------------------------------------------------
+
+
+def test_an_approval_tool_waits_for_a_person_before_the_server_is_called(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, seen = crm
+    h = build(tmp_path, url, {"kind": "mcp", "server": "crm", "tools": ["note_text"],
+                              "approval": "always"}, rules=RULES[1:])  # fmt: skip
+    made.append(h)
+    before = len(seen.calls)
+    conv, snap = ask(h, "note hello")
+    [call] = snap["calls"]
+    assert call["state"] == "awaiting_confirmation"
+    assert seen.calls[before:] == []
+    assert h.decide(call, "approve").status_code == 200
+    snap = h.finish(conv)
+    assert snap["calls"][0]["outcome"]["output"]["content"] == [
+        {"type": "text", "text": "noted: hello"}
+    ]
+    assert seen.calls[before:] == ["note_text"]
+
+
+def test_a_simulated_run_returns_the_simulation_result_and_never_calls_the_server(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, seen = crm
+    binding = {
+        "kind": "mcp",
+        "server": "crm",
+        "tools": ["lookup"],
+        "overrides": {"lookup": {"simulation_result": {"name": "Sim", "email": "sim@example.com"}}},
+    }
+    h = build(tmp_path, url, binding, rules=RULES[:1])
+    made.append(h)
+    before = len(seen.calls)
+    conv, snap = ask(h, "find Ann", simulate=True)
+    assert snap["calls"][0]["outcome"]["output"] == {"name": "Sim", "email": "sim@example.com"}
+    assert h.assistant_texts(conv)[-1] == "(Simulated) email sim@example.com"
+    assert seen.calls[before:] == []
+
+
+def test_a_protected_environment_asks_a_person_for_a_server_write(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, seen = crm
+    h = build(tmp_path, url, {"kind": "mcp", "server": "crm", "tools": ["note_text", "lookup"]},
+              env="prod")  # fmt: skip
+    made.append(h)
+    before = len(seen.calls)
+    _, snap = ask(h, "note hi")
+    assert snap["calls"][0]["state"] == "awaiting_confirmation"
+    _, snap = ask(h, "find Di")  # a read (readOnlyHint) runs at once
+    assert snap["calls"][0]["state"] == "answered"
+    assert seen.calls[before:] == ["lookup"]
+
+
+# ---- the environment -----------------------------------------------------------------------
+
+
+def test_a_server_the_environment_does_not_allow_is_refused_at_load_with_no_connection(
+    tmp_path: Path,
+) -> None:
+    trap = Trap()
+    try:
+        with pytest.raises(AgentConfigError) as caught:
+            build(tmp_path, f"http://127.0.0.1:{trap.port}/mcp",
+                  {"kind": "mcp", "server": "crm", "tools": "all"}, allowed=("files",))  # fmt: skip
+        assert caught.value.problems == [
+            "ops.json: MCP server 'crm' is not allowed in environment 'dev' (its "
+            "'mcp_servers' in _platform.json: files)"
+        ]
+        assert trap.connections == 0
+    finally:
+        trap.close()
+
+
+def test_a_server_the_environment_stops_allowing_is_refused_before_any_connection(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, seen = crm
+    h = build(tmp_path, url, {"kind": "mcp", "server": "crm", "tools": ["lookup", "note_text"],
+                              "approval": "always"})  # fmt: skip
+    made.append(h)
+    conv, snap = ask(h, "note bye")
+    call = snap["calls"][0]
+    assert call["state"] == "awaiting_confirmation"
+    # The platform is read live: the operator takes the server away meanwhile.
+    agents = h.runtime.engine.agents
+    dev = agents.platform.environments["dev"]
+    narrowed = {**agents.platform.environments, "dev": replace(dev, mcp_servers=frozenset())}
+    agents.platform = replace(agents.platform, environments=narrowed)
+    requests = len(seen.authorizations)
+    calls = len(seen.calls)
+    assert h.decide(call, "approve").status_code == 200
+    snap = h.finish(conv)
+    error = snap["calls"][0]["outcome"]["error"]
+    refusal = "This tool may not send requests to the MCP server 'crm'."
+    assert error == {"code": "not_authorized", "message": refusal}
+    # A new run is not given the server's tools, and asks it nothing.
+    _, snap = ask(h, "find Ed", conv)
+    assert snap["calls"][-1]["outcome"]["error"]["code"] == "unknown_tool"
+    assert seen.calls[calls:] == [] and len(seen.authorizations) == requests
+
+
+# ---- the tool list -------------------------------------------------------------------------
+
+
+def test_a_changed_tool_list_reaches_new_runs_only(tmp_path: Path, made: list[Harness]) -> None:
+    with http_server() as url:  # its own server: the test grows its list
+        binding = {"kind": "mcp", "server": "crm", "tools": "all"}
+        rules = [{**call_rule("note_text", {"text": "x"})}, call_rule("grow"), call_rule("fresh")]
+        h = build(tmp_path, url, {**binding, "overrides": {"note_text": {"approval": "always"}}},
+                  rules=rules)  # fmt: skip
+        made.append(h)
+        waiting, snap = ask(h, "call note_text")
+        assert snap["calls"][0]["state"] == "awaiting_confirmation"
+        conv, snap = ask(h, "call grow")
+        assert snap["calls"][0]["state"] == "answered"
+        # The waiting run keeps the list it started with; a new run reads the new one.
+        assert h.decide(h.open_call(waiting), "approve").status_code == 200
+        h.finish(waiting)
+        assert "fresh" not in {t["name"] for t in run_tools(h, waiting)}
+        _, snap = ask(h, "call fresh", conv)
+        assert snap["calls"][-1]["outcome"]["output"]["content"] == [
+            {"type": "text", "text": "fresh"}
+        ]
+        assert "fresh" in {t["name"] for t in run_tools(h, conv)}
+
+
+# ---- stdio ---------------------------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_stdio_server_killed_mid_call_fails_the_call_is_restarted_and_stops_with_us(
+    tmp_path: Path, made: list[Harness]
+) -> None:
+    h = build(tmp_path, "http://127.0.0.1:9/mcp",
+              {"kind": "mcp", "server": "files", "tools": ["pid", "crash", "whoami"]},
+              rules=[call_rule("pid"), call_rule("crash"), call_rule("whoami")])  # fmt: skip
+    made.append(h)
+    conv, snap = ask(h, "call pid")
+    first = int(snap["calls"][0]["outcome"]["output"]["content"][0]["text"])
+    assert _alive(first)
+    _, snap = ask(h, "call crash", conv)
+    [*_, crashed] = snap["calls"]
+    assert crashed["state"] == "failed"
+    assert crashed["outcome"]["error"]["code"] == "block_failed"
+    assert "unavailable" in crashed["outcome"]["error"]["message"]
+    _, snap = ask(h, "call pid", conv)
+    second = int(snap["calls"][-1]["outcome"]["output"]["content"][0]["text"])
+    assert second != first and not _alive(first)
+    # The command got its declared variable; the model reads it redacted.
+    _, snap = ask(h, "call whoami", conv)
+    assert snap["calls"][-1]["outcome"]["output"]["content"] == [
+        {"type": "text", "text": "token=[redacted]"}
+    ]
+    h.stop()
+    deadline = time.monotonic() + 5
+    while _alive(second) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(second)
