@@ -7,6 +7,9 @@ Read from ``_platform.json`` in the agents directory (optional)::
      "connections": {"holidays": {"hosts": ["api.example.com:443"],
                                   "headers": {"X-Api-Key": {"env": "HOLIDAYS_KEY"}}}}}
 
+and ``"mcp_servers": {"crm": {"url": ..., "headers": {...}}}`` (hostcall/blocks/mcp/servers.py),
+which an environment allows by name (``"mcp_servers": ["crm"]``).
+
 An agent names its ``environment`` (default ``"default"``: not protected, no hosts): its HTTP
 tools and its model may reach only that environment's ``allowed_hosts``. ``allowed_env`` lists
 the environment variables agents (a model's ``api_key_env``) and connections may read; the

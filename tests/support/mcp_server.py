@@ -20,7 +20,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ImageContent, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +98,16 @@ def build(seen: Seen | None = None) -> MCPServer:
     def pid() -> str:
         """Says which process answers."""
         return str(os.getpid())
+
+    @server.tool(structured_output=False)
+    def odd() -> CallToolResult:
+        """Declares an output schema (below) its structured content does not match."""
+        return CallToolResult(content=[], structured_content={"count": "many"})
+
+    # A schema advertised with no model behind it: the server sends what the tool returns
+    # unchecked, as a server written by hand might.
+    schema = {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}
+    server._tool_manager.get_tool("odd").__dict__["output_schema"] = schema
 
     @server.tool(structured_output=False)
     async def grow(ctx: Context) -> str:

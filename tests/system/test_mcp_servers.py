@@ -159,7 +159,7 @@ def test_all_tools_are_exposed_and_the_agent_file_overrides_the_servers_hints(
     assert snap["calls"][0]["state"] == "answered", snap["calls"]
     frozen = {t["name"]: t for t in run_tools(h, conv)}
     assert set(frozen) == {"find_contact", "note_text", "fail", "slow", "huge", "picture",
-                           "whoami", "crash", "pid", "grow"}  # fmt: skip
+                           "whoami", "crash", "pid", "odd", "grow"}  # fmt: skip
     assert frozen["find_contact"]["effect"] == "write"  # the file decides
     assert frozen["find_contact"]["title"] == "Find someone"
     assert frozen["note_text"]["effect"] == "write"  # destructiveHint
@@ -180,6 +180,23 @@ def test_is_error_is_block_failed_with_the_servers_message(
     assert error["code"] == "block_failed"
     assert "cannot do it: no stock" in error["message"], error
     assert h.assistant_texts(conv)[-1].startswith("error block_failed: ")
+
+
+def test_structured_content_that_does_not_match_the_output_schema_is_block_failed(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, _ = crm
+    h = build(tmp_path, url, {"kind": "mcp", "server": "crm", "tools": ["odd"]},
+              rules=[call_rule("odd")])  # fmt: skip
+    made.append(h)
+    conv, snap = ask(h, "call odd")
+    [call] = snap["calls"]
+    assert call["state"] == "failed"
+    error = call["outcome"]["error"]
+    assert error["code"] == "block_failed"
+    assert "does not match the tool's output schema" in error["message"], error
+    assert "'many' is not of type 'integer'" in error["message"], error
+    assert '"many"' not in json.dumps(h.events(conv))  # the bad result never reached the model
 
 
 def test_a_slow_tool_past_its_timeout_fails_and_the_session_stays_usable(

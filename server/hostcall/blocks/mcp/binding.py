@@ -100,11 +100,12 @@ def parse_binding(raw: dict[str, Any], where: str) -> tuple[McpBinding | None, l
         {t: dict(o) for t, o in overrides.items()},
         defaults,
     )
-    # Each setting checked as the frozen tool will be, on a stand-in schema.
+    # Each setting checked as the frozen tool will be, on a stand-in schema (its keys were
+    # checked above, against what an agent file may set).
     for tool in binding.tools or ("tool",):
         probe = _entry(binding, ListedTool(tool, "stand-in"))
-        problems += [p.replace(f"tool {probe['name']!r}", f"tool {tool!r}")
-                     for p in parse_tool(probe, where)[1]]  # fmt: skip
+        found = parse_tool(probe, f"{where}: {tool}")[1]
+        problems += [p for p in found if ": unknown key " not in p]
     if problems:
         return None, list(dict.fromkeys(problems))
     return binding, []

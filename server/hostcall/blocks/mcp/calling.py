@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hostcall.blocks import BlockFailed, NotAuthorized, redact
-from hostcall.blocks.mcp.pool import McpPool, McpRefused, McpUnavailable
+from hostcall.blocks.mcp.pool import McpBadResult, McpPool, McpRefused, McpUnavailable
 from hostcall.blocks.mcp.results import content_output, error_text
 from hostcall.blocks.mcp.servers import McpServer
 from hostcall.tools import McpBlock
@@ -40,6 +40,9 @@ async def call_mcp_tool(
         raise BlockFailed(f"timeout after {timeout:g} s") from None
     except McpUnavailable as exc:
         raise BlockFailed(f"{server.where} is unavailable ({exc.reason})") from None
+    except McpBadResult as exc:
+        reason = f"the result does not match the tool's output schema: {exc.message}"
+        raise BlockFailed(reason) from None
     except McpRefused as exc:
         raise BlockFailed(f"{server.where} refused the call: {exc.message}") from None
     if result.is_error:

@@ -43,6 +43,10 @@ class McpRefused(Exception):
         self.message = message
 
 
+class McpBadResult(McpRefused):
+    """The structured content does not match the tool's ``outputSchema``."""
+
+
 class _Session:
     """A task that opens one server's session and holds it until told to stop."""
 
@@ -187,7 +191,8 @@ class McpPool:
         if isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED:
             return McpRefused(_reason(exc, server).split(": ", 1)[-1])
         if isinstance(exc, RuntimeError) and "structured content" in str(exc):
-            return McpRefused(_reason(exc, server).split(": ", 1)[-1])
+            # The SDK's check of the result against the schema the session listed.
+            return McpBadResult(_reason(exc, server).split(": ", 1)[-1])
         # Anything else broke the session: the next use opens a new one.
         log.warning("%s: session dropped: %s", server.where, _reason(exc, server))
         await self._drop(server.identity(), session)
