@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -394,14 +395,15 @@ def test_a_changed_tool_list_reaches_new_runs_only(tmp_path: Path, made: list[Ha
 
 
 def _alive(pid: int) -> bool:
+    """Running: neither gone nor a zombie waiting to be reaped."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return False
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_a_stdio_server_killed_mid_call_fails_the_call_is_restarted_and_stops_with_us(
+def test_a_stdio_server_that_dies_is_restarted_and_stops_with_us(
     tmp_path: Path, made: list[Harness]
 ) -> None:
     h = build(tmp_path, "http://127.0.0.1:9/mcp",
@@ -419,6 +421,15 @@ def test_a_stdio_server_killed_mid_call_fails_the_call_is_restarted_and_stops_wi
     _, snap = ask(h, "call pid", conv)
     second = int(snap["calls"][-1]["outcome"]["output"]["content"][0]["text"])
     assert second != first and not _alive(first)
+    # Killed between calls, it is started again for the next call, which succeeds.
+    os.kill(second, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while _alive(second) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # for the session to read the end of the pipe
+    _, snap = ask(h, "call pid", conv)
+    third = int(snap["calls"][-1]["outcome"]["output"]["content"][0]["text"])
+    assert third != second
     # The command got its declared variable; the model reads it redacted.
     _, snap = ask(h, "call whoami", conv)
     assert snap["calls"][-1]["outcome"]["output"]["content"] == [
@@ -426,6 +437,6 @@ def test_a_stdio_server_killed_mid_call_fails_the_call_is_restarted_and_stops_wi
     ]
     h.stop()
     deadline = time.monotonic() + 5
-    while _alive(second) and time.monotonic() < deadline:
+    while _alive(third) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(second)
+    assert not _alive(third)

@@ -141,6 +141,12 @@ class McpPool:
             raise McpUnavailable(server, "the server is shutting down")
         key = server.identity()
         session = self._sessions.get(key)
+        if session is not None and session.client is not None and _ended(session.client):
+            # The server went away between calls (a stdio command died): nothing was sent
+            # on this session since, so a new one (the command started again) is safe.
+            log.warning("%s: the session ended; opening a new one", server.where)
+            await self._drop(key, session)
+            session = None
         if session is None or (session._ready.is_set() and session.client is None):
             session = self._sessions[key] = _Session(server)
         try:
@@ -203,6 +209,16 @@ class McpPool:
         self._closed = True
         sessions, self._sessions = list(self._sessions.values()), {}
         await asyncio.gather(*(s.stop() for s in sessions), return_exceptions=True)
+
+
+def _ended(client: Client) -> bool:
+    """Whether the session's connection has ended (the server closed it, or died).
+
+    The SDK has no public flag for it; its dispatcher's is read, and if it is not there the
+    answer is no: the next call then fails, drops the session, and the one after reopens it.
+    """
+    dispatcher = getattr(client.session, "_dispatcher", None)
+    return getattr(dispatcher, "_closed", False) is True
 
 
 def _listed(tool: Any) -> ListedTool:
