@@ -267,6 +267,11 @@ def _console(p: _Paths) -> dict[str, Any]:
         "/console/api/agents/{agentId}": {"parameters": [_param("agentId")], "post": p.op(
             "Save an agent file: a new version", 200, p.body(c.AgentSaved), 401, 403, 404, 409,
             422, body=_ref("AgentBody"), security=CONSOLE)},
+        "/console/api/mcp/{server}/tools": {"parameters": [
+            _param("server"), _param("environment", "query"),
+        ], "get": p.op(
+            "An MCP server's tools as it lists them now, or why not", 200,
+            p.body(c.McpServerTools), 401, 403, security=CONSOLE)},
     }  # fmt: skip
 
 

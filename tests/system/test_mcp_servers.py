@@ -19,6 +19,7 @@ from hostcall.errors import AgentConfigError
 from tests.support.harness import Conv, Harness, write_agent
 from tests.support.loopback import Trap
 from tests.support.mcp_server import ROOT, Seen, http_server, stdio_command
+from tests.unit.console_client import ConsoleClient, fast_passwords
 
 TOKEN = "Bearer mcp-sekrit-token-4711"
 STDIO_TOKEN = "stdio-sekrit-token-0815"
@@ -440,3 +441,51 @@ def test_a_stdio_server_that_dies_is_restarted_and_stops_with_us(
     while _alive(third) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(third)
+
+
+# ---- the designer --------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures(fast_passwords.__name__)
+def test_the_designer_lists_an_allowed_servers_tools_and_refuses_others_unasked(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, _ = crm
+    trap = Trap()
+    try:
+        data = platform(url)
+        data["mcp_servers"]["elsewhere"] = {"url": f"http://127.0.0.1:{trap.port}/mcp"}
+        directory = tmp_path / "agents"
+        write_agent(directory, data, name="_platform.json")
+        write_agent(directory, {"id": "ops", "environment": "dev", "tools": []})
+        h = Harness(tmp_path, directory, environ={"CRM_TOKEN": TOKEN, "FILES_TOKEN": "x"})
+        made.append(h)
+        designer = ConsoleClient(h.app, h.runtime, "dana", "designer")
+        page = designer.http.get("/console/agents/ops")
+        assert '"mcpServers"' in page.text and '"dev": ["crm", "files"]' in page.text
+        r = designer.http.get("/console/api/mcp/crm/tools?environment=dev")
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["problem"] is None and body["server"] == "crm"
+        lookup = next(t for t in body["tools"] if t["name"] == "lookup")
+        assert lookup == {"name": "lookup", "title": "Look up a contact",
+                          "description": "Finds a contact by name.", "readOnly": True}  # fmt: skip
+        r = designer.http.get("/console/api/mcp/elsewhere/tools?environment=dev")
+        assert r.json() == {"server": "elsewhere", "environment": "dev", "tools": [],
+                            "problem": "MCP server 'elsewhere' is not allowed in environment "
+                            "'dev' (its 'mcp_servers' in _platform.json)"}  # fmt: skip
+        # Saving an agent that uses it is refused with the line the editor shows beside it.
+        agent = {"id": "ops", "environment": "dev",
+                 "tools": [{"kind": "mcp", "server": "elsewhere", "tools": "all"}]}  # fmt: skip
+        r = designer.post("/console/api/agents/ops", {"agent": agent})
+        assert r.status_code == 422
+        assert r.json()["error"]["details"]["problems"] == [
+            "ops.json: MCP server 'elsewhere' is not allowed in environment 'dev' "
+            "(its 'mcp_servers' in _platform.json: crm, files)"
+        ]
+        assert trap.connections == 0
+        # A reader of the console who is not a designer is not shown the tools.
+        reader = ConsoleClient(h.app, h.runtime, "olga", "operator")
+        assert reader.http.get("/console/api/mcp/crm/tools").status_code == 403
+    finally:
+        trap.close()

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route
 from hostcall.console.accounts import Role
 from hostcall.console.agent_files import AgentFiles, agent_files, diff
 from hostcall.console.audit import record
+from hostcall.console.designer_mcp import allowed_servers, mcp_routes
 from hostcall.console.render import page
 from hostcall.console.session import form_of, guarded, operator_of
 from hostcall.errors import BadRequest, NotFound
@@ -37,6 +38,7 @@ def designer_routes() -> list[BaseRoute]:
         Route("/console/agents/{agent_id}/rollback", rollback_agent, methods=["POST"]),
         Route("/console/api/agents/{agent_id}/check", check_agent, methods=["POST"]),
         Route("/console/api/agents/{agent_id}", save_agent, methods=["POST"]),
+        *mcp_routes(),
     ]
 
 
@@ -132,6 +134,7 @@ async def editor_page(request: Request) -> Response:
             name: sorted(env.allowed_hosts) for name, env in platform.environments.items()
         },
         "connections": sorted(platform.connections),
+        "mcpServers": allowed_servers(platform),
         "effects": list(EFFECTS),
         "approvals": list(APPROVALS),
     }

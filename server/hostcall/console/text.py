@@ -199,6 +199,20 @@ EN = {
     "create_tool": "Create",
     "cancel": "Cancel",
     "preview_submit": "Preview only",
+    "mcp_tool": "MCP server",
+    "mcp_server": "MCP server",
+    "mcp_show_tools": "Show its tools",
+    "mcp_pick_server": "Pick a server first.",
+    "mcp_reading": "Reading the server's tools…",
+    "mcp_listed": "{server} lists {n} tools.",
+    "mcp_tools_of": "Tools of {server}",
+    "mcp_all_tools": "All its tools (the list is read when each run starts)",
+    "mcp_no_servers": "No MCP server is allowed in environment {env} (its 'mcp_servers' in _platform.json).",
+    "mcp_chosen": "Chosen tools",
+    "mcp_overrides": "Per-tool settings (JSON: tool name → name, title, description, policies)",
+    "mcp_overrides_help": "For example {\"lookup\": {\"effect\": \"read\", \"title\": \"Look up a contact\"}}. The settings above apply to every chosen tool.",
+    "mcp_choose_tools": "Show the server's tools and choose at least one (or all of them).",
+    "mcp_properties": "Tools of MCP server {server}",
 }
 
 FR = {
@@ -392,6 +406,20 @@ FR = {
     "create_tool": "Créer",
     "cancel": "Annuler",
     "preview_submit": "Aperçu seulement",
+    "mcp_tool": "Serveur MCP",
+    "mcp_server": "Serveur MCP",
+    "mcp_show_tools": "Afficher ses outils",
+    "mcp_pick_server": "Choisissez d’abord un serveur.",
+    "mcp_reading": "Lecture des outils du serveur…",
+    "mcp_listed": "{server} propose {n} outils.",
+    "mcp_tools_of": "Outils de {server}",
+    "mcp_all_tools": "Tous ses outils (la liste est lue au début de chaque exécution)",
+    "mcp_no_servers": "Aucun serveur MCP n’est autorisé dans l’environnement {env} (son 'mcp_servers' dans _platform.json).",
+    "mcp_chosen": "Outils choisis",
+    "mcp_overrides": "Réglages par outil (JSON : nom de l’outil → name, title, description, règles)",
+    "mcp_overrides_help": "Par exemple {\"lookup\": {\"effect\": \"read\", \"title\": \"Chercher un contact\"}}. Les réglages ci-dessus valent pour chaque outil choisi.",
+    "mcp_choose_tools": "Affichez les outils du serveur et choisissez-en au moins un (ou tous).",
+    "mcp_properties": "Outils du serveur MCP {server}",
 }
 
 ES = {
@@ -585,6 +613,20 @@ ES = {
     "create_tool": "Crear",
     "cancel": "Cancelar",
     "preview_submit": "Solo vista previa",
+    "mcp_tool": "Servidor MCP",
+    "mcp_server": "Servidor MCP",
+    "mcp_show_tools": "Mostrar sus herramientas",
+    "mcp_pick_server": "Elija primero un servidor.",
+    "mcp_reading": "Leyendo las herramientas del servidor…",
+    "mcp_listed": "{server} ofrece {n} herramientas.",
+    "mcp_tools_of": "Herramientas de {server}",
+    "mcp_all_tools": "Todas sus herramientas (la lista se lee al empezar cada ejecución)",
+    "mcp_no_servers": "Ningún servidor MCP está permitido en el entorno {env} (su 'mcp_servers' en _platform.json).",
+    "mcp_chosen": "Herramientas elegidas",
+    "mcp_overrides": "Ajustes por herramienta (JSON: nombre de la herramienta → name, title, description, políticas)",
+    "mcp_overrides_help": "Por ejemplo {\"lookup\": {\"effect\": \"read\", \"title\": \"Buscar un contacto\"}}. Los ajustes de arriba valen para cada herramienta elegida.",
+    "mcp_choose_tools": "Muestre las herramientas del servidor y elija al menos una (o todas).",
+    "mcp_properties": "Herramientas del servidor MCP {server}",
 }
 
 JA = {
@@ -778,6 +820,20 @@ JA = {
     "create_tool": "作成",
     "cancel": "キャンセル",
     "preview_submit": "プレビューのみ",
+    "mcp_tool": "MCPサーバー",
+    "mcp_server": "MCPサーバー",
+    "mcp_show_tools": "ツールを表示",
+    "mcp_pick_server": "先にサーバーを選んでください。",
+    "mcp_reading": "サーバーのツールを読み込んでいます…",
+    "mcp_listed": "{server} のツールは {n} 個です。",
+    "mcp_tools_of": "{server} のツール",
+    "mcp_all_tools": "すべてのツール（一覧は実行のたびに開始時に読み込まれます）",
+    "mcp_no_servers": "環境 {env} で許可されたMCPサーバーはありません（_platform.json の 'mcp_servers'）。",
+    "mcp_chosen": "選んだツール",
+    "mcp_overrides": "ツールごとの設定（JSON：ツール名 → name、title、description、ポリシー）",
+    "mcp_overrides_help": "例：{\"lookup\": {\"effect\": \"read\", \"title\": \"連絡先を調べる\"}}。上の設定は選んだすべてのツールに適用されます。",
+    "mcp_choose_tools": "サーバーのツールを表示し、少なくとも1つ（またはすべて）を選んでください。",
+    "mcp_properties": "MCPサーバー {server} のツール",
 }
 
 TEXT = {"en": EN, "fr": FR, "es": ES, "ja": JA}

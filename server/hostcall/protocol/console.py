@@ -148,6 +148,31 @@ class AgentSaved:
     version: int
 
 
+@dataclass(frozen=True, slots=True)
+class McpToolItem:
+    name: str
+    title: str
+    description: str
+    read_only: bool  # the server's readOnlyHint: the tool's default effect is read
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerTools:
+    """The designer's view of an MCP server: its tools as it lists them now, or why not
+    (the environment does not allow it: then nothing was asked of it; or it is unreachable)."""
+
+    server: str
+    environment: str
+    tools: tuple[McpToolItem, ...]
+    problem: str | None = field(metadata=ALWAYS)
+
+
 ConsoleBody = (
-    ConversationList | ConversationDetail | CallStatus | RunCancelled | AgentProblems | AgentSaved
+    ConversationList
+    | ConversationDetail
+    | CallStatus
+    | RunCancelled
+    | AgentProblems
+    | AgentSaved
+    | McpServerTools
 )

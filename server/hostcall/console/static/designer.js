@@ -5,6 +5,7 @@
 
 import { page, tr, h, api, ready } from './console.js'
 import { schemaForm } from '/static/form.js'
+import * as mcp from './designer_mcp.js'
 
 const agentId = page.data.agent.id
 /** @type {any} */
@@ -117,7 +118,7 @@ function toolList() {
   return h('fieldset', { 'data-part': 'tools' }, h('legend', { text: tr('tools') }),
     draft.tools.length ? h('ul', { 'data-part': 'tool-list', 'aria-label': tr('tool_list') }, draft.tools.map((/** @type {any} */ tool, /** @type {number} */ i) =>
       h('li', null, h('button', { type: 'button', 'data-part': 'tool-tab', 'aria-pressed': String(i === selected && !adding), onclick: () => { selected = i; adding = false; render('[data-part="properties"] input') } },
-        `${tool.name ?? tool.toolName ?? '?'} (${tool.kind === 'http' || tool.toolName ? tr('http_tool') : tr('client_tool')})`)))) : h('p', { text: tr('no_tools') }),
+        tool.kind === 'mcp' ? `${tool.server ?? '?'} (${tr('mcp_tool')})` : `${tool.name ?? tool.toolName ?? '?'} (${tool.kind === 'http' || tool.toolName ? tr('http_tool') : tr('client_tool')})`)))) : h('p', { text: tr('no_tools') }),
     h('button', { type: 'button', 'data-part': 'add-tool', onclick: () => { adding = true; render('[data-part="add-tool"] input') } }, tr('add_tool')))
 }
 
@@ -126,14 +127,36 @@ function addToolForm() {
   const fresh = { kind: 'client', name: '', description: '', input_schema: structuredClone(EMPTY_SCHEMA), output_schema: structuredClone(EMPTY_SCHEMA) }
   const http = { method: 'GET', url: 'https://' }
   const body = h('div')
-  const fill = () => body.replaceChildren(...(fresh.kind === 'client'
-    ? [field(fresh, 'input_schema', tr('input_schema'), { kind: 'json' }), field(fresh, 'output_schema', tr('output_schema'), { kind: 'json' })]
-    : [field(http, 'method', tr('method'), { kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }), field(http, 'url', tr('url'))]))
-  fill()
-  const category = field(fresh, 'kind', tr('category'), { kind: 'select', options: [['client', tr('client_tool')], ['http', tr('http_tool')]], onChange: fill })
+  /** @type {any} */
+  const server = {}
   const name = field(fresh, 'name', tr('tool_name'), { help: tr('name_rule') })
+  const description = field(fresh, 'description', tr('description'), { kind: 'area' })
+  const fill = () => {
+    // A server's tools bring their own names and descriptions.
+    name.hidden = description.hidden = fresh.kind === 'mcp'
+    body.replaceChildren(...(fresh.kind === 'client'
+      ? [field(fresh, 'input_schema', tr('input_schema'), { kind: 'json' }), field(fresh, 'output_schema', tr('output_schema'), { kind: 'json' })]
+      : fresh.kind === 'mcp' ? mcp.addFields(server, draft, field)
+        : [field(http, 'method', tr('method'), { kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }), field(http, 'url', tr('url'))]))
+  }
+  const category = field(fresh, 'kind', tr('category'), { kind: 'select', options: [['client', tr('client_tool')], ['http', tr('http_tool')], ['mcp', tr('mcp_tool')]], onChange: fill })
+  fill()
   return h('form', { 'data-part': 'add-tool', 'aria-labelledby': 'add-tool-title', novalidate: true, onsubmit: (/** @type {Event} */ e) => {
     e.preventDefault()
+    if (fresh.kind === 'mcp') {
+      const status = /** @type {HTMLElement | null} */ (body.querySelector('[data-part="mcp-status"]'))
+      if (!server.server || !(server.tools === 'all' || server.tools?.length)) {
+        if (status) { status.textContent = tr('mcp_choose_tools'); status.dataset.kind = 'error' }
+        /** @type {HTMLElement | null} */ (body.querySelector('[data-part="mcp-show-tools"], select'))?.focus()
+        return
+      }
+      draft.tools.push(mcp.binding(server))
+      selected = draft.tools.length - 1
+      adding = false
+      changed()
+      render('[data-part="properties"] select')
+      return
+    }
     const rule = fresh.kind === 'client' ? CLIENT_NAME : HTTP_NAME
     if (!rule.test(fresh.name)) { showError(name, tr('name_rule')); name.querySelector('input')?.focus(); return }
     const tool = fresh.kind === 'client' ? { ...fresh } : { name: fresh.name, kind: 'http', description: fresh.description, request: { ...http }, ai_params: [] }
@@ -145,7 +168,7 @@ function addToolForm() {
     render('[data-part="properties"] input')
   } },
   h('h2', { id: 'add-tool-title', text: tr('add_tool_title') }),
-  category, name, field(fresh, 'description', tr('description'), { kind: 'area' }), body,
+  category, name, description, body,
   h('div', { 'data-part': 'actions' },
     h('button', { type: 'submit', 'data-kind': 'primary', 'data-part': 'create-tool' }, tr('create_tool')),
     h('button', { type: 'button', 'data-part': 'cancel-tool', onclick: () => { adding = false; render() } }, tr('cancel'))))
@@ -174,6 +197,7 @@ function preview(tool, key) {
 /** The properties panel of the selected tool: every field and policy the agent file has. */
 function properties() {
   const tool = draft.tools[selected]
+  if (tool.kind === 'mcp') return bindingProperties(tool)
   const name = tool.name ?? tool.toolName
   const http = tool.kind === 'http'
   const opts = { tool: name }
@@ -217,20 +241,42 @@ function properties() {
       field(tool, 'max_response_kb', tr('max_response'), { ...opts, kind: 'number', optional: true }),
       schemaField('output_schema'),
     ] : [schemaField('input_schema'), schemaField('output_schema')],
-    confirmField, approval,
+    confirmField, approval, policyFields(tool, opts),
+    field(tool, 'simulation_result', tr('simulation'), { ...opts, kind: 'json', optional: true }),
+    field(tool, 'guardrails', tr('guardrails'), { ...opts, kind: 'json', optional: true }),
+    removeButton())
+}
+
+/** The policies every tool has, beside approval. @param {any} tool @param {any} opts */
+function policyFields(tool, opts) {
+  return [
     field(tool, 'effect', tr('effect'), { ...opts, kind: 'select', optional: true, options: [['', tr('none')], ...page.data.effects.map((/** @type {string} */ e) => [e, tr(`effect_${e}`)])] }),
     field(tool, 'deadline_seconds', tr('deadline'), { ...opts, kind: 'number', optional: true }),
     field(tool, 'approval_timeout_seconds', tr('approval_timeout'), { ...opts, kind: 'number', optional: true }),
     field(tool, 'max_calls_per_pass', tr('max_calls'), { ...opts, kind: 'number', optional: true }),
     field(tool, 'max_result_kb', tr('max_result'), { ...opts, kind: 'number', optional: true }),
-    field(tool, 'simulation_result', tr('simulation'), { ...opts, kind: 'json', optional: true }),
+  ]
+}
+
+function removeButton() {
+  return h('button', { type: 'button', 'data-part': 'remove-tool', 'data-kind': 'danger', onclick: () => {
+    draft.tools.splice(selected, 1)
+    selected = draft.tools.length ? 0 : -1
+    changed()
+    render()
+  } }, tr('remove_tool'))
+}
+
+/** An MCP server's tools: the server, the chosen tools, and the policies they all get. @param {any} tool */
+function bindingProperties(tool) {
+  const opts = { tool: `mcp:${tool.server}` }
+  return h('fieldset', { 'data-part': 'properties', 'data-tool': opts.tool, 'data-mcp-server': tool.server ?? '' },
+    h('legend', { text: tr('mcp_properties', { server: tool.server ?? '?' }) }),
+    mcp.bindingFields(tool, draft, opts, field, changed),
+    field(tool, 'approval', tr('approval'), { ...opts, kind: 'select', optional: true, options: [['', tr('none')], ...page.data.approvals.map((/** @type {string} */ a) => [a, tr(`approval_${a}`)])] }),
+    policyFields(tool, opts),
     field(tool, 'guardrails', tr('guardrails'), { ...opts, kind: 'json', optional: true }),
-    h('button', { type: 'button', 'data-part': 'remove-tool', 'data-kind': 'danger', onclick: () => {
-      draft.tools.splice(selected, 1)
-      selected = draft.tools.length ? 0 : -1
-      changed()
-      render()
-    } }, tr('remove_tool')))
+    removeButton())
 }
 
 // ============================================================================
@@ -246,6 +292,16 @@ function showProblems() {
     err.parentElement?.querySelector('[data-key]')?.removeAttribute('aria-invalid')
   }
   for (const p of problems) {
+    const server = /MCP server '([^']+)'/.exec(p)
+    if (server) {
+      // "MCP server 'crm' is not allowed in …" is the server's; "MCP server 'crm': 'effect' …" a key's.
+      const rest = p.slice(server.index + server[0].length).replace(/^: tool '[^']+'/, '')
+      const key = rest.startsWith(' is not') ? 'server' : /'(\w+)'/.exec(rest)?.[1] || 'server'
+      const scope = editor.querySelector(`[data-part="properties"][data-mcp-server="${CSS.escape(server[1])}"]`)
+      const wrap = /** @type {HTMLElement | null | undefined} */ (scope?.querySelector(`[data-part="prop"][data-key="${CSS.escape(key)}"]`))
+      if (wrap) showError(wrap, p)
+      continue
+    }
     const tool = /tool '([^']+)'/.exec(p)?.[1]
     const rest = tool ? p.slice(p.indexOf(`tool '${tool}'`) + tool.length + 7) : p.slice(p.indexOf(':') + 1)
     // A model's lines ("model: 'api_key_env' …") quote keys inside the model's JSON: its field.

@@ -1,0 +1,103 @@
+"""The designer adds an MCP server's tools in real Chromium: pick a server the environment
+allows, see the tools it lists (the SDK's own server, on loopback), choose, set the policies;
+a server the environment does not allow is an error beside the server, and is not saved."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from hostcall.settings import DEMO_AGENTS
+from tests.e2e.conftest import shot, start_demo
+from tests.e2e.test_console import Site, _users_add, hostcall_check, person
+from tests.support.mcp_server import Seen, http_server
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[Site, Seen]]:
+    seen = Seen()
+    with http_server(seen) as url:
+        agents = tmp_path / "agents"
+        shutil.copytree(DEMO_AGENTS, agents)
+        platform = json.loads((agents / "_platform.json").read_text())
+        platform["environments"]["demo"]["mcp_servers"] = ["crm"]
+        platform["environments"]["locked"] = {"mcp_servers": []}
+        platform["mcp_servers"] = {"crm": {"url": url}}
+        (agents / "_platform.json").write_text(json.dumps(platform))
+        db = tmp_path / "e2e.db"
+        _users_add(db, "dana", "designer")
+        demo = start_demo(tmp_path, db=db, extra=["--agents", str(agents)])
+        yield Site(demo, agents), seen
+        demo.stop()
+
+
+def test_designer_adds_chosen_tools_of_an_allowed_server_and_sees_a_refused_one(
+    browser: Browser, site: tuple[Site, Seen]
+) -> None:
+    (where, seen) = site
+    designer = person(browser, where.demo, "dana")
+    designer.goto(f"{where.demo.hostcall}/console/agents/planner")
+    designer.locator("[data-part=add-tool]").click()
+    form = designer.locator("form[data-part=add-tool]")
+    form.get_by_label("Category").select_option("mcp")
+    expect(form.get_by_label("Name")).to_be_hidden()
+    # Create before choosing: said, nothing added.
+    form.locator("[data-part=create-tool]").click()
+    expect(form.locator("[data-part=mcp-status]")).to_have_text(
+        "Show the server's tools and choose at least one (or all of them)."
+    )
+    expect(form.get_by_label("MCP server")).to_have_value("crm")
+    form.locator("[data-part=mcp-show-tools]").click()
+    expect(form.locator("[data-part=mcp-status]")).to_contain_text("crm lists")
+    form.get_by_label("lookup — Look up a contact (Read-only)").check()
+    form.get_by_label("note_text — note_text (Write)").check()
+    form.locator("[data-part=create-tool]").scroll_into_view_if_needed()
+    shot(designer, "designer-mcp-pick")
+    form.locator("[data-part=create-tool]").click()
+    props = designer.locator("[data-part=properties][data-mcp-server=crm]")
+    expect(props).to_be_visible()
+    expect(props.locator("[data-part=mcp-chosen]")).to_have_text("Chosen tools: lookup, note_text")
+    # Changed in the panel: the summary follows.
+    props.locator("[data-part=mcp-show-tools]").click()
+    props.get_by_label("note_text — note_text (Write)").uncheck()
+    expect(props.locator("[data-part=mcp-chosen]")).to_have_text("Chosen tools: lookup")
+    props.get_by_label("note_text — note_text (Write)").check()
+    props.get_by_label("Approval policy").select_option("always")
+    expect(designer.locator("[data-part=no-problems]")).to_be_visible()
+    props.scroll_into_view_if_needed()
+    shot(designer, "designer-mcp-properties")
+
+    # The environment does not allow the server: the line is beside the server, not saved.
+    agent_fields = designer.locator("[data-part=agent-fields]")
+    agent_fields.get_by_label("Environment").select_option("locked")
+    line = ("planner.json: MCP server 'crm' is not allowed in environment 'locked' "
+            "(its 'mcp_servers' in _platform.json: none)")  # fmt: skip
+    server_prop = props.locator("[data-part=prop][data-key=server]")
+    expect(server_prop.locator("[data-part=field-problem]")).to_have_text(line)
+    designer.locator("[data-part=save]").click()
+    expect(designer.locator("[data-part=save-status]")).to_have_text(line)
+    server_prop.scroll_into_view_if_needed()
+    shot(designer, "designer-mcp-not-allowed")
+    on_disk = json.loads((where.agents / "planner.json").read_text())
+    assert not [t for t in on_disk["tools"] if t.get("kind") == "mcp"]
+
+    agent_fields.get_by_label("Environment").select_option("demo")
+    expect(designer.locator("[data-part=no-problems]")).to_be_visible()
+    designer.locator("[data-part=save]").click()
+    expect(designer.locator("[data-part=save-status]")).to_contain_text("Saved as version")
+    saved = json.loads((where.agents / "planner.json").read_text())
+    [binding] = [t for t in saved["tools"] if t.get("kind") == "mcp"]
+    assert binding == {"kind": "mcp", "server": "crm", "tools": ["lookup", "note_text"],
+                       "approval": "always"}  # fmt: skip
+    done = hostcall_check(where.agents)
+    assert done.returncode == 0, done.stderr
+    assert "MCP server crm: lookup, note_text" in done.stdout
+    # Listing the tools is the only thing asked of the server: nothing was called.
+    assert seen.calls == []
