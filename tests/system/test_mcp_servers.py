@@ -489,3 +489,28 @@ def test_the_designer_lists_an_allowed_servers_tools_and_refuses_others_unasked(
         assert reader.http.get("/console/api/mcp/crm/tools").status_code == 403
     finally:
         trap.close()
+
+
+def test_a_stdio_server_declared_anew_by_a_reload_is_stopped_and_started_anew(
+    tmp_path: Path, made: list[Harness]
+) -> None:
+    h = build(tmp_path, "http://127.0.0.1:9/mcp",
+              {"kind": "mcp", "server": "files", "tools": ["pid"]}, rules=[call_rule("pid")])  # fmt: skip
+    made.append(h)
+    conv, snap = ask(h, "call pid")
+    before = int(snap["calls"][0]["outcome"]["output"]["content"][0]["text"])
+    data = platform("http://127.0.0.1:9/mcp")
+    data["mcp_servers"]["files"]["env"]["EXTRA"] = {"env": "CRM_TOKEN"}
+    write_agent(h.agents_dir, data, name="_platform.json")
+
+    async def reload() -> None:
+        h.runtime.reload_agents()
+
+    h.call(reload)
+    deadline = time.monotonic() + 10
+    while _alive(before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(before)
+    _, snap = ask(h, "call pid", conv)
+    after = int(snap["calls"][-1]["outcome"]["output"]["content"][0]["text"])
+    assert after != before and _alive(after)

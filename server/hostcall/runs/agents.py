@@ -50,12 +50,18 @@ class RunAgents:
         self._by_run: OrderedDict[str, Agent] = OrderedDict()
         self._frozen: dict[str, Agent] = {}
         self._models: dict[str, Model] = {}
+        self._retaining: asyncio.Task[None] | None = None  # held: a task is weakly kept
 
     def reload(self, loaded: Mapping[str, Agent], platform: Platform) -> None:
         self.loaded = loaded
         self.platform = platform
         # Models read the allowed variables when built: rebuild them under the new lists.
         self._models.clear()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not on the server's loop: its sessions stop with it
+        self._retaining = loop.create_task(self.mcp.retain(platform.mcp_servers.values()))
 
     async def agent_of_run(self, run_id: str) -> Agent:
         """The agent as it was when the run started (its definition is stored in the run)."""

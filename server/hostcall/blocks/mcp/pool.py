@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hostcall.blocks.mcp.binding import ListedTool
@@ -203,6 +203,13 @@ class McpPool:
         log.warning("%s: session dropped: %s", server.where, _reason(exc, server))
         await self._drop(server.identity(), session)
         return McpUnavailable(server, _reason(exc, server))
+
+    async def retain(self, servers: Iterable[McpServer]) -> None:
+        """Stop the sessions of servers no longer declared as they were (a reloaded platform
+        file): a stdio command started with the old settings does not outlive them."""
+        keep = {server.identity() for server in servers}
+        gone = [(key, s) for key, s in self._sessions.items() if key not in keep]
+        await asyncio.gather(*(self._drop(key, s) for key, s in gone), return_exceptions=True)
 
     async def close(self) -> None:
         """Stop every session (a stdio server's command with it)."""
