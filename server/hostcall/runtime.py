@@ -226,7 +226,7 @@ class Runtime:
         and on PostgreSQL the relay of other processes' events to this one's streams.
         """
         await self.engine.recover()
-        jobs = [self.engine.sweep_forever(self.settings.sweep_seconds)]
+        jobs = [self.engine.sweep_forever(self.settings.sweep_seconds), self.engine.agents.warm()]
         url = self.settings.database_url
         stop_renewing = None
         if url is None:

@@ -113,6 +113,12 @@ def run_tools(h: Harness, conv: Conv) -> list[dict[str, Any]]:
     return [t for t in run.agent["tools"] if "tool" in t]
 
 
+def pid_of(call: dict[str, Any]) -> int:
+    """The process id the ``pid`` tool answered with."""
+    assert "output" in call["outcome"], call["outcome"]
+    return int(call["outcome"]["output"]["content"][0]["text"])
+
+
 def everything(h: Harness, conv: Conv) -> str:
     return json.dumps(h.events(conv)) + json.dumps(h.snapshot(conv))
 
@@ -412,7 +418,7 @@ def test_a_stdio_server_that_dies_is_restarted_and_stops_with_us(
               rules=[call_rule("pid"), call_rule("crash"), call_rule("whoami")])  # fmt: skip
     made.append(h)
     conv, snap = ask(h, "call pid")
-    first = int(snap["calls"][0]["outcome"]["output"]["content"][0]["text"])
+    first = pid_of(snap["calls"][0])
     assert _alive(first)
     _, snap = ask(h, "call crash", conv)
     [*_, crashed] = snap["calls"]
@@ -420,7 +426,7 @@ def test_a_stdio_server_that_dies_is_restarted_and_stops_with_us(
     assert crashed["outcome"]["error"]["code"] == "block_failed"
     assert "unavailable" in crashed["outcome"]["error"]["message"]
     _, snap = ask(h, "call pid", conv)
-    second = int(snap["calls"][-1]["outcome"]["output"]["content"][0]["text"])
+    second = pid_of(snap["calls"][-1])
     assert second != first and not _alive(first)
     # Killed between calls, it is started again for the next call, which succeeds.
     os.kill(second, signal.SIGKILL)
@@ -429,7 +435,7 @@ def test_a_stdio_server_that_dies_is_restarted_and_stops_with_us(
         time.sleep(0.05)
     time.sleep(0.2)  # for the session to read the end of the pipe
     _, snap = ask(h, "call pid", conv)
-    third = int(snap["calls"][-1]["outcome"]["output"]["content"][0]["text"])
+    third = pid_of(snap["calls"][-1])
     assert third != second
     # The command got its declared variable; the model reads it redacted.
     _, snap = ask(h, "call whoami", conv)
@@ -494,11 +500,11 @@ def test_the_designer_lists_an_allowed_servers_tools_and_refuses_others_unasked(
 def test_a_stdio_server_declared_anew_by_a_reload_is_stopped_and_started_anew(
     tmp_path: Path, made: list[Harness]
 ) -> None:
-    h = build(tmp_path, "http://127.0.0.1:9/mcp",
-              {"kind": "mcp", "server": "files", "tools": ["pid"]}, rules=[call_rule("pid")])  # fmt: skip
+    binding = {"kind": "mcp", "server": "files", "tools": ["pid"]}
+    h = build(tmp_path, "http://127.0.0.1:9/mcp", binding, rules=[call_rule("pid")])
     made.append(h)
     conv, snap = ask(h, "call pid")
-    before = int(snap["calls"][0]["outcome"]["output"]["content"][0]["text"])
+    before = pid_of(snap["calls"][0])
     data = platform("http://127.0.0.1:9/mcp")
     data["mcp_servers"]["files"]["env"]["EXTRA"] = {"env": "CRM_TOKEN"}
     write_agent(h.agents_dir, data, name="_platform.json")
@@ -512,5 +518,5 @@ def test_a_stdio_server_declared_anew_by_a_reload_is_stopped_and_started_anew(
         time.sleep(0.05)
     assert not _alive(before)
     _, snap = ask(h, "call pid", conv)
-    after = int(snap["calls"][-1]["outcome"]["output"]["content"][0]["text"])
+    after = pid_of(snap["calls"][-1])
     assert after != before and _alive(after)

@@ -25,8 +25,9 @@ from hostcall.platform import Platform
 from hostcall.store import Store
 
 RUN_CACHE_SIZE = 4096
-# How long a person's message may wait for an MCP server's tool list.
-LIST_SECONDS = 5.0
+# How long a person's message may wait for an MCP server's tool list (a stdio command's cold
+# start included, though ``warm`` has usually opened the session before anyone writes).
+LIST_SECONDS = 10.0
 log = logging.getLogger("hostcall.engine")
 
 
@@ -61,7 +62,33 @@ class RunAgents:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # not on the server's loop: its sessions stop with it
-        self._retaining = loop.create_task(self.mcp.retain(platform.mcp_servers.values()))
+        self._retaining = loop.create_task(self._renew(platform))
+
+    async def _renew(self, platform: Platform) -> None:
+        await self.mcp.retain(platform.mcp_servers.values())
+        await self.warm()
+
+    async def warm(self) -> None:
+        """Open the sessions of the servers the loaded agents use (starting their stdio
+        commands), so that the first run does not wait for them; a failure is only logged
+        (the first run tries again)."""
+        wanted = {
+            (binding.server, agent.environment)
+            for agent in self.loaded.values()
+            for binding in agent.mcp
+        }
+        for name, environment in sorted(wanted):
+            try:
+                server = allowed_server(
+                    name,
+                    self.platform.mcp_servers,
+                    self.platform.environment(environment).mcp_servers,
+                )
+                async with asyncio.timeout(LIST_SECONDS):
+                    await self.mcp.list_tools(server)
+            except (NotAuthorized, McpUnavailable, McpRefused, TimeoutError) as exc:
+                reason = getattr(exc, "message", None) or str(exc) or "no answer in time"
+                log.warning("MCP server %r not reached at start: %s", name, reason)
 
     async def agent_of_run(self, run_id: str) -> Agent:
         """The agent as it was when the run started (its definition is stored in the run)."""
