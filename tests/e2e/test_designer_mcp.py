@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
+from hostcall.console.text import TEXT
 from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import shot, start_demo
 from tests.e2e.test_console import Site, _users_add, hostcall_check, person
@@ -101,3 +102,28 @@ def test_designer_adds_chosen_tools_of_an_allowed_server_and_sees_a_refused_one(
     assert "MCP server crm: lookup, note_text" in done.stdout
     # Listing the tools is the only thing asked of the server: nothing was called.
     assert seen.calls == []
+
+
+def test_the_server_picker_reads_in_japanese_and_works_from_the_keyboard(
+    browser: Browser, site: tuple[Site, Seen]
+) -> None:
+    (where, _) = site
+    designer = person(browser, where.demo, "dana", lang="ja-JP")
+    designer.goto(f"{where.demo.hostcall}/console/agents/planner")
+    designer.locator("[data-part=add-tool]").click()
+    form = designer.locator("form[data-part=add-tool]")
+    form.locator("select[data-key=kind]").select_option("mcp")
+    show = form.locator("[data-part=mcp-show-tools]")
+    expect(show).to_have_text("ツールを表示")
+    show.focus()
+    designer.keyboard.press("Enter")
+    expect(form.locator("[data-part=mcp-status]")).to_have_text("crm のツールは 11 個です。")
+    designer.keyboard.press("Tab")  # to "all its tools"
+    designer.keyboard.press("Space")
+    expect(form.locator("[data-part=mcp-all]")).to_be_checked()
+    expect(form.locator("[data-part=mcp-tool]").first).to_be_disabled()
+    form.locator("[data-part=mcp-choice]").scroll_into_view_if_needed()
+    shot(designer, "designer-mcp-pick-ja")
+    form.locator("[data-part=create-tool]").click()
+    props = designer.locator("[data-part=properties][data-mcp-server=crm]")
+    expect(props.locator("[data-part=mcp-chosen]")).to_contain_text(TEXT["ja"]["mcp_all_tools"])
