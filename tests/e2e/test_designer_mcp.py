@@ -15,7 +15,8 @@ from playwright.sync_api import Browser, expect
 from hostcall.console.text import TEXT
 from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import shot, start_demo
-from tests.e2e.test_console import Site, _users_add, hostcall_check, person
+from tests.e2e.test_console import SLOW, Site, _users_add, hostcall_check, person
+from tests.e2e.test_ui import audit
 from tests.support.mcp_server import Seen, http_server
 
 pytestmark = pytest.mark.e2e
@@ -56,11 +57,12 @@ def test_designer_adds_chosen_tools_of_an_allowed_server_and_sees_a_refused_one(
     )
     expect(form.get_by_label("MCP server")).to_have_value("crm")
     form.locator("[data-part=mcp-show-tools]").click()
-    expect(form.locator("[data-part=mcp-status]")).to_contain_text("crm lists")
+    expect(form.locator("[data-part=mcp-status]")).to_contain_text("crm lists", timeout=SLOW)
     form.get_by_label("lookup — Look up a contact (Read-only)").check()
     form.get_by_label("note_text — note_text (Write)").check()
     form.locator("[data-part=create-tool]").scroll_into_view_if_needed()
     shot(designer, "designer-mcp-pick")
+    audit(designer, "designer, MCP tools listed")
     form.locator("[data-part=create-tool]").click()
     props = designer.locator("[data-part=properties][data-mcp-server=crm]")
     expect(props).to_be_visible()
@@ -74,6 +76,7 @@ def test_designer_adds_chosen_tools_of_an_allowed_server_and_sees_a_refused_one(
     expect(designer.locator("[data-part=no-problems]")).to_be_visible()
     props.scroll_into_view_if_needed()
     shot(designer, "designer-mcp-properties")
+    audit(designer, "designer, MCP server's panel")
 
     # The environment does not allow the server: the line is beside the server, not saved.
     agent_fields = designer.locator("[data-part=agent-fields]")
@@ -86,6 +89,7 @@ def test_designer_adds_chosen_tools_of_an_allowed_server_and_sees_a_refused_one(
     expect(designer.locator("[data-part=save-status]")).to_have_text(line)
     server_prop.scroll_into_view_if_needed()
     shot(designer, "designer-mcp-not-allowed")
+    audit(designer, "designer, MCP server not allowed")
     on_disk = json.loads((where.agents / "planner.json").read_text())
     assert not [t for t in on_disk["tools"] if t.get("kind") == "mcp"]
 
@@ -117,13 +121,16 @@ def test_the_server_picker_reads_in_japanese_and_works_from_the_keyboard(
     expect(show).to_have_text("ツールを表示")
     show.focus()
     designer.keyboard.press("Enter")
-    expect(form.locator("[data-part=mcp-status]")).to_have_text("crm のツールは 11 個です。")
+    expect(form.locator("[data-part=mcp-status]")).to_have_text(
+        "crm のツールは 11 個です。", timeout=SLOW
+    )
     designer.keyboard.press("Tab")  # to "all its tools"
     designer.keyboard.press("Space")
     expect(form.locator("[data-part=mcp-all]")).to_be_checked()
     expect(form.locator("[data-part=mcp-tool]").first).to_be_disabled()
     form.locator("[data-part=mcp-choice]").scroll_into_view_if_needed()
     shot(designer, "designer-mcp-pick-ja")
+    audit(designer, "designer, MCP tools listed (ja)")
     form.locator("[data-part=create-tool]").click()
     props = designer.locator("[data-part=properties][data-mcp-server=crm]")
     expect(props.locator("[data-part=mcp-chosen]")).to_contain_text(TEXT["ja"]["mcp_all_tools"])
