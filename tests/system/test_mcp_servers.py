@@ -520,3 +520,28 @@ def test_a_stdio_server_declared_anew_by_a_reload_is_stopped_and_started_anew(
     _, snap = ask(h, "call pid", conv)
     after = pid_of(snap["calls"][-1])
     assert after != before and _alive(after)
+
+
+def test_a_run_resumed_after_a_restart_keeps_the_tool_list_it_started_with(
+    tmp_path: Path, made: list[Harness]
+) -> None:
+    with http_server() as url:  # its own server: the test grows its list
+        binding = {"kind": "mcp", "server": "crm", "tools": "all",
+                   "overrides": {"note_text": {"approval": "always"}}}  # fmt: skip
+        rules = [call_rule("note_text", {"text": "kept"}), call_rule("grow")]
+        h = build(tmp_path, url, binding, rules=rules)
+        made.append(h)
+        waiting, snap = ask(h, "call note_text")
+        assert snap["calls"][0]["state"] == "awaiting_confirmation"
+        started_with = {t["name"] for t in run_tools(h, waiting)}
+        _, snap = ask(h, "call grow")
+        assert snap["calls"][0]["state"] == "answered"
+        # A new process reads the run's definition from the store, not from the server.
+        h.restart()
+        assert h.decide(h.open_call(waiting), "approve").status_code == 200
+        snap = h.finish(waiting)
+        assert snap["calls"][0]["outcome"]["output"]["content"] == [
+            {"type": "text", "text": "noted: kept"}
+        ]
+        assert {t["name"] for t in run_tools(h, waiting)} == started_with
+        assert "fresh" not in started_with
