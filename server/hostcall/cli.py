@@ -246,12 +246,13 @@ def _check(agents: Path) -> int:
             print(f"{problem}", file=sys.stderr)
         return 1
     for agent in found.values():
-        servers = "".join(
-            f"; MCP server {b.server}: {', '.join(b.tools) if b.tools else 'all its tools'}"
+        parts = [
+            f"MCP server {b.server}: {', '.join(b.tools) if b.tools else 'all its tools'}"
             for b in agent.mcp
-        )
-        names = ", ".join(t.name for t in agent.tools)
-        print(f"ok: {agent.id} ({len(agent.tools)} tools: {names}{servers})")
+        ]
+        if agent.tools or not parts:
+            parts.insert(0, f"{len(agent.tools)} tools: {', '.join(t.name for t in agent.tools)}")
+        print(f"ok: {agent.id} ({'; '.join(parts)})")
     return 0
 
 
