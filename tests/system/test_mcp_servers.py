@@ -545,3 +545,28 @@ def test_a_run_resumed_after_a_restart_keeps_the_tool_list_it_started_with(
         ]
         assert {t["name"] for t in run_tools(h, waiting)} == started_with
         assert "fresh" not in started_with
+
+
+def test_guardrails_and_call_limits_apply_to_a_servers_tools(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, seen = crm
+    hide = {"name": "hide emails", "on": "output", "action": "redact",
+            "when": {"path": "/email", "op": "exists"}, "fields": ["/email"]}  # fmt: skip
+    binding = {"kind": "mcp", "server": "crm", "tools": ["lookup"], "max_calls_per_pass": 1,
+               "overrides": {"lookup": {"guardrails": [hide]}}}  # fmt: skip
+    twice = {"match": "^both$", "reply": "ok", "calls": [
+        {"tool": "lookup", "arguments": {"name": "Al"}},
+        {"tool": "lookup", "arguments": {"name": "Bea"}},
+    ]}  # fmt: skip
+    h = build(tmp_path, url, binding, rules=[RULES[0], twice])
+    made.append(h)
+    conv, snap = ask(h, "find Ann")
+    assert snap["calls"][0]["outcome"]["output"] == {"name": "Ann", "email": "[redacted]"}
+    assert h.assistant_texts(conv)[-1] == "email [redacted]"
+    before = len(seen.calls)
+    _, snap = ask(h, "both", conv)
+    first, second = snap["calls"][-2:]
+    assert first["state"] == "answered"
+    assert second["outcome"]["error"]["code"] == "call_limit_reached"
+    assert seen.calls[before:] == ["lookup"]
