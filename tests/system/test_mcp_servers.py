@@ -20,6 +20,7 @@ from tests.support.harness import Conv, Harness, write_agent
 from tests.support.loopback import Trap
 from tests.support.mcp_server import ROOT, Seen, http_server, stdio_command
 from tests.unit.console_client import ConsoleClient, fast_passwords
+from tests.unit.test_openapi import Described
 
 TOKEN = "Bearer mcp-sekrit-token-4711"
 STDIO_TOKEN = "stdio-sekrit-token-0815"
@@ -469,9 +470,9 @@ def test_the_designer_lists_an_allowed_servers_tools_and_refuses_others_unasked(
         designer = ConsoleClient(h.app, h.runtime, "dana", "designer")
         page = designer.http.get("/console/agents/ops")
         assert '"mcpServers"' in page.text and '"dev": ["crm", "files"]' in page.text
+        described = Described(h.http.get("/openapi.json").json())
         r = designer.http.get("/console/api/mcp/crm/tools?environment=dev")
-        assert r.status_code == 200, r.text
-        body = r.json()
+        body = described.held(r, "/console/api/mcp/{server}/tools", "get", 200)
         assert body["problem"] is None and body["server"] == "crm"
         lookup = next(t for t in body["tools"] if t["name"] == "lookup")
         assert lookup == {"name": "lookup", "title": "Look up a contact",

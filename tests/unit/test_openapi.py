@@ -230,6 +230,9 @@ def test_the_console_s_json_answers_as_described(harness: Harness, described: De
     d.held(admin.post("/console/api/agents/planner", {"agent": agent}), save, status=200)
     d.held(admin.post("/console/api/agents/planner", {"agent": {"id": "other"}}), save,
            status=422)  # fmt: skip
+    mcp = "/console/api/mcp/{server}/tools"
+    refused = d.held(admin.http.get("/console/api/mcp/crm/tools"), mcp, "get", 200)
+    assert refused["tools"] == [] and "not allowed" in refused["problem"]
     stranger = harness.http.get(listing)  # no console session
     d.held(stranger, listing, "get", 401)
 
