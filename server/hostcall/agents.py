@@ -37,12 +37,15 @@ AGENT_KEYS = {
     "limits",
     "prices",
     "identity",
+    "retention_days",
 }
 
 # A step sends the model the conversation's last 20 turns: enough for a chat to keep its
 # thread, and a cost per turn that does not grow with the conversation.
 HISTORY_TURNS = 20
 MAX_HISTORY_TURNS = 1000
+# A hundred years: any longer is "keep forever", which leaving ``retention_days`` out says.
+MAX_RETENTION_DAYS = 36500
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,9 @@ class Agent:
     identity: IdentityConfig | None = None
     # MCP servers whose tools a run reads when it starts (hostcall/blocks/mcp/binding.py).
     mcp: tuple[McpBinding, ...] = ()
+    # Conversations idle this many days are deleted whole by the sweeper
+    # (hostcall/retention.py); None keeps them.
+    retention_days: int | None = None
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -130,6 +136,16 @@ def parse_agent(
     ):
         problems.append(
             f"{where}: 'history_turns' must be an integer from 1 to {MAX_HISTORY_TURNS}"
+        )
+    retention_days = data.get("retention_days")
+    if retention_days is not None and (
+        not isinstance(retention_days, int)
+        or isinstance(retention_days, bool)
+        or not 1 <= retention_days <= MAX_RETENTION_DAYS
+    ):
+        problems.append(
+            f"{where}: 'retention_days' must be a whole number of days from 1 to "
+            f"{MAX_RETENTION_DAYS}, or left out to keep conversations"
         )
     tools_data = data.get("tools", [])
     if not isinstance(tools_data, list):
@@ -210,6 +226,7 @@ def parse_agent(
         prices=prices,
         identity=identity,
         mcp=tuple(bindings),
+        retention_days=retention_days,
     ), []
 
 

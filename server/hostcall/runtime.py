@@ -35,6 +35,7 @@ from hostcall.platform import Platform, load_platform
 from hostcall.protocol.codes import ErrorCode
 from hostcall.quotas import Quotas
 from hostcall.relay import Relay
+from hostcall.retention import Retention
 from hostcall.runs.agents import RunAgents
 from hostcall.runs.recovery import Recovery
 from hostcall.runs.server_calls import ServerCalls
@@ -128,7 +129,13 @@ class Runtime:
                 journal, leases, run_agents, ledger.proposals, quotas, tracing=tracing, clock=clock
             ),
             server_calls=ServerCalls(ledger, run_agents),
-            recovery=Recovery(journal, leases, ledger, clock=clock),
+            recovery=Recovery(
+                journal,
+                leases,
+                ledger,
+                clock=clock,
+                retention=Retention(store, lambda: run_agents.loaded, clock=clock),
+            ),
         )
         sessions = Sessions(tokens, store, max_age=settings.session_max_age)
         identities = Identities(platform=lambda: run_agents.platform)

@@ -1,7 +1,8 @@
 """Recovery: the cluster's periodic chores, run by one process at a time (the sweeper's
 turn, ``Leases.take_turn``): expire calls past their deadline, move calls whose surface
-is gone, adopt the work of processes whose leases lapsed (they died), and find runs a crash
-left between two transactions. The same code recovers a single process at start.
+is gone, adopt the work of processes whose leases lapsed (they died), find runs a crash
+left between two transactions, and delete conversations past their agent's retention
+(hostcall/retention.py). The same code recovers a single process at start.
 
 A pass returns the work it found, for the engine to start (hostcall/engine.py):
 
@@ -26,6 +27,7 @@ from hostcall.protocol.events import (
     MessageDiscarded,
     TextMessageEnd,
 )
+from hostcall.retention import Retention
 from hostcall.store.records import CallState, Run, RunStatus
 from hostcall.transcript import open_messages
 
@@ -49,9 +51,16 @@ Work = Adopted | Resumable | Settled | Dispatched
 
 class Recovery:
     def __init__(
-        self, journal: Journal, leases: Leases, ledger: Ledger, *, clock: Callable[[], float]
+        self,
+        journal: Journal,
+        leases: Leases,
+        ledger: Ledger,
+        *,
+        clock: Callable[[], float],
+        retention: Retention | None = None,
     ) -> None:
         self.journal = journal
+        self.retention = retention
         self.store = journal.store
         self.leases = leases
         self.ledger = ledger
@@ -94,6 +103,8 @@ class Recovery:
         if stalled:
             for run in await self.store.stalled_runs():
                 work.append(await self._adopt_stalled(run))
+        if self.retention is not None:
+            await self.retention.sweep()
         return [w for w in work if w is not None]
 
     async def _adopt(self, key: str) -> Work | None:

@@ -17,6 +17,7 @@ from hostcall.store.interfaces import (
     Calls,
     Conversations,
     Database,
+    Erasure,
     Events,
     Leases,
     Messages,
@@ -43,6 +44,7 @@ class Store(
     Audit,
     AgentVersions,
     ModelUsage,
+    Erasure,
     Protocol,
 ):
     """Every aggregate of the store, as one object: what the app's runtime holds."""

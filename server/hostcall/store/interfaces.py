@@ -15,6 +15,7 @@ module that needs one aggregate can say so by taking that aggregate's protocol.
     Accounts        the console's users
     Audit           the console's audit log
     AgentVersions   the designer's saved agent versions
+    Erasure         conversations deleted whole: a person's erasure, the retention sweeper
 
 Every write the engine makes for one decision happens inside one ``async with
 transaction()``, so a crash never leaves a call settled without its tool message, or a step
@@ -303,3 +304,15 @@ class ModelUsage(Protocol):
     async def usage_by_conversation(self, since: float, limit: int) -> list[UsageTotal]: ...
     async def usage_of_conversation(self, conversation_id: str) -> UsageTotal | None: ...
     async def usage_of_run(self, conversation_id: str, run_id: str) -> UsageTotal | None: ...
+
+
+class Erasure(Protocol):
+    async def erase_conversation(self, conversation_id: str) -> dict[str, int]:
+        """Every row the conversation left, in every table (hostcall/store/erasure.py):
+        the rows deleted, per table. Call it inside a transaction to erase several at once."""
+        ...
+
+    async def stale_conversations(self, agent_id: str, before: float, limit: int) -> list[str]:
+        """Up to ``limit`` of the agent's conversations last active before ``before`` with
+        no run in progress, oldest first: what its retention lets go."""
+        ...

@@ -27,6 +27,7 @@ from hostcall.store.postgres.connections import POOL_MAX, connect, redacted
 from hostcall.store.postgres.console import PostgresConsoleTables
 from hostcall.store.postgres.conversations import ConversationTables
 from hostcall.store.postgres.coordination import LOCK_KEY
+from hostcall.store.postgres.erasure import ErasureTables
 from hostcall.store.postgres.events import EventLog
 from hostcall.store.postgres.runs import RunTables
 from hostcall.store.postgres.schema import MIGRATIONS
@@ -37,6 +38,7 @@ from hostcall.store.statements import POSTGRES as SQL
 
 class PostgresStore(
     ConversationTables,
+    ErasureTables,
     CallTables,
     PostgresConsoleTables,
     SurfaceTables,

@@ -26,6 +26,7 @@ from hostcall.store.migrations import pending
 from hostcall.store.sqlite.calls import CallTables
 from hostcall.store.sqlite.console import ConsoleTables
 from hostcall.store.sqlite.conversations import ConversationTables
+from hostcall.store.sqlite.erasure import ErasureTables
 from hostcall.store.sqlite.events import EventTables
 from hostcall.store.sqlite.runs import RunTables
 from hostcall.store.sqlite.schema import MIGRATIONS
@@ -94,6 +95,7 @@ def _holder(stat: os.stat_result) -> str | None:
 
 class SQLiteStore(
     ConversationTables,
+    ErasureTables,
     EventTables,
     CallTables,
     RunTables,

@@ -1,0 +1,110 @@
+"""A person's data: what the store holds of a set of conversations, exported as one JSON
+document, or erased whole with an audit entry saying who asked (docs/console.md "A
+person's data").
+
+The set is the caller's to choose: a person's conversations (``Conversation.person``), one
+browser's, or those an agent's retention lets go (hostcall/retention.py). Erasing deletes
+every row the conversations left (hostcall/store/erasure.py lists the tables), their audit
+entries included, in one transaction, and adds one audit entry that counts what went and
+names none of it but the person it was asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hostcall.store import Store
+from hostcall.store.records import AuditEntry
+
+# The version of the export document's shape; a reader checks it.
+EXPORT_FORMAT = 1
+# Events read per round trip while exporting one conversation.
+EVENT_PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Erased:
+    """What an erasure deleted: how many conversations, and the rows per table."""
+
+    conversations: int
+    rows: dict[str, int] = field(default_factory=dict)
+
+
+async def export(store: Store, conversation_ids: Sequence[str], *, subject: str) -> dict[str, Any]:
+    """Everything the store holds of these conversations, as JSON-ready values."""
+    conversations = []
+    for conversation_id in conversation_ids:
+        conversation = await store.get_conversation(conversation_id)
+        if conversation is None:  # erased meanwhile
+            continue
+        events = []
+        after = 0
+        while page := await store.events_after(conversation_id, after, EVENT_PAGE):
+            events += [{"seq": e.seq, "name": e.name, "event": json.loads(e.encoded)} for e in page]
+            after = page[-1].seq
+        conversations.append(
+            {
+                "id": conversation.id,
+                "agentId": conversation.agent_id,
+                "createdAt": conversation.created_at,
+                "locale": conversation.locale,
+                "messages": [
+                    {
+                        "id": m.id,
+                        "runId": m.run_id,
+                        "role": m.role,
+                        "text": m.text,
+                        "toolCalls": list(m.tool_calls),
+                        "toolCallId": m.tool_call_id,
+                        "toolName": m.tool_name,
+                    }
+                    for m in await store.list_messages(conversation_id)
+                ],
+                "runs": [
+                    {"id": r.id, "status": r.status.value, "error": r.error}
+                    for r in await store.list_runs(conversation_id)
+                ],
+                "calls": [
+                    {
+                        "id": c.id,
+                        "runId": c.run_id,
+                        "toolName": c.tool_name,
+                        "state": c.state.value,
+                        "input": c.input,
+                        "outcome": c.outcome,
+                    }
+                    for c in await store.list_calls(conversation_id)
+                ],
+                "events": events,
+            }
+        )
+    return {"format": EXPORT_FORMAT, "subject": subject, "conversations": conversations}
+
+
+async def erase(
+    store: Store,
+    conversation_ids: Sequence[str],
+    *,
+    actor: str,
+    action: str,
+    agent_id: str | None,
+    details: dict[str, Any],
+    clock: Callable[[], float] = time.time,
+) -> Erased:
+    """Delete the conversations whole, and audit it, in one transaction."""
+    rows: dict[str, int] = {}
+    async with store.transaction():
+        for conversation_id in conversation_ids:
+            for table, n in (await store.erase_conversation(conversation_id)).items():
+                rows[table] = rows.get(table, 0) + n
+        erased = Erased(rows.get("conversations", 0), rows)
+        entry = AuditEntry(
+            clock(), actor, action, agent_id=agent_id,
+            details={**details, "conversations": erased.conversations, "rows": rows},
+        )  # fmt: skip
+        await store.note_audit(entry)
+    return erased

@@ -1,0 +1,59 @@
+"""Retention: an agent's ``retention_days`` deletes its conversations idle that long, whole
+(hostcall/personal_data.py), on the sweeper's turn (one process of a cluster at a time).
+
+A pass lets go of at most ``BATCH`` conversations per agent, oldest first, so a first pass
+over years of history does not hold the sweeper (or SQLite's one writer) for long; the next
+passes take the rest. A conversation with a run in progress is left until the run ends.
+Each pass that deleted anything writes one audit entry per agent (actor ``retention``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from hostcall.agents import Agent
+from hostcall.personal_data import erase
+from hostcall.store import Store
+
+log = logging.getLogger("hostcall.retention")
+
+DAY = 86400.0
+# Conversations deleted per agent and pass.
+BATCH = 200
+ACTOR = "retention"
+ACTION = "conversations.expire"
+
+
+class Retention:
+    def __init__(
+        self,
+        store: Store,
+        agents: Callable[[], Mapping[str, Agent]],
+        *,
+        clock: Callable[[], float],
+    ) -> None:
+        self.store = store
+        self.agents = agents
+        self.clock = clock
+
+    async def sweep(self) -> int:
+        """One pass over every agent with a retention: the conversations it deleted."""
+        deleted = 0
+        for agent in list(self.agents().values()):
+            if agent.retention_days is None:
+                continue
+            before = self.clock() - agent.retention_days * DAY
+            stale = await self.store.stale_conversations(agent.id, before, BATCH)
+            if not stale:
+                continue
+            erased = await erase(
+                self.store, stale, actor=ACTOR, action=ACTION, agent_id=agent.id,
+                details={"retentionDays": agent.retention_days}, clock=self.clock,
+            )  # fmt: skip
+            log.info(
+                "agent %s: %d conversations older than %d days deleted",
+                agent.id, erased.conversations, agent.retention_days,
+            )  # fmt: skip
+            deleted += erased.conversations
+        return deleted
