@@ -133,11 +133,15 @@ async def create_conversation(request: Request) -> Response:
     identity = await runtime.identities.of_request(request, agent)
     await runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
     person = identity.sub if identity else None
-    conversation = Conversation(new_id("c"), agent.id, time.time(), body.locale, person=person)
+    # The browser's key names the conversation's browser (its anonymous history) and binds
+    # the cookie; a cookie without a key to bind could never resume: none is set.
+    binding = runtime.sessions.binding(body.resume_key) if body.resume_key else None
+    conversation = Conversation(
+        new_id("c"), agent.id, time.time(), body.locale, person=person, browser=binding
+    )
     await runtime.store.create_conversation(conversation)
     response = WireResponse(runtime.sessions.opened(conversation, agent), status_code=201)
-    if body.resume_key:  # a cookie without a key to bind could never resume: none is set
-        binding = runtime.sessions.binding(body.resume_key)
+    if binding is not None:
         runtime.sessions.set_cookie(response, conversation, agent, parent, binding=binding)
     return response
 

@@ -18,6 +18,7 @@ from hostcall.agui import agui_routes
 from hostcall.api import api_routes
 from hostcall.console import console_routes
 from hostcall.exposition import metrics_routes
+from hostcall.history import history_routes
 from hostcall.middleware import ApiHeaders, RequestMetrics, TextGuard
 from hostcall.openapi import document as openapi_document
 from hostcall.pages import page_routes
@@ -61,6 +62,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             Route("/healthz", _health),
             Route("/openapi.json", _openapi),
             *api_routes(),
+            *history_routes(),
             *session_routes(),
             *people_routes(),
             *stream_routes(),

@@ -144,9 +144,10 @@ class Engine:
                     code=ErrorCode.RUN_IN_PROGRESS,
                     runId=busy_id,
                 )
-            if conversation.person is not None:
-                # A person's history lists what they wrote in last first; an anonymous
-                # conversation is listed by no one, and its start stays one statement less.
+            if conversation.person is not None or conversation.browser is not None:
+                # A person's (or a browser's) history lists what they wrote in last first,
+                # and retention counts idle days from it; a conversation no one lists (no
+                # person, no browser key) keeps its start one statement less.
                 await self.store.touch_conversation(cid, time.time())
             self.agents.remember(run.id, agent)
         metrics.RUNS.labels(agent.id, "started").inc()

@@ -132,6 +132,7 @@ def request_schemas() -> dict[str, Any]:
             [], locale={"enum": ["", *LOCALES]}, parentOrigin=STRING, resumeKey=STRING
         ),
         "ResumeSession": _obj([], parentOrigin=STRING, resumeKey=STRING),
+        "OpenConversation": _obj([], parentOrigin=STRING),
         "Capabilities": _obj(["tools"], tools={"type": "array", "items": STRING},
                              surfaceId=surface),
         "NewMessage": _obj(["text"], text={"type": "string", "minLength": 1,
@@ -213,6 +214,19 @@ def _api(p: _Paths) -> dict[str, Any]:
         ], "get": p.op(
             f"The event stream (SSE; AG-UI events: {events})", 200, STRING, 400, 401, 403, 404,
             ok_media="text/event-stream")},
+        "/api/conversations/{conversationId}/history": {"parameters": [
+            *conv, _param("before", "query"),
+        ], "get": p.op(
+            "The visitor's conversations: the signed-in person's, else this browser's", 200,
+            p.body(r.History), 401, 403, 404, security=SESSION)},
+        "/api/conversations/{conversationId}/history/{otherId}": {
+            "parameters": [*conv, _param("otherId")],
+            "post": p.op("Switch to a conversation of the history (the cookie then names it)",
+                         200, opened, 401, 403, 404, body=_ref("OpenConversation"),
+                         security=SESSION, optional_body=True),
+            "delete": {**p.nobody("Delete a conversation of the history, whole", 401, 403,
+                                  404, 409)},
+        },
         "/api/conversations/{conversationId}/surfaces/{surfaceId}/activity": {
             "parameters": [*conv, _param("surfaceId", schema=SURFACE)],
             "post": p.nobody("The person did something on this surface", 401, 403, 404, 400),

@@ -100,6 +100,18 @@ class ResumeSession:
 
 
 @dataclass(frozen=True, slots=True)
+class OpenConversation:
+    """``POST /api/conversations/{conversationId}/history/{otherId}``: switch to another
+    conversation of one's history; the session cookie then names it."""
+
+    parent_origin: str = ""
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> OpenConversation:
+        return cls(_str(body, "parentOrigin") or "")
+
+
+@dataclass(frozen=True, slots=True)
 class Capabilities:
     """``POST /api/conversations/{conversationId}/capabilities``: the tools a surface answers."""
 
@@ -215,6 +227,7 @@ Body = TypeVar(
     "Body",
     NewConversation,
     ResumeSession,
+    OpenConversation,
     Capabilities,
     NewMessage,
     Delivered,

@@ -120,6 +120,26 @@ class ConversationOpened:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One conversation of a visitor's history."""
+
+    conversation_id: str
+    title: str  # its first message, cut ("" before the first)
+    created_at: str  # ISO 8601, UTC
+    updated_at: str  # when a run last started in it (its start until then)
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """A visitor's conversations with the agent, last written in first: the signed-in
+    person's, else this browser's anonymous ones (``GET .../history``)."""
+
+    conversations: tuple[HistoryEntry, ...]
+    # Pass as ``before`` for the next page; absent on the last.
+    next: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class StreamToken:
     stream_token: str
 
@@ -205,6 +225,7 @@ ResponseBody = (
     | DeliveryAck
     | ConversationOpened
     | StreamToken
+    | History
     | SurfaceTools
     | RunAccepted
     | Snapshot

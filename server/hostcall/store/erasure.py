@@ -61,11 +61,12 @@ def parameters(table: str, conversation_id: str, times: int) -> tuple[str, ...]:
 
 
 def stale_conversations(mark: str) -> str:
-    """An agent's conversations last active before a time, none of whose runs is in
-    progress (a run that is working or waiting for a call is left to end first)."""
+    """An agent's conversations last active before a time (``updated_at``: the last run a
+    person or a browser started in it, else its start; the index conversations_by_activity),
+    none of whose runs is in progress (a run working or waiting for a call ends first)."""
     return (
-        f"SELECT c.id FROM conversations c WHERE c.agent_id = {mark} AND c.created_at < {mark}"
+        f"SELECT c.id FROM conversations c WHERE c.agent_id = {mark} AND c.updated_at < {mark}"
         " AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.conversation_id = c.id"
         " AND r.status IN ('running', 'waiting'))"
-        f" ORDER BY c.created_at LIMIT {mark}"
+        f" ORDER BY c.updated_at LIMIT {mark}"
     )

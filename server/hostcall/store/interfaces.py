@@ -88,6 +88,16 @@ class Conversations(Protocol):
         limit: int = 50,
         before: tuple[float, str] | None = None,
     ) -> list[PersonConversation]: ...
+    # The anonymous conversations started in one browser (``Conversation.browser``), in the
+    # same order and pages: an anonymous visitor's history.
+    async def browser_conversations(
+        self,
+        agent_id: str,
+        browser: str,
+        *,
+        limit: int = 50,
+        before: tuple[float, str] | None = None,
+    ) -> list[PersonConversation]: ...
 
 
 class Sessions(Protocol):

@@ -55,6 +55,10 @@ class Conversation:
     # the anonymous conversation they were in (``Conversations.set_person``); never changed
     # from one person to another.
     person: str | None = None
+    # The browser it was started in: a digest of the page's resume key (``Sessions.binding``,
+    # hostcall/sessions.py), None without one. An anonymous visitor's history is the
+    # anonymous conversations of their browser (``Conversations.browser_conversations``).
+    browser: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

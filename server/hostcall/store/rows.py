@@ -96,6 +96,7 @@ def conversation(row: Mapping[str, Any]) -> Conversation:
         handled_tools=tuple(load(row["handled_tools"]) or ()),
         session_generation=int(row["session_generation"] or 0),
         person=row["person"],
+        browser=row["browser"],
     )
 
 

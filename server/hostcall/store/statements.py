@@ -66,12 +66,14 @@ FROM conversations c
 
 # A person's history, newest activity first (the index conversations_by_person); the
 # title is the first user message, cut. Keyset pages: ``person_conversations_before``.
-_PERSON_CONVERSATIONS = f"""
+# A browser's anonymous history is the same list for ``c.browser = ? AND c.person IS NULL``
+# (the index conversations_by_browser).
+_OWNED_CONVERSATIONS = f"""
 SELECT c.id, c.created_at, c.updated_at,
     (SELECT substr(m.text, 1, {TITLE_CHARS}) FROM messages m
         WHERE m.conversation_id = c.id AND m.role = 'user' ORDER BY m.pos LIMIT 1) AS title
 FROM conversations c
-WHERE c.agent_id = ? AND c.person = ?{{before}}
+WHERE c.agent_id = ? AND {{owner}}{{before}}
 ORDER BY c.updated_at DESC, c.id DESC LIMIT ?
 """
 
@@ -101,8 +103,8 @@ class Statements:
         # ---- conversations and sessions
         self.insert_conversation = q(
             "INSERT INTO conversations"
-            " (id, agent_id, created_at, locale, handled_tools, person, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " (id, agent_id, created_at, locale, handled_tools, person, updated_at, browser)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
         # Adoption: an anonymous conversation becomes the person's; one already theirs stays.
         self.set_person = q(
@@ -230,12 +232,13 @@ class Statements:
         )
         self.agent_version = q("SELECT * FROM agent_versions WHERE agent_id = ? AND version = ?")
         self.conversation_summaries = q(_SUMMARIES)
-        self.person_conversations = q(_PERSON_CONVERSATIONS.format(before=""))
-        self.person_conversations_before = q(
-            _PERSON_CONVERSATIONS.format(
-                before=" AND (c.updated_at < ? OR (c.updated_at = ? AND c.id < ?))"
-            )
-        )
+        keyset = " AND (c.updated_at < ? OR (c.updated_at = ? AND c.id < ?))"
+        person = _OWNED_CONVERSATIONS.replace("{owner}", "c.person = ?")
+        self.person_conversations = q(person.format(before=""))
+        self.person_conversations_before = q(person.format(before=keyset))
+        browser = _OWNED_CONVERSATIONS.replace("{owner}", "c.browser = ? AND c.person IS NULL")
+        self.browser_conversations = q(browser.format(before=""))
+        self.browser_conversations_before = q(browser.format(before=keyset))
 
     def audit_page(
         self, limit: int, before: int | None, conversation_id: str | None, agent_id: str | None

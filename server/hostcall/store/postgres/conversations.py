@@ -50,6 +50,7 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
                 rows.dump(list(conversation.handled_tools)),
                 conversation.person,
                 conversation.created_at,
+                conversation.browser,
             ),
         )
 
@@ -110,13 +111,25 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
         limit: int = 50,
         before: tuple[float, str] | None = None,
     ) -> list[PersonConversation]:
-        if before is None:
-            found = await self._all(SQL.person_conversations, (agent_id, person, limit))
-        else:
-            at, cid = before
-            found = await self._all(
-                SQL.person_conversations_before, (agent_id, person, at, at, cid, limit)
-            )
+        sql = SQL.person_conversations_before if before else SQL.person_conversations
+        return await self._owned(sql, agent_id, person, limit, before)
+
+    async def browser_conversations(
+        self,
+        agent_id: str,
+        browser: str,
+        *,
+        limit: int = 50,
+        before: tuple[float, str] | None = None,
+    ) -> list[PersonConversation]:
+        sql = SQL.browser_conversations_before if before else SQL.browser_conversations
+        return await self._owned(sql, agent_id, browser, limit, before)
+
+    async def _owned(
+        self, sql: str, agent_id: str, owner: str, limit: int, before: tuple[float, str] | None
+    ) -> list[PersonConversation]:
+        keyset = (before[0], before[0], before[1]) if before else ()
+        found = await self._all(sql, (agent_id, owner, *keyset, limit))
         return [rows.person_conversation(r) for r in found]
 
     # ---- sessions and stream tickets -----------------------------------------------------

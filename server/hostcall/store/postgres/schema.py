@@ -126,4 +126,14 @@ CREATE INDEX conversations_by_person ON conversations (agent_id, person, updated
     Migration(14, "run identities", """
 ALTER TABLE runs ADD COLUMN identity TEXT;
 """),
+    # The browser a conversation was started in (a digest of the page's resume key): an
+    # anonymous visitor's history. Every conversation's last activity, for the agents'
+    # retention (hostcall/retention.py), oldest first.
+    Migration(15, "conversation browsers", """
+ALTER TABLE conversations ADD COLUMN browser TEXT;
+CREATE INDEX conversations_by_browser
+    ON conversations (agent_id, browser, updated_at DESC, id DESC)
+    WHERE browser IS NOT NULL AND person IS NULL;
+CREATE INDEX conversations_by_activity ON conversations (agent_id, updated_at);
+"""),
 )  # fmt: skip

@@ -1,0 +1,153 @@
+"""A visitor's history (docs/protocol.md "History"): their conversations with the agent,
+to list, open (switch to) and delete, each request made with the session token of the
+conversation the widget holds now.
+
+Whose history it is follows from that conversation, never from the request: a signed-in
+person's conversations (``Conversation.person``) on any browser, else the anonymous
+conversations of this browser (``Conversation.browser``, a digest of the page's resume key,
+which the token's conversation was created with). The token proves the browser: it was got
+with the page's key (create) or with the key and the HttpOnly cookie (resume), and a
+neighbour with either alone gets none. Another owner's conversation, or another agent's,
+is answered exactly as one that does not exist: nobody learns that an id is in use.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from hostcall.api import _conversation as session_conversation
+from hostcall.errors import BadRequest, Conflict, NotFound
+from hostcall.personal_data import erase
+from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.requests import OpenConversation, read_body
+from hostcall.protocol.responses import History, HistoryEntry
+from hostcall.responses import WireResponse
+from hostcall.runtime import Runtime
+from hostcall.store.records import Conversation, PersonConversation, RunStatus
+
+# Conversations per page of a history.
+PAGE = 50
+# ``before``: the previous page's last line, ``<updated_at>~<conversation id>``.
+CURSOR = re.compile(r"(?P<at>[0-9.e+-]{1,32})~(?P<id>[A-Za-z0-9_-]{1,64})")
+# Who the audit log names for a visitor's deletion (as for their answers: hostcall/api.py).
+VISITOR = "visitor"
+
+
+def owns(holder: Conversation, other: Conversation) -> bool:
+    """Whether ``other`` is in the history of whoever holds ``holder``'s session."""
+    if other.agent_id != holder.agent_id:
+        return False
+    if holder.person is not None:
+        return other.person == holder.person
+    return other.person is None and holder.browser is not None and other.browser == holder.browser
+
+
+async def _owned(request: Request, runtime: Runtime) -> tuple[Conversation, Conversation]:
+    """The token's conversation and the one in the path, if the token's holder owns it."""
+    holder = await session_conversation(request, runtime)
+    other_id = request.path_params["other_id"]
+    other = await runtime.store.get_conversation(other_id)
+    if other is None or not owns(holder, other):
+        raise NotFound(f"no conversation {other_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
+    return holder, other
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _cursor(value: str | None) -> tuple[float, str] | None:
+    if value is None:
+        return None
+    found = CURSOR.fullmatch(value)
+    at = _float(found["at"]) if found else None
+    if found is None or at is None:
+        raise BadRequest(
+            f"'before' must be a page's 'next' value (got {value[:80]!r})", field="before"
+        )
+    return at, found["id"]
+
+
+def _float(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+async def list_history(request: Request) -> Response:
+    runtime: Runtime = request.app.state.hostcall
+    holder = await session_conversation(request, runtime)
+    before = _cursor(request.query_params.get("before"))
+    lines: list[PersonConversation] = []
+    if holder.person is not None:
+        lines = await runtime.store.person_conversations(
+            holder.agent_id, holder.person, limit=PAGE + 1, before=before
+        )
+    elif holder.browser is not None:
+        lines = await runtime.store.browser_conversations(
+            holder.agent_id, holder.browser, limit=PAGE + 1, before=before
+        )
+    page = lines[:PAGE]
+    last = page[-1] if len(lines) > PAGE else None
+    return WireResponse(
+        History(
+            conversations=tuple(
+                HistoryEntry(c.id, c.title, _iso(c.created_at), _iso(c.updated_at)) for c in page
+            ),
+            next=f"{last.updated_at!r}~{last.id}" if last else None,
+        )
+    )
+
+
+async def open_conversation(request: Request) -> Response:
+    """Switch to another conversation of the history: its tokens, and the cookie names it
+    (a reload resumes it), bound to this browser's key as the holder's was."""
+    runtime: Runtime = request.app.state.hostcall
+    holder, other = await _owned(request, runtime)
+    agent = runtime.agents.get(other.agent_id)
+    if agent is None:
+        raise NotFound(
+            f"agent {other.agent_id!r} is no longer loaded", code=ErrorCode.UNKNOWN_AGENT
+        )
+    body = await read_body(request, OpenConversation, runtime.settings.max_body_bytes)
+    parent = runtime.sessions.parent_origin(body.parent_origin, agent)
+    response = WireResponse(runtime.sessions.opened(other, agent))
+    if holder.browser is not None:
+        runtime.sessions.set_cookie(response, other, agent, parent, binding=holder.browser)
+    return response
+
+
+async def delete_conversation(request: Request) -> Response:
+    """Delete a conversation of the history whole (hostcall/personal_data.py), audited."""
+    runtime: Runtime = request.app.state.hostcall
+    holder, other = await _owned(request, runtime)
+    run = await runtime.store.latest_run(other.id)
+    if run is not None and run.status is RunStatus.RUNNING:
+        raise Conflict(
+            f"run {run.id} is still running; wait for it to finish",
+            code=ErrorCode.RUN_IN_PROGRESS,
+            runId=run.id,
+        )
+    await erase(
+        runtime.store, [other.id], actor=VISITOR, action="conversation.delete",
+        agent_id=other.agent_id, details={"owner": "person" if holder.person else "browser"},
+        clock=runtime.clock,
+    )  # fmt: skip
+    return Response(status_code=204)
+
+
+def history_routes() -> list[BaseRoute]:
+    base = "/api/conversations/{conversation_id}/history"
+    return [
+        Route(base, list_history, methods=["GET"]),
+        Route(base + "/{other_id}", open_conversation, methods=["POST"]),
+        Route(base + "/{other_id}", delete_conversation, methods=["DELETE"]),
+    ]
