@@ -137,7 +137,7 @@ async def create_conversation(request: Request) -> Response:
     # the cookie; a cookie without a key to bind could never resume: none is set.
     binding = runtime.sessions.binding(body.resume_key) if body.resume_key else None
     conversation = Conversation(
-        new_id("c"), agent.id, time.time(), body.locale, person=person, browser=binding
+        new_id("c"), agent.id, runtime.clock(), body.locale, person=person, browser=binding
     )
     await runtime.store.create_conversation(conversation)
     response = WireResponse(runtime.sessions.opened(conversation, agent), status_code=201)

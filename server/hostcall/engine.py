@@ -144,11 +144,9 @@ class Engine:
                     code=ErrorCode.RUN_IN_PROGRESS,
                     runId=busy_id,
                 )
-            if conversation.person is not None or conversation.browser is not None:
-                # A person's (or a browser's) history lists what they wrote in last first,
-                # and retention counts idle days from it; a conversation no one lists (no
-                # person, no browser key) keeps its start one statement less.
-                await self.store.touch_conversation(cid, time.time())
+            # A person's (or a browser's) history lists what they wrote in last first, and
+            # an agent's retention counts idle days from it (hostcall/retention.py).
+            await self.store.touch_conversation(cid, self.leases.clock())
             self.agents.remember(run.id, agent)
         metrics.RUNS.labels(agent.id, "started").inc()
         # The first step's history, read with the run's start (its message is the last):

@@ -24,6 +24,11 @@ from hostcall.store.records import AuditEntry
 EXPORT_FORMAT = 1
 # Events read per round trip while exporting one conversation.
 EVENT_PAGE = 1000
+# A person's conversations read per round trip.
+PERSON_PAGE = 500
+# The audit log's actions for a person's data (the console's audit page names them).
+EXPORT_ACTION = "person.export"
+ERASE_ACTION = "person.erase"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,51 @@ class Erased:
 
     conversations: int
     rows: dict[str, int] = field(default_factory=dict)
+
+
+async def person_conversations(store: Store, agent_id: str, person: str) -> list[str]:
+    """Every conversation of ``person`` with the agent, last written in first."""
+    found: list[str] = []
+    before: tuple[float, str] | None = None
+    while True:
+        page = await store.person_conversations(
+            agent_id, person, limit=PERSON_PAGE, before=before
+        )
+        found += [c.id for c in page]
+        if len(page) < PERSON_PAGE:
+            return found
+        before = (page[-1].updated_at, page[-1].id)
+
+
+async def export_person(
+    store: Store, agent_id: str, person: str, *, actor: str, clock: Callable[[], float] = time.time
+) -> dict[str, Any]:
+    """All of a person's data with the agent, as one JSON document; the export is audited."""
+    document = await export(
+        store, await person_conversations(store, agent_id, person), subject=person
+    )
+    entry = AuditEntry(
+        clock(), actor, EXPORT_ACTION, agent_id=agent_id,
+        details={"person": person, "conversations": len(document["conversations"])},
+    )  # fmt: skip
+    await store.add_audit(entry)
+    return {**document, "agentId": agent_id}
+
+
+async def erase_person(
+    store: Store, agent_id: str, person: str, *, actor: str, clock: Callable[[], float] = time.time
+) -> Erased:
+    """Erase all of a person's data with the agent, audited."""
+    ids = await person_conversations(store, agent_id, person)
+    async with store.transaction():
+        # The person's own limits count under their name (counters naming a conversation
+        # go with it).
+        counters = await store.forget_counters(person)
+        erased = await erase(
+            store, ids, actor=actor, action=ERASE_ACTION, agent_id=agent_id,
+            details={"person": person, "personCounters": counters}, clock=clock,
+        )  # fmt: skip
+    return erased
 
 
 async def export(store: Store, conversation_ids: Sequence[str], *, subject: str) -> dict[str, Any]:

@@ -42,12 +42,16 @@ def statements(mark: str) -> tuple[tuple[str, str, int], ...]:
             f" WHERE conversation_id = {mark}) OR key IN (SELECT 'call:' || id FROM calls"
             f" WHERE conversation_id = {mark})"
         ),
-        "quota_counters": f"DELETE FROM quota_counters WHERE key LIKE {mark} ESCAPE '\\'",
+        "quota_counters": forget_counters(mark),
         "conversations": f"DELETE FROM conversations WHERE id = {mark}",
     }
     return tuple(
         (t, by_conversation.get(t) or special[t], 2 if t == "leases" else 1) for t in TABLES
     )
+
+
+def forget_counters(mark: str) -> str:
+    return f"DELETE FROM quota_counters WHERE key LIKE {mark} ESCAPE '\\'"
 
 
 def counter_pattern(conversation_id: str) -> str:
@@ -61,8 +65,8 @@ def parameters(table: str, conversation_id: str, times: int) -> tuple[str, ...]:
 
 
 def stale_conversations(mark: str) -> str:
-    """An agent's conversations last active before a time (``updated_at``: the last run a
-    person or a browser started in it, else its start; the index conversations_by_activity),
+    """An agent's conversations last active before a time (``updated_at``: when a run last
+    started in it, else its start; the index conversations_by_activity),
     none of whose runs is in progress (a run working or waiting for a call ends first)."""
     return (
         f"SELECT c.id FROM conversations c WHERE c.agent_id = {mark} AND c.updated_at < {mark}"

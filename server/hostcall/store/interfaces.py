@@ -322,6 +322,11 @@ class Erasure(Protocol):
         the rows deleted, per table. Call it inside a transaction to erase several at once."""
         ...
 
+    async def forget_counters(self, name: str) -> int:
+        """Delete the rate and cost counters whose key names ``name`` (a person's own
+        limits): how many."""
+        ...
+
     async def stale_conversations(self, agent_id: str, before: float, limit: int) -> list[str]:
         """Up to ``limit`` of the agent's conversations last active before ``before`` with
         no run in progress, oldest first: what its retention lets go."""

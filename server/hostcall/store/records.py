@@ -256,8 +256,8 @@ class PersonConversation:
     # The first user message's text, cut to ``TITLE_CHARS`` ('' before the first message).
     title: str
     created_at: float
-    # When the person last started a run in it (``Conversations.touch_conversation``, which
-    # the engine calls for a person's conversations only); its creation until then.
+    # When a run last started in it (``Conversations.touch_conversation``, which the engine
+    # calls as each run starts); its creation until then.
     updated_at: float
 
 

@@ -8,6 +8,7 @@ from hostcall.store.postgres.connections import PostgresConnections
 
 _ERASE = erasure.statements("%s")
 _STALE = erasure.stale_conversations("%s")
+_FORGET = erasure.forget_counters("%s")
 
 
 class ErasureTables(PostgresConnections, Erasure):
@@ -18,6 +19,9 @@ class ErasureTables(PostgresConnections, Erasure):
                 params = erasure.parameters(table, conversation_id, times)
                 deleted[table] = await self._count(sql, params)
         return deleted
+
+    async def forget_counters(self, name: str) -> int:
+        return await self._count(_FORGET, (erasure.counter_pattern(name),))
 
     async def stale_conversations(self, agent_id: str, before: float, limit: int) -> list[str]:
         return [r["id"] for r in await self._all(_STALE, (agent_id, before, limit))]

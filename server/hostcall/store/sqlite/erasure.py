@@ -8,6 +8,7 @@ from hostcall.store.sqlite.connection import SQLiteConnection
 
 _ERASE = erasure.statements("?")
 _STALE = erasure.stale_conversations("?")
+_FORGET = erasure.forget_counters("?")
 
 
 class ErasureTables(SQLiteConnection, Erasure):
@@ -18,6 +19,9 @@ class ErasureTables(SQLiteConnection, Erasure):
                 params = erasure.parameters(table, conversation_id, times)
                 deleted[table] = self._db.execute(sql, params).rowcount
         return deleted
+
+    async def forget_counters(self, name: str) -> int:
+        return self._db.execute(_FORGET, (erasure.counter_pattern(name),)).rowcount
 
     async def stale_conversations(self, agent_id: str, before: float, limit: int) -> list[str]:
         return [r["id"] for r in self._db.execute(_STALE, (agent_id, before, limit))]
