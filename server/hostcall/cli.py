@@ -106,6 +106,9 @@ def _parser() -> argparse.ArgumentParser:
             "--db", default=str(DEFAULT_DB), metavar="FILE|URL",
             help="the server's SQLite database or postgresql:// URL (default: %(default)s)",
         )  # fmt: skip
+    from hostcall.person_command import add_parser
+
+    add_parser(sub, DEFAULT_DB)
     return parser
 
 
@@ -162,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         from hostcall.console.users_command import users_command
 
         return users_command(args)
+    if args.command == "person":
+        from hostcall.person_command import person_command
+
+        return person_command(args)
     extra = []
     for origin in args.allow_origin:
         try:

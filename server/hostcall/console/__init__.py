@@ -5,6 +5,7 @@
     /console/agents[/{id}...]                the agent designer         (designer.py)
     /console/audit                           the audit log              (audit_page.py)
     /console/usage                           tokens and cost            (usage_page.py)
+    /console/people[/export|/erase]          a person's data            (people.py)
     /console/api/...                         the JSON the pages call
 
 Every route but the login form goes through ``session.guarded``: anonymous requests get 401
@@ -21,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from hostcall.console import audit_page, designer, instances, login, usage_page
+from hostcall.console import audit_page, designer, instances, login, people, usage_page
 
 STATIC = Path(__file__).resolve().parent / "static"
 _STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css)")
@@ -55,5 +56,8 @@ def console_routes() -> list[BaseRoute]:
         Route("/console/api/runs/{run_id}/cancel", i.cancel_run, methods=["POST"]),
         Route("/console/audit", audit_page.audit_page, methods=["GET"]),
         Route("/console/usage", usage_page.usage_page, methods=["GET"]),
+        Route("/console/people", people.person_page, methods=["GET"]),
+        Route("/console/people/export", people.export, methods=["POST"]),
+        Route("/console/people/erase", people.erase, methods=["POST"]),
         *d.designer_routes(),
     ]

@@ -69,6 +69,7 @@ def _query(request: Request) -> tuple[ConversationQuery, int]:
         run_status=RunStatus(status) if status else None,
         waiting=params.get("waiting") == "1",
         text=(params.get("q") or "").strip()[:200],
+        person=params.get("person") or None,
         # One more than a page: whether there is a next page, without a COUNT(*).
         limit=PAGE_SIZE + 1,
         offset=(page_number - 1) * PAGE_SIZE,
@@ -84,6 +85,7 @@ def _summary(item: ConversationSummary) -> ConversationItem:
         run_status=item.run_status.value if item.run_status else None,
         waiting=item.waiting_calls,
         first_message=item.first_message[:200],
+        person=item.conversation.person,
     )
 
 
@@ -110,6 +112,7 @@ async def conversations_page(request: Request) -> Response:
         "status": params.get("status", ""),
         "waiting": params.get("waiting") == "1",
         "q": params.get("q", "")[:200],
+        "person": params.get("person", "")[:255],
     }
     return page(
         request,

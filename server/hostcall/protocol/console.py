@@ -21,6 +21,7 @@ class ConversationItem:
     run_status: str | None = field(metadata=ALWAYS)  # None before its first message
     waiting: int  # calls waiting for a person
     first_message: str
+    person: str | None = field(metadata=ALWAYS)  # the signed-in person's id; null: anonymous
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,9 @@ function render(listing) {
   rows.replaceChildren(...listing.items.map(c => h('tr', { 'data-part': 'conversation', 'data-id': c.id, 'data-waiting': c.waiting > 0 ? 'yes' : 'no' },
     h('td', null, h('a', { href: `/console/conversations/${encodeURIComponent(c.id)}`, 'data-part': 'open', text: c.id })),
     h('td', { text: c.agentId }),
+    h('td', null, c.person
+      ? h('a', { href: `/console/people?${new URLSearchParams({ agent: c.agentId, person: c.person })}`, 'data-part': 'person', text: c.person })
+      : tr('none')),
     h('td', null, h('time', { datetime: new Date(c.createdAt * 1000).toISOString(), text: when(c.createdAt) })),
     h('td', null, h('span', { 'data-part': 'run-status', 'data-status': c.runStatus || 'none', text: tr(`status_${c.runStatus || 'none'}`) })),
     h('td', null, c.waiting ? h('span', { 'data-part': 'waiting-badge', text: String(c.waiting) }) : tr('none')),

@@ -1,0 +1,109 @@
+"""A person's page (docs/console.md "A person's data"): the conversations of one signed-in
+person with one agent, and, for admins, their export (one JSON document) and erasure (every
+row of every conversation, the counters that name them), each in the audit log.
+
+A person is the pair (agent, ``sub``) the identity token named (``Conversation.person``).
+Erasing asks for the person's id typed again: a form posted by mistake erases nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from hostcall.console.accounts import Role
+from hostcall.console.render import page
+from hostcall.console.session import guarded, operator_of
+from hostcall.errors import BadRequest, NotFound
+from hostcall.personal_data import erase_person, export_person
+from hostcall.protocol.codes import ErrorCode
+from hostcall.runtime import Runtime
+
+# Conversations listed on a person's page (the export holds all of them).
+SHOWN = 200
+# A person's id as identity tokens carry it (``sub``): long enough for any issuer's.
+MAX_PERSON_CHARS = 255
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.hostcall
+    return runtime
+
+
+def _person(runtime: Runtime, fields: dict[str, str]) -> tuple[str, str]:
+    """The (agent, person) a request names, checked."""
+    agent = fields.get("agent", "")
+    person = fields.get("person", "")
+    if agent not in runtime.agents:
+        raise NotFound(f"no agent {agent[:80]!r}", code=ErrorCode.UNKNOWN_AGENT)
+    if not person or len(person) > MAX_PERSON_CHARS:
+        raise BadRequest(
+            f"'person' must be a person's id, 1 to {MAX_PERSON_CHARS} characters", field="person"
+        )
+    return agent, person
+
+
+def _page_url(agent: str, person: str, **extra: str) -> str:
+    return "/console/people?" + urlencode({"agent": agent, "person": person, **extra})
+
+
+@guarded(Role.OPERATOR)
+async def person_page(request: Request) -> Response:
+    runtime = _runtime(request)
+    params = dict(request.query_params)
+    agents = sorted(runtime.agents)
+    if not params.get("person"):
+        return page(request, "person.html", operator_of(request), agents=agents,
+                    agent=params.get("agent", ""), person="", lines=None)  # fmt: skip
+    agent, person = _person(runtime, params)
+    lines = await runtime.store.person_conversations(agent, person, limit=SHOWN + 1)
+    erased = params.get("erased", "")
+    return page(
+        request,
+        "person.html",
+        operator_of(request),
+        agents=agents,
+        agent=agent,
+        person=person,
+        lines=lines[:SHOWN],
+        more=len(lines) > SHOWN,
+        erased=int(erased) if erased.isdigit() else None,
+    )
+
+
+@guarded(Role.ADMIN)
+async def export(request: Request) -> Response:
+    runtime = _runtime(request)
+    agent, person = _person(runtime, request.state.form)
+    document = await export_person(
+        runtime.store, agent, person, actor=operator_of(request).name, clock=runtime.clock
+    )
+    body = json.dumps(document, ensure_ascii=False, indent=2)
+    return Response(
+        body,
+        media_type="application/json",
+        headers={
+            "Content-Disposition": 'attachment; filename="hostcall-person.json"',
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+@guarded(Role.ADMIN)
+async def erase(request: Request) -> Response:
+    runtime = _runtime(request)
+    form = request.state.form
+    agent, person = _person(runtime, form)
+    if form.get("confirm", "") != person:
+        raise BadRequest(
+            "type the person's id again to confirm the erasure; nothing was erased",
+            field="confirm",
+        )
+    erased = await erase_person(
+        runtime.store, agent, person, actor=operator_of(request).name, clock=runtime.clock
+    )
+    return RedirectResponse(_page_url(agent, person, erased=str(erased.conversations)), 303)

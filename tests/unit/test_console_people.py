@@ -1,0 +1,159 @@
+"""hostcall/console/people.py and ``hostcall person``: the console lists conversations by
+person and shows a person's page; an admin exports (JSON) and erases all of a person's data,
+from the console or the command line, audited; a wrong confirmation, a missing role or a
+missing CSRF token erases nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hostcall.cli import main
+from tests.support.harness import Conv, Harness
+from tests.unit.console_client import ConsoleClient, fast_passwords
+from tests.unit.test_bad_input import READ
+from tests.unit.test_person_data import busy_conversation, rows_naming, traces
+
+pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)
+
+
+@pytest.fixture
+def admin(harness: Harness) -> ConsoleClient:
+    return ConsoleClient(harness.app, harness.runtime, "ada", "admin")
+
+
+@pytest.fixture
+def operator(harness: Harness) -> ConsoleClient:
+    return ConsoleClient(harness.app, harness.runtime, "olga", "operator")
+
+
+def persons_conversation(h: Harness, person: str, text: str = READ) -> Conv:
+    conv = h.conversation()
+    assert h.call(h.runtime.store.set_person, conv.id, person)
+    h.say(conv, text)
+    h.settle(conv)
+    return conv
+
+
+def test_the_list_filters_by_person_and_links_their_page(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    mine = persons_conversation(harness, "user-42")
+    persons_conversation(harness, "user-7")
+    anonymous = harness.conversation()
+    r = operator.http.get("/console/api/conversations", params={"person": "user-42"})
+    assert r.status_code == 200, r.text
+    assert [(c["id"], c["person"]) for c in r.json()["items"]] == [(mine.id, "user-42")]
+    everyone = operator.http.get("/console/api/conversations").json()["items"]
+    assert {c["id"]: c["person"] for c in everyone}[anonymous.id] is None
+    page = operator.http.get("/console/conversations", params={"person": "user-42"})
+    assert 'data-part="filter-person"' in page.text and 'value="user-42"' in page.text
+
+
+def test_a_person_s_page_lists_their_conversations_with_titles(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    first = persons_conversation(harness, "user-42")
+    harness.clock.advance(1)
+    second = persons_conversation(harness, "user-42", "Hello from the second")
+    other = persons_conversation(harness, "user-7")
+    r = operator.http.get("/console/people", params={"agent": "planner", "person": "user-42"})
+    assert r.status_code == 200, r.text
+    assert r.text.index(second.id) < r.text.index(first.id)
+    assert READ in r.text and "Hello from the second" in r.text and other.id not in r.text
+    # An operator sees the list, not the export or erase forms.
+    assert 'data-part="erase-person"' not in r.text and 'data-part="admins-only"' in r.text
+
+
+def test_an_unknown_agent_or_an_empty_person_is_refused_by_name(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    r = operator.http.get("/console/people", params={"agent": "nope", "person": "user-42"})
+    assert r.status_code == 404 and "nope" in r.text
+    r = operator.http.get("/console/people", params={"agent": "planner", "person": "x" * 256})
+    assert r.status_code == 400 and "person" in r.text
+    lookup = operator.http.get("/console/people")
+    assert lookup.status_code == 200 and 'data-part="person-lookup"' in lookup.text
+
+
+def test_an_admin_exports_a_person_s_data_as_json_audited(
+    harness: Harness, admin: ConsoleClient
+) -> None:
+    conv = persons_conversation(harness, "user-42")
+    persons_conversation(harness, "user-7")
+    r = admin.form("/console/people/export", {"agent": "planner", "person": "user-42"})
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.headers["content-disposition"].startswith("attachment")
+    document = r.json()
+    assert [c["id"] for c in document["conversations"]] == [conv.id]
+    entry = harness.call(harness.runtime.store.list_audit)[0]
+    assert (entry.actor, entry.action, entry.details["person"]) == ("ada", "person.export",
+                                                                   "user-42")  # fmt: skip
+
+
+def test_an_admin_erases_a_person_s_data_after_typing_their_id_again(
+    harness: Harness, admin: ConsoleClient
+) -> None:
+    conv = busy_conversation(harness, "user-42")
+    kept = persons_conversation(harness, "user-7")
+    ids = traces(harness, conv)
+    fields = {"agent": "planner", "person": "user-42"}
+    wrong = admin.form("/console/people/erase", {**fields, "confirm": "user-4"})
+    assert wrong.status_code == 400 and "nothing was erased" in wrong.text
+    assert harness.call(harness.runtime.store.get_conversation, conv.id) is not None
+    r = admin.form("/console/people/erase", {**fields, "confirm": "user-42"})
+    assert r.status_code == 303, r.text
+    assert r.headers["location"].endswith("erased=1")
+    assert rows_naming(harness, ids) == {}
+    assert harness.call(harness.runtime.store.get_conversation, kept.id) is not None
+    shown = admin.http.get(r.headers["location"])
+    assert 'data-part="erased"' in shown.text and 'data-part="empty"' in shown.text
+    entry = harness.call(harness.runtime.store.list_audit)[0]
+    assert (entry.actor, entry.action, entry.details["conversations"]) == ("ada", "person.erase", 1)
+
+
+def test_an_operator_or_a_forged_form_erases_nothing(
+    harness: Harness, admin: ConsoleClient, operator: ConsoleClient
+) -> None:
+    conv = persons_conversation(harness, "user-42")
+    before = rows_naming(harness, traces(harness, conv))
+    fields = {"agent": "planner", "person": "user-42", "confirm": "user-42"}
+    assert operator.form("/console/people/erase", fields).status_code == 403
+    assert operator.form("/console/people/export", fields).status_code == 403
+    assert admin.form("/console/people/erase", fields, csrf="forged").status_code == 403
+    assert admin.form("/console/people/erase", fields, csrf="").status_code == 403
+    assert rows_naming(harness, traces(harness, conv)) == before
+
+
+# ---- the command line -------------------------------------------------------------------------
+
+
+def test_the_command_line_exports_and_erases_a_person_s_data(
+    harness: Harness, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conv = busy_conversation(harness, "user-42")
+    kept = persons_conversation(harness, "user-7")
+    ids = traces(harness, conv)
+    harness.stop()  # the command runs beside no server here; beside one works too (SQLite)
+    db = str(harness.settings.db_path)
+    out = tmp_path / "export.json"
+    assert main(["person", "export", "user-42", "--agent", "planner", "--db", db,
+                 "--out", str(out)]) == 0  # fmt: skip
+    document = json.loads(out.read_text())
+    assert [c["id"] for c in document["conversations"]] == [conv.id]
+    # Without --yes, nothing is erased.
+    assert main(["person", "erase", "user-42", "--agent", "planner", "--db", db]) == 2
+    assert "--yes" in capsys.readouterr().err
+    harness.start()
+    assert rows_naming(harness, ids) != {}
+    harness.stop()
+    assert main(["person", "erase", "user-42", "--agent", "planner", "--db", db, "--yes"]) == 0
+    assert "1 conversations of 'user-42'" in capsys.readouterr().out
+    harness.start()
+    assert rows_naming(harness, ids) == {}
+    assert harness.call(harness.runtime.store.get_conversation, kept.id) is not None
+    actions = [(e.actor, e.action) for e in harness.call(harness.runtime.store.list_audit)]
+    assert actions[:2] == [("command line", "person.erase"), ("command line", "person.export")]
