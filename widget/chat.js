@@ -68,6 +68,7 @@ const ICONS = {
   close: 'M6.4 5 12 10.6 17.6 5 19 6.4 13.4 12 19 17.6 17.6 19 12 13.4 6.4 19 5 17.6 10.6 12 5 6.4z',
   send: 'M3.4 20.4 21 12 3.4 3.6 3.4 10l12.6 2-12.6 2z',
   restart: 'M12 5V2L7 6l5 4V7a5 5 0 1 1-5 5H5a7 7 0 1 0 7-7z',
+  history: 'M4 5h16v2H4zm0 6h16v2H4zm0 6h11v2H4z',
 }
 
 function icon(name) {
@@ -110,7 +111,7 @@ export const phone = () => screen.width < 640 || matchMedia('(pointer: coarse)')
  * can, though the send button is off: the app queues it).
  * @param {HTMLElement | null} root
  * @param {{title: string, greeting: string, closable: boolean, onSend: (text: string) => void,
- *   onClose: () => void, onNew: () => void, blocked: () => string}} o
+ *   onClose: () => void, onNew: () => void, onHistory: () => void, blocked: () => string}} o
  */
 export function mountShell(root, o) {
   const inputId = uid('composer')
@@ -163,6 +164,7 @@ export function mountShell(root, o) {
     yes ? o.onNew() : /** @type {HTMLElement} */ (parts.header.querySelector('[data-part=new-conversation]'))?.focus()
   }
   parts.header = h('header', { 'data-part': 'header' }, h('h1', { 'data-part': 'title', text: o.title }),
+    button('open-history', t('history'), 'history', o.onHistory),
     button('new-conversation', t('newConversation'), 'restart', () => {
       ask.hidden = false; // keep the ';': the next line starts with '('
       /** @type {HTMLElement} */ (ask.querySelector('[data-part=restart-no]')).focus()

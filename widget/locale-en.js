@@ -2,7 +2,7 @@
 // the tool calls' strings are in locale-en-calls.js, loaded with the first call.
 export default {
   chat: 'Chat', conversation: 'Conversation', composer: 'Write a message', message: 'Message',
-  placeholder: 'Type a message…', send: 'Send', newConversation: 'New conversation',
+  placeholder: 'Type a message…', send: 'Send', history: 'Your conversations', newConversation: 'New conversation',
   close: 'Close chat', you: 'You', assistant: 'Assistant', working: 'Working…',
   connecting: 'Connecting…', reconnecting: 'Connection lost. Reconnecting…', retry: 'Retry',
   errorStart: 'The chat could not start.', errorGone: 'This conversation is no longer available.',

@@ -2,7 +2,7 @@
 // the tool calls' strings are in locale-es-calls.js, loaded with the first call.
 export default {
   chat: 'Chat', conversation: 'Conversación', composer: 'Escribir un mensaje', message: 'Mensaje',
-  placeholder: 'Escribe un mensaje…', send: 'Enviar', newConversation: 'Nueva conversación',
+  placeholder: 'Escribe un mensaje…', send: 'Enviar', history: 'Tus conversaciones', newConversation: 'Nueva conversación',
   close: 'Cerrar el chat', you: 'Tú', assistant: 'Asistente', working: 'Trabajando…',
   connecting: 'Conectando…', reconnecting: 'Se perdió la conexión. Reconectando…',
   retry: 'Reintentar', errorStart: 'No se pudo iniciar el chat.',

@@ -3,7 +3,7 @@
 export default {
   chat: 'Discussion', conversation: 'Conversation', composer: 'Écrire un message',
   message: 'Message', placeholder: 'Écrivez un message…', send: 'Envoyer',
-  newConversation: 'Nouvelle conversation', close: 'Fermer la discussion', you: 'Vous',
+  history: 'Vos conversations', newConversation: 'Nouvelle conversation', close: 'Fermer la discussion', you: 'Vous',
   assistant: 'Assistant', working: 'En cours…', connecting: 'Connexion…',
   reconnecting: 'Connexion perdue. Reconnexion…', retry: 'Réessayer',
   errorStart: 'La discussion n’a pas pu démarrer.',

@@ -2,7 +2,7 @@
 // the tool calls' strings are in locale-ja-calls.js, loaded with the first call.
 export default {
   chat: 'チャット', conversation: '会話', composer: 'メッセージを書く', message: 'メッセージ',
-  placeholder: 'メッセージを入力…', send: '送信', newConversation: '新しい会話', close: 'チャットを閉じる', you: 'あなた',
+  placeholder: 'メッセージを入力…', send: '送信', history: 'あなたの会話', newConversation: '新しい会話', close: 'チャットを閉じる', you: 'あなた',
   assistant: 'アシスタント', working: '処理中…', connecting: '接続中…', reconnecting: '接続が切れました。再接続中…',
   retry: '再試行', errorStart: 'チャットを開始できませんでした。', errorGone: 'この会話は利用できなくなりました。',
   errorRun: '問題が発生しました。もう一度お試しください。', errorUnavailable: '現在アシスタントを利用できません。しばらくしてからお試しください。',

@@ -1,0 +1,188 @@
+"""The visitor's history in real Chromium (widget/history.js): this browser's conversations
+listed, titled by their first message; open an older one and continue it (a reload comes
+back to it), start a new one, delete one; another browser sees none of them. Loaded only
+when asked for, keyboard usable, in four languages, and on a phone's sheet.
+
+Screenshots go to test-results/screenshots/history-*.png.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from hostcall.qa.widget import Widget
+from tests.e2e.conftest import Demo, shot
+from tests.e2e.flows_helpers import SLOW, open_chat
+from tests.e2e.test_end_user import phone_page
+
+pytestmark = pytest.mark.e2e
+
+LAZY = ("history.js", "history.css", "-history.js")
+FIRST = "hello"
+SECOND = "hi there"
+
+
+def history_requests(page: Page) -> list[str]:
+    seen: list[str] = []
+    page.context.on(
+        "request",
+        lambda r: seen.append(r.url) if r.url.split("?")[0].endswith(LAZY) else None,
+    )
+    return seen
+
+
+def start_new(widget: Widget) -> None:
+    widget.frame.locator("[data-part=new-conversation]").click()
+    widget.frame.locator("[data-part=restart-yes]").click()
+    expect(widget.frame.locator("html[data-agent-state=idle]")).to_have_count(1, timeout=SLOW)
+    expect(widget.frame.locator("[data-part=message][data-role=user]")).to_have_count(0)
+
+
+def two_conversations(page: Page, demo: Demo, query: str = "") -> Widget:
+    widget = open_chat(page, demo, query)
+    widget.send(FIRST)
+    widget.wait_until_idle()
+    start_new(widget)
+    widget.send(SECOND)
+    widget.wait_until_idle()
+    return widget
+
+
+def open_history(widget: Widget) -> None:
+    widget.frame.locator("[data-part=open-history]").click()
+    expect(widget.frame.locator("[data-part=history-item]").first).to_be_visible(timeout=SLOW)
+
+
+def titles(widget: Widget) -> list[str]:
+    return widget.frame.locator("[data-part=history-item-title]").all_inner_texts()
+
+
+def test_history_lists_opens_continues_and_deletes_this_browser_s_conversations(
+    page: Page, demo: Demo
+) -> None:
+    seen = history_requests(page)
+    widget = two_conversations(page, demo)
+    assert seen == [], "the first screen fetched the history's code"
+    open_history(widget)
+    fetched = {u.split("?")[0].rsplit("/", 1)[-1] for u in seen}
+    assert {"history.js", "history.css", "locale-en-history.js"} <= fetched
+    assert titles(widget) == [SECOND, FIRST]
+    current = widget.frame.locator("[data-part=history-item][aria-current=true]")
+    expect(current).to_have_count(1)
+    expect(current.locator("[data-part=history-item-title]")).to_have_text(SECOND)
+    expect(widget.frame.locator("[data-part=composer]")).to_be_hidden()
+    shot(page, "history-list")
+
+    # Open the older one: its messages come back, and it goes on.
+    widget.frame.locator("[data-part=history-item]", has_text=FIRST).locator(
+        "[data-part=history-open]"
+    ).click()
+    expect(widget.frame.locator("[data-part=history]")).to_have_count(0)
+    mine = widget.frame.locator("[data-part=message][data-role=user] [data-part=message-text]")
+    expect(mine.first).to_have_text(FIRST, timeout=SLOW)
+    widget.wait_until_idle()
+    widget.send("and again")
+    widget.wait_until_idle()
+    assert widget.messages("user") == [FIRST, "and again"]
+    shot(page, "history-opened")
+
+    # A reload comes back to the conversation opened last.
+    page.reload()
+    widget = Widget(page, timeout=SLOW).open()
+    expect(widget.frame.locator("[data-part=message][data-role=user]")).to_have_count(2)
+    assert widget.messages("user") == [FIRST, "and again"]
+
+    # Delete the other one, after saying yes.
+    open_history(widget)
+    assert titles(widget) == [FIRST, SECOND]  # the one just written in comes first
+    other = widget.frame.locator("[data-part=history-item]", has_text=SECOND)
+    other.locator("[data-part=history-delete]").click()
+    expect(other.locator("[data-part=history-confirm]")).to_be_visible()
+    shot(page, "history-delete-confirm")
+    other.locator("[data-part=history-delete-yes]").click()
+    expect(widget.frame.locator("[data-part=history-item]")).to_have_count(1)
+    expect(widget.frame.locator("[data-part=history-status]")).to_have_text("Conversation deleted.")
+    shot(page, "history-after-delete")
+
+    # "New conversation" from the panel starts one, and the list then holds both.
+    widget.frame.locator("[data-part=history-new]").click()
+    expect(widget.frame.locator("[data-part=history]")).to_have_count(0)
+    widget.wait_until_idle()
+    widget.send("a third")
+    widget.wait_until_idle()
+    open_history(widget)
+    assert titles(widget) == ["a third", FIRST]
+
+
+def test_another_browser_sees_none_of_them(browser: Browser, page: Page, demo: Demo) -> None:
+    two_conversations(page, demo)
+    other = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
+    try:
+        stranger = open_chat(other.new_page(), demo)
+        stranger.frame.locator("[data-part=open-history]").click()
+        status = stranger.frame.locator("[data-part=history-status]")
+        expect(status).to_have_text("1 conversation", timeout=SLOW)
+        assert titles(stranger) == ["No message yet"]
+    finally:
+        other.close()
+
+
+def test_the_history_is_keyboard_usable(page: Page, demo: Demo) -> None:
+    widget = two_conversations(page, demo)
+    button = widget.frame.locator("[data-part=open-history]")
+    expect(button).to_have_attribute("aria-label", "Your conversations")
+    button.focus()
+    button.press("Enter")
+    # Focus lands on the conversation one is in; Tab reaches its delete button.
+    current_open = widget.frame.locator(
+        "[data-part=history-item][aria-current=true] [data-part=history-open]"
+    )
+    expect(current_open).to_be_focused(timeout=SLOW)
+    page.keyboard.press("Tab")
+    expect(
+        widget.frame.locator(
+            "[data-part=history-item][aria-current=true] [data-part=history-delete]"
+        )
+    ).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(widget.frame.locator("[data-part=history-delete-no]").first).to_be_focused()
+    page.keyboard.press("Escape")  # the question closes, nothing deleted
+    expect(widget.frame.locator("[data-part=history-item]")).to_have_count(2)
+    page.keyboard.press("Escape")  # back to the chat, on the button that opened it
+    expect(widget.frame.locator("[data-part=history]")).to_have_count(0)
+    expect(button).to_be_focused()
+    expect(widget.frame.locator("[data-part=composer]")).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    ("lang", "title"),
+    [("fr", "Vos conversations"), ("es", "Tus conversaciones"), ("ja", "あなたの会話")],
+)
+def test_the_history_speaks_the_widget_s_language(
+    page: Page, demo: Demo, lang: str, title: str
+) -> None:
+    widget = open_chat(page, demo, f"?locale={lang}")
+    widget.send(FIRST)
+    widget.wait_until_idle()
+    open_history(widget)
+    expect(widget.frame.locator("[data-part=history-title]")).to_have_text(title)
+    # No key shows untranslated.
+    text = widget.frame.locator("[data-part=history]").inner_text()
+    assert "history" not in text, text
+    shot(page, f"history-{lang}")
+
+
+def test_on_a_phone_the_history_fills_the_sheet(browser: Browser, demo: Demo) -> None:
+    page = phone_page(browser)
+    try:
+        widget = two_conversations(page, demo)
+        open_history(widget)
+        frame_box = page.locator("[data-part=hostcall-frame]").bounding_box()
+        assert frame_box and frame_box["width"] >= 380, frame_box
+        for part in ("history-open", "history-delete"):
+            box = widget.frame.locator(f"[data-part={part}]").first.bounding_box()
+            assert box and box["height"] >= 44, (part, box)
+        shot(page, "history-phone")
+    finally:
+        page.context.close()
