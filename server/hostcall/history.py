@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.api import _conversation as session_conversation
-from hostcall.errors import BadRequest, Conflict, NotFound
+from hostcall.errors import BadRequest, Conflict, Forbidden, NotFound
 from hostcall.personal_data import erase
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import OpenConversation, read_body
@@ -39,6 +39,22 @@ CURSOR = re.compile(r"(?P<at>[0-9.e+-]{1,32})~(?P<id>[A-Za-z0-9_-]{1,64})")
 VISITOR = "visitor"
 
 
+async def _holder(request: Request, runtime: Runtime) -> Conversation:
+    """The conversation whose session token the request holds; for a person's, proved
+    again with the page's identity token of that person (a history spans every device, so
+    a session token alone, past its person's sign-out on the page, lists nothing)."""
+    holder = await session_conversation(request, runtime)
+    agent = runtime.agents.get(holder.agent_id)
+    if holder.person is not None and agent is not None and agent.identity is not None:
+        identity = await runtime.identities.of_request(request, agent, needed=True)
+        if identity is None or identity.sub != holder.person:
+            raise Forbidden(
+                "the identity token is another person's than this conversation's",
+                code=ErrorCode.WRONG_PERSON,
+            )
+    return holder
+
+
 def owns(holder: Conversation, other: Conversation) -> bool:
     """Whether ``other`` is in the history of whoever holds ``holder``'s session."""
     if other.agent_id != holder.agent_id:
@@ -50,7 +66,7 @@ def owns(holder: Conversation, other: Conversation) -> bool:
 
 async def _owned(request: Request, runtime: Runtime) -> tuple[Conversation, Conversation]:
     """The token's conversation and the one in the path, if the token's holder owns it."""
-    holder = await session_conversation(request, runtime)
+    holder = await _holder(request, runtime)
     other_id = request.path_params["other_id"]
     other = await runtime.store.get_conversation(other_id)
     if other is None or not owns(holder, other):
@@ -84,7 +100,7 @@ def _float(text: str) -> float | None:
 
 async def list_history(request: Request) -> Response:
     runtime: Runtime = request.app.state.hostcall
-    holder = await session_conversation(request, runtime)
+    holder = await _holder(request, runtime)
     before = _cursor(request.query_params.get("before"))
     lines: list[PersonConversation] = []
     if holder.person is not None:

@@ -14,7 +14,7 @@ from hostcall.cli import main
 from tests.support.harness import Conv, Harness
 from tests.unit.console_client import ConsoleClient, fast_passwords
 from tests.unit.test_bad_input import READ
-from tests.unit.test_person_data import busy_conversation, rows_naming, traces
+from tests.unit.test_person_data import busy_conversation, make_persons, rows_naming, traces
 
 pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)
 
@@ -31,7 +31,7 @@ def operator(harness: Harness) -> ConsoleClient:
 
 def persons_conversation(h: Harness, person: str, text: str = READ) -> Conv:
     conv = h.conversation()
-    assert h.call(h.runtime.store.set_person, conv.id, person)
+    make_persons(h, conv, person)
     h.say(conv, text)
     h.settle(conv)
     return conv

@@ -12,9 +12,11 @@ import pytest
 
 from hostcall.store.records import Conversation
 from tests.support.databases import fresh_schema
-from tests.support.harness import ORIGIN, Conv, Harness
+from tests.support.harness import ORIGIN, Conv, Harness, write_agent
+from tests.support.identity import AUDIENCE, ISSUER, SECRET, SECRET_ENV, hs_token
 from tests.unit.test_bad_input import READ, assert_error, state
 from tests.unit.test_neighbours import BOARD_ORIGIN, RESUME, cookie_value
+from tests.unit.test_person_data import make_persons
 
 CREATE = "/api/agents/planner/conversations"
 KEY_A = "a" * 43  # one browser's resume key
@@ -54,7 +56,7 @@ def ids(page: dict[str, Any]) -> list[str]:
 
 
 def set_person(h: Harness, conv: Conv, person: str) -> None:
-    assert h.call(h.runtime.store.set_person, conv.id, person)
+    make_persons(h, conv, person)
 
 
 def test_a_browser_lists_its_conversations_last_written_first_titled_by_the_first_message(
@@ -245,3 +247,46 @@ def test_an_unknown_conversation_and_a_foreign_parent_are_refused(h: Harness) ->
     )
     assert_error(r, 400, "bad_request", "parentOrigin")
     assert "set-cookie" not in r.headers
+
+
+# ---- a person's history, on an agent whose visitors sign in ---------------------------------
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Iterator[Harness]:
+    directory = tmp_path / "agents"
+    write_agent(directory, {"allowed_env": [SECRET_ENV]}, name="_platform.json")
+    write_agent(directory, {
+        "id": "shop", "allowed_origins": [BOARD_ORIGIN],
+        "model": {"kind": "scripted", "rules": []},
+        "identity": {"issuer": ISSUER, "audience": AUDIENCE, "secret_env": SECRET_ENV},
+    })  # fmt: skip
+    harness = Harness(tmp_path, directory, environ={SECRET_ENV: SECRET})
+    yield harness
+    harness.stop()
+
+
+def signed_in(h: Harness, sub: str, key: str) -> tuple[Conv, dict[str, str]]:
+    who = {"Hostcall-Identity": hs_token(sub)}
+    body = {"parentOrigin": BOARD_ORIGIN, "resumeKey": key}
+    r = h.http.post("/api/agents/shop/conversations", json=body, headers=ORIGIN | who)
+    assert r.status_code == 201, r.text
+    b = r.json()
+    return Conv(b["conversationId"], b["sessionToken"], b["streamToken"]), who
+
+
+def test_a_person_s_history_spans_browsers_and_needs_their_identity_token(shop: Harness) -> None:
+    on_a, who = signed_in(shop, "user-42", KEY_A)
+    on_b, _ = signed_in(shop, "user-42", KEY_B)
+    theirs, mallory = signed_in(shop, "user-7", KEY_A)
+    url = f"/api/conversations/{on_b.id}/history"
+    r = shop.http.get(url, headers=on_b.auth | who)
+    assert r.status_code == 200, r.text
+    assert {c["conversationId"] for c in r.json()["conversations"]} == {on_a.id, on_b.id}
+    # The session token alone, or with another person's identity, lists nothing.
+    assert_error(shop.http.get(url, headers=on_b.auth), 401, "identity_required")
+    assert_error(shop.http.get(url, headers=on_b.auth | mallory), 403, "wrong_person")
+    other = f"/api/conversations/{theirs.id}/history/{on_a.id}"
+    assert_error(shop.http.delete(other, headers=theirs.auth | mallory), 404,
+                 "unknown_conversation")  # fmt: skip
+    assert shop.call(shop.runtime.store.get_conversation, on_a.id) is not None

@@ -75,12 +75,22 @@ def rows_naming(h: Harness, ids: set[str]) -> dict[str, list[str]]:
     }
 
 
+def make_persons(h: Harness, conv: Conv, person: str) -> None:
+    """The conversation becomes ``person``'s (as adoption does), and ``conv`` holds a session
+    token issued to them (one issued before names nobody, and is refused from then on)."""
+    store = h.runtime.store
+    assert h.call(store.set_person, conv.id, person)
+    conversation = h.call(store.get_conversation, conv.id)
+    assert conversation is not None
+    conv.session = h.runtime.sessions.token(conversation)
+
+
 def busy_conversation(h: Harness, person: str | None) -> Conv:
     """A conversation that touched every table a conversation can: an answered read, an
     approved write with a grant for the conversation, a surface, audit entries, counters."""
     conv = h.conversation()
     if person is not None:
-        assert h.call(h.runtime.store.set_person, conv.id, person)
+        make_persons(h, conv, person)
     r = h.http.post(
         f"/api/conversations/{conv.id}/capabilities",
         json={"surfaceId": "s_surface_1", "tools": []},
