@@ -232,7 +232,7 @@ EN = {
     "erase_hint": "Deletes their conversations, messages, events, calls and counters for good. Recorded in the audit log.",
     "erase_confirm": "Type the person's id to confirm",
     "erase": "Erase everything",
-    "erased_notice": "Erased: {n} conversations and everything in them.",
+    "erased_notice": "Conversations erased: {n}, with everything in them.",
     "untitled": "(no message yet)",
     "admins_only": "Only an admin can export or erase a person's data.",
 }
@@ -461,7 +461,7 @@ FR = {
     "erase_hint": "Supprime définitivement ses conversations, messages, événements, appels et compteurs. Inscrit au journal d’audit.",
     "erase_confirm": "Saisissez l’identifiant de la personne pour confirmer",
     "erase": "Tout effacer",
-    "erased_notice": "Effacé : {n} conversations et tout leur contenu.",
+    "erased_notice": "Conversations effacées : {n}, avec tout leur contenu.",
     "untitled": "(pas encore de message)",
     "admins_only": "Seul un administrateur peut exporter ou effacer les données d’une personne.",
 }
@@ -690,7 +690,7 @@ ES = {
     "erase_hint": "Elimina para siempre sus conversaciones, mensajes, eventos, llamadas y contadores. Queda en el registro de auditoría.",
     "erase_confirm": "Escriba el identificador de la persona para confirmar",
     "erase": "Borrarlo todo",
-    "erased_notice": "Borrado: {n} conversaciones y todo su contenido.",
+    "erased_notice": "Conversaciones borradas: {n}, con todo su contenido.",
     "untitled": "(aún sin mensajes)",
     "admins_only": "Solo un administrador puede exportar o borrar los datos de una persona.",
 }

@@ -1,0 +1,87 @@
+"""A person's data in the console, in real Chromium: the list filtered by person leads to
+their page; an admin downloads the export and erases everything after typing the id again.
+Screenshots: test-results/screenshots/console-person*.png."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from tests.e2e.conftest import shot
+from tests.e2e.test_console import Site, ask, person, visitor
+from tests.e2e.test_console import site as site  # the fixture
+
+pytestmark = pytest.mark.e2e
+
+SUB = "user-42@shop.example"
+
+
+def signed_in_conversation(browser: Browser, s: Site) -> str:
+    """A visitor's conversation, then made a signed-in person's in the database (as the
+    widget's identify does; what is under test here is the console)."""
+    page = visitor(browser, s.demo)
+    ask(page, "hello")
+    expect(page.locator("[data-part=message][data-role=assistant]").nth(1)).to_be_visible()
+    page.context.close()
+    db = sqlite3.connect(s.demo.db)
+    try:
+        with db:
+            db.execute("UPDATE conversations SET person = ?", (SUB,))
+        [(cid,)] = db.execute("SELECT id FROM conversations").fetchall()
+    finally:
+        db.close()
+    return str(cid)
+
+
+def test_an_admin_finds_a_person_exports_and_erases_their_data(
+    browser: Browser, site: Site, tmp_path: Path
+) -> None:
+    cid = signed_in_conversation(browser, site)
+    admin = person(browser, site.demo, "ada")
+    admin.goto(f"{site.demo.hostcall}/console/conversations")
+    admin.locator("[data-part=filter-person]").fill(SUB)
+    admin.locator("[data-part=apply]").click()
+    row = admin.locator("[data-part=conversation]", has_text=cid)
+    expect(row).to_be_visible()
+    shot(admin, "console-person-filter")
+    row.locator("[data-part=person]").click()
+    expect(admin.locator("[data-part=person-heading]")).to_contain_text(SUB)
+    expect(admin.locator("[data-part=person-conversation]")).to_have_count(1)
+    shot(admin, "console-person")
+
+    with admin.expect_download() as download:
+        admin.locator("[data-part=export-json]").click()
+    saved = tmp_path / "export.json"
+    download.value.save_as(saved)
+    document = json.loads(saved.read_text())
+    assert document["subject"] == SUB and [c["id"] for c in document["conversations"]] == [cid]
+
+    admin.locator("[data-part=erase-confirm]").fill(SUB)
+    admin.locator("[data-part=erase-person]").click()
+    expect(admin.locator("[data-part=erased]")).to_contain_text("Conversations erased: 1")
+    expect(admin.locator("[data-part=empty]")).to_be_visible()
+    shot(admin, "console-person-erased")
+    db = sqlite3.connect(site.demo.db)
+    try:
+        assert db.execute("SELECT COUNT(*) FROM conversations").fetchone() == (0,)
+        assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (0,)
+    finally:
+        db.close()
+    admin.context.close()
+
+
+def test_an_operator_sees_the_person_but_cannot_export_or_erase(
+    browser: Browser, site: Site
+) -> None:
+    signed_in_conversation(browser, site)
+    operator = person(browser, site.demo, "olga")
+    operator.goto(f"{site.demo.hostcall}/console/people?agent=planner&person={SUB}")
+    expect(operator.locator("[data-part=person-conversation]")).to_have_count(1)
+    expect(operator.locator("[data-part=admins-only]")).to_be_visible()
+    expect(operator.locator("[data-part=erase-person]")).to_have_count(0)
+    shot(operator, "console-person-operator")
+    operator.context.close()
