@@ -106,8 +106,7 @@ async function sendCapabilities(strict = false) {
 // Boot: restore or create the conversation, then follow its stream
 // ============================================================================
 
-/** @param {any} [opened] */
-async function boot(fresh = false, opened = null) {
+async function boot(fresh = false) {
   ui.setConnection('connecting')
   try {
     if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
@@ -115,7 +114,7 @@ async function boot(fresh = false, opened = null) {
     // The server's HttpOnly cookie, with the page's resume key, remembers the conversation.
     // A fresh start must not resume it: the cookie still names the conversation being left,
     // and creating the new one replaces it.
-    const resumed = opened ? api.adopt(opened) : fresh ? null : await (idToken ? known() : api.resume()).catch(err => { if (!GONE.includes(err.status)) throw err })
+    const resumed = fresh ? null : await (idToken ? known() : api.resume()).catch(err => { if (!GONE.includes(err.status)) throw err })
     if (resumed) {
       state.conversationId = resumed.conversationId
       state.streamToken = resumed.streamToken
@@ -162,15 +161,15 @@ function onStreamState(s, failures, err) {
   ui.setConnection(s === 'open' ? 'open' : failures ? 'down' : 'connecting')
 }
 
-/** Start a new conversation (`fresh`), or go to `opened`, leaving this one. @param {any} [opened] */
-function restart(fresh = true, opened = null) {
+/** Start a new conversation, leaving this one. */
+function restart(fresh = true) {
   state.stream?.close()
   calls?.clear()
   held.length = 0 // the conversation being left: its held events must not reach the new one
   api.forget()
   Object.assign(state, { conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
   ui.reset(cfg.greeting)
-  boot(fresh, opened)
+  boot(fresh)
   ui.focusComposer()
 }
 
@@ -422,7 +421,6 @@ ui.mountShell(document.getElementById('hc-root'), {
   onSend: send,
   onClose: () => toParent(MSG.CLOSE),
   onNew: restart,
-  // history.js: imported when asked for (the weight budget)
   onHistory: () => import('./history.js').then(m => m.show(api, state, restart), () => ui.showError(t('errorRun'))),
   // Starting: the first message waits for the conversation (send), a second one is refused.
   blocked: () => state.ready || state.outbox.length ? t(calls?.needsPerson() ? 'hintPending' : 'errorBusy') : '',

@@ -3,7 +3,8 @@
 // appears (the weight budget: a chat that never calls a tool never fetches it).
 // Like chat.js: what a model, page or person wrote enters the DOM as text nodes only.
 
-import { fill, flushWrites, h, humanize, keepPinned, phone, reserve, t, uid } from './chat.js'
+import { fill, flushWrites, h, keepPinned, phone, reserve, t, uid } from './chat.js'
+import { humanize } from './form.js'
 import { LIMITS } from './protocol.js'
 
 /**

@@ -80,12 +80,6 @@ function icon(name) {
   return svg
 }
 
-/** "dueDate" / "due_date" → "Due date". @param {string} key */
-export function humanize(key) {
-  const words = key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[_-]+/g, ' ').trim().toLowerCase()
-  return words.charAt(0).toUpperCase() + words.slice(1)
-}
-
 const clip = (s, n) => (s.length > n ? `${s.slice(0, n)}…` : s)
 
 // ============================================================================

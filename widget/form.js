@@ -5,7 +5,15 @@
 // has `data-path` (a JSON Pointer); its wrapper (`data-part` field or fieldset, with
 // `data-field`) holds its `field-error`.
 
-import { t, h, uid, humanize } from './chat.js'
+import { t, h, uid } from './chat.js'
+
+// A field's label when its schema has no title; the tool-call cards name keys with it too
+// (here, not in chat.js: the first screen has no form and no card).
+/** "dueDate" / "due_date" → "Due date". @param {string} key */
+export function humanize(key) {
+  const words = key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[_-]+/g, ' ').trim().toLowerCase()
+  return words.charAt(0).toUpperCase() + words.slice(1)
+}
 
 /**
  * @typedef {{path: string, message: string}} FieldError

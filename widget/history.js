@@ -14,10 +14,10 @@ import { h, t, addStrings, phone } from './chat.js'
 
 /** @typedef {{conversationId: string, title: string, createdAt: string, updatedAt: string}} Entry */
 /**
- * What the panel works with: app.js's API and state, and its `restart` (with a conversation's
- * tokens: go there; without: start a new one).
+ * What the panel works with: app.js's API and state, and its `restart` (`switchTo`: boot
+ * again, resuming the conversation the browser's cookie names; `fresh`: start a new one).
  * @typedef {{api: any, current: () => string, root: HTMLElement, back: HTMLElement | null,
- *   parentOrigin: string, switchTo: (opened: any) => void, fresh: () => void}} Context
+ *   parentOrigin: string, switchTo: () => void, fresh: () => void}} Context
  */
 
 /** Loaded once: the strings and styles (the styles first, so nothing shows unstyled). */
@@ -38,7 +38,7 @@ const path = (c, tail) => `/api/conversations/${encodeURIComponent(c.current())}
 /**
  * Show the history over the chat.
  * @param {any} api @param {{conversationId: string}} state
- * @param {(fresh?: boolean, opened?: any) => void} restart
+ * @param {(fresh?: boolean) => void} restart
  */
 export async function show(api, state, restart) {
   if (!state.conversationId) return // not started yet: nothing to ask with
@@ -48,7 +48,8 @@ export async function show(api, state, restart) {
     api, current: () => state.conversationId, root: /** @type {HTMLElement} */ (document.getElementById('hc-root')),
     back: document.querySelector('[data-part=open-history]'),
     parentOrigin: cfg.parentOrigin && window.parent !== window ? cfg.parentOrigin : '',
-    switchTo: opened => restart(true, opened), fresh: () => restart(),
+    // The server pointed this browser's resume cookie at it: boot again, resuming it.
+    switchTo: () => restart(false), fresh: () => restart(),
   }
   await ready
   close(c, false)
@@ -117,9 +118,9 @@ function item(c, e, status) {
       try {
         // With cookies: the server points this browser's resume cookie at it (a reload
         // comes back here); with the session token held, which proves whose history it is.
-        const opened = await c.api.call('POST', path(c, `/${encodeURIComponent(e.conversationId)}`), { parentOrigin: c.parentOrigin }, { cookies: true, held: true })
+        await c.api.call('POST', path(c, `/${encodeURIComponent(e.conversationId)}`), { parentOrigin: c.parentOrigin, resumeKey: c.api.key }, { cookies: true, held: true })
         close(c, false)
-        c.switchTo(opened)
+        c.switchTo()
       } catch { say(t('historyOpenFailed')) }
     },
   },

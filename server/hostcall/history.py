@@ -25,7 +25,7 @@ from hostcall.api import _conversation as session_conversation
 from hostcall.errors import BadRequest, Conflict, Forbidden, NotFound
 from hostcall.personal_data import erase
 from hostcall.protocol.codes import ErrorCode
-from hostcall.protocol.requests import OpenConversation, read_body
+from hostcall.protocol.requests import ResumeSession, read_body
 from hostcall.protocol.responses import History, HistoryEntry
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
@@ -125,19 +125,20 @@ async def list_history(request: Request) -> Response:
 
 async def open_conversation(request: Request) -> Response:
     """Switch to another conversation of the history: its tokens, and the cookie names it
-    (a reload resumes it), bound to this browser's key as the holder's was."""
+    (the widget boots again resuming it, and so does a reload), bound to the page's key."""
     runtime: Runtime = request.app.state.hostcall
-    holder, other = await _owned(request, runtime)
+    _, other = await _owned(request, runtime)
     agent = runtime.agents.get(other.agent_id)
     if agent is None:
         raise NotFound(
             f"agent {other.agent_id!r} is no longer loaded", code=ErrorCode.UNKNOWN_AGENT
         )
-    body = await read_body(request, OpenConversation, runtime.settings.max_body_bytes)
+    body = await read_body(request, ResumeSession, runtime.settings.max_body_bytes)
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
     response = WireResponse(runtime.sessions.opened(other, agent))
-    if holder.browser is not None:
-        runtime.sessions.set_cookie(response, other, agent, parent, binding=holder.browser)
+    if body.resume_key:  # as at creation: the cookie binds the page's key, or is not set
+        binding = runtime.sessions.binding(body.resume_key)
+        runtime.sessions.set_cookie(response, other, agent, parent, binding=binding)
     return response
 
 

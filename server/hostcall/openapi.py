@@ -132,7 +132,6 @@ def request_schemas() -> dict[str, Any]:
             [], locale={"enum": ["", *LOCALES]}, parentOrigin=STRING, resumeKey=STRING
         ),
         "ResumeSession": _obj([], parentOrigin=STRING, resumeKey=STRING),
-        "OpenConversation": _obj([], parentOrigin=STRING),
         "Capabilities": _obj(["tools"], tools={"type": "array", "items": STRING},
                              surfaceId=surface),
         "NewMessage": _obj(["text"], text={"type": "string", "minLength": 1,
@@ -222,7 +221,7 @@ def _api(p: _Paths) -> dict[str, Any]:
         "/api/conversations/{conversationId}/history/{otherId}": {
             "parameters": [*conv, _param("otherId")],
             "post": p.op("Switch to a conversation of the history (the cookie then names it)",
-                         200, opened, 401, 403, 404, body=_ref("OpenConversation"),
+                         200, opened, 401, 403, 404, body=_ref("ResumeSession"),
                          security=SESSION, optional_body=True),
             "delete": {**p.nobody("Delete a conversation of the history, whole", 401, 403,
                                   404, 409)},

@@ -134,7 +134,7 @@ def test_opening_one_s_own_conversation_hands_its_tokens_and_the_cookie_names_it
     now = started(h, KEY_A)
     r = h.http.post(
         f"/api/conversations/{now.id}/history/{old.id}",
-        json={"parentOrigin": BOARD_ORIGIN},
+        json={"parentOrigin": BOARD_ORIGIN, "resumeKey": KEY_A},
         headers={**now.auth, **ORIGIN},
     )
     assert r.status_code == 200, r.text

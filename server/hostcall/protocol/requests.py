@@ -100,18 +100,6 @@ class ResumeSession:
 
 
 @dataclass(frozen=True, slots=True)
-class OpenConversation:
-    """``POST /api/conversations/{conversationId}/history/{otherId}``: switch to another
-    conversation of one's history; the session cookie then names it."""
-
-    parent_origin: str = ""
-
-    @classmethod
-    def decode(cls, body: dict[str, Any]) -> OpenConversation:
-        return cls(_str(body, "parentOrigin") or "")
-
-
-@dataclass(frozen=True, slots=True)
 class Capabilities:
     """``POST /api/conversations/{conversationId}/capabilities``: the tools a surface answers."""
 
@@ -227,7 +215,6 @@ Body = TypeVar(
     "Body",
     NewConversation,
     ResumeSession,
-    OpenConversation,
     Capabilities,
     NewMessage,
     Delivered,
