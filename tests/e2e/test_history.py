@@ -11,10 +11,15 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from hostcall.qa.servers import HostcallServer
 from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo, shot
 from tests.e2e.flows_helpers import SLOW, open_chat
 from tests.e2e.test_end_user import phone_page
+from tests.e2e.test_known_visitors import USER_TEXTS, Site, opened, people
+from tests.e2e.test_known_visitors import hostcall as hostcall  # fixtures
+from tests.e2e.test_known_visitors import served as served
+from tests.e2e.test_known_visitors import site as site
 
 pytestmark = pytest.mark.e2e
 
@@ -186,3 +191,53 @@ def test_on_a_phone_the_history_fills_the_sheet(browser: Browser, demo: Demo) ->
         shot(page, "history-phone")
     finally:
         page.context.close()
+
+
+# ---- a signed-in person's history (the host page identifies its visitor) ---------------------
+
+
+def test_a_person_s_history_follows_them_to_another_browser_and_no_one_else_sees_it(
+    browser: Browser, site: Site, hostcall: HostcallServer
+) -> None:
+    site.user = "ann"
+    laptop = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
+    laptop.add_cookies([{"name": "signed", "value": "1", "url": site.page.url}])
+    first = opened(laptop.new_page(), site)
+    first.send(FIRST)
+    first.wait_until_idle()
+    start_new(first)
+    first.send(SECOND)
+    first.wait_until_idle()
+    laptop.close()
+
+    # Ann on another browser: both her conversations, and the older one goes on there.
+    other = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
+    other.add_cookies([{"name": "signed", "value": "1", "url": site.page.url}])
+    page = other.new_page()
+    widget = opened(page, site)
+    open_history(widget)
+    assert sorted(titles(widget)) == sorted([FIRST, SECOND])
+    shot(page, "history-person-other-browser")
+    widget.frame.locator("[data-part=history-item]", has_text=FIRST).locator(
+        "[data-part=history-open]"
+    ).click()
+    mine = widget.frame.locator(USER_TEXTS)
+    expect(mine).to_have_text([FIRST], timeout=SLOW)
+    widget.wait_until_idle()
+    widget.send("from the other browser")
+    widget.wait_until_idle()
+    assert widget.messages("user") == [FIRST, "from the other browser"]
+
+    # Bob signs in on that browser: none of Ann's conversations is listed.
+    site.user = "bob"
+    page.evaluate("signIn()")
+    expect(mine).to_have_count(0, timeout=SLOW)
+    widget.wait_until_idle()
+    widget.send("Bob here")
+    widget.wait_until_idle()
+    open_history(widget)
+    assert titles(widget) == ["Bob here"]
+    shot(page, "history-second-person")
+    other.close()
+    owners = people(hostcall)
+    assert sorted(p for p in owners.values() if p) == ["ann", "ann", "bob"]
