@@ -107,6 +107,9 @@ def test_installed_demo_serves_the_loader_the_widget_and_the_board(
             "cards.js",
             "locale-ja.js",
             "locale-ja-calls.js",
+            "history.js",
+            "history.css",
+            "locale-ja-history.js",
         ):
             assert httpx.get(f"{base}/static/{name}").status_code == 200, name
         # The operator console's pages and scripts are package data too.
