@@ -33,6 +33,7 @@ class Counters(Protocol):
     async def add(self, item: RateLimitItem, ids: Ids, cost: int) -> None: ...
     async def has_room(self, item: RateLimitItem, ids: Ids) -> bool: ...
     async def reset_at(self, item: RateLimitItem, ids: Ids) -> float: ...
+    async def clear(self, item: RateLimitItem, ids: Ids) -> None: ...
 
 
 class LimitsCounters:
@@ -56,6 +57,9 @@ class LimitsCounters:
 
     async def reset_at(self, item: RateLimitItem, ids: Ids) -> float:
         return float(self._limiter.get_window_stats(item, *ids).reset_time)
+
+    async def clear(self, item: RateLimitItem, ids: Ids) -> None:
+        self._limiter.clear(item, *ids)
 
 
 class _Full(Exception):
@@ -95,3 +99,7 @@ class StoreCounters:
 
     async def reset_at(self, item: RateLimitItem, ids: Ids) -> float:
         return self._window(item, ids)[2]
+
+    async def clear(self, item: RateLimitItem, ids: Ids) -> None:
+        """Nothing left to do: erasing deleted the rows that name the conversation or the
+        person (hostcall/store/erasure.py), every window of them."""

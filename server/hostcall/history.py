@@ -158,6 +158,9 @@ async def delete_conversation(request: Request) -> Response:
         agent_id=other.agent_id, details={"owner": "person" if holder.person else "browser"},
         clock=runtime.clock,
     )  # fmt: skip
+    agent = runtime.agents.get(other.agent_id)
+    if agent is not None:
+        await runtime.quotas.forget(agent.id, agent.limits, conversation_ids=[other.id])
     return Response(status_code=204)
 
 

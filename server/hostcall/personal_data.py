@@ -37,6 +37,8 @@ class Erased:
 
     conversations: int
     rows: dict[str, int] = field(default_factory=dict)
+    # The conversations asked for (their counters outside the store: Quotas.forget).
+    ids: tuple[str, ...] = ()
 
 
 async def person_conversations(store: Store, agent_id: str, person: str) -> list[str]:
@@ -44,9 +46,7 @@ async def person_conversations(store: Store, agent_id: str, person: str) -> list
     found: list[str] = []
     before: tuple[float, str] | None = None
     while True:
-        page = await store.person_conversations(
-            agent_id, person, limit=PERSON_PAGE, before=before
-        )
+        page = await store.person_conversations(agent_id, person, limit=PERSON_PAGE, before=before)
         found += [c.id for c in page]
         if len(page) < PERSON_PAGE:
             return found
@@ -151,7 +151,7 @@ async def erase(
         for conversation_id in conversation_ids:
             for table, n in (await store.erase_conversation(conversation_id)).items():
                 rows[table] = rows.get(table, 0) + n
-        erased = Erased(rows.get("conversations", 0), rows)
+        erased = Erased(rows.get("conversations", 0), rows, tuple(conversation_ids))
         entry = AuditEntry(
             clock(), actor, action, agent_id=agent_id,
             details={**details, "conversations": erased.conversations, "rows": rows},

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -109,6 +109,32 @@ class Quotas:
             checks.append((RateLimitItemPerDay(limits.messages_per_day_per_person),
                            "msg-person", agent_id, person, "messages from you"))  # fmt: skip
         await self._hit(*checks)
+
+    # ---- a person's data erased -------------------------------------------------------------
+
+    async def forget(
+        self,
+        agent_id: str,
+        limits: Limits,
+        *,
+        conversation_ids: Sequence[str] = (),
+        person: str | None = None,
+    ) -> None:
+        """Drop the counters that name these conversations or this person (their data
+        erased: hostcall/personal_data.py). In the store they went with the erasure's rows;
+        in memory (or the operator's storage) they go here."""
+        items: list[tuple[RateLimitItem, str, str]] = []
+        for cid in conversation_ids:
+            items.append((RateLimitItemPerMinute(limits.messages_per_minute_per_conversation),
+                          "msg-conv", cid))  # fmt: skip
+            items += [i for i in self._token_items(limits, agent_id, cid, None) if i[2] == cid]
+        if person is not None:
+            items.append((RateLimitItemPerDay(limits.messages_per_day_per_person),
+                          "msg-person", person))  # fmt: skip
+            items += [i for i in self._token_items(limits, agent_id, "", person) if i[2] == person]
+        for item, scope, key in items:
+            if item.amount:
+                await self._counters.clear(item, (scope, agent_id, key))
 
     # ---- model tokens ----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 from hostcall.agents import Agent
 from hostcall.personal_data import erase
+from hostcall.quotas import Quotas
 from hostcall.store import Store
 
 log = logging.getLogger("hostcall.retention")
@@ -32,8 +33,10 @@ class Retention:
         agents: Callable[[], Mapping[str, Agent]],
         *,
         clock: Callable[[], float],
+        quotas: Quotas | None = None,
     ) -> None:
         self.store = store
+        self.quotas = quotas
         self.agents = agents
         self.clock = clock
 
@@ -51,6 +54,8 @@ class Retention:
                 self.store, stale, actor=ACTOR, action=ACTION, agent_id=agent.id,
                 details={"retentionDays": agent.retention_days}, clock=self.clock,
             )  # fmt: skip
+            if self.quotas is not None:
+                await self.quotas.forget(agent.id, agent.limits, conversation_ids=stale)
             log.info(
                 "agent %s: %d conversations older than %d days deleted",
                 agent.id, erased.conversations, agent.retention_days,

@@ -134,7 +134,7 @@ class Runtime:
                 leases,
                 ledger,
                 clock=clock,
-                retention=Retention(store, lambda: run_agents.loaded, clock=clock),
+                retention=Retention(store, lambda: run_agents.loaded, clock=clock, quotas=quotas),
             ),
         )
         sessions = Sessions(tokens, store, max_age=settings.session_max_age)

@@ -6,12 +6,14 @@ missing CSRF token erases nothing."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hostcall.cli import main
-from tests.support.harness import Conv, Harness
+from tests.support.harness import ORIGIN, Conv, Harness, write_agent
+from tests.support.identity import AUDIENCE, ISSUER, SECRET, SECRET_ENV, hs_token
 from tests.unit.console_client import ConsoleClient, fast_passwords
 from tests.unit.test_bad_input import READ
 from tests.unit.test_person_data import busy_conversation, make_persons, rows_naming, traces
@@ -157,3 +159,51 @@ def test_the_command_line_exports_and_erases_a_person_s_data(
     assert harness.call(harness.runtime.store.get_conversation, kept.id) is not None
     actions = [(e.actor, e.action) for e in harness.call(harness.runtime.store.list_audit)]
     assert actions[:2] == [("command line", "person.erase"), ("command line", "person.export")]
+
+
+# ---- counters outside the store ---------------------------------------------------------------
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Iterator[Harness]:
+    """An agent whose visitors sign in, a person allowed 2 messages a day; on SQLite the
+    limits count in the server's memory, not in the store."""
+    directory = tmp_path / "agents"
+    write_agent(directory, {"allowed_env": [SECRET_ENV]}, name="_platform.json")
+    write_agent(directory, {
+        "id": "shop", "allowed_origins": ["http://localhost:8001"],
+        "model": {"kind": "scripted", "rules": []},
+        "identity": {"issuer": ISSUER, "audience": AUDIENCE, "secret_env": SECRET_ENV},
+        "limits": {"messages_per_day_per_person": 2},
+    })  # fmt: skip
+    harness = Harness(tmp_path, directory, environ={SECRET_ENV: SECRET})
+    yield harness
+    harness.stop()
+
+
+def say_as(h: Harness, who: dict[str, str], conv: Conv | None = None) -> tuple[Conv, int]:
+    if conv is None:
+        r = h.http.post("/api/agents/shop/conversations", json={}, headers=ORIGIN | who)
+        assert r.status_code == 201, r.text
+        b = r.json()
+        conv = Conv(b["conversationId"], b["sessionToken"], b["streamToken"])
+    r = h.http.post(
+        f"/api/conversations/{conv.id}/messages", json={"text": "hi"}, headers=conv.auth | who
+    )
+    if r.status_code == 202:
+        h.finish(conv)
+    return conv, r.status_code
+
+
+def test_erasing_a_person_forgets_their_counters_kept_in_memory(shop: Harness) -> None:
+    admin = ConsoleClient(shop.app, shop.runtime, "ada", "admin")
+    who = {"Hostcall-Identity": hs_token("user-42")}
+    conv, first = say_as(shop, who)
+    _, second = say_as(shop, who, conv)
+    _, third = say_as(shop, who, conv)
+    assert (first, second, third) == (202, 202, 429)
+    fields = {"agent": "shop", "person": "user-42", "confirm": "user-42"}
+    assert admin.form("/console/people/erase", fields).status_code == 303
+    # Erased is erased: the person starts again as someone with no history at all.
+    _, again = say_as(shop, who)
+    assert again == 202

@@ -106,4 +106,7 @@ async def erase(request: Request) -> Response:
     erased = await erase_person(
         runtime.store, agent, person, actor=operator_of(request).name, clock=runtime.clock
     )
+    # Counters kept outside the store (memory, the operator's storage) name them too.
+    limits = runtime.agents[agent].limits
+    await runtime.quotas.forget(agent, limits, conversation_ids=erased.ids, person=person)
     return RedirectResponse(_page_url(agent, person, erased=str(erased.conversations)), 303)
