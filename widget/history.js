@@ -69,6 +69,13 @@ export async function show(api, state, restart) {
   document.documentElement.dataset.view = 'history'
   c.root.append(panel)
   const shown = panel
+  // The conversation it was opened from is left (a sign-out, another person signing in, a
+  // new conversation): the list was that one's holder's, so it goes at once.
+  const from = c.current()
+  const watch = setInterval(() => {
+    if (panel !== shown) clearInterval(watch)
+    else if (c.current() !== from) close(c, false)
+  }, 100)
   /** @param {string} [before] */
   const page = async before => {
     more.hidden = true

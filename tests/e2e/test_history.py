@@ -228,10 +228,14 @@ def test_a_person_s_history_follows_them_to_another_browser_and_no_one_else_sees
     widget.wait_until_idle()
     assert widget.messages("user") == [FIRST, "from the other browser"]
 
-    # Bob signs in on that browser: none of Ann's conversations is listed.
+    # Bob signs in on that browser while Ann's history is open: it goes at once, and his
+    # lists none of Ann's conversations.
+    open_history(widget)
     site.user = "bob"
     page.evaluate("signIn()")
+    expect(widget.frame.locator("[data-part=history]")).to_have_count(0, timeout=SLOW)
     expect(mine).to_have_count(0, timeout=SLOW)
+    assert FIRST not in widget.frame.locator("body").inner_text()
     widget.wait_until_idle()
     widget.send("Bob here")
     widget.wait_until_idle()
