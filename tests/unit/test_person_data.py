@@ -115,11 +115,15 @@ def test_erasing_a_person_leaves_no_row_of_theirs_in_any_table(h: Harness) -> No
     assert set(rows_naming(h, theirs)) >= {"conversations", "messages", "runs", "calls",
                                             "events", "grants", "surfaces", "audit"}  # fmt: skip
     kept_before = rows_naming(h, traces(h, kept))
+    usage_before = len(every_row(h)["model_usage"])
+    assert "model_usage" in rows_naming(h, theirs)
 
     erased = h.call(erase_person, h.runtime.store, "planner", "user-42", actor="admin")
 
     assert erased.conversations == 2
     assert rows_naming(h, theirs) == {}
+    # Model usage stays, detached from them: the agent's tokens and costs add up as before.
+    assert len(every_row(h)["model_usage"]) == usage_before
     # Another person's data is untouched, row for row.
     assert rows_naming(h, traces(h, kept)) == kept_before
     # The erasure is audited: who, for whom, how much; nothing of what was erased.

@@ -4,15 +4,18 @@ A conversation leaves rows in every table below, keyed by its id; a rate or cost
 names it inside its key (``LIMITER/<scope>/<agent>/<conversation>/…``, hostcall/counters.py),
 and a lease names its runs and calls (``run:<id>``, ``call:<id>``). Erasing deletes them all,
 leases first (they are found through the runs and calls), the conversation's own row last.
-A table that gains a ``conversation_id`` column must be added here:
-tests/unit/test_person_data.py checks every table of the schema for rows left behind.
+Model usage (``model_usage``: tokens and cost per step) is kept, detached: its rows lose the
+conversation and run they named, so the agent's daily tokens and costs stay what they were,
+and nothing in them leads back to the person. A table that gains a ``conversation_id``
+column must be added here: tests/unit/test_person_data.py checks every table of the schema
+for rows left behind.
 """
 
 from __future__ import annotations
 
 from hostcall.store.statements import contains
 
-# In the order they are deleted from.
+# In the order they are deleted from (model_usage: detached).
 TABLES = (
     "leases",
     "messages",
@@ -23,6 +26,7 @@ TABLES = (
     "surface_streams",
     "surfaces",
     "audit",
+    "model_usage",
     "quota_counters",
     "conversations",
 )
@@ -44,6 +48,10 @@ def statements(mark: str) -> tuple[tuple[str, str, int], ...]:
         ),
         "quota_counters": forget_counters(mark),
         "conversations": f"DELETE FROM conversations WHERE id = {mark}",
+        "model_usage": (
+            f"UPDATE model_usage SET conversation_id = '', run_id = ''"
+            f" WHERE conversation_id = {mark}"
+        ),
     }
     return tuple(
         (t, by_conversation.get(t) or special[t], 2 if t == "leases" else 1) for t in TABLES
