@@ -77,7 +77,9 @@ def measure(
     url: str, tokens: Tokens, holders: dict[str, str], rounds: int
 ) -> dict[str, list[float]]:
     def auth(case: str) -> dict[str, str]:
-        token = tokens.sign(Purpose.SESSION, Claims(holders[case], generation=0))
+        # A person's conversation takes a session token issued to them (hostcall/sessions.py).
+        person = case if case in (PERSON, SOLO) else None
+        token = tokens.sign(Purpose.SESSION, Claims(holders[case], generation=0, person=person))
         return {"Authorization": f"Bearer {token}"}
 
     heads = {case: auth(case) for case in (PERSON, SOLO, "browser")}
