@@ -60,6 +60,7 @@ NEEDS = {
     "/console/api/agents/{agent_id}/check": Role.DESIGNER,
     "/console/api/agents/{agent_id}": Role.DESIGNER,
     "/console/agents/{agent_id}/try": Role.DESIGNER,
+    "/console/api/mcp/{server}/tools": Role.DESIGNER,
 }
 OPEN = {"/console/login", "/console/static/{name}"}
 
@@ -93,6 +94,7 @@ def pending(harness: Harness) -> dict[str, str]:
         "call_id": call["toolCallId"],
         "run_id": run_id,
         "agent_id": "planner",
+        "server": "crm",  # an MCP server no environment allows: refused, never contacted
     }
 
 
