@@ -23,6 +23,10 @@ export const CUSTOM = Object.freeze({
   TOOL_CALL_STATE: "hostcall.tool_call_state",
   TOOL_CALL_GUARDRAIL: "hostcall.tool_call_guardrail",
   TEXT_MESSAGE_DISCARDED: "hostcall.text_message_discarded",
+  PERSON_REQUESTED: "hostcall.person_requested",
+  PERSON_JOINED: "hostcall.person_joined",
+  PERSON_MESSAGE: "hostcall.person_message",
+  PERSON_LEFT: "hostcall.person_left",
 })
 
 /** A tool call's states (docs/protocol.md). */

@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from hostcall.agents import Agent
 from hostcall.calls.outcomes import CallExpired, Moved
-from hostcall.errors import BadRequest, Forbidden, NotFound
+from hostcall.errors import BadRequest, Forbidden, HeldByPerson, NotFound, Unprocessable
 from hostcall.ledger import new_id
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode
@@ -22,6 +22,7 @@ from hostcall.protocol.requests import (
     Decision,
     Delivered,
     NewConversation,
+    NewFeedback,
     NewMessage,
     read_body,
     surface_id,
@@ -29,6 +30,8 @@ from hostcall.protocol.requests import (
 from hostcall.protocol.responses import (
     CallStatus,
     DeliveryAck,
+    FeedbackSaved,
+    MessageHeld,
     RunAccepted,
     Snapshot,
     SnapshotMessage,
@@ -40,7 +43,14 @@ from hostcall.protocol.responses import (
 from hostcall.responses import StoredWireResponse, WireResponse
 from hostcall.runtime import Runtime
 from hostcall.sessions import bearer_token
-from hostcall.store.records import ANONYMOUS_SURFACE, AuditEntry, Call, Conversation, RunStatus
+from hostcall.store.records import (
+    ANONYMOUS_SURFACE,
+    AuditEntry,
+    Call,
+    Conversation,
+    Feedback,
+    RunStatus,
+)
 from hostcall.tokens import Claims, Purpose
 from hostcall.transcript import open_messages
 
@@ -158,6 +168,8 @@ async def snapshot(request: Request) -> Response:
             if call.surface_id == surface and call.state.value == "dispatched":
                 await ledger.rehoming.claim(call.id, surface, call.assignment)
     run = await store.latest_run(conversation.id)
+    # Before the log's end: a person joining after it comes in the stream.
+    handoff = await store.get_handoff(conversation.id)
     last_seq = await store.last_seq(conversation.id)
     if run is not None and run.status is RunStatus.RUNNING:
         # A message still streaming is not in ``messages`` yet: resume the stream just
@@ -165,6 +177,7 @@ async def snapshot(request: Request) -> Response:
         opened = await open_messages(store, conversation.id)
         if opened:
             last_seq = min(opened.values()) - 1
+    rated = {f.message_id: f.rating for f in await store.feedback_of(conversation.id)}
     messages = tuple(
         SnapshotMessage(
             id=m.id,
@@ -173,6 +186,8 @@ async def snapshot(request: Request) -> Response:
             run_id=m.run_id,
             interrupted=True if m.interrupted else None,
             tool_call_ids=tuple(c["id"] for c in m.tool_calls) if m.tool_calls else None,
+            name=m.author,
+            feedback=rated.get(m.id),
         )
         for m in await store.list_messages(conversation.id)
         if m.role != "tool"
@@ -193,6 +208,7 @@ async def snapshot(request: Request) -> Response:
             run=None if run is None else SnapshotRun(run.id, run.status.value, run.error),
             messages=messages,
             calls=calls,
+            person=handoff.person if handoff is not None and handoff.taken else None,
         )
     )
 
@@ -262,8 +278,37 @@ async def post_message(request: Request) -> Response:
         await runtime.quotas.new_message(
             agent.id, agent.limits, conversation.id, _client(request), person=conversation.person
         )
-    run = await runtime.engine.start_run(conversation, body.text, simulate=body.simulate, user=user)
+    try:
+        run = await runtime.engine.start_run(
+            conversation, body.text, simulate=body.simulate, user=user
+        )
+    except HeldByPerson as held:
+        # A person of the team holds the conversation: the message is theirs to read.
+        message_id = await runtime.handoff.keep_for_person(conversation, body.text, held.person)
+        return WireResponse(MessageHeld(message_id, held.person), status_code=202)
     return WireResponse(RunAccepted(run.id), status_code=202)
+
+
+async def message_feedback(request: Request) -> Response:
+    """The visitor rates one of the agent's replies (again: the latest rating stands)."""
+    runtime = _runtime(request)
+    conversation = await _conversation(request, runtime)
+    body = await read_body(request, NewFeedback, runtime.settings.max_body_bytes)
+    message_id = request.path_params["message_id"]
+    found = {m.id: m for m in await runtime.store.list_messages(conversation.id)}.get(message_id)
+    if found is None:  # another conversation's message is not found here either
+        raise NotFound(
+            f"no message {message_id[:80]!r} in this conversation", code=ErrorCode.UNKNOWN_MESSAGE
+        )
+    if found.role != "assistant" or not found.text:
+        raise Unprocessable(
+            f"message {message_id} is not a reply of the agent's ({found.role})",
+            code=ErrorCode.NOT_A_REPLY,
+        )
+    feedback = Feedback(conversation.id, message_id, body.rating, body.comment, time.time())
+    async with runtime.store.transaction():
+        await runtime.store.save_feedback(feedback)
+    return WireResponse(FeedbackSaved(message_id, body.rating, body.comment))
 
 
 async def call_delivered(request: Request) -> Response:
@@ -331,6 +376,11 @@ def api_routes() -> list[BaseRoute]:
         Route("/api/conversations/{conversation_id}/stream-token", stream_token, methods=["POST"]),
         Route("/api/conversations/{conversation_id}/capabilities", capabilities, methods=["POST"]),
         Route("/api/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
+        Route(
+            "/api/conversations/{conversation_id}/messages/{message_id}/feedback",
+            message_feedback,
+            methods=["POST"],
+        ),
         Route(
             "/api/conversations/{conversation_id}/surfaces/{surface_id}/activity",
             surface_activity,

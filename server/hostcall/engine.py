@@ -26,7 +26,7 @@ from typing import Any
 
 from hostcall import metrics
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
-from hostcall.errors import Conflict, LeaseLost, NotFound, is_store_failure
+from hostcall.errors import Conflict, HeldByPerson, LeaseLost, NotFound, is_store_failure
 from hostcall.journal import Journal
 from hostcall.leases import Leases, call_key
 from hostcall.ledger import Ledger, new_id
@@ -136,6 +136,12 @@ class Engine:
                     TextMessageEnd(message_id),
                 ],
             )
+            # A person of the team holds the conversation (hostcall/handoff.py): no run;
+            # the caller keeps the message for them. Read after the append's lock, so a
+            # takeover committing now is seen, or sees this run.
+            held = await self.store.get_handoff(cid)
+            if held is not None and held.taken:
+                raise HeldByPerson(cid, held.person)
             start = await self.leases.create_run_alone(run)
             if start.busy is not None:
                 busy_id, status = start.busy

@@ -72,6 +72,18 @@ class Conflict(HostcallError):
     code: ErrorCode = ErrorCode.CONFLICT
 
 
+class HeldByPerson(Conflict):
+    """A person of the operator's team holds the conversation (docs/console.md, "Human
+    handoff"): the agent starts no run. The visitor's route catches it and keeps the message
+    for the person; the console's answers it as 409 ``conversation_taken``."""
+
+    code: ErrorCode = ErrorCode.CONVERSATION_TAKEN
+
+    def __init__(self, conversation_id: str, person: str) -> None:
+        super().__init__(f"{person} holds conversation {conversation_id}", person=person)
+        self.person = person
+
+
 class RequestTimeout(HostcallError):
     status = 408
     code: ErrorCode = ErrorCode.REQUEST_TIMEOUT

@@ -19,7 +19,7 @@ from hostcall.errors import SURFACE_ERROR_CODES
 from hostcall.protocol import console as c
 from hostcall.protocol import responses as r
 from hostcall.protocol.events import CustomName, EventType
-from hostcall.protocol.limits import MAX_MESSAGE_CHARS
+from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS, MAX_MESSAGE_CHARS
 from hostcall.protocol.requests import LOCALES, SURFACE_ID
 from hostcall.protocol.schema import Enums, Schemas
 from hostcall.store.records import CallState, RunStatus
@@ -38,7 +38,11 @@ ENUMS: Enums = {
     **{(view, "form_reason"): FormReason for view in (r.CallView, c.ConsoleCall)},
     **{(view, "status"): RunStatus for view in (r.SnapshotRun, c.ConsoleRun)},
     (c.ConversationItem, "run_status"): RunStatus,
-    (r.SnapshotMessage, "role"): ("user", "assistant"),
+    (r.SnapshotMessage, "role"): ("user", "assistant", "operator"),
+    **{(view, "rating"): ("up", "down") for view in (r.FeedbackSaved, c.ConsoleFeedback)},
+    (r.SnapshotMessage, "feedback"): ("up", "down"),
+    (c.ConsoleHandoff, "state"): ("waiting", "taken"),
+    (c.ConversationItem, "handoff"): ("waiting", "taken"),
     (r.ToolCard, "effect"): EFFECTS,
 }
 
@@ -137,6 +141,10 @@ def request_schemas() -> dict[str, Any]:
         "NewMessage": _obj(["text"], text={"type": "string", "minLength": 1,
                                            "maxLength": MAX_MESSAGE_CHARS},
                            simulate={"type": "boolean"}),
+        "NewFeedback": _obj(["rating"], rating={"enum": ["up", "down"]},
+                            comment={"type": "string", "maxLength": MAX_FEEDBACK_COMMENT_CHARS}),
+        "PersonSays": _obj(["text"], text={"type": "string", "minLength": 1,
+                                           "maxLength": MAX_MESSAGE_CHARS}),
         "Delivered": _obj(["token"], token=STRING),
         "CallResult": {"oneOf": [  # exactly one of output and error
             {**_obj(["token", "output"], token=STRING, output={}),
@@ -205,8 +213,14 @@ def _api(p: _Paths) -> dict[str, Any]:
             "The tools this surface has handlers for", 200, p.body(r.SurfaceTools), 401, 403,
             404, body=_ref("Capabilities"), security=SESSION)},
         "/api/conversations/{conversationId}/messages": {"parameters": conv, "post": p.op(
-            "Send a user message: starts a run", 202, p.body(r.RunAccepted), 401, 403, 404,
+            "Send a user message: starts a run (or, while a person holds the conversation,"
+            " is kept for them)", 202, p.body(r.RunAccepted, r.MessageHeld), 401, 403, 404,
             409, 422, 429, body=_ref("NewMessage"), security=SESSION)},
+        "/api/conversations/{conversationId}/messages/{messageId}/feedback": {"parameters": [
+            *conv, _param("messageId")], "post": p.op(
+            "Rate one of the agent's replies (again: the latest rating stands)", 200,
+            p.body(r.FeedbackSaved), 401, 403, 404, 422, body=_ref("NewFeedback"),
+            security=SESSION)},
         "/api/conversations/{conversationId}/events": {"parameters": [
             *conv, _param("token", "query"), _param("after", "query"),
             _param("surface", "query", SURFACE), _param("Last-Event-ID", "header"),
@@ -254,7 +268,10 @@ def _console(p: _Paths) -> dict[str, Any]:
     POST the CSRF token of the session in ``X-CSRF-Token``."""
     call = [_param("callId")]
     status = p.body(r.CallStatus)
-    query = [_param(n, "query") for n in ("agent", "status", "waiting", "q", "page")]
+    query = [_param(n, "query") for n in ("agent", "status", "waiting", "handoff", "feedback",
+                                          "q", "page")]  # fmt: skip
+    conv = [_param("conversationId")]
+    handoff = p.body(c.HandoffChanged)
     return {
         "/console/api/conversations": {"parameters": query, "get": p.op(
             "Conversations, newest first, a page at a time", 200,
@@ -273,6 +290,16 @@ def _console(p: _Paths) -> dict[str, Any]:
             "Expire an open call", 200, status, 401, 403, 404, 409, 410, security=CONSOLE)},
         "/console/api/runs/{runId}/cancel": {"parameters": [_param("runId")], "post": p.op(
             "Cancel a waiting run", 200, p.body(c.RunCancelled), 401, 403, 404, 409,
+            security=CONSOLE)},
+        "/console/api/conversations/{conversationId}/take-over": {"parameters": conv, "post": p.op(
+            "Take the conversation over from the agent", 200, handoff, 401, 403, 404, 409,
+            security=CONSOLE)},
+        "/console/api/conversations/{conversationId}/hand-back": {"parameters": conv, "post": p.op(
+            "Hand the conversation back to the agent", 200, handoff, 401, 403, 404, 409,
+            security=CONSOLE)},
+        "/console/api/conversations/{conversationId}/messages": {"parameters": conv, "post": p.op(
+            "Write to the visitor as the person holding the conversation", 201,
+            p.body(c.PersonMessageSent), 401, 403, 404, 409, 422, body=_ref("PersonSays"),
             security=CONSOLE)},
         "/console/api/agents/{agentId}/check": {"parameters": [_param("agentId")], "post": p.op(
             "The problems an agent file would have, changing nothing", 200,

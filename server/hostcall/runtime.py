@@ -27,6 +27,7 @@ from hostcall.errors import (
     Unauthorized,
     Unavailable,
 )
+from hostcall.handoff import HumanHandoff
 from hostcall.identities import Identities
 from hostcall.journal import Journal
 from hostcall.leases import Leases
@@ -147,6 +148,11 @@ class Runtime:
     ) -> str:
         """``Sessions.stream_ticket``: a stream token that opens one stream, once."""
         return self.sessions.stream_ticket(conversation_id, generation, person)
+
+    @property
+    def handoff(self) -> HumanHandoff:
+        """Human handoff (hostcall/handoff.py): holds nothing of its own."""
+        return HumanHandoff(self.engine.journal)
 
     async def agent_of_conversation(self, conversation_id: str) -> str | None:
         """The id of the conversation's agent, or None if there is no such conversation.

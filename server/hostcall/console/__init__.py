@@ -22,7 +22,15 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from hostcall.console import audit_page, designer, instances, login, people, usage_page
+from hostcall.console import (
+    audit_page,
+    designer,
+    handoffs,
+    instances,
+    login,
+    people,
+    usage_page,
+)
 
 STATIC = Path(__file__).resolve().parent / "static"
 _STATIC_NAME = re.compile(r"[a-z][a-z0-9_-]*\.(js|css)")
@@ -54,6 +62,21 @@ def console_routes() -> list[BaseRoute]:
         Route("/console/api/calls/{call_id}/decision", i.decide_call, methods=["POST"]),
         Route("/console/api/calls/{call_id}/expire", i.expire_call, methods=["POST"]),
         Route("/console/api/runs/{run_id}/cancel", i.cancel_run, methods=["POST"]),
+        Route(
+            "/console/api/conversations/{conversation_id}/take-over",
+            handoffs.take_over,
+            methods=["POST"],
+        ),
+        Route(
+            "/console/api/conversations/{conversation_id}/hand-back",
+            handoffs.hand_back,
+            methods=["POST"],
+        ),
+        Route(
+            "/console/api/conversations/{conversation_id}/messages",
+            handoffs.say,
+            methods=["POST"],
+        ),
         Route("/console/audit", audit_page.audit_page, methods=["GET"]),
         Route("/console/usage", usage_page.usage_page, methods=["GET"]),
         Route("/console/people", people.person_page, methods=["GET"]),

@@ -26,6 +26,8 @@ from hostcall.protocol.console import (
     AuditItem,
     ConsoleCall,
     ConsoleEvent,
+    ConsoleFeedback,
+    ConsoleHandoff,
     ConsoleMessage,
     ConsoleRun,
     ConversationDetail,
@@ -40,7 +42,14 @@ from hostcall.protocol.responses import CallStatus
 from hostcall.protocol.wire import to_wire
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
-from hostcall.store.records import Call, ConversationQuery, ConversationSummary, RunStatus
+from hostcall.store.records import (
+    Call,
+    ConversationQuery,
+    ConversationSummary,
+    Feedback,
+    Handoff,
+    RunStatus,
+)
 
 PAGE_SIZE = 25
 MAX_EVENTS = 500
@@ -60,6 +69,11 @@ def _query(request: Request) -> tuple[ConversationQuery, int]:
     status = params.get("status") or None
     if status is not None and status not in set(RunStatus):
         raise BadRequest(f"status {status[:40]!r} is not a run status", field="status")
+    handoff, feedback = params.get("handoff") or None, params.get("feedback") or None
+    if handoff not in (None, "waiting", "taken"):
+        raise BadRequest("handoff must be 'waiting' or 'taken'", field="handoff")
+    if feedback not in (None, "up", "down"):
+        raise BadRequest("feedback must be 'up' or 'down'", field="feedback")
     number = params.get("page", "1")
     if not number.isdigit() or not 1 <= int(number) <= 100_000:
         raise BadRequest("page must be a whole number from 1", field="page")
@@ -70,6 +84,8 @@ def _query(request: Request) -> tuple[ConversationQuery, int]:
         waiting=params.get("waiting") == "1",
         text=(params.get("q") or "").strip()[:200],
         person=params.get("person") or None,
+        handoff=handoff,
+        feedback=feedback,
         # One more than a page: whether there is a next page, without a COUNT(*).
         limit=PAGE_SIZE + 1,
         offset=(page_number - 1) * PAGE_SIZE,
@@ -86,6 +102,10 @@ def _summary(item: ConversationSummary) -> ConversationItem:
         waiting=item.waiting_calls,
         first_message=item.first_message[:200],
         person=item.conversation.person,
+        handoff=item.handoff,
+        held_by=item.held_by,
+        feedback_up=item.feedback_up,
+        feedback_down=item.feedback_down,
     )
 
 
@@ -113,6 +133,8 @@ async def conversations_page(request: Request) -> Response:
         "waiting": params.get("waiting") == "1",
         "q": params.get("q", "")[:200],
         "person": params.get("person", "")[:255],
+        "handoff": params.get("handoff", ""),
+        "feedback": params.get("feedback", ""),
     }
     return page(
         request,
@@ -150,6 +172,8 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
             for call in await store.list_calls(conversation_id)
         ]
     )
+    rated = {f.message_id: f for f in await store.feedback_of(conversation_id)}
+    handoff = await store.get_handoff(conversation_id)
     last = await store.last_seq(conversation_id)
     events = await store.events_after(conversation_id, max(0, last - MAX_EVENTS), limit=MAX_EVENTS)
     return ConversationDetail(
@@ -167,6 +191,8 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
                 run_id=m.run_id,
                 tool_calls=tuple(c["name"] for c in m.tool_calls),
                 tool_call_id=m.tool_call_id,
+                author=m.author,
+                feedback=_feedback(rated.get(m.id)),
             )
             for m in await store.list_messages(conversation_id)
         ),
@@ -177,7 +203,16 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
         calls=calls,
         events=tuple(ConsoleEvent(e.seq, e.name, _without_tokens(e.data)) for e in events),
         audit=tuple(AuditItem(e.at, e.actor, e.action, e.call_id) for e in audit[:50]),
+        handoff=handoff_view(handoff),
     )
+
+
+def _feedback(found: Feedback | None) -> ConsoleFeedback | None:
+    return None if found is None else ConsoleFeedback(found.rating, found.comment, found.at)
+
+
+def handoff_view(found: Handoff | None) -> ConsoleHandoff | None:
+    return None if found is None else ConsoleHandoff(found.state, found.person, found.since)
 
 
 def _without_tokens(value: Any) -> Any:

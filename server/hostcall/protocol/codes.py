@@ -41,6 +41,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_CALL = "unknown_call"
     NO_SESSION = "no_session"
     UNKNOWN_RUN = "unknown_run"  # the console's
+    UNKNOWN_MESSAGE = "unknown_message"
     # 405
     METHOD_NOT_ALLOWED = "method_not_allowed"
     # 408
@@ -55,6 +56,9 @@ class ErrorCode(StrEnum):
     RUN_NOT_WAITING = "run_not_waiting"  # the console's
     AGENT_EXISTS = "agent_exists"  # the console's
     CONVERSATION_LIMIT_REACHED = "conversation_limit_reached"
+    CONVERSATION_TAKEN = "conversation_taken"  # the console's: another person holds it
+    NOT_TAKEN_OVER = "not_taken_over"  # the console's: you do not hold it
+    CONVERSATION_FINISHED = "conversation_finished"  # the console's: its agent is gone
     # 410
     CALL_EXPIRED = "call_expired"
     # 413
@@ -66,6 +70,7 @@ class ErrorCode(StrEnum):
     INVALID_RESULT = "invalid_result"
     INVALID_INPUT = "invalid_input"
     INVALID_MESSAGE = "invalid_message"
+    NOT_A_REPLY = "not_a_reply"
     AGENT_ID_CHANGED = "agent_id_changed"  # the console's
     AGENT_INVALID = "agent_invalid"  # the console's
     # 429

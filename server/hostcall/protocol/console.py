@@ -22,6 +22,10 @@ class ConversationItem:
     waiting: int  # calls waiting for a person
     first_message: str
     person: str | None = field(metadata=ALWAYS)  # the signed-in person's id; null: anonymous
+    handoff: str | None = field(metadata=ALWAYS)  # "waiting" for a person, or "taken"
+    held_by: str  # who of the team holds it ("" if nobody)
+    feedback_up: int  # replies the visitor rated up
+    feedback_down: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +86,20 @@ class ConsoleCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsoleFeedback:
+    rating: str  # "up" | "down"
+    comment: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleHandoff:
+    state: str  # "waiting" (the agent asked for a person) | "taken"
+    person: str  # who holds it ("" while it waits)
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
 class ConsoleMessage:
     id: str
     role: str
@@ -89,6 +107,8 @@ class ConsoleMessage:
     run_id: str
     tool_calls: tuple[str, ...]  # the names of the tools it called
     tool_call_id: str | None = field(metadata=ALWAYS)  # a tool message's call
+    author: str | None = field(metadata=ALWAYS)  # role "operator": the person who wrote it
+    feedback: ConsoleFeedback | None = field(metadata=ALWAYS)  # the visitor's, on a reply
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +150,19 @@ class ConversationDetail:
     calls: tuple[ConsoleCall, ...]
     events: tuple[ConsoleEvent, ...]  # the latest, oldest first
     audit: tuple[AuditItem, ...]  # the latest console actions on it, newest first
+    handoff: ConsoleHandoff | None = field(metadata=ALWAYS)
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffChanged:
+    """A takeover or a hand-back: the conversation's handoff now (None: the agent's)."""
+
+    handoff: ConsoleHandoff | None = field(metadata=ALWAYS)
+
+
+@dataclass(frozen=True, slots=True)
+class PersonMessageSent:
+    message_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,4 +209,6 @@ ConsoleBody = (
     | AgentProblems
     | AgentSaved
     | McpServerTools
+    | HandoffChanged
+    | PersonMessageSent
 )

@@ -39,6 +39,10 @@ class CustomName(StrEnum):
     TOOL_CALL_STATE = "hostcall.tool_call_state"
     TOOL_CALL_GUARDRAIL = "hostcall.tool_call_guardrail"
     TEXT_MESSAGE_DISCARDED = "hostcall.text_message_discarded"
+    PERSON_REQUESTED = "hostcall.person_requested"
+    PERSON_JOINED = "hostcall.person_joined"
+    PERSON_MESSAGE = "hostcall.person_message"
+    PERSON_LEFT = "hostcall.person_left"
 
 
 # ---- AG-UI's own events ---------------------------------------------------------------------
@@ -189,6 +193,59 @@ class MessageDiscarded:
         return to_wire(self)
 
 
+# ---- a person of the operator's team (human handoff, docs/console.md) ---------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PersonRequested:
+    """The agent's built-in ``ask_for_person`` queued the conversation for a person."""
+
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.PERSON_REQUESTED
+
+    def value(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class PersonJoined:
+    """An operator took the conversation over: the agent answers no more until they leave."""
+
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.PERSON_JOINED
+    name: str
+
+    def value(self) -> dict[str, Any]:
+        return to_wire(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PersonMessage:
+    """What the operator holding the conversation wrote, whole (a person's message is not
+    streamed). A ``CUSTOM`` event: AG-UI's ``TEXT_MESSAGE_START`` has no author's name."""
+
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.PERSON_MESSAGE
+    message_id: str
+    name: str
+    text: str
+
+    def value(self) -> dict[str, Any]:
+        return to_wire(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PersonLeft:
+    """The operator handed the conversation back to the agent."""
+
+    TYPE: ClassVar[EventType] = EventType.CUSTOM
+    NAME: ClassVar[CustomName] = CustomName.PERSON_LEFT
+    name: str
+
+    def value(self) -> dict[str, Any]:
+        return to_wire(self)
+
+
 StandardEvent = (
     RunStarted
     | RunFinished
@@ -202,7 +259,15 @@ StandardEvent = (
     | ToolCallResult
 )
 CustomEvent = (
-    ApprovalRequested | CallDispatched | CallStateChanged | GuardrailMatched | MessageDiscarded
+    ApprovalRequested
+    | CallDispatched
+    | CallStateChanged
+    | GuardrailMatched
+    | MessageDiscarded
+    | PersonRequested
+    | PersonJoined
+    | PersonMessage
+    | PersonLeft
 )
 ProtocolEvent = StandardEvent | CustomEvent
 

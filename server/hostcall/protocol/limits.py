@@ -11,6 +11,8 @@ from __future__ import annotations
 MAX_BODY_BYTES = 256 * 1024
 # A user message, in characters.
 MAX_MESSAGE_CHARS = 8000
+# A visitor's comment on a reply (feedback), in characters.
+MAX_FEEDBACK_COMMENT_CHARS = 1000
 # A rejection reason the model receives, in characters (longer ones are cut).
 MAX_REASON_CHARS = 1000
 # An error message from a surface or a block, in characters (longer ones are cut).

@@ -15,7 +15,7 @@ from starlette.requests import Request
 
 from hostcall.errors import SURFACE_ERROR_CODES, BadRequest, ToolErrorCode, Unprocessable
 from hostcall.protocol.codes import ErrorCode
-from hostcall.protocol.limits import MAX_MESSAGE_CHARS
+from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS, MAX_MESSAGE_CHARS
 from hostcall.protocol.reading import read_json
 from hostcall.protocol.run_input import RunAgentInput
 
@@ -140,6 +140,39 @@ class NewMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class NewFeedback:
+    """``POST /api/conversations/{conversationId}/messages/{messageId}/feedback``"""
+
+    rating: Literal["up", "down"]
+    comment: str
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> NewFeedback:
+        rating = body.get("rating")
+        if rating not in ("up", "down"):
+            raise BadRequest("field 'rating' must be 'up' or 'down'", field="rating")
+        comment = (_str(body, "comment") or "").strip()
+        if len(comment) > MAX_FEEDBACK_COMMENT_CHARS:
+            raise BadRequest(
+                f"the comment is {len(comment)} characters; the limit is"
+                f" {MAX_FEEDBACK_COMMENT_CHARS}",
+                field="comment",
+            )
+        return cls(rating, comment)
+
+
+@dataclass(frozen=True, slots=True)
+class PersonSays:
+    """``POST /console/api/conversations/{id}/messages``: the operator holding it writes."""
+
+    text: str
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> PersonSays:
+        return cls(NewMessage.decode({"text": body.get("text")}).text)
+
+
+@dataclass(frozen=True, slots=True)
 class Delivered:
     """``POST /api/calls/{callId}/delivered``. An absent token is left to the verifier,
     which answers 401 ``missing_token`` (not a 400)."""
@@ -217,6 +250,8 @@ Body = TypeVar(
     ResumeSession,
     Capabilities,
     NewMessage,
+    NewFeedback,
+    PersonSays,
     Delivered,
     CallResult,
     Decision,

@@ -157,6 +157,21 @@ class RunAccepted:
     run_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class MessageHeld:
+    """A visitor's message while a person holds the conversation: kept for them, no run."""
+
+    message_id: str
+    person: str
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackSaved:
+    message_id: str
+    rating: str
+    comment: str
+
+
 # ---- the snapshot ----------------------------------------------------------------------------
 
 
@@ -182,6 +197,8 @@ class SnapshotMessage:
     run_id: str
     interrupted: bool | None = None  # true when a failure cut it off while it streamed
     tool_call_ids: tuple[str, ...] | None = None  # absent when it called no tool
+    name: str | None = None  # an operator's message: who wrote it
+    feedback: str | None = None  # the visitor's rating of this reply, "up" or "down"
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +212,8 @@ class Snapshot:
     run: SnapshotRun | None = field(metadata=ALWAYS)  # the latest run
     messages: tuple[SnapshotMessage, ...]
     calls: tuple[CallView, ...]
+    # The person of the operator's team holding the conversation (human handoff), if any.
+    person: str | None = None
 
 
 # ---- the rest --------------------------------------------------------------------------------
@@ -228,6 +247,8 @@ ResponseBody = (
     | History
     | SurfaceTools
     | RunAccepted
+    | MessageHeld
+    | FeedbackSaved
     | Snapshot
     | Health
     | EmbedAllowed

@@ -285,6 +285,12 @@ def _model_message(message: StoredMessage) -> Message:
                 ToolCallRequest(c["id"], c["name"], c["arguments"]) for c in message.tool_calls
             ),
         )
+    if message.role == "operator":
+        # A person of the team answered while they held the conversation (hostcall/
+        # handoff.py): the model reads it as said on its side, and by whom.
+        return Message(
+            role="assistant", text=f"[{message.author}, a person of the team] {message.text}"
+        )
     if message.role == "tool":
         return Message(
             role="tool",

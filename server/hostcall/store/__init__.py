@@ -19,6 +19,8 @@ from hostcall.store.interfaces import (
     Database,
     Erasure,
     Events,
+    Feedbacks,
+    Handoffs,
     Leases,
     Messages,
     ModelUsage,
@@ -45,6 +47,8 @@ class Store(
     AgentVersions,
     ModelUsage,
     Erasure,
+    Feedbacks,
+    Handoffs,
     Protocol,
 ):
     """Every aggregate of the store, as one object: what the app's runtime holds."""

@@ -16,6 +16,8 @@ module that needs one aggregate can say so by taking that aggregate's protocol.
     Audit           the console's audit log
     AgentVersions   the designer's saved agent versions
     Erasure         conversations deleted whole: a person's erasure, the retention sweeper
+    Feedbacks       visitors' ratings of the agent's replies
+    Handoffs        conversations a person of the team is asked for, or holds
 
 Every write the engine makes for one decision happens inside one ``async with
 transaction()``, so a crash never leaves a call settled without its tool message, or a step
@@ -41,6 +43,8 @@ from hostcall.store.records import (
     Conversation,
     ConversationQuery,
     ConversationSummary,
+    Feedback,
+    Handoff,
     OpenedStream,
     PersonConversation,
     Run,
@@ -331,3 +335,19 @@ class Erasure(Protocol):
         """Up to ``limit`` of the agent's conversations last active before ``before`` with
         no run in progress, oldest first: what its retention lets go."""
         ...
+
+
+class Feedbacks(Protocol):
+    # One per message: a second rating of the same reply replaces the first.
+    async def save_feedback(self, feedback: Feedback) -> None: ...
+    async def feedback_of(self, conversation_id: str) -> list[Feedback]: ...
+
+
+class Handoffs(Protocol):
+    async def get_handoff(self, conversation_id: str) -> Handoff | None: ...
+    # Queue the conversation for a person; False if it already waits or is held.
+    async def request_person(self, conversation_id: str, now: float) -> bool: ...
+    # ``person`` holds the conversation now; False if someone holds it already (them too).
+    async def take_over(self, conversation_id: str, person: str, now: float) -> bool: ...
+    # ``person`` lets the conversation go; False if they did not hold it.
+    async def hand_back(self, conversation_id: str, person: str) -> bool: ...

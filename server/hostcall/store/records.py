@@ -21,6 +21,8 @@ __all__ = [
     "Conversation",
     "ConversationQuery",
     "ConversationSummary",
+    "Feedback",
+    "Handoff",
     "OpenedStream",
     "PersonConversation",
     "Run",
@@ -86,6 +88,8 @@ class StoredMessage:
     tool_name: str | None = None
     # An assistant message cut off by a failed run: kept, since the person saw it.
     interrupted: bool = False
+    # Role ``operator``: the name of the person of the team who wrote it (human handoff).
+    author: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +237,10 @@ class ConversationQuery:
     text: str = ""
     # Only this person's conversations (``Conversation.person``).
     person: str | None = None
+    # ``waiting`` (queued by the agent's ``ask_for_person``) or ``taken`` (a person holds it).
+    handoff: str | None = None
+    # ``up`` or ``down``: only conversations with a reply the visitor rated so.
+    feedback: str | None = None
     limit: int = 50
     offset: int = 0
 
@@ -246,6 +254,40 @@ class ConversationSummary:
     waiting_calls: int
     # The text of its first user message ('' if none), for the list.
     first_message: str
+    # Its handoff's state (``waiting``, ``taken``) and who of the team holds it; None and ""
+    # if neither. (Not ``conversation.person``, the visitor it belongs to.)
+    handoff: str | None = None
+    held_by: str = ""
+    # How many of its replies the visitor rated up and down.
+    feedback_up: int = 0
+    feedback_down: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A visitor's rating of one reply of the agent: one per message, the latest kept."""
+
+    conversation_id: str
+    message_id: str
+    rating: str  # "up" | "down"
+    comment: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """A conversation's human handoff: ``waiting`` for a person (the agent's
+    ``ask_for_person``), or ``taken`` by ``person``, who answers instead of the agent. No
+    row: the agent answers."""
+
+    conversation_id: str
+    state: str  # "waiting" | "taken"
+    person: str
+    since: float
+
+    @property
+    def taken(self) -> bool:
+        return self.state == "taken"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,9 @@ from hostcall.store.records import (
     Call,
     CallState,
     Conversation,
+    ConversationSummary,
+    Feedback,
+    Handoff,
     PersonConversation,
     Run,
     RunStatus,
@@ -73,7 +76,7 @@ def call_values(call: Call) -> tuple[Any, ...]:
 
 def message_values(message: StoredMessage) -> tuple[Any, ...]:
     """A message's column values for both stores' INSERT: id, conversation_id, run_id, role,
-    text, tool_calls, tool_call_id, tool_name, interrupted."""
+    text, tool_calls, tool_call_id, tool_name, interrupted, author."""
     return (
         message.id,
         message.conversation_id,
@@ -84,6 +87,7 @@ def message_values(message: StoredMessage) -> tuple[Any, ...]:
         message.tool_call_id,
         message.tool_name,
         message.interrupted,
+        message.author,
     )
 
 
@@ -109,6 +113,30 @@ def person_conversation(row: Mapping[str, Any]) -> PersonConversation:
     )
 
 
+def summary(row: Mapping[str, Any]) -> ConversationSummary:
+    """A row of the console's list (statements' ``conversation_summaries``)."""
+    return ConversationSummary(
+        conversation=conversation(row),
+        run_status=RunStatus(row["run_status"]) if row["run_status"] else None,
+        waiting_calls=int(row["waiting_calls"]),
+        first_message=row["first_message"],
+        handoff=row["handoff"],
+        held_by=row["held_by"],
+        feedback_up=int(row["feedback_up"]),
+        feedback_down=int(row["feedback_down"]),
+    )
+
+
+def feedback(row: Mapping[str, Any]) -> Feedback:
+    return Feedback(
+        row["conversation_id"], row["message_id"], row["rating"], row["comment"], row["at"]
+    )
+
+
+def handoff(row: Mapping[str, Any]) -> Handoff:
+    return Handoff(row["conversation_id"], row["state"], row["person"], row["since"])
+
+
 def message(row: Mapping[str, Any]) -> StoredMessage:
     return StoredMessage(
         id=row["id"],
@@ -120,6 +148,7 @@ def message(row: Mapping[str, Any]) -> StoredMessage:
         tool_call_id=row["tool_call_id"],
         tool_name=row["tool_name"],
         interrupted=bool(row["interrupted"]),
+        author=row["author"],
     )
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from hostcall.store import rows
-from hostcall.store.records import OPEN_STATES, TITLE_CHARS
+from hostcall.store.records import OPEN_STATES, TITLE_CHARS, ConversationQuery
 
 MESSAGE_COLUMNS = (
-    "id, conversation_id, run_id, role, text, tool_calls, tool_call_id, tool_name, interrupted"
+    "id, conversation_id, run_id, role, text, tool_calls, tool_call_id, tool_name, interrupted,"
+    " author"
 )
 CALL_COLUMNS = (
     "id, conversation_id, run_id, step, tool_name, state, input, arguments, deadline, route,"
@@ -59,8 +60,21 @@ SELECT c.*,
     (SELECT COUNT(*) FROM calls k WHERE k.conversation_id = c.id AND {_WAITING})
         AS waiting_calls,
     COALESCE((SELECT m.text FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user'
-        ORDER BY m.pos LIMIT 1), '') AS first_message
-FROM conversations c
+        ORDER BY m.pos LIMIT 1), '') AS first_message,
+    h.state AS handoff, COALESCE(h.person, '') AS held_by,
+    (SELECT COUNT(*) FROM feedback f WHERE f.conversation_id = c.id AND f.rating = 'up')
+        AS feedback_up,
+    (SELECT COUNT(*) FROM feedback f WHERE f.conversation_id = c.id AND f.rating = 'down')
+        AS feedback_down
+FROM conversations c LEFT JOIN handoffs h ON h.conversation_id = c.id
+"""
+
+# A person takes a conversation over unless another holds it (a queued one is taken).
+_TAKE_OVER = """
+INSERT INTO handoffs (conversation_id, state, person, since) VALUES (?, 'taken', ?, ?)
+ON CONFLICT (conversation_id) DO UPDATE SET
+    state = 'taken', person = excluded.person, since = excluded.since
+WHERE handoffs.state = 'waiting'
 """
 
 
@@ -123,7 +137,7 @@ class Statements:
 
         # ---- messages
         self.insert_message = q(
-            f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         self.messages = q("SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos")
 
@@ -239,6 +253,40 @@ class Statements:
         browser = _OWNED_CONVERSATIONS.replace("{owner}", "c.browser = ? AND c.person IS NULL")
         self.browser_conversations = q(browser.format(before=""))
         self.browser_conversations_before = q(browser.format(before=keyset))
+
+        # ---- feedback and human handoff
+        self.save_feedback = q(
+            "INSERT INTO feedback (message_id, conversation_id, rating, comment, at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (message_id) DO UPDATE SET"
+            " rating = excluded.rating, comment = excluded.comment, at = excluded.at"
+        )
+        self.feedback_of = q("SELECT * FROM feedback WHERE conversation_id = ? ORDER BY at")
+        self.handoff = q("SELECT * FROM handoffs WHERE conversation_id = ?")
+        self.request_person = q(
+            "INSERT INTO handoffs (conversation_id, state, person, since)"
+            " VALUES (?, 'waiting', '', ?) ON CONFLICT (conversation_id) DO NOTHING"
+        )
+        self.take_over = q(_TAKE_OVER)
+        self.hand_back = q(
+            "DELETE FROM handoffs WHERE conversation_id = ? AND state = 'taken' AND person = ?"
+        )
+
+    def summary_filters(self, query: ConversationQuery) -> tuple[list[str], list[Any]]:
+        """The console list's filters but its text search (LIKE and ILIKE differ): the
+        conditions on the summaries' columns, and their parameters."""
+        where: list[str] = ["1 = 1"]
+        args: list[Any] = []
+        for column, value in (("agent_id", query.agent_id),
+                              ("run_status", query.run_status and query.run_status.value),
+                              ("person", query.person), ("handoff", query.handoff)):  # fmt: skip
+            if value is not None:
+                where.append(f"{column} = {self.mark}")
+                args.append(value)
+        if query.waiting:
+            where.append("waiting_calls > 0")
+        if query.feedback in ("up", "down"):
+            where.append(f"feedback_{query.feedback} > 0")
+        return where, args
 
     def audit_page(
         self, limit: int, before: int | None, conversation_id: str | None, agent_id: str | None

@@ -3,8 +3,6 @@ messages (held back in a transaction: messages.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from hostcall.store import rows
 from hostcall.store.interfaces import Conversations, Messages, Sessions
 from hostcall.store.postgres.connections import PostgresConnections
@@ -14,7 +12,6 @@ from hostcall.store.records import (
     ConversationSummary,
     OpenedStream,
     PersonConversation,
-    RunStatus,
     StoredMessage,
 )
 from hostcall.store.statements import POSTGRES as SQL
@@ -62,19 +59,7 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
         await self._run(SQL.set_handled_tools, (rows.dump(list(tools)), conversation_id))
 
     async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
-        where: list[str] = ["TRUE"]
-        args: list[Any] = []
-        if query.agent_id is not None:
-            where.append("agent_id = %s")
-            args.append(query.agent_id)
-        if query.run_status is not None:
-            where.append("run_status = %s")
-            args.append(query.run_status.value)
-        if query.person is not None:
-            where.append("person = %s")
-            args.append(query.person)
-        if query.waiting:
-            where.append("waiting_calls > 0")
+        where, args = SQL.summary_filters(query)
         if query.text:
             # ILIKE: SQLite's LIKE is case-insensitive (ASCII), and the query says so too.
             where.append(
@@ -87,15 +72,7 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
             " ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
             (*args, query.limit, query.offset),
         )
-        return [
-            ConversationSummary(
-                conversation=rows.conversation(r),
-                run_status=RunStatus(r["run_status"]) if r["run_status"] else None,
-                waiting_calls=int(r["waiting_calls"]),
-                first_message=r["first_message"],
-            )
-            for r in found
-        ]
+        return [rows.summary(r) for r in found]
 
     async def set_person(self, conversation_id: str, person: str) -> bool:
         return await self._count(SQL.set_person, (person, conversation_id, person)) == 1

@@ -29,6 +29,7 @@ from hostcall.store.postgres.conversations import ConversationTables
 from hostcall.store.postgres.coordination import LOCK_KEY
 from hostcall.store.postgres.erasure import ErasureTables
 from hostcall.store.postgres.events import EventLog
+from hostcall.store.postgres.people import PeopleTables
 from hostcall.store.postgres.runs import RunTables
 from hostcall.store.postgres.schema import MIGRATIONS
 from hostcall.store.postgres.surfaces import SurfaceTables
@@ -39,6 +40,7 @@ from hostcall.store.statements import POSTGRES as SQL
 class PostgresStore(
     ConversationTables,
     ErasureTables,
+    PeopleTables,
     CallTables,
     PostgresConsoleTables,
     SurfaceTables,

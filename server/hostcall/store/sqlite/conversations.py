@@ -10,7 +10,6 @@ from hostcall.store.records import (
     ConversationSummary,
     OpenedStream,
     PersonConversation,
-    RunStatus,
     StoredMessage,
 )
 from hostcall.store.sqlite.connection import SQLiteConnection
@@ -44,18 +43,7 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
         self._db.execute(SQL.set_handled_tools, (rows.dump(list(tools)), conversation_id))
 
     async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
-        where, args = ["1 = 1"], []
-        if query.agent_id is not None:
-            where.append("agent_id = ?")
-            args.append(query.agent_id)
-        if query.run_status is not None:
-            where.append("run_status = ?")
-            args.append(query.run_status.value)
-        if query.person is not None:
-            where.append("person = ?")
-            args.append(query.person)
-        if query.waiting:
-            where.append("waiting_calls > 0")
+        where, args = SQL.summary_filters(query)
         if query.text:
             where.append(
                 "(id LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m"
@@ -67,15 +55,7 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
             " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
             (*args, query.limit, query.offset),
         )
-        return [
-            ConversationSummary(
-                conversation=rows.conversation(r),
-                run_status=RunStatus(r["run_status"]) if r["run_status"] else None,
-                waiting_calls=int(r["waiting_calls"]),
-                first_message=r["first_message"],
-            )
-            for r in found
-        ]
+        return [rows.summary(r) for r in found]
 
     async def set_person(self, conversation_id: str, person: str) -> bool:
         cursor = self._db.execute(SQL.set_person, (person, conversation_id, person))

@@ -28,6 +28,7 @@ from hostcall.store.sqlite.console import ConsoleTables
 from hostcall.store.sqlite.conversations import ConversationTables
 from hostcall.store.sqlite.erasure import ErasureTables
 from hostcall.store.sqlite.events import EventTables
+from hostcall.store.sqlite.people import PeopleTables
 from hostcall.store.sqlite.runs import RunTables
 from hostcall.store.sqlite.schema import MIGRATIONS
 from hostcall.store.sqlite.surfaces import SurfaceTables
@@ -96,6 +97,7 @@ def _holder(stat: os.stat_result) -> str | None:
 class SQLiteStore(
     ConversationTables,
     ErasureTables,
+    PeopleTables,
     EventTables,
     CallTables,
     RunTables,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from hostcall.store import usage_sql
 from hostcall.store.migrations import Migration
 from hostcall.store.sqlite.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
+from hostcall.store.sqlite.people import PEOPLE_SCHEMA
 from hostcall.store.sqlite.surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
 
 MIGRATIONS = (
@@ -117,4 +118,7 @@ CREATE INDEX conversations_by_browser
     WHERE browser IS NOT NULL AND person IS NULL;
 CREATE INDEX conversations_by_activity ON conversations (agent_id, updated_at);
 """),
+    # Visitors' feedback on replies; conversations a person is asked for or holds; who of
+    # the team wrote a message.
+    Migration(16, "feedback and handoffs", PEOPLE_SCHEMA),
 )  # fmt: skip

@@ -1,0 +1,48 @@
+"""The PostgreSQL store's feedback on replies and human handoffs (the twin of
+sqlite/people.py; statements.py has their SQL)."""
+
+from __future__ import annotations
+
+from hostcall.store import rows
+from hostcall.store.interfaces import Feedbacks, Handoffs
+from hostcall.store.postgres.connections import PostgresConnections
+from hostcall.store.records import Feedback, Handoff
+from hostcall.store.statements import POSTGRES as SQL
+
+PEOPLE_SCHEMA = """
+CREATE TABLE feedback (
+    message_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, rating TEXT NOT NULL,
+    comment TEXT NOT NULL, at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX feedback_by_conversation ON feedback (conversation_id, rating);
+CREATE TABLE handoffs (
+    conversation_id TEXT PRIMARY KEY, state TEXT NOT NULL, person TEXT NOT NULL,
+    since DOUBLE PRECISION NOT NULL
+);
+ALTER TABLE messages ADD COLUMN author TEXT;
+"""
+
+
+class PeopleTables(PostgresConnections, Feedbacks, Handoffs):
+    async def save_feedback(self, feedback: Feedback) -> None:
+        await self._run(
+            SQL.save_feedback,
+            (feedback.message_id, feedback.conversation_id, feedback.rating, feedback.comment,
+             feedback.at),
+        )  # fmt: skip
+
+    async def feedback_of(self, conversation_id: str) -> list[Feedback]:
+        return [rows.feedback(r) for r in await self._all(SQL.feedback_of, (conversation_id,))]
+
+    async def get_handoff(self, conversation_id: str) -> Handoff | None:
+        row = await self._one(SQL.handoff, (conversation_id,))
+        return rows.handoff(row) if row else None
+
+    async def request_person(self, conversation_id: str, now: float) -> bool:
+        return await self._count(SQL.request_person, (conversation_id, now)) == 1
+
+    async def take_over(self, conversation_id: str, person: str, now: float) -> bool:
+        return await self._count(SQL.take_over, (conversation_id, person, now)) == 1
+
+    async def hand_back(self, conversation_id: str, person: str) -> bool:
+        return await self._count(SQL.hand_back, (conversation_id, person)) == 1

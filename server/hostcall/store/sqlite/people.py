@@ -1,0 +1,47 @@
+"""The SQLite store's feedback on replies and human handoffs (statements.py has their SQL)."""
+
+from __future__ import annotations
+
+from hostcall.store import rows
+from hostcall.store.interfaces import Feedbacks, Handoffs
+from hostcall.store.records import Feedback, Handoff
+from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.statements import SQLITE as SQL
+
+PEOPLE_SCHEMA = """
+CREATE TABLE feedback (
+    message_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, rating TEXT NOT NULL,
+    comment TEXT NOT NULL, at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX feedback_by_conversation ON feedback (conversation_id, rating);
+CREATE TABLE handoffs (
+    conversation_id TEXT PRIMARY KEY, state TEXT NOT NULL, person TEXT NOT NULL,
+    since REAL NOT NULL
+) WITHOUT ROWID;
+ALTER TABLE messages ADD COLUMN author TEXT;
+"""
+
+
+class PeopleTables(SQLiteConnection, Feedbacks, Handoffs):
+    async def save_feedback(self, feedback: Feedback) -> None:
+        self._db.execute(
+            SQL.save_feedback,
+            (feedback.message_id, feedback.conversation_id, feedback.rating, feedback.comment,
+             feedback.at),
+        )  # fmt: skip
+
+    async def feedback_of(self, conversation_id: str) -> list[Feedback]:
+        return [rows.feedback(r) for r in self._db.execute(SQL.feedback_of, (conversation_id,))]
+
+    async def get_handoff(self, conversation_id: str) -> Handoff | None:
+        row = self._db.execute(SQL.handoff, (conversation_id,)).fetchone()
+        return rows.handoff(row) if row else None
+
+    async def request_person(self, conversation_id: str, now: float) -> bool:
+        return self._db.execute(SQL.request_person, (conversation_id, now)).rowcount == 1
+
+    async def take_over(self, conversation_id: str, person: str, now: float) -> bool:
+        return self._db.execute(SQL.take_over, (conversation_id, person, now)).rowcount == 1
+
+    async def hand_back(self, conversation_id: str, person: str) -> bool:
+        return self._db.execute(SQL.hand_back, (conversation_id, person)).rowcount == 1

@@ -1,0 +1,127 @@
+"""A visitor's thumbs up or down on the agent's replies: stored once per reply (the latest
+stands), authorized by the conversation's session, shown and filtered in the console."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS
+from tests.support.databases import fresh_schema
+from tests.support.harness import Conv, Harness
+from tests.unit.console_client import ConsoleClient, fast_passwords
+
+pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def both(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
+        h = Harness(tmp_path, agents_dir, **({"database_url": url} if url else {}))
+        stack.callback(h.stop)
+        yield h
+
+
+def _replied(h: Harness) -> tuple[Conv, dict[str, Any], dict[str, Any]]:
+    """A conversation, the visitor's message and the agent's reply (from the snapshot)."""
+    conv = h.conversation()
+    h.say(conv, "hello")
+    messages = h.settle(conv)["messages"]
+    [mine] = [m for m in messages if m["role"] == "user"]
+    [reply] = [m for m in messages if m["role"] == "assistant"]
+    return conv, mine, reply
+
+
+def _rate(h: Harness, conv: Conv, message_id: str, body: dict[str, Any]) -> Any:
+    return h.http.post(
+        f"/api/conversations/{conv.id}/messages/{message_id}/feedback",
+        json=body,
+        headers=conv.auth,
+    )
+
+
+def test_a_reply_is_rated_then_rated_again_and_the_console_shows_and_filters_it(
+    both: Harness,
+) -> None:
+    h = both
+    conv, _, reply = _replied(h)
+    other, _, _ = _replied(h)
+    r = _rate(h, conv, reply["id"], {"rating": "up"})
+    assert r.status_code == 200, r.text
+    assert r.json() == {"messageId": reply["id"], "rating": "up", "comment": ""}
+    r = _rate(h, conv, reply["id"], {"rating": "down", "comment": "  Not what I asked.  "})
+    assert r.json() == {"messageId": reply["id"], "rating": "down", "comment": "Not what I asked."}
+    stored = h.call(h.runtime.store.feedback_of, conv.id)
+    assert [(f.message_id, f.rating, f.comment) for f in stored] == [
+        (reply["id"], "down", "Not what I asked.")
+    ]
+    [shown] = [m for m in h.snapshot(conv)["messages"] if m["id"] == reply["id"]]
+    assert shown["feedback"] == "down"
+
+    operator = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    detail = operator.http.get(f"/console/api/conversations/{conv.id}").json()
+    [rated] = [m for m in detail["messages"] if m["id"] == reply["id"]]
+    assert rated["feedback"]["rating"] == "down"
+    assert rated["feedback"]["comment"] == "Not what I asked."
+
+    def listed(query: str) -> list[str]:
+        body = operator.http.get(f"/console/api/conversations?{query}").json()
+        return [item["id"] for item in body["items"]]
+
+    assert listed("feedback=down") == [conv.id]
+    assert listed("feedback=up") == []
+    assert set(listed("")) == {conv.id, other.id}
+    [item] = [i for i in operator.http.get("/console/api/conversations").json()["items"]
+              if i["id"] == conv.id]  # fmt: skip
+    assert (item["feedbackUp"], item["feedbackDown"]) == (0, 1)
+    page = operator.http.get("/console/conversations?feedback=down")
+    assert page.status_code == 200 and conv.id in page.text
+    bad = operator.http.get("/console/api/conversations?feedback=sideways")
+    assert bad.status_code == 400 and bad.json()["error"]["details"]["field"] == "feedback"
+
+
+def test_feedback_on_what_is_not_this_conversations_reply_is_refused_and_nothing_changes(
+    both: Harness,
+) -> None:
+    h = both
+    conv, mine, reply = _replied(h)
+    other, _, others_reply = _replied(h)
+    assert _rate(h, conv, reply["id"], {"rating": "up", "comment": "thanks"}).status_code == 200
+    before = (h.snapshot(conv)["messages"], h.events(conv), h.events(other))
+
+    # The visitor's own message is not a reply of the agent's.
+    r = _rate(h, conv, mine["id"], {"rating": "up"})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "not_a_reply"
+    # Another conversation's reply, with this conversation's token: not found here.
+    r = _rate(h, conv, others_reply["id"], {"rating": "down"})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_message"
+    # ... and this conversation's token on the other conversation's path: refused.
+    r = h.http.post(
+        f"/api/conversations/{other.id}/messages/{others_reply['id']}/feedback",
+        json={"rating": "down"}, headers=conv.auth,
+    )  # fmt: skip
+    assert r.status_code == 403
+    r = _rate(h, conv, "m_nope", {"rating": "down"})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_message"
+    # A comment too long, a rating that is not one, a comment that is not text.
+    long = "x" * (MAX_FEEDBACK_COMMENT_CHARS + 1)
+    r = _rate(h, conv, reply["id"], {"rating": "down", "comment": long})
+    assert r.status_code == 400 and r.json()["error"]["details"]["field"] == "comment"
+    assert str(MAX_FEEDBACK_COMMENT_CHARS) in r.json()["error"]["message"]
+    for body in ({"rating": "meh"}, {}, {"rating": "up", "comment": 5}):
+        r = _rate(h, conv, reply["id"], body)
+        assert r.status_code == 400, body
+    # No token at all.
+    r = h.http.post(f"/api/conversations/{conv.id}/messages/{reply['id']}/feedback",
+                    json={"rating": "down"})  # fmt: skip
+    assert r.status_code == 401
+
+    stored = h.call(h.runtime.store.feedback_of, conv.id)
+    assert [(f.message_id, f.rating, f.comment) for f in stored] == [(reply["id"], "up", "thanks")]
+    assert h.call(h.runtime.store.feedback_of, other.id) == []
+    assert (h.snapshot(conv)["messages"], h.events(conv), h.events(other)) == before

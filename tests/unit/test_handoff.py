@@ -1,0 +1,194 @@
+"""Human handoff: an operator takes a conversation over from the console, the agent stops
+answering, the operator writes as themselves, and hands back to an agent that reads the
+exchange. One person holds a conversation at a time; every action is audited."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.databases import fresh_schema
+from tests.support.harness import Conv, Harness, allow_hosts, write_agent
+from tests.unit.console_client import ConsoleClient, fast_passwords
+from tests.unit.test_openai_compat import DONE, FakeProvider, Reply, chunk, provider, server, text
+
+pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)
+__all__ = ["provider", "server"]  # the fake provider's fixtures, used here
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def both(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
+        h = Harness(tmp_path, agents_dir, **({"database_url": url} if url else {}))
+        stack.callback(h.stop)
+        yield h
+
+
+def _audit(h: Harness) -> list[tuple[str, str, str | None]]:
+    entries = h.call(h.runtime.store.list_audit)
+    return [
+        (e.actor, e.action, e.conversation_id)
+        for e in reversed(entries)
+        if e.action.startswith("conversation.")
+    ]
+
+
+def _post(h: Harness, conv: Conv, text: str) -> Any:
+    return h.http.post(
+        f"/api/conversations/{conv.id}/messages", json={"text": text}, headers=conv.auth
+    )
+
+
+def test_a_taken_over_conversation_starts_no_run_and_the_person_answers_live(
+    both: Harness,
+) -> None:
+    h = both
+    conv = h.conversation()
+    h.say(conv, "hello")
+    h.settle(conv)
+    olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    r = olga.post(f"/console/api/conversations/{conv.id}/take-over", {})
+    assert r.status_code == 200, r.text
+    assert r.json()["handoff"]["state"] == "taken" and r.json()["handoff"]["person"] == "olga"
+    runs = len(h.call(h.runtime.store.list_runs, conv.id))
+
+    # The visitor writes: kept for the person, no run starts.
+    r = _post(h, conv, "hello, is anyone there?")
+    assert r.status_code == 202, r.text
+    assert r.json()["person"] == "olga" and "runId" not in r.json()
+    assert len(h.call(h.runtime.store.list_runs, conv.id)) == runs
+    r = olga.post(f"/console/api/conversations/{conv.id}/messages", {"text": "Yes, Olga here."})
+    assert r.status_code == 201, r.text
+    said = r.json()["messageId"]
+
+    snap = h.snapshot(conv)
+    assert snap["person"] == "olga"
+    assert [(m["role"], m["text"], m.get("name")) for m in snap["messages"][-2:]] == [
+        ("user", "hello, is anyone there?", None),
+        ("operator", "Yes, Olga here.", "olga"),
+    ]
+    events = h.events(conv)
+    names = [name for name, _ in events]
+    assert "hostcall.person_joined" in names
+    assert ("hostcall.person_message", {"messageId": said, "name": "olga",
+            "text": "Yes, Olga here."}) in events  # fmt: skip
+    assert names.count("RUN_STARTED") == runs
+
+    r = olga.post(f"/console/api/conversations/{conv.id}/hand-back", {})
+    assert r.status_code == 200 and r.json() == {"handoff": None}
+    assert ("hostcall.person_left", {"name": "olga"}) in h.events(conv)
+    assert h.snapshot(conv).get("person") is None
+    # The agent answers again.
+    h.say(conv, "hello again")
+    assert h.settle(conv)["run"]["status"] == "finished"
+    assert _audit(h) == [
+        ("olga", "conversation.take_over", conv.id),
+        ("olga", "conversation.message", conv.id),
+        ("olga", "conversation.hand_back", conv.id),
+    ]
+    detail = olga.http.get(f"/console/api/conversations/{conv.id}").json()
+    assert detail["handoff"] is None
+    assert any(m["role"] == "operator" and m["author"] == "olga" for m in detail["messages"])
+
+
+def test_a_second_operator_cannot_take_over_write_or_hand_back(both: Harness) -> None:
+    h = both
+    conv = h.conversation()
+    olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    piet = ConsoleClient(h.app, h.runtime, "piet", "operator")
+    assert olga.post(f"/console/api/conversations/{conv.id}/take-over", {}).status_code == 200
+    before = (h.events(conv), h.snapshot(conv)["messages"])
+    r = piet.post(f"/console/api/conversations/{conv.id}/take-over", {})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "conversation_taken"
+    assert r.json()["error"]["details"]["person"] == "olga"
+    r = olga.post(f"/console/api/conversations/{conv.id}/take-over", {})  # twice: refused too
+    assert r.status_code == 409 and r.json()["error"]["code"] == "conversation_taken"
+    r = piet.post(f"/console/api/conversations/{conv.id}/messages", {"text": "Piet here"})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "not_taken_over"
+    r = piet.post(f"/console/api/conversations/{conv.id}/hand-back", {})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "not_taken_over"
+    r = olga.post(f"/console/api/conversations/{conv.id}/messages", {"text": "  "})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_message"
+    # Nothing of the refused actions was kept: no event, no message, no audit entry.
+    assert (h.events(conv), h.snapshot(conv)["messages"]) == before
+    assert _audit(h) == [("olga", "conversation.take_over", conv.id)]
+    held = h.call(h.runtime.store.get_handoff, conv.id)
+    assert held is not None and (held.state, held.person) == ("taken", "olga")
+
+
+def test_a_missing_or_finished_conversation_cannot_be_taken_over(
+    tmp_path: Path, agents_dir: Path
+) -> None:
+    write_agent(agents_dir, {"id": "brief", "name": "Brief", "model": {"kind": "scripted"},
+                             "tools": []})  # fmt: skip
+    h = Harness(tmp_path, agents_dir)
+    try:
+        olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+        r = olga.post("/console/api/conversations/c_nope/take-over", {})
+        assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_conversation"
+        conv = h.conversation("brief")
+        (agents_dir / "brief.json").unlink()
+        h.runtime.reload_agents()
+        r = olga.post(f"/console/api/conversations/{conv.id}/take-over", {})
+        assert r.status_code == 409 and r.json()["error"]["code"] == "conversation_finished"
+        assert h.call(h.runtime.store.get_handoff, conv.id) is None
+        assert _audit(h) == []
+        r = olga.post("/console/api/conversations/c_nope/messages", {"text": "hi"})
+        assert r.status_code == 404
+        anonymous = h.http.post(f"/console/api/conversations/{conv.id}/take-over")
+        assert anonymous.status_code in (401, 403)
+    finally:
+        h.stop()
+
+
+def test_taking_over_a_run_waiting_on_a_call_cancels_it(both: Harness) -> None:
+    h = both
+    conv = h.conversation()
+    h.say(conv, "what should I work on next?")
+    call = h.open_call(conv)
+    olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    assert olga.post(f"/console/api/conversations/{conv.id}/take-over", {}).status_code == 200
+    snap = h.snapshot(conv)
+    assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
+    [expired] = [c for c in snap["calls"] if c["toolCallId"] == call["toolCallId"]]
+    assert expired["state"] == "expired"
+
+
+def test_after_the_hand_back_the_agent_reads_the_exchange(
+    tmp_path: Path, agents_dir: Path, provider: FakeProvider
+) -> None:
+    write_agent(agents_dir, {
+        "id": "talker", "name": "Talker",
+        "model": {"kind": "openai", "base_url": provider.base_url, "model": "m"},
+        "tools": [],
+    })  # fmt: skip
+    allow_hosts(agents_dir, provider.base_url)
+    h = Harness(tmp_path, agents_dir)
+    try:
+        conv = h.conversation("talker")
+        olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+        assert olga.post(f"/console/api/conversations/{conv.id}/take-over", {}).status_code == 200
+        assert _post(h, conv, "my order 1234 is late").status_code == 202
+        said = {"text": "I have rushed order 1234; it ships today."}
+        assert olga.post(f"/console/api/conversations/{conv.id}/messages", said).status_code == 201
+        assert olga.post(f"/console/api/conversations/{conv.id}/hand-back", {}).status_code == 200
+        assert provider.received == []  # no model call while the person held it
+        provider.replies.append(Reply([text("Glad it is sorted."), chunk({}, "stop"), DONE]))
+        h.say(conv, "thanks!")
+        assert h.settle(conv)["run"]["status"] == "finished"
+        [request] = provider.received
+        sent = [
+            (m["role"], m["content"]) for m in request.body["messages"] if m["role"] != "system"
+        ]
+        assert sent == [
+            ("user", "my order 1234 is late"),
+            ("assistant", "[olga, a person of the team] I have rushed order 1234; it ships today."),
+            ("user", "thanks!"),
+        ]
+    finally:
+        h.stop()
