@@ -28,7 +28,7 @@ from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
 from hostcall.guardrails import Guardrail, parse_guardrails
 from hostcall.schemas import CompiledSchema, pattern_problems, required_problems, schema_problem
 
-KINDS = ("client", "http", "mcp")
+KINDS = ("client", "http", "mcp", "person")
 EFFECTS = ("read", "write")
 APPROVALS = ("by_environment", "always", "never")
 POLICY_KEYS = {
@@ -48,6 +48,20 @@ MCP_KEYS = {
 }  # fmt: skip
 # What of an MCP tool's texts reaches the model by default (blocks/mcp/results.py).
 MCP_RESPONSE_KB = 256.0
+# The built-in ``person`` tool (kind ``person``): the agent asks for a person of the team,
+# which queues the conversation in the console (hostcall/handoff.py). Its schemas are ours.
+PERSON_KEYS = {"name", "kind", "description", *POLICY_KEYS}
+PERSON_INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"reason": {"type": "string", "maxLength": 500,
+                              "description": "Why the visitor needs a person, in a sentence"}},
+    "additionalProperties": False,
+}  # fmt: skip
+PERSON_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"queued": {"type": "boolean"}},
+    "required": ["queued"],
+}
 HTTP_OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {"status": {"type": "integer"}, "body": {}},
@@ -203,7 +217,8 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
     kind = raw.get("kind", "client")
     if kind not in KINDS:
         return None, [f"{where}: 'kind' must be one of {', '.join(KINDS)} (got {kind!r})"]
-    allowed = {"client": CLIENT_KEYS, "http": HTTP_KEYS, "mcp": MCP_KEYS}[kind]
+    keys = {"client": CLIENT_KEYS, "http": HTTP_KEYS, "mcp": MCP_KEYS, "person": PERSON_KEYS}
+    allowed = keys[kind]
     problems = [f"{where}: unknown key {k!r}" for k in sorted(set(raw) - allowed)]
     if not valid_tool_name(name, kind=kind):
         rule = "letters, digits, spaces and _" if kind == "client" else "letters, digits, _ and -"
@@ -227,6 +242,8 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
                 found = required_problems(raw[key]) + pattern_problems(raw[key])
                 problems += [f"{where}: {key!r} {p}" for p in found]
         input_schema, output_schema = raw.get("input_schema", {}), raw.get("output_schema", {})
+    elif kind == "person":
+        input_schema, output_schema = PERSON_INPUT_SCHEMA, PERSON_OUTPUT_SCHEMA
     else:
         http, input_schema = _parse_http(raw, where, problems)
         output_schema = raw.get("output_schema", HTTP_OUTPUT_SCHEMA)
@@ -235,6 +252,8 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
         else:
             problems += [f"{where}: 'output_schema' {p}" for p in pattern_problems(output_schema)]
     policy = _parse_policy(raw, where, problems)
+    if kind == "person" and "effect" not in raw:
+        policy["effect"] = "read"  # queueing changes nothing a person must approve
     if problems:
         return None, problems
     assert isinstance(name, str)

@@ -192,3 +192,63 @@ def test_after_the_hand_back_the_agent_reads_the_exchange(
         ]
     finally:
         h.stop()
+
+
+DESK = {
+    "id": "desk", "name": "Help desk", "model": {"kind": "scripted", "rules": [
+        {"match": "(?i)a person", "tool": "ask_for_person",
+         "arguments": {"reason": "the visitor asked"},
+         "reply": "{% if result.queued %}Someone from the team will join you here."
+                  "{% else %}Someone is already on their way.{% endif %}"},
+        {"match": ".", "say": "I am the desk's agent."},
+    ]},
+    "tools": [{"kind": "person", "name": "ask_for_person",
+               "description": "Ask for a person of the team when you cannot help."}],
+}  # fmt: skip
+
+
+def test_the_agents_ask_for_person_queues_the_conversation_for_the_console(
+    tmp_path: Path, agents_dir: Path
+) -> None:
+    write_agent(agents_dir, DESK)
+    h = Harness(tmp_path, agents_dir)
+    try:
+        conv = h.conversation("desk")
+        quiet = h.conversation("desk")
+        h.say(quiet, "hello")
+        h.settle(quiet)
+        h.say(conv, "I want to talk to a person")
+        snap = h.finish(conv)
+        assert h.assistant_texts(conv)[-1] == "Someone from the team will join you here."
+        [call] = snap["calls"]
+        assert (call["kind"], call["state"], call["outcome"]) == (
+            "person", "answered", {"output": {"queued": True}})  # fmt: skip
+        assert ("hostcall.person_requested", {}) in h.events(conv)
+        olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+        waiting = olga.http.get("/console/api/conversations?handoff=waiting").json()["items"]
+        assert [(i["id"], i["handoff"], i["person"]) for i in waiting] == [(conv.id, "waiting", "")]
+        # Asked again while it waits: not queued twice.
+        h.say(conv, "a person, please")
+        h.finish(conv)
+        assert h.assistant_texts(conv)[-1] == "Someone is already on their way."
+        assert [n for n, _ in h.events(conv)].count("hostcall.person_requested") == 1
+        # Taking it over takes it off the waiting list.
+        assert olga.post(f"/console/api/conversations/{conv.id}/take-over", {}).status_code == 200
+        assert olga.http.get("/console/api/conversations?handoff=waiting").json()["items"] == []
+        taken = olga.http.get("/console/api/conversations?handoff=taken").json()["items"]
+        assert [(i["id"], i["person"]) for i in taken] == [(conv.id, "olga")]
+        r = olga.http.get("/console/api/conversations?handoff=maybe")
+        assert r.status_code == 400 and r.json()["error"]["details"]["field"] == "handoff"
+    finally:
+        h.stop()
+
+
+def test_a_person_tool_with_a_schema_of_its_own_is_refused(tmp_path: Path) -> None:
+    from hostcall.tools import parse_tool
+
+    tool, problems = parse_tool(
+        {"kind": "person", "name": "ask_for_person", "description": "x", "input_schema": {}},
+        "desk.json: tool #1",
+    )
+    assert tool is None
+    assert problems == ["desk.json: tool 'ask_for_person': unknown key 'input_schema'"]

@@ -1,4 +1,5 @@
-"""Server-side tools: a call dispatched to its block (an HTTP request, an MCP server's tool)
+"""Server-side tools: a call dispatched to its block (an HTTP request, an MCP server's tool,
+or the built-in ``person`` tool, which queues the conversation for a person of the team)
 runs here, once the dispatch (and
 the call's lease, taken with it) has committed; its result or failure settles the call like
 any other, and comes back as the ``Settled`` the engine resumes the run with.
@@ -20,6 +21,7 @@ from hostcall.blocks.http_request import (
 from hostcall.blocks.mcp.calling import allowed_server, call_mcp_tool
 from hostcall.calls.outcomes import Settled
 from hostcall.errors import ToolErrorCode
+from hostcall.handoff import HumanHandoff
 from hostcall.ledger import Ledger
 from hostcall.runs.agents import RunAgents
 from hostcall.store.records import Call
@@ -42,6 +44,14 @@ class ServerCalls:
             return None
         tool = await self.ledger.views.tool_of(call)
         assert tool is not None
+        if tool.kind == "person":
+            queued = await HumanHandoff(self.ledger.moves.journal).ask_for_person(
+                call.conversation_id
+            )
+            current = await self.store.get_call(call_id)
+            if current is None or not current.state.answerable:
+                return None
+            return await self.ledger.answers.answer(current, {"queued": queued})
         agent = await self.agents.agent_of_run(call.run_id)
         run = await self.store.get_run(call.run_id)
         try:
