@@ -47,6 +47,7 @@ const state = {
   run: '', // '' | running | waiting | finished | failed
   streaming: '', // id of the assistant message being streamed
   lastUserText: '',
+  person: '', // the person of the operator's team holding the conversation (human handoff)
   ready: false,
   /** @type {{close: () => void} | null} */ stream: null,
   /** @type {string[]} */ outbox: [], // texts sent before we were ready: sent once we are
@@ -190,10 +191,13 @@ async function applySnapshot(snap) {
     if (state.streaming && !ui.hasMessage(state.streaming)) state.streaming = ''
   }
   state.run = snap.run?.status || ''
+  if (snap.person && snap.person !== state.person) ui.notice(t('personJoined', { name: snap.person }))
+  state.person = snap.person || ''
   /** @type {Map<string, any>} */
   const byId = new Map((snap.calls || []).map((/** @type {any} */ x) => [x.toolCallId, x]))
   for (const m of snap.messages || []) {
-    if ((m.role === 'user' || m.role === 'assistant') && m.text) ui.upsertMessage(m.id, m.role, m.text)
+    if (m.text) ui.upsertMessage(m.id, m.role, m.text, m.name)
+    if (m.role === 'assistant' && m.text) rate(m.id, m.feedback)
     for (const id of m.toolCallIds || []) {
       c?.upsertCall(byId.get(id))
       byId.delete(id)
@@ -263,8 +267,18 @@ const ON = {
     const { text, role } = ui.endMessage(d.messageId)
     if (state.streaming === d.messageId) state.streaming = ''
     if (!text) return
-    if (role === 'assistant') ui.announce(text)
+    if (role === 'assistant') { ui.announce(text); rate(d.messageId) }
     emit('message', { messageId: d.messageId, role, text })
+  },
+  // A person of the operator's team took over, wrote, left (docs/protocol.md).
+  [CUSTOM.PERSON_JOINED]: d => { state.person = d.name; ui.notice(t('personJoined', d)) },
+  [CUSTOM.PERSON_LEFT]: d => { state.person = ''; ui.notice(t('personLeft', d)) },
+  [CUSTOM.PERSON_REQUESTED]: () => ui.notice(t('personRequested')),
+  [CUSTOM.PERSON_MESSAGE]: d => {
+    if (ui.hasMessage(d.messageId)) return
+    ui.upsertMessage(d.messageId, 'operator', String(d.text), String(d.name))
+    ui.announce(`${d.name}: ${d.text}`)
+    emit('message', { messageId: d.messageId, role: 'operator', name: d.name, text: d.text })
   },
   // A server crash cut this message off; the step runs again and streams the answer anew.
   [CUSTOM.TEXT_MESSAGE_DISCARDED]: d => {
@@ -325,6 +339,24 @@ async function loadCalls(attempt) {
 }
 
 // ============================================================================
+// Feedback on replies: widget/feedback.js, fetched with the first reply (the weight budget)
+// ============================================================================
+
+/** @type {Promise<typeof import('./feedback.js')> | null} */
+let feedback = null
+/** Offer thumbs up and down under reply `id` (`rating`: the visitor's, from the snapshot).
+ * @param {string} id @param {string} [rating] */
+function rate(id, rating) {
+  feedback ??= Promise.all([
+    import('./feedback.js'), ui.addStrings('feedback'),
+    new Promise(resolve => document.head.append(ui.h('link', {
+      rel: 'stylesheet', href: new URL('feedback.css', import.meta.url).href, onload: resolve, onerror: resolve,
+    }))),
+  ]).then(([m]) => { m.attach(api, () => state.conversationId); return m })
+  feedback.then(m => m.offer(id, rating), err => { feedback = null; console.warn('hostcall: feedback', err) })
+}
+
+// ============================================================================
 // This surface: its id, what the person does here, and when the page goes away
 // ============================================================================
 
@@ -361,7 +393,9 @@ async function send(raw) {
   state.lastUserText = text
   refresh()
   try {
-    await api.message(state.conversationId, text, cfg.simulate === true)
+    const sent = await api.message(state.conversationId, text, cfg.simulate === true)
+    // A person holds the conversation: the message is theirs, no run started.
+    if (!sent?.runId) state.run = ''
   } catch (err) {
     state.run = ''
     // The conversation has spent its model budget (docs/protocol.md: 409

@@ -4,6 +4,7 @@ a unit test checks it). Pages get them as ``t``; page scripts get them in their 
 
 from __future__ import annotations
 
+from hostcall.console.handoff_text import HANDOFF_TEXT
 from hostcall.console.usage_text import USAGE_TEXT
 
 LOCALES = ("en", "fr", "es", "ja")
@@ -925,8 +926,9 @@ JA = {
 }
 
 TEXT = {"en": EN, "fr": FR, "es": ES, "ja": JA}
-for _lang, _words in USAGE_TEXT.items():
-    TEXT[_lang] |= _words
+for _part in (USAGE_TEXT, HANDOFF_TEXT):
+    for _lang, _words in _part.items():
+        TEXT[_lang] |= _words
 
 
 def accept_language(header: str) -> str:

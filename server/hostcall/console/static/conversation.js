@@ -117,13 +117,57 @@ function renderCalls(d) {
   while (callsBox.children.length > els.length) callsBox.lastElementChild?.remove()
 }
 
+// ---- human handoff: take over, write as yourself, hand back ----------------------------
+
+const handoffBox = /** @type {HTMLElement} */ (document.querySelector('[data-part="handoff"]'))
+let handoffKey = ''
+
+/** Rebuilt only when who holds the conversation changes, so a half-written message survives.
+ * @param {any} d */
+function renderHandoff(d) {
+  const held = d.handoff
+  const mine = held?.state === 'taken' && held.person === page.me
+  const key = `${held?.state || ''}|${held?.person || ''}`
+  if (key === handoffKey) return
+  handoffKey = key
+  const base = `/console/api/conversations/${encodeURIComponent(id)}`
+  const note = !held ? tr('handoff_agent') : held.state === 'waiting' ? tr('handoff_asked') : mine ? tr('handoff_mine') : tr('handoff_other', { name: held.person })
+  const out = [h('p', { 'data-part': 'handoff-state', 'data-state': held?.state || 'agent', text: note })]
+  if (!held || held.state === 'waiting') {
+    out.push(h('button', { type: 'button', 'data-part': 'take-over', 'data-kind': 'primary', onclick: () => confirm(tr('confirm_take_over')) && act(`${base}/take-over`, {}) }, tr('take_over')))
+  } else if (mine) {
+    const box = /** @type {HTMLTextAreaElement} */ (h('textarea', { id: 'person-message', 'data-part': 'person-message', rows: 3, maxlength: 8000 }))
+    out.push(h('form', { 'data-part': 'person-form', onsubmit: async (/** @type {Event} */ e) => {
+      e.preventDefault()
+      if (!box.value.trim()) return box.focus()
+      const result = await act(`${base}/messages`, { text: box.value })
+      if (result.ok) box.value = ''
+      box.focus()
+    } },
+    h('label', { for: 'person-message', text: tr('person_message') }), box,
+    h('div', { 'data-part': 'decision' },
+      h('button', { type: 'submit', 'data-part': 'send-person', 'data-kind': 'primary' }, tr('send_as', { name: page.me })),
+      h('button', { type: 'button', 'data-part': 'hand-back', onclick: () => act(`${base}/hand-back`, {}) }, tr('hand_back')))))
+  }
+  handoffBox.replaceChildren(...out)
+}
+
+/** What the visitor thought of a reply. @param {any} m */
+function rating(m) {
+  const f = m.feedback
+  if (!f) return ''
+  const said = tr('rated', { rating: tr(`rating_${f.rating}`) }) + (f.comment ? ` — “${f.comment}”` : '')
+  return h('span', { 'data-part': 'feedback', 'data-rating': f.rating, text: ` ${said}` })
+}
+
 /** @param {any} d */
 function render(d) {
+  renderHandoff(d)
   renderCalls(d)
   document.querySelector('[data-part="transcript"]')?.replaceChildren(...d.messages.map((/** @type {any} */ m) =>
     h('li', { 'data-part': 'turn', 'data-role': m.role },
-      h('strong', { text: tr(`role_${m.role}`) }), ' ',
-      m.text ? h('span', { text: m.text }) : '',
+      h('strong', { text: m.author ? `${tr('role_operator')} (${m.author})` : tr(`role_${m.role}`) }), ' ',
+      m.text ? h('span', { text: m.text }) : '', rating(m),
       m.toolCalls.length ? h('span', { 'data-part': 'tool-calls', text: ` ${tr('calls_tools', { names: m.toolCalls.join(', ') })}` }) : '')))
   const runs = d.runs.slice().reverse()
   document.querySelector('[data-part="runs"]')?.replaceChildren(runs.length ? h('ul', null, runs.map((/** @type {any} */ r) =>

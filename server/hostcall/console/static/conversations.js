@@ -9,7 +9,7 @@ const pager = /** @type {HTMLElement} */ (document.querySelector('[data-part="pa
 
 /** @param {{items: any[], page: number, hasMore: boolean}} listing */
 function render(listing) {
-  rows.replaceChildren(...listing.items.map(c => h('tr', { 'data-part': 'conversation', 'data-id': c.id, 'data-waiting': c.waiting > 0 ? 'yes' : 'no' },
+  rows.replaceChildren(...listing.items.map(c => h('tr', { 'data-part': 'conversation', 'data-id': c.id, 'data-waiting': c.waiting > 0 || c.handoff === 'waiting' ? 'yes' : 'no' },
     h('td', null, h('a', { href: `/console/conversations/${encodeURIComponent(c.id)}`, 'data-part': 'open', text: c.id })),
     h('td', { text: c.agentId }),
     h('td', null, c.person
@@ -18,6 +18,8 @@ function render(listing) {
     h('td', null, h('time', { datetime: new Date(c.createdAt * 1000).toISOString(), text: when(c.createdAt) })),
     h('td', null, h('span', { 'data-part': 'run-status', 'data-status': c.runStatus || 'none', text: tr(`status_${c.runStatus || 'none'}`) })),
     h('td', null, c.waiting ? h('span', { 'data-part': 'waiting-badge', text: String(c.waiting) }) : tr('none')),
+    h('td', { 'data-part': 'handoff', 'data-state': c.handoff || 'none', text: c.handoff === 'taken' ? tr('held_by', { name: c.person }) : c.handoff ? tr('handoff_waiting') : tr('none') }),
+    h('td', { 'data-part': 'feedback-counts', text: c.feedbackUp || c.feedbackDown ? tr('feedback_counts', { up: c.feedbackUp, down: c.feedbackDown }) : tr('none') }),
     h('td', { 'data-part': 'first-message', text: c.firstMessage || tr('none') }))))
   empty.hidden = listing.items.length > 0
   const link = (/** @type {number} */ n, /** @type {string} */ label, /** @type {string} */ part) => {
