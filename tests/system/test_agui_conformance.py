@@ -15,7 +15,7 @@ from typing import Any
 from hostcall.protocol.events import CustomName, EventType
 from hostcall.settings import DEMO_AGENTS
 from tests.agui import check_events, event_name
-from tests.support.harness import BOARD, Harness
+from tests.support.harness import BOARD, Harness, write_agent
 from tests.support.live import live_server, settings_for
 
 
@@ -67,6 +67,36 @@ def test_each_flow_of_the_planner_streams_only_ag_ui_events(tmp_path: Path) -> N
     expected |= {CustomName.TOOL_CALL_DISPATCH, CustomName.TOOL_CALL_APPROVAL_REQUESTED}
     assert expected <= names, expected - names
     assert any(e.get("simulated") for _, e in events if e["type"] == "RUN_STARTED")
+    assert check_events(events) == []
+
+
+def test_a_person_asked_for_joining_writing_and_leaving_streams_only_ag_ui_events(
+    tmp_path: Path, agents_dir: Path
+) -> None:
+    from tests.unit.console_client import ConsoleClient
+    from tests.unit.test_handoff import DESK
+
+    write_agent(agents_dir, DESK)
+    h = Harness(tmp_path, agents_dir)
+    try:
+        conv = h.conversation("desk")
+        h.say(conv, "I want a person")
+        h.finish(conv)
+        olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+        path = f"/console/api/conversations/{conv.id}"
+        assert olga.post(f"{path}/take-over", {}).status_code == 200
+        r = h.http.post(f"/api/conversations/{conv.id}/messages", json={"text": "hi?"},
+                        headers=conv.auth)  # fmt: skip
+        assert r.status_code == 202 and r.json()["person"] == "olga"
+        assert olga.post(f"{path}/messages", {"text": "Olga here."}).status_code == 201
+        assert olga.post(f"{path}/hand-back", {}).status_code == 200
+        events = [("handoff", e) for e in _events(h, conv.id)]
+    finally:
+        h.stop()
+    names = {event_name(e) for _, e in events}
+    people = {CustomName.PERSON_REQUESTED, CustomName.PERSON_JOINED, CustomName.PERSON_MESSAGE,
+              CustomName.PERSON_LEFT}  # fmt: skip
+    assert people <= names, people - names
     assert check_events(events) == []
 
 
