@@ -10,19 +10,8 @@ import { CUSTOM, EVENT, LIMITS, MSG } from './protocol.js'
 // Constants
 // ============================================================================
 
-// Messages between the widget and the page (MSG, from widget/protocol.js; bridge.js speaks
-// them in the host page). The hello goes to window.parent with the exact parent origin and
-// carries one end of a MessageChannel; everything after it goes over that channel (below):
-//   HELLO     widget → page: I am up; tell me your handlers (with the page's port)
-//   HANDLERS  page → widget: {tools: [names]}, again whenever they change
-//   READY     widget → page: conversation loaded, stream open
-//   CALL      widget → page: {callId, toolName, input, inputSchema, outputSchema, deadline}
-//   RESULT    page → widget: {callId, output} | {callId, error: {message}} | {callId, noHandler}
-//   CANCEL    widget → page: {callId}: settled elsewhere or expired; abort ctx.signal
-//   SEND      page → widget: {text}: send as the user
-//   FOCUS     page → widget: the panel opened; focus the composer
-//   CLOSE     widget → page: close the panel (close button, Escape)
-//   EVENT     widget → page: {event, detail} for Hostcall('on', …)
+// Messages between the widget and the page: MSG (widget/protocol.js); what each carries:
+// hostcall/protocol/js_constants.py. Bridge.js speaks them in the host page.
 
 const GONE = [401, 403, 404] // the session or conversation no longer exists
 
@@ -47,7 +36,6 @@ const state = {
   run: '', // '' | running | waiting | finished | failed
   streaming: '', // id of the assistant message being streamed
   lastUserText: '',
-  person: '', // the person of the operator's team holding the conversation (human handoff)
   ready: false,
   /** @type {{close: () => void} | null} */ stream: null,
   /** @type {string[]} */ outbox: [], // texts sent before we were ready: sent once we are
@@ -132,7 +120,7 @@ async function boot(fresh = false) {
       await sendCapabilities()
     }
     if (snapshot) await applySnapshot(snapshot)
-    state.stream = openStream({ url: streamUrl, types: [...Object.keys(ON), ...Object.keys(ON_CALL)], onEvent, onState: onStreamState })
+    state.stream = openStream({ url: streamUrl, types: [...Object.keys(ON), ...Object.keys(ON_CALL), ...PERSON], onEvent, onState: onStreamState })
     state.ready = true
     toParent(MSG.READY)
     state.outbox.splice(0).forEach(send)
@@ -191,12 +179,10 @@ async function applySnapshot(snap) {
     if (state.streaming && !ui.hasMessage(state.streaming)) state.streaming = ''
   }
   state.run = snap.run?.status || ''
-  if (snap.person && snap.person !== state.person) ui.notice(t('personJoined', { name: snap.person }))
-  state.person = snap.person || ''
   /** @type {Map<string, any>} */
   const byId = new Map((snap.calls || []).map((/** @type {any} */ x) => [x.toolCallId, x]))
   for (const m of snap.messages || []) {
-    if (m.text) ui.upsertMessage(m.id, m.role, m.text, m.name)
+    if (m.text) ui.upsertMessage(m.id, m.role, m.text)
     if (m.role === 'assistant' && m.text) rate(m.id, m.feedback)
     for (const id of m.toolCallIds || []) {
       c?.upsertCall(byId.get(id))
@@ -204,6 +190,7 @@ async function applySnapshot(snap) {
     }
   }
   byId.forEach(x => c?.upsertCall(x))
+  if (snap.person || snap.messages?.length) loadPeople().then(p => p.holder(snap.person, snap.messages))
   ui.scrollToEnd()
   // The snapshot may be all there is (a run that finished while the stream was down):
   // no later event will come to update the composer.
@@ -218,11 +205,12 @@ function onEvent(type, e) {
   const seq = seqOf(e.lastEventId)
   if (seq && seq <= state.lastSeq) return // replayed: already applied
   if (seq) Object.assign(state, { lastSeq: seq, lastEventId: e.lastEventId })
-  // The first call event waits for toolcalls.js, and every event after it waits in line
-  // behind it: none is dropped, none overtakes another (a call at start-up, then its text).
-  if (held.length || (!calls && type in ON_CALL)) {
+  // The first call event waits for toolcalls.js (a person's for people.js), and every event
+  // after it waits in line behind it: none is dropped, none overtakes another.
+  const lazy = !calls && type in ON_CALL ? toolCalls() : !people && PERSON.includes(type) ? loadPeople() : null
+  if (held.length || lazy) {
     held.push([type, e.data])
-    if (held.length === 1) toolCalls().then(() => held.splice(0).forEach(([ty, data]) => apply(ty, data)))
+    if (lazy) ++loading && lazy.then(() => --loading || held.splice(0).forEach(([ty, data]) => apply(ty, data)))
     return
   }
   apply(type, e.data)
@@ -233,7 +221,7 @@ function apply(type, data) {
   try {
     const d = JSON.parse(data)
     const value = d.type === EVENT.CUSTOM ? d.value : d
-    ui.batch(() => type in ON_CALL ? ON_CALL[type](calls, value) : ON[type]?.(value))
+    ui.batch(() => type in ON_CALL ? ON_CALL[type](calls, value) : PERSON.includes(type) ? people?.on(type, value) : ON[type]?.(value))
   } catch (err) { console.error('hostcall:', type, err) }
   ui.batch(refresh)
 }
@@ -270,16 +258,6 @@ const ON = {
     if (role === 'assistant') { ui.announce(text); rate(d.messageId) }
     emit('message', { messageId: d.messageId, role, text })
   },
-  // A person of the operator's team took over, wrote, left (docs/protocol.md).
-  [CUSTOM.PERSON_JOINED]: d => { state.person = d.name; ui.notice(t('personJoined', d)) },
-  [CUSTOM.PERSON_LEFT]: d => { state.person = ''; ui.notice(t('personLeft', d)) },
-  [CUSTOM.PERSON_REQUESTED]: () => ui.notice(t('personRequested')),
-  [CUSTOM.PERSON_MESSAGE]: d => {
-    if (ui.hasMessage(d.messageId)) return
-    ui.upsertMessage(d.messageId, 'operator', String(d.text), String(d.name))
-    ui.announce(`${d.name}: ${d.text}`)
-    emit('message', { messageId: d.messageId, role: 'operator', name: d.name, text: d.text })
-  },
   // A server crash cut this message off; the step runs again and streams the answer anew.
   [CUSTOM.TEXT_MESSAGE_DISCARDED]: d => {
     ui.removeMessage(d.messageId)
@@ -306,8 +284,9 @@ const ON_CALL = {
 /** @typedef {typeof import('./toolcalls.js')} Calls */
 /** @type {Calls | null} */
 let calls = null
-/** Stream events that arrived while toolcalls.js was loading, in order. @type {[string, string][]} */
+/** Stream events that arrived while toolcalls.js or people.js was loading, in order. @type {[string, string][]} */
 const held = []
+let loading = 0
 /** @type {Promise<Calls> | null} */
 let loadingCalls = null
 
@@ -318,10 +297,12 @@ let loadingCalls = null
  * its URL and for every module it imports (HTML's module map), a failed fetch does not.
  * @returns {Promise<Calls>}
  */
-const toolCalls = () => (loadingCalls ??= retry(loadCalls, (n, err) => {
-  console.warn('hostcall: loading the tool-call module', err)
+const toolCalls = () => (loadingCalls ??= retry(loadCalls, patiently))
+/** @param {number} n @param {unknown} err */
+function patiently(n, err) {
+  console.warn('hostcall: loading a module', err)
   return Math.min(250 * 2 ** n, 5000)
-}))
+}
 // form.js too: the result check needs it right after the page's handler answers.
 const LAZY = ['toolcalls.js', 'cards.js', 'calls.js', 'form.js', `locale-${locale}-calls.js`, 'calls.css']
 
@@ -338,23 +319,20 @@ async function loadCalls(attempt) {
   return (calls = m)
 }
 
-// ============================================================================
-// Feedback on replies: widget/feedback.js, fetched with the first reply (the weight budget)
-// ============================================================================
+// People: widget/people.js (ratings, a person of the team), with the first reply or person
 
-/** @type {Promise<typeof import('./feedback.js')> | null} */
-let feedback = null
-/** Offer thumbs up and down under reply `id` (`rating`: the visitor's, from the snapshot).
- * @param {string} id @param {string} [rating] */
-function rate(id, rating) {
-  feedback ??= Promise.all([
-    import('./feedback.js'), ui.addStrings('feedback'),
-    new Promise(resolve => document.head.append(ui.h('link', {
-      rel: 'stylesheet', href: new URL('feedback.css', import.meta.url).href, onload: resolve, onerror: resolve,
-    }))),
-  ]).then(([m]) => { m.attach(api, () => state.conversationId); return m })
-  feedback.then(m => m.offer(id, rating), err => { feedback = null; console.warn('hostcall: feedback', err) })
-}
+const PERSON = Object.values(CUSTOM).filter(name => name.includes('person'))
+/** @typedef {typeof import('./people.js')} People @type {People | null} */
+let people = null
+/** @type {Promise<People> | null} */
+let loadingPeople = null
+const loadPeople = () => (loadingPeople ??= retry(async n => {
+  const m = await import(`./people.js${n ? `?retry=${n}` : ''}`)
+  m.attach({ api, conversationId: () => state.conversationId, emit })
+  return (people = m)
+}, patiently))
+/** @param {string} id @param {string} [rating] */
+const rate = (id, rating) => loadPeople().then(m => m.offer(id, rating))
 
 // ============================================================================
 // This surface: its id, what the person does here, and when the page goes away
@@ -394,8 +372,7 @@ async function send(raw) {
   refresh()
   try {
     const sent = await api.message(state.conversationId, text, cfg.simulate === true)
-    // A person holds the conversation: the message is theirs, no run started.
-    if (!sent?.runId) state.run = ''
+    if (!sent?.runId) state.run = '' // a person holds it: no run
   } catch (err) {
     state.run = ''
     // The conversation has spent its model budget (docs/protocol.md: 409

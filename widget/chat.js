@@ -287,13 +287,11 @@ export function addPendingUser(text) {
   return pendingUser
 }
 
-/** Create or find message `id`; a user message adopts the pending one. `name`: who of the
- * operator's team wrote it (role `operator`). @param {string} id @param {string} role
- * @param {string} [text] @param {string} [name] */
-export function upsertMessage(id, role, text, name) {
+/** Create or find message `id`; a user message adopts the pending one. @param {string} id @param {string} role @param {string} [text] */
+export function upsertMessage(id, role, text) {
   let m = messages.get(id)
   if (!m) {
-    const el = role === 'user' && pendingUser ? pendingUser : message(id, role, '', name)
+    const el = role === 'user' && pendingUser ? pendingUser : message(id, role, '')
     if (el === pendingUser) pendingUser = null
     delete el.dataset.pending
     el.dataset.messageId = id
@@ -321,7 +319,7 @@ export function endMessage(id) {
 
 /** @param {string} id */
 export const hasMessage = id => messages.has(id)
-/** The element of message `id`, if shown. @param {string} id */
+/** @param {string} id */
 export const messageEl = id => messages.get(id)?.el
 
 /** Keep only the server's messages in `ids` (a snapshot's): one it lacks was discarded, or
@@ -344,18 +342,17 @@ function setText(m, text) {
   keepPinned(() => {
     m.queued = false
     m.el.hidden = !m.raw.trim()
-    m.role === 'assistant' ? renderMarkdown(m.raw, m.body) : (m.body.textContent = m.raw)
+    m.role === 'user' ? (m.body.textContent = m.raw) : renderMarkdown(m.raw, m.body)
   })
 }
 
 /** What a pending user message says (its drawing may wait: `write`). @type {WeakMap<HTMLElement, string>} */
 const typed = new WeakMap()
 
-function message(id, role, text, name = '') {
+function message(id, role, text) {
   const body = h('div', { 'data-part': 'message-text' })
   const el = h('div', { 'data-part': 'message', 'data-role': role, 'data-message-id': id || null },
-    name && h('span', { 'data-part': 'message-author', 'aria-hidden': 'true', text: name }),
-    h('span', { class: 'sr-only', text: `${name || t(role === 'user' ? 'you' : 'assistant')}: ` }), body)
+    h('span', { class: 'sr-only', text: `${t(role === 'user' ? 'you' : 'assistant')}: ` }), body)
   typed.set(el, text)
   setText({ el, body, raw: '', role }, text)
   append(el)
@@ -370,12 +367,6 @@ export function markFailed(el, retry, why = '') {
   el.dataset.state = 'failed'
   el.append(h('p', { 'data-part': 'message-failed' }, t('notSent'), ' ', why && `${why} `,
     h('button', { type: 'button', 'data-part': 'message-retry', onclick: () => { el.remove(); retry() } }, t('retry'))))
-}
-
-/** A line about the conversation itself (a person joined or left), read out too. @param {string} text */
-export function notice(text) {
-  append(h('p', { 'data-part': 'notice', text }))
-  announce(text)
 }
 
 /** A conversation-level error, with a retry when one makes sense. @param {string} text @param {(() => void) | null} [retry] */

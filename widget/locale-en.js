@@ -16,6 +16,4 @@ export default {
   limit: 'Messages are limited to {n} characters; the rest was not added.',
   hintPending: 'First answer the action above: approve, edit or reject it, or fill in its form.',
   notSent: 'Not sent.', cancel: 'Cancel',
-  personJoined: '{name} joined the conversation.', personLeft: '{name} left the conversation. The assistant answers again.',
-  personRequested: 'A person of the team has been asked to join.',
 }

@@ -17,6 +17,4 @@ export default {
   limit: 'Los mensajes tienen un límite de {n} caracteres; el resto no se añadió.',
   hintPending: 'Primero responde a la acción de arriba: apruébala, edítala o recházala, o rellena su formulario.',
   notSent: 'No enviado.', cancel: 'Cancelar',
-  personJoined: '{name} se unió a la conversación.', personLeft: '{name} dejó la conversación. El asistente vuelve a responder.',
-  personRequested: 'Se ha pedido a una persona del equipo que se una.',
 }

@@ -18,6 +18,4 @@ export default {
   limit: 'Les messages sont limités à {n} caractères ; le reste n’a pas été ajouté.',
   hintPending: 'Répondez d’abord à l’action ci-dessus : approuvez, modifiez ou refusez-la, ou remplissez son formulaire.',
   notSent: 'Non envoyé.', cancel: 'Annuler',
-  personJoined: '{name} a rejoint la conversation.', personLeft: '{name} a quitté la conversation. L’assistant répond à nouveau.',
-  personRequested: 'Une personne de l’équipe a été appelée.',
 }

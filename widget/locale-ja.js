@@ -12,6 +12,4 @@ export default {
   errorConversationLimit: 'この会話は上限に達しました。新しい会話を始めてください。',
   limit: 'メッセージは {n} 文字までです。超えた部分は追加されていません。',
   hintPending: '先に上の操作に対応してください (承認・編集・却下、またはフォームへの入力)。', notSent: '送信されませんでした。', cancel: 'キャンセル',
-  personJoined: '{name} さんが会話に参加しました。', personLeft: '{name} さんが会話から退出しました。アシスタントが再び応答します。',
-  personRequested: 'チームの担当者を呼びました。',
 }

@@ -51,7 +51,7 @@ def test_the_visitor_rates_a_reply_by_keyboard_and_the_operator_finds_it(
     reply = widget.locator("[data-part=message][data-role=assistant][data-message-id]").first
     bar = reply.locator("[data-part=feedback]")
     expect(bar).to_have_attribute("aria-label", "Rate this reply")
-    assert {"feedback.js", "feedback.css", "locale-en-feedback.js"} <= set(loaded)
+    assert {"people.js", "people.css", "locale-en-people.js"} <= set(loaded)
     down = bar.locator("[data-part=feedback-down]")
     expect(down).to_have_attribute("aria-pressed", "false")
     down.focus()

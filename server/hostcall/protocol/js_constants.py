@@ -20,8 +20,22 @@ from hostcall.protocol.events import CustomName, EventType
 # postMessage types between the widget (widget/app.js) and the embed loader (widget/loader.js).
 # The loader, a classic script within a 3 KB budget, builds the same names from the words;
 # the test checks its word list too.
-# "active": the person typed, clicked or focused on the host page (outside the frame).
-# "identity": the page's identity token for its visitor ("" after logout, docs/identity.md).
+# The hello goes to window.parent with the exact parent origin and carries one end of a
+# MessageChannel; everything after it goes over that channel:
+#   hello     widget -> page: I am up; tell me your handlers (with the page's port)
+#   handlers  page -> widget: {tools: [names]}, again whenever they change
+#   ready     widget -> page: conversation loaded, stream open
+#   call      widget -> page: {callId, toolName, input, inputSchema, outputSchema, deadline}
+#   result    page -> widget: {callId, output} | {callId, error: {message}} | {callId, noHandler}
+#   cancel    widget -> page: {callId}: settled elsewhere or expired; abort ctx.signal
+#   send      page -> widget: {text}: send as the user
+#   focus     page -> widget: the panel opened; focus the composer
+#   close     widget -> page: close the panel (close button, Escape)
+#   event     widget -> page: {event, detail} for Hostcall('on', ...)
+#   active    page -> widget: the person typed, clicked or focused on the host page (outside
+#             the frame)
+#   identity  page -> widget: the page's identity token for its visitor ("" after logout,
+#             docs/identity.md)
 MESSAGES = ("hello", "handlers", "ready", "call", "result", "cancel", "send", "focus", "close",
             "event", "active", "identity")  # fmt: skip
 
