@@ -284,7 +284,7 @@ async def post_message(request: Request) -> Response:
         )
     except HeldByPerson as held:
         # A person of the team holds the conversation: the message is theirs to read.
-        message_id = await runtime.handoff.keep_for_person(conversation, body.text, held.person)
+        message_id = await runtime.handoff.keep_for_person(conversation, body.text)
         return WireResponse(MessageHeld(message_id, held.person), status_code=202)
     return WireResponse(RunAccepted(run.id), status_code=202)
 

@@ -136,13 +136,13 @@ class Engine:
                     TextMessageEnd(message_id),
                 ],
             )
-            # A person of the team holds the conversation (hostcall/handoff.py): no run;
-            # the caller keeps the message for them. Read after the append's lock, so a
-            # takeover committing now is seen, or sees this run.
-            held = await self.store.get_handoff(cid)
-            if held is not None and held.taken:
-                raise HeldByPerson(cid, held.person)
             start = await self.leases.create_run_alone(run)
+            if start.held is not None:
+                # A person of the team holds the conversation (hostcall/handoff.py): no
+                # run; the caller keeps the message for them. Read after the append's lock,
+                # as the run in progress is: a takeover committing now is seen, or sees
+                # this run.
+                raise HeldByPerson(cid, start.held)
             if start.busy is not None:
                 busy_id, status = start.busy
                 raise Conflict(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from hostcall.errors import Conflict, HeldByPerson
+from hostcall.errors import Conflict
 from hostcall.journal import Journal
 from hostcall.ledger import new_id
 from hostcall.protocol.codes import ErrorCode
@@ -32,10 +32,6 @@ from hostcall.protocol.events import (
     TextMessageStart,
 )
 from hostcall.store.records import AuditEntry, Conversation, RunStatus, StoredMessage
-
-# The state of a conversation's handoff row.
-WAITING = "waiting"
-TAKEN = "taken"
 
 
 class HumanHandoff:
@@ -88,7 +84,7 @@ class HumanHandoff:
             await self.store.add_audit(audit)
         return message_id
 
-    async def keep_for_person(self, conversation: Conversation, text: str, person: str) -> str:
+    async def keep_for_person(self, conversation: Conversation, text: str) -> str:
         """A visitor's message while ``person`` holds the conversation (``HeldByPerson``):
         stored and shown like any, and no run starts. Its id."""
         message_id = new_id("m")
@@ -127,12 +123,3 @@ def _not_held(conversation_id: str, person: str) -> Conflict:
 
 class _Unchanged(Exception):
     """Rolls back a unit that found nothing to change (its event is not published)."""
-
-
-async def held_by(journal: Journal, conversation_id: str) -> str | None:
-    """The person holding the conversation, if one does."""
-    held = await journal.store.get_handoff(conversation_id)
-    return held.person if held is not None and held.taken else None
-
-
-__all__ = ["TAKEN", "WAITING", "HeldByPerson", "HumanHandoff", "held_by"]

@@ -123,13 +123,15 @@ class ClaimedRun:
 
 @dataclass(frozen=True, slots=True)
 class RunStart:
-    """What ``Store.create_run_alone`` found: the run in progress, as (id, status), if any
-    (then nothing was stored); else the conversation's messages, oldest first, the new
-    run's first message (added before, in the same transaction) the last: its first step's
-    history (read in the same statement on PostgreSQL)."""
+    """What ``Store.create_run_alone`` found: the person of the team holding the
+    conversation (``held``), or the run in progress, as (id, status), if any (then nothing
+    was stored); else the conversation's messages, oldest first, the new run's first message
+    (added before, in the same transaction) the last: its first step's history (read in the
+    same statement on PostgreSQL)."""
 
     busy: tuple[str, RunStatus] | None
     history: tuple[StoredMessage, ...] = ()
+    held: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

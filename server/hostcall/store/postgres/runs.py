@@ -65,19 +65,22 @@ RUN_INSERT = (
 # messages (those sent earlier in the transaction included), which nobody else can add
 # meanwhile: its row is locked, and no run of it is in progress.
 CREATE_RUN_ALONE = f"""
-WITH busy AS (
+WITH taken AS (
+    SELECT person FROM handoffs WHERE conversation_id = %s AND state = 'taken'
+), busy AS (
     SELECT id, status FROM runs WHERE conversation_id = %s AND status IN ('running', 'waiting')
     ORDER BY pos DESC LIMIT 1
 ), run AS (
     INSERT INTO runs (id, conversation_id, agent_digest, status, step, error, simulate, identity)
-    SELECT %s, %s, %s, %s, %s, NULL, %s, %s WHERE NOT EXISTS (SELECT 1 FROM busy)
+    SELECT %s, %s, %s, %s, %s, NULL, %s, %s
+    WHERE NOT EXISTS (SELECT 1 FROM busy) AND NOT EXISTS (SELECT 1 FROM taken)
     RETURNING id
 ), lease AS (
     INSERT INTO leases (key, owner, until) SELECT %s, %s, %s FROM run
 )
-SELECT busy.id AS busy, busy.status,
-    {HISTORY.format(cid="%s", when="busy.id IS NULL")} AS history
-FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE
+SELECT busy.id AS busy, busy.status, taken.person AS held,
+    {HISTORY.format(cid="%s", when="busy.id IS NULL AND taken.person IS NULL")} AS history
+FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE LEFT JOIN taken ON TRUE
 """
 
 
@@ -92,13 +95,16 @@ class RunTables(Coordination, Runs):
         # conversation's row locks it to the end), in a statement of its own: a statement
         # that waited for the lock reads the runs as they were when it began (READ
         # COMMITTED re-checks only the locked row), so a run committed meanwhile would go
-        # unseen (measured: two messages at once both started a run). The check, the run
-        # and its lease are one statement (it used to take three).
+        # unseen (measured: two messages at once both started a run). The checks (a run in
+        # progress, a person holding the conversation), the run and its lease are one
+        # statement (it used to take three).
         values = self._run_values(run, await self._stored_digest(run))
         self._lease_written()
         cid = run.conversation_id
-        row = await self._one(CREATE_RUN_ALONE, (cid, *values, *lease, cid))
+        row = await self._one(CREATE_RUN_ALONE, (cid, cid, *values, *lease, cid))
         assert row is not None  # the statement always returns its one row
+        if row["held"] is not None:
+            return RunStart(None, held=row["held"])
         if row["busy"]:
             return RunStart((row["busy"], RunStatus(row["status"])))
         return RunStart(None, rows.messages(row["history"]))

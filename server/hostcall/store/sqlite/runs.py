@@ -54,6 +54,12 @@ class RunTables(Coordination, Runs):
         )
 
     async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
+        held = self._db.execute(
+            "SELECT person FROM handoffs WHERE conversation_id = ? AND state = 'taken'",
+            (run.conversation_id,),
+        ).fetchone()
+        if held is not None:
+            return RunStart(None, held=held[0])
         busy = self._db.execute(
             "SELECT id, status FROM runs WHERE conversation_id = ?"
             " AND status IN ('running', 'waiting') ORDER BY pos DESC LIMIT 1",
