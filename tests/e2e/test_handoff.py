@@ -13,6 +13,7 @@ from playwright.sync_api import Browser, FrameLocator, Page, expect
 
 from tests.e2e.conftest import Demo, shot
 from tests.e2e.test_console import SLOW, Site, ask, person, site
+from tests.e2e.test_ui import audit, widget_frame
 
 pytestmark = pytest.mark.e2e
 __all__ = ["site"]  # test_console's fixture: the demo with accounts made by `hostcall users`
@@ -68,6 +69,7 @@ def test_the_visitor_rates_a_reply_by_keyboard_and_the_operator_finds_it(
     page.keyboard.press("Enter")
     expect(comment).to_be_hidden()
     shot(page, "feedback-widget")
+    audit(widget_frame(page), "a rated reply")
 
     # After a reload the visitor's rating is still shown.
     page.reload()
@@ -130,6 +132,8 @@ def test_an_operator_takes_over_writes_and_hands_back_side_by_side(
     expect(box).to_have_value("")
     shot(page, "handoff-widget")
     shot(console, "handoff-console")
+    audit(widget_frame(page), "a person of the team in the conversation")
+    audit(console, "the console holding a conversation")
 
     console.locator("[data-part=hand-back]").click()
     expect(notices.last).to_have_text("olga left the conversation. The assistant answers again.")

@@ -5,6 +5,7 @@ them to its own; a unit test checks that every locale has every key)."""
 from __future__ import annotations
 
 EN = {
+    "person_tool": "Built in: asks for a person",
     "filter_handoff": "Person",
     "handoff_waiting": "Asked for a person",
     "handoff_taken": "Taken over",
@@ -32,6 +33,7 @@ EN = {
 }
 
 FR = {
+    "person_tool": "Intégré : demande une personne",
     "filter_handoff": "Personne",
     "handoff_waiting": "Personne demandée",
     "handoff_taken": "Reprise en main",
@@ -59,6 +61,7 @@ FR = {
 }
 
 ES = {
+    "person_tool": "Integrado: pide una persona",
     "filter_handoff": "Persona",
     "handoff_waiting": "Pidió una persona",
     "handoff_taken": "Tomada por una persona",
@@ -86,6 +89,7 @@ ES = {
 }
 
 JA = {
+    "person_tool": "組み込み: 担当者を要請",
     "filter_handoff": "担当者",
     "handoff_waiting": "担当者を要請",
     "handoff_taken": "対応中",

@@ -118,7 +118,7 @@ function toolList() {
   return h('fieldset', { 'data-part': 'tools' }, h('legend', { text: tr('tools') }),
     draft.tools.length ? h('ul', { 'data-part': 'tool-list', 'aria-label': tr('tool_list') }, draft.tools.map((/** @type {any} */ tool, /** @type {number} */ i) =>
       h('li', null, h('button', { type: 'button', 'data-part': 'tool-tab', 'aria-pressed': String(i === selected && !adding), onclick: () => { selected = i; adding = false; render('[data-part="properties"] input') } },
-        tool.kind === 'mcp' ? `${tool.server ?? '?'} (${tr('mcp_tool')})` : `${tool.name ?? tool.toolName ?? '?'} (${tool.kind === 'http' || tool.toolName ? tr('http_tool') : tr('client_tool')})`)))) : h('p', { text: tr('no_tools') }),
+        tool.kind === 'mcp' ? `${tool.server ?? '?'} (${tr('mcp_tool')})` : `${tool.name ?? tool.toolName ?? '?'} (${tool.kind === 'person' ? tr('person_tool') : tool.kind === 'http' || tool.toolName ? tr('http_tool') : tr('client_tool')})`)))) : h('p', { text: tr('no_tools') }),
     h('button', { type: 'button', 'data-part': 'add-tool', onclick: () => { adding = true; render('[data-part="add-tool"] input') } }, tr('add_tool')))
 }
 
@@ -240,7 +240,7 @@ function properties() {
       field(tool, 'connection', tr('connection'), { ...opts, kind: 'select', optional: true, options: [['', tr('no_connection')], ...page.data.connections.map((/** @type {string} */ c) => [c, c])] }),
       field(tool, 'max_response_kb', tr('max_response'), { ...opts, kind: 'number', optional: true }),
       schemaField('output_schema'),
-    ] : [schemaField('input_schema'), schemaField('output_schema')],
+    ] : tool.kind === 'person' ? [] : [schemaField('input_schema'), schemaField('output_schema')],
     confirmField, approval, policyFields(tool, opts),
     field(tool, 'simulation_result', tr('simulation'), { ...opts, kind: 'json', optional: true }),
     field(tool, 'guardrails', tr('guardrails'), { ...opts, kind: 'json', optional: true }),
