@@ -78,6 +78,11 @@ def test_a_taken_over_conversation_starts_no_run_and_the_person_answers_live(
     assert ("hostcall.person_message", {"messageId": said, "name": "olga",
             "text": "Yes, Olga here."}) in events  # fmt: skip
     assert names.count("RUN_STARTED") == runs
+    # A person's message is not one of the agent's replies: the visitor cannot rate it.
+    r = h.http.post(f"/api/conversations/{conv.id}/messages/{said}/feedback",
+                    json={"rating": "up"}, headers=conv.auth)  # fmt: skip
+    assert r.status_code == 422 and r.json()["error"]["code"] == "not_a_reply"
+    assert h.call(h.runtime.store.feedback_of, conv.id) == []
 
     r = olga.post(f"/console/api/conversations/{conv.id}/hand-back", {})
     assert r.status_code == 200 and r.json() == {"handoff": None}
@@ -252,3 +257,23 @@ def test_a_person_tool_with_a_schema_of_its_own_is_refused(tmp_path: Path) -> No
     )
     assert tool is None
     assert problems == ["desk.json: tool 'ask_for_person': unknown key 'input_schema'"]
+
+
+def test_an_ag_ui_run_on_a_thread_a_person_holds_is_refused(harness: Harness) -> None:
+    from hostcall.agui import thread_conversation_id
+
+    h = harness
+    hello = {"threadId": "t-1", "runId": "r1", "tools": [],
+             "messages": [{"id": "m1", "role": "user", "content": "hello"}]}  # fmt: skip
+    first = h.http.post("/agui/planner", json=hello)
+    assert first.status_code == 200 and "RUN_FINISHED" in first.text
+    cid = thread_conversation_id("planner", "t-1")
+    olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    assert olga.post(f"/console/api/conversations/{cid}/take-over", {}).status_code == 200
+    before = h.call(h.runtime.store.events_after, cid, 0)
+    again = {**hello, "runId": "r2", "messages": [*hello["messages"],
+             {"id": "m2", "role": "user", "content": "hello again"}]}  # fmt: skip
+    r = h.http.post("/agui/planner", json=again)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "conversation_taken"
+    assert r.json()["error"]["details"]["person"] == "olga"
+    assert h.call(h.runtime.store.events_after, cid, 0) == before
