@@ -44,6 +44,9 @@ CREATE TABLE agent_versions (
 """
 
 
+
+
+
 class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions):
     async def add_user(self, user: User) -> bool:
         changed = await self._count(
