@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from hostcall import metrics
 from hostcall.agents import Agent
 from hostcall.calls.outcomes import CallExpired, Moved
 from hostcall.errors import BadRequest, Forbidden, HeldByPerson, NotFound, Unprocessable
@@ -308,6 +309,9 @@ async def message_feedback(request: Request) -> Response:
     feedback = Feedback(conversation.id, message_id, body.rating, body.comment, time.time())
     async with runtime.store.transaction():
         await runtime.store.save_feedback(feedback)
+    # Each rating given, a changed one too: the rate of thumbs down is what an operator
+    # watches; the stored rating (one per reply) is the console's.
+    metrics.FEEDBACK.labels(agent=conversation.agent_id, rating=body.rating).inc()
     return WireResponse(FeedbackSaved(message_id, body.rating, body.comment))
 
 

@@ -14,6 +14,7 @@ from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv, Harness
 from tests.unit.console_client import ConsoleClient, fast_passwords
+from tests.unit.test_metrics import parse, scrape_from, value
 
 pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)
 
@@ -51,6 +52,7 @@ def test_a_reply_is_rated_then_rated_again_and_the_console_shows_and_filters_it(
     h = both
     conv, _, reply = _replied(h)
     other, _, _ = _replied(h)
+    before = parse(scrape_from(h, "127.0.0.1").text)
     r = _rate(h, conv, reply["id"], {"rating": "up"})
     assert r.status_code == 200, r.text
     assert r.json() == {"messageId": reply["id"], "rating": "up", "comment": ""}
@@ -62,6 +64,11 @@ def test_a_reply_is_rated_then_rated_again_and_the_console_shows_and_filters_it(
     ]
     [shown] = [m for m in h.snapshot(conv)["messages"] if m["id"] == reply["id"]]
     assert shown["feedback"] == "down"
+    # Counted in /metrics, each rating given (read with the client's own parser).
+    after = parse(scrape_from(h, "127.0.0.1").text)
+    for rating in ("up", "down"):
+        name, labels = "hostcall_feedback_total", {"agent": "planner", "rating": rating}
+        assert value(after, name, **labels) - value(before, name, **labels) == 1, rating
 
     operator = ConsoleClient(h.app, h.runtime, "olga", "operator")
     detail = operator.http.get(f"/console/api/conversations/{conv.id}").json()
@@ -93,6 +100,7 @@ def test_feedback_on_what_is_not_this_conversations_reply_is_refused_and_nothing
     other, _, others_reply = _replied(h)
     assert _rate(h, conv, reply["id"], {"rating": "up", "comment": "thanks"}).status_code == 200
     before = (h.snapshot(conv)["messages"], h.events(conv), h.events(other))
+    counted = parse(scrape_from(h, "127.0.0.1").text)
 
     # The visitor's own message is not a reply of the agent's.
     r = _rate(h, conv, mine["id"], {"rating": "up"})
@@ -123,5 +131,8 @@ def test_feedback_on_what_is_not_this_conversations_reply_is_refused_and_nothing
 
     stored = h.call(h.runtime.store.feedback_of, conv.id)
     assert [(f.message_id, f.rating, f.comment) for f in stored] == [(reply["id"], "up", "thanks")]
+    # A refused rating is not counted.
+    now = parse(scrape_from(h, "127.0.0.1").text)
+    assert value(now, "hostcall_feedback_total") == value(counted, "hostcall_feedback_total")
     assert h.call(h.runtime.store.feedback_of, other.id) == []
     assert (h.snapshot(conv)["messages"], h.events(conv), h.events(other)) == before
