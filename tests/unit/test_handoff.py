@@ -13,11 +13,10 @@ import pytest
 
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv, Harness, allow_hosts, write_agent
+from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
 from tests.unit.console_client import ConsoleClient, fast_passwords
-from tests.unit.test_openai_compat import DONE, FakeProvider, Reply, chunk, provider, server, text
 
 pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)
-__all__ = ["provider", "server"]  # the fake provider's fixtures, used here
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
