@@ -230,7 +230,7 @@ def test_the_agents_ask_for_person_queues_the_conversation_for_the_console(
         assert ("hostcall.person_requested", {}) in h.events(conv)
         olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
         waiting = olga.http.get("/console/api/conversations?handoff=waiting").json()["items"]
-        assert [(i["id"], i["handoff"], i["person"]) for i in waiting] == [(conv.id, "waiting", "")]
+        assert [(i["id"], i["handoff"], i["heldBy"]) for i in waiting] == [(conv.id, "waiting", "")]
         # Asked again while it waits: not queued twice.
         h.say(conv, "a person, please")
         h.finish(conv)
@@ -240,7 +240,7 @@ def test_the_agents_ask_for_person_queues_the_conversation_for_the_console(
         assert olga.post(f"/console/api/conversations/{conv.id}/take-over", {}).status_code == 200
         assert olga.http.get("/console/api/conversations?handoff=waiting").json()["items"] == []
         taken = olga.http.get("/console/api/conversations?handoff=taken").json()["items"]
-        assert [(i["id"], i["person"]) for i in taken] == [(conv.id, "olga")]
+        assert [(i["id"], i["heldBy"]) for i in taken] == [(conv.id, "olga")]
         r = olga.http.get("/console/api/conversations?handoff=maybe")
         assert r.status_code == 400 and r.json()["error"]["details"]["field"] == "handoff"
     finally:

@@ -18,7 +18,7 @@ function render(listing) {
     h('td', null, h('time', { datetime: new Date(c.createdAt * 1000).toISOString(), text: when(c.createdAt) })),
     h('td', null, h('span', { 'data-part': 'run-status', 'data-status': c.runStatus || 'none', text: tr(`status_${c.runStatus || 'none'}`) })),
     h('td', null, c.waiting ? h('span', { 'data-part': 'waiting-badge', text: String(c.waiting) }) : tr('none')),
-    h('td', { 'data-part': 'handoff', 'data-state': c.handoff || 'none', text: c.handoff === 'taken' ? tr('held_by', { name: c.person }) : c.handoff ? tr('handoff_waiting') : tr('none') }),
+    h('td', { 'data-part': 'handoff', 'data-state': c.handoff || 'none', text: c.handoff === 'taken' ? tr('held_by', { name: c.heldBy }) : c.handoff ? tr('handoff_waiting') : tr('none') }),
     h('td', { 'data-part': 'feedback-counts', text: c.feedbackUp || c.feedbackDown ? tr('feedback_counts', { up: c.feedbackUp, down: c.feedbackDown }) : tr('none') }),
     h('td', { 'data-part': 'first-message', text: c.firstMessage || tr('none') }))))
   empty.hidden = listing.items.length > 0
