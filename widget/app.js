@@ -120,7 +120,7 @@ async function boot(fresh = false) {
       await sendCapabilities()
     }
     if (snapshot) await applySnapshot(snapshot)
-    state.stream = openStream({ url: streamUrl, types: [...Object.keys(ON), ...Object.keys(ON_CALL), ...PERSON], onEvent, onState: onStreamState })
+    state.stream = openStream({ url: streamUrl, types: [...Object.keys(ON), ...Object.keys(ON_CALL)], onEvent, onState: onStreamState })
     state.ready = true
     toParent(MSG.READY)
     state.outbox.splice(0).forEach(send)
@@ -205,12 +205,11 @@ function onEvent(type, e) {
   const seq = seqOf(e.lastEventId)
   if (seq && seq <= state.lastSeq) return // replayed: already applied
   if (seq) Object.assign(state, { lastSeq: seq, lastEventId: e.lastEventId })
-  // The first call event waits for toolcalls.js (a person's for people.js), and every event
-  // after it waits in line behind it: none is dropped, none overtakes another.
-  const lazy = !calls && type in ON_CALL ? toolCalls() : !people && PERSON.includes(type) ? loadPeople() : null
-  if (held.length || lazy) {
+  // The first call event waits for toolcalls.js, and every event after it waits in line
+  // behind it: none is dropped, none overtakes another (a call at start-up, then its text).
+  if (held.length || (!calls && type in ON_CALL)) {
     held.push([type, e.data])
-    if (lazy) ++loading && lazy.then(() => --loading || held.splice(0).forEach(([ty, data]) => apply(ty, data)))
+    if (held.length === 1) toolCalls().then(() => held.splice(0).forEach(([ty, data]) => apply(ty, data)))
     return
   }
   apply(type, e.data)
@@ -221,7 +220,7 @@ function apply(type, data) {
   try {
     const d = JSON.parse(data)
     const value = d.type === EVENT.CUSTOM ? d.value : d
-    ui.batch(() => type in ON_CALL ? ON_CALL[type](calls, value) : PERSON.includes(type) ? people?.on(type, value) : ON[type]?.(value))
+    ui.batch(() => type in ON_CALL ? ON_CALL[type](calls, value) : ON[type]?.(value))
   } catch (err) { console.error('hostcall:', type, err) }
   ui.batch(refresh)
 }
@@ -284,9 +283,8 @@ const ON_CALL = {
 /** @typedef {typeof import('./toolcalls.js')} Calls */
 /** @type {Calls | null} */
 let calls = null
-/** Stream events that arrived while toolcalls.js or people.js was loading, in order. @type {[string, string][]} */
+/** Stream events that arrived while toolcalls.js was loading, in order. @type {[string, string][]} */
 const held = []
-let loading = 0
 /** @type {Promise<Calls> | null} */
 let loadingCalls = null
 
@@ -319,18 +317,15 @@ async function loadCalls(attempt) {
   return (calls = m)
 }
 
-// People: widget/people.js (ratings, a person of the team), with the first reply or person
-
-const PERSON = Object.values(CUSTOM).filter(name => name.includes('person'))
-/** @typedef {typeof import('./people.js')} People @type {People | null} */
+// people.js: ratings, a person of the team
+/** @type {Promise<typeof import('./people.js')> | null} */
 let people = null
-/** @type {Promise<People> | null} */
-let loadingPeople = null
-const loadPeople = () => (loadingPeople ??= retry(async n => {
+const loadPeople = () => (people ??= retry(async n => {
   const m = await import(`./people.js${n ? `?retry=${n}` : ''}`)
-  m.attach({ api, conversationId: () => state.conversationId, emit })
-  return (people = m)
+  m.attach(api, state, emit)
+  return m
 }, patiently))
+for (const name of Object.values(CUSTOM)) if (name.includes('person')) ON[name] = d => loadPeople().then(m => m.on(name, d))
 /** @param {string} id @param {string} [rating] */
 const rate = (id, rating) => loadPeople().then(m => m.offer(id, rating))
 
@@ -372,7 +367,7 @@ async function send(raw) {
   refresh()
   try {
     const sent = await api.message(state.conversationId, text, cfg.simulate === true)
-    if (!sent?.runId) state.run = '' // a person holds it: no run
+    if (!sent?.runId) state.run = '' // held by a person
   } catch (err) {
     state.run = ''
     // The conversation has spent its model budget (docs/protocol.md: 409

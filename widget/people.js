@@ -15,15 +15,21 @@ await Promise.all([addStrings('people'), new Promise(resolve => document.head.ap
   rel: 'stylesheet', href: new URL('people.css', import.meta.url).href, onload: resolve, onerror: resolve,
 })))])
 
-/** @type {{api: {feedback: (id: string, messageId: string, body: object) => Promise<any>},
- *   conversationId: () => string, emit: (event: string, detail: any) => void}} */
-let ctx
+/** @type {{feedback: (id: string, messageId: string, body: object) => Promise<any>}} */
+let api
+/** @type {{conversationId: string}} */
+let state
+/** @type {(event: string, detail: any) => void} */
+let emit
 /** Who of the operator's team holds the conversation ('' nobody). */
 let person = ''
 
-/** @param {typeof ctx} context */
-export function attach(context) {
-  ctx = context
+/** app.js's API client, state (its conversation) and page events.
+ * @param {typeof api} client @param {typeof state} app @param {typeof emit} toPage */
+export function attach(client, app, toPage) {
+  api = client
+  state = app
+  emit = toPage
 }
 
 // ============================================================================
@@ -62,7 +68,7 @@ export function on(type, d) {
     upsertMessage(d.messageId, 'operator', String(d.text))
     author(d.messageId, String(d.name))
     announce(`${d.name}: ${d.text}`)
-    ctx.emit('message', { messageId: d.messageId, role: 'operator', name: d.name, text: d.text })
+    emit('message', { messageId: d.messageId, role: 'operator', name: d.name, text: d.text })
   }
 }
 
@@ -102,7 +108,7 @@ export function offer(id, rating) {
   /** @param {string} chosen @param {string} [comment] */
   async function send(chosen, comment = '') {
     try {
-      await ctx.api.feedback(ctx.conversationId(), id, comment ? { rating: chosen, comment } : { rating: chosen })
+      await api.feedback(state.conversationId, id, comment ? { rating: chosen, comment } : { rating: chosen })
       current = chosen
       show()
       status.textContent = t('feedbackThanks')
