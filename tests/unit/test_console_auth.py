@@ -62,6 +62,7 @@ NEEDS = {
     "/console/agents/{agent_id}/rollback": Role.DESIGNER,
     "/console/api/agents/{agent_id}/check": Role.DESIGNER,
     "/console/api/agents/{agent_id}": Role.DESIGNER,
+    "/console/api/mcp/{server}/tools": Role.DESIGNER,
     "/console/agents/{agent_id}/try": Role.DESIGNER,
     "/console/api/mcp/{server}/tools": Role.DESIGNER,
 }
