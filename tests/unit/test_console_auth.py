@@ -64,7 +64,6 @@ NEEDS = {
     "/console/api/agents/{agent_id}": Role.DESIGNER,
     "/console/api/mcp/{server}/tools": Role.DESIGNER,
     "/console/agents/{agent_id}/try": Role.DESIGNER,
-    "/console/api/mcp/{server}/tools": Role.DESIGNER,
 }
 OPEN = {"/console/login", "/console/static/{name}"}
 

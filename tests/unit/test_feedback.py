@@ -136,3 +136,23 @@ def test_feedback_on_what_is_not_this_conversations_reply_is_refused_and_nothing
     assert value(now, "hostcall_feedback_total") == value(counted, "hostcall_feedback_total")
     assert h.call(h.runtime.store.feedback_of, other.id) == []
     assert (h.snapshot(conv)["messages"], h.events(conv), h.events(other)) == before
+
+
+def test_erasing_a_conversation_erases_its_ratings_and_its_handoff(both: Harness) -> None:
+    h = both
+    conv, _, reply = _replied(h)
+    kept, _, kept_reply = _replied(h)
+    for c, r in ((conv, reply), (kept, kept_reply)):
+        assert _rate(h, c, r["id"], {"rating": "down", "comment": "mine"}).status_code == 200
+    olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    assert olga.post(f"/console/api/conversations/{conv.id}/take-over", {}).status_code == 200
+
+    async def erase() -> dict[str, int]:
+        async with h.runtime.store.transaction():
+            return await h.runtime.store.erase_conversation(conv.id)
+
+    erased = h.call(erase)
+    assert (erased["feedback"], erased["handoffs"]) == (1, 1)
+    assert h.call(h.runtime.store.feedback_of, conv.id) == []
+    assert h.call(h.runtime.store.get_handoff, conv.id) is None
+    assert len(h.call(h.runtime.store.feedback_of, kept.id)) == 1  # another's stays

@@ -26,6 +26,8 @@ TABLES = (
     "surface_streams",
     "surfaces",
     "audit",
+    "feedback",
+    "handoffs",
     "model_usage",
     "quota_counters",
     "conversations",
@@ -38,7 +40,7 @@ def statements(mark: str) -> tuple[tuple[str, str, int], ...]:
     by_conversation = {
         t: f"DELETE FROM {t} WHERE conversation_id = {mark}"
         for t in ("messages", "calls", "grants", "runs", "events", "surface_streams",
-                  "surfaces", "audit")
+                  "surfaces", "audit", "feedback", "handoffs")
     }  # fmt: skip
     special = {
         "leases": (
