@@ -270,6 +270,14 @@ def _environment_problems(
                 f"{where}: tool {tool.name!r}: 'approval': 'never' is refused for a write tool "
                 f"in the protected environment {name!r} (writes there always need a person)"
             )
+        if tool.http and (target := spec_target(tool.http.spec)) not in env.allowed_hosts:
+            # Refused here, where the designer shows it beside the URL: every call would
+            # otherwise fail as not_authorized.
+            problems.append(
+                f"{where}: tool {tool.name!r}: 'url' goes to {target}, which environment "
+                f"{name!r} does not allow (its 'allowed_hosts' in {PLATFORM_FILE}: "
+                f"{', '.join(sorted(env.allowed_hosts)) or 'none'})"
+            )
         if not (tool.http and tool.http.connection):
             continue
         connection = platform.connections.get(tool.http.connection)

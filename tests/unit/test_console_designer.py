@@ -290,3 +290,28 @@ def test_a_failed_write_leaves_the_old_file_whole(
         designer.post("/console/api/agents/planner", {"agent": agent})
     assert _files(harness.agents_dir) == before
     assert not [p for p in harness.agents_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_an_http_tool_to_a_host_the_environment_does_not_allow_is_refused_at_save(
+    harness: Harness, designer: ConsoleClient
+) -> None:
+    """Checked as it is saved, not met as not_authorized on every call afterwards."""
+    before = _files(harness.agents_dir)
+    agent = planner_definition()
+    agent["tools"].append({
+        "name": "weather", "kind": "http", "description": "Today's weather.",
+        "request": {"method": "GET", "url": "https://api.example.com/today"},
+    })  # fmt: skip
+    line = (
+        "planner.json: tool 'weather': 'url' goes to api.example.com:443, which environment "
+        "'demo' does not allow (its 'allowed_hosts' in _platform.json: 127.0.0.1:8002, "
+        "localhost:8002)"
+    )
+    live = designer.post("/console/api/agents/planner/check", {"agent": agent})
+    assert live.json() == {"problems": [line]}
+    r = designer.post("/console/api/agents/planner", {"agent": agent})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["details"]["problems"] == [line]
+    assert _files(harness.agents_dir) == before
+    assert harness.runtime.agents["planner"].tool("weather") is None
+    assert harness.call(harness.runtime.store.list_agent_versions, "planner") == []

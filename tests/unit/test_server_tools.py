@@ -154,13 +154,31 @@ def test_injected_path_value_stays_a_value(
     assert seen.query == ""
 
 
-def test_target_not_on_the_list_is_not_authorized_before_any_connection(
-    tmp_path: Path, target: Live, trap: Trap, made: list[Harness]
+def test_target_not_on_the_list_is_refused_at_load_before_any_connection(
+    tmp_path: Path, target: Live, trap: Trap
 ) -> None:
     tool = fetch_tool(f"http://127.0.0.1:{trap.port}/x/{{{{ $fromAI.what }}}}")
     del tool["connection"]  # a connection is bound to its hosts: refused at load (below)
-    h = build(tmp_path, target, tool)
+    with pytest.raises(AgentConfigError) as caught:
+        build(tmp_path, target, tool)
+    assert caught.value.problems == [
+        f"ops.json: tool 'fetch': 'url' goes to 127.0.0.1:{trap.port}, which environment 'dev' "
+        f"does not allow (its 'allowed_hosts' in _platform.json: {target.host})"
+    ]
+    assert trap.connections == 0
+
+
+def test_a_target_the_platform_stops_allowing_is_not_authorized_before_any_connection(
+    tmp_path: Path, target: Live, trap: Trap, made: list[Harness]
+) -> None:
+    tool = fetch_tool(f"http://127.0.0.1:{trap.port}/x/{{{{ $fromAI.what }}}}")
+    del tool["connection"]
+    h = build(tmp_path, target, tool, also_allowed=(f"127.0.0.1:{trap.port}",))
     made.append(h)
+    agents = h.runtime.engine.agents
+    # The platform is read live: the operator takes the host off the list meanwhile.
+    dev = replace(agents.platform.environments["dev"], allowed_hosts=frozenset({target.host}))
+    agents.platform = replace(agents.platform, environments={"dev": dev})
     conv, snap = ask(h, "fetch it")
     assert snap["calls"][0]["outcome"]["error"]["code"] == "not_authorized"
     assert h.assistant_texts(conv)[-1] == "error not_authorized"
