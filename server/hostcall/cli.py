@@ -1,4 +1,5 @@
-"""``hostcall`` / ``python -m hostcall``: serve agents, run the demo, check agent files."""
+"""``hostcall`` / ``python -m hostcall``: serve agents, run the demo, check agent files, list
+the installed blocks."""
 
 from __future__ import annotations
 
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory of agent files, *.json (default: the demo agents)",
     )
+    sub.add_parser("blocks", help="list the installed blocks (nodes) agent files may name")
     users = sub.add_parser("users", help="console accounts (the operator console at /console)")
     users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
     add = users_sub.add_parser(
@@ -161,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return _check(args.agents)
+    if args.command == "blocks":
+        return _blocks()
     if args.command == "users":
         from hostcall.console.users_command import users_command
 
@@ -261,6 +265,20 @@ def _check(agents: Path) -> int:
             parts.insert(0, f"{len(agent.tools)} tools: {', '.join(t.name for t in agent.tools)}")
         print(f"ok: {agent.id} ({'; '.join(parts)})")
     return 0
+
+
+def _blocks() -> int:
+    """One line per installed block: name, package and version, what it does (or why it
+    cannot be used: then the exit status is 1)."""
+    from hostcall.blocks.installed import GROUP, BrokenBlock, installed_blocks
+
+    found = installed_blocks()
+    if not found:
+        print(f"no blocks installed (a package declares them in the {GROUP!r} entry points)")
+    for name, block in found.items():
+        what = f"broken: {block.problem}" if isinstance(block, BrokenBlock) else block.description
+        print(f"{name}\t{block.package} {block.version}\t{what}")
+    return 1 if any(isinstance(b, BrokenBlock) for b in found.values()) else 0
 
 
 def _reload_on_sighup(app: Starlette) -> None:

@@ -2,7 +2,8 @@
 
 Three kinds: ``client`` tools run in the host page (or a person answers them through a form);
 ``http`` tools run an HTTP request block on the server; ``mcp`` tools call a tool of an MCP
-server (one such entry is what a run freezes of an agent's MCP servers: hostcall/blocks/mcp/).
+server (one such entry is what a run freezes of an agent's MCP servers: hostcall/blocks/mcp/);
+``block`` tools run a node an installed package provides (``hostcall.blocks.installed``).
 All carry the same policies:
 execution timeout, effect, human approval and its timeout, calls per agent pass, result size
 sent to the model, a simulation result, and guardrails.
@@ -24,11 +25,12 @@ from hostcall.blocks.http_request import (
     parse_ai_params,
     parse_request_spec,
 )
+from hostcall.blocks.installed import NodeTool, parse_node_tool
 from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
 from hostcall.guardrails import Guardrail, parse_guardrails
 from hostcall.schemas import CompiledSchema, pattern_problems, required_problems, schema_problem
 
-KINDS = ("client", "http", "mcp", "person")
+KINDS = ("client", "http", "mcp", "person", "block")
 EFFECTS = ("read", "write")
 APPROVALS = ("by_environment", "always", "never")
 POLICY_KEYS = {
@@ -62,6 +64,9 @@ PERSON_OUTPUT_SCHEMA = {
     "properties": {"queued": {"type": "boolean"}},
     "required": ["queued"],
 }
+BLOCK_KEYS = {
+    "name", "kind", "description", "block", "config", "ai_params", "output_schema", *POLICY_KEYS,
+}  # fmt: skip
 HTTP_OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {"status": {"type": "integer"}, "body": {}},
@@ -75,7 +80,7 @@ IMPORT_KEYS = {
     "humanApproval": "approval", "approvalTimeoutMinutes": "approval_timeout_seconds",
     "maxCallsPerPass": "max_calls_per_pass", "maxResultSizeKb": "max_result_kb",
     "simulationResult": "simulation_result", "guardrails": "guardrails",
-    "connection": "connection", "outputSchema": "output_schema",
+    "connection": "connection", "outputSchema": "output_schema", "config": "config",
 }  # fmt: skip
 
 
@@ -114,6 +119,7 @@ class Tool:
     guardrails: tuple[Guardrail, ...] = ()
     http: HttpBlock | None = None
     mcp: McpBlock | None = None
+    node: NodeTool | None = None
     # What end users see instead of the tool's id ("Create a task", not "create_task").
     title: str = ""
     idempotent: bool = False
@@ -192,7 +198,9 @@ def from_import_format(raw: dict[str, Any]) -> dict[str, Any]:
     converted: dict[str, Any] = {"kind": "http"}
     for key, value in raw.items():
         if key == "block":
-            if isinstance(value, dict):
+            if isinstance(value, str):  # an installed block, by name
+                converted |= {"kind": "block", "block": value}
+            elif isinstance(value, dict):
                 converted["request"] = {k: v for k, v in value.items() if k != "type"}
             continue
         ours = IMPORT_KEYS.get(key, key)
@@ -217,7 +225,10 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
     kind = raw.get("kind", "client")
     if kind not in KINDS:
         return None, [f"{where}: 'kind' must be one of {', '.join(KINDS)} (got {kind!r})"]
-    keys = {"client": CLIENT_KEYS, "http": HTTP_KEYS, "mcp": MCP_KEYS, "person": PERSON_KEYS}
+    keys = {
+        "client": CLIENT_KEYS, "http": HTTP_KEYS, "mcp": MCP_KEYS, "person": PERSON_KEYS,
+        "block": BLOCK_KEYS,
+    }  # fmt: skip
     allowed = keys[kind]
     problems = [f"{where}: unknown key {k!r}" for k in sorted(set(raw) - allowed)]
     if not valid_tool_name(name, kind=kind):
@@ -226,7 +237,15 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
             f"{where}: 'name' must start with a letter or _ and hold only {rule} "
             f"(at most {MAX_NAME_LENGTH} characters)"
         )
-    if not isinstance(raw.get("description"), str) or not raw["description"].strip():
+    node: NodeTool | None = None
+    if kind == "block":
+        node, found = parse_node_tool(raw)
+        problems += [f"{where}: {p}" for p in found]
+    # A block tool without a description has its block's (one line, from its package).
+    own_description = kind != "block" or "description" in raw
+    if own_description and (
+        not isinstance(raw.get("description"), str) or not raw["description"].strip()
+    ):
         problems.append(f"{where}: 'description' is required (it tells the model when to call)")
     http: HttpBlock | None = None
     mcp: McpBlock | None = None
@@ -244,6 +263,13 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
         input_schema, output_schema = raw.get("input_schema", {}), raw.get("output_schema", {})
     elif kind == "person":
         input_schema, output_schema = PERSON_INPUT_SCHEMA, PERSON_OUTPUT_SCHEMA
+    elif kind == "block":
+        input_schema = ai_params_schema(node.params) if node else {"type": "object"}
+        declared = node.block.output_schema if node else None
+        # No schema declared: any JSON value (the strict reader has already judged it).
+        output_schema = raw.get("output_schema", dict(declared) if declared else {})
+        if "output_schema" in raw and (problem := schema_problem(output_schema)):
+            problems.append(f"{where}: 'output_schema' {problem}")
     else:
         http, input_schema = _parse_http(raw, where, problems)
         output_schema = raw.get("output_schema", HTTP_OUTPUT_SCHEMA)
@@ -259,12 +285,15 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
     assert isinstance(name, str)
     return Tool(
         name=name,
-        description=raw["description"],
+        description=raw["description"]
+        if own_description or node is None
+        else node.block.description,
         input_schema=input_schema,
         output_schema=output_schema,
         kind=kind,
         http=http,
         mcp=mcp,
+        node=node,
         **policy,
     ), []
 

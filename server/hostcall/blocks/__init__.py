@@ -1,4 +1,5 @@
-"""Blocks the server runs itself when an agent calls them as tools (issue #4, section 2).
+"""Blocks the server runs itself when an agent calls them as tools: the HTTP request
+(``http_request``) and the nodes installed packages provide (``installed``).
 
 What every block shares lives here: the errors the model receives, the AI-provided
 parameters a tool declares, and the ``{{ $fromAI.key }}`` references that place them.
@@ -13,7 +14,7 @@ parameters a tool declares, and the ``{{ $fromAI.key }}`` references that place 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,9 +63,11 @@ class MissingUser(BlockError):
 class BlockFailed(BlockError):
     code = ToolErrorCode.BLOCK_FAILED
 
-    def __init__(self, reason: str, *, status: int | None = None) -> None:
+    def __init__(
+        self, reason: str, *, status: int | None = None, subject: str = "The request"
+    ) -> None:
         where = "" if status is None else f" with status {status}"
-        super().__init__(f"The request failed{where}: {reason}")
+        super().__init__(f"{subject} failed{where}: {reason}")
         self.status = status
         self.reason = reason
 
@@ -200,3 +203,59 @@ def redact(value: Any, secrets: Sequence[str]) -> Any:
     if isinstance(value, dict):
         return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
     return value
+
+
+def ref_text(values: Mapping[str, Any], ref: AiRef) -> str:
+    """An argument placed inside a text: as text, whatever its JSON type."""
+    value = values.get(ref.key)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is not None and not isinstance(value, str | int | float):
+        raise InvalidValue(f"The argument {ref.key!r} must be text, a number or a boolean.")
+    return "" if value is None else str(value)
+
+
+def fill_refs(parts: list[str | AiRef], values: Mapping[str, Any]) -> str:
+    return "".join(p if isinstance(p, str) else ref_text(values, p) for p in parts)
+
+
+def whole_ref(value: Any) -> AiRef | None:
+    """The reference a text is made of alone (``"{{ $fromAI.n }}"``), else None."""
+    if not isinstance(value, str) or "{{" not in value:
+        return None
+    try:
+        parts = split_template(value, "")
+    except ValueError:
+        return None
+    return parts[0] if len(parts) == 1 and isinstance(parts[0], AiRef) else None
+
+
+def render_value(value: Any, values: Mapping[str, Any]) -> Any:
+    """A JSON value with its references replaced by the arguments, in one pass: a text that
+    is a reference alone becomes the argument itself (its JSON type kept), a reference inside
+    a text becomes text. Nothing is evaluated, and an argument is never read for more."""
+    if isinstance(value, str):
+        parts = split_template(value, "value")
+        if len(parts) == 1 and isinstance(parts[0], AiRef):
+            return values.get(parts[0].key)
+        return fill_refs(parts, values)
+    if isinstance(value, list):
+        return [render_value(item, values) for item in value]
+    if isinstance(value, dict):
+        return {name: render_value(item, values) for name, item in value.items()}
+    return value
+
+
+def value_templates(value: Any, where: str) -> Iterator[tuple[str, str, bool]]:
+    """Every text of a JSON value that could hold a reference: ``(where, text, is_a_name)``."""
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        at, item = stack.pop()
+        if isinstance(item, str):
+            yield at, item, False
+        elif isinstance(item, list):
+            stack += [(f"{at}[{i}]", v) for i, v in enumerate(item)]
+        elif isinstance(item, dict):
+            for name, v in item.items():
+                yield at, str(name), True
+                stack.append((f"{at}.{name}", v))

@@ -32,9 +32,13 @@ from hostcall.blocks import (
     InvalidValue,
     NotAuthorized,
     ai_params_schema,
+    fill_refs,
     parse_ai_params,
     redact,
+    ref_text,
+    render_value,
     split_template,
+    value_templates,
 )
 
 __all__ = [
@@ -135,17 +139,7 @@ def _templates(spec: HttpRequestSpec) -> Iterator[tuple[str, str, bool]]:
         for name, value in texts.items():
             yield field, name, True
             yield f"{field}.{name}", value, False
-    stack: list[tuple[str, Any]] = [("body", spec.body)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, str):
-            yield where, value, False
-        elif isinstance(value, list):
-            stack += [(f"{where}[{i}]", item) for i, item in enumerate(value)]
-        elif isinstance(value, dict):
-            for name, item in value.items():
-                yield where, str(name), True
-                stack.append((f"{where}.{name}", item))
+    yield from value_templates(spec.body, "body")
 
 
 def user_keys(spec: HttpRequestSpec) -> frozenset[str]:
@@ -180,7 +174,7 @@ def render_request(spec: HttpRequestSpec, values: Mapping[str, Any]) -> Rendered
     for part in split_template(m.group(3), "url"):
         if isinstance(part, AiRef):
             # Do not "fix" the dots: an encoded "." keeps ".." from becoming a dot-segment.
-            into.append(_encode(_text(values, part), dots=into is path))
+            into.append(_encode(ref_text(values, part), dots=into is path))
             continue
         if into is path and "?" in part:
             before, part = part.split("?", 1)
@@ -188,7 +182,7 @@ def render_request(spec: HttpRequestSpec, values: Mapping[str, Any]) -> Rendered
             into = query
         into.append(quote(part, safe="/?&=%:@!$'()*+,;~[]"))
     for name, template in spec.query.items():
-        value = _fill(split_template(template, f"query.{name}"), values)
+        value = fill_refs(split_template(template, f"query.{name}"), values)
         query.append(f"&{_encode(name)}={_encode(value)}")
     query_text = "".join(query).lstrip("&")
     url = origin + ("".join(path) or "/") + (f"?{query_text}" if query_text else "")
@@ -198,16 +192,16 @@ def render_request(spec: HttpRequestSpec, values: Mapping[str, Any]) -> Rendered
     for name, template in spec.headers.items():
         parts = split_template(template, f"headers.{name}")
         for p in parts:
-            if isinstance(p, AiRef) and _NOT_HEADER_TEXT.search(_text(values, p)):
+            if isinstance(p, AiRef) and _NOT_HEADER_TEXT.search(ref_text(values, p)):
                 raise InvalidValue(
                     f"The argument {p.key!r} cannot go in the {name} header: "
                     "it holds a line break, control or non-ASCII character."
                 )
-        headers[name] = _fill(parts, values)
+        headers[name] = fill_refs(parts, values)
     body = None
     if spec.body is not None:
         try:
-            text = json.dumps(_render_body(spec.body, values), ensure_ascii=False, allow_nan=False)
+            text = json.dumps(render_value(spec.body, values), ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError):
             raise InvalidValue("The arguments must be JSON values (finite numbers).") from None
         body = text.encode()
@@ -219,32 +213,6 @@ def render_request(spec: HttpRequestSpec, values: Mapping[str, Any]) -> Rendered
 def _encode(text: str, *, dots: bool = False) -> str:
     encoded = quote(text, safe="")
     return encoded.replace(".", "%2E") if dots else encoded
-
-
-def _text(values: Mapping[str, Any], ref: AiRef) -> str:
-    value = values.get(ref.key)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is not None and not isinstance(value, str | int | float):
-        raise InvalidValue(f"The argument {ref.key!r} must be text, a number or a boolean.")
-    return "" if value is None else str(value)
-
-
-def _fill(parts: list[str | AiRef], values: Mapping[str, Any]) -> str:
-    return "".join(p if isinstance(p, str) else _text(values, p) for p in parts)
-
-
-def _render_body(value: Any, values: Mapping[str, Any]) -> Any:
-    if isinstance(value, str):
-        parts = split_template(value, "body")
-        if len(parts) == 1 and isinstance(parts[0], AiRef):
-            return values.get(parts[0].key)  # the whole value: its JSON type is kept
-        return _fill(parts, values)
-    if isinstance(value, list):
-        return [_render_body(item, values) for item in value]
-    if isinstance(value, dict):
-        return {name: _render_body(item, values) for name, item in value.items()}
-    return value
 
 
 # ---- execution -------------------------------------------------------------------------------

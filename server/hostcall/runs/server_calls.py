@@ -1,8 +1,8 @@
 """Server-side tools: a call dispatched to its block (an HTTP request, an MCP server's tool,
-or the built-in ``person`` tool, which queues the conversation for a person of the team)
-runs here, once the dispatch (and
-the call's lease, taken with it) has committed; its result or failure settles the call like
-any other, and comes back as the ``Settled`` the engine resumes the run with.
+or the built-in ``person`` tool, which queues the conversation for a person of the team, or
+an installed node) runs here, once the dispatch (and the call's lease, taken with it) has
+committed; its result or failure settles the call like any other, and comes back as the
+``Settled`` the engine resumes the run with.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from hostcall.blocks.http_request import (
     render_request,
     user_keys,
 )
+from hostcall.blocks.installed import config_user_keys, run_block
 from hostcall.blocks.mcp.calling import allowed_server, call_mcp_tool
 from hostcall.calls.outcomes import Settled
 from hostcall.errors import ToolErrorCode
@@ -82,6 +83,15 @@ class ServerCalls:
         """What the tool's block answered; ``BlockError`` for what the model is told."""
         platform = self.agents.platform  # live: a narrowed environment applies at once
         environment = platform.environment(environment_name)
+        # The person the run acts for fills the $user values; the model's arguments never
+        # hold those keys (nor could they: see blocks/__init__.py).
+        values = dict(arguments) if isinstance(arguments, dict) else {}
+        values = {k: v for k, v in values.items() if not k.startswith("$")}
+        if tool.node is not None:
+            values |= user_values(user, config_user_keys(tool.node.config))
+            return await run_block(
+                tool.node.block, tool.node.config, values, timeout=tool.deadline_seconds
+            )
         if tool.mcp is not None:
             server = allowed_server(tool.mcp.server, platform.mcp_servers, environment.mcp_servers)
             return await call_mcp_tool(
@@ -89,10 +99,6 @@ class ServerCalls:
             )
         assert tool.http is not None
         connection = platform.connections.get(tool.http.connection or "")
-        # The person the run acts for fills the spec's $user values; the model's
-        # arguments never hold those keys (nor could they: see blocks/__init__.py).
-        values = dict(arguments) if isinstance(arguments, dict) else {}
-        values = {k: v for k, v in values.items() if not k.startswith("$")}
         values |= user_values(user, user_keys(tool.http.spec))
         result = await execute(
             render_request(tool.http.spec, values),
