@@ -331,9 +331,9 @@ def test_a_config_that_does_not_fit_the_blocks_schema_names_file_tool_and_field(
         ({"block": 42}, "'block' must name an installed block (`hostcall blocks` lists them)"),
         ({"config": ["eu"]}, "'config' must be a JSON object"),
         ({"config": {"email": "{{ $fromAI.mail }}", "region": "eu"}},
-         "'config' field config.email: $fromAI.mail is not a declared AI parameter"),
+         "'config' field 'config.email': $fromAI.mail is not a declared AI parameter"),
         ({"config": {"email": "{{ email }}", "region": "eu"}},
-         "'config' field config.email: '{{ email }}' is not allowed; only "
+         "'config' field 'config.email': '{{ email }}' is not allowed; only "
          "{{ $fromAI.<key> }} is (expressions are never evaluated)"),
         ({"config": {"{{ $fromAI.email }}": "x", "region": "eu"}},
          "'config' field 'config': names are fixed; '{{ $fromAI.email }}' holds one"),

@@ -143,7 +143,7 @@ def config_problems(block: InstalledBlock, config: Any, keys: Collection[str]) -
             problems.append(f"'config' field {where!r}: names are fixed; {text!r} holds one")
             continue
         try:
-            split_template(text, where, keys)
+            split_template(text, repr(where), keys)
         except ValueError as exc:
             problems.append(f"'config' field {exc}")
     if problems:

@@ -14,6 +14,7 @@ from hostcall.console.accounts import Role
 from hostcall.console.agent_files import AgentFiles, agent_files, diff
 from hostcall.console.audit import record
 from hostcall.console.designer_mcp import allowed_servers, mcp_routes
+from hostcall.console.designer_nodes import installed_for_designer
 from hostcall.console.render import page
 from hostcall.console.session import form_of, guarded, operator_of
 from hostcall.errors import BadRequest, NotFound
@@ -135,6 +136,7 @@ async def editor_page(request: Request) -> Response:
         },
         "connections": sorted(platform.connections),
         "mcpServers": allowed_servers(platform),
+        "blocks": installed_for_designer(),
         "effects": list(EFFECTS),
         "approvals": list(APPROVALS),
     }

@@ -6,6 +6,7 @@
 import { page, tr, h, api, ready } from './console.js'
 import { schemaForm } from '/static/form.js'
 import * as mcp from './designer_mcp.js'
+import { addNodeFields, blockDescription, installedBlocks, newNodeTool, nodeProperties } from './designer_nodes.js'
 
 const agentId = page.data.agent.id
 /** @type {any} */
@@ -114,11 +115,16 @@ function agentFields() {
     field(draft, 'model', tr('model'), { kind: 'json', optional: true }))
 }
 
+/** @param {any} tool */
+const kindLabel = tool => tool.kind === 'block' || typeof tool.block === 'string' ? tr('node_tool')
+  : tool.kind === 'person' ? tr('person_tool')
+    : tool.kind === 'http' || tool.toolName ? tr('http_tool') : tr('client_tool')
+
 function toolList() {
   return h('fieldset', { 'data-part': 'tools' }, h('legend', { text: tr('tools') }),
     draft.tools.length ? h('ul', { 'data-part': 'tool-list', 'aria-label': tr('tool_list') }, draft.tools.map((/** @type {any} */ tool, /** @type {number} */ i) =>
       h('li', null, h('button', { type: 'button', 'data-part': 'tool-tab', 'aria-pressed': String(i === selected && !adding), onclick: () => { selected = i; adding = false; render('[data-part="properties"] input') } },
-        tool.kind === 'mcp' ? `${tool.server ?? '?'} (${tr('mcp_tool')})` : `${tool.name ?? tool.toolName ?? '?'} (${tool.kind === 'person' ? tr('person_tool') : tool.kind === 'http' || tool.toolName ? tr('http_tool') : tr('client_tool')})`)))) : h('p', { text: tr('no_tools') }),
+        tool.kind === 'mcp' ? `${tool.server ?? '?'} (${tr('mcp_tool')})` : `${tool.name ?? tool.toolName ?? '?'} (${kindLabel(tool)})`)))) : h('p', { text: tr('no_tools') }),
     h('button', { type: 'button', 'data-part': 'add-tool', onclick: () => { adding = true; render('[data-part="add-tool"] input') } }, tr('add_tool')))
 }
 
@@ -126,6 +132,7 @@ function toolList() {
 function addToolForm() {
   const fresh = { kind: 'client', name: '', description: '', input_schema: structuredClone(EMPTY_SCHEMA), output_schema: structuredClone(EMPTY_SCHEMA) }
   const http = { method: 'GET', url: 'https://' }
+  const choice = { block: '' }
   const body = h('div')
   /** @type {any} */
   const server = {}
@@ -137,9 +144,10 @@ function addToolForm() {
     body.replaceChildren(...(fresh.kind === 'client'
       ? [field(fresh, 'input_schema', tr('input_schema'), { kind: 'json' }), field(fresh, 'output_schema', tr('output_schema'), { kind: 'json' })]
       : fresh.kind === 'mcp' ? mcp.addFields(server, draft, field)
-        : [field(http, 'method', tr('method'), { kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }), field(http, 'url', tr('url'))]))
+        : fresh.kind === 'block' ? addNodeFields(choice, field)
+          : [field(http, 'method', tr('method'), { kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }), field(http, 'url', tr('url'))]))
   }
-  const category = field(fresh, 'kind', tr('category'), { kind: 'select', options: [['client', tr('client_tool')], ['http', tr('http_tool')], ['mcp', tr('mcp_tool')]], onChange: fill })
+  const category = field(fresh, 'kind', tr('category'), { kind: 'select', options: [['client', tr('client_tool')], ['http', tr('http_tool')], ['mcp', tr('mcp_tool')], ['block', tr('node_tool')]], onChange: fill })
   fill()
   return h('form', { 'data-part': 'add-tool', 'aria-labelledby': 'add-tool-title', novalidate: true, onsubmit: (/** @type {Event} */ e) => {
     e.preventDefault()
@@ -159,7 +167,10 @@ function addToolForm() {
     }
     const rule = fresh.kind === 'client' ? CLIENT_NAME : HTTP_NAME
     if (!rule.test(fresh.name)) { showError(name, tr('name_rule')); name.querySelector('input')?.focus(); return }
-    const tool = fresh.kind === 'client' ? { ...fresh } : { name: fresh.name, kind: 'http', description: fresh.description, request: { ...http }, ai_params: [] }
+    if (fresh.kind === 'block' && !installedBlocks().length) { body.querySelector('[data-part="no-blocks"]')?.scrollIntoView({ block: 'nearest' }); return }
+    const tool = fresh.kind === 'client' ? { ...fresh }
+      : fresh.kind === 'block' ? newNodeTool(fresh, choice)
+        : { name: fresh.name, kind: 'http', description: fresh.description, request: { ...http }, ai_params: [] }
     if (fresh.kind === 'client') delete tool.kind
     draft.tools.push(tool)
     selected = draft.tools.length - 1
@@ -200,6 +211,8 @@ function properties() {
   if (tool.kind === 'mcp') return bindingProperties(tool)
   const name = tool.name ?? tool.toolName
   const http = tool.kind === 'http'
+  const node = tool.kind === 'block'
+  const serverSide = http || node
   const opts = { tool: name }
   const req = http ? (tool.request || (tool.request = {})) : {}
   const approval = field(tool, 'approval', tr('approval'), { ...opts, kind: 'select', optional: true, options: [['', tr('none')], ...page.data.approvals.map((/** @type {string} */ a) => [a, tr(`approval_${a}`)])], onChange: () => { delete tool.require_confirmation; confirmBox.checked = tool.approval === 'always' } })
@@ -215,20 +228,23 @@ function properties() {
   const confirmBox = /** @type {HTMLInputElement} */ (confirmField.querySelector('input'))
   const schemaField = (/** @type {string} */ key) => {
     const view = preview(tool, key)
-    const f = field(tool, key, tr(key), { ...opts, kind: 'json', optional: http, onChange: view.draw })
+    const f = field(tool, key, tr(key), { ...opts, kind: 'json', optional: serverSide, onChange: view.draw })
     return [f, view.el]
   }
   const nameField = field(tool, tool.toolName ? 'toolName' : 'name', tr('tool_name'), { ...opts, help: tr('name_rule'), onChange: () => {
-    const rule = http ? HTTP_NAME : CLIENT_NAME
+    const rule = serverSide ? HTTP_NAME : CLIENT_NAME
     if (!rule.test(tool.name ?? tool.toolName ?? '')) showError(nameField, tr('name_rule'))
   } })
   nameField.dataset.key = 'name'
   const titleField = field(tool, 'title', tr('display_title'), { ...opts, optional: true })
+  const descriptionField = field(tool, 'description', tr('description'), { ...opts, kind: 'area', optional: node })
+  // A node tool without a description of its own has its block's: shown, not copied.
+  if (node) descriptionField.querySelector('textarea')?.setAttribute('placeholder', blockDescription(tool))
   return h('fieldset', { 'data-part': 'properties', 'data-tool': name },
     h('legend', { text: tr('properties', { name }) }),
     nameField, titleField,
-    field(tool, 'description', tr('description'), { ...opts, kind: 'area' }),
-    http ? [
+    descriptionField,
+    node ? [...nodeProperties(tool, field, opts), schemaField('output_schema')] : http ? [
       field(req, 'method', tr('method'), { ...opts, kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }),
       field(req, 'url', tr('url'), opts),
       field(req, 'query', tr('query'), { ...opts, kind: 'json', optional: true }),
