@@ -13,11 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from hostcall.blocks.http_request import spec_target, user_keys
+from hostcall.blocks.installed import NodeTool, targets_of
 from hostcall.blocks.mcp.binding import McpBinding, is_binding, parse_binding
 from hostcall.errors import AgentConfigError
 from hostcall.identity import IdentityConfig, parse_identity
 from hostcall.origins import BadOrigin, normalize_origin
-from hostcall.platform import DEFAULT_ENVIRONMENT, PLATFORM_FILE, Platform, load_platform
+from hostcall.platform import (
+    DEFAULT_ENVIRONMENT,
+    PLATFORM_FILE,
+    Environment,
+    Platform,
+    load_platform,
+)
 from hostcall.pricing import Price, parse_prices
 from hostcall.quotas import DEFAULT_LIMITS, Limits, parse_limits
 from hostcall.store.definitions import definition_digest
@@ -278,6 +285,10 @@ def _environment_problems(
                 f"{name!r} does not allow (its 'allowed_hosts' in {PLATFORM_FILE}: "
                 f"{', '.join(sorted(env.allowed_hosts)) or 'none'})"
             )
+        if tool.node:
+            problems += [
+                f"{where}: tool {tool.name!r}: {p}" for p in _node_host_problems(tool.node, env)
+            ]
         if not (tool.http and tool.http.connection):
             continue
         connection = platform.connections.get(tool.http.connection)
@@ -318,6 +329,19 @@ def _server_problems(
                 f"{', '.join(sorted(env.mcp_servers)) or 'none'})"
             )
     return problems
+
+
+def _node_host_problems(node: NodeTool, env: Environment) -> list[str]:
+    try:
+        targets = targets_of(node.block, node.config, placed=False)
+    except ValueError as exc:
+        return [f"'block': {node.block.name!r} {exc}"]
+    return [
+        f"'config' reaches {target}, which environment {env.name!r} does not allow (its "
+        f"'allowed_hosts' in {PLATFORM_FILE}: {', '.join(sorted(env.allowed_hosts)) or 'none'})"
+        for target in targets
+        if target not in env.allowed_hosts
+    ]
 
 
 def load_agents(

@@ -21,6 +21,7 @@ BLOCKS = {
     "acme.explode": "Explode",
     "acme.hang": "Hang",
     "acme.junk": "Junk",
+    "acme.fetch": "Fetch",
     "acme.broken": "NotANode",
 }
 
@@ -105,6 +106,22 @@ class Junk(Node):
                 value = [value]
             return value
         return {"nan": float("nan"), "set": {1, 2}, "object": object()}[what]
+
+
+class Fetch(Node):
+    """Says it reaches its config's URL (and never connects)."""
+
+    description = __doc__
+    config_schema = {
+        "type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"],
+    }
+
+    def targets(self, config):
+        return [config["url"]]
+
+    async def run(self, config):
+        CALLS.append(("acme.fetch", config))
+        return {"reached": config["url"]}
 
 
 class NotANode:

@@ -40,10 +40,13 @@ def lookup_tool(**extra: Any) -> dict[str, Any]:
     }
 
 
-def build(tmp_path: Path, tool: dict[str, Any], *, env: str = "dev", **rule: Any) -> Harness:
+def build(
+    tmp_path: Path, tool: dict[str, Any], *, env: str = "dev", hosts: tuple[str, ...] = (),
+    **rule: Any,
+) -> Harness:  # fmt: skip
     directory = tmp_path / "agents"
     write_agent(directory, {
-        "environments": {"dev": {}, "prod": {"protected": True}},
+        "environments": {"dev": {"allowed_hosts": list(hosts)}, "prod": {"protected": True}},
     }, name="_platform.json")  # fmt: skip
     scripted = {
         "match": "look up (?P<what>.+)", "tool": tool["name"],
@@ -299,6 +302,39 @@ def test_an_input_guardrail_blocks_the_call_before_the_node_runs(
     assert acme.CALLS == []
 
 
+# ---- the hosts a node reaches -----------------------------------------------------------------
+
+
+def fetch_tool(url: str) -> dict[str, Any]:
+    return {"name": "fetch", "kind": "block", "block": "acme.fetch", "config": {"url": url},
+            "ai_params": [{"key": "email", "type": "string"}]}  # fmt: skip
+
+
+def test_a_node_reaching_a_host_the_environment_does_not_allow_is_refused_at_load(
+    tmp_path: Path, acme: Any
+) -> None:
+    assert load_problems(tmp_path, fetch_tool("https://crm.example.com/api")) == [
+        "ops.json: tool 'fetch': 'config' reaches crm.example.com:443, which environment 'dev' "
+        "does not allow (its 'allowed_hosts' in _platform.json: none)"
+    ]
+    assert acme.CALLS == []
+
+
+def test_a_host_the_model_chose_is_refused_before_the_node_runs(
+    tmp_path: Path, acme: Any, made: list[Harness]
+) -> None:
+    h = build(tmp_path, fetch_tool("{{ $fromAI.email }}"), hosts=("127.0.0.1:9",),
+              reply="reached {{ result.reached }}")  # fmt: skip
+    made.append(h)
+    conv, snap = ask(h, "look up http://127.0.0.2:9/admin")
+    error = snap["calls"][0]["outcome"]["error"]
+    assert error["code"] == "not_authorized" and "127.0.0.2:9" in error["message"]
+    assert acme.CALLS == []
+    conv, snap = ask(h, "look up http://127.0.0.1:9/ok")
+    assert h.assistant_texts(conv)[-1] == "reached http://127.0.0.1:9/ok"
+    assert acme.CALLS == [("acme.fetch", {"url": "http://127.0.0.1:9/ok"})]
+
+
 # ---- checked at load -------------------------------------------------------------------------
 
 
@@ -324,7 +360,7 @@ def test_a_config_that_does_not_fit_the_blocks_schema_names_file_tool_and_field(
     [
         ({"block": "acme.nope"},
          "'block': 'acme.nope' is not installed (installed: acme.crm_lookup, acme.explode, "
-         "acme.hang, acme.junk; `hostcall blocks` lists them)"),
+         "acme.fetch, acme.hang, acme.junk; `hostcall blocks` lists them)"),
         ({"block": "acme.broken"},
          f"'block': 'acme.broken' (from {PACKAGE} {VERSION}) acme_nodes_for_tests:NotANode is "
          "not a hostcall.blocks.node.Node"),
@@ -369,6 +405,7 @@ def test_hostcall_check_and_blocks_commands(
         "hostcall.blocks.node.Node",
         f"acme.crm_lookup\t{PACKAGE} {VERSION}\tLook up a customer in the CRM by e-mail.",
         f"acme.explode\t{PACKAGE} {VERSION}\tRaises with a secret in its message.",
+        f"acme.fetch\t{PACKAGE} {VERSION}\tSays it reaches its config's URL (and never connects).",
         f"acme.hang\t{PACKAGE} {VERSION}\tNever answers.",
         f"acme.junk\t{PACKAGE} {VERSION}\tReturns what its config asks for, JSON or not.",
     ]

@@ -27,12 +27,14 @@ from hostcall.blocks import (
     AiRef,
     BlockFailed,
     InvalidValue,
+    NotAuthorized,
     parse_ai_params,
     render_value,
     split_template,
     value_templates,
     whole_ref,
 )
+from hostcall.blocks.http_request import host_port, parse_allowed_hosts
 from hostcall.blocks.node import Node, NodeError
 from hostcall.schemas import schema_problem
 
@@ -188,14 +190,48 @@ def render_config(block: InstalledBlock, config: Any, arguments: Mapping[str, An
     return rendered
 
 
+def targets_of(block: InstalledBlock, config: Any, *, placed: bool) -> list[str]:
+    """The ``host:port`` the node says ``config`` reaches; ``ValueError`` saying what is wrong
+    with what it said. Before the call's values are ``placed``, a target still holding a
+    reference is left for the call to judge."""
+    try:
+        said = [str(t) for t in block.node.targets(config)]
+    except Exception as exc:  # the package's own code
+        if not placed and "{{" in strictjson.dumps(config):
+            return []  # it may need the call's values: judged with them
+        raise ValueError(f"its targets() raised {type(exc).__name__}") from None
+    found: list[str] = []
+    for target in said:
+        if not placed and "{{" in target:
+            continue
+        try:
+            found += [host_port(target)] if "://" in target else parse_allowed_hosts([target])
+        except ValueError:
+            raise ValueError(f"its target {target[:200]!r} is not a URL or host:port") from None
+    return found
+
+
 # ---- a call ----------------------------------------------------------------------------------
 
 
 async def run_block(
-    block: InstalledBlock, config: Any, arguments: Mapping[str, Any], *, timeout: float
+    block: InstalledBlock,
+    config: Any,
+    arguments: Mapping[str, Any],
+    *,
+    allowed_hosts: Collection[str],
+    timeout: float,
 ) -> Any:
-    """The node's result for one call, as strict JSON; a ``BlockError`` for anything else."""
+    """The node's result for one call, as strict JSON; a ``BlockError`` for anything else.
+    Every host the node says it will reach must be allowed: refused before it runs."""
     rendered = render_config(block, config, arguments)
+    try:
+        targets = targets_of(block, rendered, placed=True)
+    except ValueError as exc:
+        raise BlockFailed(str(exc), subject="The block") from None
+    for target in targets:
+        if target not in allowed_hosts:
+            raise NotAuthorized(target)
     try:
         async with asyncio.timeout(timeout):
             result = await block.node.run(rendered)

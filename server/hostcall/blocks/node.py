@@ -13,12 +13,14 @@ loads, checks each tool's ``config`` against ``config_schema``, and for each cal
 arguments (values, never evaluated), checked against ``config_schema`` again. ``run`` is
 cancelled at the tool's deadline: it must not block the event loop (hand blocking work to
 ``asyncio.to_thread``). Raise ``NodeError`` with a message for the model; any other exception
-is reported to the model by its type alone and logged for the operator.
+is reported to the model by its type alone and logged for the operator. A node that reaches
+hosts names them in ``targets``: the environment's ``allowed_hosts`` rule them, as they rule
+the HTTP block's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 __all__ = ["Node", "NodeError"]
@@ -44,6 +46,13 @@ class Node:
     description: ClassVar[str] = ""
     config_schema: ClassVar[Mapping[str, Any]] = {"type": "object"}
     output_schema: ClassVar[Mapping[str, Any] | None] = None
+
+    def targets(self, config: Mapping[str, Any]) -> Iterable[str]:
+        """The hosts this config makes ``run`` reach, as URLs or ``host:port``: each must be
+        in the ``allowed_hosts`` of the agent's environment. Asked when the agent loads (a
+        target still holding a ``{{ $fromAI.key }}`` is skipped then) and again before each
+        call, with the config the call runs with. A node that reaches no network says none."""
+        return ()
 
     async def run(self, config: dict[str, Any]) -> Any:
         """The result the model reads: a JSON value (finite numbers, text keys)."""

@@ -90,8 +90,9 @@ class ServerCalls:
         if tool.node is not None:
             values |= user_values(user, config_user_keys(tool.node.config))
             return await run_block(
-                tool.node.block, tool.node.config, values, timeout=tool.deadline_seconds
-            )
+                tool.node.block, tool.node.config, values,
+                allowed_hosts=environment.allowed_hosts, timeout=tool.deadline_seconds,
+            )  # fmt: skip
         if tool.mcp is not None:
             server = allowed_server(tool.mcp.server, platform.mcp_servers, environment.mcp_servers)
             return await call_mcp_tool(
