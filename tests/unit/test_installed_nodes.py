@@ -49,7 +49,7 @@ def build(
         "environments": {"dev": {"allowed_hosts": list(hosts)}, "prod": {"protected": True}},
     }, name="_platform.json")  # fmt: skip
     scripted = {
-        "match": "look up (?P<what>.+)", "tool": tool["name"],
+        "match": "look up (?P<what>.+)", "tool": tool.get("name", tool.get("toolName")),
         "arguments": {"email": "{{ what }}"},
         "reply": "found {{ result.name }} on {{ result.plan }}",
         "error_reply": "error {{ error.code }}: {{ error.message }}",
@@ -420,3 +420,25 @@ def test_without_the_package_a_block_tool_is_refused_and_nothing_is_listed(
     ]
     assert main(["blocks"]) == 0
     assert "no blocks installed" in capsys.readouterr().out
+
+
+def test_a_node_tool_in_the_import_format_loads_and_runs(
+    tmp_path: Path, acme: Any, made: list[Harness]
+) -> None:
+    seed_tool = {
+        "toolName": "crm_lookup",
+        "toolDescription": "Finds a customer.",
+        "aiParams": [{"id": "p1", "key": "email", "type": "string", "required": True}],
+        "block": "acme.crm_lookup",
+        "config": {"email": "{{ $fromAI.email }}", "region": "us"},
+        "effect": "read",
+        "executionTimeoutSeconds": 3,
+    }
+    h = build(tmp_path, seed_tool)
+    made.append(h)
+    tool = h.runtime.agents["ops"].tool("crm_lookup")
+    assert tool is not None and tool.kind == "block" and tool.deadline_seconds == 3
+    assert tool.description == "Finds a customer."
+    conv, _ = ask(h, "look up ada@example.com")
+    assert h.assistant_texts(conv)[-1] == "found Ada Lovelace on gold"
+    assert acme.CALLS == [("acme.crm_lookup", {"email": "ada@example.com", "region": "us"})]
