@@ -175,3 +175,21 @@ def test_an_http_tool_to_a_host_the_environment_does_not_allow_is_refused_beside
     inline.scroll_into_view_if_needed()
     shot(designer, "console-designer-http-host-refused")
     assert json.loads((site.agents / "weather.json").read_text())["tools"] == []
+
+
+@pytest.mark.parametrize("lang", ["fr", "ja"])
+def test_adding_a_node_reads_in_the_designers_language(
+    browser: Browser, site: NodeSite, lang: str
+) -> None:
+    designer = person(browser, site.demo, "dana")
+    designer.goto(f"{site.demo.hostcall}/console/agents/planner?lang={lang}")
+    designer.locator("[data-part=add-tool]").click()
+    form = designer.locator("form[data-part=add-tool]")
+    form.locator("select[data-key=kind]").select_option("block")
+    node_tool = {"fr": "Nœud installé", "ja": "インストール済みノード"}[lang]
+    expect(form.locator("select[data-key=kind] option[value=block]")).to_have_text(node_tool)
+    required = {"fr": "obligatoire", "ja": "必須"}[lang]
+    expect(form.locator("[data-part=config-field][data-key=email]")).to_contain_text(required)
+    form.locator("[data-part=config-fields]").scroll_into_view_if_needed()
+    shot(designer, f"console-designer-node-add-{lang}")
+    audit(designer, f"designer: adding an installed node ({lang})")
