@@ -26,13 +26,25 @@ BLOCKS = {
 }
 
 SOURCE = '''
-"""Nodes for Hostcall's tests; each records the configs it ran with in CALLS."""
+"""Nodes for Hostcall's tests; each records the configs it ran with in CALLS (and, for a
+server in another process, as a JSON line in the file $ACME_NODES_LOG names)."""
 
 import asyncio
+import json
+import os
 
 from hostcall.blocks.node import Node, NodeError
 
-CALLS = []
+
+class Calls(list):
+    def append(self, item):
+        super().append(item)
+        if path := os.environ.get("ACME_NODES_LOG"):
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(item) + "\\n")
+
+
+CALLS = Calls()
 CUSTOMERS = {
     "ada@example.com": {"name": "Ada Lovelace", "plan": "gold", "email": "ada@example.com"},
 }
