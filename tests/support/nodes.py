@@ -22,6 +22,7 @@ BLOCKS = {
     "acme.hang": "Hang",
     "acme.junk": "Junk",
     "acme.fetch": "Fetch",
+    "acme.coded": "Coded",
     "acme.broken": "NotANode",
 }
 
@@ -134,6 +135,21 @@ class Fetch(Node):
     async def run(self, config):
         CALLS.append(("acme.fetch", config))
         return {"reached": config["url"]}
+
+
+class Coded(Node):
+    """Takes a code of a's (a catastrophic pattern for a backtracking matcher)."""
+
+    description = __doc__
+    config_schema = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}},
+        "required": ["code"],
+    }
+
+    async def run(self, config):
+        CALLS.append(("acme.coded", config))
+        return {"code": config["code"]}
 
 
 class NotANode:

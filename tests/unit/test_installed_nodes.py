@@ -17,6 +17,7 @@ from hostcall.cli import main
 from hostcall.errors import AgentConfigError
 from tests.support.harness import Conv, Harness, write_agent
 from tests.support.nodes import PACKAGE, VERSION, installed
+from tests.support.redos import HOSTILE_TEXT, RESPONSIVE_SECONDS, while_answering_healthz
 
 OPEN = {state.value for state in OPEN_STATES}
 
@@ -227,6 +228,22 @@ def test_a_result_that_does_not_match_the_output_schema_is_block_failed(
     assert len(acme.CALLS) == 1
 
 
+def test_the_server_answers_while_a_models_value_meets_the_configs_pattern(
+    tmp_path: Path, acme: Any, made: list[Harness]
+) -> None:
+    tool = {"name": "coded", "kind": "block", "block": "acme.coded",
+            "config": {"code": "{{ $fromAI.email }}"},
+            "ai_params": [{"key": "email", "type": "string", "required": True}]}  # fmt: skip
+    h = build(tmp_path, tool, reply="code {{ result.code }}")
+    made.append(h)
+    (_, snap), longest = while_answering_healthz(h.http, lambda: ask(h, f"look up {HOSTILE_TEXT}"))
+    assert longest < RESPONSIVE_SECONDS, f"/healthz waited {longest:.2f}s"
+    assert snap["calls"][0]["outcome"]["error"]["code"] == "invalid_arguments"
+    assert acme.CALLS == []
+    conv, _ = ask(h, "look up aaaa")
+    assert h.assistant_texts(conv)[-1] == "code aaaa"
+
+
 # ---- policies --------------------------------------------------------------------------------
 
 
@@ -359,8 +376,8 @@ def test_a_config_that_does_not_fit_the_blocks_schema_names_file_tool_and_field(
     ("change", "line"),
     [
         ({"block": "acme.nope"},
-         "'block': 'acme.nope' is not installed (installed: acme.crm_lookup, acme.explode, "
-         "acme.fetch, acme.hang, acme.junk; `hostcall blocks` lists them)"),
+         "'block': 'acme.nope' is not installed (installed: acme.coded, acme.crm_lookup, "
+         "acme.explode, acme.fetch, acme.hang, acme.junk; `hostcall blocks` lists them)"),
         ({"block": "acme.broken"},
          f"'block': 'acme.broken' (from {PACKAGE} {VERSION}) acme_nodes_for_tests:NotANode is "
          "not a hostcall.blocks.node.Node"),
@@ -403,6 +420,8 @@ def test_hostcall_check_and_blocks_commands(
     assert capsys.readouterr().out.splitlines() == [
         f"acme.broken\t{PACKAGE} {VERSION}\tbroken: acme_nodes_for_tests:NotANode is not a "
         "hostcall.blocks.node.Node",
+        f"acme.coded\t{PACKAGE} {VERSION}\tTakes a code of a's (a catastrophic pattern for a "
+        "backtracking matcher).",
         f"acme.crm_lookup\t{PACKAGE} {VERSION}\tLook up a customer in the CRM by e-mail.",
         f"acme.explode\t{PACKAGE} {VERSION}\tRaises with a secret in its message.",
         f"acme.fetch\t{PACKAGE} {VERSION}\tSays it reaches its config's URL (and never connects).",

@@ -19,6 +19,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
+from jsonschema.validators import validator_for
 
 from hostcall import strictjson
 from hostcall.blocks import (
@@ -36,7 +37,8 @@ from hostcall.blocks import (
 )
 from hostcall.blocks.http_request import host_port, parse_allowed_hosts
 from hostcall.blocks.node import Node, NodeError
-from hostcall.schemas import schema_problem
+from hostcall.schema_patterns import with_re2
+from hostcall.schemas import pattern_problems, schema_problem
 
 GROUP = "hostcall.blocks"
 NAME = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z")
@@ -108,6 +110,8 @@ def _load(entry: metadata.EntryPoint, package: str, version: str) -> InstalledBl
     for what, schema in (("config_schema", config_schema), ("output_schema", output_schema)):
         if schema is not None and (problem := schema_problem(dict(schema))):
             return broken(f"its {what!r} {problem}")
+        if schema is not None and (found := pattern_problems(dict(schema))):
+            return broken(f"its {what!r} {found[0]}")
     first_line = description.strip().splitlines()[0]
     return InstalledBlock(
         entry.name, package, version, first_line, target, config_schema, output_schema
@@ -150,12 +154,19 @@ def config_problems(block: InstalledBlock, config: Any, keys: Collection[str]) -
             problems.append(f"'config' field {exc}")
     if problems:
         return problems
-    validator = Draft202012Validator(dict(block.config_schema), format_checker=_FORMATS)
+    validator = _validator(block)
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.path))):
         if _from_the_model(error):
             continue
         problems.append(f"'config' {_field(error)}{error.message}")
     return problems
+
+
+def _validator(block: InstalledBlock) -> Any:
+    # Patterns in RE2, in linear time: a value the model chose meets them (hostcall/patterns.py).
+    schema = dict(block.config_schema)
+    cls = with_re2(validator_for(schema, default=Draft202012Validator))
+    return cls(schema, format_checker=_FORMATS)
 
 
 def _from_the_model(error: ValidationError) -> bool:
@@ -183,8 +194,7 @@ def config_user_keys(config: Any) -> frozenset[str]:
 def render_config(block: InstalledBlock, config: Any, arguments: Mapping[str, Any]) -> Any:
     """The config a call runs with; ``InvalidValue`` if the arguments do not fit it."""
     rendered = render_value(config, arguments)
-    validator = Draft202012Validator(dict(block.config_schema), format_checker=_FORMATS)
-    error = next(iter(validator.iter_errors(rendered)), None)
+    error = next(iter(_validator(block).iter_errors(rendered)), None)
     if error is not None:
         raise InvalidValue(f"The arguments do not fit the block: {_field(error)}{error.message}")
     return rendered
