@@ -186,6 +186,7 @@ def test_adding_a_node_reads_in_the_designers_language(
     designer.locator("[data-part=add-tool]").click()
     form = designer.locator("form[data-part=add-tool]")
     form.locator("select[data-key=kind]").select_option("block")
+    form.locator("select[data-key=block]").select_option("acme.crm_lookup")
     node_tool = {"fr": "Nœud installé", "ja": "インストール済みノード"}[lang]
     expect(form.locator("select[data-key=kind] option[value=block]")).to_have_text(node_tool)
     required = {"fr": "obligatoire", "ja": "必須"}[lang]
