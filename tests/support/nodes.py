@@ -24,6 +24,10 @@ BLOCKS = {
     "acme.fetch": "Fetch",
     "acme.coded": "Coded",
     "acme.broken": "NotANode",
+    "acme.sync_run": "SyncRun",
+    "acme.bad_schema": "BadSchema",
+    "acme.missing": "MissingClass",
+    "Acme.Upper": "CrmLookup",
 }
 
 SOURCE = '''
@@ -154,6 +158,21 @@ class Coded(Node):
 
 class NotANode:
     description = "Not a node at all."
+
+
+class SyncRun(Node):
+    description = "Runs without async."
+
+    def run(self, config):
+        return {}
+
+
+class BadSchema(Node):
+    description = "Its config schema is not an object's."
+    config_schema = {"type": "string"}
+
+    async def run(self, config):
+        return {}
 '''
 
 

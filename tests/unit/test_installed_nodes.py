@@ -418,6 +418,10 @@ def test_hostcall_check_and_blocks_commands(
     # A broken entry point is listed with what is wrong, and the status says so.
     assert main(["blocks"]) == 1
     assert capsys.readouterr().out.splitlines() == [
+        f"Acme.Upper\t{PACKAGE} {VERSION}\tbroken: its name must be lowercase letters, digits "
+        "and _, in dotted parts",
+        f"acme.bad_schema\t{PACKAGE} {VERSION}\tbroken: its 'config_schema' must have "
+        '"type": "object" at its root',
         f"acme.broken\t{PACKAGE} {VERSION}\tbroken: acme_nodes_for_tests:NotANode is not a "
         "hostcall.blocks.node.Node",
         f"acme.coded\t{PACKAGE} {VERSION}\tTakes a code of a's (a catastrophic pattern for a "
@@ -427,6 +431,9 @@ def test_hostcall_check_and_blocks_commands(
         f"acme.fetch\t{PACKAGE} {VERSION}\tSays it reaches its config's URL (and never connects).",
         f"acme.hang\t{PACKAGE} {VERSION}\tNever answers.",
         f"acme.junk\t{PACKAGE} {VERSION}\tReturns what its config asks for, JSON or not.",
+        f"acme.missing\t{PACKAGE} {VERSION}\tbroken: could not be imported (AttributeError: "
+        "module 'acme_nodes_for_tests' has no attribute 'MissingClass')",
+        f"acme.sync_run\t{PACKAGE} {VERSION}\tbroken: its 'run' must be an async method",
     ]
 
 
