@@ -315,3 +315,21 @@ def test_an_http_tool_to_a_host_the_environment_does_not_allow_is_refused_at_sav
     assert _files(harness.agents_dir) == before
     assert harness.runtime.agents["planner"].tool("weather") is None
     assert harness.call(harness.runtime.store.list_agent_versions, "planner") == []
+
+
+def test_the_editor_offers_the_installed_blocks_and_leaves_out_the_broken(
+    harness: Harness, designer: ConsoleClient, tmp_path: Path
+) -> None:
+    from tests.support.nodes import PACKAGE, VERSION, installed
+
+    with installed(tmp_path / "site"):
+        html = designer.http.get("/console/agents/planner").text
+    data = json.loads(html.split('id="hc-data">', 1)[1].split("</script>", 1)[0])["data"]
+    blocks = {b["name"]: b for b in data["blocks"]}
+    assert sorted(blocks) == [
+        "acme.coded", "acme.crm_lookup", "acme.explode", "acme.fetch", "acme.hang", "acme.junk",
+    ]  # fmt: skip
+    assert blocks["acme.crm_lookup"]["package"] == PACKAGE
+    assert blocks["acme.crm_lookup"]["version"] == VERSION
+    assert blocks["acme.crm_lookup"]["description"] == "Look up a customer in the CRM by e-mail."
+    assert blocks["acme.crm_lookup"]["configSchema"]["required"] == ["email", "region"]
