@@ -387,7 +387,8 @@ def test_a_config_that_does_not_fit_the_blocks_schema_names_file_tool_and_field(
          "'config' field 'config.email': $fromAI.mail is not a declared AI parameter"),
         ({"config": {"email": "{{ email }}", "region": "eu"}},
          "'config' field 'config.email': '{{ email }}' is not allowed; only "
-         "{{ $fromAI.<key> }} is (expressions are never evaluated)"),
+         "{{ $fromAI.<key> }}, {{ $user.sub }} and {{ $user.claims.<name> }} are (expressions "
+         "are never evaluated)"),
         ({"config": {"{{ $fromAI.email }}": "x", "region": "eu"}},
          "'config' field 'config': names are fixed; '{{ $fromAI.email }}' holds one"),
         ({"url": "http://example.com"}, "unknown key 'url'"),
