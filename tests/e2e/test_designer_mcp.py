@@ -30,7 +30,9 @@ def site(tmp_path: Path) -> Iterator[tuple[Site, Seen]]:
         shutil.copytree(DEMO_AGENTS, agents)
         platform = json.loads((agents / "_platform.json").read_text())
         platform["environments"]["demo"]["mcp_servers"] = ["crm"]
-        platform["environments"]["locked"] = {"mcp_servers": []}
+        # The demo's hosts, so that the MCP server is the one thing it refuses.
+        demo_hosts = platform["environments"]["demo"]["allowed_hosts"]
+        platform["environments"]["locked"] = {"allowed_hosts": demo_hosts, "mcp_servers": []}
         platform["mcp_servers"] = {"crm": {"url": url}}
         (agents / "_platform.json").write_text(json.dumps(platform))
         db = tmp_path / "e2e.db"
