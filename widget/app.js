@@ -34,8 +34,8 @@ const surfaceId = `s_${randomHex(12)}`
 const state = {
   conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0,
   run: '', // '' | running | waiting | finished | failed
+  runId: '', // the latest run's: what Stop stops
   streaming: '', // id of the assistant message being streamed
-  lastUserText: '',
   ready: false,
   /** @type {{close: () => void} | null} */ stream: null,
   /** @type {string[]} */ outbox: [], // texts sent before we were ready: sent once we are
@@ -179,6 +179,7 @@ async function applySnapshot(snap) {
     if (state.streaming && !ui.hasMessage(state.streaming)) state.streaming = ''
   }
   state.run = snap.run?.status || ''
+  state.runId = snap.run?.runId || ''
   /** @type {Map<string, any>} */
   const byId = new Map((snap.calls || []).map((/** @type {any} */ x) => [x.toolCallId, x]))
   for (const m of snap.messages || []) {
@@ -228,20 +229,19 @@ function apply(type, data) {
 /** Stream event (the SSE `event:` name: the AG-UI type, or a CUSTOM event's name) → what it
  * does with the event (a CUSTOM event's `value`). @type {Record<string, (d: any) => void>} */
 const ON = {
-  [EVENT.RUN_STARTED]: () => {
+  [EVENT.RUN_STARTED]: d => {
     state.run = 'running'
+    state.runId = d.runId
     // A page answering some of the agent's tools: fetch the call code while the model works.
     if (framed && [...parentTools].some(name => agentTools.has(name))) toolCalls()
   },
   [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
   [EVENT.RUN_ERROR]: d => {
     state.run = 'failed'
-    const text = state.lastUserText
     // A short sentence in the visitor's language, never the server's detail (that
-    // is in the operator's log); the code goes to the page's `error` listeners.
-    const sentence = d.code === 'store_unavailable' ? 'errorStore'
-      : /^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'
-    ui.showError(t(sentence), text ? () => send(text) : null)
+    // is in the operator's log); the code goes to the page's `error` listeners. Retry
+    // runs the agent again over the conversation: the message is not sent twice.
+    ui.showError(t(RUN_ERRORS[d.code] || (/^model_/.test(d.code) ? 'errorUnavailable' : 'errorRun')), rerun)
     emit('error', { code: d.code, message: d.message })
   },
   [EVENT.TEXT_MESSAGE_START]: d => {
@@ -263,6 +263,9 @@ const ON = {
     if (state.streaming === d.messageId) state.streaming = ''
   },
 }
+
+/** A failed run's sentence, by its code (others: errorRun). @type {Record<string, string>} */
+const RUN_ERRORS = { store_unavailable: 'errorStore', model_bad_reply: 'errorRun', cancelled: 'stopped', operator_cancelled: 'errorOperatorCancelled' }
 
 /** The tool-call events: toolcalls.js's (`c`), handled once it has loaded.
  * @type {Record<string, (c: Calls, d: any) => void>} */
@@ -363,7 +366,6 @@ async function send(raw) {
   if (state.run === 'running' || state.run === 'waiting') return void ui.showError(t('errorBusy'))
   const pending = ui.addPendingUser(text)
   state.run = 'running'
-  state.lastUserText = text
   refresh()
   try {
     const sent = await api.message(state.conversationId, text, cfg.simulate === true)
@@ -393,6 +395,34 @@ async function send(raw) {
   } finally { refresh() }
 }
 
+/** Retry after a failed run: the agent runs again over the conversation as it is. */
+async function rerun() {
+  if (state.run === 'running' || state.run === 'waiting') return void ui.showError(t('errorBusy'))
+  state.run = 'running'
+  refresh()
+  try {
+    await api.retry(state.conversationId, cfg.simulate === true)
+  } catch (err) {
+    // 409: a run started meanwhile (another tab), or there is nothing to run again.
+    state.run = err.status === 409 ? '' : 'failed'
+    ui.showError(t(err.status === 409 ? 'errorBusy' : 'errorRun'), err.status === 409 ? null : rerun)
+    emit('error', { code: err.code || 'retry_failed', message: err.message })
+  } finally { refresh() }
+}
+
+/** Stop: the run and its open calls end as `cancelled`; the stream says so (RUN_ERROR). */
+async function stop() {
+  if (!state.runId) return
+  // The composer is the visitor's again at once; the stream's RUN_ERROR confirms.
+  try { await api.stop(state.conversationId, state.runId) } catch (err) {
+    // 409 run_not_active: the run ended first (its end is on the stream); else say it.
+    if (err.status !== 409) ui.showError(t('errorRun'))
+    return void emit('error', { code: err.code || 'stop_failed', message: err.message })
+  }
+  state.run = 'failed'
+  refresh()
+}
+
 /**
  * Sync the working indicator and the send button with the run, and publish the agent's
  * state on the root for tests and pages (README: `data-agent-state`): starting, idle (the
@@ -403,6 +433,7 @@ function refresh() {
   const person = Boolean(calls?.needsPerson())
   ui.setWorking(state.ready && active && !person && !state.streaming)
   ui.setSendEnabled(state.ready && !active)
+  ui.setStoppable(state.ready && active)
   ui.setAgentState(!state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working')
 }
 
@@ -428,6 +459,7 @@ ui.mountShell(document.getElementById('hc-root'), {
   onClose: () => toParent(MSG.CLOSE),
   onNew: restart,
   onHistory: () => import('./history.js').then(m => m.show(api, state, restart), () => ui.showError(t('errorRun'))),
+  onStop: stop,
   // Starting: the first message waits for the conversation (send), a second one is refused.
   blocked: () => state.ready || state.outbox.length ? t(calls?.needsPerson() ? 'hintPending' : 'errorBusy') : '',
 })

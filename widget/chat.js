@@ -105,7 +105,8 @@ export const phone = () => screen.width < 640 || matchMedia('(pointer: coarse)')
  * can, though the send button is off: the app queues it).
  * @param {HTMLElement | null} root
  * @param {{title: string, greeting: string, closable: boolean, onSend: (text: string) => void,
- *   onClose: () => void, onNew: () => void, onHistory: () => void, blocked: () => string}} o
+ *   onClose: () => void, onNew: () => void, onHistory: () => void, onStop: () => void,
+ *   blocked: () => string}} o
  */
 export function mountShell(root, o) {
   const inputId = uid('composer')
@@ -123,6 +124,8 @@ export function mountShell(root, o) {
   parts.hint = h('p', { id: `${inputId}-hint`, 'data-part': 'composer-hint', role: 'status', hidden: true })
   parts.limit = h('p', { id: `${inputId}-limit`, 'data-part': 'composer-limit', hidden: true })
   parts.send = h('button', { type: 'submit', 'data-part': 'send', 'aria-label': t('send'), title: t('send') }, icon('send'))
+  // While the agent works, Stop takes Send's place (the run and its open calls end).
+  parts.stop = h('button', { type: 'button', 'data-part': 'stop', 'aria-label': t('stopLabel'), title: t('stopLabel'), hidden: true, onclick: o.onStop }, t('stop'))
   parts.composer = h('form', {
     'data-part': 'composer', 'aria-label': t('composer'),
     onsubmit: e => {
@@ -136,7 +139,7 @@ export function mountShell(root, o) {
       note(parts.limit, '')
       o.onSend(text)
     },
-  }, h('label', { for: inputId, class: 'sr-only', text: t('message') }), input, parts.send)
+  }, h('label', { for: inputId, class: 'sr-only', text: t('message') }), input, parts.send, parts.stop)
   parts.messages = h('div', { 'data-part': 'messages', role: 'log', 'aria-live': 'off', 'aria-label': t('conversation'), tabindex: 0 })
   parts.messages.addEventListener('scroll', onScroll, { passive: true })
   parts.working = h('div', { 'data-part': 'working', role: 'status', hidden: true },
@@ -199,6 +202,19 @@ export function setAgentState(value) {
   if (value === agentState) return
   agentState = value
   write(() => { document.documentElement.dataset.agentState = value })
+}
+let stoppable = false
+/** Stop in Send's place while a run can be stopped; focus follows a Stop that goes away.
+ * @param {boolean} on */
+export function setStoppable(on) {
+  if (on === stoppable) return
+  stoppable = on
+  write(() => {
+    const had = document.activeElement === parts.stop
+    parts.stop.hidden = !on
+    parts.send.hidden = on
+    if (had && !on) parts.input.focus()
+  })
 }
 /** @param {boolean} on */
 export function setSendEnabled(on) {

@@ -54,6 +54,7 @@ export const RUN_ERROR_CODE = Object.freeze({
   REPLY_TEMPLATE_FAILED: "reply_template_failed",
   STORE_UNAVAILABLE: "store_unavailable",
   CANCELLED: "cancelled",
+  OPERATOR_CANCELLED: "operator_cancelled",
 })
 
 /** Error codes a surface may send instead of a result. */

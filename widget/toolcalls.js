@@ -102,6 +102,9 @@ function move(v, event) {
   return true
 }
 
+/** The card's note for the errors that are not a failure of the tool. @type {Record<string, string>} */
+const ERROR_NOTES = { cancelled: 'stoppedNote', operator_cancelled: 'operatorCancelledNote', operator_ended: 'operatorEndedNote' }
+
 /** What end users see for a tool: its `title` from the agent file, not its id. */
 const titleOf = (/** @type {string} */ name) => agentTools.get(name)?.title || name
 
@@ -157,9 +160,9 @@ function settle(v, st, outcome) {
   if (outcome !== undefined) v.call.outcome = outcome
   else if (again) return
   const oc = v.call.outcome
-  // The page's own words for a handler that threw; for anything else a translated sentence,
-  // never a raw code or an upstream body (the model gets those).
-  const error = !oc?.error ? '' : oc.error.code === 'client_error' && oc.error.message ? String(oc.error.message) : t('toolFailed')
+  // A translated sentence for each way a call ends, never a code, a page's exception or an
+  // upstream body: those are the model's and the operator's (docs/embedding.md).
+  const error = !oc?.error ? '' : t(ERROR_NOTES[oc.error.code] || 'toolFailed')
   const reason = oc?.error?.reason // the person's own words, not the message written for the model
   const note = st === CALL_STATE.EXPIRED ? t('expiredNote') : st !== CALL_STATE.REJECTED ? error : reason ? t('rejectedNote', { reason }) : ''
   v.card.setState(cardState(st), note)

@@ -15,7 +15,7 @@ from hostcall.calls.outcomes import CallExpired, Moved
 from hostcall.errors import BadRequest, Forbidden, HeldByPerson, NotFound, Unprocessable
 from hostcall.ledger import new_id
 from hostcall.origins import check_request_origin
-from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.requests import (
     CallResult,
@@ -25,6 +25,7 @@ from hostcall.protocol.requests import (
     NewConversation,
     NewFeedback,
     NewMessage,
+    RetryRun,
     read_body,
     surface_id,
 )
@@ -34,6 +35,7 @@ from hostcall.protocol.responses import (
     FeedbackSaved,
     MessageHeld,
     RunAccepted,
+    RunStopped,
     Snapshot,
     SnapshotMessage,
     SnapshotRun,
@@ -313,6 +315,32 @@ async def message_feedback(request: Request) -> Response:
     # watches; the stored rating (one per reply) is the console's.
     metrics.FEEDBACK.labels(agent=conversation.agent_id, rating=body.rating).inc()
     return WireResponse(FeedbackSaved(message_id, body.rating, body.comment))
+async def retry_run(request: Request) -> Response:
+    """Retry after a failed run: a new run over the history as it is; nothing is re-sent."""
+    runtime = _runtime(request)
+    conversation = await _conversation(request, runtime)
+    body = await read_body(request, RetryRun, runtime.settings.max_body_bytes)
+    agent = runtime.agents.get(conversation.agent_id)
+    user = None
+    if agent is not None:  # counted and identified as a message is
+        user = await _person_of(request, runtime, agent, conversation)
+        await runtime.quotas.new_message(
+            agent.id, agent.limits, conversation.id, _client(request), person=conversation.person
+        )
+    run = await runtime.engine.start_run(conversation, None, simulate=body.simulate, user=user)
+    return WireResponse(RunAccepted(run.id), status_code=202)
+
+
+async def stop_run(request: Request) -> Response:
+    """The visitor's Stop: the run and its open calls end as ``cancelled``."""
+    runtime = _runtime(request)
+    conversation = await _conversation(request, runtime)
+    run_id = request.path_params["run_id"]
+    run = await runtime.store.get_run(run_id)
+    if run is None or run.conversation_id != conversation.id:
+        raise NotFound(f"no run {run_id} in {conversation.id}", code=ErrorCode.UNKNOWN_RUN)
+    stopped = await runtime.engine.stop_run(run_id, RunErrorCode.CANCELLED)
+    return WireResponse(RunStopped(stopped.id, "failed", RunErrorCode.CANCELLED))
 
 
 async def call_delivered(request: Request) -> Response:
@@ -380,6 +408,10 @@ def api_routes() -> list[BaseRoute]:
         Route("/api/conversations/{conversation_id}/stream-token", stream_token, methods=["POST"]),
         Route("/api/conversations/{conversation_id}/capabilities", capabilities, methods=["POST"]),
         Route("/api/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
+        Route("/api/conversations/{conversation_id}/retry", retry_run, methods=["POST"]),
+        Route(
+            "/api/conversations/{conversation_id}/runs/{run_id}/stop", stop_run, methods=["POST"]
+        ),
         Route(
             "/api/conversations/{conversation_id}/messages/{message_id}/feedback",
             message_feedback,

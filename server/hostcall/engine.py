@@ -26,14 +26,22 @@ from typing import Any
 
 from hostcall import metrics
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
-from hostcall.errors import Conflict, HeldByPerson, LeaseLost, NotFound, is_store_failure
+from hostcall.errors import (
+    Conflict,
+    HeldByPerson,
+    LeaseLost,
+    NotFound,
+    ToolErrorCode,
+    is_store_failure,
+)
 from hostcall.journal import Journal
-from hostcall.leases import Leases, call_key
+from hostcall.leases import Leases, call_key, run_key
 from hostcall.ledger import Ledger, new_id
 from hostcall.notices import run_notice
 from hostcall.platform import Platform
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import (
+    MessageDiscarded,
     RunError,
     RunStarted,
     TextMessageContent,
@@ -53,6 +61,7 @@ from hostcall.store.records import (
     RunStatus,
     StoredMessage,
 )
+from hostcall.transcript import open_messages
 
 log = logging.getLogger("hostcall.engine")
 
@@ -79,6 +88,8 @@ class Engine:
         self.recovery = recovery
         self.tasks = Tasks()
         self._stalled_checked = 0.0
+        # The task stepping each run in this process, so that Stop ends it at once.
+        self._stepping: dict[str, asyncio.Task[None]] = {}
         # Runs whose step failed and whose failure the store would not take yet (a long
         # outage): run id -> (code, detail), recorded by the next tick that gets through.
         # Left `running`, such a run would refuse every message until a restart: its
@@ -94,11 +105,14 @@ class Engine:
     async def start_run(
         self,
         conversation: Conversation,
-        text: str,
+        text: str | None,
         *,
         simulate: bool = False,
         user: dict[str, Any] | None = None,
     ) -> Run:
+        """A run for the person's new message ``text``; or, with ``text`` None, Retry: a
+        run over the history as it is, after a failed run (the message it failed on is
+        not sent, nor stored, again: the thread shows it once, the model reads one turn)."""
         agent = self.agents.loaded.get(conversation.agent_id)
         if agent is None:
             raise NotFound(
@@ -117,6 +131,7 @@ class Engine:
         )
         message_id = new_id("m")
         cid = conversation.id
+        started = RunStarted(cid, run.id, simulated=True if simulate else None)
         async with self.journal.unit() as unit:
             # The run's message and first events go first: their append locks the
             # conversation (on PostgreSQL its row, to the end of the transaction; SQLite's
@@ -124,18 +139,29 @@ class Engine:
             # follows, in a statement of its own, sees every run committed before: two
             # messages at once (two tabs, two processes) start one run, not two. A refused
             # start rolls them back, and nothing is published.
-            message = StoredMessage(message_id, cid, run.id, "user", text)
-            await self.store.add_message(message)
-            # One append (one statement on PostgreSQL, with the message), not four.
-            await unit.emit_all(
-                cid,
-                [
-                    RunStarted(cid, run.id, simulated=True if simulate else None),
-                    TextMessageStart(message_id, "user"),
-                    TextMessageContent(message_id, text),
-                    TextMessageEnd(message_id),
-                ],
-            )
+            if text is None:
+                await unit.emit(cid, started)
+                last = await self.store.latest_run(cid)
+                # A run in progress is refused below (``run_in_progress``), as for a message.
+                if last is None or last.status is RunStatus.FINISHED:
+                    raise Conflict(
+                        f"the last run of {cid} did not fail; there is nothing to retry",
+                        code=ErrorCode.NOTHING_TO_RETRY,
+                        status=None if last is None else last.status.value,
+                    )
+            else:
+                message = StoredMessage(message_id, cid, run.id, "user", text)
+                await self.store.add_message(message)
+                # One append (one statement on PostgreSQL, with the message), not four.
+                await unit.emit_all(
+                    cid,
+                    [
+                        started,
+                        TextMessageStart(message_id, "user"),
+                        TextMessageContent(message_id, text),
+                        TextMessageEnd(message_id),
+                    ],
+                )
             start = await self.leases.create_run_alone(run)
             if start.held is not None:
                 # A person of the team holds the conversation (hostcall/handoff.py): no
@@ -160,30 +186,57 @@ class Engine:
         self.tasks.spawn(self._advance(run.id, ClaimedRun(run, start.history)))
         return run
 
-    async def cancel_run(self, run_id: str) -> bool:
-        """Stop a run waiting on its calls (the operator console); its open calls expire.
+    async def stop_run(self, run_id: str, code: RunErrorCode) -> Run:
+        """Stop a running or waiting run (the visitor's Stop: ``cancelled``; an operator's
+        cancel: ``operator_cancelled``): it fails with ``code``, and each open call of its
+        step fails with the matching ``ToolErrorCode``, the model told by its tool message.
 
-        False if the run is not waiting (a run mid-step finishes its step first). A waiting
-        run holds no lease, so the claim is the whole story, in any process.
+        One unit breaks the run's lease (whoever holds it: a step mid-stream, in any
+        process, then commits nothing more, its fenced appends and its end refused with
+        ``LeaseLost``) and claims the run; a step of this process is cancelled too, so
+        the model is not read to the end. Lease first, then the run, in the step's own
+        order: on PostgreSQL the two wait for each other, never deadlock. Raises
+        ``Conflict`` (``run_not_active``) for a run that ended first, stopped twice included.
         """
         run = await self.store.get_run(run_id)
         if run is None:
-            return False
-        message = run_notice(RunErrorCode.CANCELLED)
+            raise NotFound(f"no run {run_id}", code=ErrorCode.UNKNOWN_RUN)
+        message = run_notice(code)
+        cid = run.conversation_id
         async with self.journal.unit() as unit:
-            if not await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.FAILED):
-                return False
-            await self.store.update_run(
-                run_id, error={"code": RunErrorCode.CANCELLED, "message": message}
-            )
-            await unit.emit(run.conversation_id, RunError(message, RunErrorCode.CANCELLED, run_id))
-        await self.steps.usage.run_ended(run, error=RunErrorCode.CANCELLED)
-        for call in await self.store.calls_of_step(run_id, run.step):
+            await self.store.break_lease(run_key(run_id))
+            stopped = await self.store.claim_run(
+                run_id, RunStatus.RUNNING, RunStatus.FAILED
+            ) or await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.FAILED)
+            if stopped is None:  # the unit rolls back: the lease stays its holder's
+                ended = await self.store.get_run(run_id)
+                status = ended.status.value if ended is not None else "gone"
+                raise Conflict(
+                    f"run {run_id} is {status}; only a running or waiting run can be stopped",
+                    code=ErrorCode.RUN_NOT_ACTIVE,
+                    status=status,
+                )
+            # What the step streamed and never stored goes, as after a failure
+            # (Steps.fail): every started message ends before the RUN_ERROR.
+            for message_id in await open_messages(self.store, cid):
+                await unit.emit(cid, MessageDiscarded(message_id))
+                await unit.emit(cid, TextMessageEnd(message_id))
+            await self.store.update_run(run_id, error={"code": code, "message": message})
+            await unit.emit(cid, RunError(message, code, run_id))
+        step = self._stepping.get(run_id)
+        if step is not None:
+            step.cancel()
+        await self.steps.usage.run_ended(stopped, error=code)
+        tool_code = (
+            ToolErrorCode.CANCELLED
+            if code is RunErrorCode.CANCELLED
+            else ToolErrorCode.OPERATOR_CANCELLED
+        )
+        for call in await self.store.calls_of_step(run_id, stopped.step):
             if call.state.open:
-                settled = await self.ledger.answers.expire(call)
-                if settled is not None:
-                    self.resume(settled)  # a failed run is not claimed: a no-op
-        return True
+                # Settled, its run is not resumed: a failed run is never claimed again.
+                await self.ledger.answers.cancel(call, tool_code)
+        return stopped
 
     # ---- what a request's ledger write left to do -------------------------------------
 
@@ -243,6 +296,9 @@ class Engine:
         """Step the run while it can go on; we hold its lease, and hand it back at the end.
         ``claimed``: the run as its claim (or start) left it, and its history then, so the
         first step need not read them."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._stepping[run_id] = task
         try:
             try:
                 while True:
@@ -267,9 +323,12 @@ class Engine:
                 if not await self.steps.fail_eventually(run_id, code, detail):
                     self._unrecorded[run_id] = (code, detail)
         except LeaseLost as lost:
-            # This process stalled past its lease and another adopted the run: the step
-            # was rolled back; the new owner runs it.
+            # This process stalled past its lease and another adopted the run, or the run
+            # was stopped: the step was rolled back; the new owner runs it, if any.
             log.warning("run %s left to its new owner: %s", run_id, lost)
+        finally:
+            if self._stepping.get(run_id) is task:
+                del self._stepping[run_id]
 
     async def _run_server_call(self, call_id: str) -> None:
         """A server-side call's request, under the lease its dispatch took; then its run

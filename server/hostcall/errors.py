@@ -196,6 +196,9 @@ class ToolErrorCode(StrEnum):
     CALL_LIMIT_REACHED = "call_limit_reached"
     BLOCKED_BY_GUARDRAIL = "blocked_by_guardrail"
     BLOCK_FAILED = "block_failed"
+    CANCELLED = "cancelled"  # the visitor stopped the run before the call ended
+    OPERATOR_CANCELLED = "operator_cancelled"  # an operator cancelled the run (the console)
+    OPERATOR_ENDED = "operator_ended"  # an operator ended the call ("End call", the console)
 
 
 # The drivers whose errors mean the database refused or could not be reached: a DB-API

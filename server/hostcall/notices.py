@@ -1,4 +1,5 @@
-"""What a visitor is told when a run fails, by error code; the detail is for the operator.
+"""What a visitor is told when a run or a call fails, by error code; the detail is for the
+operator (and, for a call, the model).
 
 A visitor once read "internal error: object of type 'builtin_function_or_method' has no len()", a
 model's base URL or raw upstream JSON must never reach a visitor. A failed run's stored
@@ -9,6 +10,7 @@ conversation, the run and the rule or tool, for the operator.
 
 from __future__ import annotations
 
+from hostcall.errors import ToolErrorCode
 from hostcall.protocol.codes import RunErrorCode
 
 GENERIC = "Sorry, something went wrong and the assistant stopped. Please try again."
@@ -29,7 +31,21 @@ RUN_NOTICES: dict[RunErrorCode, str] = {
     RunErrorCode.INTERNAL_ERROR: GENERIC,
     RunErrorCode.STORE_UNAVAILABLE: "The server could not save this answer. Please send your "
     "message again in a moment.",
-    RunErrorCode.CANCELLED: "An operator stopped this request.",
+    RunErrorCode.CANCELLED: "You stopped this reply.",
+    RunErrorCode.OPERATOR_CANCELLED: "A member of the support team stopped this request.",
+}
+
+# What a visitor reads for a call that ended without an output (events and snapshots carry
+# it as the error's ``message``). The model's message, which may quote an upstream body or
+# a page's exception, stays with the model and the operator's console.
+TOOL_FAILED = "This action could not be completed."
+TOOL_NOTICES: dict[ToolErrorCode, str] = {
+    ToolErrorCode.APPROVAL_REJECTED: "This action was rejected.",
+    ToolErrorCode.APPROVAL_EXPIRED: "This action expired before anyone approved it.",
+    ToolErrorCode.TIMEOUT: "This action expired before it was answered.",
+    ToolErrorCode.CANCELLED: "This action was stopped.",
+    ToolErrorCode.OPERATOR_CANCELLED: "A member of the support team cancelled this action.",
+    ToolErrorCode.OPERATOR_ENDED: "A member of the support team ended this action.",
 }
 
 
@@ -40,3 +56,11 @@ def run_notice(code: str) -> str:
         return RUN_NOTICES.get(RunErrorCode(code), GENERIC)
     except ValueError:
         return GENERIC
+
+
+def tool_notice(code: str) -> str:
+    """The sentence a visitor reads for a call that failed with ``code``."""
+    try:
+        return TOOL_NOTICES.get(ToolErrorCode(code), TOOL_FAILED)
+    except ValueError:
+        return TOOL_FAILED

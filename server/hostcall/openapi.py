@@ -145,6 +145,7 @@ def request_schemas() -> dict[str, Any]:
                             comment={"type": "string", "maxLength": MAX_FEEDBACK_COMMENT_CHARS}),
         "PersonSays": _obj(["text"], text={"type": "string", "minLength": 1,
                                            "maxLength": MAX_MESSAGE_CHARS}),
+        "RetryRun": _obj([], simulate={"type": "boolean"}),
         "Delivered": _obj(["token"], token=STRING),
         "CallResult": {"oneOf": [  # exactly one of output and error
             {**_obj(["token", "output"], token=STRING, output={}),
@@ -221,6 +222,16 @@ def _api(p: _Paths) -> dict[str, Any]:
             "Rate one of the agent's replies (again: the latest rating stands)", 200,
             p.body(r.FeedbackSaved), 401, 403, 404, 422, body=_ref("NewFeedback"),
             security=SESSION)},
+        "/api/conversations/{conversationId}/retry": {"parameters": conv, "post": p.op(
+            "Retry after a failed run: a new run over the history, nothing re-sent", 202,
+            p.body(r.RunAccepted), 401, 403, 404, 409, 429, body=_ref("RetryRun"),
+            security=SESSION, optional_body=True)},
+        "/api/conversations/{conversationId}/runs/{runId}/stop": {"parameters": [
+            *conv, _param("runId"),
+        ], "post": p.op(
+            "Stop a running or waiting run: it and its open calls end as cancelled", 200,
+            p.body(r.RunStopped), 401, 403, 404, 409, body=OBJECT, security=SESSION,
+            optional_body=True)},
         "/api/conversations/{conversationId}/events": {"parameters": [
             *conv, _param("token", "query"), _param("after", "query"),
             _param("surface", "query", SURFACE), _param("Last-Event-ID", "header"),
@@ -287,9 +298,10 @@ def _console(p: _Paths) -> dict[str, Any]:
             "Decide a confirmation as an operator", 200, status, 401, 403, 404, 409, 410,
             422, body=_ref("Decision"), security=CONSOLE)},
         "/console/api/calls/{callId}/expire": {"parameters": call, "post": p.op(
-            "Expire an open call", 200, status, 401, 403, 404, 409, 410, security=CONSOLE)},
+            "End an open call (operator_ended)", 200, status, 401, 403, 404, 409, 410,
+            security=CONSOLE)},
         "/console/api/runs/{runId}/cancel": {"parameters": [_param("runId")], "post": p.op(
-            "Cancel a waiting run", 200, p.body(c.RunCancelled), 401, 403, 404, 409,
+            "Cancel a running or waiting run", 200, p.body(c.RunCancelled), 401, 403, 404, 409,
             security=CONSOLE)},
         "/console/api/conversations/{conversationId}/take-over": {"parameters": conv, "post": p.op(
             "Take the conversation over from the agent", 200, handoff, 401, 403, 404, 409,

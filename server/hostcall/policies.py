@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from hostcall.guardrails import Hit, redact
+from hostcall.notices import tool_notice
 from hostcall.platform import Environment
 from hostcall.tools import Tool
 
@@ -67,14 +68,35 @@ def model_view(tool: Tool | None, outcome: dict[str, Any]) -> Any:
     return output
 
 
-def visible_outcome(tool: Tool | None, outcome: dict[str, Any]) -> dict[str, Any]:
-    """The outcome as events and snapshots show it: ``{"output"}`` or ``{"error"}``, redacted."""
+def visible_outcome(
+    tool: Tool | None, outcome: dict[str, Any], *, operator: bool = False
+) -> dict[str, Any]:
+    """The outcome as events and snapshots show it: ``{"output"}`` or ``{"error"}``, redacted.
+
+    An error shows its code and a sentence for people (``notices.tool_notice``), and the
+    person's own reason for a rejection: its message and details (an upstream status and
+    body, a page's exception) are the model's and the ``operator``'s (the console) only."""
     if "error" in outcome:
-        return {"error": outcome["error"]}
+        return {"error": outcome["error"] if operator else public_error(outcome["error"])}
     view = model_view(tool, outcome)
     if outcome.get("simulated"):
         return {"output": view["result"], "simulated": True}
     return {"output": view}
+
+
+def public_error(error: dict[str, Any]) -> dict[str, Any]:
+    """A call's error as a visitor's widget may have it: the code and a sentence."""
+    code = str(error.get("code", ""))
+    shown: dict[str, Any] = {"code": code, "message": tool_notice(code)}
+    if isinstance(error.get("reason"), str):
+        shown["reason"] = error["reason"]
+    return shown
+
+
+def visible_content(tool: Tool | None, outcome: dict[str, Any], content: str) -> str:
+    """``TOOL_CALL_RESULT``'s ``content``: the model's ``content``, but for an error what
+    a visitor may read (``public_error``)."""
+    return _dump({"error": public_error(outcome["error"])}) if "error" in outcome else content
 
 
 def model_content(tool: Tool | None, outcome: dict[str, Any]) -> str:

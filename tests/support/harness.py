@@ -156,6 +156,14 @@ class Harness:
             json={"token": call["decisionToken"], "decision": decision, **extra},
         )
 
+    def model_error(self, call: dict[str, Any]) -> dict[str, Any]:
+        """A failed call's error as the model (and the operator's console) read it; the
+        visitor's snapshot has only its code and a sentence."""
+        stored = self.call(self.runtime.store.get_call, call["toolCallId"])
+        assert stored is not None and stored.outcome is not None
+        error: dict[str, Any] = stored.outcome["error"]
+        return error
+
     def assistant_texts(self, conv: Conv) -> list[str]:
         return [
             m["text"]

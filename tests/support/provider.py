@@ -27,6 +27,7 @@ class Reply:
     status: int = 200
     delay: float = 0.0
     media_type: str = "text/event-stream"
+    stall: float = 0.0  # a slow stream: the wait after the first piece
 
 
 @dataclass
@@ -58,9 +59,10 @@ class FakeProvider:
             await asyncio.sleep(reply.delay)
 
         async def body() -> AsyncIterator[bytes]:
-            for piece in reply.pieces:
+            for n, piece in enumerate(reply.pieces):
                 yield piece
-                await asyncio.sleep(0.001)  # separate writes, so the client reads piece by piece
+                # Separate writes, so the client reads piece by piece.
+                await asyncio.sleep(reply.stall if n == 0 and reply.stall else 0.001)
 
         return StreamingResponse(body(), status_code=reply.status, media_type=reply.media_type)
 

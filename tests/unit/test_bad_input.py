@@ -324,7 +324,7 @@ def test_answer_after_the_deadline_is_gone_and_the_model_got_timeout(tmp_path: P
         assert result["state"] == "expired"
         assert result["outcome"]["error"]["code"] == "timeout"
         assert json.loads(result["content"])["error"]["code"] == "timeout"
-        assert h.assistant_texts(conv)[-1].startswith("I couldn't read your board (timeout)")
+        assert h.assistant_texts(conv)[-1].startswith("I couldn't read your board just now")
         assert_error(h.answer(call, BOARD), 410, "call_expired")  # and stays gone
         assert len(results_of(h, conv, call["toolCallId"])) == 1
     finally:

@@ -3,8 +3,12 @@ operator's actions, which go through the ledger's own path (first answer wins)."
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
+from hostcall.notices import run_notice, tool_notice
 from tests.support.harness import BOARD, Harness
 from tests.unit.console_client import ConsoleClient, fast_passwords
 
@@ -110,21 +114,45 @@ def test_operator_rejects_and_the_model_reads_that_an_operator_decided(
     assert _audit(harness) == [("olga", "call.reject", call["toolCallId"])]
 
 
-def test_operator_expires_a_stuck_call_and_a_second_expiry_is_refused(
+def _tool_message(harness: Harness, call_id: str) -> dict[str, Any]:
+    """What the model read for a call: its tool message."""
+    messages = harness.call(harness.runtime.store.list_messages, _conversation_of(harness, call_id))
+    [message] = [m for m in messages if m.role == "tool" and m.tool_call_id == call_id]
+    content: dict[str, Any] = json.loads(message.text)
+    return content
+
+
+def _conversation_of(harness: Harness, call_id: str) -> str:
+    call = harness.call(harness.runtime.store.get_call, call_id)
+    assert call is not None
+    return call.conversation_id
+
+
+def test_operator_ends_a_stuck_call_with_its_own_code_and_a_second_end_is_refused(
     harness: Harness, operator: ConsoleClient
 ) -> None:
     conv = harness.conversation()
     harness.say(conv, "what should I work on next?")
     call = harness.open_call(conv)
     url = f"/console/api/calls/{call['toolCallId']}/expire"
-    assert operator.post(url).json() == {"state": "expired"}
-    assert harness.settle(conv)["run"]["status"] == "finished"
+    assert operator.post(url).json() == {"state": "failed"}
+    snap = harness.settle(conv)
+    assert snap["run"]["status"] == "finished"
+    # Not a timeout, not an approval that expired: the operator ended it, and each reader
+    # is told so in their own words.
+    [shown] = snap["calls"]
+    assert shown["outcome"] == {"error": {"code": "operator_ended",
+                                          "message": tool_notice("operator_ended")}}  # fmt: skip
+    error = _tool_message(harness, call["toolCallId"])["error"]
+    assert error["code"] == "operator_ended" and "operator ended" in error["message"]
+    assert "deadline" not in error["message"] and "time" not in error["message"]
     again = operator.post(url)
     assert again.status_code == 409
+    assert harness.answer(call, BOARD).status_code == 409
     assert _audit(harness) == [("olga", "call.expire", call["toolCallId"])]
 
 
-def test_operator_cancels_a_waiting_run_and_its_calls_expire(
+def test_operator_cancels_a_waiting_run_and_its_calls_say_so(
     harness: Harness, operator: ConsoleClient
 ) -> None:
     conv = harness.conversation()
@@ -133,10 +161,17 @@ def test_operator_cancels_a_waiting_run_and_its_calls_expire(
     r = operator.post(f"/console/api/runs/{run_id}/cancel")
     assert r.status_code == 200
     snap = harness.snapshot(conv)
-    assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
-    assert snap["calls"][0]["state"] == "expired"
-    assert harness.answer(call, BOARD).status_code == 410
-    assert operator.post(f"/console/api/runs/{run_id}/cancel").status_code == 409
+    assert snap["run"]["status"] == "failed"
+    assert snap["run"]["error"] == {"code": "operator_cancelled",
+                                    "message": run_notice("operator_cancelled")}  # fmt: skip
+    assert "went wrong" not in snap["run"]["error"]["message"]
+    assert snap["calls"][0]["state"] == "failed"
+    assert snap["calls"][0]["outcome"]["error"]["code"] == "operator_cancelled"
+    error = _tool_message(harness, call["toolCallId"])["error"]
+    assert error["code"] == "operator_cancelled" and "operator cancelled" in error["message"]
+    assert harness.answer(call, BOARD).status_code == 409
+    again = operator.post(f"/console/api/runs/{run_id}/cancel")
+    assert again.status_code == 409 and again.json()["error"]["code"] == "run_not_active"
     assert operator.post("/console/api/runs/r_nope/cancel").status_code == 404
 
 

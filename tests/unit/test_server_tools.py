@@ -262,7 +262,7 @@ def test_failing_target_gives_block_failed_with_the_status(
     h = build(tmp_path, target, fetch_tool(f"{target.base}/status/503?w={{{{ $fromAI.what }}}}"))
     made.append(h)
     conv, snap = ask(h, "fetch it")
-    error = snap["calls"][0]["outcome"]["error"]
+    error = h.model_error(snap["calls"][0])
     assert error["code"] == "block_failed" and error["status"] == 503
     assert h.assistant_texts(conv)[-1] == "error block_failed 503"
 
@@ -274,7 +274,7 @@ def test_slow_target_fails_at_the_execution_timeout(
     h = build(tmp_path, target, tool)
     made.append(h)
     _, snap = ask(h, "fetch it")
-    error = snap["calls"][0]["outcome"]["error"]
+    error = h.model_error(snap["calls"][0])
     assert error["code"] == "block_failed" and "timeout" in error["message"].lower()
 
 
@@ -367,9 +367,29 @@ def test_the_server_answers_while_a_blocks_response_is_matched(
     assert longest < RESPONSIVE_SECONDS, f"/healthz waited {longest:.2f}s"
     [call] = snap["calls"]
     assert call["state"] == "failed", call
-    error = call["outcome"]["error"]
+    error = h.model_error(call)
     assert error["code"] == "block_failed" and "output schema" in error["message"], error
     # The same pattern says yes where it matches: the model gets the result.
     conv, snap = ask(h, "fetch aaaa")
     assert snap["calls"][0]["state"] == "answered"
     assert h.assistant_texts(conv)[-1] == "got 200 /echo/aaaa"
+
+
+def test_an_upstream_body_reaches_the_model_and_never_the_visitor(
+    tmp_path: Path, target: Live, made: list[Harness]
+) -> None:
+    """A target's 404 body quoted what it was sent: the model (and the operator's console)
+    reads it, the visitor's events and snapshot carry a code and a sentence only."""
+    h = build(tmp_path, target, fetch_tool(f"{target.base}/status/404?w={{{{ $fromAI.what }}}}"))
+    made.append(h)
+    conv, snap = ask(h, "fetch it")
+    [call] = snap["calls"]
+    assert call["outcome"] == {
+        "error": {"code": "block_failed", "message": "This action could not be completed."}
+    }
+    for kind, data in h.events(conv):
+        assert "target says no" not in json.dumps(data), (kind, data)
+    assert "target says no" not in json.dumps(snap)
+    stored = h.call(h.runtime.store.list_messages, conv.id)
+    [told] = [m.text for m in stored if m.role == "tool"]
+    assert json.loads(told)["error"]["code"] == "block_failed" and "target says no" in told

@@ -32,20 +32,24 @@ EXPECTED: dict[tuple[CallState, CallEvent], tuple[CallState, set[Effect]]] = {
     (S.PROPOSED, E.ASK): (S.AWAITING_CONFIRMATION, {F.EMIT_APPROVAL_REQUESTED}),
     (S.PROPOSED, E.DISPATCH): (S.DISPATCHED, {F.EMIT_DISPATCH, F.EXECUTE}),
     (S.PROPOSED, E.EXPIRE): (S.EXPIRED, SETTLE),
+    (S.PROPOSED, E.CANCEL): (S.FAILED, SETTLE),
     (S.AWAITING_CONFIRMATION, E.APPROVE): (S.DISPATCHED, {F.EMIT_DISPATCH, F.EXECUTE}),
     (S.AWAITING_CONFIRMATION, E.REJECT): (S.REJECTED, SETTLE),
     (S.AWAITING_CONFIRMATION, E.EXPIRE): (S.EXPIRED, SETTLE),
+    (S.AWAITING_CONFIRMATION, E.CANCEL): (S.FAILED, SETTLE),
     (S.DISPATCHED, E.DELIVER): (S.DELIVERED, set()),
     (S.DISPATCHED, E.REASSIGN): (S.DISPATCHED, {F.EMIT_DISPATCH}),
     (S.DISPATCHED, E.TO_FORM): (S.DISPATCHED, {F.EMIT_DISPATCH}),
     (S.DISPATCHED, E.ANSWER): (S.ANSWERED, SETTLE),
     (S.DISPATCHED, E.FAIL): (S.FAILED, SETTLE),
     (S.DISPATCHED, E.EXPIRE): (S.EXPIRED, SETTLE),
+    (S.DISPATCHED, E.CANCEL): (S.FAILED, SETTLE),
     (S.DELIVERED, E.RERUN): (S.DISPATCHED, {F.EMIT_DISPATCH}),
     (S.DELIVERED, E.TO_FORM): (S.DELIVERED, {F.EMIT_DISPATCH}),
     (S.DELIVERED, E.ANSWER): (S.ANSWERED, SETTLE),
     (S.DELIVERED, E.FAIL): (S.FAILED, SETTLE),
     (S.DELIVERED, E.EXPIRE): (S.EXPIRED, SETTLE),
+    (S.DELIVERED, E.CANCEL): (S.FAILED, SETTLE),
 }
 PAIRS = list(itertools.product(CallState, CallEvent))
 
@@ -90,6 +94,7 @@ def test_a_result_settles_only_an_answerable_call() -> None:
 
 def test_every_open_state_can_expire_so_every_call_ends() -> None:
     assert sources(E.EXPIRE) == OPEN_STATES
+    assert sources(E.CANCEL) == OPEN_STATES
 
 
 def test_a_delivered_call_is_never_simply_reassigned() -> None:
@@ -100,7 +105,7 @@ def test_a_delivered_call_is_never_simply_reassigned() -> None:
 
 
 def test_each_settling_event_ends_in_one_state_whatever_it_leaves() -> None:
-    for event in (E.REFUSE, E.SIMULATE, E.REJECT, E.ANSWER, E.FAIL, E.EXPIRE):
+    for event in (E.REFUSE, E.SIMULATE, E.REJECT, E.ANSWER, E.FAIL, E.EXPIRE, E.CANCEL):
         targets = {transition(s, event).to for s in sources(event)}
         assert len(targets) == 1 and targets <= TERMINAL_STATES, event
         for state in sources(event):

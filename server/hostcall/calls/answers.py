@@ -33,6 +33,17 @@ from hostcall.store.records import AuditEntry, Call, CallState
 from hostcall.tokens import Claims, input_digest
 from hostcall.tools import Tool
 
+# What the model reads for a call that was cancelled (``Answers.cancel``): who ended it, and
+# that no result is coming. ``delivered`` says whether the page had it (a write may have run).
+CANCEL_MESSAGES: dict[ToolErrorCode, str] = {
+    ToolErrorCode.CANCELLED: "The user stopped the run before this call finished; "
+    "it has no result.",
+    ToolErrorCode.OPERATOR_CANCELLED: "An operator cancelled the run before this call "
+    "finished; it has no result.",
+    ToolErrorCode.OPERATOR_ENDED: "An operator ended this call before it was answered; "
+    "it has no result.",
+}
+
 
 class _NotAsClaimed(Exception):
     """The call a result's UPDATE settled is not quite what its token claims: roll back."""
@@ -245,6 +256,16 @@ class Answers:
             )
         async with self.journal.unit() as unit:
             settled = await self.moves.settle(unit, call, CallEvent.EXPIRE, outcome)
+        return None if settled is None else Settled(settled)
+
+    async def cancel(self, call: Call, code: ToolErrorCode) -> Settled | None:
+        """End an open call with ``code`` (``CANCEL_MESSAGES``: what the model reads): its
+        run was stopped or cancelled, or an operator ended it. None when the call moved
+        first (an answer, an expiry)."""
+        message = CANCEL_MESSAGES[code]
+        outcome = tool_error(code, message, delivered=call.delivered)
+        async with self.journal.unit() as unit:
+            settled = await self.moves.settle(unit, call, CallEvent.CANCEL, outcome)
         return None if settled is None else Settled(settled)
 
     async def expire_due(self) -> list[Settled]:

@@ -24,7 +24,7 @@ from hostcall.errors import Conflict, Gone, ToolErrorCode
 from hostcall.guardrails import Hit
 from hostcall.journal import Journal, Unit
 from hostcall.leases import Leases, call_key
-from hostcall.policies import model_content, visible_outcome
+from hostcall.policies import model_content, visible_content, visible_outcome
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import (
     ApprovalRequested,
@@ -263,7 +263,7 @@ class CallMoves:
         result = ToolCallResult(
             message_id=message_id,
             tool_call_id=settled.id,
-            content=content,
+            content=visible_content(tool, outcome, content),
             state=settled.state.value,
             outcome=visible_outcome(tool, outcome),
             simulated=True if outcome.get("simulated") else None,

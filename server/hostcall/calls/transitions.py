@@ -6,6 +6,7 @@
               ├─> dispatched ...                  (rerun: a read goes back to dispatched)
               ├─> answered (simulated run)
               └─> failed (unknown tool, invalid arguments, call limit, guardrail)
+        any open state ─> failed (cancel: its run stopped or cancelled, or an operator ended it)
 
 ``transition`` is pure: it says where a call goes and what must happen as a result
 (``Effect``); the ledger (hostcall/ledger.py) performs the effects, and the store makes each
@@ -60,6 +61,7 @@ class CallEvent(StrEnum):
     ANSWER = "answer"
     FAIL = "fail"
     EXPIRE = "expire"
+    CANCEL = "cancel"  # its run was stopped (the visitor) or cancelled, or an operator ended it
 
 
 class Effect(StrEnum):
@@ -99,15 +101,18 @@ TABLE: dict[tuple[CallState, CallEvent], Move] = {
     (S.PROPOSED, E.ASK): Move(S.AWAITING_CONFIRMATION, (F.EMIT_APPROVAL_REQUESTED,)),
     (S.PROPOSED, E.DISPATCH): Move(S.DISPATCHED, _SEND),
     (S.PROPOSED, E.EXPIRE): Move(S.EXPIRED, _SETTLE),
+    (S.PROPOSED, E.CANCEL): Move(S.FAILED, _SETTLE),
     (S.AWAITING_CONFIRMATION, E.APPROVE): Move(S.DISPATCHED, _SEND),
     (S.AWAITING_CONFIRMATION, E.REJECT): Move(S.REJECTED, _SETTLE),
     (S.AWAITING_CONFIRMATION, E.EXPIRE): Move(S.EXPIRED, _SETTLE),
+    (S.AWAITING_CONFIRMATION, E.CANCEL): Move(S.FAILED, _SETTLE),
     (S.DISPATCHED, E.DELIVER): Move(S.DELIVERED),
     (S.DISPATCHED, E.REASSIGN): Move(S.DISPATCHED, (F.EMIT_DISPATCH,)),
     (S.DISPATCHED, E.TO_FORM): Move(S.DISPATCHED, (F.EMIT_DISPATCH,)),
     (S.DISPATCHED, E.ANSWER): Move(S.ANSWERED, _SETTLE),
     (S.DISPATCHED, E.FAIL): Move(S.FAILED, _SETTLE),
     (S.DISPATCHED, E.EXPIRE): Move(S.EXPIRED, _SETTLE),
+    (S.DISPATCHED, E.CANCEL): Move(S.FAILED, _SETTLE),
     # Do not add (DELIVERED, REASSIGN): a delivered write may have run; only RERUN (reads
     # and idempotent tools, checked by the ledger) or TO_FORM may take it from its surface.
     (S.DELIVERED, E.RERUN): Move(S.DISPATCHED, (F.EMIT_DISPATCH,)),
@@ -115,6 +120,7 @@ TABLE: dict[tuple[CallState, CallEvent], Move] = {
     (S.DELIVERED, E.ANSWER): Move(S.ANSWERED, _SETTLE),
     (S.DELIVERED, E.FAIL): Move(S.FAILED, _SETTLE),
     (S.DELIVERED, E.EXPIRE): Move(S.EXPIRED, _SETTLE),
+    (S.DELIVERED, E.CANCEL): Move(S.FAILED, _SETTLE),
 }
 
 

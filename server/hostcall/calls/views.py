@@ -21,8 +21,9 @@ class CallViews:
     async def tool_of(self, call: Call) -> Tool | None:
         return (await self.agents.agent_of_run(call.run_id)).tool(call.tool_name)
 
-    async def view(self, call: Call) -> CallView:
-        """The ``CALL`` shape of docs/protocol.md, with the token the call's state needs."""
+    async def view(self, call: Call, *, operator: bool = False) -> CallView:
+        """The ``CALL`` shape of docs/protocol.md, with the token the call's state needs;
+        the ``operator``'s (the console) shows an error as the model read it."""
         tool = await self.tool_of(call)
         kind = tool.kind if tool else "client"
         claims = Claims(
@@ -46,7 +47,9 @@ class CallViews:
             deadline=_iso(call.deadline),
             route=call.route,
             delivered=call.delivered,
-            outcome=None if call.outcome is None else visible_outcome(tool, call.outcome),
+            outcome=None
+            if call.outcome is None
+            else visible_outcome(tool, call.outcome, operator=operator),
             approval=call.extra.get("approval"),
             simulated=True if call.outcome and call.outcome.get("simulated") else None,
             surface_id=call.surface_id,

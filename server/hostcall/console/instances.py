@@ -20,8 +20,8 @@ from hostcall.console.audit import record
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.console.usage_page import money
-from hostcall.errors import BadRequest, Conflict, Gone, NotFound
-from hostcall.protocol.codes import ErrorCode
+from hostcall.errors import BadRequest, Conflict, Gone, NotFound, ToolErrorCode
+from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.console import (
     AuditItem,
     ConsoleCall,
@@ -44,6 +44,7 @@ from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
 from hostcall.store.records import (
     Call,
+    CallState,
     ConversationQuery,
     ConversationSummary,
     Feedback,
@@ -168,7 +169,10 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
     }
     calls = tuple(
         [
-            ConsoleCall.of(await runtime.engine.ledger.views.view(call), answered_by.get(call.id))
+            ConsoleCall.of(
+                await runtime.engine.ledger.views.view(call, operator=True),
+                answered_by.get(call.id),
+            )
             for call in await store.list_calls(conversation_id)
         ]
     )
@@ -299,31 +303,33 @@ async def decide_call(request: Request) -> Response:
 
 @guarded(Role.OPERATOR)
 async def expire_call(request: Request) -> Response:
+    """ "End call": the call fails with ``operator_ended``; the model is told an operator
+    ended it (not that it timed out), the visitor reads a sentence of its own."""
     runtime = _runtime(request)
     call = await _open_call(runtime, request.path_params["call_id"])
-    expired = await runtime.engine.ledger.answers.expire(call) if call.state.open else None
-    if expired is None:
+    ended = None
+    if call.state.open:
+        ended = await runtime.engine.ledger.answers.cancel(call, ToolErrorCode.OPERATOR_ENDED)
+    if ended is None:
         raise Conflict(
             f"call {call.id} is already {call.state.value}", code=ErrorCode.CALL_ALREADY_SETTLED
         )
-    runtime.engine.resume(expired)
+    runtime.engine.resume(ended)
     await record(runtime.store, operator_of(request).name, "call.expire",
            conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
-    return WireResponse(CallStatus("expired"))
+    return WireResponse(CallStatus(CallState.FAILED.value))
 
 
 @guarded(Role.OPERATOR)
 async def cancel_run(request: Request) -> Response:
     runtime = _runtime(request)
     run_id = request.path_params["run_id"]
-    run = await runtime.store.get_run(run_id)
-    if run is None:
-        raise NotFound(f"no run {run_id}", code=ErrorCode.UNKNOWN_RUN)
-    who = operator_of(request).name
-    if not await runtime.engine.cancel_run(run_id):
-        raise Conflict(f"run {run_id} is {run.status.value}; only a waiting run can be cancelled",
-                       code=ErrorCode.RUN_NOT_WAITING)  # fmt: skip
+    run = await runtime.engine.stop_run(run_id, RunErrorCode.OPERATOR_CANCELLED)
     await record(
-        runtime.store, who, "run.cancel", conversation_id=run.conversation_id, run_id=run_id
+        runtime.store,
+        operator_of(request).name,
+        "run.cancel",
+        conversation_id=run.conversation_id,
+        run_id=run_id,
     )
     return WireResponse(RunCancelled("failed"))

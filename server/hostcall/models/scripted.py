@@ -39,7 +39,8 @@ RULE_KEYS = {
 MAX_PACE = 10.0
 CONFIG_KEYS = {"kind", "rules", "fallback"}
 DEFAULT_FALLBACK = "Sorry, I can't help with that yet."
-DEFAULT_ERROR_REPLY = "I couldn't finish that: {{ error.message }}"
+# Read by visitors: no code, no message (it may quote an upstream body or an exception).
+DEFAULT_ERROR_REPLY = "I couldn't finish that. Please try again."
 
 _env = ImmutableSandboxedEnvironment(autoescape=False, undefined=StrictUndefined)
 _lenient = ImmutableSandboxedEnvironment(autoescape=False)

@@ -53,7 +53,8 @@ class ErrorCode(StrEnum):
     CALL_NOT_DISPATCHED = "call_not_dispatched"
     RUN_IN_PROGRESS = "run_in_progress"
     INPUT_CHANGED = "input_changed"
-    RUN_NOT_WAITING = "run_not_waiting"  # the console's
+    RUN_NOT_ACTIVE = "run_not_active"  # a stop of a run that already ended
+    NOTHING_TO_RETRY = "nothing_to_retry"  # a retry with no failed run to run again
     AGENT_EXISTS = "agent_exists"  # the console's
     CONVERSATION_LIMIT_REACHED = "conversation_limit_reached"
     CONVERSATION_TAKEN = "conversation_taken"  # the console's: another person holds it
@@ -96,4 +97,5 @@ class RunErrorCode(StrEnum):
     MODEL_UNREACHABLE = "model_unreachable"
     REPLY_TEMPLATE_FAILED = "reply_template_failed"
     STORE_UNAVAILABLE = "store_unavailable"
-    CANCELLED = "cancelled"  # an operator stopped a waiting run (the console)
+    CANCELLED = "cancelled"  # the visitor stopped the run (Stop)
+    OPERATOR_CANCELLED = "operator_cancelled"  # an operator cancelled the run (the console)

@@ -170,6 +170,17 @@ class PersonSays:
     @classmethod
     def decode(cls, body: dict[str, Any]) -> PersonSays:
         return cls(NewMessage.decode({"text": body.get("text")}).text)
+class RetryRun:
+    """``POST /api/conversations/{conversationId}/retry``"""
+
+    simulate: bool
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> RetryRun:
+        simulate = body.get("simulate", False)
+        if not isinstance(simulate, bool):
+            raise BadRequest("field 'simulate' must be true or false", field="simulate")
+        return cls(simulate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +263,7 @@ Body = TypeVar(
     NewMessage,
     NewFeedback,
     PersonSays,
+    RetryRun,
     Delivered,
     CallResult,
     Decision,

@@ -170,6 +170,12 @@ class FeedbackSaved:
     message_id: str
     rating: str
     comment: str
+class RunStopped:
+    """A run the visitor stopped: it failed with ``code`` (``cancelled``)."""
+
+    run_id: str
+    status: Literal["failed"]
+    code: str
 
 
 # ---- the snapshot ----------------------------------------------------------------------------
@@ -249,6 +255,7 @@ ResponseBody = (
     | RunAccepted
     | MessageHeld
     | FeedbackSaved
+    | RunStopped
     | Snapshot
     | Health
     | EmbedAllowed

@@ -182,6 +182,7 @@ class Statements:
             "UPDATE leases SET until = ? WHERE owner = ? AND substr(key, 1, 5) <> 'turn:'"
         )
         self.release_lease = q("DELETE FROM leases WHERE key = ? AND owner = ?")
+        self.break_lease = q("DELETE FROM leases WHERE key = ?")
         self.expired_leases = q(
             "SELECT key FROM leases WHERE until < ? AND owner <> ? ORDER BY until"
         )

@@ -35,6 +35,10 @@ class Coordination(PostgresConnections, Leases, QuotaCounters):
         self._lease_written()
         return await self._count(SQL.release_lease, (key, owner)) == 1
 
+    async def break_lease(self, key: str) -> bool:
+        self._lease_written()
+        return await self._count(SQL.break_lease, (key,)) == 1
+
     async def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
         found = await self._all(SQL.expired_leases, (now, other_than))
         return [r["key"] for r in found]

@@ -28,6 +28,9 @@ class Coordination(SQLiteConnection, Leases, QuotaCounters):
         cursor = self._db.execute(SQL.release_lease, (key, owner))
         return cursor.rowcount == 1
 
+    async def break_lease(self, key: str) -> bool:
+        return self._db.execute(SQL.break_lease, (key,)).rowcount == 1
+
     async def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
         found = self._db.execute(SQL.expired_leases, (now, other_than))
         return [r[0] for r in found]
