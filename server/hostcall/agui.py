@@ -18,6 +18,7 @@ Each request is one AG-UI run:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections.abc import AsyncIterator
@@ -30,15 +31,15 @@ from starlette.routing import BaseRoute, Route
 from hostcall import strictjson
 from hostcall.agents import Agent
 from hostcall.engine import Engine
-from hostcall.errors import BadRequest, NotFound, ToolErrorCode, Unprocessable
+from hostcall.errors import BadRequest, Conflict, NotFound, ToolErrorCode, Unprocessable
 from hostcall.origins import check_request_origin
-from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
 from hostcall.protocol.requests import read_body
 from hostcall.protocol.run_input import InputMessage, RunAgentInput
 from hostcall.runtime import Runtime
 from hostcall.sessions import bearer_token
-from hostcall.store.records import ANONYMOUS_SURFACE, Conversation
+from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, RunStatus
 
 # A stream waits this long for news before looking at the store again (the broker only wakes
 # it up; the store is the source of truth).
@@ -91,6 +92,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
         yield _sse(*encode(RunStarted(body.thread_id, body.run_id)))
         relay = _Relay(runtime.engine, declared, answered)
         last = start
+        ended = False
         try:
             while True:
                 for event in await runtime.store.events_after(conversation.id, last):
@@ -99,12 +101,14 @@ async def run_agent(request: Request) -> EventSourceResponse:
                     if out is not None:
                         yield _sse(event.name, event.encoded)
                     if relay.ended:
+                        ended = True
                         if relay.ended == EventType.RUN_FINISHED:
                             yield _sse(*encode(RunFinished(body.thread_id, body.run_id)))
                         return
                 if relay.handed_off:
                     # Every event of the step that called the client's tool is committed
                     # together, so all its calls were in the page just read.
+                    ended = True
                     yield _sse(*encode(RunFinished(body.thread_id, body.run_id)))
                     return
                 try:
@@ -113,6 +117,12 @@ async def run_agent(request: Request) -> EventSourceResponse:
                     pass
         finally:
             runtime.broker.unsubscribe(conversation.id, queue)
+            if not ended:
+                # The client went away mid-run: AG-UI's abortRun closes the request, and an
+                # AG-UI run lives only as long as its request (nothing resumes its stream).
+                # Stop it, as the widget's Stop does, in a task of the engine's own: this
+                # one is being cancelled.
+                runtime.engine.tasks.spawn(_stop_abandoned(runtime.engine, conversation.id))
 
     return EventSourceResponse(
         frames(),
@@ -169,6 +179,13 @@ class _Relay:
                 f"The AG-UI client does not run {call.tool_name!r} (it runs: {declared}).",
             )
             await self.engine.follow(failed)
+
+
+async def _stop_abandoned(engine: Engine, conversation_id: str) -> None:
+    run = await engine.store.latest_run(conversation_id)
+    if run is not None and run.status in (RunStatus.RUNNING, RunStatus.WAITING):
+        with contextlib.suppress(Conflict):  # it ended meanwhile
+            await engine.stop_run(run.id, RunErrorCode.CANCELLED)
 
 
 async def _thread(

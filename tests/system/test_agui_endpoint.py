@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -102,6 +103,14 @@ def server(tmp_path_factory: pytest.TempPathFactory, target: Target) -> Iterator
     write_agent(agents, _chat("few", {"conversations_per_minute_per_client": 3}))
     write_agent(agents, _chat("thrifty", {"model_tokens_per_day": 1,
                                           "model_tokens_per_conversation": 0}))  # fmt: skip
+    # A call that waits for a person's approval keeps the AG-UI stream open.
+    write_agent(agents, {
+        "id": "careful", "environment": "dev",
+        "model": {"kind": "scripted", "fallback": "nothing", "rules": [
+            {"match": "create (?P<t>.+)", "tool": "create", "arguments": {"title": "{{ t }}"},
+             "reply": "created"}]},
+        "tools": [{**CREATE, "approval": "always", "guardrails": []}],
+    })  # fmt: skip
     settings = Settings(agents_dir=agents, db_path=tmp / "hostcall.db", secret_keys=SECRET,
                         sweep_seconds=0.05, environ={})  # fmt: skip
     with live_server(settings) as live:
@@ -291,3 +300,36 @@ def test_a_fresh_thread_id_does_not_reset_the_token_budget(server: Live) -> None
     error = _refused(_say(server, "thrifty", f"t-{uuid.uuid4()}"), "token_budget_exhausted")
     assert "this agent today" in error["message"]
     assert _conversations(server) == before
+
+
+def _row(server: Live, sql: str, *args: Any) -> sqlite3.Row:
+    with sqlite3.connect(
+        f"file:{server.app.state.hostcall.settings.db_path}?mode=ro", uri=True
+    ) as db:
+        db.row_factory = sqlite3.Row
+        row = db.execute(sql, args).fetchone()
+    assert row is not None, sql
+    return row
+
+
+def test_a_client_that_aborts_its_run_stops_it(server: Live) -> None:
+    """AG-UI's abortRun closes the request: the run nobody can follow any more ends as
+    ``cancelled``, as after the widget's Stop, and its open call with it."""
+    thread = f"thread-{uuid.uuid4()}"
+    cid = thread_conversation_id("careful", thread)
+    body = {"threadId": thread, "runId": "run-1", "tools": [],
+            "messages": [{"id": "u1", "role": "user", "content": "create the notes"}]}  # fmt: skip
+    with httpx.stream("POST", f"{server.url}/agui/careful", json=body, timeout=10) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if "hostcall.tool_call_approval_requested" in line:
+                break  # the run waits for a person; the client goes away
+    deadline = time.monotonic() + 5
+    run = _row(server, "SELECT * FROM runs WHERE conversation_id = ?", cid)
+    while run["status"] != "failed":
+        assert time.monotonic() < deadline, dict(run)
+        time.sleep(0.05)
+        run = _row(server, "SELECT * FROM runs WHERE conversation_id = ?", cid)
+    assert json.loads(run["error"])["code"] == "cancelled"
+    call = _row(server, "SELECT * FROM calls WHERE conversation_id = ?", cid)
+    assert call["state"] == "failed" and json.loads(call["outcome"])["error"]["code"] == "cancelled"

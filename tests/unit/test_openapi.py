@@ -148,6 +148,21 @@ def test_the_visitor_api_answers_as_described(harness: Harness, described: Descr
     harness.settle(conv)
     d.held(http.get(f"/api/conversations/{conv.id}", headers=conv.auth), snapshot, "get", 200)
 
+    # Stop, then Retry over the stopped run; a second Stop, a Retry with nothing to retry.
+    retry, stop = "/api/conversations/{conversationId}/retry", (
+        "/api/conversations/{conversationId}/runs/{runId}/stop"
+    )
+    run_id = harness.say(conv, "What should I work on next?")
+    harness.open_call(conv)
+    stopping = f"/api/conversations/{conv.id}/runs/{run_id}/stop"
+    d.held(http.post(stopping, headers=conv.auth), stop, status=200)
+    d.held(http.post(stopping, headers=conv.auth), stop, status=409)
+    again = http.post(f"/api/conversations/{conv.id}/retry", json={}, headers=conv.auth)
+    d.held(again, retry, status=202)
+    harness.finish(conv)
+    d.held(http.post(f"/api/conversations/{conv.id}/retry", headers=conv.auth), retry,
+           status=409)  # fmt: skip
+
     # Errors: each in the one shape, under a status the operation describes.
     d.held(http.get(f"/api/conversations/{conv.id}"), snapshot, "get", 401)
     other = harness.conversation()

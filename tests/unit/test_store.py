@@ -1084,3 +1084,27 @@ async def test_a_run_keeps_the_identity_it_acts_for(store: Store) -> None:
     )
     assert start.busy is None
     assert (await store.latest_run("c1")).user == user
+
+
+async def test_a_broken_lease_fences_its_holder_out_of_every_write(store: Store) -> None:
+    """Stop breaks a run's lease whoever holds it: the step holding it then appends nothing
+    and cannot end the run, in its transaction or outside one; breaking it again is a no."""
+    await _conversation(store)
+    await store.create_run(Run("r1", "c1", {}, RunStatus.RUNNING))
+    await store.take_lease("run:r1", "a", until=10.0, now=0.0)
+    async with store.transaction():
+        await store.append_event("c1", TextMessageContent("m", "0"), fence=("run:r1", "a"))
+    assert await store.break_lease("run:r1")
+    assert not await store.break_lease("run:r1")
+    with pytest.raises(LeaseLost):
+        await store.append_event("c1", TextMessageContent("m", "late"), fence=("run:r1", "a"))
+    assert not await store.update_run_leased("r1", ("run:r1", "a"), status=RunStatus.FINISHED)
+    # In a transaction, as a step ends (Leases.end_step): refused there, or at its commit.
+    with pytest.raises(LeaseLost):
+        async with store.transaction():
+            if not await store.update_run_leased(
+                "r1", ("run:r1", "a"), status=RunStatus.FINISHED
+            ):
+                raise LeaseLost("run:r1", "a")
+    assert (await store.get_run("r1")).status is RunStatus.RUNNING
+    assert [e.data["delta"] for e in await store.events_after("c1", 0)] == ["0"]

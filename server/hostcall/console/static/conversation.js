@@ -175,7 +175,7 @@ function render(d) {
       h('code', { text: r.id }), ' ', h('span', { text: tr(`status_${r.status}`) }),
       ` · ${tr('col_step')}: ${r.step}`, r.simulated ? ` · ${tr('simulated')}` : '',
       r.error ? h('span', { 'data-part': 'run-error', text: ` · ${r.error.code}: ${r.error.message}` }) : '',
-      r.status === 'waiting' ? h('button', { type: 'button', 'data-part': 'cancel-run', 'data-kind': 'danger', onclick: () => confirm(tr('confirm_cancel')) && act(`/console/api/runs/${encodeURIComponent(r.id)}/cancel`, {}) }, tr('cancel_run')) : ''))) : h('p', { text: tr('no_runs') }))
+      r.status === 'waiting' || r.status === 'running' ? h('button', { type: 'button', 'data-part': 'cancel-run', 'data-kind': 'danger', onclick: () => confirm(tr('confirm_cancel')) && act(`/console/api/runs/${encodeURIComponent(r.id)}/cancel`, {}) }, tr('cancel_run')) : ''))) : h('p', { text: tr('no_runs') }))
   document.querySelector('[data-part="audit"]')?.replaceChildren(...d.audit.map((/** @type {any} */ e) =>
     h('li', { 'data-part': 'audit-entry' }, h('time', { text: when(e.at) }), ` ${e.actor} · ${e.action}`, e.callId ? ` · ${e.callId}` : '')))
   document.querySelector('[data-part="timeline"] tbody')?.replaceChildren(...d.events.slice().reverse().map((/** @type {any} */ e) =>
