@@ -25,7 +25,9 @@ const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}'
 const maxBodyBytes = Number(cfg.maxBodyBytes) || LIMITS.MAX_BODY_BYTES
 const framed = Boolean(cfg.parentOrigin) && window.parent !== window
 /** @type {Map<string, {name: string, title?: string, description?: string}>} */
+/** Every tool's title (for its cards); `server` marks one no page's handler can answer. */
 const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
+const pageTool = (/** @type {string} */ name) => agentTools.has(name) && !agentTools.get(name).server
 const api = createApi(cfg.apiBase || '', cfg.agentId, framed ? cfg.parentOrigin : '', resumeKey(cfg.agentId))
 const locale = pickLocale(cfg.locale, ...navigator.languages)
 /** This page load's surface id: kept across stream reconnects, new on every load. */
@@ -84,7 +86,7 @@ function setParentTools(list, token) {
 
 /** Handler negotiation: tell the server which of the agent's tools this surface answers. */
 async function sendCapabilities(strict = false) {
-  const tools = framed ? [...parentTools].filter(name => agentTools.has(name)) : []
+  const tools = framed ? [...parentTools].filter(pageTool) : []
   try { await api.capabilities(state.conversationId, surfaceId, tools) } catch (err) {
     if (strict) throw err
     console.warn('hostcall: capabilities', err)
@@ -233,7 +235,7 @@ const ON = {
     state.run = 'running'
     state.runId = d.runId
     // A page answering some of the agent's tools: fetch the call code while the model works.
-    if (framed && [...parentTools].some(name => agentTools.has(name))) toolCalls()
+    if (framed && [...parentTools].some(pageTool)) toolCalls()
   },
   [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
   [EVENT.RUN_ERROR]: d => {

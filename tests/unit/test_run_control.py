@@ -1,5 +1,5 @@
 """A visitor's Stop and Retry (docs/protocol.md "Stop and retry"), on both stores, with the
-fake OpenAI-compatible provider of test_openai_compat.py and the demo's scripted agent."""
+fake OpenAI-compatible provider (tests/support/provider.py) and the demo's scripted agent."""
 
 from __future__ import annotations
 
