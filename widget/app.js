@@ -243,7 +243,7 @@ const ON = {
     // A short sentence in the visitor's language, never the server's detail (that
     // is in the operator's log); the code goes to the page's `error` listeners. Retry
     // runs the agent again over the conversation: the message is not sent twice.
-    ui.showError(t(RUN_ERRORS[d.code] || (/^model_/.test(d.code) ? 'errorUnavailable' : 'errorRun')), rerun)
+    ui.showError(t(RUN_ERRORS[d.code] || (/^model_/.test(d.code) ? 'errorUnavailable' : 'errorRun')), rerun, d.code === 'cancelled')
     emit('error', { code: d.code, message: d.message })
   },
   [EVENT.TEXT_MESSAGE_START]: d => {

@@ -46,7 +46,7 @@ export function readable(v, schema, depth = 0) {
 // ============================================================================
 
 /**
- * A call's card; `data-state`: running, waiting, done, failed, rejected, expired. `name` is
+ * A call's card; `data-state`: running, waiting, done, failed, rejected, expired, stopped. `name` is
  * the tool's id (`data-tool`, for tests and pages); `title` is what people read. Shown by
  * `show()`, at the latest SHOW_WITHIN_MS after it was made.
  * @param {string} id @param {string} name @param {string} [title] @returns {Card}

@@ -385,9 +385,10 @@ export function markFailed(el, retry, why = '') {
     h('button', { type: 'button', 'data-part': 'message-retry', onclick: () => { el.remove(); retry() } }, t('retry'))))
 }
 
-/** A conversation-level error, with a retry when one makes sense. @param {string} text @param {(() => void) | null} [retry] */
-export function showError(text, retry) {
-  const el = h('div', { 'data-part': 'error', role: 'alert' }, h('p', { text }),
+/** A conversation-level error, with a retry when one makes sense; `note`: no fault, said
+ * calmly (the visitor's own Stop). @param {string} text @param {(() => void) | null} [retry] @param {boolean} [note] */
+export function showError(text, retry, note = false) {
+  const el = h('div', { 'data-part': 'error', 'data-tone': note ? 'note' : 'alert', role: note ? 'status' : 'alert' }, h('p', { text }),
     retry && h('button', { type: 'button', 'data-part': 'retry', onclick: () => { el.remove(); retry() } }, t('retry')))
   append(el)
 }

@@ -38,7 +38,7 @@ export default {
   type_array: 'a list', type_null: 'empty', format_date: 'date (YYYY-MM-DD)',
   'format_date-time': 'date and time', format_time: 'time', format_email: 'email address',
   format_uri: 'URL',
-  stoppedNote: 'Stopped before it finished.',
+  state_stopped: 'Stopped', stoppedNote: 'Stopped before it finished.',
   operatorCancelledNote: 'A member of the support team cancelled this action.',
   operatorEndedNote: 'A member of the support team ended this action.',
 }

@@ -43,7 +43,7 @@ export default {
   type_array: 'una lista', type_null: 'vacío', format_date: 'fecha (AAAA-MM-DD)',
   'format_date-time': 'fecha y hora', format_time: 'hora', format_email: 'correo electrónico',
   format_uri: 'URL',
-  stoppedNote: 'Detenida antes de terminar.',
+  state_stopped: 'Detenida', stoppedNote: 'Detenida antes de terminar.',
   operatorCancelledNote: 'Un miembro del equipo de soporte canceló esta acción.',
   operatorEndedNote: 'Un miembro del equipo de soporte finalizó esta acción.',
 }

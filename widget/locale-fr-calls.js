@@ -46,7 +46,7 @@ export default {
   type_boolean: 'oui ou non', type_object: 'un objet', type_array: 'une liste', type_null: 'vide',
   format_date: 'date (AAAA-MM-JJ)', 'format_date-time': 'date et heure', format_time: 'heure',
   format_email: 'adresse e-mail', format_uri: 'URL',
-  stoppedNote: 'Arrêtée avant la fin.',
+  state_stopped: 'Arrêtée', stoppedNote: 'Arrêtée avant la fin.',
   operatorCancelledNote: 'Un membre de l’équipe d’assistance a annulé cette action.',
   operatorEndedNote: 'Un membre de l’équipe d’assistance a mis fin à cette action.',
 }

@@ -29,7 +29,7 @@ export default {
   type_number: '数値', type_integer: '整数', type_boolean: 'はい/いいえ', type_object: 'オブジェクト',
   type_array: 'リスト', type_null: '空', format_date: '日付(YYYY-MM-DD)', 'format_date-time': '日時',
   format_time: '時刻', format_email: 'メールアドレス', format_uri: 'URL',
-  stoppedNote: '完了する前に停止しました。',
+  state_stopped: '停止', stoppedNote: '完了する前に停止しました。',
   operatorCancelledNote: 'サポートチームのメンバーがこの操作を取り消しました。',
   operatorEndedNote: 'サポートチームのメンバーがこの操作を終了しました。',
 }

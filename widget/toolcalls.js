@@ -165,7 +165,8 @@ function settle(v, st, outcome) {
   const error = !oc?.error ? '' : t(ERROR_NOTES[oc.error.code] || 'toolFailed')
   const reason = oc?.error?.reason // the person's own words, not the message written for the model
   const note = st === CALL_STATE.EXPIRED ? t('expiredNote') : st !== CALL_STATE.REJECTED ? error : reason ? t('rejectedNote', { reason }) : ''
-  v.card.setState(cardState(st), note)
+  // Stopped or ended by a person: not the tool's failure.
+  v.card.setState(ERROR_NOTES[oc?.error?.code] ? 'stopped' : cardState(st), note)
   v.card.setBody(oc && 'output' in oc
     ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), readable(oc.output, v.call.outputSchema))
     : null)

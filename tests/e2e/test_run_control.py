@@ -1,0 +1,139 @@
+"""Stop and Retry in the widget, in Chromium (docs/embedding.md "Stop and Retry"): a visitor
+stops a slow reply or a run waiting on its calls, and retries after a model error without
+the message being sent twice."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from hostcall.settings import DEMO_AGENTS
+from tests.e2e.conftest import Demo, shot, start_demo
+from tests.e2e.flows_helpers import SLOW, open_chat, snapshot
+from tests.support.fake_openai import DONE, FakeProvider, Reply, chunk, running_provider, text
+
+STORY = "Once upon a time there was a model that took its time over every word. " * 6
+
+
+def _agents(tmp_path: Path, **planner: Any) -> Path:
+    """The demo's agents, the planner changed by ``planner`` (its model, its rules)."""
+    agents = tmp_path / "agents"
+    shutil.copytree(DEMO_AGENTS, agents)
+    path = agents / "planner.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **planner}))
+    return agents
+
+
+@pytest.fixture
+def slow_demo(tmp_path: Path) -> Iterator[Demo]:
+    """The demo, its planner also telling a long story, four words a second."""
+    data = json.loads((DEMO_AGENTS / "planner.json").read_text())
+    story = {"match": "(?i)^tell me a story", "reply": STORY, "pace_seconds": 1.0}
+    model = {**data["model"], "rules": [story, *data["model"]["rules"]]}
+    demo = start_demo(tmp_path, extra=["--agents", str(_agents(tmp_path, model=model))])
+    yield demo
+    demo.stop()
+
+
+def test_stop_ends_a_slow_reply_and_the_visitor_writes_again(page: Page, slow_demo: Demo) -> None:
+    widget = open_chat(page, slow_demo)
+    frame = widget.frame
+    widget.send("tell me a story")
+    stop = frame.locator("[data-part=stop]")
+    send = frame.locator("[data-part=send]")
+    expect(stop).to_be_visible(timeout=SLOW)
+    expect(stop).to_have_accessible_name("Stop the reply")
+    expect(send).to_be_hidden()
+    reply = widget.last_reply()
+    expect(reply).to_contain_text("Once upon a time", timeout=SLOW)
+    shot(page, "run-control-1-stop-while-working")
+    # By keyboard: the control is a real button in the composer's tab order.
+    stop.focus()
+    page.keyboard.press("Enter")
+    error = widget.error()
+    expect(error).to_contain_text("You stopped this reply.", timeout=SLOW)
+    expect(error.locator("[data-part=retry]")).to_be_visible()
+    expect(stop).to_be_hidden()
+    expect(send).to_be_visible()
+    expect(frame.locator("[data-part=composer-input]")).to_be_focused()
+    widget.wait_until_idle()
+    # The half-told story is gone, as from the snapshot; nothing more of it comes.
+    expect(frame.locator("[data-part=message]", has_text="Once upon a time")).to_have_count(0)
+    snap = snapshot(page, slow_demo)
+    assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
+    shot(page, "run-control-2-stopped")
+    page.wait_for_timeout(1500)  # a step still going would have streamed a chunk by now
+    expect(frame.locator("[data-part=message]", has_text="Once upon a time")).to_have_count(0)
+    # The visitor writes again at once.
+    widget.send("hello")
+    expect(widget.last_reply()).to_contain_text("Hello", timeout=SLOW)
+    widget.wait_until_idle()
+
+
+def test_stop_while_an_action_waits_for_approval_says_it_on_the_card_in_french(
+    page: Page, slow_demo: Demo
+) -> None:
+    widget = open_chat(page, slow_demo, "?locale=fr")
+    widget.send("Add a task to write the notes")
+    card = widget.wait_for_call("create_task", "waiting")
+    stop = widget.frame.locator("[data-part=stop]")
+    expect(stop).to_have_accessible_name("Arrêter la réponse")
+    expect(stop).to_have_text("Arrêter")
+    stop.click()
+    expect(widget.error()).to_contain_text("Vous avez arrêté cette réponse.", timeout=SLOW)
+    expect(card).to_have_attribute("data-state", "stopped", timeout=SLOW)
+    expect(card.locator("[data-part=tool-call-status]")).to_have_text("Arrêtée")
+    expect(card.locator("[data-part=tool-call-note]")).to_have_text("Arrêtée avant la fin.")
+    expect(card.locator("[data-part=approve]")).to_have_count(0)
+    widget.wait_until_idle()
+    shot(page, "run-control-3-stopped-approval-fr")
+    [call] = snapshot(page, slow_demo)["calls"]
+    assert call["state"] == "failed" and call["outcome"]["error"]["code"] == "cancelled"
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProvider]:
+    with running_provider() as fake:
+        yield fake
+
+
+def test_retry_after_a_model_error_runs_again_and_sends_nothing_twice(
+    page: Page, tmp_path: Path, provider: FakeProvider
+) -> None:
+    model = {"kind": "openai", "base_url": provider.base_url, "model": "m"}
+    agents = _agents(tmp_path, model=model)
+    platform = agents / "_platform.json"
+    data = json.loads(platform.read_text())
+    data["environments"]["demo"]["allowed_hosts"].append(f"127.0.0.1:{provider.port}")
+    platform.write_text(json.dumps(data))
+    upstream = json.dumps({"error": {"message": "upstream secret words"}}).encode()
+    provider.replies.append(Reply([upstream], status=500, media_type="application/json"))
+    provider.replies.append(Reply([text("Here is your week."), chunk({}, "stop"), DONE]))
+    demo = start_demo(tmp_path, extra=["--agents", str(agents)])
+    try:
+        widget = open_chat(page, demo)
+        widget.send("plan my week")
+        error = widget.error()
+        expect(error).to_contain_text("The assistant is not available right now", timeout=SLOW)
+        expect(widget.frame.locator("body")).not_to_contain_text("upstream secret words")
+        widget.wait_until_idle()
+        shot(page, "run-control-4-model-error")
+        error.locator("[data-part=retry]").click()
+        expect(widget.last_reply()).to_have_text("Here is your week.", timeout=SLOW)
+        widget.wait_until_idle()
+        # The thread shows the message once, and the model read it once.
+        assert widget.messages("user") == ["plan my week"]
+        turns = [m for m in provider.received[-1].body["messages"] if m["role"] == "user"]
+        assert [m["content"] for m in turns] == ["plan my week"]
+        assert len(provider.received) == 2
+        snap = snapshot(page, demo)
+        assert [m["role"] for m in snap["messages"]] == ["user", "assistant"]
+        shot(page, "run-control-5-retried")
+    finally:
+        demo.stop()
