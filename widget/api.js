@@ -101,7 +101,7 @@ export function createApi(base, agentId, parentOrigin, key) {
     leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, { keepalive: true }).catch(() => {}),
     message: (id, text, simulate) => call('POST', conv(id, '/messages'), simulate ? { text, simulate } : { text }),
     feedback: (id, messageId, body) => call('POST', conv(id, `/messages/${enc(messageId)}/feedback`), body),
-    retry: (id, simulate) => call('POST', conv(id, '/retry'), simulate ? { simulate } : {}),
+    retry: (id, simulate) => call('POST', conv(id, '/retry'), { simulate }),
     stop: (id, runId) => call('POST', conv(id, `/runs/${enc(runId)}/stop`), {}),
     result: (callId, body) => call('POST', `/api/calls/${enc(callId)}/result`, body),
     decision: (callId, body) => call('POST', `/api/calls/${enc(callId)}/decision`, body),

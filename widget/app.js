@@ -10,8 +10,8 @@ import { CUSTOM, EVENT, LIMITS, MSG } from './protocol.js'
 // Constants
 // ============================================================================
 
-// Messages between the widget and the page: MSG (widget/protocol.js); what each carries:
-// hostcall/protocol/js_constants.py. Bridge.js speaks them in the host page.
+// Messages between the widget and the page: MSG (widget/protocol.js), listed with what
+// each carries in docs/architecture.md, "The page bridge".
 
 const GONE = [401, 403, 404] // the session or conversation no longer exists
 
@@ -25,9 +25,7 @@ const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}'
 const maxBodyBytes = Number(cfg.maxBodyBytes) || LIMITS.MAX_BODY_BYTES
 const framed = Boolean(cfg.parentOrigin) && window.parent !== window
 /** @type {Map<string, {name: string, title?: string, description?: string}>} */
-/** Every tool's title (for its cards); `server` marks one no page's handler can answer. */
 const agentTools = new Map((cfg.tools || []).map(tool => [tool.name, tool]))
-const pageTool = (/** @type {string} */ name) => agentTools.has(name) && !agentTools.get(name).server
 const api = createApi(cfg.apiBase || '', cfg.agentId, framed ? cfg.parentOrigin : '', resumeKey(cfg.agentId))
 const locale = pickLocale(cfg.locale, ...navigator.languages)
 /** This page load's surface id: kept across stream reconnects, new on every load. */
@@ -36,7 +34,7 @@ const surfaceId = `s_${randomHex(12)}`
 const state = {
   conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0,
   run: '', // '' | running | waiting | finished | failed
-  runId: '', // the latest run's: what Stop stops
+  runId: '',
   streaming: '', // id of the assistant message being streamed
   ready: false,
   /** @type {{close: () => void} | null} */ stream: null,
@@ -86,7 +84,7 @@ function setParentTools(list, token) {
 
 /** Handler negotiation: tell the server which of the agent's tools this surface answers. */
 async function sendCapabilities(strict = false) {
-  const tools = framed ? [...parentTools].filter(pageTool) : []
+  const tools = framed ? [...parentTools].filter(name => agentTools.has(name)) : []
   try { await api.capabilities(state.conversationId, surfaceId, tools) } catch (err) {
     if (strict) throw err
     console.warn('hostcall: capabilities', err)
@@ -235,15 +233,17 @@ const ON = {
     state.run = 'running'
     state.runId = d.runId
     // A page answering some of the agent's tools: fetch the call code while the model works.
-    if (framed && [...parentTools].some(pageTool)) toolCalls()
+    if (framed && [...parentTools].some(name => agentTools.has(name))) toolCalls()
   },
   [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
   [EVENT.RUN_ERROR]: d => {
     state.run = 'failed'
     // A short sentence in the visitor's language, never the server's detail (that
-    // is in the operator's log); the code goes to the page's `error` listeners. Retry
-    // runs the agent again over the conversation: the message is not sent twice.
-    ui.showError(t(RUN_ERRORS[d.code] || (/^model_/.test(d.code) ? 'errorUnavailable' : 'errorRun')), rerun, d.code === 'cancelled')
+    // is in the operator's log); the code goes to the page's `error` listeners.
+    const sentence = d.code === 'store_unavailable' ? 'errorStore' : d.code === 'cancelled' ? 'stopped'
+      : d.code === 'operator_cancelled' ? 'errorOperatorCancelled'
+      : /^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'
+    ui.showError(t(sentence), rerun, d.code === 'cancelled')
     emit('error', { code: d.code, message: d.message })
   },
   [EVENT.TEXT_MESSAGE_START]: d => {
@@ -265,9 +265,6 @@ const ON = {
     if (state.streaming === d.messageId) state.streaming = ''
   },
 }
-
-/** A failed run's sentence, by its code (others: errorRun). @type {Record<string, string>} */
-const RUN_ERRORS = { store_unavailable: 'errorStore', model_bad_reply: 'errorRun', cancelled: 'stopped', operator_cancelled: 'errorOperatorCancelled' }
 
 /** The tool-call events: toolcalls.js's (`c`), handled once it has loaded.
  * @type {Record<string, (c: Calls, d: any) => void>} */
@@ -397,33 +394,19 @@ async function send(raw) {
   } finally { refresh() }
 }
 
-/** Retry after a failed run: the agent runs again over the conversation as it is. */
-async function rerun() {
-  if (state.run === 'running' || state.run === 'waiting') return void ui.showError(t('errorBusy'))
-  state.run = 'running'
+/** Retry (runs again, sends nothing twice) and Stop; a 409: the run ended or began meanwhile. */
+async function control(/** @type {boolean} */ retry) {
+  const { run, conversationId: id } = state, next = retry ? 'running' : 'failed'
+  if (retry === (run === 'running' || run === 'waiting')) return
+  state.run = next
   refresh()
-  try {
-    await api.retry(state.conversationId, cfg.simulate === true)
-  } catch (err) {
-    // 409: a run started meanwhile (another tab), or there is nothing to run again.
-    state.run = err.status === 409 ? '' : 'failed'
-    ui.showError(t(err.status === 409 ? 'errorBusy' : 'errorRun'), err.status === 409 ? null : rerun)
-    emit('error', { code: err.code || 'retry_failed', message: err.message })
+  try { await (retry ? api.retry(id, cfg.simulate === true) : api.stop(id, state.runId)) } catch (err) {
+    if (state.run === next) state.run = run
+    if (err.status !== 409) ui.showError(t('errorRun'), retry ? rerun : null)
+    emit('error', { code: err.code || 'control_failed', message: err.message })
   } finally { refresh() }
 }
-
-/** Stop: the run and its open calls end as `cancelled`; the stream says so (RUN_ERROR). */
-async function stop() {
-  if (!state.runId) return
-  // The composer is the visitor's again at once; the stream's RUN_ERROR confirms.
-  try { await api.stop(state.conversationId, state.runId) } catch (err) {
-    // 409 run_not_active: the run ended first (its end is on the stream); else say it.
-    if (err.status !== 409) ui.showError(t('errorRun'))
-    return void emit('error', { code: err.code || 'stop_failed', message: err.message })
-  }
-  state.run = 'failed'
-  refresh()
-}
+const rerun = () => control(true)
 
 /**
  * Sync the working indicator and the send button with the run, and publish the agent's
@@ -434,8 +417,7 @@ function refresh() {
   const active = state.run === 'running' || state.run === 'waiting'
   const person = Boolean(calls?.needsPerson())
   ui.setWorking(state.ready && active && !person && !state.streaming)
-  ui.setSendEnabled(state.ready && !active)
-  ui.setStoppable(state.ready && active)
+  ui.setSendEnabled(state.ready && !active, state.ready && active)
   ui.setAgentState(!state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working')
 }
 
@@ -461,7 +443,7 @@ ui.mountShell(document.getElementById('hc-root'), {
   onClose: () => toParent(MSG.CLOSE),
   onNew: restart,
   onHistory: () => import('./history.js').then(m => m.show(api, state, restart), () => ui.showError(t('errorRun'))),
-  onStop: stop,
+  onStop: () => control(false),
   // Starting: the first message waits for the conversation (send), a second one is refused.
   blocked: () => state.ready || state.outbox.length ? t(calls?.needsPerson() ? 'hintPending' : 'errorBusy') : '',
 })

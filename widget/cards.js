@@ -8,7 +8,7 @@ import { humanize } from './form.js'
 import { LIMITS } from './protocol.js'
 
 /**
- * @typedef {{el: HTMLElement, show: () => void, setState: (state: string, note?: string) => void,
+ * @typedef {{el: HTMLElement, show: () => void, setTitle: (title: string) => void, setState: (state: string, note?: string) => void,
  *   setInput: (input: unknown, schema?: any) => void, setBody: (...nodes: any[]) => void,
  *   busy: (on: boolean) => void, focus: (part: string) => void}} Card
  */
@@ -53,13 +53,17 @@ export function readable(v, schema, depth = 0) {
  */
 export function toolCard(id, name, title = name) {
   const titleId = uid('call')
+  const heading = h('h2', { id: titleId, 'data-part': 'tool-call-title' })
+  /** A title people read, or the tool's id as code when it has none. @param {string} text */
+  const named = text => heading.replaceChildren(h('span', { class: 'sr-only', text: `${t('toolCall')} ` }),
+    text === name ? h('code', { text: name }) : h('span', { text }))
+  named(title)
   const status = h('span', { 'data-part': 'tool-call-status' })
   const input = h('div', { 'data-part': 'tool-call-input', hidden: true })
   const body = h('div', { 'data-part': 'tool-call-body' })
   const el = h('article', { 'data-part': 'tool-call', 'data-call-id': id, 'data-tool': name, 'aria-labelledby': titleId },
     h('header', null,
-      h('h2', { id: titleId, 'data-part': 'tool-call-title' }, h('span', { class: 'sr-only', text: `${t('toolCall')} ` }), title === name ? h('code', { text: name }) : h('span', { text: title })),
-      status),
+      heading, status),
     input, body)
   // Its place in the thread is taken now: text that arrives meanwhile goes after it.
   const spot = reserve()
@@ -69,6 +73,7 @@ export function toolCard(id, name, title = name) {
   return {
     el,
     show,
+    setTitle: named,
     setState(state, note) {
       el.dataset.state = status.dataset.state = state
       status.textContent = t(`state_${state}`)

@@ -124,8 +124,7 @@ export function mountShell(root, o) {
   parts.hint = h('p', { id: `${inputId}-hint`, 'data-part': 'composer-hint', role: 'status', hidden: true })
   parts.limit = h('p', { id: `${inputId}-limit`, 'data-part': 'composer-limit', hidden: true })
   parts.send = h('button', { type: 'submit', 'data-part': 'send', 'aria-label': t('send'), title: t('send') }, icon('send'))
-  // While the agent works, Stop takes Send's place (the run and its open calls end).
-  parts.stop = h('button', { type: 'button', 'data-part': 'stop', 'aria-label': t('stopLabel'), title: t('stopLabel'), hidden: true, onclick: o.onStop }, t('stop'))
+  parts.stop = h('button', { type: 'button', 'data-part': 'stop', hidden: true, onclick: o.onStop }, t('stop'))
   parts.composer = h('form', {
     'data-part': 'composer', 'aria-label': t('composer'),
     onsubmit: e => {
@@ -188,7 +187,7 @@ export const focusComposer = () => phone() || parts.input?.focus()
 // What the working indicator and the send button were last asked to show (their drawing may
 // wait: `write`); an unchanged one is not written again, so it costs the next frame nothing.
 let working = false
-let sendable = true
+let sendable = true, stoppable = false
 /** @param {boolean} on */
 export function setWorking(on) {
   if (on === working) return
@@ -203,26 +202,18 @@ export function setAgentState(value) {
   agentState = value
   write(() => { document.documentElement.dataset.agentState = value })
 }
-let stoppable = false
-/** Stop in Send's place while a run can be stopped; focus follows a Stop that goes away.
- * @param {boolean} on */
-export function setStoppable(on) {
-  if (on === stoppable) return
-  stoppable = on
-  write(() => {
-    const had = document.activeElement === parts.stop
-    parts.stop.hidden = !on
-    parts.send.hidden = on
-    if (had && !on) parts.input.focus()
-  })
-}
-/** @param {boolean} on */
-export function setSendEnabled(on) {
-  if (on === sendable) return
+/** @param {boolean} on @param {boolean} [stop] */
+export function setSendEnabled(on, stop = false) {
+  if (on === sendable && stop === stoppable) return
   sendable = on
+  stoppable = stop
   write(() => {
     parts.send.toggleAttribute('disabled', !on)
     if (on) parts.hint.hidden = true
+    // Stop takes Send's place while a run goes on; focus leaves a Stop that goes.
+    if (!stop && document.activeElement === parts.stop) parts.input.focus()
+    parts.stop.hidden = !stop
+    parts.send.hidden = stop
   })
 }
 /** Scroll to the newest message, once per frame however many changes asked for it: in the
@@ -385,10 +376,10 @@ export function markFailed(el, retry, why = '') {
     h('button', { type: 'button', 'data-part': 'message-retry', onclick: () => { el.remove(); retry() } }, t('retry'))))
 }
 
-/** A conversation-level error, with a retry when one makes sense; `note`: no fault, said
- * calmly (the visitor's own Stop). @param {string} text @param {(() => void) | null} [retry] @param {boolean} [note] */
+/** A conversation-level error, with a retry when one makes sense; a `note` is no fault.
+ * @param {string} text @param {(() => void) | null} [retry] @param {boolean} [note] */
 export function showError(text, retry, note = false) {
-  const el = h('div', { 'data-part': 'error', 'data-tone': note ? 'note' : 'alert', role: note ? 'status' : 'alert' }, h('p', { text }),
+  const el = h('div', { 'data-part': 'error', role: note ? 'status' : 'alert' }, h('p', { text }),
     retry && h('button', { type: 'button', 'data-part': 'retry', onclick: () => { el.remove(); retry() } }, t('retry')))
   append(el)
 }

@@ -39,6 +39,6 @@ export default {
   'format_date-time': 'date and time', format_time: 'time', format_email: 'email address',
   format_uri: 'URL',
   state_stopped: 'Stopped', stoppedNote: 'Stopped before it finished.',
-  operatorCancelledNote: 'A member of the support team cancelled this action.',
-  operatorEndedNote: 'A member of the support team ended this action.',
+  operatorCancelledNote: 'The support team cancelled this action.',
+  operatorEndedNote: 'The support team ended this action.',
 }

@@ -16,6 +16,6 @@ export default {
   limit: 'Messages are limited to {n} characters; the rest was not added.',
   hintPending: 'First answer the action above: approve, edit or reject it, or fill in its form.',
   notSent: 'Not sent.', cancel: 'Cancel',
-  stop: 'Stop', stopLabel: 'Stop the reply', stopped: 'You stopped this reply.',
-  errorOperatorCancelled: 'A member of the support team stopped this request.',
+  stop: 'Stop', stopped: 'You stopped this reply.',
+  errorOperatorCancelled: 'The support team stopped this request.',
 }

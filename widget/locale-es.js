@@ -17,6 +17,6 @@ export default {
   limit: 'Los mensajes tienen un límite de {n} caracteres; el resto no se añadió.',
   hintPending: 'Primero responde a la acción de arriba: apruébala, edítala o recházala, o rellena su formulario.',
   notSent: 'No enviado.', cancel: 'Cancelar',
-  stop: 'Detener', stopLabel: 'Detener la respuesta', stopped: 'Has detenido esta respuesta.',
+  stop: 'Detener', stopped: 'Has detenido esta respuesta.',
   errorOperatorCancelled: 'Un miembro del equipo de soporte detuvo esta solicitud.',
 }

@@ -18,6 +18,6 @@ export default {
   limit: 'Les messages sont limités à {n} caractères ; le reste n’a pas été ajouté.',
   hintPending: 'Répondez d’abord à l’action ci-dessus : approuvez, modifiez ou refusez-la, ou remplissez son formulaire.',
   notSent: 'Non envoyé.', cancel: 'Annuler',
-  stop: 'Arrêter', stopLabel: 'Arrêter la réponse', stopped: 'Vous avez arrêté cette réponse.',
+  stop: 'Arrêter', stopped: 'Vous avez arrêté cette réponse.',
   errorOperatorCancelled: 'Un membre de l’équipe d’assistance a arrêté cette demande.',
 }

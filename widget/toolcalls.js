@@ -128,6 +128,8 @@ export function upsertCall(c) {
   if (typeof c?.toolCallId !== 'string') return
   const v = view(c.toolCallId, c.toolCallName)
   v.call = { ...v.call, ...c }
+  // A server-side tool's title comes with its call (the page's config lists client tools).
+  if (c.title) v.card.setTitle(c.title)
   if (TERMINAL.has(c.state)) settle(v, c.state, c.outcome)
   else if (c.state === CALL_STATE.AWAITING_CONFIRMATION) { if (move(v, CALL_EVENT.APPROVAL_REQUESTED)) showConfirm(v) }
   else if (c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) place(v) // the page's handler first

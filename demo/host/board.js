@@ -117,7 +117,7 @@ function logEvent(name, detail) {
     message: d => `${d.role} message: ${String(d.text).slice(0, 80)}`,
     toolcall: d => `Tool call ${d.toolName} (${d.state}${d.route ? `, ${d.route}` : ''})`,
     toolresult: d => `Tool result ${d.toolName}: ${d.state}`,
-    error: d => `Error ${d.code || ''}: ${d.message || ''}`,
+    error: d => `Error: ${d.message || ''}`, // a sentence; the code is for the page's code
   }[name](detail || {})
   const log = document.querySelector('[data-part=event-log]')
   log.prepend(el('li', { 'data-part': 'event', 'data-event': name }, el('time', null, new Date().toLocaleTimeString()), ' ', text))

@@ -32,7 +32,7 @@ RUN_NOTICES: dict[RunErrorCode, str] = {
     RunErrorCode.STORE_UNAVAILABLE: "The server could not save this answer. Please send your "
     "message again in a moment.",
     RunErrorCode.CANCELLED: "You stopped this reply.",
-    RunErrorCode.OPERATOR_CANCELLED: "A member of the support team stopped this request.",
+    RunErrorCode.OPERATOR_CANCELLED: "The support team stopped this request.",
 }
 
 # What a visitor reads for a call that ended without an output (events and snapshots carry
@@ -44,8 +44,8 @@ TOOL_NOTICES: dict[ToolErrorCode, str] = {
     ToolErrorCode.APPROVAL_EXPIRED: "This action expired before anyone approved it.",
     ToolErrorCode.TIMEOUT: "This action expired before it was answered.",
     ToolErrorCode.CANCELLED: "This action was stopped.",
-    ToolErrorCode.OPERATOR_CANCELLED: "A member of the support team cancelled this action.",
-    ToolErrorCode.OPERATOR_ENDED: "A member of the support team ended this action.",
+    ToolErrorCode.OPERATOR_CANCELLED: "The support team cancelled this action.",
+    ToolErrorCode.OPERATOR_ENDED: "The support team ended this action.",
 }
 
 

@@ -27,7 +27,6 @@ from starlette.routing import BaseRoute, Route
 from hostcall.assets import WIDGET_DIR
 from hostcall.embedding import embed_problem, embed_routes, log_refusal
 from hostcall.errors import NotFound
-from hostcall.tools import Tool
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -189,17 +188,6 @@ def _page(request: Request, status: int, ancestors: str, context: dict[str, Any]
     return HTMLResponse(html, status_code=status, headers=headers)
 
 
-def _tool_config(tool: Tool) -> dict[str, Any]:
-    shown: dict[str, Any] = {
-        "name": tool.name,
-        "description": tool.description,
-        "title": tool.title or tool.name,
-    }
-    if tool.kind != "client":
-        shown["server"] = True
-    return shown
-
-
 def _error(request: Request, status: int, locale: str, title: str, message: str) -> HTMLResponse:
     context = {
         "locale": locale or "en",
@@ -261,9 +249,12 @@ async def widget_page(request: Request) -> HTMLResponse:
         "simulate": origin is None and query.get("simulate") == "1",
         "apiBase": request.scope.get("root_path", ""),
         "maxBodyBytes": runtime.settings.max_body_bytes,
-        # Every tool's title, for its cards. The page's handlers can answer client-side
-        # tools only: a server-side one (it runs a block) is marked ``server``.
-        "tools": [_tool_config(tool) for tool in agent.tools],
+        # The page's handlers can answer client-side tools only (server-side ones run a block).
+        "tools": [
+            {"name": tool.name, "description": tool.description, "title": tool.title or tool.name}
+            for tool in agent.tools
+            if getattr(tool, "kind", "client") == "client"
+        ],
     }
     # The widget picks the language (snippet, else the browser's languages); preload the
     # strings it will most likely ask for.

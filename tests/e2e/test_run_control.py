@@ -4,6 +4,7 @@ the message being sent twice."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import SLOW, open_chat, snapshot
 from tests.support.fake_openai import DONE, FakeProvider, Reply, chunk, running_provider, text
+from tests.support.loopback import live_server
 
 STORY = "Once upon a time there was a model that took its time over every word. " * 6
 
@@ -48,7 +50,7 @@ def test_stop_ends_a_slow_reply_and_the_visitor_writes_again(page: Page, slow_de
     stop = frame.locator("[data-part=stop]")
     send = frame.locator("[data-part=send]")
     expect(stop).to_be_visible(timeout=SLOW)
-    expect(stop).to_have_accessible_name("Stop the reply")
+    expect(stop).to_have_accessible_name("Stop")
     expect(send).to_be_hidden()
     reply = widget.last_reply()
     expect(reply).to_contain_text("Once upon a time", timeout=SLOW)
@@ -83,7 +85,7 @@ def test_stop_while_an_action_waits_for_approval_says_it_on_the_card_in_french(
     widget.send("Add a task to write the notes")
     card = widget.wait_for_call("create_task", "waiting")
     stop = widget.frame.locator("[data-part=stop]")
-    expect(stop).to_have_accessible_name("Arrêter la réponse")
+    expect(stop).to_have_accessible_name("Arrêter")
     expect(stop).to_have_text("Arrêter")
     stop.click()
     expect(widget.error()).to_contain_text("Vous avez arrêté cette réponse.", timeout=SLOW)
@@ -137,3 +139,48 @@ def test_retry_after_a_model_error_runs_again_and_sends_nothing_twice(
         shot(page, "run-control-5-retried")
     finally:
         demo.stop()
+
+
+def test_a_server_side_call_shows_its_title_and_a_sentence_never_the_upstream_body(
+    page: Page, tmp_path: Path
+) -> None:
+    """The demo showed "(block_failed) … status 404: {"error": …}" and the tool's raw name."""
+    with contextlib.ExitStack() as stack:
+        _server_call_fails(page, tmp_path, stack)
+
+
+def _server_call_fails(page: Page, tmp_path: Path, stack: contextlib.ExitStack) -> None:
+    data = json.loads((DEMO_AGENTS / "planner.json").read_text())
+    [holidays] = [t for t in data["tools"] if t["name"] == "public_holidays"]
+    # A holidays service that answers 404, its body quoting what it was sent.
+    target = stack.enter_context(live_server())
+    holidays["request"]["url"] = f"{target.base}/status/404?c={{{{ $fromAI.country }}}}"
+    agents = _agents(tmp_path, tools=data["tools"])
+    platform = agents / "_platform.json"
+    environments = json.loads(platform.read_text())
+    environments["environments"]["demo"]["allowed_hosts"].append(target.host)
+    platform.write_text(json.dumps(environments))
+    demo = start_demo(tmp_path, extra=["--agents", str(agents)])
+    stack.callback(demo.stop)
+    widget = open_chat(page, demo)
+    widget.send("holidays in France")
+    card = widget.wait_for_call("public_holidays", "failed")
+    expect(card.locator("[data-part=tool-call-title]")).to_have_text(
+        "Tool call Look up public holidays"
+    )
+    expect(card.locator("[data-part=tool-call-note]")).to_have_text(
+        "This action could not be completed."
+    )
+    expect(widget.last_reply()).to_have_text(
+        "I couldn't look that up just now. Please try again later.", timeout=SLOW
+    )
+    widget.wait_until_idle()
+    body = widget.frame.locator("body")
+    for leak in ("block_failed", "404", "target says no", "status"):
+        expect(body).not_to_contain_text(leak)
+    snap = snapshot(page, demo)
+    [call] = snap["calls"]
+    assert call["outcome"] == {
+        "error": {"code": "block_failed", "message": "This action could not be completed."}
+    }
+    shot(page, "run-control-6-server-call-failed")

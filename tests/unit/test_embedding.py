@@ -88,17 +88,3 @@ def test_the_page_api_types_are_served_beside_the_loader(harness: Harness) -> No
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("application/typescript")
     assert "interface HostcallApi" in r.text and "HandlerContext" in r.text
-
-
-def test_the_widget_knows_every_tool_s_title_and_which_are_the_page_s(harness: Harness) -> None:
-    """A server-side tool's card showed its raw name: the widget knew client tools only."""
-    page = harness.http.get("/widget/planner", params={"origin": BOARD_ORIGIN})
-    tools = {t["name"]: t for t in widget_config(page.text)["tools"]}  # type: ignore[attr-defined]
-    assert tools["public_holidays"] == {
-        "name": "public_holidays",
-        "description": tools["public_holidays"]["description"],
-        "title": "Look up public holidays",
-        "server": True,
-    }
-    assert tools["read_board_tasks"]["title"] == "Read the task board"
-    assert "server" not in tools["read_board_tasks"]
