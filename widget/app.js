@@ -368,6 +368,7 @@ async function send(raw) {
   refresh()
   try {
     const sent = await api.message(state.conversationId, text, cfg.simulate === true)
+    state.runId = sent?.runId
     if (!sent?.runId) state.run = '' // held by a person
   } catch (err) {
     state.run = ''

@@ -1,4 +1,4 @@
-"""Stop and Retry in the widget, in Chromium (docs/embedding.md "Stop and Retry"): a visitor
+"""Stop and Retry in the widget, in Chromium (docs/embedding.md): a visitor
 stops a slow reply or a run waiting on its calls, and retries after a model error without
 the message being sent twice."""
 
@@ -17,8 +17,8 @@ from playwright.sync_api import Page, expect
 from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import SLOW, open_chat, snapshot
-from tests.support.fake_openai import DONE, FakeProvider, Reply, chunk, running_provider, text
 from tests.support.loopback import live_server
+from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
 
 STORY = "Once upon a time there was a model that took its time over every word. " * 6
 
@@ -97,12 +97,6 @@ def test_stop_while_an_action_waits_for_approval_says_it_on_the_card_in_french(
     shot(page, "run-control-3-stopped-approval-fr")
     [call] = snapshot(page, slow_demo)["calls"]
     assert call["state"] == "failed" and call["outcome"]["error"]["code"] == "cancelled"
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    with running_provider() as fake:
-        yield fake
 
 
 def test_retry_after_a_model_error_runs_again_and_sends_nothing_twice(

@@ -1,4 +1,4 @@
-"""A visitor's Stop and Retry (docs/protocol.md "Stop and retry"), on both stores, with the
+"""A visitor's Stop and Retry (docs/protocol.md, their endpoints), on both stores, with the
 fake OpenAI-compatible provider (tests/support/provider.py) and the demo's scripted agent."""
 
 from __future__ import annotations
@@ -126,6 +126,32 @@ def test_stop_ends_a_slow_run_at_once_and_the_visitor_writes_again(
     # Nothing of the stopped step came after its RUN_ERROR.
     time.sleep(0.2)
     assert h.assistant_texts(conv) == ["Here you are."]
+
+
+def test_a_step_this_process_does_not_run_commits_nothing_once_its_run_is_stopped(
+    talker: Harness,
+    provider: FakeProvider,
+) -> None:
+    """Stop against a step in another process: that process cannot be told to stop; the
+    broken lease refuses what its step appends next and its end, as after an adoption."""
+    slow = Reply([text("Let me think"), text(" some more"), chunk({}, "stop"), DONE], stall=1.0)
+    provider.replies.append(slow)
+    h = talker
+    conv = h.conversation("talker")
+    run_id = h.say(conv, "plan my week")
+    wait_for(h, conv, "TEXT_MESSAGE_CONTENT")
+    # As if the step ran elsewhere: this process forgets it is stepping the run, so Stop
+    # cannot cancel it here, and only the lease stops it.
+    h.runtime.engine._stepping.clear()
+    assert stop(h, conv, run_id).status_code == 200
+    after_stop = h.events(conv)
+    assert after_stop[-1][0] == "RUN_ERROR"
+    h.call(h.runtime.engine.drain)  # the step reads the model's next words, and tries
+    assert len(provider.received) == 1
+    assert h.events(conv) == after_stop
+    snap = h.snapshot(conv)
+    assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
+    assert [m["role"] for m in snap["messages"]] == ["user"]
 
 
 def test_stop_of_a_waiting_run_cancels_its_calls_and_tells_the_model(planner: Harness) -> None:
