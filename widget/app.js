@@ -243,7 +243,7 @@ const ON = {
     const sentence = d.code === 'store_unavailable' ? 'errorStore' : d.code === 'cancelled' ? 'stopped'
       : d.code === 'operator_cancelled' ? 'errorOperatorCancelled'
       : /^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'
-    ui.showError(t(sentence), rerun, d.code === 'cancelled')
+    ui.showError(t(sentence), rerun, /cancelled$/.test(d.code))
     emit('error', { code: d.code, message: d.message })
   },
   [EVENT.TEXT_MESSAGE_START]: d => {

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import SLOW, open_chat, snapshot
+from tests.e2e.test_console import _users_add, ask, open_conversation, person
 from tests.support.loopback import live_server
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
 
@@ -178,3 +179,57 @@ def _server_call_fails(page: Page, tmp_path: Path, stack: contextlib.ExitStack) 
         "error": {"code": "block_failed", "message": "This action could not be completed."}
     }
     shot(page, "run-control-6-server-call-failed")
+
+
+# ---- an operator's cancel and "End call", as the visitor reads them --------------------------
+
+
+@pytest.fixture
+def operated(tmp_path: Path) -> Iterator[Demo]:
+    db = tmp_path / "e2e.db"
+    _users_add(db, "olga", "operator")
+    demo = start_demo(tmp_path, db=db, extra=["--agents", str(_agents(tmp_path))])
+    yield demo
+    demo.stop()
+
+
+def test_an_operator_s_cancel_and_end_call_read_as_what_they_are(
+    browser: Browser, operated: Demo
+) -> None:
+    """An operator's cancel read "Sorry, something went wrong"; "Expire call" told the model
+    the call timed out. Each now has its own words, here in Japanese."""
+    demo = operated
+    widget = browser.new_context(locale="ja-JP").new_page()
+    widget.set_default_timeout(SLOW)
+    widget.goto(f"{demo.hostcall}/widget/planner?locale=ja")
+    expect(widget.locator("[data-part=send]")).to_be_enabled()
+    console = person(browser, demo, "olga")
+    console.on("dialog", lambda dialog: dialog.accept())
+
+    # End call: a call waiting on the visitor's form.
+    ask(widget, "What should I work on next?")
+    card = widget.locator("[data-part=tool-call][data-tool=read_board_tasks]")
+    expect(card.locator("[data-part=form]")).to_be_visible()
+    open_conversation(console, demo)
+    console.locator("[data-part=expire]").first.click()
+    expect(card).to_have_attribute("data-state", "stopped")
+    expect(card.locator("[data-part=tool-call-note]")).to_have_text(
+        "サポートチームのメンバーがこの操作を終了しました。"
+    )
+    expect(widget.locator("[data-part=error]")).to_have_count(0)
+    shot(widget, "run-control-7-operator-ended-ja")
+
+    # Cancel run: a run waiting on the visitor's approval.
+    ask(widget, "Add a task to write the notes")
+    approval = widget.locator("[data-part=tool-call][data-tool=create_task]")
+    expect(approval.locator("[data-part=approve]")).to_be_visible()
+    open_conversation(console, demo)
+    console.locator("[data-part=cancel-run]").first.click()
+    error = widget.locator("[data-part=error]")
+    expect(error).to_contain_text("サポートチームのメンバーがこのリクエストを停止しました。")
+    expect(error).not_to_contain_text("問題が発生しました")  # "something went wrong"
+    expect(approval).to_have_attribute("data-state", "stopped")
+    expect(approval.locator("[data-part=tool-call-note]")).to_have_text(
+        "サポートチームのメンバーがこの操作を取り消しました。"
+    )
+    shot(widget, "run-control-8-operator-cancelled-ja")
