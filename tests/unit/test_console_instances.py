@@ -146,6 +146,9 @@ def test_operator_ends_a_stuck_call_with_its_own_code_and_a_second_end_is_refuse
     error = _tool_message(harness, call["toolCallId"])["error"]
     assert error["code"] == "operator_ended" and "operator ended" in error["message"]
     assert "deadline" not in error["message"] and "time" not in error["message"]
+    # The operator's console shows the call as the model read it, not the visitor's sentence.
+    detail = operator.http.get(f"/console/api/conversations/{conv.id}").json()
+    assert detail["calls"][0]["outcome"]["error"] == error
     again = operator.post(url)
     assert again.status_code == 409
     assert harness.answer(call, BOARD).status_code == 409
