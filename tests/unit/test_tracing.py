@@ -260,7 +260,7 @@ def test_serve_refuses_an_otlp_endpoint_that_is_not_an_http_url(
     assert f"--otlp-endpoint must be an http(s) URL, not {url!r}" in capsys.readouterr().err
 
 
-def test_a_run_the_operator_cancels_ends_its_trace_as_cancelled(tmp_path: Path) -> None:
+def test_a_run_the_operator_cancels_ends_its_trace_as_operator_cancelled(tmp_path: Path) -> None:
     from tests.unit.console_client import ConsoleClient
 
     h, exporter = traced(tmp_path)
@@ -270,15 +270,16 @@ def test_a_run_the_operator_cancels_ends_its_trace_as_cancelled(tmp_path: Path) 
         call = h.open_call(conv, "dispatched")
         operator = ConsoleClient(h.app, h.runtime, "olga", "operator")
         assert operator.post(f"/console/api/runs/{run_id}/cancel").status_code == 200
-        assert h.finish(conv)["run"]["error"]["code"] == "cancelled"
+        assert h.finish(conv)["run"]["error"]["code"] == "operator_cancelled"
     finally:
         h.stop()
     named = by_name(exporter.get_finished_spans())
     [run] = named["invoke_agent planner"]
     assert run.status.status_code is StatusCode.ERROR
-    assert (run.attributes or {})["error.type"] == "cancelled"
+    assert (run.attributes or {})["error.type"] == "operator_cancelled"
     [tool] = named["execute_tool read_board_tasks"]
     attributes = dict(tool.attributes or {})
     assert attributes["gen_ai.tool.call.id"] == call["toolCallId"]
-    assert attributes["hostcall.tool_call.outcome"] == "expired"
+    # Cancelled with its run, not expired: the call fails (operator_cancelled).
+    assert attributes["hostcall.tool_call.outcome"] == "failed"
     assert attributes["hostcall.tool_call.answered_by"] == "none"

@@ -1,12 +1,13 @@
 """A settled call, told to the metrics and the traces: its final state, who answered it
 (``page``, ``form``, ``operator``, ``block``, ``simulation``, or ``none`` when nobody did:
-refused at its proposal, or expired), and how long it took from its dispatch."""
+refused at its proposal, expired, or cancelled), and how long it took from its dispatch."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hostcall import metrics, strictjson
+from hostcall.errors import ToolErrorCode
 from hostcall.store.records import Call, CallState
 from hostcall.tools import Tool
 from hostcall.tracing import Attributes, Tracing
@@ -15,9 +16,17 @@ from hostcall.tracing import Attributes, Tracing
 _BLOCK_MARGIN = 5.0
 
 
+# Ended by a Stop or an operator before anyone answered (hostcall/calls/answers.py).
+_CANCELLED = frozenset(
+    {ToolErrorCode.CANCELLED, ToolErrorCode.OPERATOR_CANCELLED, ToolErrorCode.OPERATOR_ENDED}
+)
+
+
 def answered_by(call: Call, tool: Tool | None, outcome: dict[str, Any], by: str | None) -> str:
-    if tool is None or call.state is CallState.EXPIRED or not call.deadline:
-        return "none"  # an unknown tool, a call refused before it went anywhere, or expired
+    error = outcome.get("error")
+    cancelled = isinstance(error, dict) and error.get("code") in _CANCELLED
+    if tool is None or call.state is CallState.EXPIRED or not call.deadline or cancelled:
+        return "none"  # an unknown tool, refused before it went anywhere, expired, cancelled
     if outcome.get("simulated"):
         return "simulation"
     if tool.kind != "client":
