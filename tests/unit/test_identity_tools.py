@@ -126,7 +126,7 @@ def test_a_tool_that_acts_for_a_person_refuses_an_anonymous_run(h: Harness, targ
     conv, who = start(h, None)
     snap = ask(h, conv, who, "orders shoes")
     assert outcome(snap)["error"]["code"] == "not_authorized"
-    assert "signed-in person" in outcome(snap)["error"]["message"]
+    assert "signed-in person" in h.model_error(snap["calls"][-1])["message"]
     assert target.rec.requests == []  # refused before any connection
 
 
@@ -134,7 +134,7 @@ def test_a_missing_claim_refuses_the_call(h: Harness, target: Live) -> None:
     conv, who = start(h, "ann")  # no plan claim
     snap = ask(h, conv, who, "orders shoes")
     assert outcome(snap)["error"]["code"] == "not_authorized"
-    assert "'plan'" in outcome(snap)["error"]["message"]
+    assert "'plan'" in h.model_error(snap["calls"][-1])["message"]
     assert target.rec.requests == []
 
 
