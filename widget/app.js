@@ -395,25 +395,12 @@ async function send(raw) {
   } finally { refresh() }
 }
 
-/** Retry (runs again, sends nothing twice) and Stop; a 409: the run ended or began meanwhile. */
-async function control(/** @type {boolean} */ retry) {
-  const { run, conversationId: id } = state, next = retry ? 'running' : 'failed'
-  if (retry === (run === 'running' || run === 'waiting')) return
-  state.run = next
-  refresh()
-  try { await (retry ? api.retry(id, cfg.simulate === true) : api.stop(id, state.runId)) } catch (err) {
-    if (state.run === next) state.run = run
-    if (err.status !== 409) ui.showError(t('errorRun'), retry ? rerun : null)
-    emit('error', { code: err.code || 'control_failed', message: err.message })
-  } finally { refresh() }
-}
+/** Retry and Stop: widget/control.js, fetched on first use. */
+const control = (/** @type {boolean} */ retry) =>
+  import('./control.js').then(m => m.control(retry, { state, api, cfg, ui, t, emit, refresh }))
 const rerun = () => control(true)
 
-/**
- * Sync the working indicator and the send button with the run, and publish the agent's
- * state on the root for tests and pages (README: `data-agent-state`): starting, idle (the
- * agent has finished; a message can be sent), working, waiting (a person must act).
- */
+/** Sync the composer with the run; publish `data-agent-state` (docs/testing.md). */
 function refresh() {
   const active = state.run === 'running' || state.run === 'waiting'
   const person = Boolean(calls?.needsPerson())

@@ -210,7 +210,6 @@ export function setSendEnabled(on, stop = false) {
   write(() => {
     parts.send.toggleAttribute('disabled', !on)
     if (on) parts.hint.hidden = true
-    // Stop takes Send's place while a run goes on; focus leaves a Stop that goes.
     if (!stop && document.activeElement === parts.stop) parts.input.focus()
     parts.stop.hidden = !stop
     parts.send.hidden = stop
@@ -376,7 +375,7 @@ export function markFailed(el, retry, why = '') {
     h('button', { type: 'button', 'data-part': 'message-retry', onclick: () => { el.remove(); retry() } }, t('retry'))))
 }
 
-/** A conversation-level error, with a retry when one makes sense; a `note` is no fault.
+/** A conversation-level error (a `note`: no fault), with a retry when one makes sense.
  * @param {string} text @param {(() => void) | null} [retry] @param {boolean} [note] */
 export function showError(text, retry, note = false) {
   const el = h('div', { 'data-part': 'error', role: note ? 'status' : 'alert' }, h('p', { text }),

@@ -35,7 +35,8 @@ THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
 #: Not the tool-call modules (toolcalls.js, cards.js, calls.js, form.js): app.js imports them
-#: when the first call appears (the weight budget).
+#: when the first call appears (the weight budget); nor control.js (Stop and Retry), imported
+#: when first pressed.
 WIDGET_MODULES = ("protocol.js", "chat.js", "drawing.js", "api.js")
 
 # Bounded: a long name must be a 404, not an OSError from the file system.
