@@ -185,7 +185,7 @@ def test_is_error_is_block_failed_with_the_servers_message(
     conv, snap = ask(h, "call fail")
     [call] = snap["calls"]
     assert call["state"] == "failed"
-    error = call["outcome"]["error"]
+    error = h.model_error(call)  # the visitor's snapshot has the code and a sentence
     assert error["code"] == "block_failed"
     assert "cannot do it: no stock" in error["message"], error
     assert h.assistant_texts(conv)[-1].startswith("error block_failed: ")
@@ -201,7 +201,7 @@ def test_structured_content_that_does_not_match_the_output_schema_is_block_faile
     conv, snap = ask(h, "call odd")
     [call] = snap["calls"]
     assert call["state"] == "failed"
-    error = call["outcome"]["error"]
+    error = h.model_error(call)  # the visitor's snapshot has the code and a sentence
     assert error["code"] == "block_failed"
     assert "does not match the tool's output schema" in error["message"], error
     assert "'many' is not of type 'integer'" in error["message"], error
@@ -219,7 +219,7 @@ def test_a_slow_tool_past_its_timeout_fails_and_the_session_stays_usable(
     started = time.monotonic()
     conv, snap = ask(h, "call slow")
     assert time.monotonic() - started < 4
-    error = snap["calls"][0]["outcome"]["error"]
+    error = h.model_error(snap["calls"][0])
     assert error == {"code": "block_failed", "message": "The request failed: timeout after 0.5 s"}
     _, snap = ask(h, "find Cy", conv)
     assert snap["calls"][-1]["outcome"]["output"]["email"] == "cy@example.com"
@@ -365,7 +365,7 @@ def test_a_server_the_environment_stops_allowing_is_refused_before_any_connectio
     calls = len(seen.calls)
     assert h.decide(call, "approve").status_code == 200
     snap = h.finish(conv)
-    error = snap["calls"][0]["outcome"]["error"]
+    error = h.model_error(snap["calls"][0])
     refusal = "This tool may not send requests to the MCP server 'crm'."
     assert error == {"code": "not_authorized", "message": refusal}
     # A new run is not given the server's tools, and asks it nothing.
@@ -425,7 +425,7 @@ def test_a_stdio_server_that_dies_is_restarted_and_stops_with_us(
     [*_, crashed] = snap["calls"]
     assert crashed["state"] == "failed"
     assert crashed["outcome"]["error"]["code"] == "block_failed"
-    assert "unavailable" in crashed["outcome"]["error"]["message"]
+    assert "unavailable" in h.model_error(crashed)["message"]
     _, snap = ask(h, "call pid", conv)
     second = pid_of(snap["calls"][-1])
     assert second != first and not _alive(first)
