@@ -10,8 +10,8 @@ import { CUSTOM, EVENT, LIMITS, MSG } from './protocol.js'
 // Constants
 // ============================================================================
 
-// Messages between the widget and the page: MSG (widget/protocol.js), listed with what
-// each carries in docs/architecture.md, "The page bridge".
+// Messages between the widget and the page: MSG (widget/protocol.js); what each carries:
+// hostcall/protocol/js_constants.py. Bridge.js speaks them in the host page.
 
 const GONE = [401, 403, 404] // the session or conversation no longer exists
 

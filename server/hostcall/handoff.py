@@ -42,7 +42,7 @@ class HumanHandoff:
     async def take_over(self, conversation_id: str, person: str, *, audit: AuditEntry) -> None:
         """``person`` holds the conversation now. Refused while a run is running (its reply
         would come after the person joined) and while another person holds it. A waiting
-        run is the caller's to cancel first (``Engine.cancel_run``)."""
+        run is the caller's to cancel first (``Engine.stop_run``)."""
         async with self.journal.unit() as unit:
             await unit.emit(conversation_id, PersonJoined(person))
             run = await self.store.latest_run(conversation_id)

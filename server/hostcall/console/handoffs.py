@@ -13,7 +13,7 @@ from hostcall.console.accounts import Role
 from hostcall.console.instances import handoff_view
 from hostcall.console.session import guarded, operator_of
 from hostcall.errors import Conflict, NotFound
-from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.console import HandoffChanged, PersonMessageSent
 from hostcall.protocol.requests import PersonSays, read_body
 from hostcall.responses import WireResponse
@@ -54,7 +54,11 @@ async def take_over(request: Request) -> Response:
     cancelled = False
     if run is not None and run.status is RunStatus.WAITING:
         # The agent stops answering: its run waiting on calls ends, as "cancel" ends it.
-        cancelled = await runtime.engine.cancel_run(run.id)
+        try:
+            await runtime.engine.stop_run(run.id, RunErrorCode.OPERATOR_CANCELLED)
+            cancelled = True
+        except Conflict:  # it ended first (answered, stopped): nothing left to cancel
+            cancelled = False
     audit = _did(request, "conversation.take_over", conversation.id, cancelled_run=cancelled)
     await runtime.handoff.take_over(conversation.id, audit.actor, audit=audit)
     held = await runtime.store.get_handoff(conversation.id)

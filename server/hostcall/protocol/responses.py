@@ -170,6 +170,9 @@ class FeedbackSaved:
     message_id: str
     rating: str
     comment: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunStopped:
     """A run the visitor stopped: it failed with ``code`` (``cancelled``)."""
 
