@@ -158,9 +158,12 @@ def test_taking_over_a_run_waiting_on_a_call_cancels_it(both: Harness) -> None:
     olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
     assert olga.post(f"/console/api/conversations/{conv.id}/take-over", {}).status_code == 200
     snap = h.snapshot(conv)
-    assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
-    [expired] = [c for c in snap["calls"] if c["toolCallId"] == call["toolCallId"]]
-    assert expired["state"] == "expired"
+    # An operator's cancel: the run and its open call end as the console's cancel ends them.
+    assert snap["run"]["status"] == "failed"
+    assert snap["run"]["error"]["code"] == "operator_cancelled"
+    [ended] = [c for c in snap["calls"] if c["toolCallId"] == call["toolCallId"]]
+    assert ended["state"] == "failed"
+    assert ended["outcome"]["error"]["code"] == "operator_cancelled"
 
 
 def test_after_the_hand_back_the_agent_reads_the_exchange(
