@@ -148,7 +148,7 @@ def test_from_ai_values_are_placed_as_values_never_evaluated(
     _, snap = ask(h, f"look up {hostile}")
     # Passed to the node as the text it was, its JSON type kept for a whole reference.
     assert acme.CALLS == [("acme.crm_lookup", {"email": hostile, "region": "eu", "limit": 3})]
-    error = snap["calls"][0]["outcome"]["error"]
+    error = h.model_error(snap["calls"][0])
     assert error == {
         "code": "block_failed",
         "message": f"The block failed: no customer {hostile} in eu",
@@ -167,7 +167,7 @@ def test_arguments_that_do_not_fit_the_config_are_invalid_and_the_node_never_run
     h = build(tmp_path, tool, arguments={"email": "{{ what }}", "region": "mars"})
     made.append(h)
     conv, snap = ask(h, "look up ada@example.com")
-    error = snap["calls"][0]["outcome"]["error"]
+    error = h.model_error(snap["calls"][0])
     assert error["code"] == "invalid_arguments"
     assert error["message"].startswith("The arguments do not fit the block: field 'config.region'")
     assert acme.CALLS == []
@@ -205,7 +205,7 @@ def test_a_node_that_raises_hangs_or_returns_junk_is_block_failed_and_the_run_go
     assert time.monotonic() - started < 5
     assert [name for name, _ in acme.CALLS] == [block]
     assert snap["calls"][0]["state"] == "failed"
-    assert snap["calls"][0]["outcome"]["error"] == {"code": "block_failed", "message": message}
+    assert h.model_error(snap["calls"][0]) == {"code": "block_failed", "message": message}
     assert snap["run"]["status"] == "finished"
     assert h.assistant_texts(conv)[-1] == f"error block_failed: {message}"
     # What a node's exception said (a password here) reaches the operator's log only.
@@ -223,7 +223,7 @@ def test_a_result_that_does_not_match_the_output_schema_is_block_failed(
     h = build(tmp_path, lookup_tool(output_schema=schema))
     made.append(h)
     _, snap = ask(h, "look up ada@example.com")
-    error = snap["calls"][0]["outcome"]["error"]
+    error = h.model_error(snap["calls"][0])
     assert error["code"] == "block_failed" and "output schema" in error["message"]
     assert len(acme.CALLS) == 1
 
@@ -344,7 +344,7 @@ def test_a_host_the_model_chose_is_refused_before_the_node_runs(
               reply="reached {{ result.reached }}")  # fmt: skip
     made.append(h)
     conv, snap = ask(h, "look up http://127.0.0.2:9/admin")
-    error = snap["calls"][0]["outcome"]["error"]
+    error = h.model_error(snap["calls"][0])
     assert error["code"] == "not_authorized" and "127.0.0.2:9" in error["message"]
     assert acme.CALLS == []
     conv, snap = ask(h, "look up http://127.0.0.1:9/ok")
