@@ -92,44 +92,62 @@ async function sendCapabilities(strict = false) {
 }
 
 // ============================================================================
-// Boot: restore or create the conversation, then follow its stream
+// Boot: restore the conversation if there is one, then follow its stream. A new one is made
+// with the first message (start): a widget loaded and never written in stores nothing.
 // ============================================================================
 
 async function boot(fresh = false) {
   ui.setConnection('connecting')
   try {
     if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
-    let snapshot = null
     // The server's HttpOnly cookie, with the page's resume key, remembers the conversation.
     // A fresh start must not resume it: the cookie still names the conversation being left,
-    // and creating the new one replaces it.
+    // and creating the new one (with the first message) replaces it.
     const resumed = fresh ? null : await (idToken ? known() : api.resume()).catch(err => { if (!GONE.includes(err.status)) throw err })
     if (resumed) {
       state.conversationId = resumed.conversationId
       state.streamToken = resumed.streamToken
       // What this page handles first: a read whose page reloaded is assigned here at once,
       // and the snapshot writes this surface's calls to it (the claim), like its stream.
-      snapshot = await sendCapabilities(true).then(() => api.snapshot(resumed.conversationId, surfaceId)).catch(err => {
+      const snapshot = await sendCapabilities(true).then(() => api.snapshot(resumed.conversationId, surfaceId)).catch(err => {
         if (!GONE.includes(err.status)) throw err
       })
+      if (snapshot) {
+        await applySnapshot(snapshot)
+        follow()
+      } else forget()
     }
-    if (!snapshot) {
-      const created = await api.create(locale)
-      state.conversationId = created.conversationId
-      state.streamToken = created.streamToken
-      await sendCapabilities()
-    }
-    if (snapshot) await applySnapshot(snapshot)
-    state.stream = openStream({ url: streamUrl, types: [...Object.keys(ON), ...Object.keys(ON_CALL)], onEvent, onState: onStreamState })
+    ui.setConnection('open')
     state.ready = true
     toParent(MSG.READY)
     state.outbox.splice(0).forEach(send)
   } catch (err) {
+    forget()
     ui.setConnection('open')
     ui.showError(t('errorStart'), boot)
     emit('error', { code: err.code || 'start_failed', message: String(err.message || err) })
   }
   refresh()
+}
+
+/** The conversation, made for the first message: its session, this surface's handlers (so
+ * the first call can come here), then its stream, which replays from its first event. */
+async function start() {
+  const created = await api.create(locale)
+  state.conversationId = created.conversationId
+  state.streamToken = created.streamToken
+  await sendCapabilities()
+  follow()
+}
+
+function follow() {
+  state.stream = openStream({ url: streamUrl, types: [...Object.keys(ON), ...Object.keys(ON_CALL)], onEvent, onState: onStreamState })
+}
+
+/** Hold no conversation (none yet, or the one held is gone). */
+function forget() {
+  api.forget()
+  Object.assign(state, { conversationId: '', streamToken: '' })
 }
 
 /** The events URL: a fresh stream token, `after` the last event applied. */
@@ -155,8 +173,8 @@ function restart(fresh = true) {
   state.stream?.close()
   calls?.clear()
   held.length = 0 // the conversation being left: its held events must not reach the new one
-  api.forget()
-  Object.assign(state, { conversationId: '', streamToken: '', lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
+  forget()
+  Object.assign(state, { lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
   ui.reset(cfg.greeting)
   boot(fresh)
   ui.focusComposer()
@@ -339,7 +357,7 @@ const rate = (id, rating) => loadPeople().then(m => m.offer(id, rating))
 let lastActivity = 0
 function active() {
   const now = Date.now()
-  if (!state.ready || now - lastActivity < 2000) return
+  if (!state.conversationId || now - lastActivity < 2000) return
   lastActivity = now
   api.activity(state.conversationId, surfaceId).catch(() => { /* best effort */ })
 }
@@ -367,6 +385,7 @@ async function send(raw) {
   state.run = 'running'
   refresh()
   try {
+    if (!state.conversationId) await start()
     const sent = await api.message(state.conversationId, text, cfg.simulate === true)
     state.runId = sent?.runId
     if (!sent?.runId) state.run = '' // held by a person
