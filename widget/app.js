@@ -43,6 +43,8 @@ const state = {
 let parentTools = new Set()
 let idToken = '' // the page's visitor's: known.js acts on it (docs/identity.md)
 const known = () => import('./known.js').then(k => k.go({ api, token: idToken, locale, restart, emit, toParent, cid: state.conversationId }))
+/** A card needed the person at the last refresh. */
+let wanted = false
 let handshakeDone = () => {}
 const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 
@@ -274,7 +276,7 @@ const ON = {
     const { text, role } = ui.endMessage(d.messageId)
     if (state.streaming === d.messageId) state.streaming = ''
     if (!text) return
-    if (role === 'assistant') { ui.announce(text); rate(d.messageId) }
+    if (role === 'assistant') { ui.announce(text); rate(d.messageId); toParent(MSG.ATTENTION) }
     emit('message', { messageId: d.messageId, role, text })
   },
   // A server crash cut this message off; the step runs again and streams the answer anew.
@@ -423,6 +425,8 @@ const rerun = () => control(true)
 function refresh() {
   const active = state.run === 'running' || state.run === 'waiting'
   const person = Boolean(calls?.needsPerson())
+  if (person && !wanted) toParent(MSG.ATTENTION) // an approval or a form: once, as it comes
+  wanted = person
   ui.setWorking(state.ready && active && !person && !state.streaming)
   ui.setSendEnabled(state.ready && !active, state.ready && active)
   ui.setAgentState(!state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working')

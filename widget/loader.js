@@ -1,6 +1,6 @@
-/* Hostcall embed loader (/embed.js): the launcher and the page's API (README.md, types in
- * /embed.d.ts). On hover, focus or open it adds the iframe and static/bridge.js, which
- * talks to the widget and runs the page's handlers. Budget: 3 KB gzipped. */
+/* Hostcall embed loader (/embed.js): the page's API (README.md, /embed.d.ts) and, once the
+ * server allows this page, the launcher. On hover, focus or open it adds the iframe and
+ * static/bridge.js (the widget's side, the page's handlers). Budget: 3 KB gzipped. */
 ;(() => {
   const queued = window.Hostcall
   const script = /** @type {HTMLScriptElement} */ (document.currentScript || document.querySelector('script[data-agent]'))
@@ -14,11 +14,10 @@
   const phone = matchMedia('(max-width:639px)')
   const scheme = ['light', 'dark'].includes(opts.theme) ? opts.theme : 'light dark'
   const ICONS = ['M3 5h18v12H9l-5 4v-4H3z', 'M6 6l12 12M18 6 6 18']
-  /** Shared with the bridge; it adds frame, sync, send, focus. */
-  const hc = { opts, src, base, handlers: new Map(), listeners: {}, outbox: [], emit, remove }
+  /** Shared with the bridge, which adds sync, send, focus. */
+  const hc = { opts, src, base, handlers: new Map(), listeners: {}, outbox: [], emit, fail }
   let panel, button, icon, inline, isOpen, openSoon
 
-  // ======================================================================== API
   const api = {
     register(name, fn) {
       hc.handlers.set(name, fn)
@@ -68,9 +67,7 @@
     }
   }
 
-  // ======================================================================== UI
-  /** Under 640 px the open panel is a full-screen sheet, clear of the safe-area insets
-   * (painted as the widget: its theme, the accent above). */
+  /** Under 640 px the open panel is a full-screen sheet, clear of the safe-area insets. */
   function layout() {
     const full = phone.matches
     panel.style.cssText = 'position:fixed;z-index:2147483000;overflow:hidden;box-sizing:border-box;color-scheme:' + scheme +
@@ -94,11 +91,11 @@
     emit(open ? 'open' : 'close', {})
   }
 
-  /** The iframe and the bridge, once. Until then the widget costs the page nothing. */
+  /** The iframe and the bridge, once: until then the widget costs the page nothing. */
   function mount() {
     if (hc.frame) return
     const frame = (hc.frame = document.createElement('iframe'))
-    // Hidden until the widget says hello (bridge.js): a refused frame shows no broken page.
+    // Hidden until the widget's hello (bridge.js): a refused frame shows no broken page.
     frame.style.cssText = 'border:0;width:100%;height:100%;display:block;visibility:hidden;min-height:' + (inline ? '420px' : 0)
     frame.title = label
     frame.dataset.part = 'hostcall-frame'
@@ -109,9 +106,11 @@
     document.head.append(bridge)
   }
 
-  /** The widget cannot run here (bridge.js says why in the console). */
-  function remove() {
-    inline ? hc.frame.remove() : (panel.remove(), button.remove())
+  /** The widget cannot run here ({code, message}): say why, remove what was drawn. */
+  function fail(why) {
+    console.error('Hostcall: no widget: ' + why.message)
+    panel && (inline ? hc.frame : (button.remove(), panel)).remove()
+    emit('error', why)
   }
 
   function init() {
@@ -120,7 +119,7 @@
     panel = opts.mount && document.querySelector(opts.mount)
     if ((inline = !!panel)) return mount()
     panel = document.createElement('div')
-    button = document.createElement('button')
+    button = hc.button = document.createElement('button')
     panel.id = 'hostcall-panel'
     panel.dataset.part = 'hostcall-panel'
     // The icon is black or white, whichever contrasts more with the accent (WCAG luminance).
@@ -145,5 +144,8 @@
     if (opts.open === 'true' || was || openSoon) api.open()
   }
 
-  document.body ? init() : addEventListener('DOMContentLoaded', init)
+  Promise.all([
+    fetch(base + 'embed/check?' + new URLSearchParams({ agent: opts.agent, origin: location.origin })).then(r => r.json()).catch(() => ({})),
+    document.body || new Promise(r => addEventListener('DOMContentLoaded', r)),
+  ]).then(([why]) => why.code ? fail(why) : init())
 })()

@@ -82,4 +82,5 @@ export const MSG = Object.freeze({
   EVENT: "hostcall:event",
   ACTIVE: "hostcall:active",
   IDENTITY: "hostcall:identity",
+  ATTENTION: "hostcall:attention",
 })

@@ -1,9 +1,10 @@
 """Why a page cannot embed an agent, said exactly.
 
 A snippet with a wrong ``data-agent`` and a page whose origin an agent does not allow used to
-look the same from the page: a frame that never said hello. The widget page (hostcall/pages.py)
-logs which it is for the operator, and ``GET /embed/check`` tells the page's loader, which
-prints it in the console — it asks only after the widget failed to start.
+look the same from the page: a launcher whose frame never said hello. ``GET /embed/check``
+tells the page's loader before it draws anything, so a refused page shows no launcher and
+its console says why; the operator's log has the same line (from the check, and from the
+widget page, hostcall/pages.py, if a frame asks anyway).
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ async def embed_check(request: Request) -> Response:
     agent_id = request.query_params.get("agent", "")
     origin = (request.query_params.get("origin") or "").rstrip("/")
     problem = embed_problem(request.app.state.hostcall.agents, agent_id, origin)
+    if problem is not None:
+        log_refusal(problem, agent_id, origin)
     body = EmbedAllowed(True) if problem is None else EmbedRefused(problem.code, problem.message)
     headers = {"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"}
     return WireResponse(body, headers=headers)

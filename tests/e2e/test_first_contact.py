@@ -1,5 +1,6 @@
 """A visitor's first contact with the widget, in real Chromium: loading it stores nothing
-until the person writes."""
+until the person writes; what comes while the chat is closed shows on the launcher; a
+mistyped ``data-agent`` shows no launcher at all and says why, at load."""
 
 from __future__ import annotations
 
@@ -8,13 +9,30 @@ import sqlite3
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
+from hostcall.qa.servers import HostPage, serve_host_page
 from hostcall.qa.widget import Widget
-from tests.e2e.conftest import Demo
+from tests.e2e.conftest import Demo, shot
 from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, open_chat, session
 
 pytestmark = pytest.mark.e2e
+
+LAUNCHER = "[data-part=hostcall-launcher]"
+BADGE = "[data-part=hostcall-badge]"
+HELLO = "hello"  # one reply, no call
+
+#: Records every launcher ever added to the page, and the page API's `error` events, from
+#: before the snippet runs (its queue keeps the listener for the loader).
+WATCH = """
+window.__launchers = 0
+window.__errors = []
+new MutationObserver(() => {
+  if (document.querySelector('[data-part=hostcall-launcher]')) window.__launchers++
+}).observe(document, { childList: true, subtree: true })
+window.Hostcall = function () { (Hostcall.q = Hostcall.q || []).push(arguments) }
+Hostcall('on', 'error', e => window.__errors.push(e))
+"""
 
 
 def rows(demo: Demo, sql: str) -> list[tuple[Any, ...]]:
@@ -77,3 +95,140 @@ def test_a_new_conversation_is_made_with_its_first_message(page: Page, demo: Dem
     widget.wait_until_idle()
     assert conversations(demo) == 2
     assert rows(demo, "SELECT count(*) FROM messages WHERE role = 'user'") == [(2,)]
+
+
+# ----------------------------------------------------------------------------- the badge
+
+
+class HeldMessages:
+    """Holds the widget's message posts until let go: the chat is closed meanwhile, so what
+    the run brings arrives while it is closed."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.held: list[Route] = []
+        page.context.route("**/api/conversations/*/messages", self.hold)
+
+    def hold(self, route: Route) -> None:
+        self.held.append(route)
+
+    def release(self) -> None:
+        for _ in range(500):  # Playwright dispatches the route while it waits
+            if self.held:
+                break
+            self.page.wait_for_timeout(20)
+        assert len(self.held) == 1, f"{len(self.held)} message posts held"
+        self.held.pop().continue_()
+
+
+def test_the_launcher_counts_replies_and_approvals_that_came_while_closed(
+    page: Page, demo: Demo
+) -> None:
+    widget = open_chat(page, demo)
+    launcher = page.locator(LAUNCHER)
+    badge = page.locator(BADGE)
+    held = HeldMessages(page)
+
+    widget.send(ASK_NEXT)
+    launcher.click()  # closed while the run has not started
+    expect(page.locator("[data-part=hostcall-panel]")).to_be_hidden()
+    held.release()
+    widget.wait_until_idle()
+    expect(badge).to_have_text("2")  # "Let me look at your board.", then the reply
+    expect(launcher).to_have_accessible_name("Chat, 2 unread")
+    shot(page, "first-contact-badge-reply")
+
+    launcher.click()  # opening clears it
+    expect(badge).to_be_hidden()
+    expect(launcher).to_have_accessible_name("Chat")
+
+    widget.send(HELLO)
+    launcher.click()
+    held.release()
+    widget.wait_until_idle()
+    expect(badge).to_have_text("1")
+    expect(launcher).to_have_accessible_name("Chat, 1 unread")
+    launcher.click()
+    expect(badge).to_be_hidden()
+
+    widget.send(ASK_ADD)
+    launcher.click()
+    held.release()
+    expect(widget.call("create_task")).to_have_attribute("data-state", "waiting", timeout=SLOW)
+    expect(badge).to_have_text("1")  # the approval card
+    expect(launcher).to_have_accessible_name("Chat, 1 unread")
+    launcher.click()
+    expect(badge).to_be_hidden()
+    expect(widget.call("create_task").locator("[data-part=confirm]")).to_be_visible()
+    # Nothing came while it was open: no badge for what the person saw.
+    widget.approve("create_task")
+    widget.wait_until_idle()
+    expect(badge).to_be_hidden()
+    expect(launcher).to_have_accessible_name("Chat")
+
+
+def test_the_count_grows_with_each_reply_another_tab_brings(page: Page, demo: Demo) -> None:
+    widget = open_chat(page, demo)
+    widget.send(ASK_NEXT)
+    widget.wait_until_idle()
+    page.locator(LAUNCHER).click()  # closed, and the conversation goes on in another tab
+    other = page.context.new_page()
+    there = open_chat(other, demo)
+    for n in (1, 2):
+        there.send(HELLO)
+        there.wait_until_idle()
+        expect(page.locator(BADGE)).to_have_text(str(n), timeout=SLOW)
+    expect(page.locator(LAUNCHER)).to_have_accessible_name("Chat, 2 unread")
+    shot(page, "first-contact-badge-two")
+    page.locator(LAUNCHER).click()
+    expect(page.locator(BADGE)).to_be_hidden()
+    expect(widget.frame.locator("[data-part=message][data-role=user]")).to_have_count(3)
+
+
+@pytest.mark.parametrize(
+    ("locale", "name"),
+    [("fr", "Discussion, 1 non lu"), ("es", "Chat, 1 sin leer"), ("ja", "チャット、未読 1 件")],
+)
+def test_the_badge_speaks_the_page_locale(page: Page, demo: Demo, locale: str, name: str) -> None:
+    widget = open_chat(page, demo, f"?locale={locale}")
+    held = HeldMessages(page)
+    widget.send(HELLO)
+    page.locator(LAUNCHER).click()
+    held.release()
+    widget.wait_until_idle()
+    expect(page.locator(BADGE)).to_have_text("1")
+    expect(page.locator(LAUNCHER)).to_have_accessible_name(name)
+    shot(page, f"first-contact-badge-{locale}")
+
+
+# ----------------------------------------------------------------------------- data-agent
+
+
+def test_a_mistyped_agent_shows_no_launcher_and_says_why_at_load(
+    page: Page, demo: Demo
+) -> None:
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text))
+    page.add_init_script(WATCH)
+    with serve_host_page(HostPage(demo.hostcall, "plannr")) as host:
+        page.goto(host.url)
+        expected = (
+            "Hostcall: no widget: there is no agent 'plannr' on this server (check the "
+            "snippet's data-agent)"
+        )
+        page.wait_for_function("() => window.__errors.length > 0", timeout=SLOW)
+        assert page.evaluate("window.__errors") == [
+            {"code": "unknown_agent", "message": expected.removeprefix("Hostcall: no widget: ")}
+        ]
+        assert expected in console, console
+        # Never drawn, so nothing to hover, and nothing framed or fetched for it.
+        page.mouse.move(1240, 760)
+        assert page.evaluate("window.__launchers") == 0
+        expect(page.locator(LAUNCHER)).to_have_count(0)
+        expect(page.locator("[data-part=hostcall-panel], [data-part=hostcall-frame]")).to_have_count(0)
+        # The page's commands still do nothing harmful.
+        page.evaluate("Hostcall('open'); Hostcall('send', 'hello')")
+        expect(page.locator("[data-part=hostcall-frame]")).to_have_count(0)
+        shot(page, "first-contact-unknown-agent")
+    assert "widget refused: unknown_agent: agent=plannr" in demo.output()
+    assert conversations(demo) == 0

@@ -390,18 +390,23 @@ def test_widget_framed_by_a_page_not_allowed_does_not_run(
 ) -> None:
     console: list[str] = []
     page.on("console", lambda m: console.append(m.text))
-    page.goto(f"{elsewhere}/")  # the same board and snippet, on an origin not on the list
-    page.locator("[data-part=hostcall-launcher]").click()
-
-    # No hello from the widget: the loader gives up, removes itself and says why.
-    expect(page.locator("[data-part=hostcall-launcher]")).to_have_count(0, timeout=15_000)
-    expect(page.locator("[data-part=hostcall-panel]")).to_have_count(0)
-    expect(page.locator(WIDGET)).to_have_count(0)
-    # The exact mistake, from /embed/check: not a guess between the possible ones.
-    assert (
+    expected = (
         f"Hostcall: no widget: the page's origin {elsewhere} is not an allowed origin of the "
         "agent 'planner' (add it to the agent's allowed_origins, or --allow-origin)"
-    ) in console, console
+    )
+    with page.expect_console_message(lambda m: m.text == expected, timeout=15_000):
+        page.goto(f"{elsewhere}/")  # the same board and snippet, on an origin not on the list
+
+    # The loader asked the server first (/embed/check: the exact mistake, not a guess between
+    # the possible ones) and drew nothing: no launcher to hover, no frame.
+    expect(page.locator("[data-part=hostcall-launcher]")).to_have_count(0)
+    expect(page.locator("[data-part=hostcall-panel]")).to_have_count(0)
+    expect(page.locator(WIDGET)).to_have_count(0)
+    assert expected in console, console
+    assert "widget refused: origin_not_allowed: agent=planner" in demo.output()
+
+    # A frame made anyway (a page mounting it by hand) is refused by the widget page's CSP.
+    inject_frame(page, f"{demo.hostcall}/widget/planner?origin={quote(elsewhere)}", "own")
     assert any("frame-ancestors 'none'" in line for line in console), console
     assert rows(demo, "SELECT count(*) FROM conversations") == [(0,)]
     shot(page, "security-origin-not-allowed")

@@ -15,7 +15,10 @@ export interface Shared {
   /** Texts sent before the widget was ready. */
   outbox: string[]
   emit(name: string, detail: unknown): void
-  remove(): void
+  /** The widget cannot run here: say why, take the launcher (or the frame) away. */
+  fail(why: { code: string; message: string }): void
+  /** The launcher (absent inline). */
+  button?: HTMLButtonElement
   frame?: HTMLIFrameElement
   mode?: 'inline' | 'bubble'
   isOpen?: 0 | 1

@@ -66,6 +66,17 @@ def test_refused_widget_pages_are_logged_with_the_exact_mistake(
     )
 
 
+def test_a_refused_check_is_logged_with_the_exact_mistake(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The loader asks before drawing anything: the operator learns it from the check."""
+    harness.http.get("/embed/check", params={"agent": "plannr", "origin": BOARD_ORIGIN})
+    harness.http.get("/embed/check", params={"agent": "planner", "origin": BOARD_ORIGIN})
+    lines = [r.getMessage() for r in caplog.records if r.name == "hostcall.embed"]
+    assert len(lines) == 1, lines  # an allowed page is not logged
+    assert lines[0].startswith("widget refused: unknown_agent: agent=plannr origin=http://local")
+
+
 @pytest.mark.parametrize(
     ("accent", "text"),
     [("#facc15", "#000"), ("#fde68a", "#000"), ("#ffffff", "#000"), ("#4f46e5", "#fff"),

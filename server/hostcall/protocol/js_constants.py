@@ -36,8 +36,10 @@ from hostcall.protocol.events import CustomName, EventType
 #             the frame)
 #   identity  page -> widget: the page's identity token for its visitor ("" after logout,
 #             docs/identity.md)
+#   attention widget -> page: a reply, or a card that now needs the person (the closed
+#             launcher's badge counts them)
 MESSAGES = ("hello", "handlers", "ready", "call", "result", "cancel", "send", "focus", "close",
-            "event", "active", "identity")  # fmt: skip
+            "event", "active", "identity", "attention")  # fmt: skip
 
 
 LIMITS = ("MAX_BODY_BYTES", "MAX_MESSAGE_CHARS", "MAX_REASON_CHARS", "MAX_ERROR_MESSAGE_CHARS")
