@@ -50,7 +50,7 @@
       } else if (m.type === MSG.CANCEL) {
         running.get(m.callId)?.abort(new DOMException('Call settled elsewhere', 'AbortError'))
       } else if (m.type === MSG.CLOSE) {
-        window.Hostcall.close()
+        window.Hostcall('close')
       } else if (m.type === MSG.IDENTITY) {
         hc.sync()
       } else if (m.type === MSG.EVENT) {

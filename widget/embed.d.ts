@@ -93,20 +93,38 @@ export interface HostcallEvents {
 
 export type HostcallEvent = keyof HostcallEvents
 
-/** `Hostcall(command, …)`: the same commands as the methods below. */
-export interface HostcallApi {
+/**
+ * `Hostcall(command, …)`: works from the snippet's first line on. Until the loader has run,
+ * `Hostcall` is the snippet's queue: commands wait in it and run, in order, when the loader
+ * arrives.
+ */
+export interface HostcallCommands {
   <Input = any, Output = unknown>(command: 'register', name: string, handler: Handler<Input, Output>): void
   (command: 'unregister', name: string): void
   (command: 'open' | 'close'): void
   (command: 'send', text: string): void
   (command: 'identify', token: IdentityToken): void
   (command: 'logout'): void
+  /**
+   * Listen to an event. Returns a function that stops listening — or `undefined` when called
+   * before the loader ran (the queue returns nothing; the listener is still added).
+   */
   <E extends HostcallEvent>(
     command: 'on',
     event: E,
     listener: (detail: HostcallEvents[E]) => void,
-  ): () => void
+  ): (() => void) | undefined
+}
 
+/** `window.Hostcall` before the loader has run: the snippet's queue, callable only. Calling
+ * a method (`Hostcall.register(…)`) would throw: test `Hostcall.loaded` first, or use the
+ * command form. */
+export interface HostcallQueue extends HostcallCommands {
+  readonly loaded?: undefined
+}
+
+/** `window.Hostcall` once the loader has run: the commands, and the same as methods. */
+export interface HostcallApi extends HostcallCommands {
   /** Add (or replace) the handler of a client-side tool; the server learns at once. */
   register<Input = any, Output = unknown>(name: string, handler: Handler<Input, Output>): void
   unregister(name: string): void
@@ -124,14 +142,15 @@ export interface HostcallApi {
   logout(): void
   /** Listen to an event; returns a function that stops listening. */
   on<E extends HostcallEvent>(event: E, listener: (detail: HostcallEvents[E]) => void): () => void
-  /** Set once the loader has run (before that, `Hostcall` is the snippet's queue). */
-  readonly loaded?: 1
+  /** Set once the loader has run. */
+  readonly loaded: 1
 }
 
 declare global {
   interface Window {
-    Hostcall: HostcallApi
+    Hostcall: HostcallQueue | HostcallApi
   }
-  // The snippet's first line makes `Hostcall` callable before the loader arrives.
-  var Hostcall: HostcallApi
+  // The snippet's first line makes `Hostcall` callable before the loader arrives; its methods
+  // exist only once `Hostcall.loaded` is set.
+  var Hostcall: HostcallQueue | HostcallApi
 }

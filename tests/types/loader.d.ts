@@ -31,9 +31,13 @@ export interface Shared {
 }
 
 declare module '../../widget/embed' {
-  interface HostcallApi {
+  interface HostcallQueue {
     /** The snippet's queue: the calls made before the loader ran. */
     readonly q?: unknown[][]
+    _connect?: undefined
+  }
+  interface HostcallApi {
+    readonly q?: undefined
     /** The loader hands its state to the bridge, once. */
     _connect?(connect: (hc: Shared) => void): unknown
   }

@@ -4,15 +4,26 @@ export {}
 
 // @ts-expect-error: no such command
 Hostcall('reload')
-// @ts-expect-error: no such event
-Hostcall.on('finished', () => {})
-// @ts-expect-error: a message's detail has no `callId`
-Hostcall.on('message', m => m.callId)
-// @ts-expect-error: send takes text
-Hostcall.send({ text: 'hi' })
-// @ts-expect-error: a handler's context has no `token` (the page never sees tokens)
-Hostcall.register('x', (_input, ctx) => ctx.token)
-// @ts-expect-error: the output must be JSON, not a function
-Hostcall.register('y', () => () => 1)
-// @ts-expect-error: identify takes a JWT or a function giving one
-Hostcall.identify({ sub: 'ann' })
+// @ts-expect-error: before the loader has run, Hostcall is the snippet's queue: no methods
+Hostcall.register('x', () => ({}))
+// @ts-expect-error: nor on window
+window.Hostcall.on('message', () => {})
+// @ts-expect-error: queued, `on` may return nothing to call
+Hostcall('on', 'message', () => {})()
+
+if (Hostcall.loaded) {
+  // @ts-expect-error: no such event
+  Hostcall.on('finished', () => {})
+  // @ts-expect-error: a message's detail has no `callId`
+  Hostcall.on('message', m => m.callId)
+  // @ts-expect-error: send takes text
+  Hostcall.send({ text: 'hi' })
+  // @ts-expect-error: a handler's context has no `token` (the page never sees tokens)
+  Hostcall.register('x', (_input, ctx) => ctx.token)
+  // @ts-expect-error: the output must be JSON, not a function
+  Hostcall.register('y', () => () => 1)
+  // @ts-expect-error: identify takes a JWT or a function giving one
+  Hostcall.identify({ sub: 'ann' })
+}
+// @ts-expect-error: the command form checks the same: send takes text
+Hostcall('send', 42)

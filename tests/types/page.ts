@@ -21,23 +21,33 @@ const readBoard: Handler<{ boardId: string; status?: Task['status'] }, { tasks: 
 }
 
 Hostcall('register', 'read_board_tasks', readBoard)
-window.Hostcall.register<{ title: string; dueDate?: string }, Task>('create_task', input => {
+window.Hostcall('register', 'create_task', (input: { title: string; dueDate?: string }): Task => {
   const task: Task = { id: `t${board.length + 1}`, title: input.title, status: 'todo', dueDate: input.dueDate }
   board.push(task)
   return task
 })
 
+// The command form works before the loader has run; `on` then returns nothing to call.
 const stop = Hostcall('on', 'toolresult', (detail: ToolResultDetail) => {
   if (detail.outcome && 'error' in detail.outcome) console.warn(detail.outcome.error.code)
 })
-Hostcall.on('message', m => console.log(m.role, m.text.length))
-Hostcall.on('error', e => console.error(e.code, e.message ?? ''))
-stop()
+stop?.()
 Hostcall('open')
-Hostcall.send('What should I work on next?')
-Hostcall('unregister', 'create_task')
+Hostcall('send', 'What should I work on next?')
+
+// The methods exist once the loader has run.
+if (Hostcall.loaded) {
+  Hostcall.on('message', m => console.log(m.role, m.text.length))
+  const stopErrors: () => void = Hostcall.on('error', e => console.error(e.code, e.message ?? ''))
+  stopErrors()
+  Hostcall.send('And after that?')
+  Hostcall.unregister('create_task')
+  Hostcall.identify(async () => (await fetch('/hostcall-token')).text())
+}
+if (window.Hostcall.loaded) {
+  window.Hostcall.register<{ status?: Task['status'] }, { tasks: Task[] }>('read_board_tasks', () => ({ tasks: board }))
+}
 
 // Known visitors: a token, or a function that fetches a fresh one before each expires.
 Hostcall('identify', 'eyJhbGciOiJIUzI1NiJ9.e30.sig')
-Hostcall.identify(async () => (await fetch('/hostcall-token')).text())
 Hostcall('logout')
