@@ -175,3 +175,79 @@ def test_idle_shows_once_the_last_reply_is_drawn(widget: Widget) -> None:
     assert widget.messages("assistant")[-1].startswith("Hello! Ask me")
     seen = frame.evaluate("window.seenAtIdle")
     assert len(seen) == 1 and seen[0].startswith("Hello! Ask me"), seen
+
+
+# A normal page script: it reads the page's own elements, so it must run where a page's script
+# does (at the end of the body), not in <head> before them.
+BODY_SCRIPT = """
+  const cart = document.getElementById('cart')
+  window.added = []
+  Hostcall('register', 'add_to_cart', async (input) => {
+    window.added.push(input)
+    cart.textContent = `${window.added.length} line(s)`
+    return { count: window.added.reduce((n, i) => n + Number(i.qty), 0) }
+  })
+"""
+
+
+@pytest.mark.hostcall_agent(SHOP)
+def test_the_host_page_script_runs_after_the_body(
+    host_page: HostPage, hostcall_page: Page
+) -> None:
+    errors: list[str] = []
+    hostcall_page.on("pageerror", lambda e: errors.append(str(e)))
+    host_page.body = '<p id="cart">empty</p>'
+    host_page.script = BODY_SCRIPT
+    hostcall_page.goto(host_page.url)
+    widget = Widget(hostcall_page).open()
+    widget.send("add 2 apples")
+    widget.approve("add_to_cart")
+    widget.wait_until_idle()
+    expect(widget.last_reply()).to_have_text("Your cart has 2 items.")
+    expect(hostcall_page.locator("#cart")).to_have_text("1 line(s)")
+    assert errors == []
+    assert hostcall_page.evaluate("window.added") == [{"sku": "apples", "qty": "2"}]
+
+
+@pytest.mark.hostcall_agent(SHOP)
+def test_misuse_says_what_the_widget_shows(shop_page: Page, widget: Widget) -> None:
+    hostcall_page = shop_page
+    quick = Widget(hostcall_page, timeout=1_500)
+    # Approving when nothing waits: the agent is idle, no card asks for a decision.
+    with pytest.raises(AssertionError) as nothing:
+        quick.approve()
+    text = str(nothing.value)
+    assert "could not find a card asking for a decision within 1.5 s" in text, text
+    assert "the chat is open (launcher 'Chat')" in text, text
+    assert "agent state: idle" in text and "cards: none" in text, text
+    assert "last messages: assistant: Hello! I can add things to your cart." in text, text
+
+    widget.send("add 2 apples")
+    widget.wait_for_call("add_to_cart", "waiting")
+    # Waiting for a call that never comes, and filling a form that is not open: the report
+    # names the card that is there, what it asks, and the last events.
+    with pytest.raises(AssertionError) as never:
+        quick.wait_for_call("order_status")
+    text = str(never.value)
+    assert "could not see a 'order_status' card within 1.5 s" in text, text
+    assert "agent state: waiting" in text, text
+    assert "cards: add_to_cart waiting, asking for a decision" in text, text
+    assert "| user: add 2 apples" in text, text
+    assert "message user: add 2 apples, toolcall add_to_cart (awaiting_confirmation" in text, text
+    with pytest.raises(AssertionError) as no_form:
+        quick.fill_form({"status": "shipped"})
+    assert "could not fill an answer form" in str(no_form.value), no_form.value
+
+    # Closed: it says so.
+    hostcall_page.locator("[data-part=hostcall-launcher]").click()
+    with pytest.raises(AssertionError) as closed:
+        quick.wait_until_idle()
+    assert "the chat is closed (launcher 'Chat, 1 unread')" not in str(closed.value)
+    assert "the chat is closed (launcher 'Chat')" in str(closed.value), closed.value
+
+    # Nothing was lost by the failed waits: the call still waits, and goes on when approved.
+    hostcall_page.locator("[data-part=hostcall-launcher]").click()
+    widget.approve("add_to_cart")
+    widget.wait_until_idle()
+    expect(widget.last_reply()).to_have_text("Your cart has 2 items.")
+    assert hostcall_page.evaluate("window.added") == [{"sku": "apples", "qty": "2"}]

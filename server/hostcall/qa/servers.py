@@ -151,8 +151,9 @@ class HostPage:
     """A page on ``http://localhost:PORT`` that embeds the widget with the README's snippet.
 
     ``snippet`` attributes become the script tag's ``data-*`` (``{"locale": "fr"}`` →
-    ``data-locale="fr"``); ``script`` is JavaScript run after the snippet (register handlers
-    there, or later with ``page.evaluate``); ``body`` is extra HTML.
+    ``data-locale="fr"``); ``body`` is extra HTML; ``script`` is JavaScript run where a
+    page's own script runs, at the end of the body (the elements above it exist): register
+    handlers there, or later with ``page.evaluate``.
     """
 
     hostcall_url: str
@@ -183,8 +184,8 @@ class HostPage:
             "<script>window.Hostcall=window.Hostcall||function(){(Hostcall.q=Hostcall.q||[])"
             ".push(arguments)}</script>"
             f'<script src="{src}" data-agent="{html.escape(self.agent)}"{attrs} async></script>'
-            f"<script>{self.script}</script>"
-            f"</head><body><main><h1>Host page</h1>{self.body}</main></body></html>"
+            f"</head><body><main><h1>Host page</h1>{self.body}</main>"
+            f"<script>{self.script}</script></body></html>"
         )
 
 
