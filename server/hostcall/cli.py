@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import gc
 import ipaddress
 import logging
 import os
+import shutil
 import signal
-import socket
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -26,7 +28,6 @@ from hostcall.settings import DATA_DIR, DEMO_AGENTS, Settings
 from hostcall.store import is_database_url
 
 DEFAULT_DB = DATA_DIR / "hostcall.db"
-SERVICES_PORT = 8002
 Lifespan = Literal["on", "off"]
 log = logging.getLogger("hostcall")
 
@@ -77,6 +78,15 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=8001,
         help="the demo host page's port on localhost (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--services-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="the demo's public-holidays service's port on 127.0.0.1; 0: a free one "
+        "(default: 8002, or a free one if 8002 is busy). The demo's agent files are pointed "
+        "at it; agent files of your own (--agents) must name it themselves",
     )
 
     check = sub.add_parser("check", help="load and check agent files, then exit")
@@ -182,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "demo":
         extra.append(f"http://localhost:{args.host_port}")
+        if (failed := _demo_services(args)) is not None:
+            return failed
     if args.otlp_endpoint:
         parts = urlsplit(args.otlp_endpoint)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -297,15 +309,6 @@ def _reload_on_sighup(app: Starlette) -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
 
 
-def _port_free(host: str, port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
 def trusted_proxies(value: str) -> str:
     """``--forwarded-allow-ips``, checked: uvicorn takes a mistyped address for a name that
     never matches, and would silently believe no proxy."""
@@ -389,17 +392,31 @@ async def _demo(app: Starlette, args: argparse.Namespace) -> int:
         ),
         server(create_demo_host_app(hostcall_url), "localhost", args.host_port, "warning", "off"),
     ]
-    services = "http://127.0.0.1:8002  (public holidays, for the server-side tool)"
-    # The planner's public_holidays tool targets this fixed address (demo/agents).
-    if _port_free("127.0.0.1", SERVICES_PORT):
-        servers.append(server(create_services_app(), "127.0.0.1", SERVICES_PORT, "warning", "off"))
-    else:
-        services = f"not started: port {SERVICES_PORT} is busy (public_holidays will fail)"
+    sock = args.services_socket
+    services_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     print(
         f"\n  Hostcall demo\n  Open the task board:  {host_url}/\n"
         f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n"
-        f"  Demo service:         {services}\n",
+        f"  Demo service:         {services_url}  (public holidays, for the server-side tool)\n",
         flush=True,
     )
-    await asyncio.gather(*(s.serve() for s in servers))
+    services = server(create_services_app(), "127.0.0.1", 0, "warning", "off")
+    await asyncio.gather(*(s.serve() for s in servers), services.serve(sockets=[sock]))
     return 0
+
+
+def _demo_services(args: argparse.Namespace) -> int | None:
+    """Bind the demo service's port and, off 8002, point the demo's agent files at it."""
+    from hostcall.demo_services import SERVICES_PORT, PortBusy, agents_for_port, services_socket
+
+    try:
+        args.services_socket = sock = services_socket(args.services_port)
+    except PortBusy as exc:
+        print(f"hostcall: --services-port: {exc}", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
+    if port != SERVICES_PORT and args.agents.resolve() == DEMO_AGENTS.resolve():
+        into = Path(tempfile.mkdtemp(prefix="hostcall-demo-agents-"))
+        atexit.register(shutil.rmtree, into, True)
+        args.agents = agents_for_port(DEMO_AGENTS, port, into)
+    return None

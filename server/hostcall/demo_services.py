@@ -1,6 +1,13 @@
-"""A small local service for the demo's server-side tool (public holidays, offline)."""
+"""A small local service for the demo's server-side tool (public holidays, offline), and
+where it listens: port 8002 if free (the address the demo's agent files name), else the port
+``hostcall demo --services-port`` gives or a free one, with the demo's agent files copied and
+pointed at it."""
 
 from __future__ import annotations
+
+import shutil
+import socket
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -39,3 +46,42 @@ async def holidays(request: Request) -> JSONResponse:
 
 def create_services_app() -> Starlette:
     return Starlette(routes=[Route("/holidays/{country}", holidays)])
+
+
+#: The port the demo's agent files (demo/agents) name for the service.
+SERVICES_PORT = 8002
+
+
+class PortBusy(Exception):
+    def __init__(self, port: int) -> None:
+        super().__init__(f"port {port} of 127.0.0.1 is busy")
+        self.port = port
+
+
+def services_socket(port: int | None) -> socket.socket:
+    """The service's listening socket on 127.0.0.1, bound now (nobody takes it meanwhile):
+    on ``port``; ``None`` asks for 8002, else any free port; 0 for any free port. An explicit
+    port that is busy raises ``PortBusy``."""
+    wanted = SERVICES_PORT if port is None else port
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", wanted))
+    except OSError:
+        if port is not None:
+            sock.close()
+            raise PortBusy(wanted) from None
+        sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def agents_for_port(agents: Path, port: int, into: Path) -> Path:
+    """A copy of the agents directory ``agents`` at ``into``, its agent files' service address
+    (127.0.0.1:8002 and localhost:8002: tool URLs, allowed hosts) moved to ``port``."""
+    shutil.copytree(agents, into, dirs_exist_ok=True)
+    for path in into.glob("*.json"):
+        text = path.read_text(encoding="utf-8")
+        for host in ("127.0.0.1", "localhost"):
+            text = text.replace(f"{host}:{SERVICES_PORT}", f"{host}:{port}")
+        path.write_text(text, encoding="utf-8")
+    return into
