@@ -48,9 +48,7 @@ def conversations(demo: Demo) -> int:
 # ----------------------------------------------------------------------------- no empty ones
 
 
-def test_loading_the_widget_stores_nothing_until_the_person_writes(
-    page: Page, demo: Demo
-) -> None:
+def test_loading_the_widget_stores_nothing_until_the_person_writes(page: Page, demo: Demo) -> None:
     widget = open_chat(page, demo)
     expect(widget.frame.locator("[data-part=composer-input]")).to_be_editable()
     page.reload()
@@ -204,9 +202,7 @@ def test_the_badge_speaks_the_page_locale(page: Page, demo: Demo, locale: str, n
 # ----------------------------------------------------------------------------- data-agent
 
 
-def test_a_mistyped_agent_shows_no_launcher_and_says_why_at_load(
-    page: Page, demo: Demo
-) -> None:
+def test_a_mistyped_agent_shows_no_launcher_and_says_why_at_load(page: Page, demo: Demo) -> None:
     console: list[str] = []
     page.on("console", lambda m: console.append(m.text))
     page.add_init_script(WATCH)
@@ -225,7 +221,8 @@ def test_a_mistyped_agent_shows_no_launcher_and_says_why_at_load(
         page.mouse.move(1240, 760)
         assert page.evaluate("window.__launchers") == 0
         expect(page.locator(LAUNCHER)).to_have_count(0)
-        expect(page.locator("[data-part=hostcall-panel], [data-part=hostcall-frame]")).to_have_count(0)
+        drawn = page.locator("[data-part=hostcall-panel], [data-part=hostcall-frame]")
+        expect(drawn).to_have_count(0)
         # The page's commands still do nothing harmful.
         page.evaluate("Hostcall('open'); Hostcall('send', 'hello')")
         expect(page.locator("[data-part=hostcall-frame]")).to_have_count(0)

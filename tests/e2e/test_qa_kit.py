@@ -191,9 +191,7 @@ BODY_SCRIPT = """
 
 
 @pytest.mark.hostcall_agent(SHOP)
-def test_the_host_page_script_runs_after_the_body(
-    host_page: HostPage, hostcall_page: Page
-) -> None:
+def test_the_host_page_script_runs_after_the_body(host_page: HostPage, hostcall_page: Page) -> None:
     errors: list[str] = []
     hostcall_page.on("pageerror", lambda e: errors.append(str(e)))
     host_page.body = '<p id="cart">empty</p>'
