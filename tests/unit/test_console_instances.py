@@ -216,3 +216,43 @@ def test_the_list_filters_pages_and_validates_its_query(
     assert ids("?page=2") == []
     for bad in ("?status=sleeping", "?page=0", "?page=x"):
         assert operator.http.get(f"/console/api/conversations{bad}").status_code == 400
+
+
+def test_operator_approves_for_the_conversation_and_later_calls_run_without_asking(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "add a task to review the Q3 report before Friday")
+    call = harness.open_call(conv, "awaiting_confirmation")
+    assert call["approval"]["scopes"] == ["once", "conversation"]
+    r = operator.post(
+        f"/console/api/calls/{call['toolCallId']}/decision",
+        {"decision": "approve", "scope": "conversation"},
+    )
+    assert r.status_code == 200 and r.json()["state"] == "dispatched"
+    harness.answer(harness.open_call(conv), {"id": "t9", "title": "Review the Q3 report",
+                                             "status": "todo"})  # fmt: skip
+    harness.settle(conv)
+    harness.say(conv, "add a task to write the release notes")
+    later = harness.open_call(conv)
+    assert later["toolCallId"] != call["toolCallId"]
+    assert later["state"] in ("dispatched", "delivered")  # not asked again: the grant
+    assert later["approval"]["reason"] == "grant"
+    entries = harness.call(harness.runtime.store.list_audit)
+    approve = [e for e in entries if e.action == "call.approve"]
+    assert [e.details.get("scope") for e in approve] == ["conversation"]
+
+
+def test_a_scope_the_call_does_not_offer_is_refused_and_nothing_changes(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    conv = harness.conversation()
+    harness.say(conv, "add a task to review the Q3 report before Friday")
+    call = harness.open_call(conv, "awaiting_confirmation")
+    r = operator.post(
+        f"/console/api/calls/{call['toolCallId']}/decision",
+        {"decision": "approve", "scope": "forever"},
+    )
+    assert r.status_code == 400 and r.json()["error"]["details"]["field"] == "scope"
+    assert harness.open_call(conv, "awaiting_confirmation")["toolCallId"] == call["toolCallId"]
+    assert _audit(harness) == []

@@ -17,7 +17,8 @@ from starlette.responses import HTMLResponse, Response
 
 from hostcall.console.cookies import set_cookie
 from hostcall.console.operator import Operator
-from hostcall.console.text import LOCALES, TEXT, accept_language
+from hostcall.console.text import LOCALES, TEXT, accept_language, error_sentence
+from hostcall.errors import HostcallError
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 THEMES = ("auto", "light", "dark")
@@ -93,5 +94,8 @@ def page(
     return response
 
 
-def error_page(request: Request, operator: Operator | None, status: int, message: str) -> Response:
-    return page(request, "error.html", operator, status=status, message=message)
+def error_page(request: Request, operator: Operator | None, error: HostcallError) -> Response:
+    """The error in the reader's language (the server's English message if it has none)."""
+    lang, _, _ = preferences(request)
+    said = error_sentence(lang, error.code.value, error.details) or error.message
+    return page(request, "error.html", operator, status=error.status, message=said)

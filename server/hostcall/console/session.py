@@ -160,6 +160,9 @@ def guarded(role: Role) -> Callable[[Handler], Handler]:
                         f"this needs the {role.value} role; {operator.name} is "
                         f"{operator.role.value}",
                         code=ErrorCode.ROLE_REQUIRED,
+                        role=role.value,
+                        account=operator.name,
+                        current=operator.role.value,
                     )
                 if request.method != "GET":
                     form = await read_form(request)
@@ -176,7 +179,7 @@ def guarded(role: Role) -> Callable[[Handler], Handler]:
                 if not is_page:
                     raise
                 who = getattr(request.state, "operator", None)
-                return error_page(request, who, exc.status, exc.message)
+                return error_page(request, who, exc)
 
         endpoint.__name__ = handler.__name__
         endpoint.__doc__ = handler.__doc__

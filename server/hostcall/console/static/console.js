@@ -34,6 +34,21 @@ export async function api(path, body) {
   }
 }
 
+/**
+ * What the reader reads for a failed API call: the error code's sentence in their language
+ * (text.py's error_<code>), else the server's own words.
+ * @param {{status: number, body: any}} result
+ */
+export function errorText(result) {
+  const e = result.body?.error || {}
+  const d = e.details || {}
+  if (e.code === 'role_required' && page.t[`role_name_${d.role}`] && page.t[`role_name_${d.current}`]) {
+    return tr('error_role_required', { role: tr(`role_name_${d.role}`), current: tr(`role_name_${d.current}`), account: d.account })
+  }
+  if (e.code === 'bad_request' && typeof d.field === 'string') return tr('error_bad_request_field', { field: d.field })
+  return (e.code !== 'role_required' && page.t[`error_${e.code}`]) || e.message || `HTTP ${result.status}`
+}
+
 /** An ISO timestamp as the reader's local date and time. @param {number} seconds */
 export const when = seconds => new Date(seconds * 1000).toLocaleString(page.lang)
 

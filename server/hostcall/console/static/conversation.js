@@ -3,7 +3,7 @@
 // call's card is rebuilt only when its state changes, so a half-filled form survives.
 // Everything from the conversation enters the DOM as text (h() uses textContent).
 
-import { page, tr, h, api, when, every, json, ready } from './console.js'
+import { page, tr, h, api, when, every, json, ready, errorText } from './console.js'
 import { schemaForm } from '/static/form.js'
 
 const id = page.data.id
@@ -17,7 +17,7 @@ const say = (/** @type {string} */ text) => { status.textContent = text }
 
 /** @param {{ok: boolean, status: number, body: any}} result */
 function failed(result) {
-  say(tr('action_failed', { message: result.body?.error?.message || `HTTP ${result.status}` }))
+  say(tr('action_failed', { message: errorText(result) }))
 }
 
 /** POST an action on a call or run; refresh after. @param {string} path @param {unknown} body */
@@ -63,14 +63,15 @@ function actions(c) {
   if (c.state === 'awaiting_confirmation') {
     const edit = h('div', { 'data-part': 'edit-slot' })
     const reason = h('textarea', { id: `reason-${c.toolCallId}`, 'data-part': 'reject-reason', rows: 2 })
-    out.push(h('h4', { text: tr('decide_title', { name: c.toolCallName }) }),
+    const scope = scopeChoice(c)
+    out.push(h('h4', { text: tr('decide_title', { name: c.toolCallName }) }), scope.el,
       h('div', { 'data-part': 'decision' },
-        h('button', { type: 'button', 'data-part': 'approve', 'data-kind': 'primary', onclick: () => act(`${base}/decision`, { decision: 'approve' }) }, tr('approve')),
+        h('button', { type: 'button', 'data-part': 'approve', 'data-kind': 'primary', onclick: () => act(`${base}/decision`, { decision: 'approve', scope: scope.value() }) }, tr('approve')),
         h('button', { type: 'button', 'data-part': 'edit', onclick: () => {
           const form = schemaForm(c.inputSchema, c.input, {
             purpose: 'edit', label: tr('approve_edits'), submitLabel: tr('approve_edits'),
             onSubmit: async input => {
-              const result = await act(`${base}/decision`, { decision: 'approve', input })
+              const result = await act(`${base}/decision`, { decision: 'approve', input, scope: scope.value() })
               return result.status === 422 ? result.body.error?.details?.errors : undefined
             },
           })
@@ -86,6 +87,23 @@ function actions(c) {
     out.push(h('p', null, h('button', { type: 'button', 'data-part': 'expire', 'data-kind': 'danger', onclick: () => confirm(tr('confirm_expire')) && act(`${base}/expire`, {}) }, tr('expire'))))
   }
   return out
+}
+
+/**
+ * The scopes the call offers, as the widget shows them: "Just this once" or "For this
+ * conversation" (later calls of the tool then run without asking; the server checks the
+ * scope is offered). Nothing to choose when only "once" is offered. @param {any} c
+ */
+function scopeChoice(c) {
+  const offered = ['once', 'conversation'].filter(s => (c.approval?.scopes || ['once']).includes(s))
+  if (offered.length < 2) return { el: null, value: () => 'once' }
+  const name = `scope-${c.toolCallId}`
+  const el = h('fieldset', { 'data-part': 'scope' }, h('legend', { text: tr('scope_legend') }),
+    offered.map(s => h('div', { 'data-part': 'scope-option' },
+      h('input', { type: 'radio', id: `${name}-${s}`, name, value: s, 'data-part': `scope-${s}`, checked: s === 'once' }),
+      h('label', { for: `${name}-${s}`, text: tr(`scope_${s}`) }))))
+  const value = () => /** @type {HTMLInputElement | null} */ (el.querySelector('input:checked'))?.value || 'once'
+  return { el, value }
 }
 
 /** @param {any} c */

@@ -3,7 +3,7 @@
 // same messages), shown verbatim in the problems list and beside the field they name. The
 // tool's schemas get a live preview of the form they generate (the widget's form.js).
 
-import { page, tr, h, api, ready } from './console.js'
+import { page, tr, h, api, ready, errorText } from './console.js'
 import { schemaForm } from '/static/form.js'
 import * as mcp from './designer_mcp.js'
 import { addNodeFields, blockDescription, installedBlocks, newNodeTool, nodeProperties } from './designer_nodes.js'
@@ -86,12 +86,23 @@ function field(obj, key, label, o = {}) {
   return wrap
 }
 
-/** @param {HTMLElement} wrap @param {string} message */
-function showError(wrap, message) {
+/**
+ * Show `message` under the field; `alert`: also announce it at once (a refused action),
+ * not only when the field is next read. @param {HTMLElement} wrap @param {string} message
+ */
+function showError(wrap, message, alert = false) {
   const err = /** @type {HTMLElement} */ (wrap.querySelector('[data-part="field-problem"]'))
+  if (alert) err.setAttribute('role', 'alert')
+  else err.removeAttribute('role')
   err.hidden = false
   err.textContent = message
   wrap.querySelector('[data-key]')?.setAttribute('aria-invalid', 'true')
+}
+
+/** Why `name` cannot name a tool of this kind, or '' if it can. @param {string} name @param {boolean} serverSide */
+function nameProblem(name, serverSide) {
+  if (!name.trim()) return tr('name_missing')
+  return (serverSide ? HTTP_NAME : CLIENT_NAME).test(name) ? '' : tr(serverSide ? 'name_invalid_http' : 'name_invalid_client', { name })
 }
 
 // ============================================================================
@@ -165,8 +176,12 @@ function addToolForm() {
       render('[data-part="properties"] select')
       return
     }
-    const rule = fresh.kind === 'client' ? CLIENT_NAME : HTTP_NAME
-    if (!rule.test(fresh.name)) { showError(name, tr('name_rule')); name.querySelector('input')?.focus(); return }
+    const problem = nameProblem(fresh.name, fresh.kind !== 'client')
+    if (problem) {
+      showError(name, problem, true)
+      name.querySelector('input')?.focus()
+      return
+    }
     if (fresh.kind === 'block' && !installedBlocks().length) { body.querySelector('[data-part="no-blocks"]')?.scrollIntoView({ block: 'nearest' }); return }
     const tool = fresh.kind === 'client' ? { ...fresh }
       : fresh.kind === 'block' ? newNodeTool(fresh, choice)
@@ -232,8 +247,8 @@ function properties() {
     return [f, view.el]
   }
   const nameField = field(tool, tool.toolName ? 'toolName' : 'name', tr('tool_name'), { ...opts, help: tr('name_rule'), onChange: () => {
-    const rule = serverSide ? HTTP_NAME : CLIENT_NAME
-    if (!rule.test(tool.name ?? tool.toolName ?? '')) showError(nameField, tr('name_rule'))
+    const problem = nameProblem(tool.name ?? tool.toolName ?? '', serverSide)
+    if (problem) showError(nameField, problem)
   } })
   nameField.dataset.key = 'name'
   const titleField = field(tool, 'title', tr('display_title'), { ...opts, optional: true })
@@ -356,7 +371,7 @@ async function save() {
     saveStatus.textContent = tr('saved', { n: result.body.version })
     reloadTry()
   } else {
-    problems = result.body.error?.details?.problems || [result.body.error?.message || `HTTP ${result.status}`]
+    problems = result.body.error?.details?.problems || [errorText(result)]
     showProblems()
     saveStatus.textContent = problems[0]
     saveStatus.dataset.kind = 'error'
