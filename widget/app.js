@@ -43,8 +43,6 @@ const state = {
 let parentTools = new Set()
 let idToken = '' // the page's visitor's: known.js acts on it (docs/identity.md)
 const known = () => import('./known.js').then(k => k.go({ api, token: idToken, locale, restart, emit, toParent, cid: state.conversationId }))
-/** A card needed the person at the last refresh. */
-let wanted = false
 let handshakeDone = () => {}
 const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 
@@ -94,8 +92,7 @@ async function sendCapabilities(strict = false) {
 }
 
 // ============================================================================
-// Boot: restore the conversation if there is one, then follow its stream. A new one is made
-// with the first message (start): a widget loaded and never written in stores nothing.
+// Boot: resume the conversation, if any; a new one is made with the first message (start)
 // ============================================================================
 
 async function boot(fresh = false) {
@@ -104,7 +101,7 @@ async function boot(fresh = false) {
     if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
     // The server's HttpOnly cookie, with the page's resume key, remembers the conversation.
     // A fresh start must not resume it: the cookie still names the conversation being left,
-    // and creating the new one (with the first message) replaces it.
+    // and creating the new one replaces it.
     const resumed = fresh ? null : await (idToken ? known() : api.resume()).catch(err => { if (!GONE.includes(err.status)) throw err })
     if (resumed) {
       state.conversationId = resumed.conversationId
@@ -132,8 +129,6 @@ async function boot(fresh = false) {
   refresh()
 }
 
-/** The conversation, made for the first message: its session, this surface's handlers (so
- * the first call can come here), then its stream, which replays from its first event. */
 async function start() {
   const created = await api.create(locale)
   state.conversationId = created.conversationId
@@ -146,7 +141,6 @@ function follow() {
   state.stream = openStream({ url: streamUrl, types: [...Object.keys(ON), ...Object.keys(ON_CALL)], onEvent, onState: onStreamState })
 }
 
-/** Hold no conversation (none yet, or the one held is gone). */
 function forget() {
   api.forget()
   Object.assign(state, { conversationId: '', streamToken: '' })
@@ -380,7 +374,7 @@ async function send(raw) {
   // text the server refuses (400 invalid_text).
   const text = String(raw).trim().slice(0, 8000).replace(/[\uD800-\uDBFF]$/, '')
   if (!text) return
-  // No conversation yet (a slow network): it goes, and shows, once there is (boot).
+  // Still starting (a slow network): it goes, and shows, once boot is done.
   if (!state.ready) return void state.outbox.push(text)
   if (state.run === 'running' || state.run === 'waiting') return void ui.showError(t('errorBusy'))
   const pending = ui.addPendingUser(text)
@@ -425,8 +419,6 @@ const rerun = () => control(true)
 function refresh() {
   const active = state.run === 'running' || state.run === 'waiting'
   const person = Boolean(calls?.needsPerson())
-  if (person && !wanted) toParent(MSG.ATTENTION) // an approval or a form: once, as it comes
-  wanted = person
   ui.setWorking(state.ready && active && !person && !state.streaming)
   ui.setSendEnabled(state.ready && !active, state.ready && active)
   ui.setAgentState(!state.ready ? 'starting' : !active ? 'idle' : person ? 'waiting' : 'working')

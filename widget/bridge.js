@@ -55,38 +55,20 @@
         hc.sync()
       } else if (m.type === MSG.EVENT) {
         emit(m.event, m.detail)
+        m.event === 'message' && m.detail?.role === 'assistant' && attention()
       } else if (m.type === MSG.ATTENTION) {
-        hc.isOpen || badge(unread + 1)
+        attention()
       }
     }
 
-    // The launcher's badge: replies and cards that came while the chat was closed, cleared
-    // when it opens; the count is in the button's name too, for screen readers.
-    const button = hc.button
-    const name = button?.getAttribute('aria-label')
-    const lang = (opts.locale || navigator.language).slice(0, 2)
-    const UNREAD = {
-      en: n => `${name}, ${n} unread`,
-      fr: n => `${name}, ${n} non lu${n > 1 ? 's' : ''}`,
-      es: n => `${name}, ${n} sin leer`,
-      ja: n => `${name}、未読 ${n} 件`,
+    // Replies and cards that came while closed: data-unread, drawn by static/badge.js.
+    let badge
+    function attention() {
+      const b = hc.button
+      if (hc.isOpen || !b) return
+      b.dataset.unread = String(+(b.dataset.unread || 0) + 1)
+      badge ||= document.head.appendChild(Object.assign(document.createElement('script'), { src: base + 'static/badge.js' }))
     }
-    let unread = 0, dot
-    function badge(n) {
-      if (!button) return // inline: no launcher
-      unread = n
-      if (!dot) {
-        dot = document.createElement('span')
-        dot.dataset.part = 'hostcall-badge'
-        dot.setAttribute('aria-hidden', 'true')
-        dot.style.cssText = 'position:absolute;top:-4px;right:-4px;min-width:22px;height:22px;padding:0 6px;box-sizing:border-box;border-radius:11px;background:#dc2626;color:#fff;font:700 12px/22px system-ui,sans-serif;text-align:center;box-shadow:0 0 0 2px #fff'
-        button.append(dot)
-      }
-      dot.textContent = n > 9 ? '9+' : n
-      dot.style.display = n ? '' : 'none'
-      button.setAttribute('aria-label', n ? (UNREAD[lang] || UNREAD.en)(n) : name)
-    }
-    ;(hc.listeners.open ||= new Set()).add(() => badge(0))
 
     // The person typing, clicking or focusing on this page makes this tab the one calls go
     // to (docs/protocol.md "Surfaces"); the widget reports it to the server, throttled too.
@@ -115,12 +97,9 @@
       ctrl.signal.aborted || post(MSG.RESULT, reply)
     }
 
-    // No hello soon after the frame loads: ask the server exactly why (an unknown agent, an
-    // origin not allowed…; the loader asked first, unless the page's CSP stopped it), say it
-    // in the console, and take the launcher away.
-    frame.onload = () => setTimeout(() => greeted || fetch(base + 'embed/check?' + new URLSearchParams({ agent: opts.agent, origin: location.origin }))
-      .then(r => r.json(), () => ({ code: 'server_unreachable', message: `the Hostcall server at ${src.origin} did not answer` }))
-      .then(why => why.code && !greeted && hc.fail(why)), 1500)
+    // No hello soon after the frame loads: the server went away, or refused the frame (the
+    // loader's check was blocked). Its log says why.
+    frame.onload = () => setTimeout(() => greeted || hc.fail({ code: 'widget_not_started', message: "the widget did not start (the server's log says why)" }), 1500)
     const q = new URLSearchParams({ origin: location.origin, mode: hc.mode })
     for (const k of ['locale', 'theme', 'accent']) opts[k] && q.set(k, opts[k])
     // The resume key (widget/api.js): in this page's storage, which no other origin reads,

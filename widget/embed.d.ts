@@ -65,8 +65,9 @@ export interface MessageDetail {
 
 export interface ErrorDetail {
   /**
-   * For example `unknown_agent` or `origin_not_allowed` (the widget could not start here),
-   * `model_unreachable`, `model_http_error`, `reply_template_failed`, `send_failed`,
+   * For example `unknown_agent` or `origin_not_allowed` (said at load: the widget may not
+   * start here, so no launcher is drawn), `widget_not_started` (the frame never answered: the
+   * server's log says why), `model_unreachable`, `model_http_error`, `send_failed`,
    * `bad_identity` / `expired_identity` (the server refused the page's identity token),
    * `identify_failed` (the page's identity function threw).
    */

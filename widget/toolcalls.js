@@ -302,6 +302,7 @@ async function showAnswerForm(v, o) {
     actions: [{ part: 'decline', label: t('decline'), onClick: () => answer(v, { error: { code: 'no_handler', message: 'The person declined to answer this call.' } }) }],
   })
   const description = agentTools.get(c.toolCallName)?.description
+  toParent(MSG.ATTENTION)
   v.card.setState('waiting', o.note || t('answerPrompt'))
   v.card.show()
   v.card.setBody(
@@ -320,6 +321,7 @@ async function showAnswerForm(v, o) {
 // ============================================================================
 
 function showConfirm(v) {
+  toParent(MSG.ATTENTION)
   v.card.setState('waiting')
   v.card.show()
   const panel = confirmPanel({
