@@ -65,13 +65,18 @@ def services_socket(port: int | None) -> socket.socket:
     wanted = SERVICES_PORT if port is None else port
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Listening at once: two demos starting together may both bind a port (SO_REUSEADDR),
+    # but only one can listen on it; the other learns it here, not when its server starts.
     try:
         sock.bind(("127.0.0.1", wanted))
+        sock.listen(128)
     except OSError:
+        sock.close()
         if port is not None:
-            sock.close()
             raise PortBusy(wanted) from None
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
     return sock
 
 
