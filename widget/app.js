@@ -99,23 +99,9 @@ async function boot(fresh = false) {
   ui.setConnection('connecting')
   try {
     if (framed) await Promise.race([handshake, new Promise(r => setTimeout(r, 1500))])
-    // The server's HttpOnly cookie, with the page's resume key, remembers the conversation.
-    // A fresh start must not resume it: the cookie still names the conversation being left,
+    // A fresh start must not resume: the cookie still names the conversation being left,
     // and creating the new one replaces it.
-    const resumed = fresh ? null : await (idToken ? known() : api.resume()).catch(err => { if (!GONE.includes(err.status)) throw err })
-    if (resumed) {
-      state.conversationId = resumed.conversationId
-      state.streamToken = resumed.streamToken
-      // What this page handles first: a read whose page reloaded is assigned here at once,
-      // and the snapshot writes this surface's calls to it (the claim), like its stream.
-      const snapshot = await sendCapabilities(true).then(() => api.snapshot(resumed.conversationId, surfaceId)).catch(err => {
-        if (!GONE.includes(err.status)) throw err
-      })
-      if (snapshot) {
-        await applySnapshot(snapshot)
-        follow()
-      } else forget()
-    }
+    if (!fresh) await resume()
     ui.setConnection('open')
     state.ready = true
     toParent(MSG.READY)
@@ -129,6 +115,23 @@ async function boot(fresh = false) {
   refresh()
 }
 
+/** This browser's conversation, if it has one: the server's HttpOnly cookie, with the page's
+ * resume key, remembers it. */
+async function resume() {
+  const resumed = await (idToken ? known() : api.resume()).catch(err => { if (!GONE.includes(err.status)) throw err })
+  if (!resumed) return
+  state.conversationId = resumed.conversationId
+  state.streamToken = resumed.streamToken
+  // What this page handles first: a read whose page reloaded is assigned here at once,
+  // and the snapshot writes this surface's calls to it (the claim), like its stream.
+  const snapshot = await sendCapabilities(true).then(() => api.snapshot(resumed.conversationId, surfaceId)).catch(err => {
+    if (!GONE.includes(err.status)) throw err
+  })
+  if (!snapshot) return forget()
+  await applySnapshot(snapshot)
+  follow()
+}
+
 async function start() {
   const created = await api.create(locale)
   state.conversationId = created.conversationId
@@ -136,6 +139,11 @@ async function start() {
   await sendCapabilities()
   follow()
 }
+
+// Tabs of this browser share the conversation: one made in another tab (told once its first
+// message is in, so that message's calls come to the tab it was written in) is resumed here.
+const tabs = new BroadcastChannel(`hostcall:${cfg.agentId}`)
+tabs.onmessage = () => state.ready && !state.conversationId && !state.run && resume().catch(forget)
 
 function follow() {
   state.stream = openStream({ url: streamUrl, types: [...Object.keys(ON), ...Object.keys(ON_CALL)], onEvent, onState: onStreamState })
@@ -380,8 +388,9 @@ async function send(raw) {
   const pending = ui.addPendingUser(text)
   state.run = 'running'
   refresh()
+  const made = !state.conversationId
   try {
-    if (!state.conversationId) await start()
+    if (made) await start()
     const sent = await api.message(state.conversationId, text, cfg.simulate === true)
     state.runId = sent?.runId
     if (!sent?.runId) state.run = '' // held by a person
@@ -407,7 +416,10 @@ async function send(raw) {
     // (503: its database is, for a moment; the response says when to try again).
     ui.markFailed(pending, () => send(text), err.status === 503 ? t('errorStore') : '')
     emit('error', { code: err.code || 'send_failed', message: err.message })
-  } finally { refresh() }
+  } finally {
+    if (made && state.conversationId) tabs.postMessage(0)
+    refresh()
+  }
 }
 
 /** Retry and Stop: widget/control.js, fetched on first use. */

@@ -283,10 +283,10 @@ def test_a_result_over_the_byte_limit_is_refused_by_the_widget_not_the_server(
 def test_a_message_sent_before_the_conversation_exists_is_sent_once_when_it_does(
     page: Page, demo: Demo
 ) -> None:
-    # A slow network (or a loaded machine): the conversation's creation is held until the
-    # visitor has typed and pressed Enter.
+    # A slow network (or a loaded machine): the widget's start (resuming this browser's
+    # conversation, if any) is held until the visitor has typed and pressed Enter.
     held: list[Route] = []
-    page.context.route("**/api/agents/planner/conversations", lambda route: held.append(route))
+    page.context.route("**/api/agents/planner/session", lambda route: held.append(route))
     page.goto(demo.board)
     page.locator("[data-part=hostcall-launcher]").click()
     widget = Widget(page, timeout=SLOW)
@@ -294,7 +294,7 @@ def test_a_message_sent_before_the_conversation_exists_is_sent_once_when_it_does
     box.wait_for()
     deadline = time.monotonic() + SLOW / 1000
     while not held:
-        assert time.monotonic() < deadline, "the widget never asked for a conversation"
+        assert time.monotonic() < deadline, "the widget never asked for its conversation"
         page.wait_for_timeout(20)
     box.fill(ASK_NEXT)
     box.press("Enter")
@@ -302,7 +302,7 @@ def test_a_message_sent_before_the_conversation_exists_is_sent_once_when_it_does
     page.wait_for_timeout(300)  # long enough for a lost message to stay lost
     for route in held:
         route.continue_()
-    page.context.unroute("**/api/agents/planner/conversations")
+    page.context.unroute("**/api/agents/planner/session")
 
     expect(widget.calls("read_board_tasks")).to_have_attribute("data-state", "done", timeout=SLOW)
     expect(widget.last_reply()).to_contain_text("Here is the order I suggest", timeout=SLOW)

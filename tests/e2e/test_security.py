@@ -16,7 +16,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -24,7 +23,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import httpx
 import pytest
 import uvicorn
-from playwright.sync_api import Frame, FrameLocator, Locator, Page, Request, expect
+from playwright.sync_api import Frame, FrameLocator, Locator, Page, Request, Response, expect
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
@@ -68,14 +67,43 @@ if (window === window.top) {
 # ----------------------------------------------------------------------------- helpers
 
 
-@dataclass(frozen=True)
 class Session:
-    """The widget's conversation, as the server gave it (read off the network)."""
+    """The widget's conversation, as the server gave it (read off the network) when the
+    visitor's first message made it."""
 
-    base: str
-    conversation_id: str
-    session_token: str
-    stream_token: str
+    def __init__(self, page: Page, base: str) -> None:
+        self.page = page
+        self.base = base
+        self._made: list[Response] = []
+        self._body: dict[str, Any] = {}
+        page.on("response", self._seen)
+
+    def _seen(self, response: Response) -> None:
+        if response.request.method == "POST" and response.url.endswith(
+            "/api/agents/planner/conversations"
+        ):
+            self._made.append(response)  # read later: not inside the event handler
+
+    def _created(self) -> dict[str, Any]:
+        for _ in range(500):
+            if self._made:
+                break
+            self.page.wait_for_timeout(20)
+        assert len(self._made) == 1, f"{len(self._made)} conversations made"
+        self._body = self._body or self._made[0].json()
+        return self._body
+
+    @property
+    def conversation_id(self) -> str:
+        return str(self._created()["conversationId"])
+
+    @property
+    def session_token(self) -> str:
+        return str(self._created()["sessionToken"])
+
+    @property
+    def stream_token(self) -> str:
+        return str(self._created()["streamToken"])
 
     def snapshot(self) -> dict[str, Any]:
         response = httpx.get(
@@ -93,16 +121,11 @@ class Session:
 def open_chat(page: Page, demo: Demo, query: str = "") -> tuple[FrameLocator, Session]:
     """Open the demo board, click the launcher, wait until the widget can send."""
     page.goto(demo.board + query)
-    with page.expect_response(
-        lambda r: r.request.method == "POST" and r.url.endswith("/api/agents/planner/conversations")
-    ) as created:
-        page.locator("[data-part=hostcall-launcher]").click()
+    session = Session(page, demo.hostcall)
+    page.locator("[data-part=hostcall-launcher]").click()
     widget = page.frame_locator(WIDGET)
     expect(widget.locator("[data-part=send]")).to_be_enabled()
-    body = created.value.json()
-    return widget, Session(
-        demo.hostcall, body["conversationId"], body["sessionToken"], body["streamToken"]
-    )
+    return widget, session
 
 
 def say(widget: FrameLocator, text: str) -> None:
@@ -575,9 +598,9 @@ def test_tokens_never_reach_the_host_page(page: Page, demo: Demo) -> None:
     page.goto(demo.board)
     page.locator("[data-part=toggle-manual-create]").check()  # create_task → the form
     widget, session = open_chat(page, demo, "")
-    tokens |= {session.session_token, session.stream_token}
 
     say(widget, "What should I work on next?")  # the page's handler: a result token
+    tokens |= {session.session_token, session.stream_token}  # made with that message
     expect(widget.locator("[data-part=tool-call][data-tool=read_board_tasks]")).to_have_attribute(
         "data-state", "done"
     )

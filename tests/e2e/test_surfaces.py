@@ -133,8 +133,12 @@ def _activity(page: Page) -> Any:
 def test_typing_clicking_or_focusing_on_the_host_page_makes_that_tab_the_one_calls_go_to(
     page: Page, demo: Demo, context: BrowserContext
 ) -> None:
-    open_chat(page, demo)
+    widget_a = open_chat(page, demo)
     page_b, widget_b = tab(context, demo)
+    # The conversation is made with its first message; tab B joins it then.
+    widget_a.send("hello")
+    widget_a.wait_until_idle()
+    expect(widget_b.frame.locator("[data-part=message][data-role=user]")).to_have_count(1)
     checkbox = page.locator("[data-part=toggle-manual-create]")
     for n, how in enumerate(("click", "focus", "key")):
         if how == "key":

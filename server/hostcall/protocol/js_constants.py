@@ -24,7 +24,7 @@ from hostcall.protocol.events import CustomName, EventType
 # MessageChannel; everything after it goes over that channel:
 #   hello     widget -> page: I am up; tell me your handlers (with the page's port)
 #   handlers  page -> widget: {tools: [names]}, again whenever they change
-#   ready     widget -> page: conversation loaded, stream open
+#   ready     widget -> page: started (its conversation resumed, or none yet): send away
 #   call      widget -> page: {callId, toolName, input, inputSchema, outputSchema, deadline}
 #   result    page -> widget: {callId, output} | {callId, error: {message}} | {callId, noHandler}
 #   cancel    widget -> page: {callId}: settled elsewhere or expired; abort ctx.signal
