@@ -14,7 +14,7 @@ from playwright.sync_api import Page, Route, expect
 from hostcall.qa.servers import HostPage, serve_host_page
 from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo, shot
-from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, open_chat, session
+from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, handler_runs, open_chat, session
 
 pytestmark = pytest.mark.e2e
 
@@ -93,6 +93,27 @@ def test_a_new_conversation_is_made_with_its_first_message(page: Page, demo: Dem
     widget.wait_until_idle()
     assert conversations(demo) == 2
     assert rows(demo, "SELECT count(*) FROM messages WHERE role = 'user'") == [(2,)]
+
+
+def test_a_tab_opened_before_the_first_message_joins_the_conversation(
+    page: Page, demo: Demo
+) -> None:
+    widget_a = open_chat(page, demo)
+    page_b = page.context.new_page()
+    widget_b = open_chat(page_b, demo)
+    assert conversations(demo) == 0
+    widget_a.send(ASK_NEXT)
+    # B joins once the message is in; the message's call ran in A, where it was written.
+    expect(widget_b.calls("read_board_tasks")).to_have_attribute("data-state", "done", timeout=SLOW)
+    expect(widget_b.last_reply()).to_contain_text("Here is the order I suggest", timeout=SLOW)
+    assert handler_runs(page, "read_board_tasks") == 1
+    assert handler_runs(page_b, "read_board_tasks") == 0
+    assert conversations(demo) == 1
+    assert session(page_b, demo)["conversationId"] == session(page, demo)["conversationId"]
+    widget_b.wait_until_idle()
+    widget_b.send("hello")  # and goes on from there
+    expect(widget_a.last_reply()).to_contain_text("Hello!", timeout=SLOW)
+    assert conversations(demo) == 1
 
 
 # ----------------------------------------------------------------------------- the badge
