@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hostcall.console.handoff_text import HANDOFF_TEXT
 from hostcall.console.usage_text import USAGE_TEXT
+from hostcall.protocol.codes import ErrorCode
 
 LOCALES = ("en", "fr", "es", "ja")
 
@@ -202,7 +203,7 @@ EN = {
     "role_name_admin": "admin",
     "error_not_signed_in": "Please sign in to the console first.",
     "error_role_required": "This needs the {role} role; {account} is {current}.",
-    "error_csrf_failed": "The page’s security token is missing or out of date. Reload the page and try again.",
+    "error_csrf_failed": "This page is out of date or its security check failed. Reload the page and try again.",
     "error_bad_request": "The request was not valid.",
     "error_bad_request_field": "The request was not valid: check “{field}”.",
     "error_not_found": "This was not found.",
@@ -472,7 +473,7 @@ FR = {
     "role_name_admin": "administrateur",
     "error_not_signed_in": "Connectez-vous d’abord à la console.",
     "error_role_required": "Il faut le rôle {role} ; {account} a le rôle {current}.",
-    "error_csrf_failed": "Le jeton de sécurité de la page manque ou a expiré. Rechargez la page et réessayez.",
+    "error_csrf_failed": "Cette page n’est plus à jour ou son contrôle de sécurité a échoué. Rechargez la page et réessayez.",
     "error_bad_request": "La requête n’était pas valide.",
     "error_bad_request_field": "La requête n’était pas valide : vérifiez « {field} ».",
     "error_not_found": "Introuvable.",
@@ -742,7 +743,7 @@ ES = {
     "role_name_admin": "administrador",
     "error_not_signed_in": "Inicie sesión en la consola primero.",
     "error_role_required": "Esto necesita el rol {role}; {account} tiene el rol {current}.",
-    "error_csrf_failed": "Falta el token de seguridad de la página o ha caducado. Recargue la página e inténtelo de nuevo.",
+    "error_csrf_failed": "Esta página está desactualizada o su comprobación de seguridad falló. Recargue la página e inténtelo de nuevo.",
     "error_bad_request": "La solicitud no era válida.",
     "error_bad_request_field": "La solicitud no era válida: revise «{field}».",
     "error_not_found": "No se encontró.",
@@ -1012,7 +1013,7 @@ JA = {
     "role_name_admin": "管理者",
     "error_not_signed_in": "先にコンソールにサインインしてください。",
     "error_role_required": "この操作には{role}の役割が必要です。{account} は{current}です。",
-    "error_csrf_failed": "ページのセキュリティトークンがないか、期限切れです。ページを再読み込みしてもう一度お試しください。",
+    "error_csrf_failed": "このページは古くなっているか、セキュリティ確認に失敗しました。ページを再読み込みしてもう一度お試しください。",
     "error_bad_request": "リクエストが正しくありません。",
     "error_bad_request_field": "リクエストが正しくありません。「{field}」を確認してください。",
     "error_not_found": "見つかりません。",
@@ -1097,28 +1098,28 @@ for _part in (USAGE_TEXT, HANDOFF_TEXT):
 #: Every error code a console page or its API answers (its own, and the ledger's its actions
 #: meet): each has its sentence, ``error_<code>``, in every locale (a unit test holds this to
 #: the codes the console raises). The server's own message is English, for logs and scripts.
-CONSOLE_ERRORS = (
-    "not_signed_in", "role_required", "csrf_failed", "bad_request", "not_found",
-    "unknown_agent", "unknown_conversation", "unknown_call", "unknown_run",
-    "call_already_settled", "call_not_awaiting_decision", "run_not_waiting", "agent_exists",
-    "call_expired", "body_too_large", "invalid_result", "invalid_input", "agent_id_changed",
-    "agent_invalid", "internal_error", "store_unavailable", "rate_limited",
-)  # fmt: skip
+CONSOLE_ERRORS = tuple(ErrorCode[name] for name in (
+    "NOT_SIGNED_IN", "ROLE_REQUIRED", "CSRF_FAILED", "BAD_REQUEST", "NOT_FOUND",
+    "UNKNOWN_AGENT", "UNKNOWN_CONVERSATION", "UNKNOWN_CALL", "UNKNOWN_RUN",
+    "CALL_ALREADY_SETTLED", "CALL_NOT_AWAITING_DECISION", "RUN_NOT_WAITING", "AGENT_EXISTS",
+    "CALL_EXPIRED", "BODY_TOO_LARGE", "INVALID_RESULT", "INVALID_INPUT", "AGENT_ID_CHANGED",
+    "AGENT_INVALID", "INTERNAL_ERROR", "STORE_UNAVAILABLE", "RATE_LIMITED",
+))  # fmt: skip
 
 
 def error_sentence(lang: str, code: str, details: dict[str, object]) -> str | None:
     """What a console reader in ``lang`` reads for error ``code`` (None: no sentence)."""
     words = TEXT.get(lang, EN)
-    if code == "role_required":
+    if code == ErrorCode.ROLE_REQUIRED:
         role, current = (words.get(f"role_name_{details.get(k)}") for k in ("role", "current"))
         if role and current:
             return words["error_role_required"].format(
                 role=role, current=current, account=details.get("account", "")
             )
     field = details.get("field")
-    if code == "bad_request" and isinstance(field, str):
+    if code == ErrorCode.BAD_REQUEST and isinstance(field, str):
         return words["error_bad_request_field"].format(field=field)
-    return words.get(f"error_{code}") if code != "role_required" else None
+    return words.get(f"error_{code}") if code != ErrorCode.ROLE_REQUIRED else None
 
 
 def accept_language(header: str) -> str:
