@@ -19,6 +19,7 @@ from hostcall.console.cookies import set_cookie
 from hostcall.console.operator import Operator
 from hostcall.console.text import LOCALES, TEXT, accept_language, error_sentence
 from hostcall.errors import HostcallError
+from hostcall.protocol.codes import ErrorCode
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 THEMES = ("auto", "light", "dark")
@@ -95,7 +96,10 @@ def page(
 
 
 def error_page(request: Request, operator: Operator | None, error: HostcallError) -> Response:
-    """The error in the reader's language (the server's English message if it has none)."""
+    """The error in the reader's language (the server's English message if it has none); an
+    agent file's problems also as ``hostcall check`` words them, verbatim, like the designer."""
     lang, _, _ = preferences(request)
     said = error_sentence(lang, error.code.value, error.details) or error.message
-    return page(request, "error.html", operator, status=error.status, message=said)
+    checked = error.code is ErrorCode.AGENT_INVALID and said != error.message
+    detail = error.message if checked else ""
+    return page(request, "error.html", operator, status=error.status, message=said, detail=detail)
