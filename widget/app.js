@@ -140,8 +140,8 @@ async function start() {
   follow()
 }
 
-// Tabs of this browser share the conversation: one made in another tab (told once its first
-// message is in, so that message's calls come to the tab it was written in) is resumed here.
+// Tabs share the conversation: one another tab made (told once its first message is in, so
+// that message's calls stay with its tab) is resumed here.
 const tabs = new BroadcastChannel(`hostcall:${cfg.agentId}`)
 tabs.onmessage = () => state.ready && !state.conversationId && !state.run && resume().catch(forget)
 

@@ -55,13 +55,12 @@
         hc.sync()
       } else if (m.type === MSG.EVENT) {
         emit(m.event, m.detail)
-        m.event === 'message' && m.detail?.role === 'assistant' && attention()
       } else if (m.type === MSG.ATTENTION) {
         attention()
       }
     }
 
-    // Replies and cards that came while closed: data-unread, drawn by static/badge.js.
+    // Count what came while closed (static/badge.js draws it).
     let badge
     function attention() {
       const b = hc.button
@@ -97,9 +96,8 @@
       ctrl.signal.aborted || post(MSG.RESULT, reply)
     }
 
-    // No hello soon after the frame loads: the server went away, or refused the frame (the
-    // loader's check was blocked). Its log says why.
-    frame.onload = () => setTimeout(() => greeted || hc.fail({ code: 'widget_not_started', message: "the widget did not start (the server's log says why)" }), 1500)
+    // No hello soon after the frame loads: the server went away or refused it (its log says).
+    frame.onload = () => setTimeout(() => greeted || hc.fail({ code: 'widget_not_started', message: "the widget did not start (see the server's log)" }), 1500)
     const q = new URLSearchParams({ origin: location.origin, mode: hc.mode })
     for (const k of ['locale', 'theme', 'accent']) opts[k] && q.set(k, opts[k])
     // The resume key (widget/api.js): in this page's storage, which no other origin reads,

@@ -106,7 +106,7 @@
     document.head.append(bridge)
   }
 
-  /** The widget cannot run here ({code, message}): say why, remove what was drawn. */
+  /** The widget cannot run here: say why, remove what was drawn. */
   function fail(why) {
     console.error('Hostcall: no widget: ' + why.message)
     panel && (inline ? hc.frame : (button.remove(), panel)).remove()
