@@ -224,6 +224,7 @@ EN = {
     "error_internal_error": "Something went wrong on the server. Its log has the details.",
     "error_store_unavailable": "The database is briefly unavailable. Try again in a moment.",
     "error_rate_limited": "Too many requests. Wait a moment, then try again.",
+    "error_conversation_finished": "This conversation has ended.",
     "version_n": "Version {n}",
     "by": "by {name}",
     "diff": "Differences",
@@ -494,6 +495,7 @@ FR = {
     "error_internal_error": "Une erreur s’est produite sur le serveur. Son journal contient le détail.",
     "error_store_unavailable": "La base de données est momentanément indisponible. Réessayez dans un instant.",
     "error_rate_limited": "Trop de requêtes. Patientez un instant, puis réessayez.",
+    "error_conversation_finished": "Cette conversation est terminée.",
     "version_n": "Version {n}",
     "by": "par {name}",
     "diff": "Différences",
@@ -764,6 +766,7 @@ ES = {
     "error_internal_error": "Algo falló en el servidor. Su registro tiene los detalles.",
     "error_store_unavailable": "La base de datos no está disponible por un momento. Inténtelo de nuevo enseguida.",
     "error_rate_limited": "Demasiadas solicitudes. Espere un momento e inténtelo de nuevo.",
+    "error_conversation_finished": "Esta conversación ha terminado.",
     "version_n": "Versión {n}",
     "by": "por {name}",
     "diff": "Diferencias",
@@ -1034,6 +1037,7 @@ JA = {
     "error_internal_error": "サーバーで問題が発生しました。詳細はサーバーのログにあります。",
     "error_store_unavailable": "データベースが一時的に利用できません。少し待ってからもう一度お試しください。",
     "error_rate_limited": "リクエストが多すぎます。少し待ってからもう一度お試しください。",
+    "error_conversation_finished": "この会話は終了しています。",
     "version_n": "バージョン {n}",
     "by": "{name} による",
     "diff": "差分",
@@ -1104,6 +1108,7 @@ CONSOLE_ERRORS = tuple(ErrorCode[name] for name in (
     "CALL_ALREADY_SETTLED", "CALL_NOT_AWAITING_DECISION", "RUN_NOT_WAITING", "AGENT_EXISTS",
     "CALL_EXPIRED", "BODY_TOO_LARGE", "INVALID_RESULT", "INVALID_INPUT", "AGENT_ID_CHANGED",
     "AGENT_INVALID", "INTERNAL_ERROR", "STORE_UNAVAILABLE", "RATE_LIMITED",
+    "CONVERSATION_FINISHED",
 ))  # fmt: skip
 
 
