@@ -69,11 +69,11 @@ def test_a_person_s_page_lists_their_conversations_with_titles(
     assert 'data-part="erase-person"' not in r.text and 'data-part="admins-only"' in r.text
 
 
-def test_an_unknown_agent_or_an_empty_person_is_refused_by_name(
+def test_an_unknown_agent_or_an_empty_person_is_refused_in_the_reader_s_words(
     harness: Harness, operator: ConsoleClient
 ) -> None:
     r = operator.http.get("/console/people", params={"agent": "nope", "person": "user-42"})
-    assert r.status_code == 404 and "nope" in r.text
+    assert r.status_code == 404 and "There is no such agent." in r.text
     r = operator.http.get("/console/people", params={"agent": "planner", "person": "x" * 256})
     assert r.status_code == 400 and "person" in r.text
     lookup = operator.http.get("/console/people")

@@ -97,9 +97,12 @@ def page(
 
 def error_page(request: Request, operator: Operator | None, error: HostcallError) -> Response:
     """The error in the reader's language (the server's English message if it has none); an
-    agent file's problems also as ``hostcall check`` words them, verbatim, like the designer."""
+    agent file's problems also as ``hostcall check`` words them, verbatim, like the designer,
+    and a refused field's rule as the server words it: the translated sentence names the
+    field, only the server's says what the field must hold."""
     lang, _, _ = preferences(request)
     said = error_sentence(lang, error.code.value, error.details) or error.message
-    checked = error.code is ErrorCode.AGENT_INVALID and said != error.message
+    verbatim = error.code in (ErrorCode.AGENT_INVALID, ErrorCode.BAD_REQUEST)
+    checked = verbatim and said != error.message
     detail = error.message if checked else ""
     return page(request, "error.html", operator, status=error.status, message=said, detail=detail)
