@@ -68,8 +68,13 @@ async def test_a_database_at_version_9_keeps_its_rows_and_order_through_the_lean
             )
         await old.add_call(_call("k9", CallState.ANSWERED, 5.0))
         await old.add_call(_call("k1", CallState.DISPATCHED, 6.0))
-        await old.add_message(StoredMessage("m9", "c1", "r1", "user", "first"))
-        await old.add_message(StoredMessage("m1", "c1", "r1", "assistant", "second"))
+        for message_id, role, text in (("m9", "user", "first"), ("m1", "assistant", "second")):
+            _rows(
+                url,
+                "INSERT INTO messages (id, conversation_id, run_id, role, text, tool_calls)"
+                " VALUES (%s, 'c1', 'r1', %s, %s, '[]')",
+                (message_id, role, text),
+            )
         assert await old.take_lease("run:r1", "gone", 2.0, 1.0)
     finally:
         await old.close()
