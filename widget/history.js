@@ -41,7 +41,6 @@ const path = (c, tail) => `/api/conversations/${encodeURIComponent(c.current())}
  * @param {(fresh?: boolean) => void} restart
  */
 export async function show(api, state, restart) {
-  if (!state.conversationId) return // not started yet: nothing to ask with
   const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}')
   /** @type {Context} */
   const c = {
@@ -79,6 +78,9 @@ export async function show(api, state, restart) {
   /** @param {string} [before] */
   const page = async before => {
     more.hidden = true
+    // No conversation yet (one is made with the first message): nothing of this browser's
+    // or this person's to list, and no session to ask with.
+    if (!from) { status.textContent = t('historyEmpty'); return }
     try {
       const found = await c.api.call('GET', path(c, before ? `?before=${encodeURIComponent(before)}` : ''))
       if (panel !== shown) return
