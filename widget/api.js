@@ -100,11 +100,9 @@ export function createApi(base, agentId, parentOrigin, key) {
     // keepalive: sent while the page unloads (pagehide), and it outlives the page.
     leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, { keepalive: true }).catch(() => {}),
     message: (id, text, simulate) => call('POST', conv(id, '/messages'), simulate ? { text, simulate } : { text }),
-    feedback: (id, messageId, body) => call('POST', conv(id, `/messages/${enc(messageId)}/feedback`), body),
-    retry: (id, simulate) => call('POST', conv(id, '/retry'), { simulate }),
-    stop: (id, runId) => call('POST', conv(id, `/runs/${enc(runId)}/stop`), {}),
-    result: (callId, body) => call('POST', `/api/calls/${enc(callId)}/result`, body),
-    decision: (callId, body) => call('POST', `/api/calls/${enc(callId)}/decision`, body),
+    // The endpoints of what loads on demand are with it: `call` and `conv` from there
+    // (control.js: retry, stop; toolcalls.js: result, decision; people.js: feedback).
+    conv,
     eventsUrl: (id, token, after, surface) => base + conv(id, `/events?token=${enc(token)}&surface=${enc(surface)}${after ? `&after=${enc(after)}` : ''}`),
   }
 }

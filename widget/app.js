@@ -260,13 +260,7 @@ const ON = {
   [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
   [EVENT.RUN_ERROR]: d => {
     state.run = 'failed'
-    // A short sentence in the visitor's language, never the server's detail (that
-    // is in the operator's log); the code goes to the page's `error` listeners.
-    const sentence = d.code === 'store_unavailable' ? 'errorStore' : d.code === 'cancelled' ? 'stopped'
-      : d.code === 'operator_cancelled' ? 'errorOperatorCancelled'
-      : /^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'
-    ui.showError(t(sentence), rerun, /cancelled$/.test(d.code))
-    emit('error', { code: d.code, message: d.message })
+    troubles().then(m => m.runFailed(d, app))
   },
   [EVENT.TEXT_MESSAGE_START]: d => {
     const role = d.role === 'user' ? 'user' : 'assistant'
@@ -396,36 +390,26 @@ async function send(raw) {
     if (!sent?.runId) state.run = '' // held by a person
   } catch (err) {
     state.run = ''
-    // The conversation has spent its model budget (docs/protocol.md: 409
-    // conversation_limit_reached): only a new one goes on, from the header's button.
-    if (err.code === 'conversation_limit_reached') {
-      pending.remove()
-      ui.showError(t('errorConversationLimit'))
-      return void emit('error', { code: err.code, message: err.message })
+    // The server answered (control.js says why, in the visitor's words); or it is down or
+    // unreachable, and the message stays in the thread, with a retry.
+    if (err.status) troubles().then(m => m.refused(err, pending, () => send(text), app))
+    else {
+      ui.markFailed(pending, () => send(text))
+      emit('error', { code: err.code || 'send_failed', message: err.message })
     }
-    if (err.status === 409) return void (pending.remove(), ui.showError(t('errorBusy')))
-    // 422: the server refused the text itself (docs/protocol.md: invalid_message), or 400
-    // invalid_text (a NUL, a lone surrogate: sending it again cannot help); its English
-    // detail is for the page's `error` event, the visitor gets a translated sentence.
-    if (err.status === 422 || err.code === 'invalid_text') {
-      pending.remove()
-      ui.showError(t('errorRefused'))
-      return void emit('error', { code: err.code || 'invalid_message', message: err.message })
-    }
-    // The server is down or unreachable: the message stays in the thread, with a retry
-    // (503: its database is, for a moment; the response says when to try again).
-    ui.markFailed(pending, () => send(text), err.status === 503 ? t('errorStore') : '')
-    emit('error', { code: err.code || 'send_failed', message: err.message })
   } finally {
     if (made && state.conversationId) tabs.postMessage(0)
     refresh()
   }
 }
 
-/** Retry and Stop: widget/control.js, fetched on first use. */
-const control = (/** @type {boolean} */ retry) =>
-  import('./control.js').then(m => m.control(retry, { state, api, cfg, ui, t, emit, refresh }))
-const rerun = () => control(true)
+/** Retry and Stop, a failed run, a refused message: widget/control.js, fetched on first use
+ * (and again, if that fetch failed). */
+const app = { state, api, cfg, ui, t, emit, refresh }
+/** @type {Promise<typeof import('./control.js')> | null} */
+let controls = null
+const troubles = () => (controls ??= retry(n => import(`./control.js${n ? `?retry=${n}` : ''}`), patiently))
+const control = (/** @type {boolean} */ again) => troubles().then(m => m.control(again, app))
 
 /** Sync the composer with the run; publish `data-agent-state` (docs/testing.md). */
 function refresh() {

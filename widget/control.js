@@ -1,12 +1,16 @@
-// Stop and Retry (docs/protocol.md): imported by app.js when the visitor first presses one,
-// not with the widget (the open widget's weight budget).
+// Stop and Retry (docs/protocol.md), and what the visitor is told when a run fails or the
+// server refuses a message: imported by app.js when first needed, not with the widget (the
+// open widget's weight budget). The server answered by then, so this module can be fetched.
+
+/** @typedef {{state: any, api: any, cfg: any, ui: typeof import('./chat.js'), t: (key: string) => string,
+ *   emit: (event: string, detail: any) => void, refresh: () => void}} App app.js's state and helpers */
 
 /**
  * Retry (a new run over the conversation: nothing is sent twice) or Stop (the run and its
  * open calls end as `cancelled`; the stream's RUN_ERROR says so). A 409 means the run ended,
  * or another began, meanwhile: the stream tells that too.
  * @param {boolean} retry
- * @param {any} app app.js's state and helpers: state, api, cfg, ui, t, emit, refresh
+ * @param {App} app
  */
 export async function control(retry, app) {
   const { state, api, cfg, ui, t, emit, refresh } = app
@@ -16,10 +20,53 @@ export async function control(retry, app) {
   state.run = next
   refresh()
   try {
-    await (retry ? api.retry(id, cfg.simulate === true) : api.stop(id, state.runId))
+    await (retry ? api.call('POST', api.conv(id, '/retry'), { simulate: cfg.simulate === true })
+      : api.call('POST', api.conv(id, `/runs/${encodeURIComponent(state.runId)}/stop`), {}))
   } catch (err) {
     if (state.run === next) state.run = run
     if (err.status !== 409) ui.showError(t('errorRun'), retry ? () => control(true, app) : null)
     emit('error', { code: err.code || 'control_failed', message: err.message })
   } finally { refresh() }
+}
+
+/**
+ * A RUN_ERROR: a short sentence in the visitor's language, never the server's detail (that
+ * is in the operator's log), with Retry; the code goes to the page's `error` listeners.
+ * @param {{code: string, message: string}} d @param {App} app
+ */
+export function runFailed(d, app) {
+  const { ui, t, emit } = app
+  const sentence = d.code === 'store_unavailable' ? 'errorStore' : d.code === 'cancelled' ? 'stopped'
+    : d.code === 'operator_cancelled' ? 'errorOperatorCancelled'
+    : /^model_(unreachable|timeout|http_error)$/.test(d.code) ? 'errorUnavailable' : 'errorRun'
+  ui.batch(() => ui.showError(t(sentence), () => control(true, app), /cancelled$/.test(d.code)))
+  emit('error', { code: d.code, message: d.message })
+}
+
+/**
+ * The server answered a message with an error (a network failure stays in app.js: this
+ * module may not load then). English details go to the page's `error` event; the visitor
+ * gets a translated sentence.
+ * @param {any} err an ApiError @param {HTMLElement} pending the message shown
+ * @param {() => void} again send it again @param {App} app
+ */
+export function refused(err, pending, again, app) {
+  const { ui, t, emit } = app
+  const drop = (/** @type {string} */ key) => { pending.remove(); ui.showError(t(key)) }
+  // The conversation has spent its model budget (docs/protocol.md: 409
+  // conversation_limit_reached): only a new one goes on, from the header's button.
+  if (err.code === 'conversation_limit_reached') drop('errorConversationLimit')
+  else if (err.status === 409) return drop('errorBusy')
+  // 422: the server refused the text itself (docs/protocol.md: invalid_message), or 400
+  // invalid_text (a NUL, a lone surrogate: sending it again cannot help).
+  else if (err.status === 422 || err.code === 'invalid_text') {
+    drop('errorRefused')
+    err.code ||= 'invalid_message'
+  } else {
+    // Another failure stays in the thread, with a retry (503: the server's database is
+    // unavailable, for a moment; the response says when to try again).
+    ui.markFailed(pending, again, err.status === 503 ? t('errorStore') : '')
+    err.code ||= 'send_failed'
+  }
+  emit('error', { code: err.code, message: err.message })
 }

@@ -15,7 +15,7 @@ await Promise.all([addStrings('people'), new Promise(resolve => document.head.ap
   rel: 'stylesheet', href: new URL('people.css', import.meta.url).href, onload: resolve, onerror: resolve,
 })))])
 
-/** @type {{feedback: (id: string, messageId: string, body: object) => Promise<any>}} */
+/** @type {ReturnType<typeof import('./api.js').createApi>} */
 let api
 /** @type {{conversationId: string}} */
 let state
@@ -108,7 +108,7 @@ export function offer(id, rating) {
   /** @param {string} chosen @param {string} [comment] */
   async function send(chosen, comment = '') {
     try {
-      await api.feedback(state.conversationId, id, comment ? { rating: chosen, comment } : { rating: chosen })
+      await api.call('POST', api.conv(state.conversationId, `/messages/${encodeURIComponent(id)}/feedback`), comment ? { rating: chosen, comment } : { rating: chosen })
       current = chosen
       show()
       status.textContent = t('feedbackThanks')

@@ -39,6 +39,10 @@ export function attach(context) {
   forms().catch(console.error)
 }
 
+/** POST a call's `result` or `decision` (docs/protocol.md). @param {'result' | 'decision'} what
+ * @param {string} callId @param {object} body */
+const callApi = (what, callId, body) => api.call('POST', `/api/calls/${encodeURIComponent(callId)}/${what}`, body)
+
 /** @type {Map<string, CallView>} */
 const calls = new Map()
 const utf8 = new TextEncoder()
@@ -253,7 +257,7 @@ async function answer(v, body) {
   const fromForm = v.state === STATE.FORM
   if (!move(v, CALL_EVENT.SEND)) return
   // The request first (fetch starts it now), then the card: rendering waits for no answer.
-  const sending = patiently(() => api.result(c.toolCallId, { token: c.resultToken, ...body }))
+  const sending = patiently(() => callApi('result', c.toolCallId, { token: c.resultToken, ...body }))
   v.card.busy(true)
   v.card.setState('running', t('sending')) // stays while the answer is retried (server down)
   v.card.show()
@@ -375,7 +379,7 @@ async function decide(v, body) {
   if (!move(v, CALL_EVENT.DECIDE)) return
   v.card.busy(true)
   try {
-    const res = await patiently(() => api.decision(v.call.toolCallId, { token: v.call.decisionToken, surfaceId, ...body }))
+    const res = await patiently(() => callApi('decision', v.call.toolCallId, { token: v.call.decisionToken, surfaceId, ...body }))
     // The dispatch or result event got here first; the pressed button is gone with the
     // old card state, so focus would fall to <body>.
     if (v.state !== STATE.DECIDING) return void maybeFocus(ui.focusComposer)
