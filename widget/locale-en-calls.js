@@ -41,4 +41,6 @@ export default {
   state_stopped: 'Stopped', stoppedNote: 'Stopped before it finished.',
   operatorCancelledNote: 'The support team cancelled this action.',
   operatorEndedNote: 'The support team ended this action.',
+  // The send button's hint while a call waits for the person (calls are loaded then).
+  hintPending: 'First answer the action above: approve, edit or reject it, or fill in its form.',
 }

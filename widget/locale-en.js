@@ -14,7 +14,6 @@ export default {
   errorConversationLimit: 'This conversation has reached its limit. Please start a new conversation.',
   restartAsk: 'Start a new conversation? This one will be closed, and any action waiting for you with it.',
   limit: 'Messages are limited to {n} characters; the rest was not added.',
-  hintPending: 'First answer the action above: approve, edit or reject it, or fill in its form.',
   notSent: 'Not sent.', cancel: 'Cancel',
   stop: 'Stop', stopped: 'You stopped this reply.',
   errorOperatorCancelled: 'The support team stopped this request.',

@@ -46,4 +46,6 @@ export default {
   state_stopped: 'Detenida', stoppedNote: 'Detenida antes de terminar.',
   operatorCancelledNote: 'Un miembro del equipo de soporte canceló esta acción.',
   operatorEndedNote: 'Un miembro del equipo de soporte finalizó esta acción.',
+  // The send button's hint while a call waits for the person (calls are loaded then).
+  hintPending: 'Primero responde a la acción de arriba: apruébala, edítala o recházala, o rellena su formulario.',
 }

@@ -15,7 +15,6 @@ export default {
   errorConversationLimit: 'Esta conversación ha alcanzado su límite. Empieza una nueva conversación.',
   restartAsk: '¿Empezar una conversación nueva? Esta se cerrará, junto con cualquier acción que te espere.',
   limit: 'Los mensajes tienen un límite de {n} caracteres; el resto no se añadió.',
-  hintPending: 'Primero responde a la acción de arriba: apruébala, edítala o recházala, o rellena su formulario.',
   notSent: 'No enviado.', cancel: 'Cancelar',
   stop: 'Detener', stopped: 'Has detenido esta respuesta.',
   errorOperatorCancelled: 'Un miembro del equipo de soporte detuvo esta solicitud.',

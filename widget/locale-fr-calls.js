@@ -49,4 +49,6 @@ export default {
   state_stopped: 'Arrêtée', stoppedNote: 'Arrêtée avant la fin.',
   operatorCancelledNote: 'Un membre de l’équipe d’assistance a annulé cette action.',
   operatorEndedNote: 'Un membre de l’équipe d’assistance a mis fin à cette action.',
+  // The send button's hint while a call waits for the person (calls are loaded then).
+  hintPending: 'Répondez d’abord à l’action ci-dessus : approuvez, modifiez ou refusez-la, ou remplissez son formulaire.',
 }

@@ -16,7 +16,6 @@ export default {
   errorConversationLimit: 'Cette conversation a atteint sa limite. Veuillez commencer une nouvelle conversation.',
   restartAsk: 'Commencer une nouvelle conversation ? Celle-ci sera fermée, avec toute action qui vous attend.',
   limit: 'Les messages sont limités à {n} caractères ; le reste n’a pas été ajouté.',
-  hintPending: 'Répondez d’abord à l’action ci-dessus : approuvez, modifiez ou refusez-la, ou remplissez son formulaire.',
   notSent: 'Non envoyé.', cancel: 'Annuler',
   stop: 'Arrêter', stopped: 'Vous avez arrêté cette réponse.',
   errorOperatorCancelled: 'Un membre de l’équipe d’assistance a arrêté cette demande.',

@@ -32,4 +32,6 @@ export default {
   state_stopped: '停止', stoppedNote: '完了する前に停止しました。',
   operatorCancelledNote: 'サポートチームのメンバーがこの操作を取り消しました。',
   operatorEndedNote: 'サポートチームのメンバーがこの操作を終了しました。',
+  // The send button's hint while a call waits for the person (calls are loaded then).
+  hintPending: '先に上の操作に対応してください (承認・編集・却下、またはフォームへの入力)。',
 }

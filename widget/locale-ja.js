@@ -11,7 +11,7 @@ export default {
   errorBusy: '処理が終わるまでお待ちください。', restartAsk: '新しい会話を始めますか? この会話と、確認待ちの操作は閉じられます。',
   errorConversationLimit: 'この会話は上限に達しました。新しい会話を始めてください。',
   limit: 'メッセージは {n} 文字までです。超えた部分は追加されていません。',
-  hintPending: '先に上の操作に対応してください (承認・編集・却下、またはフォームへの入力)。', notSent: '送信されませんでした。', cancel: 'キャンセル',
+  notSent: '送信されませんでした。', cancel: 'キャンセル',
   stop: '停止', stopped: 'この応答を停止しました。',
   errorOperatorCancelled: 'サポートチームのメンバーがこのリクエストを停止しました。',
 }
