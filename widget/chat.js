@@ -148,25 +148,17 @@ export function mountShell(root, o) {
   parts.live = h('div', { 'data-part': 'live', class: 'sr-only', 'aria-live': 'polite', 'aria-atomic': 'true' })
   const button = (part, label, name, onclick) =>
     h('button', { type: 'button', 'data-part': part, 'aria-label': label, title: label, onclick }, icon(name))
-  // ↻ asks first: one click must not throw away a conversation (or an approval in progress).
-  const ask = h('div', { 'data-part': 'restart-confirm', role: 'group', 'aria-label': t('newConversation'), hidden: true,
-    onkeydown: e => { if (e.key === 'Escape') { e.stopPropagation(); answer(false) } } },
-  h('p', { text: t('restartAsk') }),
-  h('div', { 'data-part': 'actions' },
-    h('button', { type: 'button', 'data-part': 'restart-yes', 'data-kind': 'danger', onclick: () => answer(true) }, t('newConversation')),
-    h('button', { type: 'button', 'data-part': 'restart-no', onclick: () => answer(false) }, t('cancel'))))
-  const answer = yes => {
-    ask.hidden = true
-    yes ? o.onNew() : /** @type {HTMLElement} */ (parts.header.querySelector('[data-part=new-conversation]'))?.focus()
-  }
+  // ↻ asks first (widget/restart.js, fetched when first pressed; a fresh URL after a failure).
+  let tries = 0
+  const ask = () => import(`./restart.js${tries ? `?retry=${tries}` : ''}`).then(m => m.ask(parts.header, o.onNew), err => {
+    tries++
+    console.warn('hostcall: loading a module', err)
+  })
   parts.header = h('header', { 'data-part': 'header' }, h('h1', { 'data-part': 'title', text: o.title }),
     button('open-history', t('history'), 'history', o.onHistory),
-    button('new-conversation', t('newConversation'), 'restart', () => {
-      ask.hidden = false; // keep the ';': the next line starts with '('
-      /** @type {HTMLElement} */ (ask.querySelector('[data-part=restart-no]')).focus()
-    }),
+    button('new-conversation', t('newConversation'), 'restart', ask),
     o.closable && button('close', t('close'), 'close', o.onClose))
-  root?.replaceChildren(parts.header, ask, parts.connection, parts.messages, parts.working, parts.hint, parts.limit, parts.composer, parts.live)
+  root?.replaceChildren(parts.header, parts.connection, parts.messages, parts.working, parts.hint, parts.limit, parts.composer, parts.live)
   reset(o.greeting)
 }
 
