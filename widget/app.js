@@ -303,28 +303,35 @@ const ON_CALL = {
 let calls = null
 /** Stream events that arrived while toolcalls.js was loading, in order. @type {[string, string][]} */
 const held = []
-/** @type {Promise<Calls> | null} */
-let loadingCalls = null
 
 /**
- * toolcalls.js, ready to use: its strings added and its styles applied first, so no card
- * shows keys or unstyled. Retried patiently (a server restarting) for as long as it takes:
- * events wait, never drop. Fetched before it is imported: a failed import stays failed for
- * its URL and for every module it imports (HTML's module map), a failed fetch does not.
- * @returns {Promise<Calls>}
+ * `load(query)` once, for every caller: retried patiently (a server restarting) for as long
+ * as it takes, each try with a fresh `query` (a failed import stays failed for its URL, in
+ * HTML's module map). @template T @param {(query: string) => Promise<T>} load
  */
-const toolCalls = () => (loadingCalls ??= retry(loadCalls, patiently))
+function once(load) {
+  /** @type {Promise<T> | null} */
+  let loading = null
+  return () => (loading ??= retry(n => load(n ? `?retry=${n}` : ''), patiently))
+}
 /** @param {number} n @param {unknown} err */
 function patiently(n, err) {
   console.warn('hostcall: loading a module', err)
   return Math.min(250 * 2 ** n, 5000)
 }
+
+/**
+ * toolcalls.js, ready to use: its strings added and its styles applied first, so no card
+ * shows keys or unstyled. Events wait for it, never drop. Fetched before it is imported:
+ * a failed import stays failed for every module it imports too, a failed fetch does not.
+ * @type {() => Promise<Calls>}
+ */
+const toolCalls = once(loadCalls)
 // form.js too: the result check needs it right after the page's handler answers.
 const LAZY = ['toolcalls.js', 'cards.js', 'calls.js', 'form.js', `locale-${locale}-calls.js`, 'calls.css']
 
-/** @param {number} attempt @returns {Promise<Calls>} */
-async function loadCalls(attempt) {
-  const query = attempt ? `?retry=${attempt}` : ''
+/** @param {string} query @returns {Promise<Calls>} */
+async function loadCalls(query) {
   // Cached (static files are served with max-age), so the imports below read them back.
   for (const r of await Promise.all(LAZY.map(f => fetch(new URL(f, import.meta.url))))) if (!r.ok) throw new Error(`${r.url}: ${r.status}`)
   const styles = new Promise(resolve => document.head.append(ui.h('link', {
@@ -336,13 +343,12 @@ async function loadCalls(attempt) {
 }
 
 // people.js: ratings, a person of the team
-/** @type {Promise<typeof import('./people.js')> | null} */
-let people = null
-const loadPeople = () => (people ??= retry(async n => {
-  const m = await import(`./people.js${n ? `?retry=${n}` : ''}`)
+/** @type {() => Promise<typeof import('./people.js')>} */
+const loadPeople = once(async query => {
+  const m = await import(`./people.js${query}`)
   m.attach(api, state, emit)
   return m
-}, patiently))
+})
 for (const name of Object.values(CUSTOM)) if (name.includes('person')) ON[name] = d => loadPeople().then(m => m.on(name, d))
 /** @param {string} id @param {string} [rating] */
 const rate = (id, rating) => loadPeople().then(m => m.offer(id, rating))
@@ -406,9 +412,8 @@ async function send(raw) {
 /** Retry and Stop, a failed run, a refused message: widget/control.js, fetched on first use
  * (and again, if that fetch failed). */
 const app = { state, api, cfg, ui, t, emit, refresh }
-/** @type {Promise<typeof import('./control.js')> | null} */
-let controls = null
-const troubles = () => (controls ??= retry(n => import(`./control.js${n ? `?retry=${n}` : ''}`), patiently))
+/** @type {() => Promise<typeof import('./control.js')>} */
+const troubles = once(query => import(`./control.js${query}`))
 const control = (/** @type {boolean} */ again) => troubles().then(m => m.control(again, app))
 
 /** Sync the composer with the run; publish `data-agent-state` (docs/testing.md). */
