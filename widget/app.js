@@ -328,7 +328,7 @@ function patiently(n, err) {
  */
 const toolCalls = once(loadCalls)
 // form.js too: the result check needs it right after the page's handler answers.
-const LAZY = ['toolcalls.js', 'cards.js', 'calls.js', 'form.js', `locale-${locale}-calls.js`, 'calls.css']
+const LAZY = ['toolcalls.js', 'cards.js', 'calls.js', 'form.js', 'protocol-codes.js', `locale-${locale}-calls.js`, 'calls.css']
 
 /** @param {string} query @returns {Promise<Calls>} */
 async function loadCalls(query) {

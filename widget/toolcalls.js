@@ -8,7 +8,8 @@ import { retry } from './api.js'
 import { EVENT as CALL_EVENT, PERSON, STATE, placement, transition } from './calls.js'
 import { confirmPanel, readable, rejectPanel, toolCard } from './cards.js'
 import * as ui from './chat.js'
-import { CALL_STATE, MSG, TERMINAL_STATES } from './protocol.js'
+import { MSG } from './protocol.js'
+import { CALL_STATE, TERMINAL_STATES } from './protocol-codes.js'
 
 const t = ui.t
 

@@ -34,9 +34,9 @@ LOCALES = ("en", "fr", "es", "ja")
 THEMES = ("light", "dark", "auto")
 MODES = ("bubble", "inline")
 #: Modules the widget page preloads, so the browser fetches them in parallel with app.js.
-#: Not the tool-call modules (toolcalls.js, cards.js, calls.js, form.js): app.js imports them
-#: when the first call appears (the weight budget); nor control.js (Stop and Retry), imported
-#: when first pressed.
+#: Not the tool-call modules (toolcalls.js, cards.js, calls.js, form.js, protocol-codes.js):
+#: app.js imports them when the first call appears (the weight budget); nor control.js (Stop
+#: and Retry, a failed run), nor restart.js (↻'s question), imported when first needed.
 WIDGET_MODULES = ("protocol.js", "chat.js", "drawing.js", "api.js")
 
 # Bounded: a long name must be a 404, not an OSError from the file system.

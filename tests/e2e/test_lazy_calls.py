@@ -20,7 +20,15 @@ from tests.e2e.flows_helpers import ASK_ADD, ASK_NEXT, SLOW, board_titles, handl
 
 pytestmark = pytest.mark.e2e
 
-LAZY = ("toolcalls.js", "cards.js", "calls.js", "form.js", "calls.css", "-calls.js")
+LAZY = (
+    "toolcalls.js",
+    "cards.js",
+    "calls.js",
+    "form.js",
+    "protocol-codes.js",
+    "calls.css",
+    "-calls.js",
+)
 
 
 def lazy_requests(page: Page) -> list[str]:
@@ -57,7 +65,14 @@ def test_the_first_screen_does_not_fetch_the_tool_call_code(page: Page, demo: De
     widget.send(ASK_NEXT)
     expect(widget.calls("read_board_tasks")).to_have_attribute("data-state", "done", timeout=SLOW)
     fetched = {url.split("?")[0].rsplit("/", 1)[-1] for url in seen}
-    assert {"toolcalls.js", "cards.js", "calls.js", "calls.css", "locale-en-calls.js"} <= fetched
+    assert {
+        "toolcalls.js",
+        "cards.js",
+        "calls.js",
+        "protocol-codes.js",
+        "calls.css",
+        "locale-en-calls.js",
+    } <= fetched
 
 
 def test_a_run_on_a_page_with_handlers_fetches_the_call_code_before_any_call(
@@ -69,7 +84,15 @@ def test_a_run_on_a_page_with_handlers_fetches_the_call_code_before_any_call(
     assert seen == []
     widget.send("hello")  # a run with no tool call
     expect(widget.last_reply()).to_contain_text("Hello!", timeout=SLOW)
-    wanted = {"toolcalls.js", "cards.js", "calls.js", "form.js", "calls.css", "locale-en-calls.js"}
+    wanted = {
+        "toolcalls.js",
+        "cards.js",
+        "calls.js",
+        "form.js",
+        "protocol-codes.js",
+        "calls.css",
+        "locale-en-calls.js",
+    }
     for _ in range(50):
         if wanted <= {url.split("?")[0].rsplit("/", 1)[-1] for url in seen}:
             break

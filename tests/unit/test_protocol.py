@@ -20,7 +20,7 @@ from hostcall.protocol.events import (
     encode,
 )
 from hostcall.protocol.frames import stored_event
-from hostcall.protocol.js_constants import MESSAGES, generate
+from hostcall.protocol.js_constants import MESSAGES, MODULES, generate
 from hostcall.protocol.limits import MAX_MESSAGE_CHARS
 from hostcall.protocol.requests import CallResult, Decision, NewConversation, NewMessage
 from hostcall.protocol.responses import CallView
@@ -30,11 +30,12 @@ from hostcall.settings import ROOT
 WIDGET = ROOT / "widget"
 
 
-def test_widget_protocol_js_is_what_the_protocol_module_generates() -> None:
-    committed = (WIDGET / "protocol.js").read_text()
-    assert committed == generate(), (
-        "widget/protocol.js is stale: run python -m hostcall.protocol.js_constants > "
-        "widget/protocol.js"
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_widget_protocol_modules_are_what_the_protocol_module_generates(name: str) -> None:
+    committed = (WIDGET / name).read_text()
+    assert committed == generate(name), (
+        f"widget/{name} is stale: run python -m hostcall.protocol.js_constants {name} > "
+        f"widget/{name}"
     )
 
 
@@ -48,7 +49,7 @@ def test_the_loader_builds_the_same_message_types_as_the_widget() -> None:
 
 def test_no_widget_module_spells_an_event_name_or_a_limit_by_hand() -> None:
     for path in WIDGET.glob("*.js"):
-        if path.name == "protocol.js":
+        if path.name in MODULES:
             continue
         text = path.read_text()
         assert "hostcall.tool_call_" not in text, path.name

@@ -1,6 +1,9 @@
-"""Writes widget/protocol.js, the widget's copy of the wire's names and limits.
+"""Writes the widget's copy of the wire's names and limits, in two modules: protocol.js,
+what the open widget speaks, and protocol-codes.js, the states and codes that only code
+loaded on demand reads (tool calls), kept off the open widget's weight.
 
     python -m hostcall.protocol.js_constants > widget/protocol.js
+    python -m hostcall.protocol.js_constants protocol-codes.js > widget/protocol-codes.js
 
 The output is committed (the widget has no build step); tests/unit/test_protocol.py fails
 when it differs from what this module generates now, so the two cannot drift.
@@ -54,15 +57,31 @@ def _list(name: str, values: Iterable[str]) -> str:
     return f"export const {name} = Object.freeze({json.dumps(list(values))})\n"
 
 
-def generate() -> str:
-    terminal = [s.value for s in CallState if s not in OPEN_STATES]
-    parts = [
-        "// Generated from hostcall/protocol/ by `python -m hostcall.protocol.js_constants >\n"
-        "// widget/protocol.js`. Do not edit: change the Python and run the command again.\n",
+def _header(name: str) -> str:
+    args = "" if name == "protocol.js" else f" {name}"
+    return (
+        "// Generated from hostcall/protocol/ by `python -m hostcall.protocol.js_constants"
+        f"{args} >\n"
+        f"// widget/{name}`. Do not edit: change the Python and run the command again.\n"
+    )
+
+
+def _protocol() -> list[str]:
+    return [
         "/** AG-UI event types (the JSON's `type`, and the SSE `event:` name). */\n"
         + _map("EVENT", ((t.name, t.value) for t in EventType)),
         "/** Names of Hostcall's own events (AG-UI CUSTOM; also their SSE `event:` name). */\n"
         + _map("CUSTOM", ((n.name, n.value) for n in CustomName)),
+        "/** Sizes the server allows: `_BYTES` are UTF-8 bytes, `_CHARS` code points. */\n"
+        + _map("LIMITS", ((name, getattr(limits, name)) for name in LIMITS)),
+        "/** postMessage types between the widget and the embed loader. */\n"
+        + _map("MSG", ((m.upper(), f"hostcall:{m}") for m in MESSAGES)),
+    ]
+
+
+def _codes() -> list[str]:
+    terminal = [s.value for s in CallState if s not in OPEN_STATES]
+    return [
         "/** A tool call's states (docs/protocol.md). */\n"
         + _map("CALL_STATE", ((s.name, s.value) for s in CallState)),
         _list("TERMINAL_STATES", terminal),
@@ -70,13 +89,18 @@ def generate() -> str:
         + _map("RUN_ERROR_CODE", ((c.name, c.value) for c in RunErrorCode)),
         "/** Error codes a surface may send instead of a result. */\n"
         + _list("SURFACE_ERROR_CODES", sorted(SURFACE_ERROR_CODES)),
-        "/** Sizes the server allows: `_BYTES` are UTF-8 bytes, `_CHARS` code points. */\n"
-        + _map("LIMITS", ((name, getattr(limits, name)) for name in LIMITS)),
-        "/** postMessage types between the widget and the embed loader. */\n"
-        + _map("MSG", ((m.upper(), f"hostcall:{m}") for m in MESSAGES)),
     ]
-    return "\n".join(parts)
+
+
+#: widget/<name> -> its constants.
+MODULES = {"protocol.js": _protocol, "protocol-codes.js": _codes}
+
+
+def generate(name: str = "protocol.js") -> str:
+    return "\n".join([_header(name), *MODULES[name]()])
 
 
 if __name__ == "__main__":
-    print(generate(), end="")
+    import sys
+
+    print(generate(*sys.argv[1:2]), end="")
