@@ -29,7 +29,7 @@ export async function setLocale(lang) {
   document.documentElement.lang = lang
 }
 
-/** Add the strings of a part loaded later (`form`: locale-xx-form.js, with form.js).
+/** Add the strings of a part loaded later (`calls`: locale-xx-calls.js, with toolcalls.js).
  * @param {string} part @param {string} [query] */
 export async function addStrings(part, query = '') {
   Object.assign(strings, (await import(`./locale-${document.documentElement.lang}-${part}.js${query}`)).default)
