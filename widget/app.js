@@ -260,7 +260,9 @@ const ON = {
   [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
   [EVENT.RUN_ERROR]: d => {
     state.run = 'failed'
-    troubles().then(m => m.runFailed(d, app))
+    // Not if the person left the conversation while control.js loaded.
+    const cid = state.conversationId
+    troubles().then(m => cid === state.conversationId && m.runFailed(d, app))
   },
   [EVENT.TEXT_MESSAGE_START]: d => {
     const role = d.role === 'user' ? 'user' : 'assistant'
@@ -396,11 +398,12 @@ async function send(raw) {
     if (!sent?.runId) state.run = '' // held by a person
   } catch (err) {
     state.run = ''
-    // The server answered (control.js says why, in the visitor's words); or it is down or
-    // unreachable, and the message stays in the thread, with a retry.
-    if (err.status) troubles().then(m => m.refused(err, pending, () => send(text), app))
+    // Refused (a 4xx): control.js says why. Else the server is down or failing (503: its
+    // database, for a moment): the message stays in the thread, with a retry.
+    const cid = state.conversationId
+    if (err.status >= 400 && err.status < 500) troubles().then(m => cid === state.conversationId && m.refused(err, pending, () => send(text), app))
     else {
-      ui.markFailed(pending, () => send(text))
+      ui.markFailed(pending, () => send(text), err.status === 503 ? t('errorStore') : '')
       emit('error', { code: err.code || 'send_failed', message: err.message })
     }
   } finally {

@@ -44,29 +44,28 @@ export function runFailed(d, app) {
 }
 
 /**
- * The server answered a message with an error (a network failure stays in app.js: this
- * module may not load then). English details go to the page's `error` event; the visitor
- * gets a translated sentence.
+ * The server refused a message (a 4xx; app.js keeps the failures where this module may not
+ * load). The English detail goes to the page's `error` event; the visitor gets a translated
+ * sentence.
  * @param {any} err an ApiError @param {HTMLElement} pending the message shown
  * @param {() => void} again send it again @param {App} app
  */
 export function refused(err, pending, again, app) {
   const { ui, t, emit } = app
   const drop = (/** @type {string} */ key) => { pending.remove(); ui.showError(t(key)) }
+  let code = err.code
   // The conversation has spent its model budget (docs/protocol.md: 409
   // conversation_limit_reached): only a new one goes on, from the header's button.
-  if (err.code === 'conversation_limit_reached') drop('errorConversationLimit')
+  if (code === 'conversation_limit_reached') drop('errorConversationLimit')
   else if (err.status === 409) return drop('errorBusy')
   // 422: the server refused the text itself (docs/protocol.md: invalid_message), or 400
   // invalid_text (a NUL, a lone surrogate: sending it again cannot help).
-  else if (err.status === 422 || err.code === 'invalid_text') {
+  else if (err.status === 422 || code === 'invalid_text') {
     drop('errorRefused')
-    err.code ||= 'invalid_message'
+    code ||= 'invalid_message'
   } else {
-    // Another failure stays in the thread, with a retry (503: the server's database is
-    // unavailable, for a moment; the response says when to try again).
-    ui.markFailed(pending, again, err.status === 503 ? t('errorStore') : '')
-    err.code ||= 'send_failed'
+    ui.markFailed(pending, again) // any other refusal stays in the thread, with a retry
+    code ||= 'send_failed'
   }
-  emit('error', { code: err.code, message: err.message })
+  emit('error', { code, message: err.message })
 }
