@@ -43,6 +43,9 @@ const state = {
 let parentTools = new Set()
 let idToken = '' // the page's visitor's: known.js acts on it (docs/identity.md)
 const known = () => import('./known.js').then(k => k.go({ api, token: idToken, locale, restart, emit, toParent, cid: state.conversationId }))
+/** Opening the person's conversation (identify, none held): a first message waits for it.
+ * @type {Promise<unknown> | null} */
+let identifying = null
 let handshakeDone = () => {}
 const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 
@@ -76,7 +79,9 @@ function setParentTools(list, token) {
   parentTools = new Set(Array.isArray(list) ? list.filter(n => typeof n === 'string').slice(0, 200) : [])
   if (typeof token == 'string' && token != idToken) {
     idToken = token
-    state.ready && known()
+    // None held (nothing written, or signed out): open the person's, as at start.
+    if (state.ready && state.conversationId) known()
+    else if (state.ready) identifying = resume().catch(forget).finally(() => { identifying = null })
   }
   handshakeDone()
   if (state.conversationId) sendCapabilities()
@@ -390,8 +395,10 @@ async function send(raw) {
   const pending = ui.addPendingUser(text)
   state.run = 'running'
   refresh()
-  const made = !state.conversationId
+  let made = false
   try {
+    if (!state.conversationId && identifying) await identifying
+    made = !state.conversationId
     if (made) await start()
     const sent = await api.message(state.conversationId, text, cfg.simulate === true)
     state.runId = sent?.runId
