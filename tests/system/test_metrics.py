@@ -93,9 +93,21 @@ def test_two_workers_report_the_same_totals_whichever_answers(
             assert time.monotonic() < deadline, "no worker answered in 60 s"
             time.sleep(0.2)
 
+        pids = {p.pid for p in workers}
+
+        def counted() -> set[int]:
+            return {int(f.stem.rsplit("_", 1)[1]) for f in metrics_dir.glob("counter_*.db")}
+
         conversations = []
         for _ in range(CONVERSATIONS):
-            with httpx.Client(base_url=url, timeout=10) as client:  # a connection each
+            # The kernel may hand every connection to one worker (a quiet machine does):
+            # until each has counted a run, the workers that have are paused for the next
+            # conversation, so that only another can accept its connection.
+            paused = [p for p in workers if p.pid in counted()] if pids - counted() else []
+            for p in paused:
+                p.suspend()
+            try:
+                client = httpx.Client(base_url=url, timeout=10)  # a connection each
                 created = client.post("/api/agents/planner/conversations", headers=ORIGIN)
                 assert created.status_code == 201, created.text
                 body = created.json()
@@ -104,6 +116,10 @@ def test_two_workers_report_the_same_totals_whichever_answers(
                                    json={"text": "hello"}, headers=auth)  # fmt: skip
                 assert sent.status_code == 202, sent.text
                 conversations.append((body["conversationId"], auth, body["streamToken"]))
+                client.close()
+            finally:
+                for p in paused:
+                    p.resume()
         for cid, auth, _ in conversations:
             while True:
                 run = httpx.get(f"{url}/api/conversations/{cid}", headers=auth).json()["run"]
@@ -111,18 +127,9 @@ def test_two_workers_report_the_same_totals_whichever_answers(
                     break
                 assert time.monotonic() < deadline + 60, f"run of {cid} did not end"
                 time.sleep(0.05)
-        # Health checks until both workers have counted requests (each in its own files):
-        # the kernel decides which worker accepts a connection.
-        pids = {p.pid for p in workers}
-        checks = 0
-        while True:
-            counted = {int(f.stem.rsplit("_", 1)[1]) for f in metrics_dir.glob("counter_*.db")}
-            assert 1 not in counted  # the earlier run's file was cleared at start
-            if pids <= counted:
-                break
-            assert checks < 500, f"one worker took {checks} connections in a row"
-            assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
-            checks += 1
+        # Both workers counted runs, each in its own files; the earlier run's file was cleared
+        # at start.
+        assert pids <= counted() and 1 not in counted(), (pids, counted())
 
         cid, auth, ticket = conversations[0]
         with httpx.Client(timeout=10) as streaming, streaming.stream(
@@ -140,7 +147,7 @@ def test_two_workers_report_the_same_totals_whichever_answers(
                              route="/api/agents/{agent_id}/conversations",
                              status="2xx") == CONVERSATIONS  # fmt: skip
                 assert value(found, "hostcall_http_request_seconds_count", method="GET",
-                             route="/healthz") >= checks + 1  # fmt: skip
+                             route="/healthz") >= 1  # fmt: skip
                 assert value(found, "hostcall_open_streams") == 1
         found = samples(scrape(url).text)
         assert value(found, "hostcall_open_streams") == 0
