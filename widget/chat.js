@@ -175,7 +175,13 @@ function grow(box) {
   box.style.height = `${Math.min(box.scrollHeight, 140)}px`
 }
 
-export const focusComposer = () => phone() || parts.input?.focus()
+// A frame just shown may not be laid out yet, and cannot take focus: try the next frames.
+export function focusComposer(tries = 9) {
+  const input = parts.input
+  if (phone() || !input) return
+  input.focus()
+  if (tries && document.activeElement === document.body) requestAnimationFrame(() => focusComposer(tries - 1))
+}
 // What the working indicator and the send button were last asked to show (their drawing may
 // wait: `write`); an unchanged one is not written again, so it costs the next frame nothing.
 let working = false

@@ -124,6 +124,8 @@ def test_new_conversation_asks_first(page: Page, demo: Demo) -> None:
     expect(question).to_be_hidden()
     expect(widget.calls("create_task")).to_have_count(1)  # nothing was lost
     widget.frame.locator("[data-part=new-conversation]").click()
+    # The question is drawn once its module has loaded; a person presses Escape on what they see.
+    expect(widget.frame.locator("[data-part=restart-no]")).to_be_focused()
     widget.frame.locator("[data-part=restart-no]").press("Escape")  # Escape is "no", and stays in
     expect(question).to_be_hidden()
     expect(page.locator("[data-part=hostcall-launcher]")).to_have_attribute("aria-expanded", "true")
