@@ -40,8 +40,13 @@ from report import compare, ms, print_table, summary
 from streams import RawStream
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's; never Playwright's download (tests/e2e/conftest.py)
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ASK = "What should I work on next?"  # the planner's read_board_tasks rule: no approval
 AGENT = "bench"  # servers.bench_agents: a copy of demo/agents/planner.json
 LOADER_BUDGET, WIDGET_BUDGET, HOST_COST_BUDGET = 3 * 1024, 30 * 1024, 0.010
@@ -107,8 +112,10 @@ class Env:
 
     def host_page(self, snippet: bool) -> str:
         # localhost, while Hostcall is on 127.0.0.1: two sites, as on a customer's page.
-        return (f"http://localhost:{self.apps.port}/pages/host.html"
-                f"?snippet={int(snippet)}&hc={self.hc.url}")
+        return (
+            f"http://localhost:{self.apps.port}/pages/host.html"
+            f"?snippet={int(snippet)}&hc={self.hc.url}"
+        )
 
     def new_page(self) -> Page:  # in a context of its own: empty cache and storage
         page = self.browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
@@ -116,8 +123,9 @@ class Env:
         return page
 
 
-def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]],
-          notes: Sequence[str] = ()) -> None:
+def table(
+    title: str, header: Sequence[str], rows: Sequence[Sequence[str]], notes: Sequence[str] = ()
+) -> None:
     """A table with a header of the section's own."""
     print_table(title, rows, notes, header=header)
 
@@ -127,6 +135,7 @@ def origin(url: str) -> str:
 
 
 # ---- 1. weight -----------------------------------------------------------------------------
+
 
 def weight(env: Env) -> None:
     page = env.new_page()
@@ -152,9 +161,15 @@ def weight(env: Env) -> None:
         out = []
         for r in (r for r in requests if origin(r.url) == env.hc.url):
             body, headers = r.response().body(), r.response().all_headers()
-            out.append((urlsplit(r.url).path, len(body), len(gzip.compress(body, 9)),
-                        int(headers.get("content-length", r.sizes()["responseBodySize"])),
-                        headers.get("content-encoding", "identity")))
+            out.append(
+                (
+                    urlsplit(r.url).path,
+                    len(body),
+                    len(gzip.compress(body, 9)),
+                    int(headers.get("content-length", r.sizes()["responseBodySize"])),
+                    headers.get("content-encoding", "identity"),
+                )
+            )
         return out
 
     files, later = measured(done[:opened]), measured(done[opened:])
@@ -174,25 +189,32 @@ def weight(env: Env) -> None:
         verdict = "info" if budget is None else "ok" if gz <= budget else "MISSED"
         return (label, f"{raw:,} B", f"{gz:,} B", f"{sent:,} B {enc}".strip(), goal, verdict)
 
-    rows = [row("/embed.js (loader)", loader, LOADER_BUDGET), *(row(f[0], [f], None)
-                                                                for f in widget),
-            row(f"widget in the iframe, {len(widget)} files", widget, None),
-            row("whole widget: loader + iframe", loader + widget, WIDGET_BUDGET),
-            row(f"then with the first call, {len(first_call)} files", list(first_call.values()),
-                None),
-            ("third-party requests", str(len(third)), "", "", "0", "MISSED" if third else "ok")]
-    table("1. Weight, as Chromium loaded it: host page, hover + click the launcher, widget ready "
-          "(then one tool call)",
-          ("file", "raw", "gzip -9", "sent (Content-Length)", "target", "verdict"), rows,
-          ["1 KB = 1,024 B; targets: loader 3 KB, whole widget 30 KB gzipped (big vendors: "
-           "130-600 KB); the open event stream is not counted",
-           f"also on open, API JSON: {len(api)} requests, {sum(f[3] for f in api):,} B sent "
-           f"({', '.join(f[0].rsplit('/', 1)[-1] for f in api)}); third-party: {third or 'none'}",
-           "imported when the first tool call appears, not on open: "
-           f"{', '.join(sorted(p.rsplit('/', 1)[-1] for p in first_call))}"])
+    rows = [
+        row("/embed.js (loader)", loader, LOADER_BUDGET),
+        *(row(f[0], [f], None) for f in widget),
+        row(f"widget in the iframe, {len(widget)} files", widget, None),
+        row("whole widget: loader + iframe", loader + widget, WIDGET_BUDGET),
+        row(f"then with the first call, {len(first_call)} files", list(first_call.values()), None),
+        ("third-party requests", str(len(third)), "", "", "0", "MISSED" if third else "ok"),
+    ]
+    table(
+        "1. Weight, as Chromium loaded it: host page, hover + click the launcher, widget ready "
+        "(then one tool call)",
+        ("file", "raw", "gzip -9", "sent (Content-Length)", "target", "verdict"),
+        rows,
+        [
+            "1 KB = 1,024 B; targets: loader 3 KB, whole widget 30 KB gzipped (big vendors: "
+            "130-600 KB); the open event stream is not counted",
+            f"also on open, API JSON: {len(api)} requests, {sum(f[3] for f in api):,} B sent "
+            f"({', '.join(f[0].rsplit('/', 1)[-1] for f in api)}); third-party: {third or 'none'}",
+            "imported when the first tool call appears, not on open: "
+            f"{', '.join(sorted(p.rsplit('/', 1)[-1] for p in first_call))}",
+        ],
+    )
 
 
 # ---- 2. host-page cost ---------------------------------------------------------------------
+
 
 def load_metrics(env: Env, snippet: bool) -> dict[str, float]:
     """Chromium's Performance.getMetrics for one load in a fresh context (cold cache)."""
@@ -220,24 +242,38 @@ def host_cost(env: Env, mode: Mode) -> None:
             if i >= 2:
                 runs[snippet].append(metrics)
     rows = []
-    for label, key, judged in (("JS run (ScriptDuration, wall)", "ScriptDuration", True),
-                               ("main-thread CPU (ThreadTime)", "ThreadTime", True),
-                               ("main-thread tasks (TaskDuration, wall)", "TaskDuration", False),
-                               ("layout (LayoutDuration)", "LayoutDuration", False),
-                               ("DOM nodes", "Nodes", False)):
+    for label, key, judged in (
+        ("JS run (ScriptDuration, wall)", "ScriptDuration", True),
+        ("main-thread CPU (ThreadTime)", "ThreadTime", True),
+        ("main-thread tasks (TaskDuration, wall)", "TaskDuration", False),
+        ("layout (LayoutDuration)", "LayoutDuration", False),
+        ("DOM nodes", "Nodes", False),
+    ):
         on, off = (statistics.median(m[key] for m in runs[s]) for s in (True, False))
         if key == "Nodes":
             rows.append((label, f"{on:.0f}", f"{off:.0f}", f"{on - off:+.0f}", "-", "info"))
         else:
             verdict = "info" if not judged else "ok" if on - off < HOST_COST_BUDGET else "MISSED"
-            rows.append((label, ms(on), ms(off), f"{(on - off) * 1000:+.2f} ms",
-                         "< 10 ms" if judged else "-", verdict))
-    table(f"2. Host-page cost before the widget is opened, median of {mode.loads} loads each",
-          ("CDP Performance.getMetrics", "with snippet", "without", "delta", "target",
-           "verdict"), rows,
-          ["the same page with and without the README snippet (stub, one handler, async "
-           "/embed.js); each load in a fresh context (cold cache), read 300 ms after 'load'",
-           "wall times include waiting for a core (2 cores, shared with the servers)"])
+            rows.append(
+                (
+                    label,
+                    ms(on),
+                    ms(off),
+                    f"{(on - off) * 1000:+.2f} ms",
+                    "< 10 ms" if judged else "-",
+                    verdict,
+                )
+            )
+    table(
+        f"2. Host-page cost before the widget is opened, median of {mode.loads} loads each",
+        ("CDP Performance.getMetrics", "with snippet", "without", "delta", "target", "verdict"),
+        rows,
+        [
+            "the same page with and without the README snippet (stub, one handler, async "
+            "/embed.js); each load in a fresh context (cold cache), read 300 ms after 'load'",
+            "wall times include waiting for a core (2 cores, shared with the servers)",
+        ],
+    )
 
 
 # ---- 3. tool round trip --------------------------------------------------------------------
@@ -311,8 +347,15 @@ class Widget:
         self.page = env.new_page()
         self.page.context.add_init_script(PROBE)
         created = []
-        self.page.on("response", lambda r: created.append(r) if r.request.method == "POST"
-                     and r.url.endswith(f"/api/agents/{AGENT}/conversations") else None)
+        self.page.on(
+            "response",
+            lambda r: (
+                created.append(r)
+                if r.request.method == "POST"
+                and r.url.endswith(f"/api/agents/{AGENT}/conversations")
+                else None
+            ),
+        )
         self.page.goto(env.host_page(True))
         self.page.evaluate("Hostcall('open')")
         self.page.wait_for_function("bench.ready")
@@ -322,21 +365,26 @@ class Widget:
         self.auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
         self.http = httpx.Client(base_url=env.hc.url, timeout=TIMEOUT, trust_env=False)
         token = self.http.post(f"{self.path}/stream-token", headers=self.auth).json()
-        self.events = observer.follow(env.hc.port, f"{self.path}/events?token="
-                                      f"{token['streamToken']}")
+        self.events = observer.follow(
+            env.hc.port, f"{self.path}/events?token={token['streamToken']}"
+        )
 
     def ask(self) -> tuple[float, str, float]:
         """One run (posted by the bench, as the widget would); DISPATCH -> RESULT, call id,
         and when DISPATCH reached the observer (perf_counter)."""
-        self.http.post(f"{self.path}/messages", json={"text": ASK},
-                       headers=self.auth).raise_for_status()
+        self.http.post(
+            f"{self.path}/messages", json={"text": ASK}, headers=self.auth
+        ).raise_for_status()
         seen = until(self.events, "RUN_FINISHED")
         call = json.loads(seen[DISPATCH][1])["value"]
         outcome = json.loads(seen["TOOL_CALL_RESULT"][1])
         if call["route"] != "handler" or outcome["state"] != "answered":
             raise RuntimeError(f"not answered by the page's handler: {call} -> {outcome}")
-        return (seen["TOOL_CALL_RESULT"][0] - seen[DISPATCH][0], call["toolCallId"],
-                seen[DISPATCH][0])
+        return (
+            seen["TOOL_CALL_RESULT"][0] - seen[DISPATCH][0],
+            call["toolCallId"],
+            seen[DISPATCH][0],
+        )
 
     def close(self, runs: int) -> dict[str, dict[str, Any]]:
         """The widget's timings per call id (TIMINGS); checks the handler ran ``runs`` times."""
@@ -355,24 +403,39 @@ class Widget:
 # No /delivered step: the dispatch written to the widget's surface is the claim,
 # so the handler runs as soon as the event reaches the widget's JS.
 SEGMENTS = (
-    ("SSE: DISPATCH reaches the observer -> reaches the widget's JS",
-     lambda s, t: (s["dispatch"] - s["observed"]) / 1000),
-    ("widget: DISPATCH reaches its JS -> hostcall:call reaches the page",
-     lambda s, t: (s["call"] - s["dispatch"]) / 1000),
-    ("page: hostcall:call -> its hostcall:result reaches the widget",
-     lambda s, t: (s["result"] - s["call"]) / 1000),
-    ("widget: hostcall:result -> fetch POST /result called",
-     lambda s, t: (s["post"][0] - s["result"]) / 1000),
-    ("event reaches the page's JS -> fetch called (sum of the above)",
-     lambda s, t: (s["post"][0] - s["dispatch"]) / 1000),
-    ("POST: fetch called -> request sent",
-     lambda s, t: (s["post"][1] - s["post"][0]) / 1000),
-    ("POST: request sent -> response starts (server; its event is written first)",
-     lambda s, t: (s["post"][2] - s["post"][1]) / 1000),
-    ("rest: the observer's round trip minus event in JS -> response starts",
-     lambda s, t: t - (s["post"][2] - s["dispatch"]) / 1000),
-    ("POST: request sent -> TOOL_CALL_RESULT reaches the observer",
-     lambda s, t: t - (s["post"][1] - s["observed"]) / 1000),
+    (
+        "SSE: DISPATCH reaches the observer -> reaches the widget's JS",
+        lambda s, t: (s["dispatch"] - s["observed"]) / 1000,
+    ),
+    (
+        "widget: DISPATCH reaches its JS -> hostcall:call reaches the page",
+        lambda s, t: (s["call"] - s["dispatch"]) / 1000,
+    ),
+    (
+        "page: hostcall:call -> its hostcall:result reaches the widget",
+        lambda s, t: (s["result"] - s["call"]) / 1000,
+    ),
+    (
+        "widget: hostcall:result -> fetch POST /result called",
+        lambda s, t: (s["post"][0] - s["result"]) / 1000,
+    ),
+    (
+        "event reaches the page's JS -> fetch called (sum of the above)",
+        lambda s, t: (s["post"][0] - s["dispatch"]) / 1000,
+    ),
+    ("POST: fetch called -> request sent", lambda s, t: (s["post"][1] - s["post"][0]) / 1000),
+    (
+        "POST: request sent -> response starts (server; its event is written first)",
+        lambda s, t: (s["post"][2] - s["post"][1]) / 1000,
+    ),
+    (
+        "rest: the observer's round trip minus event in JS -> response starts",
+        lambda s, t: t - (s["post"][2] - s["dispatch"]) / 1000,
+    ),
+    (
+        "POST: request sent -> TOOL_CALL_RESULT reaches the observer",
+        lambda s, t: t - (s["post"][1] - s["observed"]) / 1000,
+    ),
 )
 # label of SEGMENTS -> the floor's (kick reaches its JS, its POST /echo, round trip, kick
 # reaches the observer)
@@ -417,61 +480,102 @@ def round_trip(env: Env, mode: Mode) -> None:
                         ids.append(call_id)
                 timings = widget.close(min(total, first + TURNS) - first + 1)
                 steps += [timings[i] | {"observed": observed[i]} for i in ids]
-        kicks = floor.evaluate("floor.kicks")[-mode.round_trips:]
-        echoes = floor.evaluate(f"({POSTS})('/echo/')")[-mode.round_trips:]
+        kicks = floor.evaluate("floor.kicks")[-mode.round_trips :]
+        echoes = floor.evaluate(f"({POSTS})('/echo/')")[-mode.round_trips :]
         profile = profiled(env, observer, mode.profiled)
     finally:
         floor.context.close()
         observer.close()
     env.hc.check_alive()
     result, bare, first = summary(ours), summary(theirs), summary(cold)
-    print_table(f"3. Browser tool round trip, headless Chromium, n={mode.round_trips} after "
-                f"{mode.warmup} warm-up, interleaved with the floor", [
-                    *(compare(f"server emits call -> has validated result, {stat}", result[stat],
-                              bare[stat], ms, TARGETS.get(stat))
-                      for stat in ("p50", "p99", "mean")),
-                    *(compare(f"a fresh widget's first call (imports the call code), {stat}",
-                              first[stat], bare[stat], ms, None) for stat in ("p50", "p99"))],
-                ["hostcall: tool_call_dispatch -> TOOL_CALL_RESULT; floor: kick -> echo (the "
-                 "floor page answers kick with fetch POST /echo)",
-                 "both timed as the two events reach an SSE stream the bench holds on the same "
-                 "conversation / channel (raw asyncio, own thread, one clock)",
-                 f"runs posted by the bench with the widget's session; a fresh widget and "
-                 f"conversation every {TURNS} round trips, whose first call ({len(cold)} of "
-                 f"them) is not in the first three rows: it has rows of its own"])
+    print_table(
+        f"3. Browser tool round trip, headless Chromium, n={mode.round_trips} after "
+        f"{mode.warmup} warm-up, interleaved with the floor",
+        [
+            *(
+                compare(
+                    f"server emits call -> has validated result, {stat}",
+                    result[stat],
+                    bare[stat],
+                    ms,
+                    TARGETS.get(stat),
+                )
+                for stat in ("p50", "p99", "mean")
+            ),
+            *(
+                compare(
+                    f"a fresh widget's first call (imports the call code), {stat}",
+                    first[stat],
+                    bare[stat],
+                    ms,
+                    None,
+                )
+                for stat in ("p50", "p99")
+            ),
+        ],
+        [
+            "hostcall: tool_call_dispatch -> TOOL_CALL_RESULT; floor: kick -> echo (the "
+            "floor page answers kick with fetch POST /echo)",
+            "both timed as the two events reach an SSE stream the bench holds on the same "
+            "conversation / channel (raw asyncio, own thread, one clock)",
+            f"runs posted by the bench with the widget's session; a fresh widget and "
+            f"conversation every {TURNS} round trips, whose first call ({len(cold)} of "
+            f"them) is not in the first three rows: it has rows of its own",
+        ],
+    )
     rows = []
     for label, f in SEGMENTS:
         hc = summary([f(s, t) for s, t in zip(steps, ours, strict=True)])
         fl = FLOOR_SEGMENTS.get(label)
-        bare_step = fl and summary([fl(k, p[1:], t, o) for k, p, t, o
-                                    in zip(kicks, echoes, theirs, kicked, strict=True)])
-        rows.append((label, ms(hc["p50"]), ms(bare_step["p50"]) if bare_step else "-",
-                     ms(hc["p99"]), ms(bare_step["p99"]) if bare_step else "-"))
+        bare_step = fl and summary(
+            [fl(k, p[1:], t, o) for k, p, t, o in zip(kicks, echoes, theirs, kicked, strict=True)]
+        )
+        rows.append(
+            (
+                label,
+                ms(hc["p50"]),
+                ms(bare_step["p50"]) if bare_step else "-",
+                ms(hc["p99"]),
+                ms(bare_step["p99"]) if bare_step else "-",
+            )
+        )
     opened = (sum(s["post"][4] for s in steps), sum(p[5] for p in echoes))
-    table("3b. Where the round trip goes", ("segment", "hostcall p50", "floor p50",
-                                            "hostcall p99", "floor p99"), rows,
-          ["one clock for every frame (timeOrigin + now): PROBE's stamps, Resource Timing of "
-           "POST /result (widget frame) and POST /echo (floor page); the observer's arrivals "
-           "on the same clock (time.time() taken with perf_counter once); rest: SSE delivery "
-           "of the call to the page and of the result to the observer",
-           "'DISPATCH reaches its JS -> POST /result sent' is 2 postMessages, the handler and "
-           "the widget's checks: the dispatch is the claim, no request comes before the "
-           "handler",
-           f"POSTs that opened a connection: hostcall {opened[0]} of {len(steps)}, floor "
-           f"{opened[1]} of {len(echoes)}"])
-    table(f"3c. Widget frame's main thread, CPU profile over {mode.profiled} more round trips",
-          ("function (self time)", "per round trip", "share"), profile,
-          ["(program): native work outside JS (style, layout, paint); a layout that JS forces "
-           "(e.g. reading scrollHeight) counts in that function"])
+    table(
+        "3b. Where the round trip goes",
+        ("segment", "hostcall p50", "floor p50", "hostcall p99", "floor p99"),
+        rows,
+        [
+            "one clock for every frame (timeOrigin + now): PROBE's stamps, Resource Timing of "
+            "POST /result (widget frame) and POST /echo (floor page); the observer's arrivals "
+            "on the same clock (time.time() taken with perf_counter once); rest: SSE delivery "
+            "of the call to the page and of the result to the observer",
+            "'DISPATCH reaches its JS -> POST /result sent' is 2 postMessages, the handler and "
+            "the widget's checks: the dispatch is the claim, no request comes before the "
+            "handler",
+            f"POSTs that opened a connection: hostcall {opened[0]} of {len(steps)}, floor "
+            f"{opened[1]} of {len(echoes)}",
+        ],
+    )
+    table(
+        f"3c. Widget frame's main thread, CPU profile over {mode.profiled} more round trips",
+        ("function (self time)", "per round trip", "share"),
+        profile,
+        [
+            "(program): native work outside JS (style, layout, paint); a layout that JS forces "
+            "(e.g. reading scrollHeight) counts in that function"
+        ],
+    )
 
 
 def profiled(env: Env, observer: Observer, runs: int) -> list[tuple[str, str, str]]:
     """Top self time in a fresh widget's frame, sampled every 100 us over ``runs`` runs."""
     widget = Widget(env, observer)
     cdp = widget.page.context.new_cdp_session(widget.frame)
-    for method, params in (("Profiler.enable", {}),
-                           ("Profiler.setSamplingInterval", {"interval": 100}),
-                           ("Profiler.start", {})):
+    for method, params in (
+        ("Profiler.enable", {}),
+        ("Profiler.setSamplingInterval", {"interval": 100}),
+        ("Profiler.start", {}),
+    ):
         cdp.send(method, params)
     for _ in range(runs):
         widget.ask()
@@ -485,11 +589,14 @@ def profiled(env: Env, observer: Observer, runs: int) -> list[tuple[str, str, st
         self_time[f"{f['functionName'] or '(anonymous)'}{where}"] += delta / 1e6 / runs
     del self_time["(idle)"]
     busy = sum(self_time.values())
-    return [*((name, ms(t), f"{t / busy:.0%}") for name, t in self_time.most_common(8)),
-            ("busy, all functions", ms(busy), "100%")]
+    return [
+        *((name, ms(t), f"{t / busy:.0%}") for name, t in self_time.most_common(8)),
+        ("busy, all functions", ms(busy), "100%"),
+    ]
 
 
 # ---- main ----------------------------------------------------------------------------------
+
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -500,32 +607,56 @@ SECTIONS = ("weight", "host-page cost", "round trip")
 
 def run(mode: Mode, workdir: Path, sections: Sequence[str] = SECTIONS) -> int:
     failed = []
-    apps_argv = [sys.executable, str(servers.ROOT / "bench" / "browser_apps.py"),
-                 "--ping", str(servers.PING_SECONDS), "--log-level", servers.LOG_LEVEL]
+    apps_argv = [
+        sys.executable,
+        str(servers.ROOT / "bench" / "browser_apps.py"),
+        "--ping",
+        str(servers.PING_SECONDS),
+        "--log-level",
+        servers.LOG_LEVEL,
+    ]
     with servers.running("apps", apps_argv, workdir, dict(os.environ)) as apps:
-        hc_argv = [sys.executable, "-m", "hostcall", "serve", "--agents",
-                   str(servers.bench_agents(workdir)), "--db", str(workdir / "browser.db"),
-                   "--host", servers.HOST, "--log-level", servers.LOG_LEVEL,
-                   "--allow-origin", f"http://localhost:{apps.port}"]
+        hc_argv = [
+            sys.executable,
+            "-m",
+            "hostcall",
+            "serve",
+            "--agents",
+            str(servers.bench_agents(workdir)),
+            "--db",
+            str(workdir / "browser.db"),
+            "--host",
+            servers.HOST,
+            "--log-level",
+            servers.LOG_LEVEL,
+            "--allow-origin",
+            f"http://localhost:{apps.port}",
+        ]
         env_vars = dict(os.environ, HOSTCALL_SECRET_KEYS=secrets.token_urlsafe(32))
-        with servers.running("hostcall", hc_argv, workdir, env_vars) as hc, \
-                sync_playwright() as p:
+        with servers.running("hostcall", hc_argv, workdir, env_vars) as hc, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            print(f"browser: Chromium {browser.version} headless, playwright "
-                  f"{version('playwright')}", flush=True)
+            print(
+                f"browser: Chromium {browser.version} headless, playwright {version('playwright')}",
+                flush=True,
+            )
             env = Env(browser, apps, hc)
             try:
-                for name, section in (("weight", lambda: weight(env)),
-                                      ("host-page cost", lambda: host_cost(env, mode)),
-                                      ("round trip", lambda: round_trip(env, mode))):
+                for name, section in (
+                    ("weight", lambda: weight(env)),
+                    ("host-page cost", lambda: host_cost(env, mode)),
+                    ("round trip", lambda: round_trip(env, mode)),
+                ):
                     if name not in sections:
                         continue
                     try:
                         section()
                     except Exception:
                         traceback.print_exc()
-                        print(f"\n!! section '{name}' failed to run; Hostcall's log:\n"
-                              f"{hc.log_tail()}", flush=True)
+                        print(
+                            f"\n!! section '{name}' failed to run; Hostcall's log:\n"
+                            f"{hc.log_tail()}",
+                            flush=True,
+                        )
                         failed.append(name)
                     print(f"  (load average after {name}: {load()})", flush=True)
             finally:
@@ -536,22 +667,30 @@ def run(mode: Mode, workdir: Path, sections: Sequence[str] = SECTIONS) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer page loads and round trips")
-    parser.add_argument("--only", choices=SECTIONS, action="append",
-                        help="run this section only (may be given more than once)")
+    parser.add_argument(
+        "--only",
+        choices=SECTIONS,
+        action="append",
+        help="run this section only (may be given more than once)",
+    )
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         print(f"{CHROMIUM} is missing: run scripts/install --test", file=sys.stderr)
         return 1
     print("# Hostcall browser benchmark\n")
     print(f"command: {sys.executable} {' '.join(sys.argv)}")
-    print(f"machine: nproc={os.cpu_count()}, {platform.platform()}, "
-          f"python {platform.python_version()}; mode: {'quick' if args.quick else 'full'}")
+    print(
+        f"machine: nproc={os.cpu_count()}, {platform.platform()}, "
+        f"python {platform.python_version()}; mode: {'quick' if args.quick else 'full'}"
+    )
     print(f"load average at start: {load()} (other processes share these cores)", flush=True)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hostcall-browser-bench-") as tmp:
         code = run(QUICK if args.quick else FULL, Path(tmp), args.only or SECTIONS)
-    print(f"\ntotal: {time.perf_counter() - started:.1f} s, load average at end: {load()}, "
-          f"exit {code}")
+    print(
+        f"\ntotal: {time.perf_counter() - started:.1f} s, load average at end: {load()}, "
+        f"exit {code}"
+    )
     return code
 
 

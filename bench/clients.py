@@ -20,15 +20,21 @@ _CONTENT_LENGTH = re.compile(rb"(?i)\r\ncontent-length:[ \t]*(\d+)")
 
 def expect(response: httpx.Response, status: int) -> None:
     if response.status_code != status:
-        raise RuntimeError(f"{response.request.method} {response.request.url} answered "
-                           f"{response.status_code}: {response.text[:300]}")
+        raise RuntimeError(
+            f"{response.request.method} {response.request.url} answered "
+            f"{response.status_code}: {response.text[:300]}"
+        )
 
 
 def client_for(server: Server) -> httpx.AsyncClient:
     # One persistent client per server: POSTs reuse a keep-alive connection.
-    return httpx.AsyncClient(base_url=server.url, timeout=TIMEOUT, trust_env=False,
-                             headers={"Origin": server.url},
-                             limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
+    return httpx.AsyncClient(
+        base_url=server.url,
+        timeout=TIMEOUT,
+        trust_env=False,
+        headers={"Origin": server.url},
+        limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+    )
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,9 @@ class Conv:
         return f"/api/conversations/{self.id}/events?token={self.stream}"
 
 
-async def create_conversations(client: httpx.AsyncClient, n: int,
-                               concurrency: int = 16) -> list[Conv]:
+async def create_conversations(
+    client: httpx.AsyncClient, n: int, concurrency: int = 16
+) -> list[Conv]:
     gate = asyncio.Semaphore(concurrency)
 
     async def one() -> Conv:
@@ -60,8 +67,9 @@ async def create_conversations(client: httpx.AsyncClient, n: int,
     return list(await asyncio.gather(*(one() for _ in range(n))))
 
 
-async def stream_paths(client: httpx.AsyncClient, convs: list[Conv],
-                       concurrency: int = 16) -> list[str]:
+async def stream_paths(
+    client: httpx.AsyncClient, convs: list[Conv], concurrency: int = 16
+) -> list[str]:
     """An events path per conversation (repeats allowed), each with a fresh stream ticket:
     a ticket opens one stream, once."""
     gate = asyncio.Semaphore(concurrency)
@@ -78,8 +86,9 @@ async def stream_paths(client: httpx.AsyncClient, convs: list[Conv],
 class RawHttp:
     """One keep-alive HTTP/1.1 connection, one request at a time: the least a client costs."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 port: int) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int
+    ) -> None:
         self.reader, self.writer, self.port = reader, writer, port
         self.used = time.monotonic()
 
@@ -88,8 +97,13 @@ class RawHttp:
         reader, writer = await asyncio.open_connection(HOST, port)
         return cls(reader, writer, port)
 
-    async def post(self, path: str, body: dict[str, Any], status: int = 200,
-                   headers: dict[str, str] | None = None) -> bytes:
+    async def post(
+        self,
+        path: str,
+        body: dict[str, Any],
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+    ) -> bytes:
         idle = time.monotonic() - self.used
         if idle > KEEP_ALIVE or self.reader.at_eof() or self.writer.transport.is_closing():
             # The server closes an idle keep-alive connection (uvicorn: after 5 s); a request
@@ -98,9 +112,12 @@ class RawHttp:
             self.reader, self.writer = await asyncio.open_connection(HOST, self.port)
         payload = json.dumps(body, separators=(",", ":")).encode()
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        self.writer.write(f"POST {path} HTTP/1.1\r\nHost: {HOST}:{self.port}\r\n{extra}"
-                          f"Content-Type: application/json\r\nContent-Length: {len(payload)}"
-                          f"\r\n\r\n".encode() + payload)
+        self.writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: {HOST}:{self.port}\r\n{extra}"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}"
+            f"\r\n\r\n".encode()
+            + payload
+        )
         head = await self.reader.readuntil(b"\r\n\r\n")
         length = _CONTENT_LENGTH.search(head)
         if length is None:

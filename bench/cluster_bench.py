@@ -116,19 +116,26 @@ def _self_cpu() -> float:
 async def converse(http: RawHttp, origin: str) -> None:
     # The widget's own fetches carry Hostcall's origin; creating refuses a request without
     # one.
-    body = json.loads(await http.post("/api/agents/bench/conversations", {}, status=201,
-                                      headers={"Origin": origin}))
+    body = json.loads(
+        await http.post(
+            "/api/agents/bench/conversations", {}, status=201, headers={"Origin": origin}
+        )
+    )
     cid, auth = body["conversationId"], {"Authorization": f"Bearer {body['sessionToken']}"}
-    stream = await RawStream.open(servers.HOST, http.port,
-                                  f"/api/conversations/{cid}/events?token={body['streamToken']}")
+    stream = await RawStream.open(
+        servers.HOST, http.port, f"/api/conversations/{cid}/events?token={body['streamToken']}"
+    )
     try:
-        await http.post(f"/api/conversations/{cid}/messages", {"text": ASK}, status=202,
-                        headers=auth)
+        await http.post(
+            f"/api/conversations/{cid}/messages", {"text": ASK}, status=202, headers=auth
+        )
         async for event, data in stream.events():
             if event == DISPATCH:
                 call = json.loads(data)["value"]  # an AG-UI CUSTOM event: the call
-                await http.post(f"/api/calls/{call['toolCallId']}/result",
-                                {"token": call["resultToken"], "output": BOARD})
+                await http.post(
+                    f"/api/calls/{call['toolCallId']}/result",
+                    {"token": call["resultToken"], "output": BOARD},
+                )
             elif event == "RUN_FINISHED":
                 return
     finally:
@@ -215,12 +222,28 @@ class Case:
 
 
 def start_case(
-    stack: contextlib.ExitStack, name: str, db: str, workers: int, workdir: Path, secret: str,
+    stack: contextlib.ExitStack,
+    name: str,
+    db: str,
+    workers: int,
+    workdir: Path,
+    secret: str,
     cluster: psutil.Process | None,
 ) -> Case:
-    argv = [sys.executable, "-m", "hostcall", "serve",
-            "--agents", str(servers.bench_agents(workdir)),
-            "--db", db, "--host", servers.HOST, "--log-level", servers.LOG_LEVEL]
+    argv = [
+        sys.executable,
+        "-m",
+        "hostcall",
+        "serve",
+        "--agents",
+        str(servers.bench_agents(workdir)),
+        "--db",
+        db,
+        "--host",
+        servers.HOST,
+        "--log-level",
+        servers.LOG_LEVEL,
+    ]
     if workers > 1:
         argv += ["--workers", str(workers)]
     env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret)
@@ -245,33 +268,47 @@ def run_interleaved(cases: list[Case], total: int, rounds: int) -> None:
         case.server.check_alive()
         chunk = asyncio.run(measure(case.server, size, case.meters))
         case.add(chunk)
-        print(f"  {case.name}: {chunk['done'] / chunk['elapsed']:.1f}/s over "
-              f"{int(chunk['done'])} conversations", file=sys.stderr)
+        print(
+            f"  {case.name}: {chunk['done'] / chunk['elapsed']:.1f}/s over "
+            f"{int(chunk['done'])} conversations",
+            file=sys.stderr,
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer conversations per server")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="mirrored rounds (A B C C B A) each server's conversations are "
-                             "split over (default 1)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="mirrored rounds (A B C C B A) each server's conversations are split over (default 1)",
+    )
     args = parser.parse_args()
     args.total = 400 if args.quick else 1000
     url = os.environ.get("HOSTCALL_TEST_DATABASE_URL")
     if not url:
-        print("cluster_bench: HOSTCALL_TEST_DATABASE_URL is not set; run it through "
-              "scripts/with-postgres (scripts/bench does)", file=sys.stderr)
+        print(
+            "cluster_bench: HOSTCALL_TEST_DATABASE_URL is not set; run it through "
+            "scripts/with-postgres (scripts/bench does)",
+            file=sys.stderr,
+        )
         return 1
     servers.raise_fd_limit()
     cluster = postmaster(url)
     secret = secrets.token_urlsafe(32)
     cases: list[Case] = []
     try:
-        with tempfile.TemporaryDirectory(prefix="hostcall-cluster-bench-") as tmp, \
-                contextlib.ExitStack() as stack:
+        with (
+            tempfile.TemporaryDirectory(prefix="hostcall-cluster-bench-") as tmp,
+            contextlib.ExitStack() as stack,
+        ):
             workdir = Path(tmp)
-            cases.append(start_case(stack, "SQLite, 1 process", str(workdir / "bench.db"), 1,
-                                    workdir, secret, None))
+            cases.append(
+                start_case(
+                    stack, "SQLite, 1 process", str(workdir / "bench.db"), 1, workdir, secret, None
+                )
+            )
             for name, workers in (("PostgreSQL, 1 process", 1), ("PostgreSQL, 2 processes", 2)):
                 db = stack.enter_context(fresh_schema(url))
                 cases.append(start_case(stack, name, db, workers, workdir, secret, cluster))
@@ -280,8 +317,10 @@ def main() -> int:
         traceback.print_exc()
         return 1
     sqlite, pg1 = cases[0].rate, cases[1].rate
-    targets = {"PostgreSQL, 1 process": (sqlite, 0.7, "SQLite"),
-               "PostgreSQL, 2 processes": (pg1, 1.4, "PostgreSQL 1 process")}
+    targets = {
+        "PostgreSQL, 1 process": (sqlite, 0.7, "SQLite"),
+        "PostgreSQL, 2 processes": (pg1, 1.4, "PostgreSQL 1 process"),
+    }
     rows = []
     for case in cases:
         ratio, verdict, goal = "-", "baseline", "-"
@@ -291,18 +330,40 @@ def main() -> int:
             ratio, goal = f"{value:.2f}x {of}", f">= {want:g}x"
             verdict = "ok" if value >= want else "MISSED"
         cpus = [case.per_conversation(key) for key in ("hostcall", "postgresql", "load generator")]
-        rows.append((case.name, f"{case.rate:.1f}/s", f"{int(case.totals['errors'])}",
-                     f"{case.totals['elapsed']:.1f} s", *cpus, ratio, goal, verdict))
-    header = ("server", "conversations", "errors", "wall", "cpu hostcall", "cpu postgresql",
-              "cpu load gen", "ratio", "target", "verdict")
+        rows.append(
+            (
+                case.name,
+                f"{case.rate:.1f}/s",
+                f"{int(case.totals['errors'])}",
+                f"{case.totals['elapsed']:.1f} s",
+                *cpus,
+                ratio,
+                goal,
+                verdict,
+            )
+        )
+    header = (
+        "server",
+        "conversations",
+        "errors",
+        "wall",
+        "cpu hostcall",
+        "cpu postgresql",
+        "cpu load gen",
+        "ratio",
+        "target",
+        "verdict",
+    )
     print_table(
         f"Conversations with one tool round trip: {args.total} per server, {CONCURRENCY} at "
         f"once, in {2 * args.rounds} mirrored chunks",
         rows,
-        notes=[f"{os.cpu_count()} cores, {platform.platform()}; CPU is user+system time per "
-               "completed conversation, shared by every part on this machine; the servers take "
-               "turns (A B C C B A) so the machine's drift weighs on each alike; errors are "
-               "conversations that failed (not counted in the rate)"],
+        notes=[
+            f"{os.cpu_count()} cores, {platform.platform()}; CPU is user+system time per "
+            "completed conversation, shared by every part on this machine; the servers take "
+            "turns (A B C C B A) so the machine's drift weighs on each alike; errors are "
+            "conversations that failed (not counted in the rate)"
+        ],
         header=header,
     )
     return 0

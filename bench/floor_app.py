@@ -80,13 +80,15 @@ def create_floor_app(ping: int) -> Starlette:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"ok": True})
 
-    return Starlette(routes=[
-        Route("/healthz", health),
-        Route("/events", events),
-        Route("/kick/{ch}", kick, methods=["POST"]),
-        Route("/echo/{ch}", echo, methods=["POST"]),
-        Route("/burst/{ch}", burst, methods=["POST"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/healthz", health),
+            Route("/events", events),
+            Route("/kick/{ch}", kick, methods=["POST"]),
+            Route("/echo/{ch}", echo, methods=["POST"]),
+            Route("/burst/{ch}", burst, methods=["POST"]),
+        ]
+    )
 
 
 def main(extra_routes: Sequence[Route] = ()) -> None:
@@ -100,8 +102,7 @@ def main(extra_routes: Sequence[Route] = ()) -> None:
     # Same uvicorn settings as `python -m hostcall serve` (hostcall/cli.py), loopback only.
     app = create_floor_app(args.ping)
     app.router.routes.extend(extra_routes)
-    uvicorn.run(app, host="127.0.0.1", port=args.port,
-                log_level=args.log_level, lifespan="off")
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level=args.log_level, lifespan="off")
 
 
 if __name__ == "__main__":

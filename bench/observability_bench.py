@@ -69,8 +69,9 @@ async def message_to_end(client: httpx.AsyncClient) -> float:
     async with client.stream("GET", path) as stream:
         lines = stream.aiter_lines()
         started = time.perf_counter()
-        sent = await client.post(f"/api/conversations/{cid}/messages", json={"text": HELLO},
-                                 headers=auth)
+        sent = await client.post(
+            f"/api/conversations/{cid}/messages", json={"text": HELLO}, headers=auth
+        )
         expect(sent, 202)
         async for line in lines:
             if line.startswith("event: RUN_FINISHED"):
@@ -78,29 +79,36 @@ async def message_to_end(client: httpx.AsyncClient) -> float:
     raise RuntimeError(f"the stream of {cid} ended before RUN_FINISHED")
 
 
-async def traced_runs(iterations: int, warmup: int, workdir: Path, secret: str,
-                      baseline: Path | None) -> None:
+async def traced_runs(
+    iterations: int, warmup: int, workdir: Path, secret: str, baseline: Path | None
+) -> None:
     sink = Sink()
     app = Starlette(routes=[Route("/v1/traces", sink.traces, methods=["POST"])])
     with serve_in_thread(app) as port:
-        on_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
-                  # Batches go out every 200 ms rather than 5 s, so the run sees them sent.
-                  "OTEL_BSP_SCHEDULE_DELAY": "200"}
+        on_env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+            # Batches go out every 200 ms rather than 5 s, so the run sees them sent.
+            "OTEL_BSP_SCHEDULE_DELAY": "200",
+        }
         with contextlib.ExitStack() as started:
             running = {
                 "off": started.enter_context(servers.hostcall(workdir, workdir / "off.db", secret)),
                 "on": started.enter_context(
-                    servers.hostcall(workdir, workdir / "on.db", secret, extra_env=on_env)),
+                    servers.hostcall(workdir, workdir / "on.db", secret, extra_env=on_env)
+                ),
             }
             if baseline is not None:
                 before = workdir / "baseline"
                 before.mkdir()
                 running["before"] = started.enter_context(
-                    servers.hostcall(before, before / "before.db", secret, root=baseline))
+                    servers.hostcall(before, before / "before.db", secret, root=baseline)
+                )
             times: dict[str, list[float]] = {name: [] for name in running}
             async with contextlib.AsyncExitStack() as open_clients:
-                clients = [(name, await open_clients.enter_async_context(client_for(server)))
-                           for name, server in running.items()]
+                clients = [
+                    (name, await open_clients.enter_async_context(client_for(server)))
+                    for name, server in running.items()
+                ]
                 for i in range(warmup + iterations):
                     turn = i % len(clients)  # who goes first rotates
                     for name, client in clients[turn:] + clients[:turn]:
@@ -109,16 +117,28 @@ async def traced_runs(iterations: int, warmup: int, workdir: Path, secret: str,
                             times[name].append(took)
             await asyncio.sleep(1.0)  # the last batch
     off_s, on_s = summary(times["off"]), summary(times["on"])
-    rows = [compare(f"message -> RUN_FINISHED {q}, traced vs not", on_s[q], off_s[q], ms, None)
-            for q in ("p50", "p99")]
+    rows = [
+        compare(f"message -> RUN_FINISHED {q}, traced vs not", on_s[q], off_s[q], ms, None)
+        for q in ("p50", "p99")
+    ]
     if "before" in times:
         before_s = summary(times["before"])
-        rows += [compare(f"message -> RUN_FINISHED {q}, tracing off vs before", off_s[q],
-                         before_s[q], ms, 1.05) for q in ("p50", "p99")]
-    notes = [f"{iterations} runs each after {warmup} of warm-up, interleaved; the sink got "
-             f"{sink.requests} OTLP requests, {sink.bytes / 1024:.1f} KiB "
-             "(a run's spans: the run, its step, the model call)",
-             f"difference at p50: {(on_s['p50'] - off_s['p50']) * 1e6:.0f} µs per run"]
+        rows += [
+            compare(
+                f"message -> RUN_FINISHED {q}, tracing off vs before",
+                off_s[q],
+                before_s[q],
+                ms,
+                1.05,
+            )
+            for q in ("p50", "p99")
+        ]
+    notes = [
+        f"{iterations} runs each after {warmup} of warm-up, interleaved; the sink got "
+        f"{sink.requests} OTLP requests, {sink.bytes / 1024:.1f} KiB "
+        "(a run's spans: the run, its step, the model call)",
+        f"difference at p50: {(on_s['p50'] - off_s['p50']) * 1e6:.0f} µs per run",
+    ]
     print_table("1. Tracing off and on, one run a message", rows, notes)
 
 
@@ -128,8 +148,9 @@ def metric_updates(rounds: int) -> None:
 
     def one_message() -> None:
         metrics.HTTP_SECONDS.labels("POST", route, "2xx").observe(0.002)
-        metrics.HTTP_SECONDS.labels("POST", "/api/agents/{agent_id}/conversations",
-                                    "2xx").observe(0.002)
+        metrics.HTTP_SECONDS.labels("POST", "/api/agents/{agent_id}/conversations", "2xx").observe(
+            0.002
+        )
         metrics.RUNS.labels("bench", "started").inc()
         metrics.MODEL_SECONDS.labels("scripted", "ok").observe(0.001)
         metrics.MODEL_TOKENS.labels("scripted", "input", "estimate").inc(40)
@@ -149,26 +170,44 @@ def metric_updates(rounds: int) -> None:
         began = time.perf_counter()
         metrics.collect()
         scrapes.append(time.perf_counter() - began)
-    rows = [("metric updates of one message", f"{per * 1e6:.1f} µs", "-", "-", "-", "info"),
-            ("a /metrics exposition (this process)", ms(summary(scrapes)["p50"]), "-", "-", "-",
-             "info")]
-    print_table("2. Metrics, per message", rows,
-                [f"{rounds} messages' worth of updates, single process (multiprocess mode "
-                 "writes the same values to memory-mapped files)"])
+    rows = [
+        ("metric updates of one message", f"{per * 1e6:.1f} µs", "-", "-", "-", "info"),
+        (
+            "a /metrics exposition (this process)",
+            ms(summary(scrapes)["p50"]),
+            "-",
+            "-",
+            "-",
+            "info",
+        ),
+    ]
+    print_table(
+        "2. Metrics, per message",
+        rows,
+        [
+            f"{rounds} messages' worth of updates, single process (multiprocess mode "
+            "writes the same values to memory-mapped files)"
+        ],
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
-    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
-                        help="a checkout from before metrics and traces, run beside them")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="a checkout from before metrics and traces, run beside them",
+    )
     args = parser.parse_args()
     iterations, warmup = (50, 10) if args.quick else (300, 30)
     failed = False
     with tempfile.TemporaryDirectory(prefix="hostcall-obs-bench-") as tmp:
         try:
-            asyncio.run(traced_runs(iterations, warmup, Path(tmp), secrets.token_urlsafe(32),
-                                    args.baseline))
+            asyncio.run(
+                traced_runs(iterations, warmup, Path(tmp), secrets.token_urlsafe(32), args.baseline)
+            )
         except Exception:
             traceback.print_exc()
             failed = True

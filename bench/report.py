@@ -10,8 +10,9 @@ Row = tuple[str, str, str, str, str, str]
 HEADER: Row = ("measure", "hostcall", "floor/bare", "ratio", "target", "verdict")
 
 
-def compare(measure: str, ours: float, floor: float, fmt: Callable[[float], str],
-            target: float | None) -> Row:
+def compare(
+    measure: str, ours: float, floor: float, fmt: Callable[[float], str], target: float | None
+) -> Row:
     """A row with ratio = ours / floor; the verdict is ``ok`` when ratio <= target."""
     ratio = ours / floor if floor else float("inf")
     verdict = "info" if target is None else ("ok" if ratio <= target else "MISSED")

@@ -24,10 +24,12 @@ from report import Row, compare, ms, print_table, summary
 from streams import RawStream, sse_events
 
 ASK = "What should I work on next?"  # the planner's read_board_tasks rule: no approval
-BOARD = {"tasks": [
-    {"id": "t1", "title": "Write release notes", "status": "todo", "assignee": "Ana"},
-    {"id": "t2", "title": "Fix login bug", "status": "in-progress", "assignee": "Kenji"},
-]}
+BOARD = {
+    "tasks": [
+        {"id": "t1", "title": "Write release notes", "status": "todo", "assignee": "Ana"},
+        {"id": "t2", "title": "Fix login bug", "status": "in-progress", "assignee": "Kenji"},
+    ]
+}
 FLOOR_TOKEN = "x" * 180  # the floor's echo body is as big as Hostcall's result body
 ITERATION_TIMEOUT = 10.0
 HOSTCALL_MARKS = ("TOOL_CALL_RESULT", "TEXT_MESSAGE_START", "RUN_FINISHED")
@@ -37,8 +39,9 @@ Post = Callable[[str, dict[str, Any]], Awaitable[None]]
 Answer = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-async def exchange(events: Events, trigger: str, answer: Answer,
-                   marks: tuple[str, ...]) -> dict[str, float]:
+async def exchange(
+    events: Events, trigger: str, answer: Answer, marks: tuple[str, ...]
+) -> dict[str, float]:
     """Seconds from receiving ``trigger`` to each mark (after it) and to the POST's response."""
     t0, posting, out = 0.0, None, {}
 
@@ -73,9 +76,14 @@ class Side:
     port: int
     raw: RawHttp | None  # None: stream and answer with httpx too
 
-    async def run(self, path: str, start: Callable[[], Awaitable[None]], trigger: str,
-                  answer: Callable[[Post, dict[str, Any]], Awaitable[None]],
-                  marks: tuple[str, ...]) -> dict[str, float]:
+    async def run(
+        self,
+        path: str,
+        start: Callable[[], Awaitable[None]],
+        trigger: str,
+        answer: Callable[[Post, dict[str, Any]], Awaitable[None]],
+        marks: tuple[str, ...],
+    ) -> dict[str, float]:
         if self.raw is not None:
             raw = self.raw
 
@@ -85,8 +93,9 @@ class Side:
             stream = await RawStream.open(servers.HOST, self.port, path)
             try:
                 await start()
-                return await exchange(stream.events(), trigger,
-                                      lambda call: answer(post_raw, call), marks)
+                return await exchange(
+                    stream.events(), trigger, lambda call: answer(post_raw, call), marks
+                )
             finally:
                 stream.close()
 
@@ -96,8 +105,9 @@ class Side:
         async with self.http.stream("GET", path) as response:
             expect(response, 200)
             await start()
-            return await exchange(sse_events(response), trigger,
-                                  lambda call: answer(post_httpx, call), marks)
+            return await exchange(
+                sse_events(response), trigger, lambda call: answer(post_httpx, call), marks
+            )
 
 
 DISPATCH = "hostcall.tool_call_dispatch"
@@ -108,17 +118,28 @@ async def hostcall_iteration(side: Side) -> dict[str, float]:
     # The client is a surface with a handler, as the widget is: the call is
     # assigned to it, and its stream records the claim as it writes the dispatch.
     surface = f"bench-{conv.id}"
-    expect(await side.http.post(f"/api/conversations/{conv.id}/capabilities",
-                                json={"surfaceId": surface, "tools": ["read_board_tasks"]},
-                                headers=conv.auth), 200)
+    expect(
+        await side.http.post(
+            f"/api/conversations/{conv.id}/capabilities",
+            json={"surfaceId": surface, "tools": ["read_board_tasks"]},
+            headers=conv.auth,
+        ),
+        200,
+    )
 
     async def start() -> None:
-        expect(await side.http.post(f"/api/conversations/{conv.id}/messages",
-                                    json={"text": ASK}, headers=conv.auth), 202)
+        expect(
+            await side.http.post(
+                f"/api/conversations/{conv.id}/messages", json={"text": ASK}, headers=conv.auth
+            ),
+            202,
+        )
 
     async def answer(post: Post, call: dict[str, Any]) -> None:
-        await post(f"/api/calls/{call['toolCallId']}/result",
-                   {"token": call["resultToken"], "output": BOARD})
+        await post(
+            f"/api/calls/{call['toolCallId']}/result",
+            {"token": call["resultToken"], "output": BOARD},
+        )
 
     path = f"{conv.events_path}&surface={surface}"
     return await side.run(path, start, DISPATCH, answer, HOSTCALL_MARKS)
@@ -139,17 +160,28 @@ def rows_for(ours: list[dict[str, float]], floor: list[dict[str, float]]) -> lis
     rows: list[Row] = []
     # Targets per stat: the result p50 and p99; the resumed run's first text p50.
     for key, label, targets in (
-            ("TOOL_CALL_RESULT", "TOOL_CALL_RESULT", {"p50": 1.5, "p99": 3.0}),
-            ("TEXT_MESSAGE_START", "next TEXT_MESSAGE_START (resumed)", {"p50": 2.0}),
-            ("RUN_FINISHED", "RUN_FINISHED (whole reply)", {})):
+        ("TOOL_CALL_RESULT", "TOOL_CALL_RESULT", {"p50": 1.5, "p99": 3.0}),
+        ("TEXT_MESSAGE_START", "next TEXT_MESSAGE_START (resumed)", {"p50": 2.0}),
+        ("RUN_FINISHED", "RUN_FINISHED (whole reply)", {}),
+    ):
         mine = summary([o[key] for o in ours])
         for stat in ("p50", "p99", "mean"):
-            rows.append(compare(f"call -> result POST -> {label}, {stat}", mine[stat],
-                                echo[stat], ms, targets.get(stat)))
+            rows.append(
+                compare(
+                    f"call -> result POST -> {label}, {stat}",
+                    mine[stat],
+                    echo[stat],
+                    ms,
+                    targets.get(stat),
+                )
+            )
     post_ours, post_floor = summary([o["POST"] for o in ours]), summary([f["POST"] for f in floor])
     for stat in ("p50", "p99"):
-        rows.append(compare(f"call -> result POST response, {stat}", post_ours[stat],
-                            post_floor[stat], ms, None))
+        rows.append(
+            compare(
+                f"call -> result POST response, {stat}", post_ours[stat], post_floor[stat], ms, None
+            )
+        )
     return rows
 
 
@@ -161,9 +193,10 @@ async def round_trip(iterations: int, warmup: int, workdir: Path, secret: str) -
         async with client_for(hc) as hc_http, client_for(fl) as fl_http:
             hc_raw, fl_raw = await RawHttp.open(hc.port), await RawHttp.open(fl.port)
             try:
-                sides = {"httpx": (Side(hc_http, hc.port, None), Side(fl_http, fl.port, None)),
-                         "raw asyncio": (Side(hc_http, hc.port, hc_raw),
-                                         Side(fl_http, fl.port, fl_raw))}
+                sides = {
+                    "httpx": (Side(hc_http, hc.port, None), Side(fl_http, fl.port, None)),
+                    "raw asyncio": (Side(hc_http, hc.port, hc_raw), Side(fl_http, fl.port, fl_raw)),
+                }
                 # Interleaved, so drift on the machine hits every side alike.
                 for i in range(warmup + iterations):
                     for client, (hc_side, fl_side) in sides.items():
@@ -180,6 +213,10 @@ async def round_trip(iterations: int, warmup: int, workdir: Path, secret: str) -
     for n, client in enumerate(clients):
         print_table(
             f"1{'ab'[n]}. Tool round trip, loopback, {client} client, n={iterations} after "
-            f"{warmup} warm-up, interleaved", rows_for(ours[client], floor[client]),
-            ["every row compares with the floor's echo event (SSE event -> POST echo -> SSE "
-             "event), the POST rows with the echo POST's response"])
+            f"{warmup} warm-up, interleaved",
+            rows_for(ours[client], floor[client]),
+            [
+                "every row compares with the floor's echo event (SSE event -> POST echo -> SSE "
+                "event), the POST rows with the echo POST's response"
+            ],
+        )

@@ -25,8 +25,12 @@ from report import ms, print_table, summary
 from round_trip import ITERATION_TIMEOUT, Side, floor_iteration, hostcall_iteration
 
 WARMUP = 10
-MARKS = (("TOOL_CALL_RESULT", "TOOL_CALL_RESULT"), ("TEXT_MESSAGE_START", "first text (resumed)"),
-         ("RUN_FINISHED", "RUN_FINISHED"), ("POST", "the POST's response"))
+MARKS = (
+    ("TOOL_CALL_RESULT", "TOOL_CALL_RESULT"),
+    ("TEXT_MESSAGE_START", "first text (resumed)"),
+    ("RUN_FINISHED", "RUN_FINISHED"),
+    ("POST", "the POST's response"),
+)
 
 
 async def measure(checkouts: list[Path], iterations: int, workdir: Path) -> None:
@@ -38,7 +42,8 @@ async def measure(checkouts: list[Path], iterations: int, workdir: Path) -> None
             own = workdir / str(n)
             own.mkdir()
             running[name] = started.enter_context(
-                servers.hostcall(own, own / "rt.db", secret, root=path))
+                servers.hostcall(own, own / "rt.db", secret, root=path)
+            )
         running["floor"] = started.enter_context(servers.floor(workdir))
         results: dict[str, list[dict[str, float]]] = {name: [] for name in running}
         async with contextlib.AsyncExitStack() as opened:
@@ -49,7 +54,7 @@ async def measure(checkouts: list[Path], iterations: int, workdir: Path) -> None
                 opened.callback(raw.close)
                 sides[name] = Side(http, server.port, raw)
             for i in range(WARMUP + iterations):
-                turn = names[i % len(names):] + names[:i % len(names)]
+                turn = names[i % len(names) :] + names[: i % len(names)]
                 for name in [*turn, "floor"]:
                     async with asyncio.timeout(ITERATION_TIMEOUT):
                         if name == "floor":
@@ -58,21 +63,35 @@ async def measure(checkouts: list[Path], iterations: int, workdir: Path) -> None
                             found = await hostcall_iteration(sides[name])
                     if i >= WARMUP:
                         results[name].append(found)
-    floor = {"echo": summary([r["echo"] for r in results["floor"]]),
-             "POST": summary([r["POST"] for r in results["floor"]])}
+    floor = {
+        "echo": summary([r["echo"] for r in results["floor"]]),
+        "POST": summary([r["POST"] for r in results["floor"]]),
+    }
     rows = []
     for name in names:
         for key, label in MARKS:
             mine = summary([r[key] for r in results[name]])
             base = floor["POST" if key == "POST" else "echo"]
             for stat in ("p50", "p99"):
-                rows.append((name, f"{label}, {stat}", ms(mine[stat]), ms(base[stat]),
-                             f"{mine[stat] / base[stat]:.2f}x"))
-    print_table(f"Tool round trip, raw asyncio client, n={iterations} each after {WARMUP} "
-                "warm-up, checkouts interleaved", rows,
-                ["every row compares with the floor's echo event, the POST rows with the echo "
-                 "POST's response (section 1b of server_bench.py)"],
-                header=("checkout", "measure", "hostcall", "floor", "ratio"))
+                rows.append(
+                    (
+                        name,
+                        f"{label}, {stat}",
+                        ms(mine[stat]),
+                        ms(base[stat]),
+                        f"{mine[stat] / base[stat]:.2f}x",
+                    )
+                )
+    print_table(
+        f"Tool round trip, raw asyncio client, n={iterations} each after {WARMUP} "
+        "warm-up, checkouts interleaved",
+        rows,
+        [
+            "every row compares with the floor's echo event, the POST rows with the echo "
+            "POST's response (section 1b of server_bench.py)"
+        ],
+        header=("checkout", "measure", "hostcall", "floor", "ratio"),
+    )
 
 
 def main() -> int:

@@ -84,14 +84,17 @@ def main() -> int:
         rows.append((label, "valid" if verdict else "invalid", f"{base_t * 1e6:.1f} µs",
                      f"{ours_t * 1e6:.1f} µs ({ours_t / base_t:.2f}x)",
                      f"{rust_t * 1e6:.1f} µs ({rust_t / base_t:.2f}x)"))  # fmt: skip
-    print_table(f"Checking a tool's output against its schema, median per call, {rounds} "
-                "batches of 50", rows,
-                ["jsonschema alone is the baseline; ratios are to it, from the same minutes",
-                 "Hostcall: jsonschema-rs's quick yes; jsonschema for a no, and for its messages"],
-                header=("case", "verdict", "jsonschema", "hostcall", "jsonschema-rs"))
+    print_table(
+        f"Checking a tool's output against its schema, median per call, {rounds} batches of 50",
+        rows,
+        [
+            "jsonschema alone is the baseline; ratios are to it, from the same minutes",
+            "Hostcall: jsonschema-rs's quick yes; jsonschema for a no, and for its messages",
+        ],
+        header=("case", "verdict", "jsonschema", "hostcall", "jsonschema-rs"),
+    )
     if disagreements:
-        print(f"!! verdicts differ from jsonschema's: {', '.join(disagreements)}",
-              file=sys.stderr)
+        print(f"!! verdicts differ from jsonschema's: {', '.join(disagreements)}", file=sys.stderr)
         return 1
     return 0
 

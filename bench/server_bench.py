@@ -54,8 +54,10 @@ QUICK = Mode(iterations=50, warmup=10, stream_levels=(200, 1000), subscribers=50
 
 # ---- 2. idle streams -----------------------------------------------------------------------
 
-async def rss_per_stream(server: servers.Server, paths: list[str],
-                         warm: list[str]) -> tuple[float, int]:
+
+async def rss_per_stream(
+    server: servers.Server, paths: list[str], warm: list[str]
+) -> tuple[float, int]:
     """(RSS bytes added per open stream, baseline RSS) for ``len(paths)`` idle streams."""
     close_all(await open_many(servers.HOST, server.port, warm))  # warm the code paths
     await asyncio.sleep(SETTLE_SECONDS)
@@ -79,8 +81,10 @@ async def idle_streams(mode: Mode, workdir: Path, secret: str) -> None:
             convs = await create_conversations(client, max(mode.stream_levels))
     created = time.perf_counter() - started
     rows: list[Row] = []
-    notes = [f"{len(convs)} conversations created in {created:.1f} s (concurrency 16); "
-             "a fresh server process per measure; RSS after streams open - RSS before"]
+    notes = [
+        f"{len(convs)} conversations created in {created:.1f} s (concurrency 16); "
+        "a fresh server process per measure; RSS after streams open - RSS before"
+    ]
     for n in mode.stream_levels:
         # A fresh process per measure: memory freed by an earlier level would be reused.
         with servers.hostcall(workdir, db, secret) as hc:
@@ -97,8 +101,10 @@ async def idle_streams(mode: Mode, workdir: Path, secret: str) -> None:
 
 # ---- 3. fan-out ----------------------------------------------------------------------------
 
-async def fan_out(streams: list[RawStream], end_marker: bytes, runs: int,
-                  one_run: Callable[[], Awaitable[None]]) -> tuple[float, int]:
+
+async def fan_out(
+    streams: list[RawStream], end_marker: bytes, runs: int, one_run: Callable[[], Awaitable[None]]
+) -> tuple[float, int]:
     """(events/s delivered over all streams, events per stream) for ``runs`` timed runs."""
     tally = Tally()
     started, before = time.perf_counter(), 0
@@ -127,8 +133,14 @@ async def fan_out_section(mode: Mode, workdir: Path, secret: str) -> None:
             subs = await open_many(servers.HOST, hc.port, await stream_paths(client, [conv] * n))
 
             async def hostcall_run() -> None:
-                expect(await client.post(f"/api/conversations/{conv.id}/messages",
-                                         json={"text": HELLO}, headers=conv.auth), 202)
+                expect(
+                    await client.post(
+                        f"/api/conversations/{conv.id}/messages",
+                        json={"text": HELLO},
+                        headers=conv.auth,
+                    ),
+                    202,
+                )
 
             ours, per_stream = await fan_out(subs, b"event: RUN_FINISHED", mode.runs, hostcall_run)
     per_run = per_stream // mode.runs
@@ -140,27 +152,39 @@ async def fan_out_section(mode: Mode, workdir: Path, secret: str) -> None:
                 expect(await client.post(f"/burst/fan?count={per_run}"), 200)
 
             bare, _ = await fan_out(subs, b"event: END", mode.runs, floor_run)
-    print_table(f"3. Event fan-out, {n} subscribers on one conversation, {mode.runs} runs", [
-        compare("events/s delivered (higher is better)", ours, bare, per_second, None),
-    ], [f"hostcall: '{HELLO}' runs (no tool), {per_run} events each, next run once every "
-        f"subscriber has RUN_FINISHED; floor: {per_run} events per POST, same pacing"])
+    print_table(
+        f"3. Event fan-out, {n} subscribers on one conversation, {mode.runs} runs",
+        [
+            compare("events/s delivered (higher is better)", ours, bare, per_second, None),
+        ],
+        [
+            f"hostcall: '{HELLO}' runs (no tool), {per_run} events each, next run once every "
+            f"subscriber has RUN_FINISHED; floor: {per_run} events per POST, same pacing"
+        ],
+    )
 
 
 # ---- main ----------------------------------------------------------------------------------
+
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def print_machine(args: argparse.Namespace) -> None:
-    packages = ", ".join(f"{p} {version(p)}" for p in ("starlette", "sse-starlette", "uvicorn",
-                                                        "httpx"))
+    packages = ", ".join(
+        f"{p} {version(p)}" for p in ("starlette", "sse-starlette", "uvicorn", "httpx")
+    )
     print("# Hostcall server benchmark\n")
     print(f"command: {sys.executable} {' '.join(sys.argv)}")
-    print(f"machine: nproc={os.cpu_count()}, {platform.platform()}, "
-          f"python {platform.python_version()}")
-    print(f"packages: {packages}; fd limit {servers.raise_fd_limit()}; "
-          f"mode: {'quick' if args.quick else 'full'}")
+    print(
+        f"machine: nproc={os.cpu_count()}, {platform.platform()}, "
+        f"python {platform.python_version()}"
+    )
+    print(
+        f"packages: {packages}; fd limit {servers.raise_fd_limit()}; "
+        f"mode: {'quick' if args.quick else 'full'}"
+    )
     print(f"load average at start: {load()} (other processes share these cores)")
     sys.stdout.flush()
 
@@ -195,14 +219,20 @@ async def main_async(mode: Mode, only: list[str]) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations and streams")
-    parser.add_argument("--only", choices=SECTIONS, action="append",
-                        help="run this section only (may be given more than once)")
+    parser.add_argument(
+        "--only",
+        choices=SECTIONS,
+        action="append",
+        help="run this section only (may be given more than once)",
+    )
     args = parser.parse_args()
     print_machine(args)
     started = time.perf_counter()
     code = asyncio.run(main_async(QUICK if args.quick else FULL, args.only or list(SECTIONS)))
-    print(f"\ntotal: {time.perf_counter() - started:.1f} s, load average at end: {load()}, "
-          f"exit {code}")
+    print(
+        f"\ntotal: {time.perf_counter() - started:.1f} s, load average at end: {load()}, "
+        f"exit {code}"
+    )
     return code
 
 

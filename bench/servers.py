@@ -70,7 +70,8 @@ class Server:
     def check_alive(self) -> None:
         if self.proc.poll() is not None:
             raise RuntimeError(
-                f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
+                f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}"
+            )
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -83,16 +84,22 @@ class Server:
 
 
 @contextlib.contextmanager
-def running(name: str, argv: list[str], workdir: Path, env: dict[str, str],
-            cwd: Path = ROOT) -> Iterator[Server]:
+def running(
+    name: str, argv: list[str], workdir: Path, env: dict[str, str], cwd: Path = ROOT
+) -> Iterator[Server]:
     """Start ``argv + --port N`` in ``cwd``, wait for /healthz, yield; stop it whatever
     happens."""
     port = _free_port()
     log_path = workdir / f"{name}-{port}.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [*argv, "--port", str(port)], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-            preexec_fn=raise_fd_limit, start_new_session=True,  # our Ctrl-C stops it via finally
+            [*argv, "--port", str(port)],
+            cwd=cwd,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=raise_fd_limit,
+            start_new_session=True,  # our Ctrl-C stops it via finally
         )
     server = Server(name, port, proc, log_path)
     try:
@@ -105,7 +112,8 @@ def running(name: str, argv: list[str], workdir: Path, env: dict[str, str],
                     break
             if time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"{name} not healthy after {START_TIMEOUT}s:\n{server.log_tail()}")
+                    f"{name} not healthy after {START_TIMEOUT}s:\n{server.log_tail()}"
+                )
             time.sleep(0.1)
         yield server
     finally:
@@ -126,18 +134,41 @@ def bench_agents(workdir: Path) -> Path:
     return directory
 
 
-def hostcall(workdir: Path, db: Path, secret: str, root: Path = ROOT,
-             extra_env: dict[str, str] | None = None) -> contextlib.AbstractContextManager[Server]:
+def hostcall(
+    workdir: Path, db: Path, secret: str, root: Path = ROOT, extra_env: dict[str, str] | None = None
+) -> contextlib.AbstractContextManager[Server]:
     """Hostcall's server; ``root``: the checkout whose ``hostcall`` package it runs (its source
     root ``server/`` goes first on ``PYTHONPATH``), with this Python environment."""
-    argv = [sys.executable, "-m", "hostcall", "serve", "--agents", str(bench_agents(workdir)),
-            "--db", str(db), "--host", HOST, "--log-level", LOG_LEVEL]
-    env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret, PYTHONPATH=str(root / "server"),
-               **(extra_env or {}))
+    argv = [
+        sys.executable,
+        "-m",
+        "hostcall",
+        "serve",
+        "--agents",
+        str(bench_agents(workdir)),
+        "--db",
+        str(db),
+        "--host",
+        HOST,
+        "--log-level",
+        LOG_LEVEL,
+    ]
+    env = dict(
+        os.environ,
+        HOSTCALL_SECRET_KEYS=secret,
+        PYTHONPATH=str(root / "server"),
+        **(extra_env or {}),
+    )
     return running("hostcall", argv, workdir, env, cwd=root)
 
 
 def floor(workdir: Path) -> contextlib.AbstractContextManager[Server]:
-    argv = [sys.executable, str(ROOT / "bench" / "floor_app.py"),
-            "--ping", str(PING_SECONDS), "--log-level", LOG_LEVEL]
+    argv = [
+        sys.executable,
+        str(ROOT / "bench" / "floor_app.py"),
+        "--ping",
+        str(PING_SECONDS),
+        "--log-level",
+        LOG_LEVEL,
+    ]
     return running("floor", argv, workdir, dict(os.environ))

@@ -30,16 +30,29 @@ READERS = 200
 def fill(db: Path, conversation_id: str, n: int) -> None:
     """Append ``n`` assistant text events to a conversation (the server is stopped)."""
     with sqlite3.connect(db) as c:
-        last = c.execute("SELECT last_seq FROM conversations WHERE id = ?",
-                         (conversation_id,)).fetchone()[0]
-        rows = [(conversation_id, last + i + 1, "TEXT_MESSAGE_CONTENT",
-                 json.dumps({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m_bench",
-                             "delta": "lorem ipsum " * 40}, separators=(",", ":")))
-                for i in range(n)]
-        c.executemany("INSERT INTO events (conversation_id, seq, type, data) VALUES (?, ?, ?, ?)",
-                      rows)
-        c.execute("UPDATE conversations SET last_seq = ? WHERE id = ?",
-                  (last + n, conversation_id))
+        last = c.execute(
+            "SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()[0]
+        rows = [
+            (
+                conversation_id,
+                last + i + 1,
+                "TEXT_MESSAGE_CONTENT",
+                json.dumps(
+                    {
+                        "type": "TEXT_MESSAGE_CONTENT",
+                        "messageId": "m_bench",
+                        "delta": "lorem ipsum " * 40,
+                    },
+                    separators=(",", ":"),
+                ),
+            )
+            for i in range(n)
+        ]
+        c.executemany(
+            "INSERT INTO events (conversation_id, seq, type, data) VALUES (?, ?, ?, ?)", rows
+        )
+        c.execute("UPDATE conversations SET last_seq = ? WHERE id = ?", (last + n, conversation_id))
 
 
 async def latencies(client: httpx.AsyncClient, conv: Conv, n: int) -> list[float]:
@@ -63,8 +76,11 @@ async def stall(port: int, paths: list[str]) -> list[socket.socket]:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setblocking(False)
         await loop.sock_connect(sock, (servers.HOST, port))
-        await loop.sock_sendall(sock, f"GET {path} HTTP/1.1\r\nHost: {servers.HOST}\r\n"
-                                      "Accept: text/event-stream\r\n\r\n".encode())
+        await loop.sock_sendall(
+            sock,
+            f"GET {path} HTTP/1.1\r\nHost: {servers.HOST}\r\n"
+            "Accept: text/event-stream\r\n\r\n".encode(),
+        )
         conns.append(sock)
     return conns
 
@@ -114,16 +130,43 @@ async def stalled_readers(requests: int, workdir: Path, secret: str) -> None:
             hc.check_alive()
             for sock in conns:
                 sock.close()
-    rows.append(compare(f"other user's p99, {READERS} readers connecting and stalling",
-                        during["p99"], alone["p99"], ms, 2.0))
-    rows.append(compare(f"other user's p99, {READERS} stalled readers held open",
-                        held["p99"], alone["p99"], ms, 2.0))
-    rows.append(compare("other user's p50, readers connecting", during["p50"], alone["p50"],
-                        ms, None))
-    rows.append((f"server CPU for the {READERS} readers, per reader", ms(cpu_storm / READERS),
-                 "-", "-", "-", "info"))
+    rows.append(
+        compare(
+            f"other user's p99, {READERS} readers connecting and stalling",
+            during["p99"],
+            alone["p99"],
+            ms,
+            2.0,
+        )
+    )
+    rows.append(
+        compare(
+            f"other user's p99, {READERS} stalled readers held open",
+            held["p99"],
+            alone["p99"],
+            ms,
+            2.0,
+        )
+    )
+    rows.append(
+        compare("other user's p50, readers connecting", during["p50"], alone["p50"], ms, None)
+    )
+    rows.append(
+        (
+            f"server CPU for the {READERS} readers, per reader",
+            ms(cpu_storm / READERS),
+            "-",
+            "-",
+            "-",
+            "info",
+        )
+    )
     rows.append(compare("server RSS with the stalled readers", rss_held, rss_alone, mib, None))
-    print_table(f"4. Slow readers: {READERS} never-read streams on a {EVENTS}-event "
-                "conversation", rows,
-                [f"floor/bare = the same server and user without the stalled readers "
-                 f"(baseline measured first); {requests} sequential snapshot GETs per phase"])
+    print_table(
+        f"4. Slow readers: {READERS} never-read streams on a {EVENTS}-event conversation",
+        rows,
+        [
+            f"floor/bare = the same server and user without the stalled readers "
+            f"(baseline measured first); {requests} sequential snapshot GETs per phase"
+        ],
+    )

@@ -36,7 +36,7 @@ class _Counter:
         buf = self._tail + chunk
         found = buf.count(self.marker)
         # The tail is shorter than the marker, so no occurrence is counted twice.
-        self._tail = buf[-(len(self.marker) - 1):]
+        self._tail = buf[-(len(self.marker) - 1) :]
         self.count += found
         return found
 
@@ -73,8 +73,10 @@ class RawStream:
         """Connect, send the GET, and return once the response headers (first bytes) arrived."""
         reader, writer = await asyncio.open_connection(host, port)
         try:
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-                         f"Accept: text/event-stream\r\n\r\n".encode())
+            writer.write(
+                f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Accept: text/event-stream\r\n\r\n".encode()
+            )
             await writer.drain()
             head = await reader.readuntil(b"\r\n\r\n")
             if head.split(b" ", 2)[1] != b"200":
@@ -117,8 +119,9 @@ class RawStream:
         self.writer.transport.abort()
 
 
-async def open_many(host: str, port: int, paths: list[str],
-                    concurrency: int = 200) -> list[RawStream]:
+async def open_many(
+    host: str, port: int, paths: list[str], concurrency: int = 200
+) -> list[RawStream]:
     """Open one stream per path, at most ``concurrency`` connecting at a time; all or none."""
     gate = asyncio.Semaphore(concurrency)
 
@@ -132,7 +135,8 @@ async def open_many(host: str, port: int, paths: list[str],
     if failures:
         close_all(opened)
         raise RuntimeError(
-            f"{len(failures)} of {len(paths)} streams failed to open: {failures[0]!r}")
+            f"{len(failures)} of {len(paths)} streams failed to open: {failures[0]!r}"
+        )
     return opened
 
 

@@ -315,6 +315,8 @@ async def message_feedback(request: Request) -> Response:
     # watches; the stored rating (one per reply) is the console's.
     metrics.FEEDBACK.labels(agent=conversation.agent_id, rating=body.rating).inc()
     return WireResponse(FeedbackSaved(message_id, body.rating, body.comment))
+
+
 async def retry_run(request: Request) -> Response:
     """Retry after a failed run: a new run over the history as it is; nothing is re-sent."""
     runtime = _runtime(request)

@@ -140,8 +140,8 @@ def test_the_wheel_holds_one_top_level_package_and_every_package_of_the_source()
 def _complete_example() -> str:
     """The Python block of docs/testing.md's "A complete example", as a user copies it."""
     doc = (ROOT / "docs" / "testing.md").read_text()
-    section = doc[doc.index("## A complete example"):]
-    return section[section.index("```python\n") + 10:section.index("\n```\n")] + "\n"
+    section = doc[doc.index("## A complete example") :]
+    return section[section.index("```python\n") + 10 : section.index("\n```\n")] + "\n"
 
 
 def test_a_project_with_its_own_server_package_runs_the_documented_qa_example(
@@ -159,7 +159,7 @@ def test_a_project_with_its_own_server_package_runs_the_documented_qa_example(
     (project / "tests" / "test_own_server.py").write_text(
         "import server\nimport server.qa\nfrom hostcall.qa import Widget\n\n\n"
         "def test_the_project_keeps_its_own_server_package():\n"
-        "    assert server.NAME == \"the site's own server\" and server.qa.SHADOWS\n"
+        '    assert server.NAME == "the site\'s own server" and server.qa.SHADOWS\n'
         "    assert Widget.__module__ == 'hostcall.qa.widget'\n"
     )
     (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')

@@ -718,6 +718,8 @@ def test_a_forwarded_for_header_from_an_untrusted_peer_is_ignored(harness: Harne
         data={"csrf": token, "name": "g99", "password": "x"},
     )  # fmt: skip
     assert r.status_code == 429
+
+
 # ---- what visitors do with their call tokens is audited -------------------------------------
 
 

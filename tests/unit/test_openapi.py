@@ -149,8 +149,9 @@ def test_the_visitor_api_answers_as_described(harness: Harness, described: Descr
     d.held(http.get(f"/api/conversations/{conv.id}", headers=conv.auth), snapshot, "get", 200)
 
     # Stop, then Retry over the stopped run; a second Stop, a Retry with nothing to retry.
-    retry, stop = "/api/conversations/{conversationId}/retry", (
-        "/api/conversations/{conversationId}/runs/{runId}/stop"
+    retry, stop = (
+        "/api/conversations/{conversationId}/retry",
+        ("/api/conversations/{conversationId}/runs/{runId}/stop"),
     )
     run_id = harness.say(conv, "What should I work on next?")
     harness.open_call(conv)

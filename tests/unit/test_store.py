@@ -1102,9 +1102,7 @@ async def test_a_broken_lease_fences_its_holder_out_of_every_write(store: Store)
     # In a transaction, as a step ends (Leases.end_step): refused there, or at its commit.
     with pytest.raises(LeaseLost):
         async with store.transaction():
-            if not await store.update_run_leased(
-                "r1", ("run:r1", "a"), status=RunStatus.FINISHED
-            ):
+            if not await store.update_run_leased("r1", ("run:r1", "a"), status=RunStatus.FINISHED):
                 raise LeaseLost("run:r1", "a")
     assert (await store.get_run("r1")).status is RunStatus.RUNNING
     assert [e.data["delta"] for e in await store.events_after("c1", 0)] == ["0"]

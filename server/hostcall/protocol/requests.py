@@ -170,6 +170,8 @@ class PersonSays:
     @classmethod
     def decode(cls, body: dict[str, Any]) -> PersonSays:
         return cls(NewMessage.decode({"text": body.get("text")}).text)
+
+
 @dataclass(frozen=True, slots=True)
 class RetryRun:
     """``POST /api/conversations/{conversationId}/retry``"""

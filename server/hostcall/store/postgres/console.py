@@ -44,9 +44,6 @@ CREATE TABLE agent_versions (
 """
 
 
-
-
-
 class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions):
     async def add_user(self, user: User) -> bool:
         changed = await self._count(

@@ -42,9 +42,6 @@ CREATE TABLE IF NOT EXISTS agent_versions (
 """
 
 
-
-
-
 class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
     async def add_user(self, user: User) -> bool:
         cursor = self._db.execute(
@@ -122,7 +119,6 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
                  saved.note),
             )  # fmt: skip
         return saved
-
 
     async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
         found = self._db.execute(SQL.agent_versions, (agent_id,))
