@@ -23,7 +23,8 @@ import { MSG } from './protocol.js'
 
 const cfg = JSON.parse(document.getElementById('hc-config')?.textContent || '{}')
 const parentOrigin = cfg.parentOrigin && window.parent !== window ? cfg.parentOrigin : ''
-/** Whose conversation is shown: the server's word (`person` of the conversation opened). */
+/** Whose conversation is shown, or will be once their first message makes it: the server's
+ * word (`person` of the conversation opened), or the `sub` of a token it found none for. */
 let person = ''
 /** @type {ReturnType<typeof setTimeout> | undefined} */
 let refresh
@@ -38,7 +39,8 @@ export function claimsOf(/** @type {string} */ token) {
 /**
  * The page's token changed (or the widget starts with one). Starting: the conversation to
  * go on with, as the server chooses it (`POST …/identify`: this browser's, adopted if it
- * was anonymous and begun; else the person's latest; else a new one). Running: a refresh
+ * was anonymous and begun; else the person's latest; else none yet, and the first message
+ * makes one, sent with the token so it is theirs). Running: a refresh
  * of the same person changes nothing shown; logout, or someone else, ends this browser's
  * session of the conversation shown and starts again, so nothing of the previous person's
  * stays on screen or in memory.
@@ -61,6 +63,7 @@ export async function go(c) {
 async function start(c) {
   const { api, token } = c
   api.setIdentity(token)
+  person = ''
   if (!token) return api.resume()
   const body = { locale: c.locale, parentOrigin, resumeKey: api.key }
   try {
@@ -68,6 +71,7 @@ async function start(c) {
     person = opened.person || ''
     return opened
   } catch (/** @type {any} */ err) {
+    if (err.code === 'no_session') return void (person = claimsOf(token).sub || '') // none yet
     // A token the server refused: say why to the page, and go on as an anonymous visitor.
     c.emit('error', { code: err.code || 'identify_failed', message: String(err.message || err) })
     api.setIdentity('')

@@ -190,8 +190,8 @@ def _api(p: _Paths) -> dict[str, Any]:
             optional_body=True)},
         "/api/agents/{agentId}/session/identify": {"parameters": [_param("agentId")], "post": p.op(
             "Go on as the person the page's identity token names: this browser's conversation"
-            " (adopted if it was anonymous and begun), else the person's latest, else a new one"
-            " (docs/identity.md)", 200, opened, 400, 401, 403, 404, 429, 503,
+            " (adopted if it was anonymous and begun), else the person's latest; 404 no_session"
+            " if they have none yet (docs/identity.md)", 200, opened, 400, 401, 403, 404, 503,
             body=_ref("NewConversation"), security=[IDENTITY[0] | SESSION[0], *IDENTITY],
             optional_body=True)},
         "/api/agents/{agentId}/conversations/{conversationId}/open": {

@@ -10,7 +10,9 @@ conversations follow them (docs/identity.md).
    or if the person has none yet: it becomes theirs, and moves to its next session
    generation, so any token of it from before (a copy anyone kept) is refused;
 3. else the person's conversation they wrote in last (from any browser or device);
-4. else a new one, theirs.
+4. else none yet: ``404 no_session``, as when resuming finds nothing. The widget's first
+   message creates the conversation, with the identity token, so it is theirs; a person who
+   signs in and never writes leaves no empty conversation behind.
 
 A conversation of another person is never adopted, opened or resumed, whatever the tab
 holds. ``POST .../conversations/{id}/open`` opens one of the person's conversations (their
@@ -20,7 +22,6 @@ conversation (its tokens are refused from then on).
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 from starlette.requests import Request
@@ -30,7 +31,6 @@ from starlette.routing import BaseRoute, Route
 from hostcall.agents import Agent
 from hostcall.errors import Forbidden, HostcallError, NotFound
 from hostcall.identity import Identity
-from hostcall.ledger import new_id
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import NewConversation, ResumeSession, read_body
@@ -94,7 +94,10 @@ async def identify(request: Request) -> Response:
     current = await _held(request, runtime, agent)
     if current is None or current.person not in (None, person):
         current = await _cookied(request, runtime, agent, parent, body.resume_key, person)
-    chosen, adopted = await _choose(runtime, agent, identity, current, request, body.locale)
+    found = await _choose(runtime, agent, identity, current)
+    if found is None:
+        raise NotFound("this person has no conversation yet", code=ErrorCode.NO_SESSION)
+    chosen, adopted = found
     response = WireResponse(replace(runtime.sessions.opened(chosen, agent), adopted=adopted))
     if body.resume_key:
         binding = runtime.sessions.binding(body.resume_key)
@@ -107,11 +110,9 @@ async def _choose(
     agent: Agent,
     identity: Identity,
     current: Conversation | None,
-    request: Request,
-    locale: str,
-) -> tuple[Conversation, bool]:
+) -> tuple[Conversation, bool] | None:
     """The conversation the person goes on with (the module's rule), and whether it was
-    adopted."""
+    adopted; None if they have none yet."""
     store, person = runtime.store, identity.sub
     if current is not None and current.person == person:
         return current, False
@@ -128,13 +129,7 @@ async def _choose(
                 return adopted, True
     latest = await store.person_conversations(agent.id, person, limit=1)
     found = await store.get_conversation(latest[0].id) if latest else None
-    if found is not None:  # (None: deleted since it was listed)
-        return found, False
-    client = request.client.host if request.client else "unknown"
-    await runtime.quotas.new_conversation(agent.id, agent.limits, client)
-    created = Conversation(new_id("c"), agent.id, time.time(), locale, person=person)
-    await store.create_conversation(created)
-    return created, False
+    return (found, False) if found is not None else None  # (None: deleted since it was listed)
 
 
 async def open_conversation(request: Request) -> Response:

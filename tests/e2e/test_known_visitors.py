@@ -35,6 +35,7 @@ from tests.support.identity import SECRET, SECRET_ENV, hs_token
 pytestmark = pytest.mark.e2e
 
 USER_TEXTS = "[data-part=message][data-role=user] [data-part=message-text]"
+IDENTIFY = "**/session/identify"
 # The host page's backend: who is signed in, and a fresh token for them at each ask.
 SCRIPT = """
 window.errors = []
@@ -129,7 +130,10 @@ def test_logout_and_a_second_person_never_see_the_first_one_s(
 ) -> None:
     site.user = "ann"
     page.context.add_cookies([{"name": "signed", "value": "1", "url": site.page.url}])
-    widget = opened(page, site)
+    with page.expect_response(IDENTIFY) as identified:
+        widget = opened(page, site)
+    # Signed in, nothing written yet: no conversation made (the first message makes it).
+    assert identified.value.status == 404 and people(hostcall) == {}
     widget.send("Ann's private note")
     widget.wait_until_idle()
     streaming(widget)
@@ -143,7 +147,9 @@ def test_logout_and_a_second_person_never_see_the_first_one_s(
     assert "Ann's private note" not in widget.frame.locator("body").inner_text()
 
     site.user = "bob"
-    page.evaluate("signIn()")
+    with page.expect_response(IDENTIFY) as identified:
+        page.evaluate("signIn()")
+    assert identified.value.status == 404 and len(people(hostcall)) == 1  # Ann's alone
     widget.send("Bob here")
     widget.wait_until_idle()
     assert user_texts(widget) == ["Bob here"]

@@ -92,7 +92,11 @@ class Browser:
         return self.land(self.h.http.post(CREATE, json=BODY, headers=self.headers(extra)))
 
     def identify(self, sub: str, **claims: Any) -> dict[str, Any]:
+        """Sign in as the widget does: the conversation the server chooses, or, when the
+        person has none yet, the one their first message makes (with their token)."""
         r = self.h.http.post(IDENTIFY, json=BODY, headers=self.headers(who(sub, **claims)))
+        if r.status_code == 404 and r.json()["error"]["code"] == "no_session":
+            return self.create(**who(sub, **claims))
         return self.land(r)
 
     def say(self, text: str, sub: str | None = None) -> Any:
@@ -119,6 +123,26 @@ def test_an_identified_visitor_s_new_conversation_is_theirs(h: Harness) -> None:
     assert found is not None and found.person == "ann"
     anonymous = Browser(h).create()
     assert "person" not in anonymous
+
+
+def test_signing_in_makes_no_conversation_until_the_person_writes(h: Harness) -> None:
+    browser = Browser(h)
+    r = h.http.post(IDENTIFY, json=BODY, headers=browser.headers(who("ann")))
+    assert_error(r, 404, "no_session")
+    assert "set-cookie" not in r.headers
+    assert count(h) == 0
+    # Again, as a refreshed token does: still nothing made.
+    r = h.http.post(IDENTIFY, json=BODY, headers=browser.headers(who("ann")))
+    assert_error(r, 404, "no_session")
+    assert count(h) == 0
+    # The first message: the widget creates the conversation with the person's token.
+    body = browser.create(**who("ann"))
+    assert body["person"] == "ann" and count(h) == 1
+    assert browser.say("hello", sub="ann").status_code == 202
+    # Signing in again, from here or elsewhere, goes on with it.
+    again = Browser(h).land(h.http.post(IDENTIFY, json=BODY, headers={**ORIGIN, **who("ann")}))
+    assert again["conversationId"] == body["conversationId"]
+    assert count(h) == 1
 
 
 def test_an_anonymous_conversation_in_progress_is_adopted_on_identify(h: Harness) -> None:
