@@ -22,14 +22,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.api import _conversation as session_conversation
-from hostcall.errors import BadRequest, Conflict, Forbidden, NotFound
-from hostcall.personal_data import erase
+from hostcall.errors import BadRequest, Forbidden, NotFound
+from hostcall.personal_data import erase, refuse_running
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import ResumeSession, read_body
 from hostcall.protocol.responses import History, HistoryEntry
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
-from hostcall.store.records import Conversation, PersonConversation, RunStatus
+from hostcall.store.records import Conversation, PersonConversation
 
 # Conversations per page of a history.
 PAGE = 50
@@ -146,13 +146,7 @@ async def delete_conversation(request: Request) -> Response:
     """Delete a conversation of the history whole (hostcall/personal_data.py), audited."""
     runtime: Runtime = request.app.state.hostcall
     holder, other = await _owned(request, runtime)
-    run = await runtime.store.latest_run(other.id)
-    if run is not None and run.status is RunStatus.RUNNING:
-        raise Conflict(
-            f"run {run.id} is still running; wait for it to finish",
-            code=ErrorCode.RUN_IN_PROGRESS,
-            runId=run.id,
-        )
+    await refuse_running(runtime.store, [other.id])
     await erase(
         runtime.store, [other.id], actor=VISITOR, action="conversation.delete",
         agent_id=other.agent_id, details={"owner": "person" if holder.person else "browser"},

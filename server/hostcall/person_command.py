@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from hostcall.errors import HostcallError
 from hostcall.personal_data import erase_person, export_person
 from hostcall.store import Store, is_database_url, open_store
 
@@ -69,7 +70,11 @@ async def _run(store: Store, args: argparse.Namespace) -> int:
             count = len(document["conversations"])
             print(f"ok: {count} conversations of {args.person!r} written to {args.out}")
         return 0
-    erased = await erase_person(store, args.agent, args.person, actor=COMMAND_LINE)
+    try:
+        erased = await erase_person(store, args.agent, args.person, actor=COMMAND_LINE)
+    except HostcallError as exc:
+        print(f"hostcall: {exc.message}", file=sys.stderr)
+        return 1
     print(
         f"ok: {erased.conversations} conversations of {args.person!r} with {args.agent!r} "
         f"erased ({sum(erased.rows.values())} rows)"

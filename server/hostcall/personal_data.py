@@ -17,8 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hostcall.errors import Conflict
+from hostcall.protocol.codes import ErrorCode
 from hostcall.store import Store
-from hostcall.store.records import AuditEntry
+from hostcall.store.records import AuditEntry, RunStatus
 
 # The version of the export document's shape; a reader checks it.
 EXPORT_FORMAT = 1
@@ -68,11 +70,29 @@ async def export_person(
     return {**document, "agentId": agent_id}
 
 
+async def refuse_running(store: Store, conversation_ids: Sequence[str]) -> None:
+    """Refuse to erase while the agent is answering in one of the conversations: its run
+    would go on writing to it after the erasure. (A run waiting for a call writes nothing
+    until the call is answered, and that conversation is gone by then.)"""
+    for conversation_id in conversation_ids:
+        run = await store.latest_run(conversation_id)
+        if run is not None and run.status is RunStatus.RUNNING:
+            raise Conflict(
+                f"run {run.id} is still running in conversation {conversation_id}; try again "
+                "once it has finished; nothing was erased",
+                code=ErrorCode.RUN_IN_PROGRESS,
+                runId=run.id,
+                conversationId=conversation_id,
+            )
+
+
 async def erase_person(
     store: Store, agent_id: str, person: str, *, actor: str, clock: Callable[[], float] = time.time
 ) -> Erased:
-    """Erase all of a person's data with the agent, audited."""
+    """Erase all of a person's data with the agent, audited; refused (nothing erased) while
+    a run of theirs is running."""
     ids = await person_conversations(store, agent_id, person)
+    await refuse_running(store, ids)
     async with store.transaction():
         # The person's own limits count under their name (counters naming a conversation
         # go with it).

@@ -207,3 +207,42 @@ def test_erasing_a_person_forgets_their_counters_kept_in_memory(shop: Harness) -
     # Erased is erased: the person starts again as someone with no history at all.
     _, again = say_as(shop, who)
     assert again == 202
+
+
+# ---- a run still running ----------------------------------------------------------------------
+
+
+def test_erasing_waits_until_the_agent_has_finished_answering(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run still running would go on writing to the conversation after its erasure: the
+    console and the command line refuse, in words, and erase nothing until it ends."""
+    agents = tmp_path / "agents"
+    story = {"match": "(?i)story", "reply": "Once upon a time " * 12, "pace_seconds": 0.1}
+    write_agent(agents, {
+        "id": "teller", "allowed_origins": ["http://testserver"],
+        "model": {"kind": "scripted", "rules": [story]},
+    })  # fmt: skip
+    h = Harness(tmp_path, agents)
+    try:
+        admin = ConsoleClient(h.app, h.runtime, "ada", "admin")
+        conv = h.conversation("teller")
+        make_persons(h, conv, "user-42")
+        h.say(conv, "tell me a story")
+        before = rows_naming(h, traces(h, conv))
+        fields = {"agent": "teller", "person": "user-42", "confirm": "user-42"}
+        r = admin.form("/console/people/erase", fields)
+        assert r.status_code == 409, r.text
+        assert "still answering in this conversation" in r.text
+        db = str(h.settings.db_path)  # beside the running server, as SQLite allows
+        assert main(["person", "erase", "user-42", "--agent", "teller", "--db", db, "--yes"]) == 1
+        assert "still running" in capsys.readouterr().err
+        assert h.call(h.runtime.store.get_conversation, conv.id) is not None
+        assert "person.erase" not in [e.action for e in h.call(h.runtime.store.list_audit)]
+        assert rows_naming(h, traces(h, conv)).keys() >= before.keys()  # nothing erased
+        h.settle(conv, timeout=10)
+        # Once the agent has finished, the same erasure goes through.
+        assert admin.form("/console/people/erase", fields).status_code == 303
+        assert rows_naming(h, traces(h, conv)) == {}
+    finally:
+        h.stop()
