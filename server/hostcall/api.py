@@ -1,4 +1,5 @@
-"""The JSON API of docs/protocol.md: conversations, messages, call answers and decisions."""
+"""The JSON API of docs/protocol.md: conversations, their messages, runs and surfaces (a
+call's answers and decisions: hostcall/call_answers.py)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,12 @@ from starlette.routing import BaseRoute, Route
 
 from hostcall import metrics
 from hostcall.agents import Agent
-from hostcall.calls.outcomes import CallExpired, Moved
 from hostcall.errors import BadRequest, Forbidden, HeldByPerson, NotFound, Unprocessable
 from hostcall.ledger import new_id
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
-from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.requests import (
-    CallResult,
     Capabilities,
-    Decision,
-    Delivered,
     NewConversation,
     NewFeedback,
     NewMessage,
@@ -30,8 +26,6 @@ from hostcall.protocol.requests import (
     surface_id,
 )
 from hostcall.protocol.responses import (
-    CallStatus,
-    DeliveryAck,
     FeedbackSaved,
     MessageHeld,
     RunAccepted,
@@ -45,59 +39,14 @@ from hostcall.protocol.responses import (
 )
 from hostcall.responses import StoredWireResponse, WireResponse
 from hostcall.runtime import Runtime
-from hostcall.sessions import bearer_token
+from hostcall.session_requests import client_of, runtime_of, session_conversation
 from hostcall.store.records import (
     ANONYMOUS_SURFACE,
-    AuditEntry,
-    Call,
     Conversation,
     Feedback,
     RunStatus,
 )
-from hostcall.tokens import Claims, Purpose
 from hostcall.transcript import open_messages
-
-
-def _runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.hostcall
-    return runtime
-
-
-async def _conversation(request: Request, runtime: Runtime) -> Conversation:
-    """The conversation in the path, if the bearer session token is for it."""
-    claims = runtime.tokens.verify(Purpose.SESSION, bearer_token(request))
-    conversation_id = request.path_params["conversation_id"]
-    if claims.conversation_id != conversation_id:
-        raise Forbidden(f"this session token is for another conversation than {conversation_id}")
-    conversation = await runtime.store.get_conversation(conversation_id)
-    if conversation is None:
-        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
-    runtime.sessions.check_generation(conversation, claims)
-    _check_origin(request, runtime, conversation.agent_id)
-    return conversation
-
-
-def _check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> None:
-    """A browser's Origin is the widget's or one the agent allows."""
-    if "origin" not in request.headers:
-        return
-    agent = runtime.agents.get(agent_id) if agent_id else None
-    check_request_origin(request, agent.allowed_origins if agent else ())
-
-
-async def _checked_call(runtime: Runtime, call_id: str, claims: Claims) -> Call:
-    """``Answers.checked_call``; the run of a call it found expired goes on (the refusal too)."""
-    try:
-        return await runtime.engine.ledger.answers.checked_call(call_id, claims)
-    except CallExpired as expired:
-        runtime.engine.resume_expired(expired)
-        raise
-
-
-async def _check_call_origin(request: Request, runtime: Runtime, claims: Claims) -> None:
-    if "origin" in request.headers:
-        agent_id = await runtime.agent_of_conversation(claims.conversation_id)
-        _check_origin(request, runtime, agent_id)
 
 
 async def _person_of(
@@ -118,23 +67,8 @@ async def _person_of(
     return identity.to_json()
 
 
-def _client(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
-
-
-# Who the audit log names for what a visitor's call token did (the console's actions name
-# their operator; docs/console.md "Audit log").
-VISITOR = "visitor"
-
-
-def _visitor_did(action: str, claims: Claims, call_id: str, **details: object) -> AuditEntry:
-    """The audit entry of a visitor's answer or decision, written with its move."""
-    return AuditEntry(time.time(), VISITOR, action, claims.conversation_id, call_id,
-                      details=details)  # fmt: skip
-
-
 async def create_conversation(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     agent_id = request.path_params["agent_id"]
     agent = runtime.agents.get(agent_id)
     if agent is None:
@@ -144,7 +78,7 @@ async def create_conversation(request: Request) -> Response:
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
     # An identified visitor's new conversation is theirs from the start.
     identity = await runtime.identities.of_request(request, agent)
-    await runtime.quotas.new_conversation(agent.id, agent.limits, _client(request))
+    await runtime.quotas.new_conversation(agent.id, agent.limits, client_of(request))
     person = identity.sub if identity else None
     # The browser's key names the conversation's browser (its anonymous history) and binds
     # the cookie; a cookie without a key to bind could never resume: none is set.
@@ -160,8 +94,8 @@ async def create_conversation(request: Request) -> Response:
 
 
 async def snapshot(request: Request) -> Response:
-    runtime = _runtime(request)
-    conversation = await _conversation(request, runtime)
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
     store = runtime.store
     surface = surface_id(request.query_params.get("surface"), field="surface")
     ledger = runtime.engine.ledger
@@ -217,8 +151,8 @@ async def snapshot(request: Request) -> Response:
 
 
 async def stream_token(request: Request) -> Response:
-    runtime = _runtime(request)
-    conversation = await _conversation(request, runtime)
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
     ticket = runtime.stream_ticket(
         conversation.id, conversation.session_generation, conversation.person
     )
@@ -226,8 +160,8 @@ async def stream_token(request: Request) -> Response:
 
 
 async def capabilities(request: Request) -> Response:
-    runtime = _runtime(request)
-    conversation = await _conversation(request, runtime)
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
     body = await read_body(request, Capabilities, runtime.settings.max_body_bytes)
     tools = body.tools
     agent = runtime.agents.get(conversation.agent_id)
@@ -248,8 +182,8 @@ async def capabilities(request: Request) -> Response:
 
 async def surface_activity(request: Request) -> Response:
     """The person did something on this surface (focus, typing, a click): calls go here."""
-    runtime = _runtime(request)
-    conversation = await _conversation(request, runtime)
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
     surface = surface_id(request.path_params["surface_id"], field="surface_id")
     assert surface is not None
     async with runtime.store.transaction():
@@ -260,8 +194,8 @@ async def surface_activity(request: Request) -> Response:
 async def surface_leave(request: Request) -> Response:
     """The page is going away (reload, navigation, closed tab): its calls move on now,
     without waiting out the grace period."""
-    runtime = _runtime(request)
-    conversation = await _conversation(request, runtime)
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
     surface = surface_id(request.path_params["surface_id"], field="surface_id")
     assert surface is not None
     async with runtime.store.transaction():
@@ -271,15 +205,15 @@ async def surface_leave(request: Request) -> Response:
 
 
 async def post_message(request: Request) -> Response:
-    runtime = _runtime(request)
-    conversation = await _conversation(request, runtime)
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
     user = None
     if agent is not None:
         user = await _person_of(request, runtime, agent, conversation)
         await runtime.quotas.new_message(
-            agent.id, agent.limits, conversation.id, _client(request), person=conversation.person
+            agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
     try:
         run = await runtime.engine.start_run(
@@ -294,8 +228,8 @@ async def post_message(request: Request) -> Response:
 
 async def message_feedback(request: Request) -> Response:
     """The visitor rates one of the agent's replies (again: the latest rating stands)."""
-    runtime = _runtime(request)
-    conversation = await _conversation(request, runtime)
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
     body = await read_body(request, NewFeedback, runtime.settings.max_body_bytes)
     message_id = request.path_params["message_id"]
     found = {m.id: m for m in await runtime.store.list_messages(conversation.id)}.get(message_id)
@@ -319,15 +253,15 @@ async def message_feedback(request: Request) -> Response:
 
 async def retry_run(request: Request) -> Response:
     """Retry after a failed run: a new run over the history as it is; nothing is re-sent."""
-    runtime = _runtime(request)
-    conversation = await _conversation(request, runtime)
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
     body = await read_body(request, RetryRun, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
     user = None
     if agent is not None:  # counted and identified as a message is
         user = await _person_of(request, runtime, agent, conversation)
         await runtime.quotas.new_message(
-            agent.id, agent.limits, conversation.id, _client(request), person=conversation.person
+            agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
     run = await runtime.engine.start_run(conversation, None, simulate=body.simulate, user=user)
     return WireResponse(RunAccepted(run.id), status_code=202)
@@ -335,72 +269,14 @@ async def retry_run(request: Request) -> Response:
 
 async def stop_run(request: Request) -> Response:
     """The visitor's Stop: the run and its open calls end as ``cancelled``."""
-    runtime = _runtime(request)
-    conversation = await _conversation(request, runtime)
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
     run_id = request.path_params["run_id"]
     run = await runtime.store.get_run(run_id)
     if run is None or run.conversation_id != conversation.id:
         raise NotFound(f"no run {run_id} in {conversation.id}", code=ErrorCode.UNKNOWN_RUN)
     stopped = await runtime.engine.stop_run(run_id, RunErrorCode.CANCELLED)
     return WireResponse(RunStopped(stopped.id, "failed", RunErrorCode.CANCELLED))
-
-
-async def call_delivered(request: Request) -> Response:
-    runtime = _runtime(request)
-    ledger = runtime.engine.ledger
-    body = await read_body(request, Delivered, runtime.settings.max_body_bytes)
-    claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
-    await _check_call_origin(request, runtime, claims)
-    call = await _checked_call(runtime, request.path_params["call_id"], claims)
-    first = await ledger.answers.deliver(call)
-    return WireResponse(DeliveryAck("delivered", first))
-
-
-async def call_result(request: Request) -> Response:
-    runtime = _runtime(request)
-    ledger = runtime.engine.ledger
-    body = await read_body(request, CallResult, runtime.settings.max_body_bytes)
-    claims = runtime.tokens.verify(Purpose.CALL_RESULT, body.token)
-    await _check_call_origin(request, runtime, claims)
-    call_id = request.path_params["call_id"]
-    try:
-        if body.error is None:
-            audit = _visitor_did("call.answer", claims, call_id)
-            settled = await ledger.answers.answer_claimed(call_id, claims, body.output, audit=audit)
-        else:
-            text = body.error.message or "no message"
-            audit = _visitor_did("call.answer", claims, call_id, error=body.error.code.value)
-            call = await ledger.answers.checked_call(call_id, claims)
-            settled = await ledger.answers.fail(
-                call, body.error.code, f"The page reported: {text}", audit=audit
-            )
-    except CallExpired as expired:
-        runtime.engine.resume_expired(expired)
-        raise
-    call = await runtime.engine.follow(settled)
-    return WireResponse(CallStatus(call.state.value))
-
-
-async def call_decision(request: Request) -> Response:
-    runtime = _runtime(request)
-    ledger = runtime.engine.ledger
-    body = await read_body(request, Decision, runtime.settings.max_body_bytes)
-    claims = runtime.tokens.verify(Purpose.CALL_DECISION, body.token)
-    await _check_call_origin(request, runtime, claims)
-    call = await _checked_call(runtime, request.path_params["call_id"], claims)
-    decided: Moved
-    if body.decision == "approve":
-        edited = body.input is not None
-        audit = _visitor_did("call.approve", claims, call.id, edited=edited, scope=body.scope)
-        decided = await ledger.answers.approve(
-            call, body.input, body.scope, surface=body.surface_id, audit=audit
-        )
-    else:
-        reason = (body.reason or "").strip()[:MAX_REASON_CHARS]
-        audit = _visitor_did("call.reject", claims, call.id, reason=reason)
-        decided = await ledger.answers.reject(call, body.reason, audit=audit)
-    call = await runtime.engine.follow(decided)
-    return WireResponse(CallStatus(call.state.value))
 
 
 def api_routes() -> list[BaseRoute]:
@@ -429,7 +305,4 @@ def api_routes() -> list[BaseRoute]:
             surface_leave,
             methods=["POST"],
         ),
-        Route("/api/calls/{call_id}/delivered", call_delivered, methods=["POST"]),
-        Route("/api/calls/{call_id}/result", call_result, methods=["POST"]),
-        Route("/api/calls/{call_id}/decision", call_decision, methods=["POST"]),
     ]

@@ -16,6 +16,7 @@ from starlette.routing import Route
 from hostcall import metrics
 from hostcall.agui import agui_routes
 from hostcall.api import api_routes
+from hostcall.call_answers import call_answer_routes
 from hostcall.console import console_routes
 from hostcall.exposition import metrics_routes
 from hostcall.history import history_routes
@@ -62,6 +63,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             Route("/healthz", _health),
             Route("/openapi.json", _openapi),
             *api_routes(),
+            *call_answer_routes(),
             *history_routes(),
             *session_routes(),
             *people_routes(),

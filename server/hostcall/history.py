@@ -21,7 +21,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from hostcall.api import _conversation as session_conversation
 from hostcall.errors import BadRequest, Forbidden, NotFound
 from hostcall.personal_data import erase, refuse_running
 from hostcall.protocol.codes import ErrorCode
@@ -29,13 +28,14 @@ from hostcall.protocol.requests import ResumeSession, read_body
 from hostcall.protocol.responses import History, HistoryEntry
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
+from hostcall.session_requests import session_conversation
 from hostcall.store.records import Conversation, PersonConversation
 
 # Conversations per page of a history.
 PAGE = 50
 # ``before``: the previous page's last line, ``<updated_at>~<conversation id>``.
 CURSOR = re.compile(r"(?P<at>[0-9.e+-]{1,32})~(?P<id>[A-Za-z0-9_-]{1,64})")
-# Who the audit log names for a visitor's deletion (as for their answers: hostcall/api.py).
+# Who the audit log names for a visitor's deletion (as for their answers: hostcall/call_answers.py).
 VISITOR = "visitor"
 
 

@@ -29,13 +29,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.agents import Agent
-from hostcall.errors import Forbidden, HostcallError, NotFound
+from hostcall.errors import HostcallError, NotFound
 from hostcall.identity import Identity
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import NewConversation, ResumeSession, read_body
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
+from hostcall.session_requests import session_conversation
 from hostcall.sessions import bearer_token
 from hostcall.store.records import Conversation
 from hostcall.tokens import Purpose
@@ -160,17 +161,7 @@ async def logout(request: Request) -> Response:
     """This browser leaves the conversation: every token of its session is refused from now
     (a person's other browsers resume theirs with their own cookie and identity)."""
     runtime: Runtime = request.app.state.hostcall
-    claims = runtime.tokens.verify(Purpose.SESSION, bearer_token(request))
-    conversation_id = request.path_params["conversation_id"]
-    if claims.conversation_id != conversation_id:
-        raise Forbidden(f"this session token is for another conversation than {conversation_id}")
-    conversation = await runtime.store.get_conversation(conversation_id)
-    if conversation is None:
-        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
-    runtime.sessions.check_generation(conversation, claims)
-    agent = runtime.agents.get(conversation.agent_id)
-    if "origin" in request.headers:
-        check_request_origin(request, agent.allowed_origins if agent else ())
+    conversation = await session_conversation(request, runtime)
     async with runtime.store.transaction():
         await runtime.store.rotate_session(conversation.id, conversation.session_generation)
     return Response(status_code=204)

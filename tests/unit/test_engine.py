@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import hostcall.api
+import hostcall.call_answers
 from hostcall.models.base import Message
 from hostcall.protocol.frames import Event
 from hostcall.responses import WireResponse
@@ -53,7 +53,7 @@ def test_streams_get_the_result_and_the_resumed_steps_first_text_before_the_answ
             order.append("response")
             await super().__call__(*args)
 
-    monkeypatch.setattr(hostcall.api, "WireResponse", Recorded)
+    monkeypatch.setattr(hostcall.call_answers, "WireResponse", Recorded)
 
     async def subscribe() -> asyncio.Queue[Event | None]:
         return h.runtime.broker.subscribe(conv.id)

@@ -1,0 +1,47 @@
+"""What the widget's API checks first on a request made with a session token: the
+conversation in the path is the token's, at its current session generation, and a browser's
+``Origin`` is the widget's or one the agent allows (docs/protocol.md "Sessions")."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from hostcall.errors import Forbidden, NotFound
+from hostcall.origins import check_request_origin
+from hostcall.protocol.codes import ErrorCode
+from hostcall.runtime import Runtime
+from hostcall.sessions import bearer_token
+from hostcall.store.records import Conversation
+from hostcall.tokens import Purpose
+
+
+def runtime_of(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.hostcall
+    return runtime
+
+
+async def session_conversation(request: Request, runtime: Runtime) -> Conversation:
+    """The conversation in the path, if the bearer session token is for it."""
+    claims = runtime.tokens.verify(Purpose.SESSION, bearer_token(request))
+    conversation_id = request.path_params["conversation_id"]
+    if claims.conversation_id != conversation_id:
+        raise Forbidden(f"this session token is for another conversation than {conversation_id}")
+    conversation = await runtime.store.get_conversation(conversation_id)
+    if conversation is None:
+        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
+    runtime.sessions.check_generation(conversation, claims)
+    check_origin(request, runtime, conversation.agent_id)
+    return conversation
+
+
+def check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> None:
+    """A browser's Origin is the widget's or one the agent allows."""
+    if "origin" not in request.headers:
+        return
+    agent = runtime.agents.get(agent_id) if agent_id else None
+    check_request_origin(request, agent.allowed_origins if agent else ())
+
+
+def client_of(request: Request) -> str:
+    """The client's address, as the limits per address count it."""
+    return request.client.host if request.client else "unknown"
