@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
-import contextlib
-import gc
 import ipaddress
 import logging
 import os
-import shutil
-import signal
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from starlette.applications import Starlette
-
+from hostcall import demo_command, serving
 from hostcall.agents import load_agents
 from hostcall.errors import AgentConfigError, StoreError
 from hostcall.origins import BadOrigin, normalize_origin
@@ -28,8 +20,6 @@ from hostcall.settings import DATA_DIR, DEMO_AGENTS, Settings
 from hostcall.store import is_database_url
 
 DEFAULT_DB = DATA_DIR / "hostcall.db"
-Lifespan = Literal["on", "off"]
-log = logging.getLogger("hostcall")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -192,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "demo":
         extra.append(f"http://localhost:{args.host_port}")
-        if (failed := _demo_services(args)) is not None:
+        if (failed := demo_command.prepare_services(args)) is not None:
             return failed
     if args.otlp_endpoint:
         parts = urlsplit(args.otlp_endpoint)
@@ -254,8 +244,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if args.command == "demo":
-            return asyncio.run(_demo(app, args))
-        asyncio.run(_serve(app, args.host, args.port, args.log_level, args.forwarded_allow_ips))
+            return asyncio.run(demo_command.demo(app, args))
+        asyncio.run(
+            serving.serve(app, args.host, args.port, args.log_level, args.forwarded_allow_ips)
+        )
     except KeyboardInterrupt:  # Ctrl-C: the servers have shut down; no traceback
         print("hostcall: stopped", file=sys.stderr)
     return 0
@@ -293,22 +285,6 @@ def _blocks() -> int:
     return 1 if any(isinstance(b, BrokenBlock) for b in found.values()) else 0
 
 
-def _reload_on_sighup(app: Starlette) -> None:
-    """``kill -HUP`` re-reads the agent files; runs already started keep their definition."""
-    runtime = app.state.hostcall
-
-    def reload() -> None:
-        try:
-            runtime.reload_agents()
-        except AgentConfigError as exc:
-            log.error("agent files not reloaded:\n  - %s", "\n  - ".join(exc.problems))
-        else:
-            log.info("agent files reloaded: %s", ", ".join(sorted(runtime.agents)))
-
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
-
-
 def trusted_proxies(value: str) -> str:
     """``--forwarded-allow-ips``, checked: uvicorn takes a mistyped address for a name that
     never matches, and would silently believe no proxy."""
@@ -323,100 +299,3 @@ def trusted_proxies(value: str) -> str:
                 f"{item!r} is not an IP address or network (e.g. 10.0.0.2 or 10.0.0.0/24)"
             ) from None
     return ",".join(items)
-
-
-def server_config(
-    app: Starlette, *, host: str, port: int, log_level: str, forwarded_allow_ips: str = ""
-) -> Any:
-    """uvicorn's settings for Hostcall itself: a deadline on request
-    headers (``GuardedH11Protocol``; bodies have theirs in ``hostcall.middleware``), idle
-    keep-alive connections closed after 5 s, and a bounded graceful shutdown so open
-    streams end without an error each. ``X-Forwarded-*`` is read only from the proxies in
-    ``forwarded_allow_ips`` (none by default: uvicorn's own default trusts loopback, so a
-    process on the same host could claim to be any client)."""
-    import uvicorn
-
-    from hostcall import accesslog
-    from hostcall.connections import GuardedH11Protocol
-
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        lifespan="on",
-        http=GuardedH11Protocol,
-        ws="none",
-        timeout_keep_alive=5,
-        timeout_graceful_shutdown=3,
-        proxy_headers=bool(forwarded_allow_ips),
-        forwarded_allow_ips=forwarded_allow_ips,
-    )
-    # After Config(): it (re)configures uvicorn's loggers, keeping filters already there.
-    accesslog.install()
-    return config
-
-
-async def _serve(app: Starlette, host: str, port: int, log_level: str, forwarded: str) -> None:
-    import uvicorn
-
-    _reload_on_sighup(app)
-    config = server_config(
-        app, host=host, port=port, log_level=log_level, forwarded_allow_ips=forwarded
-    )
-    # What the process holds once built (modules, agents, the app) lives as long as it:
-    # out of the collector's sight, a full collection walks only what requests made, not
-    # ~70,000 objects (20-100 ms, a pause every request waits behind when a crowd of
-    # streams connects and its allocations set one off).
-    gc.freeze()
-    await uvicorn.Server(config).serve()
-
-
-async def _demo(app: Starlette, args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from hostcall.demo_host import create_demo_host_app
-    from hostcall.demo_services import create_services_app
-
-    _reload_on_sighup(app)
-    hostcall_url = f"http://127.0.0.1:{args.port}"
-    host_url = f"http://localhost:{args.host_port}"
-
-    def server(asgi: Starlette, host: str, port: int, level: str, lifespan: Lifespan) -> Any:
-        config = uvicorn.Config(asgi, host=host, port=port, log_level=level, lifespan=lifespan)
-        return uvicorn.Server(config)
-
-    servers = [
-        uvicorn.Server(
-            server_config(app, host="127.0.0.1", port=args.port, log_level=args.log_level)
-        ),
-        server(create_demo_host_app(hostcall_url), "localhost", args.host_port, "warning", "off"),
-    ]
-    sock = args.services_socket
-    services_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    print(
-        f"\n  Hostcall demo\n  Open the task board:  {host_url}/\n"
-        f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n"
-        f"  Demo service:         {services_url}  (public holidays, for the server-side tool)\n",
-        flush=True,
-    )
-    services = server(create_services_app(), "127.0.0.1", 0, "warning", "off")
-    await asyncio.gather(*(s.serve() for s in servers), services.serve(sockets=[sock]))
-    return 0
-
-
-def _demo_services(args: argparse.Namespace) -> int | None:
-    """Bind the demo service's port and, off 8002, point the demo's agent files at it."""
-    from hostcall.demo_services import SERVICES_PORT, PortBusy, agents_for_port, services_socket
-
-    try:
-        args.services_socket = sock = services_socket(args.services_port)
-    except PortBusy as exc:
-        print(f"hostcall: --services-port: {exc}", file=sys.stderr)
-        return 2
-    port = sock.getsockname()[1]
-    if port != SERVICES_PORT and args.agents.resolve() == DEMO_AGENTS.resolve():
-        into = Path(tempfile.mkdtemp(prefix="hostcall-demo-agents-"))
-        atexit.register(shutil.rmtree, into, True)
-        args.agents = agents_for_port(DEMO_AGENTS, port, into)
-    return None

@@ -106,7 +106,7 @@ def _run(
         ws="none",
         # SSE streams are long-lived: do not wait on them forever when stopping.
         timeout_graceful_shutdown=5,
-        # X-Forwarded-* from these proxies only (cli.server_config says why none by default).
+        # X-Forwarded-* from these proxies only (serving.server_config says why none by default).
         proxy_headers=bool(forwarded_allow_ips),
         forwarded_allow_ips=forwarded_allow_ips,
     )

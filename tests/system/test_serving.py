@@ -22,8 +22,8 @@ import pytest
 import uvicorn
 
 from hostcall.app import create_app
-from hostcall.cli import server_config
 from hostcall.connections import GuardedH11Protocol
+from hostcall.serving import server_config
 from tests.support.harness import Harness
 from tests.support.live import settings_for
 from tests.unit.test_bad_input import assert_error, state
