@@ -40,9 +40,10 @@ class HumanHandoff:
         self.store = journal.store
 
     async def take_over(self, conversation_id: str, person: str, *, audit: AuditEntry) -> None:
-        """``person`` holds the conversation now. Refused while a run is running (its reply
-        would come after the person joined) and while another person holds it. A waiting
-        run is the caller's to cancel first (``Engine.stop_run``)."""
+        """``person`` holds the conversation now. Refused while a run is running or waiting
+        (its reply would come after the person joined): the caller stops it first
+        (``Engine.stop_run``), and one that started since is refused. Refused too while
+        another person holds it."""
         async with self.journal.unit() as unit:
             await unit.emit(conversation_id, PersonJoined(person))
             run = await self.store.latest_run(conversation_id)

@@ -5,6 +5,7 @@ exchange. One person holds a conversation at a time; every action is audited."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,48 @@ def test_taking_over_a_run_waiting_on_a_call_cancels_it(both: Harness) -> None:
     [ended] = [c for c in snap["calls"] if c["toolCallId"] == call["toolCallId"]]
     assert ended["state"] == "failed"
     assert ended["outcome"]["error"]["code"] == "operator_cancelled"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def teller(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    """An agent whose story streams slowly: a run still running when the operator comes."""
+    agents = tmp_path / "agents"
+    story = {"match": "(?i)story", "reply": "Once upon a time " * 30, "pace_seconds": 0.1}
+    write_agent(agents, {
+        "id": "teller", "allowed_origins": ["http://testserver"],
+        "model": {"kind": "scripted", "rules": [story]},
+    })  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
+        h = Harness(tmp_path, agents, **({"database_url": url} if url else {}))
+        stack.callback(h.stop)
+        yield h
+
+
+def test_taking_over_while_the_agent_is_answering_stops_it_first(teller: Harness) -> None:
+    h = teller
+    conv = h.conversation("teller")
+    h.say(conv, "tell me a story")
+    while "TEXT_MESSAGE_CONTENT" not in [name for name, _ in h.events(conv)]:
+        time.sleep(0.02)
+    olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    r = olga.post(f"/console/api/conversations/{conv.id}/take-over", {})
+    assert r.status_code == 200, r.text
+    assert r.json()["handoff"]["person"] == "olga"
+    snap = h.snapshot(conv)
+    assert snap["run"]["status"] == "failed"
+    assert snap["run"]["error"]["code"] == "operator_cancelled"
+    names = [name for name, _ in h.events(conv)]
+    # The reply so far is ended before the person joins, and nothing of it comes after.
+    joined = names.index("hostcall.person_joined")
+    # The words so far are taken back (as the visitor's Stop takes them), before she joins.
+    assert names.index("hostcall.text_message_discarded") < joined
+    assert names.count("TEXT_MESSAGE_START") == names.count("TEXT_MESSAGE_END")
+    assert "TEXT_MESSAGE_CONTENT" not in names[joined:]
+    time.sleep(0.5)  # a step that went on would have written by now
+    assert [name for name, _ in h.events(conv)] == names
+    entry = next(e for e in h.call(h.runtime.store.list_audit) if e.action.endswith("take_over"))
+    assert entry.details["cancelled_run"] is True
 
 
 def test_after_the_hand_back_the_agent_reads_the_exchange(

@@ -52,8 +52,9 @@ async def take_over(request: Request) -> Response:
         )
     run = await runtime.store.latest_run(conversation.id)
     cancelled = False
-    if run is not None and run.status is RunStatus.WAITING:
-        # The agent stops answering: its run waiting on calls ends, as "cancel" ends it.
+    if run is not None and run.status in (RunStatus.RUNNING, RunStatus.WAITING):
+        # The agent stops answering: its run ends as "cancel" ends it (a reply being written
+        # is ended where it is, as the visitor's Stop ends it; open calls end too).
         try:
             await runtime.engine.stop_run(run.id, RunErrorCode.OPERATOR_CANCELLED)
             cancelled = True
