@@ -162,7 +162,9 @@ class Engine:
                         TextMessageEnd(message_id),
                     ],
                 )
-            start = await self.leases.create_run_alone(run)
+            # Only the turns the model is sent: a step costs the same however long the
+            # conversation has grown.
+            start = await self.leases.create_run_alone(run, turns=agent.history_turns)
             if start.held is not None:
                 # A person of the team holds the conversation (hostcall/handoff.py): no
                 # run; the caller keeps the message for them. Read after the append's lock,
@@ -274,7 +276,7 @@ class Engine:
 
     async def _resume_later(self, run_id: str) -> None:
         try:
-            claimed = await self.leases.claim_ready_run(run_id)
+            claimed = await self.leases.claim_ready_run(run_id, turns=await self._turns(run_id))
         except Exception:  # the sweeper's stalled-run scan tries again
             log.exception("run %s: could not resume it", run_id)
             return
@@ -286,9 +288,16 @@ class Engine:
         """Claim a waiting run whose step has no open call left, and step it. The lease and
         the claim commit together, in one statement: no process ever sees the run running
         without an owner (the sweeper would adopt it)."""
-        claimed = await self.leases.claim_ready_run(run_id)
+        claimed = await self.leases.claim_ready_run(run_id, turns=await self._turns(run_id))
         if claimed is not None:
             self.tasks.spawn(self._advance(run_id, claimed))
+
+    async def _turns(self, run_id: str) -> int | None:
+        """How many turns the run's steps send the model (its agent's ``history_turns``): what
+        its claim reads. Known in memory for a run this process started or stepped; else one
+        read of the run (None, all turns: no such run, and the claim finds none either)."""
+        agent = await self.agents.run_agent(run_id)
+        return agent.history_turns if agent is not None else None
 
     # ---- stepping --------------------------------------------------------------------------
 

@@ -89,16 +89,17 @@ class Leases:
         now = self.clock()
         return await self.store.try_singleton(name, self.owner, now + self.ttl, now)
 
-    async def create_run_alone(self, run: Run) -> RunStart:
+    async def create_run_alone(self, run: Run, *, turns: int | None = None) -> RunStart:
         """``Store.create_run_alone``, with the run's lease ours."""
         until = self.clock() + self.ttl
-        return await self.store.create_run_alone(run, (run_key(run.id), self.owner, until))
+        lease = (run_key(run.id), self.owner, until)
+        return await self.store.create_run_alone(run, lease, turns=turns)
 
-    async def claim_ready_run(self, run_id: str) -> ClaimedRun | None:
+    async def claim_ready_run(self, run_id: str, *, turns: int | None = None) -> ClaimedRun | None:
         """Take the run's lease and claim it, if it waits with no open call (``Store``)."""
         now = self.clock()
         return await self.store.claim_ready_run(
-            run_id, run_key(run_id), self.owner, now + self.ttl, now
+            run_id, run_key(run_id), self.owner, now + self.ttl, now, turns=turns
         )
 
     async def keep(self, key: str) -> None:

@@ -35,6 +35,7 @@ from hostcall.store.records import (
     UsageRecord,
 )
 from hostcall.store.sqlite import SQLiteStore
+from hostcall.transcript import recent_turns
 
 OPEN = [CallState.DISPATCHED, CallState.DELIVERED]
 
@@ -1106,3 +1107,53 @@ async def test_a_broken_lease_fences_its_holder_out_of_every_write(store: Store)
                 raise LeaseLost("run:r1", "a")
     assert (await store.get_run("r1")).status is RunStatus.RUNNING
     assert [e.data["delta"] for e in await store.events_after("c1", 0)] == ["0"]
+
+
+async def test_a_run_s_start_and_claim_read_only_the_turns_its_steps_send(store: Store) -> None:
+    """``turns``: the history read with a run's start and claim, and by ``recent_messages``,
+    is the last turns only — from the person's ``turns``-th last message on, whatever came
+    between — exactly as hostcall/transcript.py's ``recent_turns`` cuts the whole."""
+    await _conversation(store)
+    await _conversation(store, "c2")
+    written: list[StoredMessage] = []
+    for turn in range(5):
+        for message in (
+            StoredMessage(f"u{turn}", "c1", "r0", "user", f"question {turn}"),
+            StoredMessage(
+                f"a{turn}",
+                "c1",
+                "r0",
+                "assistant",
+                "",
+                ({"id": f"k{turn}", "name": "t", "arguments": "{}"},),
+            ),
+            StoredMessage(f"t{turn}", "c1", "r0", "tool", "{}", tool_call_id=f"k{turn}"),
+            StoredMessage(f"o{turn}", "c1", "r0", "operator", "a person wrote", author="olga"),
+        ):
+            await store.add_message(message)
+            written.append(message)
+    await store.add_message(StoredMessage("x", "c2", "r9", "user", "another conversation's"))
+    everything = await store.list_messages("c1")
+    assert everything == written
+    for turns in (1, 2, 4, 5, 6, 1000):
+        expected = list(recent_turns(everything, turns))
+        assert await store.recent_messages("c1", turns) == expected, turns
+    assert [m.id for m in await store.recent_messages("c1", 2)][:2] == ["u3", "a3"]
+    assert await store.recent_messages("c3", 2) == []  # no such conversation: nothing
+
+    # A run's start: its own message is the last of the window.
+    async with store.transaction():
+        await store.append_event("c1", TextMessageContent("m", "r1"))
+        await store.add_message(StoredMessage("u5", "c1", "r1", "user", "question 5"))
+        run = Run("r1", "c1", {"id": "planner"}, RunStatus.RUNNING)
+        start = await store.create_run_alone(run, ("run:r1", "a", 10.0), turns=2)
+    assert [m.id for m in start.history] == ["u4", "a4", "t4", "o4", "u5"]
+    # Its claim, once it waits with nothing open.
+    await store.update_run("r1", status=RunStatus.WAITING)
+    await store.release_lease("run:r1", "a")
+    claimed = await store.claim_ready_run("r1", "run:r1", "a", until=30.0, now=20.0, turns=1)
+    assert claimed is not None and [m.id for m in claimed.history] == ["u5"]
+    # Without ``turns``: every message, as before.
+    await store.update_run("r1", status=RunStatus.WAITING)
+    claimed = await store.claim_ready_run("r1", "run:r1", "a", until=40.0, now=30.0)
+    assert claimed is not None and list(claimed.history) == await store.list_messages("c1")

@@ -118,8 +118,11 @@ class Steps:
             return Stepped(again=False)
         model = self.agents.model(agent)
         tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
-        stored = known.history if known is not None else await self.store.list_messages(cid)
-        history = [_model_message(m) for m in recent_turns(stored, agent.history_turns)]
+        turns = agent.history_turns
+        stored = (
+            known.history if known is not None else await self.store.recent_messages(cid, turns)
+        )
+        history = [_model_message(m) for m in recent_turns(stored, turns)]
         message_id = new_id("m")
         fence = (run_key(run_id), self.leases.owner)
         text: list[str] = []

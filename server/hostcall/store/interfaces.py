@@ -123,6 +123,9 @@ class Sessions(Protocol):
 class Messages(Protocol):
     async def add_message(self, message: StoredMessage) -> None: ...
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]: ...
+    # Its last ``turns`` turns, oldest first: everything from the person's ``turns``-th last
+    # message on (hostcall/transcript.py), read without the turns before it.
+    async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]: ...
 
 
 class Runs(Protocol):
@@ -133,7 +136,10 @@ class Runs(Protocol):
     # transaction added before included); else store nothing and return that run's id and
     # status. In a transaction that appended an event of the conversation first (the
     # append locks the conversation to its end), so two transactions cannot both find none.
-    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart: ...
+    # ``turns``: the messages of the last ``turns`` turns only (``recent_messages``).
+    async def create_run_alone(
+        self, run: Run, lease: tuple[str, str, float], *, turns: int | None = None
+    ) -> RunStart: ...
     async def get_run(self, run_id: str) -> Run | None: ...
     async def latest_run(self, conversation_id: str) -> Run | None: ...
     async def list_runs(self, conversation_id: str) -> list[Run]: ...  # oldest first
@@ -143,10 +149,11 @@ class Runs(Protocol):
     # for ``owner`` until ``until`` (if it is free, expired at ``now``, or ``owner``'s) and
     # move the run to running. The run as claimed, with its conversation's messages as they
     # were then; or None: not waiting, a call of its step still open, or another owner's
-    # live lease (that process resumes it).
+    # live lease (that process resumes it). ``turns``: as for ``create_run_alone``.
     async def claim_ready_run(
-        self, run_id: str, key: str, owner: str, until: float, now: float
-    ) -> ClaimedRun | None: ...
+        self, run_id: str, key: str, owner: str, until: float, now: float, *,
+        turns: int | None = None,
+    ) -> ClaimedRun | None: ...  # fmt: skip
     async def update_run(self, run_id: str, **changes: Any) -> None: ...
     # The step's last write: change the run only while ``lease`` (key, owner) is held, and
     # release the lease (``until`` None) or renew it to ``until``, atomically (one

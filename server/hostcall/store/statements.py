@@ -36,6 +36,20 @@ WHERE r.status IN ('running', 'waiting')
 ORDER BY r.pos
 """
 
+# Where a conversation's window of turns begins: the ``pos`` of the person's message that
+# opens it ({skip} of theirs are later), none if they wrote fewer. Read backwards on the
+# index messages_by_conversation, so its cost follows the window, not the conversation.
+WINDOW_START = (
+    "SELECT u.pos FROM messages u WHERE u.conversation_id = {cid} AND u.role = 'user'"
+    " ORDER BY u.pos DESC LIMIT 1 OFFSET {skip}"
+)
+
+
+def window_skip(turns: int | None) -> int:
+    """WINDOW_START's ``skip`` for the last ``turns`` turns (None: every turn)."""
+    return turns - 1 if turns is not None else 2**62
+
+
 # One row per counter: a new window overwrites the old one's count (see add_to_counter).
 _ADD_TO_COUNTER = """
 INSERT INTO quota_counters (key, window_start, count) VALUES (?, ?, ?)
@@ -140,6 +154,13 @@ class Statements:
             f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         self.messages = q("SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos")
+        # The last turns only (parameters: the conversation twice, then the turns to skip
+        # back, ``turns - 1``): everything from the person's ``turns``-th last message on, all
+        # of it when there are fewer (hostcall/transcript.py ``recent_turns``, in SQL).
+        self.recent_messages = q(
+            "SELECT * FROM messages WHERE conversation_id = ? AND pos >= COALESCE(("
+            f"{WINDOW_START.format(cid='?', skip='?')}), 0) ORDER BY pos"
+        )
 
         # ---- events
         self.last_seq = q("SELECT last_seq FROM conversations WHERE id = ?")

@@ -15,7 +15,7 @@ from hostcall.store.records import (
     StoredMessage,
 )
 from hostcall.store.statements import POSTGRES as SQL
-from hostcall.store.statements import contains
+from hostcall.store.statements import contains, window_skip
 
 # How often consume_ticket forgets expired tickets.
 TICKET_PRUNE_SECONDS = 30.0
@@ -155,3 +155,7 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
         return [rows.message(r) for r in await self._all(SQL.messages, (conversation_id,))]
+
+    async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]:
+        values = (conversation_id, conversation_id, window_skip(turns))
+        return [rows.message(r) for r in await self._all(SQL.recent_messages, values)]

@@ -13,16 +13,24 @@ from hostcall.store.postgres.connections import IF_FENCED, Row
 from hostcall.store.postgres.coordination import Coordination
 from hostcall.store.records import OPEN_STATES, ClaimedRun, Run, RunStart, RunStatus
 from hostcall.store.statements import POSTGRES as SQL
+from hostcall.store.statements import WINDOW_START, window_skip
 
 _OPEN = rows.states_sql(OPEN_STATES)
 
-# The conversation's messages, oldest first, as one JSON value (NULL for none): a step's
-# history, read in the statement that claims or starts its run (the step's own
-# SELECT of them cost a statement per step). {cid}: the conversation's id; {when}: a
-# condition (the run was claimed or stored).
+# The conversation's messages of its last turns, oldest first, as one JSON value (NULL for
+# none): a step's history, read in the statement that claims or starts its run (the step's
+# own SELECT of them cost a statement per step). {cid}: the conversation's id; {when}: a
+# condition (the run was claimed or stored); {skip}: the turns to skip back (``window_skip``).
 HISTORY = """(
     SELECT json_agg(m ORDER BY m.pos) FROM messages m WHERE m.conversation_id = {cid} AND {when}
+    AND m.pos >= COALESCE(({window}), 0)
 )"""
+
+
+def _history(cid: str, when: str, skip: str) -> str:
+    return HISTORY.format(cid=cid, when=when, window=WINDOW_START.format(cid=cid, skip=skip))
+
+
 # claim_ready_run in one statement (one round trip where it took four): the lease is taken
 # only for a ready run, and the run claimed only with the lease. A concurrent claimer's
 # INSERT waits for this one to commit, then finds a live lease that is not its own.
@@ -49,7 +57,7 @@ WITH ready AS (
     RETURNING *
 )
 SELECT EXISTS (SELECT 1 FROM taken) AS took,
-    {HISTORY.format(cid="claimed.conversation_id", when="claimed.id IS NOT NULL")} AS history,
+    {_history("claimed.conversation_id", "claimed.id IS NOT NULL", "%(skip)s")} AS history,
     claimed.*
 FROM (SELECT 1) AS one LEFT JOIN claimed ON TRUE
 """
@@ -79,7 +87,7 @@ WITH taken AS (
     INSERT INTO leases (key, owner, until) SELECT %s, %s, %s FROM run
 )
 SELECT busy.id AS busy, busy.status, taken.person AS held,
-    {HISTORY.format(cid="%s", when="busy.id IS NULL AND taken.person IS NULL")} AS history
+    {_history("%s", "busy.id IS NULL AND taken.person IS NULL", "%s")} AS history
 FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE LEFT JOIN taken ON TRUE
 """
 
@@ -90,7 +98,9 @@ class RunTables(Coordination, Runs):
     async def create_run(self, run: Run) -> None:
         await self._run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
 
-    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
+    async def create_run_alone(
+        self, run: Run, lease: tuple[str, str, float], *, turns: int | None = None
+    ) -> RunStart:
         # After the transaction's append of the run's first events (whose UPDATE of the
         # conversation's row locks it to the end), in a statement of its own: a statement
         # that waited for the lock reads the runs as they were when it began (READ
@@ -101,7 +111,8 @@ class RunTables(Coordination, Runs):
         values = self._run_values(run, await self._stored_digest(run))
         self._lease_written()
         cid = run.conversation_id
-        row = await self._one(CREATE_RUN_ALONE, (cid, cid, *values, *lease, cid))
+        window = (cid, cid, window_skip(turns))
+        row = await self._one(CREATE_RUN_ALONE, (cid, cid, *values, *lease, *window))
         assert row is not None  # the statement always returns its one row
         if row["held"] is not None:
             return RunStart(None, held=row["held"])
@@ -215,8 +226,9 @@ class RunTables(Coordination, Runs):
         return await self._run_or_none(row)
 
     async def claim_ready_run(
-        self, run_id: str, key: str, owner: str, until: float, now: float
-    ) -> ClaimedRun | None:
+        self, run_id: str, key: str, owner: str, until: float, now: float, *,
+        turns: int | None = None,
+    ) -> ClaimedRun | None:  # fmt: skip
         self._lease_written()
         row = await self._one(
             CLAIM_READY_RUN,
@@ -228,6 +240,7 @@ class RunTables(Coordination, Runs):
                 "now": now,
                 "waiting": RunStatus.WAITING.value,
                 "running": RunStatus.RUNNING.value,
+                "skip": window_skip(turns),
             },
         )
         assert row is not None  # the statement always returns its one row

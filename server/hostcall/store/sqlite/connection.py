@@ -17,6 +17,7 @@ from hostcall.store import rows
 from hostcall.store.health import WriteHealth
 from hostcall.store.records import StoredMessage
 from hostcall.store.statements import SQLITE as SQL
+from hostcall.store.statements import window_skip
 
 
 class SQLiteConnection:
@@ -68,6 +69,10 @@ class SQLiteConnection:
     def refused_write(self) -> str | None:
         return self._health.refused()
 
-    def _history(self, conversation_id: str) -> tuple[StoredMessage, ...]:
-        """The conversation's messages, oldest first: a step's history (see ``ClaimedRun``)."""
-        return rows.messages(self._db.execute(SQL.messages, (conversation_id,)))
+    def _history(self, conversation_id: str, turns: int | None) -> tuple[StoredMessage, ...]:
+        """The conversation's messages, oldest first, of its last ``turns`` turns (None: all):
+        a step's history (see ``ClaimedRun``)."""
+        if turns is None:
+            return rows.messages(self._db.execute(SQL.messages, (conversation_id,)))
+        values = (conversation_id, conversation_id, window_skip(turns))
+        return rows.messages(self._db.execute(SQL.recent_messages, values))

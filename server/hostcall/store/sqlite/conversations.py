@@ -126,4 +126,7 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
         self._db.execute(SQL.insert_message, rows.message_values(message))
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
-        return list(self._history(conversation_id))  # the read a run's start and claim make
+        return list(self._history(conversation_id, None))
+
+    async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]:
+        return list(self._history(conversation_id, turns))  # the read a run's start and claim make

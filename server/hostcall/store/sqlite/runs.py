@@ -53,7 +53,9 @@ class RunTables(Coordination, Runs):
             ),
         )
 
-    async def create_run_alone(self, run: Run, lease: tuple[str, str, float]) -> RunStart:
+    async def create_run_alone(
+        self, run: Run, lease: tuple[str, str, float], *, turns: int | None = None
+    ) -> RunStart:
         held = self._db.execute(
             "SELECT person FROM handoffs WHERE conversation_id = ? AND state = 'taken'",
             (run.conversation_id,),
@@ -69,7 +71,7 @@ class RunTables(Coordination, Runs):
             return RunStart((busy[0], RunStatus(busy[1])))
         await self.create_run(run)
         self._db.execute("INSERT INTO leases (key, owner, until) VALUES (?, ?, ?)", lease)
-        return RunStart(None, self._history(run.conversation_id))
+        return RunStart(None, self._history(run.conversation_id, turns))
 
     def _runs(self, found: Iterable[Any]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names."""
@@ -128,8 +130,9 @@ class RunTables(Coordination, Runs):
         return self._run_or_none(found)
 
     async def claim_ready_run(
-        self, run_id: str, key: str, owner: str, until: float, now: float
-    ) -> ClaimedRun | None:
+        self, run_id: str, key: str, owner: str, until: float, now: float, *,
+        turns: int | None = None,
+    ) -> ClaimedRun | None:  # fmt: skip
         # Two statements, and nothing decoded but the claimed run and its history: the claim
         # is on the way from a step's last answer to the next step's first text.
         async with self.transaction():
@@ -142,7 +145,7 @@ class RunTables(Coordination, Runs):
                 await self.claim_run(run_id, RunStatus.RUNNING, RunStatus.WAITING)
                 return None
             run = self._runs(found)[0]
-            return ClaimedRun(run, self._history(run.conversation_id))
+            return ClaimedRun(run, self._history(run.conversation_id, turns))
 
     async def stalled_runs(self) -> list[Run]:
         return self._runs(self._db.execute(SQL.stalled_runs))
