@@ -13,17 +13,16 @@ is answered exactly as one that does not exist: nobody learns that an id is in u
 
 from __future__ import annotations
 
-import math
-import re
 from datetime import UTC, datetime
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from hostcall.errors import BadRequest, Forbidden, NotFound
+from hostcall.errors import Forbidden, NotFound
 from hostcall.personal_data import erase, refuse_running
 from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.cursors import page_cursor, read_cursor
 from hostcall.protocol.requests import ResumeSession, read_body
 from hostcall.protocol.responses import History, HistoryEntry
 from hostcall.responses import WireResponse
@@ -33,8 +32,6 @@ from hostcall.store.records import Conversation, PersonConversation
 
 # Conversations per page of a history.
 PAGE = 50
-# ``before``: the previous page's last line, ``<updated_at>~<conversation id>``.
-CURSOR = re.compile(r"(?P<at>[0-9.e+-]{1,32})~(?P<id>[A-Za-z0-9_-]{1,64})")
 # Who the audit log names for a visitor's deletion (as for their answers: hostcall/call_answers.py).
 VISITOR = "visitor"
 
@@ -78,30 +75,10 @@ def _iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _cursor(value: str | None) -> tuple[float, str] | None:
-    if value is None:
-        return None
-    found = CURSOR.fullmatch(value)
-    at = _float(found["at"]) if found else None
-    if found is None or at is None:
-        raise BadRequest(
-            f"'before' must be a page's 'next' value (got {value[:80]!r})", field="before"
-        )
-    return at, found["id"]
-
-
-def _float(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
 async def list_history(request: Request) -> Response:
     runtime: Runtime = request.app.state.hostcall
     holder = await _holder(request, runtime)
-    before = _cursor(request.query_params.get("before"))
+    before = read_cursor(request.query_params.get("before"))
     lines: list[PersonConversation] = []
     if holder.person is not None:
         lines = await runtime.store.person_conversations(
@@ -118,7 +95,7 @@ async def list_history(request: Request) -> Response:
             conversations=tuple(
                 HistoryEntry(c.id, c.title, _iso(c.created_at), _iso(c.updated_at)) for c in page
             ),
-            next=f"{last.updated_at!r}~{last.id}" if last else None,
+            next=page_cursor(last.updated_at, last.id) if last else None,
         )
     )
 

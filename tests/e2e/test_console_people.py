@@ -85,3 +85,36 @@ def test_an_operator_sees_the_person_but_cannot_export_or_erase(
     expect(operator.locator("[data-part=erase-person]")).to_have_count(0)
     shot(operator, "console-person-operator")
     operator.context.close()
+
+
+def test_a_person_with_many_conversations_is_shown_in_pages(browser: Browser, site: Site) -> None:
+    cid = signed_in_conversation(browser, site)
+    db = sqlite3.connect(site.demo.db)
+    try:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(conversations)")]
+        copied = ", ".join(
+            {"id": "? || id", "updated_at": "updated_at - ?"}.get(c, c) for c in columns
+        )
+        with db:  # 59 older copies of it: 60 in all, a page of 50 and one of 10
+            for n in range(1, 60):
+                db.execute(
+                    f"INSERT INTO conversations ({', '.join(columns)}) SELECT {copied}"
+                    " FROM conversations WHERE id = ?",
+                    (f"old{n:02d}_", n, cid),
+                )
+    finally:
+        db.close()
+    operator = person(browser, site.demo, "olga")
+    operator.goto(f"{site.demo.hostcall}/console/people?agent=planner&person={SUB}")
+    rows = operator.locator("[data-part=person-conversation]")
+    expect(rows).to_have_count(50)
+    expect(rows.first).to_have_attribute("data-id", cid)
+    expect(operator.locator("[data-part=newest]")).to_have_count(0)
+    operator.locator("[data-part=older]").click()
+    expect(rows).to_have_count(10)
+    expect(rows.last).to_have_attribute("data-id", f"old59_{cid}")
+    expect(operator.locator("[data-part=older]")).to_have_count(0)
+    shot(operator, "console-person-older")
+    operator.locator("[data-part=newest]").click()
+    expect(rows).to_have_count(50)
+    operator.context.close()

@@ -5,13 +5,16 @@ missing CSRF token erases nothing."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hostcall.cli import main
+from hostcall.store.records import Conversation
 from tests.support.harness import ORIGIN, Conv, Harness, write_agent
 from tests.support.identity import AUDIENCE, ISSUER, SECRET, SECRET_ENV, hs_token
 from tests.unit.console_client import ConsoleClient, fast_passwords
@@ -67,6 +70,39 @@ def test_a_person_s_page_lists_their_conversations_with_titles(
     assert READ in r.text and "Hello from the second" in r.text and other.id not in r.text
     # An operator sees the list, not the export or erase forms.
     assert 'data-part="erase-person"' not in r.text and 'data-part="admins-only"' in r.text
+
+
+def test_a_person_s_page_comes_in_pages_of_fifty_newest_first(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    store = harness.runtime.store
+    ids = [f"c_paged{n:03d}" for n in range(120)]  # c_paged119 the most recent
+    for n, cid in enumerate(ids):
+        conversation = Conversation(cid, "planner", 1000.0 + n, "en", person="user-42")
+        harness.call(store.create_conversation, conversation)
+        harness.call(store.touch_conversation, cid, 1000.0 + n)
+    newest_first = ids[::-1]
+    seen: list[str] = []
+    url = "/console/people?agent=planner&person=user-42"
+    pages = 0
+    while True:
+        r = operator.http.get(url)
+        assert r.status_code == 200, r.text
+        pages += 1
+        shown = re.findall(r'data-part="person-conversation" data-id="([^"]+)"', r.text)
+        assert len(shown) == (50 if pages < 3 else 20)
+        seen += shown
+        assert ('data-part="newest"' in r.text) == (pages > 1)
+        older = re.search(r'href="([^"]+)" data-part="older"', r.text)
+        if older is None:
+            break
+        url = html.unescape(older.group(1))
+    assert pages == 3 and seen == newest_first  # each once, in order
+    # A cursor the page did not make is refused in words, showing nothing.
+    bad = {"agent": "planner", "person": "user-42", "before": "yesterday"}
+    r = operator.http.get("/console/people", params=bad)
+    assert r.status_code == 400 and "before" in r.text
+    assert 'data-part="person-conversation"' not in r.text
 
 
 def test_an_unknown_agent_or_an_empty_person_is_refused_in_the_reader_s_words(

@@ -20,10 +20,11 @@ from hostcall.console.session import guarded, operator_of
 from hostcall.errors import BadRequest, NotFound
 from hostcall.personal_data import erase_person, export_person
 from hostcall.protocol.codes import ErrorCode
+from hostcall.protocol.cursors import page_cursor, read_cursor
 from hostcall.runtime import Runtime
 
-# Conversations listed on a person's page (the export holds all of them).
-SHOWN = 200
+# Conversations on a page of a person's page (older ones on the next pages).
+SHOWN = 50
 # A person's id as identity tokens carry it (``sub``): long enough for any issuer's.
 MAX_PERSON_CHARS = 255
 
@@ -59,7 +60,10 @@ async def person_page(request: Request) -> Response:
         return page(request, "person.html", operator_of(request), agents=agents,
                     agent=params.get("agent", ""), person="", lines=None)  # fmt: skip
     agent, person = _person(runtime, params)
-    lines = await runtime.store.person_conversations(agent, person, limit=SHOWN + 1)
+    before = read_cursor(params.get("before"))
+    lines = await runtime.store.person_conversations(agent, person, limit=SHOWN + 1, before=before)
+    last = lines[SHOWN - 1] if len(lines) > SHOWN else None
+    older = _page_url(agent, person, before=page_cursor(last.updated_at, last.id)) if last else ""
     erased = params.get("erased", "")
     return page(
         request,
@@ -69,7 +73,8 @@ async def person_page(request: Request) -> Response:
         agent=agent,
         person=person,
         lines=lines[:SHOWN],
-        more=len(lines) > SHOWN,
+        older=older,
+        newest=_page_url(agent, person) if before is not None else "",
         erased=int(erased) if erased.isdigit() else None,
     )
 
