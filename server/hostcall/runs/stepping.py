@@ -39,8 +39,8 @@ from hostcall.protocol.events import (
 )
 from hostcall.quotas import Quotas
 from hostcall.runs.agents import RunAgents
-from hostcall.runs.usage import Usage
-from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage
+from hostcall.runs.usage import StepUsage, Usage
+from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage, UsageRecord
 from hostcall.tracing import Attributes, Tracing
 from hostcall.transcript import open_messages, recent_turns
 
@@ -158,7 +158,18 @@ class Steps:
         except ModelError as exc:
             await appender.flush()
             partial = (message_id, "".join(text)) if text else None
-            await self.fail(run_id, exc.code, exc.message, interrupted=partial)
+            # A model that failed once it had begun to answer was paid for that much: its
+            # estimate is recorded and counted. One that failed before (refused, rate
+            # limited, down) wrote nothing, and nothing is.
+            cut: StepUsage | None = None
+            if text or requests:
+                written = [*text, *(r.arguments for r in requests)]
+                cut = measure.spent(end, history, written, cut_off=True)
+                await self.usage.count(cut)
+            await self.fail(
+                run_id, exc.code, exc.message, interrupted=partial,
+                usage=cut.record if cut is not None else None,
+            )  # fmt: skip
             return Stepped(again=False)
         finally:
             appender.cancel()  # a no-op once flushed; a cancelled step appends no more
@@ -238,13 +249,20 @@ class Steps:
         return False  # FAIL_RETRIES < 1: no try at all
 
     async def fail(
-        self, run_id: str, code: str, detail: str, *, interrupted: tuple[str, str] | None = None
+        self,
+        run_id: str,
+        code: str,
+        detail: str,
+        *,
+        interrupted: tuple[str, str] | None = None,
+        usage: UsageRecord | None = None,
     ) -> None:
         """End the run: the operator's log gets ``detail``; the visitor (event and snapshot)
         gets the code and a sentence from ``hostcall.notices``, never the detail.
 
         ``interrupted`` is (message id, text) of an assistant message the failure cut off:
-        the person saw it streamed, so it stays in the conversation, marked."""
+        the person saw it streamed, so it stays in the conversation, marked. ``usage``: what
+        the failed step used, recorded with the failure."""
         run = await self.store.get_run(run_id)
         assert run is not None
         log.error(
@@ -276,6 +294,8 @@ class Steps:
                 run_id, status=RunStatus.FAILED, error={"code": code, "message": message}
             )
             await unit.emit(cid, RunError(message, code, run_id))
+            if usage is not None:
+                await self.store.add_usage(usage)
         await self.usage.run_ended(run, error=code)
 
 

@@ -122,10 +122,18 @@ class Measure:
             raise
 
     def spent(
-        self, end: StepEnd | None, history: Sequence[Message], written: Sequence[str]
+        self,
+        end: StepEnd | None,
+        history: Sequence[Message],
+        written: Sequence[str],
+        *,
+        cut_off: bool = False,
     ) -> StepUsage:
         """The step's usage: the provider's count, or an estimate of what was sent (the
-        instructions and the history) and written (text and tool-call arguments)."""
+        instructions and the history) and written (text and tool-call arguments).
+        ``cut_off``: the model failed after it had begun to answer (the provider read the
+        request and wrote that much, and bills it): estimated, and its time already told to
+        the metrics as an error's."""
         seconds = time.perf_counter() - self._perf
         if end is not None and end.input_tokens is not None and end.output_tokens is not None:
             read, wrote, source = end.input_tokens, end.output_tokens, PROVIDER
@@ -147,10 +155,12 @@ class Measure:
             at=self.began,
             seconds=seconds,
         )
-        metrics.MODEL_SECONDS.labels(self.model, "ok").observe(seconds)
+        if not cut_off:
+            metrics.MODEL_SECONDS.labels(self.model, "ok").observe(seconds)
         metrics.MODEL_TOKENS.labels(self.model, "input", source).inc(read)
         metrics.MODEL_TOKENS.labels(self.model, "output", source).inc(wrote)
-        self._trace(seconds, record, end.finish_reason if end is not None else None)
+        if not cut_off:  # (a cut-off call's span was recorded with its error)
+            self._trace(seconds, record, end.finish_reason if end is not None else None)
         person = self.run.user.get("sub") if self.run.user else None
         return StepUsage(record, self.agent, person)
 
