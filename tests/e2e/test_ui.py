@@ -255,10 +255,15 @@ def test_keyboard_reopening_with_space_moves_focus_into_the_chat(page: Page, dem
     page.keyboard.press("Escape")
     expect(button, "closed: focus back on the launcher").to_be_focused()
 
-    page.keyboard.press(" ")
-    expect(panel).to_be_visible()
-    # Otherwise every space typed next toggles the panel from the launcher.
-    expect(composer, "opened again: focus in the composer").to_be_focused()
+    # Again and again: the frame may get the page's "focus" before it is laid out again,
+    # when its composer cannot take focus yet (it raced about once in a dozen reopenings).
+    for again in range(6):
+        page.keyboard.press(" ")
+        expect(panel).to_be_visible()
+        # Otherwise every space typed next toggles the panel from the launcher.
+        expect(composer, f"opened again ({again}): focus in the composer").to_be_focused()
+        page.keyboard.press("Escape")
+        expect(button, "closed: focus back on the launcher").to_be_focused()
 
 
 def test_focus_goes_to_the_composer_after_a_decision(page: Page, demo: Demo) -> None:
