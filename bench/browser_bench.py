@@ -39,14 +39,9 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from report import compare, ms, print_table, summary
 from streams import RawStream
 
+from hostcall.qa.plugin import CHROMIUM_ARGS
+
 CHROMIUM = "/usr/bin/chromium"  # Debian's; never Playwright's download (tests/e2e/conftest.py)
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ASK = "What should I work on next?"  # the planner's read_board_tasks rule: no approval
 AGENT = "bench"  # servers.bench_agents: a copy of demo/agents/planner.json
 LOADER_BUDGET, WIDGET_BUDGET, HOST_COST_BUDGET = 3 * 1024, 30 * 1024, 0.010
@@ -617,18 +612,7 @@ def run(mode: Mode, workdir: Path, sections: Sequence[str] = SECTIONS) -> int:
     ]
     with servers.running("apps", apps_argv, workdir, dict(os.environ)) as apps:
         hc_argv = [
-            sys.executable,
-            "-m",
-            "hostcall",
-            "serve",
-            "--agents",
-            str(servers.bench_agents(workdir)),
-            "--db",
-            str(workdir / "browser.db"),
-            "--host",
-            servers.HOST,
-            "--log-level",
-            servers.LOG_LEVEL,
+            *servers.serve_argv(workdir, workdir / "browser.db"),
             "--allow-origin",
             f"http://localhost:{apps.port}",
         ]

@@ -230,20 +230,7 @@ def start_case(
     secret: str,
     cluster: psutil.Process | None,
 ) -> Case:
-    argv = [
-        sys.executable,
-        "-m",
-        "hostcall",
-        "serve",
-        "--agents",
-        str(servers.bench_agents(workdir)),
-        "--db",
-        db,
-        "--host",
-        servers.HOST,
-        "--log-level",
-        servers.LOG_LEVEL,
-    ]
+    argv = servers.serve_argv(workdir, db)
     if workers > 1:
         argv += ["--workers", str(workers)]
     env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret)

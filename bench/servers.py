@@ -134,25 +134,19 @@ def bench_agents(workdir: Path) -> Path:
     return directory
 
 
+def serve_argv(workdir: Path, db: str | Path) -> list[str]:
+    """``hostcall serve`` of the bench agents on ``db`` (a file or a URL), on loopback, quiet;
+    ``running`` adds ``--port``."""
+    return [sys.executable, "-m", "hostcall", "serve", "--agents", str(bench_agents(workdir)),
+            "--db", str(db), "--host", HOST, "--log-level", LOG_LEVEL]  # fmt: skip
+
+
 def hostcall(
     workdir: Path, db: Path, secret: str, root: Path = ROOT, extra_env: dict[str, str] | None = None
 ) -> contextlib.AbstractContextManager[Server]:
     """Hostcall's server; ``root``: the checkout whose ``hostcall`` package it runs (its source
     root ``server/`` goes first on ``PYTHONPATH``), with this Python environment."""
-    argv = [
-        sys.executable,
-        "-m",
-        "hostcall",
-        "serve",
-        "--agents",
-        str(bench_agents(workdir)),
-        "--db",
-        str(db),
-        "--host",
-        HOST,
-        "--log-level",
-        LOG_LEVEL,
-    ]
+    argv = serve_argv(workdir, db)
     env = dict(
         os.environ,
         HOSTCALL_SECRET_KEYS=secret,
