@@ -51,3 +51,14 @@ def fresh_schema() -> Iterator[str]:
     finally:
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@contextmanager
+def store_url(store: str) -> Iterator[str | None]:
+    """The ``database_url`` of a test run on ``store``: None for "sqlite" (the harness's own
+    file), a fresh schema's URL for "postgres"; the fixtures parametrized on both use it."""
+    if store == "sqlite":
+        yield None
+    else:
+        with fresh_schema() as url:
+            yield url

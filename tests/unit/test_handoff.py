@@ -4,7 +4,6 @@ exchange. One person holds a conversation at a time; every action is audited."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.databases import fresh_schema
+from tests.support.databases import store_url
 from tests.support.harness import Conv, Harness, allow_hosts, write_agent
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
 from tests.unit.console_client import ConsoleClient, fast_passwords
@@ -22,11 +21,10 @@ pytestmark = pytest.mark.usefixtures(fast_passwords.__name__)
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def both(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
-    with contextlib.ExitStack() as stack:
-        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
-        h = Harness(tmp_path, agents_dir, **({"database_url": url} if url else {}))
-        stack.callback(h.stop)
+    with store_url(request.param) as url:
+        h = Harness(tmp_path, agents_dir, database_url=url)
         yield h
+        h.stop()
 
 
 def _audit(h: Harness) -> list[tuple[str, str, str | None]]:
@@ -176,11 +174,10 @@ def teller(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
         "id": "teller", "allowed_origins": ["http://testserver"],
         "model": {"kind": "scripted", "rules": [story]},
     })  # fmt: skip
-    with contextlib.ExitStack() as stack:
-        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
-        h = Harness(tmp_path, agents, **({"database_url": url} if url else {}))
-        stack.callback(h.stop)
+    with store_url(request.param) as url:
+        h = Harness(tmp_path, agents, database_url=url)
         yield h
+        h.stop()
 
 
 def test_taking_over_while_the_agent_is_answering_stops_it_first(teller: Harness) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hostcall.store.records import Conversation
-from tests.support.databases import fresh_schema
+from tests.support.databases import store_url
 from tests.support.harness import ORIGIN, Conv, Harness, write_agent
 from tests.support.identity import AUDIENCE, ISSUER, SECRET, SECRET_ENV, hs_token
 from tests.unit.test_bad_input import READ, assert_error, state
@@ -25,15 +25,10 @@ KEY_B = "b" * 43  # another browser's
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def h(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
-    if request.param == "sqlite":
-        harness = Harness(tmp_path, agents_dir)
+    with store_url(request.param) as url:
+        harness = Harness(tmp_path, agents_dir, database_url=url)
         yield harness
         harness.stop()
-    else:
-        with fresh_schema() as url:
-            harness = Harness(tmp_path, agents_dir, database_url=url)
-            yield harness
-            harness.stop()
 
 
 def started(h: Harness, key: str | None) -> Conv:

@@ -5,7 +5,6 @@ nothing."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 
 from hostcall.store.records import ConversationQuery
-from tests.support.databases import fresh_schema
+from tests.support.databases import store_url
 from tests.support.harness import ORIGIN, Conv, Harness, allow_hosts
 from tests.support.identity import SECRET, SECRET_ENV, hs_token
 from tests.unit.test_bad_input import assert_error, state
@@ -48,8 +47,7 @@ def known_visitors(agents_dir: Path, **extra: Any) -> None:
 def h(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
     """The app on SQLite, and on PostgreSQL: the store's new statements run on both."""
     known_visitors(agents_dir)
-    with contextlib.ExitStack() as stack:
-        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
+    with store_url(request.param) as url:
         harness = Harness(tmp_path, agents_dir, environ={SECRET_ENV: SECRET}, database_url=url)
         yield harness
         harness.stop()

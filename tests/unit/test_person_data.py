@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from hostcall.personal_data import erase_person, export_person
-from tests.support.databases import fresh_schema
+from tests.support.databases import store_url
 from tests.support.harness import Conv, Harness, planner_definition, write_agent
 from tests.unit.test_bad_input import CREATE, READ
 
@@ -24,15 +24,10 @@ TASKS = {"tasks": [{"id": "t1", "title": "Write the report", "status": "todo"}]}
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def h(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
-    if request.param == "sqlite":
-        harness = Harness(tmp_path, agents_dir)
+    with store_url(request.param) as url:
+        harness = Harness(tmp_path, agents_dir, database_url=url)
         yield harness
         harness.stop()
-    else:
-        with fresh_schema() as url:
-            harness = Harness(tmp_path, agents_dir, database_url=url)
-            yield harness
-            harness.stop()
 
 
 def every_row(h: Harness) -> dict[str, list[str]]:
@@ -191,11 +186,8 @@ def retained(tmp_path: Path, agents_dir: Path, days: int | None, **db: Any) -> H
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def database(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
-    if request.param == "sqlite":
-        yield {}
-    else:
-        with fresh_schema() as url:
-            yield {"database_url": url}
+    with store_url(request.param) as url:
+        yield {"database_url": url}
 
 
 def wait_for(condition: Any, timeout: float = 5.0) -> None:

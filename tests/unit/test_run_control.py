@@ -15,7 +15,7 @@ import pytest
 
 from hostcall.notices import run_notice, tool_notice
 from hostcall.settings import DEMO_AGENTS
-from tests.support.databases import fresh_schema
+from tests.support.databases import store_url as on_store
 from tests.support.harness import BOARD, Conv, Harness, allow_hosts, write_agent
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
 
@@ -24,15 +24,12 @@ FOREIGN = {"Origin": "https://evil.example"}
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
-    if request.param == "sqlite":
-        yield None
-    else:
-        with fresh_schema() as url:
-            yield url
+    with on_store(request.param) as url:
+        yield url
 
 
 def _harness(tmp_path: Path, agents: Path, url: str | None) -> Harness:
-    return Harness(tmp_path, agents, **({"database_url": url} if url else {}))
+    return Harness(tmp_path, agents, database_url=url)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ recorded per step, priced by the agent file, counted by the limits, shown in the
 
 from __future__ import annotations
 
-import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 
 from hostcall.errors import AgentConfigError
+from tests.support.databases import store_url
 from tests.support.harness import Harness, allow_hosts, write_agent
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, sse, text
 from tests.unit.console_client import ConsoleClient
@@ -38,7 +38,7 @@ def talker(
         "tools": [], **extra,
     })  # fmt: skip
     allow_hosts(agents, provider.base_url)
-    return Harness(tmp_path, agents, **({"database_url": database_url} if database_url else {}))
+    return Harness(tmp_path, agents, database_url=database_url)
 
 
 def cells(html: str, row_attr: str) -> dict[str, str]:
@@ -116,28 +116,27 @@ def test_a_step_the_model_cut_off_is_estimated_and_one_it_refused_costs_nothing(
     tmp_path: Path, provider: FakeProvider, store: str
 ) -> None:
     """A provider bills a reply it began and broke off; it does not bill a 429 or a 500."""
-    from tests.support.databases import fresh_schema
-
     busy = Reply([b'{"error": "busy"}'], status=429, media_type="application/json")
     provider.replies.append(busy)
     provider.replies.append(Reply([text("Here is the plan for the whole of yo")]))  # no [DONE]
     prices = {"gpt-4o-mini": {"input": 1.0, "output": 2.0}}
-    with contextlib.ExitStack() as stack:
-        url = stack.enter_context(fresh_schema()) if store == "postgres" else None
+    with store_url(store) as url:
         h = talker(tmp_path, provider, url, prices=prices)
-        stack.callback(h.stop)
-        conv = h.conversation("talker")
-        h.say(conv, "plan my week")
-        assert h.finish(conv)["run"]["error"]["code"] == "model_http_error"
-        assert h.call(h.runtime.store.usage_of_conversation, conv.id) is None
-        h.say(conv, "plan my week")
-        snap = h.finish(conv)
-        assert snap["run"]["status"] == "failed"
-        total = h.call(h.runtime.store.usage_of_conversation, conv.id)
-        assert total is not None
-        assert (total.steps, total.estimated) == (1, 1)
-        assert total.output_tokens == 9  # the 36 characters it wrote, at 4 a token
-        assert total.input_tokens > 0 and total.cost is not None and total.cost > 0
+        try:
+            conv = h.conversation("talker")
+            h.say(conv, "plan my week")
+            assert h.finish(conv)["run"]["error"]["code"] == "model_http_error"
+            assert h.call(h.runtime.store.usage_of_conversation, conv.id) is None
+            h.say(conv, "plan my week")
+            snap = h.finish(conv)
+            assert snap["run"]["status"] == "failed"
+            total = h.call(h.runtime.store.usage_of_conversation, conv.id)
+            assert total is not None
+            assert (total.steps, total.estimated) == (1, 1)
+            assert total.output_tokens == 9  # the 36 characters it wrote, at 4 a token
+            assert total.input_tokens > 0 and total.cost is not None and total.cost > 0
+        finally:
+            h.stop()
 
 
 def test_the_conversation_budget_counts_the_providers_tokens_not_the_estimate(
