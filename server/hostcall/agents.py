@@ -15,6 +15,7 @@ from typing import Any
 from hostcall.blocks.http_request import spec_target, user_keys
 from hostcall.blocks.installed import NodeTool, targets_of
 from hostcall.blocks.mcp.binding import McpBinding, is_binding, parse_binding
+from hostcall.env_bindings import Use, agent_uses, refused_as_second_use, second_uses
 from hostcall.errors import AgentConfigError
 from hostcall.identity import IdentityConfig, parse_identity
 from hostcall.origins import BadOrigin, normalize_origin
@@ -212,6 +213,8 @@ def parse_agent(
             limits_of_model["allowed_hosts"] = lambda: env.allowed_hosts
     for problem in model_problems(model, tools=checked, environ=environ, **limits_of_model):
         problems.append(f"{where}: model: {problem}")
+    if platform is not None:
+        problems += platform.secret_problems(data, where)
     problems += _reply_problems(where, model, tools)
     if problems:
         return None, problems
@@ -357,6 +360,7 @@ def load_agents(
         platform = load_platform(directory, environ)
     agents: dict[str, Agent] = {}
     problems: list[str] = []
+    uses: list[tuple[str, Use]] = []
     files = sorted(p for p in directory.glob("*.json") if not p.name.startswith("_"))
     if not files:
         problems.append(f"{directory}: no agent files (*.json) found")
@@ -370,9 +374,20 @@ def load_agents(
         problems += found
         if agent is None:
             continue
+        uses += agent_uses(data, path.name)
         if agent.id in agents:
             problems.append(f"{path.name}: agent id {agent.id!r} is already used by another file")
         agents[agent.id] = agent
+    problems += _second_use_problems(uses, platform)
     if problems:
         raise AgentConfigError(problems)
     return agents
+
+
+def _second_use_problems(uses: list[tuple[str, Use]], platform: Platform) -> list[str]:
+    """A list-form variable given more than one purpose or destination by the agent files."""
+    unbound = platform.unbound()
+    return [
+        f"{use.where}: {refused_as_second_use(name, first, use)}"
+        for name, first, use in second_uses((n, u) for n, u in uses if n in unbound)
+    ]

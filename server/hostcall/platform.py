@@ -12,18 +12,20 @@ which an environment allows by name (``"mcp_servers": ["crm"]``).
 
 An agent names its ``environment`` (default ``"default"``: not protected, no hosts): its HTTP
 tools and its model may reach only that environment's ``allowed_hosts``. ``allowed_env`` lists
-the environment variables agents (a model's ``api_key_env``) and connections may read; the
-server's own (``HOSTCALL_*``) are refused even if listed. A connection's header values come
-from a listed variable (``{"env": NAME}``) or a secrets file (``{"file": PATH}``); they are
-added by the server to requests to the connection's ``hosts`` only, and never shown to the
-model, the widget or the event log. The platform is read live: tightening it applies to runs
-in flight, unlike agent definitions, which are frozen per run.
+the environment variables agents (a model's ``api_key_env``, an identity block's
+``secret_env``), connections and MCP servers may read, each bound to that one purpose and
+destination (hostcall/env_bindings.py); the server's own (``HOSTCALL_*``) are refused even if
+listed. A connection's header values come from a listed variable (``{"env": NAME}``) or a
+secrets file (``{"file": PATH}``); they are added by the server to requests to the
+connection's ``hosts`` only, and never shown to the model, the widget or the event log. The
+platform is read live: tightening it applies to runs in flight, unlike agent definitions,
+which are frozen per run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,17 @@ from typing import Any
 from hostcall import envvars
 from hostcall.blocks.http_request import parse_allowed_hosts
 from hostcall.blocks.mcp.servers import McpServer, parse_servers
+from hostcall.env_bindings import (
+    CONNECTION,
+    MCP_SERVER,
+    Binding,
+    Use,
+    agent_uses,
+    parse_allowed_env,
+    refused_as_second_use,
+    refused_by_binding,
+    second_uses,
+)
 from hostcall.errors import AgentConfigError
 
 PLATFORM_FILE = "_platform.json"
@@ -64,9 +77,37 @@ class Platform:
     # The environment variables agents may name (never HOSTCALL_*: refused at load).
     allowed_env: frozenset[str] = frozenset()
     mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
+    # What the names given in allowed_env's object form are for; the others are list-form.
+    bindings: Mapping[str, Binding] = field(default_factory=dict)
+    # The use this file itself gives a list-form name (a connection's or MCP server's):
+    # that name then serves it alone.
+    platform_uses: Mapping[str, Use] = field(default_factory=dict)
 
     def environment(self, name: str) -> Environment:
         return self.environments.get(name) or Environment(name, protected=True)
+
+    def unbound(self) -> frozenset[str]:
+        """The list-form names no use of this file has claimed: agent files' uses decide."""
+        return self.allowed_env - set(self.bindings) - set(self.platform_uses)
+
+    def use_refusal(self, name: str, use: Use) -> str | None:
+        """Why listed variable ``name`` may not serve ``use``, or None if it may."""
+        binding = self.bindings.get(name)
+        if binding is not None:
+            return None if binding.allows(use) else refused_by_binding(name, binding, use)
+        first = self.platform_uses.get(name)
+        if first is not None and not first.same_as(use):
+            return refused_as_second_use(name, first, use)
+        return None
+
+    def secret_problems(self, agent: Any, where: str) -> list[str]:
+        """The variables an agent file reads for a use their entry does not allow (one not
+        listed at all is reported by the field's own check)."""
+        problems = []
+        for name, use in agent_uses(agent, where):
+            if name in self.allowed_env and (why := self.use_refusal(name, use)):
+                problems.append(f"{use.where}: {why}")
+        return problems
 
 
 def load_platform(directory: Path, environ: Mapping[str, str]) -> Platform:
@@ -83,43 +124,89 @@ def load_platform(directory: Path, environ: Mapping[str, str]) -> Platform:
         raise AgentConfigError([f"{where}: must hold a JSON object"])
     for key in sorted(set(data) - {"environments", "connections", "allowed_env", "mcp_servers"}):
         problems.append(f"{where}: unknown key {key!r}")
-    allowed_env = _allowed_env(data.get("allowed_env", []), where, problems)
+    allowed_env, bindings = parse_allowed_env(data.get("allowed_env", []), where, problems)
+    uses: list[tuple[str, Use]] = []
     environments = {DEFAULT_ENVIRONMENT: Environment(DEFAULT_ENVIRONMENT)}
     for name, raw in _mapping(data.get("environments", {}), f"{where}: environments", problems):
         environments[name] = _environment(name, raw, f"{where}: environment {name!r}", problems)
     connections: dict[str, Connection] = {}
     for name, raw in _mapping(data.get("connections", {}), f"{where}: connections", problems):
-        connections[name] = _connection(
-            raw, f"{where}: connection {name!r}", environ, allowed_env, problems
-        )
-    servers = parse_servers(
-        data.get("mcp_servers", {}),
-        where,
-        lambda source, at: _secret(source, at, environ, allowed_env, problems),
-        problems,
-    )
+        at = f"{where}: connection {name!r}"
+        reader = _reader(CONNECTION, name, environ, allowed_env, uses, problems)
+        connections[name] = _connection(raw, at, reader, problems)
+    servers = _servers(data.get("mcp_servers", {}), where, environ, allowed_env, uses, problems)
     for env in environments.values():
         for name in sorted(env.mcp_servers - set(servers)):
             problems.append(
                 f"{where}: environment {env.name!r}: MCP server {name!r} is not declared "
                 "in 'mcp_servers'"
             )
+    problems += _binding_problems(where, bindings, connections, servers)
+    platform_uses: dict[str, Use] = {}
+    for name, use in uses:
+        binding = bindings.get(name)
+        if binding is not None:
+            if not binding.allows(use):
+                problems.append(f"{use.where}: {refused_by_binding(name, binding, use)}")
+        else:
+            platform_uses.setdefault(name, use)
+    for name, first, use in second_uses((n, u) for n, u in uses if n not in bindings):
+        problems.append(f"{use.where}: {refused_as_second_use(name, first, use)}")
     if problems:
         raise AgentConfigError(problems)
-    return Platform(environments, connections, allowed_env, servers)
+    return Platform(environments, connections, allowed_env, servers, bindings, platform_uses)
 
 
-def _allowed_env(value: Any, where: str, problems: list[str]) -> frozenset[str]:
-    if not isinstance(value, list) or not all(envvars.valid_name(v) for v in value):
-        problems.append(f"{where}: 'allowed_env' must list environment variable names")
-        return frozenset()
-    for name in value:
-        if envvars.reserved(name):
-            problems.append(
-                f"{where}: allowed_env: {name!r} is one of the server's own settings "
-                f"({envvars.RESERVED_PREFIX}*), never given to an agent"
-            )
-    return frozenset(v for v in value if not envvars.reserved(v))
+def _binding_problems(
+    where: str,
+    bindings: Mapping[str, Binding],
+    connections: Mapping[str, Connection],
+    servers: Mapping[str, McpServer],
+) -> list[str]:
+    declared = {CONNECTION: connections, MCP_SERVER: servers}
+    return [
+        f"{where}: allowed_env: {name!r} is bound to {binding.purpose.replace('_', ' ')} "
+        f"{binding.owner!r}, which is not declared in this file"
+        for name, binding in bindings.items()
+        if binding.purpose in declared and binding.owner not in declared[binding.purpose]
+    ]
+
+
+def _servers(
+    value: Any,
+    where: str,
+    environ: Mapping[str, str],
+    allowed_env: frozenset[str],
+    uses: list[tuple[str, Use]],
+    problems: list[str],
+) -> dict[str, McpServer]:
+    """The MCP servers, each read on its own so that its secrets are known to be its."""
+    if not isinstance(value, dict):
+        return parse_servers(value, where, lambda source, at: None, problems)
+    servers: dict[str, McpServer] = {}
+    for name, raw in value.items():
+        reader = _reader(MCP_SERVER, name, environ, allowed_env, uses, problems)
+        servers.update(parse_servers({name: raw}, where, reader, problems))
+    return servers
+
+
+def _reader(
+    purpose: str,
+    owner: str,
+    environ: Mapping[str, str],
+    allowed_env: frozenset[str],
+    uses: list[tuple[str, Use]],
+    problems: list[str],
+) -> Callable[[Any, str], str | None]:
+    """Reads the secrets of one connection or MCP server, noting each variable's use."""
+
+    def read(source: Any, at: str) -> str | None:
+        value = _secret(source, at, environ, allowed_env, problems)
+        if value is not None and isinstance(source, dict) and "env" in source:
+            uses.append((str(source["env"]), Use(purpose, owner, at)))
+        return value
+
+    return read
 
 
 def _mapping(value: Any, where: str, problems: list[str]) -> list[tuple[str, Any]]:
@@ -154,11 +241,7 @@ def _environment(name: str, raw: Any, where: str, problems: list[str]) -> Enviro
 
 
 def _connection(
-    raw: Any,
-    where: str,
-    environ: Mapping[str, str],
-    allowed_env: frozenset[str],
-    problems: list[str],
+    raw: Any, where: str, read: Callable[[Any, str], str | None], problems: list[str]
 ) -> Connection:
     if (
         not isinstance(raw, dict)
@@ -180,7 +263,7 @@ def _connection(
         bound = frozenset()
     headers: dict[str, str] = {}
     for header, source in raw["headers"].items():
-        value = _secret(source, f"{where}: header {header!r}", environ, allowed_env, problems)
+        value = read(source, f"{where}: header {header!r}")
         if value is not None:
             headers[header] = value
     return Connection(bound, headers)

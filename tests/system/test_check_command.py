@@ -146,3 +146,65 @@ def test_check_names_an_identity_block_s_mistakes_and_never_prints_its_secret(
         done.stderr
     )
     assert "the-signing-keys" not in done.stdout + done.stderr
+
+
+IDENTITY_SECRET = "the-shop-identity-secret-0123456789abcdef"
+
+
+def identified_site(directory: Path, allowed_env: object) -> dict[str, str]:
+    """A platform file listing an identity secret and a model key, an agent verifying its
+    visitors with the secret, and the environment that sets both."""
+    agents_folder(directory)
+    write_agent(directory, {
+        "environments": {"demo": {"allowed_hosts": ["127.0.0.1:8002", "api.openai.com:443"]}},
+        "allowed_env": allowed_env,
+    }, name="_platform.json")  # fmt: skip
+    write_agent(directory, {"id": "shop", "environment": "demo", "identity": {
+        "issuer": "https://shop.example", "audience": "hostcall",
+        "secret_env": "SHOP_IDENTITY_SECRET"}})  # fmt: skip
+    return {"SHOP_IDENTITY_SECRET": IDENTITY_SECRET, "OPENAI_API_KEY": "sk-model-key"}
+
+
+def test_check_refuses_the_identity_secret_as_a_model_key_on_a_readable_host(
+    tmp_path: Path,
+) -> None:
+    env = identified_site(tmp_path, {
+        "SHOP_IDENTITY_SECRET": {"for": "identity"},
+        "OPENAI_API_KEY": {"for": "model", "hosts": ["api.openai.com:443"]},
+    })  # fmt: skip
+    agent = planner_definition()
+    agent["model"] = {"kind": "openai", "base_url": "http://127.0.0.1:8002/v1", "model": "m",
+                      "api_key_env": "SHOP_IDENTITY_SECRET"}  # fmt: skip
+    write_agent(tmp_path, agent)
+    done = check_cli(tmp_path, env)
+    assert done.returncode == 1, done
+    assert done.stderr == (
+        "planner.json: model: 'api_key_env': environment variable 'SHOP_IDENTITY_SECRET' is "
+        "bound to 'identity' (it verifies visitors' tokens and is sent nowhere) in "
+        "'allowed_env' of _platform.json: it may not be used as the key of a model on "
+        "127.0.0.1:8002\n"
+    )
+    assert IDENTITY_SECRET not in done.stdout + done.stderr
+    # The model's own key, on its own host, is accepted.
+    agent["model"] |= {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"}
+    write_agent(tmp_path, agent)
+    done = check_cli(tmp_path, env)
+    assert done.returncode == 0, done.stderr
+
+
+def test_check_refuses_a_listed_secret_given_a_second_purpose(tmp_path: Path) -> None:
+    env = identified_site(tmp_path, ["SHOP_IDENTITY_SECRET"])
+    agent = planner_definition()
+    agent["model"] = {"kind": "openai", "base_url": "http://127.0.0.1:8002/v1", "model": "m",
+                      "api_key_env": "SHOP_IDENTITY_SECRET"}  # fmt: skip
+    write_agent(tmp_path, agent)
+    done = check_cli(tmp_path, env)
+    assert done.returncode == 1, done
+    [line] = done.stderr.splitlines()
+    assert line.startswith(
+        "planner.json: model: 'api_key_env': environment variable 'SHOP_IDENTITY_SECRET' is "
+        "listed in 'allowed_env' of _platform.json without a purpose and is already an "
+        "identity block's secret (shop.json: identity: 'secret_env')"
+    )
+    assert '{"SHOP_IDENTITY_SECRET": {"for": "identity"}}' in line
+    assert IDENTITY_SECRET not in done.stdout + done.stderr

@@ -507,7 +507,7 @@ def test_a_stdio_server_declared_anew_by_a_reload_is_stopped_and_started_anew(
     conv, snap = ask(h, "call pid")
     before = pid_of(snap["calls"][0])
     data = platform("http://127.0.0.1:9/mcp")
-    data["mcp_servers"]["files"]["env"]["EXTRA"] = {"env": "CRM_TOKEN"}
+    data["mcp_servers"]["files"]["env"]["EXTRA"] = {"env": "FILES_TOKEN"}
     write_agent(h.agents_dir, data, name="_platform.json")
 
     async def reload() -> None:

@@ -168,7 +168,11 @@ class RunAgents:
         if model is None:
             names = agent.callable_names()
             environment = agent.environment
+            # The live bindings too: a key rebound since the run began is not sent.
+            misused = self.platform.secret_problems(agent.source, f"agent {agent.id}")
             try:
+                if misused:
+                    raise ValueError(misused[0])
                 model = build_model(
                     agent.model,
                     environ=self.environ,
