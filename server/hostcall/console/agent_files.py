@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from hostcall.agents import load_agents
+from hostcall.env_bindings import agent_uses, new_uses, refused_as_new_use
 from hostcall.errors import AgentConfigError, Conflict, NotFound, Unprocessable
+from hostcall.platform import load_platform
 from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
 from hostcall.store.records import AgentVersion
@@ -65,7 +67,9 @@ def text_of(data: Any) -> str:
 
 def problems_with(directory: Path, environ: dict[str, str], name: str, data: Any) -> list[str]:
     """What ``hostcall check`` would print if ``name`` in ``directory`` held ``data``: the same
-    ``load_agents`` call, on a staged copy of the directory, so the messages are the same."""
+    ``load_agents`` call, on a staged copy of the directory, so the messages are the same;
+    first, any secret the change would send somewhere new (``new_secret_uses``)."""
+    problems = new_secret_uses(directory, environ, name, data)
     with tempfile.TemporaryDirectory(prefix="hostcall-check-") as tmp:
         staged = Path(tmp)
         for path in directory.glob("*.json"):
@@ -75,8 +79,24 @@ def problems_with(directory: Path, environ: dict[str, str], name: str, data: Any
         try:
             load_agents(staged, environ)
         except AgentConfigError as exc:
-            return exc.problems
-    return []
+            problems += [p for p in exc.problems if p not in problems]
+    return problems
+
+
+def new_secret_uses(directory: Path, environ: dict[str, str], name: str, data: Any) -> list[str]:
+    """A variable listed in ``allowed_env`` without a purpose, given by ``data`` a use no
+    agent file (enabled or disabled) gives it now. On disk, the files' uses must agree
+    (``hostcall check``); a designer could first edit or disable the files that use it, so
+    the console holds it to the uses it has: a new one is the operator's to bind."""
+    try:
+        platform = load_platform(directory, environ)
+    except AgentConfigError:
+        return []  # the staged load reports the platform file's problems
+    before = [use for f in agent_files(directory).values() for use in agent_uses(f.data, "")]
+    return [
+        f"{use.where}: {refused_as_new_use(variable, use)}"
+        for variable, use in new_uses(before, agent_uses(data, name), platform.unbound())
+    ]
 
 
 def write_atomically(path: Path, text: str) -> None:
