@@ -15,7 +15,9 @@ to one purpose and, where it is sent, one destination::
 
 ``identity`` is never sent anywhere; ``model`` only as the key of a model whose ``base_url``
 is on one of its ``hosts``; ``connection`` only in that connection's headers (to its hosts);
-``mcp_server`` only to that server.
+``mcp_server`` only to that server. A binding to a connection or server the file no longer
+declares is harmless (nothing may use the variable) and left alone; a misspelt one shows
+itself, as the connection's own use is then refused.
 
 The older list form (``"allowed_env": ["OPENAI_API_KEY"]``) still loads: a name listed so
 serves exactly one purpose and destination, the one its uses agree on (the platform file's

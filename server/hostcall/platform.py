@@ -3,7 +3,8 @@
 Read from ``_platform.json`` in the agents directory (optional)::
 
     {"environments": {"production": {"protected": true, "allowed_hosts": ["api.example.com:443"]}},
-     "allowed_env": ["HOLIDAYS_KEY", "OPENAI_API_KEY"],
+     "allowed_env": {"HOLIDAYS_KEY": {"for": "connection", "connection": "holidays"},
+                     "OPENAI_API_KEY": {"for": "model", "hosts": ["api.openai.com:443"]}},
      "connections": {"holidays": {"hosts": ["api.example.com:443"],
                                   "headers": {"X-Api-Key": {"env": "HOLIDAYS_KEY"}}}}}
 
@@ -141,7 +142,6 @@ def load_platform(directory: Path, environ: Mapping[str, str]) -> Platform:
                 f"{where}: environment {env.name!r}: MCP server {name!r} is not declared "
                 "in 'mcp_servers'"
             )
-    problems += _binding_problems(where, bindings, connections, servers)
     platform_uses: dict[str, Use] = {}
     for name, use in uses:
         binding = bindings.get(name)
@@ -155,21 +155,6 @@ def load_platform(directory: Path, environ: Mapping[str, str]) -> Platform:
     if problems:
         raise AgentConfigError(problems)
     return Platform(environments, connections, allowed_env, servers, bindings, platform_uses)
-
-
-def _binding_problems(
-    where: str,
-    bindings: Mapping[str, Binding],
-    connections: Mapping[str, Connection],
-    servers: Mapping[str, McpServer],
-) -> list[str]:
-    declared = {CONNECTION: connections, MCP_SERVER: servers}
-    return [
-        f"{where}: allowed_env: {name!r} is bound to {binding.purpose.replace('_', ' ')} "
-        f"{binding.owner!r}, which is not declared in this file"
-        for name, binding in bindings.items()
-        if binding.purpose in declared and binding.owner not in declared[binding.purpose]
-    ]
 
 
 def _servers(
