@@ -44,6 +44,8 @@ PURPOSES = (MODEL, IDENTITY, CONNECTION, MCP_SERVER)
 # A list-form name's uses are ranked so that the secret's likely owner keeps it: what the
 # operator's own file sends, then what verifies visitors, then model keys.
 _RANK = {CONNECTION: 0, MCP_SERVER: 0, IDENTITY: 1, MODEL: 2}
+# The key that names what a connection's or an MCP server's secret belongs to.
+_OWNER_KEYS = {CONNECTION: "connection", MCP_SERVER: "server"}
 _SHAPE = (
     "{NAME: {'for': 'model', 'hosts': ['host:port', ...]} | {'for': 'identity'} | "
     "{'for': 'connection', 'connection': NAME} | {'for': 'mcp_server', 'server': NAME}}"
@@ -173,13 +175,12 @@ def _unreserved(names: list[str], where: str, problems: list[str]) -> frozenset[
 
 
 def _binding(raw: Any, at: str, problems: list[str]) -> Binding | None:
-    purpose = raw.get("for") if isinstance(raw, dict) else None
-    expected = {MODEL: {"hosts"}, CONNECTION: {"connection"}, MCP_SERVER: {"server"}}
-    if not isinstance(purpose, str) or purpose not in PURPOSES:
+    if not isinstance(raw, dict) or raw.get("for") not in PURPOSES:
         problems.append(f"{at}: 'for' must be one of {', '.join(PURPOSES)} ({_SHAPE})")
         return None
-    assert isinstance(raw, dict)
-    keys = {"for", *expected.get(purpose, set())}
+    purpose = raw["for"]
+    owner_key = _OWNER_KEYS.get(purpose)
+    keys = {"for", *(["hosts"] if purpose == MODEL else []), *([owner_key] if owner_key else [])}
     if set(raw) != keys:
         problems.append(f"{at}: a {purpose!r} binding has exactly the keys {sorted(keys)}")
         return None
@@ -194,11 +195,11 @@ def _binding(raw: Any, at: str, problems: list[str]) -> Binding | None:
             problems.append(f"{at}: {str(exc).replace('allowed_hosts', 'hosts')}")
             return None
         return Binding(MODEL, hosts=bound)
-    if purpose == IDENTITY:
+    if owner_key is None:
         return Binding(IDENTITY)
-    owner = raw[expected[purpose].pop()]
+    owner = raw[owner_key]
     if not isinstance(owner, str) or not owner:
-        problems.append(f"{at}: must name the {purpose.replace('_', ' ')} it belongs to")
+        problems.append(f"{at}: {owner_key!r} must name the {owner_key} it belongs to")
         return None
     return Binding(purpose, owner=owner)
 

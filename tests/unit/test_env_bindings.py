@@ -57,9 +57,9 @@ def shop(agents: Path) -> None:
     write_agent(agents, {"id": "shop", "identity": IDENTITY})
 
 
-def problems_of(agents: Path) -> list[str]:
+def problems_of(agents: Path, environ: dict[str, str] = ENV) -> list[str]:
     try:
-        load_agents(agents, ENV)
+        load_agents(agents, environ)
     except AgentConfigError as exc:
         return exc.problems
     return []
@@ -226,13 +226,43 @@ def test_a_key_bound_to_one_connection_is_refused_to_another(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
+    ("binding", "refused"),
+    [
+        ({"for": "mcp_server", "server": "crm"}, None),
+        ({"for": "mcp_server", "server": "files"}, "bound to MCP server 'files'"),
+        ({"for": "model", "hosts": [OPENAI]}, f"bound to 'model' on {OPENAI}"),
+        ({"for": "identity"}, "bound to 'identity'"),
+    ],
+)
+def test_an_mcp_servers_secret_goes_to_that_server_only(
+    tmp_path: Path, binding: dict[str, Any], refused: str | None
+) -> None:
+    crm = {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": {"env": "CRM_TOKEN"}}}
+    files = {"url": "http://127.0.0.1:10/mcp", "headers": {}}
+    write_agent(tmp_path, {"allowed_env": {"CRM_TOKEN": binding},
+                           "mcp_servers": {"crm": crm, "files": files}},
+                name="_platform.json")  # fmt: skip
+    write_agent(tmp_path, {"id": "plain"})
+    problems = problems_of(tmp_path, {**ENV, "CRM_TOKEN": "Bearer crm-token"})
+    if refused is None:
+        assert problems == []
+    else:
+        [problem] = problems
+        assert problem.startswith(
+            "_platform.json: mcp server 'crm': header 'Authorization': environment variable "
+            f"'CRM_TOKEN' is {refused}"
+        )
+        assert problem.endswith("it may not be used as a secret of MCP server 'crm'")
+
+
+@pytest.mark.parametrize(
     ("allowed_env", "says"),
     [
         ({"K": {"for": "anything"}}, "allowed_env: 'K': 'for' must be one of model, identity"),
         ({"K": {"for": "model"}}, "allowed_env: 'K': a 'model' binding has exactly the keys"),
         ({"K": {"for": "model", "hosts": []}}, "'hosts' must list the 'host:port'"),
         ({"K": {"for": "model", "hosts": ["*:443"]}}, "hosts: '*:443'"),
-        ({"K": {"for": "connection", "connection": ""}}, "must name the connection it belongs to"),
+        ({"K": {"for": "connection", "connection": ""}}, "'connection' must name the connection"),
         ({"HOSTCALL_SECRET_KEYS": {"for": "identity"}}, "'HOSTCALL_SECRET_KEYS' is one of the"),
         ("K", "'allowed_env' must list environment variable names or bind each to its use"),
     ],
