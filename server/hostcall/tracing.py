@@ -3,7 +3,9 @@
 Off unless an OTLP endpoint is configured (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``hostcall serve --otlp-endpoint``) and
 ``OTEL_SDK_DISABLED`` is not ``true``; off, ``span`` hands back one shared empty context and
-nothing else runs. On, spans go to the endpoint over OTLP/HTTP in batches.
+nothing else runs. On, spans go to the endpoint over OTLP/HTTP in batches, from a thread of
+the SDK's: a collector that is slow or down never holds a request. Nor does it hold a
+SIGTERM: stopping waits ``SHUTDOWN_SECONDS`` at most for the last batch, then drops it.
 
 A run is not one coroutine: it waits for its calls holding nothing, and its steps may run in
 different processes. So its trace and span ids are derived from the run's id, and every
@@ -22,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import logging
+import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +37,12 @@ if TYPE_CHECKING:
 Attributes = Mapping[str, str | int | float | bool | list[str]]
 
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+# How long stopping waits for the spans still batched. The SDK's own bound is a 30 s flush of
+# exports that each retry for 10 s: behind a collector that never answers (or refuses), a
+# SIGTERM took 14-26 s, past many orchestrators' grace period, to send nothing.
+SHUTDOWN_SECONDS = 2.0
+
+log = logging.getLogger("hostcall.tracing")
 _NO_SPAN: contextlib.nullcontext[None] = contextlib.nullcontext()
 # The ids the next span takes, when it is a run's own (see _RunIds).
 _forced_ids: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar(
@@ -83,7 +93,9 @@ class Tracing:
 
         name = environ.get("OTEL_SERVICE_NAME", "").strip() or "hostcall"
         provider = TracerProvider(
-            resource=Resource.create({"service.name": name}), id_generator=_run_id_generator()
+            resource=Resource.create({"service.name": name}),
+            id_generator=_run_id_generator(),
+            shutdown_on_exit=False,  # ``shutdown`` does it, with a bound the SDK's has not
         )
         if exporter is not None:
             provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -150,10 +162,24 @@ class Tracing:
             span.set_status(StatusCode.ERROR, error)
         span.end(end_time=int(max(end, start) * 1e9))
 
-    def shutdown(self) -> None:
-        """Send what is still batched, and stop."""
-        if self._provider is not None:
-            self._provider.shutdown()
+    def shutdown(self, timeout: float = SHUTDOWN_SECONDS) -> None:
+        """Send what is still batched, and stop, waiting ``timeout`` seconds at most: what the
+        collector has not taken by then is dropped (the SDK's thread that sends it is a
+        daemon, and the process exits without it)."""
+        if self._provider is None:
+            return
+        # The SDK's shutdown takes no timeout: it runs in a thread of its own, waited on
+        # for ``timeout`` only.
+        stopping = threading.Thread(
+            target=self._provider.shutdown, name="hostcall-tracing-shutdown", daemon=True
+        )
+        stopping.start()
+        stopping.join(timeout)
+        if stopping.is_alive():
+            log.warning(
+                "traces: the collector did not take the last spans within %g s; they are dropped",
+                timeout,
+            )
 
 
 def _run_context(run_id: str | None) -> Any:
