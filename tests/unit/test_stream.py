@@ -151,6 +151,19 @@ def test_event_id_with_a_non_ascii_digit_is_refused_not_a_server_error(live: Liv
     assert_error(r, 400, "bad_event_id")
 
 
+@pytest.mark.parametrize("digits", [25, 5000])  # past 64 bits; past int()'s 4,300 digits
+def test_event_id_with_a_number_too_large_is_refused_not_a_server_error(
+    live: Live, digits: int
+) -> None:
+    conv = live.conversation()
+    raw = f"{conv.id}:{'9' * digits}"
+    for r in (
+        live.client.get(live.events_url(conv), headers={"Last-Event-ID": raw}),
+        live.client.get(live.events_url(conv, after=raw)),
+    ):
+        assert raw[:80] in assert_error(r, 400, "bad_event_id")
+
+
 # ---- stream tokens --------------------------------------------------------------------------
 
 

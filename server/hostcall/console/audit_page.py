@@ -8,18 +8,17 @@ from starlette.responses import Response
 from hostcall.console.accounts import Role
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
-from hostcall.errors import BadRequest
+from hostcall.protocol.numbers import whole_number
 
 PAGE_SIZE = 50
 
 
 @guarded(Role.ADMIN)
 async def audit_page(request: Request) -> Response:
-    before = request.query_params.get("before")
-    if before is not None and not before.isdigit():
-        raise BadRequest("before must be an entry number", field="before")
+    raw = request.query_params.get("before")
+    before = whole_number(raw, "before", low=1) if raw is not None else None
     store = request.app.state.hostcall.store
-    entries = await store.list_audit(limit=PAGE_SIZE + 1, before=int(before) if before else None)
+    entries = await store.list_audit(limit=PAGE_SIZE + 1, before=before)
     return page(
         request,
         "audit.html",

@@ -19,6 +19,7 @@ from hostcall.console.render import page
 from hostcall.console.session import form_of, guarded, operator_of
 from hostcall.errors import BadRequest, NotFound
 from hostcall.protocol.console import AgentProblems, AgentSaved
+from hostcall.protocol.numbers import whole_number
 from hostcall.protocol.reading import read_json
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
@@ -183,7 +184,7 @@ async def versions_page(request: Request) -> Response:
     chosen: tuple[int, int] | None = None
     params = request.query_params
     if params.get("from") and params.get("to"):
-        old, new = (_version_number(params.get(k)) for k in ("from", "to"))
+        old, new = (whole_number(params.get(k), k, low=1) for k in ("from", "to"))
         a = await runtime.store.get_agent_version(agent_id, old)
         b = await runtime.store.get_agent_version(agent_id, new)
         if a is None or b is None:
@@ -203,19 +204,13 @@ async def versions_page(request: Request) -> Response:
     )
 
 
-def _version_number(value: str | None) -> int:
-    if not value or not value.isdigit():
-        raise BadRequest("a version is a whole number", field="version")
-    return int(value)
-
-
 @guarded(Role.DESIGNER)
 async def rollback_agent(request: Request) -> Response:
     import json
 
     runtime = _runtime(request)
     agent_id = request.path_params["agent_id"]
-    number = _version_number(form_of(request).get("version"))
+    number = whole_number(form_of(request).get("version"), "version", low=1)
     old = await runtime.store.get_agent_version(agent_id, number)
     if old is None:
         raise NotFound(f"{agent_id!r} has no version {number}")

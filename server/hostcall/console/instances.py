@@ -36,6 +36,7 @@ from hostcall.protocol.console import (
     RunCancelled,
 )
 from hostcall.protocol.limits import MAX_REASON_CHARS
+from hostcall.protocol.numbers import whole_number
 from hostcall.protocol.reading import read_json
 from hostcall.protocol.requests import Decision, read_body
 from hostcall.protocol.responses import CallStatus
@@ -75,10 +76,7 @@ def _query(request: Request) -> tuple[ConversationQuery, int]:
         raise BadRequest("handoff must be 'waiting' or 'taken'", field="handoff")
     if feedback not in (None, "up", "down"):
         raise BadRequest("feedback must be 'up' or 'down'", field="feedback")
-    number = params.get("page", "1")
-    if not number.isdigit() or not 1 <= int(number) <= 100_000:
-        raise BadRequest("page must be a whole number from 1", field="page")
-    page_number = int(number)
+    page_number = whole_number(params.get("page", "1"), "page", low=1, high=100_000)
     query = ConversationQuery(
         agent_id=params.get("agent") or None,
         run_status=RunStatus(status) if status else None,

@@ -21,6 +21,7 @@ from hostcall.errors import BadRequest, NotFound
 from hostcall.personal_data import erase_person, export_person
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.cursors import page_cursor, read_cursor
+from hostcall.protocol.numbers import whole_number
 from hostcall.runtime import Runtime
 
 # Conversations on a page of a person's page (older ones on the next pages).
@@ -64,7 +65,7 @@ async def person_page(request: Request) -> Response:
     lines = await runtime.store.person_conversations(agent, person, limit=SHOWN + 1, before=before)
     last = lines[SHOWN - 1] if len(lines) > SHOWN else None
     older = _page_url(agent, person, before=page_cursor(last.updated_at, last.id)) if last else ""
-    erased = params.get("erased", "")
+    erased = params.get("erased")  # what the erasure just done said (its redirect's)
     return page(
         request,
         "person.html",
@@ -75,7 +76,7 @@ async def person_page(request: Request) -> Response:
         lines=lines[:SHOWN],
         older=older,
         newest=_page_url(agent, person) if before is not None else "",
-        erased=int(erased) if erased.isdigit() else None,
+        erased=whole_number(erased, "erased") if erased is not None else None,
     )
 
 

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from hostcall.console.accounts import Role
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
-from hostcall.errors import BadRequest
+from hostcall.protocol.numbers import whole_number
 from hostcall.store.records import UsageTotal
 
 DEFAULT_DAYS = 30
@@ -55,9 +55,7 @@ def money(cost: float | None) -> str:
 
 def _days(request: Request) -> int:
     raw = request.query_params.get("days", str(DEFAULT_DAYS))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_DAYS:
-        raise BadRequest(f"days must be a whole number from 1 to {MAX_DAYS}", field="days")
-    return int(raw)
+    return whole_number(raw, "days", low=1, high=MAX_DAYS)
 
 
 @guarded(Role.OPERATOR)

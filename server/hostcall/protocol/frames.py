@@ -12,6 +12,7 @@ from hostcall import strictjson
 from hostcall.errors import BadRequest
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName
+from hostcall.protocol.numbers import parsed
 from hostcall.protocol.wire import dumps
 
 
@@ -51,14 +52,14 @@ def parse_event_id(
     so the error says what the client actually sent.
     """
     owner, sep, number = raw.strip().rpartition(":")
-    if not sep or not (number.isascii() and number.isdigit()) or not owner:
+    seq = parsed(number)
+    if not sep or seq is None or not owner:
         raise BadRequest(f"{source} {raw[:80]!r} is not an event id", code=ErrorCode.BAD_EVENT_ID)
     if owner != conversation_id:
         raise BadRequest(
             f"{source} {raw[:80]!r} belongs to another conversation",
             code=ErrorCode.FOREIGN_EVENT_ID,
         )
-    seq = int(number)
     if seq > last_seq:
         raise BadRequest(
             f"{source} {raw[:80]!r} is ahead of this conversation's last event "
