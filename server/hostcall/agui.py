@@ -221,6 +221,17 @@ async def _answer_calls(engine: Engine, cid: str, messages: tuple[InputMessage, 
         if message is None or not call.state.answerable or tool is None or tool.kind != "client":
             continue
         answered.add(call.id)
+        if message.unstorable is not None:
+            # Refusing the request would leave the call waiting for a result this client
+            # will not send again: it fails, and the model reads why.
+            failed = await answers.fail(
+                call,
+                ToolErrorCode.CLIENT_ERROR,
+                f"The client's result holds {message.unstorable}, which cannot be stored; "
+                "it was not used.",
+            )
+            await engine.follow(failed)
+            continue
         if message.error is not None:
             failed = await answers.fail(
                 call, ToolErrorCode.CLIENT_ERROR, f"The client reported: {message.error}"

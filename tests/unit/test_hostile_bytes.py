@@ -40,6 +40,7 @@ from tests.unit.test_bad_input import (
     read_call,
     results_of,
     state,
+    tool_messages,
 )
 
 JSON = {"Content-Type": "application/json"}
@@ -489,17 +490,16 @@ def test_an_agui_run_with_unstorable_text_is_refused_and_starts_nothing(
 
 
 @pytest.mark.parametrize("bad", JSON_BAD)
-def test_an_agui_tool_result_with_unstorable_text_is_refused_and_the_thread_goes_on(
-    h: Harness, bad: str
+@pytest.mark.parametrize("where", ["content", "inner", "error"])
+def test_an_agui_tool_result_with_unstorable_text_fails_its_call_and_the_thread_goes_on(
+    h: Harness, bad: str, where: str
 ) -> None:
+    # A client whose tool answered with text no store can hold: refusing its request left
+    # the call delivered, and the thread answered 409 run_in_progress until the deadline,
+    # since the client sends the same history again with its next message.
     first = sse_events(h.http.post("/agui/planner", json=agui_body("t-2", [USER])))
     call_id = next(e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_START")
     cid = thread_conversation_id("planner", "t-2")
-    before = thread_state(h, cid)
-
-    def tool_message(content: str) -> dict[str, Any]:
-        return {"id": "m3", "role": "tool", "toolCallId": call_id, "content": content}
-
     assistant = {
         "id": "m2",
         "role": "assistant",
@@ -512,19 +512,45 @@ def test_an_agui_tool_result_with_unstorable_text_is_refused_and_the_thread_goes
             }
         ],
     }
-    # The escape in the message itself, and one in the JSON text the message carries.
+    # The escape in the message itself, in the JSON text the message carries, or in the
+    # error the client reports.
     inner = json.dumps({**BOARD, "note": "@BAD@"}).replace("@BAD@", JSON_BAD[bad])
-    for content, field in ((json.dumps(BOARD)[:-1] + ', "note": "@BAD@"}', "messages[2].content"),
-                           (inner, "messages[2].content.note")):  # fmt: skip
-        body = agui_body("t-2", [USER, assistant, tool_message(content)], run="r2")
-        r = h.http.post("/agui/planner", content=with_bad(body, bad), headers=JSON)
-        assert_unstorable(r, JSON_REASON[bad], field)
-        assert thread_state(h, cid) == before
-    # The same thread takes the good result at once: no 409, no waiting for the deadline.
-    body = agui_body("t-2", [USER, assistant, tool_message(json.dumps(BOARD))], run="r3")
-    events = sse_events(h.http.post("/agui/planner", json=body))
+    tool, field = {
+        "content": ({"content": json.dumps(BOARD)[:-1] + ', "note": "@BAD@"}'},
+                    "messages[2].content"),
+        "inner": ({"content": inner}, "messages[2].content.note"),
+        "error": ({"content": "", "error": "broke @BAD@"}, "messages[2].error"),
+    }[where]  # fmt: skip
+    history: list[dict[str, Any]] = [
+        USER,
+        assistant,
+        {"id": "m3", "role": "tool", "toolCallId": call_id, **tool},
+    ]
+    r = h.http.post("/agui/planner", content=with_bad(agui_body("t-2", history, "r2"), bad),
+                    headers=JSON)  # fmt: skip
+    assert sse_events(r)[-1] == {"type": "RUN_FINISHED", "threadId": "t-2", "runId": "r2"}
+    # The call failed, and the model was told why: once, as a client error.
+    calls = h.call(h.runtime.store.list_calls, cid)
+    assert [(c.id, c.state.value) for c in calls] == [(call_id, "failed")]
+    thread = Conv(cid, "", "")
+    results = results_of(h, thread, call_id)
+    assert [r["outcome"]["error"]["code"] for r in results] == ["client_error"], results
+    [read] = tool_messages(h, thread, call_id)
+    said = {"nul": "a NUL character", "surrogate": "a lone UTF-16 surrogate"}[bad]
+    assert read["error"]["code"] == "client_error", read
+    assert f"holds {said} (in {field}), which cannot be stored" in read["error"]["message"]
+    # The next message, with the same history before it, starts a run at once: no 409.
+    again = [*history, {"id": "m4", "role": "user", "content": READ}]
+    r = h.http.post("/agui/planner", content=with_bad(agui_body("t-2", again, "r3"), bad),
+                    headers=JSON)  # fmt: skip
+    events = sse_events(r)
     assert events[-1] == {"type": "RUN_FINISHED", "threadId": "t-2", "runId": "r3"}
-    assert [c[1].value for c in thread_state(h, cid)[2]] == ["answered"]
+    assert "TOOL_CALL_START" in [e["type"] for e in events]
+    # Nothing was lost: both visitor messages are in the thread, each run ended.
+    said_by_user = [m for m in h.call(h.runtime.store.list_messages, cid) if m.role == "user"]
+    assert [m.text for m in said_by_user] == [READ, READ]
+    assert len(h.call(h.runtime.store.list_runs, cid)) == 2
+    assert len(results_of(h, thread, call_id)) == 1
 
 
 # ---- the console: its sign-in form, its filters, its JSON

@@ -22,10 +22,11 @@ from hostcall.protocol.codes import ErrorCode
 NOT_UTF8 = "not_utf8"
 
 
-async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
+async def read_json(request: Request, max_bytes: int, *, check_text: bool = True) -> dict[str, Any]:
     """The request body as a strict JSON object, refusing more than ``max_bytes`` before
     parsing, and any body not declared ``application/json`` (a cross-origin ``text/plain``
-    POST is a "simple request" a foreign page can send without a CORS preflight)."""
+    POST is a "simple request" a foreign page can send without a CORS preflight).
+    ``check_text=False``: the caller refuses unstorable text itself (``refuse_unstorable``)."""
     media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if media_type and media_type != "application/json":
         raise UnsupportedMediaType(
@@ -58,7 +59,7 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
         raise BadRequest("request body must be a JSON object", code=ErrorCode.MALFORMED_JSON)
     # Only an escape can put a NUL or a lone surrogate in parsed JSON: a raw NUL is not JSON
     # and a raw surrogate is not UTF-8. A body with no escape is not walked.
-    if b"\\u" in body:
+    if check_text and b"\\u" in body:
         refuse_unstorable(value, "request body")
     return value
 
@@ -72,17 +73,21 @@ def refuse_unstorable(value: Any, what: str, where: str = "") -> None:
         raise unstorable_text(what, reason, field)
 
 
-def unstorable_text(what: str, reason: str, field: str = "") -> BadRequest:
-    """The refusal of text no store can hold (``reason``: ``strictjson.NUL``,
-    ``strictjson.LONE_SURROGATE`` or ``NOT_UTF8``)."""
+def unstorable_what(reason: str, field: str = "") -> str:
+    """What a refusal of ``reason`` found, and where: "a NUL character (in text)"."""
     said = {
         strictjson.NUL: "a NUL character",
         strictjson.LONE_SURROGATE: "a lone UTF-16 surrogate",
     }.get(reason, "bytes that are not UTF-8")
-    place = f" (in {field[:200]})" if field else ""
+    return said + (f" (in {field[:200]})" if field else "")
+
+
+def unstorable_text(what: str, reason: str, field: str = "") -> BadRequest:
+    """The refusal of text no store can hold (``reason``: ``strictjson.NUL``,
+    ``strictjson.LONE_SURROGATE`` or ``NOT_UTF8``)."""
     details = {"reason": reason, **({"field": field[:200]} if field else {})}
     return BadRequest(
-        f"{what} holds {said}{place}, which cannot be stored; remove it",
+        f"{what} holds {unstorable_what(reason, field)}, which cannot be stored; remove it",
         code=ErrorCode.INVALID_TEXT,
         **details,
     )

@@ -276,4 +276,7 @@ Body = TypeVar(
 
 async def read_body(request: Request, body: type[Body], max_bytes: int) -> Body:
     """The request's body as ``body``; the one call every route makes to read its body."""
-    return body.decode(await read_json(request, max_bytes))
+    # An AG-UI body checks its own text: a tool message's content no store can hold fails
+    # that call rather than the request (hostcall/protocol/run_input.py).
+    check_text = body is not RunAgentInput
+    return body.decode(await read_json(request, max_bytes, check_text=check_text))

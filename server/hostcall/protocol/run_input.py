@@ -4,6 +4,12 @@ Only what Hostcall acts on is kept: the thread and run ids, the messages (the la
 message starts a run; tool messages answer the calls this client ran), and the names of the
 tools the client declares it runs. ``state``, ``context`` and ``forwardedProps`` are accepted
 and ignored (docs/protocol.md, "AG-UI endpoint").
+
+Text no store can hold (a NUL, a lone surrogate) refuses the whole request, before anything
+is done, except in a tool message's content or error: that is the client's tool answering a
+call the run waits for, and refusing the request would leave the call waiting (the thread
+answering ``409`` until its deadline) for a client that will not send it again. The message
+says so instead (``InputMessage.unstorable``), and the call fails with it.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from typing import Any
 
 from hostcall import strictjson
 from hostcall.errors import BadRequest
-from hostcall.protocol.reading import refuse_unstorable
+from hostcall.protocol.reading import refuse_unstorable, unstorable_what
 
 ROLES = ("developer", "system", "assistant", "user", "tool", "activity", "reasoning")
 
@@ -25,6 +31,9 @@ class InputMessage:
     text: str  # string content, or the text parts of a list content, joined
     tool_call_id: str | None = None
     error: str | None = None  # a tool message's error: the client's tool failed
+    # What a tool message's content or error holds that cannot be stored ("a NUL character
+    # (in messages[2].content)"; then text and error are empty): the call it answers fails.
+    unstorable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +52,7 @@ class RunAgentInput:
         raw_tools = body.get("tools", [])
         if not isinstance(raw_tools, list):
             raise BadRequest("field 'tools' must be a list", field="tools")
+        refuse_unstorable(_without_tool_results(body, raw_messages), "request body")
         messages = tuple(_message(m, f"messages[{i}]") for i, m in enumerate(raw_messages))
         tools = tuple(_tool_name(t, f"tools[{i}]") for i, t in enumerate(raw_tools))
         return cls(thread_id, run_id, messages, tools)
@@ -71,23 +81,44 @@ def _message(raw: Any, where: str) -> InputMessage:
     else:
         raise BadRequest(f"{where}.content must be a string or a list", field=f"{where}.content")
     tool_call_id = _text(raw, "toolCallId", where) if role == "tool" else None
-    if tool_call_id is not None and "\\u" in text:
-        _refuse_unstorable_result(text, f"{where}.content")
     error = raw.get("error")
     if error is not None and not isinstance(error, str):
         raise BadRequest(f"{where}.error must be a string", field=f"{where}.error")
-    return InputMessage(_text(raw, "id", where), role, text, tool_call_id, error)
+    message = InputMessage(_text(raw, "id", where), role, text, tool_call_id, error)
+    if tool_call_id is None:
+        return message
+    unstorable = _unstorable_result(text, error, where)
+    if unstorable is None:
+        return message
+    return InputMessage(message.id, role, "", tool_call_id, None, unstorable)
 
 
-def _refuse_unstorable_result(text: str, where: str) -> None:
-    """A tool message's content is the call's output as JSON text (hostcall/agui.py): an
-    escape in it can still decode to a NUL or a lone surrogate. Refused before any call of
-    the request is answered."""
-    try:
-        value = strictjson.loads(text)
-    except strictjson.StrictJSONError:
-        return  # plain text: stored as it is, and the request body held no bad character
-    refuse_unstorable(value, "a tool message's content", where)
+def _without_tool_results(body: dict[str, Any], messages: list[Any]) -> dict[str, Any]:
+    """``body`` with its tool messages' content and error emptied (checked on their own)."""
+    emptied = [
+        {**m, "content": "", "error": None} if isinstance(m, dict) and m.get("role") == "tool"
+        else m
+        for m in messages
+    ]  # fmt: skip
+    return {**body, "messages": emptied}
+
+
+def _unstorable_result(text: str, error: str | None, where: str) -> str | None:
+    """Why a tool message's content or error cannot be stored, or None. The content is the
+    call's output as JSON text (hostcall/agui.py): an escape in it can decode to a NUL or a
+    lone surrogate too."""
+    found = strictjson.unstorable(text, f"{where}.content") or strictjson.unstorable(
+        error, f"{where}.error"
+    )
+    if found is None and "\\u" in text:
+        try:
+            found = strictjson.unstorable(strictjson.loads(text), f"{where}.content")
+        except strictjson.StrictJSONError:
+            pass  # plain text, and none of its characters is unstorable
+    if found is None:
+        return None
+    field, reason = found
+    return unstorable_what(reason, field)
 
 
 def _tool_name(raw: Any, where: str) -> str:
