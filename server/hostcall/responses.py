@@ -2,7 +2,8 @@
 ``to_wire``, and every exception as ``{"error": {code, message, details}}`` (``ErrorBody``).
 
 An unexpected exception is logged with its traceback for the operator and answered with a
-fixed message: no 500 carries a traceback's words to a visitor.
+fixed message: no 500 carries a traceback's words to a visitor. A client that went away
+before its body ended is neither: one line at info.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import psycopg
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from hostcall import metrics, strictjson
@@ -83,6 +84,17 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return WireResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The connection closed while its body was read (a tab closed, a network dropped): no
+    # fault of the server's, and nobody is left to answer. Its own handler, not
+    # _unexpected's: that one is a 500 and a traceback in the log, for every such client.
+    log.info("%s %s: the client went away before its request body ended",
+             request.method, request.url.path)  # fmt: skip
+    # nginx's "client closed request": never sent (uvicorn drops what is written to a
+    # closed connection), but it is what the request metrics count.
+    return Response(status_code=499)
+
+
 async def _unexpected(request: Request, exc: Exception) -> Response:
     # Starlette logs the traceback after this handler answers; the visitor gets none of it.
     return error_response(InternalError("the server failed to handle this request"))
@@ -102,6 +114,7 @@ def exception_handlers() -> dict[Any, Any]:
     return {
         HostcallError: _hostcall_error,
         HTTPException: _http_error,
+        ClientDisconnect: _client_gone,
         # Every driver error of either store (the pool's PoolTimeout is a psycopg one).
         sqlite3.Error: _store_failure,
         psycopg.Error: _store_failure,

@@ -194,3 +194,38 @@ def test_idle_connection_between_requests_is_left_to_keep_alive(guarded: int) ->
             while not reply.endswith(b"}"):
                 reply += sock.recv(4096)
             assert reply.startswith(b"HTTP/1.1 200 "), reply
+
+
+# ---- a client that goes away mid-body ----------------------------------------------------
+
+
+def wait_for_log(log: Path, count: int, *needles: str, timeout: float = 20) -> str:
+    """The log once it holds ``needles`` ``count`` times in all (what the server printed
+    when it did)."""
+    deadline = time.monotonic() + timeout
+    while sum((text := log.read_text(errors="replace")).count(n) for n in needles) < count:
+        assert time.monotonic() < deadline, f"not {count} of {needles} in the log:\n{text}"
+        time.sleep(0.05)
+    return text
+
+
+@pytest.mark.parametrize("path", ["/api/agents/planner/conversations", "/agui/planner"])
+def test_a_client_that_disconnects_mid_body_is_one_quiet_line(tmp_path: Path, path: str) -> None:
+    gone = f"POST {path}: the client went away before its request body ended"
+    with cli_server(tmp_path) as (url, _, log):
+        for times in (1, 2):  # and again: the server is none the worse for it
+            with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))) as sock:
+                sock.sendall(
+                    f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode()
+                    + b"Origin: http://localhost:8001\r\nContent-Type: application/json\r\n"
+                    b'Content-Length: 100\r\n\r\n{"threadId": "t-1", "me'
+                )
+            # What it printed for the request: the line, or (as it did) a traceback.
+            wait_for_log(log, times, gone, "Exception in ASGI application")
+            assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+        text = log.read_text()
+    assert "Traceback" not in text and "Exception in ASGI" not in text, text
+    assert "ERROR" not in text and " 500 " not in text, text
+    assert text.count(gone) == 2, text
+    # No conversation was made of half a request.
+    assert "201 Created" not in text, text
