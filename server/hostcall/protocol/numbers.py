@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 from hostcall.errors import BadRequest
-from hostcall.protocol.codes import ErrorCode
 
 #: The largest number a store holds (a signed 64-bit integer), and so the largest taken.
 LARGEST = 2**63 - 1
@@ -33,17 +32,15 @@ def whole_number(
     *,
     low: int = 0,
     high: int = LARGEST,
-    code: ErrorCode = ErrorCode.BAD_REQUEST,
 ) -> int:
     """``raw`` (the text of the parameter ``name``) as a number from ``low`` to ``high``,
-    or ``400`` (``code``) quoting what was sent."""
+    or ``400 bad_request`` quoting what was sent."""
     text = raw or ""
     value = parsed(text)
     if value is None or not low <= value <= high:
         shown = repr(text[:40]) + ("…" if len(text) > 40 else "")
         raise BadRequest(
             f"{name} must be a whole number from {low} to {high}, not {shown}",
-            code=code,
             field=name,
         )
     return value
