@@ -80,16 +80,23 @@ async def create_conversation(request: Request) -> Response:
     identity = await runtime.identities.of_request(request, agent)
     await runtime.quotas.new_conversation(agent.id, agent.limits, client_of(request))
     person = identity.sub if identity else None
-    # The browser's key names the conversation's browser (its anonymous history) and binds
-    # the cookie; a cookie without a key to bind could never resume: none is set.
-    binding = runtime.sessions.binding(body.resume_key) if body.resume_key else None
+    # The conversation joins this browser's anonymous history only with the cookie that
+    # carries the browser and the key it binds; the key alone starts a new browser, whose
+    # history is empty (hostcall/sessions.py). Without a key no cookie could ever resume:
+    # none is set, and the conversation is in no browser's history.
+    key = body.resume_key
+    browser = runtime.sessions.this_browser(request, parent, key) if key else None
     conversation = Conversation(
-        new_id("c"), agent.id, runtime.clock(), body.locale, person=person, browser=binding
+        new_id("c"), agent.id, runtime.clock(), body.locale, person=person, browser=browser
     )
     await runtime.store.create_conversation(conversation)
-    response = WireResponse(runtime.sessions.opened(conversation, agent), status_code=201)
-    if binding is not None:
-        runtime.sessions.set_cookie(response, conversation, agent, parent, binding=binding)
+    opened = runtime.sessions.opened(conversation, agent, browser=browser)
+    response = WireResponse(opened, status_code=201)
+    if key and browser is not None:
+        binding = runtime.sessions.binding(key)
+        runtime.sessions.set_cookie(
+            response, conversation, agent, parent, binding=binding, browser=browser
+        )
     return response
 
 

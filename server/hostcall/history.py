@@ -2,13 +2,13 @@
 to list, open (switch to) and delete, each request made with the session token of the
 conversation the widget holds now.
 
-Whose history it is follows from that conversation, never from the request: a signed-in
+Whose history it is follows from that token, never from the request's body: a signed-in
 person's conversations (``Conversation.person``) on any browser, else the anonymous
-conversations of this browser (``Conversation.browser``, a digest of the page's resume key,
-which the token's conversation was created with). The token proves the browser: it was got
-with the page's key (create) or with the key and the HttpOnly cookie (resume), and a
-neighbour with either alone gets none. Another owner's conversation, or another agent's,
-is answered exactly as one that does not exist: nobody learns that an id is in use.
+conversations of the browser the token was issued to (``Claims.browser``, a random id that
+only the browser's HttpOnly cookie carries: hostcall/sessions.py). The resume key is never
+enough: a conversation created with the key but without the cookie is a new browser's, with
+an empty history. Another owner's conversation, or another agent's, is answered exactly as
+one that does not exist: nobody learns that an id is in use.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from hostcall.protocol.requests import ResumeSession, read_body
 from hostcall.protocol.responses import History, HistoryEntry
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
-from hostcall.session_requests import session_conversation
+from hostcall.session_requests import session_claims
 from hostcall.store.records import Conversation, PersonConversation
+from hostcall.tokens import Claims
 
 # Conversations per page of a history.
 PAGE = 50
@@ -36,11 +37,11 @@ PAGE = 50
 VISITOR = "visitor"
 
 
-async def _holder(request: Request, runtime: Runtime) -> Conversation:
-    """The conversation whose session token the request holds; for a person's, proved
-    again with the page's identity token of that person (a history spans every device, so
-    a session token alone, past its person's sign-out on the page, lists nothing)."""
-    holder = await session_conversation(request, runtime)
+async def _holder(request: Request, runtime: Runtime) -> tuple[Conversation, Claims]:
+    """The conversation whose session token the request holds, and the token's claims; for
+    a person's, proved again with the page's identity token of that person (a history spans
+    every device, so a session token alone, past its person's sign-out, lists nothing)."""
+    holder, claims = await session_claims(request, runtime)
     agent = runtime.agents.get(holder.agent_id)
     if holder.person is not None and agent is not None and agent.identity is not None:
         identity = await runtime.identities.of_request(request, agent, needed=True)
@@ -49,26 +50,27 @@ async def _holder(request: Request, runtime: Runtime) -> Conversation:
                 "the identity token is another person's than this conversation's",
                 code=ErrorCode.WRONG_PERSON,
             )
-    return holder
+    return holder, claims
 
 
-def owns(holder: Conversation, other: Conversation) -> bool:
-    """Whether ``other`` is in the history of whoever holds ``holder``'s session."""
+def owns(holder: Conversation, other: Conversation, *, browser: str | None) -> bool:
+    """Whether ``other`` is in the history of whoever holds ``holder``'s session, issued to
+    ``browser``."""
     if other.agent_id != holder.agent_id:
         return False
     if holder.person is not None:
         return other.person == holder.person
-    return other.person is None and holder.browser is not None and other.browser == holder.browser
+    return other.person is None and browser is not None and other.browser == browser
 
 
-async def _owned(request: Request, runtime: Runtime) -> tuple[Conversation, Conversation]:
-    """The token's conversation and the one in the path, if the token's holder owns it."""
-    holder = await _holder(request, runtime)
+async def _owned(request: Request, runtime: Runtime) -> tuple[Conversation, Claims, Conversation]:
+    """The token's conversation and claims, and the one in the path if the holder owns it."""
+    holder, claims = await _holder(request, runtime)
     other_id = request.path_params["other_id"]
     other = await runtime.store.get_conversation(other_id)
-    if other is None or not owns(holder, other):
+    if other is None or not owns(holder, other, browser=claims.browser):
         raise NotFound(f"no conversation {other_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
-    return holder, other
+    return holder, claims, other
 
 
 def _iso(at: float) -> str:
@@ -77,16 +79,16 @@ def _iso(at: float) -> str:
 
 async def list_history(request: Request) -> Response:
     runtime: Runtime = request.app.state.hostcall
-    holder = await _holder(request, runtime)
+    holder, claims = await _holder(request, runtime)
     before = read_cursor(request.query_params.get("before"))
     lines: list[PersonConversation] = []
     if holder.person is not None:
         lines = await runtime.store.person_conversations(
             holder.agent_id, holder.person, limit=PAGE + 1, before=before
         )
-    elif holder.browser is not None:
+    elif claims.browser is not None:
         lines = await runtime.store.browser_conversations(
-            holder.agent_id, holder.browser, limit=PAGE + 1, before=before
+            holder.agent_id, claims.browser, limit=PAGE + 1, before=before
         )
     page = lines[:PAGE]
     last = page[-1] if len(lines) > PAGE else None
@@ -102,9 +104,10 @@ async def list_history(request: Request) -> Response:
 
 async def open_conversation(request: Request) -> Response:
     """Switch to another conversation of the history: its tokens, and the cookie names it
-    (the widget boots again resuming it, and so does a reload), bound to the page's key."""
+    (the widget boots again resuming it, and so does a reload), bound to the page's key and
+    carrying the browser the held token was issued to (this route is not sent the cookie)."""
     runtime: Runtime = request.app.state.hostcall
-    _, other = await _owned(request, runtime)
+    _, claims, other = await _owned(request, runtime)
     agent = runtime.agents.get(other.agent_id)
     if agent is None:
         raise NotFound(
@@ -112,17 +115,20 @@ async def open_conversation(request: Request) -> Response:
         )
     body = await read_body(request, ResumeSession, runtime.settings.max_body_bytes)
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
-    response = WireResponse(runtime.sessions.opened(other, agent))
+    browser = claims.browser or runtime.sessions.new_browser()
+    response = WireResponse(runtime.sessions.opened(other, agent, browser=browser))
     if body.resume_key:  # as at creation: the cookie binds the page's key, or is not set
         binding = runtime.sessions.binding(body.resume_key)
-        runtime.sessions.set_cookie(response, other, agent, parent, binding=binding)
+        runtime.sessions.set_cookie(
+            response, other, agent, parent, binding=binding, browser=browser
+        )
     return response
 
 
 async def delete_conversation(request: Request) -> Response:
     """Delete a conversation of the history whole (hostcall/personal_data.py), audited."""
     runtime: Runtime = request.app.state.hostcall
-    holder, other = await _owned(request, runtime)
+    holder, _, other = await _owned(request, runtime)
     await refuse_running(runtime.store, [other.id])
     await erase(
         runtime.store, [other.id], actor=VISITOR, action="conversation.delete",

@@ -39,7 +39,7 @@ from hostcall.runtime import Runtime
 from hostcall.session_requests import session_conversation
 from hostcall.sessions import bearer_token
 from hostcall.store.records import Conversation
-from hostcall.tokens import Purpose
+from hostcall.tokens import Claims, Purpose
 
 
 def _agent(request: Request, runtime: Runtime) -> Agent:
@@ -50,8 +50,10 @@ def _agent(request: Request, runtime: Runtime) -> Agent:
     return agent
 
 
-async def _held(request: Request, runtime: Runtime, agent: Agent) -> Conversation | None:
-    """The conversation of the session token this tab holds, if it is current."""
+async def _held(
+    request: Request, runtime: Runtime, agent: Agent
+) -> tuple[Conversation, Claims] | None:
+    """The conversation of the session token this tab holds, and its claims, if current."""
     token = bearer_token(request)
     if token is None:
         return None
@@ -66,7 +68,7 @@ async def _held(request: Request, runtime: Runtime, agent: Agent) -> Conversatio
         runtime.sessions.check_generation(conversation, claims)
     except HostcallError:
         return None
-    return conversation
+    return conversation, claims
 
 
 async def _cookied(
@@ -92,17 +94,25 @@ async def identify(request: Request) -> Response:
     identity = await runtime.identities.of_request(request, agent, needed=True)
     assert identity is not None
     person = identity.sub
-    current = await _held(request, runtime, agent)
+    held = await _held(request, runtime, agent)
+    current = held[0] if held else None
+    # The browser the cookie (with the key) or the tab's token was issued to, else a new one.
+    browser = runtime.sessions.this_browser(
+        request, parent, body.resume_key, held=held[1] if held else None
+    )
     if current is None or current.person not in (None, person):
         current = await _cookied(request, runtime, agent, parent, body.resume_key, person)
     found = await _choose(runtime, agent, identity, current)
     if found is None:
         raise NotFound("this person has no conversation yet", code=ErrorCode.NO_SESSION)
     chosen, adopted = found
-    response = WireResponse(replace(runtime.sessions.opened(chosen, agent), adopted=adopted))
+    opened = runtime.sessions.opened(chosen, agent, browser=browser)
+    response = WireResponse(replace(opened, adopted=adopted))
     if body.resume_key:
         binding = runtime.sessions.binding(body.resume_key)
-        runtime.sessions.set_cookie(response, chosen, agent, parent, binding=binding)
+        runtime.sessions.set_cookie(
+            response, chosen, agent, parent, binding=binding, browser=browser
+        )
     return response
 
 
@@ -150,10 +160,13 @@ async def open_conversation(request: Request) -> Response:
     ):
         # Another person's conversation is as unknown as one that does not exist.
         raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
-    response = WireResponse(runtime.sessions.opened(conversation, agent))
+    browser = runtime.sessions.this_browser(request, parent, body.resume_key)
+    response = WireResponse(runtime.sessions.opened(conversation, agent, browser=browser))
     if body.resume_key:
         binding = runtime.sessions.binding(body.resume_key)
-        runtime.sessions.set_cookie(response, conversation, agent, parent, binding=binding)
+        runtime.sessions.set_cookie(
+            response, conversation, agent, parent, binding=binding, browser=browser
+        )
     return response
 
 

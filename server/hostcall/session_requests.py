@@ -12,7 +12,7 @@ from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
 from hostcall.sessions import bearer_token
 from hostcall.store.records import Conversation
-from hostcall.tokens import Purpose
+from hostcall.tokens import Claims, Purpose
 
 
 def runtime_of(request: Request) -> Runtime:
@@ -22,6 +22,13 @@ def runtime_of(request: Request) -> Runtime:
 
 async def session_conversation(request: Request, runtime: Runtime) -> Conversation:
     """The conversation in the path, if the bearer session token is for it."""
+    conversation, _ = await session_claims(request, runtime)
+    return conversation
+
+
+async def session_claims(request: Request, runtime: Runtime) -> tuple[Conversation, Claims]:
+    """The conversation in the path and the claims of the bearer session token for it (the
+    browser it was issued to, for a history)."""
     claims = runtime.tokens.verify(Purpose.SESSION, bearer_token(request))
     conversation_id = request.path_params["conversation_id"]
     if claims.conversation_id != conversation_id:
@@ -31,7 +38,7 @@ async def session_conversation(request: Request, runtime: Runtime) -> Conversati
         raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
     runtime.sessions.check_generation(conversation, claims)
     check_origin(request, runtime, conversation.agent_id)
-    return conversation
+    return conversation, claims
 
 
 def check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> None:

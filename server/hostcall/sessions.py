@@ -6,9 +6,9 @@ port of Hostcall's host could read it with ``document.cookie`` (cookies ignore p
 act as the visitor, or plant its own so the visitor's chat went into its conversation.
 
 Now the server sets the cookie, ``HttpOnly; Secure; SameSite=None; Partitioned`` (CHIPS),
-with ``Path`` narrowed to the one endpoint that reads it, ``POST
-/api/agents/{agent}/session``. No script can read it; the widget holds its tokens in memory
-only. The cookie is named for the embedding page's origin, so two sites (or two ports) that
+with ``Path`` narrowed to the agent's endpoints that read it, ``/api/agents/{agent}/``
+(resume, identify, create, open). No script can read it; the widget holds its tokens in
+memory only. The cookie is named for the embedding page's origin, so two sites (or two ports) that
 embed one agent never share a conversation.
 
 A cookie alone never authorizes. It still reaches any server on another port of the host
@@ -36,6 +36,16 @@ cookie now one generation behind, was refused. This keeps the fixation guarantee
 visitor has resumed, the current cookie exists only in the visitor's HttpOnly jar, so no
 planter can present it; a cookie of any older generation is refused, with or without a
 token. A page that presents only the cookie (a new page, a reload) still rotates.
+
+Browsers: a visitor's anonymous history is the conversations of their *browser*, a random id
+the server makes on the browser's first conversation and keeps in this cookie (and in the
+session tokens it hands out, so that routes the cookie is not sent to can set it again). It
+is never derived from the resume key: the key sits in the host page's storage, where any
+script of the page, an extension or the next person at the computer reads it, so a key
+alone must open nothing. A new conversation joins this browser's history only with the
+cookie *and* the key it binds (``this_browser``); with either alone it starts a new, empty
+history. Conversations stored before browsers had such an id keep a digest of the key as
+their browser, which no id made now equals: they no longer appear in any history.
 """
 
 from __future__ import annotations
@@ -69,9 +79,17 @@ class Sessions:
 
     # ---- tokens ---------------------------------------------------------------------------
 
-    def token(self, conversation: Conversation, generation: int | None = None) -> str:
+    def token(
+        self,
+        conversation: Conversation,
+        generation: int | None = None,
+        *,
+        browser: str | None = None,
+    ) -> str:
         gen = conversation.session_generation if generation is None else generation
-        claims = Claims(conversation.id, generation=gen, person=conversation.person)
+        claims = Claims(
+            conversation.id, generation=gen, person=conversation.person, browser=browser
+        )
         return self.tokens.sign(Purpose.SESSION, claims)
 
     def stream_ticket(
@@ -99,9 +117,15 @@ class Sessions:
             )
 
     def opened(
-        self, conversation: Conversation, agent: Agent, *, generation: int | None = None
+        self,
+        conversation: Conversation,
+        agent: Agent,
+        *,
+        browser: str | None,
+        generation: int | None = None,
     ) -> ConversationOpened:
-        """What a widget needs to run a conversation: its tokens and the agent."""
+        """What a widget needs to run a conversation: its tokens and the agent. ``browser``:
+        the browser the session token is issued to (its history), None for none."""
         tools = tuple(
             ToolCard(
                 name=t.name,
@@ -118,7 +142,7 @@ class Sessions:
         )
         return ConversationOpened(
             conversation_id=conversation.id,
-            session_token=self.token(conversation, generation),
+            session_token=self.token(conversation, generation, browser=browser),
             stream_token=self.stream_ticket(
                 conversation.id,
                 conversation.session_generation if generation is None else generation,
@@ -146,6 +170,31 @@ class Sessions:
         return hashlib.sha256(key.encode()).hexdigest()[:32]
 
     @staticmethod
+    def new_browser() -> str:
+        """A browser's id, made on its first conversation: random, so only its cookie has it."""
+        return secrets.token_hex(16)
+
+    def this_browser(
+        self, request: Request, parent: str, key: str, *, held: Claims | None = None
+    ) -> str:
+        """The browser a request comes from: the one its cookie carries, if that cookie binds
+        the page's ``key``; else the one of the current session token this tab ``held``;
+        else a new browser, with an empty history. The key alone names none (see the
+        module's docstring), and neither does a cookie caught without its key."""
+        claims = self._claims(request.cookies.get(self.cookie_name(parent)), Purpose.RESUME)
+        if (
+            claims is not None
+            and claims.browser is not None
+            and claims.binding is not None
+            and key
+            and hmac.compare_digest(claims.binding, self.binding(key))
+        ):
+            return claims.browser
+        if held is not None and held.browser is not None:
+            return held.browser
+        return self.new_browser()
+
+    @staticmethod
     def cookie_name(parent: str) -> str:
         return "hc_session_" + hashlib.sha256(parent.encode()).hexdigest()[:16]
 
@@ -157,17 +206,19 @@ class Sessions:
         parent: str,
         *,
         binding: str,
+        browser: str,
         generation: int | None = None,
     ) -> None:
         gen = conversation.session_generation if generation is None else generation
-        claims = Claims(conversation.id, generation=gen, binding=binding)
+        claims = Claims(conversation.id, generation=gen, binding=binding, browser=browser)
         value = self.tokens.sign(Purpose.RESUME, claims)
         # Do not loosen these attributes: HttpOnly keeps it from every script, Partitioned
-        # (CHIPS) keeps it to this embedding site, the Path to the one endpoint that reads it.
+        # (CHIPS) keeps it to this embedding site, the Path to the agent's endpoints that
+        # read it (resume, identify, create, open; never the conversation's own API).
         response.headers.append(
             "set-cookie",
             f"{self.cookie_name(parent)}={value}; Max-Age={self.max_age}; "
-            f"Path=/api/agents/{agent.id}/session; HttpOnly; Secure; SameSite=None; Partitioned",
+            f"Path=/api/agents/{agent.id}; HttpOnly; Secure; SameSite=None; Partitioned",
         )
 
     # ---- resuming --------------------------------------------------------------------------
@@ -182,6 +233,8 @@ class Sessions:
         person: str | None = None,
     ) -> tuple[Conversation, Claims]:
         """The conversation the cookie names and the cookie's claims to hand out, or NotFound.
+        The claims keep the cookie's browser (a cookie from before browsers had ids gets a
+        new one: see the module's docstring).
 
         ``key`` is the page's resume key: the cookie resumes only with the one it binds.
         ``held`` is the session token the resuming tab held, if any: with the current
@@ -214,6 +267,7 @@ class Sessions:
         )
         if claims.generation != conversation.session_generation:
             raise superseded
+        claims = replace(claims, browser=claims.browser or self.new_browser())
         if self._was_in(conversation, self._claims(held, Purpose.SESSION)):
             return conversation, claims
         if not await self.store.rotate_session(conversation.id, claims.generation):
@@ -269,11 +323,19 @@ async def resume_session(request: Request) -> Response:
         held=bearer_token(request),
         person=identity.sub if identity else None,
     )
-    generation = claims.generation
-    response = WireResponse(sessions.opened(conversation, agent, generation=generation))
-    assert claims.binding is not None  # resume checked it
+    generation, browser = claims.generation, claims.browser
+    response = WireResponse(
+        sessions.opened(conversation, agent, browser=browser, generation=generation)
+    )
+    assert claims.binding is not None and browser is not None  # resume checked and set them
     sessions.set_cookie(
-        response, conversation, agent, parent, binding=claims.binding, generation=generation
+        response,
+        conversation,
+        agent,
+        parent,
+        binding=claims.binding,
+        browser=browser,
+        generation=generation,
     )
     return response
 

@@ -56,6 +56,10 @@ class Claims:
     # A session token's person: the verified ``sub`` it was issued to, for a conversation
     # that belongs to one (Conversation.person); None for an anonymous one.
     person: str | None = None
+    # The browser a resume cookie or session token was issued to: a random id that only
+    # the browser's HttpOnly cookie carries from one page to the next (hostcall/sessions.py),
+    # never derived from the page's resume key. None in tokens from before browsers had one.
+    browser: str | None = None
 
 
 class _ClockedSigner(TimestampSigner):
@@ -108,6 +112,8 @@ class Tokens:
             payload["b"] = claims.binding
         if claims.person is not None:
             payload["p"] = claims.person
+        if claims.browser is not None:
+            payload["w"] = claims.browser
         signed = self._signers[purpose].sign(self._serializers[purpose].dump_payload(payload))
         return signed.decode()
 
@@ -145,6 +151,7 @@ class Tokens:
             run_id=payload.get("r"),
             binding=payload.get("b") if isinstance(payload.get("b"), str) else None,
             person=payload.get("p") if isinstance(payload.get("p"), str) else None,
+            browser=payload.get("w") if isinstance(payload.get("w"), str) else None,
         )
 
     def _signed_for_other_purpose(self, purpose: Purpose, token: str) -> bool:

@@ -5,20 +5,22 @@ person's or another browser's, and a refusal changes nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hostcall.store.records import Conversation
+from hostcall.tokens import Claims, Purpose
 from tests.support.databases import store_url
 from tests.support.harness import ORIGIN, Conv, Harness, write_agent
 from tests.support.identity import AUDIENCE, ISSUER, SECRET, SECRET_ENV, hs_token
+from tests.unit.test_bad_input import CREATE as WRITE
 from tests.unit.test_bad_input import READ, assert_error, state
 from tests.unit.test_neighbours import BOARD_ORIGIN, RESUME, cookie_value
 from tests.unit.test_person_data import make_persons
 
-CREATE = "/api/agents/planner/conversations"
 KEY_A = "a" * 43  # one browser's resume key
 KEY_B = "b" * 43  # another browser's
 
@@ -31,11 +33,36 @@ def h(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Itera
         harness.stop()
 
 
-def started(h: Harness, key: str | None) -> Conv:
-    """A conversation a widget started in the browser holding ``key`` (None: no storage)."""
-    body = {"parentOrigin": BOARD_ORIGIN, **({"resumeKey": key} if key else {})}
-    r = h.http.post(CREATE, json=body, headers=ORIGIN)
+@dataclass
+class Browser:
+    """A browser: the resume key its page keeps (None: no storage) and its jar of the
+    HttpOnly cookies the server set, sent back as a browser sends them to the agent's
+    endpoints (TestClient's own jar never sends a ``Secure`` cookie to its plain http)."""
+
+    key: str | None
+    jar: dict[str, str] = field(default_factory=dict)
+
+    def body(self) -> dict[str, str]:
+        return {"parentOrigin": BOARD_ORIGIN, **({"resumeKey": self.key} if self.key else {})}
+
+    def cookies(self) -> dict[str, str]:
+        return {"Cookie": "; ".join(f"{n}={v}" for n, v in self.jar.items())} if self.jar else {}
+
+    def keep(self, response: Any) -> None:
+        for header in response.headers.get_list("set-cookie"):
+            name, _, rest = header.partition("=")
+            self.jar[name] = rest.partition(";")[0]
+
+
+def started(h: Harness, browser: Browser, agent: str = "planner", **headers: str) -> Conv:
+    """A conversation a widget started in ``browser``."""
+    r = h.http.post(
+        f"/api/agents/{agent}/conversations",
+        json=browser.body(),
+        headers=ORIGIN | browser.cookies() | headers,
+    )
     assert r.status_code == 201, r.text
+    browser.keep(r)
     b = r.json()
     return Conv(b["conversationId"], b["sessionToken"], b["streamToken"])
 
@@ -57,7 +84,8 @@ def set_person(h: Harness, conv: Conv, person: str) -> None:
 def test_a_browser_lists_its_conversations_last_written_first_titled_by_the_first_message(
     h: Harness,
 ) -> None:
-    first, second, third = started(h, KEY_A), started(h, KEY_A), started(h, KEY_A)
+    a = Browser(KEY_A)
+    first, second, third = started(h, a), started(h, a), started(h, a)
     h.say(first, READ)
     h.settle(first)
     h.clock.advance(5)
@@ -73,21 +101,23 @@ def test_a_browser_lists_its_conversations_last_written_first_titled_by_the_firs
 
 
 def test_another_browser_or_a_page_without_storage_sees_none_of_them(h: Harness) -> None:
-    mine = started(h, KEY_A)
+    a, b = Browser(KEY_A), Browser(KEY_B)
+    mine = started(h, a)
     h.say(mine, READ)
-    theirs = started(h, KEY_B)
-    keyless = started(h, None)
+    theirs = started(h, b)
+    keyless = started(h, Browser(None))
     assert ids(history(h, theirs)) == [theirs.id]
     assert ids(history(h, keyless)) == []
 
 
 def test_a_person_s_history_follows_them_and_leaves_out_the_anonymous_ones(h: Harness) -> None:
-    anonymous = started(h, KEY_A)
-    on_a = started(h, KEY_A)
-    on_b = started(h, KEY_B)
+    a, b = Browser(KEY_A), Browser(KEY_B)
+    anonymous = started(h, a)
+    on_a = started(h, a)
+    on_b = started(h, b)
     set_person(h, on_a, "user-42")
     set_person(h, on_b, "user-42")
-    someone_else = started(h, KEY_A)
+    someone_else = started(h, a)
     set_person(h, someone_else, "user-7")
     assert set(ids(history(h, on_b))) == {on_a.id, on_b.id}
     assert ids(history(h, someone_else)) == [someone_else.id]
@@ -96,9 +126,10 @@ def test_a_person_s_history_follows_them_and_leaves_out_the_anonymous_ones(h: Ha
 
 
 def test_a_long_history_comes_in_pages(h: Harness) -> None:
-    holder = started(h, KEY_A)
+    a = Browser(KEY_A)
+    holder = started(h, a)
     # Stored directly: more than the per-address limit lets one address create in a minute.
-    browser = h.runtime.sessions.binding(KEY_A)
+    browser = h.runtime.tokens.verify(Purpose.SESSION, holder.session).browser
     made = [Conversation(f"c_page{n:03}", "planner", 1000.0 + n, browser=browser)
             for n in range(52)]  # fmt: skip
     for conversation in made:
@@ -112,7 +143,8 @@ def test_a_long_history_comes_in_pages(h: Harness) -> None:
 
 
 def test_a_bad_page_cursor_is_refused_by_name(h: Harness) -> None:
-    conv = started(h, KEY_A)
+    a = Browser(KEY_A)
+    conv = started(h, a)
     for bad in ("nope", "inf~c_1", "1.5~c d", "nan~c_1"):
         r = h.http.get(
             f"/api/conversations/{conv.id}/history", params={"before": bad}, headers=conv.auth
@@ -123,10 +155,11 @@ def test_a_bad_page_cursor_is_refused_by_name(h: Harness) -> None:
 def test_opening_one_s_own_conversation_hands_its_tokens_and_the_cookie_names_it(
     h: Harness,
 ) -> None:
-    old = started(h, KEY_A)
+    a = Browser(KEY_A)
+    old = started(h, a)
     h.say(old, READ)
     h.settle(old)
-    now = started(h, KEY_A)
+    now = started(h, a)
     r = h.http.post(
         f"/api/conversations/{now.id}/history/{old.id}",
         json={"parentOrigin": BOARD_ORIGIN, "resumeKey": KEY_A},
@@ -157,10 +190,11 @@ def test_opening_one_s_own_conversation_hands_its_tokens_and_the_cookie_names_it
 
 
 def test_deleting_one_s_own_conversation_removes_it_from_the_history(h: Harness) -> None:
-    old = started(h, KEY_A)
+    a = Browser(KEY_A)
+    old = started(h, a)
     h.say(old, READ)
     h.settle(old)
-    now = started(h, KEY_A)
+    now = started(h, a)
     r = h.http.delete(f"/api/conversations/{now.id}/history/{old.id}", headers=now.auth)
     assert r.status_code == 204, r.text
     assert ids(history(h, now)) == [now.id]
@@ -176,20 +210,22 @@ def test_deleting_one_s_own_conversation_removes_it_from_the_history(h: Harness)
 
 
 def test_deleting_the_conversation_one_holds_is_allowed(h: Harness) -> None:
-    now = started(h, KEY_A)
+    a = Browser(KEY_A)
+    now = started(h, a)
     r = h.http.delete(f"/api/conversations/{now.id}/history/{now.id}", headers=now.auth)
     assert r.status_code == 204, r.text
     assert h.call(h.runtime.store.get_conversation, now.id) is None
 
 
 def test_every_history_endpoint_refuses_another_browser_s_conversation(h: Harness) -> None:
-    victim = started(h, KEY_A)
+    a, b = Browser(KEY_A), Browser(KEY_B)
+    victim = started(h, a)
     h.say(victim, READ)
     h.settle(victim)
     before = state(h, victim)
-    intruder = started(h, KEY_B)
-    keyless = started(h, None)
-    person = started(h, KEY_A)  # same browser, but a person's now: not the anonymous history
+    intruder = started(h, b)
+    keyless = started(h, Browser(None))
+    person = started(h, a)  # same browser, but a person's now: not the anonymous history
     set_person(h, person, "user-42")
     for attacker in (intruder, keyless, person):
         base = f"/api/conversations/{attacker.id}/history/{victim.id}"
@@ -202,14 +238,15 @@ def test_every_history_endpoint_refuses_another_browser_s_conversation(h: Harnes
 
 
 def test_every_history_endpoint_refuses_another_person_s_conversation(h: Harness) -> None:
-    victim = started(h, KEY_A)
+    a = Browser(KEY_A)
+    victim = started(h, a)
     set_person(h, victim, "user-42")
     h.say(victim, READ)
     h.settle(victim)
     before = state(h, victim)
-    other = started(h, KEY_A)  # same browser, another person
+    other = started(h, a)  # same browser, another person
     set_person(h, other, "user-7")
-    anonymous = started(h, KEY_A)  # same browser, nobody signed in
+    anonymous = started(h, a)  # same browser, nobody signed in
     for attacker in (other, anonymous):
         base = f"/api/conversations/{attacker.id}/history/{victim.id}"
         opened = h.http.post(base, json={"parentOrigin": BOARD_ORIGIN}, headers=attacker.auth)
@@ -220,8 +257,9 @@ def test_every_history_endpoint_refuses_another_person_s_conversation(h: Harness
 
 
 def test_the_path_s_conversation_must_be_the_token_s(h: Harness) -> None:
-    mine = started(h, KEY_A)
-    other = started(h, KEY_A)
+    a = Browser(KEY_A)
+    mine = started(h, a)
+    other = started(h, a)
     r = h.http.get(f"/api/conversations/{other.id}/history", headers=mine.auth)
     assert_error(r, 403, "wrong_token")
     r = h.http.delete(f"/api/conversations/{other.id}/history/{mine.id}", headers=mine.auth)
@@ -232,8 +270,9 @@ def test_the_path_s_conversation_must_be_the_token_s(h: Harness) -> None:
 
 
 def test_an_unknown_conversation_and_a_foreign_parent_are_refused(h: Harness) -> None:
-    mine = started(h, KEY_A)
-    other = started(h, KEY_A)
+    a = Browser(KEY_A)
+    mine = started(h, a)
+    other = started(h, a)
     base = f"/api/conversations/{mine.id}/history"
     assert_error(h.http.delete(f"{base}/c_nothing", headers=mine.auth), 404,
                  "unknown_conversation")  # fmt: skip
@@ -242,6 +281,94 @@ def test_an_unknown_conversation_and_a_foreign_parent_are_refused(h: Harness) ->
     )
     assert_error(r, 400, "bad_request", "parentOrigin")
     assert "set-cookie" not in r.headers
+
+
+# ---- the resume key alone: what any script of the host page reads ---------------------------
+
+
+def test_the_resume_key_alone_opens_nothing_of_the_visitor_s(h: Harness) -> None:
+    """The key sits in the host page's storage, where any script of the page, an extension
+    or the next person at the computer reads it. With it and without the browser's HttpOnly
+    cookie (another machine), none of the visitor's conversations opens, and nothing of
+    theirs changes: not their messages, not the write waiting for their approval."""
+    home = Browser(KEY_A)
+    victim = started(h, home)
+    h.say(victim, WRITE)
+    pending = h.open_call(victim, "awaiting_confirmation")
+    before = state(h, victim)
+    thief = Browser(KEY_A)  # the same key, no cookie
+    mine = started(h, thief)
+    assert ids(history(h, mine)) == [mine.id]
+    base = f"/api/conversations/{mine.id}/history"
+    headers = mine.auth | ORIGIN | thief.cookies()
+    for other in (victim.id, "c_0000000000000000"):  # answered as for an id nobody has
+        opened = h.http.post(f"{base}/{other}", json=thief.body(), headers=headers)
+        assert_error(opened, 404, "unknown_conversation")
+        assert "set-cookie" not in opened.headers
+        assert_error(h.http.delete(f"{base}/{other}", headers=headers), 404,
+                     "unknown_conversation")  # fmt: skip
+    # Nor does the key resume anything, with the cookie its own conversation got.
+    resumed = h.http.post(RESUME, json=thief.body(), headers=ORIGIN | thief.cookies())
+    assert resumed.status_code == 200 and resumed.json()["conversationId"] == mine.id
+    assert_error(h.http.post(RESUME, json=thief.body(), headers=ORIGIN), 404, "no_session")
+    assert state(h, victim) == before
+    assert h.open_call(victim, "awaiting_confirmation")["toolCallId"] == pending["toolCallId"]
+    assert h.call(h.runtime.store.get_conversation, victim.id) is not None
+
+
+def test_the_visitor_s_own_browser_keeps_its_history_across_reloads(h: Harness) -> None:
+    home = Browser(KEY_A)
+    first = started(h, home)
+    h.say(first, READ)
+    h.settle(first)
+    # A reload resumes with the cookie and the key; its token lists the browser's history.
+    r = h.http.post(RESUME, json=home.body(), headers=ORIGIN | home.cookies())
+    assert r.status_code == 200, r.text
+    home.keep(r)
+    body = r.json()
+    resumed = Conv(body["conversationId"], body["sessionToken"], body["streamToken"])
+    second = started(h, home)  # "New conversation", with the cookie the resume set
+    assert set(ids(history(h, resumed))) == set(ids(history(h, second))) == {first.id, second.id}
+    # Opening the first from the second points the cookie at it, in the same browser.
+    url = f"/api/conversations/{second.id}/history/{first.id}"
+    opened = h.http.post(url, json=home.body(), headers=second.auth | ORIGIN)
+    assert opened.status_code == 200, opened.text
+    home.keep(opened)
+    third = started(h, home)
+    assert set(ids(history(h, third))) == {first.id, second.id, third.id}
+
+
+def test_a_cookie_with_another_key_starts_a_new_empty_history(h: Harness) -> None:
+    """A neighbour on another port of the host catches the cookie (cookies ignore ports)
+    but not the key: with its own key, the cookie names no browser of the visitor's."""
+    home = Browser(KEY_A)
+    victim = started(h, home)
+    neighbour = Browser(KEY_B, jar=dict(home.jar))
+    mine = started(h, neighbour)
+    assert ids(history(h, mine)) == [mine.id]
+    assert_error(
+        h.http.post(
+            f"/api/conversations/{mine.id}/history/{victim.id}",
+            json=neighbour.body(),
+            headers=mine.auth | ORIGIN,
+        ),
+        404,
+        "unknown_conversation",
+    )
+
+
+def test_a_session_token_from_before_browsers_had_ids_lists_no_history(h: Harness) -> None:
+    """Conversations stored before kept a digest of the key as their browser, which anyone
+    with the key could compute: no token or cookie made now names them."""
+    legacy = Conversation(
+        "c_legacy00000001", "planner", 1000.0, browser=h.runtime.sessions.binding(KEY_A)
+    )
+    h.call(h.runtime.store.create_conversation, legacy)
+    old_token = h.runtime.tokens.sign(Purpose.SESSION, Claims(legacy.id))
+    holder = Conv(legacy.id, old_token, "")
+    assert ids(history(h, holder)) == []
+    thief = started(h, Browser(KEY_A))
+    assert ids(history(h, thief)) == [thief.id]
 
 
 # ---- a person's history, on an agent whose visitors sign in ---------------------------------

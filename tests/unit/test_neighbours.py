@@ -198,7 +198,7 @@ def test_session_cookie_is_set_by_the_server_where_no_script_can_read_it(harness
     _, name, header = created_with_cookie(harness)
     attributes = {a.strip().partition("=")[0].lower() for a in header.split(";")[1:]}
     assert {"httponly", "secure", "samesite", "partitioned", "path", "max-age"} <= attributes
-    assert "Path=/api/agents/planner/session" in header and "SameSite=None" in header
+    assert "Path=/api/agents/planner;" in header and "SameSite=None" in header
     # Named for the embedding page: another page embedding the agent gets another cookie.
     assert created_with_cookie(harness, "")[1] != name
 
