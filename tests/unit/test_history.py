@@ -5,18 +5,17 @@ person's or another browser's, and a refusal changes nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hostcall.store.records import Conversation
-from hostcall.tokens import Claims, Purpose
+from hostcall.tokens import Purpose
+from tests.support.browsers import Browser, started
 from tests.support.databases import store_url
 from tests.support.harness import ORIGIN, Conv, Harness, write_agent
 from tests.support.identity import AUDIENCE, ISSUER, SECRET, SECRET_ENV, hs_token
-from tests.unit.test_bad_input import CREATE as WRITE
 from tests.unit.test_bad_input import READ, assert_error, state
 from tests.unit.test_neighbours import BOARD_ORIGIN, RESUME, cookie_value
 from tests.unit.test_person_data import make_persons
@@ -31,40 +30,6 @@ def h(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Itera
         harness = Harness(tmp_path, agents_dir, database_url=url)
         yield harness
         harness.stop()
-
-
-@dataclass
-class Browser:
-    """A browser: the resume key its page keeps (None: no storage) and its jar of the
-    HttpOnly cookies the server set, sent back as a browser sends them to the agent's
-    endpoints (TestClient's own jar never sends a ``Secure`` cookie to its plain http)."""
-
-    key: str | None
-    jar: dict[str, str] = field(default_factory=dict)
-
-    def body(self) -> dict[str, str]:
-        return {"parentOrigin": BOARD_ORIGIN, **({"resumeKey": self.key} if self.key else {})}
-
-    def cookies(self) -> dict[str, str]:
-        return {"Cookie": "; ".join(f"{n}={v}" for n, v in self.jar.items())} if self.jar else {}
-
-    def keep(self, response: Any) -> None:
-        for header in response.headers.get_list("set-cookie"):
-            name, _, rest = header.partition("=")
-            self.jar[name] = rest.partition(";")[0]
-
-
-def started(h: Harness, browser: Browser, agent: str = "planner", **headers: str) -> Conv:
-    """A conversation a widget started in ``browser``."""
-    r = h.http.post(
-        f"/api/agents/{agent}/conversations",
-        json=browser.body(),
-        headers=ORIGIN | browser.cookies() | headers,
-    )
-    assert r.status_code == 201, r.text
-    browser.keep(r)
-    b = r.json()
-    return Conv(b["conversationId"], b["sessionToken"], b["streamToken"])
 
 
 def history(h: Harness, conv: Conv, **params: str) -> dict[str, Any]:
@@ -281,94 +246,6 @@ def test_an_unknown_conversation_and_a_foreign_parent_are_refused(h: Harness) ->
     )
     assert_error(r, 400, "bad_request", "parentOrigin")
     assert "set-cookie" not in r.headers
-
-
-# ---- the resume key alone: what any script of the host page reads ---------------------------
-
-
-def test_the_resume_key_alone_opens_nothing_of_the_visitor_s(h: Harness) -> None:
-    """The key sits in the host page's storage, where any script of the page, an extension
-    or the next person at the computer reads it. With it and without the browser's HttpOnly
-    cookie (another machine), none of the visitor's conversations opens, and nothing of
-    theirs changes: not their messages, not the write waiting for their approval."""
-    home = Browser(KEY_A)
-    victim = started(h, home)
-    h.say(victim, WRITE)
-    pending = h.open_call(victim, "awaiting_confirmation")
-    before = state(h, victim)
-    thief = Browser(KEY_A)  # the same key, no cookie
-    mine = started(h, thief)
-    assert ids(history(h, mine)) == [mine.id]
-    base = f"/api/conversations/{mine.id}/history"
-    headers = mine.auth | ORIGIN | thief.cookies()
-    for other in (victim.id, "c_0000000000000000"):  # answered as for an id nobody has
-        opened = h.http.post(f"{base}/{other}", json=thief.body(), headers=headers)
-        assert_error(opened, 404, "unknown_conversation")
-        assert "set-cookie" not in opened.headers
-        assert_error(h.http.delete(f"{base}/{other}", headers=headers), 404,
-                     "unknown_conversation")  # fmt: skip
-    # Nor does the key resume anything, with the cookie its own conversation got.
-    resumed = h.http.post(RESUME, json=thief.body(), headers=ORIGIN | thief.cookies())
-    assert resumed.status_code == 200 and resumed.json()["conversationId"] == mine.id
-    assert_error(h.http.post(RESUME, json=thief.body(), headers=ORIGIN), 404, "no_session")
-    assert state(h, victim) == before
-    assert h.open_call(victim, "awaiting_confirmation")["toolCallId"] == pending["toolCallId"]
-    assert h.call(h.runtime.store.get_conversation, victim.id) is not None
-
-
-def test_the_visitor_s_own_browser_keeps_its_history_across_reloads(h: Harness) -> None:
-    home = Browser(KEY_A)
-    first = started(h, home)
-    h.say(first, READ)
-    h.settle(first)
-    # A reload resumes with the cookie and the key; its token lists the browser's history.
-    r = h.http.post(RESUME, json=home.body(), headers=ORIGIN | home.cookies())
-    assert r.status_code == 200, r.text
-    home.keep(r)
-    body = r.json()
-    resumed = Conv(body["conversationId"], body["sessionToken"], body["streamToken"])
-    second = started(h, home)  # "New conversation", with the cookie the resume set
-    assert set(ids(history(h, resumed))) == set(ids(history(h, second))) == {first.id, second.id}
-    # Opening the first from the second points the cookie at it, in the same browser.
-    url = f"/api/conversations/{second.id}/history/{first.id}"
-    opened = h.http.post(url, json=home.body(), headers=second.auth | ORIGIN)
-    assert opened.status_code == 200, opened.text
-    home.keep(opened)
-    third = started(h, home)
-    assert set(ids(history(h, third))) == {first.id, second.id, third.id}
-
-
-def test_a_cookie_with_another_key_starts_a_new_empty_history(h: Harness) -> None:
-    """A neighbour on another port of the host catches the cookie (cookies ignore ports)
-    but not the key: with its own key, the cookie names no browser of the visitor's."""
-    home = Browser(KEY_A)
-    victim = started(h, home)
-    neighbour = Browser(KEY_B, jar=dict(home.jar))
-    mine = started(h, neighbour)
-    assert ids(history(h, mine)) == [mine.id]
-    assert_error(
-        h.http.post(
-            f"/api/conversations/{mine.id}/history/{victim.id}",
-            json=neighbour.body(),
-            headers=mine.auth | ORIGIN,
-        ),
-        404,
-        "unknown_conversation",
-    )
-
-
-def test_a_session_token_from_before_browsers_had_ids_lists_no_history(h: Harness) -> None:
-    """Conversations stored before kept a digest of the key as their browser, which anyone
-    with the key could compute: no token or cookie made now names them."""
-    legacy = Conversation(
-        "c_legacy00000001", "planner", 1000.0, browser=h.runtime.sessions.binding(KEY_A)
-    )
-    h.call(h.runtime.store.create_conversation, legacy)
-    old_token = h.runtime.tokens.sign(Purpose.SESSION, Claims(legacy.id))
-    holder = Conv(legacy.id, old_token, "")
-    assert ids(history(h, holder)) == []
-    thief = started(h, Browser(KEY_A))
-    assert ids(history(h, thief)) == [thief.id]
 
 
 # ---- a person's history, on an agent whose visitors sign in ---------------------------------

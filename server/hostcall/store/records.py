@@ -57,9 +57,11 @@ class Conversation:
     # the anonymous conversation they were in (``Conversations.set_person``); never changed
     # from one person to another.
     person: str | None = None
-    # The browser it was started in: a digest of the page's resume key (``Sessions.binding``,
-    # hostcall/sessions.py), None without one. An anonymous visitor's history is the
-    # anonymous conversations of their browser (``Conversations.browser_conversations``).
+    # The browser it was started in: the random id its HttpOnly resume cookie carries, never
+    # derived from the page's resume key (hostcall/sessions.py); None without a key. An
+    # anonymous visitor's history is the anonymous conversations of their browser
+    # (``Conversations.browser_conversations``). Rows from before browsers had ids hold a
+    # digest of the key, which no browser's id equals: they are in no history.
     browser: str | None = None
 
 

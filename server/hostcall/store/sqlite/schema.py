@@ -108,7 +108,7 @@ CREATE INDEX conversations_by_person ON conversations (agent_id, person, updated
     Migration(14, "run identities", """
 ALTER TABLE runs ADD COLUMN identity TEXT;
 """),
-    # The browser a conversation was started in (a digest of the page's resume key): an
+    # The browser a conversation was started in (Conversation.browser): an
     # anonymous visitor's history. Every conversation's last activity, for the agents'
     # retention (hostcall/retention.py), oldest first.
     Migration(15, "conversation browsers", """
