@@ -8,8 +8,10 @@ act as the visitor, or plant its own so the visitor's chat went into its convers
 Now the server sets the cookie, ``HttpOnly; Secure; SameSite=None; Partitioned`` (CHIPS),
 with ``Path`` narrowed to the agent's endpoints that read it, ``/api/agents/{agent}/``
 (resume, identify, create, open). No script can read it; the widget holds its tokens in
-memory only. The cookie is named for the embedding page's origin, so two sites (or two ports) that
-embed one agent never share a conversation.
+memory only. The cookie is named for the embedding page's origin, so two sites (or two
+ports) that embed one agent never share a conversation. (A script of the embedding page
+cannot make its own fetches carry it with the key: the API answers no CORS preflight and
+takes only ``application/json`` bodies, hostcall/protocol/reading.py.)
 
 A cookie alone never authorizes. It still reaches any server on another port of the host
 (cookies ignore ports: a neighbour there gets it with every request the visitor's browser

@@ -8,6 +8,8 @@ Screenshots go to test-results/screenshots/history-*.png.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
@@ -130,6 +132,31 @@ def test_another_browser_sees_none_of_them(browser: Browser, page: Page, demo: D
         # Nothing was written there, so nothing was made: an empty list, not another's.
         expect(status).to_have_text("No conversations yet.", timeout=SLOW)
         assert titles(stranger) == []
+    finally:
+        other.close()
+
+
+def test_the_resume_key_copied_to_another_browser_opens_none_of_them(
+    browser: Browser, page: Page, demo: Demo
+) -> None:
+    """The loader keeps the resume key in the host page's localStorage, where any script of
+    the page, an extension or the next person at the computer reads it. Copied into another
+    browser (without the HttpOnly cookie), it resumes nothing and lists nothing."""
+    two_conversations(page, demo)
+    key = page.evaluate("localStorage['hostcall:key:planner']")
+    assert key
+    other = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
+    try:
+        other.add_init_script(f"localStorage.setItem('hostcall:key:planner', {json.dumps(key)})")
+        thief_page = other.new_page()
+        thief = open_chat(thief_page, demo)
+        assert thief_page.evaluate("localStorage['hostcall:key:planner']") == key
+        expect(thief.frame.locator("[data-part=message][data-role=user]")).to_have_count(0)
+        thief.send("whose are these?")
+        thief.wait_until_idle()
+        open_history(thief)
+        assert titles(thief) == ["whose are these?"]
+        shot(thief_page, "history-copied-key")
     finally:
         other.close()
 
