@@ -119,6 +119,25 @@ def test_a_session_token_from_before_browsers_had_ids_lists_no_history(h: Harnes
     assert ids(history(h, thief)) == [thief.id]
 
 
+def test_a_cookie_from_before_browsers_had_ids_still_resumes_into_a_new_browser(
+    h: Harness,
+) -> None:
+    """A cookie set before carries no browser: with its key it still resumes its own
+    conversation, and the cookie handed back names a browser made now."""
+    home = Browser(KEY_A)
+    conv = started(h, home)
+    legacy = Claims(conv.id, binding=h.runtime.sessions.binding(KEY_A))
+    name = next(iter(home.jar))
+    home.jar[name] = h.runtime.tokens.sign(Purpose.RESUME, legacy)
+    r = h.http.post(RESUME, json=home.body(), headers=ORIGIN | home.cookies())
+    assert r.status_code == 200 and r.json()["conversationId"] == conv.id, r.text
+    home.keep(r)
+    browser = h.runtime.tokens.verify(Purpose.RESUME, home.jar[name]).browser
+    assert browser is not None
+    assert h.runtime.tokens.verify(Purpose.SESSION, r.json()["sessionToken"]).browser == browser
+    assert_error(h.http.post(RESUME, json=home.body(), headers=ORIGIN), 404, "no_session")
+
+
 # ---- identifying, on an agent whose visitors sign in ----------------------------------------
 
 
