@@ -15,6 +15,7 @@ from typing import Any
 from hostcall.blocks.http_request import spec_target, user_keys
 from hostcall.blocks.installed import NodeTool, targets_of
 from hostcall.blocks.mcp.binding import McpBinding, is_binding, parse_binding
+from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
 from hostcall.env_bindings import Use, agent_uses, refused_as_second_use, second_uses
 from hostcall.errors import AgentConfigError
 from hostcall.identity import IdentityConfig, parse_identity
@@ -108,12 +109,20 @@ def check_allowed_origins(origins: Any, where: str) -> tuple[list[str], list[str
 
 
 def parse_agent(
-    data: Any, where: str, environ: Mapping[str, str], platform: Platform | None = None
+    data: Any,
+    where: str,
+    environ: Mapping[str, str],
+    platform: Platform | None = None,
+    *,
+    check_replies: bool = True,
 ) -> tuple[Agent | None, list[str]]:
     """Check one agent definition; return it, or the problems found (all of them).
 
     With ``platform``, also check the agent against its environment (a definition frozen in
-    a run is re-read without it: the engine enforces the environment at run time).
+    a run is re-read without it: the engine enforces the environment at run time). Without
+    ``check_replies``, a scripted model's reply templates are not held to the output
+    schemas: a run's stored definition had them checked when it was frozen, and a reply
+    renders leniently at run time whatever a later check would say of it.
     """
     # Imported here: the model factory imports adapters that import this module's types.
     from hostcall.models.factory import model_problems
@@ -215,7 +224,8 @@ def parse_agent(
         problems.append(f"{where}: model: {problem}")
     if platform is not None:
         problems += platform.secret_problems(data, where)
-    problems += _reply_problems(where, model, tools)
+    if check_replies:
+        problems += _reply_problems(where, model, tools, bindings, names)
     if problems:
         return None, problems
     assert isinstance(agent_id, str)
@@ -255,15 +265,28 @@ def _user_without_identity(where: str, tools: list[Tool]) -> list[str]:
     return problems
 
 
-def _reply_problems(where: str, model: Any, tools: list[Tool]) -> list[str]:
+def _reply_problems(
+    where: str, model: Any, tools: list[Tool], bindings: list[McpBinding], names: set[str]
+) -> list[str]:
     """Reply templates checked against the tools' output schemas: a mistake is
-    reported by ``hostcall check``, not met by a visitor."""
+    reported by ``hostcall check``, not met by a visitor. An MCP server's tools are not
+    listed until a run starts, but every result of theirs has one shape (``content``,
+    ``structuredContent``): a rule is held to it, and to the server's own schema when a run
+    reads it (``RunAgents.freeze``)."""
     from hostcall.models.reply_check import reply_problems
 
     schemas: dict[str, Any] = {}
     for tool in tools:  # a duplicate name is reported once, as such
         schemas.setdefault(tool.name, tool.output_schema)
-    return [f"{where}: model: {problem}" for problem in reply_problems(model, schemas)]
+    for binding in bindings:
+        for name in binding.known_names():
+            schemas.setdefault(name, CONTENT_OUTPUT_SCHEMA)
+    for name in names:  # a tool that did not parse: reported once, for itself
+        schemas.setdefault(name, None)
+    # A rule naming no declared tool, beside a server's "all", names one of its tools.
+    other = CONTENT_OUTPUT_SCHEMA if any(b.tools is None for b in bindings) else None
+    found = reply_problems(model, schemas, other=other)
+    return [f"{where}: model: {problem}" for problem in found]
 
 
 def _environment_problems(

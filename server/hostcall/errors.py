@@ -17,6 +17,7 @@ machine-readable ``code`` (an ``ErrorCode``) and a message; ``hostcall.responses
      ├── Unprocessable         422  invalid_result, invalid_input, invalid_message
      ├── TooManyRequests       429  rate_limited (``Retry-After``)
      ├── InternalError         500  internal_error (anything unexpected; no traceback words)
+     │    └── RunUnreadable         a run's row is gone, or its stored definition unparsable
      └── Unavailable           503  store_unavailable (``Retry-After``)
       └── IdentityUnavailable   identity_unavailable (an agent's JWKS could not be read)
 
@@ -123,6 +124,17 @@ class TooManyRequests(HostcallError):
 class InternalError(HostcallError):
     status = 500
     code: ErrorCode = ErrorCode.INTERNAL_ERROR
+
+
+class RunUnreadable(InternalError):
+    """A run cannot be read back: its row is gone, or its stored agent definition no longer
+    parses (written by another version, or changed by hand). ``problems`` are for the log,
+    never for a client: they may quote the definition."""
+
+    def __init__(self, run_id: str, problems: list[str]) -> None:
+        super().__init__(f"run {run_id} cannot be read back")
+        self.run_id = run_id
+        self.problems = problems
 
 
 # Seconds a client is told to wait (``Retry-After``) when the database cannot be used: long

@@ -3,13 +3,15 @@
 Approval, in order (the first that applies wins):
 
 1. a write in a protected environment: always a person, every call — no grant, no
-   ``approval: never`` (refused at load) and no guardrail can waive it;
+   ``approval: never`` (refused at load) and no guardrail can waive it; an MCP tool counts
+   as a write there unless the agent file says ``read`` (``Tool.protected_write``);
 2. an input guardrail with ``require_approval`` that matched;
 3. ``approval: always`` — unless the person granted this tool for the conversation.
 
-What the model reads: an error as ``{"error": …}``; an output with redacted fields replaced,
-then cut to ``max_result_kb`` with a note saying how much was cut (the ledger keeps it whole);
-a simulated run's result wrapped as ``{"simulated": true, "result": …}``.
+What the model reads: an error as ``{"error": …}``; an output with redacted fields replaced
+(an MCP result's texts with them: ``redacted_texts``), then cut to ``max_result_kb`` with a
+note saying how much was cut (the ledger keeps it whole); a simulated run's result wrapped as
+``{"simulated": true, "result": …}``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
+from hostcall.blocks.mcp.results import redacted_texts
 from hostcall.guardrails import Hit, redact
 from hostcall.notices import tool_notice
 from hostcall.platform import Environment
@@ -39,7 +42,7 @@ class ApprovalReason(StrEnum):
 def approval_reason(
     tool: Tool, environment: Environment, *, granted: bool, hits: Sequence[Hit]
 ) -> ApprovalReason | None:
-    if tool.effect == "write" and environment.protected:
+    if environment.protected and tool.protected_write:
         return ApprovalReason.PROTECTED_WRITE
     if any(h.action == "require_approval" for h in hits):
         return ApprovalReason.GUARDRAIL
@@ -63,6 +66,8 @@ def model_view(tool: Tool | None, outcome: dict[str, Any]) -> Any:
     if tool is not None and tool.guardrails:
         hits = [Hit(**h) for h in outcome.get("guardrails", []) if h["on"] == "output"]
         output = redact(tool.guardrails, hits, output)
+        if tool.mcp is not None:
+            output = redacted_texts(outcome.get("output"), output)
     if outcome.get("simulated"):
         return {"simulated": True, "result": output}
     return output

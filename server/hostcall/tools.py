@@ -26,7 +26,7 @@ from hostcall.blocks.http_request import (
     parse_request_spec,
 )
 from hostcall.blocks.installed import NodeTool, parse_node_tool
-from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
+from hostcall.blocks.mcp.results import result_schema
 from hostcall.guardrails import Guardrail, parse_guardrails
 from hostcall.schemas import CompiledSchema, pattern_problems, required_problems, schema_problem
 
@@ -46,7 +46,7 @@ HTTP_KEYS = {
 }  # fmt: skip
 MCP_KEYS = {
     "name", "kind", "description", "server", "tool", "input_schema", "output_schema",
-    "max_response_kb", *POLICY_KEYS,
+    "max_response_kb", "effect_by_hint", *POLICY_KEYS,
 }  # fmt: skip
 # What of an MCP tool's texts reaches the model by default (blocks/mcp/results.py).
 MCP_RESPONSE_KB = 256.0
@@ -96,9 +96,12 @@ class HttpBlock:
 class McpBlock:
     server: str
     tool: str
-    # The tool declared an outputSchema: its structured content is the result.
+    # The tool declared an outputSchema: its result must carry structured content.
     structured: bool = False
     max_response_kb: float = MCP_RESPONSE_KB
+    # Its effect is read only because the server's annotations say so: the server's claim,
+    # which a protected environment does not take (``Tool.protected_write``).
+    effect_by_hint: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,14 @@ class Tool:
     def rerunnable(self) -> bool:
         """May run again with the same call id if its surface went away."""
         return self.effect == "read" or self.idempotent
+
+    @property
+    def protected_write(self) -> bool:
+        """Whether a protected environment holds a call for a person: every write, and an
+        MCP tool that is a read only by its server's annotations (a server may claim
+        ``readOnlyHint`` for a tool that deletes; only the agent file's ``read`` is trusted
+        there)."""
+        return self.effect == "write" or (self.mcp is not None and self.mcp.effect_by_hint)
 
     @property
     def require_confirmation(self) -> bool:
@@ -326,7 +337,7 @@ def _parse_mcp(
         problems.append(f"{where}: 'server' and 'tool' must name an MCP server and its tool")
     schemas: dict[str, dict[str, Any]] = {}
     for key in ("input_schema", "output_schema"):
-        value = raw.get(key, {"type": "object"} if key == "input_schema" else CONTENT_OUTPUT_SCHEMA)
+        value = raw.get(key, {"type": "object"})
         if problem := schema_problem(value):
             problems.append(f"{where}: {key!r} {problem}")
         else:
@@ -336,8 +347,16 @@ def _parse_mcp(
     if not _positive(size):
         problems.append(f"{where}: 'max_response_kb' must be a positive number")
         size = MCP_RESPONSE_KB
-    block = McpBlock(str(server), str(tool), "output_schema" in raw, float(size))
-    return block, schemas["input_schema"], schemas["output_schema"]
+    hinted = raw.get("effect_by_hint", False)
+    if not isinstance(hinted, bool):
+        problems.append(f"{where}: 'effect_by_hint' must be true or false")
+        hinted = False
+    structured = "output_schema" in raw
+    block = McpBlock(str(server), str(tool), structured, float(size), hinted)
+    # An entry's output_schema is the server's, for its structured content: the result
+    # itself always has the one shape blocks/mcp/results.py describes.
+    output = result_schema(schemas["output_schema"] if structured else None)
+    return block, schemas["input_schema"], output
 
 
 def _positive(value: Any) -> bool:

@@ -59,7 +59,7 @@ def platform(url: str, *, allowed: tuple[str, ...] = ("crm", "files")) -> dict[s
 ERROR_REPLY = "error {{ error.code }}: {{ error.message }}"
 RULES = [
     {"match": "^find (?P<who>.+)", "tool": "lookup", "arguments": {"name": "{{ who }}"},
-     "reply": "email {{ result.email }}", "error_reply": ERROR_REPLY},
+     "reply": "email {{ result.structuredContent.email }}", "error_reply": ERROR_REPLY},
     {"match": "^note (?P<what>.+)", "tool": "note_text", "arguments": {"text": "{{ what }}"},
      "reply": "ok", "error_reply": ERROR_REPLY},
 ]  # fmt: skip
@@ -140,14 +140,16 @@ def test_a_chosen_tool_is_listed_called_and_its_structured_output_reaches_the_mo
     assert snap["run"]["status"] == "finished", snap["run"]
     [call] = snap["calls"]
     assert call["state"] == "answered"
-    assert call["outcome"] == {"output": {"name": "Ann", "email": "ann@example.com"}}
+    output = call["outcome"]["output"]
+    assert output["structuredContent"] == {"name": "Ann", "email": "ann@example.com"}
+    assert json.loads(output["content"][0]["text"]) == output["structuredContent"]
     assert h.assistant_texts(conv)[-1] == "email ann@example.com"
     assert seen.calls[before:] == ["lookup"]
     # The credential went to the server, and nowhere else.
     assert seen.authorizations[-1] == TOKEN
     [frozen] = run_tools(h, conv)
     assert frozen["server"] == "crm" and frozen["tool"] == "lookup"
-    assert frozen["effect"] == "read"  # the server's readOnlyHint
+    assert frozen["effect"] == "read"  # the server's readOnlyHint, outside protected places
     assert frozen["title"] == "Look up a contact"
     assert frozen["output_schema"]["properties"]["email"] == {"title": "Email", "type": "string"}
     assert "sekrit" not in everything(h, conv) + json.dumps(frozen)
@@ -168,7 +170,8 @@ def test_all_tools_are_exposed_and_the_agent_file_overrides_the_servers_hints(
     assert snap["calls"][0]["state"] == "answered", snap["calls"]
     frozen = {t["name"]: t for t in run_tools(h, conv)}
     assert set(frozen) == {"find_contact", "note_text", "fail", "slow", "huge", "picture",
-                           "whoami", "crash", "pid", "odd", "grow"}  # fmt: skip
+                           "whoami", "crash", "pid", "odd", "grow", "wipe", "erase", "greet",
+                           "sprout"}  # fmt: skip
     assert frozen["find_contact"]["effect"] == "write"  # the file decides
     assert frozen["find_contact"]["title"] == "Find someone"
     assert frozen["note_text"]["effect"] == "write"  # destructiveHint
@@ -222,7 +225,7 @@ def test_a_slow_tool_past_its_timeout_fails_and_the_session_stays_usable(
     error = h.model_error(snap["calls"][0])
     assert error == {"code": "block_failed", "message": "The request failed: timeout after 0.5 s"}
     _, snap = ask(h, "find Cy", conv)
-    assert snap["calls"][-1]["outcome"]["output"]["email"] == "cy@example.com"
+    assert snap["calls"][-1]["outcome"]["output"]["structuredContent"]["email"] == "cy@example.com"
 
 
 def test_a_huge_result_is_cut_to_the_limit_and_the_model_is_told(
@@ -250,7 +253,7 @@ def test_an_image_is_described_to_the_model_not_passed_on(
     made.append(h)
     _, snap = ask(h, "call picture")
     assert snap["calls"][0]["outcome"]["output"] == {"content": [
-        {"type": "image", "mimeType": "image/png", "bytes": 308},
+        {"type": "image", "text": "", "mimeType": "image/png", "bytes": 308},
         {"type": "text", "text": "a square"},
     ]}  # fmt: skip
 
@@ -300,13 +303,16 @@ def test_a_simulated_run_returns_the_simulation_result_and_never_calls_the_serve
         "kind": "mcp",
         "server": "crm",
         "tools": ["lookup"],
-        "overrides": {"lookup": {"simulation_result": {"name": "Sim", "email": "sim@example.com"}}},
-    }
+        "overrides": {"lookup": {"simulation_result": {
+            "content": [{"type": "text", "text": "Sim"}],
+            "structuredContent": {"name": "Sim", "email": "sim@example.com"},
+        }}},
+    }  # fmt: skip
     h = build(tmp_path, url, binding, rules=RULES[:1])
     made.append(h)
     before = len(seen.calls)
     conv, snap = ask(h, "find Ann", simulate=True)
-    assert snap["calls"][0]["outcome"]["output"] == {"name": "Sim", "email": "sim@example.com"}
+    assert snap["calls"][0]["outcome"]["output"]["structuredContent"]["email"] == "sim@example.com"
     assert h.assistant_texts(conv)[-1] == "(Simulated) email sim@example.com"
     assert seen.calls[before:] == []
 
@@ -321,9 +327,9 @@ def test_a_protected_environment_asks_a_person_for_a_server_write(
     before = len(seen.calls)
     _, snap = ask(h, "note hi")
     assert snap["calls"][0]["state"] == "awaiting_confirmation"
-    _, snap = ask(h, "find Di")  # a read (readOnlyHint) runs at once
-    assert snap["calls"][0]["state"] == "answered"
-    assert seen.calls[before:] == ["lookup"]
+    _, snap = ask(h, "find Di")  # readOnlyHint is the server's say: a person decides here
+    assert snap["calls"][0]["state"] == "awaiting_confirmation"
+    assert seen.calls[before:] == []
 
 
 # ---- the environment -----------------------------------------------------------------------
@@ -553,7 +559,8 @@ def test_guardrails_and_call_limits_apply_to_a_servers_tools(
 ) -> None:
     url, seen = crm
     hide = {"name": "hide emails", "on": "output", "action": "redact",
-            "when": {"path": "/email", "op": "exists"}, "fields": ["/email"]}  # fmt: skip
+            "when": {"path": "/structuredContent/email", "op": "exists"},
+            "fields": ["/structuredContent/email"]}  # fmt: skip
     binding = {"kind": "mcp", "server": "crm", "tools": ["lookup"], "max_calls_per_pass": 1,
                "overrides": {"lookup": {"guardrails": [hide]}}}  # fmt: skip
     twice = {"match": "^both$", "reply": "ok", "calls": [
@@ -563,7 +570,10 @@ def test_guardrails_and_call_limits_apply_to_a_servers_tools(
     h = build(tmp_path, url, binding, rules=[RULES[0], twice])
     made.append(h)
     conv, snap = ask(h, "find Ann")
-    assert snap["calls"][0]["outcome"]["output"] == {"name": "Ann", "email": "[redacted]"}
+    assert snap["calls"][0]["outcome"]["output"]["structuredContent"] == {
+        "name": "Ann",
+        "email": "[redacted]",
+    }
     assert h.assistant_texts(conv)[-1] == "email [redacted]"
     before = len(seen.calls)
     _, snap = ask(h, "both", conv)

@@ -21,9 +21,12 @@ from mcp_types import (
 
 from hostcall.agents import load_agents
 from hostcall.blocks.mcp.binding import ListedTool, McpBinding, exposed_name, frozen_entries
-from hostcall.blocks.mcp.results import content_output, error_text
+from hostcall.blocks.mcp.results import content_output, error_text, result_schema
 from hostcall.errors import AgentConfigError
-from hostcall.platform import load_platform
+from hostcall.platform import Environment, load_platform
+from hostcall.policies import ApprovalReason, approval_reason
+from hostcall.schemas import CompiledSchema
+from hostcall.tools import parse_tool
 from tests.support.harness import write_agent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,16 +160,60 @@ def test_freezing_takes_the_servers_schemas_hints_and_the_files_overrides() -> N
         ListedTool("broken", "Bad schema.", input_schema={"type": "nonsense"}),
     ]  # fmt: skip
     binding = McpBinding("crm", None, {"wipe": {"approval": "always"}}, {"deadline_seconds": 9})
-    entries, problems = frozen_entries(binding, listed)
+    entries, problems = frozen_entries(binding, listed, protected=False)
     assert [e["name"] for e in entries] == ["get_contact", "wipe"]
     first, second = entries
     assert first["tool"] == "get.contact" and first["effect"] == "read"
+    assert first["effect_by_hint"] is True  # the server's claim, not the file's
     assert first["title"] == "Get a contact" and "output_schema" in first
     assert second["effect"] == "write" and second["approval"] == "always"
+    assert "effect_by_hint" not in second
     assert all(e["deadline_seconds"] == 9 for e in entries)
     assert len(problems) == 1 and "tool 'broken'" in problems[0]
     chosen = McpBinding("crm", ("gone",), {}, {})
-    assert frozen_entries(chosen, listed) == ([], ["the server lists no tool 'gone'"])
+    assert frozen_entries(chosen, listed, protected=False) == (
+        [],
+        ["the server lists no tool 'gone'"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("hints", "said", "protected", "effect"),
+    [
+        ({"read_only": True}, None, False, "read"),
+        ({"read_only": True}, None, True, "write"),  # a claim no person checked
+        ({"read_only": True, "destructive": True}, None, False, "write"),  # destructive wins
+        ({"read_only": True, "destructive": True}, None, True, "write"),
+        ({}, None, False, "write"),
+        ({"read_only": True, "destructive": True}, "read", True, "read"),  # the file decides
+        ({"read_only": True}, "write", False, "write"),
+    ],
+)
+def test_an_mcp_tools_effect_is_the_files_then_its_honest_hints_never_in_protected(
+    hints: dict[str, bool], said: str | None, protected: bool, effect: str
+) -> None:
+    overrides = {"t": {"effect": said}} if said else {}
+    binding = McpBinding("crm", ("t",), overrides, {})
+    [entry], _ = frozen_entries(binding, [ListedTool("t", "A tool.", **hints)], protected=protected)
+    assert entry["effect"] == effect
+    assert entry.get("effect_by_hint", False) is (said is None and effect == "read")
+
+
+def test_a_read_by_the_servers_hint_alone_still_asks_a_person_where_protected() -> None:
+    """A run frozen in an open environment keeps its entries; should the operator protect
+    the environment meanwhile, the server's claim is not taken there either."""
+    hinted, _ = parse_tool({"kind": "mcp", "name": "wipe", "description": "Wipes.",
+                            "server": "crm", "tool": "wipe", "effect": "read",
+                            "effect_by_hint": True}, "t")  # fmt: skip
+    said, _ = parse_tool({"kind": "mcp", "name": "look", "description": "Looks.",
+                          "server": "crm", "tool": "look", "effect": "read"}, "t")  # fmt: skip
+    assert hinted is not None and said is not None
+    protected, open_ = Environment("prod", protected=True), Environment("dev")
+    assert approval_reason(hinted, protected, granted=False, hits=()) is (
+        ApprovalReason.PROTECTED_WRITE
+    )
+    assert approval_reason(said, protected, granted=False, hits=()) is None
+    assert approval_reason(hinted, open_, granted=False, hits=()) is None
     assert exposed_name("9lives/now") == "_9lives_now"
 
 
@@ -185,12 +232,12 @@ def test_content_is_bounded_described_and_the_cut_is_told() -> None:
     assert output == {
         "content": [
             {"type": "text", "text": "é" * 6},
-            {"type": "image", "mimeType": "image/png", "bytes": 100},
-            {"type": "resource", "uri": "file:///a.md", "mimeType": "text/markdown", "text": "abc"},
-            {"type": "resource", "uri": "file:///b.bin", "bytes": 5},
-            {"type": "resource_link", "uri": "file:///c.csv", "name": "c.csv"},
+            {"type": "image", "text": "", "mimeType": "image/png", "bytes": 100},
+            {"type": "resource", "text": "abc", "uri": "file:///a.md", "mimeType": "text/markdown"},
+            {"type": "resource", "text": "", "uri": "file:///b.bin", "bytes": 5},
+            {"type": "resource_link", "text": "", "uri": "file:///c.csv", "name": "c.csv"},
         ],
-        "structured": {"n": 1},
+        "structuredContent": {"n": 1},
         "truncated": {"bytes": 5, "note": "5 bytes of the tool's text were left out: the "
                       "result is longer than this tool's limit of 15 bytes."},
     }  # fmt: skip
@@ -224,4 +271,60 @@ def test_the_mcp_example_of_docs_agents_md_loads_with_its_platform_file(tmp_path
     assert caught.value.problems == [
         "support.json: MCP server 'files' is not allowed in environment 'production' "
         "(its 'mcp_servers' in _platform.json: crm)"
+    ]
+
+
+def test_every_result_has_a_first_text_and_matches_the_schema_its_run_froze() -> None:
+    """``result.content[0].text`` (docs/agents.md) holds for whatever a server sends."""
+    nested = {  # as pydantic writes a model that holds another: a $ref into its own $defs
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"owner": {"$ref": "#/$defs/Person"}},
+        "required": ["owner"],
+        "$defs": {"Person": {"type": "object", "properties": {"email": {"type": "string"}},
+                             "required": ["email"]}},
+    }  # fmt: skip
+    png = base64.b64encode(b"\x89PNG").decode()
+    cases: list[tuple[list[Any], Any, Any]] = [
+        ([], None, None),
+        ([], {"owner": {"email": "a@b.c"}}, nested),
+        ([TextContent(type="text", text='{"result": "hi"}')], {"result": "hi"},
+         {"type": "object", "properties": {"result": {"type": "string"}}}),
+        ([ImageContent(type="image", data=png, mime_type="image/png")], None, None),
+        ([ResourceLink(type="resource_link", uri="file:///c.csv", name="c.csv")], None, None),
+    ]  # fmt: skip
+    for content, structured, declared in cases:
+        output = content_output(content, structured, limit=1024)
+        assert isinstance(output["content"][0]["text"], str), output
+        assert CompiledSchema(result_schema(declared)).problems(output) == [], output
+    # Nothing sent but structured content: its JSON is the first text, as the spec asks.
+    assert content_output([], {"n": 1}, limit=99)["content"] == [
+        {"type": "text", "text": '{"n": 1}'}
+    ]
+    # The server's own schema still checks its structured content, $refs and all.
+    wrong = content_output([], {"owner": {"email": 7}}, limit=1024)
+    assert CompiledSchema(result_schema(nested)).problems(wrong) != []
+    assert (
+        CompiledSchema(result_schema(nested)).problems({"content": [{"type": "text", "text": ""}]})
+        != []
+    )
+
+
+def test_a_rule_reading_a_field_no_mcp_result_has_is_refused_at_load(tmp_path: Path) -> None:
+    def rule(reply: str, tool: str = "echo") -> dict[str, Any]:
+        return {"match": "x", "tool": tool, "arguments": {}, "reply": reply}
+
+    every = {"kind": "mcp", "server": "crm", "tools": "all"}
+    chosen = {"kind": "mcp", "server": "crm", "tools": ["lookup"]}
+    good = "{{ result.content[0].text }} {{ result.structuredContent.anything }}"
+    assert agent_problems(tmp_path, every, rules=[rule(good)]) == []
+    assert agent_problems(tmp_path, chosen, rules=[rule(good, "lookup")]) == []
+    where = "ops.json: model: rule #1: 'reply'"
+    assert agent_problems(tmp_path, every, rules=[rule("{{ result.content[0].txt }}")]) == [
+        f"{where}: reads result.content[0].txt: the output schema has no property 'txt' here "
+        "(it has: bytes, description, mimeType, name, text, type, uri) (tool 'echo')"
+    ]
+    assert agent_problems(tmp_path, chosen, rules=[rule("{{ result.email }}", "lookup")]) == [
+        f"{where}: reads result.email: the output schema has no property 'email' here "
+        "(it has: content, structuredContent, truncated) (tool 'lookup')"
     ]

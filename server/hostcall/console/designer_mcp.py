@@ -47,7 +47,11 @@ async def server_tools(request: Request) -> Response:
         )
         async with asyncio.timeout(LIST_SECONDS):
             listed = await pool.list_tools(server)
-        items = tuple(McpToolItem(t.name, t.title, t.description, t.read_only) for t in listed)
+        # The default effect as a run would freeze it (blocks/mcp/binding.py).
+        hints = not platform.environment(environment).protected
+        items = tuple(
+            McpToolItem(t.name, t.title, t.description, hints and t.hinted_read) for t in listed
+        )
     except NotAuthorized:
         problem = (
             f"MCP server {name!r} is not allowed in environment {environment!r} "

@@ -30,8 +30,12 @@ _EXAMPLE_ERROR = {
 }
 
 
-def reply_problems(config: Any, output_schemas: Mapping[str, Any]) -> list[str]:
-    """Problems of a ``model`` object's reply templates; ``[]`` for other models."""
+def reply_problems(
+    config: Any, output_schemas: Mapping[str, Any], *, other: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Problems of a ``model`` object's reply templates; ``[]`` for other models.
+    ``other``: the output schema of a tool not in ``output_schemas`` (one an MCP server's
+    ``"all"`` will bring); None: such a rule is not checked here."""
     if not isinstance(config, Mapping) or config.get("kind") != "scripted":
         return []
     rules = config.get("rules")
@@ -40,7 +44,7 @@ def reply_problems(config: Any, output_schemas: Mapping[str, Any]) -> list[str]:
         if not isinstance(rule, Mapping):
             continue  # reported by the model's own checks
         tools = _called_tools(rule)
-        schema = output_schemas.get(tools[-1]) if tools else None
+        schema = output_schemas.get(tools[-1], other) if tools else None
         if not isinstance(schema, Mapping):
             continue
         where = f"rule #{number}"

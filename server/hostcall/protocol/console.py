@@ -187,7 +187,9 @@ class McpToolItem:
     name: str
     title: str
     description: str
-    read_only: bool  # the server's readOnlyHint: the tool's default effect is read
+    # The tool's default effect is read: its server's readOnlyHint without destructiveHint,
+    # in an environment that is not protected (blocks/mcp/binding.py).
+    read_only: bool
 
 
 @dataclass(frozen=True, slots=True)

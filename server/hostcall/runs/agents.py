@@ -19,8 +19,11 @@ from hostcall.blocks import NotAuthorized
 from hostcall.blocks.mcp.binding import frozen_entries, is_binding
 from hostcall.blocks.mcp.calling import allowed_server
 from hostcall.blocks.mcp.pool import McpPool, McpRefused, McpUnavailable
+from hostcall.blocks.mcp.results import result_schema
+from hostcall.errors import RunUnreadable
 from hostcall.models.base import Model
 from hostcall.models.factory import RefusedModel, build_model
+from hostcall.models.reply_check import reply_problems
 from hostcall.platform import Platform
 from hostcall.store import Store
 
@@ -91,9 +94,11 @@ class RunAgents:
                 log.warning("MCP server %r not reached at start: %s", name, reason)
 
     async def agent_of_run(self, run_id: str) -> Agent:
-        """The agent as it was when the run started (its definition is stored in the run)."""
+        """The agent as it was when the run started (its definition is stored in the run);
+        ``RunUnreadable`` if the run is gone."""
         agent = await self.run_agent(run_id)
-        assert agent is not None, f"no run {run_id}"
+        if agent is None:
+            raise RunUnreadable(run_id, ["no such run"])
         return agent
 
     async def run_agent(self, run_id: str) -> Agent | None:
@@ -109,8 +114,12 @@ class RunAgents:
         key = run.agent_digest or definition_digest(run.agent)
         agent = self._frozen.get(key)
         if agent is None:
-            agent, problems = parse_agent(run.agent, f"run {run_id}", self.environ)
-            assert agent is not None, problems
+            agent, problems = parse_agent(
+                run.agent, f"run {run_id}", self.environ, check_replies=False
+            )
+            if agent is None:  # a stored row is data from outside this process
+                log.error("run %s: its stored definition cannot be read: %s", run_id, problems)
+                raise RunUnreadable(run_id, problems)
             self._frozen[key] = agent
         self.remember(run_id, agent)
         return agent
@@ -138,22 +147,34 @@ class RunAgents:
                 log.warning("agent %s: MCP server %r left out of a run: %s",
                             agent.id, binding.server, reason)  # fmt: skip
                 continue
-            entries, problems = frozen_entries(binding, listed)
+            entries, problems = frozen_entries(binding, listed, protected=environment.protected)
             for problem in problems:
                 log.warning("agent %s: MCP server %r: %s", agent.id, binding.server, problem)
             for entry in entries:
-                if entry["name"] in taken:
-                    log.warning("agent %s: MCP server %r: tool %r left out: its name is taken",
-                                agent.id, binding.server, entry["name"])  # fmt: skip
+                name = entry["name"]
+                # Only the rules that call this tool are read (and only those parse a template).
+                misfits = reply_problems(
+                    agent.model, {name: result_schema(entry.get("output_schema"))}
+                )
+                if name in taken or misfits:
+                    # A rule that reads a field the server's schema lacks would reply with
+                    # nothing: the rule is told unknown_tool instead, and the log says why.
+                    why = "its name is taken" if name in taken else "; ".join(misfits)
+                    log.warning("agent %s: MCP server %r: tool %r left out: %s",
+                                agent.id, binding.server, name, why)  # fmt: skip
                     continue
-                taken.add(entry["name"])
+                taken.add(name)
                 tools.append(entry)
         source = {**agent.source, "tools": tools}
         digest = definition_digest(source)
         frozen = self._frozen.get(digest)
         if frozen is None:
             frozen, problems = parse_agent(source, f"agent {agent.id}", self.environ)
-            assert frozen is not None, problems  # each entry was checked by frozen_entries
+            if frozen is None:
+                # Every entry was checked above; should the server's list still make the
+                # definition unreadable, the run goes on without the servers' tools.
+                log.error("agent %s: MCP tools left out of a run: %s", agent.id, problems)
+                return agent
             self._frozen[digest] = frozen
         return frozen
 

@@ -8,9 +8,11 @@
 
 ``tools`` is a list of the server's tool names, or ``"all"``. Policy keys beside it apply to
 every tool; ``overrides`` set them (and ``name``, ``description``, ``max_response_kb``) per
-tool. The server's annotations give a tool's default effect (``readOnlyHint``: read); the
-file decides. When a run starts, the server's list is read and each chosen tool becomes one
-``{"kind": "mcp", "server", "tool", ...}`` entry of the run's frozen definition
+tool. The file decides a tool's effect; where it says nothing, the server's annotations give
+it (``readOnlyHint`` without ``destructiveHint``: read) — but not in a protected environment,
+where annotations are a claim from outside that no person checked: there a tool is a write
+unless the file says ``read``. When a run starts, the server's list is read and each chosen
+tool becomes one ``{"kind": "mcp", "server", "tool", ...}`` entry of the run's frozen definition
 (``frozen_entries``): what the model sees for the rest of the run, whatever the server
 announces meanwhile.
 """
@@ -22,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hostcall.tools import MAX_NAME_LENGTH, POLICY_KEYS, parse_tool
+from hostcall.blocks.mcp.results import RESULT_FIELDS
+from hostcall.tools import MAX_NAME_LENGTH, POLICY_KEYS, Tool, parse_tool
 
 ALL = "all"
 OVERRIDE_KEYS = {*POLICY_KEYS, "name", "description", "max_response_kb"}
@@ -40,7 +43,13 @@ class ListedTool:
     title: str = ""
     input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
     output_schema: Mapping[str, Any] | None = None
-    read_only: bool = False
+    read_only: bool = False  # readOnlyHint
+    destructive: bool = False  # destructiveHint, said: it wins over readOnlyHint
+
+    @property
+    def hinted_read(self) -> bool:
+        """Whether the annotations make the tool a read (where they are taken at all)."""
+        return self.read_only and not self.destructive
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,15 +112,33 @@ def parse_binding(raw: dict[str, Any], where: str) -> tuple[McpBinding | None, l
     # Each setting checked as the frozen tool will be, on a stand-in schema (its keys were
     # checked above, against what an agent file may set).
     for tool in binding.tools or ("tool",):
-        probe = _entry(binding, ListedTool(tool, "stand-in"))
-        found = parse_tool(probe, f"{where}: {tool}")[1]
+        probe = _entry(binding, ListedTool(tool, "stand-in"), protected=True)
+        parsed, found = parse_tool(probe, f"{where}: {tool}")
         problems += [p for p in found if ": unknown key " not in p]
+        if parsed is not None:
+            problems += _guardrail_problems(parsed, f"{where}: tool {parsed.name!r}")
     if problems:
         return None, list(dict.fromkeys(problems))
     return binding, []
 
 
-def _entry(binding: McpBinding, listed: ListedTool) -> dict[str, Any]:
+def _guardrail_problems(tool: Tool, where: str) -> list[str]:
+    """An output guardrail's paths must be able to hold in an MCP result (results.py): one
+    that reads ``/email`` where the field is ``/structuredContent/email`` would never match,
+    and what it was to redact would reach the model."""
+    problems = []
+    for rule in tool.guardrails:
+        paths = [c.path for c in rule.when] + list(rule.fields) if rule.on == "output" else []
+        for path in paths:
+            if path.lstrip("/").split("/", 1)[0] not in RESULT_FIELDS:
+                problems.append(
+                    f"{where}: guardrail {rule.name!r}: {path!r} is no field of an MCP result "
+                    "(it has /content, /structuredContent and /truncated)"
+                )
+    return problems
+
+
+def _entry(binding: McpBinding, listed: ListedTool, *, protected: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "kind": "mcp",
         "server": binding.server,
@@ -119,19 +146,26 @@ def _entry(binding: McpBinding, listed: ListedTool) -> dict[str, Any]:
         "name": exposed_name(listed.name),
         "description": listed.description or listed.title or listed.name,
         "input_schema": dict(listed.input_schema),
-        "effect": "read" if listed.read_only else "write",
+        "effect": "write",
     }
     if listed.output_schema is not None:
         entry["output_schema"] = dict(listed.output_schema)
     if listed.title:
         entry["title"] = listed.title[:80].strip()
-    return entry | dict(binding.defaults) | dict(binding.overrides.get(listed.name, {}))
+    entry |= dict(binding.defaults) | dict(binding.overrides.get(listed.name, {}))
+    said = "effect" in binding.defaults or "effect" in binding.overrides.get(listed.name, {})
+    if not said and listed.hinted_read and not protected:
+        # Marked: should the environment become protected while a run holds this entry,
+        # the call still goes to a person (Tool.protected_write).
+        entry |= {"effect": "read", "effect_by_hint": True}
+    return entry
 
 
 def frozen_entries(
-    binding: McpBinding, listed: Sequence[ListedTool]
+    binding: McpBinding, listed: Sequence[ListedTool], *, protected: bool
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The chosen tools of a server's list as tool entries, and why any was left out."""
+    """The chosen tools of a server's list as tool entries, and why any was left out.
+    ``protected``: the run's environment is, and the server's annotations are not taken."""
     by_name = {t.name: t for t in listed}
     entries: list[dict[str, Any]] = []
     problems: list[str] = []
@@ -139,7 +173,7 @@ def frozen_entries(
         if name not in by_name:
             problems.append(f"the server lists no tool {name!r}")
             continue
-        entry = _entry(binding, by_name[name])
+        entry = _entry(binding, by_name[name], protected=protected)
         tool, found = parse_tool(entry, f"tool {name!r}")
         if tool is None:
             problems += found  # a schema of the server's that no validator would take

@@ -47,10 +47,8 @@ async def call_mcp_tool(
         raise BlockFailed(f"{server.where} refused the call: {exc.message}") from None
     if result.is_error:
         raise BlockFailed(redact(error_text(result.content), secrets))
-    if block.structured:
-        if result.structured_content is None:
-            raise BlockFailed("the tool returned no structured content for its output schema")
-        return redact(result.structured_content, secrets)
+    if block.structured and result.structured_content is None:
+        raise BlockFailed("the tool returned no structured content for its output schema")
     output = content_output(
         result.content, result.structured_content, limit=int(block.max_response_kb * 1024)
     )

@@ -237,4 +237,5 @@ def _listed(tool: Any) -> ListedTool:
         input_schema=tool.input_schema or {"type": "object"},
         output_schema=tool.output_schema,
         read_only=bool(annotations and annotations.read_only_hint),
+        destructive=bool(annotations and annotations.destructive_hint),
     )
