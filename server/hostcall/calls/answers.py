@@ -143,8 +143,7 @@ class Answers:
         """``by``: who answered, where the call's route does not say (``"operator"``)."""
         if not call.state.answerable:
             raise await self.moves.not_open(call.id)
-        tool = await self.moves.views.tool_of(call)
-        assert tool is not None, "answerable calls always name a known tool"
+        tool = await self.moves.views.known_tool(call)
         problems = tool.output_validator.problems(output)
         if problems:
             # The call stays open: the surface can still send a correct result.
@@ -200,8 +199,7 @@ class Answers:
                 f"(offered: {', '.join(approval.get('scopes', ['once']))})",
                 field="scope",
             )
-        tool = await self.moves.views.tool_of(call)
-        assert tool is not None
+        tool = await self.moves.views.known_tool(call)
         value = call.input if edited is None else edited
         problems = tool.input_validator.problems(value)
         if problems:

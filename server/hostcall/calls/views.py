@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from hostcall.errors import RunUnreadable
 from hostcall.policies import visible_outcome
 from hostcall.protocol.responses import CallView
 from hostcall.runs.agents import RunAgents
@@ -20,6 +21,15 @@ class CallViews:
 
     async def tool_of(self, call: Call) -> Tool | None:
         return (await self.agents.agent_of_run(call.run_id)).tool(call.tool_name)
+
+    async def known_tool(self, call: Call) -> Tool:
+        """``tool_of`` for a call that must have one; ``RunUnreadable`` if the run's stored
+        definition lacks it (a row is data this process did not write)."""
+        tool = await self.tool_of(call)
+        if tool is None:
+            reason = f"call {call.id} names tool {call.tool_name!r}, which its run lacks"
+            raise RunUnreadable(call.run_id, [reason])
+        return tool
 
     async def view(self, call: Call, *, operator: bool = False) -> CallView:
         """The ``CALL`` shape of docs/protocol.md, with the token the call's state needs;

@@ -43,8 +43,7 @@ class ServerCalls:
         call = await self.store.get_call(call_id)
         if call is None or not call.state.answerable:
             return None
-        tool = await self.ledger.views.tool_of(call)
-        assert tool is not None
+        tool = await self.ledger.views.known_tool(call)
         if tool.kind == "person":
             queued = await HumanHandoff(self.ledger.moves.journal).ask_for_person(
                 call.conversation_id

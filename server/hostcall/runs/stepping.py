@@ -16,7 +16,7 @@ from hostcall.appender import Appender
 from hostcall.calls.moves import new_id
 from hostcall.calls.outcomes import Dispatched
 from hostcall.calls.proposals import Proposals
-from hostcall.errors import LeaseLost
+from hostcall.errors import LeaseLost, RunUnreadable
 from hostcall.journal import Journal
 from hostcall.leases import Leases, run_key
 from hostcall.models.base import (
@@ -89,7 +89,8 @@ class Steps:
         """One model step, under the run's lease. ``known``: the run as its claim (or start)
         left it, and its history then, so the step need not read them."""
         run = known.run if known is not None else await self.store.get_run(run_id)
-        assert run is not None
+        if run is None:  # deleted meanwhile (its conversation, by the retention sweeper)
+            raise RunUnreadable(run_id, ["no such run"])
         began = self.usage.clock()
         if not self.tracing.on:
             stepped = await self._step(run_id, run, known, began)
@@ -264,7 +265,9 @@ class Steps:
         the person saw it streamed, so it stays in the conversation, marked. ``usage``: what
         the failed step used, recorded with the failure."""
         run = await self.store.get_run(run_id)
-        assert run is not None
+        if run is None:  # deleted meanwhile: there is nothing left to end
+            log.error("run %s failed, and is gone: code=%s: %s", run_id, code, detail)
+            return
         log.error(
             "run failed: agent=%s conversation=%s run=%s code=%s: %s",
             run.agent.get("id") if isinstance(run.agent, dict) else "?",
