@@ -328,3 +328,28 @@ def test_a_rule_reading_a_field_no_mcp_result_has_is_refused_at_load(tmp_path: P
         f"{where}: reads result.email: the output schema has no property 'email' here "
         "(it has: content, structuredContent, truncated) (tool 'lookup')"
     ]
+
+
+def test_an_output_guardrail_reading_no_field_of_an_mcp_result_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Written for a structured result at the top (``/email``), it would never match."""
+    hide = {
+        "name": "hide",
+        "on": "output",
+        "action": "redact",
+        "when": {"path": "/email", "op": "exists"},
+        "fields": ["/structuredContent/email"],
+    }
+    block = {
+        "name": "stop",
+        "on": "output",
+        "action": "block",
+        "when": {"path": "/content/0/text", "op": "contains", "value": "secret"},
+    }
+    binding = {"kind": "mcp", "server": "crm", "tools": ["lookup"],
+               "overrides": {"lookup": {"guardrails": [hide, block]}}}  # fmt: skip
+    assert agent_problems(tmp_path, binding) == [
+        "ops.json: MCP server 'crm': tool 'lookup': guardrail 'hide': '/email' is no field of "
+        "an MCP result (it has /content, /structuredContent and /truncated)"
+    ]
