@@ -354,6 +354,8 @@ def _server_problems(
                 f"(its 'mcp_servers' in {PLATFORM_FILE}: "
                 f"{', '.join(sorted(env.mcp_servers)) or 'none'})"
             )
+    if env.protected:
+        problems += [f"{where}: {p}" for b in bindings for p in b.never_asked_writes(name)]
     return problems
 
 

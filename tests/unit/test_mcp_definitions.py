@@ -353,3 +353,27 @@ def test_an_output_guardrail_reading_no_field_of_an_mcp_result_is_refused(
         "ops.json: MCP server 'crm': tool 'lookup': guardrail 'hide': '/email' is no field of "
         "an MCP result (it has /content, /structuredContent and /truncated)"
     ]
+
+
+def test_approval_never_is_refused_for_an_mcp_tool_not_said_to_read_where_protected(
+    tmp_path: Path,
+) -> None:
+    write_agent(tmp_path, {
+        "environments": {"prod": {"protected": True, "mcp_servers": ["crm"]}},
+        "allowed_env": ["CRM_TOKEN"],
+        "mcp_servers": {"crm": SERVERS["crm"]},
+    }, name="_platform.json")  # fmt: skip
+    bindings = [
+        {"kind": "mcp", "server": "crm", "tools": "all", "approval": "never"},
+        {"kind": "mcp", "server": "crm", "tools": ["a", "b"], "approval": "never",
+         "overrides": {"a": {"effect": "read"}}},
+    ]  # fmt: skip
+    write_agent(tmp_path, {"id": "ops", "environment": "prod", "tools": bindings})
+    with pytest.raises(AgentConfigError) as caught:
+        load_agents(tmp_path, ENVIRON)
+    refused = "'approval': 'never' is refused in the protected environment 'prod'"
+    assert [p.split(": 'approval'")[0] for p in caught.value.problems] == [
+        "ops.json: MCP server 'crm': its tools",
+        "ops.json: MCP server 'crm': tool 'b'",
+    ]
+    assert all(refused in p for p in caught.value.problems)

@@ -63,6 +63,23 @@ class McpBinding:
         """The names the model will know the chosen tools by (all but ``"all"``'s)."""
         return [self.exposed_name(t) for t in self.tools or ()]
 
+    def never_asked_writes(self, environment: str) -> list[str]:
+        """Problems in a protected ``environment``, where every MCP tool the file does not
+        call a read is a write (whatever the server claims): ``approval: never`` is refused
+        for it, as for any write there."""
+        problems = []
+        for tool in self.tools or (None,):
+            said = {**self.defaults, **(self.overrides.get(tool, {}) if tool else {})}
+            if said.get("approval") == "never" and said.get("effect") != "read":
+                named = f"tool {self.exposed_name(tool)!r}" if tool else "its tools"
+                problems.append(
+                    f"MCP server {self.server!r}: {named}: 'approval': 'never' is refused in "
+                    f"the protected environment {environment!r}: an MCP tool is a write there "
+                    "(writes always need a person) unless the agent file says "
+                    "'effect': 'read'"
+                )
+        return problems
+
     def exposed_name(self, tool: str) -> str:
         given = self.overrides.get(tool, {}).get("name")
         return given if isinstance(given, str) else exposed_name(tool)
