@@ -254,7 +254,9 @@ async def message_feedback(request: Request) -> Response:
         await runtime.store.save_feedback(feedback)
     # Each rating given, a changed one too: the rate of thumbs down is what an operator
     # watches; the stored rating (one per reply) is the console's.
-    metrics.FEEDBACK.labels(agent=conversation.agent_id, rating=body.rating).inc()
+    metrics.FEEDBACK.labels(
+        agent=metrics.agent_label(conversation.agent_id), rating=body.rating
+    ).inc()
     return WireResponse(FeedbackSaved(message_id, body.rating, body.comment))
 
 

@@ -182,7 +182,7 @@ class Engine:
             # an agent's retention counts idle days from it (hostcall/retention.py).
             await self.store.touch_conversation(cid, self.leases.clock())
             self.agents.remember(run.id, agent)
-        metrics.RUNS.labels(agent.id, "started").inc()
+        metrics.RUNS.labels(metrics.agent_label(agent.id), "started").inc()
         # The first step's history, read with the run's start (its message is the last):
         # nothing else adds a message while the run is running.
         self.tasks.spawn(self._advance(run.id, ClaimedRun(run, start.history)))

@@ -4,7 +4,10 @@ To count something new, add its metric below (a name ending in ``_total`` for a 
 the client's, do not repeat it) and call it where the thing happens: ``FEEDBACK.labels(
 agent="demo", rating="up").inc()``. Labels take a small, closed set of values (an outcome,
 a route, an agent's id, a model's name), never a conversation's or a visitor's id: each
-value is a time series of its own.
+value is a time series of its own, kept until the process stops. So every label value that a
+request, an agent file or a driver could choose goes through one of the functions under
+"Closed label sets" below, which answer ``other`` for anything outside the set: a client
+that sends a thousand made-up methods adds one series, not a thousand.
 
 With ``hostcall serve --workers N`` every worker counts in files under
 ``PROMETHEUS_MULTIPROC_DIR`` (prometheus-client's multiprocess mode, set up by
@@ -15,6 +18,8 @@ whichever worker answers the scrape reports the whole server (``collect`` below)
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from prometheus_client import (
@@ -85,6 +90,78 @@ HTTP_SECONDS = Histogram(
 )
 # Visitors' thumbs on replies; counted where feedback is stored.
 FEEDBACK = Counter("hostcall_feedback", "Visitors' feedback on replies.", ["agent", "rating"])
+
+
+# ---- closed label sets ----------------------------------------------------------------------
+
+OTHER = "other"
+# RFC 9110's methods that a browser or an HTTP client sends; a made-up one is ``other``.
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+UNMATCHED = "unmatched"  # a request no route took: never its raw path
+ANSWERED_BY = frozenset({"page", "form", "operator", "block", "simulation", "none"})
+# The drivers whose exception types name a store error (each a fixed set of classes).
+_DRIVER_MODULES = ("sqlite3", "psycopg", "psycopg_pool")
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """The agents loaded now and their models' names: the only agent and model labels.
+    A run of an agent since removed, or of a model since replaced, counts as ``other``."""
+
+    agents: frozenset[str] = frozenset()
+    models: frozenset[str] = frozenset()
+
+
+# Replaced whole at each load (one assignment: a reader sees the old set or the new one).
+_loaded = Loaded()
+
+
+def agents_loaded(models_by_agent: Mapping[str, Iterable[str]]) -> None:
+    """The agent ids now loaded, each with the model names it runs (called at every load)."""
+    global _loaded
+    _loaded = Loaded(
+        frozenset(models_by_agent),
+        frozenset(m for names in models_by_agent.values() for m in names),
+    )
+
+
+def agent_label(agent_id: str) -> str:
+    return agent_id if agent_id in _loaded.agents else OTHER
+
+
+def model_label(name: str) -> str:
+    return name if name in _loaded.models else OTHER
+
+
+def method_label(method: str) -> str:
+    return method if method in HTTP_METHODS else OTHER
+
+
+def status_label(status: int) -> str:
+    return f"{status // 100}xx" if 100 <= status <= 599 else OTHER
+
+
+def route_label(route: object) -> str:
+    """The template of the route that took the request (``/api/conversations/{conversation_id}``),
+    from the app's own table; ``unmatched`` when none did."""
+    template = getattr(route, "path", None)
+    return template if isinstance(template, str) and template else UNMATCHED
+
+
+def answered_by_label(route: str) -> str:
+    return route if route in ANSWERED_BY else OTHER
+
+
+def store_error_label(exc: BaseException) -> str:
+    """The driver's exception type (``OperationalError``, ``PoolTimeout``...), or the nearest
+    of its bases that the driver defines; ``other`` for anything else."""
+    for cls in type(exc).__mro__:
+        if cls.__module__.split(".")[0] in _DRIVER_MODULES:
+            return cls.__name__
+    return OTHER
+
+
+# ---- the exposition ---------------------------------------------------------------------------
 
 
 def multiprocess() -> bool:

@@ -139,8 +139,10 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
+            # Each label from a closed set: the method and the path are the client's to
+            # make up, and each new value would be a series kept until restart.
             metrics.HTTP_SECONDS.labels(
-                scope.get("method", ""), template, f"{status // 100}xx"
+                metrics.method_label(scope.get("method", "")),
+                metrics.route_label(scope.get("route")),
+                metrics.status_label(status),
             ).observe(time.perf_counter() - started)

@@ -106,7 +106,7 @@ async def _store_failure(request: Request, exc: Exception) -> Response:
     # a traceback each would bury the log); the driver's words stay out of the answer.
     log.warning("%s %s: the store failed: %s: %s", request.method, request.url.path,
                 type(exc).__name__, str(exc).strip())  # fmt: skip
-    metrics.STORE_ERRORS.labels(type(exc).__name__).inc()
+    metrics.STORE_ERRORS.labels(metrics.store_error_label(exc)).inc()
     return error_response(Unavailable("the database cannot be used right now; try again soon"))
 
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 
+from hostcall import metrics
 from hostcall.agents import Agent, load_agents
 from hostcall.backlog import Backlog
 from hostcall.broker import Broker
@@ -33,6 +34,7 @@ from hostcall.journal import Journal
 from hostcall.leases import Leases
 from hostcall.ledger import Ledger
 from hostcall.platform import Platform, load_platform
+from hostcall.pricing import model_name
 from hostcall.protocol.codes import ErrorCode
 from hostcall.quotas import Quotas
 from hostcall.relay import Relay
@@ -313,9 +315,12 @@ def _open_store(settings: Settings) -> Store:
 
 def _load(settings: Settings, platform: Platform) -> dict[str, Agent]:
     extra = settings.extra_origins
-    return {
+    agents = {
         agent_id: replace(
             agent, allowed_origins=tuple(dict.fromkeys((*agent.allowed_origins, *extra)))
         )
         for agent_id, agent in load_agents(settings.agents_dir, settings.environ, platform).items()
     }
+    # The metrics' agent and model labels are these, and "other" (hostcall/metrics.py).
+    metrics.agents_loaded({i: [model_name(a.model)] for i, a in agents.items()})
+    return agents

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from hostcall import metrics
 from hostcall.settings import DEMO_AGENTS
 from tests.support.harness import ORIGIN, Harness
 
@@ -210,3 +211,98 @@ def test_requests_the_database_fails_are_counted_as_store_errors(tmp_path: Path)
     }
     assert sum(grown.values()) == 2, grown
     assert all(error[0].isupper() and " " not in error for error in grown)  # a type's name
+
+
+def _series(found: Samples, name: str) -> set[frozenset[tuple[str, str]]]:
+    """The label sets of one metric's series (a histogram's buckets are one series)."""
+    return {
+        frozenset((k, v) for k, v in labels if k != "le")
+        for (sample, labels), _ in found.items()
+        if sample.startswith(name)
+    }
+
+
+def test_what_a_request_makes_up_never_becomes_a_label(harness: Harness) -> None:
+    h = harness
+    conv = h.conversation()
+    h.say(conv, "hello")
+    reply = next(m for m in h.settle(conv)["messages"] if m["role"] == "assistant")
+    before = parse(scrape_from(h, "127.0.0.1").text)
+    for i in range(60):
+        # A made-up method on a real route and off every route, random paths, unknown
+        # agents, conversations and messages: each answered, none a series of its own.
+        assert h.http.request(f"MADEUP{i}", f"/api/conversations/{conv.id}").status_code == 405
+        assert h.http.request(f"X{i}", f"/no/such/{i}/path").status_code == 404
+        assert h.http.post(f"/api/agents/ghost-{i}/conversations", json={}).status_code == 404
+        assert h.http.get(f"/random-{i}").status_code == 404
+        rated = h.http.post(f"/api/conversations/{conv.id}/messages/m-{i}/feedback",
+                            json={"rating": f"meh-{i}"}, headers=conv.auth)  # fmt: skip
+        assert rated.status_code == 400
+    rated = h.http.post(f"/api/conversations/{conv.id}/messages/{reply['id']}/feedback",
+                        json={"rating": "up"}, headers=conv.auth)  # fmt: skip
+    assert rated.status_code == 200
+    after = parse(scrape_from(h, "127.0.0.1").text)
+
+    name = "hostcall_http_request_seconds"
+    new = _series(after, name) - _series(before, name)
+    # At most one new series for each (closed) method, route and status class touched.
+    assert len(new) <= 8, sorted(map(sorted, new))
+    labels = [dict(ls) for ls in _series(after, name)]
+    assert {ls["method"] for ls in labels} <= {*metrics.HTTP_METHODS, "other"}
+    assert {"method": "other", "route": "unmatched", "status": "4xx"} in labels
+    assert {"method": "other", "route": "/api/conversations/{conversation_id}",
+            "status": "4xx"} in labels  # fmt: skip
+    assert not any("ghost" in v or "random" in v or "such" in v
+                   for ls in labels for v in ls.values())  # fmt: skip
+    assert {dict(ls)["rating"] for ls in _series(after, "hostcall_feedback")} <= {"up", "down"}
+
+
+def test_an_agent_or_model_no_longer_loaded_is_counted_as_other(
+    tmp_path: Path, agents_dir: Path
+) -> None:
+    from tests.support.harness import planner_definition, write_agent
+
+    h = Harness(tmp_path, agents_dir)
+    try:
+        conv = h.conversation()
+        h.say(conv, "hello")
+        reply = next(m for m in h.settle(conv)["messages"] if m["role"] == "assistant")
+        assert (metrics.agent_label("planner"), metrics.model_label("scripted")) == (
+            "planner",
+            "scripted",
+        )
+        # The designer replaces the agent with another: its conversations' label leaves.
+        write_agent(agents_dir, {**planner_definition(), "id": "helper"})
+        (agents_dir / "planner.json").unlink()
+        h.runtime.reload_agents()
+        before = parse(scrape_from(h, "127.0.0.1").text)
+        rated = h.http.post(f"/api/conversations/{conv.id}/messages/{reply['id']}/feedback",
+                            json={"rating": "down"}, headers=conv.auth)  # fmt: skip
+        assert rated.status_code == 200, rated.text
+        after = parse(scrape_from(h, "127.0.0.1").text)
+        name = "hostcall_feedback_total"
+        assert (
+            value(after, name, agent="other", rating="down")
+            - value(before, name, agent="other", rating="down")
+            == 1
+        )
+        assert metrics.agent_label("planner") == metrics.agent_label("ghost") == "other"
+        assert metrics.agent_label("helper") == "helper"
+        assert metrics.model_label("gpt-made-up") == "other"
+    finally:
+        h.stop()
+
+
+def test_a_store_error_is_labelled_by_the_driver_s_own_types_only() -> None:
+    import sqlite3
+
+    import psycopg
+
+    class Surprise(sqlite3.OperationalError):
+        """A subclass nobody named: counted as the driver's type it is."""
+
+    assert metrics.store_error_label(sqlite3.OperationalError("x")) == "OperationalError"
+    assert metrics.store_error_label(Surprise("x")) == "OperationalError"
+    assert metrics.store_error_label(psycopg.errors.AdminShutdown()) == "AdminShutdown"
+    assert metrics.store_error_label(RuntimeError("x")) == "other"
+    assert metrics.status_label(200) == "2xx" and metrics.status_label(999) == "other"

@@ -47,12 +47,13 @@ def observe_settled(
 ) -> None:
     route = answered_by(call, tool, outcome, by)
     state = call.state.value
-    metrics.TOOL_CALLS.labels(state, route).inc()
+    label = metrics.answered_by_label(route)
+    metrics.TOOL_CALLS.labels(state, label).inc()
     started = now
     if tool is not None and call.deadline:
         margin = _BLOCK_MARGIN if tool.kind != "client" else 0.0
         started = min(now, call.deadline - tool.deadline_seconds - margin)
-    metrics.TOOL_CALL_SECONDS.labels(route).observe(max(0.0, now - started))
+    metrics.TOOL_CALL_SECONDS.labels(label).observe(max(0.0, now - started))
     if not tracing.on:
         return
     attributes: dict[str, Any] = {

@@ -64,7 +64,8 @@ class Usage:
         """Count the run's end; with tracing on, record its span (its steps' totals read
         back: the steps may have run in other processes)."""
         agent_id = str(run.agent.get("id", "")) if isinstance(run.agent, dict) else ""
-        metrics.RUNS.labels(agent_id, "failed" if error else "finished").inc()
+        outcome = "failed" if error else "finished"
+        metrics.RUNS.labels(metrics.agent_label(agent_id), outcome).inc()
         if not self.tracing.on:
             return
         now = self.clock()
@@ -103,6 +104,7 @@ class Measure:
         self.run = run
         self.agent = agent
         self.model = model_name(agent.model)
+        self.label = metrics.model_label(self.model)  # a model no loaded agent runs: "other"
         self.began = began
         self.started = usage.clock()
         self._perf = time.perf_counter()
@@ -117,7 +119,7 @@ class Measure:
                 yield item
         except ModelError as exc:
             seconds = time.perf_counter() - self._perf
-            metrics.MODEL_SECONDS.labels(self.model, "error").observe(seconds)
+            metrics.MODEL_SECONDS.labels(self.label, "error").observe(seconds)
             self._trace(seconds, None, None, error=exc.code)
             raise
 
@@ -156,9 +158,9 @@ class Measure:
             seconds=seconds,
         )
         if not cut_off:
-            metrics.MODEL_SECONDS.labels(self.model, "ok").observe(seconds)
-        metrics.MODEL_TOKENS.labels(self.model, "input", source).inc(read)
-        metrics.MODEL_TOKENS.labels(self.model, "output", source).inc(wrote)
+            metrics.MODEL_SECONDS.labels(self.label, "ok").observe(seconds)
+        metrics.MODEL_TOKENS.labels(self.label, "input", source).inc(read)
+        metrics.MODEL_TOKENS.labels(self.label, "output", source).inc(wrote)
         if not cut_off:  # (a cut-off call's span was recorded with its error)
             self._trace(seconds, record, end.finish_reason if end is not None else None)
         person = self.run.user.get("sub") if self.run.user else None
