@@ -7,12 +7,23 @@ against that list), the block's own key, and an ``exp`` no further away than the
 allows. A JWKS is fetched from an allowed host only (checked before any connection),
 cached, and fetched again once when a token names a key id it does not hold; then the
 token is refused (a forged ``kid`` costs one fetch per ``REFRESH_SECONDS``, not one each).
+
+A slow or hanging JWKS host must cost visitors one fetch's wait at most, never a queue:
+- one fetch per URL at a time, whole (connect to last byte) within ``JWKS_TIMEOUT_SECONDS``;
+  every request that needs it waits for that fetch and takes its result;
+- keys past their ``JWKS_TTL_SECONDS`` are still used while their refresh runs in the
+  background (for up to ``JWKS_STALE_SECONDS`` while the host cannot be read);
+- after a failed fetch none is tried for a back-off (``BACKOFF_SECONDS``, doubling with each
+  failure in a row up to ``MAX_BACKOFF_SECONDS``); with no keys to use, a request meanwhile
+  gets ``503 identity_unavailable`` at once, with ``Retry-After``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -43,6 +54,11 @@ JWKS_TTL_SECONDS = 300.0
 REFRESH_SECONDS = 30.0
 JWKS_TIMEOUT_SECONDS = 5.0
 MAX_JWKS_BYTES = 64 * 1024
+BACKOFF_SECONDS = 5.0
+MAX_BACKOFF_SECONDS = JWKS_TTL_SECONDS
+# Keys read this long ago are not used any more, even while the host cannot be read: a key
+# the site withdrew (leaked, rotated out) must stop working some day without its host.
+JWKS_STALE_SECONDS = 24 * 3600.0
 
 
 class BadIdentity(Unauthorized):
@@ -61,11 +77,19 @@ class IdentityUnavailable(Unavailable):
 
 @dataclass
 class _KeySet:
+    """One JWKS URL's keys, and the one fetch of it that may be under way."""
+
     # key id -> the key, and the algorithm its JWK names (None: any of the block's)
     keys: dict[str, tuple[jwt.PyJWK, str | None]] = field(default_factory=dict)
-    fetched_at: float = float("-inf")  # the last fetch tried, whether it worked
+    tried_at: float = float("-inf")  # the last fetch started, whether it worked
     loaded_at: float = float("-inf")  # the last one that worked
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    failures: int = 0  # in a row, since the last one that worked
+    retry_at: float = float("-inf")  # no fetch before this: the back-off after a failure
+    # The fetch under way: every request that needs it waits for this one, none starts its own.
+    fetching: asyncio.Task[None] | None = None
+
+    def usable(self, now: float) -> bool:
+        return now - self.loaded_at <= JWKS_STALE_SECONDS
 
 
 class Identities:
@@ -75,8 +99,10 @@ class Identities:
         clock: Callable[[], float] = time.monotonic,
         client: Callable[[], httpx.AsyncClient] | None = None,
         platform: Callable[[], Platform] = Platform,
+        fetch_timeout: float = JWKS_TIMEOUT_SECONDS,
     ) -> None:
         self.clock = clock
+        self.fetch_timeout = fetch_timeout
         # The live platform (reloaded with the agents): the hosts a JWKS may be read from.
         self._platform = platform
         self._client = client or (
@@ -206,20 +232,58 @@ class Identities:
         if kid is not None and not isinstance(kid, str):
             raise BadIdentity("the identity token's 'kid' must be text")
         keyset = self._sets.setdefault(url, _KeySet())
-        async with keyset.lock:
+        now = self.clock()
+        if not keyset.usable(now):
+            if now < keyset.retry_at and keyset.fetching is None:
+                raise self._unavailable(keyset, now)
+            await self._fetched(url, keyset, allowed_hosts)
+        elif now - keyset.loaded_at > JWKS_TTL_SECONDS and now >= keyset.retry_at:
+            self._start_fetch(url, keyset, allowed_hosts)  # meanwhile, the keys we hold
+        found = self._pick(keyset, kid)
+        if found is None and keyset.usable(self.clock()):
             now = self.clock()
-            if now - keyset.loaded_at > JWKS_TTL_SECONDS and now - keyset.fetched_at > 1.0:
-                await self._fetch(url, keyset, allowed_hosts)
-            found = self._pick(keyset, kid)
-            if found is None and self.clock() - keyset.fetched_at >= REFRESH_SECONDS:
+            if keyset.fetching is not None or (
+                now - keyset.tried_at >= REFRESH_SECONDS and now >= keyset.retry_at
+            ):
                 # Once: the site may have rotated its keys since we read them.
-                await self._fetch(url, keyset, allowed_hosts)
+                await self._fetched(url, keyset, allowed_hosts)
                 found = self._pick(keyset, kid)
         if found is not None:
             return found
-        if not keyset.keys and keyset.loaded_at == float("-inf"):
-            raise IdentityUnavailable("the identity keys (JWKS) could not be read; try again")
+        if not keyset.usable(self.clock()):
+            raise self._unavailable(keyset, self.clock())
         raise BadIdentity(f"the identity token names a key id the site does not publish ({kid!r})")
+
+    def _unavailable(self, keyset: _KeySet, now: float) -> IdentityUnavailable:
+        wait = max(1, math.ceil(max(keyset.retry_at, now) - now))
+        return IdentityUnavailable(
+            "the identity keys (JWKS) could not be read; try again", retry_after=wait
+        )
+
+    def _start_fetch(
+        self, url: str, keyset: _KeySet, allowed_hosts: Callable[[], Collection[str]]
+    ) -> asyncio.Task[None]:
+        """The fetch of ``url`` under way, started now if none is."""
+        if keyset.fetching is None:
+            keyset.fetching = asyncio.create_task(self._fetch(url, keyset, allowed_hosts))
+        return keyset.fetching
+
+    async def _fetched(
+        self, url: str, keyset: _KeySet, allowed_hosts: Callable[[], Collection[str]]
+    ) -> None:
+        """Wait for the fetch under way (or one started now), shared with every other request
+        waiting for it. A request that goes away (its client gone) stops waiting; the fetch
+        goes on for the others (``shield``)."""
+        await asyncio.shield(self._start_fetch(url, keyset, allowed_hosts))
+
+    async def close(self) -> None:
+        """Stop the fetches under way (the server is stopping)."""
+        tasks = [k.fetching for k in self._sets.values() if k.fetching is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     @staticmethod
     def _pick(keyset: _KeySet, kid: str | None) -> tuple[jwt.PyJWK, str | None] | None:
@@ -231,24 +295,49 @@ class Identities:
     async def _fetch(
         self, url: str, keyset: _KeySet, allowed_hosts: Callable[[], Collection[str]]
     ) -> None:
-        """Read the JWKS into ``keyset``; on failure, keep the keys it had (logged)."""
-        keyset.fetched_at = self.clock()
+        """Read the JWKS into ``keyset``; on failure, keep the keys it had (logged) and back
+        off. Run as the one task for its URL (``_start_fetch``)."""
+        try:
+            keyset.tried_at = self.clock()
+            try:
+                keys = await self._read(url, allowed_hosts)
+            except Exception:  # the site's data is outside: whatever it does, we back off
+                log.exception("identity: reading the JWKS at %s failed", url)
+                keys = None
+            if keys is None:
+                keyset.failures += 1
+                backoff = BACKOFF_SECONDS * 2 ** min(keyset.failures - 1, 16)
+                keyset.retry_at = self.clock() + min(backoff, MAX_BACKOFF_SECONDS)
+            else:
+                keyset.keys, keyset.loaded_at = keys, keyset.tried_at
+                keyset.failures, keyset.retry_at = 0, float("-inf")
+        finally:
+            keyset.fetching = None
+
+    async def _read(
+        self, url: str, allowed_hosts: Callable[[], Collection[str]]
+    ) -> dict[str, tuple[jwt.PyJWK, str | None]] | None:
+        """The keys the JWKS at ``url`` publishes, or None if it could not be read."""
         target = host_port(url)
         if target not in allowed_hosts():
             # The platform is read live: a host removed since the agent loaded is refused
             # here, before any connection.
             log.warning("identity: JWKS host %s is not allowed; keys not fetched", target)
-            return
+            return None
         self.fetches[url] = self.fetches.get(url, 0) + 1
         try:
-            async with self._client() as http:
-                response = await http.get(url, follow_redirects=False)
-                body = response.content
-            if response.status_code != 200:
-                raise ValueError(f"status {response.status_code}")
-            if len(body) > MAX_JWKS_BYTES:
-                raise ValueError(f"larger than {MAX_JWKS_BYTES} bytes")
-            data = strictjson.loads(body)
+            # The whole exchange within the timeout: httpx's own bounds each read, and a
+            # host that drips a byte at a time would pass every one of them.
+            async with asyncio.timeout(self.fetch_timeout), self._client() as http:
+                async with http.stream("GET", url, follow_redirects=False) as response:
+                    if response.status_code != 200:
+                        raise ValueError(f"status {response.status_code}")
+                    body = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) > MAX_JWKS_BYTES:
+                            raise ValueError(f"larger than {MAX_JWKS_BYTES} bytes")
+            data = strictjson.loads(bytes(body))
             keys = {}
             for raw in data.get("keys", []) if isinstance(data, dict) else []:
                 try:
@@ -257,8 +346,11 @@ class Identities:
                     continue  # a key of a type we do not use: others may still serve
                 named = raw.get("alg")
                 keys[str(raw.get("kid", ""))] = (jwk, named if isinstance(named, str) else None)
+        except TimeoutError:
+            log.warning("identity: the JWKS at %s did not arrive within %g s", url,
+                        self.fetch_timeout)  # fmt: skip
+            return None
         except (httpx.HTTPError, ValueError) as exc:
             log.warning("identity: could not read the JWKS at %s: %s", url, exc)
-            return
-        keyset.keys = keys
-        keyset.loaded_at = keyset.fetched_at
+            return None
+        return keys

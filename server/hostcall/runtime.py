@@ -141,7 +141,7 @@ class Runtime:
             ),
         )
         sessions = Sessions(tokens, store, max_age=settings.session_max_age)
-        identities = Identities(platform=lambda: run_agents.platform)
+        identities = Identities(platform=lambda: run_agents.platform, clock=clock)
         parts = (broker, tokens, engine, leases, quotas, sessions)
         return cls(settings, agents, store, *parts, clock, tracing, identities)
 
@@ -266,6 +266,7 @@ class Runtime:
                     await task
             await self.engine.drain()
             await self.engine.agents.mcp.close()  # a stdio server's command stops with it
+            await self.identities.close()
             with contextlib.suppress(Exception):  # a store that is down: the lease lapses
                 await self.engine.retire()
             await self.store.close()

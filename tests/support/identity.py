@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,3 +105,76 @@ def jwks_server(**keys: rsa.RSAPrivateKey) -> Iterator[Jwks]:
     with serve_in_thread(site.app()) as port:
         site.port = port
         yield site
+
+
+@dataclass
+class SlowJwks:
+    """A JWKS host on loopback in the test's own event loop, for faults: while ``answering``
+    is clear it accepts each request and holds it (until the client gives up, or
+    ``answering`` is set); ``status`` other than 200 answers that at once, without keys.
+    ``on_connect`` runs as each connection arrives (a test moves its clock there)."""
+
+    keys: dict[str, rsa.RSAPrivateKey] = field(default_factory=dict)
+    status: int = 200
+    answering: asyncio.Event = field(default_factory=asyncio.Event)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)  # a request was read
+    on_connect: Callable[[], None] = lambda: None
+    connections: int = 0
+    held: int = 0  # connections open now, a request read and not answered
+    port: int = 0
+    _writers: list[asyncio.StreamWriter] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/jwks.json"
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self._writers.append(writer)
+        self.on_connect()
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            holding = self.status == 200 and not self.answering.is_set()
+            self.held += holding
+            self.arrived.set()
+            if holding:
+                try:
+                    # Until the test lets it answer, or the client hangs up (EOF).
+                    waits = {asyncio.ensure_future(self.answering.wait()),
+                             asyncio.ensure_future(reader.read(1))}  # fmt: skip
+                    _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                    for task in pending:
+                        task.cancel()
+                finally:
+                    self.held -= 1
+                if not self.answering.is_set():
+                    return
+            keys = {"keys": [jwk(k, kid) for kid, k in self.keys.items()]}
+            body = json.dumps(keys).encode() if self.status == 200 else b"down"
+            head = (f"HTTP/1.1 {self.status} X\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")  # fmt: skip
+            writer.write(head.encode() + body)
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+
+@asynccontextmanager
+async def slow_jwks(**keys: rsa.RSAPrivateKey) -> AsyncIterator[SlowJwks]:
+    site = SlowJwks(dict(keys))
+    server = await asyncio.start_server(site.handle, "127.0.0.1", 0)
+    site.port = server.sockets[0].getsockname()[1]
+    try:
+        yield site
+    finally:
+        server.close()
+        site.answering.set()  # no handler is left holding its connection
+        for writer in site._writers:
+            writer.close()
+        await server.wait_closed()

@@ -4,15 +4,23 @@ only from an allowed host, once per rotation."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Collection
 from typing import Any
 
+import httpx
 import jwt
 import pytest
 
 from hostcall.errors import HostcallError
-from hostcall.identities import MAX_TOKEN_BYTES, REFRESH_SECONDS, Identities
+from hostcall.identities import (
+    JWKS_TIMEOUT_SECONDS,
+    JWKS_TTL_SECONDS,
+    MAX_TOKEN_BYTES,
+    REFRESH_SECONDS,
+    Identities,
+)
 from hostcall.identity import IdentityConfig, parse_identity
 from tests.support.identity import (
     AUDIENCE,
@@ -25,6 +33,7 @@ from tests.support.identity import (
     public_pem,
     rs_token,
     rsa_key,
+    slow_jwks,
     unsigned_token,
 )
 from tests.support.loopback import Trap
@@ -248,3 +257,93 @@ async def test_a_jwks_host_no_longer_allowed_is_never_connected_to() -> None:
         assert trap.connections == 0
     finally:
         trap.close()
+
+
+# ---- a JWKS host that hangs or fails ---------------------------------------------------------
+
+
+def _short_client(seconds: float) -> Callable[[], httpx.AsyncClient]:
+    return lambda: httpx.AsyncClient(trust_env=False, timeout=seconds)
+
+
+async def _code_of(identities: Identities, cfg: IdentityConfig, token: str,
+                   hosts: Callable[[], Collection[str]]) -> tuple[str, int | None]:  # fmt: skip
+    try:
+        await identities.verify(cfg, token, allowed_hosts=hosts)
+    except HostcallError as exc:
+        return exc.code, getattr(exc, "retry_after", None)
+    return "ok", None
+
+
+async def test_requests_waiting_for_a_hanging_jwks_host_share_one_fetch() -> None:
+    clock = Clock()
+    async with slow_jwks(k1=KEY) as site:
+        # The host takes a whole fetch timeout to fail, by the identities' clock; the
+        # client gives up after a fraction of a second of the test's.
+        site.on_connect = lambda: setattr(clock, "now", clock.now + JWKS_TIMEOUT_SECONDS)
+        identities = Identities(clock=clock, client=_short_client(0.5))
+        cfg = config({"jwks_url": site.url}, (site.host,))
+        hosts = lambda: {site.host}  # noqa: E731
+        tokens = [rs_token(KEY, f"visitor-{i}", kid="k1") for i in range(12)]
+        answers = await asyncio.gather(*(_code_of(identities, cfg, t, hosts) for t in tokens))
+        # Every one answered by the one fetch: none waited behind another's.
+        assert {code for code, _ in answers} == {"identity_unavailable"}
+        assert site.connections == 1
+        assert identities.fetches == {site.url: 1}
+        await identities.close()
+
+
+async def test_stale_keys_serve_while_their_refresh_hangs() -> None:
+    clock = Clock()
+    async with slow_jwks(k1=KEY) as site:
+        identities = Identities(clock=clock)
+        cfg = config({"jwks_url": site.url}, (site.host,))
+        hosts = lambda: {site.host}  # noqa: E731
+        site.answering.set()
+        assert (await identities.verify(cfg, rs_token(KEY, kid="k1"), allowed_hosts=hosts)).sub
+        # The keys' time is up and the host now hangs: visitors are not kept waiting.
+        site.answering.clear()
+        site.arrived.clear()
+        clock.now += JWKS_TTL_SECONDS + 1
+        tokens = [rs_token(KEY, f"visitor-{i}", kid="k1") for i in range(20)]
+        answers = await asyncio.gather(*(_code_of(identities, cfg, t, hosts) for t in tokens))
+        assert {code for code, _ in answers} == {"ok"}
+        await site.arrived.wait()
+        assert site.connections == 2  # one refresh for all twenty
+        assert site.held == 1  # still hanging while they were answered
+        # The site rotates its keys, and the hanging refresh comes back with them: a token
+        # with the new key waits for that refresh, and no other fetch is made.
+        site.keys["k2"] = OTHER_KEY
+        site.answering.set()
+        found = await identities.verify(cfg, rs_token(OTHER_KEY, kid="k2"), allowed_hosts=hosts)
+        assert found.sub == "ann"
+        assert site.connections == 2
+        await identities.close()
+
+
+async def test_a_failed_jwks_fetch_backs_off_and_fails_fast_meanwhile() -> None:
+    clock = Clock()
+    async with slow_jwks(k1=KEY) as site:
+        site.status = 500
+        identities = Identities(clock=clock)
+        cfg = config({"jwks_url": site.url}, (site.host,))
+        hosts = lambda: {site.host}  # noqa: E731
+        token = rs_token(KEY, kid="k1")
+        assert await _code_of(identities, cfg, token, hosts) == ("identity_unavailable", 5)
+        assert site.connections == 1
+        clock.now += 2  # within the back-off: answered at once, the host left alone
+        assert await _code_of(identities, cfg, token, hosts) == ("identity_unavailable", 3)
+        assert site.connections == 1
+        clock.now += 3  # the back-off is over: one try, and a longer back-off after it fails
+        assert await _code_of(identities, cfg, token, hosts) == ("identity_unavailable", 10)
+        assert site.connections == 2
+        clock.now += 9
+        assert await _code_of(identities, cfg, token, hosts) == ("identity_unavailable", 1)
+        assert site.connections == 2
+        site.status = 200  # the host is back: the next try after the back-off reads the keys
+        site.answering.set()
+        clock.now += 1
+        assert await _code_of(identities, cfg, token, hosts) == ("ok", None)
+        assert site.connections == 3
+        assert await _code_of(identities, cfg, token, hosts) == ("ok", None)
+        assert site.connections == 3
