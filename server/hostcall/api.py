@@ -37,6 +37,7 @@ from hostcall.protocol.responses import (
     SurfaceTools,
     SurfaceView,
 )
+from hostcall.quotas import DEFAULT_LIMITS
 from hostcall.responses import StoredWireResponse, WireResponse
 from hostcall.runtime import Runtime
 from hostcall.session_requests import client_of, runtime_of, session_conversation
@@ -238,6 +239,11 @@ async def message_feedback(request: Request) -> Response:
     runtime = runtime_of(request)
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, NewFeedback, runtime.settings.max_body_bytes)
+    agent = runtime.agents.get(conversation.agent_id)
+    limits = agent.limits if agent is not None else DEFAULT_LIMITS
+    await runtime.quotas.new_rating(
+        conversation.agent_id, limits, conversation.id, client_of(request)
+    )
     message_id = request.path_params["message_id"]
     found = {m.id: m for m in await runtime.store.list_messages(conversation.id)}.get(message_id)
     if found is None:  # another conversation's message is not found here either
@@ -251,12 +257,13 @@ async def message_feedback(request: Request) -> Response:
         )
     feedback = Feedback(conversation.id, message_id, body.rating, body.comment, time.time())
     async with runtime.store.transaction():
-        await runtime.store.save_feedback(feedback)
-    # Each rating given, a changed one too: the rate of thumbs down is what an operator
-    # watches; the stored rating (one per reply) is the console's.
-    metrics.FEEDBACK.labels(
-        agent=metrics.agent_label(conversation.agent_id), rating=body.rating
-    ).inc()
+        changed = await runtime.store.save_feedback(feedback)
+    # A new rating or a changed one, never the same sent again: the rate of thumbs down is
+    # what an operator watches; the stored rating (one per reply) is the console's.
+    if changed:
+        metrics.FEEDBACK.labels(
+            agent=metrics.agent_label(conversation.agent_id), rating=body.rating
+        ).inc()
     return WireResponse(FeedbackSaved(message_id, body.rating, body.comment))
 
 

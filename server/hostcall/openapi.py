@@ -220,7 +220,7 @@ def _api(p: _Paths) -> dict[str, Any]:
         "/api/conversations/{conversationId}/messages/{messageId}/feedback": {"parameters": [
             *conv, _param("messageId")], "post": p.op(
             "Rate one of the agent's replies (again: the latest rating stands)", 200,
-            p.body(r.FeedbackSaved), 401, 403, 404, 422, body=_ref("NewFeedback"),
+            p.body(r.FeedbackSaved), 401, 403, 404, 422, 429, body=_ref("NewFeedback"),
             security=SESSION)},
         "/api/conversations/{conversationId}/retry": {"parameters": conv, "post": p.op(
             "Retry after a failed run: a new run over the history, nothing re-sent", 202,

@@ -46,6 +46,9 @@ class Limits:
     conversations_per_minute: int = 600
     messages_per_minute_per_client: int = 60
     messages_per_minute_per_conversation: int = 20
+    # A visitor's ratings of replies (feedback): a few a minute is a person thinking twice.
+    ratings_per_minute_per_client: int = 60
+    ratings_per_minute_per_conversation: int = 10
     model_tokens_per_conversation: int = 200_000
     model_tokens_per_day: int = 5_000_000
     # An identified person's, across all their conversations (none for anonymous visitors).
@@ -110,6 +113,18 @@ class Quotas:
                            "msg-person", agent_id, person, "messages from you"))  # fmt: skip
         await self._hit(*checks)
 
+    async def new_rating(
+        self, agent_id: str, limits: Limits, conversation_id: str, client: str
+    ) -> None:
+        """A rating of a reply, counted whether or not it changes the one stored: each is a
+        write, and a script sending thousands must meet a limit like any other."""
+        await self._hit(
+            (RateLimitItemPerMinute(limits.ratings_per_minute_per_client), "rate-client",
+             agent_id, client, "ratings from this address"),
+            (RateLimitItemPerMinute(limits.ratings_per_minute_per_conversation), "rate-conv",
+             agent_id, conversation_id, "ratings in this conversation"),
+        )  # fmt: skip
+
     # ---- a person's data erased -------------------------------------------------------------
 
     async def forget(
@@ -127,6 +142,8 @@ class Quotas:
         for cid in conversation_ids:
             items.append((RateLimitItemPerMinute(limits.messages_per_minute_per_conversation),
                           "msg-conv", cid))  # fmt: skip
+            items.append((RateLimitItemPerMinute(limits.ratings_per_minute_per_conversation),
+                          "rate-conv", cid))  # fmt: skip
             items += [i for i in self._token_items(limits, agent_id, cid, None) if i[2] == cid]
         if person is not None:
             items.append((RateLimitItemPerDay(limits.messages_per_day_per_person),

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS
+from hostcall.quotas import DEFAULT_LIMITS
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv, Harness
 from tests.unit.console_client import ConsoleClient, fast_passwords
@@ -156,3 +157,48 @@ def test_erasing_a_conversation_erases_its_ratings_and_its_handoff(both: Harness
     assert h.call(h.runtime.store.feedback_of, conv.id) == []
     assert h.call(h.runtime.store.get_handoff, conv.id) is None
     assert len(h.call(h.runtime.store.feedback_of, kept.id)) == 1  # another's stays
+
+
+def test_a_reply_rated_over_and_over_counts_once_and_meets_a_limit(both: Harness) -> None:
+    h = both
+    conv, _, reply = _replied(h)
+    before = parse(scrape_from(h, "127.0.0.1").text)
+    sent = [_rate(h, conv, reply["id"], {"rating": "up", "comment": f"Good {i}"})
+            for i in range(300)]  # fmt: skip
+    limit = DEFAULT_LIMITS.ratings_per_minute_per_conversation
+    assert [r.status_code for r in sent] == [200] * limit + [429] * (300 - limit)
+    refused = sent[-1]
+    assert refused.json()["error"]["code"] == "rate_limited"
+    assert "ratings in this conversation" in refused.json()["error"]["message"]
+    wait = int(refused.headers["Retry-After"])
+    assert 1 <= wait <= 60 and refused.json()["error"]["details"]["retryAfter"] == wait
+    # Past the limit a changed rating is refused too: the one given stands, with the last
+    # comment that was let through.
+    assert _rate(h, conv, reply["id"], {"rating": "down"}).status_code == 429
+    stored = h.call(h.runtime.store.feedback_of, conv.id)
+    assert [(f.message_id, f.rating, f.comment) for f in stored] == [
+        (reply["id"], "up", f"Good {limit - 1}")
+    ]
+    # The same rating sent again is no new rating: the counter moved once.
+    after = parse(scrape_from(h, "127.0.0.1").text)
+    name = "hostcall_feedback_total"
+    assert (
+        value(after, name, agent="planner", rating="up")
+        - value(before, name, agent="planner", rating="up")
+        == 1
+    )
+    assert value(after, name, rating="down") == value(before, name, rating="down")
+
+
+def test_each_change_of_a_rating_is_counted_and_a_repeat_is_not(both: Harness) -> None:
+    h = both
+    conv, _, reply = _replied(h)
+    before = parse(scrape_from(h, "127.0.0.1").text)
+    for rating in ("up", "up", "down", "down", "down", "up"):
+        assert _rate(h, conv, reply["id"], {"rating": rating}).status_code == 200
+    after = parse(scrape_from(h, "127.0.0.1").text)
+    name = "hostcall_feedback_total"
+    grew = {r: value(after, name, agent="planner", rating=r)
+            - value(before, name, agent="planner", rating=r) for r in ("up", "down")}  # fmt: skip
+    assert grew == {"up": 2, "down": 1}
+    assert [f.rating for f in h.call(h.runtime.store.feedback_of, conv.id)] == ["up"]

@@ -347,8 +347,12 @@ class Erasure(Protocol):
 
 
 class Feedbacks(Protocol):
-    # One per message: a second rating of the same reply replaces the first.
-    async def save_feedback(self, feedback: Feedback) -> None: ...
+    async def save_feedback(self, feedback: Feedback) -> bool:
+        """One per message: a second rating of the same reply replaces the first. True when
+        the reply's rating is new or changed; False when the same rating came again (its
+        comment, if any, replaces the one stored)."""
+        ...
+
     async def feedback_of(self, conversation_id: str) -> list[Feedback]: ...
 
 

@@ -277,10 +277,18 @@ class Statements:
         self.browser_conversations_before = q(browser.format(before=keyset))
 
         # ---- feedback and human handoff
+        # A rating sent again changes the comment only (and is no new rating): the first
+        # statement; a new rating or a changed one, the second, which changes a row only
+        # then (two at once with the same new rating: one row is inserted, the other's
+        # conditional update finds nothing to change).
+        self.restate_feedback = q(
+            "UPDATE feedback SET comment = ?, at = ? WHERE message_id = ? AND rating = ?"
+        )
         self.save_feedback = q(
             "INSERT INTO feedback (message_id, conversation_id, rating, comment, at)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (message_id) DO UPDATE SET"
             " rating = excluded.rating, comment = excluded.comment, at = excluded.at"
+            " WHERE feedback.rating <> excluded.rating"
         )
         self.feedback_of = q("SELECT * FROM feedback WHERE conversation_id = ? ORDER BY at")
         self.handoff = q("SELECT * FROM handoffs WHERE conversation_id = ?")

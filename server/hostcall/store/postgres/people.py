@@ -24,12 +24,14 @@ ALTER TABLE messages ADD COLUMN author TEXT;
 
 
 class PeopleTables(PostgresConnections, Feedbacks, Handoffs):
-    async def save_feedback(self, feedback: Feedback) -> None:
-        await self._run(
-            SQL.save_feedback,
-            (feedback.message_id, feedback.conversation_id, feedback.rating, feedback.comment,
-             feedback.at),
-        )  # fmt: skip
+    async def save_feedback(self, feedback: Feedback) -> bool:
+        f = feedback
+        if await self._count(SQL.restate_feedback, (f.comment, f.at, f.message_id, f.rating)):
+            return False
+        changed = await self._count(
+            SQL.save_feedback, (f.message_id, f.conversation_id, f.rating, f.comment, f.at)
+        )
+        return bool(changed)
 
     async def feedback_of(self, conversation_id: str) -> list[Feedback]:
         return [rows.feedback(r) for r in await self._all(SQL.feedback_of, (conversation_id,))]

@@ -23,12 +23,15 @@ ALTER TABLE messages ADD COLUMN author TEXT;
 
 
 class PeopleTables(SQLiteConnection, Feedbacks, Handoffs):
-    async def save_feedback(self, feedback: Feedback) -> None:
-        self._db.execute(
-            SQL.save_feedback,
-            (feedback.message_id, feedback.conversation_id, feedback.rating, feedback.comment,
-             feedback.at),
-        )  # fmt: skip
+    async def save_feedback(self, feedback: Feedback) -> bool:
+        f = feedback
+        if self._db.execute(SQL.restate_feedback,
+                            (f.comment, f.at, f.message_id, f.rating)).rowcount:  # fmt: skip
+            return False
+        changed = self._db.execute(
+            SQL.save_feedback, (f.message_id, f.conversation_id, f.rating, f.comment, f.at)
+        ).rowcount
+        return bool(changed)
 
     async def feedback_of(self, conversation_id: str) -> list[Feedback]:
         return [rows.feedback(r) for r in self._db.execute(SQL.feedback_of, (conversation_id,))]
