@@ -112,10 +112,12 @@ class SlowJwks:
     """A JWKS host on loopback in the test's own event loop, for faults: while ``answering``
     is clear it accepts each request and holds it (until the client gives up, or
     ``answering`` is set); ``status`` other than 200 answers that at once, without keys.
-    ``on_connect`` runs as each connection arrives (a test moves its clock there)."""
+    ``on_connect`` runs as each connection arrives (a test moves its clock there). With
+    ``drip``, it answers 200 and then a byte of body at a time, slowly, for ten seconds."""
 
     keys: dict[str, rsa.RSAPrivateKey] = field(default_factory=dict)
     status: int = 200
+    drip: bool = False
     answering: asyncio.Event = field(default_factory=asyncio.Event)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)  # a request was read
     on_connect: Callable[[], None] = lambda: None
@@ -138,6 +140,9 @@ class SlowJwks:
         self.on_connect()
         try:
             await reader.readuntil(b"\r\n\r\n")
+            if self.drip:
+                await self._drip(writer)
+                return
             holding = self.status == 200 and not self.answering.is_set()
             self.held += holding
             self.arrived.set()
@@ -163,6 +168,14 @@ class SlowJwks:
             pass
         finally:
             writer.close()
+
+    async def _drip(self, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n{")
+        self.arrived.set()
+        for _ in range(200):  # each read well within any client's read timeout
+            await asyncio.sleep(0.05)
+            writer.write(b" ")
+            await writer.drain()
 
 
 @asynccontextmanager

@@ -347,3 +347,18 @@ async def test_a_failed_jwks_fetch_backs_off_and_fails_fast_meanwhile() -> None:
         assert site.connections == 3
         assert await _code_of(identities, cfg, token, hosts) == ("ok", None)
         assert site.connections == 3
+
+
+async def test_a_jwks_host_that_drips_its_answer_is_cut_off_at_the_fetch_timeout() -> None:
+    clock = Clock()
+    async with slow_jwks(k1=KEY) as site:
+        site.drip = True
+        # Every byte comes well within httpx's read timeout: only a bound on the whole
+        # exchange ends it.
+        identities = Identities(clock=clock, fetch_timeout=0.3)
+        cfg = config({"jwks_url": site.url}, (site.host,))
+        hosts = lambda: {site.host}  # noqa: E731
+        tokens = [rs_token(KEY, f"visitor-{i}", kid="k1") for i in range(5)]
+        answers = await asyncio.gather(*(_code_of(identities, cfg, t, hosts) for t in tokens))
+        assert answers == [("identity_unavailable", 5)] * 5
+        assert site.connections == 1
