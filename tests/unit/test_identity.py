@@ -5,8 +5,10 @@ only from an allowed host, once per rotation."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +24,7 @@ from hostcall.identities import (
     Identities,
 )
 from hostcall.identity import IdentityConfig, parse_identity
+from tests.support.harness import ORIGIN, Harness, allow_hosts
 from tests.support.identity import (
     AUDIENCE,
     ISSUER,
@@ -362,3 +365,50 @@ async def test_a_jwks_host_that_drips_its_answer_is_cut_off_at_the_fetch_timeout
         answers = await asyncio.gather(*(_code_of(identities, cfg, t, hosts) for t in tokens))
         assert answers == [("identity_unavailable", 5)] * 5
         assert site.connections == 1
+
+
+def test_visitors_behind_a_failing_jwks_host_get_one_fetch_and_a_back_off(
+    tmp_path: Path, agents_dir: Path
+) -> None:
+    """Through the app: concurrent visitors share one fetch, get ``503`` with the wait in
+    ``Retry-After``, and the back-off runs on the app's clock."""
+    h = Harness(tmp_path, agents_dir)
+
+    async def scenario() -> None:
+        async with slow_jwks(k1=KEY) as site:
+            path = agents_dir / "planner.json"
+            data = json.loads(path.read_text())
+            data["identity"] = {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": site.url}
+            path.write_text(json.dumps(data))
+            allow_hosts(agents_dir, site.url)
+            h.runtime.reload_agents()
+            # The host takes a fetch timeout (by the app's clock) to fail.
+            site.on_connect = lambda: h.clock.advance(JWKS_TIMEOUT_SECONDS)
+            site.status = 500
+            transport = httpx.ASGITransport(app=h.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+
+                async def create(sub: str) -> httpx.Response:
+                    headers = ORIGIN | {"Hostcall-Identity": rs_token(KEY, sub, kid="k1")}
+                    return await c.post("/api/agents/planner/conversations", headers=headers)
+
+                answers = await asyncio.gather(*(create(f"visitor-{i}") for i in range(12)))
+                for r in answers:
+                    assert r.status_code == 503, r.text
+                    assert r.json()["error"]["code"] == "identity_unavailable"
+                    assert r.headers["Retry-After"] == "5"
+                assert site.connections == 1
+                h.clock.advance(2)  # within the back-off: no connection
+                assert (await create("ann")).headers["Retry-After"] == "3"
+                assert site.connections == 1
+                h.clock.advance(3)  # past it: one more try, which the host now answers
+                site.status = 200
+                site.answering.set()
+                assert (await create("ann")).status_code == 201
+                assert site.connections == 2
+            await h.runtime.identities.close()
+
+    try:
+        h.call(scenario)
+    finally:
+        h.stop()
