@@ -91,6 +91,11 @@ class _KeySet:
     def usable(self, now: float) -> bool:
         return now - self.loaded_at <= JWKS_STALE_SECONDS
 
+    @property
+    def under_way(self) -> bool:
+        # A task cancelled before it ran never cleared itself: done is done.
+        return self.fetching is not None and not self.fetching.done()
+
 
 class Identities:
     def __init__(
@@ -234,15 +239,15 @@ class Identities:
         keyset = self._sets.setdefault(url, _KeySet())
         now = self.clock()
         if not keyset.usable(now):
-            if now < keyset.retry_at and keyset.fetching is None:
+            if now < keyset.retry_at and not keyset.under_way:
                 raise self._unavailable(keyset, now)
             await self._fetched(url, keyset, allowed_hosts)
         elif now - keyset.loaded_at > JWKS_TTL_SECONDS and now >= keyset.retry_at:
             self._start_fetch(url, keyset, allowed_hosts)  # meanwhile, the keys we hold
-        found = self._pick(keyset, kid)
+        found = self._pick(keyset, kid) if keyset.usable(self.clock()) else None
         if found is None and keyset.usable(self.clock()):
             now = self.clock()
-            if keyset.fetching is not None or (
+            if keyset.under_way or (
                 now - keyset.tried_at >= REFRESH_SECONDS and now >= keyset.retry_at
             ):
                 # Once: the site may have rotated its keys since we read them.
@@ -264,9 +269,10 @@ class Identities:
         self, url: str, keyset: _KeySet, allowed_hosts: Callable[[], Collection[str]]
     ) -> asyncio.Task[None]:
         """The fetch of ``url`` under way, started now if none is."""
-        if keyset.fetching is None:
-            keyset.fetching = asyncio.create_task(self._fetch(url, keyset, allowed_hosts))
-        return keyset.fetching
+        task = keyset.fetching
+        if task is None or task.done():
+            task = keyset.fetching = asyncio.create_task(self._fetch(url, keyset, allowed_hosts))
+        return task
 
     async def _fetched(
         self, url: str, keyset: _KeySet, allowed_hosts: Callable[[], Collection[str]]
@@ -279,6 +285,8 @@ class Identities:
     async def close(self) -> None:
         """Stop the fetches under way (the server is stopping)."""
         tasks = [k.fetching for k in self._sets.values() if k.fetching is not None]
+        for keyset in self._sets.values():
+            keyset.fetching = None
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -312,7 +320,8 @@ class Identities:
                 keyset.keys, keyset.loaded_at = keys, keyset.tried_at
                 keyset.failures, keyset.retry_at = 0, float("-inf")
         finally:
-            keyset.fetching = None
+            if keyset.fetching is asyncio.current_task():
+                keyset.fetching = None
 
     async def _read(
         self, url: str, allowed_hosts: Callable[[], Collection[str]]

@@ -17,6 +17,7 @@ import pytest
 
 from hostcall.errors import HostcallError
 from hostcall.identities import (
+    JWKS_STALE_SECONDS,
     JWKS_TIMEOUT_SECONDS,
     JWKS_TTL_SECONDS,
     MAX_TOKEN_BYTES,
@@ -365,6 +366,25 @@ async def test_a_jwks_host_that_drips_its_answer_is_cut_off_at_the_fetch_timeout
         answers = await asyncio.gather(*(_code_of(identities, cfg, t, hosts) for t in tokens))
         assert answers == [("identity_unavailable", 5)] * 5
         assert site.connections == 1
+
+
+async def test_keys_not_read_again_for_a_day_stop_working() -> None:
+    clock = Clock()
+    async with slow_jwks(k1=KEY) as site:
+        identities = Identities(clock=clock)
+        cfg = config({"jwks_url": site.url}, (site.host,))
+        hosts = lambda: {site.host}  # noqa: E731
+        site.answering.set()
+        token = rs_token(KEY, kid="k1")
+        assert await _code_of(identities, cfg, token, hosts) == ("ok", None)
+        site.status = 500  # the host fails from now on
+        clock.now += JWKS_TTL_SECONDS + 1
+        assert await _code_of(identities, cfg, token, hosts) == ("ok", None)  # stale, served
+        await identities.close()
+        # A day on, the site may have withdrawn that key: without its host, nothing is used.
+        clock.now += JWKS_STALE_SECONDS
+        assert await _code_of(identities, cfg, token, hosts) == ("identity_unavailable", 5)
+        assert site.connections >= 2
 
 
 def test_visitors_behind_a_failing_jwks_host_get_one_fetch_and_a_back_off(
