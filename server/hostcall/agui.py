@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -198,13 +197,13 @@ async def _thread(
     cid = thread_conversation_id(agent.id, body.thread_id, person)
     store = runtime.store
     if existing is None:
-        await store.create_conversation(Conversation(cid, agent.id, time.time(), person=person))
+        await store.create_conversation(Conversation(cid, agent.id, runtime.clock(), person=person))
     client_tools = {t.name for t in agent.tools if t.kind == "client"}
     declared = tuple(n for n in body.tools if n in client_tools)
     # The AG-UI client names no surface: it is the conversation's own, always present
     # (docs/protocol.md "Surfaces"), so its calls are assigned to it and never move.
     async with store.transaction():
-        await store.save_surface_tools(cid, ANONYMOUS_SURFACE, declared, time.time())
+        await store.save_surface_tools(cid, ANONYMOUS_SURFACE, declared, runtime.clock())
     conversation = await store.get_conversation(cid)
     assert conversation is not None
     return conversation

@@ -6,8 +6,6 @@ actor, in the same unit as its move, and the run goes on from it.
 
 from __future__ import annotations
 
-import time
-
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -43,9 +41,11 @@ async def _check_call_origin(request: Request, runtime: Runtime, claims: Claims)
 VISITOR = "visitor"
 
 
-def _visitor_did(action: str, claims: Claims, call_id: str, **details: object) -> AuditEntry:
+def _visitor_did(
+    runtime: Runtime, action: str, claims: Claims, call_id: str, **details: object
+) -> AuditEntry:
     """The audit entry of a visitor's answer or decision, written with its move."""
-    return AuditEntry(time.time(), VISITOR, action, claims.conversation_id, call_id,
+    return AuditEntry(runtime.clock(), VISITOR, action, claims.conversation_id, call_id,
                       details=details)  # fmt: skip
 
 
@@ -69,11 +69,13 @@ async def call_result(request: Request) -> Response:
     call_id = request.path_params["call_id"]
     try:
         if body.error is None:
-            audit = _visitor_did("call.answer", claims, call_id)
+            audit = _visitor_did(runtime, "call.answer", claims, call_id)
             settled = await ledger.answers.answer_claimed(call_id, claims, body.output, audit=audit)
         else:
             text = body.error.message or "no message"
-            audit = _visitor_did("call.answer", claims, call_id, error=body.error.code.value)
+            audit = _visitor_did(
+                runtime, "call.answer", claims, call_id, error=body.error.code.value
+            )
             call = await ledger.answers.checked_call(call_id, claims)
             settled = await ledger.answers.fail(
                 call, body.error.code, f"The page reported: {text}", audit=audit
@@ -95,13 +97,15 @@ async def call_decision(request: Request) -> Response:
     decided: Moved
     if body.decision == "approve":
         edited = body.input is not None
-        audit = _visitor_did("call.approve", claims, call.id, edited=edited, scope=body.scope)
+        audit = _visitor_did(
+            runtime, "call.approve", claims, call.id, edited=edited, scope=body.scope
+        )
         decided = await ledger.answers.approve(
             call, body.input, body.scope, surface=body.surface_id, audit=audit
         )
     else:
         reason = (body.reason or "").strip()[:MAX_REASON_CHARS]
-        audit = _visitor_did("call.reject", claims, call.id, reason=reason)
+        audit = _visitor_did(runtime, "call.reject", claims, call.id, reason=reason)
         decided = await ledger.answers.reject(call, body.reason, audit=audit)
     call = await runtime.engine.follow(decided)
     return WireResponse(CallStatus(call.state.value))

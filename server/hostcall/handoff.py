@@ -16,7 +16,7 @@ never both on the state before. The console's audit entry is written in the same
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 
 from hostcall.errors import Conflict
 from hostcall.journal import Journal
@@ -35,8 +35,9 @@ from hostcall.store.records import AuditEntry, Conversation, RunStatus, StoredMe
 
 
 class HumanHandoff:
-    def __init__(self, journal: Journal) -> None:
+    def __init__(self, journal: Journal, *, clock: Callable[[], float]) -> None:
         self.journal = journal
+        self.clock = clock
         self.store = journal.store
 
     async def take_over(self, conversation_id: str, person: str, *, audit: AuditEntry) -> None:
@@ -53,7 +54,7 @@ class HumanHandoff:
                     code=ErrorCode.RUN_IN_PROGRESS,
                     runId=run.id,
                 )
-            if not await self.store.take_over(conversation_id, person, time.time()):
+            if not await self.store.take_over(conversation_id, person, self.clock()):
                 held = await self.store.get_handoff(conversation_id)
                 holder = held.person if held is not None else ""
                 raise Conflict(
@@ -108,7 +109,7 @@ class HumanHandoff:
         try:
             async with self.journal.unit() as unit:
                 await unit.emit(conversation_id, PersonRequested())
-                if not await self.store.request_person(conversation_id, time.time()):
+                if not await self.store.request_person(conversation_id, self.clock()):
                     raise _Unchanged
         except _Unchanged:
             return False

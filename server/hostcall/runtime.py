@@ -154,7 +154,7 @@ class Runtime:
     @property
     def handoff(self) -> HumanHandoff:
         """Human handoff (hostcall/handoff.py): holds nothing of its own."""
-        return HumanHandoff(self.engine.journal)
+        return HumanHandoff(self.engine.journal, clock=self.clock)
 
     async def agent_of_conversation(self, conversation_id: str) -> str | None:
         """The id of the conversation's agent, or None if there is no such conversation.

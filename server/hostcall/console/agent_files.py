@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,10 +146,10 @@ class AgentFiles:
         problems = problems_with(self.directory, self.environ, path.name, data)
         if problems:
             raise AgentRejected(problems[0], problems=problems)
-        store = self.runtime.store
+        store, clock = self.runtime.store, self.runtime.clock
         if existing and not await store.list_agent_versions(agent_id):
             await store.add_agent_version(
-                AgentVersion(agent_id, 0, path.read_text(encoding="utf-8"), "", time.time(),
+                AgentVersion(agent_id, 0, path.read_text(encoding="utf-8"), "", clock(),
                              FOUND_ON_DISK)
             )  # fmt: skip
         before = path.read_text(encoding="utf-8") if path.exists() else None
@@ -165,7 +164,7 @@ class AgentFiles:
                     write_atomically(path, before)
                 raise AgentRejected(exc.problems[0], problems=exc.problems) from None
         return await store.add_agent_version(
-            AgentVersion(agent_id, 0, text_of(data), author, time.time(), note)
+            AgentVersion(agent_id, 0, text_of(data), author, clock(), note)
         )
 
     async def create(self, agent_id: str, name: str, *, author: str) -> AgentVersion:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from typing import Any
 
 from hostcall.store import Store
@@ -44,6 +44,7 @@ ACTIONS = (
 
 async def record(
     store: Store,
+    clock: Callable[[], float],
     actor: str,
     action: str,
     *,
@@ -54,7 +55,7 @@ async def record(
 ) -> AuditEntry:
     assert action in ACTIONS, f"unknown audit action {action!r}"
     entry = AuditEntry(
-        at=time.time(),
+        at=clock(),
         actor=actor,
         action=action,
         conversation_id=conversation_id,

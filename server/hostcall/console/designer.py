@@ -87,7 +87,8 @@ async def create_agent(request: Request) -> Response:
     agent_id = _new_id(form.get("id"))
     who = operator_of(request).name
     await _files(request).create(agent_id, form.get("name", "").strip()[:200], author=who)
-    await record(_runtime(request).store, who, "agent.create", agent_id=agent_id)
+    runtime = _runtime(request)
+    await record(runtime.store, runtime.clock, who, "agent.create", agent_id=agent_id)
     return RedirectResponse(f"/console/agents/{agent_id}", 303)
 
 
@@ -97,7 +98,10 @@ async def duplicate_agent(request: Request) -> Response:
     new_id = _new_id(form_of(request).get("id"))
     who = operator_of(request).name
     await _files(request).duplicate(source, new_id, author=who)
-    await record(_runtime(request).store, who, "agent.duplicate", agent_id=new_id, source=source)
+    runtime = _runtime(request)
+    await record(
+        runtime.store, runtime.clock, who, "agent.duplicate", agent_id=new_id, source=source
+    )
     return RedirectResponse(f"/console/agents/{new_id}", 303)
 
 
@@ -105,7 +109,8 @@ async def _set_enabled(request: Request, enabled: bool) -> Response:
     agent_id = request.path_params["agent_id"]
     _files(request).set_enabled(agent_id, enabled)
     action = "agent.enable" if enabled else "agent.disable"
-    await record(_runtime(request).store, operator_of(request).name, action, agent_id=agent_id)
+    runtime, who = _runtime(request), operator_of(request).name
+    await record(runtime.store, runtime.clock, who, action, agent_id=agent_id)
     return RedirectResponse("/console/agents", 303)
 
 
@@ -168,9 +173,9 @@ async def save_agent(request: Request) -> Response:
     files.get(agent_id)  # saving never creates: creating is its own action
     note = str(body.get("note") or "")[:200]
     version = await files.save(agent_id, body["agent"], author=who, note=note)
-    await record(
-        _runtime(request).store, who, "agent.save", agent_id=agent_id, version=version.version
-    )
+    runtime = _runtime(request)
+    await record(runtime.store, runtime.clock, who, "agent.save", agent_id=agent_id,
+                 version=version.version)  # fmt: skip
     return WireResponse(AgentSaved(version.version))
 
 
@@ -218,6 +223,6 @@ async def rollback_agent(request: Request) -> Response:
     saved = await _files(request).save(
         agent_id, json.loads(old.body), author=who, note=f"roll back to version {number}"
     )
-    await record(runtime.store, who, "agent.rollback", agent_id=agent_id, to=number,
+    await record(runtime.store, runtime.clock, who, "agent.rollback", agent_id=agent_id, to=number,
            version=saved.version)  # fmt: skip
     return RedirectResponse(f"/console/agents/{agent_id}/versions", 303)

@@ -4,8 +4,6 @@ docs/console.md, "Human handoff"). Each action is audited in the unit that makes
 
 from __future__ import annotations
 
-import time
-
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -36,7 +34,7 @@ async def _conversation(runtime: Runtime, request: Request) -> Conversation:
 
 def _did(request: Request, action: str, conversation_id: str, **details: object) -> AuditEntry:
     who = operator_of(request).name
-    return AuditEntry(time.time(), who, action, conversation_id, details=details)
+    return AuditEntry(_runtime(request).clock(), who, action, conversation_id, details=details)
 
 
 @guarded(Role.OPERATOR)

@@ -9,7 +9,6 @@ No token of the visitor's conversation ever reaches a console page: calls are sh
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from starlette.requests import Request
@@ -249,7 +248,7 @@ async def _open_call(runtime: Runtime, call_id: str) -> Call:
     call = await runtime.store.get_call(call_id)
     if call is None:
         raise NotFound(f"no call {call_id}", code=ErrorCode.UNKNOWN_CALL)
-    if call.state.open and call.deadline <= time.time():
+    if call.state.open and call.deadline <= runtime.clock():
         expired = await runtime.engine.ledger.answers.expire(call)
         if expired is not None:
             runtime.engine.resume(expired)
@@ -268,7 +267,12 @@ async def answer_call(request: Request) -> Response:
     call = await runtime.engine.follow(answered)
     where = {"conversation_id": call.conversation_id, "call_id": call.id}
     await record(
-        runtime.store, operator_of(request).name, "call.answer", **where, output=body["output"]
+        runtime.store,
+        runtime.clock,
+        operator_of(request).name,
+        "call.answer",
+        **where,
+        output=body["output"],
     )
     return WireResponse(CallStatus(call.state.value))
 
@@ -287,7 +291,13 @@ async def decide_call(request: Request) -> Response:
         approved = await ledger.answers.approve(call, body.input, body.scope)
         call = await runtime.engine.follow(approved)
         await record(
-            runtime.store, who, "call.approve", **where, edited=body.input, scope=body.scope
+            runtime.store,
+            runtime.clock,
+            who,
+            "call.approve",
+            **where,
+            edited=body.input,
+            scope=body.scope,
         )
     else:
         reason = (body.reason or "").strip()
@@ -295,7 +305,7 @@ async def decide_call(request: Request) -> Response:
         said = f"(an operator decided) {reason}".strip()[:MAX_REASON_CHARS]
         rejected = await ledger.answers.reject(call, said)
         call = await runtime.engine.follow(rejected)
-        await record(runtime.store, who, "call.reject", **where, reason=reason)
+        await record(runtime.store, runtime.clock, who, "call.reject", **where, reason=reason)
     return WireResponse(CallStatus(call.state.value))
 
 
@@ -313,7 +323,7 @@ async def expire_call(request: Request) -> Response:
             f"call {call.id} is already {call.state.value}", code=ErrorCode.CALL_ALREADY_SETTLED
         )
     runtime.engine.resume(ended)
-    await record(runtime.store, operator_of(request).name, "call.expire",
+    await record(runtime.store, runtime.clock, operator_of(request).name, "call.expire",
            conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
     return WireResponse(CallStatus(CallState.FAILED.value))
 
@@ -325,6 +335,7 @@ async def cancel_run(request: Request) -> Response:
     run = await runtime.engine.stop_run(run_id, RunErrorCode.OPERATOR_CANCELLED)
     await record(
         runtime.store,
+        runtime.clock,
         operator_of(request).name,
         "run.cancel",
         conversation_id=run.conversation_id,

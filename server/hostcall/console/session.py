@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -78,14 +77,15 @@ class ConsoleState:
         if user is None or payload.get("p") != fingerprint(user.password_hash):
             return None
         sid = str(payload.get("s", ""))
-        if await self.runtime.store.session_user(session_digest(sid), time.time()) != user.name:
+        holder = await self.runtime.store.session_user(session_digest(sid), self.runtime.clock())
+        if holder != user.name:
             return None  # signed out, or ended by a change to the user
         return Operator(user.name, Role(user.role), sid, self.csrf.dumps(sid))
 
     async def start_session(self, user: User) -> str:
         """A new session of ``user``, stored; returns the cookie's value."""
         sid = secrets.token_urlsafe(32)
-        now = time.time()
+        now = self.runtime.clock()
         await self.runtime.store.add_session(
             ConsoleSession(session_digest(sid), user.name, now, now + SESSION_MAX_AGE)
         )

@@ -64,19 +64,20 @@ async def _run(store: Store, args: argparse.Namespace) -> str:
     name = args.name
     if action == "add":
         user = await accounts.add_user(store, name, args.role, _password())
-        await record(store, COMMAND_LINE, "user.add", name=user.name, role=user.role)
+        # The command line runs outside any server: the wall clock is the only one it has.
+        await record(store, time.time, COMMAND_LINE, "user.add", name=user.name, role=user.role)
         return f"ok: {user.name} ({user.role}) can sign in at /console/login"
     if action == "remove":
         await accounts.remove_user(store, name)
-        await record(store, COMMAND_LINE, "user.remove", name=name)
+        await record(store, time.time, COMMAND_LINE, "user.remove", name=name)
         return f"ok: {name} is removed and signed out of the console"
     if action == "passwd":
         if await store.get_user(name) is None:  # before asking for a password
             raise AccountError(f"there is no user called {name[:80]!r}")
         await accounts.set_password(store, name, _password())
-        await record(store, COMMAND_LINE, "user.password", name=name)
+        await record(store, time.time, COMMAND_LINE, "user.password", name=name)
         return f"ok: {name} has a new password; their console sessions are ended"
     assert action == "role", action
     await accounts.set_role(store, name, args.role)
-    await record(store, COMMAND_LINE, "user.role", name=name, role=args.role)
+    await record(store, time.time, COMMAND_LINE, "user.role", name=name, role=args.role)
     return f"ok: {name} is now {args.role}; their console sessions are ended"

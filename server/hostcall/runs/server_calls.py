@@ -45,9 +45,9 @@ class ServerCalls:
             return None
         tool = await self.ledger.views.known_tool(call)
         if tool.kind == "person":
-            queued = await HumanHandoff(self.ledger.moves.journal).ask_for_person(
-                call.conversation_id
-            )
+            queued = await HumanHandoff(
+                self.ledger.moves.journal, clock=self.ledger.moves.clock
+            ).ask_for_person(call.conversation_id)
             current = await self.store.get_call(call_id)
             if current is None or not current.state.answerable:
                 return None

@@ -152,6 +152,8 @@ class SQLiteStore(
         )
         applied = [r[0] for r in self._db.execute(SQL.applied_migrations)]
         for migration in pending(MIGRATIONS, applied, target=str(self.path)):
+            # applied_at says when this file's schema changed, on the wall clock (as PostgreSQL's
+            # now() does): no request's time, so not the app's clock.
             # executescript commits first; each migration and its record commit together.
             self._db.executescript(
                 f"BEGIN IMMEDIATE;\n{migration.sql}\n"
