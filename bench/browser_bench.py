@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
 import json
 import os
 import platform
@@ -40,11 +39,12 @@ from report import compare, ms, print_table, summary
 from streams import RawStream
 
 from hostcall.qa.plugin import CHROMIUM_ARGS
+from hostcall.qa.weight import LOADER_BUDGET, WIDGET_BUDGET, OpenWidget, Weighed, gzipped, weigh
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's; never Playwright's download (tests/e2e/conftest.py)
 ASK = "What should I work on next?"  # the planner's read_board_tasks rule: no approval
 AGENT = "bench"  # servers.bench_agents: a copy of demo/agents/planner.json
-LOADER_BUDGET, WIDGET_BUDGET, HOST_COST_BUDGET = 3 * 1024, 30 * 1024, 0.010
+HOST_COST_BUDGET = 0.010
 DISPATCH = "hostcall.tool_call_dispatch"
 TARGETS = {"p50": 2.0, "p99": 3.0}  # the round trip's, x the floor (PRODUCT.md)
 TURNS = 10  # round trips per conversation, then a fresh widget (the widget slows as it grows)
@@ -151,44 +151,23 @@ def weight(env: Env) -> None:
     frame.locator("[data-part=tool-call][data-state=done]").wait_for()
     page.wait_for_timeout(500)
 
-    def measured(requests: list[Any]) -> list[tuple[str, int, int, int, str]]:
-        """(path, raw, gzip -9, Content-Length sent, Content-Encoding) of Hostcall's responses."""
-        out = []
-        for r in (r for r in requests if origin(r.url) == env.hc.url):
-            body, headers = r.response().body(), r.response().all_headers()
-            out.append(
-                (
-                    urlsplit(r.url).path,
-                    len(body),
-                    len(gzip.compress(body, 9)),
-                    int(headers.get("content-length", r.sizes()["responseBodySize"])),
-                    headers.get("content-encoding", "identity"),
-                )
-            )
-        return out
-
-    files, later = measured(done[:opened]), measured(done[opened:])
+    files, later = weigh(done[:opened], env.hc.url), weigh(done[opened:], env.hc.url)
     page.context.close()
-    first_call = {f[0]: f for f in later if not f[0].startswith("/api/")}  # each file once
-    # The API's JSON, and the loader's check that the page may show the agent: data, not code.
-    api = [f for f in files if f[0].startswith(("/api/", "/embed/check"))]
-    loader = [f for f in files if f[0] == "/embed.js"]
-    widget = sorted((f for f in files if f not in api + loader), key=lambda f: -f[2])
-    if len(loader) != 1 or not any(f[0].startswith("/widget/") for f in widget):
-        raise RuntimeError(f"expected /embed.js and the widget page, got {files}")
+    first_call = {f.path: f for f in later if not f.path.startswith("/api/")}  # each file once
+    widget = OpenWidget.of(files)
 
-    def row(label: str, entries: list[Any], budget: int | None) -> tuple[str, ...]:
-        raw, gz, sent = (sum(f[i] for f in entries) for i in (1, 2, 3))
-        enc = entries[0][4] if len(entries) == 1 else ""
+    def row(label: str, entries: Sequence[Weighed], budget: int | None) -> tuple[str, ...]:
+        raw, gz, sent = sum(f.raw for f in entries), gzipped(entries), sum(f.sent for f in entries)
+        enc = entries[0].encoding if len(entries) == 1 else ""
         goal = "-" if budget is None else f"<= {budget:,} B"
         verdict = "info" if budget is None else "ok" if gz <= budget else "MISSED"
         return (label, f"{raw:,} B", f"{gz:,} B", f"{sent:,} B {enc}".strip(), goal, verdict)
 
     rows = [
-        row("/embed.js (loader)", loader, LOADER_BUDGET),
-        *(row(f[0], [f], None) for f in widget),
-        row(f"widget in the iframe, {len(widget)} files", widget, None),
-        row("whole widget: loader + iframe", loader + widget, WIDGET_BUDGET),
+        row("/embed.js (loader)", widget.loader, LOADER_BUDGET),
+        *(row(f.path, [f], None) for f in widget.frame),
+        row(f"widget in the iframe, {len(widget.frame)} files", widget.frame, None),
+        row("whole widget: loader + iframe", widget.whole, WIDGET_BUDGET),
         row(f"then with the first call, {len(first_call)} files", list(first_call.values()), None),
         ("third-party requests", str(len(third)), "", "", "0", "MISSED" if third else "ok"),
     ]
@@ -200,8 +179,10 @@ def weight(env: Env) -> None:
         [
             "1 KB = 1,024 B; targets: loader 3 KB, whole widget 30 KB gzipped (big vendors: "
             "130-600 KB); the open event stream is not counted",
-            f"also on open, API JSON: {len(api)} requests, {sum(f[3] for f in api):,} B sent "
-            f"({', '.join(f[0].rsplit('/', 1)[-1] for f in api)}); third-party: {third or 'none'}",
+            f"also on open, API JSON: {len(widget.data)} requests, "
+            f"{sum(f.sent for f in widget.data):,} B sent "
+            f"({', '.join(f.path.rsplit('/', 1)[-1] for f in widget.data)}); "
+            f"third-party: {third or 'none'}",
             "imported when the first tool call appears, not on open: "
             f"{', '.join(sorted(p.rsplit('/', 1)[-1] for p in first_call))}",
         ],
