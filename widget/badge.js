@@ -8,7 +8,8 @@
   const script = /** @type {HTMLScriptElement | null} */ (document.querySelector('script[data-agent]'))
   const lang = (script?.dataset.locale || navigator.language).slice(0, 2)
   const name = button.getAttribute('aria-label')
-  /** The launcher's name with `n` unread (the loader's label, then the count). */
+  /** The launcher's name with `n` unread (the loader's label, then the count), by language.
+   * @type {Record<string, (n: number) => string>} */
   const UNREAD = {
     en: n => `${name}, ${n} unread`,
     fr: n => `${name}, ${n} non lu${n > 1 ? 's' : ''}`,

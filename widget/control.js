@@ -2,8 +2,26 @@
 // server refuses a message: imported by app.js when first needed, not with the widget (the
 // open widget's weight budget). The server answered by then, so this module can be fetched.
 
-/** @typedef {{state: any, api: any, cfg: any, ui: typeof import('./chat.js'), t: (key: string) => string,
- *   emit: (event: string, detail: any) => void, refresh: () => void}} App app.js's state and helpers */
+/** @typedef {import('./api.js').ApiError} ApiError */
+/** @typedef {ReturnType<typeof import('./api.js').createApi>} Api */
+/**
+ * What this module reads and changes of app.js's state.
+ * @typedef {object} RunState
+ * @property {string} conversationId
+ * @property {string} runId the latest run's: the one Stop stops
+ * @property {string} run '' | running | waiting | finished | failed
+ */
+/**
+ * app.js's state and helpers, as this module uses them.
+ * @typedef {object} App
+ * @property {RunState} state
+ * @property {Pick<Api, 'call' | 'conv'>} api
+ * @property {{simulate?: boolean}} cfg the widget's configuration (its page's hc-config)
+ * @property {typeof import('./chat.js')} ui
+ * @property {(key: string) => string} t
+ * @property {(event: string, detail: {code: string, message: string}) => void} emit the page API's
+ * @property {() => void} refresh sync the composer with the run
+ */
 
 /**
  * Retry (a new run over the conversation: nothing is sent twice) or Stop (the run and its
@@ -47,7 +65,7 @@ export function runFailed(d, app) {
  * The server refused a message (a 4xx; app.js keeps the failures where this module may not
  * load). The English detail goes to the page's `error` event; the visitor gets a translated
  * sentence.
- * @param {any} err an ApiError @param {HTMLElement} pending the message shown
+ * @param {ApiError} err @param {HTMLElement} pending the message shown
  * @param {() => void} again send it again @param {App} app
  */
 export function refused(err, pending, again, app) {
