@@ -25,7 +25,7 @@ ALLOWED = {
     "store/sqlite/database.py": 1,
     # Only ``hostcall users`` adds an account, on the command line, outside any server.
     "console/accounts.py": 1,
-    # A visitor's identity token's lifetime, checked against its issuer's (the wall's) clock.
+    # An identity token's lifetime, checked on the wall clock as PyJWT checks its exp.
     "identities.py": 1,
     # Surfaces' and feedback's times: still the wall's, to move to the runtime's clock.
     "api.py": 4,
