@@ -3,8 +3,9 @@
 Over streamable HTTP in a thread (``http_server``), or over stdio as the command an agent's
 platform declares (``python -m tests.support.mcp_server``, which ``stdio_command`` spells).
 Its tools cover what a block must handle: structured output, plain text, an error, a slow
-tool, a huge text, an image, the secrets it was given, a crash, a tool list that grows, and
-annotations that lie (a destructive tool claiming ``readOnlyHint``).
+tool, a huge text, an image, the secrets it was given, a crash, a helper process that holds
+its pipes, a traceback on stderr, a tool list that grows, and annotations that lie (a
+destructive tool claiming ``readOnlyHint``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import stat
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -96,6 +99,28 @@ def build(seen: Seen | None = None) -> MCPServer:
         os._exit(3)
 
     @server.tool(structured_output=False)
+    def helper() -> str:
+        """Starts a process that holds the server's pipes and outlives it, as a worker a
+        server starts with its own stdio would; says the helper's pid."""
+        # The SDK serves the wire from duplicates above fd 2 (0 and 1 are diverted): those
+        # are the pipes handed on.
+        wires = [fd for fd in range(3, 64) if _is_pipe(fd)]
+        code = "import time; time.sleep(600)"
+        return str(subprocess.Popen([sys.executable, "-c", code], pass_fds=wires).pid)
+
+    @server.tool(structured_output=False)
+    def complain() -> str:
+        """Writes a traceback that quotes its token to stderr, then answers."""
+        try:
+            raise RuntimeError(f"could not log in with {os.environ.get('CRM_TOKEN')}")
+        except RuntimeError:
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
+        return "complained"
+
+    @server.tool(structured_output=False)
     def pid() -> str:
         """Says which process answers."""
         return str(os.getpid())
@@ -158,6 +183,13 @@ def build(seen: Seen | None = None) -> MCPServer:
         return "sprouted"
 
     return server
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def stdio_command() -> list[str]:

@@ -73,6 +73,7 @@ def test_declared_servers_are_read_with_their_secrets_kept_out_of_their_repr(
     assert crm.transport == "http" and crm.headers == {"Authorization": "Bearer abc-123-secret"}
     assert files.transport == "stdio" and files.command == ("python", "-m", "files")
     assert files.env == {"ROOT": "/srv/files"}
+    assert files.max_message_mb == 16  # what one message read from the command may weigh
     assert platform.environments["dev"].mcp_servers == {"crm", "files"}
     assert "secret" not in repr(platform)
     assert crm.secrets() == ["Bearer abc-123-secret", "abc-123-secret"]
@@ -90,19 +91,21 @@ def test_bad_server_declarations_are_refused_one_line_each(tmp_path: Path) -> No
                      "headers": {"X": {"env": "HOSTCALL_SECRET_KEYS"}}},
             "unlisted": {"command": ["x"], "env": {"T": {"env": "OTHER"}}},
             "empty": {"command": []},
+            "unbounded": {"command": ["x"], "max_message_mb": 0},
         },
     })  # fmt: skip
     where = "_platform.json: mcp server"
     assert problems == [
         f"{where} 'crm': 'url' must be an absolute http:// or https:// URL",
         f"{where} 'both': must be {{'url': 'http://host:port/path', 'headers': {{...}}}} or "
-        "{'command': ['program', 'arg', ...], 'env': {...}, 'cwd': PATH}",
+        "{'command': ['program', 'arg', ...], 'env': {...}, 'cwd': PATH, 'max_message_mb': 16}",
         f"{where} 'creds': credentials in the URL are not allowed; use 'headers'",
         f"{where} 'keys': header 'X': environment variable 'HOSTCALL_SECRET_KEYS' is one of "
         "the server's own settings (HOSTCALL_*), never given to an agent",
         f"{where} 'unlisted': env 'T': environment variable 'OTHER' is not listed in "
         "'allowed_env' of _platform.json",
         f"{where} 'empty': 'command' must list the program and its arguments",
+        f"{where} 'unbounded': 'max_message_mb' must be a number above 0, at most 1024",
         "_platform.json: environment 'dev': MCP server 'ghost' is not declared in 'mcp_servers'",
     ]
 

@@ -8,7 +8,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from hostcall.blocks import BlockFailed, NotAuthorized, redact
-from hostcall.blocks.mcp.pool import McpBadResult, McpPool, McpRefused, McpUnavailable
+from hostcall.blocks.mcp.pool import (
+    McpBadResult,
+    McpPool,
+    McpRefused,
+    McpTooLarge,
+    McpUnavailable,
+)
 from hostcall.blocks.mcp.results import content_output, error_text
 from hostcall.blocks.mcp.servers import McpServer
 from hostcall.tools import McpBlock
@@ -38,6 +44,12 @@ async def call_mcp_tool(
             result = await pool.call_tool(server, block.tool, arguments)
     except TimeoutError:
         raise BlockFailed(f"timeout after {timeout:g} s") from None
+    except McpTooLarge as exc:
+        reason = (
+            f"{server.where} sent a message over {exc.limit_mb:g} MB (its 'max_message_mb'); "
+            "it was not read, and the server was started again"
+        )
+        raise BlockFailed(reason) from None
     except McpUnavailable as exc:
         raise BlockFailed(f"{server.where} is unavailable ({exc.reason})") from None
     except McpBadResult as exc:

@@ -4,13 +4,15 @@
       "crm": {"url": "http://127.0.0.1:9000/mcp",
               "headers": {"Authorization": {"env": "CRM_TOKEN"}}},
       "files": {"command": ["python", "-m", "files_server"],
-                "env": {"FILES_TOKEN": {"env": "FILES_TOKEN"}}, "cwd": "/srv/files"}
+                "env": {"FILES_TOKEN": {"env": "FILES_TOKEN"}}, "cwd": "/srv/files",
+                "max_message_mb": 16}
     }
 
 A server is reached over streamable HTTP (``url``) or started as a local command that speaks
 over stdio (``command``). Header and environment values are secrets read like a
 connection's (``{"env": NAME}`` from ``allowed_env``, or ``{"file": PATH}``): they go to that
 server only, and never to the model, the widget, the event log or the server's log.
+``max_message_mb`` bounds one message read from a stdio command (blocks/mcp/stdio.py).
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ from hostcall import envvars
 
 # Reads one secret source ({"env": NAME} or {"file": PATH}); None (and a problem) if it can't.
 SecretReader = Callable[[Any, str], "str | None"]
-_KEYS = {"url", "headers", "command", "env", "cwd"}
+_KEYS = {"url", "headers", "command", "env", "cwd", "max_message_mb"}
+# What one message from a stdio command may weigh: far above what a tool's result passes on
+# (``max_response_kb``), so only a runaway answer meets it.
+MAX_MESSAGE_MB = 16.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +40,7 @@ class McpServer:
     url: str | None = None
     command: tuple[str, ...] = ()
     cwd: str | None = None
+    max_message_mb: float = MAX_MESSAGE_MB
     # Secret values (resolved at load): never in a repr, a log line or an event.
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -58,7 +64,15 @@ class McpServer:
     def identity(self) -> str:
         """What a pooled session is for: a changed declaration gets a new session."""
         text = json.dumps(
-            [self.name, self.url, self.command, self.cwd, dict(self.headers), dict(self.env)],
+            [
+                self.name,
+                self.url,
+                self.command,
+                self.cwd,
+                self.max_message_mb,
+                dict(self.headers),
+                dict(self.env),
+            ],
             sort_keys=True,
         )
         return hashlib.sha256(text.encode()).hexdigest()
@@ -79,7 +93,7 @@ def parse_servers(
 def _server(name: str, raw: Any, where: str, read: SecretReader, problems: list[str]) -> McpServer:
     shape = (
         "must be {'url': 'http://host:port/path', 'headers': {...}} or "
-        "{'command': ['program', 'arg', ...], 'env': {...}, 'cwd': PATH}"
+        "{'command': ['program', 'arg', ...], 'env': {...}, 'cwd': PATH, 'max_message_mb': 16}"
     )
     if not isinstance(raw, dict) or set(raw) - _KEYS or ("url" in raw) == ("command" in raw):
         problems.append(f"{where}: {shape}")
@@ -97,8 +111,10 @@ def _server(name: str, raw: Any, where: str, read: SecretReader, problems: list[
             problems.append(f"{where}: credentials in the URL are not allowed; use 'headers'")
         headers = _secrets(raw.get("headers", {}), f"{where}: header", read, problems)
         return McpServer(name, url=url if isinstance(url, str) else None, headers=headers)
-    if set(raw) - {"command", "env", "cwd"}:
-        problems.append(f"{where}: a server started by 'command' takes only 'env' and 'cwd'")
+    if set(raw) - {"command", "env", "cwd", "max_message_mb"}:
+        problems.append(
+            f"{where}: a server started by 'command' takes only 'env', 'cwd' and 'max_message_mb'"
+        )
     command = raw["command"]
     if (
         not isinstance(command, list)
@@ -115,7 +131,11 @@ def _server(name: str, raw: Any, where: str, read: SecretReader, problems: list[
     for variable in env:
         if not envvars.valid_name(variable):
             problems.append(f"{where}: env {variable!r} is not a variable name")
-    return McpServer(name, command=tuple(command), cwd=cwd, env=env)
+    size = raw.get("max_message_mb", MAX_MESSAGE_MB)
+    if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size <= 1024:
+        problems.append(f"{where}: 'max_message_mb' must be a number above 0, at most 1024")
+        size = MAX_MESSAGE_MB
+    return McpServer(name, command=tuple(command), cwd=cwd, env=env, max_message_mb=float(size))
 
 
 def _secrets(raw: Any, where: str, read: SecretReader, problems: list[str]) -> dict[str, str]:
