@@ -41,7 +41,9 @@ def made() -> Iterator[list[Harness]]:
         h.stop()
 
 
-def platform(url: str, *, allowed: tuple[str, ...] = ("crm", "files")) -> dict[str, Any]:
+def platform(
+    url: str, *, allowed: tuple[str, ...] = ("crm", "files"), **crm: Any
+) -> dict[str, Any]:
     return {
         "environments": {
             "dev": {"mcp_servers": list(allowed)},
@@ -49,7 +51,7 @@ def platform(url: str, *, allowed: tuple[str, ...] = ("crm", "files")) -> dict[s
         },
         "allowed_env": ["CRM_TOKEN", "FILES_TOKEN"],
         "mcp_servers": {
-            "crm": {"url": url, "headers": {"Authorization": {"env": "CRM_TOKEN"}}},
+            "crm": {"url": url, "headers": {"Authorization": {"env": "CRM_TOKEN"}}, **crm},
             "files": {"command": stdio_command(), "cwd": str(ROOT),
                       "env": {"CRM_TOKEN": {"env": "FILES_TOKEN"}}},
         },
@@ -77,9 +79,10 @@ def build(
     rules: list[dict[str, Any]] | None = None,
     env: str = "dev",
     allowed: tuple[str, ...] = ("crm", "files"),
+    **crm: Any,
 ) -> Harness:
     directory = tmp_path / "agents"
-    write_agent(directory, platform(url, allowed=allowed), name="_platform.json")
+    write_agent(directory, platform(url, allowed=allowed, **crm), name="_platform.json")
     write_agent(directory, {
         "id": "ops",
         "environment": env,
@@ -242,6 +245,24 @@ def test_a_huge_result_is_cut_to_the_limit_and_the_model_is_told(
     assert result["truncated"]["bytes"] == 3000 * 1024 - 4096
     assert "left out" in result["truncated"]["note"]
     assert len(json.dumps(h.events(conv))) < 3 * 4096 + 20000
+
+
+def test_an_answer_past_the_servers_bound_is_not_read_and_the_session_goes_on(
+    tmp_path: Path, crm: tuple[str, Seen], made: list[Harness]
+) -> None:
+    url, _ = crm
+    h = build(tmp_path, url, {"kind": "mcp", "server": "crm", "tools": ["huge", "lookup"]},
+              rules=[call_rule("huge", {"kilobytes": 3000}), RULES[0]],
+              max_message_mb=1)  # fmt: skip
+    made.append(h)
+    conv, snap = ask(h, "call huge")
+    assert h.model_error(snap["calls"][0]) == {
+        "code": "block_failed",
+        "message": "The request failed: the MCP server 'crm' sent a message over 1 MB "
+        "(its 'max_message_mb'); it was not read",
+    }
+    _, snap = ask(h, "find Cy", conv)
+    assert snap["calls"][-1]["outcome"]["output"]["structuredContent"]["email"] == "cy@example.com"
 
 
 def test_an_image_is_described_to_the_model_not_passed_on(

@@ -97,7 +97,8 @@ def test_bad_server_declarations_are_refused_one_line_each(tmp_path: Path) -> No
     where = "_platform.json: mcp server"
     assert problems == [
         f"{where} 'crm': 'url' must be an absolute http:// or https:// URL",
-        f"{where} 'both': must be {{'url': 'http://host:port/path', 'headers': {{...}}}} or "
+        f"{where} 'both': must be {{'url': 'http://host:port/path', 'headers': {{...}}, "
+        "'max_message_mb': 16} or "
         "{'command': ['program', 'arg', ...], 'env': {...}, 'cwd': PATH, 'max_message_mb': 16}",
         f"{where} 'creds': credentials in the URL are not allowed; use 'headers'",
         f"{where} 'keys': header 'X': environment variable 'HOSTCALL_SECRET_KEYS' is one of "

@@ -47,7 +47,7 @@ async def call_mcp_tool(
     except McpTooLarge as exc:
         reason = (
             f"{server.where} sent a message over {exc.limit_mb:g} MB (its 'max_message_mb'); "
-            "it was not read, and the server was started again"
+            "it was not read" + (", and the server was started again" if exc.restarted else "")
         )
         raise BlockFailed(reason) from None
     except McpUnavailable as exc:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hostcall.blocks.mcp.binding import ListedTool
+from hostcall.blocks.mcp.http import TOO_LARGE, http_client, message_bytes
 from hostcall.blocks.mcp.servers import McpServer
 from hostcall.blocks.mcp.stdio import Link, stdio_transport
 
@@ -42,14 +43,16 @@ class McpUnavailable(Exception):
 
 
 class McpTooLarge(McpUnavailable):
-    """The stdio command sent a message past the server's ``max_message_mb``: it was not
-    read on, and the session (the command with it) was dropped."""
+    """The server sent a message past its ``max_message_mb``: it was not read on, and a
+    stdio session (the command with it) was dropped."""
 
     def __init__(self, server: McpServer) -> None:
         super().__init__(
             server, f"it sent a message over {server.max_message_mb:g} MB", broken=True
         )
         self.limit_mb = server.max_message_mb
+        # A stdio command is started again; over HTTP only that answer was left unread.
+        self.restarted = server.transport == "stdio"
 
 
 class McpRefused(Exception):
@@ -115,19 +118,13 @@ class _Session:
 async def _transport(server: McpServer, stack: contextlib.AsyncExitStack, link: Link) -> Any:
     if server.transport == "stdio":
         return stdio_transport(server, link)
-    import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    # trust_env=False: no proxy from the environment may sit between us and the server.
-    http = await stack.enter_async_context(
-        httpx2.AsyncClient(
-            headers=dict(server.headers),
-            timeout=httpx2.Timeout(30.0, read=300.0),
-            trust_env=False,
-        )
-    )
+    http = await stack.enter_async_context(http_client(server))
     assert server.url is not None
-    return streamable_http_client(server.url, http_client=http)
+    return streamable_http_client(
+        server.url, http_client=http, max_sse_event_size=message_bytes(server)
+    )
 
 
 def _reason(exc: BaseException | None, server: McpServer, link: Link | None = None) -> str:
@@ -236,6 +233,8 @@ class McpPool:
             log.warning("%s: session dropped: %s", server.where, session.link.ended)
             self._retire(session, restart=True)
             return McpTooLarge(server)
+        if isinstance(exc, MCPError) and TOO_LARGE in exc.error.message:
+            return McpTooLarge(server)  # an HTTP answer: its own stream, the session goes on
         if isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED:
             return McpRefused(_reason(exc, server).split(": ", 1)[-1])
         if isinstance(exc, RuntimeError) and "structured content" in str(exc):

@@ -1,7 +1,7 @@
 """MCP servers as the operator declares them in ``_platform.json``::
 
     "mcp_servers": {
-      "crm": {"url": "http://127.0.0.1:9000/mcp",
+      "crm": {"url": "http://127.0.0.1:9000/mcp", "max_message_mb": 4,
               "headers": {"Authorization": {"env": "CRM_TOKEN"}}},
       "files": {"command": ["python", "-m", "files_server"],
                 "env": {"FILES_TOKEN": {"env": "FILES_TOKEN"}}, "cwd": "/srv/files",
@@ -12,7 +12,7 @@ A server is reached over streamable HTTP (``url``) or started as a local command
 over stdio (``command``). Header and environment values are secrets read like a
 connection's (``{"env": NAME}`` from ``allowed_env``, or ``{"file": PATH}``): they go to that
 server only, and never to the model, the widget, the event log or the server's log.
-``max_message_mb`` bounds one message read from a stdio command (blocks/mcp/stdio.py).
+``max_message_mb`` bounds one message read from the server (blocks/mcp/stdio.py, http.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from hostcall import envvars
 # Reads one secret source ({"env": NAME} or {"file": PATH}); None (and a problem) if it can't.
 SecretReader = Callable[[Any, str], "str | None"]
 _KEYS = {"url", "headers", "command", "env", "cwd", "max_message_mb"}
-# What one message from a stdio command may weigh: far above what a tool's result passes on
+# What one message from a server may weigh: far above what a tool's result passes on
 # (``max_response_kb``), so only a runaway answer meets it.
 MAX_MESSAGE_MB = 16.0
 
@@ -92,7 +92,7 @@ def parse_servers(
 
 def _server(name: str, raw: Any, where: str, read: SecretReader, problems: list[str]) -> McpServer:
     shape = (
-        "must be {'url': 'http://host:port/path', 'headers': {...}} or "
+        "must be {'url': 'http://host:port/path', 'headers': {...}, 'max_message_mb': 16} or "
         "{'command': ['program', 'arg', ...], 'env': {...}, 'cwd': PATH, 'max_message_mb': 16}"
     )
     if not isinstance(raw, dict) or set(raw) - _KEYS or ("url" in raw) == ("command" in raw):
@@ -101,8 +101,10 @@ def _server(name: str, raw: Any, where: str, read: SecretReader, problems: list[
     if not envvars.valid_name(name.replace("-", "_")):
         problems.append(f"{where}: a server's name is letters, digits, _ and -")
     if "url" in raw:
-        if set(raw) - {"url", "headers"}:
-            problems.append(f"{where}: a server reached by 'url' takes only 'headers'")
+        if set(raw) - {"url", "headers", "max_message_mb"}:
+            problems.append(
+                f"{where}: a server reached by 'url' takes only 'headers' and 'max_message_mb'"
+            )
         url = raw["url"]
         parts = urlsplit(url) if isinstance(url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
@@ -110,7 +112,12 @@ def _server(name: str, raw: Any, where: str, read: SecretReader, problems: list[
         elif "@" in parts.netloc:
             problems.append(f"{where}: credentials in the URL are not allowed; use 'headers'")
         headers = _secrets(raw.get("headers", {}), f"{where}: header", read, problems)
-        return McpServer(name, url=url if isinstance(url, str) else None, headers=headers)
+        return McpServer(
+            name,
+            url=url if isinstance(url, str) else None,
+            headers=headers,
+            max_message_mb=_message_mb(raw, where, problems),
+        )
     if set(raw) - {"command", "env", "cwd", "max_message_mb"}:
         problems.append(
             f"{where}: a server started by 'command' takes only 'env', 'cwd' and 'max_message_mb'"
@@ -131,11 +138,21 @@ def _server(name: str, raw: Any, where: str, read: SecretReader, problems: list[
     for variable in env:
         if not envvars.valid_name(variable):
             problems.append(f"{where}: env {variable!r} is not a variable name")
+    return McpServer(
+        name,
+        command=tuple(command),
+        cwd=cwd,
+        env=env,
+        max_message_mb=_message_mb(raw, where, problems),
+    )
+
+
+def _message_mb(raw: dict[str, Any], where: str, problems: list[str]) -> float:
     size = raw.get("max_message_mb", MAX_MESSAGE_MB)
     if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size <= 1024:
         problems.append(f"{where}: 'max_message_mb' must be a number above 0, at most 1024")
-        size = MAX_MESSAGE_MB
-    return McpServer(name, command=tuple(command), cwd=cwd, env=env, max_message_mb=float(size))
+        return MAX_MESSAGE_MB
+    return float(size)
 
 
 def _secrets(raw: Any, where: str, read: SecretReader, problems: list[str]) -> dict[str, str]:
