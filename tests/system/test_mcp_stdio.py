@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from hostcall.blocks.mcp.pool import CONNECT_SECONDS
 from tests.support.harness import Conv, Harness, write_agent
 from tests.support.mcp_server import ROOT, stdio_command
 
@@ -215,3 +217,24 @@ def test_the_servers_stderr_is_logged_under_its_name_with_its_secrets_redacted(
     assert "MCP server 'files': Traceback (most recent call last):" in lines
     assert "MCP server 'files': RuntimeError: could not log in with [redacted]" in lines
     assert TOKEN not in caplog.text
+
+
+def test_a_command_that_cannot_start_fails_fast_and_the_log_says_why(
+    tmp_path: Path, made: list[Harness], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="hostcall.mcp")
+    code = "import sys; print('cannot read files.conf', file=sys.stderr); sys.exit(2)"
+    h = build(tmp_path, made, deadlines={}, command=[sys.executable, "-c", code])
+    desk = h.conversation("desk")
+    started = time.monotonic()
+    snap = ask(h, desk, "call pid")
+    assert time.monotonic() - started < CONNECT_SECONDS  # not waited out
+    assert tools_of_run(h, desk) == set()
+    assert snap["calls"][-1]["outcome"]["error"]["code"] == "unknown_tool"
+
+    def said(text: str) -> bool:
+        return any(text in r.getMessage() for r in caplog.records)
+
+    until(lambda: said("MCP server 'files': cannot read files.conf"), "the command's stderr")
+    assert said("agent desk: MCP server 'files' left out of a run: the MCP server 'files' is "
+                "unavailable: the command exited (status 2)")  # fmt: skip

@@ -86,7 +86,7 @@ class _Session:
         async with asyncio.timeout(CONNECT_SECONDS):
             await self._ready.wait()
         if self.client is None:
-            raise McpUnavailable(self.server, _reason(self.error, self.server))
+            raise McpUnavailable(self.server, _reason(self.error, self.server, self.link))
         return self.client
 
     async def _hold(self) -> None:
