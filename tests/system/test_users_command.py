@@ -85,3 +85,18 @@ def test_users_commands_change_accounts_and_end_their_sessions(tmp_path: Path) -
         assert _signed_in(bob)  # refused changes end nothing
     finally:
         cluster.close()
+
+
+def test_importing_the_app_hashes_no_password() -> None:
+    """Every process that imports the app (a server, each of these commands, a test's server)
+    paid half a second of CPU for the console's dummy password hash before it did anything."""
+    code = (
+        "import argon2\n"
+        "made = []\n"
+        "real = argon2.PasswordHasher.hash\n"
+        "argon2.PasswordHasher.hash = lambda self, *a, **k: made.append(1) or real(self, *a, **k)\n"
+        "import hostcall.app, hostcall.cli\n"
+        "assert not made, 'a password was hashed at import'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -76,6 +76,4 @@ def fast_passwords(monkeypatch: pytest.MonkeyPatch) -> None:
     """Argon2id with light parameters: the same algorithm and code, a fraction of the time
     (the defaults cost ~0.5 s a hash on a busy CI machine)."""
     fast = PasswordHasher(time_cost=1, memory_cost=1024)
-    monkeypatch.setattr(accounts, "_hasher", fast)
-    # Checked for unknown names: its own parameters (the defaults) decide its cost.
-    monkeypatch.setattr(accounts, "_DUMMY_HASH", fast.hash("not a password of anyone"))
+    monkeypatch.setattr(accounts, "_hasher", fast)  # the dummy for unknown names follows it

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import httpx
 import pytest
-from argon2 import PasswordHasher
+from argon2 import PasswordHasher, extract_parameters
 from starlette.routing import Route
 from starlette.testclient import TestClient
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
@@ -426,13 +426,30 @@ def test_a_rate_limited_sign_in_never_hashes_a_password(
     token = csrf_of(browser.get("/console/login").text)
     for _ in range(5):
         browser.post("/console/login", data={"csrf": token, "name": "ada", "password": "x"})
-    assert hasher.count == 5
+    assert hasher.count == 1 + 5  # the dummy for unknown names, made once, and five checks
     for password in ("y", PASSWORD):
         r = browser.post(
             "/console/login", data={"csrf": token, "name": "ada", "password": password}
         )
         assert r.status_code == 429
-    assert hasher.count == 5
+    assert hasher.count == 1 + 5
+
+
+def test_a_first_sign_in_costs_the_same_for_a_known_and_an_unknown_name(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dummy that an unknown name is checked against is made at the first sign-in, known
+    name or not, so even that one takes the same hashing either way; and it is made by the
+    hasher in use, so checking it costs what checking a real hash does."""
+    user = harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
+    counts = []
+    for name in ("ada", "nobody"):
+        hasher = _CountingHasher()  # a new hasher: the dummy is made again, for it
+        monkeypatch.setattr(accounts, "_hasher", hasher)
+        assert harness.call(authenticate, harness.runtime.store, name, "wrong password") is None
+        counts.append(hasher.count)
+    assert counts == [1 + 1, 1 + 1]  # the dummy, then one check
+    assert extract_parameters(accounts._dummy_hash()) == extract_parameters(user.password_hash)
 
 
 def test_parallel_sign_ins_do_not_stall_other_requests(
@@ -442,8 +459,7 @@ def test_parallel_sign_ins_do_not_stall_other_requests(
     cost twice that), while /healthz is polled on the same event loop. Hashing on the loop
     stalled /healthz for as long as all 20 hashes took, seconds."""
     real = PasswordHasher(time_cost=2, memory_cost=32 * 1024)
-    monkeypatch.setattr(accounts, "_hasher", real)
-    monkeypatch.setattr(accounts, "_DUMMY_HASH", real.hash("not a password of anyone"))
+    monkeypatch.setattr(accounts, "_hasher", real)  # the dummy for unknown names follows it
     harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
 
     async def attack() -> tuple[list[int], list[float]]:

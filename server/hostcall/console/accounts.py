@@ -24,8 +24,11 @@ MIN_PASSWORD = 10
 MAX_PASSWORD = 1024
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
 _hasher = PasswordHasher()
-# Verified when a name is unknown, so a wrong name costs as long as a wrong password.
-_DUMMY_HASH = _hasher.hash("not a password of anyone")
+# Verified when a name is unknown, so a wrong name costs as long as a wrong password. Made on
+# the first sign-in rather than at import (every process that imports the app, each CLI call
+# and test server included, paid half a second for it), and made by whichever hasher is in
+# use, so its parameters, and with them the cost of verifying it, are those of real hashes.
+_dummy: tuple[PasswordHasher, str] | None = None
 # Hashing takes tens of milliseconds of CPU and 64 MiB a hash: off the event loop (argon2's C
 # code releases the GIL), and at most two at a time, so a burst of sign-ins queues here
 # instead of stalling every other request or exhausting memory. The sign-in rate limits are
@@ -37,9 +40,22 @@ def _hash(password: str) -> str:
     return _hasher.hash(password)
 
 
-def _verify(password_hash: str, password: str) -> bool:
+def _dummy_hash() -> str:
+    global _dummy
+    if _dummy is None or _dummy[0] is not _hasher:
+        _dummy = (_hasher, _hasher.hash("not a password of anyone"))
+    return _dummy[1]
+
+
+def _verify(password_hash: str | None, password: str) -> bool:
+    """Whether ``password`` matches; None (an unknown name) is checked against the dummy.
+
+    Do not "optimise" the dummy to be made only for unknown names: made here for every
+    sign-in, the first one costs the same extra hash whether the name is known or not, so even
+    that one says nothing about which names exist."""
+    dummy = _dummy_hash()
     try:
-        return bool(_hasher.verify(password_hash, password))
+        return bool(_hasher.verify(dummy if password_hash is None else password_hash, password))
     except (VerificationError, InvalidHashError):
         return False
 
@@ -48,7 +64,7 @@ async def hash_password(password: str) -> str:
     return await asyncio.get_running_loop().run_in_executor(_HASHING, _hash, password)
 
 
-async def verify_password(password_hash: str, password: str) -> bool:
+async def verify_password(password_hash: str | None, password: str) -> bool:
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(_HASHING, _verify, password_hash, password)
 
@@ -124,7 +140,5 @@ async def set_password(store: Store, name: str, password: str) -> None:
 async def authenticate(store: Store, name: str, password: str) -> User | None:
     """The user, if ``password`` is theirs; None otherwise (same cost either way)."""
     user = await store.get_user(name) if _NAME.fullmatch(name) else None
-    good = await verify_password(
-        user.password_hash if user else _DUMMY_HASH, password[:MAX_PASSWORD]
-    )
+    good = await verify_password(user.password_hash if user else None, password[:MAX_PASSWORD])
     return user if good else None
