@@ -200,7 +200,8 @@ def test_taking_over_while_the_agent_is_answering_stops_it_first(teller: Harness
     assert names.index("hostcall.text_message_discarded") < joined
     assert names.count("TEXT_MESSAGE_START") == names.count("TEXT_MESSAGE_END")
     assert "TEXT_MESSAGE_CONTENT" not in names[joined:]
-    time.sleep(0.5)  # a step that went on would have written by now
+    # Until the step's task has ended: one that went on writes the rest of the story first.
+    h.call(h.runtime.engine.drain)
     assert [name for name, _ in h.events(conv)] == names
     entry = next(e for e in h.call(h.runtime.store.list_audit) if e.action.endswith("take_over"))
     assert entry.details["cancelled_run"] is True
