@@ -299,7 +299,10 @@ def test_a_message_sent_before_the_conversation_exists_is_sent_once_when_it_does
     box.fill(ASK_NEXT)
     box.press("Enter")
     assert widget.state() == "starting", "the message must be typed before the widget is ready"
-    page.wait_for_timeout(300)  # long enough for a lost message to stay lost
+    # Taken, to go once the conversation exists: the box is emptied, and no "please wait" shows
+    # (which is all the visitor got when such a message was never sent).
+    expect(box).to_have_value("")
+    expect(widget.frame.locator("[data-part=composer-hint]")).to_be_hidden()
     for route in held:
         route.continue_()
     page.context.unroute("**/api/agents/planner/session")
