@@ -21,8 +21,6 @@ from tests.e2e.test_console import _users_add, ask, open_conversation, person
 from tests.support.loopback import live_server
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
 
-STORY = "Once upon a time there was a model that took its time over every word. " * 6
-
 
 def _agents(tmp_path: Path, **planner: Any) -> Path:
     """The demo's agents, the planner changed by ``planner`` (its model, its rules)."""
@@ -33,56 +31,69 @@ def _agents(tmp_path: Path, **planner: Any) -> Path:
     return agents
 
 
-@pytest.fixture
-def slow_demo(tmp_path: Path) -> Iterator[Demo]:
-    """The demo, its planner also telling a long story, four words a second."""
-    data = json.loads((DEMO_AGENTS / "planner.json").read_text())
-    story = {"match": "(?i)^tell me a story", "reply": STORY, "pace_seconds": 1.0}
-    model = {**data["model"], "rules": [story, *data["model"]["rules"]]}
-    demo = start_demo(tmp_path, extra=["--agents", str(_agents(tmp_path, model=model))])
-    yield demo
-    demo.stop()
+def _provider_agents(tmp_path: Path, provider: FakeProvider) -> Path:
+    """The demo's agents, the planner's model the fake provider, which it may reach."""
+    agents = _agents(
+        tmp_path, model={"kind": "openai", "base_url": provider.base_url, "model": "m"}
+    )
+    platform = agents / "_platform.json"
+    data = json.loads(platform.read_text())
+    data["environments"]["demo"]["allowed_hosts"].append(f"127.0.0.1:{provider.port}")
+    platform.write_text(json.dumps(data))
+    return agents
 
 
-def test_stop_ends_a_slow_reply_and_the_visitor_writes_again(page: Page, slow_demo: Demo) -> None:
-    widget = open_chat(page, slow_demo)
-    frame = widget.frame
-    widget.send("tell me a story")
-    stop = frame.locator("[data-part=stop]")
-    send = frame.locator("[data-part=send]")
-    expect(stop).to_be_visible(timeout=SLOW)
-    expect(stop).to_have_accessible_name("Stop")
-    expect(send).to_be_hidden()
-    reply = widget.last_reply()
-    expect(reply).to_contain_text("Once upon a time", timeout=SLOW)
-    shot(page, "run-control-1-stop-while-working")
-    # By keyboard: the control is a real button in the composer's tab order.
-    stop.focus()
-    page.keyboard.press("Enter")
-    error = widget.error()
-    expect(error).to_contain_text("You stopped this reply.", timeout=SLOW)
-    expect(error.locator("[data-part=retry]")).to_be_visible()
-    expect(stop).to_be_hidden()
-    expect(send).to_be_visible()
-    expect(frame.locator("[data-part=composer-input]")).to_be_focused()
-    widget.wait_until_idle()
-    # The half-told story is gone, as from the snapshot; nothing more of it comes.
-    expect(frame.locator("[data-part=message]", has_text="Once upon a time")).to_have_count(0)
-    snap = snapshot(page, slow_demo)
-    assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
-    shot(page, "run-control-2-stopped")
-    page.wait_for_timeout(1500)  # a step still going would have streamed a chunk by now
-    expect(frame.locator("[data-part=message]", has_text="Once upon a time")).to_have_count(0)
-    # The visitor writes again at once.
-    widget.send("hello")
-    expect(widget.last_reply()).to_contain_text("Hello", timeout=SLOW)
-    widget.wait_until_idle()
+def test_stop_ends_a_slow_reply_and_the_visitor_writes_again(
+    page: Page, tmp_path: Path, provider: FakeProvider
+) -> None:
+    # A model that writes its first words and then stalls (for less than the adapter's 60 s
+    # timeout, so only a stop can cut it short), then a quick one for the next message.
+    provider.replies.append(Reply([text("Once upon a time"), text(" there was"), DONE], stall=30))
+    provider.replies.append(Reply([text("Hello, what shall we plan?"), chunk({}, "stop"), DONE]))
+    demo = start_demo(tmp_path, extra=["--agents", str(_provider_agents(tmp_path, provider))])
+    try:
+        widget = open_chat(page, demo)
+        frame = widget.frame
+        widget.send("tell me a story")
+        stop = frame.locator("[data-part=stop]")
+        send = frame.locator("[data-part=send]")
+        expect(stop).to_be_visible(timeout=SLOW)
+        expect(stop).to_have_accessible_name("Stop")
+        expect(send).to_be_hidden()
+        reply = widget.last_reply()
+        expect(reply).to_contain_text("Once upon a time", timeout=SLOW)
+        shot(page, "run-control-1-stop-while-working")
+        # By keyboard: the control is a real button in the composer's tab order.
+        stop.focus()
+        page.keyboard.press("Enter")
+        error = widget.error()
+        expect(error).to_contain_text("You stopped this reply.", timeout=SLOW)
+        expect(error.locator("[data-part=retry]")).to_be_visible()
+        expect(stop).to_be_hidden()
+        expect(send).to_be_visible()
+        expect(frame.locator("[data-part=composer-input]")).to_be_focused()
+        widget.wait_until_idle()
+        # The step was stopped, not left reading: the server hung up on the model.
+        assert provider.hung_up.wait(SLOW / 1000), "the stopped step went on reading the model"
+        # The half-told story is gone, as from the snapshot; nothing more of it came.
+        snap = snapshot(page, demo)
+        assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
+        shot(page, "run-control-2-stopped")
+        # The visitor writes again at once.
+        widget.send("hello")
+        expect(widget.last_reply()).to_have_text("Hello, what shall we plan?", timeout=SLOW)
+        widget.wait_until_idle()
+        expect(frame.locator("[data-part=message]", has_text="Once upon a time")).to_have_count(0)
+        expect(frame.locator("[data-part=message]", has_text="there was")).to_have_count(0)
+        assert len(provider.received) == 2
+    finally:
+        demo.stop()
 
 
 def test_stop_while_an_action_waits_for_approval_says_it_on_the_card_in_french(
-    page: Page, slow_demo: Demo
+    page: Page, demo: Demo
 ) -> None:
-    widget = open_chat(page, slow_demo, "?locale=fr")
+    widget = open_chat(page, demo, "?locale=fr")
     widget.send("Add a task to write the notes")
     card = widget.wait_for_call("create_task", "waiting")
     stop = widget.frame.locator("[data-part=stop]")
@@ -96,19 +107,14 @@ def test_stop_while_an_action_waits_for_approval_says_it_on_the_card_in_french(
     expect(card.locator("[data-part=approve]")).to_have_count(0)
     widget.wait_until_idle()
     shot(page, "run-control-3-stopped-approval-fr")
-    [call] = snapshot(page, slow_demo)["calls"]
+    [call] = snapshot(page, demo)["calls"]
     assert call["state"] == "failed" and call["outcome"]["error"]["code"] == "cancelled"
 
 
 def test_retry_after_a_model_error_runs_again_and_sends_nothing_twice(
     page: Page, tmp_path: Path, provider: FakeProvider
 ) -> None:
-    model = {"kind": "openai", "base_url": provider.base_url, "model": "m"}
-    agents = _agents(tmp_path, model=model)
-    platform = agents / "_platform.json"
-    data = json.loads(platform.read_text())
-    data["environments"]["demo"]["allowed_hosts"].append(f"127.0.0.1:{provider.port}")
-    platform.write_text(json.dumps(data))
+    agents = _provider_agents(tmp_path, provider)
     upstream = json.dumps({"error": {"message": "upstream secret words"}}).encode()
     provider.replies.append(Reply([upstream], status=500, media_type="application/json"))
     provider.replies.append(Reply([text("Here is your week."), chunk({}, "stop"), DONE]))

@@ -42,6 +42,9 @@ class FakeProvider:
         self.replies: list[Reply] = []
         self.received: list[Received] = []
         self.port = 0
+        # Set when a client closed a reply's stream before its last piece: the step reading
+        # it was stopped (a positive sign, where waiting "long enough" is not one).
+        self.hung_up = threading.Event()
 
     @property
     def base_url(self) -> str:
@@ -50,6 +53,7 @@ class FakeProvider:
     def reset(self) -> None:
         self.replies.clear()
         self.received.clear()
+        self.hung_up.clear()
 
     async def chat_completions(self, request: Request) -> Response:
         received = Received(dict(request.headers), await request.json(), dict(request.query_params))
@@ -59,10 +63,16 @@ class FakeProvider:
             await asyncio.sleep(reply.delay)
 
         async def body() -> AsyncIterator[bytes]:
-            for n, piece in enumerate(reply.pieces):
-                yield piece
-                # Separate writes, so the client reads piece by piece.
-                await asyncio.sleep(reply.stall if n == 0 and reply.stall else 0.001)
+            sent = 0
+            try:
+                for n, piece in enumerate(reply.pieces):
+                    yield piece
+                    sent += 1
+                    # Separate writes, so the client reads piece by piece.
+                    await asyncio.sleep(reply.stall if n == 0 and reply.stall else 0.001)
+            finally:  # cancelled, when the client goes (Starlette listens for it)
+                if sent < len(reply.pieces):
+                    self.hung_up.set()
 
         return StreamingResponse(body(), status_code=reply.status, media_type=reply.media_type)
 
