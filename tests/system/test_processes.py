@@ -416,20 +416,28 @@ def test_a_rate_limit_of_n_is_n_across_two_processes(cluster: Cluster, tmp_path:
     data = json.loads((agents / "planner.json").read_text())
     data["limits"]["conversations_per_minute"] = 5
     (agents / "planner.json").write_text(json.dumps(data))
+    # A twin, counted apart: for a second try if the first one's requests fell in two of the
+    # limit's one-minute windows (rather than sleeping up to 16 s for a fresh minute first).
+    twin = {**data, "id": "planner-twin"}
+    (agents / "planner-twin.json").write_text(json.dumps(twin))
     a, b = cluster.start(), cluster.start()
-    if time.time() % 60 > 45:  # all of it inside one minute's window
-        time.sleep(61 - time.time() % 60)
 
-    async def create(client: httpx.AsyncClient, url: str) -> httpx.Response:
+    async def create(client: httpx.AsyncClient, url: str, agent: str) -> httpx.Response:
         return await client.post(
-            f"{url}/api/agents/planner/conversations", headers={"Origin": "http://localhost:8001"}
+            f"{url}/api/agents/{agent}/conversations", headers={"Origin": "http://localhost:8001"}
         )
 
-    async def main() -> list[httpx.Response]:
+    async def main(agent: str) -> list[httpx.Response]:
         async with httpx.AsyncClient(timeout=30) as client:
-            return await asyncio.gather(*(create(client, p.url) for p in [a, b] * 4))
+            return await asyncio.gather(*(create(client, p.url, agent) for p in [a, b] * 4))
 
-    responses = asyncio.run(main())
+    for agent in ("planner", "planner-twin"):
+        began = time.time()
+        responses = asyncio.run(main(agent))
+        if began // 60 == time.time() // 60:  # all of it inside one minute's window
+            break
+    else:
+        raise AssertionError("the second try crossed a minute too: a try took most of a minute")
     statuses = sorted(r.status_code for r in responses)
     assert statuses == [201] * 5 + [429] * 3, [r.text for r in responses]
     refused = [r.json()["error"] for r in responses if r.status_code == 429]
@@ -437,12 +445,12 @@ def test_a_rate_limit_of_n_is_n_across_two_processes(cluster: Cluster, tmp_path:
     made = {r.json()["conversationId"] for r in responses if r.status_code == 201}
 
     async def stored(store: Store) -> set[str]:
-        found = await store.list_conversations(ConversationQuery(limit=100))
+        found = await store.list_conversations(ConversationQuery(agent_id=agent, limit=100))
         return {s.conversation.id for s in found}
 
     assert _read(cluster.database_url, stored) == made
     later = httpx.post(
-        f"{b.url}/api/agents/planner/conversations", headers={"Origin": "http://localhost:8001"}
+        f"{b.url}/api/agents/{agent}/conversations", headers={"Origin": "http://localhost:8001"}
     )
     assert later.status_code == 429 and int(later.headers["retry-after"]) <= 60
 
