@@ -50,6 +50,19 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
 
 
 @pytest.fixture(scope="module")
+def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    """One demo for a module whose tests each open their own conversation, in a browser
+    context of their own, and change nothing the others read: a server start (seconds on a
+    loaded machine) saved a test. A test that changes the server (its agents, its users, a
+    restart) or reads what all conversations share (the console, the people, the database)
+    keeps its own ``demo``. The demo's rate limits count per address: some 30 tests a minute
+    from this one would meet them."""
+    running = start_demo(tmp_path_factory.mktemp("shared-demo"))
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
 def browser(hostcall_browser: Browser) -> Browser:
     if not Path(CHROMIUM).exists():
         raise RuntimeError(f"{CHROMIUM} is missing: run scripts/install --test")

@@ -29,6 +29,12 @@ from tests.e2e.flows_helpers import (
 pytestmark = pytest.mark.e2e
 
 
+@pytest.fixture(scope="module")
+def demo(shared_demo: Demo) -> Demo:
+    """Every test here has its own browser context, so its own conversation and board."""
+    return shared_demo
+
+
 def test_next_work_is_read_from_the_page_in_progress_before_todo(page: Page, demo: Demo) -> None:
     widget = open_chat(page, demo)
     shot(page, "flows-01-chat-open")
