@@ -227,7 +227,9 @@ async def test_a_conversation_s_steps_read_no_messages_and_its_start_locks_nothi
     # which lists its messages) read them now. The run's start locks the conversation with
     # the append of its first events, not a SELECT ... FOR UPDATE of its own.
     with fresh_schema() as url:
-        h = Harness(tmp_path, agents_dir, database_url=url)
+        # No sweeper pass: its reads, sent from another task at any moment, would fall
+        # between the statements whose order this test reads.
+        h = Harness(tmp_path, agents_dir, database_url=url, sweep_seconds=3600)
         snapshots: list[str] = []
         snapshot = h.snapshot
 
