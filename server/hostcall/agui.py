@@ -27,16 +27,16 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from hostcall import strictjson
 from hostcall.agents import Agent
 from hostcall.engine import Engine
-from hostcall.errors import BadRequest, Conflict, NotFound, ToolErrorCode, Unprocessable
+from hostcall.errors import BadRequest, Conflict, NotFound
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
 from hostcall.protocol.requests import read_body
 from hostcall.protocol.run_input import InputMessage, RunAgentInput
-from hostcall.runtime import Runtime
+from hostcall.runtime import Runtime, runtime_of
+from hostcall.services import CallService
 from hostcall.sessions import bearer_token
 from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, RunStatus
 
@@ -55,7 +55,7 @@ def thread_conversation_id(agent_id: str, thread_id: str, person: str | None = N
 
 
 async def run_agent(request: Request) -> EventSourceResponse:
-    runtime: Runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     agent_id = request.path_params["agent_id"]
     agent = runtime.agents.get(agent_id)
     if agent is None:
@@ -79,7 +79,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
     queue = runtime.broker.subscribe(conversation.id)
     try:
         start = await runtime.store.last_seq(conversation.id)
-        answered = await _answer_calls(runtime.engine, conversation.id, body.messages)
+        answered = await runtime.services.calls.answer_from_client(conversation.id, body.messages)
         if not answered:
             user = identity.to_json() if identity else None
             await runtime.engine.start_run(conversation, _user_text(body.messages), user=user)
@@ -89,7 +89,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         yield _sse(*encode(RunStarted(body.thread_id, body.run_id)))
-        relay = _Relay(runtime.engine, declared, answered)
+        relay = _Relay(runtime.services.calls, declared, answered)
         last = start
         ended = False
         try:
@@ -134,8 +134,8 @@ async def run_agent(request: Request) -> EventSourceResponse:
 class _Relay:
     """Decides, event by event, what an AG-UI client of one request sees, and when it ends."""
 
-    def __init__(self, engine: Engine, declared: frozenset[str], answered: set[str]) -> None:
-        self.engine = engine
+    def __init__(self, calls: CallService, declared: frozenset[str], answered: set[str]) -> None:
+        self.calls = calls
         self.declared = declared
         self.answered = answered  # results the client sent: it has them already
         self.user_messages: set[str] = set()
@@ -159,25 +159,9 @@ class _Relay:
         if kind == EventType.TOOL_CALL_RESULT and data["toolCallId"] in self.answered:
             return None
         if name == CustomName.TOOL_CALL_DISPATCH and data["value"].get("kind") == "client":
-            await self._route(data["value"])
+            if await self.calls.hand_to_client(data["value"]["toolCallId"], self.declared):
+                self.handed_off = True
         return data
-
-    async def _route(self, view: dict[str, Any]) -> None:
-        answers = self.engine.ledger.answers
-        call = await self.engine.store.get_call(view["toolCallId"])
-        if call is None or not call.state.answerable:
-            return
-        if view["toolCallName"] in self.declared:
-            await answers.deliver(call)
-            self.handed_off = True
-        else:
-            declared = ", ".join(sorted(self.declared)) or "none"
-            failed = await answers.fail(
-                call,
-                ToolErrorCode.NO_HANDLER,
-                f"The AG-UI client does not run {call.tool_name!r} (it runs: {declared}).",
-            )
-            await self.engine.follow(failed)
 
 
 async def _stop_abandoned(engine: Engine, conversation_id: str) -> None:
@@ -207,50 +191,6 @@ async def _thread(
     conversation = await store.get_conversation(cid)
     assert conversation is not None
     return conversation
-
-
-async def _answer_calls(engine: Engine, cid: str, messages: tuple[InputMessage, ...]) -> set[str]:
-    """Settle the open calls this client answered with tool messages; their ids."""
-    answers = engine.ledger.answers
-    results = {m.tool_call_id: m for m in messages if m.role == "tool"}
-    answered: set[str] = set()
-    for call in await engine.store.list_calls(cid):
-        message = results.get(call.id)
-        tool = await engine.ledger.views.tool_of(call)
-        if message is None or not call.state.answerable or tool is None or tool.kind != "client":
-            continue
-        answered.add(call.id)
-        if message.unstorable is not None:
-            # Refusing the request would leave the call waiting for a result this client
-            # will not send again: it fails, and the model reads why.
-            failed = await answers.fail(
-                call,
-                ToolErrorCode.CLIENT_ERROR,
-                f"The client's result holds {message.unstorable}, which cannot be stored; "
-                "it was not used.",
-            )
-            await engine.follow(failed)
-            continue
-        if message.error is not None:
-            failed = await answers.fail(
-                call, ToolErrorCode.CLIENT_ERROR, f"The client reported: {message.error}"
-            )
-            await engine.follow(failed)
-            continue
-        try:
-            output = strictjson.loads(message.text)
-        except strictjson.StrictJSONError:
-            output = message.text  # plain text: the output schema decides whether it fits
-        try:
-            settled = await answers.answer(call, output)
-        except Unprocessable as exc:
-            problems = "; ".join(
-                f"{p.get('path') or '/'}: {p.get('message')}" for p in exc.details.get("errors", [])
-            )
-            text = f"{exc.message}: {problems}"
-            settled = await answers.fail(call, ToolErrorCode.CLIENT_ERROR, text)
-        await engine.follow(settled)
-    return answered
 
 
 def _user_text(messages: tuple[InputMessage, ...]) -> str:

@@ -39,10 +39,9 @@ from hostcall.protocol.responses import (
 )
 from hostcall.quotas import DEFAULT_LIMITS
 from hostcall.responses import StoredWireResponse, WireResponse
-from hostcall.runtime import Runtime
-from hostcall.session_requests import client_of, runtime_of, session_conversation
+from hostcall.runtime import Runtime, runtime_of
+from hostcall.session_requests import client_of, session_conversation
 from hostcall.store.records import (
-    ANONYMOUS_SURFACE,
     Conversation,
     Feedback,
     RunStatus,
@@ -108,10 +107,7 @@ async def snapshot(request: Request) -> Response:
     surface = surface_id(request.query_params.get("surface"), field="surface")
     ledger = runtime.engine.ledger
     if surface is not None:
-        # The snapshot writes this surface's calls to it, as its stream would: the claim.
-        for call in await store.list_calls(conversation.id):
-            if call.surface_id == surface and call.state.value == "dispatched":
-                await ledger.rehoming.claim(call.id, surface, call.assignment)
+        await runtime.services.surfaces.claim_dispatched(conversation.id, surface)
     run = await store.latest_run(conversation.id)
     # Before the log's end: a person joining after it comes in the stream.
     handoff = await store.get_handoff(conversation.id)
@@ -180,11 +176,7 @@ async def capabilities(request: Request) -> Response:
     unknown = sorted(set(tools) - {t.name for t in agent.tools})
     if unknown:
         raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")
-    surface = body.surface_id or ANONYMOUS_SURFACE
-    async with runtime.store.transaction():
-        await runtime.store.save_surface_tools(conversation.id, surface, tools, time.time())
-    # A read left on the form (its page reloaded) may now have a handler again.
-    await runtime.engine.ledger.rehoming.rehome(conversation.id)
+    surface = await runtime.services.surfaces.declare(conversation.id, body.surface_id, tools)
     return WireResponse(SurfaceTools(surface, tuple(tools)))
 
 
@@ -194,8 +186,7 @@ async def surface_activity(request: Request) -> Response:
     conversation = await session_conversation(request, runtime)
     surface = surface_id(request.path_params["surface_id"], field="surface_id")
     assert surface is not None
-    async with runtime.store.transaction():
-        await runtime.store.touch_surface(conversation.id, surface, time.time())
+    await runtime.services.surfaces.touch(conversation.id, surface)
     return Response(status_code=204)
 
 
@@ -206,9 +197,7 @@ async def surface_leave(request: Request) -> Response:
     conversation = await session_conversation(request, runtime)
     surface = surface_id(request.path_params["surface_id"], field="surface_id")
     assert surface is not None
-    async with runtime.store.transaction():
-        await runtime.store.leave_surface(conversation.id, surface, time.time())
-    await runtime.engine.ledger.rehoming.rehome(conversation.id)
+    await runtime.services.surfaces.leave(conversation.id, surface)
     return Response(status_code=204)
 
 

@@ -1,4 +1,5 @@
-"""Everything one server process holds, built from settings (reached as ``app.state.hostcall``)."""
+"""Everything one server process holds, built from settings (reached as ``app.state.hostcall``,
+by a route through ``runtime_of`` or ``services_of``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+
+from starlette.requests import HTTPConnection
 
 from hostcall import metrics
 from hostcall.agents import Agent, load_agents
@@ -43,6 +46,7 @@ from hostcall.runs.agents import RunAgents
 from hostcall.runs.recovery import Recovery
 from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
+from hostcall.services import Services
 from hostcall.sessions import Sessions
 from hostcall.settings import Settings, load_secret_keys
 from hostcall.store import Store, open_store
@@ -80,6 +84,11 @@ class Runtime:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
     # Conversation id -> its agent's id, which never changes (``agent_of_conversation``).
     _agent_ids: dict[str, str] = field(default_factory=dict, repr=False)
+    # The use cases routes call (hostcall/services/), on the parts above.
+    services: Services = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.services = Services.build(self.engine)
 
     @classmethod
     def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:
@@ -272,6 +281,17 @@ class Runtime:
             await self.store.close()
             # Off the event loop: the last batch of spans may take a moment to send.
             await asyncio.to_thread(self.tracing.shutdown)
+
+
+def runtime_of(request: HTTPConnection) -> Runtime:
+    """The runtime of the app serving the request: the one way a route reaches it."""
+    runtime: Runtime = request.app.state.hostcall
+    return runtime
+
+
+def services_of(request: HTTPConnection) -> Services:
+    """The use cases of the app serving the request (``runtime_of(request).services``)."""
+    return runtime_of(request).services
 
 
 def _ledger(

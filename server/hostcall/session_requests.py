@@ -15,11 +15,6 @@ from hostcall.store.records import Conversation
 from hostcall.tokens import Claims, Purpose
 
 
-def runtime_of(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.hostcall
-    return runtime
-
-
 async def session_conversation(request: Request, runtime: Runtime) -> Conversation:
     """The conversation in the path, if the bearer session token is for it."""
     conversation, _ = await session_claims(request, runtime)

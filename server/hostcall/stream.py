@@ -25,7 +25,7 @@ from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName
 from hostcall.protocol.frames import Event, parse_event_id, sse_frame
 from hostcall.protocol.requests import surface_id
-from hostcall.runtime import Runtime
+from hostcall.runtime import runtime_of
 
 SEND_TIMEOUT = 10.0
 DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
@@ -49,7 +49,7 @@ class _Farewell:
 
 
 async def events(request: Request) -> EventSourceResponse:
-    runtime: Runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     conversation_id = request.path_params["conversation_id"]
     ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
     store = runtime.store
@@ -87,12 +87,11 @@ async def events(request: Request) -> EventSourceResponse:
         runtime.broker.unsubscribe(conversation_id, queue)
         raise
     backlog = last_seq > seen
-    ledger = runtime.engine.ledger
+    surfaces = runtime.services.surfaces
     pages = runtime.backlog
     owner = runtime.leases.owner  # the stream counts for its surface while this process lives
     if surface is not None:
-        async with store.transaction():
-            await store.attach_surface(conversation_id, surface, ledger.moves.clock(), owner)
+        await surfaces.attach(conversation_id, surface, owner)
 
     async def passes(event: Event) -> bool:
         """Record the claim of a dispatch addressed to this surface before writing it; a
@@ -104,7 +103,7 @@ async def events(request: Request) -> EventSourceResponse:
         if data.get("surfaceId") != surface:
             return True
         call_id, assignment = str(data["toolCallId"]), int(data.get("assignment", 0))
-        return await ledger.rehoming.claim(call_id, surface, assignment)
+        return await surfaces.claim(call_id, surface, assignment)
 
     async def replay(after: int) -> AsyncIterator[tuple[bytes, int]]:
         """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
@@ -176,10 +175,7 @@ async def events(request: Request) -> EventSourceResponse:
             metrics.OPEN_STREAMS.dec()
             runtime.broker.unsubscribe(conversation_id, queue)
             if surface is not None:
-                async with store.transaction():
-                    await store.detach_surface(
-                        conversation_id, surface, ledger.moves.clock(), owner
-                    )
+                await surfaces.detach(conversation_id, surface, owner)
 
     return EventSourceResponse(
         frames(),

@@ -19,7 +19,7 @@ from hostcall.console.audit import record
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.console.usage_page import money
-from hostcall.errors import BadRequest, Conflict, Gone, NotFound, ToolErrorCode
+from hostcall.errors import BadRequest, NotFound
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.console import (
     AuditItem,
@@ -34,7 +34,6 @@ from hostcall.protocol.console import (
     ConversationList,
     RunCancelled,
 )
-from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.numbers import whole_number
 from hostcall.protocol.reading import read_json
 from hostcall.protocol.requests import Decision, read_body
@@ -43,7 +42,6 @@ from hostcall.protocol.wire import to_wire
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime
 from hostcall.store.records import (
-    Call,
     CallState,
     ConversationQuery,
     ConversationSummary,
@@ -243,28 +241,15 @@ async def conversation_json(request: Request) -> Response:
 # ---------------------------------------------------------------------------- actions
 
 
-async def _open_call(runtime: Runtime, call_id: str) -> Call:
-    """The call, expiring it first if its deadline passed (as the visitor's path does)."""
-    call = await runtime.store.get_call(call_id)
-    if call is None:
-        raise NotFound(f"no call {call_id}", code=ErrorCode.UNKNOWN_CALL)
-    if call.state.open and call.deadline <= runtime.clock():
-        expired = await runtime.engine.ledger.answers.expire(call)
-        if expired is not None:
-            runtime.engine.resume(expired)
-        raise Gone(f"call {call_id} passed its deadline and has expired")
-    return call
-
-
 @guarded(Role.OPERATOR)
 async def answer_call(request: Request) -> Response:
     runtime = _runtime(request)
     body = await read_json(request, runtime.settings.max_body_bytes)
     if "output" not in body:
         raise BadRequest("field 'output' is required", field="output")
-    call = await _open_call(runtime, request.path_params["call_id"])
-    answered = await runtime.engine.ledger.answers.answer(call, body["output"], by="operator")
-    call = await runtime.engine.follow(answered)
+    call = await runtime.services.calls.answer_as_operator(
+        request.path_params["call_id"], body["output"]
+    )
     where = {"conversation_id": call.conversation_id, "call_id": call.id}
     await record(
         runtime.store,
@@ -280,16 +265,12 @@ async def answer_call(request: Request) -> Response:
 @guarded(Role.OPERATOR)
 async def decide_call(request: Request) -> Response:
     runtime = _runtime(request)
-    ledger = runtime.engine.ledger
-    # The visitor's decision body, read by the same code; a token, if sent, is ignored: the
-    # operator's session is the authority here.
+    # The visitor's decision body, read by the same code.
     body = await read_body(request, Decision, runtime.settings.max_body_bytes)
-    call = await _open_call(runtime, request.path_params["call_id"])
+    call = await runtime.services.calls.decide_as_operator(request.path_params["call_id"], body)
     who = operator_of(request).name
     where = {"conversation_id": call.conversation_id, "call_id": call.id}
     if body.decision == "approve":
-        approved = await ledger.answers.approve(call, body.input, body.scope)
-        call = await runtime.engine.follow(approved)
         await record(
             runtime.store,
             runtime.clock,
@@ -301,10 +282,6 @@ async def decide_call(request: Request) -> Response:
         )
     else:
         reason = (body.reason or "").strip()
-        # The model reads this: say the decision came from an operator, not the visitor.
-        said = f"(an operator decided) {reason}".strip()[:MAX_REASON_CHARS]
-        rejected = await ledger.answers.reject(call, said)
-        call = await runtime.engine.follow(rejected)
         await record(runtime.store, runtime.clock, who, "call.reject", **where, reason=reason)
     return WireResponse(CallStatus(call.state.value))
 
@@ -314,15 +291,7 @@ async def expire_call(request: Request) -> Response:
     """ "End call": the call fails with ``operator_ended``; the model is told an operator
     ended it (not that it timed out), the visitor reads a sentence of its own."""
     runtime = _runtime(request)
-    call = await _open_call(runtime, request.path_params["call_id"])
-    ended = None
-    if call.state.open:
-        ended = await runtime.engine.ledger.answers.cancel(call, ToolErrorCode.OPERATOR_ENDED)
-    if ended is None:
-        raise Conflict(
-            f"call {call.id} is already {call.state.value}", code=ErrorCode.CALL_ALREADY_SETTLED
-        )
-    runtime.engine.resume(ended)
+    call = await runtime.services.calls.end(request.path_params["call_id"])
     await record(runtime.store, runtime.clock, operator_of(request).name, "call.expire",
            conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
     return WireResponse(CallStatus(CallState.FAILED.value))

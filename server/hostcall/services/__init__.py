@@ -1,0 +1,28 @@
+"""The application's use cases, one method each, between the web's routes and the run
+engine: a route parses its request, calls one method here and writes its response. A
+method does a use case's writes and what they leave to do (a run to resume, a server-side
+call to start, calls to move off a surface), so no route has to remember it.
+
+The runtime holds one ``Services`` (hostcall/runtime.py); a route reaches it with
+``services_of(request)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hostcall.engine import Engine
+from hostcall.services.calls import CallService
+from hostcall.services.surfaces import SurfaceService
+
+__all__ = ["CallService", "Services", "SurfaceService"]
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    calls: CallService
+    surfaces: SurfaceService
+
+    @classmethod
+    def build(cls, engine: Engine) -> Services:
+        return cls(calls=CallService(engine), surfaces=SurfaceService(engine))

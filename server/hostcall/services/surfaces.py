@@ -1,0 +1,64 @@
+"""A conversation's surfaces as use cases: a page declares the tools it handles, is active,
+leaves, and its stream attaches and detaches. What changes where calls may go moves them
+(``Rehoming``) in the same method, so a call never waits on a page that is gone.
+"""
+
+from __future__ import annotations
+
+import time
+
+from hostcall.engine import Engine
+from hostcall.store.records import ANONYMOUS_SURFACE
+
+
+class SurfaceService:
+    def __init__(self, engine: Engine) -> None:
+        self.store = engine.store
+        self.ledger = engine.ledger
+
+    async def declare(
+        self, conversation_id: str, surface: str | None, tools: tuple[str, ...]
+    ) -> str:
+        """The tools a page handles now; the surface they were saved for."""
+        surface = surface or ANONYMOUS_SURFACE
+        async with self.store.transaction():
+            await self.store.save_surface_tools(conversation_id, surface, tools, time.time())
+        # A read left on the form (its page reloaded) may now have a handler again.
+        await self.ledger.rehoming.rehome(conversation_id)
+        return surface
+
+    async def touch(self, conversation_id: str, surface: str) -> None:
+        """The person did something on this surface (focus, typing, a click): calls go here."""
+        async with self.store.transaction():
+            await self.store.touch_surface(conversation_id, surface, time.time())
+
+    async def leave(self, conversation_id: str, surface: str) -> None:
+        """The page is going away: its calls move on now, without waiting out the grace
+        period."""
+        async with self.store.transaction():
+            await self.store.leave_surface(conversation_id, surface, time.time())
+        await self.ledger.rehoming.rehome(conversation_id)
+
+    async def claim_dispatched(self, conversation_id: str, surface: str) -> None:
+        """A snapshot for this surface writes its dispatched calls to it, as its stream would:
+        the claim."""
+        for call in await self.store.list_calls(conversation_id):
+            if call.surface_id == surface and call.state.value == "dispatched":
+                await self.ledger.rehoming.claim(call.id, surface, call.assignment)
+
+    async def claim(self, call_id: str, surface: str, assignment: int) -> bool:
+        """``Rehoming.claim``: whether a dispatch is still this surface's to run."""
+        return await self.ledger.rehoming.claim(call_id, surface, assignment)
+
+    async def attach(self, conversation_id: str, surface: str, owner: str) -> None:
+        """A stream of this surface opened (in the process ``owner``): it is present."""
+        async with self.store.transaction():
+            await self.store.attach_surface(
+                conversation_id, surface, self.ledger.moves.clock(), owner
+            )
+
+    async def detach(self, conversation_id: str, surface: str, owner: str) -> None:
+        async with self.store.transaction():
+            await self.store.detach_surface(
+                conversation_id, surface, self.ledger.moves.clock(), owner
+            )
