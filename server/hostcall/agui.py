@@ -27,7 +27,6 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from hostcall.agents import Agent
 from hostcall.engine import Engine
 from hostcall.errors import BadRequest, Conflict, NotFound
 from hostcall.origins import check_request_origin
@@ -35,10 +34,10 @@ from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
 from hostcall.protocol.requests import read_body
 from hostcall.protocol.run_input import InputMessage, RunAgentInput
-from hostcall.runtime import Runtime, runtime_of
+from hostcall.runtime import runtime_of
 from hostcall.services import CallService
 from hostcall.sessions import bearer_token
-from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, RunStatus
+from hostcall.store.records import RunStatus
 
 # A stream waits this long for news before looking at the store again (the broker only wakes
 # it up; the store is the source of truth).
@@ -70,11 +69,15 @@ async def run_agent(request: Request) -> EventSourceResponse:
     person = identity.sub if identity else None
     client = request.client.host if request.client else "unknown"
     cid = thread_conversation_id(agent.id, body.thread_id, person)
-    existing = await runtime.store.get_conversation(cid)
-    if existing is None:
+    new = await runtime.services.conversations.find(cid) is None
+    if new:
         await runtime.quotas.new_conversation(agent.id, agent.limits, client)
     await runtime.quotas.new_message(agent.id, agent.limits, cid, client, person=person)
-    conversation = await _thread(runtime, agent, body, existing, person)
+    client_tools = {t.name for t in agent.tools if t.kind == "client"}
+    tools = tuple(n for n in body.tools if n in client_tools)
+    conversation = await runtime.services.conversations.thread(
+        cid, agent.id, person, tools, new=new
+    )
     declared = frozenset(body.tools)
     queue = runtime.broker.subscribe(conversation.id)
     try:
@@ -169,28 +172,6 @@ async def _stop_abandoned(engine: Engine, conversation_id: str) -> None:
     if run is not None and run.status in (RunStatus.RUNNING, RunStatus.WAITING):
         with contextlib.suppress(Conflict):  # it ended meanwhile
             await engine.stop_run(run.id, RunErrorCode.CANCELLED)
-
-
-async def _thread(
-    runtime: Runtime,
-    agent: Agent,
-    body: RunAgentInput,
-    existing: Conversation | None,
-    person: str | None,
-) -> Conversation:
-    cid = thread_conversation_id(agent.id, body.thread_id, person)
-    store = runtime.store
-    if existing is None:
-        await store.create_conversation(Conversation(cid, agent.id, runtime.clock(), person=person))
-    client_tools = {t.name for t in agent.tools if t.kind == "client"}
-    declared = tuple(n for n in body.tools if n in client_tools)
-    # The AG-UI client names no surface: it is the conversation's own, always present
-    # (docs/protocol.md "Surfaces"), so its calls are assigned to it and never move.
-    async with store.transaction():
-        await store.save_surface_tools(cid, ANONYMOUS_SURFACE, declared, runtime.clock())
-    conversation = await store.get_conversation(cid)
-    assert conversation is not None
-    return conversation
 
 
 def _user_text(messages: tuple[InputMessage, ...]) -> str:

@@ -13,7 +13,6 @@ from starlette.routing import BaseRoute, Route
 from hostcall import metrics
 from hostcall.agents import Agent
 from hostcall.errors import BadRequest, Forbidden, HeldByPerson, NotFound, Unprocessable
-from hostcall.ledger import new_id
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.requests import (
@@ -86,10 +85,9 @@ async def create_conversation(request: Request) -> Response:
     # none is set, and the conversation is in no browser's history.
     key = body.resume_key
     browser = runtime.sessions.this_browser(request, parent, key) if key else None
-    conversation = Conversation(
-        new_id("c"), agent.id, runtime.clock(), body.locale, person=person, browser=browser
+    conversation = await runtime.services.conversations.start(
+        agent.id, body.locale, person=person, browser=browser
     )
-    await runtime.store.create_conversation(conversation)
     opened = runtime.sessions.opened(conversation, agent, browser=browser)
     response = WireResponse(opened, status_code=201)
     if key and browser is not None:

@@ -26,14 +26,15 @@ from hostcall.protocol.cursors import page_cursor, read_cursor
 from hostcall.protocol.requests import ResumeSession, read_body
 from hostcall.protocol.responses import History, HistoryEntry
 from hostcall.responses import WireResponse
-from hostcall.runtime import Runtime
+from hostcall.runtime import Runtime, runtime_of
 from hostcall.session_requests import session_claims
-from hostcall.store.records import Conversation, PersonConversation
+from hostcall.store.records import Conversation
 from hostcall.tokens import Claims
 
 # Conversations per page of a history.
 PAGE = 50
-# Who the audit log names for a visitor's deletion (as for their answers: hostcall/call_answers.py).
+# Who the audit log names for a visitor's deletion (as for their answers:
+# hostcall/services/calls.py).
 VISITOR = "visitor"
 
 
@@ -53,23 +54,12 @@ async def _holder(request: Request, runtime: Runtime) -> tuple[Conversation, Cla
     return holder, claims
 
 
-def owns(holder: Conversation, other: Conversation, *, browser: str | None) -> bool:
-    """Whether ``other`` is in the history of whoever holds ``holder``'s session, issued to
-    ``browser``."""
-    if other.agent_id != holder.agent_id:
-        return False
-    if holder.person is not None:
-        return other.person == holder.person
-    return other.person is None and browser is not None and other.browser == browser
-
-
 async def _owned(request: Request, runtime: Runtime) -> tuple[Conversation, Claims, Conversation]:
     """The token's conversation and claims, and the one in the path if the holder owns it."""
     holder, claims = await _holder(request, runtime)
-    other_id = request.path_params["other_id"]
-    other = await runtime.store.get_conversation(other_id)
-    if other is None or not owns(holder, other, browser=claims.browser):
-        raise NotFound(f"no conversation {other_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
+    other = await runtime.services.conversations.owned(
+        holder, request.path_params["other_id"], browser=claims.browser
+    )
     return holder, claims, other
 
 
@@ -78,18 +68,12 @@ def _iso(at: float) -> str:
 
 
 async def list_history(request: Request) -> Response:
-    runtime: Runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     holder, claims = await _holder(request, runtime)
     before = read_cursor(request.query_params.get("before"))
-    lines: list[PersonConversation] = []
-    if holder.person is not None:
-        lines = await runtime.store.person_conversations(
-            holder.agent_id, holder.person, limit=PAGE + 1, before=before
-        )
-    elif claims.browser is not None:
-        lines = await runtime.store.browser_conversations(
-            holder.agent_id, claims.browser, limit=PAGE + 1, before=before
-        )
+    lines = await runtime.services.conversations.history(
+        holder, browser=claims.browser, limit=PAGE + 1, before=before
+    )
     page = lines[:PAGE]
     last = page[-1] if len(lines) > PAGE else None
     return WireResponse(
@@ -106,7 +90,7 @@ async def open_conversation(request: Request) -> Response:
     """Switch to another conversation of the history: its tokens, and the cookie names it
     (the widget boots again resuming it, and so does a reload), bound to the page's key and
     carrying the browser the held token was issued to (this route is not sent the cookie)."""
-    runtime: Runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     _, claims, other = await _owned(request, runtime)
     agent = runtime.agents.get(other.agent_id)
     if agent is None:
@@ -127,7 +111,7 @@ async def open_conversation(request: Request) -> Response:
 
 async def delete_conversation(request: Request) -> Response:
     """Delete a conversation of the history whole (hostcall/personal_data.py), audited."""
-    runtime: Runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     holder, _, other = await _owned(request, runtime)
     await refuse_running(runtime.store, [other.id])
     await erase(

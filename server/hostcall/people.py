@@ -30,12 +30,11 @@ from starlette.routing import BaseRoute, Route
 
 from hostcall.agents import Agent
 from hostcall.errors import HostcallError, NotFound
-from hostcall.identity import Identity
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import NewConversation, ResumeSession, read_body
 from hostcall.responses import WireResponse
-from hostcall.runtime import Runtime
+from hostcall.runtime import Runtime, runtime_of
 from hostcall.session_requests import session_conversation
 from hostcall.sessions import bearer_token
 from hostcall.store.records import Conversation
@@ -61,8 +60,8 @@ async def _held(
         claims = runtime.tokens.verify(Purpose.SESSION, token)
     except HostcallError:
         return None
-    conversation = await runtime.store.get_conversation(claims.conversation_id)
-    if conversation is None or conversation.agent_id != agent.id:
+    conversation = await runtime.services.conversations.of_agent(claims.conversation_id, agent.id)
+    if conversation is None:
         return None
     try:
         runtime.sessions.check_generation(conversation, claims)
@@ -84,7 +83,7 @@ async def _cookied(
 
 
 async def identify(request: Request) -> Response:
-    runtime: Runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     agent = _agent(request, runtime)
     # Like resuming, only the widget's own page: it reads this browser's cookie, whose Path
     # (the session endpoint's) it is under.
@@ -102,7 +101,7 @@ async def identify(request: Request) -> Response:
     )
     if current is None or current.person not in (None, person):
         current = await _cookied(request, runtime, agent, parent, body.resume_key, person)
-    found = await _choose(runtime, agent, identity, current)
+    found = await runtime.services.conversations.choose(agent.id, identity.sub, current)
     if found is None:
         raise NotFound("this person has no conversation yet", code=ErrorCode.NO_SESSION)
     chosen, adopted = found
@@ -116,50 +115,17 @@ async def identify(request: Request) -> Response:
     return response
 
 
-async def _choose(
-    runtime: Runtime,
-    agent: Agent,
-    identity: Identity,
-    current: Conversation | None,
-) -> tuple[Conversation, bool] | None:
-    """The conversation the person goes on with (the module's rule), and whether it was
-    adopted; None if they have none yet."""
-    store, person = runtime.store, identity.sub
-    if current is not None and current.person == person:
-        return current, False
-    if current is not None and current.person is None:
-        begun = await store.latest_run(current.id) is not None
-        if begun or not await store.person_conversations(agent.id, person, limit=1):
-            generation = current.session_generation
-            async with store.transaction():
-                mine = await store.set_person(current.id, person)
-                if mine:
-                    await store.rotate_session(current.id, generation)
-            adopted = await store.get_conversation(current.id) if mine else None
-            if adopted is not None:
-                return adopted, True
-    latest = await store.person_conversations(agent.id, person, limit=1)
-    found = await store.get_conversation(latest[0].id) if latest else None
-    return (found, False) if found is not None else None  # (None: deleted since it was listed)
-
-
 async def open_conversation(request: Request) -> Response:
-    runtime: Runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     agent = _agent(request, runtime)
     check_request_origin(request, (), required=True)
     body = await read_body(request, ResumeSession, runtime.settings.max_body_bytes)
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
     identity = await runtime.identities.of_request(request, agent, needed=True)
     assert identity is not None
-    conversation_id = request.path_params["conversation_id"]
-    conversation = await runtime.store.get_conversation(conversation_id)
-    if (
-        conversation is None
-        or conversation.agent_id != agent.id
-        or (conversation.person != identity.sub)
-    ):
-        # Another person's conversation is as unknown as one that does not exist.
-        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
+    conversation = await runtime.services.conversations.persons(
+        agent.id, identity.sub, request.path_params["conversation_id"]
+    )
     browser = runtime.sessions.this_browser(request, parent, body.resume_key)
     response = WireResponse(runtime.sessions.opened(conversation, agent, browser=browser))
     if body.resume_key:
@@ -173,10 +139,9 @@ async def open_conversation(request: Request) -> Response:
 async def logout(request: Request) -> Response:
     """This browser leaves the conversation: every token of its session is refused from now
     (a person's other browsers resume theirs with their own cookie and identity)."""
-    runtime: Runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     conversation = await session_conversation(request, runtime)
-    async with runtime.store.transaction():
-        await runtime.store.rotate_session(conversation.id, conversation.session_generation)
+    await runtime.services.conversations.leave(conversation)
     return Response(status_code=204)
 
 

@@ -9,20 +9,27 @@ The runtime holds one ``Services`` (hostcall/runtime.py); a route reaches it wit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hostcall.engine import Engine
 from hostcall.services.calls import CallService
+from hostcall.services.conversations import ConversationService
 from hostcall.services.surfaces import SurfaceService
 
-__all__ = ["CallService", "Services", "SurfaceService"]
+__all__ = ["CallService", "ConversationService", "Services", "SurfaceService"]
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
     calls: CallService
+    conversations: ConversationService
     surfaces: SurfaceService
 
     @classmethod
-    def build(cls, engine: Engine) -> Services:
-        return cls(calls=CallService(engine), surfaces=SurfaceService(engine))
+    def build(cls, engine: Engine, *, clock: Callable[[], float]) -> Services:
+        return cls(
+            calls=CallService(engine),
+            conversations=ConversationService(engine, clock=clock),
+            surfaces=SurfaceService(engine),
+        )
