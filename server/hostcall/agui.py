@@ -18,7 +18,6 @@ Each request is one AG-UI run:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,17 +26,15 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from hostcall.engine import Engine
-from hostcall.errors import BadRequest, Conflict, NotFound
+from hostcall.errors import BadRequest, NotFound
 from hostcall.origins import check_request_origin
-from hostcall.protocol.codes import ErrorCode, RunErrorCode
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
 from hostcall.protocol.requests import read_body
 from hostcall.protocol.run_input import InputMessage, RunAgentInput
 from hostcall.runtime import runtime_of
 from hostcall.services import CallService
 from hostcall.sessions import bearer_token
-from hostcall.store.records import RunStatus
 
 # A stream waits this long for news before looking at the store again (the broker only wakes
 # it up; the store is the source of truth).
@@ -85,7 +82,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
         answered = await runtime.services.calls.answer_from_client(conversation.id, body.messages)
         if not answered:
             user = identity.to_json() if identity else None
-            await runtime.engine.start_run(conversation, _user_text(body.messages), user=user)
+            await runtime.services.runs.start(conversation, _user_text(body.messages), user=user)
     except BaseException:
         runtime.broker.unsubscribe(conversation.id, queue)
         raise
@@ -124,7 +121,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
                 # AG-UI run lives only as long as its request (nothing resumes its stream).
                 # Stop it, as the widget's Stop does, in a task of the engine's own: this
                 # one is being cancelled.
-                runtime.engine.tasks.spawn(_stop_abandoned(runtime.engine, conversation.id))
+                runtime.engine.tasks.spawn(runtime.services.runs.stop_abandoned(conversation.id))
 
     return EventSourceResponse(
         frames(),
@@ -165,13 +162,6 @@ class _Relay:
             if await self.calls.hand_to_client(data["value"]["toolCallId"], self.declared):
                 self.handed_off = True
         return data
-
-
-async def _stop_abandoned(engine: Engine, conversation_id: str) -> None:
-    run = await engine.store.latest_run(conversation_id)
-    if run is not None and run.status in (RunStatus.RUNNING, RunStatus.WAITING):
-        with contextlib.suppress(Conflict):  # it ended meanwhile
-            await engine.stop_run(run.id, RunErrorCode.CANCELLED)
 
 
 def _user_text(messages: tuple[InputMessage, ...]) -> str:

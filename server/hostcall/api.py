@@ -12,7 +12,7 @@ from starlette.routing import BaseRoute, Route
 
 from hostcall import metrics
 from hostcall.agents import Agent
-from hostcall.errors import BadRequest, Forbidden, HeldByPerson, NotFound, Unprocessable
+from hostcall.errors import BadRequest, Forbidden, NotFound, Unprocessable
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.requests import (
@@ -29,23 +29,18 @@ from hostcall.protocol.responses import (
     MessageHeld,
     RunAccepted,
     RunStopped,
-    Snapshot,
-    SnapshotMessage,
-    SnapshotRun,
     StreamToken,
     SurfaceTools,
-    SurfaceView,
 )
 from hostcall.quotas import DEFAULT_LIMITS
 from hostcall.responses import StoredWireResponse, WireResponse
 from hostcall.runtime import Runtime, runtime_of
+from hostcall.services.runs import Held
 from hostcall.session_requests import client_of, session_conversation
 from hostcall.store.records import (
     Conversation,
     Feedback,
-    RunStatus,
 )
-from hostcall.transcript import open_messages
 
 
 async def _person_of(
@@ -101,55 +96,8 @@ async def create_conversation(request: Request) -> Response:
 async def snapshot(request: Request) -> Response:
     runtime = runtime_of(request)
     conversation = await session_conversation(request, runtime)
-    store = runtime.store
     surface = surface_id(request.query_params.get("surface"), field="surface")
-    ledger = runtime.engine.ledger
-    if surface is not None:
-        await runtime.services.surfaces.claim_dispatched(conversation.id, surface)
-    run = await store.latest_run(conversation.id)
-    # Before the log's end: a person joining after it comes in the stream.
-    handoff = await store.get_handoff(conversation.id)
-    last_seq = await store.last_seq(conversation.id)
-    if run is not None and run.status is RunStatus.RUNNING:
-        # A message still streaming is not in ``messages`` yet: resume the stream just
-        # before its start, so a client gets it whole (and any discard before it).
-        opened = await open_messages(store, conversation.id)
-        if opened:
-            last_seq = min(opened.values()) - 1
-    rated = {f.message_id: f.rating for f in await store.feedback_of(conversation.id)}
-    messages = tuple(
-        SnapshotMessage(
-            id=m.id,
-            role=m.role,
-            text=m.text,
-            run_id=m.run_id,
-            interrupted=True if m.interrupted else None,
-            tool_call_ids=tuple(c["id"] for c in m.tool_calls) if m.tool_calls else None,
-            name=m.author,
-            feedback=rated.get(m.id),
-        )
-        for m in await store.list_messages(conversation.id)
-        if m.role != "tool"
-    )
-    now, grace = ledger.moves.clock(), ledger.moves.surface_grace
-    surfaces = tuple(
-        SurfaceView(x.id, tuple(x.tools), x.present(now, grace))
-        for x in await store.list_surfaces(conversation.id)
-    )
-    # Read after the messages, as before: every call a message names is in ``calls``.
-    calls = tuple([await ledger.views.view(c) for c in await store.list_calls(conversation.id)])
-    return StoredWireResponse(
-        Snapshot(
-            conversation_id=conversation.id,
-            agent_id=conversation.agent_id,
-            last_event_id=f"{conversation.id}:{last_seq}",
-            surfaces=surfaces,
-            run=None if run is None else SnapshotRun(run.id, run.status.value, run.error),
-            messages=messages,
-            calls=calls,
-            person=handoff.person if handoff is not None and handoff.taken else None,
-        )
-    )
+    return StoredWireResponse(await runtime.services.snapshots.read(conversation, surface))
 
 
 async def stream_token(request: Request) -> Response:
@@ -210,15 +158,13 @@ async def post_message(request: Request) -> Response:
         await runtime.quotas.new_message(
             agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
-    try:
-        run = await runtime.engine.start_run(
-            conversation, body.text, simulate=body.simulate, user=user
-        )
-    except HeldByPerson as held:
+    sent = await runtime.services.runs.send(
+        conversation, body.text, simulate=body.simulate, user=user
+    )
+    if isinstance(sent, Held):
         # A person of the team holds the conversation: the message is theirs to read.
-        message_id = await runtime.handoff.keep_for_person(conversation, body.text)
-        return WireResponse(MessageHeld(message_id, held.person), status_code=202)
-    return WireResponse(RunAccepted(run.id), status_code=202)
+        return WireResponse(MessageHeld(sent.message_id, sent.person), status_code=202)
+    return WireResponse(RunAccepted(sent.id), status_code=202)
 
 
 async def message_feedback(request: Request) -> Response:
@@ -266,7 +212,7 @@ async def retry_run(request: Request) -> Response:
         await runtime.quotas.new_message(
             agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
-    run = await runtime.engine.start_run(conversation, None, simulate=body.simulate, user=user)
+    run = await runtime.services.runs.retry(conversation, simulate=body.simulate, user=user)
     return WireResponse(RunAccepted(run.id), status_code=202)
 
 
@@ -274,11 +220,7 @@ async def stop_run(request: Request) -> Response:
     """The visitor's Stop: the run and its open calls end as ``cancelled``."""
     runtime = runtime_of(request)
     conversation = await session_conversation(request, runtime)
-    run_id = request.path_params["run_id"]
-    run = await runtime.store.get_run(run_id)
-    if run is None or run.conversation_id != conversation.id:
-        raise NotFound(f"no run {run_id} in {conversation.id}", code=ErrorCode.UNKNOWN_RUN)
-    stopped = await runtime.engine.stop_run(run_id, RunErrorCode.CANCELLED)
+    stopped = await runtime.services.runs.stop(conversation.id, request.path_params["run_id"])
     return WireResponse(RunStopped(stopped.id, "failed", RunErrorCode.CANCELLED))
 
 

@@ -20,7 +20,7 @@ from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.console.usage_page import money
 from hostcall.errors import BadRequest, NotFound
-from hostcall.protocol.codes import ErrorCode, RunErrorCode
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.console import (
     AuditItem,
     ConsoleCall,
@@ -165,7 +165,7 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
     calls = tuple(
         [
             ConsoleCall.of(
-                await runtime.engine.ledger.views.view(call, operator=True),
+                await runtime.services.calls.view(call, operator=True),
                 answered_by.get(call.id),
             )
             for call in await store.list_calls(conversation_id)
@@ -301,7 +301,7 @@ async def expire_call(request: Request) -> Response:
 async def cancel_run(request: Request) -> Response:
     runtime = _runtime(request)
     run_id = request.path_params["run_id"]
-    run = await runtime.engine.stop_run(run_id, RunErrorCode.OPERATOR_CANCELLED)
+    run = await runtime.services.runs.cancel(run_id)
     await record(
         runtime.store,
         runtime.clock,

@@ -15,15 +15,26 @@ from dataclasses import dataclass
 from hostcall.engine import Engine
 from hostcall.services.calls import CallService
 from hostcall.services.conversations import ConversationService
+from hostcall.services.runs import RunService
+from hostcall.services.snapshots import SnapshotService
 from hostcall.services.surfaces import SurfaceService
 
-__all__ = ["CallService", "ConversationService", "Services", "SurfaceService"]
+__all__ = [
+    "CallService",
+    "ConversationService",
+    "RunService",
+    "Services",
+    "SnapshotService",
+    "SurfaceService",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
     calls: CallService
     conversations: ConversationService
+    runs: RunService
+    snapshots: SnapshotService
     surfaces: SurfaceService
 
     @classmethod
@@ -31,5 +42,7 @@ class Services:
         return cls(
             calls=CallService(engine),
             conversations=ConversationService(engine, clock=clock),
+            runs=RunService(engine, clock=clock),
+            snapshots=SnapshotService(engine),
             surfaces=SurfaceService(engine),
         )

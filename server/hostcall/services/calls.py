@@ -16,6 +16,7 @@ from hostcall.errors import Conflict, Gone, NotFound, ToolErrorCode, Unprocessab
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.requests import CallResult, Decision
+from hostcall.protocol.responses import CallView
 from hostcall.protocol.run_input import InputMessage
 from hostcall.store.records import AuditEntry, Call
 from hostcall.tokens import Claims
@@ -39,6 +40,10 @@ class CallService:
         """The audit entry of a visitor's answer or decision, written with its move."""
         return AuditEntry(self.clock(), VISITOR, action, claims.conversation_id, call_id,
                           details=details)  # fmt: skip
+
+    async def view(self, call: Call, *, operator: bool = False) -> CallView:
+        """``CallViews.view``: the call as a surface (or the console: ``operator``) shows it."""
+        return await self.engine.ledger.views.view(call, operator=operator)
 
     # ---- the visitor's, with the call's token ---------------------------------------------
 

@@ -39,13 +39,6 @@ class SurfaceService:
             await self.store.leave_surface(conversation_id, surface, time.time())
         await self.ledger.rehoming.rehome(conversation_id)
 
-    async def claim_dispatched(self, conversation_id: str, surface: str) -> None:
-        """A snapshot for this surface writes its dispatched calls to it, as its stream would:
-        the claim."""
-        for call in await self.store.list_calls(conversation_id):
-            if call.surface_id == surface and call.state.value == "dispatched":
-                await self.ledger.rehoming.claim(call.id, surface, call.assignment)
-
     async def claim(self, call_id: str, surface: str, assignment: int) -> bool:
         """``Rehoming.claim``: whether a dispatch is still this surface's to run."""
         return await self.ledger.rehoming.claim(call_id, surface, assignment)

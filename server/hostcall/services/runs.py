@@ -1,0 +1,89 @@
+"""A conversation's runs as use cases: the visitor's message starts one (or is kept for the
+person of the team who holds the conversation), Retry starts one over the history as it is,
+Stop and an operator's cancel end one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hostcall.engine import Engine
+from hostcall.errors import Conflict, HeldByPerson, NotFound
+from hostcall.handoff import HumanHandoff
+from hostcall.protocol.codes import ErrorCode, RunErrorCode
+from hostcall.store.records import Conversation, Run, RunStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A visitor's message while ``person`` of the team holds the conversation: kept for
+    them, no run started."""
+
+    message_id: str
+    person: str
+
+
+class RunService:
+    def __init__(self, engine: Engine, *, clock: Callable[[], float]) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.clock = clock
+
+    async def start(
+        self,
+        conversation: Conversation,
+        text: str,
+        *,
+        simulate: bool = False,
+        user: dict[str, Any] | None = None,
+    ) -> Run:
+        """A run for the message ``text``; ``HeldByPerson`` while a person of the team
+        holds the conversation (an AG-UI client is told so)."""
+        return await self.engine.start_run(conversation, text, simulate=simulate, user=user)
+
+    async def send(
+        self,
+        conversation: Conversation,
+        text: str,
+        *,
+        simulate: bool = False,
+        user: dict[str, Any] | None = None,
+    ) -> Run | Held:
+        """The visitor's message: a run for it, or, while a person holds the conversation,
+        the message kept for them to read."""
+        try:
+            return await self.start(conversation, text, simulate=simulate, user=user)
+        except HeldByPerson as held:
+            message_id = await HumanHandoff(self.engine.journal, clock=self.clock).keep_for_person(
+                conversation, text
+            )
+            return Held(message_id, held.person)
+
+    async def retry(
+        self, conversation: Conversation, *, simulate: bool, user: dict[str, Any] | None
+    ) -> Run:
+        """After a failed run: a new run over the history as it is; nothing is re-sent."""
+        return await self.engine.start_run(conversation, None, simulate=simulate, user=user)
+
+    async def stop(self, conversation_id: str, run_id: str) -> Run:
+        """The visitor's Stop: the run of this conversation and its open calls end as
+        ``cancelled``."""
+        run = await self.store.get_run(run_id)
+        if run is None or run.conversation_id != conversation_id:
+            raise NotFound(f"no run {run_id} in {conversation_id}", code=ErrorCode.UNKNOWN_RUN)
+        return await self.engine.stop_run(run_id, RunErrorCode.CANCELLED)
+
+    async def cancel(self, run_id: str) -> Run:
+        """An operator's cancel: the run fails with ``operator_cancelled``."""
+        return await self.engine.stop_run(run_id, RunErrorCode.OPERATOR_CANCELLED)
+
+    async def stop_abandoned(self, conversation_id: str) -> None:
+        """The conversation's run, if it still goes on, stopped as the visitor's Stop does:
+        its client went away (an AG-UI run lives only as long as its request)."""
+        run = await self.store.latest_run(conversation_id)
+        if run is not None and run.status in (RunStatus.RUNNING, RunStatus.WAITING):
+            with contextlib.suppress(Conflict):  # it ended meanwhile
+                await self.engine.stop_run(run.id, RunErrorCode.CANCELLED)
