@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.responses import EmbedAllowed, EmbedRefused
 from hostcall.responses import WireResponse
+from hostcall.runtime import runtime_of
 
 log = logging.getLogger("hostcall.embed")
 
@@ -73,7 +74,7 @@ async def embed_check(request: Request) -> Response:
     nothing secret: the loader on a misconfigured page is exactly who needs to read it)."""
     agent_id = request.query_params.get("agent", "")
     origin = (request.query_params.get("origin") or "").rstrip("/")
-    problem = embed_problem(request.app.state.hostcall.agents, agent_id, origin)
+    problem = embed_problem(runtime_of(request).agents, agent_id, origin)
     if problem is not None:
         log_refusal(problem, agent_id, origin)
     body = EmbedAllowed(True) if problem is None else EmbedRefused(problem.code, problem.message)

@@ -27,6 +27,7 @@ from starlette.routing import BaseRoute, Route
 from hostcall.assets import WIDGET_DIR
 from hostcall.embedding import embed_problem, embed_routes, log_refusal
 from hostcall.errors import NotFound
+from hostcall.runtime import runtime_of
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -199,7 +200,7 @@ def _error(request: Request, status: int, locale: str, title: str, message: str)
 
 
 async def widget_page(request: Request) -> HTMLResponse:
-    runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     agent_id = request.path_params["agent_id"]
     query = request.query_params
     locale = _pick((query.get("locale") or "")[:2], LOCALES, "")

@@ -22,7 +22,7 @@ from hostcall.protocol.console import AgentProblems, AgentSaved
 from hostcall.protocol.numbers import whole_number
 from hostcall.protocol.reading import read_json
 from hostcall.responses import WireResponse
-from hostcall.runtime import Runtime
+from hostcall.runtime import runtime_of
 from hostcall.tools import APPROVALS, EFFECTS
 
 _AGENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -44,13 +44,8 @@ def designer_routes() -> list[BaseRoute]:
     ]
 
 
-def _runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.hostcall
-    return runtime
-
-
 def _files(request: Request) -> AgentFiles:
-    return AgentFiles(_runtime(request))
+    return AgentFiles(runtime_of(request))
 
 
 def _new_id(value: str | None) -> str:
@@ -64,7 +59,7 @@ def _new_id(value: str | None) -> str:
 
 @guarded(Role.DESIGNER)
 async def agents_page(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     rows = [
         {
             "id": f.id,
@@ -87,7 +82,7 @@ async def create_agent(request: Request) -> Response:
     agent_id = _new_id(form.get("id"))
     who = operator_of(request).name
     await _files(request).create(agent_id, form.get("name", "").strip()[:200], author=who)
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     await record(runtime.store, runtime.clock, who, "agent.create", agent_id=agent_id)
     return RedirectResponse(f"/console/agents/{agent_id}", 303)
 
@@ -98,7 +93,7 @@ async def duplicate_agent(request: Request) -> Response:
     new_id = _new_id(form_of(request).get("id"))
     who = operator_of(request).name
     await _files(request).duplicate(source, new_id, author=who)
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     await record(
         runtime.store, runtime.clock, who, "agent.duplicate", agent_id=new_id, source=source
     )
@@ -109,7 +104,7 @@ async def _set_enabled(request: Request, enabled: bool) -> Response:
     agent_id = request.path_params["agent_id"]
     _files(request).set_enabled(agent_id, enabled)
     action = "agent.enable" if enabled else "agent.disable"
-    runtime, who = _runtime(request), operator_of(request).name
+    runtime, who = runtime_of(request), operator_of(request).name
     await record(runtime.store, runtime.clock, who, action, agent_id=agent_id)
     return RedirectResponse("/console/agents", 303)
 
@@ -126,7 +121,7 @@ async def enable_agent(request: Request) -> Response:
 
 @guarded(Role.DESIGNER)
 async def editor_page(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     found = _files(request).get(request.path_params["agent_id"])
     platform = runtime.engine.platform
     versions = await runtime.store.list_agent_versions(found.id)
@@ -150,7 +145,7 @@ async def editor_page(request: Request) -> Response:
 
 
 async def _agent_body(request: Request) -> Any:
-    body = await read_json(request, _runtime(request).settings.max_body_bytes)
+    body = await read_json(request, runtime_of(request).settings.max_body_bytes)
     if "agent" not in body:
         raise BadRequest("field 'agent' is required (the agent file's JSON)", field="agent")
     return body
@@ -173,7 +168,7 @@ async def save_agent(request: Request) -> Response:
     files.get(agent_id)  # saving never creates: creating is its own action
     note = str(body.get("note") or "")[:200]
     version = await files.save(agent_id, body["agent"], author=who, note=note)
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     await record(runtime.store, runtime.clock, who, "agent.save", agent_id=agent_id,
                  version=version.version)  # fmt: skip
     return WireResponse(AgentSaved(version.version))
@@ -181,7 +176,7 @@ async def save_agent(request: Request) -> Response:
 
 @guarded(Role.DESIGNER)
 async def versions_page(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     agent_id = request.path_params["agent_id"]
     _files(request).get(agent_id)
     versions = await runtime.store.list_agent_versions(agent_id)
@@ -213,7 +208,7 @@ async def versions_page(request: Request) -> Response:
 async def rollback_agent(request: Request) -> Response:
     import json
 
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     agent_id = request.path_params["agent_id"]
     number = whole_number(form_of(request).get("version"), "version", low=1)
     old = await runtime.store.get_agent_version(agent_id, number)

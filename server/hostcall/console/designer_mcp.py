@@ -18,7 +18,7 @@ from hostcall.console.session import guarded
 from hostcall.platform import DEFAULT_ENVIRONMENT, Platform
 from hostcall.protocol.console import McpServerTools, McpToolItem
 from hostcall.responses import WireResponse
-from hostcall.runtime import Runtime
+from hostcall.runtime import runtime_of
 
 LIST_SECONDS = 5.0
 
@@ -34,7 +34,7 @@ def allowed_servers(platform: Platform) -> dict[str, list[str]]:
 
 @guarded(Role.DESIGNER)
 async def server_tools(request: Request) -> Response:
-    runtime: Runtime = request.app.state.hostcall
+    runtime = runtime_of(request)
     name = request.path_params["server"]
     environment = request.query_params.get("environment") or DEFAULT_ENVIRONMENT
     platform = runtime.engine.platform

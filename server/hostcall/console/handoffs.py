@@ -15,13 +15,8 @@ from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.console import HandoffChanged, PersonMessageSent
 from hostcall.protocol.requests import PersonSays, read_body
 from hostcall.responses import WireResponse
-from hostcall.runtime import Runtime
+from hostcall.runtime import Runtime, runtime_of
 from hostcall.store.records import AuditEntry, Conversation, RunStatus
-
-
-def _runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.hostcall
-    return runtime
 
 
 async def _conversation(runtime: Runtime, request: Request) -> Conversation:
@@ -34,12 +29,12 @@ async def _conversation(runtime: Runtime, request: Request) -> Conversation:
 
 def _did(request: Request, action: str, conversation_id: str, **details: object) -> AuditEntry:
     who = operator_of(request).name
-    return AuditEntry(_runtime(request).clock(), who, action, conversation_id, details=details)
+    return AuditEntry(runtime_of(request).clock(), who, action, conversation_id, details=details)
 
 
 @guarded(Role.OPERATOR)
 async def take_over(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     conversation = await _conversation(runtime, request)
     if conversation.agent_id not in runtime.agents:
         # Nobody could hand it back: the visitor's widget can no longer reach the agent.
@@ -66,7 +61,7 @@ async def take_over(request: Request) -> Response:
 
 @guarded(Role.OPERATOR)
 async def hand_back(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     conversation = await _conversation(runtime, request)
     audit = _did(request, "conversation.hand_back", conversation.id)
     await runtime.handoff.hand_back(conversation.id, audit.actor, audit=audit)
@@ -75,7 +70,7 @@ async def hand_back(request: Request) -> Response:
 
 @guarded(Role.OPERATOR)
 async def say(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     conversation = await _conversation(runtime, request)
     body = await read_body(request, PersonSays, runtime.settings.max_body_bytes)
     audit = _did(request, "conversation.message", conversation.id, text=body.text)

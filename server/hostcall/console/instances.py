@@ -40,7 +40,7 @@ from hostcall.protocol.requests import Decision, read_body
 from hostcall.protocol.responses import CallStatus
 from hostcall.protocol.wire import to_wire
 from hostcall.responses import WireResponse
-from hostcall.runtime import Runtime
+from hostcall.runtime import Runtime, runtime_of
 from hostcall.store.records import (
     CallState,
     ConversationQuery,
@@ -53,11 +53,6 @@ from hostcall.store.records import (
 PAGE_SIZE = 25
 MAX_EVENTS = 500
 _ANSWER_ACTIONS = ("call.answer", "call.approve", "call.reject", "call.expire")
-
-
-def _runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.hostcall
-    return runtime
 
 
 # ---------------------------------------------------------------------------- conversations
@@ -107,7 +102,7 @@ def _summary(item: ConversationSummary) -> ConversationItem:
 
 async def _listing(request: Request) -> ConversationList:
     query, number = _query(request)
-    found = await _runtime(request).store.list_conversations(query)
+    found = await runtime_of(request).store.list_conversations(query)
     return ConversationList(
         items=tuple(_summary(item) for item in found[:PAGE_SIZE]),
         page=number,
@@ -138,7 +133,7 @@ async def conversations_page(request: Request) -> Response:
         operator_of(request),
         data=to_wire(await _listing(request)),
         filters=filters,
-        agents=sorted(_runtime(request).agents),
+        agents=sorted(runtime_of(request).agents),
         statuses=[s.value for s in RunStatus],
     )
 
@@ -225,7 +220,7 @@ def _without_tokens(value: Any) -> Any:
 
 @guarded(Role.OPERATOR)
 async def conversation_page(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     conversation_id = request.path_params["conversation_id"]
     detail = await _detail(runtime, conversation_id)
     usage = await runtime.store.usage_of_conversation(conversation_id)
@@ -235,7 +230,7 @@ async def conversation_page(request: Request) -> Response:
 
 @guarded(Role.OPERATOR)
 async def conversation_json(request: Request) -> Response:
-    return WireResponse(await _detail(_runtime(request), request.path_params["conversation_id"]))
+    return WireResponse(await _detail(runtime_of(request), request.path_params["conversation_id"]))
 
 
 # ---------------------------------------------------------------------------- actions
@@ -243,7 +238,7 @@ async def conversation_json(request: Request) -> Response:
 
 @guarded(Role.OPERATOR)
 async def answer_call(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     body = await read_json(request, runtime.settings.max_body_bytes)
     if "output" not in body:
         raise BadRequest("field 'output' is required", field="output")
@@ -264,7 +259,7 @@ async def answer_call(request: Request) -> Response:
 
 @guarded(Role.OPERATOR)
 async def decide_call(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     # The visitor's decision body, read by the same code.
     body = await read_body(request, Decision, runtime.settings.max_body_bytes)
     call = await runtime.services.calls.decide_as_operator(request.path_params["call_id"], body)
@@ -290,7 +285,7 @@ async def decide_call(request: Request) -> Response:
 async def expire_call(request: Request) -> Response:
     """ "End call": the call fails with ``operator_ended``; the model is told an operator
     ended it (not that it timed out), the visitor reads a sentence of its own."""
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     call = await runtime.services.calls.end(request.path_params["call_id"])
     await record(runtime.store, runtime.clock, operator_of(request).name, "call.expire",
            conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
@@ -299,7 +294,7 @@ async def expire_call(request: Request) -> Response:
 
 @guarded(Role.OPERATOR)
 async def cancel_run(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     run_id = request.path_params["run_id"]
     run = await runtime.services.runs.cancel(run_id)
     await record(

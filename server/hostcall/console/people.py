@@ -22,17 +22,12 @@ from hostcall.personal_data import erase_person, export_person
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.cursors import page_cursor, read_cursor
 from hostcall.protocol.numbers import whole_number
-from hostcall.runtime import Runtime
+from hostcall.runtime import Runtime, runtime_of
 
 # Conversations on a page of a person's page (older ones on the next pages).
 SHOWN = 50
 # A person's id as identity tokens carry it (``sub``): long enough for any issuer's.
 MAX_PERSON_CHARS = 255
-
-
-def _runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.hostcall
-    return runtime
 
 
 def _person(runtime: Runtime, fields: dict[str, str]) -> tuple[str, str]:
@@ -54,7 +49,7 @@ def _page_url(agent: str, person: str, **extra: str) -> str:
 
 @guarded(Role.OPERATOR)
 async def person_page(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     params = dict(request.query_params)
     agents = sorted(runtime.agents)
     if not params.get("person"):
@@ -82,7 +77,7 @@ async def person_page(request: Request) -> Response:
 
 @guarded(Role.ADMIN)
 async def export(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     agent, person = _person(runtime, request.state.form)
     document = await export_person(
         runtime.store, agent, person, actor=operator_of(request).name, clock=runtime.clock
@@ -101,7 +96,7 @@ async def export(request: Request) -> Response:
 
 @guarded(Role.ADMIN)
 async def erase(request: Request) -> Response:
-    runtime = _runtime(request)
+    runtime = runtime_of(request)
     form = request.state.form
     agent, person = _person(runtime, form)
     if form.get("confirm", "") != person:

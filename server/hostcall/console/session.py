@@ -33,7 +33,7 @@ from hostcall.console.render import error_page
 from hostcall.errors import BadRequest, Forbidden, HostcallError, PayloadTooLarge, Unauthorized
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.reading import NOT_UTF8, refuse_unstorable, unstorable_text
-from hostcall.runtime import Runtime
+from hostcall.runtime import Runtime, runtime_of
 from hostcall.settings import load_secret_keys
 from hostcall.store.records import ConsoleSession, User
 
@@ -115,7 +115,7 @@ def fingerprint(password_hash: str) -> str:
 def console_state(request: Request) -> ConsoleState:
     state = getattr(request.app.state, "console", None)
     if state is None:
-        state = request.app.state.console = ConsoleState(request.app.state.hostcall)
+        state = request.app.state.console = ConsoleState(runtime_of(request))
     assert isinstance(state, ConsoleState)
     return state
 
