@@ -20,7 +20,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.errors import Forbidden, NotFound
-from hostcall.personal_data import erase, refuse_running
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.cursors import page_cursor, read_cursor
 from hostcall.protocol.requests import ResumeSession, read_body
@@ -33,9 +32,6 @@ from hostcall.tokens import Claims
 
 # Conversations per page of a history.
 PAGE = 50
-# Who the audit log names for a visitor's deletion (as for their answers:
-# hostcall/services/calls.py).
-VISITOR = "visitor"
 
 
 async def _holder(request: Request, runtime: Runtime) -> tuple[Conversation, Claims]:
@@ -113,15 +109,7 @@ async def delete_conversation(request: Request) -> Response:
     """Delete a conversation of the history whole (hostcall/personal_data.py), audited."""
     runtime = runtime_of(request)
     holder, _, other = await _owned(request, runtime)
-    await refuse_running(runtime.store, [other.id])
-    await erase(
-        runtime.store, [other.id], actor=VISITOR, action="conversation.delete",
-        agent_id=other.agent_id, details={"owner": "person" if holder.person else "browser"},
-        clock=runtime.clock,
-    )  # fmt: skip
-    agent = runtime.agents.get(other.agent_id)
-    if agent is not None:
-        await runtime.quotas.forget(agent.id, agent.limits, conversation_ids=[other.id])
+    await runtime.services.conversations.delete(holder, other)
     return Response(status_code=204)
 
 

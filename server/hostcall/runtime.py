@@ -88,7 +88,7 @@ class Runtime:
     services: Services = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.services = Services.build(self.engine, clock=self.clock)
+        self.services = Services.build(self.engine, self.quotas, clock=self.clock)
 
     @classmethod
     def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:

@@ -11,12 +11,12 @@ from hostcall.console.accounts import Role
 from hostcall.console.instances import handoff_view
 from hostcall.console.session import guarded, operator_of
 from hostcall.errors import Conflict, NotFound
-from hostcall.protocol.codes import ErrorCode, RunErrorCode
+from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.console import HandoffChanged, PersonMessageSent
 from hostcall.protocol.requests import PersonSays, read_body
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime, runtime_of
-from hostcall.store.records import AuditEntry, Conversation, RunStatus
+from hostcall.store.records import AuditEntry, Conversation
 
 
 async def _conversation(runtime: Runtime, request: Request) -> Conversation:
@@ -43,16 +43,7 @@ async def take_over(request: Request) -> Response:
             f" {conversation.agent_id!r} is no longer served",
             code=ErrorCode.CONVERSATION_FINISHED,
         )
-    run = await runtime.store.latest_run(conversation.id)
-    cancelled = False
-    if run is not None and run.status in (RunStatus.RUNNING, RunStatus.WAITING):
-        # The agent stops answering: its run ends as "cancel" ends it (a reply being written
-        # is ended where it is, as the visitor's Stop ends it; open calls end too).
-        try:
-            await runtime.engine.stop_run(run.id, RunErrorCode.OPERATOR_CANCELLED)
-            cancelled = True
-        except Conflict:  # it ended first (answered, stopped): nothing left to cancel
-            cancelled = False
+    cancelled = await runtime.services.runs.cancel_latest(conversation.id)
     audit = _did(request, "conversation.take_over", conversation.id, cancelled_run=cancelled)
     await runtime.handoff.take_over(conversation.id, audit.actor, audit=audit)
     held = await runtime.store.get_handoff(conversation.id)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hostcall.engine import Engine
+from hostcall.quotas import Quotas
 from hostcall.services.calls import CallService
 from hostcall.services.conversations import ConversationService
 from hostcall.services.runs import RunService
@@ -38,10 +39,10 @@ class Services:
     surfaces: SurfaceService
 
     @classmethod
-    def build(cls, engine: Engine, *, clock: Callable[[], float]) -> Services:
+    def build(cls, engine: Engine, quotas: Quotas, *, clock: Callable[[], float]) -> Services:
         return cls(
             calls=CallService(engine),
-            conversations=ConversationService(engine, clock=clock),
+            conversations=ConversationService(engine, quotas, clock=clock),
             runs=RunService(engine, clock=clock),
             snapshots=SnapshotService(engine),
             surfaces=SurfaceService(engine),

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from hostcall.engine import Engine
 from hostcall.errors import NotFound
 from hostcall.ledger import new_id
+from hostcall.personal_data import erase, refuse_running
 from hostcall.protocol.codes import ErrorCode
+from hostcall.quotas import Quotas
 from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, PersonConversation
 
 
@@ -25,9 +27,16 @@ def owns(holder: Conversation, other: Conversation, *, browser: str | None) -> b
     return other.person is None and browser is not None and other.browser == browser
 
 
+# Who the audit log names for a visitor's deletion (as for their answers:
+# hostcall/services/calls.py).
+VISITOR = "visitor"
+
+
 class ConversationService:
-    def __init__(self, engine: Engine, *, clock: Callable[[], float]) -> None:
+    def __init__(self, engine: Engine, quotas: Quotas, *, clock: Callable[[], float]) -> None:
         self.store = engine.store
+        self.agents = engine.agents
+        self.quotas = quotas
         self.clock = clock
 
     async def start(
@@ -136,6 +145,19 @@ class ConversationService:
                 holder.agent_id, browser, limit=limit, before=before
             )
         return []
+
+    async def delete(self, holder: Conversation, other: Conversation) -> None:
+        """Delete a conversation of the holder's history whole (hostcall/personal_data.py),
+        audited as the visitor's, and its counters with it."""
+        await refuse_running(self.store, [other.id])
+        await erase(
+            self.store, [other.id], actor=VISITOR, action="conversation.delete",
+            agent_id=other.agent_id, details={"owner": "person" if holder.person else "browser"},
+            clock=self.clock,
+        )  # fmt: skip
+        agent = self.agents.loaded.get(other.agent_id)
+        if agent is not None:
+            await self.quotas.forget(agent.id, agent.limits, conversation_ids=[other.id])
 
     async def leave(self, conversation: Conversation) -> None:
         """This browser leaves the conversation: every token of its session is refused."""

@@ -5,7 +5,6 @@ Stop and an operator's cancel end one.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -80,10 +79,23 @@ class RunService:
         """An operator's cancel: the run fails with ``operator_cancelled``."""
         return await self.engine.stop_run(run_id, RunErrorCode.OPERATOR_CANCELLED)
 
+    async def cancel_latest(self, conversation_id: str) -> bool:
+        """An operator takes the conversation over: the agent stops answering, its run
+        ending as an operator's cancel ends it (a reply being written is ended where it is;
+        open calls end too). Whether a run was cancelled."""
+        return await self._stop_latest(conversation_id, RunErrorCode.OPERATOR_CANCELLED)
+
     async def stop_abandoned(self, conversation_id: str) -> None:
         """The conversation's run, if it still goes on, stopped as the visitor's Stop does:
         its client went away (an AG-UI run lives only as long as its request)."""
+        await self._stop_latest(conversation_id, RunErrorCode.CANCELLED)
+
+    async def _stop_latest(self, conversation_id: str, code: RunErrorCode) -> bool:
         run = await self.store.latest_run(conversation_id)
-        if run is not None and run.status in (RunStatus.RUNNING, RunStatus.WAITING):
-            with contextlib.suppress(Conflict):  # it ended meanwhile
-                await self.engine.stop_run(run.id, RunErrorCode.CANCELLED)
+        if run is None or run.status not in (RunStatus.RUNNING, RunStatus.WAITING):
+            return False
+        try:
+            await self.engine.stop_run(run.id, code)
+        except Conflict:  # it ended first (answered, stopped): nothing left to stop
+            return False
+        return True
