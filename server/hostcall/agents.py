@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hostcall.blocks.http_request import spec_target, user_keys
-from hostcall.blocks.installed import NodeTool, targets_of
+from hostcall.blocks.kind import Block
 from hostcall.blocks.mcp.binding import McpBinding, is_binding, parse_binding
 from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
 from hostcall.env_bindings import Use, agent_uses, refused_as_second_use, second_uses
@@ -190,7 +189,7 @@ def parse_agent(
         problems.append(f"{where}: 'environment' must be the name of an environment")
     elif platform is not None:
         problems += _environment_problems(where, environment, tools, platform)
-        problems += _server_problems(where, environment, tools, bindings, platform)
+        problems += _server_problems(where, environment, bindings, platform)
     identity: IdentityConfig | None = None
     if "identity" in data:
         env_allowed = platform.allowed_env if platform is not None else None
@@ -254,7 +253,7 @@ def _user_without_identity(where: str, tools: list[Tool]) -> list[str]:
     """A tool that acts for the signed-in person, in an agent where nobody signs in."""
     problems = []
     for tool in tools:
-        uses = bool(tool.http and user_keys(tool.http.spec)) or any(
+        uses = bool(tool.block and tool.block.user_keys()) or any(
             c.path.startswith("$user") for rule in tool.guardrails for c in rule.when
         )
         if uses:
@@ -303,46 +302,38 @@ def _environment_problems(
                 f"{where}: tool {tool.name!r}: 'approval': 'never' is refused for a write tool "
                 f"in the protected environment {name!r} (writes there always need a person)"
             )
-        if tool.http and (target := spec_target(tool.http.spec)) not in env.allowed_hosts:
-            # Refused here, where the designer shows it beside the URL: every call would
-            # otherwise fail as not_authorized.
-            problems.append(
-                f"{where}: tool {tool.name!r}: 'url' goes to {target}, which environment "
-                f"{name!r} does not allow (its 'allowed_hosts' in {PLATFORM_FILE}: "
-                f"{', '.join(sorted(env.allowed_hosts)) or 'none'})"
-            )
-        if tool.node:
-            problems += [
-                f"{where}: tool {tool.name!r}: {p}" for p in _node_host_problems(tool.node, env)
-            ]
-        if not (tool.http and tool.http.connection):
-            continue
-        connection = platform.connections.get(tool.http.connection)
-        if connection is None:
-            problems.append(
-                f"{where}: tool {tool.name!r}: connection {tool.http.connection!r} is not "
-                f"defined in {PLATFORM_FILE}"
-            )
-        elif (target := spec_target(tool.http.spec)) not in connection.hosts:
-            problems.append(
-                f"{where}: tool {tool.name!r}: connection {tool.http.connection!r} may not be "
-                f"sent to {target} (its 'hosts' in {PLATFORM_FILE}: "
-                f"{', '.join(sorted(connection.hosts)) or 'none'})"
-            )
+        if tool.block is not None:
+            found = _block_problems(tool.block, env, platform)
+            problems += [f"{where}: tool {tool.name!r}: {p}" for p in found]
     return problems
 
 
+def _block_problems(block: Block, env: Environment, platform: Platform) -> list[str]:
+    """What the environment does not allow of a block: refused here, where the designer
+    shows it beside the field, since every call would otherwise fail as not_authorized."""
+    try:
+        targets = block.targets()
+    except ValueError as exc:
+        return [str(exc)]
+    problems = [
+        f"{target.via} {target.host}, which environment {env.name!r} does not allow (its "
+        f"'allowed_hosts' in {PLATFORM_FILE}: {', '.join(sorted(env.allowed_hosts)) or 'none'})"
+        for target in targets
+        if target.host not in env.allowed_hosts
+    ]
+    return problems + block.platform_problems(env, platform)
+
+
 def _server_problems(
-    where: str, name: str, tools: list[Tool], bindings: list[McpBinding], platform: Platform
+    where: str, name: str, bindings: list[McpBinding], platform: Platform
 ) -> list[str]:
     """MCP servers the agent's environment does not allow: said at load, never met by a
     run (which refuses them too, before any connection, if the platform changed since)."""
     env = platform.environments.get(name)
     if env is None:
         return []  # reported once, as an unknown environment
-    servers = {b.server for b in bindings} | {t.mcp.server for t in tools if t.mcp}
     problems = []
-    for server in sorted(servers):
+    for server in sorted({b.server for b in bindings}):
         if server not in platform.mcp_servers:
             problems.append(
                 f"{where}: MCP server {server!r} is not declared in {PLATFORM_FILE}'s "
@@ -357,19 +348,6 @@ def _server_problems(
     if env.protected:
         problems += [f"{where}: {p}" for b in bindings for p in b.never_asked_writes(name)]
     return problems
-
-
-def _node_host_problems(node: NodeTool, env: Environment) -> list[str]:
-    try:
-        targets = targets_of(node.block, node.config, placed=False)
-    except ValueError as exc:
-        return [f"'block': {node.block.name!r} {exc}"]
-    return [
-        f"'config' reaches {target}, which environment {env.name!r} does not allow (its "
-        f"'allowed_hosts' in {PLATFORM_FILE}: {', '.join(sorted(env.allowed_hosts)) or 'none'})"
-        for target in targets
-        if target not in env.allowed_hosts
-    ]
 
 
 def load_agents(

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from hostcall.blocks.mcp.results import redacted_texts
 from hostcall.guardrails import Hit, redact
 from hostcall.notices import tool_notice
 from hostcall.platform import Environment
@@ -66,8 +65,8 @@ def model_view(tool: Tool | None, outcome: dict[str, Any]) -> Any:
     if tool is not None and tool.guardrails:
         hits = [Hit(**h) for h in outcome.get("guardrails", []) if h["on"] == "output"]
         output = redact(tool.guardrails, hits, output)
-        if tool.mcp is not None:
-            output = redacted_texts(outcome.get("output"), output)
+        if tool.block is not None:
+            output = tool.block.shown_output(outcome.get("output"), output)
     if outcome.get("simulated"):
         return {"simulated": True, "result": output}
     return output

@@ -1,12 +1,11 @@
 """Tool definitions and their policies (docs/agents.md).
 
-Three kinds: ``client`` tools run in the host page (or a person answers them through a form);
-``http`` tools run an HTTP request block on the server; ``mcp`` tools call a tool of an MCP
-server (one such entry is what a run freezes of an agent's MCP servers: hostcall/blocks/mcp/);
-``block`` tools run a node an installed package provides (``hostcall.blocks.installed``).
-All carry the same policies:
-execution timeout, effect, human approval and its timeout, calls per agent pass, result size
-sent to the model, a simulation result, and guardrails.
+A ``client`` tool runs in the host page (or a person answers it through a form). Every other
+kind runs on the server: its definition's own keys are read by its ``BlockKind``, found by
+name in ``hostcall.blocks.registry`` (an HTTP request, an MCP server's tool, the built-in
+person tool, an installed node), and its block is what the engine runs for a call. All carry
+the same policies: execution timeout, effect, human approval and its timeout, calls per agent
+pass, result size sent to the model, a simulation result, and guardrails.
 
 A tool may also be written in the tool-block import format (``toolName``, ``toolDescription``,
 ``aiParams``, ``block``…); ``from_import_format`` turns it into ours.
@@ -18,19 +17,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from hostcall.blocks.http_request import (
-    AiParam,
-    HttpRequestSpec,
-    ai_params_schema,
-    parse_ai_params,
-    parse_request_spec,
-)
-from hostcall.blocks.installed import NodeTool, parse_node_tool
-from hostcall.blocks.mcp.results import result_schema
+from hostcall.blocks import registry
+from hostcall.blocks.kind import Block, positive
 from hostcall.guardrails import Guardrail, parse_guardrails
 from hostcall.schemas import CompiledSchema, pattern_problems, required_problems, schema_problem
 
-KINDS = ("client", "http", "mcp", "person", "block")
+# The wire's enum of kinds (the OpenAPI document's): the page's, then the registry's.
+KINDS = ("client", *registry.names())
 EFFECTS = ("read", "write")
 APPROVALS = ("by_environment", "always", "never")
 POLICY_KEYS = {
@@ -38,40 +31,10 @@ POLICY_KEYS = {
     "max_calls_per_pass", "max_result_kb", "simulation_result", "guardrails", "idempotent",
     "title",
 }  # fmt: skip
-CLIENT_KEYS = {"name", "kind", "description", "input_schema", "output_schema", *POLICY_KEYS}
+# Every tool's keys; a kind adds its own (``BlockKind.keys``).
+COMMON_KEYS = {"name", "kind", "description", *POLICY_KEYS}
+CLIENT_KEYS = {*COMMON_KEYS, "input_schema", "output_schema"}
 MAX_TITLE_LENGTH = 80
-HTTP_KEYS = {
-    "name", "kind", "description", "ai_params", "request", "connection", "output_schema",
-    "max_response_kb", *POLICY_KEYS,
-}  # fmt: skip
-MCP_KEYS = {
-    "name", "kind", "description", "server", "tool", "input_schema", "output_schema",
-    "max_response_kb", "effect_by_hint", *POLICY_KEYS,
-}  # fmt: skip
-# What of an MCP tool's texts reaches the model by default (blocks/mcp/results.py).
-MCP_RESPONSE_KB = 256.0
-# The built-in ``person`` tool (kind ``person``): the agent asks for a person of the team,
-# which queues the conversation in the console (hostcall/handoff.py). Its schemas are ours.
-PERSON_KEYS = {"name", "kind", "description", *POLICY_KEYS}
-PERSON_INPUT_SCHEMA = {
-    "type": "object",
-    "properties": {"reason": {"type": "string", "maxLength": 500,
-                              "description": "Why the visitor needs a person, in a sentence"}},
-    "additionalProperties": False,
-}  # fmt: skip
-PERSON_OUTPUT_SCHEMA = {
-    "type": "object",
-    "properties": {"queued": {"type": "boolean"}},
-    "required": ["queued"],
-}
-BLOCK_KEYS = {
-    "name", "kind", "description", "block", "config", "ai_params", "output_schema", *POLICY_KEYS,
-}  # fmt: skip
-HTTP_OUTPUT_SCHEMA = {
-    "type": "object",
-    "properties": {"status": {"type": "integer"}, "body": {}},
-    "required": ["status"],
-}
 MAX_NAME_LENGTH = 64
 # The import format's names for our keys (seed 003's tool block).
 IMPORT_KEYS = {
@@ -82,26 +45,6 @@ IMPORT_KEYS = {
     "simulationResult": "simulation_result", "guardrails": "guardrails",
     "connection": "connection", "outputSchema": "output_schema", "config": "config",
 }  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class HttpBlock:
-    spec: HttpRequestSpec
-    params: tuple[AiParam, ...]
-    connection: str | None = None
-    max_response_kb: float = 1024.0
-
-
-@dataclass(frozen=True, slots=True)
-class McpBlock:
-    server: str
-    tool: str
-    # The tool declared an outputSchema: its result must carry structured content.
-    structured: bool = False
-    max_response_kb: float = MCP_RESPONSE_KB
-    # Its effect is read only because the server's annotations say so: the server's claim,
-    # which a protected environment does not take (``Tool.protected_write``).
-    effect_by_hint: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +63,11 @@ class Tool:
     has_simulation_result: bool = False
     simulation_result: Any = None
     guardrails: tuple[Guardrail, ...] = ()
-    http: HttpBlock | None = None
-    mcp: McpBlock | None = None
-    node: NodeTool | None = None
+    # What the server runs for a call (hostcall/blocks/kind.py); None for a client tool.
+    block: Block | None = None
+    # Its effect is read only because an MCP server's annotations say so: the server's
+    # claim, which a protected environment does not take (``protected_write``).
+    effect_by_hint: bool = False
     # What end users see instead of the tool's id ("Create a task", not "create_task").
     title: str = ""
     idempotent: bool = False
@@ -138,7 +83,7 @@ class Tool:
         MCP tool that is a read only by its server's annotations (a server may claim
         ``readOnlyHint`` for a tool that deletes; only the agent file's ``read`` is trusted
         there)."""
-        return self.effect == "write" or (self.mcp is not None and self.mcp.effect_by_hint)
+        return self.effect == "write" or self.effect_by_hint
 
     @property
     def require_confirmation(self) -> bool:
@@ -233,141 +178,77 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
     name = raw.get("name")
     if isinstance(name, str):
         where = f"{where.rsplit(': ', 1)[0]}: tool {name!r}"
-    kind = raw.get("kind", "client")
-    if kind not in KINDS:
-        return None, [f"{where}: 'kind' must be one of {', '.join(KINDS)} (got {kind!r})"]
-    keys = {
-        "client": CLIENT_KEYS, "http": HTTP_KEYS, "mcp": MCP_KEYS, "person": PERSON_KEYS,
-        "block": BLOCK_KEYS,
-    }  # fmt: skip
-    allowed = keys[kind]
+    kind_name = raw.get("kind", "client")
+    kind = registry.kind(kind_name) if isinstance(kind_name, str) else None
+    if kind is None and kind_name != "client":
+        known = ", ".join(("client", *registry.names()))
+        return None, [f"{where}: 'kind' must be one of {known} (got {kind_name!r})"]
+    allowed = CLIENT_KEYS if kind is None else COMMON_KEYS | kind.keys
     problems = [f"{where}: unknown key {k!r}" for k in sorted(set(raw) - allowed)]
-    if not valid_tool_name(name, kind=kind):
-        rule = "letters, digits, spaces and _" if kind == "client" else "letters, digits, _ and -"
+    if not valid_tool_name(name, kind=kind_name):
+        rule = "letters, digits, spaces and _" if kind is None else "letters, digits, _ and -"
         problems.append(
             f"{where}: 'name' must start with a letter or _ and hold only {rule} "
             f"(at most {MAX_NAME_LENGTH} characters)"
         )
-    node: NodeTool | None = None
-    if kind == "block":
-        node, found = parse_node_tool(raw)
-        problems += [f"{where}: {p}" for p in found]
-    # A block tool without a description has its block's (one line, from its package).
-    own_description = kind != "block" or "description" in raw
+    # A kind may give a tool a description of its own (a node's, one line from its package).
+    own_description = kind is None or kind.needs_description or "description" in raw
     if own_description and (
         not isinstance(raw.get("description"), str) or not raw["description"].strip()
     ):
         problems.append(f"{where}: 'description' is required (it tells the model when to call)")
-    http: HttpBlock | None = None
-    mcp: McpBlock | None = None
-    if kind == "mcp":
-        mcp, input_schema, output_schema = _parse_mcp(raw, where, problems)
-    elif kind == "client":
-        for key in ("input_schema", "output_schema"):
-            if key not in raw:
-                problems.append(f"{where}: {key!r} is required")
-            elif problem := schema_problem(raw[key]):
-                problems.append(f"{where}: {key!r} {problem}")
-            else:
-                found = required_problems(raw[key]) + pattern_problems(raw[key])
-                problems += [f"{where}: {key!r} {p}" for p in found]
+    block: Block | None = None
+    extra: dict[str, Any] = {}
+    if kind is None:
+        problems += _client_schema_problems(raw, where)
         input_schema, output_schema = raw.get("input_schema", {}), raw.get("output_schema", {})
-    elif kind == "person":
-        input_schema, output_schema = PERSON_INPUT_SCHEMA, PERSON_OUTPUT_SCHEMA
-    elif kind == "block":
-        input_schema = ai_params_schema(node.params) if node else {"type": "object"}
-        declared = node.block.output_schema if node else None
-        # No schema declared: any JSON value (the strict reader has already judged it).
-        output_schema = raw.get("output_schema", dict(declared) if declared else {})
-        if "output_schema" in raw and (problem := schema_problem(output_schema)):
-            problems.append(f"{where}: 'output_schema' {problem}")
+        description = raw.get("description")
     else:
-        http, input_schema = _parse_http(raw, where, problems)
-        output_schema = raw.get("output_schema", HTTP_OUTPUT_SCHEMA)
-        if problem := schema_problem(output_schema):
-            problems.append(f"{where}: 'output_schema' {problem}")
-        else:
-            problems += [f"{where}: 'output_schema' {p}" for p in pattern_problems(output_schema)]
-    policy = _parse_policy(raw, where, problems)
-    if kind == "person" and "effect" not in raw:
-        policy["effect"] = "read"  # queueing changes nothing a person must approve
+        parsed, found = kind.parse(raw)
+        problems += [f"{where}: {p}" for p in found]
+        if parsed is not None:
+            block, input_schema, output_schema = (
+                parsed.block,
+                parsed.input_schema,
+                parsed.output_schema,
+            )
+            description = raw["description"] if own_description else parsed.description
+            if parsed.effect is not None and "effect" not in raw:
+                extra["effect"] = parsed.effect
+            extra["effect_by_hint"] = parsed.effect_by_hint
+    policy = _parse_policy(raw, where, problems) | extra
     if problems:
         return None, problems
     assert isinstance(name, str)
     return Tool(
         name=name,
-        description=raw["description"]
-        if own_description or node is None
-        else node.block.description,
+        description=description,
         input_schema=input_schema,
         output_schema=output_schema,
-        kind=kind,
-        http=http,
-        mcp=mcp,
-        node=node,
+        kind=kind_name,
+        block=block,
         **policy,
     ), []
 
 
-def _parse_http(
-    raw: dict[str, Any], where: str, problems: list[str]
-) -> tuple[HttpBlock | None, dict[str, Any]]:
-    try:
-        params = parse_ai_params(raw.get("ai_params", []))
-        spec = parse_request_spec(raw.get("request"), params)
-    except ValueError as exc:
-        problems.append(f"{where}: {exc}")
-        return None, {"type": "object"}
-    connection = raw.get("connection")
-    if connection is not None and not isinstance(connection, str):
-        problems.append(f"{where}: 'connection' must be the name of a connection")
-    size = raw.get("max_response_kb", 1024)
-    if not _positive(size):
-        problems.append(f"{where}: 'max_response_kb' must be a positive number")
-        size = 1024
-    return HttpBlock(spec, params, connection, float(size)), ai_params_schema(params)
-
-
-def _parse_mcp(
-    raw: dict[str, Any], where: str, problems: list[str]
-) -> tuple[McpBlock | None, dict[str, Any], dict[str, Any]]:
-    """One tool of an MCP server, as a run froze it (its schemas are the server's)."""
-    server, tool = raw.get("server"), raw.get("tool")
-    if not isinstance(server, str) or not isinstance(tool, str) or not server or not tool:
-        problems.append(f"{where}: 'server' and 'tool' must name an MCP server and its tool")
-    schemas: dict[str, dict[str, Any]] = {}
+def _client_schema_problems(raw: dict[str, Any], where: str) -> list[str]:
+    problems = []
     for key in ("input_schema", "output_schema"):
-        value = raw.get(key, {"type": "object"})
-        if problem := schema_problem(value):
+        if key not in raw:
+            problems.append(f"{where}: {key!r} is required")
+        elif problem := schema_problem(raw[key]):
             problems.append(f"{where}: {key!r} {problem}")
         else:
-            problems += [f"{where}: {key!r} {p}" for p in pattern_problems(value)]
-        schemas[key] = value
-    size = raw.get("max_response_kb", MCP_RESPONSE_KB)
-    if not _positive(size):
-        problems.append(f"{where}: 'max_response_kb' must be a positive number")
-        size = MCP_RESPONSE_KB
-    hinted = raw.get("effect_by_hint", False)
-    if not isinstance(hinted, bool):
-        problems.append(f"{where}: 'effect_by_hint' must be true or false")
-        hinted = False
-    structured = "output_schema" in raw
-    block = McpBlock(str(server), str(tool), structured, float(size), hinted)
-    # An entry's output_schema is the server's, for its structured content: the result
-    # itself always has the one shape blocks/mcp/results.py describes.
-    output = result_schema(schemas["output_schema"] if structured else None)
-    return block, schemas["input_schema"], output
-
-
-def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+            found = required_problems(raw[key]) + pattern_problems(raw[key])
+            problems += [f"{where}: {key!r} {p}" for p in found]
+    return problems
 
 
 def _parse_policy(raw: dict[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
     policy: dict[str, Any] = {}
     for key in ("deadline_seconds", "approval_timeout_seconds"):
         if key in raw:
-            if _positive(raw[key]):
+            if positive(raw[key]):
                 policy[key] = float(raw[key])
             else:
                 problems.append(f"{where}: {key!r} must be a positive number of seconds")
@@ -401,7 +282,7 @@ def _parse_policy(raw: dict[str, Any], where: str, problems: list[str]) -> dict[
             problems.append(f"{where}: 'max_calls_per_pass' must be a whole number, 1 or more")
     size = raw.get("max_result_kb")
     if size is not None:
-        if _positive(size):
+        if positive(size):
             policy["max_result_kb"] = float(size)
         else:
             problems.append(f"{where}: 'max_result_kb' must be a positive number")

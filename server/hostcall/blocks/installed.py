@@ -26,12 +26,10 @@ from jsonschema.validators import validator_for
 from hostcall import strictjson
 from hostcall.blocks import (
     USER_PREFIX,
-    AiParam,
     AiRef,
     BlockFailed,
     InvalidValue,
     NotAuthorized,
-    parse_ai_params,
     render_value,
     split_template,
     value_templates,
@@ -284,32 +282,3 @@ async def run_block(
         return strictjson.loads(strictjson.dumps(result))
     except (TypeError, ValueError, RecursionError):
         raise BlockFailed("it returned something that is not JSON", subject="The block") from None
-
-
-# ---- a tool's block --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class NodeTool:
-    """What a ``"kind": "block"`` tool runs: the installed block, its config as written (with
-    its references), and the parameters the model provides."""
-
-    block: InstalledBlock
-    config: Any
-    params: tuple[AiParam, ...]
-
-
-def parse_node_tool(raw: Mapping[str, Any]) -> tuple[NodeTool | None, list[str]]:
-    """A tool's ``block``, ``config`` and ``ai_params``, or the problems (without the
-    ``file: tool`` prefix, which the caller adds)."""
-    name = raw.get("block")
-    if not isinstance(name, str):
-        return None, ["'block' must name an installed block (`hostcall blocks` lists them)"]
-    try:
-        block = find_block(name)
-        params = parse_ai_params(raw.get("ai_params", []))
-    except ValueError as exc:
-        return None, [str(exc)]
-    config = raw.get("config", {})
-    problems = config_problems(block, config, {p.key for p in params})
-    return (None, problems) if problems else (NodeTool(block, config, params), [])

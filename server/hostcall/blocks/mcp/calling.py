@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hostcall.blocks import BlockFailed, NotAuthorized, redact
 from hostcall.blocks.mcp.pool import (
@@ -17,7 +17,9 @@ from hostcall.blocks.mcp.pool import (
 )
 from hostcall.blocks.mcp.results import content_output, error_text
 from hostcall.blocks.mcp.servers import McpServer
-from hostcall.tools import McpBlock
+
+if TYPE_CHECKING:
+    from hostcall.blocks.kinds.mcp import McpBlock
 
 
 def allowed_server(

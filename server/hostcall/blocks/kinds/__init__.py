@@ -1,0 +1,1 @@
+"""The built-in kinds of server-side tool, one file each (registered in ../registry.py)."""
