@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcall.blocks.kind import Block
+from hostcall.blocks.kinds.mcp import server_problems
 from hostcall.blocks.mcp.binding import McpBinding, is_binding, parse_binding
 from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
 from hostcall.env_bindings import Use, agent_uses, refused_as_second_use, second_uses
@@ -332,19 +333,11 @@ def _server_problems(
     env = platform.environments.get(name)
     if env is None:
         return []  # reported once, as an unknown environment
-    problems = []
-    for server in sorted({b.server for b in bindings}):
-        if server not in platform.mcp_servers:
-            problems.append(
-                f"{where}: MCP server {server!r} is not declared in {PLATFORM_FILE}'s "
-                f"'mcp_servers' ({', '.join(sorted(platform.mcp_servers)) or 'none'})"
-            )
-        elif server not in env.mcp_servers:
-            problems.append(
-                f"{where}: MCP server {server!r} is not allowed in environment {name!r} "
-                f"(its 'mcp_servers' in {PLATFORM_FILE}: "
-                f"{', '.join(sorted(env.mcp_servers)) or 'none'})"
-            )
+    problems = [
+        f"{where}: {problem}"
+        for server in sorted({b.server for b in bindings})
+        for problem in server_problems(server, env, platform)
+    ]
     if env.protected:
         problems += [f"{where}: {p}" for b in bindings for p in b.never_asked_writes(name)]
     return problems

@@ -29,20 +29,7 @@ class McpBlock(Block):
     max_response_kb: float = RESPONSE_KB
 
     def platform_problems(self, environment: Environment, platform: Platform) -> list[str]:
-        """The server, undeclared or not allowed: said at load, never met by a run (which
-        refuses it too, before any connection, if the platform changed since)."""
-        if self.server not in platform.mcp_servers:
-            return [
-                f"MCP server {self.server!r} is not declared in {PLATFORM_FILE}'s "
-                f"'mcp_servers' ({', '.join(sorted(platform.mcp_servers)) or 'none'})"
-            ]
-        if self.server not in environment.mcp_servers:
-            return [
-                f"MCP server {self.server!r} is not allowed in environment "
-                f"{environment.name!r} (its 'mcp_servers' in {PLATFORM_FILE}: "
-                f"{', '.join(sorted(environment.mcp_servers)) or 'none'})"
-            ]
-        return []
+        return server_problems(self.server, environment, platform)
 
     def shown_output(self, output: Any, redacted: Any) -> Any:
         # A result's texts may repeat its structured content: redacted there too.
@@ -55,6 +42,23 @@ class McpBlock(Block):
 
         server = allowed_server(self.server, ctx.platform.mcp_servers, ctx.environment.mcp_servers)
         return await call_mcp_tool(ctx.mcp, server, self, ctx.arguments, timeout=ctx.timeout)
+
+
+def server_problems(server: str, environment: Environment, platform: Platform) -> list[str]:
+    """The server, undeclared or not allowed: said at load, never met by a run (which
+    refuses it too, before any connection, if the platform changed since)."""
+    if server not in platform.mcp_servers:
+        return [
+            f"MCP server {server!r} is not declared in {PLATFORM_FILE}'s 'mcp_servers' "
+            f"({', '.join(sorted(platform.mcp_servers)) or 'none'})"
+        ]
+    if server not in environment.mcp_servers:
+        return [
+            f"MCP server {server!r} is not allowed in environment {environment.name!r} "
+            f"(its 'mcp_servers' in {PLATFORM_FILE}: "
+            f"{', '.join(sorted(environment.mcp_servers)) or 'none'})"
+        ]
+    return []
 
 
 class McpKind(BlockKind):
