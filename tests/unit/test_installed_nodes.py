@@ -319,6 +319,17 @@ def test_an_input_guardrail_blocks_the_call_before_the_node_runs(
     assert acme.CALLS == []
 
 
+def test_a_node_reading_the_visitor_where_nobody_signs_in_is_refused_at_load(
+    tmp_path: Path, acme: Any
+) -> None:
+    config = {"email": "{{ $user.claims.email }}", "region": "eu", "fields": ["name"]}
+    assert load_problems(tmp_path, lookup_tool(config=config)) == [
+        "ops.json: tool 'crm_lookup' uses $user, but the agent has no 'identity' block: "
+        "nobody would ever be signed in (docs/identity.md)"
+    ]
+    assert acme.CALLS == []
+
+
 # ---- the hosts a node reaches -----------------------------------------------------------------
 
 
