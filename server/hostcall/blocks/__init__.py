@@ -1,5 +1,8 @@
-"""Blocks the server runs itself when an agent calls them as tools: the HTTP request
-(``http_request``) and the nodes installed packages provide (``installed``).
+"""Blocks the server runs itself when an agent calls them as tools. Every kind has one shape
+(``kind``: a ``BlockKind`` and its ``Block``), one file each in ``kinds/`` (the HTTP request,
+an MCP server's tool, the person tool, an installed node), listed in ``registry``; what they
+run lives beside them (``http_request``, ``mcp/``, ``installed``, and ``node``, what a
+package's author subclasses).
 
 What every block shares lives here: the errors the model receives, the AI-provided
 parameters a tool declares, and the ``{{ $fromAI.key }}`` references that place them.
