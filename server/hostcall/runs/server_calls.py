@@ -42,7 +42,7 @@ class ServerCalls:
         platform = self.agents.platform  # live: a narrowed environment applies at once
         context = CallContext(
             arguments=call.input,
-            # The person the run acts for fills the $user values, never the model.
+            # The visitor the run acts for fills the $user values, never the model.
             visitor=run.user if run else None,
             conversation_id=call.conversation_id,
             environment=platform.environment(agent.environment),
