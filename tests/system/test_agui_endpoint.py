@@ -324,12 +324,14 @@ def test_a_client_that_aborts_its_run_stops_it(server: Live) -> None:
         for line in r.iter_lines():
             if "hostcall.tool_call_approval_requested" in line:
                 break  # the run waits for a person; the client goes away
-    deadline = time.monotonic() + 5
-    run = _row(server, "SELECT * FROM runs WHERE conversation_id = ?", cid)
-    while run["status"] != "failed":
-        assert time.monotonic() < deadline, dict(run)
-        time.sleep(0.05)
+    # The stop commits the run's end, then settles its open calls: wait for both.
+    deadline = time.monotonic() + 30
+    while True:
         run = _row(server, "SELECT * FROM runs WHERE conversation_id = ?", cid)
+        call = _row(server, "SELECT * FROM calls WHERE conversation_id = ?", cid)
+        if run["status"] == "failed" and call["state"] == "failed":
+            break
+        assert time.monotonic() < deadline, (dict(run), dict(call))
+        time.sleep(0.05)
     assert json.loads(run["error"])["code"] == "cancelled"
-    call = _row(server, "SELECT * FROM calls WHERE conversation_id = ?", cid)
     assert call["state"] == "failed" and json.loads(call["outcome"])["error"]["code"] == "cancelled"
