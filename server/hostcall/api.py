@@ -3,7 +3,6 @@ call's answers and decisions: hostcall/call_answers.py)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from starlette.requests import Request
@@ -188,7 +187,7 @@ async def message_feedback(request: Request) -> Response:
             f"message {message_id} is not a reply of the agent's ({found.role})",
             code=ErrorCode.NOT_A_REPLY,
         )
-    feedback = Feedback(conversation.id, message_id, body.rating, body.comment, time.time())
+    feedback = Feedback(conversation.id, message_id, body.rating, body.comment, runtime.clock())
     async with runtime.store.transaction():
         changed = await runtime.store.save_feedback(feedback)
     # A new rating or a changed one, never the same sent again: the rate of thumbs down is

@@ -5,8 +5,6 @@ leaves, and its stream attaches and detaches. What changes where calls may go mo
 
 from __future__ import annotations
 
-import time
-
 from hostcall.engine import Engine
 from hostcall.store.records import ANONYMOUS_SURFACE
 
@@ -15,6 +13,8 @@ class SurfaceService:
     def __init__(self, engine: Engine) -> None:
         self.store = engine.store
         self.ledger = engine.ledger
+        # The ledger's clock: a surface's presence is judged on it (``Surface.present``).
+        self.clock = engine.ledger.moves.clock
 
     async def declare(
         self, conversation_id: str, surface: str | None, tools: tuple[str, ...]
@@ -22,7 +22,7 @@ class SurfaceService:
         """The tools a page handles now; the surface they were saved for."""
         surface = surface or ANONYMOUS_SURFACE
         async with self.store.transaction():
-            await self.store.save_surface_tools(conversation_id, surface, tools, time.time())
+            await self.store.save_surface_tools(conversation_id, surface, tools, self.clock())
         # A read left on the form (its page reloaded) may now have a handler again.
         await self.ledger.rehoming.rehome(conversation_id)
         return surface
@@ -30,13 +30,13 @@ class SurfaceService:
     async def touch(self, conversation_id: str, surface: str) -> None:
         """The person did something on this surface (focus, typing, a click): calls go here."""
         async with self.store.transaction():
-            await self.store.touch_surface(conversation_id, surface, time.time())
+            await self.store.touch_surface(conversation_id, surface, self.clock())
 
     async def leave(self, conversation_id: str, surface: str) -> None:
         """The page is going away: its calls move on now, without waiting out the grace
         period."""
         async with self.store.transaction():
-            await self.store.leave_surface(conversation_id, surface, time.time())
+            await self.store.leave_surface(conversation_id, surface, self.clock())
         await self.ledger.rehoming.rehome(conversation_id)
 
     async def claim(self, call_id: str, surface: str, assignment: int) -> bool:
