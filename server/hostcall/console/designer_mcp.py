@@ -20,7 +20,9 @@ from hostcall.protocol.console import McpServerTools, McpToolItem
 from hostcall.responses import WireResponse
 from hostcall.runtime import runtime_of
 
-LIST_SECONDS = 5.0
+# A stdio server's first listing starts its command, which on a busy host can take several
+# seconds to import its SDK; the designer waits this long before saying it did not answer.
+LIST_SECONDS = 15.0
 
 
 def mcp_routes() -> list[BaseRoute]:
