@@ -6,7 +6,7 @@ same scopes the widget offers, and the server holds the scope."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Route, expect
 
 from tests.e2e.conftest import shot
 from tests.e2e.test_console import (  # noqa: F401  (site: the fixture)
@@ -29,6 +29,8 @@ def test_an_invalid_tool_name_is_said_inline_focused_and_announced(
 ) -> None:
     designer = person(browser, site.demo, "dana")
     designer.goto(f"{site.demo.hostcall}/console/agents/planner")
+    # The editor is drawn by its script, after the page's load: count its tools once it is.
+    expect(designer.locator("[data-part=add-tool]")).to_be_visible()
     tools_before = designer.locator("[data-part=tool-tab]").count()
     designer.locator("[data-part=add-tool]").click()
     form = designer.locator("form[data-part=add-tool]")
@@ -57,12 +59,52 @@ def test_an_invalid_tool_name_is_said_inline_focused_and_announced(
     expect(designer.locator("[data-part=tool-tab]")).to_have_count(tools_before)
     name.fill("")
     expect(problem).to_be_hidden()
+    expect(name).not_to_have_attribute("aria-invalid", "true")
     form.locator("[data-part=create-tool]").click()
     expect(problem).to_have_text("Give the tool a name: start with a letter or _.")
     name.fill("estimate task")
     form.locator("[data-part=create-tool]").click()
     expect(designer.locator("[data-part=properties][data-tool='estimate task']")).to_be_visible()
     expect(designer.locator("[data-part=tool-tab]")).to_have_count(tools_before + 1)
+
+
+def test_a_refused_tool_name_stays_said_when_the_check_answers_after_create(
+    browser: Browser,
+    site: Site,  # noqa: F811
+) -> None:
+    """A slow device: the server's check of the draft (asked for as the person typed) answers
+    after they pressed Create. The reason Create was refused stays shown and announced."""
+    designer = person(browser, site.demo, "dana")
+    held: list[Route] = []
+    designer.route("**/console/api/agents/planner/check", lambda route: held.append(route))
+    designer.goto(f"{site.demo.hostcall}/console/agents/planner")
+    problems = designer.locator("[data-part=problems]")
+    expect(problems).to_have_attribute("aria-busy", "true")  # the first check, held
+    designer.locator("[data-part=add-tool]").click()
+    form = designer.locator("form[data-part=add-tool]")
+    name = form.get_by_label("Name")
+    with designer.expect_request("**/check"):  # typing asks for a check too: held
+        name.fill("1 bad-name!")
+    form.locator("[data-part=create-tool]").click()
+    problem = form.locator("[data-part=prop][data-key=name] [data-part=field-problem]")
+    said = (
+        "“1 bad-name!” cannot be a client-side tool’s name: start with a letter or _, then use "
+        "only letters, digits, spaces and _."
+    )
+    expect(problem).to_have_text(said)
+    expect(problem).to_be_visible()
+
+    # The checks answer now, in order; the last one's answer is drawn.
+    assert len(held) == 2, [r.request.url for r in held]
+    for route in held:
+        route.continue_()
+    expect(problems).not_to_have_attribute("aria-busy", "true")
+    expect(problems.locator("[data-part=no-problems]")).to_be_visible()
+    expect(problem).to_be_visible()
+    expect(problem).to_have_text(said)
+    expect(problem).to_have_attribute("role", "alert")
+    expect(name).to_have_attribute("aria-invalid", "true")
+    expect(name).to_be_focused()
 
 
 def test_an_operator_approves_for_the_whole_conversation(

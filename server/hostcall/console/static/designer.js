@@ -64,6 +64,7 @@ function field(obj, key, label, o = {}) {
     kind === 'check' ? h('label', { for: id }, control, ' ', label) : [h('label', { for: id, text: label }), control], help, err)
   control.addEventListener('input', () => {
     err.hidden = true
+    control.removeAttribute('aria-invalid')
     const raw = kind === 'check' ? control.checked : control.value
     if (kind === 'json') {
       if (!raw.trim() && o.optional) delete obj[key]
@@ -88,12 +89,16 @@ function field(obj, key, label, o = {}) {
 
 /**
  * Show `message` under the field; `alert`: also announce it at once (a refused action),
- * not only when the field is next read. @param {HTMLElement} wrap @param {string} message
+ * not only when the field is next read. `fromCheck`: the server's check said it, and its
+ * next answer takes it back; anything else stays until the field is edited.
+ * @param {HTMLElement} wrap @param {string} message
  */
-function showError(wrap, message, alert = false) {
+function showError(wrap, message, alert = false, fromCheck = false) {
   const err = /** @type {HTMLElement} */ (wrap.querySelector('[data-part="field-problem"]'))
   if (alert) err.setAttribute('role', 'alert')
   else err.removeAttribute('role')
+  if (fromCheck) err.dataset.from = 'check'
+  else delete err.dataset.from
   err.hidden = false
   err.textContent = message
   wrap.querySelector('[data-key]')?.setAttribute('aria-invalid', 'true')
@@ -314,11 +319,15 @@ function bindingProperties(tool) {
 // Problems, saving, and the "try it" pane.
 // ============================================================================
 
-/** Show the checker's lines, and each beside the field it names ("tool 'x': 'key' ..."). */
+/**
+ * Show the checker's lines, and each beside the field it names ("tool 'x': 'key' ..."). Only
+ * the lines of its last answer are taken back: a check answers whenever the network lets it
+ * (late, on a slow device), and what this page said itself (Create refused, JSON that does
+ * not parse) stays true until the person edits the field.
+ */
 function showProblems() {
   problemList.replaceChildren(...(problems.length ? problems.map(p => h('li', { 'data-part': 'problem', text: p })) : [h('li', { 'data-part': 'no-problems', text: tr('no_problems') })]))
-  for (const err of editor.querySelectorAll('[data-part="prop"] > [data-part="field-problem"]')) {
-    if (err.textContent?.startsWith(tr('json_invalid', { message: '' }).trim())) continue
+  for (const err of editor.querySelectorAll('[data-part="prop"] > [data-part="field-problem"][data-from="check"]')) {
     /** @type {HTMLElement} */ (err).hidden = true
     err.parentElement?.querySelector('[data-key]')?.removeAttribute('aria-invalid')
   }
@@ -330,7 +339,7 @@ function showProblems() {
       const key = rest.startsWith(' is not') ? 'server' : /'(\w+)'/.exec(rest)?.[1] || 'server'
       const scope = editor.querySelector(`[data-part="properties"][data-mcp-server="${CSS.escape(server[1])}"]`)
       const wrap = /** @type {HTMLElement | null | undefined} */ (scope?.querySelector(`[data-part="prop"][data-key="${CSS.escape(key)}"]`))
-      if (wrap) showError(wrap, p)
+      if (wrap) showError(wrap, p, false, true)
       continue
     }
     const tool = /tool '([^']+)'/.exec(p)?.[1]
@@ -339,11 +348,13 @@ function showProblems() {
     const key = !tool && /^\s*model:/.test(rest) ? 'model' : /'(\w+)'/.exec(rest)?.[1] || (tool ? 'name' : '')
     const scope = tool ? editor.querySelector(`[data-part="properties"][data-tool="${CSS.escape(tool)}"]`) : editor.querySelector('[data-part="agent-fields"]')
     const wrap = /** @type {HTMLElement | null | undefined} */ (scope?.querySelector(`[data-part="prop"][data-key="${CSS.escape(key)}"]`))
-    if (wrap) showError(wrap, p)
+    if (wrap) showError(wrap, p, false, true)
   }
 }
 
 let timer = 0
+/** Checks asked for; an answer to any but the last is stale (it checked an older draft). */
+let checks = 0
 function changed() {
   dirty = true
   delete saveStatus.dataset.kind
@@ -352,8 +363,13 @@ function changed() {
   timer = window.setTimeout(check, 350)
 }
 
+/** Ask the server's checker about the draft; the problems list is `aria-busy` meanwhile. */
 async function check() {
+  const n = ++checks
+  problemList.setAttribute('aria-busy', 'true')
   const result = await api(`/console/api/agents/${encodeURIComponent(agentId)}/check`, { agent: draft })
+  if (n !== checks) return
+  problemList.removeAttribute('aria-busy')
   if (result.ok) {
     problems = result.body.problems
     showProblems()
