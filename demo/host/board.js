@@ -15,9 +15,14 @@ const SEED = [
   { id: 'T-6', title: 'Summarise the customer interviews', status: 'done', assignee: 'Léa', dueDate: '2026-11-27' },
 ]
 
-// `?delay=<ms>` makes the handlers take that long (to try reloads in the middle of a call).
-const DELAY = Math.min(Number(new URLSearchParams(location.search).get('delay')) || 0, 60000)
-const pause = () => new Promise(resolve => setTimeout(resolve, DELAY))
+// `?delay=<ms>` makes the handlers take that long (to try reloads in the middle of a call);
+// `?delay=hold` makes them wait for `demoBoard.release()`, so that a test, however slow its
+// machine, chooses the moment a handler answers rather than racing a timer.
+const delayParam = new URLSearchParams(location.search).get('delay')
+const DELAY = Math.min(Number(delayParam) || 0, 60000)
+/** Handlers held by `?delay=hold`, each waiting for `demoBoard.release()`. @type {(() => void)[]} */
+const held = []
+const pause = () => new Promise(resolve => (delayParam === 'hold' ? held.push(resolve) : setTimeout(resolve, DELAY)))
 
 /** @type {{tasks: typeof SEED, nextId: number, results: Record<string, object>, runs: {callId: string, tool: string}[], manual: boolean}} */
 let board = load()
@@ -144,7 +149,12 @@ document.querySelector('[data-part=reset-board]').addEventListener('click', () =
 })
 
 /** For tests and the curious: the board as the handlers see it. */
-window.demoBoard = { tasks: () => structuredClone(board.tasks), runs: () => structuredClone(board.runs) }
+window.demoBoard = {
+  tasks: () => structuredClone(board.tasks),
+  runs: () => structuredClone(board.runs),
+  /** `?delay=hold`: let the handlers waiting now answer; how many there were. */
+  release: () => held.splice(0).map(resolve => resolve()).length,
+}
 
 render()
 renderRuns()

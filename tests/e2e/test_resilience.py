@@ -56,8 +56,9 @@ def _hold_board_handler(page: Page) -> None:
 def test_reload_during_a_read_restores_the_chat_and_runs_the_read_again_not_a_form(
     page: Page, demo: Demo
 ) -> None:
-    # The page's handler takes 3 s: the reload lands while it is still running.
-    widget = open_chat(page, demo, "?delay=3000")
+    # The page's handlers wait for `demoBoard.release()`: the reload lands while the first
+    # run is still going, and the second is seen running however slow the machine is.
+    widget = open_chat(page, demo, "?delay=hold")
     widget.send(ASK_NEXT)
     call = widget.calls("read_board_tasks")
     expect(call.locator("[data-part=tool-call-note]")).to_have_text(RUNNING_IN_PAGE, timeout=SLOW)
@@ -71,9 +72,10 @@ def test_reload_during_a_read_restores_the_chat_and_runs_the_read_again_not_a_fo
 
     page.reload()
 
-    # The chat is open again and shows the conversation so far, with the same ids.
-    expect(widget.frame.locator("[data-part=send]")).to_be_visible(timeout=SLOW)
-    expect(mine).to_have_count(1)
+    # The chat is open again and shows the conversation so far, with the same ids. (Not
+    # "Send is visible": it is, while the widget starts, and again only once the run is over.)
+    expect(widget.frame.locator("html[data-agent-state=working]")).to_have_count(1, timeout=SLOW)
+    expect(mine).to_have_count(1, timeout=SLOW)
     expect(mine.last).to_have_attribute("data-message-id", asked_id)
     expect(mine.last.locator("[data-part=message-text]")).to_have_text(ASK_NEXT)
     expect(
@@ -87,7 +89,11 @@ def test_reload_during_a_read_restores_the_chat_and_runs_the_read_again_not_a_fo
     expect(call.locator("[data-part=tool-call-note]")).to_have_text(
         "Running again here: the page that started it was reloaded or closed…", timeout=SLOW
     )
+    expect(call.locator("[data-part=form]")).to_have_count(0)
+    # The page's handler has it (and holds it): let it answer.
+    page.wait_for_function("demoBoard.runs().length === 2", timeout=SLOW)
     shot(page, "flows-21-reload-read-runs-again")
+    assert page.evaluate("demoBoard.release()") == 1, "one handler was waiting"
     expect(call).to_have_attribute("data-state", "done", timeout=SLOW)
     reply = widget.last_reply()
     expect(reply).to_contain_text("Here is the order I suggest", timeout=SLOW)
