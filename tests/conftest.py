@@ -34,6 +34,15 @@ def harness(tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
     h.stop()
 
 
+@pytest.fixture
+def made() -> Iterator[list[Harness]]:
+    """Harnesses a test starts itself (other agents, settings, platforms), each stopped after."""
+    harnesses: list[Harness] = []
+    yield harnesses
+    for h in harnesses:
+        h.stop()
+
+
 # ---- stores: every store test runs on SQLite and on PostgreSQL ---------------------------
 
 

@@ -33,14 +33,6 @@ def crm() -> Iterator[tuple[str, Seen]]:
         yield url, seen
 
 
-@pytest.fixture
-def made() -> Iterator[list[Harness]]:
-    harnesses: list[Harness] = []
-    yield harnesses
-    for h in harnesses:
-        h.stop()
-
-
 def platform(
     url: str, *, allowed: tuple[str, ...] = ("crm", "files"), **crm: Any
 ) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +27,6 @@ TOKEN = "stdio-sekrit-token-0815"
 ERROR_REPLY = "error {{ error.code }}: {{ error.message }}"
 # Far past what a test waits: a call that ends sooner was not waited out.
 DEADLINE = 300
-
-
-@pytest.fixture
-def made() -> Iterator[list[Harness]]:
-    harnesses: list[Harness] = []
-    yield harnesses
-    for h in harnesses:
-        h.stop()
 
 
 def rule(tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

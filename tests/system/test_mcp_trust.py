@@ -26,14 +26,6 @@ def crm() -> Iterator[tuple[str, Seen]]:
         yield url, seen
 
 
-@pytest.fixture
-def made() -> Iterator[list[Harness]]:
-    harnesses: list[Harness] = []
-    yield harnesses
-    for h in harnesses:
-        h.stop()
-
-
 def reply_rule(tool: str, reply: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     return {**call_rule(tool, arguments), "reply": reply}
 

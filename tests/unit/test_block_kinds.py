@@ -24,14 +24,6 @@ def tally() -> Iterator[TallyKind]:
         yield kind
 
 
-@pytest.fixture
-def made() -> Iterator[list[Harness]]:
-    harnesses: list[Harness] = []
-    yield harnesses
-    for h in harnesses:
-        h.stop()
-
-
 def tally_tool(**extra: Any) -> dict[str, Any]:
     return {"name": "count", "kind": "tally", "description": "Counts.", "say": "hi",
             "effect": "read", **extra}  # fmt: skip

@@ -65,14 +65,6 @@ def build(
     return Harness(tmp_path, directory)
 
 
-@pytest.fixture
-def made() -> Iterator[list[Harness]]:
-    harnesses: list[Harness] = []
-    yield harnesses
-    for h in harnesses:
-        h.stop()
-
-
 def finished(h: Harness, conv: Conv) -> dict[str, Any]:
     deadline = time.monotonic() + 8
     while time.monotonic() < deadline:

@@ -85,14 +85,6 @@ def build(
     return Harness(tmp_path, directory, environ={"SVC_TOKEN": TOKEN})
 
 
-@pytest.fixture
-def made(tmp_path: Path) -> Iterator[list[Harness]]:
-    harnesses: list[Harness] = []
-    yield harnesses
-    for h in harnesses:
-        h.stop()
-
-
 OPEN = {state.value for state in OPEN_STATES}
 
 
