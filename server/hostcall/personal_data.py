@@ -15,11 +15,20 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from hostcall.errors import Conflict
 from hostcall.protocol.codes import ErrorCode
-from hostcall.store import Store
+from hostcall.store.interfaces import (
+    Audit,
+    Calls,
+    Conversations,
+    Database,
+    Erasure,
+    Events,
+    Messages,
+    Runs,
+)
 from hostcall.store.records import AuditEntry, RunStatus
 
 # The version of the export document's shape; a reader checks it.
@@ -33,6 +42,22 @@ EXPORT_ACTION = "person.export"
 ERASE_ACTION = "person.erase"
 
 
+class ExportReads(Conversations, Events, Messages, Runs, Calls, Protocol):
+    """Everything an export reads of a conversation."""
+
+
+class AuditedExport(ExportReads, Audit, Protocol):
+    """An export, and the audit entry that says who took it."""
+
+
+class ErasureWrites(Database, Erasure, Audit, Protocol):
+    """An erasure and its audit entry, in one transaction."""
+
+
+class PersonErasure(ErasureWrites, Conversations, Runs, Protocol):
+    """An erasure of a person's conversations, found by name, refused while one runs."""
+
+
 @dataclass(frozen=True, slots=True)
 class Erased:
     """What an erasure deleted: how many conversations, and the rows per table."""
@@ -43,7 +68,7 @@ class Erased:
     ids: tuple[str, ...] = ()
 
 
-async def person_conversations(store: Store, agent_id: str, person: str) -> list[str]:
+async def person_conversations(store: Conversations, agent_id: str, person: str) -> list[str]:
     """Every conversation of ``person`` with the agent, last written in first."""
     found: list[str] = []
     before: tuple[float, str] | None = None
@@ -56,7 +81,12 @@ async def person_conversations(store: Store, agent_id: str, person: str) -> list
 
 
 async def export_person(
-    store: Store, agent_id: str, person: str, *, actor: str, clock: Callable[[], float] = time.time
+    store: AuditedExport,
+    agent_id: str,
+    person: str,
+    *,
+    actor: str,
+    clock: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
     """All of a person's data with the agent, as one JSON document; the export is audited."""
     document = await export(
@@ -70,7 +100,7 @@ async def export_person(
     return {**document, "agentId": agent_id}
 
 
-async def refuse_running(store: Store, conversation_ids: Sequence[str]) -> None:
+async def refuse_running(store: Runs, conversation_ids: Sequence[str]) -> None:
     """Refuse to erase while the agent is answering in one of the conversations: its run
     would go on writing to it after the erasure. (A run waiting for a call writes nothing
     until the call is answered, and that conversation is gone by then.)"""
@@ -87,7 +117,12 @@ async def refuse_running(store: Store, conversation_ids: Sequence[str]) -> None:
 
 
 async def erase_person(
-    store: Store, agent_id: str, person: str, *, actor: str, clock: Callable[[], float] = time.time
+    store: PersonErasure,
+    agent_id: str,
+    person: str,
+    *,
+    actor: str,
+    clock: Callable[[], float] = time.time,
 ) -> Erased:
     """Erase all of a person's data with the agent, audited; refused (nothing erased) while
     a run of theirs is running."""
@@ -104,7 +139,9 @@ async def erase_person(
     return erased
 
 
-async def export(store: Store, conversation_ids: Sequence[str], *, subject: str) -> dict[str, Any]:
+async def export(
+    store: ExportReads, conversation_ids: Sequence[str], *, subject: str
+) -> dict[str, Any]:
     """Everything the store holds of these conversations, as JSON-ready values."""
     conversations = []
     for conversation_id in conversation_ids:
@@ -156,7 +193,7 @@ async def export(store: Store, conversation_ids: Sequence[str], *, subject: str)
 
 
 async def erase(
-    store: Store,
+    store: ErasureWrites,
     conversation_ids: Sequence[str],
     *,
     actor: str,

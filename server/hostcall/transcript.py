@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hostcall.protocol.events import EventType
-from hostcall.store import Store
+from hostcall.store.interfaces import Events
 from hostcall.store.records import StoredMessage
 
 PAGE = 1000
 
 
-async def open_messages(store: Store, conversation_id: str) -> dict[str, int]:
+async def open_messages(store: Events, conversation_id: str) -> dict[str, int]:
     """Message id -> seq of its ``TEXT_MESSAGE_START``, for each message not ended yet."""
     started: dict[str, int] = {}
     seq = 0

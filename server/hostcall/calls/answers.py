@@ -12,7 +12,7 @@ its own (``Store.note_audit``).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from hostcall.calls.moves import CallMoves, tool_error
 from hostcall.calls.outcomes import CallExpired, Dispatched, Settled
@@ -29,6 +29,7 @@ from hostcall.guardrails import Hit, evaluate
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.limits import MAX_ERROR_MESSAGE_CHARS, MAX_REASON_CHARS
 from hostcall.runs.agents import RunAgents
+from hostcall.store.interfaces import Audit, Calls
 from hostcall.store.records import AuditEntry, Call, CallState
 from hostcall.tokens import Claims, input_digest
 from hostcall.tools import Tool
@@ -49,10 +50,14 @@ class _NotAsClaimed(Exception):
     """The call a result's UPDATE settled is not quite what its token claims: roll back."""
 
 
+class _AnswerStore(Audit, Calls, Protocol):
+    """What answers read and write besides the moves: the call, its grant, the audit log."""
+
+
 class Answers:
     def __init__(self, moves: CallMoves, agents: RunAgents) -> None:
         self.moves = moves
-        self.store = moves.store
+        self.store: _AnswerStore = moves.journal.store
         self.journal = moves.journal
         self.agents = agents
 

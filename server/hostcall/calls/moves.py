@@ -13,7 +13,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from hostcall.calls.assignment import FormReason, choose
 from hostcall.calls.observed import observe_settled
@@ -32,6 +32,7 @@ from hostcall.protocol.events import (
     GuardrailMatched,
     ToolCallResult,
 )
+from hostcall.store.interfaces import Calls, Messages, Surfaces
 from hostcall.store.records import Call, CallState, StoredMessage
 from hostcall.tools import Tool
 from hostcall.tracing import Tracing
@@ -47,6 +48,10 @@ def tool_error(code: ToolErrorCode, message: str, **details: Any) -> dict[str, A
     return {"error": {"code": code.value, "message": message, **details}}
 
 
+class _MoveStore(Calls, Messages, Surfaces, Protocol):
+    """What a call's moves write: the call, its tool message, and where its surfaces are."""
+
+
 class CallMoves:
     def __init__(
         self,
@@ -59,7 +64,7 @@ class CallMoves:
         tracing: Tracing | None = None,
     ) -> None:
         self.journal = journal
-        self.store = journal.store
+        self.store: _MoveStore = journal.store
         self.views = views
         self.leases = leases
         self.clock = clock

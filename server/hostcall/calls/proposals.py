@@ -25,6 +25,7 @@ from hostcall.protocol.events import (
     ToolCallStart,
 )
 from hostcall.runs.agents import RunAgents
+from hostcall.store.interfaces import Calls
 from hostcall.store.records import Call, CallState, Run
 from hostcall.tools import Tool
 
@@ -34,7 +35,7 @@ SCOPES = ("once", "conversation")
 class Proposals:
     def __init__(self, moves: CallMoves, agents: RunAgents) -> None:
         self.moves = moves
-        self.store = moves.store
+        self.store: Calls = moves.journal.store
         self.agents = agents
 
     async def propose(

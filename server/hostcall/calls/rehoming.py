@@ -5,17 +5,22 @@ hostcall/calls/assignment.py; docs/protocol.md "Surfaces").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from hostcall.calls.assignment import rehome
 from hostcall.calls.moves import CallMoves
+from hostcall.store.interfaces import Calls, Database, Surfaces
 from hostcall.store.records import CallState
+
+
+class _RehomingStore(Calls, Database, Surfaces, Protocol):
+    """What moving calls between surfaces reads: calls and surfaces, in a transaction."""
 
 
 class Rehoming:
     def __init__(self, moves: CallMoves) -> None:
         self.moves = moves
-        self.store = moves.store
+        self.store: _RehomingStore = moves.journal.store
 
     async def claim(self, call_id: str, surface_id: str, assignment: int) -> bool:
         """Record that assignment ``assignment`` of the call reached surface ``surface_id``.

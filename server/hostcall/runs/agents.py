@@ -25,7 +25,7 @@ from hostcall.models.base import Model
 from hostcall.models.factory import RefusedModel, build_model
 from hostcall.models.reply_check import reply_problems
 from hostcall.platform import Platform
-from hostcall.store import Store
+from hostcall.store.interfaces import Runs
 
 RUN_CACHE_SIZE = 4096
 # How long a person's message may wait for an MCP server's tool list (a stdio command's cold
@@ -37,7 +37,7 @@ log = logging.getLogger("hostcall.engine")
 class RunAgents:
     def __init__(
         self,
-        store: Store,
+        store: Runs,
         loaded: Mapping[str, Agent],
         *,
         platform: Platform,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from hostcall.calls.outcomes import Dispatched, Settled
 from hostcall.errors import ToolErrorCode
@@ -28,12 +29,17 @@ from hostcall.protocol.events import (
     TextMessageEnd,
 )
 from hostcall.retention import Retention
+from hostcall.store.interfaces import Calls, Database, Events, Runs, Surfaces
 from hostcall.store.records import CallState, Run, RunStatus
 from hostcall.transcript import open_messages
 
 log = logging.getLogger("hostcall.engine")
 
 SWEEPER = "sweeper"
+
+
+class _RecoveryStore(Calls, Database, Events, Runs, Surfaces, Protocol):
+    """What recovery reads and resets: stalled runs, their calls, streams and open messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +67,7 @@ class Recovery:
     ) -> None:
         self.journal = journal
         self.retention = retention
-        self.store = journal.store
+        self.store: _RecoveryStore = journal.store
         self.leases = leases
         self.ledger = ledger
         self.clock = clock

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from hostcall.blocks import BlockError, BlockFailed
 from hostcall.blocks.kind import Block, CallContext
@@ -18,15 +18,20 @@ from hostcall.errors import ToolErrorCode
 from hostcall.handoff import HumanHandoff
 from hostcall.ledger import Ledger
 from hostcall.runs.agents import RunAgents
+from hostcall.store.interfaces import Calls, Runs
 from hostcall.store.records import Call
 
 log = logging.getLogger("hostcall.engine")
 
 
+class _ServerCallStore(Calls, Runs, Protocol):
+    """What running a call on the server reads: the call and its run."""
+
+
 class ServerCalls:
     def __init__(self, ledger: Ledger, agents: RunAgents) -> None:
         self.ledger = ledger
-        self.store = ledger.moves.store
+        self.store: _ServerCallStore = ledger.moves.journal.store
         self.agents = agents
 
     async def request(self, call_id: str) -> Settled | None:

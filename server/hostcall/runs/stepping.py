@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from hostcall.appender import Appender
 from hostcall.calls.moves import new_id
@@ -40,6 +41,7 @@ from hostcall.protocol.events import (
 from hostcall.quotas import Quotas
 from hostcall.runs.agents import RunAgents
 from hostcall.runs.usage import StepUsage, Usage
+from hostcall.store.interfaces import Events, Messages, ModelUsage, Runs
 from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage, UsageRecord
 from hostcall.tracing import Attributes, Tracing
 from hostcall.transcript import open_messages, recent_turns
@@ -50,6 +52,10 @@ FAIL_RETRY_MAX_SECONDS = 5.0
 FAIL_RETRIES = 12  # about 45 s of a full disk before giving up until the next start
 # Told to the model after a reply of its own that an error cut off.
 INTERRUPTED_NOTE = "\n\n[This reply was interrupted by an error before it was complete.]"
+
+
+class _StepStore(Events, Messages, ModelUsage, Runs, Protocol):
+    """What a step reads and writes: its run, the history, its messages and usage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +83,7 @@ class Steps:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.journal = journal
-        self.store = journal.store
+        self.store: _StepStore = journal.store
         self.leases = leases
         self.agents = agents
         self.proposals = proposals

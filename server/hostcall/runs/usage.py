@@ -16,7 +16,7 @@ from hostcall.agents import Agent
 from hostcall.models.base import Message, Model, ModelError, ModelEvent, StepEnd, ToolDescriptor
 from hostcall.pricing import model_name
 from hostcall.quotas import Quotas, estimate_tokens
-from hostcall.store import Store
+from hostcall.store.interfaces import ModelUsage
 from hostcall.store.records import Run, UsageRecord
 from hostcall.tracing import Tracing
 
@@ -36,7 +36,7 @@ class StepUsage:
 
 class Usage:
     def __init__(
-        self, store: Store, quotas: Quotas, tracing: Tracing, *, clock: Callable[[], float]
+        self, store: ModelUsage, quotas: Quotas, tracing: Tracing, *, clock: Callable[[], float]
     ) -> None:
         self.store = store
         self.quotas = quotas

@@ -18,6 +18,7 @@ from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.requests import CallResult, Decision
 from hostcall.protocol.responses import CallView
 from hostcall.protocol.run_input import InputMessage
+from hostcall.store.interfaces import Calls
 from hostcall.store.records import AuditEntry, Call
 from hostcall.tokens import Claims
 
@@ -31,6 +32,7 @@ class CallService:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.store: Calls = engine.store
         self.answers = engine.ledger.answers
         self.clock = engine.ledger.moves.clock
 
@@ -104,7 +106,7 @@ class CallService:
 
     async def _open_call(self, call_id: str) -> Call:
         """The call, expiring it first if its deadline passed (as the visitor's path does)."""
-        call = await self.engine.store.get_call(call_id)
+        call = await self.store.get_call(call_id)
         if call is None:
             raise NotFound(f"no call {call_id}", code=ErrorCode.UNKNOWN_CALL)
         if call.state.open and call.deadline <= self.clock():
@@ -151,7 +153,7 @@ class CallService:
     async def hand_to_client(self, call_id: str, declared: frozenset[str]) -> bool:
         """A client call dispatched to an AG-UI client: delivered if the client runs its tool
         (True: the client has it now), else failed with ``no_handler``."""
-        call = await self.engine.store.get_call(call_id)
+        call = await self.store.get_call(call_id)
         if call is None or not call.state.answerable:
             return False
         if call.tool_name in declared:
@@ -172,7 +174,7 @@ class CallService:
         """Settle the open calls an AG-UI client answered with tool messages; their ids."""
         results = {m.tool_call_id: m for m in messages if m.role == "tool"}
         answered: set[str] = set()
-        for call in await self.engine.store.list_calls(conversation_id):
+        for call in await self.store.list_calls(conversation_id):
             message = results.get(call.id)
             tool = await self.engine.ledger.views.tool_of(call)
             if (

@@ -7,14 +7,21 @@ is decided here, never from a request's body (hostcall/history.py, hostcall/peop
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from hostcall.engine import Engine
 from hostcall.errors import NotFound
 from hostcall.ledger import new_id
-from hostcall.personal_data import erase, refuse_running
+from hostcall.personal_data import ErasureWrites, erase, refuse_running
 from hostcall.protocol.codes import ErrorCode
 from hostcall.quotas import Quotas
+from hostcall.store.interfaces import Conversations, Runs, Sessions, Surfaces
 from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, PersonConversation
+
+
+class _ConversationStore(ErasureWrites, Conversations, Runs, Sessions, Surfaces, Protocol):
+    """What the visitor's conversations touch: the conversations, their sessions, the
+    surface a thread starts with, the latest run (adoption, deletion) and the erasure."""
 
 
 def owns(holder: Conversation, other: Conversation, *, browser: str | None) -> bool:
@@ -34,7 +41,7 @@ VISITOR = "visitor"
 
 class ConversationService:
     def __init__(self, engine: Engine, quotas: Quotas, *, clock: Callable[[], float]) -> None:
-        self.store = engine.store
+        self.store: _ConversationStore = engine.store
         self.agents = engine.agents
         self.quotas = quotas
         self.clock = clock

@@ -13,6 +13,7 @@ from hostcall.engine import Engine
 from hostcall.errors import Conflict, HeldByPerson, NotFound
 from hostcall.handoff import HumanHandoff
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
+from hostcall.store.interfaces import Runs
 from hostcall.store.records import Conversation, Run, RunStatus
 
 
@@ -28,7 +29,7 @@ class Held:
 class RunService:
     def __init__(self, engine: Engine, *, clock: Callable[[], float]) -> None:
         self.engine = engine
-        self.store = engine.store
+        self.store: Runs = engine.store
         self.clock = clock
 
     async def start(

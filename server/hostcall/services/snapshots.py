@@ -3,15 +3,30 @@ what a surface needs to draw the thread and go on from the stream's next event."
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from hostcall.engine import Engine
 from hostcall.protocol.responses import Snapshot, SnapshotMessage, SnapshotRun, SurfaceView
+from hostcall.store.interfaces import (
+    Calls,
+    Events,
+    Feedbacks,
+    Handoffs,
+    Messages,
+    Runs,
+    Surfaces,
+)
 from hostcall.store.records import Conversation, RunStatus
 from hostcall.transcript import open_messages
 
 
+class _SnapshotStore(Calls, Events, Feedbacks, Handoffs, Messages, Runs, Surfaces, Protocol):
+    """What a snapshot reads: the thread, its run, calls, surfaces, handoff and ratings."""
+
+
 class SnapshotService:
     def __init__(self, engine: Engine) -> None:
-        self.store = engine.store
+        self.store: _SnapshotStore = engine.store
         self.ledger = engine.ledger
 
     async def read(self, conversation: Conversation, surface: str | None) -> Snapshot:

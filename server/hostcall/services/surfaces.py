@@ -5,13 +5,20 @@ leaves, and its stream attaches and detaches. What changes where calls may go mo
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from hostcall.engine import Engine
+from hostcall.store.interfaces import Database, Surfaces
 from hostcall.store.records import ANONYMOUS_SURFACE
+
+
+class _SurfaceStore(Database, Surfaces, Protocol):
+    """What the surface use cases write: surfaces, in a transaction."""
 
 
 class SurfaceService:
     def __init__(self, engine: Engine) -> None:
-        self.store = engine.store
+        self.store: _SurfaceStore = engine.store
         self.ledger = engine.ledger
         # The ledger's clock: a surface's presence is judged on it (``Surface.present``).
         self.clock = engine.ledger.moves.clock
