@@ -22,7 +22,7 @@ from limits import RateLimitItem
 from limits.storage import storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
-from hostcall.store import Store
+from hostcall.store.interfaces import Database, QuotaCounters
 
 Ids = tuple[str, ...]
 Check = tuple[RateLimitItem, Ids]
@@ -67,8 +67,12 @@ class _Full(Exception):
         self.index = index
 
 
+class _CounterStore(Database, QuotaCounters, Protocol):
+    """The counters, added to in one transaction."""
+
+
 class StoreCounters:
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: _CounterStore, *, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.clock = clock
 

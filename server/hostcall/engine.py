@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from hostcall import metrics
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
@@ -53,6 +53,8 @@ from hostcall.runs.recovery import Adopted, Recovery, Resumable, Work
 from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
 from hostcall.runs.tasks import Tasks
+from hostcall.store.interfaces import Calls, Conversations, Events, Messages, Runs
+from hostcall.store.interfaces import Leases as LeaseRows
 from hostcall.store.records import (
     Call,
     ClaimedRun,
@@ -64,6 +66,11 @@ from hostcall.store.records import (
 from hostcall.transcript import open_messages
 
 log = logging.getLogger("hostcall.engine")
+
+
+class _EngineStore(Calls, Conversations, Events, LeaseRows, Messages, Runs, Protocol):
+    """What the engine reads and writes itself, outside its parts: runs, the visitor's
+    message, a stopped step's calls and open messages, a run's lease."""
 
 
 class Engine:
@@ -79,7 +86,7 @@ class Engine:
         recovery: Recovery,
     ) -> None:
         self.journal = journal
-        self.store = journal.store
+        self.store: _EngineStore = journal.store
         self.leases = leases
         self.agents = agents
         self.ledger = ledger

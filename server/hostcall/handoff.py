@@ -17,6 +17,7 @@ never both on the state before. The console's audit entry is written in the same
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from hostcall.errors import Conflict
 from hostcall.journal import Journal
@@ -31,14 +32,20 @@ from hostcall.protocol.events import (
     TextMessageEnd,
     TextMessageStart,
 )
+from hostcall.store.interfaces import Audit, Handoffs, Messages, Runs
 from hostcall.store.records import AuditEntry, Conversation, RunStatus, StoredMessage
+
+
+class _HandoffStore(Audit, Handoffs, Messages, Runs, Protocol):
+    """What a handoff writes: its row, the person's messages, the audit log; and reads the
+    latest run."""
 
 
 class HumanHandoff:
     def __init__(self, journal: Journal, *, clock: Callable[[], float]) -> None:
         self.journal = journal
         self.clock = clock
-        self.store = journal.store
+        self.store: _HandoffStore = journal.store
 
     async def take_over(self, conversation_id: str, person: str, *, audit: AuditEntry) -> None:
         """``person`` holds the conversation now. Refused while a run is running or waiting

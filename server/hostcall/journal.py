@@ -10,11 +10,12 @@ from hostcall.broker import Broker
 from hostcall.protocol.events import ProtocolEvent
 from hostcall.protocol.frames import Event
 from hostcall.store import Store
+from hostcall.store.interfaces import Events
 
 
 @dataclass
 class Unit:
-    store: Store
+    store: Events
     events: list[Event] = field(default_factory=list)
     # Run once the unit has committed, in order (work that must see what the unit wrote:
     # a task started inside a transaction could otherwise read the store before COMMIT).

@@ -26,10 +26,11 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from hostcall.errors import LeaseLost
-from hostcall.store import Store
+from hostcall.store.interfaces import Leases as LeaseRows
+from hostcall.store.interfaces import Runs
 from hostcall.store.records import ClaimedRun, Run, RunStart
 
 log = logging.getLogger("hostcall.leases")
@@ -59,10 +60,14 @@ def new_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
+class _LeaseStore(LeaseRows, Runs, Protocol):
+    """The lease rows, and the runs whose claim goes with a lease."""
+
+
 class Leases:
     def __init__(
         self,
-        store: Store,
+        store: _LeaseStore,
         *,
         ttl: float,
         owner: str | None = None,

@@ -18,7 +18,7 @@ import logging
 import psycopg
 
 from hostcall.broker import Broker
-from hostcall.store import Store
+from hostcall.store.interfaces import Events
 from hostcall.store.postgres.connections import timeouts
 from hostcall.store.postgres.events import CHANNEL
 
@@ -29,7 +29,7 @@ READY_SECONDS = 10.0
 
 
 class Relay:
-    def __init__(self, url: str, store: Store, broker: Broker, *, origin: str) -> None:
+    def __init__(self, url: str, store: Events, broker: Broker, *, origin: str) -> None:
         self.url = url
         self.store = store
         self.broker = broker

@@ -13,9 +13,8 @@ import logging
 from collections.abc import Callable, Mapping
 
 from hostcall.agents import Agent
-from hostcall.personal_data import erase
+from hostcall.personal_data import ErasureWrites, erase
 from hostcall.quotas import Quotas
-from hostcall.store import Store
 
 log = logging.getLogger("hostcall.retention")
 
@@ -29,7 +28,7 @@ ACTION = "conversations.expire"
 class Retention:
     def __init__(
         self,
-        store: Store,
+        store: ErasureWrites,
         agents: Callable[[], Mapping[str, Agent]],
         *,
         clock: Callable[[], float],

@@ -56,6 +56,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import replace
+from typing import Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -68,13 +69,18 @@ from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import ResumeSession, read_body
 from hostcall.protocol.responses import AgentCard, ConversationOpened, ToolCard
 from hostcall.responses import WireResponse
-from hostcall.store import Store
+from hostcall.store.interfaces import Conversations
+from hostcall.store.interfaces import Sessions as SessionRows
 from hostcall.store.records import Conversation
 from hostcall.tokens import Claims, Purpose, Tokens
 
 
+class _SessionStore(Conversations, SessionRows, Protocol):
+    """A session's conversation, and its generation to rotate."""
+
+
 class Sessions:
-    def __init__(self, tokens: Tokens, store: Store, *, max_age: int) -> None:
+    def __init__(self, tokens: Tokens, store: _SessionStore, *, max_age: int) -> None:
         self.tokens = tokens
         self.store = store
         self.max_age = max_age

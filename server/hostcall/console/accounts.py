@@ -17,7 +17,7 @@ from enum import StrEnum
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from hostcall.store import Store
+from hostcall.store.interfaces import Accounts
 from hostcall.store.records import User
 
 MIN_PASSWORD = 10
@@ -104,7 +104,7 @@ def _check_password(password: str) -> None:
         raise AccountError(f"the password must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
 
 
-async def add_user(store: Store, name: str, role: str, password: str) -> User:
+async def add_user(store: Accounts, name: str, role: str, password: str) -> User:
     _check_name(name)
     _check_role(role)
     _check_password(password)
@@ -118,18 +118,18 @@ async def add_user(store: Store, name: str, role: str, password: str) -> User:
 # transaction): a removed user, a demoted one or one whose password leaked is signed out.
 
 
-async def remove_user(store: Store, name: str) -> None:
+async def remove_user(store: Accounts, name: str) -> None:
     if not await store.remove_user(name):
         raise AccountError(f"there is no user called {name[:80]!r}")
 
 
-async def set_role(store: Store, name: str, role: str) -> None:
+async def set_role(store: Accounts, name: str, role: str) -> None:
     _check_role(role)
     if not await store.set_user_role(name, role):
         raise AccountError(f"there is no user called {name[:80]!r}")
 
 
-async def set_password(store: Store, name: str, password: str) -> None:
+async def set_password(store: Accounts, name: str, password: str) -> None:
     _check_password(password)
     if await store.get_user(name) is None:
         raise AccountError(f"there is no user called {name[:80]!r}")
@@ -137,7 +137,7 @@ async def set_password(store: Store, name: str, password: str) -> None:
         raise AccountError(f"there is no user called {name[:80]!r}")
 
 
-async def authenticate(store: Store, name: str, password: str) -> User | None:
+async def authenticate(store: Accounts, name: str, password: str) -> User | None:
     """The user, if ``password`` is theirs; None otherwise (same cost either way)."""
     user = await store.get_user(name) if _NAME.fullmatch(name) else None
     good = await verify_password(user.password_hash if user else None, password[:MAX_PASSWORD])

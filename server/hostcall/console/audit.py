@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hostcall.store import Store
+from hostcall.store.interfaces import Audit
 from hostcall.store.records import AuditEntry
 
 # The actions the console records (the audit page translates them).
@@ -43,7 +43,7 @@ ACTIONS = (
 
 
 async def record(
-    store: Store,
+    store: Audit,
     clock: Callable[[], float],
     actor: str,
     action: str,

@@ -32,7 +32,7 @@ class CallService:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.store: Calls = engine.store
+        self.store: Calls = engine.journal.store
         self.answers = engine.ledger.answers
         self.clock = engine.ledger.moves.clock
 

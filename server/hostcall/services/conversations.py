@@ -41,7 +41,7 @@ VISITOR = "visitor"
 
 class ConversationService:
     def __init__(self, engine: Engine, quotas: Quotas, *, clock: Callable[[], float]) -> None:
-        self.store: _ConversationStore = engine.store
+        self.store: _ConversationStore = engine.journal.store
         self.agents = engine.agents
         self.quotas = quotas
         self.clock = clock

@@ -29,7 +29,7 @@ class Held:
 class RunService:
     def __init__(self, engine: Engine, *, clock: Callable[[], float]) -> None:
         self.engine = engine
-        self.store: Runs = engine.store
+        self.store: Runs = engine.journal.store
         self.clock = clock
 
     async def start(

@@ -26,7 +26,7 @@ class _SnapshotStore(Calls, Events, Feedbacks, Handoffs, Messages, Runs, Surface
 
 class SnapshotService:
     def __init__(self, engine: Engine) -> None:
-        self.store: _SnapshotStore = engine.store
+        self.store: _SnapshotStore = engine.journal.store
         self.ledger = engine.ledger
 
     async def read(self, conversation: Conversation, surface: str | None) -> Snapshot:

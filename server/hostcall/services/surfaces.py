@@ -18,7 +18,7 @@ class _SurfaceStore(Database, Surfaces, Protocol):
 
 class SurfaceService:
     def __init__(self, engine: Engine) -> None:
-        self.store: _SurfaceStore = engine.store
+        self.store: _SurfaceStore = engine.journal.store
         self.ledger = engine.ledger
         # The ledger's clock: a surface's presence is judged on it (``Surface.present``).
         self.clock = engine.ledger.moves.clock
