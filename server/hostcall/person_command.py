@@ -13,10 +13,11 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Protocol
 
 from hostcall.errors import HostcallError
-from hostcall.personal_data import erase_person, export_person
-from hostcall.store import Store, is_database_url, open_store
+from hostcall.personal_data import AuditedExport, PersonErasure, erase_person, export_person
+from hostcall.store import is_database_url, open_store
 
 # The audit log's actor for what this command does.
 COMMAND_LINE = "command line"
@@ -36,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], default
         )  # fmt: skip
     export.add_argument("--out", type=Path, metavar="FILE", help="write here, not to stdout")
     erase.add_argument("--yes", action="store_true", help="really erase (nothing is kept)")
+
+
+class _PersonStore(AuditedExport, PersonErasure, Protocol):
+    """A person's data exported, or erased."""
 
 
 def person_command(args: argparse.Namespace) -> int:
@@ -59,7 +64,7 @@ async def _person(args: argparse.Namespace) -> int:
         await store.close()
 
 
-async def _run(store: Store, args: argparse.Namespace) -> int:
+async def _run(store: _PersonStore, args: argparse.Namespace) -> int:
     if args.person_command == "export":
         document = await export_person(store, args.agent, args.person, actor=COMMAND_LINE)
         text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"

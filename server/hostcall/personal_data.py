@@ -54,7 +54,7 @@ class ErasureWrites(Database, Erasure, Audit, Protocol):
     """An erasure and its audit entry, in one transaction."""
 
 
-class PersonErasure(ErasureWrites, Conversations, Runs, Protocol):
+class PersonErasure(Conversations, Runs, ErasureWrites, Protocol):
     """An erasure of a person's conversations, found by name, refused while one runs."""
 
 

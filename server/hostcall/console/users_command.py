@@ -10,11 +10,13 @@ import getpass
 import sys
 import time
 from pathlib import Path
+from typing import Protocol
 
 from hostcall.console import accounts
 from hostcall.console.accounts import AccountError
 from hostcall.console.audit import record
-from hostcall.store import Store, is_database_url, open_store
+from hostcall.store import is_database_url, open_store
+from hostcall.store.interfaces import Accounts, Audit
 
 # The audit log's actor for a change made with this command.
 COMMAND_LINE = "command line"
@@ -49,7 +51,11 @@ async def _users(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _run(store: Store, args: argparse.Namespace) -> str:
+class _UsersStore(Accounts, Audit, Protocol):
+    """The console's users, and the audit entry for each change."""
+
+
+async def _run(store: _UsersStore, args: argparse.Namespace) -> str:
     action = args.users_command
     if action == "list":
         users = await store.list_users()
