@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
@@ -26,6 +26,7 @@ from hostcall.protocol.events import CustomName
 from hostcall.protocol.frames import Event, parse_event_id, sse_frame
 from hostcall.protocol.requests import surface_id
 from hostcall.runtime import runtime_of
+from hostcall.store.interfaces import Conversations, Events
 
 SEND_TIMEOUT = 10.0
 DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
@@ -48,11 +49,15 @@ class _Farewell:
                 self._queue.get_nowait()
 
 
+class _StreamStore(Conversations, Events, Protocol):
+    """What a stream reads: its conversation, and the events after the one it resumes from."""
+
+
 async def events(request: Request) -> EventSourceResponse:
     runtime = runtime_of(request)
     conversation_id = request.path_params["conversation_id"]
     ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
-    store = runtime.store
+    store: _StreamStore = runtime.store
     surface = surface_id(request.query_params.get("surface"), field="surface")
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
     header = request.headers.get("last-event-id")

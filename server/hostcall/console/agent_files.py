@@ -23,6 +23,7 @@ from hostcall.errors import AgentConfigError, Conflict, NotFound, Unprocessable
 from hostcall.platform import load_platform
 from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
+from hostcall.store.interfaces import AgentVersions
 from hostcall.store.records import AgentVersion
 
 DISABLED = "disabled"
@@ -146,7 +147,8 @@ class AgentFiles:
         problems = problems_with(self.directory, self.environ, path.name, data)
         if problems:
             raise AgentRejected(problems[0], problems=problems)
-        store, clock = self.runtime.store, self.runtime.clock
+        store: AgentVersions = self.runtime.store
+        clock = self.runtime.clock
         if existing and not await store.list_agent_versions(agent_id):
             await store.add_agent_version(
                 AgentVersion(agent_id, 0, path.read_text(encoding="utf-8"), "", clock(),

@@ -14,6 +14,7 @@ from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.protocol.numbers import whole_number
 from hostcall.runtime import runtime_of
+from hostcall.store.interfaces import ModelUsage
 from hostcall.store.records import UsageTotal
 
 DEFAULT_DAYS = 30
@@ -62,7 +63,7 @@ def _days(request: Request) -> int:
 @guarded(Role.OPERATOR)
 async def usage_page(request: Request) -> Response:
     days = _days(request)
-    store = runtime_of(request).store
+    store: ModelUsage = runtime_of(request).store
     now = runtime_of(request).clock()
     since = now - days * 86400
     by_day = await store.usage_by_day(time.strftime("%Y-%m-%d", time.gmtime(since)))
