@@ -9,7 +9,7 @@ No token of the visitor's conversation ever reaches a console page: calls are sh
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -41,6 +41,16 @@ from hostcall.protocol.responses import CallStatus
 from hostcall.protocol.wire import to_wire
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime, runtime_of
+from hostcall.store.interfaces import (
+    Audit,
+    Calls,
+    Conversations,
+    Events,
+    Feedbacks,
+    Handoffs,
+    Messages,
+    Runs,
+)
 from hostcall.store.records import (
     CallState,
     ConversationQuery,
@@ -146,8 +156,14 @@ async def conversations_json(request: Request) -> Response:
 # ---------------------------------------------------------------------------- one conversation
 
 
+class _DetailStore(
+    Audit, Calls, Conversations, Events, Feedbacks, Handoffs, Messages, Runs, Protocol
+):
+    """What a conversation's page shows: everything of the conversation, and its audit."""
+
+
 async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
-    store = runtime.store
+    store: _DetailStore = runtime.store
     conversation = await store.get_conversation(conversation_id)
     if conversation is None:
         raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
