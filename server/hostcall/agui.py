@@ -81,8 +81,10 @@ async def run_agent(request: Request) -> EventSourceResponse:
         start = await runtime.store.last_seq(conversation.id)
         answered = await runtime.services.calls.answer_from_client(conversation.id, body.messages)
         if not answered:
-            user = identity.to_json() if identity else None
-            await runtime.services.runs.start(conversation, _user_text(body.messages), user=user)
+            visitor = identity.visitor if identity else None
+            await runtime.services.runs.start(
+                conversation, _user_text(body.messages), visitor=visitor
+            )
     except BaseException:
         runtime.broker.unsubscribe(conversation.id, queue)
         raise

@@ -3,8 +3,6 @@ call's answers and decisions: hostcall/call_answers.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -40,12 +38,13 @@ from hostcall.store.records import (
     Conversation,
     Feedback,
 )
+from hostcall.visitor import Visitor
 
 
-async def _person_of(
+async def _visitor_of(
     request: Request, runtime: Runtime, agent: Agent, conversation: Conversation
-) -> dict[str, Any] | None:
-    """What a run started now acts for: the person's identity, proved again with a token
+) -> Visitor | None:
+    """Who a run started now acts for: the conversation's person, proved again with a token
     the page holds now (so a run never acts on claims past their ``exp``); None for an
     anonymous conversation."""
     if conversation.person is None or agent.identity is None:
@@ -57,7 +56,7 @@ async def _person_of(
             "the identity token is another person's than this conversation's",
             code=ErrorCode.WRONG_PERSON,
         )
-    return identity.to_json()
+    return identity.visitor
 
 
 async def create_conversation(request: Request) -> Response:
@@ -151,14 +150,14 @@ async def post_message(request: Request) -> Response:
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
-    user = None
+    visitor = None
     if agent is not None:
-        user = await _person_of(request, runtime, agent, conversation)
+        visitor = await _visitor_of(request, runtime, agent, conversation)
         await runtime.quotas.new_message(
             agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
     sent = await runtime.services.runs.send(
-        conversation, body.text, simulate=body.simulate, user=user
+        conversation, body.text, simulate=body.simulate, visitor=visitor
     )
     if isinstance(sent, Held):
         # A person of the team holds the conversation: the message is theirs to read.
@@ -205,13 +204,13 @@ async def retry_run(request: Request) -> Response:
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, RetryRun, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
-    user = None
+    visitor = None
     if agent is not None:  # counted and identified as a message is
-        user = await _person_of(request, runtime, agent, conversation)
+        visitor = await _visitor_of(request, runtime, agent, conversation)
         await runtime.quotas.new_message(
             agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
-    run = await runtime.services.runs.retry(conversation, simulate=body.simulate, user=user)
+    run = await runtime.services.runs.retry(conversation, simulate=body.simulate, visitor=visitor)
     return WireResponse(RunAccepted(run.id), status_code=202)
 
 

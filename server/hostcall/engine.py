@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from hostcall import metrics
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
@@ -64,6 +64,7 @@ from hostcall.store.records import (
     StoredMessage,
 )
 from hostcall.transcript import open_messages
+from hostcall.visitor import Visitor
 
 log = logging.getLogger("hostcall.engine")
 
@@ -115,9 +116,9 @@ class Engine:
         text: str | None,
         *,
         simulate: bool = False,
-        user: dict[str, Any] | None = None,
+        visitor: Visitor | None = None,
     ) -> Run:
-        """A run for the person's new message ``text``; or, with ``text`` None, Retry: a
+        """A run for the visitor's new message ``text``; or, with ``text`` None, Retry: a
         run over the history as it is, after a failed run (the message it failed on is
         not sent, nor stored, again: the thread shows it once, the model reads one turn)."""
         agent = self.agents.loaded.get(conversation.agent_id)
@@ -134,7 +135,7 @@ class Engine:
             RunStatus.RUNNING,
             simulate=simulate,
             agent_digest=agent.digest,
-            user=user,
+            visitor=visitor,
         )
         message_id = new_id("m")
         cid = conversation.id

@@ -8,7 +8,7 @@ by JSON Pointer (``/amount``, ``/tasks/0/title``) and compares it:
 
 ``regex`` is RE2's syntax, matched in linear time (hostcall/patterns.py).
 
-A condition of an input rule may read the signed-in person the run acts for instead, with a
+A condition of an input rule may read the signed-in visitor the run acts for instead, with a
 path under ``$user``: ``$user/sub``, ``$user/claims/plan`` (docs/identity.md). It is the
 verified identity token's, never the model's; with nobody signed in it is missing (so
 ``not_equals`` holds: a rule "block unless plan is pro" blocks anonymous visitors too).
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hostcall import patterns
+from hostcall.visitor import Visitor
 
 OPERATORS = ("equals", "not_equals", "contains", "regex", "gt", "gte", "lt", "lte", "exists")
 ACTIONS = ("block", "require_approval", "redact", "log")
@@ -42,9 +43,9 @@ class Condition:
     op: str
     value: Any = None
 
-    def holds(self, document: Any, user: Any = None) -> bool:
+    def holds(self, document: Any, visitor: Visitor | None = None) -> bool:
         if self.path.startswith(USER):
-            found = _MISSING if user is None else resolve(user, self.path[len(USER) :])
+            found = _MISSING if visitor is None else resolve(visitor.view(), self.path[len(USER) :])
         else:
             found = resolve(document, self.path)
         if self.op == "exists":
@@ -80,8 +81,8 @@ class Guardrail:
     action: str
     fields: tuple[str, ...] = ()
 
-    def matches(self, document: Any, user: Any = None) -> bool:
-        return all(c.holds(document, user) for c in self.when)
+    def matches(self, document: Any, visitor: Visitor | None = None) -> bool:
+        return all(c.holds(document, visitor) for c in self.when)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +111,11 @@ def resolve(document: Any, pointer: str) -> Any:
     return current
 
 
-def evaluate(rules: Sequence[Guardrail], on: str, document: Any, *, user: Any = None) -> list[Hit]:
-    """``user``: the run's verified identity (``{"sub", "claims"}``), for ``$user`` paths."""
-    return [Hit(r.name, r.action, on) for r in rules if r.on == on and r.matches(document, user)]
+def evaluate(
+    rules: Sequence[Guardrail], on: str, document: Any, *, visitor: Visitor | None = None
+) -> list[Hit]:
+    """``visitor``: the signed-in visitor the run acts for, read by ``$user`` paths."""
+    return [Hit(r.name, r.action, on) for r in rules if r.on == on and r.matches(document, visitor)]
 
 
 def redact(rules: Sequence[Guardrail], hits: Sequence[Hit], document: Any) -> Any:

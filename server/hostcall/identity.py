@@ -24,6 +24,7 @@ from typing import Any
 
 from hostcall import envvars
 from hostcall.blocks.http_request import host_port
+from hostcall.visitor import Visitor
 
 IDENTITY_KEYS = {
     "issuer", "audience", "secret_env", "public_key", "jwks_url", "algorithms", "required",
@@ -64,17 +65,17 @@ class IdentityConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class Identity:
-    """A verified visitor: the token's ``sub`` and every claim it carried."""
+class Identity(Visitor):
+    """A visitor verified at the door: who they are, and until when the token says so."""
 
-    sub: str
-    claims: Mapping[str, Any]
-    # The token's ``exp`` (seconds since the epoch): the widget refreshes before it.
+    # The token's ``exp`` (seconds since the epoch): the widget refreshes before it. Not
+    # part of what a run keeps (``Visitor.to_json``).
     expires_at: float
 
-    def to_json(self) -> dict[str, Any]:
-        """What a run keeps of it (``$user`` of its tools and guardrails)."""
-        return {"sub": self.sub, "claims": dict(self.claims)}
+    @property
+    def visitor(self) -> Visitor:
+        """Who a run started now acts for: the visitor, without the token's expiry."""
+        return Visitor(self.sub, self.claims)
 
 
 def parse_identity(

@@ -111,8 +111,8 @@ def test_a_server_tool_gets_the_person_from_the_verified_token(h: Harness, targe
     assert seen.query == "customer=ann&q=shoes"
     assert seen.headers["x-plan"] == "pro"
     run = h.call(h.runtime.store.latest_run, conv.id)
-    assert run is not None and run.user is not None
-    assert (run.user["sub"], run.user["claims"]["plan"]) == ("ann", "pro")
+    assert run is not None and run.visitor is not None
+    assert (run.visitor.sub, run.visitor.claims["plan"]) == ("ann", "pro")
 
 
 def test_the_model_cannot_supply_the_person(h: Harness, target: Live) -> None:
@@ -194,7 +194,7 @@ def test_agui_takes_the_identity_token_as_its_bearer(h: Harness, target: Live) -
     found = h.call(h.runtime.store.get_conversation, cid)
     assert found is not None and found.person == "ann"
     run = h.call(h.runtime.store.latest_run, cid)
-    assert run is not None and run.user is not None and run.user["sub"] == "ann"
+    assert run is not None and run.visitor is not None and run.visitor.sub == "ann"
     # The same thread id from someone else is not Ann's conversation.
     assert thread_conversation_id("shop", "thread-1", "bob") != cid
     assert thread_conversation_id("shop", "thread-1") != cid

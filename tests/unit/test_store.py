@@ -17,7 +17,9 @@ from typing import Any
 import psycopg
 import pytest
 
+from hostcall.blocks import user_values
 from hostcall.errors import LeaseLost, StoreError
+from hostcall.guardrails import evaluate, parse_guardrails
 from hostcall.protocol.events import RunFinished, TextMessageContent
 from hostcall.store import Store, open_store
 from hostcall.store.migrations import Migration, pending
@@ -36,6 +38,7 @@ from hostcall.store.records import (
 )
 from hostcall.store.sqlite import SQLiteStore
 from hostcall.transcript import recent_turns
+from hostcall.visitor import Visitor
 
 OPEN = [CallState.DISPATCHED, CallState.DELIVERED]
 
@@ -1071,20 +1074,62 @@ async def test_a_persons_conversations_are_theirs_listed_last_written_first(stor
     assert [s.conversation.id for s in summaries] == ["c5", "c3", "c2", "c1"]
 
 
-async def test_a_run_keeps_the_identity_it_acts_for(store: Store) -> None:
+async def test_a_run_keeps_the_visitor_it_acts_for(store: Store) -> None:
     await _conversation(store)
-    user = {"sub": "ann", "claims": {"sub": "ann", "plan": "pro", "n": [1, 2]}}
-    await store.create_run(Run("r1", "c1", {"id": "planner"}, RunStatus.WAITING, user=user))
+    ann = Visitor("ann", {"sub": "ann", "plan": "pro", "n": [1, 2]})
+    await store.create_run(Run("r1", "c1", {"id": "planner"}, RunStatus.WAITING, visitor=ann))
     lease = ("run:r2", "me", 10.0)
     await store.create_run(Run("r0", "c1", {"id": "planner"}, RunStatus.FINISHED))
-    assert (await store.get_run("r1")).user == user
-    assert (await store.get_run("r0")).user is None
+    assert (await store.get_run("r1")).visitor == ann
+    assert (await store.get_run("r0")).visitor is None
     await store.update_run("r1", status=RunStatus.FINISHED)
     start = await store.create_run_alone(
-        Run("r2", "c1", {"id": "planner"}, RunStatus.RUNNING, user=user), lease
+        Run("r2", "c1", {"id": "planner"}, RunStatus.RUNNING, visitor=ann), lease
     )
     assert start.busy is None
-    assert (await store.latest_run("c1")).user == user
+    assert (await store.latest_run("c1")).visitor == ann
+
+
+# The ``identity`` column's text as every release so far has written it: a run stored then
+# must resume with the same ``$user`` values (and a run stored now is written the same way).
+STORED_VISITOR = '{"sub":"ann","claims":{"sub":"ann","plan":"pro","tier":2,"n":[1,2]}}'
+
+
+async def test_a_run_stored_with_the_old_visitor_json_renders_user_the_same(
+    store: Store, store_target: Any
+) -> None:
+    await _conversation(store)
+    await store.create_run(Run("r1", "c1", {"id": "planner"}, RunStatus.WAITING))
+    update = "UPDATE runs SET identity = {} WHERE id = 'r1'"
+    if isinstance(store, SQLiteStore):
+        store._db.execute(update.format("?"), (STORED_VISITOR,))
+    else:
+        with psycopg.connect(str(store_target), autocommit=True) as db:
+            db.execute(update.format("%s"), (STORED_VISITOR,))
+    run = await store.get_run("r1")
+    assert run.visitor == Visitor("ann", {"sub": "ann", "plan": "pro", "tier": 2, "n": [1, 2]})
+    keys = ["$user.sub", "$user.claims.plan", "$user.claims.tier", "$fromAI.q"]
+    assert user_values(run.visitor, keys) == {
+        "$user.sub": "ann", "$user.claims.plan": "pro", "$user.claims.tier": 2,
+    }  # fmt: skip
+    pro = parse_guardrails(
+        [{"name": "pro", "on": "input", "action": "log",
+          "when": {"path": "$user/claims/plan", "op": "equals", "value": "pro"}}]
+    )  # fmt: skip
+    assert [h.rule for h in evaluate(pro, "input", {}, visitor=run.visitor)] == ["pro"]
+    # Written back as it was read.
+    await store.create_run(
+        Run("r2", "c1", {"id": "planner"}, RunStatus.FINISHED, visitor=run.visitor)
+    )
+    select = "SELECT identity FROM runs WHERE id = 'r2'"
+    if isinstance(store, SQLiteStore):
+        written = store._db.execute(select).fetchone()[0]
+    else:
+        with psycopg.connect(str(store_target), autocommit=True) as db:
+            row = db.execute(select).fetchone()
+            assert row is not None
+            written = row[0]
+    assert written == STORED_VISITOR
 
 
 async def test_a_broken_lease_fences_its_holder_out_of_every_write(store: Store) -> None:

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from hostcall.errors import ToolErrorCode
+from hostcall.visitor import Visitor
 
 PARAM_TYPES = ("string", "number", "integer", "boolean")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _EXPR = re.compile(r"\{\{(.*?)\}\}", re.S)
 _REF = re.compile(r"\s*\$fromAI\.([A-Za-z_][A-Za-z0-9_]*)\s*\Z")
-# The signed-in person the run acts for (docs/identity.md): fixed by the server, never the
+# The signed-in visitor the run acts for (docs/identity.md): fixed by the server, never the
 # model's. Its values are found under these keys, which no AI parameter can have (a key is
 # letters, digits and _), so the model's arguments can neither supply nor change them.
 _USER_REF = re.compile(r"\s*(\$user\.(?:sub|claims\.[A-Za-z_][A-Za-z0-9_]*))\s*\Z")
@@ -145,21 +146,22 @@ def uses_user(parts: Sequence[str | AiRef]) -> bool:
     return any(isinstance(p, AiRef) and p.key.startswith(USER_PREFIX) for p in parts)
 
 
-def user_values(user: Mapping[str, Any] | None, keys: Collection[str]) -> dict[str, Any]:
-    """The ``$user`` values the templates name (``keys``), from the run's verified identity.
-    ``NotAuthorized``-like refusal is the caller's: this raises ``MissingUser`` when the run
-    has no person, or their token lacks a named claim."""
+def user_values(visitor: Visitor | None, keys: Collection[str]) -> dict[str, Any]:
+    """The ``$user`` values the templates name (``keys``), from the signed-in visitor the run
+    acts for. ``NotAuthorized``-like refusal is the caller's: this raises ``MissingUser`` when
+    nobody is signed in, or their token lacks a named claim."""
     wanted = [k for k in keys if k.startswith(USER_PREFIX)]
     if not wanted:
         return {}
-    if user is None:
+    if visitor is None:
         raise MissingUser("This tool acts for a signed-in person, and nobody is signed in.")
-    claims = user.get("claims") or {}
+    view = visitor.view()
+    claims = view["claims"]
     values: dict[str, Any] = {}
     for key in wanted:
         name = key[len(USER_PREFIX) :]
         if name == "sub":
-            values[key] = user.get("sub")
+            values[key] = view["sub"]
         elif (claim := name.removeprefix("claims.")) in claims:
             values[key] = claims[claim]
         else:

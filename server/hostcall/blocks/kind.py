@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from hostcall.blocks import user_values
+from hostcall.visitor import Visitor
 
 if TYPE_CHECKING:
     from hostcall.blocks.mcp.pool import McpPool
@@ -43,11 +44,11 @@ class PersonQueue(Protocol):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallContext:
     """What one call of a block runs with: the model's ``arguments`` as the call holds them,
-    the ``visitor`` the run acts for (their verified identity) or None, and the services of
+    the signed-in ``visitor`` the run acts for or None (anonymous), and the services of
     the process a block may use."""
 
     arguments: Any
-    visitor: Mapping[str, Any] | None
+    visitor: Visitor | None
     conversation_id: str
     # Live: an environment narrowed since the run started applies to its next call.
     environment: Environment

@@ -71,7 +71,7 @@ class Proposals:
                 )
         hits: list[Hit] = []
         if failure is None and tool and tool.guardrails:
-            hits = evaluate(tool.guardrails, "input", value, user=run.user)
+            hits = evaluate(tool.guardrails, "input", value, visitor=run.visitor)
             await self.moves.record_hits(unit, cid, call_id, name, hits)
             blocked = next((h for h in hits if h.action == "block"), None)
             if blocked:

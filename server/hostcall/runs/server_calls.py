@@ -48,7 +48,7 @@ class ServerCalls:
         context = CallContext(
             arguments=call.input,
             # The visitor the run acts for fills the $user values, never the model.
-            visitor=run.user if run else None,
+            visitor=run.visitor if run else None,
             conversation_id=call.conversation_id,
             environment=platform.environment(agent.environment),
             platform=platform,

@@ -163,7 +163,7 @@ class Measure:
         metrics.MODEL_TOKENS.labels(self.label, "output", source).inc(wrote)
         if not cut_off:  # (a cut-off call's span was recorded with its error)
             self._trace(seconds, record, end.finish_reason if end is not None else None)
-        person = self.run.user.get("sub") if self.run.user else None
+        person = self.run.visitor.sub if self.run.visitor else None
         return StepUsage(record, self.agent, person)
 
     def _trace(

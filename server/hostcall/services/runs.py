@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from hostcall.engine import Engine
 from hostcall.errors import Conflict, HeldByPerson, NotFound
@@ -15,6 +14,7 @@ from hostcall.handoff import HumanHandoff
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.store.interfaces import Runs
 from hostcall.store.records import Conversation, Run, RunStatus
+from hostcall.visitor import Visitor
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +38,11 @@ class RunService:
         text: str,
         *,
         simulate: bool = False,
-        user: dict[str, Any] | None = None,
+        visitor: Visitor | None = None,
     ) -> Run:
         """A run for the message ``text``; ``HeldByPerson`` while a person of the team
         holds the conversation (an AG-UI client is told so)."""
-        return await self.engine.start_run(conversation, text, simulate=simulate, user=user)
+        return await self.engine.start_run(conversation, text, simulate=simulate, visitor=visitor)
 
     async def send(
         self,
@@ -50,12 +50,12 @@ class RunService:
         text: str,
         *,
         simulate: bool = False,
-        user: dict[str, Any] | None = None,
+        visitor: Visitor | None = None,
     ) -> Run | Held:
         """The visitor's message: a run for it, or, while a person holds the conversation,
         the message kept for them to read."""
         try:
-            return await self.start(conversation, text, simulate=simulate, user=user)
+            return await self.start(conversation, text, simulate=simulate, visitor=visitor)
         except HeldByPerson as held:
             message_id = await HumanHandoff(self.engine.journal, clock=self.clock).keep_for_person(
                 conversation, text
@@ -63,10 +63,10 @@ class RunService:
             return Held(message_id, held.person)
 
     async def retry(
-        self, conversation: Conversation, *, simulate: bool, user: dict[str, Any] | None
+        self, conversation: Conversation, *, simulate: bool, visitor: Visitor | None
     ) -> Run:
         """After a failed run: a new run over the history as it is; nothing is re-sent."""
-        return await self.engine.start_run(conversation, None, simulate=simulate, user=user)
+        return await self.engine.start_run(conversation, None, simulate=simulate, visitor=visitor)
 
     async def stop(self, conversation_id: str, run_id: str) -> Run:
         """The visitor's Stop: the run of this conversation and its open calls end as

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from hostcall.calls.transitions import OPEN_STATES, CallState
+from hostcall.visitor import Visitor
 
 __all__ = [
     "ANONYMOUS_SURFACE",
@@ -106,10 +107,11 @@ class Run:
     # Names ``agent`` in the store (hostcall/store/definitions.py); "" for a run not stored
     # yet, whose store computes it. Derived from ``agent``, so not compared.
     agent_digest: str = field(default="", compare=False)
-    # Who the run acts for: the verified identity of the person who started it (``{"sub",
-    # "claims"}``, hostcall/identity.py), frozen with it; None for an anonymous visitor. Its
-    # tools' ``$user`` parameters and guardrails read it; nothing the model says changes it.
-    user: dict[str, Any] | None = None
+    # Who the run acts for: the signed-in visitor who started it (hostcall/visitor.py; the
+    # ``identity`` column holds its ``to_json``), frozen with it; None for an anonymous
+    # visitor. Its tools' ``$user`` parameters and guardrails read it; nothing the model says
+    # changes it.
+    visitor: Visitor | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from hostcall.store.records import (
     Surface,
     User,
 )
+from hostcall.visitor import Visitor
 
 # The only run and call fields an update may change (guards the f-string SQL builders).
 RUN_FIELDS = frozenset({"status", "step", "error"})
@@ -169,7 +170,7 @@ def run(row: Mapping[str, Any], agent: Any) -> Run:
         error=load(row["error"]) if row["error"] else None,
         simulate=bool(row["simulate"]),
         agent_digest=row["agent_digest"],
-        user=load(row["identity"]) if row["identity"] else None,
+        visitor=Visitor.from_json(load(row["identity"])) if row["identity"] else None,
     )
 
 

@@ -137,8 +137,8 @@ class RunTables(Coordination, Runs):
 
     @staticmethod
     def _run_values(run: Run, digest: str) -> tuple[Any, ...]:
-        user = rows.dump(run.user) if run.user is not None else None
-        return (run.id, run.conversation_id, digest, run.status, run.step, run.simulate, user)
+        visitor = rows.dump(run.visitor.to_json()) if run.visitor is not None else None
+        return (run.id, run.conversation_id, digest, run.status, run.step, run.simulate, visitor)
 
     async def _runs(self, found: list[Row]) -> list[Run]:
         """Rows to runs, each with the agent definition its digest names (read from the

@@ -123,7 +123,7 @@ UPDATE conversations SET updated_at = created_at;
 CREATE INDEX conversations_by_person ON conversations (agent_id, person, updated_at DESC, id DESC)
     WHERE person IS NOT NULL;
 """),
-    # The verified identity a run acts for (Run.user), frozen when it starts.
+    # The signed-in visitor a run acts for (Run.visitor's to_json), frozen when it starts.
     Migration(14, "run identities", """
 ALTER TABLE runs ADD COLUMN identity TEXT;
 """),

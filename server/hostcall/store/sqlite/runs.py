@@ -49,7 +49,7 @@ class RunTables(Coordination, Runs):
                 run.step,
                 None,
                 int(run.simulate),
-                rows.dump(run.user) if run.user is not None else None,
+                rows.dump(run.visitor.to_json()) if run.visitor is not None else None,
             ),
         )
 
