@@ -160,8 +160,8 @@ async def post_message(request: Request) -> Response:
         conversation, body.text, simulate=body.simulate, visitor=visitor
     )
     if isinstance(sent, Held):
-        # A person of the team holds the conversation: the message is theirs to read.
-        return WireResponse(MessageHeld(sent.message_id, sent.person), status_code=202)
+        # A member of the operator's team holds the conversation: the message is theirs to read.
+        return WireResponse(MessageHeld(sent.message_id, sent.member), status_code=202)
     return WireResponse(RunAccepted(sent.id), status_code=202)
 
 

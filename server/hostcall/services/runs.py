@@ -19,11 +19,11 @@ from hostcall.visitor import Visitor
 
 @dataclass(frozen=True, slots=True)
 class Held:
-    """A visitor's message while ``person`` of the team holds the conversation: kept for
-    them, no run started."""
+    """A visitor's message while ``member`` of the operator's team holds the conversation:
+    kept for them, no run started (the wire calls them ``person``: ``MessageHeld``)."""
 
     message_id: str
-    person: str
+    member: str
 
 
 class RunService:
@@ -40,7 +40,7 @@ class RunService:
         simulate: bool = False,
         visitor: Visitor | None = None,
     ) -> Run:
-        """A run for the message ``text``; ``HeldByPerson`` while a person of the team
+        """A run for the message ``text``; ``HeldByPerson`` while a member of the team
         holds the conversation (an AG-UI client is told so)."""
         return await self.engine.start_run(conversation, text, simulate=simulate, visitor=visitor)
 
@@ -52,7 +52,7 @@ class RunService:
         simulate: bool = False,
         visitor: Visitor | None = None,
     ) -> Run | Held:
-        """The visitor's message: a run for it, or, while a person holds the conversation,
+        """The visitor's message: a run for it, or, while a team member holds the conversation,
         the message kept for them to read."""
         try:
             return await self.start(conversation, text, simulate=simulate, visitor=visitor)
