@@ -215,3 +215,49 @@ def test_agui_refuses_a_bad_identity_and_stores_nothing(h: Harness) -> None:
     for person in (None, "ann"):
         cid = thread_conversation_id("shop", "t", person)
         assert h.call(h.runtime.store.get_conversation, cid) is None
+
+
+# The ``runs.identity`` column's text as every release so far has written it.
+STORED_VISITOR = '{"sub":"ann","claims":{"sub":"ann","plan":"gold"}}'
+
+
+def test_a_run_stored_with_the_old_visitor_json_resumes_with_the_same_user(
+    tmp_path: Path, target: Live
+) -> None:
+    directory = tmp_path / "agents"
+    write_agent(directory, {
+        "environments": {"dev": {"allowed_hosts": [target.host]}},
+        "allowed_env": [SECRET_ENV],
+    }, name="_platform.json")  # fmt: skip
+    write_agent(directory, agent(target, tools=[whoami(target) | {"approval": "always"}, GUARDED]))
+    h = Harness(tmp_path, directory, environ={SECRET_ENV: SECRET})
+    target.rec.clear()
+    try:
+        conv, who = start(h, "ann", plan="pro")
+        r = h.http.post(
+            f"/api/conversations/{conv.id}/messages",
+            json={"text": "orders shoes"},
+            headers=conv.auth | who,
+        )
+        assert r.status_code == 202, r.text
+        call = h.open_call(conv, "awaiting_confirmation")
+        run = h.call(h.runtime.store.latest_run, conv.id)
+        assert run is not None
+
+        # The waiting run's row as an earlier release stored it, with another claim, so
+        # what the tool sends can only have come from that text.
+        async def store_old_shape() -> None:
+            h.runtime.store._db.execute(  # type: ignore[attr-defined]
+                "UPDATE runs SET identity = ? WHERE id = ?", (STORED_VISITOR, run.id)
+            )
+
+        h.call(store_old_shape)
+        h.restart()
+        assert h.decide(call, "approve").status_code == 200
+        snap = h.settle(conv)
+        assert snap["calls"][-1]["state"] == "answered", snap["calls"][-1]
+        seen = target.rec.last
+        assert seen.query == "customer=ann&q=shoes"
+        assert seen.headers["x-plan"] == "gold"
+    finally:
+        h.stop()
