@@ -36,7 +36,7 @@ class Target:
 
 
 class PersonQueue(Protocol):
-    """Queues a conversation for a person of the operator's team (hostcall/handoff.py)."""
+    """Queues a conversation for a member of the operator's team (hostcall/handoff.py)."""
 
     async def ask_for_person(self, conversation_id: str) -> bool: ...
 
