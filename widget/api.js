@@ -24,10 +24,8 @@ const RESUME_PAUSES = [150, 500]
  *
  * Sessions: the session token lives in this closure only, never in storage a
  * neighbour could read. To survive a reload the server keeps it in an HttpOnly cookie that
- * no script can read, sent only to the agent's endpoints (`/api/agents/{id}/…`): `resume`
- * hands it back rotated, with `key` only (other ports get the cookie, not it), and `create`
- * sends it so the new conversation joins this browser's history (the key alone, which any
- * script of the host page reads, would start a new one). A request refused
+ * no script can read, sent only to `/api/agents/{id}/…` (`resume` hands it back rotated,
+ * with `key` only; `create` joins this browser's history with it). A request refused
  * with `session_replaced` (another tab resumed) resumes once and is retried; that resume
  * also sends the token this tab held, so the server hands it the current session without
  * rotating again (which would replace the other tab in turn).
