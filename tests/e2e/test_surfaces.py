@@ -269,8 +269,10 @@ def test_closing_the_tab_running_a_write_sends_it_to_the_form_in_the_others(
 
     cards = [w.call("create_task") for w in (widget_a, widget_b)]
     for card in cards:
+        # "waiting" holds before the move too (the call runs in another tab): the note is
+        # the sign that the closed tab's call came here, after its leave reached the server.
         expect(card).to_have_attribute("data-state", "waiting", timeout=SLOW)
-        expect(note(card)).to_have_text(WRITE_GONE)
+        expect(note(card)).to_have_text(WRITE_GONE, timeout=SLOW)
     shot(page_b, "surfaces-04-write-tab-closed-form")
     form = cards[0].locator("[data-part=form][data-purpose=answer]")
     form.locator("[data-part=input][data-path='/id']").fill("T-cat")
