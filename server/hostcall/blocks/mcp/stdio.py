@@ -166,7 +166,7 @@ async def stdio_transport(server: McpServer, link: Link) -> AsyncIterator[Stream
                 # Its last words (a traceback, as it died) are logged before the pipe closes.
                 with anyio.move_on_after(GRACE_SECONDS):
                     await stderr_read.wait()
-                await _close_pipes(process)
+                await _close(process)
                 await from_server.aclose()
             tasks.cancel_scope.cancel()
 
@@ -232,11 +232,14 @@ async def _stop(process: Process, link: Link) -> None:
     await _stop_group(process)
 
 
-async def _close_pipes(process: Process) -> None:
-    for pipe in (process.stdout, process.stderr):
-        if pipe is not None:
-            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                await pipe.aclose()
+async def _close(process: Process) -> None:
+    """Close the command's pipes, each at our end: one that a process it started still holds
+    open never reads its end, and a transport left open fails as it is collected once the
+    event loop is gone."""
+    with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        await process.aclose()
+    # The pipes report closed on the loop's next turn; the transport closes as they do.
+    await anyio.lowlevel.checkpoint()
 
 
 async def _stop_group(process: Process) -> None:
