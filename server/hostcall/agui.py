@@ -78,7 +78,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
     declared = frozenset(body.tools)
     queue = runtime.broker.subscribe(conversation.id)
     try:
-        start = await runtime.store.last_seq(conversation.id)
+        start = await runtime.services.logs.end(conversation.id)
         answered = await runtime.services.calls.answer_from_client(conversation.id, body.messages)
         if not answered:
             visitor = identity.visitor if identity else None
@@ -96,7 +96,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
         ended = False
         try:
             while True:
-                for event in await runtime.store.events_after(conversation.id, last):
+                for event in await runtime.services.logs.after(conversation.id, last):
                     last = event.seq
                     out = await relay.translate(event.name, event.data)
                     if out is not None:
@@ -123,7 +123,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
                 # AG-UI run lives only as long as its request (nothing resumes its stream).
                 # Stop it, as the widget's Stop does, in a task of the engine's own: this
                 # one is being cancelled.
-                runtime.engine.tasks.spawn(runtime.services.runs.stop_abandoned(conversation.id))
+                runtime.services.runs.abandon(conversation.id)
 
     return EventSourceResponse(
         frames(),

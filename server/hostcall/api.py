@@ -7,9 +7,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from hostcall import metrics
 from hostcall.agents import Agent
-from hostcall.errors import BadRequest, Forbidden, NotFound, Unprocessable
+from hostcall.errors import BadRequest, Forbidden, NotFound
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.requests import (
@@ -36,7 +35,6 @@ from hostcall.services.runs import Held
 from hostcall.session_requests import client_of, session_conversation
 from hostcall.store.records import (
     Conversation,
-    Feedback,
 )
 from hostcall.visitor import Visitor
 
@@ -176,25 +174,7 @@ async def message_feedback(request: Request) -> Response:
         conversation.agent_id, limits, conversation.id, client_of(request)
     )
     message_id = request.path_params["message_id"]
-    found = {m.id: m for m in await runtime.store.list_messages(conversation.id)}.get(message_id)
-    if found is None:  # another conversation's message is not found here either
-        raise NotFound(
-            f"no message {message_id[:80]!r} in this conversation", code=ErrorCode.UNKNOWN_MESSAGE
-        )
-    if found.role != "assistant" or not found.text:
-        raise Unprocessable(
-            f"message {message_id} is not a reply of the agent's ({found.role})",
-            code=ErrorCode.NOT_A_REPLY,
-        )
-    feedback = Feedback(conversation.id, message_id, body.rating, body.comment, runtime.clock())
-    async with runtime.store.transaction():
-        changed = await runtime.store.save_feedback(feedback)
-    # A new rating or a changed one, never the same sent again: the rate of thumbs down is
-    # what an operator watches; the stored rating (one per reply) is the console's.
-    if changed:
-        metrics.FEEDBACK.labels(
-            agent=metrics.agent_label(conversation.agent_id), rating=body.rating
-        ).inc()
+    await runtime.services.feedback.rate(conversation, message_id, body.rating, body.comment)
     return WireResponse(FeedbackSaved(message_id, body.rating, body.comment))
 
 

@@ -31,7 +31,6 @@ from hostcall.errors import (
     Unauthorized,
     Unavailable,
 )
-from hostcall.handoff import HumanHandoff
 from hostcall.identities import Identities
 from hostcall.journal import Journal
 from hostcall.leases import Leases
@@ -159,11 +158,6 @@ class Runtime:
     ) -> str:
         """``Sessions.stream_ticket``: a stream token that opens one stream, once."""
         return self.sessions.stream_ticket(conversation_id, generation, person)
-
-    @property
-    def handoff(self) -> HumanHandoff:
-        """Human handoff (hostcall/handoff.py): holds nothing of its own."""
-        return HumanHandoff(self.engine.journal, clock=self.clock)
 
     async def agent_of_conversation(self, conversation_id: str) -> str | None:
         """The id of the conversation's agent, or None if there is no such conversation.

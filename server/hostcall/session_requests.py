@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from hostcall.errors import Forbidden, NotFound
+from hostcall.errors import Forbidden
 from hostcall.origins import check_request_origin
-from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
 from hostcall.sessions import bearer_token
 from hostcall.store.records import Conversation
@@ -28,9 +27,7 @@ async def session_claims(request: Request, runtime: Runtime) -> tuple[Conversati
     conversation_id = request.path_params["conversation_id"]
     if claims.conversation_id != conversation_id:
         raise Forbidden(f"this session token is for another conversation than {conversation_id}")
-    conversation = await runtime.store.get_conversation(conversation_id)
-    if conversation is None:
-        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
+    conversation = await runtime.services.conversations.get(conversation_id)
     runtime.sessions.check_generation(conversation, claims)
     check_origin(request, runtime, conversation.agent_id)
     return conversation, claims

@@ -88,7 +88,7 @@ async def test_an_operator_ending_a_call_resumes_its_run(runtime: Runtime) -> No
     queue = runtime.broker.subscribe(conversation.id)
     call = await _waiting_call(runtime, queue, conversation)
 
-    await services.calls.end(call.id)
+    await services.calls.end(call.id, operator="ops")
 
     await _until(queue, EventType.RUN_FINISHED)
     ended = await runtime.store.get_call(call.id)

@@ -15,7 +15,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from hostcall.console.accounts import Role
-from hostcall.console.audit import record
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.console.usage_page import money
@@ -40,7 +39,7 @@ from hostcall.protocol.requests import Decision, read_body
 from hostcall.protocol.responses import CallStatus
 from hostcall.protocol.wire import to_wire
 from hostcall.responses import WireResponse
-from hostcall.runtime import Runtime, runtime_of
+from hostcall.runtime import Runtime, runtime_of, services_of
 from hostcall.store.interfaces import (
     Audit,
     Calls,
@@ -259,16 +258,7 @@ async def answer_call(request: Request) -> Response:
     if "output" not in body:
         raise BadRequest("field 'output' is required", field="output")
     call = await runtime.services.calls.answer_as_operator(
-        request.path_params["call_id"], body["output"]
-    )
-    where = {"conversation_id": call.conversation_id, "call_id": call.id}
-    await record(
-        runtime.store,
-        runtime.clock,
-        operator_of(request).name,
-        "call.answer",
-        **where,
-        output=body["output"],
+        request.path_params["call_id"], body["output"], operator=operator_of(request).name
     )
     return WireResponse(CallStatus(call.state.value))
 
@@ -278,22 +268,9 @@ async def decide_call(request: Request) -> Response:
     runtime = runtime_of(request)
     # The visitor's decision body, read by the same code.
     body = await read_body(request, Decision, runtime.settings.max_body_bytes)
-    call = await runtime.services.calls.decide_as_operator(request.path_params["call_id"], body)
-    who = operator_of(request).name
-    where = {"conversation_id": call.conversation_id, "call_id": call.id}
-    if body.decision == "approve":
-        await record(
-            runtime.store,
-            runtime.clock,
-            who,
-            "call.approve",
-            **where,
-            edited=body.input,
-            scope=body.scope,
-        )
-    else:
-        reason = (body.reason or "").strip()
-        await record(runtime.store, runtime.clock, who, "call.reject", **where, reason=reason)
+    call = await runtime.services.calls.decide_as_operator(
+        request.path_params["call_id"], body, operator=operator_of(request).name
+    )
     return WireResponse(CallStatus(call.state.value))
 
 
@@ -301,24 +278,15 @@ async def decide_call(request: Request) -> Response:
 async def expire_call(request: Request) -> Response:
     """ "End call": the call fails with ``operator_ended``; the model is told an operator
     ended it (not that it timed out), the visitor reads a sentence of its own."""
-    runtime = runtime_of(request)
-    call = await runtime.services.calls.end(request.path_params["call_id"])
-    await record(runtime.store, runtime.clock, operator_of(request).name, "call.expire",
-           conversation_id=call.conversation_id, call_id=call.id)  # fmt: skip
+    await services_of(request).calls.end(
+        request.path_params["call_id"], operator=operator_of(request).name
+    )
     return WireResponse(CallStatus(CallState.FAILED.value))
 
 
 @guarded(Role.OPERATOR)
 async def cancel_run(request: Request) -> Response:
-    runtime = runtime_of(request)
-    run_id = request.path_params["run_id"]
-    run = await runtime.services.runs.cancel(run_id)
-    await record(
-        runtime.store,
-        runtime.clock,
-        operator_of(request).name,
-        "run.cancel",
-        conversation_id=run.conversation_id,
-        run_id=run_id,
+    await services_of(request).runs.cancel(
+        request.path_params["run_id"], operator=operator_of(request).name
     )
     return WireResponse(RunCancelled("failed"))

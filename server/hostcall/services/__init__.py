@@ -16,6 +16,9 @@ from hostcall.engine import Engine
 from hostcall.quotas import Quotas
 from hostcall.services.calls import CallService
 from hostcall.services.conversations import ConversationService
+from hostcall.services.feedback import FeedbackService
+from hostcall.services.handoffs import HandoffService
+from hostcall.services.logs import LogService
 from hostcall.services.runs import RunService
 from hostcall.services.snapshots import SnapshotService
 from hostcall.services.surfaces import SurfaceService
@@ -23,6 +26,9 @@ from hostcall.services.surfaces import SurfaceService
 __all__ = [
     "CallService",
     "ConversationService",
+    "FeedbackService",
+    "HandoffService",
+    "LogService",
     "RunService",
     "Services",
     "SnapshotService",
@@ -34,16 +40,23 @@ __all__ = [
 class Services:
     calls: CallService
     conversations: ConversationService
+    feedback: FeedbackService
+    handoffs: HandoffService
+    logs: LogService
     runs: RunService
     snapshots: SnapshotService
     surfaces: SurfaceService
 
     @classmethod
     def build(cls, engine: Engine, quotas: Quotas, *, clock: Callable[[], float]) -> Services:
+        runs = RunService(engine, clock=clock)
         return cls(
-            calls=CallService(engine),
+            calls=CallService(engine, clock=clock),
             conversations=ConversationService(engine, quotas, clock=clock),
-            runs=RunService(engine, clock=clock),
+            feedback=FeedbackService(engine, clock=clock),
+            handoffs=HandoffService(engine, runs, clock=clock),
+            logs=LogService(engine),
+            runs=runs,
             snapshots=SnapshotService(engine),
             surfaces=SurfaceService(engine),
         )

@@ -7,7 +7,8 @@ acts on it, here and nowhere else, so no route can forget to resume a run.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from hostcall import strictjson
 from hostcall.calls.outcomes import CallExpired, Moved
@@ -18,7 +19,7 @@ from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.requests import CallResult, Decision
 from hostcall.protocol.responses import CallView
 from hostcall.protocol.run_input import InputMessage
-from hostcall.store.interfaces import Calls
+from hostcall.store.interfaces import Audit, Calls
 from hostcall.store.records import AuditEntry, Call
 from hostcall.tokens import Claims
 
@@ -27,14 +28,20 @@ from hostcall.tokens import Claims
 VISITOR = "visitor"
 
 
+class _CallStore(Audit, Calls, Protocol):
+    """What the call use cases touch: the calls, and the audit of an operator's action."""
+
+
 class CallService:
     """Answers and decisions, each followed by what its write left to do."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, clock: Callable[[], float]) -> None:
         self.engine = engine
-        self.store: Calls = engine.journal.store
+        self.store: _CallStore = engine.journal.store
         self.answers = engine.ledger.answers
         self.clock = engine.ledger.moves.clock
+        # The runtime's clock: an operator's audit entry is dated on it, as the console's are.
+        self.audit_clock = clock
 
     def _visitor_did(
         self, action: str, claims: Claims, call_id: str, **details: object
@@ -116,25 +123,40 @@ class CallService:
             raise Gone(f"call {call_id} passed its deadline and has expired")
         return call
 
-    async def answer_as_operator(self, call_id: str, output: Any) -> Call:
-        call = await self._open_call(call_id)
-        return await self.engine.follow(await self.answers.answer(call, output, by="operator"))
+    async def _operator_did(self, operator: str, action: str, call: Call, **details: Any) -> None:
+        """The audit entry of an operator's action on a call, written once it is done."""
+        entry = AuditEntry(self.audit_clock(), operator, action, call.conversation_id, call.id,
+                           details=details)  # fmt: skip
+        await self.store.add_audit(entry)
 
-    async def decide_as_operator(self, call_id: str, decision: Decision) -> Call:
+    async def answer_as_operator(self, call_id: str, output: Any, *, operator: str) -> Call:
+        call = await self._open_call(call_id)
+        call = await self.engine.follow(await self.answers.answer(call, output, by="operator"))
+        await self._operator_did(operator, "call.answer", call, output=output)
+        return call
+
+    async def decide_as_operator(self, call_id: str, decision: Decision, *, operator: str) -> Call:
         """The visitor's decision body; a token, if sent, is ignored: the operator's session
         is the authority here."""
         call = await self._open_call(call_id)
         moved: Moved
+        reason = (decision.reason or "").strip()
         if decision.decision == "approve":
             moved = await self.answers.approve(call, decision.input, decision.scope)
         else:
-            reason = (decision.reason or "").strip()
             # The model reads this: say the decision came from an operator, not the visitor.
             said = f"(an operator decided) {reason}".strip()[:MAX_REASON_CHARS]
             moved = await self.answers.reject(call, said)
-        return await self.engine.follow(moved)
+        call = await self.engine.follow(moved)
+        if decision.decision == "approve":
+            await self._operator_did(
+                operator, "call.approve", call, edited=decision.input, scope=decision.scope
+            )
+        else:
+            await self._operator_did(operator, "call.reject", call, reason=reason)
+        return call
 
-    async def end(self, call_id: str) -> Call:
+    async def end(self, call_id: str, *, operator: str) -> Call:
         """An operator's "End call": the call fails with ``operator_ended``, and its run goes
         on. The call as it was found."""
         call = await self._open_call(call_id)
@@ -146,6 +168,7 @@ class CallService:
                 f"call {call.id} is already {call.state.value}", code=ErrorCode.CALL_ALREADY_SETTLED
             )
         self.engine.resume(ended)
+        await self._operator_did(operator, "call.expire", call)
         return call
 
     # ---- an AG-UI client's -----------------------------------------------------------------

@@ -60,6 +60,15 @@ class ConversationService:
     async def find(self, conversation_id: str) -> Conversation | None:
         return await self.store.get_conversation(conversation_id)
 
+    async def get(self, conversation_id: str) -> Conversation:
+        """The conversation; ``NotFound`` (``unknown_conversation``) if there is none."""
+        conversation = await self.store.get_conversation(conversation_id)
+        if conversation is None:
+            raise NotFound(
+                f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION
+            )
+        return conversation
+
     async def thread(
         self,
         conversation_id: str,

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from hostcall.engine import Engine
 from hostcall.errors import Conflict, HeldByPerson, NotFound
 from hostcall.handoff import HumanHandoff
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
-from hostcall.store.interfaces import Runs
-from hostcall.store.records import Conversation, Run, RunStatus
+from hostcall.store.interfaces import Audit, Runs
+from hostcall.store.records import AuditEntry, Conversation, Run, RunStatus
 from hostcall.visitor import Visitor
 
 
@@ -26,10 +27,14 @@ class Held:
     member: str
 
 
+class _RunStore(Audit, Runs, Protocol):
+    """What the run use cases touch: the runs, and the audit of an operator's cancel."""
+
+
 class RunService:
     def __init__(self, engine: Engine, *, clock: Callable[[], float]) -> None:
         self.engine = engine
-        self.store: Runs = engine.journal.store
+        self.store: _RunStore = engine.journal.store
         self.clock = clock
 
     async def start(
@@ -76,9 +81,13 @@ class RunService:
             raise NotFound(f"no run {run_id} in {conversation_id}", code=ErrorCode.UNKNOWN_RUN)
         return await self.engine.stop_run(run_id, RunErrorCode.CANCELLED)
 
-    async def cancel(self, run_id: str) -> Run:
-        """An operator's cancel: the run fails with ``operator_cancelled``."""
-        return await self.engine.stop_run(run_id, RunErrorCode.OPERATOR_CANCELLED)
+    async def cancel(self, run_id: str, *, operator: str) -> Run:
+        """An operator's cancel: the run fails with ``operator_cancelled``; audited."""
+        run = await self.engine.stop_run(run_id, RunErrorCode.OPERATOR_CANCELLED)
+        entry = AuditEntry(self.clock(), operator, "run.cancel", run.conversation_id,
+                           details={"run_id": run_id})  # fmt: skip
+        await self.store.add_audit(entry)
+        return run
 
     async def cancel_latest(self, conversation_id: str) -> bool:
         """An operator takes the conversation over: the agent stops answering, its run
@@ -90,6 +99,11 @@ class RunService:
         """The conversation's run, if it still goes on, stopped as the visitor's Stop does:
         its client went away (an AG-UI run lives only as long as its request)."""
         await self._stop_latest(conversation_id, RunErrorCode.CANCELLED)
+
+    def abandon(self, conversation_id: str) -> None:
+        """``stop_abandoned``, in a task of the engine's own: the request whose client went
+        away is being cancelled, and the stop must outlive it."""
+        self.engine.tasks.spawn(self.stop_abandoned(conversation_id))
 
     async def _stop_latest(self, conversation_id: str, code: RunErrorCode) -> bool:
         run = await self.store.latest_run(conversation_id)

@@ -1,0 +1,21 @@
+"""A conversation's log of events as a stream reads it: where it ends, and what follows a
+seq (an AG-UI request's stream, hostcall/agui.py)."""
+
+from __future__ import annotations
+
+from hostcall.engine import Engine
+from hostcall.protocol.frames import Event
+from hostcall.store.interfaces import Events
+
+
+class LogService:
+    def __init__(self, engine: Engine) -> None:
+        self.store: Events = engine.journal.store
+
+    async def end(self, conversation_id: str) -> int:
+        """The seq of the conversation's last event (0: none yet)."""
+        return await self.store.last_seq(conversation_id)
+
+    async def after(self, conversation_id: str, seq: int) -> list[Event]:
+        """The conversation's events after ``seq``, in order (up to the store's page of 1,000)."""
+        return await self.store.events_after(conversation_id, seq)
