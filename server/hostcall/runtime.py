@@ -15,6 +15,7 @@ from starlette.requests import HTTPConnection
 from hostcall import metrics
 from hostcall.agents import Agent, load_agents
 from hostcall.backlog import Backlog
+from hostcall.blocks.mcp.pool import McpPool
 from hostcall.broker import Broker
 from hostcall.calls.answers import Answers
 from hostcall.calls.moves import CallMoves
@@ -158,6 +159,16 @@ class Runtime:
     ) -> str:
         """``Sessions.stream_ticket``: a stream token that opens one stream, once."""
         return self.sessions.stream_ticket(conversation_id, generation, person)
+
+    @property
+    def platform(self) -> Platform:
+        """The platform file the loaded agents were checked against (hostcall/platform.py)."""
+        return self.engine.platform
+
+    @property
+    def mcp(self) -> McpPool:
+        """The MCP servers' sessions the engine's runs share (the designer lists their tools)."""
+        return self.engine.agents.mcp
 
     async def agent_of_conversation(self, conversation_id: str) -> str | None:
         """The id of the conversation's agent, or None if there is no such conversation.

@@ -13,6 +13,7 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
+from typing import Protocol
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -137,7 +138,11 @@ async def set_password(store: Accounts, name: str, password: str) -> None:
         raise AccountError(f"there is no user called {name[:80]!r}")
 
 
-async def authenticate(store: Accounts, name: str, password: str) -> User | None:
+class _Users(Protocol):
+    async def get_user(self, name: str) -> User | None: ...
+
+
+async def authenticate(store: _Users, name: str, password: str) -> User | None:
     """The user, if ``password`` is theirs; None otherwise (same cost either way)."""
     user = await store.get_user(name) if _NAME.fullmatch(name) else None
     good = await verify_password(user.password_hash if user else None, password[:MAX_PASSWORD])

@@ -23,7 +23,6 @@ from hostcall.errors import AgentConfigError, Conflict, NotFound, Unprocessable
 from hostcall.platform import load_platform
 from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
-from hostcall.store.interfaces import AgentVersions
 from hostcall.store.records import AgentVersion
 
 DISABLED = "disabled"
@@ -147,10 +146,10 @@ class AgentFiles:
         problems = problems_with(self.directory, self.environ, path.name, data)
         if problems:
             raise AgentRejected(problems[0], problems=problems)
-        store: AgentVersions = self.runtime.store
+        versions = self.runtime.services.agent_versions
         clock = self.runtime.clock
-        if existing and not await store.list_agent_versions(agent_id):
-            await store.add_agent_version(
+        if existing and not await versions.list(agent_id):
+            await versions.add(
                 AgentVersion(agent_id, 0, path.read_text(encoding="utf-8"), "", clock(),
                              FOUND_ON_DISK)
             )  # fmt: skip
@@ -165,9 +164,7 @@ class AgentFiles:
                 else:
                     write_atomically(path, before)
                 raise AgentRejected(exc.problems[0], problems=exc.problems) from None
-        return await store.add_agent_version(
-            AgentVersion(agent_id, 0, text_of(data), author, clock(), note)
-        )
+        return await versions.add(AgentVersion(agent_id, 0, text_of(data), author, clock(), note))
 
     async def create(self, agent_id: str, name: str, *, author: str) -> AgentVersion:
         if agent_id in agent_files(self.directory):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from hostcall.store.interfaces import Audit
 from hostcall.store.records import AuditEntry
 
 # The actions the console records (the audit page translates them).
@@ -42,8 +41,14 @@ ACTIONS = (
 )
 
 
+class AuditLog(Protocol):
+    """Where an entry goes: the store's ``Audit``, or the routes' ``AuditService``."""
+
+    async def add_audit(self, entry: AuditEntry) -> AuditEntry: ...
+
+
 async def record(
-    store: Audit,
+    store: AuditLog,
     clock: Callable[[], float],
     actor: str,
     action: str,

@@ -9,8 +9,7 @@ from hostcall.console.accounts import Role
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.protocol.numbers import whole_number
-from hostcall.runtime import runtime_of
-from hostcall.store.interfaces import Audit
+from hostcall.runtime import services_of
 
 PAGE_SIZE = 50
 
@@ -19,8 +18,7 @@ PAGE_SIZE = 50
 async def audit_page(request: Request) -> Response:
     raw = request.query_params.get("before")
     before = whole_number(raw, "before", low=1) if raw is not None else None
-    store: Audit = runtime_of(request).store
-    entries = await store.list_audit(limit=PAGE_SIZE + 1, before=before)
+    entries = await services_of(request).audit.page(limit=PAGE_SIZE + 1, before=before)
     return page(
         request,
         "audit.html",

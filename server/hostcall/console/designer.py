@@ -67,7 +67,7 @@ async def agents_page(request: Request) -> Response:
             "enabled": f.enabled,
             "loaded": f.id in runtime.agents,
             "tools": len(f.data.get("tools", []) if isinstance(f.data.get("tools"), list) else []),
-            "versions": len(await runtime.store.list_agent_versions(f.id)),
+            "versions": len(await runtime.services.agent_versions.list(f.id)),
         }
         for f in agent_files(runtime.settings.agents_dir).values()
     ]
@@ -83,7 +83,7 @@ async def create_agent(request: Request) -> Response:
     who = operator_of(request).name
     await _files(request).create(agent_id, form.get("name", "").strip()[:200], author=who)
     runtime = runtime_of(request)
-    await record(runtime.store, runtime.clock, who, "agent.create", agent_id=agent_id)
+    await record(runtime.services.audit, runtime.clock, who, "agent.create", agent_id=agent_id)
     return RedirectResponse(f"/console/agents/{agent_id}", 303)
 
 
@@ -95,7 +95,12 @@ async def duplicate_agent(request: Request) -> Response:
     await _files(request).duplicate(source, new_id, author=who)
     runtime = runtime_of(request)
     await record(
-        runtime.store, runtime.clock, who, "agent.duplicate", agent_id=new_id, source=source
+        runtime.services.audit,
+        runtime.clock,
+        who,
+        "agent.duplicate",
+        agent_id=new_id,
+        source=source,
     )
     return RedirectResponse(f"/console/agents/{new_id}", 303)
 
@@ -105,7 +110,7 @@ async def _set_enabled(request: Request, enabled: bool) -> Response:
     _files(request).set_enabled(agent_id, enabled)
     action = "agent.enable" if enabled else "agent.disable"
     runtime, who = runtime_of(request), operator_of(request).name
-    await record(runtime.store, runtime.clock, who, action, agent_id=agent_id)
+    await record(runtime.services.audit, runtime.clock, who, action, agent_id=agent_id)
     return RedirectResponse("/console/agents", 303)
 
 
@@ -123,8 +128,8 @@ async def enable_agent(request: Request) -> Response:
 async def editor_page(request: Request) -> Response:
     runtime = runtime_of(request)
     found = _files(request).get(request.path_params["agent_id"])
-    platform = runtime.engine.platform
-    versions = await runtime.store.list_agent_versions(found.id)
+    platform = runtime.platform
+    versions = await runtime.services.agent_versions.list(found.id)
     data = {
         "agent": found.data,
         "enabled": found.enabled,
@@ -169,7 +174,7 @@ async def save_agent(request: Request) -> Response:
     note = str(body.get("note") or "")[:200]
     version = await files.save(agent_id, body["agent"], author=who, note=note)
     runtime = runtime_of(request)
-    await record(runtime.store, runtime.clock, who, "agent.save", agent_id=agent_id,
+    await record(runtime.services.audit, runtime.clock, who, "agent.save", agent_id=agent_id,
                  version=version.version)  # fmt: skip
     return WireResponse(AgentSaved(version.version))
 
@@ -179,14 +184,14 @@ async def versions_page(request: Request) -> Response:
     runtime = runtime_of(request)
     agent_id = request.path_params["agent_id"]
     _files(request).get(agent_id)
-    versions = await runtime.store.list_agent_versions(agent_id)
+    versions = await runtime.services.agent_versions.list(agent_id)
     lines: list[tuple[str, str]] = []
     chosen: tuple[int, int] | None = None
     params = request.query_params
     if params.get("from") and params.get("to"):
         old, new = (whole_number(params.get(k), k, low=1) for k in ("from", "to"))
-        a = await runtime.store.get_agent_version(agent_id, old)
-        b = await runtime.store.get_agent_version(agent_id, new)
+        a = await runtime.services.agent_versions.get(agent_id, old)
+        b = await runtime.services.agent_versions.get(agent_id, new)
         if a is None or b is None:
             raise NotFound(f"{agent_id!r} has no version {old if a is None else new}")
         lines, chosen = diff(a, b), (old, new)
@@ -211,13 +216,13 @@ async def rollback_agent(request: Request) -> Response:
     runtime = runtime_of(request)
     agent_id = request.path_params["agent_id"]
     number = whole_number(form_of(request).get("version"), "version", low=1)
-    old = await runtime.store.get_agent_version(agent_id, number)
+    old = await runtime.services.agent_versions.get(agent_id, number)
     if old is None:
         raise NotFound(f"{agent_id!r} has no version {number}")
     who = operator_of(request).name
     saved = await _files(request).save(
         agent_id, json.loads(old.body), author=who, note=f"roll back to version {number}"
     )
-    await record(runtime.store, runtime.clock, who, "agent.rollback", agent_id=agent_id, to=number,
-           version=saved.version)  # fmt: skip
+    await record(runtime.services.audit, runtime.clock, who, "agent.rollback", agent_id=agent_id,
+                 to=number, version=saved.version)  # fmt: skip
     return RedirectResponse(f"/console/agents/{agent_id}/versions", 303)

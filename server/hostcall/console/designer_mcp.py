@@ -39,8 +39,8 @@ async def server_tools(request: Request) -> Response:
     runtime = runtime_of(request)
     name = request.path_params["server"]
     environment = request.query_params.get("environment") or DEFAULT_ENVIRONMENT
-    platform = runtime.engine.platform
-    pool = runtime.engine.agents.mcp
+    platform = runtime.platform
+    pool = runtime.mcp
     problem: str | None = None
     items: tuple[McpToolItem, ...] = ()
     try:

@@ -9,7 +9,7 @@ No token of the visitor's conversation ever reaches a console page: calls are sh
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -18,8 +18,7 @@ from hostcall.console.accounts import Role
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.console.usage_page import money
-from hostcall.errors import BadRequest, NotFound
-from hostcall.protocol.codes import ErrorCode
+from hostcall.errors import BadRequest
 from hostcall.protocol.console import (
     AuditItem,
     ConsoleCall,
@@ -40,16 +39,6 @@ from hostcall.protocol.responses import CallStatus
 from hostcall.protocol.wire import to_wire
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime, runtime_of, services_of
-from hostcall.store.interfaces import (
-    Audit,
-    Calls,
-    Conversations,
-    Events,
-    Feedbacks,
-    Handoffs,
-    Messages,
-    Runs,
-)
 from hostcall.store.records import (
     CallState,
     ConversationQuery,
@@ -111,7 +100,7 @@ def _summary(item: ConversationSummary) -> ConversationItem:
 
 async def _listing(request: Request) -> ConversationList:
     query, number = _query(request)
-    found = await runtime_of(request).store.list_conversations(query)
+    found = await services_of(request).inspection.list(query)
     return ConversationList(
         items=tuple(_summary(item) for item in found[:PAGE_SIZE]),
         page=number,
@@ -155,43 +144,25 @@ async def conversations_json(request: Request) -> Response:
 # ---------------------------------------------------------------------------- one conversation
 
 
-class _DetailStore(
-    Audit, Calls, Conversations, Events, Feedbacks, Handoffs, Messages, Runs, Protocol
-):
-    """What a conversation's page shows: everything of the conversation, and its audit."""
-
-
 async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
-    store: _DetailStore = runtime.store
-    conversation = await store.get_conversation(conversation_id)
-    if conversation is None:
-        raise NotFound(f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION)
-    audit = await store.list_audit(conversation_id=conversation_id, limit=1000)
+    found = await runtime.services.inspection.inspect(
+        conversation_id, audit=1000, events=MAX_EVENTS
+    )
+    conversation, audit = found.conversation, found.audit
     answered_by = {
         e.call_id: {"actor": e.actor, "action": e.action}
         for e in reversed(audit)
         if e.call_id and e.action in _ANSWER_ACTIONS
     }
-    calls = tuple(
-        [
-            ConsoleCall.of(
-                await runtime.services.calls.view(call, operator=True),
-                answered_by.get(call.id),
-            )
-            for call in await store.list_calls(conversation_id)
-        ]
-    )
-    rated = {f.message_id: f for f in await store.feedback_of(conversation_id)}
-    handoff = await store.get_handoff(conversation_id)
-    last = await store.last_seq(conversation_id)
-    events = await store.events_after(conversation_id, max(0, last - MAX_EVENTS), limit=MAX_EVENTS)
+    calls = tuple(ConsoleCall.of(view, answered_by.get(call.id)) for call, view in found.calls)
+    rated = {f.message_id: f for f in found.feedback}
     return ConversationDetail(
         id=conversation.id,
         agent_id=conversation.agent_id,
         created_at=conversation.created_at,
         locale=conversation.locale,
         handled_tools=tuple(conversation.handled_tools),
-        last_seq=last,
+        last_seq=found.last_seq,
         messages=tuple(
             ConsoleMessage(
                 id=m.id,
@@ -203,16 +174,15 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
                 author=m.author,
                 feedback=_feedback(rated.get(m.id)),
             )
-            for m in await store.list_messages(conversation_id)
+            for m in found.messages
         ),
         runs=tuple(
-            ConsoleRun(r.id, r.status.value, r.step, r.error, r.simulate)
-            for r in await store.list_runs(conversation_id)
+            ConsoleRun(r.id, r.status.value, r.step, r.error, r.simulate) for r in found.runs
         ),
         calls=calls,
-        events=tuple(ConsoleEvent(e.seq, e.name, _without_tokens(e.data)) for e in events),
+        events=tuple(ConsoleEvent(e.seq, e.name, _without_tokens(e.data)) for e in found.events),
         audit=tuple(AuditItem(e.at, e.actor, e.action, e.call_id) for e in audit[:50]),
-        handoff=handoff_view(handoff),
+        handoff=handoff_view(found.handoff),
     )
 
 
@@ -238,7 +208,7 @@ async def conversation_page(request: Request) -> Response:
     runtime = runtime_of(request)
     conversation_id = request.path_params["conversation_id"]
     detail = await _detail(runtime, conversation_id)
-    usage = await runtime.store.usage_of_conversation(conversation_id)
+    usage = await runtime.services.usage.of_conversation(conversation_id)
     return page(request, "conversation.html", operator_of(request), data=to_wire(detail),
                 usage=usage, money=money)  # fmt: skip
 

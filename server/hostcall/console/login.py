@@ -101,7 +101,7 @@ async def login(request: Request) -> Response:
         signed = None
     if not nonce or signed != nonce or _foreign(request):
         return _form(request, status=403, error=text["login_expired"], name=name)
-    store, clock = state.runtime.store, state.runtime.clock
+    services, clock = state.runtime.services, state.runtime.clock
     # The address Starlette gives: behind a proxy uvicorn trusts, the client's own.
     address = request.client.host if request.client else "unknown"
     allowed = state.limiter.hit(state.per_address, "console-login", address)
@@ -110,18 +110,28 @@ async def login(request: Request) -> Response:
         # Recorded once a minute per address and name, so a flood cannot fill the log.
         if state.limiter.hit(state.audit_limited, "console-login-audit", address, name.lower()):
             await record(
-                store, clock, ANONYMOUS, "login.limited", name=audited_name(name), address=address
+                services.audit,
+                clock,
+                ANONYMOUS,
+                "login.limited",
+                name=audited_name(name),
+                address=address,
             )
         response = _form(request, status=429, error=text["login_limited"], name=name)
         response.headers["Retry-After"] = "60"
         return response
-    user = await authenticate(store, name, form.get("password", ""))
+    user = await authenticate(services.operators, name, form.get("password", ""))
     if user is None:
         await record(
-            store, clock, ANONYMOUS, "login.refused", name=audited_name(name), address=address
+            services.audit,
+            clock,
+            ANONYMOUS,
+            "login.refused",
+            name=audited_name(name),
+            address=address,
         )
         return _form(request, status=401, error=text["login_failed"], name=name)
-    await record(store, clock, user.name, "login", address=address)
+    await record(services.audit, clock, user.name, "login", address=address)
     response = RedirectResponse(_next(form.get("next")), 303)
     set_cookie(response, request, COOKIE, await state.start_session(user), SESSION_MAX_AGE)
     delete_private_cookie(response, request, LOGIN_COOKIE)
@@ -134,7 +144,7 @@ async def logout(request: Request) -> Response:
     state = console_state(request)
     # Ended on the server: a copy of the cookie (kept, or stolen) no longer signs anyone in.
     await state.end_session(operator)
-    await record(state.runtime.store, state.runtime.clock, operator.name, "logout")
+    await record(state.runtime.services.audit, state.runtime.clock, operator.name, "logout")
     response = RedirectResponse("/console/login", 303)
     delete_private_cookie(response, request, COOKIE)
     return response

@@ -18,7 +18,6 @@ from hostcall.console.accounts import Role
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.errors import BadRequest, NotFound
-from hostcall.personal_data import erase_person, export_person
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.cursors import page_cursor, read_cursor
 from hostcall.protocol.numbers import whole_number
@@ -57,7 +56,9 @@ async def person_page(request: Request) -> Response:
                     agent=params.get("agent", ""), person="", lines=None)  # fmt: skip
     agent, person = _person(runtime, params)
     before = read_cursor(params.get("before"))
-    lines = await runtime.store.person_conversations(agent, person, limit=SHOWN + 1, before=before)
+    lines = await runtime.services.people.conversations(
+        agent, person, limit=SHOWN + 1, before=before
+    )
     last = lines[SHOWN - 1] if len(lines) > SHOWN else None
     older = _page_url(agent, person, before=page_cursor(last.updated_at, last.id)) if last else ""
     erased = params.get("erased")  # what the erasure just done said (its redirect's)
@@ -79,9 +80,7 @@ async def person_page(request: Request) -> Response:
 async def export(request: Request) -> Response:
     runtime = runtime_of(request)
     agent, person = _person(runtime, request.state.form)
-    document = await export_person(
-        runtime.store, agent, person, actor=operator_of(request).name, clock=runtime.clock
-    )
+    document = await runtime.services.people.export(agent, person, actor=operator_of(request).name)
     body = json.dumps(document, ensure_ascii=False, indent=2)
     return Response(
         body,
@@ -104,10 +103,5 @@ async def erase(request: Request) -> Response:
             "type the person's id again to confirm the erasure; nothing was erased",
             field="confirm",
         )
-    erased = await erase_person(
-        runtime.store, agent, person, actor=operator_of(request).name, clock=runtime.clock
-    )
-    # Counters kept outside the store (memory, the operator's storage) name them too.
-    limits = runtime.agents[agent].limits
-    await runtime.quotas.forget(agent, limits, conversation_ids=erased.ids, person=person)
+    erased = await runtime.services.people.erase(agent, person, actor=operator_of(request).name)
     return RedirectResponse(_page_url(agent, person, erased=str(erased.conversations)), 303)

@@ -73,11 +73,13 @@ class ConsoleState:
             return None
         if not isinstance(payload, dict):
             return None
-        user = await self.runtime.store.get_user(str(payload.get("u", "")))
+        user = await self.runtime.services.operators.get_user(str(payload.get("u", "")))
         if user is None or payload.get("p") != fingerprint(user.password_hash):
             return None
         sid = str(payload.get("s", ""))
-        holder = await self.runtime.store.session_user(session_digest(sid), self.runtime.clock())
+        holder = await self.runtime.services.operators.session_user(
+            session_digest(sid), self.runtime.clock()
+        )
         if holder != user.name:
             return None  # signed out, or ended by a change to the user
         return Operator(user.name, Role(user.role), sid, self.csrf.dumps(sid))
@@ -86,14 +88,14 @@ class ConsoleState:
         """A new session of ``user``, stored; returns the cookie's value."""
         sid = secrets.token_urlsafe(32)
         now = self.runtime.clock()
-        await self.runtime.store.add_session(
+        await self.runtime.services.operators.add_session(
             ConsoleSession(session_digest(sid), user.name, now, now + SESSION_MAX_AGE)
         )
         payload = {"u": user.name, "s": sid, "p": fingerprint(user.password_hash)}
         return self.sessions.dumps(payload)
 
     async def end_session(self, operator: Operator) -> None:
-        await self.runtime.store.end_session(session_digest(operator.sid))
+        await self.runtime.services.operators.end_session(session_digest(operator.sid))
 
     def csrf_ok(self, operator: Operator, token: str | None) -> bool:
         if not token:

@@ -14,7 +14,6 @@ from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.protocol.numbers import whole_number
 from hostcall.runtime import runtime_of
-from hostcall.store.interfaces import ModelUsage
 from hostcall.store.records import UsageTotal
 
 DEFAULT_DAYS = 30
@@ -63,11 +62,11 @@ def _days(request: Request) -> int:
 @guarded(Role.OPERATOR)
 async def usage_page(request: Request) -> Response:
     days = _days(request)
-    store: ModelUsage = runtime_of(request).store
-    now = runtime_of(request).clock()
-    since = now - days * 86400
-    by_day = await store.usage_by_day(time.strftime("%Y-%m-%d", time.gmtime(since)))
-    conversations = await store.usage_by_conversation(since, TOP_CONVERSATIONS)
+    runtime = runtime_of(request)
+    since = runtime.clock() - days * 86400
+    usage = runtime.services.usage
+    by_day = await usage.by_day(time.strftime("%Y-%m-%d", time.gmtime(since)))
+    conversations = await usage.by_conversation(since, TOP_CONVERSATIONS)
     return page(
         request,
         "usage.html",

@@ -14,49 +14,73 @@ from dataclasses import dataclass
 
 from hostcall.engine import Engine
 from hostcall.quotas import Quotas
+from hostcall.services.agent_versions import AgentVersionService
+from hostcall.services.audit import AuditService
 from hostcall.services.calls import CallService
 from hostcall.services.conversations import ConversationService
 from hostcall.services.feedback import FeedbackService
 from hostcall.services.handoffs import HandoffService
+from hostcall.services.inspection import InspectionService
 from hostcall.services.logs import LogService
+from hostcall.services.operators import OperatorService
+from hostcall.services.people import PeopleService
 from hostcall.services.runs import RunService
 from hostcall.services.snapshots import SnapshotService
 from hostcall.services.surfaces import SurfaceService
+from hostcall.services.usage import UsageService
 
 __all__ = [
+    "AgentVersionService",
+    "AuditService",
     "CallService",
     "ConversationService",
     "FeedbackService",
     "HandoffService",
+    "InspectionService",
     "LogService",
+    "OperatorService",
+    "PeopleService",
     "RunService",
     "Services",
     "SnapshotService",
     "SurfaceService",
+    "UsageService",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class Services:
+    agent_versions: AgentVersionService
+    audit: AuditService
     calls: CallService
     conversations: ConversationService
     feedback: FeedbackService
     handoffs: HandoffService
+    inspection: InspectionService
     logs: LogService
+    operators: OperatorService
+    people: PeopleService
     runs: RunService
     snapshots: SnapshotService
     surfaces: SurfaceService
+    usage: UsageService
 
     @classmethod
     def build(cls, engine: Engine, quotas: Quotas, *, clock: Callable[[], float]) -> Services:
         runs = RunService(engine, clock=clock)
         return cls(
+            agent_versions=AgentVersionService(engine),
+            audit=AuditService(engine),
             calls=CallService(engine, clock=clock),
             conversations=ConversationService(engine, quotas, clock=clock),
             feedback=FeedbackService(engine, clock=clock),
             handoffs=HandoffService(engine, runs, clock=clock),
+            inspection=InspectionService(engine),
             logs=LogService(engine),
+            operators=OperatorService(engine),
+            people=PeopleService(engine, quotas, clock=clock),
             runs=runs,
             snapshots=SnapshotService(engine),
             surfaces=SurfaceService(engine),
+            usage=UsageService(engine),
         )

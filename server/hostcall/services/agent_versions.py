@@ -1,0 +1,24 @@
+"""The designer's saved versions of an agent file: listed, read, added (the file itself is
+written by hostcall/console/agent_files.py)."""
+
+from __future__ import annotations
+
+from hostcall.engine import Engine
+from hostcall.store.interfaces import AgentVersions
+from hostcall.store.records import AgentVersion
+
+
+class AgentVersionService:
+    def __init__(self, engine: Engine) -> None:
+        self.store: AgentVersions = engine.journal.store
+
+    async def list(self, agent_id: str) -> list[AgentVersion]:
+        """The agent's versions, newest first."""
+        return await self.store.list_agent_versions(agent_id)
+
+    async def get(self, agent_id: str, version: int) -> AgentVersion | None:
+        return await self.store.get_agent_version(agent_id, version)
+
+    async def add(self, version: AgentVersion) -> AgentVersion:
+        """The version, stored under the agent's next number."""
+        return await self.store.add_agent_version(version)
