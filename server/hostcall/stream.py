@@ -13,20 +13,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
 from hostcall import metrics
-from hostcall.errors import NotFound
-from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName
 from hostcall.protocol.frames import Event, parse_event_id, sse_frame
 from hostcall.protocol.requests import surface_id
 from hostcall.runtime import runtime_of
-from hostcall.store.interfaces import Conversations, Events
 
 SEND_TIMEOUT = 10.0
 DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
@@ -49,15 +46,11 @@ class _Farewell:
                 self._queue.get_nowait()
 
 
-class _StreamStore(Conversations, Events, Protocol):
-    """What a stream reads: its conversation, and the events after the one it resumes from."""
-
-
 async def events(request: Request) -> EventSourceResponse:
     runtime = runtime_of(request)
     conversation_id = request.path_params["conversation_id"]
     ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
-    store: _StreamStore = runtime.store
+    logs = runtime.services.logs
     surface = surface_id(request.query_params.get("surface"), field="surface")
     # The header wins: EventSource sets it on its own reconnects, after the page's `after`.
     header = request.headers.get("last-event-id")
@@ -73,13 +66,9 @@ async def events(request: Request) -> EventSourceResponse:
     queue = runtime.broker.subscribe(conversation_id)
     try:
         if raw:
-            conversation = await store.get_conversation(conversation_id)
-            if conversation is None:
-                raise NotFound(
-                    f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION
-                )
+            conversation = await runtime.services.conversations.get(conversation_id)
             runtime.sessions.check_generation(conversation, ticket)
-            last_seq = await store.last_seq(conversation_id)
+            last_seq = await logs.end(conversation_id)
             seen = parse_event_id(raw, conversation_id, last_seq, source=source)
             # Last: a refused request leaves the ticket usable.
             await runtime.redeem_stream_ticket(ticket.nonce)
@@ -123,7 +112,7 @@ async def events(request: Request) -> EventSourceResponse:
         """
         while True:
             async with runtime.replay_gate:
-                page = await pages.after(store.events_after, conversation_id, after)
+                page = await pages.after(logs.after, conversation_id, after)
                 if surface is not None and page.dispatches:
                     kept = [
                         f for e, f in zip(page.events, page.frames, strict=True) if await passes(e)

@@ -1,5 +1,5 @@
 """A conversation's log of events as a stream reads it: where it ends, and what follows a
-seq (an AG-UI request's stream, hostcall/agui.py)."""
+seq (a widget's stream, hostcall/stream.py; an AG-UI request's, hostcall/agui.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,6 @@ class LogService:
         """The seq of the conversation's last event (0: none yet)."""
         return await self.store.last_seq(conversation_id)
 
-    async def after(self, conversation_id: str, seq: int) -> list[Event]:
-        """The conversation's events after ``seq``, in order (up to the store's page of 1,000)."""
-        return await self.store.events_after(conversation_id, seq)
+    async def after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
+        """The conversation's events after ``seq``, in order, at most ``limit`` of them."""
+        return await self.store.events_after(conversation_id, seq, limit)
