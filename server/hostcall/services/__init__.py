@@ -1,7 +1,9 @@
-"""The application's use cases, one method each, between the web's routes and the run
-engine: a route parses its request, calls one method here and writes its response. A
-method does a use case's writes and what they leave to do (a run to resume, a server-side
-call to start, calls to move off a surface), so no route has to remember it.
+"""The application's use cases, one method each, between the web's routes (the widget's
+API and the console's) and the run engine: a route parses its request, calls one method
+here and writes its response. A method does a use case's writes and what they leave to do
+(a run to resume, a server-side call to start, calls to move off a surface, an operator's
+audit entry), so no route has to remember it. Each service takes the slice of the store it
+uses (its own protocol, hostcall/store/interfaces.py); no route reaches the store.
 
 The runtime holds one ``Services`` (hostcall/runtime.py); a route reaches it with
 ``services_of(request)``.
