@@ -77,7 +77,8 @@ def measure(
     url: str, tokens: Tokens, holders: dict[str, str], rounds: int
 ) -> dict[str, list[float]]:
     def auth(case: str) -> dict[str, str]:
-        # A person's conversation takes a session token issued to them (hostcall/sessions.py).
+        # A person's conversation takes a session token issued to them
+        # (hostcall/visitors/sessions.py).
         person = case if case in (PERSON, SOLO) else None
         token = tokens.sign(Purpose.SESSION, Claims(holders[case], generation=0, person=person))
         return {"Authorization": f"Bearer {token}"}

@@ -18,7 +18,6 @@ from hostcall.blocks.mcp.binding import McpBinding, is_binding, parse_binding
 from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
 from hostcall.env_bindings import Use, agent_uses, refused_as_second_use, second_uses
 from hostcall.errors import AgentConfigError
-from hostcall.identity import IdentityConfig, parse_identity
 from hostcall.origins import BadOrigin, normalize_origin
 from hostcall.platform import (
     DEFAULT_ENVIRONMENT,
@@ -31,6 +30,7 @@ from hostcall.pricing import Price, parse_prices
 from hostcall.quotas import DEFAULT_LIMITS, Limits, parse_limits
 from hostcall.store.definitions import definition_digest
 from hostcall.tools import Tool, parse_tool
+from hostcall.visitors.identity import IdentityConfig, parse_identity
 
 AGENT_KEYS = {
     "id",
@@ -75,7 +75,8 @@ class Agent:
     history_turns: int = HISTORY_TURNS
     # Per model name, per million tokens (hostcall/pricing.py).
     prices: Mapping[str, Price] = field(default_factory=dict)
-    # Who the site says the visitor is (hostcall/identity.py); None: visitors are anonymous.
+    # Who the site says the visitor is (hostcall/visitors/identity.py); None: visitors are
+    # anonymous.
     identity: IdentityConfig | None = None
     # MCP servers whose tools a run reads when it starts (hostcall/blocks/mcp/binding.py).
     mcp: tuple[McpBinding, ...] = ()

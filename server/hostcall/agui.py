@@ -34,7 +34,7 @@ from hostcall.protocol.requests import read_body
 from hostcall.protocol.run_input import InputMessage, RunAgentInput
 from hostcall.runtime import runtime_of
 from hostcall.services import CallService
-from hostcall.sessions import bearer_token
+from hostcall.visitors.sessions import bearer_token
 
 # A stream waits this long for news before looking at the store again (the broker only wakes
 # it up; the store is the source of truth).

@@ -32,11 +32,11 @@ from hostcall.quotas import DEFAULT_LIMITS
 from hostcall.responses import StoredWireResponse, WireResponse
 from hostcall.runtime import Runtime, runtime_of
 from hostcall.services.runs import Held
-from hostcall.session_requests import client_of, session_conversation
 from hostcall.store.records import (
     Conversation,
 )
-from hostcall.visitor import Visitor
+from hostcall.visitors.session_requests import client_of, session_conversation
+from hostcall.visitors.visitor import Visitor
 
 
 async def _visitor_of(
@@ -72,7 +72,7 @@ async def create_conversation(request: Request) -> Response:
     person = identity.sub if identity else None
     # The conversation joins this browser's anonymous history only with the cookie that
     # carries the browser and the key it binds; the key alone starts a new browser, whose
-    # history is empty (hostcall/sessions.py). Without a key no cookie could ever resume:
+    # history is empty (hostcall/visitors/sessions.py). Without a key no cookie could ever resume:
     # none is set, and the conversation is in no browser's history.
     key = body.resume_key
     browser = runtime.sessions.this_browser(request, parent, key) if key else None

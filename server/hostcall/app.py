@@ -23,13 +23,13 @@ from hostcall.history import history_routes
 from hostcall.middleware import ApiHeaders, RequestMetrics, TextGuard
 from hostcall.openapi import document as openapi_document
 from hostcall.pages import page_routes
-from hostcall.people import people_routes
 from hostcall.protocol.responses import Health
 from hostcall.responses import WireResponse, exception_handlers
 from hostcall.runtime import Runtime
-from hostcall.sessions import session_routes
 from hostcall.settings import Settings
 from hostcall.stream import stream_routes
+from hostcall.visitors.known import known_visitor_routes
+from hostcall.visitors.sessions import session_routes
 
 
 async def _health(request: Request) -> Response:
@@ -66,7 +66,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             *call_answer_routes(),
             *history_routes(),
             *session_routes(),
-            *people_routes(),
+            *known_visitor_routes(),
             *stream_routes(),
             *agui_routes(),
             *page_routes(),

@@ -15,8 +15,8 @@ from hostcall.protocol.requests import CallResult, Decision, Delivered, read_bod
 from hostcall.protocol.responses import CallStatus, DeliveryAck
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime, runtime_of
-from hostcall.session_requests import check_origin
 from hostcall.tokens import Claims, Purpose
+from hostcall.visitors.session_requests import check_origin
 
 
 async def _check_call_origin(request: Request, runtime: Runtime, claims: Claims) -> None:

@@ -108,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
             "--db", default=str(DEFAULT_DB), metavar="FILE|URL",
             help="the server's SQLite database or postgresql:// URL (default: %(default)s)",
         )  # fmt: skip
-    from hostcall.person_command import add_parser
+    from hostcall.visitors.person_command import add_parser
 
     add_parser(sub, DEFAULT_DB)
     return parser
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return users_command(args)
     if args.command == "person":
-        from hostcall.person_command import person_command
+        from hostcall.visitors.person_command import person_command
 
         return person_command(args)
     extra = []

@@ -64,7 +64,7 @@ from hostcall.store.records import (
     StoredMessage,
 )
 from hostcall.transcript import open_messages
-from hostcall.visitor import Visitor
+from hostcall.visitors.visitor import Visitor
 
 log = logging.getLogger("hostcall.engine")
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hostcall import patterns
-from hostcall.visitor import Visitor
+from hostcall.visitors.visitor import Visitor
 
 OPERATORS = ("equals", "not_equals", "contains", "regex", "gt", "gte", "lt", "lte", "exists")
 ACTIONS = ("block", "require_approval", "redact", "log")

@@ -5,7 +5,7 @@ conversation the widget holds now.
 Whose history it is follows from that token, never from the request's body: a signed-in
 person's conversations (``Conversation.person``) on any browser, else the anonymous
 conversations of the browser the token was issued to (``Claims.browser``, a random id that
-only the browser's HttpOnly cookie carries: hostcall/sessions.py). The resume key is never
+only the browser's HttpOnly cookie carries: hostcall/visitors/sessions.py). The resume key is never
 enough: a conversation created with the key but without the cookie is a new browser's, with
 an empty history. Another owner's conversation, or another agent's, is answered exactly as
 one that does not exist: nobody learns that an id is in use.
@@ -26,9 +26,9 @@ from hostcall.protocol.requests import ResumeSession, read_body
 from hostcall.protocol.responses import History, HistoryEntry
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime, runtime_of
-from hostcall.session_requests import session_claims
 from hostcall.store.records import Conversation
 from hostcall.tokens import Claims
+from hostcall.visitors.session_requests import session_claims
 
 # Conversations per page of a history.
 PAGE = 50
@@ -106,7 +106,7 @@ async def open_conversation(request: Request) -> Response:
 
 
 async def delete_conversation(request: Request) -> Response:
-    """Delete a conversation of the history whole (hostcall/personal_data.py), audited."""
+    """Delete a conversation of the history whole (hostcall/visitors/personal_data.py), audited."""
     runtime = runtime_of(request)
     holder, _, other = await _owned(request, runtime)
     await runtime.services.conversations.delete(holder, other)

@@ -12,7 +12,7 @@ that is spent refuses the *next* message; a step in flight is never cut. A conve
 spent budget ends it (``conversation_limit_reached``: start a new one); the agent's daily
 budget asks to come back later (``token_budget_exhausted``, ``Retry-After``).
 
-A person (an identified visitor: hostcall/identity.py) has daily limits of their own, on
+A person (an identified visitor: hostcall/visitors/identity.py) has daily limits of their own, on
 messages and model tokens, counted across every conversation, browser and device of theirs,
 beside the per-address ones (which a person on a shared network would otherwise share).
 Their counters' ids are ``("msg-person" | "tok-person", agent, sub)``.
@@ -136,7 +136,7 @@ class Quotas:
         person: str | None = None,
     ) -> None:
         """Drop the counters that name these conversations or this person (their data
-        erased: hostcall/personal_data.py). In the store they went with the erasure's rows;
+        erased: hostcall/visitors/personal_data.py). In the store they went with the erasure's rows;
         in memory (or the operator's storage) they go here."""
         items: list[tuple[RateLimitItem, str, str]] = []
         for cid in conversation_ids:

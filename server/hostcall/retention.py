@@ -1,5 +1,5 @@
 """Retention: an agent's ``retention_days`` deletes its conversations idle that long, whole
-(hostcall/personal_data.py), on the sweeper's turn (one process of a cluster at a time).
+(hostcall/visitors/personal_data.py), on the sweeper's turn (one process of a cluster at a time).
 
 A pass lets go of at most ``BATCH`` conversations per agent, oldest first, so a first pass
 over years of history does not hold the sweeper (or SQLite's one writer) for long; the next
@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable, Mapping
 
 from hostcall.agents import Agent
-from hostcall.personal_data import ErasureWrites, erase
 from hostcall.quotas import Quotas
+from hostcall.visitors.personal_data import ErasureWrites, erase
 
 log = logging.getLogger("hostcall.retention")
 

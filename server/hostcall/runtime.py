@@ -32,7 +32,6 @@ from hostcall.errors import (
     Unauthorized,
     Unavailable,
 )
-from hostcall.identities import Identities
 from hostcall.journal import Journal
 from hostcall.leases import Leases
 from hostcall.ledger import Ledger
@@ -47,12 +46,13 @@ from hostcall.runs.recovery import Recovery
 from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
 from hostcall.services import Services
-from hostcall.sessions import Sessions
 from hostcall.settings import Settings, load_secret_keys
 from hostcall.store import Store, open_store
 from hostcall.store.postgres import PostgresStore
 from hostcall.tokens import Claims, Purpose, Tokens
 from hostcall.tracing import Tracing
+from hostcall.visitors.identity_tokens import Identities
+from hostcall.visitors.sessions import Sessions
 
 AGENT_IDS_KEPT = 10_000
 # How long /healthz waits for the store's write probe: a health check must answer fast,
@@ -73,7 +73,8 @@ class Runtime:
     sessions: Sessions
     clock: Callable[[], float] = time.time
     tracing: Tracing = field(default_factory=Tracing.off)
-    # Visitors' identity tokens, and the JWKS they are checked with (hostcall/identities.py).
+    # Visitors' identity tokens, and the JWKS they are checked with
+    # (hostcall/visitors/identity_tokens.py).
     identities: Identities = field(default_factory=Identities, repr=False)
     # Streams replaying a backlog take turns here, a page at a time (hostcall/stream.py).
     replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))

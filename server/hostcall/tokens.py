@@ -26,7 +26,7 @@ class Purpose(StrEnum):
     CALL_RESULT = "call-result"
     CALL_DECISION = "call-decision"
     # The widget's resume cookie: not a session token, and it resumes only with the key
-    # whose digest it binds (hostcall/sessions.py).
+    # whose digest it binds (hostcall/visitors/sessions.py).
     RESUME = "resume"
 
 
@@ -57,8 +57,9 @@ class Claims:
     # that belongs to one (Conversation.person); None for an anonymous one.
     person: str | None = None
     # The browser a resume cookie or session token was issued to: a random id that only
-    # the browser's HttpOnly cookie carries from one page to the next (hostcall/sessions.py),
-    # never derived from the page's resume key. None in tokens from before browsers had one.
+    # the browser's HttpOnly cookie carries from one page to the next
+    # (hostcall/visitors/sessions.py), never derived from the page's resume key. None in
+    # tokens from before browsers had one.
     browser: str | None = None
 
 

@@ -1,4 +1,4 @@
-"""Sessions across tabs in real Chromium (hostcall/sessions.py): tabs of one browser share
+"""Sessions across tabs in real Chromium (hostcall/visitors/sessions.py): tabs of one browser share
 the widget's session cookie, and two of them resuming at the same instant send the same one.
 Both must end up in the visitor's conversation, able to send, with no new conversation.
 

@@ -16,7 +16,8 @@ import jwt
 import pytest
 
 from hostcall.errors import HostcallError
-from hostcall.identities import (
+from hostcall.visitors.identity import IdentityConfig, parse_identity
+from hostcall.visitors.identity_tokens import (
     JWKS_STALE_SECONDS,
     JWKS_TIMEOUT_SECONDS,
     JWKS_TTL_SECONDS,
@@ -24,7 +25,6 @@ from hostcall.identities import (
     REFRESH_SECONDS,
     Identities,
 )
-from hostcall.identity import IdentityConfig, parse_identity
 from tests.support.harness import ORIGIN, Harness, allow_hosts
 from tests.support.identity import (
     AUDIENCE,

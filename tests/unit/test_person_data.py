@@ -1,4 +1,4 @@
-"""hostcall/personal_data.py and hostcall/retention.py: a person's data exported and erased
+"""hostcall/visitors/personal_data.py and hostcall/retention.py: a person's data exported and erased
 whole, leaving no row in any table of either store, audited; an agent's retention deletes
 conversations idle past it, on the sweeper's turn, and nothing younger."""
 
@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from hostcall.personal_data import erase_person, export_person
+from hostcall.visitors.personal_data import erase_person, export_person
 from tests.support.databases import store_url
 from tests.support.harness import Conv, Harness, planner_definition, write_agent
 from tests.unit.test_bad_input import CREATE, READ

@@ -1,7 +1,7 @@
 """The resume key alone opens nothing: the loader keeps it in the host page's
 ``localStorage``, where every script of the page, a browser extension or the next person at
 the computer reads it. A browser's anonymous history needs what only that browser holds, its
-HttpOnly cookie (hostcall/sessions.py); every history route, resuming and identifying are
+HttpOnly cookie (hostcall/visitors/sessions.py); every history route, resuming and identifying are
 tried here with the key and without the cookie, and nothing of the visitor's opens or
 changes."""
 

@@ -1,4 +1,4 @@
-"""hostcall/sessions.py with several tabs: tabs of one browser share the session cookie,
+"""hostcall/visitors/sessions.py with several tabs: tabs of one browser share the session cookie,
 so one tab's resume replaces the others' session; a replaced tab resumes with the cookie and
 the token it held and keeps the conversation, without replacing anyone in turn. The
 guarantee stands: once the visitor has resumed, no older cookie resumes, token or not, and

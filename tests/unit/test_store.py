@@ -38,7 +38,7 @@ from hostcall.store.records import (
 )
 from hostcall.store.sqlite import SQLiteStore
 from hostcall.transcript import recent_turns
-from hostcall.visitor import Visitor
+from hostcall.visitors.visitor import Visitor
 
 OPEN = [CallState.DISPATCHED, CallState.DELIVERED]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hostcall.errors import ToolErrorCode
-from hostcall.visitor import Visitor
+from hostcall.visitors.visitor import Visitor
 
 PARAM_TYPES = ("string", "number", "integer", "boolean")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from hostcall.blocks import user_values
-from hostcall.visitor import Visitor
+from hostcall.visitors.visitor import Visitor
 
 if TYPE_CHECKING:
     from hostcall.blocks.mcp.pool import McpPool

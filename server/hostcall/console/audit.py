@@ -32,7 +32,7 @@ ACTIONS = (
     "user.remove",
     "user.password",
     "user.role",
-    # A person's data (hostcall/personal_data.py): from the console, and from the visitor
+    # A person's data (hostcall/visitors/personal_data.py): from the console, and from the visitor
     # (actor ``visitor``) and the retention sweeper (actor ``retention``).
     "person.export",
     "person.erase",

@@ -1,7 +1,7 @@
 """The visitor's conversation as use cases: start one, go on with a thread of an AG-UI
 client's, choose the one a known visitor goes on with (docs/identity.md), open one of their
 history, and leave one. Whose a conversation is — a person's, or a browser's anonymous one —
-is decided here, never from a request's body (hostcall/history.py, hostcall/people.py).
+is decided here, never from a request's body (hostcall/history.py, hostcall/visitors/known.py).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Protocol
 from hostcall.engine import Engine
 from hostcall.errors import NotFound
 from hostcall.ledger import new_id
-from hostcall.personal_data import ErasureWrites, erase, refuse_running
 from hostcall.protocol.codes import ErrorCode
 from hostcall.quotas import Quotas
 from hostcall.store.interfaces import Conversations, Runs, Sessions, Surfaces
 from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, PersonConversation
+from hostcall.visitors.personal_data import ErasureWrites, erase, refuse_running
 
 
 class _ConversationStore(ErasureWrites, Conversations, Runs, Sessions, Surfaces, Protocol):
@@ -103,7 +103,7 @@ class ConversationService:
     async def choose(
         self, agent_id: str, person: str, current: Conversation | None
     ) -> tuple[Conversation, bool] | None:
-        """The conversation a known visitor goes on with (hostcall/people.py's rule), and
+        """The conversation a known visitor goes on with (hostcall/visitors/known.py's rule), and
         whether it was adopted; None if they have none yet."""
         store = self.store
         if current is not None and current.person == person:
@@ -163,7 +163,7 @@ class ConversationService:
         return []
 
     async def delete(self, holder: Conversation, other: Conversation) -> None:
-        """Delete a conversation of the holder's history whole (hostcall/personal_data.py),
+        """Delete a conversation of the holder's history whole (hostcall/visitors/personal_data.py),
         audited as the visitor's, and its counters with it."""
         await refuse_running(self.store, [other.id])
         await erase(

@@ -15,7 +15,7 @@ from hostcall.handoff import HumanHandoff
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.store.interfaces import Audit, Runs
 from hostcall.store.records import AuditEntry, Conversation, Run, RunStatus
-from hostcall.visitor import Visitor
+from hostcall.visitors.visitor import Visitor
 
 
 @dataclass(frozen=True, slots=True)

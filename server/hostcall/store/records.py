@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from hostcall.calls.transitions import OPEN_STATES, CallState
-from hostcall.visitor import Visitor
+from hostcall.visitors.visitor import Visitor
 
 __all__ = [
     "ANONYMOUS_SURFACE",
@@ -59,7 +59,7 @@ class Conversation:
     # from one person to another.
     person: str | None = None
     # The browser it was started in: the random id its HttpOnly resume cookie carries, never
-    # derived from the page's resume key (hostcall/sessions.py); None without a key. An
+    # derived from the page's resume key (hostcall/visitors/sessions.py); None without a key. An
     # anonymous visitor's history is the anonymous conversations of their browser
     # (``Conversations.browser_conversations``). Rows from before browsers had ids hold a
     # digest of the key, which no browser's id equals: they are in no history.
@@ -107,7 +107,7 @@ class Run:
     # Names ``agent`` in the store (hostcall/store/definitions.py); "" for a run not stored
     # yet, whose store computes it. Derived from ``agent``, so not compared.
     agent_digest: str = field(default="", compare=False)
-    # Who the run acts for: the signed-in visitor who started it (hostcall/visitor.py; the
+    # Who the run acts for: the signed-in visitor who started it (hostcall/visitors/visitor.py; the
     # ``identity`` column holds its ``to_json``), frozen with it; None for an anonymous
     # visitor. Its tools' ``$user`` parameters and guardrails read it; nothing the model says
     # changes it.

@@ -22,7 +22,7 @@ from hostcall.store.records import (
     Surface,
     User,
 )
-from hostcall.visitor import Visitor
+from hostcall.visitors.visitor import Visitor
 
 # The only run and call fields an update may change (guards the f-string SQL builders).
 RUN_FIELDS = frozenset({"status", "step", "error"})

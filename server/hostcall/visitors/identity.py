@@ -24,7 +24,7 @@ from typing import Any
 
 from hostcall import envvars
 from hostcall.blocks.http_request import host_port
-from hostcall.visitor import Visitor
+from hostcall.visitors.visitor import Visitor
 
 IDENTITY_KEYS = {
     "issuer", "audience", "secret_env", "public_key", "jwks_url", "algorithms", "required",

@@ -1,6 +1,6 @@
 """The signed-in visitor a run acts for: the one type from the door to ``$user``.
 
-The site's backend signs a token for its visitor; hostcall/identities.py verifies it into an
+The site's backend signs a token for its visitor; ``identity_tokens`` verifies it into an
 ``Identity`` (this, and the token's expiry); a run keeps the ``Visitor`` in its row (the
 ``identity`` column, as ``{"sub", "claims"}``) and its tools' ``{{ $user.… }}`` templates and
 guardrails' ``$user/…`` paths read it. Nothing the model says changes it (docs/identity.md).

@@ -35,10 +35,10 @@ from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import NewConversation, ResumeSession, read_body
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime, runtime_of
-from hostcall.session_requests import session_conversation
-from hostcall.sessions import bearer_token
 from hostcall.store.records import Conversation
 from hostcall.tokens import Claims, Purpose
+from hostcall.visitors.session_requests import session_conversation
+from hostcall.visitors.sessions import bearer_token
 
 
 def _agent(request: Request, runtime: Runtime) -> Agent:
@@ -145,7 +145,7 @@ async def logout(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def people_routes() -> list[BaseRoute]:
+def known_visitor_routes() -> list[BaseRoute]:
     return [
         Route("/api/agents/{agent_id}/session/identify", identify, methods=["POST"]),
         Route(

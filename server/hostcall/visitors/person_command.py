@@ -16,8 +16,13 @@ from pathlib import Path
 from typing import Protocol
 
 from hostcall.errors import HostcallError
-from hostcall.personal_data import AuditedExport, PersonErasure, erase_person, export_person
 from hostcall.store import is_database_url, open_store
+from hostcall.visitors.personal_data import (
+    AuditedExport,
+    PersonErasure,
+    erase_person,
+    export_person,
+)
 
 # The audit log's actor for what this command does.
 COMMAND_LINE = "command line"

@@ -9,9 +9,9 @@ from starlette.requests import Request
 from hostcall.errors import Forbidden
 from hostcall.origins import check_request_origin
 from hostcall.runtime import Runtime
-from hostcall.sessions import bearer_token
 from hostcall.store.records import Conversation
 from hostcall.tokens import Claims, Purpose
+from hostcall.visitors.sessions import bearer_token
 
 
 async def session_conversation(request: Request, runtime: Runtime) -> Conversation:

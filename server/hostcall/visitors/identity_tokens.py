@@ -37,9 +37,9 @@ from hostcall import strictjson
 from hostcall.agents import Agent
 from hostcall.blocks.http_request import host_port
 from hostcall.errors import BadRequest, Unauthorized, Unavailable
-from hostcall.identity import HMAC_ALGORITHMS, Identity, IdentityConfig
 from hostcall.platform import Platform
 from hostcall.protocol.codes import ErrorCode
+from hostcall.visitors.identity import HMAC_ALGORITHMS, Identity, IdentityConfig
 
 log = logging.getLogger("hostcall.identity")
 
