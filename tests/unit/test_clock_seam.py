@@ -25,8 +25,6 @@ ALLOWED = {
     "store/sqlite/database.py": 1,
     # Only ``hostcall users`` adds an account, on the command line, outside any server.
     "console/accounts.py": 1,
-    # An identity token's lifetime, checked on the wall clock as PyJWT checks its exp.
-    "visitors/identity_tokens.py": 1,
 }
 
 

@@ -25,6 +25,7 @@ from hostcall.visitors.identity_tokens import (
     REFRESH_SECONDS,
     Identities,
 )
+from tests.support.clock import Clock as AppClock
 from tests.support.harness import ORIGIN, Harness, allow_hosts
 from tests.support.identity import (
     AUDIENCE,
@@ -48,8 +49,11 @@ OTHER_KEY = rsa_key()
 
 
 class Clock:
+    """The identities' clock, stopped where the test says: set at the wall clock, since a
+    token's lifetime is read on it (the JWKS cache only counts the seconds between)."""
+
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.now = time.time()
 
     def __call__(self) -> float:
         return self.now
@@ -168,6 +172,16 @@ async def test_expired_not_yet_valid_and_too_long_lived_tokens_are_refused() -> 
     assert "too long" in await refused(config(HS), hs_token(exp=now + 2 * 86400))
     # Within the leeway, a little skew is forgiven both ways.
     await Identities().verify(config(HS), hs_token(exp=now - 5, nbf=now + 5))
+
+
+async def test_a_tokens_lifetime_is_read_on_the_apps_clock() -> None:
+    clock = AppClock()
+    identities = Identities(clock=clock)
+    token = hs_token(exp=int(time.time()) + 2 * 86400)
+    assert "too long" in await refused(config(HS), token, identities=identities)
+    # A day and more later by the app's clock, the same exp is within the block's lifetime.
+    clock.advance(2 * 86400 - 60)
+    assert (await identities.verify(config(HS), token)).sub == "ann"
 
 
 async def test_a_missing_exp_or_sub_is_refused() -> None:

@@ -101,7 +101,8 @@ class Identities:
     def __init__(
         self,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        # The app's clock (``Runtime.clock``): a token's lifetime and the JWKS cache's ages.
+        clock: Callable[[], float] = time.time,
         client: Callable[[], httpx.AsyncClient] | None = None,
         platform: Callable[[], Platform] = Platform,
         fetch_timeout: float = JWKS_TIMEOUT_SECONDS,
@@ -200,7 +201,9 @@ class Identities:
         exp = claims["exp"]
         if isinstance(exp, bool) or not isinstance(exp, int | float):
             raise BadIdentity("the identity token's 'exp' must be a number")
-        if exp - time.time() > config.max_lifetime + config.leeway:
+        # PyJWT checked exp and nbf on the wall clock (it reads no other); how far away exp
+        # may be is ours to check, on the app's.
+        if exp - self.clock() > config.max_lifetime + config.leeway:
             raise BadIdentity(
                 f"the identity token is valid for too long (at most {config.max_lifetime} s "
                 "from now: sign a short-lived one)"
