@@ -39,7 +39,7 @@ class ConsoleClient:
 
         async def ensure_user() -> None:
             if await runtime.store.get_user(name) is None:
-                await add_user(runtime.store, name, role, PASSWORD)
+                await add_user(runtime.store, name, role, PASSWORD, clock=runtime.clock)
 
         if portal is not None:
             portal.call(ensure_user)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -754,6 +755,10 @@ async def test_migrations_apply_once_and_a_reopened_store_keeps_its_data(
 ) -> None:
     version = store.schema_version  # type: ignore[attr-defined]
     assert version >= 2
+    if isinstance(store, SQLiteStore):
+        # Stamped by the database, in seconds since the epoch, as PostgreSQL's now() does.
+        (stamp,) = store._db.execute("SELECT MAX(applied_at) FROM schema_migrations").fetchone()
+        assert time.time() - 600 < stamp <= time.time() + 1
     await _conversation(store)
     await store.close()
     again = open_store(store_target)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from typing import Protocol
@@ -105,11 +106,20 @@ def _check_password(password: str) -> None:
         raise AccountError(f"the password must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
 
 
-async def add_user(store: Accounts, name: str, role: str, password: str) -> User:
+async def add_user(
+    store: Accounts,
+    name: str,
+    role: str,
+    password: str,
+    *,
+    # The app's clock where there is an app (``Runtime.clock``); ``hostcall users`` adds
+    # accounts from the command line, outside any server, on the wall clock.
+    clock: Callable[[], float] = time.time,
+) -> User:
     _check_name(name)
     _check_role(role)
     _check_password(password)
-    user = User(name, role, await hash_password(password), time.time())
+    user = User(name, role, await hash_password(password), clock())
     if not await store.add_user(user):
         raise AccountError(f"there is already a user called {name!r}")
     return user

@@ -14,7 +14,6 @@ import fcntl
 import logging
 import os
 import sqlite3
-import time
 from pathlib import Path
 
 from hostcall.errors import StoreError
@@ -36,6 +35,10 @@ from hostcall.store.sqlite.usage import UsageTables
 from hostcall.store.statements import SQLITE as SQL
 
 log = logging.getLogger("hostcall.store")
+
+# Seconds since the epoch on the database's clock, in SQL: what PostgreSQL's now() stamps
+# (julianday counts days from a date 2440587.5 days before the epoch).
+EPOCH_NOW = "(julianday('now') - 2440587.5) * 86400.0"
 
 
 def _lock(path: Path) -> int:
@@ -152,13 +155,14 @@ class SQLiteStore(
         )
         applied = [r[0] for r in self._db.execute(SQL.applied_migrations)]
         for migration in pending(MIGRATIONS, applied, target=str(self.path)):
-            # applied_at says when this file's schema changed, on the wall clock (as PostgreSQL's
-            # now() does): no request's time, so not the app's clock.
+            # applied_at says when this file's schema changed, stamped by the database as
+            # PostgreSQL's now() stamps it (seconds since the epoch): no request's time, and
+            # the store opens before (or without) any app whose clock it could read.
             # executescript commits first; each migration and its record commit together.
             self._db.executescript(
                 f"BEGIN IMMEDIATE;\n{migration.sql}\n"
                 f"INSERT INTO schema_migrations VALUES ({migration.version},"
-                f" '{migration.name}', {time.time()});\nCOMMIT;"
+                f" '{migration.name}', {EPOCH_NOW});\nCOMMIT;"
             )
 
     @property
