@@ -22,7 +22,6 @@ from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.cursors import page_cursor, read_cursor
 from hostcall.protocol.numbers import whole_number
 from hostcall.runtime import Runtime, runtime_of
-from hostcall.visitors.personal_data import erase_person, export_person
 
 # Conversations on a page of a person's page (older ones on the next pages).
 SHOWN = 50

@@ -8,9 +8,15 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from hostcall.engine import Engine
-from hostcall.visitors.personal_data import AuditedExport, Erased, PersonErasure, erase_person, export_person
 from hostcall.quotas import Quotas
 from hostcall.store.records import PersonConversation
+from hostcall.visitors.personal_data import (
+    AuditedExport,
+    Erased,
+    PersonErasure,
+    erase_person,
+    export_person,
+)
 
 
 class _PeopleStore(AuditedExport, PersonErasure, Protocol):
