@@ -199,7 +199,7 @@ async def stop_run(request: Request) -> Response:
     runtime = runtime_of(request)
     conversation = await session_conversation(request, runtime)
     stopped = await runtime.services.runs.stop(conversation.id, request.path_params["run_id"])
-    return WireResponse(RunStopped(stopped.id, "failed", RunErrorCode.CANCELLED))
+    return WireResponse(RunStopped(stopped.id, "stopped", RunErrorCode.CANCELLED))
 
 
 def api_routes() -> list[BaseRoute]:

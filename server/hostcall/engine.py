@@ -213,11 +213,14 @@ class Engine:
             raise NotFound(f"no run {run_id}", code=ErrorCode.UNKNOWN_RUN)
         message = run_notice(code)
         cid = run.conversation_id
+        # The visitor's Stop is an outcome of its own; an operator's cancel stays a failure
+        # of the run as the visitor sees it (the team ended it, not the visitor).
+        ending = RunStatus.STOPPED if code is RunErrorCode.CANCELLED else RunStatus.FAILED
         async with self.journal.unit() as unit:
             await self.store.break_lease(run_key(run_id))
             stopped = await self.store.claim_run(
-                run_id, RunStatus.RUNNING, RunStatus.FAILED
-            ) or await self.store.claim_run(run_id, RunStatus.WAITING, RunStatus.FAILED)
+                run_id, RunStatus.RUNNING, ending
+            ) or await self.store.claim_run(run_id, RunStatus.WAITING, ending)
             if stopped is None:  # the unit rolls back: the lease stays its holder's
                 ended = await self.store.get_run(run_id)
                 status = ended.status.value if ended is not None else "gone"
@@ -236,7 +239,7 @@ class Engine:
         step = self._stepping.get(run_id)
         if step is not None:
             step.cancel()
-        await self.steps.usage.run_ended(stopped, error=code)
+        await self.steps.usage.run_ended(stopped, ending, error=code)
         tool_code = (
             ToolErrorCode.CANCELLED
             if code is RunErrorCode.CANCELLED

@@ -99,6 +99,8 @@ OTHER = "other"
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED = "unmatched"  # a request no route took: never its raw path
 ANSWERED_BY = frozenset({"page", "form", "operator", "block", "simulation", "none"})
+# A run counted as it starts, and as it ends: a visitor's Stop is ``stopped``, not ``failed``.
+RUN_OUTCOMES = frozenset({"started", "finished", "failed", "stopped"})
 # The drivers whose exception types name a store error (each a fixed set of classes).
 _DRIVER_MODULES = ("sqlite3", "psycopg", "psycopg_pool")
 
@@ -146,6 +148,10 @@ def route_label(route: object) -> str:
     from the app's own table; ``unmatched`` when none did."""
     template = getattr(route, "path", None)
     return template if isinstance(template, str) and template else UNMATCHED
+
+
+def run_outcome_label(outcome: str) -> str:
+    return outcome if outcome in RUN_OUTCOMES else OTHER
 
 
 def answered_by_label(route: str) -> str:

@@ -329,7 +329,7 @@ def test_a_client_that_aborts_its_run_stops_it(server: Live) -> None:
     while True:
         run = _row(server, "SELECT * FROM runs WHERE conversation_id = ?", cid)
         call = _row(server, "SELECT * FROM calls WHERE conversation_id = ?", cid)
-        if run["status"] == "failed" and call["state"] == "failed":
+        if run["status"] == "stopped" and call["state"] == "failed":
             break
         assert time.monotonic() < deadline, (dict(run), dict(call))
         time.sleep(0.05)

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from hostcall.notices import run_notice, tool_notice
 from hostcall.settings import DEMO_AGENTS
 from tests.support.databases import store_url as on_store
 from tests.support.harness import BOARD, Conv, Harness, allow_hosts, write_agent
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
+from tests.unit.console_client import ConsoleClient, fast_passwords
 
 FOREIGN = {"Origin": "https://evil.example"}
 
@@ -103,11 +105,11 @@ def test_stop_ends_a_slow_run_at_once_and_the_visitor_writes_again(
     started = time.monotonic()
     r = stop(h, conv, run_id)
     assert r.status_code == 200, r.text
-    assert r.json() == {"runId": run_id, "status": "failed", "code": "cancelled"}
+    assert r.json() == {"runId": run_id, "status": "stopped", "code": "cancelled"}
     snap = h.snapshot(conv)
     assert time.monotonic() - started < 2
     notice = run_notice("cancelled")
-    assert snap["run"] == {"runId": run_id, "status": "failed",
+    assert snap["run"] == {"runId": run_id, "status": "stopped",
                            "error": {"code": "cancelled", "message": notice}}  # fmt: skip
     # The stream shows the run ended: the half-streamed text is discarded and ended, then
     # one RUN_ERROR; the snapshot agrees (no assistant message).
@@ -147,7 +149,7 @@ def test_a_step_this_process_does_not_run_commits_nothing_once_its_run_is_stoppe
     assert len(provider.received) == 1
     assert h.events(conv) == after_stop
     snap = h.snapshot(conv)
-    assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
+    assert snap["run"]["status"] == "stopped" and snap["run"]["error"]["code"] == "cancelled"
     assert [m["role"] for m in snap["messages"]] == ["user"]
 
 
@@ -159,7 +161,7 @@ def test_stop_of_a_waiting_run_cancels_its_calls_and_tells_the_model(planner: Ha
     r = stop(h, conv, run_id)
     assert r.status_code == 200, r.text
     snap = h.snapshot(conv)
-    assert snap["run"]["status"] == "failed" and snap["run"]["error"]["code"] == "cancelled"
+    assert snap["run"]["status"] == "stopped" and snap["run"]["error"]["code"] == "cancelled"
     [shown] = snap["calls"]
     assert shown["state"] == "failed"
     assert shown["outcome"] == {"error": {"code": "cancelled",
@@ -178,11 +180,43 @@ def test_stop_of_a_waiting_run_cancels_its_calls_and_tells_the_model(planner: Ha
     again = stop(h, conv, run_id)
     assert again.status_code == 409
     assert again.json()["error"]["code"] == "run_not_active"
-    assert again.json()["error"]["details"]["status"] == "failed"
+    assert again.json()["error"]["details"]["status"] == "stopped"
     assert h.events(conv) == before
     # The visitor goes on.
     h.say(conv, "What should I work on next?")
     assert h.open_call(conv)["state"] == "dispatched"
+
+
+@pytest.mark.usefixtures(fast_passwords.__name__)
+def test_a_stop_is_its_own_outcome_in_the_console_and_the_metrics_never_a_failure(
+    planner: Harness,
+) -> None:
+    h = planner
+    conv = h.conversation()
+    run_id = h.say(conv, "What should I work on next?")
+    h.open_call(conv)
+
+    def runs(outcome: str) -> float:
+        labels = {"agent": "planner", "outcome": outcome}
+        return REGISTRY.get_sample_value("hostcall_runs_total", labels) or 0.0
+
+    before = {outcome: runs(outcome) for outcome in ("failed", "stopped")}
+    assert stop(h, conv, run_id).status_code == 200
+    assert {outcome: runs(outcome) - before[outcome] for outcome in before} == {
+        "failed": 0, "stopped": 1,
+    }  # fmt: skip
+    operator = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    detail = operator.http.get(f"/console/api/conversations/{conv.id}").json()
+    assert [r["status"] for r in detail["runs"]] == ["stopped"]
+
+    def listed(status: str) -> list[str]:
+        found = operator.http.get(f"/console/api/conversations?status={status}")
+        assert found.status_code == 200, found.text
+        return [c["id"] for c in found.json()["items"]]
+
+    assert (listed("stopped"), listed("failed")) == ([conv.id], [])
+    page = operator.http.get("/console/conversations").text
+    assert '<option value="stopped" >Stopped by the visitor</option>' in page
 
 
 def test_stop_after_the_run_finished_changes_nothing(planner: Harness) -> None:

@@ -174,10 +174,10 @@ class FeedbackSaved:
 
 @dataclass(frozen=True, slots=True)
 class RunStopped:
-    """A run the visitor stopped: it failed with ``code`` (``cancelled``)."""
+    """A run the visitor stopped: it ended ``stopped``, its ``RUN_ERROR`` code ``cancelled``."""
 
     run_id: str
-    status: Literal["failed"]
+    status: Literal["stopped"]
     code: str
 
 

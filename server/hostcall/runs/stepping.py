@@ -109,7 +109,7 @@ class Steps:
             with self.tracing.span("hostcall.step", attributes, run_id=run_id):
                 stepped = await self._step(run_id, run, known, began)
         if stepped.finished:
-            await self.usage.run_ended(run, error=None)
+            await self.usage.run_ended(run, RunStatus.FINISHED, error=None)
         return stepped
 
     async def _step(self, run_id: str, run: Run, known: ClaimedRun | None, began: float) -> Stepped:
@@ -305,7 +305,7 @@ class Steps:
             await unit.emit(cid, RunError(message, code, run_id))
             if usage is not None:
                 await self.store.add_usage(usage)
-        await self.usage.run_ended(run, error=code)
+        await self.usage.run_ended(run, RunStatus.FAILED, error=code)
 
 
 def _model_message(message: StoredMessage) -> Message:

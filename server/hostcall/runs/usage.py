@@ -17,7 +17,7 @@ from hostcall.models.base import Message, Model, ModelError, ModelEvent, StepEnd
 from hostcall.pricing import model_name
 from hostcall.quotas import Quotas, estimate_tokens
 from hostcall.store.interfaces import ModelUsage
-from hostcall.store.records import Run, UsageRecord
+from hostcall.store.records import Run, RunStatus, UsageRecord
 from hostcall.tracing import Tracing
 
 log = logging.getLogger("hostcall.tracing")
@@ -60,11 +60,12 @@ class Usage:
             person=spent.person,
         )
 
-    async def run_ended(self, run: Run, *, error: str | None) -> None:
-        """Count the run's end; with tracing on, record its span (its steps' totals read
-        back: the steps may have run in other processes)."""
+    async def run_ended(self, run: Run, ending: RunStatus, *, error: str | None) -> None:
+        """Count the run's end (``ending``: finished, failed or stopped); with tracing on,
+        record its span (its steps' totals read back: the steps may have run in other
+        processes)."""
         agent_id = str(run.agent.get("id", "")) if isinstance(run.agent, dict) else ""
-        outcome = "failed" if error else "finished"
+        outcome = metrics.run_outcome_label(ending)
         metrics.RUNS.labels(metrics.agent_label(agent_id), outcome).inc()
         if not self.tracing.on:
             return
@@ -81,7 +82,7 @@ class Usage:
             "gen_ai.agent.id": agent_id,
             "gen_ai.conversation.id": run.conversation_id,
             "hostcall.run.id": run.id,
-            "hostcall.run.outcome": "failed" if error else "finished",
+            "hostcall.run.outcome": outcome,
         }
         if total is not None:
             attributes |= {
@@ -92,8 +93,10 @@ class Usage:
             if total.cost is not None:
                 attributes["hostcall.usage.cost"] = total.cost
         start = total.first_at if total is not None else now
+        # A Stop is no error: the span keeps an unset status, its outcome says ``stopped``.
+        failed = error if ending is RunStatus.FAILED else None
         self.tracing.record(f"invoke_agent {agent_id}", attributes, run_id=run.id, start=start,
-                            end=now, error=error, own=True)  # fmt: skip
+                            end=now, error=failed, own=True)  # fmt: skip
 
 
 class Measure:

@@ -40,6 +40,9 @@ class RunStatus(StrEnum):
     WAITING = "waiting"
     FINISHED = "finished"
     FAILED = "failed"
+    # The visitor's Stop (``cancelled``): ended on purpose, not a failure; it may be retried
+    # as a failed run may.
+    STOPPED = "stopped"
 
 
 @dataclass(frozen=True, slots=True)
