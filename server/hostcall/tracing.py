@@ -121,10 +121,23 @@ class Tracing:
     @contextlib.contextmanager
     def _open(self, name: str, attributes: Attributes, run_id: str | None) -> Iterator[Span]:
         assert self._tracer is not None
+        from opentelemetry.trace import StatusCode
+
+        # Exceptions marked here, not by the SDK: a block cancelled (a visitor's Stop
+        # cancels the step's task) did not fail, and its span must not say it did.
         with self._tracer.start_as_current_span(
-            name, context=_run_context(run_id), attributes=attributes
+            name,
+            context=_run_context(run_id),
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
         ) as span:
-            yield span
+            try:
+                yield span
+            except Exception as exc:
+                span.record_exception(exc)
+                span.set_status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
+                raise
 
     def record(
         self,
@@ -136,21 +149,27 @@ class Tracing:
         end: float,
         error: str | None = None,
         own: bool = False,
+        client: bool = False,
     ) -> None:
         """A span that happened from ``start`` to ``end`` (seconds since the epoch), as a
         child of ``run_id``'s run (None: of the current span), or (``own``) as the run's
-        span itself. ``error``: its
-        ``error.type``, and an error status."""
+        span itself, a root. ``error``: its ``error.type``, and an error status.
+        ``client``: a call to another service (a model), a CLIENT span."""
         if self._tracer is None:
             return
-        from opentelemetry.trace import StatusCode
+        from opentelemetry.context import Context
+        from opentelemetry.trace import SpanKind, StatusCode
 
         assert run_id is not None or not own, "a run's own span needs its id"
         token = _forced_ids.set(run_ids(run_id)) if run_id is not None and own else None
         try:
+            # Do not "fix" ``Context()`` into None: None is the current context, and a run
+            # that ends inside its step (a failure) would make its span the child of its own
+            # child, a cycle no trace viewer can draw.
             span = self._tracer.start_span(
                 name,
-                context=None if own else _run_context(run_id),
+                context=Context() if own else _run_context(run_id),
+                kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
                 attributes=attributes,
                 start_time=int(start * 1e9),
             )

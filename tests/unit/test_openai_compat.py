@@ -843,6 +843,11 @@ async def test_azure_usage_after_prompt_filter_results_is_read(provider: FakePro
     provider.replies.append(Reply(pieces))
     events = await collect_all(make_model(provider))
     assert events == [TextDelta("Bonjour"), StepEnd("stop", 12, 8)]
+    # The reply's model and id (the traces' gen_ai.response.*): the prompt filter's empty
+    # ones name nothing.
+    end = events[-1]
+    assert isinstance(end, StepEnd)
+    assert (end.response_model, end.response_id) == ("gpt-4o-2024-08-06", "chatcmpl-AzX")
 
 
 async def test_ollama_v1_usage_chunk_is_read(provider: FakeProvider) -> None:

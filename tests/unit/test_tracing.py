@@ -4,25 +4,22 @@ SDK's in-memory exporter, and sent over OTLP/HTTP to a receiver on loopback."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import Route
 
 from hostcall.qa.servers import serve_in_thread
 from hostcall.settings import DEMO_AGENTS
 from hostcall.tracing import CAPTURE_CONTENT, Tracing, run_ids
 from tests.support.harness import Harness, allow_hosts, write_agent
+from tests.support.otlp import Receiver
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, sse, text
 
 QUESTION = "What should I work on next?"
@@ -82,6 +79,7 @@ def test_a_run_is_one_trace_of_its_steps_model_calls_and_tool_call(tmp_path: Pat
               run_attributes.pop("gen_ai.usage.output_tokens"))  # fmt: skip
     assert run_attributes == {
         "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.id": "planner",
+        "gen_ai.agent.name": "Project planner",
         "gen_ai.conversation.id": cid, "hostcall.run.id": run_id,
         "hostcall.run.outcome": "finished", "hostcall.steps": 2,
     }  # fmt: skip
@@ -173,32 +171,6 @@ def test_a_failed_model_call_marks_its_span_and_the_runs_as_errors(
 
 
 # ---- OTLP/HTTP to a receiver on loopback ------------------------------------------------------
-
-
-class Receiver:
-    def __init__(self) -> None:
-        self.requests: list[ExportTraceServiceRequest] = []
-        self.content_types: list[str] = []
-        self.lock = threading.Lock()
-
-    async def traces(self, request: Request) -> Response:
-        body = ExportTraceServiceRequest()
-        body.ParseFromString(await request.body())
-        with self.lock:
-            self.requests.append(body)
-            self.content_types.append(request.headers.get("content-type", ""))
-        return Response(b"", media_type="application/x-protobuf")
-
-    def spans(self) -> list[tuple[str, str, Any]]:
-        """(service name, span name, span) of everything received."""
-        found = []
-        for request in self.requests:
-            for resource in request.resource_spans:
-                service = next(a.value.string_value for a in resource.resource.attributes
-                               if a.key == "service.name")  # fmt: skip
-                for scope in resource.scope_spans:
-                    found += [(service, span.name, span) for span in scope.spans]
-        return found
 
 
 @pytest.fixture

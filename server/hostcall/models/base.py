@@ -58,12 +58,18 @@ class TextDelta:
 @dataclass(frozen=True, slots=True)
 class StepEnd:
     """How the provider says a step ended: its ``finish_reason`` and, when it counted them,
-    the tokens it read and wrote (what it bills). An adapter yields it last, once; a model
-    that yields none (the scripted one) leaves the engine to estimate the tokens."""
+    the tokens it read and wrote (what it bills), and which model and reply it was. An
+    adapter yields it last, once; a model that yields none (the scripted one) leaves the
+    engine to estimate the tokens."""
 
     finish_reason: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    # What the provider says of its reply, when it says it (the traces' ``gen_ai.response.*``):
+    # the model that answered (an alias resolved to a version) and the reply's id.
+    # Not compared: they name the reply, they do not say how the step ended.
+    response_model: str | None = field(default=None, compare=False)
+    response_id: str | None = field(default=None, compare=False)
 
     @property
     def counted(self) -> bool:

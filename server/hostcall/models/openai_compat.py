@@ -271,7 +271,8 @@ class OpenAICompatModel:
                 name=names.from_provider(call.name) or call.name,
                 arguments=call.arguments,
             )
-        yield StepEnd(end.reason, *(end.usage or (None, None)))
+        read, wrote = end.usage or (None, None)
+        yield StepEnd(end.reason, read, wrote, response_model=end.model, response_id=end.reply_id)
 
     def _request_body(
         self,
@@ -333,6 +334,11 @@ class OpenAICompatModel:
         usage = read_usage(chunk)
         if usage is not None:
             end.usage = usage  # the last one counts: some servers repeat a growing total
+        reply_id, model = chunk.get("id"), chunk.get("model")
+        if isinstance(reply_id, str) and reply_id:
+            end.reply_id = reply_id
+        if isinstance(model, str) and model:
+            end.model = model
         choices = chunk.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return []  # usage-only and keep-alive chunks carry no choices
@@ -363,6 +369,8 @@ class OpenAICompatModel:
 class _Ending:
     reason: str | None = None
     usage: tuple[int, int] | None = None
+    model: str | None = None  # the ``model`` the chunks name, the ``id`` they share
+    reply_id: str | None = None
 
 
 def _chat_message(message: Message, names: ToolNameMap) -> dict[str, Any]:

@@ -98,6 +98,8 @@ class Steps:
         if run is None:  # deleted meanwhile (its conversation, by the retention sweeper)
             raise RunUnreadable(run_id, ["no such run"])
         began = self.usage.clock()
+        if run.step == 0:
+            self.usage.first_step(run_id, began)
         if not self.tracing.on:
             stepped = await self._step(run_id, run, known, began)
         else:

@@ -6,10 +6,12 @@ limits, and told to the metrics and the traces; so is the end of a run.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from hostcall import metrics
 from hostcall.agents import Agent
@@ -24,6 +26,7 @@ log = logging.getLogger("hostcall.tracing")
 
 PROVIDER = "provider"
 ESTIMATE = "estimate"
+_BEGAN_KEPT = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,18 @@ class Usage:
         self.quotas = quotas
         self.tracing = tracing
         self.clock = clock
+        # When each run's first step began in this process, for its span's start: a run
+        # that fails or is stopped before its first step is counted has no usage to read
+        # it from. Bounded: a run whose end another process records leaves its entry here.
+        self._began: dict[str, float] = {}
+
+    def first_step(self, run_id: str, began: float) -> None:
+        """A run's first step begins (its span starts then)."""
+        if not self.tracing.on:
+            return
+        if len(self._began) >= _BEGAN_KEPT:
+            del self._began[next(iter(self._began))]  # the oldest
+        self._began.setdefault(run_id, began)
 
     def measure(self, run: Run, agent: Agent, *, began: float) -> Measure:
         """``began``: when the step began (its usage's ``at``; the run's span starts at its
@@ -70,6 +85,7 @@ class Usage:
         if not self.tracing.on:
             return
         now = self.clock()
+        began = self._began.pop(run.id, None)
         try:
             total = await self.store.usage_of_run(run.conversation_id, run.id)
         except Exception as exc:  # whatever the store's driver raises
@@ -80,6 +96,7 @@ class Usage:
         attributes: dict[str, str | int | float] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.id": agent_id,
+            "gen_ai.agent.name": str(run.agent.get("name", "")),
             "gen_ai.conversation.id": run.conversation_id,
             "hostcall.run.id": run.id,
             "hostcall.run.outcome": outcome,
@@ -92,7 +109,8 @@ class Usage:
             }
             if total.cost is not None:
                 attributes["hostcall.usage.cost"] = total.cost
-        start = total.first_at if total is not None else now
+        starts = [at for at in (began, total.first_at if total else None) if at is not None]
+        start = min(starts, default=now)
         # A Stop is no error: the span keeps an unset status, its outcome says ``stopped``.
         failed = error if ending is RunStatus.FAILED else None
         self.tracing.record(f"invoke_agent {agent_id}", attributes, run_id=run.id, start=start,
@@ -117,13 +135,21 @@ class Measure:
     ) -> AsyncIterator[ModelEvent]:
         self.started = self.usage.clock()
         self._perf = time.perf_counter()
+        answered = False
         try:
             async for item in model.stream(history, tools, instructions=self.agent.instructions):
+                answered = isinstance(item, StepEnd)
                 yield item
         except ModelError as exc:
             seconds = time.perf_counter() - self._perf
             metrics.MODEL_SECONDS.labels(self.label, "error").observe(seconds)
             self._trace(seconds, None, None, error=exc.code)
+            raise
+        except (asyncio.CancelledError, GeneratorExit):
+            # A Stop cut the call short (its step cancelled, here or at the reader's yield):
+            # the call happened, and did not fail. Once answered, ``spent`` traces it.
+            if not answered:
+                self._trace(time.perf_counter() - self._perf, None, None)
             raise
 
     def spent(
@@ -165,7 +191,7 @@ class Measure:
         metrics.MODEL_TOKENS.labels(self.label, "input", source).inc(read)
         metrics.MODEL_TOKENS.labels(self.label, "output", source).inc(wrote)
         if not cut_off:  # (a cut-off call's span was recorded with its error)
-            self._trace(seconds, record, end.finish_reason if end is not None else None)
+            self._trace(seconds, record, end)
         person = self.run.visitor.sub if self.run.visitor else None
         return StepUsage(record, self.agent, person)
 
@@ -173,10 +199,12 @@ class Measure:
         self,
         seconds: float,
         record: UsageRecord | None,
-        finish_reason: str | None,
+        end: StepEnd | None,
         *,
         error: str | None = None,
     ) -> None:
+        """The model call's span, a CLIENT span as the GenAI conventions make it. ``record``:
+        the model answered (its reply's model and id, when it named them)."""
         tracing = self.usage.tracing
         if not tracing.on:
             return
@@ -185,10 +213,23 @@ class Measure:
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": "openai" if kind == "openai" else f"hostcall.{kind}",
             "gen_ai.request.model": self.model,
+            "gen_ai.agent.id": self.agent.id,
+            "gen_ai.agent.name": self.agent.name,
             "gen_ai.conversation.id": self.run.conversation_id,
         }
-        if finish_reason is not None:
-            attributes["gen_ai.response.finish_reasons"] = [finish_reason]
+        base_url = self.agent.model.get("base_url")
+        if isinstance(base_url, str):  # a model behind HTTP (the scripted one has none)
+            parts = urlsplit(base_url)
+            if parts.hostname:
+                attributes["server.address"] = parts.hostname
+                attributes["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+        if record is not None:
+            answered = end.response_model if end is not None else None
+            attributes["gen_ai.response.model"] = answered or self.model
+        if end is not None and end.response_id is not None:
+            attributes["gen_ai.response.id"] = end.response_id
+        if end is not None and end.finish_reason is not None:
+            attributes["gen_ai.response.finish_reasons"] = [end.finish_reason]
         if record is not None:
             attributes |= {
                 "gen_ai.usage.input_tokens": record.input_tokens,
@@ -197,4 +238,4 @@ class Measure:
             }
         # A child of the step's span, which is current here.
         tracing.record(f"chat {self.model}", attributes, run_id=None, start=self.started,
-                       end=self.started + seconds, error=error)  # fmt: skip
+                       end=self.started + seconds, error=error, client=True)  # fmt: skip
