@@ -2,7 +2,8 @@
 
 A rule matches the latest user message with a regular expression, may say something, may
 call one tool with arguments rendered from the match, and renders its reply from the tool's
-result (or error). Templates run in Jinja2's sandbox and only ever produce text.
+result (or error). Templates run in Jinja2's sandbox and produce text, except an argument that
+is exactly one expression, which keeps its value's JSON type.
 
 It is the embedded default: the demo runs offline and QA tests are exact.
 """
@@ -13,12 +14,14 @@ import asyncio
 import functools
 import itertools
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateError
+from jinja2 import StrictUndefined, Template, TemplateError, Undefined, nodes
+from jinja2.environment import TemplateExpression
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from hostcall import patterns, strictjson
@@ -193,8 +196,13 @@ def _rendering(template: str, context: dict[str, Any], where: str) -> Iterator[s
 
 
 def _render_value(value: Any, context: dict[str, Any], where: str) -> Any:
-    """Render every string in ``value``; keys whose string renders empty are left out."""
+    """Render every string in ``value``; keys whose string renders empty are left out. A
+    string that is exactly one expression (``"{{ count | int }}"``) keeps its value's JSON
+    type: a tool with a number parameter gets a number, not the number's text."""
     if isinstance(value, str):
+        expression = _expression(value)
+        if expression is not None:
+            return _evaluate(expression, value, context, where)
         return _render(value, context, where)
     if isinstance(value, list):
         return [_render_value(v, context, where) for v in value]
@@ -202,6 +210,67 @@ def _render_value(value: Any, context: dict[str, Any], where: str) -> Any:
         rendered = {k: _render_value(v, context, where) for k, v in value.items()}
         return {k: v for k, v in rendered.items() if v != ""}
     return value
+
+
+@functools.lru_cache(maxsize=2048)
+def _expression(template: str) -> TemplateExpression | None:
+    """The expression of a template that is one ``{{ … }}`` and nothing else (spaces
+    around it aside), compiled; None for any other template."""
+    source = template.strip()
+    try:
+        body = _lenient.parse(source).body
+    except TemplateError:
+        return None
+    if not (
+        len(body) == 1
+        and isinstance(body[0], nodes.Output)
+        and len(body[0].nodes) == 1
+        and not isinstance(body[0].nodes[0], nodes.TemplateData)
+    ):
+        return None
+    inner = _ONE_EXPRESSION.fullmatch(source)
+    if inner is None:
+        return None
+    try:
+        return _lenient.compile_expression(inner.group(1), undefined_to_none=False)
+    except TemplateError:
+        return None
+
+
+def _evaluate(
+    expression: TemplateExpression, template: str, context: dict[str, Any], where: str
+) -> Any:
+    """The expression's value if it is JSON (a string, number, boolean, null, or lists and
+    objects of them); anything else (a date, an undefined name) as the template's text."""
+    try:
+        value = expression(**context)
+    except Exception as exc:  # as _render's
+        detail = f"{where} failed: {type(exc).__name__}: {exc}"
+        raise ModelError(detail, code=RunErrorCode.REPLY_TEMPLATE_FAILED) from exc
+    typed = _json_value(value)
+    return _render(template, context, where) if typed is _NOT_JSON else typed
+
+
+_NOT_JSON = object()
+_ONE_EXPRESSION = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Undefined):
+        return _NOT_JSON
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _NOT_JSON
+    if isinstance(value, str):
+        return str(value).strip()  # a Markup too; stripped as a rendered string is
+    if isinstance(value, list | tuple):
+        items = [_json_value(v) for v in value]
+        return _NOT_JSON if any(v is _NOT_JSON for v in items) else items
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        found = {k: _json_value(v) for k, v in value.items()}
+        return _NOT_JSON if any(v is _NOT_JSON for v in found.values()) else found
+    return _NOT_JSON
 
 
 _WORDS = re.compile(r"\s*\S+\s*")
