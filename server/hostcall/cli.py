@@ -103,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         action.add_argument("name", help="the account's name")
     for action in (add, role):
         action.add_argument("--role", required=True, choices=["operator", "designer", "admin"])
+    add.add_argument(
+        "--url", default="http://127.0.0.1:8000", type=_http_url,
+        help="the server's address, for the sign-in link it prints (default: %(default)s, "
+        "where `hostcall serve` and the demo listen)",
+    )  # fmt: skip
     for action in (add, listing, remove, passwd, role):
         action.add_argument(
             "--db", default=str(DEFAULT_DB), metavar="FILE|URL",
@@ -112,6 +117,14 @@ def _parser() -> argparse.ArgumentParser:
 
     add_parser(sub, DEFAULT_DB)
     return parser
+
+
+def _http_url(value: str) -> str:
+    """An http(s) URL with a host, without its trailing slash (argparse's ``type``)."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"must be an http(s) URL, not {value!r}")
+    return value.rstrip("/")
 
 
 def _common(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -17,6 +19,7 @@ from starlette.applications import Starlette
 
 from hostcall.serving import reload_on_sighup, server_config
 from hostcall.settings import DEMO_AGENTS
+from hostcall.store import is_database_url
 
 Lifespan = Literal["on", "off"]
 
@@ -63,9 +66,18 @@ async def demo(app: Starlette, args: argparse.Namespace) -> int:
     print(
         f"\n  Hostcall demo\n  Open the task board:  {host_url}/\n"
         f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n"
+        f"  Operator console:     {hostcall_url}/console  (an account for it: "
+        f"hostcall users add NAME --role admin{_db_option(args)})\n"
         f"  Demo service:         {services_url}  (public holidays, for the server-side tool)\n",
         flush=True,
     )
     services = server(create_services_app(), "127.0.0.1", 0, "warning", "off")
     await asyncio.gather(*(s.serve() for s in servers), services.serve(sockets=[sock]))
     return 0
+
+
+def _db_option(args: argparse.Namespace) -> str:
+    """The demo's database as ``users add`` takes it; a database URL (it may hold a
+    password) is not printed, its place is."""
+    target = args.db or os.environ.get("HOSTCALL_DATABASE_URL") or str(args.default_db)
+    return " --db URL" if is_database_url(target) else f" --db {shlex.quote(target)}"

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 
@@ -61,6 +62,12 @@ def test_the_demo_service_takes_the_port_it_is_given(tmp_path) -> None:  # type:
     try:
         found = re.search(r"Demo service: +http://127\.0\.0\.1:(\d+)", demo.output())
         assert found, demo.output()
+        # The banner says where the console is, and how to make an account for it.
+        console = re.search(r"Operator console: +(\S+)/console .*users add NAME --role admin "
+                            r"--db (\S+)\)", demo.output())  # fmt: skip
+        assert console, demo.output()
+        assert console.group(1) == demo.url.rstrip("/")
+        assert Path(console.group(2)).is_absolute()
         port = int(found.group(1))
         assert port != 8002
         assert httpx.get(f"http://127.0.0.1:{port}/holidays/FR").json()["country"] == "FR"
@@ -120,3 +127,9 @@ def test_every_documented_wheel_build_keeps_dependencies_out_of_the_checkout() -
                     f"{path.name}:{number}: {line.strip()}"
                 )
     assert len(builds) >= 3, builds  # README, docs/testing.md, Dockerfile
+
+
+def test_built_wheels_are_not_part_of_the_checkout() -> None:
+    """``python -m build`` and ``pip wheel -w dist`` write under dist/: never committed."""
+    ignored = subprocess.run(["git", "check-ignore", "-q", "dist/hostcall-0.1.0.whl"], cwd=ROOT)
+    assert ignored.returncode == 0

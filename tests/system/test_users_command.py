@@ -50,6 +50,15 @@ def test_users_commands_change_accounts_and_end_their_sessions(tmp_path: Path) -
         for name, role in (("ada", "admin"), ("bob", "operator")):
             done = _users(db, "add", name, "--role", role, stdin=PASSWORD + "\n")
             assert done.returncode == 0, done.stderr
+            # A link to open, not a path: where `hostcall serve` listens unless told.
+            signs_in = "can sign in at http://127.0.0.1:8000/console/login"
+            assert done.stdout.strip() == f"ok: {name} ({role}) {signs_in}"
+        done = _users(db, "add", "cy", "--role", "designer", "--url", "https://help.example/",
+                      stdin=PASSWORD + "\n")  # fmt: skip
+        assert done.stdout.strip().endswith("can sign in at https://help.example/console/login")
+        assert _users(db, "remove", "cy").returncode == 0
+        bad = _users(db, "add", "dee", "--role", "admin", "--url", "help.example")
+        assert bad.returncode == 2 and "must be an http(s) URL, not 'help.example'" in bad.stderr
         listed = _users(db, "list")
         assert listed.returncode == 0, listed.stderr
         assert [line.split()[:2] for line in listed.stdout.splitlines()] == [

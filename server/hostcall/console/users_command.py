@@ -72,7 +72,8 @@ async def _run(store: _UsersStore, args: argparse.Namespace) -> str:
         user = await accounts.add_user(store, name, args.role, _password())
         # The command line runs outside any server: the wall clock is the only one it has.
         await record(store, time.time, COMMAND_LINE, "user.add", name=user.name, role=user.role)
-        return f"ok: {user.name} ({user.role}) can sign in at /console/login"
+        # The whole address: a path alone is a link nobody can open from a terminal.
+        return f"ok: {user.name} ({user.role}) can sign in at {args.url}/console/login"
     if action == "remove":
         await accounts.remove_user(store, name)
         await record(store, time.time, COMMAND_LINE, "user.remove", name=name)
