@@ -66,8 +66,8 @@ async def demo(app: Starlette, args: argparse.Namespace) -> int:
     print(
         f"\n  Hostcall demo\n  Open the task board:  {host_url}/\n"
         f"  Hostcall server:      {hostcall_url}  (the widget's origin)\n"
-        f"  Operator console:     {hostcall_url}/console  (an account for it: "
-        f"hostcall users add NAME --role admin{_db_option(args)})\n"
+        f"  Operator console:     {hostcall_url}/console\n"
+        f"    an account for it:  hostcall users add NAME --role admin{_db_option(args)}\n"
         f"  Demo service:         {services_url}  (public holidays, for the server-side tool)\n",
         flush=True,
     )

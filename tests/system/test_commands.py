@@ -63,8 +63,9 @@ def test_the_demo_service_takes_the_port_it_is_given(tmp_path) -> None:  # type:
         found = re.search(r"Demo service: +http://127\.0\.0\.1:(\d+)", demo.output())
         assert found, demo.output()
         # The banner says where the console is, and how to make an account for it.
-        console = re.search(r"Operator console: +(\S+)/console .*users add NAME --role admin "
-                            r"--db (\S+)\)", demo.output())  # fmt: skip
+        console = re.search(r"Operator console: +(\S+)/console\n +an account for it: +"
+                            r"hostcall users add NAME --role admin --db (\S+)\n",
+                            demo.output())  # fmt: skip
         assert console, demo.output()
         assert console.group(1) == demo.url.rstrip("/")
         assert Path(console.group(2)).is_absolute()
