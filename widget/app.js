@@ -423,7 +423,7 @@ async function send(raw) {
  * (and again, if that fetch failed). */
 const app = { state, api, cfg, ui, t, emit, refresh }
 /** @type {() => Promise<typeof import('./control.js')>} */
-const troubles = once(query => import(`./control.js${query}`))
+const troubles = once(query => Promise.all([import(`./control.js${query}`), ui.addStrings('control', query)]).then(([m]) => m))
 const control = (/** @type {boolean} */ again) => troubles().then(m => m.control(again, app))
 
 /** Sync the composer with the run; publish `data-agent-state` (docs/testing.md). */

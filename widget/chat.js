@@ -10,9 +10,12 @@ import { write, setAfterFlush } from './drawing.js'
 export { batch, hold, flushWrites } from './drawing.js'
 
 // ============================================================================
-// Text: English, French, Spanish, Japanese (the seeds' languages), one module per language
-// (locale-xx.js, each with every key) so a page loads only its own: from the snippet's
-// data-locale, else the browser's languages, else English.
+// Text: English, French, Spanish, Japanese (the seeds' languages): from the snippet's
+// data-locale, else the browser's languages, else English. Where a string lives (the rule,
+// also in docs/architecture.md): locale-xx.js holds what the idle chat shows, and words
+// features share (Retry, Cancel); a feature loaded later brings its own strings, from
+// locale-xx-<feature>.js (calls, history, people, control, restart), fetched with its
+// module. So a page loads one language, and only what it shows.
 // ============================================================================
 
 const LOCALES = ['en', 'fr', 'es', 'ja']
@@ -29,7 +32,7 @@ export async function setLocale(lang) {
   document.documentElement.lang = lang
 }
 
-/** Add the strings of a part loaded later (`calls`: locale-xx-calls.js, with toolcalls.js).
+/** Add the strings of a feature loaded later (`calls`: locale-xx-calls.js, with toolcalls.js).
  * @param {string} part @param {string} [query] */
 export async function addStrings(part, query = '') {
   Object.assign(strings, (await import(`./locale-${document.documentElement.lang}-${part}.js${query}`)).default)
@@ -148,12 +151,16 @@ export function mountShell(root, o) {
   parts.live = h('div', { 'data-part': 'live', class: 'sr-only', 'aria-live': 'polite', 'aria-atomic': 'true' })
   const button = (part, label, name, onclick) =>
     h('button', { type: 'button', 'data-part': part, 'aria-label': label, title: label, onclick }, icon(name))
-  // ↻ asks first (widget/restart.js, fetched when first pressed; a fresh URL after a failure).
+  // ↻ asks first (widget/restart.js and its strings, fetched when first pressed; a fresh URL
+  // after a failure).
   let tries = 0
-  const ask = () => import(`./restart.js${tries ? `?retry=${tries}` : ''}`).then(m => m.ask(parts.header, o.onNew), err => {
-    tries++
-    console.warn('hostcall: loading a module', err)
-  })
+  const ask = () => {
+    const query = tries ? `?retry=${tries}` : ''
+    Promise.all([import(`./restart.js${query}`), addStrings('restart', query)]).then(([m]) => m.ask(parts.header, o.onNew), err => {
+      tries++
+      console.warn('hostcall: loading a module', err)
+    })
+  }
   parts.header = h('header', { 'data-part': 'header' }, h('h1', { 'data-part': 'title', text: o.title }),
     button('open-history', t('history'), 'history', o.onHistory),
     button('new-conversation', t('newConversation'), 'restart', ask),
