@@ -1,5 +1,5 @@
-// Hostcall widget: the chat's DOM — shell, messages, safe markdown (tool-call cards are in
-// cards.js, loaded with the first call). What a model, page or person wrote enters the DOM
+// Hostcall widget: the chat's DOM — shell, messages (their markdown is markdown.js's, and
+// tool-call cards are cards.js's: each loaded when first needed). What a model, page or person wrote enters the DOM
 // as text nodes, never innerHTML; links only for http(s). Test hooks: roles and `data-part`
 // attributes.
 
@@ -293,6 +293,7 @@ export function keepPinned(change) {
 
 /** Show the user's message at once; the server's TEXT_MESSAGE_START adopts it. @param {string} text */
 export function addPendingUser(text) {
+  loadMarkdown()
   pendingUser = message('', 'user', text)
   pendingUser.dataset.pending = ''
   return pendingUser
@@ -353,8 +354,39 @@ function setText(m, text) {
   keepPinned(() => {
     m.queued = false
     m.el.hidden = !m.raw.trim()
-    m.role === 'user' ? (m.body.textContent = m.raw) : renderMarkdown(m.raw, m.body)
+    m.role === 'user' ? (m.body.textContent = m.raw) : draw(m)
   })
+}
+
+// ============================================================================
+// Others' text: markdown (markdown.js), fetched when a text first has some, or when the
+// person sends (the answer will need it); plain text is drawn as markdown.js draws it.
+// ============================================================================
+
+/** @type {typeof import('./markdown.js') | null} */
+let markdown = null
+/** @type {Promise<void> | null} */
+let fetching = null
+let mdTries = 0
+
+/** Fetch markdown.js, once (again after a failure, at a fresh URL). */
+export function loadMarkdown() {
+  return (fetching ??= import(`./markdown.js${mdTries ? `?retry=${mdTries}` : ''}`).then(m => { markdown = m }, err => {
+    mdTries++
+    fetching = null
+    console.warn('hostcall: loading a module', err)
+  }))
+}
+
+/** One line with nothing markdown.js reads: it would draw one paragraph of it, as is. */
+const PLAIN = /^(?!\s*([-+•]|\d{1,3}[.)])\s)[^\n\r`*[#]*$/
+
+/** @param {{el: HTMLElement, body: HTMLElement, raw: string}} m */
+function draw(m) {
+  if (markdown) return markdown.renderMarkdown(m.raw, m.body)
+  // Until markdown.js is here, the text as it is; then drawn again, if still shown.
+  m.body.replaceChildren(...(m.raw.trim() ? [h('p', null, m.raw)] : []))
+  if (!PLAIN.test(m.raw) || m.raw.includes('://')) loadMarkdown().then(() => markdown && m.el.isConnected && setText(m, m.raw))
 }
 
 /** What a pending user message says (its drawing may wait: `write`). @type {WeakMap<HTMLElement, string>} */
@@ -386,71 +418,4 @@ export function showError(text, retry, note = false) {
   const el = h('div', { 'data-part': 'error', role: note ? 'status' : 'alert' }, h('p', { text }),
     retry && h('button', { type: 'button', 'data-part': 'retry', onclick: () => { el.remove(); retry() } }, t('retry')))
   append(el)
-}
-
-// ============================================================================
-// Safe markdown subset: paragraphs, lists, ``` code, **bold**, *italic*, `code`,
-// [links](https://…) and bare http(s) URLs — built with DOM calls only.
-// ============================================================================
-
-const INLINE = /`([^`\n]+)`|\*\*([^*\n]+?)\*\*|(?<![\w*])\*(?![\s*])([^*\n]+?)\*(?![\w*])|\[([^\]\n]+)\]\(\s*([^()\s]+)\s*\)|(https?:\/\/[^\s<>()"']+[^\s<>()"'.,;:!?])/g
-
-/** Render `src` into `into`, replacing its children. @param {string} src @param {HTMLElement} into */
-export function renderMarkdown(src, into) {
-  const lines = src.replace(/\r\n?/g, '\n').split('\n')
-  const blocks = []
-  let para = []
-  let list = null
-  const flush = () => { if (para.length) blocks.push(h('p', null, inline(para.join('\n')))); para = [] }
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]
-    const item = /^\s*([-*+•]|\d{1,3}[.)])\s+(.*)$/.exec(line)
-    const heading = /^#{1,6}\s+(.*)$/.exec(line)
-    if (/^\s*```/.test(line)) {
-      const code = []
-      while (++i < lines.length && !/^\s*```/.test(lines[i])) code.push(lines[i])
-      flush()
-      blocks.push(h('pre', null, h('code', { text: code.join('\n') })))
-      list = null
-    } else if (item) {
-      flush()
-      const tag = /\d/.test(item[1]) ? 'OL' : 'UL'
-      if (list?.tagName !== tag) {
-        const start = parseInt(item[1], 10)
-        blocks.push(list = h(tag, start > 1 ? { start } : null))
-      }
-      list.append(h('li', null, inline(item[2])))
-    } else if (list && /^\s{2,}\S/.test(line)) {
-      list.lastElementChild?.append(' ', ...inline(line.trim()))
-    } else {
-      list = null
-      if (heading) { flush(); blocks.push(h('p', null, h('strong', null, inline(heading[1])))) } else if (line.trim()) para.push(line)
-      else flush()
-    }
-  }
-  flush()
-  into.replaceChildren(...blocks)
-}
-
-function inline(text) {
-  const out = []
-  let last = 0
-  for (const m of text.matchAll(INLINE)) {
-    out.push(text.slice(last, m.index))
-    if (m[1] != null) out.push(h('code', { text: m[1] }))
-    else if (m[2]) out.push(h('strong', null, inline(m[2])))
-    else if (m[3]) out.push(h('em', null, inline(m[3])))
-    else if (m[4]) out.push(link(m[5], inline(m[4])) ?? m[0])
-    else out.push(link(m[6], [m[6]]) ?? m[6])
-    last = (m.index) + m[0].length
-  }
-  out.push(text.slice(last))
-  return out
-}
-
-/** An anchor for an http(s) URL; null for anything else, which stays plain text. */
-function link(href, kids) {
-  let url
-  try { url = new URL(href) } catch { return null }
-  return /^https?:$/.test(url.protocol) ? h('a', { href: url.href, target: '_blank', rel: 'noopener noreferrer nofollow' }, kids) : null
 }
