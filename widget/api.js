@@ -1,6 +1,10 @@
-// Hostcall widget: the server's HTTP API and event stream (docs/protocol.md), and a storage probe.
+// Hostcall widget: the server's HTTP API (docs/protocol.md), retry with backoff, and a storage
+// probe. The event stream is events.js's, loaded with a conversation.
 // Same-origin only (CSP connect-src 'self'). Server errors, `{"error": {code, message,
 // details}}`, are thrown as ApiError; a network failure is an ApiError with status 0.
+
+/** Statuses that say the session or conversation no longer exists. */
+export const GONE = [401, 403, 404]
 
 export class ApiError extends Error {
   constructor(status, code, message, details) {
@@ -120,43 +124,11 @@ export function resumeKey(agent) {
 }
 
 // ============================================================================
-// Event stream
+// Event ids (the stream itself: events.js)
 // ============================================================================
 
-/**
- * Keep one EventSource open. On any error it is closed and reopened from `url(failures)`
- * (a fresh stream token, `after` the last event) with backoff. Do not leave this to
- * EventSource's own retry: it reuses a URL whose token expires, and stops on a non-200.
- * `onState` returning false stops for good.
- * @param {{url: (failures: number) => Promise<string>, types: readonly string[],
- *   onEvent: (type: string, e: MessageEvent) => void,
- *   onState: (state: string, failures: number, err?: any) => boolean | void}} o
- */
-export function openStream(o) {
-  /** @type {EventSource | null} */
-  let es = null
-  let closed = false
-
-  /** One stream, until its first error. @param {number} failures @param {() => void} opened */
-  async function connect(failures, opened) {
-    if (closed) return
-    o.onState('connecting', failures)
-    const url = await o.url(failures)
-    if (closed) return
-    await new Promise((_, reject) => {
-      const source = (es = new EventSource(url))
-      source.onopen = () => { opened(); o.onState('open', 0) }
-      source.onerror = () => { source.close(); reject() }
-      for (const type of o.types) source.addEventListener(type, e => es === source && o.onEvent(type, /** @type {MessageEvent} */ (e)))
-    })
-  }
-
-  retry(connect, (n, err) => {
-    if (closed || o.onState('down', n + 1, err) === false) return void (closed = true)
-    return Math.min(8000, 200 * 2 ** (n + 1)) + Math.random() * 200
-  }).catch(() => {}) // stopped for good, as onState asked
-  return { close() { closed = true; es?.close() } }
-}
+/** An event id's number in its conversation: "c_…:42" → 42. */
+export const seqOf = (id = '') => Number(id.slice(id.lastIndexOf(':') + 1)) || 0
 
 // ============================================================================
 // Retry with backoff

@@ -1,10 +1,10 @@
 // Hostcall widget app: owns one conversation and its tokens; this page is one surface
 // (docs/protocol.md, docs/architecture.md).
 
-import { createApi, openStream, randomHex, resumeKey, retry, storageKind } from './api.js'
+import { GONE, createApi, randomHex, resumeKey, retry, storageKind } from './api.js'
 import * as ui from './chat.js'
 import { t, pickLocale, setLocale } from './chat.js'
-import { CUSTOM, EVENT, LIMITS, MSG } from './protocol.js'
+import { LIMITS, MSG } from './protocol.js'
 
 // ============================================================================
 // Constants
@@ -12,8 +12,6 @@ import { CUSTOM, EVENT, LIMITS, MSG } from './protocol.js'
 
 // Messages between the widget and the page: MSG (widget/protocol.js); what each carries:
 // hostcall/protocol/js_constants.py. Bridge.js speaks them in the host page.
-
-const GONE = [401, 403, 404] // the session or conversation no longer exists
 
 // ============================================================================
 // Configuration and state
@@ -127,6 +125,8 @@ async function resume() {
   if (!resumed) return
   state.conversationId = resumed.conversationId
   state.streamToken = resumed.streamToken
+  snapshots() // these two fetched while the snapshot is asked for
+  events()
   // What this page handles first: a read whose page reloaded is assigned here at once,
   // and the snapshot writes this surface's calls to it (the claim), like its stream.
   const snapshot = await sendCapabilities(true).then(() => api.snapshot(resumed.conversationId, surfaceId)).catch(err => {
@@ -138,6 +138,7 @@ async function resume() {
 }
 
 async function start() {
+  events() // fetched while the conversation is made
   const created = await api.create(locale)
   state.conversationId = created.conversationId
   state.streamToken = created.streamToken
@@ -150,38 +151,15 @@ async function start() {
 const tabs = new BroadcastChannel(`hostcall:${cfg.agentId}`)
 tabs.onmessage = () => state.ready && !state.conversationId && !state.run && resume().catch(forget)
 
-function follow() {
-  state.stream = openStream({ url: streamUrl, types: [...Object.keys(ON), ...Object.keys(ON_CALL)], onEvent, onState: onStreamState })
-}
-
 function forget() {
   api.forget()
   Object.assign(state, { conversationId: '', streamToken: '' })
 }
 
-/** The events URL: a fresh stream token, `after` the last event applied. */
-async function streamUrl(failures) {
-  // Every third failure, resync from the snapshot (say the log can't resume: bad_event_id).
-  if (failures && failures % 3 === 0) await applySnapshot(await api.snapshot(state.conversationId, surfaceId))
-  const token = state.streamToken || (await api.streamToken(state.conversationId)).streamToken
-  state.streamToken = ''
-  return api.eventsUrl(state.conversationId, token, state.lastEventId, surfaceId)
-}
-
-function onStreamState(s, failures, err) {
-  if (GONE.includes(err?.status)) {
-    ui.setConnection('open')
-    ui.showError(t('errorGone'), restart)
-    return false
-  }
-  ui.setConnection(s === 'open' ? 'open' : failures ? 'down' : 'connecting')
-}
-
 /** Start a new conversation, leaving this one. */
 function restart(fresh = true) {
-  state.stream?.close()
+  state.stream?.close() // and the events it held: they must not reach the new conversation
   calls?.clear()
-  held.length = 0 // the conversation being left: its held events must not reach the new one
   forget()
   Object.assign(state, { lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
   ui.reset(cfg.greeting)
@@ -189,127 +167,11 @@ function restart(fresh = true) {
   ui.focusComposer()
 }
 
-/** "c_…:42" → 42 */
-function seqOf(id = '') {
-  return Number(id.slice(id.lastIndexOf(':') + 1)) || 0
-}
-
-/** Render the conversation as the server has it, merged into what is shown. */
-async function applySnapshot(snap) {
-  const c = snap.calls?.length ? await toolCalls() : calls
-  if (seqOf(snap.lastEventId) >= state.lastSeq) {
-    state.lastEventId = snap.lastEventId || ''
-    state.lastSeq = seqOf(snap.lastEventId)
-    // Up to there the snapshot is the whole story (a discarded message is not in it; one
-    // still streaming comes again from its start).
-    ui.keepMessages(new Set((snap.messages || []).map((/** @type {any} */ m) => m.id)))
-    if (state.streaming && !ui.hasMessage(state.streaming)) state.streaming = ''
-  }
-  state.run = snap.run?.status || ''
-  state.runId = snap.run?.runId || ''
-  /** @type {Map<string, any>} */
-  const byId = new Map((snap.calls || []).map((/** @type {any} */ x) => [x.toolCallId, x]))
-  for (const m of snap.messages || []) {
-    if (m.text) ui.upsertMessage(m.id, m.role, m.text)
-    if (m.role === 'assistant' && m.text) rate(m.id, m.feedback)
-    for (const id of m.toolCallIds || []) {
-      c?.upsertCall(byId.get(id))
-      byId.delete(id)
-    }
-  }
-  byId.forEach(x => c?.upsertCall(x))
-  if (snap.person || snap.messages?.length) loadPeople().then(p => p.holder(snap.person, snap.messages))
-  ui.scrollToEnd()
-  // The snapshot may be all there is (a run that finished while the stream was down):
-  // no later event will come to update the composer.
-  refresh()
-}
-
 // ============================================================================
-// Stream events
+// What loads when first needed (docs/architecture.md, "The widget's modules"): each feature's
+// module, once, with its strings and styles. The idle chat is this module, chat.js, api.js,
+// drawing.js, protocol.js and locale-xx.js; the rest is fetched by the first use.
 // ============================================================================
-
-function onEvent(type, e) {
-  const seq = seqOf(e.lastEventId)
-  if (seq && seq <= state.lastSeq) return // replayed: already applied
-  if (seq) Object.assign(state, { lastSeq: seq, lastEventId: e.lastEventId })
-  // The first call event waits for toolcalls.js, and every event after it waits in line
-  // behind it: none is dropped, none overtakes another (a call at start-up, then its text).
-  if (held.length || (!calls && type in ON_CALL)) {
-    held.push([type, e.data])
-    if (held.length === 1) toolCalls().then(() => held.splice(0).forEach(([ty, data]) => apply(ty, data)))
-    return
-  }
-  apply(type, e.data)
-}
-
-function apply(type, data) {
-  // Every event's JSON is an AG-UI event; Hostcall's own are CUSTOM, their payload in `value`.
-  try {
-    const d = JSON.parse(data)
-    const value = d.type === EVENT.CUSTOM ? d.value : d
-    ui.batch(() => type in ON_CALL ? ON_CALL[type](calls, value) : ON[type]?.(value))
-  } catch (err) { console.error('hostcall:', type, err) }
-  ui.batch(refresh)
-}
-
-/** Stream event (the SSE `event:` name: the AG-UI type, or a CUSTOM event's name) → what it
- * does with the event (a CUSTOM event's `value`). @type {Record<string, (d: any) => void>} */
-const ON = {
-  [EVENT.RUN_STARTED]: d => {
-    state.run = 'running'
-    state.runId = d.runId
-    // A page answering some of the agent's tools: fetch the call code while the model works.
-    if (framed && [...parentTools].some(name => agentTools.has(name))) toolCalls()
-  },
-  [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
-  [EVENT.RUN_ERROR]: d => {
-    state.run = 'failed'
-    // Not if the person left the conversation while control.js loaded.
-    const cid = state.conversationId
-    troubles().then(m => cid === state.conversationId && m.runFailed(d, app))
-  },
-  [EVENT.TEXT_MESSAGE_START]: d => {
-    const role = d.role === 'user' ? 'user' : 'assistant'
-    if (!ui.hasMessage(d.messageId)) ui.upsertMessage(d.messageId, role)
-    if (role === 'assistant') state.streaming = d.messageId
-  },
-  [EVENT.TEXT_MESSAGE_CONTENT]: d => ui.appendDelta(d.messageId, String(d.delta ?? '')),
-  [EVENT.TEXT_MESSAGE_END]: d => {
-    const { text, role } = ui.endMessage(d.messageId)
-    if (state.streaming === d.messageId) state.streaming = ''
-    if (!text) return
-    if (role === 'assistant') { ui.announce(text); rate(d.messageId); toParent(MSG.ATTENTION) }
-    emit('message', { messageId: d.messageId, role, text })
-  },
-  // A server crash cut this message off; the step runs again and streams the answer anew.
-  [CUSTOM.TEXT_MESSAGE_DISCARDED]: d => {
-    ui.removeMessage(d.messageId)
-    if (state.streaming === d.messageId) state.streaming = ''
-  },
-}
-
-/** The tool-call events: toolcalls.js's (`c`), handled once it has loaded.
- * @type {Record<string, (c: Calls, d: any) => void>} */
-const ON_CALL = {
-  [EVENT.TOOL_CALL_START]: (c, d) => c.start(d),
-  [EVENT.TOOL_CALL_ARGS]: (c, d) => c.addArgs(d),
-  [EVENT.TOOL_CALL_END]: (c, d) => c.endArgs(d),
-  [CUSTOM.TOOL_CALL_APPROVAL_REQUESTED]: (c, d) => { state.run = 'waiting'; c.upsertCall(d) },
-  [CUSTOM.TOOL_CALL_DISPATCH]: (c, d) => { state.run = 'waiting'; c.upsertCall(d) },
-  [CUSTOM.TOOL_CALL_STATE]: (c, d) => c.callState(d),
-  [EVENT.TOOL_CALL_RESULT]: (c, d) => c.result(d),
-}
-
-// ============================================================================
-// Tool calls: widget/toolcalls.js, fetched with a run or the first call (the weight budget)
-// ============================================================================
-
-/** @typedef {typeof import('./toolcalls.js')} Calls */
-/** @type {Calls | null} */
-let calls = null
-/** Stream events that arrived while toolcalls.js was loading, in order. @type {[string, string][]} */
-const held = []
 
 /**
  * `load(query)` once, for every caller: retried patiently (a server restarting) for as long
@@ -327,27 +189,36 @@ function patiently(n, err) {
   return Math.min(250 * 2 ** n, 5000)
 }
 
+/** The conversation's event stream, and what each event does: events.js, fetched with the
+ * conversation (while its request is on its way), not with an idle chat. */
+const events = once(query => import(`./events.js${query}`))
+async function follow() {
+  const cid = state.conversationId
+  const m = await events()
+  // Not if the person left the conversation while events.js loaded; one stream at a time.
+  if (cid !== state.conversationId) return
+  state.stream?.close()
+  state.stream = m.follow(live)
+}
+
+/** The conversation as the server has it, merged into what is shown: snapshot.js, fetched
+ * with the snapshot (an idle chat has none). */
+const snapshots = once(query => import(`./snapshot.js${query}`))
+async function applySnapshot(snap) {
+  return (await snapshots()).apply(snap, { state, ui, calls: () => calls, toolCalls, people: loadPeople, rate, refresh })
+}
+
+/** @typedef {typeof import('./toolcalls.js')} Calls */
+/** @type {Calls | null} */
+let calls = null
 /**
- * toolcalls.js, ready to use: its strings added and its styles applied first, so no card
- * shows keys or unstyled. Events wait for it, never drop. Fetched before it is imported:
- * a failed import stays failed for every module it imports too, a failed fetch does not.
+ * Tool calls: toolcalls.js and its files (events.js fetches them), with a run on a page that
+ * answers the agent's tools, or the first call. Events wait for it, never drop.
  * @type {() => Promise<Calls>}
  */
-const toolCalls = once(loadCalls)
-// form.js too: the result check needs it right after the page's handler answers.
-const LAZY = ['toolcalls.js', 'cards.js', 'calls.js', 'form.js', 'protocol-codes.js', `locale-${locale}-calls.js`, 'calls.css']
-
-/** @param {string} query @returns {Promise<Calls>} */
-async function loadCalls(query) {
-  // Cached (static files are served with max-age), so the imports below read them back.
-  for (const r of await Promise.all(LAZY.map(f => fetch(new URL(f, import.meta.url))))) if (!r.ok) throw new Error(`${r.url}: ${r.status}`)
-  const styles = new Promise(resolve => document.head.append(ui.h('link', {
-    rel: 'stylesheet', href: new URL('calls.css', import.meta.url).href, onload: resolve, onerror: resolve,
-  })))
-  const [m] = await Promise.all([import(`./toolcalls.js${query}`), ui.addStrings('calls', query), styles])
-  m.attach({ api, surfaceId, agentTools, maxBodyBytes, hasHandler: name => framed && parentTools.has(name), toParent, emit, refresh })
-  return (calls = m)
-}
+const toolCalls = once(async query => (calls = await (await events()).loadCalls(query, ui, {
+  api, surfaceId, agentTools, maxBodyBytes, hasHandler: name => framed && parentTools.has(name), toParent, emit, refresh,
+})))
 
 // people.js: ratings, a person of the team
 /** @type {() => Promise<typeof import('./people.js')>} */
@@ -356,9 +227,26 @@ const loadPeople = once(async query => {
   m.attach(api, state, emit)
   return m
 })
-for (const name of Object.values(CUSTOM)) if (name.includes('person')) ON[name] = d => loadPeople().then(m => m.on(name, d))
 /** @param {string} id @param {string} [rating] */
 const rate = (id, rating) => loadPeople().then(m => m.offer(id, rating))
+
+/** Retry and Stop, a failed run, a refused message: widget/control.js, fetched on first use
+ * (and again, if that fetch failed). */
+const app = { state, api, cfg, ui, t, emit, refresh }
+/** @type {() => Promise<typeof import('./control.js')>} */
+const troubles = once(query => Promise.all([import(`./control.js${query}`), ui.addStrings('control', query)]).then(([m]) => m))
+const control = (/** @type {boolean} */ again) => troubles().then(m => m.control(again, app))
+
+/** What events.js is lent to follow the conversation. @type {import('./events.js').App} */
+const live = {
+  state, api, surfaceId, ui, t, calls: () => calls, toolCalls, people: loadPeople, rate, applySnapshot, restart, refresh, toParent, emit,
+  answersTools: () => framed && [...parentTools].some(name => agentTools.has(name)),
+  runFailed: d => {
+    // Not if the person left the conversation while control.js loaded.
+    const cid = state.conversationId
+    troubles().then(m => cid === state.conversationId && m.runFailed(d, app))
+  },
+}
 
 // ============================================================================
 // This surface: its id, what the person does here, and when the page goes away
@@ -418,13 +306,6 @@ async function send(raw) {
     refresh()
   }
 }
-
-/** Retry and Stop, a failed run, a refused message: widget/control.js, fetched on first use
- * (and again, if that fetch failed). */
-const app = { state, api, cfg, ui, t, emit, refresh }
-/** @type {() => Promise<typeof import('./control.js')>} */
-const troubles = once(query => Promise.all([import(`./control.js${query}`), ui.addStrings('control', query)]).then(([m]) => m))
-const control = (/** @type {boolean} */ again) => troubles().then(m => m.control(again, app))
 
 /** Sync the composer with the run; publish `data-agent-state` (docs/testing.md). */
 function refresh() {

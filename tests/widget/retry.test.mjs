@@ -3,7 +3,8 @@
 // mock timers stand in for time; a small fake EventSource for the browser's: no browser.
 import { test, beforeEach, afterEach, mock } from 'node:test'
 import assert from 'node:assert/strict'
-import { openStream, retry } from '../../widget/api.js'
+import { retry } from '../../widget/api.js'
+import { openStream } from '../../widget/events.js'
 
 beforeEach(() => mock.timers.enable({ apis: ['setTimeout'] }))
 afterEach(() => mock.timers.reset())

@@ -1,0 +1,70 @@
+// Hostcall widget: the conversation as the server has it (its snapshot, docs/protocol.md),
+// merged into what is shown: when a conversation is resumed (a reload, another tab's), and
+// when the stream cannot resume. Imported by app.js with the snapshot's request, not with an
+// idle chat, which has no conversation to resume.
+
+import { seqOf } from './api.js'
+
+/** @typedef {typeof import('./toolcalls.js')} Calls */
+/** @typedef {import('./toolcalls.js').Call} Call */
+/**
+ * A snapshot, as this module reads it (docs/protocol.md).
+ * @typedef {object} Snapshot
+ * @property {string} [lastEventId] the last event it includes
+ * @property {{status: string, runId: string} | null} [run] the latest run
+ * @property {{id: string, role: string, text?: string, name?: string, feedback?: string,
+ *   toolCallIds?: string[]}[]} [messages]
+ * @property {Call[]} [calls]
+ * @property {string} [person] the person of the team holding the conversation
+ */
+/**
+ * What this module reads and changes of app.js's state.
+ * @typedef {object} StreamState
+ * @property {string} lastEventId the last event applied
+ * @property {number} lastSeq its number
+ * @property {string} run '' | running | waiting | finished | failed
+ * @property {string} runId
+ * @property {string} streaming the assistant message being streamed ('' none)
+ */
+/**
+ * app.js's state and helpers, as this module uses them.
+ * @typedef {object} App
+ * @property {StreamState} state
+ * @property {typeof import('./chat.js')} ui
+ * @property {() => Calls | null} calls toolcalls.js, if loaded
+ * @property {() => Promise<Calls>} toolCalls toolcalls.js, loaded (and its strings, styles)
+ * @property {() => Promise<typeof import('./people.js')>} people people.js, loaded
+ * @property {(id: string, rating?: string) => void} rate offer a rating of an answer
+ * @property {() => void} refresh sync the composer with the run
+ */
+
+/** Draw `snap` into what is shown. @param {Snapshot} snap @param {App} app */
+export async function apply(snap, app) {
+  const { state, ui } = app
+  const c = snap.calls?.length ? await app.toolCalls() : app.calls()
+  if (seqOf(snap.lastEventId) >= state.lastSeq) {
+    state.lastEventId = snap.lastEventId || ''
+    state.lastSeq = seqOf(snap.lastEventId)
+    // Up to there the snapshot is the whole story (a discarded message is not in it; one
+    // still streaming comes again from its start).
+    ui.keepMessages(new Set((snap.messages || []).map(m => m.id)))
+    if (state.streaming && !ui.hasMessage(state.streaming)) state.streaming = ''
+  }
+  state.run = snap.run?.status || ''
+  state.runId = snap.run?.runId || ''
+  const byId = new Map((snap.calls || []).map(x => [x.toolCallId, x]))
+  for (const m of snap.messages || []) {
+    if (m.text) ui.upsertMessage(m.id, m.role, m.text)
+    if (m.role === 'assistant' && m.text) app.rate(m.id, m.feedback)
+    for (const id of m.toolCallIds || []) {
+      c?.upsertCall(byId.get(id))
+      byId.delete(id)
+    }
+  }
+  byId.forEach(x => c?.upsertCall(x))
+  if (snap.person || snap.messages?.length) app.people().then(p => p.holder(snap.person, snap.messages))
+  ui.scrollToEnd()
+  // The snapshot may be all there is (a run that finished while the stream was down):
+  // no later event will come to update the composer.
+  app.refresh()
+}
