@@ -16,8 +16,9 @@ import { h, t, addStrings, phone } from './chat.js'
 /**
  * What the panel works with: app.js's API and state, and its `restart` (`switchTo`: boot
  * again, resuming the conversation the browser's cookie names; `fresh`: start a new one).
- * @typedef {{api: any, current: () => string, root: HTMLElement, back: HTMLElement | null,
+ * @typedef {{api: Api, current: () => string, root: HTMLElement, back: HTMLElement | null,
  *   parentOrigin: string, switchTo: () => void, fresh: () => void}} Context
+ * @typedef {Pick<ReturnType<typeof import('./api.js').createApi>, 'call' | 'key'>} Api
  */
 
 /** Loaded once: the strings and styles (the styles first, so nothing shows unstyled). */
@@ -37,7 +38,7 @@ const path = (c, tail) => `/api/conversations/${encodeURIComponent(c.current())}
 
 /**
  * Show the history over the chat.
- * @param {any} api @param {{conversationId: string}} state
+ * @param {Api} api @param {{conversationId: string}} state
  * @param {(fresh?: boolean) => void} restart
  */
 export async function show(api, state, restart) {

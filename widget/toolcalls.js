@@ -21,17 +21,32 @@ const t = ui.t
  * @typedef {{id: string, call: Call, card: import('./cards.js').Card, args: string, state: string,
  *   scope: string, resolveParent: Function | null}} CallView  (state: widget/calls.js STATE)
  * @typedef {import('./form.js').FieldError} FieldError
- * @typedef {{api: any, surfaceId: string, agentTools: Map<string, {title?: string, description?: string}>,
- *   maxBodyBytes: number, hasHandler: (name: string) => boolean,
- *   toParent: (type: string, data?: any) => void, emit: (event: string, detail: any) => void,
- *   refresh: () => void}} Context  what app.js lends this module
+ */
+/**
+ * What app.js lends this module.
+ * @typedef {object} Context
+ * @property {Pick<ReturnType<typeof import('./api.js').createApi>, 'call'>} api
+ * @property {string} surfaceId this page load's
+ * @property {Map<string, {title?: string, description?: string}>} agentTools the agent's tools, by name
+ * @property {number} maxBodyBytes the server's request body limit, in UTF-8 bytes
+ * @property {(name: string) => boolean} hasHandler whether the page answers this tool
+ * @property {(type: string, data?: object) => void} toParent a message to the host page
+ * @property {(event: string, detail: object) => void} emit a Hostcall('on', …) event
+ * @property {() => void} refresh sync the composer with the run
  */
 
 // ============================================================================
 // What app.js lends, and the calls of this conversation
 // ============================================================================
 
-let api, surfaceId, agentTools, maxBodyBytes, hasHandler, toParent, emit, refresh
+/** @type {Context['api']} */ let api
+/** @type {string} */ let surfaceId
+/** @type {Context['agentTools']} */ let agentTools
+/** @type {number} */ let maxBodyBytes
+/** @type {Context['hasHandler']} */ let hasHandler
+/** @type {Context['toParent']} */ let toParent
+/** @type {Context['emit']} */ let emit
+/** @type {Context['refresh']} */ let refresh
 /** @param {Context} context */
 export function attach(context) {
   ({ api, surfaceId, agentTools, maxBodyBytes, hasHandler, toParent, emit, refresh } = context)
