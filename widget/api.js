@@ -152,6 +152,12 @@ export async function retry(attempt, pause) {
   }
 }
 
+/** Fetch a module and those it imports before importing it (they are cached): a failed
+ * import stays failed, with all it imports; a failed fetch does not. @param {string[]} files */
+export async function prefetch(files) {
+  for (const r of await Promise.all(files.map(f => fetch(new URL(f, import.meta.url))))) if (!r.ok) throw new Error(`${r.url}: ${r.status}`)
+}
+
 // ============================================================================
 // Storage: where this frame could keep small values across a reload (the root's
 // data-storage, docs/testing.md): localStorage if allowed, else a partitioned cookie (CHIPS:

@@ -1,7 +1,7 @@
 // Hostcall widget app: owns one conversation and its tokens; this page is one surface
 // (docs/protocol.md, docs/architecture.md).
 
-import { GONE, createApi, randomHex, resumeKey, retry, storageKind } from './api.js'
+import { GONE, createApi, prefetch, randomHex, resumeKey, retry, storageKind } from './api.js'
 import * as ui from './chat.js'
 import { t, pickLocale, setLocale } from './chat.js'
 import { LIMITS, MSG } from './protocol.js'
@@ -191,7 +191,7 @@ function patiently(n, err) {
 
 /** The conversation's event stream, and what each event does: events.js, fetched with the
  * conversation (while its request is on its way), not with an idle chat. */
-const events = once(query => import(`./events.js${query}`))
+const events = once(query => prefetch(['events.js', 'protocol-events.js']).then(() => import(`./events.js${query}`)))
 async function follow() {
   const cid = state.conversationId
   const m = await events()

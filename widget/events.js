@@ -3,8 +3,9 @@
 // first. Imported by app.js with a conversation (one resumed, or made by the first message,
 // while its request is on its way), not with an idle chat, which has no stream.
 
-import { GONE, retry, seqOf } from './api.js'
-import { CUSTOM, EVENT, MSG } from './protocol.js'
+import { GONE, prefetch, retry, seqOf } from './api.js'
+import { MSG } from './protocol.js'
+import { CUSTOM, EVENT } from './protocol-events.js'
 
 /** @typedef {typeof import('./toolcalls.js')} Calls */
 /**
@@ -45,16 +46,13 @@ const CALL_FILES = ['toolcalls.js', 'cards.js', 'calls.js', 'form.js', 'protocol
 
 /**
  * toolcalls.js, ready to use: its strings added and its styles applied first, so no card
- * shows keys or unstyled. Fetched before it is imported: a failed import stays failed for
- * every module it imports too, a failed fetch does not.
+ * shows keys or unstyled; its files fetched before it is imported (`prefetch`).
  * @param {string} query @param {typeof import('./chat.js')} ui
  * @param {import('./toolcalls.js').Context} context what app.js lends it
  * @returns {Promise<Calls>}
  */
 export async function loadCalls(query, ui, context) {
-  const files = [...CALL_FILES, `locale-${document.documentElement.lang}-calls.js`]
-  // Cached (static files are served with max-age), so the imports below read them back.
-  for (const r of await Promise.all(files.map(f => fetch(new URL(f, import.meta.url))))) if (!r.ok) throw new Error(`${r.url}: ${r.status}`)
+  await prefetch([...CALL_FILES, `locale-${document.documentElement.lang}-calls.js`])
   const styles = new Promise(resolve => document.head.append(ui.h('link', {
     rel: 'stylesheet', href: new URL('calls.css', import.meta.url).href, onload: resolve, onerror: resolve,
   })))

@@ -4,7 +4,7 @@
 // app.js with the first reply or the first person's event, with its strings
 // (locale-xx-people.js) and styles (people.css): the first screen needs none of it.
 
-import { CUSTOM } from './protocol.js'
+import { CUSTOM } from './protocol-events.js'
 import { addStrings, announce, append, h, keepPinned, messageEl, t, upsertMessage } from './chat.js'
 
 const COMMENT_CHARS = 1000 // docs/protocol.md: the server's limit

@@ -1,8 +1,11 @@
-"""Writes the widget's copy of the wire's names and limits, in two modules: protocol.js,
-what the open widget speaks, and protocol-codes.js, the states and codes that only code
-loaded on demand reads (tool calls), kept off the open widget's weight.
+"""Writes the widget's copy of the wire's names and limits, in three modules, so that each
+loads with the code that reads it (the open widget's weight): protocol.js, what the idle
+widget speaks (the page's messages, the limits); protocol-events.js, the stream's event
+names, read by the code a conversation loads; protocol-codes.js, the states and codes only
+the tool calls' code reads.
 
     python -m hostcall.protocol.js_constants > widget/protocol.js
+    python -m hostcall.protocol.js_constants protocol-events.js > widget/protocol-events.js
     python -m hostcall.protocol.js_constants protocol-codes.js > widget/protocol-codes.js
 
 The output is committed (the widget has no build step); tests/unit/test_protocol.py fails
@@ -68,14 +71,19 @@ def _header(name: str) -> str:
 
 def _protocol() -> list[str]:
     return [
-        "/** AG-UI event types (the JSON's `type`, and the SSE `event:` name). */\n"
-        + _map("EVENT", ((t.name, t.value) for t in EventType)),
-        "/** Names of Hostcall's own events (AG-UI CUSTOM; also their SSE `event:` name). */\n"
-        + _map("CUSTOM", ((n.name, n.value) for n in CustomName)),
         "/** Sizes the server allows: `_BYTES` are UTF-8 bytes, `_CHARS` code points. */\n"
         + _map("LIMITS", ((name, getattr(limits, name)) for name in LIMITS)),
         "/** postMessage types between the widget and the embed loader. */\n"
         + _map("MSG", ((m.upper(), f"hostcall:{m}") for m in MESSAGES)),
+    ]
+
+
+def _events() -> list[str]:
+    return [
+        "/** AG-UI event types (the JSON's `type`, and the SSE `event:` name). */\n"
+        + _map("EVENT", ((t.name, t.value) for t in EventType)),
+        "/** Names of Hostcall's own events (AG-UI CUSTOM; also their SSE `event:` name). */\n"
+        + _map("CUSTOM", ((n.name, n.value) for n in CustomName)),
     ]
 
 
@@ -93,7 +101,7 @@ def _codes() -> list[str]:
 
 
 #: widget/<name> -> its constants.
-MODULES = {"protocol.js": _protocol, "protocol-codes.js": _codes}
+MODULES = {"protocol.js": _protocol, "protocol-events.js": _events, "protocol-codes.js": _codes}
 
 
 def generate(name: str = "protocol.js") -> str:
