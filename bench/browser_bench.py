@@ -168,7 +168,9 @@ def weight(env: Env) -> None:
         *(row(f.path, [f], None) for f in widget.frame),
         row(f"widget in the iframe, {len(widget.frame)} files", widget.frame, None),
         row("whole widget: loader + iframe", widget.whole, WIDGET_BUDGET),
-        row(f"then with the first call, {len(first_call)} files", list(first_call.values()), None),
+        row(
+            f"then with the first message, {len(first_call)} files", list(first_call.values()), None
+        ),
         ("third-party requests", str(len(third)), "", "", "0", "MISSED" if third else "ok"),
     ]
     table(
@@ -183,7 +185,7 @@ def weight(env: Env) -> None:
             f"{sum(f.sent for f in widget.data):,} B sent "
             f"({', '.join(f.path.rsplit('/', 1)[-1] for f in widget.data)}); "
             f"third-party: {third or 'none'}",
-            "imported when the first tool call appears, not on open: "
+            "imported with the first message and its tool call, not on open: "
             f"{', '.join(sorted(p.rsplit('/', 1)[-1] for p in first_call))}",
         ],
     )

@@ -51,9 +51,13 @@ def test_the_open_widget_and_its_loader_are_within_their_budgets(
 ) -> None:
     widget = open_widget(browser, demo)
     assert widget.over_budget() == [], "\n".join(widget.over_budget())
-    # The lazy modules stay lazy: the first screen is what an idle chat needs.
+    # The lazy modules stay lazy: the first screen is what an idle chat needs (no
+    # conversation yet: no stream, no snapshot; a plain greeting: no markdown).
     loaded = {f.path.rsplit("/", 1)[-1].split("?")[0] for f in widget.frame}
-    assert not loaded & {"toolcalls.js", "control.js", "restart.js", "history.js"}, loaded
+    lazy = {"toolcalls.js", "control.js", "restart.js", "history.js", "people.js", "known.js"}
+    lazy |= {"events.js", "protocol-events.js", "snapshot.js", "markdown.js"}
+    assert not loaded & lazy, loaded & lazy
+    assert not {name for name in loaded if name.startswith("locale-en-")}, loaded
 
 
 def test_an_open_widget_over_its_budget_is_reported_with_its_files(
