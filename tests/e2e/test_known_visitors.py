@@ -9,10 +9,11 @@ import json
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 from starlette.applications import Starlette
@@ -30,6 +31,7 @@ from hostcall.qa.servers import (
 from hostcall.qa.widget import Widget
 from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import shot
+from tests.e2e.flows_helpers import SLOW
 from tests.support.identity import SECRET, SECRET_ENV, hs_token
 
 pytestmark = pytest.mark.e2e
@@ -45,6 +47,15 @@ if (document.cookie.includes('signed=1')) signIn()
 """
 
 
+@dataclass(frozen=True)
+class Issued:
+    """A token the site's backend handed its page: when it was asked for, and its ``exp``."""
+
+    token: str
+    at: float
+    exp: int
+
+
 @dataclass
 class Site:
     """The host page's origin: its page, and its backend's idea of who is signed in."""
@@ -53,7 +64,9 @@ class Site:
     user: str = ""
     tokens: int = 0
     lifetime: int = 600  # seconds each token is valid for
+    first_lifetime: int = 0  # seconds the first token is valid for (0: ``lifetime``)
     forged: bool = False  # sign with a key the agent does not know
+    issued: list[Issued] = field(default_factory=list)
 
     def app(self) -> Starlette:
         async def index(request: Request) -> HTMLResponse:
@@ -61,9 +74,12 @@ class Site:
 
         async def token(request: Request) -> PlainTextResponse:
             self.tokens += 1
-            exp = int(time.time()) + self.lifetime
+            first = self.tokens == 1 and self.first_lifetime
+            now = time.time()
+            exp = int(now) + (self.first_lifetime if first else self.lifetime)
             secret = "not-the-secret-hostcall-was-given!" if self.forged else SECRET
             token = hs_token(self.user, plan="pro", exp=exp, secret=secret) if self.user else ""
+            self.issued.append(Issued(token, now, exp))
             return PlainTextResponse(token)
 
         return Starlette(routes=[Route("/", index), Route("/token", token)])
@@ -212,18 +228,41 @@ def test_an_anonymous_conversation_is_adopted_on_sign_in(
 def test_the_token_is_refreshed_before_it_expires(
     page: Page, site: Site, hostcall: HostcallServer
 ) -> None:
-    site.user, site.lifetime = "dan", 8
+    # The first token lives 4 s (the agent allows no leeway), the ones after it 10 min: the
+    # widget must ask the page for a fresh one before the first expires (it asks a fifth of
+    # the lifetime ahead: 0.6 s or more here), and send with it.
+    site.user, site.first_lifetime = "dan", 4
     page.context.add_cookies([{"name": "signed", "value": "1", "url": site.page.url}])
     widget = opened(page, site)
-    asked = site.tokens
-    # Past the first token's exp (the agent allows no leeway): the widget asked the page for
-    # a fresh one before, and sends with it.
-    page.wait_for_timeout(9_000)
-    assert site.tokens > asked
+    until(lambda: site.tokens > 1, page)
+    first, fresh = site.issued[:2]
+    assert fresh.at < first.exp, "the widget asked for a fresh token only after the first expired"
+    # Past the first token's exp: the server refuses it now, so a send that goes through was
+    # made with the fresh one.
+    until(lambda: refuses(hostcall, first.token) == "expired_identity", page)
     widget.send("Still me")
     widget.wait_until_idle()
     assert user_texts(widget) == ["Still me"]
     assert list(people(hostcall).values()) == ["dan"]
+
+
+def until(done: Callable[[], bool], page: Page) -> None:
+    """Wait, within the SLOW ceiling, for ``done()``: a state the server or the site reaches."""
+    deadline = time.monotonic() + SLOW / 1000
+    while not done():
+        assert time.monotonic() < deadline, "not reached within the SLOW ceiling"
+        page.wait_for_timeout(100)
+
+
+def refuses(server: HostcallServer, token: str) -> str:
+    """The error code the server answers an identify with ``token`` with ("" if it takes it)."""
+    r = httpx.post(
+        f"{server.hostcall}/api/agents/planner/session/identify",
+        json={"locale": "en"},
+        headers={"Origin": server.hostcall, "Hostcall-Identity": token},
+    )
+    code = r.json().get("error", {}).get("code", "") if r.status_code == 401 else ""
+    return str(code)
 
 
 def test_a_token_the_server_refuses_is_an_error_event_and_the_visitor_stays_anonymous(
