@@ -30,6 +30,13 @@ FIRST = "hello"
 SECOND = "hi there"
 
 
+@pytest.fixture(scope="module")
+def demo(shared_demo: Demo) -> Demo:
+    """Every test here has its own browser context, and the history lists only this browser's
+    conversations: the others' on the same server are never in it."""
+    return shared_demo
+
+
 def history_requests(page: Page) -> list[str]:
     seen: list[str] = []
     page.context.on(

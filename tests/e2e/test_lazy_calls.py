@@ -31,6 +31,13 @@ LAZY = (
 )
 
 
+@pytest.fixture(scope="module")
+def demo(shared_demo: Demo) -> Demo:
+    """Every test here has its own browser context, so its own conversation, board and
+    request routes."""
+    return shared_demo
+
+
 def lazy_requests(page: Page) -> list[str]:
     """Every request the widget makes for the tool-call files, recorded from now on."""
     seen: list[str] = []
