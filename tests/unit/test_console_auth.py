@@ -462,7 +462,7 @@ def test_parallel_sign_ins_do_not_stall_other_requests(
     monkeypatch.setattr(accounts, "_hasher", real)  # the dummy for unknown names follows it
     harness.call(add_user, harness.runtime.store, "ada", "operator", PASSWORD)
 
-    async def attack() -> tuple[list[int], list[float]]:
+    async def attack() -> tuple[list[int], list[float], float]:
         transport = httpx.ASGITransport(app=harness.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
             form = await http.get("/console/login")
@@ -477,6 +477,7 @@ def test_parallel_sign_ins_do_not_stall_other_requests(
                 return r.status_code
 
             latencies: list[float] = []
+            began = time.perf_counter()
             attempts = [asyncio.ensure_future(sign_in(i)) for i in range(20)]
             while not all(a.done() for a in attempts):
                 # The time a poll takes, its pause included: how long the loop was away.
@@ -485,13 +486,16 @@ def test_parallel_sign_ins_do_not_stall_other_requests(
                 r = await http.get("/healthz")
                 assert r.status_code == 200
                 latencies.append(time.perf_counter() - started)
-            return [a.result() for a in attempts], latencies
+            return [a.result() for a in attempts], latencies, time.perf_counter() - began
 
-    statuses, latencies = harness.call(attack)
+    statuses, latencies, total = harness.call(attack)
     assert statuses == [401] * 20  # every attempt was checked (none limited, none lost)
-    # On the event loop the hashes held /healthz 2-3 s; off it, a loaded 2-core machine
-    # still takes a few hundred ms now and then, so the bound leaves room for that.
-    assert max(latencies) < 1.0, f"/healthz took up to {max(latencies):.2f} s"
+    # On the event loop the hashes held one poll of /healthz for all of them: as long as the
+    # sign-ins took together (2-3 s). Off it, a loaded 2-core machine still takes a few
+    # hundred ms now and then; the bound grows with the same run's total so that a busy
+    # machine, which slows both, does not fail a loop that was never held.
+    bound = max(1.0, total / 2)
+    assert max(latencies) < bound, f"/healthz took up to {max(latencies):.2f} s of {total:.2f} s"
     assert len(latencies) >= 3
     audit = harness.call(harness.runtime.store.list_audit, limit=100)
     assert [e.action for e in audit] == ["login.refused"] * 20
