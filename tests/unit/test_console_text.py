@@ -5,6 +5,7 @@ in Japanese is Japanese)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,32 @@ def test_a_page_refused_for_its_role_says_so_in_the_readers_language(
     error = api.json()["error"]
     assert error["code"] == "role_required"
     assert error["details"] == {"role": "designer", "account": "olga", "current": "operator"}
+
+
+def _cells(html: str, tag: str) -> list[str]:
+    """The text of each ``tag`` element (its own and its children's), spaces folded."""
+    found = re.findall(rf"<{tag}\b[^>]*>(.*?)</{tag}>", html, flags=re.S)
+    texts = [" ".join(re.sub(r"<[^>]+>", " ", f).split()) for f in found]
+    return [t for t in texts if t]
+
+
+@pytest.mark.parametrize("lang", LOCALES)
+def test_the_conversation_lists_filters_and_columns_each_have_their_own_name(
+    harness: Harness, lang: str
+) -> None:
+    """The handoff's state, the signed-in visitor and the calls waiting for an answer are three
+    things: a reader who sees two filters of the same name cannot tell which one filters what."""
+    olga = ConsoleClient(harness.app, harness.runtime, "olga", "operator")
+    html = olga.http.get("/console/conversations", params={"lang": lang}).text
+    form = html.split('data-part="filters"', 1)[1].split("</form>", 1)[0]
+    filters = _cells(re.sub(r"<select\b.*?</select>", "", form, flags=re.S), "label")
+    columns = _cells(html, "th")
+    assert len(filters) >= 7 and len(columns) >= 9, (filters, columns)
+    assert len(set(filters)) == len(filters), filters
+    assert len(set(columns)) == len(columns), columns
+    t = TEXT[lang]
+    assert t["filter_handoff"] != t["filter_person"] and t["col_handoff"] != t["col_person"]
+    if lang == "en":
+        # The box keeps the conversations with a call to answer, not those asking for a person.
+        assert "Calls waiting for an answer" in filters
+        assert "Waiting for a person" not in html

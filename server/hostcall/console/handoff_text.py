@@ -6,13 +6,13 @@ from __future__ import annotations
 
 EN = {
     "person_tool": "Built in: asks for a person",
-    "filter_handoff": "Person",
+    "filter_handoff": "Handoff",
     "handoff_waiting": "Asked for a person",
     "handoff_taken": "Taken over",
     "filter_feedback": "Feedback",
     "feedback_up": "Rated good",
     "feedback_down": "Rated bad",
-    "col_handoff": "Person",
+    "col_handoff": "Handoff",
     "col_feedback": "Feedback",
     "feedback_counts": "{up} good · {down} bad",
     "held_by": "{name} has it",
@@ -34,13 +34,13 @@ EN = {
 
 FR = {
     "person_tool": "Intégré : demande une personne",
-    "filter_handoff": "Personne",
+    "filter_handoff": "Reprise par l’équipe",
     "handoff_waiting": "Personne demandée",
     "handoff_taken": "Reprise en main",
     "filter_feedback": "Avis",
     "feedback_up": "Jugée bonne",
     "feedback_down": "Jugée mauvaise",
-    "col_handoff": "Personne",
+    "col_handoff": "Reprise",
     "col_feedback": "Avis",
     "feedback_counts": "{up} bonne(s) · {down} mauvaise(s)",
     "held_by": "{name} s’en occupe",
@@ -62,13 +62,13 @@ FR = {
 
 ES = {
     "person_tool": "Integrado: pide una persona",
-    "filter_handoff": "Persona",
+    "filter_handoff": "Traspaso al equipo",
     "handoff_waiting": "Pidió una persona",
     "handoff_taken": "Tomada por una persona",
     "filter_feedback": "Valoración",
     "feedback_up": "Valorada buena",
     "feedback_down": "Valorada mala",
-    "col_handoff": "Persona",
+    "col_handoff": "Traspaso",
     "col_feedback": "Valoración",
     "feedback_counts": "{up} buena(s) · {down} mala(s)",
     "held_by": "La atiende {name}",
@@ -90,13 +90,13 @@ ES = {
 
 JA = {
     "person_tool": "組み込み: 担当者を要請",
-    "filter_handoff": "担当者",
+    "filter_handoff": "引き継ぎ",
     "handoff_waiting": "担当者を要請",
     "handoff_taken": "対応中",
     "filter_feedback": "評価",
     "feedback_up": "良い評価",
     "feedback_down": "悪い評価",
-    "col_handoff": "担当者",
+    "col_handoff": "引き継ぎ",
     "col_feedback": "評価",
     "feedback_counts": "良い {up} · 悪い {down}",
     "held_by": "{name} さんが対応中",
