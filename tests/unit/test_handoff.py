@@ -291,6 +291,28 @@ def test_the_agents_ask_for_person_queues_the_conversation_for_the_console(
         h.stop()
 
 
+def test_the_console_ledger_shows_the_person_tool_ran_on_the_server(
+    tmp_path: Path, agents_dir: Path
+) -> None:
+    """The built-in tool is a block the server runs: its call never went to a form, and no
+    visitor nor page answered it (the stored route is only the default of a call's row)."""
+    write_agent(agents_dir, DESK)
+    h = Harness(tmp_path, agents_dir)
+    try:
+        conv = h.conversation("desk")
+        h.say(conv, "I want to talk to a person")
+        h.finish(conv)
+        olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+        r = olga.http.get(f"/console/api/conversations/{conv.id}")
+        assert r.status_code == 200, r.text
+        [call] = r.json()["calls"]
+        assert (call["kind"], call["state"], call["route"], call["answeredBy"]) == (
+            "person", "answered", "server", None)  # fmt: skip
+        assert call["surfaceId"] is None and "formReason" not in call
+    finally:
+        h.stop()
+
+
 def test_a_person_tool_with_a_schema_of_its_own_is_refused(tmp_path: Path) -> None:
     from hostcall.tools import parse_tool
 

@@ -73,7 +73,9 @@ class ConsoleCall:
             input_schema=view.input_schema,
             output_schema=view.output_schema,
             deadline=view.deadline,
-            route=view.route,
+            # A block ran on the server: it never went to a page or a form, whatever the
+            # stored route's default says.
+            route=view.route if view.kind == "client" else "server",
             delivered=view.delivered,
             outcome=view.outcome,
             approval=view.approval,

@@ -31,10 +31,15 @@ async function act(path, body) {
 
 /** A small definition list of a call's facts. @param {any} c */
 function facts(c) {
-  const by = c.answeredBy ? `${c.answeredBy.actor} (${c.answeredBy.action})` : (c.state === 'answered' || c.state === 'rejected' ? tr('visitor') : tr('none'))
+  const settled = c.state === 'answered' || c.state === 'rejected' || c.state === 'failed'
+  // A block (HTTP, MCP, the built-in person tool…) ran on the server: nobody answered it.
+  const by = c.answeredBy ? `${c.answeredBy.actor} (${c.answeredBy.action})`
+    : c.simulated ? tr('simulated')
+      : c.route === 'server' ? (settled ? tr('by_server', { kind: c.kind }) : tr('none'))
+        : c.state === 'answered' || c.state === 'rejected' ? tr('visitor') : tr('none')
   const rows = [
     [tr('col_state'), h('code', { 'data-part': 'call-state', text: c.state })],
-    [tr('col_route'), h('span', { 'data-part': 'route', text: c.route })],
+    [tr('col_route'), h('span', { 'data-part': 'route', text: c.route === 'server' ? tr('route_server') : c.route })],
     [tr('col_surface'), h('code', { 'data-part': 'surface', text: c.surfaceId || (c.formReason ? `form (${c.formReason})` : tr('none')) })],
     [tr('col_deadline'), c.deadline],
     [tr('col_by'), h('span', { 'data-part': 'answered-by', text: by })],
