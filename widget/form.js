@@ -27,6 +27,18 @@ export function humanize(key) {
 // ============================================================================
 
 /**
+ * A call's starting answer: the scalar fields its input shares with its output (create_task's
+ * title). The widget's form and the console's start from the same.
+ * @param {{input?: unknown, outputSchema?: any}} c @returns {Record<string, unknown>}
+ */
+export function fromInput(c) {
+  const props = c.outputSchema?.properties || {}
+  const input = c.input && typeof c.input === 'object' ? c.input : {}
+  return Object.fromEntries(Object.entries(input).filter(([k, x]) =>
+    k in props && typeof x !== 'object' && (props[k].type === typeof x || props[k].type === undefined)))
+}
+
+/**
  * A form for `schema`, prefilled with `value` (else the schema's defaults). `onSubmit` gets
  * a valid value and may resolve to server errors to show.
  * @param {any} schema @param {unknown} value

@@ -311,7 +311,7 @@ async function answer(v, body) {
 async function showAnswerForm(v, o) {
   const c = v.call
   const state = v.state
-  const { schemaForm } = await forms()
+  const { schemaForm, fromInput } = await forms()
   if (v.state !== state) return // moved on while the form module loaded
   const name = titleOf(c.toolCallName)
   const form = schemaForm(c.outputSchema ?? {}, 'value' in o ? o.value : fromInput(c), {
@@ -445,14 +445,6 @@ function maybeFocus(focus) {
   const el = /** @type {HTMLTextAreaElement | null} */ (document.activeElement)
   const part = el?.dataset?.part
   if (!el || el === document.body || part === 'messages' || (part === 'composer-input' && !el.value)) setTimeout(() => { ui.flushWrites(); focus() })
-}
-
-/** A starting answer: scalar fields the input shares with the output (create_task's title). */
-function fromInput(c) {
-  const props = c.outputSchema?.properties || {}
-  const input = c.input && typeof c.input === 'object' ? c.input : {}
-  return Object.fromEntries(Object.entries(input).filter(([k, x]) =>
-    k in props && typeof x !== 'object' && (props[k].type === typeof x || props[k].type === undefined)))
 }
 
 function json(v) {

@@ -168,6 +168,10 @@ def test_operator_approves_a_confirmation_with_edits(browser: Browser, site: Sit
     )
     expect(moved).to_be_visible()
     expect(moved.locator("[data-part=answered-by]")).to_have_text("olga (call.approve)")
+    # The operator's answer form starts from the input, as the visitor's does.
+    answer = moved.locator("[data-part=form][data-purpose=answer]")
+    expect(answer.locator('[data-path="/title"]')).to_have_value("Review the Q4 report")
+    shot(console, "console-answer-prefilled")
     # The visitor's widget follows: the approved, edited call now waits for its result.
     expect(card.locator("[data-part=form][data-purpose=answer]")).to_be_visible()
     expect(card.locator("[data-part=tool-call-input]")).to_contain_text("Review the Q4 report")

@@ -4,7 +4,7 @@
 // Everything from the conversation enters the DOM as text (h() uses textContent).
 
 import { page, tr, h, api, when, every, json, ready, errorText } from './console.js'
-import { schemaForm } from '/static/form.js'
+import { schemaForm, fromInput } from '/static/form.js'
 
 const id = page.data.id
 const status = /** @type {HTMLElement} */ (document.querySelector('[data-part="status"]'))
@@ -54,7 +54,7 @@ function actions(c) {
   const base = `/console/api/calls/${encodeURIComponent(c.toolCallId)}`
   const out = []
   if ((c.state === 'dispatched' || c.state === 'delivered') && c.kind === 'client') {
-    const form = schemaForm(c.outputSchema, undefined, {
+    const form = schemaForm(c.outputSchema, fromInput(c), {
       purpose: 'answer',
       label: tr('answer_title', { name: c.toolCallName }),
       submitLabel: tr('send_answer'),
