@@ -60,6 +60,13 @@ def test_an_admin_finds_a_person_exports_and_erases_their_data(
     document = json.loads(saved.read_text())
     assert document["subject"] == SUB and [c["id"] for c in document["conversations"]] == [cid]
 
+    # A mistyped id: back on the form, said beside the field, nothing erased.
+    admin.locator("[data-part=erase-confirm]").fill(SUB[:-1])
+    admin.locator("[data-part=erase-person]").click()
+    expect(admin.locator("[data-part=erase-error]")).to_be_visible()
+    expect(admin.locator("[data-part=person-conversation]")).to_have_count(1)
+    admin.locator("[data-part=erase-confirm]").scroll_into_view_if_needed()
+    shot(admin, "console-person-erase-mistyped")
     admin.locator("[data-part=erase-confirm]").fill(SUB)
     admin.locator("[data-part=erase-person]").click()
     expect(admin.locator("[data-part=erased]")).to_contain_text("Conversations erased: 1")
@@ -79,9 +86,19 @@ def test_an_operator_sees_the_person_but_cannot_export_or_erase(
 ) -> None:
     signed_in_conversation(browser, site)
     operator = person(browser, site.demo, "olga")
-    operator.goto(f"{site.demo.hostcall}/console/people?agent=planner&person={SUB}")
+    # The list of people, from the console's menu, leads to the person's page.
+    operator.get_by_role("link", name="People").click()
+    row = operator.locator("[data-part=known-person]")
+    expect(row).to_have_count(1)
+    expect(row).to_have_attribute("data-person", SUB)
+    shot(operator, "console-people")
+    row.locator("[data-part=open-person]").click()
     expect(operator.locator("[data-part=person-conversation]")).to_have_count(1)
     expect(operator.locator("[data-part=admins-only]")).to_be_visible()
+    # Its times in the reader's local time, as the conversation list shows its own.
+    started = operator.locator("[data-part=person-conversation] time").first
+    local = started.evaluate("t => new Date(t.dateTime).toLocaleString('en')")
+    expect(started).to_have_text(local)
     expect(operator.locator("[data-part=erase-person]")).to_have_count(0)
     shot(operator, "console-person-operator")
     operator.context.close()

@@ -140,7 +140,11 @@ def test_an_admin_erases_a_person_s_data_after_typing_their_id_again(
     ids = traces(harness, conv)
     fields = {"agent": "planner", "person": "user-42"}
     wrong = admin.form("/console/people/erase", {**fields, "confirm": "user-4"})
+    # Back on the person's page, the mistake said beside the field, not an error page.
     assert wrong.status_code == 400 and "nothing was erased" in wrong.text
+    assert 'data-part="erase-error"' in wrong.text and 'aria-invalid="true"' in wrong.text
+    assert 'data-part="erase-person"' in wrong.text and conv.id in wrong.text
+    assert 'data-part="error-message"' not in wrong.text
     assert harness.call(harness.runtime.store.get_conversation, conv.id) is not None
     r = admin.form("/console/people/erase", {**fields, "confirm": "user-42"})
     assert r.status_code == 303, r.text
@@ -282,3 +286,44 @@ def test_erasing_waits_until_the_agent_has_finished_answering(
         assert rows_naming(h, traces(h, conv)) == {}
     finally:
         h.stop()
+
+
+def test_a_person_s_page_shows_its_times_in_local_time_as_the_lists_do(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    """Its times are drawn by the server (ISO, the same in every time zone): the script the
+    lists use turns each ``<time data-part="when">`` into the reader's local time."""
+    persons_conversation(harness, "user-42")
+    r = operator.http.get("/console/people", params={"agent": "planner", "person": "user-42"})
+    times = re.findall(r"<time [^>]*>", r.text)
+    assert len(times) == 2 and all('data-part="when"' in t for t in times), times
+    assert 'src="/console/static/times.js"' in r.text
+    script = operator.http.get("/console/static/times.js")
+    assert script.status_code == 200 and "when(" in script.text
+
+
+def test_the_people_page_lists_the_signed_in_people_last_active_first(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    persons_conversation(harness, "user-42")
+    harness.clock.advance(1)
+    persons_conversation(harness, "user-7")
+    harness.clock.advance(1)
+    persons_conversation(harness, "user-42", "Hello again")
+    harness.conversation()  # anonymous: nobody to list
+    r = operator.http.get("/console/people")
+    assert r.status_code == 200, r.text
+    listed = re.findall(r'data-part="known-person" data-person="([^"]+)" data-agent="([^"]+)"',
+                        r.text)  # fmt: skip
+    assert listed == [("user-42", "planner"), ("user-7", "planner")]
+    # Each links to the person's page, which links back to the list.
+    link = re.search(r'href="([^"]+)" data-part="open-person">user-42<', r.text)
+    assert link is not None
+    page = operator.http.get(html.unescape(link.group(1)))
+    assert page.status_code == 200 and 'data-part="person-heading"' in page.text
+    assert page.text.count('data-part="person-conversation"') == 2
+    assert 'href="/console/people" data-part="all-people"' in page.text
+    # Of one agent: an unknown agent is refused in words.
+    assert operator.http.get("/console/people", params={"agent": "nope"}).status_code == 404
+    known = harness.call(harness.runtime.store.known_people, "planner")
+    assert [(p.person, p.conversations) for p in known] == [("user-42", 2), ("user-7", 1)]

@@ -166,3 +166,20 @@ async def test_a_noted_audit_entry_is_stored_with_its_transaction_or_not_at_all(
     assert [(e.action, e.call_id) for e in found] == [("call.answer", "k2"), ("call.approve", "k1")]
     assert found[1] == replace(visitor, id=found[1].id)
     assert found[0].id > found[1].id
+
+
+async def test_known_people_are_the_signed_in_persons_last_active_first(store: Store) -> None:
+    for cid, agent, person, at in [("c1", "planner", "ann", 10.0), ("c2", "planner", "bob", 20.0),
+                                   ("c3", "planner", "ann", 30.0), ("c4", "desk", "ann", 15.0),
+                                   ("c5", "planner", None, 40.0)]:  # fmt: skip
+        await store.create_conversation(Conversation(cid, agent, at, person=person))
+        await store.touch_conversation(cid, at)
+    everyone = await store.known_people()
+    assert [(p.agent_id, p.person, p.conversations, p.last_at) for p in everyone] == [
+        ("planner", "ann", 2, 30.0),
+        ("planner", "bob", 1, 20.0),
+        ("desk", "ann", 1, 15.0),
+    ]
+    assert [p.person for p in await store.known_people("planner", limit=1, offset=1)] == ["bob"]
+    assert [p.agent_id for p in await store.known_people("desk")] == ["desk"]
+    assert await store.known_people("nobody") == []

@@ -25,6 +25,8 @@ from hostcall.runtime import Runtime, runtime_of
 
 # Conversations on a page of a person's page (older ones on the next pages).
 SHOWN = 50
+# People on a page of the list of people.
+PEOPLE_SHOWN = 50
 # A person's id as identity tokens carry it (``sub``): long enough for any issuer's.
 MAX_PERSON_CHARS = 255
 
@@ -50,29 +52,77 @@ def _page_url(agent: str, person: str, **extra: str) -> str:
 async def person_page(request: Request) -> Response:
     runtime = runtime_of(request)
     params = dict(request.query_params)
-    agents = sorted(runtime.agents)
     if not params.get("person"):
-        return page(request, "person.html", operator_of(request), agents=agents,
-                    agent=params.get("agent", ""), person="", lines=None)  # fmt: skip
+        return await _known(request, runtime, params)
     agent, person = _person(runtime, params)
-    before = read_cursor(params.get("before"))
+    erased = params.get("erased")  # what the erasure just done said (its redirect's)
+    return await _shown(
+        request,
+        runtime,
+        agent,
+        person,
+        before=read_cursor(params.get("before")),
+        erased=whole_number(erased, "erased") if erased is not None else None,
+    )
+
+
+async def _known(request: Request, runtime: Runtime, params: dict[str, str]) -> Response:
+    """The lookup form, and the signed-in people (of the agent chosen, else of all), the one
+    written to last first: who there is to look up, without knowing an id beforehand."""
+    agent = params.get("agent", "")
+    if agent and agent not in runtime.agents:
+        raise NotFound(f"no agent {agent[:80]!r}", code=ErrorCode.UNKNOWN_AGENT)
+    number = whole_number(params.get("page", "1"), "page", low=1, high=100_000)
+    found = await runtime.services.people.known(
+        agent, limit=PEOPLE_SHOWN + 1, offset=(number - 1) * PEOPLE_SHOWN
+    )
+    pages = {"agent": agent} if agent else {}
+    return page(
+        request,
+        "person.html",
+        operator_of(request),
+        agents=sorted(runtime.agents),
+        agent=agent,
+        person="",
+        lines=None,
+        people=found[:PEOPLE_SHOWN],
+        person_url=lambda p: _page_url(p.agent_id, p.person),
+        newer="/console/people?" + urlencode({**pages, "page": number - 1}) if number > 1 else "",
+        later="/console/people?" + urlencode({**pages, "page": number + 1})
+        if len(found) > PEOPLE_SHOWN
+        else "",
+    )
+
+
+async def _shown(
+    request: Request,
+    runtime: Runtime,
+    agent: str,
+    person: str,
+    *,
+    before: tuple[float, str] | None = None,
+    erased: int | None = None,
+    confirm_error: bool = False,
+) -> Response:
+    """The person's page: their conversations, a page of them from ``before``."""
     lines = await runtime.services.people.conversations(
         agent, person, limit=SHOWN + 1, before=before
     )
     last = lines[SHOWN - 1] if len(lines) > SHOWN else None
     older = _page_url(agent, person, before=page_cursor(last.updated_at, last.id)) if last else ""
-    erased = params.get("erased")  # what the erasure just done said (its redirect's)
     return page(
         request,
         "person.html",
         operator_of(request),
-        agents=agents,
+        status=400 if confirm_error else 200,
+        agents=sorted(runtime.agents),
         agent=agent,
         person=person,
         lines=lines[:SHOWN],
         older=older,
         newest=_page_url(agent, person) if before is not None else "",
-        erased=whole_number(erased, "erased") if erased is not None else None,
+        erased=erased,
+        confirm_error=confirm_error,
     )
 
 
@@ -99,9 +149,8 @@ async def erase(request: Request) -> Response:
     form = request.state.form
     agent, person = _person(runtime, form)
     if form.get("confirm", "") != person:
-        raise BadRequest(
-            "type the person's id again to confirm the erasure; nothing was erased",
-            field="confirm",
-        )
+        # Back to the form, the mistake said beside the field (not an error page the reader
+        # must come back from): nothing was erased.
+        return await _shown(request, runtime, agent, person, confirm_error=True)
     erased = await runtime.services.people.erase(agent, person, actor=operator_of(request).name)
     return RedirectResponse(_page_url(agent, person, erased=str(erased.conversations)), 303)

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from hostcall.engine import Engine
 from hostcall.quotas import Quotas
-from hostcall.store.records import PersonConversation
+from hostcall.store.records import KnownPerson, PersonConversation
 from hostcall.visitors.personal_data import (
     AuditedExport,
     Erased,
@@ -35,6 +35,10 @@ class PeopleService:
     ) -> list[PersonConversation]:
         """A page of the person's conversations with the agent, last written in first."""
         return await self.store.person_conversations(agent_id, person, limit=limit, before=before)
+
+    async def known(self, agent_id: str, *, limit: int, offset: int) -> list[KnownPerson]:
+        """The signed-in people (of the agent, else of every agent), last written to first."""
+        return await self.store.known_people(agent_id, limit=limit, offset=offset)
 
     async def export(self, agent_id: str, person: str, *, actor: str) -> dict[str, Any]:
         """``export_person``: the person's data as one document, audited."""

@@ -45,6 +45,7 @@ from hostcall.store.records import (
     ConversationSummary,
     Feedback,
     Handoff,
+    KnownPerson,
     OpenedStream,
     PersonConversation,
     Run,
@@ -92,6 +93,10 @@ class Conversations(Protocol):
         limit: int = 50,
         before: tuple[float, str] | None = None,
     ) -> list[PersonConversation]: ...
+    # The signed-in people (of ``agent_id``, else of every agent), last written to first.
+    async def known_people(
+        self, agent_id: str = "", *, limit: int = 50, offset: int = 0
+    ) -> list[KnownPerson]: ...
     # The anonymous conversations started in one browser (``Conversation.browser``), in the
     # same order and pages: an anonymous visitor's history.
     async def browser_conversations(

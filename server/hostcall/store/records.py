@@ -312,6 +312,17 @@ class PersonConversation:
     updated_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class KnownPerson:
+    """A signed-in person with an agent (``Conversations.known_people``): how many of their
+    conversations are kept, and when one was last written in."""
+
+    agent_id: str
+    person: str
+    conversations: int
+    last_at: float
+
+
 # How much of the first message a person's history carries as a conversation's title.
 TITLE_CHARS = 200
 

@@ -15,6 +15,7 @@ from hostcall.store.records import (
     ConversationSummary,
     Feedback,
     Handoff,
+    KnownPerson,
     PersonConversation,
     Run,
     RunStatus,
@@ -111,6 +112,15 @@ def person_conversation(row: Mapping[str, Any]) -> PersonConversation:
         title=row["title"] or "",
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+    )
+
+
+def known_person(row: Mapping[str, Any]) -> KnownPerson:
+    return KnownPerson(
+        agent_id=row["agent_id"],
+        person=row["person"],
+        conversations=int(row["conversations"]),
+        last_at=float(row["last_at"]),
     )
 
 

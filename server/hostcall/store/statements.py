@@ -106,6 +106,17 @@ ORDER BY c.updated_at DESC, c.id DESC LIMIT ?
 """
 
 
+# The signed-in people, the one written to last first; of one agent when the first two
+# parameters name it ('' for every agent).
+_KNOWN_PEOPLE = """
+SELECT c.agent_id, c.person, COUNT(*) AS conversations, MAX(c.updated_at) AS last_at
+FROM conversations c
+WHERE c.person IS NOT NULL AND (? = '' OR c.agent_id = ?)
+GROUP BY c.agent_id, c.person
+ORDER BY last_at DESC, c.agent_id, c.person LIMIT ? OFFSET ?
+"""
+
+
 def contains(text: str) -> str:
     """A LIKE pattern for any text containing ``text`` as it is, escaped with a backslash
     (PostgreSQL's default escape; SQLite's statements say ``ESCAPE '\\'``)."""
@@ -272,6 +283,7 @@ class Statements:
         person = _OWNED_CONVERSATIONS.replace("{owner}", "c.person = ?")
         self.person_conversations = q(person.format(before=""))
         self.person_conversations_before = q(person.format(before=keyset))
+        self.known_people = q(_KNOWN_PEOPLE)
         browser = _OWNED_CONVERSATIONS.replace("{owner}", "c.browser = ? AND c.person IS NULL")
         self.browser_conversations = q(browser.format(before=""))
         self.browser_conversations_before = q(browser.format(before=keyset))

@@ -10,6 +10,7 @@ from hostcall.store.records import (
     Conversation,
     ConversationQuery,
     ConversationSummary,
+    KnownPerson,
     OpenedStream,
     PersonConversation,
     StoredMessage,
@@ -101,6 +102,12 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
     ) -> list[PersonConversation]:
         sql = SQL.browser_conversations_before if before else SQL.browser_conversations
         return await self._owned(sql, agent_id, browser, limit, before)
+
+    async def known_people(
+        self, agent_id: str = "", *, limit: int = 50, offset: int = 0
+    ) -> list[KnownPerson]:
+        found = await self._all(SQL.known_people, (agent_id, agent_id, limit, offset))
+        return [rows.known_person(r) for r in found]
 
     async def _owned(
         self, sql: str, agent_id: str, owner: str, limit: int, before: tuple[float, str] | None

@@ -8,6 +8,7 @@ from hostcall.store.records import (
     Conversation,
     ConversationQuery,
     ConversationSummary,
+    KnownPerson,
     OpenedStream,
     PersonConversation,
     StoredMessage,
@@ -85,6 +86,12 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
     ) -> list[PersonConversation]:
         sql = SQL.browser_conversations_before if before else SQL.browser_conversations
         return self._owned(sql, agent_id, browser, limit, before)
+
+    async def known_people(
+        self, agent_id: str = "", *, limit: int = 50, offset: int = 0
+    ) -> list[KnownPerson]:
+        found = self._db.execute(SQL.known_people, (agent_id, agent_id, limit, offset))
+        return [rows.known_person(r) for r in found]
 
     def _owned(
         self, sql: str, agent_id: str, owner: str, limit: int, before: tuple[float, str] | None
