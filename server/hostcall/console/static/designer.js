@@ -326,7 +326,13 @@ function bindingProperties(tool) {
  * not parse) stays true until the person edits the field.
  */
 function showProblems() {
-  problemList.replaceChildren(...(problems.length ? problems.map(p => h('li', { 'data-part': 'problem', text: p })) : [h('li', { 'data-part': 'no-problems', text: tr('no_problems') })]))
+  // What this page found itself (JSON that does not parse, a refused name) counts too: the
+  // server checked the field's text as it stands, and may see nothing wrong with a string.
+  const own = [...editor.querySelectorAll('[data-part="prop"] > [data-part="field-problem"]:not([data-from="check"]):not([hidden])')]
+    .map(err => `${err.parentElement?.querySelector('label')?.textContent?.trim() || ''}: ${err.textContent}`)
+  const lines = [...own.map(text => h('li', { 'data-part': 'problem', 'data-from': 'page', text })),
+    ...problems.map(p => h('li', { 'data-part': 'problem', text: p }))]
+  problemList.replaceChildren(...(lines.length ? lines : [h('li', { 'data-part': 'no-problems', text: tr('no_problems') })]))
   for (const err of editor.querySelectorAll('[data-part="prop"] > [data-part="field-problem"][data-from="check"]')) {
     /** @type {HTMLElement} */ (err).hidden = true
     err.parentElement?.querySelector('[data-key]')?.removeAttribute('aria-invalid')
