@@ -4,6 +4,7 @@ a unit test checks it). Pages get them as ``t``; page scripts get them in their 
 
 from __future__ import annotations
 
+from hostcall.console.designer_help_text import DESIGNER_HELP_TEXT
 from hostcall.console.handoff_text import HANDOFF_TEXT
 from hostcall.console.people_text import PEOPLE_TEXT
 from hostcall.console.usage_text import USAGE_TEXT
@@ -1120,7 +1121,7 @@ JA = {
 }
 
 TEXT = {"en": EN, "fr": FR, "es": ES, "ja": JA}
-for _part in (USAGE_TEXT, HANDOFF_TEXT, PEOPLE_TEXT):
+for _part in (USAGE_TEXT, HANDOFF_TEXT, PEOPLE_TEXT, DESIGNER_HELP_TEXT):
     for _lang, _words in _part.items():
         TEXT[_lang] |= _words
 

@@ -6,6 +6,7 @@
 import { page, tr, h, api, ready, errorText } from './console.js'
 import { schemaForm } from '/static/form.js'
 import * as mcp from './designer_mcp.js'
+import { fillForm, helpTabs } from './designer_help.js'
 import { addNodeFields, blockDescription, installedBlocks, newNodeTool, nodeProperties } from './designer_nodes.js'
 
 const agentId = page.data.agent.id
@@ -147,6 +148,7 @@ function toolList() {
 /** The "Add tool" form: category, then the fields that category needs; Create adds it. */
 function addToolForm() {
   const fresh = { kind: 'client', name: '', description: '', input_schema: structuredClone(EMPTY_SCHEMA), output_schema: structuredClone(EMPTY_SCHEMA) }
+  /** @type {any} */
   const http = { method: 'GET', url: 'https://' }
   const choice = { block: '' }
   const body = h('div')
@@ -154,6 +156,7 @@ function addToolForm() {
   const server = {}
   const name = field(fresh, 'name', tr('tool_name'), { help: tr('name_rule') })
   const description = field(fresh, 'description', tr('description'), { kind: 'area' })
+  const panes = h('div', { 'data-part': 'add-panes' })
   const fill = () => {
     // A server's tools bring their own names and descriptions.
     name.hidden = description.hidden = fresh.kind === 'mcp'
@@ -161,7 +164,9 @@ function addToolForm() {
       ? [field(fresh, 'input_schema', tr('input_schema'), { kind: 'json' }), field(fresh, 'output_schema', tr('output_schema'), { kind: 'json' })]
       : fresh.kind === 'mcp' ? mcp.addFields(server, draft, field)
         : fresh.kind === 'block' ? addNodeFields(choice, field)
-          : [field(http, 'method', tr('method'), { kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }), field(http, 'url', tr('url'))]))
+          : [field(http, 'method', tr('method'), { kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }), field(http, 'url', tr('url')),
+            field(http, 'ai_params', tr('ai_params'), { kind: 'json', optional: true })]))
+    panes.replaceChildren(...helpTabs(fresh.kind, [name, description, body], example => fillForm(panes, example)))
   }
   const category = field(fresh, 'kind', tr('category'), { kind: 'select', options: [['client', tr('client_tool')], ['http', tr('http_tool')], ['mcp', tr('mcp_tool')], ['block', tr('node_tool')]], onChange: fill })
   fill()
@@ -183,6 +188,7 @@ function addToolForm() {
     }
     const problem = nameProblem(fresh.name, fresh.kind !== 'client')
     if (problem) {
+      if (name.closest('[hidden]')) /** @type {HTMLElement | null} */ (panes.querySelector('[data-part="fields-tab"]'))?.click()
       showError(name, problem, true)
       name.querySelector('input')?.focus()
       return
@@ -190,7 +196,7 @@ function addToolForm() {
     if (fresh.kind === 'block' && !installedBlocks().length) { body.querySelector('[data-part="no-blocks"]')?.scrollIntoView({ block: 'nearest' }); return }
     const tool = fresh.kind === 'client' ? { ...fresh }
       : fresh.kind === 'block' ? newNodeTool(fresh, choice)
-        : { name: fresh.name, kind: 'http', description: fresh.description, request: { ...http }, ai_params: [] }
+        : { name: fresh.name, kind: 'http', description: fresh.description, request: { method: http.method, url: http.url }, ai_params: http.ai_params ?? [] }
     if (fresh.kind === 'client') delete tool.kind
     draft.tools.push(tool)
     selected = draft.tools.length - 1
@@ -199,7 +205,7 @@ function addToolForm() {
     render('[data-part="properties"] input')
   } },
   h('h2', { id: 'add-tool-title', text: tr('add_tool_title') }),
-  category, name, description, body,
+  category, panes,
   h('div', { 'data-part': 'actions' },
     h('button', { type: 'submit', 'data-kind': 'primary', 'data-part': 'create-tool' }, tr('create_tool')),
     h('button', { type: 'button', 'data-part': 'cancel-tool', onclick: () => { adding = false; render() } }, tr('cancel'))))
