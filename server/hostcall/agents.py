@@ -19,6 +19,7 @@ from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
 from hostcall.env_bindings import Use, agent_uses, refused_as_second_use, second_uses
 from hostcall.errors import AgentConfigError
 from hostcall.origins import BadOrigin, normalize_origin
+from hostcall.page_context import PageContextCaps, parse_caps
 from hostcall.platform import (
     DEFAULT_ENVIRONMENT,
     PLATFORM_FILE,
@@ -47,6 +48,7 @@ AGENT_KEYS = {
     "prices",
     "identity",
     "retention_days",
+    "page_context",
 }
 
 # A step sends the model the conversation's last 20 turns: enough for a chat to keep its
@@ -83,6 +85,9 @@ class Agent:
     # Conversations idle this many days are deleted whole by the sweeper
     # (hostcall/retention.py); None keeps them.
     retention_days: int | None = None
+    # What a message's page context may weigh (hostcall/page_context.py); None: the agent
+    # admits none.
+    page_context: PageContextCaps | None = None
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -165,6 +170,10 @@ def parse_agent(
             f"{where}: 'retention_days' must be a whole number of days from 1 to "
             f"{MAX_RETENTION_DAYS}, or left out to keep conversations"
         )
+    page_context: PageContextCaps | None = None
+    if "page_context" in data:
+        page_context, context_problems = parse_caps(data["page_context"], where)
+        problems += context_problems
     tools_data = data.get("tools", [])
     if not isinstance(tools_data, list):
         problems.append(f"{where}: 'tools' must be a list")
@@ -248,6 +257,7 @@ def parse_agent(
         identity=identity,
         mcp=tuple(bindings),
         retention_days=retention_days,
+        page_context=page_context,
     ), []
 
 

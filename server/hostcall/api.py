@@ -10,6 +10,7 @@ from starlette.routing import BaseRoute, Route
 from hostcall.agents import Agent
 from hostcall.errors import BadRequest, Forbidden, NotFound
 from hostcall.origins import check_request_origin
+from hostcall.page_context import admit
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.requests import (
     Capabilities,
@@ -148,6 +149,8 @@ async def post_message(request: Request) -> Response:
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
+    # Checked first: a refused context costs the visitor no message of their quota.
+    context = admit(agent.page_context if agent is not None else None, body.context)
     visitor = None
     if agent is not None:
         visitor = await _visitor_of(request, runtime, agent, conversation)
@@ -155,7 +158,7 @@ async def post_message(request: Request) -> Response:
             agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
     sent = await runtime.services.runs.send(
-        conversation, body.text, simulate=body.simulate, visitor=visitor
+        conversation, body.text, simulate=body.simulate, visitor=visitor, context=context
     )
     if isinstance(sent, Held):
         # A member of the operator's team holds the conversation: the message is theirs to read.

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from hostcall import metrics
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
@@ -117,10 +117,13 @@ class Engine:
         *,
         simulate: bool = False,
         visitor: Visitor | None = None,
+        context: dict[str, Any] | None = None,
     ) -> Run:
         """A run for the visitor's new message ``text``; or, with ``text`` None, Retry: a
         run over the history as it is, after a failed run (the message it failed on is
-        not sent, nor stored, again: the thread shows it once, the model reads one turn)."""
+        not sent, nor stored, again: the thread shows it once, the model reads one turn).
+        ``context``: the page's, as its agent admitted it (hostcall/page_context.py), kept
+        with the message."""
         agent = self.agents.loaded.get(conversation.agent_id)
         if agent is None:
             raise NotFound(
@@ -158,7 +161,9 @@ class Engine:
                         status=None if last is None else last.status.value,
                     )
             else:
-                message = StoredMessage(message_id, cid, run.id, "user", text)
+                message = StoredMessage(
+                    message_id, cid, run.id, "user", text, context=context or None
+                )
                 await self.store.add_message(message)
                 # One append (one statement on PostgreSQL, with the message), not four.
                 await unit.emit_all(

@@ -14,7 +14,8 @@ machine-readable ``code`` (an ``ErrorCode``) and a message; ``hostcall.responses
      ├── Gone                  410  call_expired
      ├── PayloadTooLarge       413  body_too_large
      ├── UnsupportedMediaType  415  unsupported_media_type
-     ├── Unprocessable         422  invalid_result, invalid_input, invalid_message
+     ├── Unprocessable         422  invalid_result, invalid_input, invalid_message,
+     │                                  page_context_not_admitted, page_context_refused
      ├── TooManyRequests       429  rate_limited (``Retry-After``)
      ├── InternalError         500  internal_error (anything unexpected; no traceback words)
      │    └── RunUnreadable         a run's row is gone, or its stored definition unparsable

@@ -14,6 +14,7 @@ import pytest
 
 from hostcall.agents import load_agents
 from hostcall.errors import AgentConfigError
+from hostcall.page_context import PageContextCaps
 from hostcall.settings import DEMO_AGENTS, ROOT
 from tests.support.harness import planner_definition, write_agent
 
@@ -113,6 +114,27 @@ MISTAKES = [
     Mistake("history-turns-text", with_key("history_turns", "20"), ("'history_turns'",)),
     Mistake("history-turns-bool", with_key("history_turns", True), ("'history_turns'",)),
     Mistake("history-turns-huge", with_key("history_turns", 10**6), ("'history_turns'", "1000")),
+    Mistake("page-context-list", with_key("page_context", []), ("'page_context'", "object")),
+    Mistake(
+        "page-context-unknown-key",
+        with_key("page_context", {"max_bytes": 10}),
+        ("page_context", "unknown key 'max_bytes'"),
+    ),
+    Mistake(
+        "page-context-over-ceiling",
+        with_key("page_context", {"max_entry_bytes": 16385}),
+        ("'max_entry_bytes'", "1 to 16384"),
+    ),
+    Mistake(
+        "page-context-total-zero",
+        with_key("page_context", {"max_total_bytes": 0}),
+        ("'max_total_bytes'", "1 to 65536"),
+    ),
+    Mistake(
+        "page-context-entries-bool",
+        with_key("page_context", {"max_entries": True}),
+        ("'max_entries'", "1 to 64"),
+    ),
     Mistake(
         "unknown-tool-key", with_tool(timeout=5), ("tool 'archive_task'", "unknown key 'timeout'")
     ),
@@ -455,3 +477,17 @@ def test_history_turns_is_optional_and_kept_when_set(tmp_path: Path) -> None:
     agents = load_agents(tmp_path, {})
     assert agents["default_window"].history_turns == 20
     assert agents["short"].history_turns == 3
+
+
+def test_page_context_is_admitted_only_with_its_block_and_its_caps_default(
+    tmp_path: Path,
+) -> None:
+    data = planner_definition()
+    write_agent(agents_folder(tmp_path), {**data, "id": "closed"}, name="a.json")
+    write_agent(agents_folder(tmp_path), {**data, "id": "open", "page_context": {}}, "b.json")
+    caps = {"max_entry_bytes": 100, "max_total_bytes": 300, "max_entries": 4}
+    write_agent(agents_folder(tmp_path), {**data, "id": "set", "page_context": caps}, "c.json")
+    agents = load_agents(tmp_path, {})
+    assert agents["closed"].page_context is None
+    assert agents["open"].page_context == PageContextCaps(2048, 8192, 16)
+    assert agents["set"].page_context == PageContextCaps(100, 300, 4)

@@ -8,7 +8,7 @@ them is the engine's job, so a model that sends malformed JSON is answered with
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -30,8 +30,9 @@ class ToolCallRequest:
 class Message:
     """One entry of the model's view of a conversation.
 
-    ``user``: ``text``. ``assistant``: ``text`` and/or ``tool_calls``. ``tool``: the answer
-    to ``tool_call_id``, with ``text`` holding the JSON the model reads.
+    ``user``: ``text``, and the page's ``context`` it was sent with (data, never
+    instructions: hostcall/page_context.py). ``assistant``: ``text`` and/or ``tool_calls``.
+    ``tool``: the answer to ``tool_call_id``, with ``text`` holding the JSON the model reads.
     """
 
     role: Role
@@ -39,6 +40,7 @@ class Message:
     tool_calls: tuple[ToolCallRequest, ...] = ()
     tool_call_id: str | None = None
     tool_name: str | None = None
+    context: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ import httpx
 
 from hostcall import envvars, strictjson
 from hostcall.blocks.http_request import host_port
+from hostcall.page_context import model_block
 from hostcall.protocol.codes import RunErrorCode
 
 from .base import (
@@ -285,7 +286,13 @@ class OpenAICompatModel:
         chat: list[dict[str, Any]] = []
         if instructions:
             chat.append({"role": "system", "content": instructions})
-        chat.extend(_chat_message(message, names) for message in messages)
+        # The page's context of the visitor's latest message only, just before it: what the
+        # page shows now, not a copy per turn.
+        latest = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+        for index, message in enumerate(messages):
+            if index == latest and message.context:
+                chat.append({"role": "system", "content": model_block(message.context)})
+            chat.append(_chat_message(message, names))
         body: dict[str, Any] = {"model": self.model, "stream": True, "messages": chat}
         if self.stream_usage:
             # The count the provider bills, in a last chunk (with no choices); without it

@@ -148,6 +148,7 @@ def _render_problems(
         return []  # the model's own checks say why
     context: dict[str, Any] = {name: "example" for name in groups}
     context["match"] = dict(context)
+    context.setdefault("context", {})  # the page's context: any key may be missing
     result = example(schema)
     problems = []
     cases = (

@@ -113,7 +113,10 @@ class ScriptedModel:
                 continue
             # An optional group that did not match is "", not None (which renders "None").
             groups = dict(found.groups)
-            context: dict[str, Any] = {"match": groups, **groups}
+            # ``context``: the page's, sent with the message (a group of that name wins,
+            # as it did before pages had one).
+            page = dict(messages[last_user].context or {})
+            context: dict[str, Any] = {"context": page, "match": groups, **groups}
             answers = [m for m in messages[last_user + 1 :] if m.role == "tool"]
             if not rule.calls:
                 for n, chunk in enumerate(

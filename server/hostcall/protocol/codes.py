@@ -71,6 +71,9 @@ class ErrorCode(StrEnum):
     INVALID_RESULT = "invalid_result"
     INVALID_INPUT = "invalid_input"
     INVALID_MESSAGE = "invalid_message"
+    # The agent file has no page_context block / a value over a cap, a bad key, not JSON.
+    PAGE_CONTEXT_NOT_ADMITTED = "page_context_not_admitted"
+    PAGE_CONTEXT_REFUSED = "page_context_refused"
     NOT_A_REPLY = "not_a_reply"
     AGENT_ID_CHANGED = "agent_id_changed"  # the console's
     AGENT_INVALID = "agent_invalid"  # the console's

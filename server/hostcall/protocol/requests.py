@@ -120,6 +120,9 @@ class NewMessage:
 
     text: str
     simulate: bool
+    # The page's context at send time (hostcall/page_context.py), as sent: its agent's caps
+    # are checked where the agent is known.
+    context: dict[str, Any] | None = None
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> NewMessage:
@@ -136,7 +139,7 @@ class NewMessage:
         simulate = body.get("simulate", False)
         if not isinstance(simulate, bool):
             raise BadRequest("field 'simulate' must be true or false", field="simulate")
-        return cls(text.strip(), simulate)
+        return cls(text.strip(), simulate, _object(body, "context"))
 
 
 @dataclass(frozen=True, slots=True)

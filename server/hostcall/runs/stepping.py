@@ -332,4 +332,4 @@ def _model_message(message: StoredMessage) -> Message:
             tool_call_id=message.tool_call_id,
             tool_name=message.tool_name,
         )
-    return Message(role="user", text=message.text)
+    return Message(role="user", text=message.text, context=message.context)

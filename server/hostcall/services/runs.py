@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from hostcall.engine import Engine
 from hostcall.errors import Conflict, HeldByPerson, NotFound
@@ -44,10 +44,14 @@ class RunService:
         *,
         simulate: bool = False,
         visitor: Visitor | None = None,
+        context: dict[str, Any] | None = None,
     ) -> Run:
-        """A run for the message ``text``; ``HeldByPerson`` while a member of the team
+        """A run for the message ``text`` (and the page's ``context``, admitted by its
+        agent: hostcall/page_context.py); ``HeldByPerson`` while a member of the team
         holds the conversation (an AG-UI client is told so)."""
-        return await self.engine.start_run(conversation, text, simulate=simulate, visitor=visitor)
+        return await self.engine.start_run(
+            conversation, text, simulate=simulate, visitor=visitor, context=context
+        )
 
     async def send(
         self,
@@ -56,11 +60,14 @@ class RunService:
         *,
         simulate: bool = False,
         visitor: Visitor | None = None,
+        context: dict[str, Any] | None = None,
     ) -> Run | Held:
         """The visitor's message: a run for it, or, while a team member holds the conversation,
         the message kept for them to read."""
         try:
-            return await self.start(conversation, text, simulate=simulate, visitor=visitor)
+            return await self.start(
+                conversation, text, simulate=simulate, visitor=visitor, context=context
+            )
         except HeldByPerson as held:
             message_id = await HumanHandoff(self.engine.journal, clock=self.clock).keep_for_person(
                 conversation, text

@@ -96,6 +96,10 @@ class StoredMessage:
     interrupted: bool = False
     # Role ``operator``: the name of the person of the team who wrote it (human handoff).
     author: str | None = None
+    # Role ``user``: the page's context the message was sent with (hostcall/page_context.py),
+    # as its agent admitted it; None when the page sent none. The model reads it with the
+    # message, so a recovered or retried run reads what the first one did.
+    context: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

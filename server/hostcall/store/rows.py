@@ -78,7 +78,7 @@ def call_values(call: Call) -> tuple[Any, ...]:
 
 def message_values(message: StoredMessage) -> tuple[Any, ...]:
     """A message's column values for both stores' INSERT: id, conversation_id, run_id, role,
-    text, tool_calls, tool_call_id, tool_name, interrupted, author."""
+    text, tool_calls, tool_call_id, tool_name, interrupted, author, context."""
     return (
         message.id,
         message.conversation_id,
@@ -90,6 +90,7 @@ def message_values(message: StoredMessage) -> tuple[Any, ...]:
         message.tool_name,
         message.interrupted,
         message.author,
+        dump(message.context) if message.context is not None else None,
     )
 
 
@@ -160,6 +161,7 @@ def message(row: Mapping[str, Any]) -> StoredMessage:
         tool_name=row["tool_name"],
         interrupted=bool(row["interrupted"]),
         author=row["author"],
+        context=load(row["context"]) if row["context"] is not None else None,
     )
 
 

@@ -18,8 +18,20 @@ from hostcall.store.statements import POSTGRES as SQL
 
 # One row of VALUES: (n, id, conversation_id, ..., interrupted), typed, as a VALUES list's
 # parameters have no column to take a type from (a None would be text, not boolean).
-_TYPES = ("text", "text", "text", "text", "text", "text", "text", "text", "boolean", "text")
-_NAMES = ("id", "cid", "run", "role", "text", "calls", "call_id", "tool", "interrupted", "author")
+_TYPES = ("text", "text", "text", "text", "text", "text", "text", "text", "boolean", "text", "text")
+_NAMES = (
+    "id",
+    "cid",
+    "run",
+    "role",
+    "text",
+    "calls",
+    "call_id",
+    "tool",
+    "interrupted",
+    "author",
+    "context",
+)
 
 INSERT_ONE = SQL.insert_message
 

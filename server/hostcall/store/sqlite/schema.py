@@ -121,4 +121,8 @@ CREATE INDEX conversations_by_activity ON conversations (agent_id, updated_at);
     # Visitors' feedback on replies; conversations a person is asked for or holds; who of
     # the team wrote a message.
     Migration(16, "feedback and handoffs", PEOPLE_SCHEMA),
+    # The page's context a visitor's message was sent with (StoredMessage.context), as JSON.
+    Migration(17, "page context", """
+ALTER TABLE messages ADD COLUMN context TEXT;
+"""),
 )  # fmt: skip

@@ -1,0 +1,202 @@
+"""The page's context sent with a message: admitted only by an agent whose file has a
+``page_context`` block, checked against its caps (a refusal is a 422 and nothing is stored),
+kept with the message on both stores, and read by the model as data."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.databases import fresh_schema
+from tests.support.harness import Conv, Harness, write_agent
+from tests.unit.test_bad_input import assert_error
+
+SHOP = {
+    "id": "shop",
+    "name": "Shop",
+    "page_context": {"max_entry_bytes": 64, "max_total_bytes": 100, "max_entries": 3},
+    "tools": [
+        {
+            "name": "sizes",
+            "description": "The sizes in stock on the page the visitor is on.",
+            "input_schema": {"type": "object", "properties": {"page": {"type": "string"}}},
+            "output_schema": {
+                "type": "object",
+                "properties": {"sizes": {"type": "array", "items": {"type": "integer"}}},
+            },
+            "effect": "read",
+        }
+    ],
+    "model": {
+        "kind": "scripted",
+        "rules": [
+            {
+                "match": "where am I",
+                "reply": "You are on {{ context.page }}, looking at {{ context.selected.title if context.selected }}.",
+            },
+            {
+                "match": "which size",
+                "tool": "sizes",
+                "arguments": {"page": "{{ context.page }}"},
+                "reply": "On {{ context.page }}, size {{ context.size }} is in stock: "
+                "{{ result.sizes | join(', ') }}.",
+            },
+        ],
+        "fallback": "Ask me where you are.",
+    },
+}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def both(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    write_agent(agents_dir, SHOP)
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
+        h = Harness(tmp_path, agents_dir, **({"database_url": url} if url else {}))
+        stack.callback(h.stop)
+        yield h
+
+
+@pytest.fixture
+def shop(tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    write_agent(agents_dir, SHOP)
+    h = Harness(tmp_path, agents_dir)
+    yield h
+    h.stop()
+
+
+def _send(h: Harness, conv: Conv, text: str, context: Any) -> Any:
+    return h.http.post(
+        f"/api/conversations/{conv.id}/messages",
+        json={"text": text, "context": context},
+        headers=conv.auth,
+    )
+
+
+def _nothing_stored(h: Harness, conv: Conv) -> None:
+    assert h.events(conv) == []
+    assert h.call(h.runtime.store.list_messages, conv.id) == []
+    assert h.snapshot(conv)["run"] is None
+
+
+def test_context_reaches_the_model_and_is_kept_with_the_message(both: Harness) -> None:
+    h = both
+    conv = h.conversation("shop")
+    context = {"page": "/shoes", "selected": {"title": "Red boots", "price": 89.5}}
+    r = _send(h, conv, "where am I?", context)
+    assert r.status_code == 202, r.text
+    assert h.settle(conv)["run"]["status"] == "finished"
+    assert h.assistant_texts(conv) == ["You are on /shoes, looking at Red boots."]
+    [mine] = [m for m in h.call(h.runtime.store.list_messages, conv.id) if m.role == "user"]
+    assert mine.context == context
+    # Read back by a new process on the same database, as recovery reads it.
+    h.restart()
+    [again] = [m for m in h.call(h.runtime.store.list_messages, conv.id) if m.role == "user"]
+    assert again.context == context
+
+
+def test_a_message_without_context_stores_none_and_the_model_reads_it_empty(
+    both: Harness,
+) -> None:
+    h = both
+    conv = h.conversation("shop")
+    h.say(conv, "where am I?")
+    h.settle(conv)
+    assert h.assistant_texts(conv) == ["You are on , looking at ."]
+    [mine] = [m for m in h.call(h.runtime.store.list_messages, conv.id) if m.role == "user"]
+    assert mine.context is None
+
+
+def test_context_to_an_agent_that_admits_none_is_refused_and_nothing_is_stored(
+    harness: Harness,
+) -> None:
+    conv = harness.conversation()  # the demo's planner: no page_context block
+    r = _send(harness, conv, "hello", {"page": "/board"})
+    assert_error(r, 422, "page_context_not_admitted", "page_context")
+    _nothing_stored(harness, conv)
+    # An empty map is no context: the message goes through.
+    r = _send(harness, conv, "hello", {})
+    assert r.status_code == 202, r.text
+
+
+@pytest.mark.parametrize(
+    ("context", "reason", "mentions"),
+    [
+        ({"note": "x" * 63}, "entry_too_large", ("'note'", "65 bytes", "64 per entry")),
+        (
+            {"a": "x" * 40, "b": "y" * 40, "c": "z" * 20},
+            "total_too_large",
+            ("106 bytes", "100 in total"),
+        ),
+        ({"a": 1, "b": 2, "c": 3, "d": 4}, "too_many_entries", ("4 entries", "limit is 3")),
+        ({"bad key!": 1}, "bad_key", ("'bad key!'",)),
+        ({"": 1}, "bad_key", ("''",)),
+        ({"k" * 65: 1}, "bad_key", ("k" * 65,)),
+        ({"id": 2**53}, "not_json", ("'id'", "2^53")),
+        ({"ids": [1, {"n": -(2**60)}]}, "not_json", ("'ids'", "2^53")),
+    ],
+)
+def test_a_refused_context_is_a_422_naming_the_key_and_the_cap_and_nothing_is_stored(
+    shop: Harness, context: dict[str, Any], reason: str, mentions: tuple[str, ...]
+) -> None:
+    h = shop
+    conv = h.conversation("shop")
+    error = assert_error(_send(h, conv, "where am I?", context), 422, "page_context_refused")
+    assert error["details"]["reason"] == reason, error
+    for mention in mentions:
+        assert mention in error["message"], (mention, error["message"])
+    _nothing_stored(h, conv)
+    # Nothing else was lost: the same conversation takes the next message.
+    assert _send(h, conv, "where am I?", {"page": "/cart"}).status_code == 202
+    assert h.settle(conv)["run"]["status"] == "finished"
+    assert h.assistant_texts(conv) == ["You are on /cart, looking at ."]
+
+
+def test_multibyte_text_is_counted_in_utf8_bytes(shop: Harness) -> None:
+    conv = shop.conversation("shop")
+    # 21 three-byte characters and two quotes: 65 bytes, 23 characters.
+    error = assert_error(_send(shop, conv, "hi", {"t": "€" * 21}), 422, "page_context_refused")
+    assert "65 bytes" in error["message"]
+    assert _send(shop, conv, "hi", {"t": "€" * 20}).status_code == 202
+
+
+@pytest.mark.parametrize("body", ['{"text": "hi", "context": {"x": NaN}}',
+                                  '{"text": "hi", "context": {"x": Infinity}}'])  # fmt: skip
+def test_a_non_json_value_is_refused_with_the_body_and_nothing_is_stored(
+    shop: Harness, body: str
+) -> None:
+    conv = shop.conversation("shop")
+    r = shop.http.post(
+        f"/api/conversations/{conv.id}/messages",
+        content=body,
+        headers={**conv.auth, "Content-Type": "application/json"},
+    )
+    assert_error(r, 400, "malformed_json", "not a JSON number")
+    _nothing_stored(shop, conv)
+
+
+@pytest.mark.parametrize("context", [[1, 2], "page", 5])
+def test_a_context_that_is_not_an_object_is_a_400(shop: Harness, context: Any) -> None:
+    conv = shop.conversation("shop")
+    r = _send(shop, conv, "hi", context)
+    assert_error(r, 400, "bad_request", "'context'")
+    _nothing_stored(shop, conv)
+
+
+def test_a_run_resumed_by_another_process_reads_the_context_its_message_brought(
+    both: Harness,
+) -> None:
+    h = both
+    conv = h.conversation("shop")
+    assert _send(h, conv, "which size?", {"page": "/boots", "size": 42}).status_code == 202
+    call = h.open_call(conv)
+    # A new process on the same database answers the call: the resumed step's model reads
+    # the history from the store, and with it the page's context of that message.
+    h.restart()
+    assert h.answer(call, {"sizes": [41, 42, 43]}).status_code == 200
+    assert h.finish(conv)["run"]["status"] == "finished"
+    assert h.assistant_texts(conv)[-1] == "On /boots, size 42 is in stock: 41, 42, 43."
