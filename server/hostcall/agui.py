@@ -28,6 +28,7 @@ from starlette.routing import BaseRoute, Route
 
 from hostcall.errors import BadRequest, NotFound
 from hostcall.origins import check_request_origin
+from hostcall.page_context import admit_described
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
 from hostcall.protocol.requests import read_body
@@ -65,6 +66,8 @@ async def run_agent(request: Request) -> EventSourceResponse:
     identity = await runtime.identities.of_request(request, agent, token=bearer_token(request))
     person = identity.sub if identity else None
     client = request.client.host if request.client else "unknown"
+    # Checked first, as the widget's is: a refused context costs no message of the quota.
+    context = admit_described(agent.page_context, body.context)
     cid = thread_conversation_id(agent.id, body.thread_id, person)
     new = await runtime.services.conversations.find(cid) is None
     if new:
@@ -83,7 +86,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
         if not answered:
             visitor = identity.visitor if identity else None
             await runtime.services.runs.start(
-                conversation, _user_text(body.messages), visitor=visitor
+                conversation, _user_text(body.messages), visitor=visitor, context=context
             )
     except BaseException:
         runtime.broker.unsubscribe(conversation.id, queue)

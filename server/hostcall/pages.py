@@ -257,6 +257,9 @@ async def widget_page(request: Request) -> HTMLResponse:
             for tool in agent.tools
             if getattr(tool, "kind", "client") == "client"
         ],
+        # What the page's context may weigh (hostcall/page_context.py), so the widget refuses
+        # early what the server would; null: the agent admits none.
+        "pageContext": agent.page_context.to_wire() if agent.page_context else None,
     }
     # The widget picks the language (snippet, else the browser's languages); preload the
     # strings it will most likely ask for.

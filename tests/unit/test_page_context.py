@@ -11,9 +11,12 @@ from typing import Any
 
 import pytest
 
+from hostcall.agui import thread_conversation_id
+
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv, Harness, write_agent
 from tests.unit.test_bad_input import assert_error
+from tests.unit.test_embedding import widget_config
 
 SHOP = {
     "id": "shop",
@@ -200,3 +203,59 @@ def test_a_run_resumed_by_another_process_reads_the_context_its_message_brought(
     assert h.answer(call, {"sizes": [41, 42, 43]}).status_code == 200
     assert h.finish(conv)["run"]["status"] == "finished"
     assert h.assistant_texts(conv)[-1] == "On /boots, size 42 is in stock: 41, 42, 43."
+
+
+def test_the_widget_config_carries_the_caps_or_says_none_are_admitted(shop: Harness) -> None:
+    config = widget_config(shop.http.get("/widget/shop").text)
+    assert config["pageContext"] == {"maxEntryBytes": 64, "maxTotalBytes": 100, "maxEntries": 3}
+    assert widget_config(shop.http.get("/widget/planner").text)["pageContext"] is None
+
+
+def _agui(h: Harness, agent: str, thread: str, context: Any) -> Any:
+    body = {"threadId": thread, "runId": "r1", "tools": [], "context": context,
+            "messages": [{"id": "m1", "role": "user", "content": "where am I?"}]}  # fmt: skip
+    return h.http.post(f"/agui/{agent}", json=body)
+
+
+def test_an_agui_clients_context_reaches_the_model_keyed_by_description(shop: Harness) -> None:
+    context = [{"description": "page", "value": "/socks"}, {"description": "the cart", "value": 2}]
+    r = _agui(shop, "shop", "t-1", context)
+    assert r.status_code == 200 and "RUN_FINISHED" in r.text, r.text
+    cid = thread_conversation_id("shop", "t-1")
+    mine, reply = shop.call(shop.runtime.store.list_messages, cid)
+    assert mine.context == {"page": "/socks", "the cart": 2}
+    assert reply.text == "You are on /socks, looking at ."
+
+
+@pytest.mark.parametrize(
+    ("agent", "context", "code", "mention"),
+    [
+        ("planner", [{"description": "page", "value": "/b"}], "page_context_not_admitted",
+         "page_context"),
+        ("shop", [{"description": "page", "value": "x" * 70}], "page_context_refused",
+         "64 per entry"),
+        ("shop", [{"description": f"d{i}", "value": i} for i in range(4)], "page_context_refused",
+         "limit is 3"),
+        ("shop", [{"description": "page", "value": 1}, {"description": "page", "value": 2}],
+         "page_context_refused", "given once"),
+        ("shop", [{"description": "d" * 201, "value": 1}], "page_context_refused", "200"),
+    ],
+)  # fmt: skip
+def test_an_agui_clients_refused_context_is_a_422_and_no_thread_is_made(
+    shop: Harness, agent: str, context: Any, code: str, mention: str
+) -> None:
+    assert_error(_agui(shop, agent, "t-2", context), 422, code, mention)
+    cid = thread_conversation_id(agent, "t-2")
+    assert shop.call(shop.runtime.store.get_conversation, cid) is None
+    assert shop.call(shop.runtime.store.list_messages, cid) == []
+    # Nothing else was lost: the thread starts with an admitted context.
+    if agent == "shop":
+        ok = _agui(shop, agent, "t-2", [{"description": "page", "value": "/a"}])
+        assert ok.status_code == 200 and "RUN_FINISHED" in ok.text
+        [mine] = [m for m in shop.call(shop.runtime.store.list_messages, cid) if m.role == "user"]
+        assert mine.context == {"page": "/a"}
+
+
+@pytest.mark.parametrize("context", [{"page": "/a"}, [{"value": 1}], ["page"]])
+def test_an_agui_context_of_the_wrong_shape_is_a_400(shop: Harness, context: Any) -> None:
+    assert_error(_agui(shop, "shop", "t-3", context), 400, "bad_request", "context")

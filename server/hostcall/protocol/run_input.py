@@ -2,8 +2,9 @@
 
 Only what Hostcall acts on is kept: the thread and run ids, the messages (the last user
 message starts a run; tool messages answer the calls this client ran), and the names of the
-tools the client declares it runs. ``state``, ``context`` and ``forwardedProps`` are accepted
-and ignored (docs/protocol.md, "AG-UI endpoint").
+tools the client declares it runs, and its ``context`` entries (``{description, value}``:
+the page's context, admitted by the agent as the widget's is: hostcall/page_context.py).
+``state`` and ``forwardedProps`` are accepted and ignored (docs/protocol.md, "AG-UI endpoint").
 
 Text no store can hold (a NUL, a lone surrogate) refuses the whole request, before anything
 is done, except in a tool message's content or error: that is the client's tool answering a
@@ -42,6 +43,8 @@ class RunAgentInput:
     run_id: str
     messages: tuple[InputMessage, ...]
     tools: tuple[str, ...]  # the names of the tools the client runs itself
+    # Its ``context``: (description, value) pairs, in order, as sent.
+    context: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> RunAgentInput:
@@ -55,7 +58,11 @@ class RunAgentInput:
         refuse_unstorable(_without_tool_results(body, raw_messages), "request body")
         messages = tuple(_message(m, f"messages[{i}]") for i, m in enumerate(raw_messages))
         tools = tuple(_tool_name(t, f"tools[{i}]") for i, t in enumerate(raw_tools))
-        return cls(thread_id, run_id, messages, tools)
+        raw_context = body.get("context", [])
+        if not isinstance(raw_context, list):
+            raise BadRequest("field 'context' must be a list", field="context")
+        context = tuple(_context(c, f"context[{i}]") for i, c in enumerate(raw_context))
+        return cls(thread_id, run_id, messages, tools, context)
 
 
 def _text(body: dict[str, Any], name: str, where: str = "") -> str:
@@ -64,6 +71,12 @@ def _text(body: dict[str, Any], name: str, where: str = "") -> str:
         field = f"{where}.{name}" if where else name
         raise BadRequest(f"field {field!r} must be a non-empty string", field=field)
     return value
+
+
+def _context(raw: Any, where: str) -> tuple[str, Any]:
+    if not isinstance(raw, dict) or "value" not in raw:
+        raise BadRequest(f"{where} must be an object with a description and a value", field=where)
+    return _text(raw, "description", where), raw["value"]
 
 
 def _message(raw: Any, where: str) -> InputMessage:
