@@ -15,6 +15,7 @@ from hostcall.agui import thread_conversation_id
 
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv, Harness, write_agent
+from tests.unit.console_client import ConsoleClient, fast_passwords
 from tests.unit.test_bad_input import assert_error
 from tests.unit.test_embedding import widget_config
 
@@ -259,3 +260,24 @@ def test_an_agui_clients_refused_context_is_a_422_and_no_thread_is_made(
 @pytest.mark.parametrize("context", [{"page": "/a"}, [{"value": 1}], ["page"]])
 def test_an_agui_context_of_the_wrong_shape_is_a_400(shop: Harness, context: Any) -> None:
     assert_error(_agui(shop, "shop", "t-3", context), 400, "bad_request", "context")
+
+
+@pytest.mark.usefixtures(fast_passwords.__name__)
+def test_the_console_shows_the_context_as_text_never_as_html(shop: Harness) -> None:
+    h = shop
+    conv = h.conversation("shop")
+    hostile = {"page": "<img src=x onerror=alert(1)>", "selected": {"title": "<b>Boots</b>"}}
+    assert _send(h, conv, "where am I?", hostile).status_code == 202
+    h.settle(conv)
+    operator = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    detail = operator.http.get(f"/console/api/conversations/{conv.id}").json()
+    [mine] = [m for m in detail["messages"] if m["role"] == "user"]
+    assert mine["context"] == hostile
+    html = operator.http.get(f"/console/conversations/{conv.id}").text
+    section = html[html.index('data-part="page-context"') :]
+    assert "Context from the page" in section
+    assert "<dt>page</dt><dd><code>&#34;&lt;img src=x onerror=alert(1)&gt;&#34;</code></dd>" in (
+        section
+    )
+    assert "&lt;b&gt;Boots&lt;/b&gt;" in section
+    assert "<img" not in html and "<b>Boots" not in html

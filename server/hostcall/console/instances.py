@@ -14,6 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from hostcall import strictjson
 from hostcall.console.accounts import Role
 from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
@@ -173,6 +174,7 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
                 tool_call_id=m.tool_call_id,
                 author=m.author,
                 feedback=_feedback(rated.get(m.id)),
+                context=m.context,
             )
             for m in found.messages
         ),
@@ -210,7 +212,17 @@ async def conversation_page(request: Request) -> Response:
     detail = await _detail(runtime, conversation_id)
     usage = await runtime.services.usage.of_conversation(conversation_id)
     return page(request, "conversation.html", operator_of(request), data=to_wire(detail),
-                usage=usage, money=money)  # fmt: skip
+                usage=usage, money=money, page_context=_page_context(detail))  # fmt: skip
+
+
+def _page_context(detail: ConversationDetail) -> list[tuple[ConsoleMessage, list[tuple[str, str]]]]:
+    """Each message the page sent context with, and its entries as text: the page wrote
+    them, so the template shows them escaped, never as HTML."""
+    return [
+        (m, [(key, strictjson.dumps(value)) for key, value in m.context.items()])
+        for m in detail.messages
+        if m.context
+    ]
 
 
 @guarded(Role.OPERATOR)

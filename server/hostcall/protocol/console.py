@@ -111,6 +111,8 @@ class ConsoleMessage:
     tool_call_id: str | None = field(metadata=ALWAYS)  # a tool message's call
     author: str | None = field(metadata=ALWAYS)  # role "operator": the person who wrote it
     feedback: ConsoleFeedback | None = field(metadata=ALWAYS)  # the visitor's, on a reply
+    # Role ``user``: the page's context it was sent with (hostcall/page_context.py).
+    context: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
