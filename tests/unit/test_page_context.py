@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from hostcall.agui import thread_conversation_id
-
+from hostcall.visitors.personal_data import erase_person, export_person
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv, Harness, write_agent
 from tests.unit.console_client import ConsoleClient, fast_passwords
 from tests.unit.test_bad_input import assert_error
 from tests.unit.test_embedding import widget_config
+from tests.unit.test_person_data import every_row, make_persons
 
 SHOP = {
     "id": "shop",
@@ -40,7 +41,8 @@ SHOP = {
         "rules": [
             {
                 "match": "where am I",
-                "reply": "You are on {{ context.page }}, looking at {{ context.selected.title if context.selected }}.",
+                "reply": "You are on {{ context.page }}, looking at "
+                "{{ context.selected.title if context.selected }}.",
             },
             {
                 "match": "which size",
@@ -281,3 +283,19 @@ def test_the_console_shows_the_context_as_text_never_as_html(shop: Harness) -> N
     )
     assert "&lt;b&gt;Boots&lt;/b&gt;" in section
     assert "<img" not in html and "<b>Boots" not in html
+
+
+def test_the_context_is_in_the_persons_export_and_gone_with_their_erasure(both: Harness) -> None:
+    h = both
+    conv = h.conversation("shop")
+    make_persons(h, conv, "user-42")
+    marker = "cart-of-user-42-7f3a"
+    assert _send(h, conv, "where am I?", {"page": "/cart", "cart": marker}).status_code == 202
+    h.settle(conv)
+    document = h.call(export_person, h.runtime.store, "shop", "user-42", actor="admin")
+    [conversation] = document["conversations"]
+    [mine] = [m for m in conversation["messages"] if m["role"] == "user"]
+    assert mine["context"] == {"page": "/cart", "cart": marker}
+    assert [t for t, rows in every_row(h).items() if any(marker in r for r in rows)] == ["messages"]
+    h.call(erase_person, h.runtime.store, "shop", "user-42", actor="admin")
+    assert not [t for t, rows in every_row(h).items() if any(marker in r for r in rows)]

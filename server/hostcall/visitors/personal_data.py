@@ -168,6 +168,8 @@ async def export(
                         "toolCalls": list(m.tool_calls),
                         "toolCallId": m.tool_call_id,
                         "toolName": m.tool_name,
+                        # The page's context a visitor's message was sent with.
+                        **({"context": m.context} if m.context is not None else {}),
                     }
                     for m in await store.list_messages(conversation_id)
                 ],
