@@ -16,7 +16,8 @@ GenAI semantic conventions (``gen_ai.*``); what they have no name for is ``hostc
 
 Nothing a visitor wrote, a model said or a tool returned goes into an attribute unless
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true`` (the conventions' own
-switch): then tool calls carry their arguments and results.
+switch): then tool calls carry their arguments and results, and a step the page's context
+it read (``hostcall.page_context``).
 """
 
 from __future__ import annotations
@@ -108,6 +109,12 @@ class Tracing:
     @property
     def on(self) -> bool:
         return self._tracer is not None
+
+    def add_content(self, span: Span | None, name: str, value: str) -> None:
+        """Set an attribute that holds the visitor's data (the page's context) on ``span``:
+        only when the operator opted in to content, as for tools' arguments and results."""
+        if span is not None and self.content:
+            span.set_attribute(name, value)
 
     def span(
         self, name: str, attributes: Attributes, *, run_id: str | None = None

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hostcall.agui import thread_conversation_id
+from hostcall.tracing import CAPTURE_CONTENT
 from hostcall.visitors.personal_data import erase_person, export_person
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv, Harness, write_agent
@@ -19,6 +20,7 @@ from tests.unit.console_client import ConsoleClient, fast_passwords
 from tests.unit.test_bad_input import assert_error
 from tests.unit.test_embedding import widget_config
 from tests.unit.test_person_data import every_row, make_persons
+from tests.unit.test_tracing import attribute_values, by_name, traced
 
 SHOP = {
     "id": "shop",
@@ -299,3 +301,24 @@ def test_the_context_is_in_the_persons_export_and_gone_with_their_erasure(both: 
     assert [t for t, rows in every_row(h).items() if any(marker in r for r in rows)] == ["messages"]
     h.call(erase_person, h.runtime.store, "shop", "user-42", actor="admin")
     assert not [t for t, rows in every_row(h).items() if any(marker in r for r in rows)]
+
+
+@pytest.mark.parametrize("opted_in", [False, True])
+def test_the_context_is_traced_only_when_the_operator_opts_in_to_content(
+    tmp_path: Path, agents_dir: Path, opted_in: bool
+) -> None:
+    write_agent(agents_dir, SHOP)
+    h, exporter = traced(tmp_path, agents_dir, **({CAPTURE_CONTENT: "true"} if opted_in else {}))
+    try:
+        conv = h.conversation("shop")
+        assert _send(h, conv, "where am I?", {"page": "/secret-page"}).status_code == 202
+        assert h.finish(conv)["run"]["status"] == "finished"
+    finally:
+        h.stop()
+    spans = exporter.get_finished_spans()
+    [step] = by_name(spans)["hostcall.step"]
+    if opted_in:
+        assert dict(step.attributes or {})["hostcall.page_context"] == '{"page":"/secret-page"}'
+    else:
+        assert "/secret-page" not in attribute_values(spans)
+        assert "hostcall.page_context" not in dict(step.attributes or {})

@@ -11,8 +11,9 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from hostcall import strictjson
 from hostcall.appender import Appender
 from hostcall.calls.moves import new_id
 from hostcall.calls.outcomes import Dispatched
@@ -45,6 +46,9 @@ from hostcall.store.interfaces import Events, Messages, ModelUsage, Runs
 from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage, UsageRecord
 from hostcall.tracing import Attributes, Tracing
 from hostcall.transcript import open_messages, recent_turns
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 log = logging.getLogger("hostcall.engine")
 
@@ -108,13 +112,21 @@ class Steps:
                 "hostcall.run.id": run_id,
                 "hostcall.step": run.step + 1,
             }
-            with self.tracing.span("hostcall.step", attributes, run_id=run_id):
-                stepped = await self._step(run_id, run, known, began)
+            with self.tracing.span("hostcall.step", attributes, run_id=run_id) as span:
+                stepped = await self._step(run_id, run, known, began, span=span)
         if stepped.finished:
             await self.usage.run_ended(run, RunStatus.FINISHED, error=None)
         return stepped
 
-    async def _step(self, run_id: str, run: Run, known: ClaimedRun | None, began: float) -> Stepped:
+    async def _step(
+        self,
+        run_id: str,
+        run: Run,
+        known: ClaimedRun | None,
+        began: float,
+        *,
+        span: Span | None = None,
+    ) -> Stepped:
         agent = await self.agents.agent_of_run(run_id)
         cid = run.conversation_id
         if run.step >= agent.max_steps:
@@ -132,6 +144,9 @@ class Steps:
             known.history if known is not None else await self.store.recent_messages(cid, turns)
         )
         history = [_model_message(m) for m in recent_turns(stored, turns)]
+        page = next((m.context for m in reversed(history) if m.role == "user"), None)
+        if page:
+            self.tracing.add_content(span, "hostcall.page_context", strictjson.dumps(page))
         message_id = new_id("m")
         fence = (run_key(run_id), self.leases.owner)
         text: list[str] = []
