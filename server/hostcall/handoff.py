@@ -17,7 +17,7 @@ never both on the state before. The console's audit entry is written in the same
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from hostcall.errors import Conflict
 from hostcall.journal import Journal
@@ -93,13 +93,16 @@ class HumanHandoff:
             await self.store.add_audit(audit)
         return message_id
 
-    async def keep_for_person(self, conversation: Conversation, text: str) -> str:
+    async def keep_for_person(
+        self, conversation: Conversation, text: str, *, context: dict[str, Any] | None = None
+    ) -> str:
         """A visitor's message while ``person`` holds the conversation (``HeldByPerson``):
-        stored and shown like any, and no run starts. Its id."""
+        stored and shown like any (with the page's ``context``), and no run starts. Its id."""
         message_id = new_id("m")
         cid = conversation.id
+        message = StoredMessage(message_id, cid, "", "user", text, context=context or None)
         async with self.journal.unit() as unit:
-            await self.store.add_message(StoredMessage(message_id, cid, "", "user", text))
+            await self.store.add_message(message)
             await unit.emit_all(
                 cid,
                 [

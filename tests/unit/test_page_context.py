@@ -322,3 +322,20 @@ def test_the_context_is_traced_only_when_the_operator_opts_in_to_content(
     else:
         assert "/secret-page" not in attribute_values(spans)
         assert "hostcall.page_context" not in dict(step.attributes or {})
+
+
+@pytest.mark.usefixtures(fast_passwords.__name__)
+def test_a_message_kept_for_the_team_member_keeps_its_context(shop: Harness) -> None:
+    h = shop
+    conv = h.conversation("shop")
+    h.say(conv, "hello")
+    h.settle(conv)
+    olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    assert olga.post(f"/console/api/conversations/{conv.id}/take-over", {}).status_code == 200
+    r = _send(h, conv, "are you there?", {"page": "/help"})
+    assert r.status_code == 202 and r.json()["person"] == "olga", r.text
+    held = h.call(h.runtime.store.list_messages, conv.id)[-1]
+    assert (held.text, held.context) == ("are you there?", {"page": "/help"})
+    # A refused context is refused while a member holds the conversation too.
+    assert_error(_send(h, conv, "hi", {"bad key": 1}), 422, "page_context_refused")
+    assert h.call(h.runtime.store.list_messages, conv.id)[-1] == held

@@ -70,7 +70,7 @@ class RunService:
             )
         except HeldByPerson as held:
             message_id = await HumanHandoff(self.engine.journal, clock=self.clock).keep_for_person(
-                conversation, text
+                conversation, text, context=context
             )
             return Held(message_id, held.person)
 
