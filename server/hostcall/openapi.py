@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hostcall import page_context
 from hostcall.calls.assignment import FormReason
 from hostcall.errors import SURFACE_ERROR_CODES
 from hostcall.protocol import console as c
@@ -140,7 +141,10 @@ def request_schemas() -> dict[str, Any]:
                              surfaceId=surface),
         "NewMessage": _obj(["text"], text={"type": "string", "minLength": 1,
                                            "maxLength": MAX_MESSAGE_CHARS},
-                           simulate={"type": "boolean"}),
+                           simulate={"type": "boolean"},
+                           # The page's context: its agent's page_context caps (agents.md).
+                           context={"type": "object", "propertyNames": {
+                               "pattern": f"^{page_context.KEY.pattern}$"}}),
         "NewFeedback": _obj(["rating"], rating={"enum": ["up", "down"]},
                             comment={"type": "string", "maxLength": MAX_FEEDBACK_COMMENT_CHARS}),
         "PersonSays": _obj(["text"], text={"type": "string", "minLength": 1,
@@ -164,6 +168,10 @@ def request_schemas() -> dict[str, Any]:
         "RunAgentInput": _obj(
             ["threadId", "runId", "messages"], threadId=STRING, runId=STRING,
             messages={"type": "array", "items": OBJECT}, tools={"type": "array", "items": OBJECT},
+            context={"type": "array", "items": _obj(
+                ["description", "value"], description={
+                    "type": "string", "minLength": 1,
+                    "maxLength": page_context.MAX_DESCRIPTION_CHARS}, value={})},
         ),
     }  # fmt: skip
 
