@@ -5,13 +5,17 @@ kept with the message on both stores, and read by the model as data."""
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from hostcall.agui import thread_conversation_id
+from hostcall.store import Store, open_store
+from hostcall.store.records import Conversation, StoredMessage
 from hostcall.tracing import CAPTURE_CONTENT
 from hostcall.visitors.personal_data import erase_person, export_person
 from tests.support.databases import fresh_schema
@@ -339,3 +343,31 @@ def test_a_message_kept_for_the_team_member_keeps_its_context(shop: Harness) -> 
     # A refused context is refused while a member holds the conversation too.
     assert_error(_send(h, conv, "hi", {"bad key": 1}), 422, "page_context_refused")
     assert h.call(h.runtime.store.list_messages, conv.id)[-1] == held
+
+
+async def test_a_store_from_before_page_context_is_migrated_and_keeps_its_messages(
+    store: Store, store_target: str | Path
+) -> None:
+    await store.create_conversation(Conversation("c1", "shop", 1.0))
+    await store.add_message(StoredMessage("m1", "c1", "r1", "user", "before"))
+    await store.close()
+    # Back to the schema before the column: as a database of the previous release is.
+    undo = ["ALTER TABLE messages DROP COLUMN context",
+            "DELETE FROM schema_migrations WHERE version = 17"]  # fmt: skip
+    if isinstance(store_target, Path):
+        with contextlib.closing(sqlite3.connect(store_target)) as db, db:
+            for statement in undo:
+                db.execute(statement)
+    else:
+        with psycopg.connect(store_target, autocommit=True) as pg:
+            for statement in undo:
+                pg.execute(statement)
+    again = open_store(store_target)
+    try:
+        page = {"page": "/a", "n": [1, 2.5, None, True], "é": "ü"}
+        await again.add_message(StoredMessage("m2", "c1", "r2", "user", "after", context=page))
+        before, after = await again.list_messages("c1")
+        assert (before.text, before.context) == ("before", None)
+        assert (after.text, after.context) == ("after", page)
+    finally:
+        await again.close()
