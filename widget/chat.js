@@ -55,13 +55,19 @@ export function h(tag, attrs, ...kids) {
   const el = document.createElement(tag)
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v == null || v === false) continue
-    if (k === 'text') el.textContent = v
+    if (k === 'text') el.textContent = plain(v)
     else if (typeof v === 'function') el.addEventListener(k.slice(2), v)
-    else el.setAttribute(k, v === true ? '' : v)
+    else el.setAttribute(k, v === true ? '' : plain(v))
   }
-  el.append(...kids.flat(4).filter(kid => kid != null && kid !== false))
+  el.append(...kids.flat(4).filter(kid => kid != null && kid !== false).map(kid => typeof kid === 'string' ? plain(kid) : kid))
   return el
 }
+
+/** Text without bidi embeddings, overrides and isolates: in a model's, a page's or a person's
+ * text they reverse what follows ("evil" shown as "live"). Every text drawn goes through it;
+ * its direction comes from its own letters (`dir="auto"`, CSS `unicode-bidi`).
+ * @param {unknown} s */
+export const plain = s => String(s).replace(/[\u202a-\u202e\u2066-\u2069]/g, '')
 
 let counter = 0
 /** A page-unique id, for label and aria wiring. @param {string} prefix */
@@ -354,7 +360,7 @@ function setText(m, text) {
   keepPinned(() => {
     m.queued = false
     m.el.hidden = !m.raw.trim()
-    m.role === 'user' ? (m.body.textContent = m.raw) : draw(m)
+    m.role === 'user' ? (m.body.textContent = plain(m.raw)) : draw(m)
   })
 }
 
@@ -393,7 +399,7 @@ function draw(m) {
 const typed = new WeakMap()
 
 function message(id, role, text) {
-  const body = h('div', { 'data-part': 'message-text' })
+  const body = h('div', { 'data-part': 'message-text', dir: 'auto' })
   const el = h('div', { 'data-part': 'message', 'data-role': role, 'data-message-id': id || null },
     h('span', { class: 'sr-only', text: `${t(role === 'user' ? 'you' : 'assistant')}: ` }), body)
   typed.set(el, text)

@@ -1,6 +1,9 @@
 // Hostcall widget: the safe markdown subset the assistant's messages are drawn in —
 // paragraphs, lists, ``` code, **bold**, *italic*, `code`, [links](https://…) and bare
-// http(s) URLs — built with DOM calls only, never innerHTML; links only for http(s).
+// http(s) URLs — built with DOM calls only, never innerHTML; links only for http(s). A link
+// whose words are not its address shows the host it goes to after them: a reply may quote a
+// tool's output or a person's message, and `[your bank](https://evil.example)` must not hide
+// where it leads (the full address is its title).
 // Imported by chat.js when a message first needs it: the idle chat's greeting is plain text,
 // and the person's first message fetches it while the answer is on its way.
 
@@ -53,17 +56,22 @@ function inline(text) {
     if (m[1] != null) out.push(h('code', { text: m[1] }))
     else if (m[2]) out.push(h('strong', null, inline(m[2])))
     else if (m[3]) out.push(h('em', null, inline(m[3])))
-    else if (m[4]) out.push(link(m[5], inline(m[4])) ?? m[0])
-    else out.push(link(m[6], [m[6]]) ?? m[6])
+    else if (m[4]) out.push(link(m[5], inline(m[4]), m[4]) ?? m[0])
+    else out.push(link(m[6], [m[6]], m[6]) ?? m[6])
     last = (m.index) + m[0].length
   }
   out.push(text.slice(last))
   return out
 }
 
-/** An anchor for an http(s) URL; null for anything else, which stays plain text. */
-function link(href, kids) {
+/** An anchor for an http(s) URL, its host after words that are not the address; null for
+ * anything else, which stays plain text. The host is the URL's (punycode for an IDN).
+ * @param {string} href @param {any[]} kids @param {string} words */
+function link(href, kids, words) {
   let url
   try { url = new URL(href) } catch { return null }
-  return /^https?:$/.test(url.protocol) ? h('a', { href: url.href, target: '_blank', rel: 'noopener noreferrer nofollow' }, kids) : null
+  if (!/^https?:$/.test(url.protocol)) return null
+  const said = words.trim().toLowerCase()
+  const host = [href.toLowerCase(), url.href.toLowerCase(), url.host].includes(said) ? null : h('span', { 'data-part': 'link-host', text: ` (${url.host})` })
+  return h('a', { href: url.href, title: url.href, target: '_blank', rel: 'noopener noreferrer nofollow' }, kids, host)
 }

@@ -72,6 +72,17 @@ def test_a_person_s_page_lists_their_conversations_with_titles(
     assert 'data-part="erase-person"' not in r.text and 'data-part="admins-only"' in r.text
 
 
+def test_a_title_s_bidi_override_is_removed_so_it_reads_as_written(
+    harness: Harness, operator: ConsoleClient
+) -> None:
+    # U+202E shows what follows right to left: "\u202elive" would read "evil" in the list.
+    persons_conversation(harness, "user-42", "pay \u202elive\u202c now")
+    r = operator.http.get("/console/people", params={"agent": "planner", "person": "user-42"})
+    assert r.status_code == 200, r.text
+    assert "pay live now" in r.text
+    assert not re.search("[\u202a-\u202e\u2066-\u2069]", r.text)
+
+
 def test_a_person_s_page_comes_in_pages_of_fifty_newest_first(
     harness: Harness, operator: ConsoleClient
 ) -> None:

@@ -7,11 +7,13 @@ type="application/json">`` block its module reads with ``textContent``.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
@@ -40,8 +42,24 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 
+# Bidi embeddings, overrides and isolates: in a visitor's, a model's or a page's text they
+# reverse what follows ("evil" shown as "live"). Removed from everything a template writes, as
+# the pages' scripts remove them from what they draw (widget/chat.js `plain`).
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def _without_bidi_controls(value: Any) -> Any:
+    if isinstance(value, Markup):
+        return Markup(_BIDI_CONTROLS.sub("", value))
+    return _BIDI_CONTROLS.sub("", value) if isinstance(value, str) else value
+
+
 _env = Environment(
-    loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True
+    loader=FileSystemLoader(TEMPLATES),
+    autoescape=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    finalize=_without_bidi_controls,
 )
 
 
