@@ -1,6 +1,7 @@
 /* Hostcall launcher badge (static/badge.js), added to the host page by bridge.js the first
- * time a reply or a card needing the person arrives while the chat is closed. It draws the
- * launcher's data-unread count (the bridge's), clears it when the chat opens, and puts it in
+ * time a reply, a card needing the person, or a team member's message or notice arrives while
+ * the chat is closed. It draws the launcher's data-unread count (the bridge's), clears it
+ * when the chat opens, and puts it in
  * the launcher's accessible name, in the snippet's language. */
 ;(() => {
   const button = /** @type {HTMLButtonElement | null} */ (document.querySelector('[data-part=hostcall-launcher]'))

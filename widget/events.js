@@ -159,8 +159,8 @@ function handlers(app) {
       if (state.streaming === d.messageId) state.streaming = ''
     },
   }
-  // A person of the team: people.js's.
-  for (const name of Object.values(CUSTOM)) if (name.includes('person')) ON[name] = d => app.people().then(m => m.on(name, d))
+  // A person of the team: people.js's; what it shows counts as unread while the chat is closed.
+  for (const name of Object.values(CUSTOM)) if (name.includes('person')) ON[name] = d => app.people().then(m => m.on(name, d) && app.toParent(MSG.ATTENTION))
   /** @type {Record<string, (c: Calls, d: any) => void>} */
   const ON_CALL = {
     [EVENT.TOOL_CALL_START]: (c, d) => c.start(d),

@@ -52,24 +52,27 @@ function author(id, name) {
 }
 
 /** Who holds the conversation, and who wrote what, as a snapshot tells it (after a reload):
- * a person who joined is said once. @param {string} [name] @param {any[]} [messages] */
+ * a person who joined is said once (then true). @param {string} [name] @param {any[]} [messages] */
 export function holder(name = '', messages = []) {
   for (const m of messages) if (m.name) author(m.id, m.name)
-  if (name && name !== person) notice(t('personJoined', { name }))
+  const joined = Boolean(name && name !== person)
+  if (joined) notice(t('personJoined', { name }))
   person = name
+  return joined
 }
 
-/** A person's event (a CUSTOM event's `value`). @param {string} type @param {any} d */
+/** A person's event (a CUSTOM event's `value`); true when it showed the visitor something
+ * new to read (a closed chat counts it on its launcher). @param {string} type @param {any} d */
 export function on(type, d) {
-  if (type === CUSTOM.PERSON_JOINED) holder(String(d.name))
-  else if (type === CUSTOM.PERSON_LEFT) { person = ''; notice(t('personLeft', d)) }
-  else if (type === CUSTOM.PERSON_REQUESTED) notice(t('personRequested'))
-  else if (type === CUSTOM.PERSON_MESSAGE && !messageEl(d.messageId)) {
-    upsertMessage(d.messageId, 'operator', String(d.text))
-    author(d.messageId, String(d.name))
-    announce(`${d.name}: ${d.text}`)
-    emit('message', { messageId: d.messageId, role: 'operator', name: d.name, text: d.text })
-  }
+  if (type === CUSTOM.PERSON_JOINED) return holder(String(d.name))
+  if (type === CUSTOM.PERSON_LEFT) { person = ''; notice(t('personLeft', d)); return true }
+  if (type === CUSTOM.PERSON_REQUESTED) { notice(t('personRequested')); return true }
+  if (type !== CUSTOM.PERSON_MESSAGE || messageEl(d.messageId)) return false
+  upsertMessage(d.messageId, 'operator', String(d.text))
+  author(d.messageId, String(d.name))
+  announce(`${d.name}: ${d.text}`)
+  emit('message', { messageId: d.messageId, role: 'operator', name: d.name, text: d.text })
+  return true
 }
 
 // ============================================================================
