@@ -3,7 +3,7 @@
 export default {
   toolFailed: 'This action could not be completed.',
   errorAnswer: 'The answer could not be sent.',
-  errorDecision: 'Your decision could not be sent. Try again.', toolCall: 'Tool call',
+  errorDecision: 'Your decision could not be sent. Try again.', toolCall: 'Tool call', askingPerson: 'Asking for a person…',
   input: 'Input', result: 'Result', state_running: 'Running', state_waiting: 'Waiting for you',
   state_done: 'Done', state_failed: 'Failed', state_rejected: 'Rejected', state_expired: 'Expired',
   confirmPrompt: 'The agent wants to run this action. Check the details first.', approve: 'Approve',

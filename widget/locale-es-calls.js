@@ -4,7 +4,7 @@ export default {
   toolFailed: 'No se pudo completar esta acción.',
   errorAnswer: 'No se pudo enviar la respuesta.',
   errorDecision: 'No se pudo enviar tu decisión. Inténtalo de nuevo.',
-  toolCall: 'Llamada a herramienta', input: 'Entrada', result: 'Resultado',
+  toolCall: 'Llamada a herramienta', askingPerson: 'Llamando a una persona del equipo…', input: 'Entrada', result: 'Resultado',
   state_running: 'En curso', state_waiting: 'Esperándote', state_done: 'Hecho',
   state_failed: 'Error', state_rejected: 'Rechazada', state_expired: 'Caducada',
   confirmPrompt: 'El agente quiere ejecutar esta acción. Revisa primero los detalles.',

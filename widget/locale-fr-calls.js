@@ -4,7 +4,7 @@ export default {
   toolFailed: 'Cette action n’a pas pu aboutir.',
  
   errorAnswer: 'La réponse n’a pas pu être envoyée.',
-  errorDecision: 'Votre décision n’a pas pu être envoyée. Réessayez.', toolCall: 'Appel d’outil',
+  errorDecision: 'Votre décision n’a pas pu être envoyée. Réessayez.', toolCall: 'Appel d’outil', askingPerson: 'Appel à une personne de l’équipe…',
   input: 'Entrée', result: 'Résultat', state_running: 'En cours',
   state_waiting: 'En attente de vous', state_done: 'Terminé', state_failed: 'Échec',
   state_rejected: 'Refusé', state_expired: 'Expiré',

@@ -2,7 +2,7 @@
 // with widget/toolcalls.js when the first call appears. Keys and {placeholders} as in locale-en-calls.js.
 export default {
   toolFailed: 'この操作を完了できませんでした。', errorAnswer: '回答を送信できませんでした。',
-  errorDecision: '判断を送信できませんでした。', toolCall: 'ツール呼び出し', input: '入力', result: '結果',
+  errorDecision: '判断を送信できませんでした。', toolCall: 'ツール呼び出し', askingPerson: '担当者を呼んでいます…', input: '入力', result: '結果',
   state_running: '実行中', state_waiting: 'あなたの対応待ち', state_done: '完了', state_failed: '失敗',
   state_rejected: '却下', state_expired: '期限切れ', confirmPrompt: 'エージェントがこの操作の実行を求めています。内容を確認してください。',
   approve: '承認', edit: '編集', reject: '却下', rejectReason: '理由(任意)', rejectConfirm: '操作を却下',

@@ -28,6 +28,7 @@ const t = ui.t
  * @property {Pick<ReturnType<typeof import('./api.js').createApi>, 'call'>} api
  * @property {string} surfaceId this page load's
  * @property {Map<string, {title?: string, description?: string}>} agentTools the agent's tools, by name
+ * @property {Set<string>} personTools the agent's built-in tools that ask for a person
  * @property {number} maxBodyBytes the server's request body limit, in UTF-8 bytes
  * @property {(name: string) => boolean} hasHandler whether the page answers this tool
  * @property {(type: string, data?: object) => void} toParent a message to the host page
@@ -42,6 +43,7 @@ const t = ui.t
 /** @type {Context['api']} */ let api
 /** @type {string} */ let surfaceId
 /** @type {Context['agentTools']} */ let agentTools
+/** @type {Context['personTools']} */ let personTools
 /** @type {number} */ let maxBodyBytes
 /** @type {Context['hasHandler']} */ let hasHandler
 /** @type {Context['toParent']} */ let toParent
@@ -49,7 +51,7 @@ const t = ui.t
 /** @type {Context['refresh']} */ let refresh
 /** @param {Context} context */
 export function attach(context) {
-  ({ api, surfaceId, agentTools, maxBodyBytes, hasHandler, toParent, emit, refresh } = context)
+  ({ api, surfaceId, agentTools, personTools, maxBodyBytes, hasHandler, toParent, emit, refresh } = context)
   // Imported now (app.js fetched it with this module), beside the call's first events:
   // the handler's result waits for its check otherwise.
   forms().catch(console.error)
@@ -83,7 +85,7 @@ export const start = (/** @type {any} */ d) => void view(d.toolCallId, d.toolCal
 export const addArgs = (/** @type {any} */ d) => { view(d.toolCallId).args += String(d.delta ?? '') }
 export function endArgs(/** @type {any} */ d) {
   const v = calls.get(d.toolCallId)
-  if (v && v.call.input === undefined) try { v.card.setInput(JSON.parse(v.args)) } catch { /* malformed: the server says so */ }
+  if (v && v.call.input === undefined && !forPerson(v)) try { v.card.setInput(JSON.parse(v.args)) } catch { /* malformed: the server says so */ }
 }
 export function callState(/** @type {any} */ d) {
   const v = calls.get(d.toolCallId)
@@ -125,8 +127,10 @@ function move(v, event) {
 /** The card's note for the errors that are not a failure of the tool. @type {Record<string, string>} */
 const ERROR_NOTES = { cancelled: 'stoppedNote', operator_cancelled: 'operatorCancelledNote', operator_ended: 'operatorEndedNote' }
 
-/** What end users see for a tool: its `title` from the agent file, not its id. */
-const titleOf = (/** @type {string} */ name) => agentTools.get(name)?.title || name
+/** What end users see for a tool: its `title` from the agent file, not its id; for the
+ * built-in person tool, what it does (its input is the model's words to the team). */
+const titleOf = (/** @type {string} */ name) => personTools.has(name) ? t('askingPerson') : agentTools.get(name)?.title || name
+const forPerson = (/** @type {CallView} */ v) => personTools.has(v.call.toolCallName) || v.call.kind === 'person'
 
 /** The view of call `id`, created with its card on first sight. */
 function view(id, name = '?') {
@@ -149,11 +153,12 @@ export function upsertCall(c) {
   const v = view(c.toolCallId, c.toolCallName)
   v.call = { ...v.call, ...c }
   // A server-side tool's title comes with its call (the page's config lists client tools).
-  if (c.title) v.card.setTitle(c.title)
+  if (forPerson(v)) v.card.setTitle(t('askingPerson'))
+  else if (c.title) v.card.setTitle(c.title)
   if (TERMINAL.has(c.state)) settle(v, c.state, c.outcome)
   else if (c.state === CALL_STATE.AWAITING_CONFIRMATION) { if (move(v, CALL_EVENT.APPROVAL_REQUESTED)) showConfirm(v) }
   else if (c.state === CALL_STATE.DISPATCHED || c.state === CALL_STATE.DELIVERED) place(v) // the page's handler first
-  if (c.input !== undefined) v.card.setInput(c.input, c.inputSchema)
+  if (c.input !== undefined && !forPerson(v)) v.card.setInput(c.input, c.inputSchema)
 }
 
 /**
@@ -189,7 +194,7 @@ function settle(v, st, outcome) {
   const note = st === CALL_STATE.EXPIRED ? t('expiredNote') : st !== CALL_STATE.REJECTED ? error : reason ? t('rejectedNote', { reason }) : ''
   // Stopped or ended by a person: not the tool's failure.
   v.card.setState(ERROR_NOTES[oc?.error?.code] ? 'stopped' : cardState(st), note)
-  v.card.setBody(oc && 'output' in oc
+  v.card.setBody(oc && 'output' in oc && !forPerson(v)
     ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), readable(oc.output, v.call.outputSchema))
     : null)
   v.card.show()

@@ -260,6 +260,8 @@ async def widget_page(request: Request) -> HTMLResponse:
         # What the page's context may weigh (hostcall/page_context.py), so the widget refuses
         # early what the server would; null: the agent admits none.
         "pageContext": agent.page_context.to_wire() if agent.page_context else None,
+        # The built-in person tool's calls read "Asking for a person…", not its id and input.
+        "personTools": [tool.name for tool in agent.tools if getattr(tool, "kind", "") == "person"],
     }
     # The widget picks the language (snippet, else the browser's languages); preload the
     # strings it will most likely ask for.
