@@ -300,6 +300,7 @@ export function keepPinned(change) {
 /** Show the user's message at once; the server's TEXT_MESSAGE_START adopts it. @param {string} text */
 export function addPendingUser(text) {
   loadMarkdown()
+  retireRetries()
   pendingUser = message('', 'user', text)
   pendingUser.dataset.pending = ''
   return pendingUser
@@ -416,6 +417,12 @@ export function markFailed(el, retry, why = '') {
   el.dataset.state = 'failed'
   el.append(h('p', { 'data-part': 'message-failed' }, t('notSent'), ' ', why && `${why} `,
     h('button', { type: 'button', 'data-part': 'message-retry', onclick: () => { el.remove(); retry() } }, t('retry'))))
+}
+
+/** The conversation moved on (a run started, a message was sent): earlier errors stay as
+ * what happened, without their Retry, which would retry a turn that is no longer the last. */
+export function retireRetries() {
+  for (const b of document.querySelectorAll('[data-part=error] [data-part=retry]')) b.remove()
 }
 
 /** A conversation-level error (a `note`: no fault), with a retry when one makes sense.

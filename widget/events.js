@@ -130,6 +130,7 @@ function handlers(app) {
   /** @type {Record<string, (d: any) => void>} */
   const ON = {
     [EVENT.RUN_STARTED]: d => {
+      ui.retireRetries()
       state.run = 'running'
       state.runId = d.runId
       // A page answering some of the agent's tools: fetch the call code while the model works.
