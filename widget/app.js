@@ -163,6 +163,7 @@ function restart(fresh = true) {
   forget()
   Object.assign(state, { lastEventId: '', lastSeq: 0, run: '', streaming: '', ready: false, stream: null })
   ui.reset(cfg.greeting)
+  refresh() // "starting" until the conversation is drawn: a test waiting for "idle" waits for it
   boot(fresh)
   ui.focusComposer()
 }

@@ -6,7 +6,7 @@
 // Keyboard: Tab through the list, Enter opens, Escape goes back to the chat; every change is
 // announced (the list's status line is a live region).
 
-import { h, t, addStrings, phone } from './chat.js'
+import { h, t, addStrings, phone, setAgentState } from './chat.js'
 
 // ============================================================================
 // API
@@ -58,7 +58,7 @@ export async function show(api, state, restart) {
   const list = h('ul', { 'data-part': 'history-list', 'aria-labelledby': id })
   const more = h('button', { type: 'button', 'data-part': 'history-more', hidden: true, text: t('historyMore') })
   panel = h('section', {
-    'data-part': 'history', 'aria-labelledby': id,
+    'data-part': 'history', 'aria-labelledby': id, 'data-state': 'loading', // then ready, or failed
     onkeydown: e => { if (e.key === 'Escape') { e.stopPropagation(); close(c) } },
   },
   h('div', { 'data-part': 'history-header' },
@@ -81,7 +81,7 @@ export async function show(api, state, restart) {
     more.hidden = true
     // No conversation yet (one is made with the first message): nothing of this browser's
     // or this person's to list, and no session to ask with.
-    if (!from) { status.textContent = t('historyEmpty'); return }
+    if (!from) { status.textContent = t('historyEmpty'); shown.dataset.state = 'ready'; return }
     try {
       const found = await c.api.call('GET', path(c, before ? `?before=${encodeURIComponent(before)}` : ''))
       if (panel !== shown) return
@@ -89,8 +89,10 @@ export async function show(api, state, restart) {
       const n = list.childElementCount
       status.textContent = t(n ? (n === 1 ? 'historyCountOne' : 'historyCount') : 'historyEmpty', { n })
       if (found.next) Object.assign(more, { hidden: false, onclick: () => page(found.next) })
+      shown.dataset.state = 'ready'
     } catch {
       status.textContent = t('historyFailed')
+      shown.dataset.state = 'failed'
     }
   }
   await page()
@@ -125,13 +127,16 @@ function item(c, e, status) {
     type: 'button', 'data-part': 'history-open',
     onclick: async () => {
       if (current) return close(c)
+      // Loading from the click on (docs/testing.md: "starting"), until the thread is drawn.
+      const was = document.documentElement.dataset.agentState || 'idle'
+      setAgentState('starting')
       try {
         // With cookies: the server points this browser's resume cookie at it (a reload
         // comes back here); with the session token held, which proves whose history it is.
         await c.api.call('POST', path(c, `/${encodeURIComponent(e.conversationId)}`), { parentOrigin: c.parentOrigin, resumeKey: c.api.key }, { cookies: true, held: true })
         close(c, false)
         c.switchTo()
-      } catch { say(t('historyOpenFailed')) }
+      } catch { setAgentState(was); say(t('historyOpenFailed')) }
     },
   },
   h('span', { 'data-part': 'history-item-title', text: title }),

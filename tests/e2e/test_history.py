@@ -9,9 +9,10 @@ Screenshots go to test-results/screenshots/history-*.png.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from hostcall.qa.servers import HostcallServer
 from hostcall.qa.widget import Widget
@@ -70,6 +71,36 @@ def open_history(widget: Widget) -> None:
 
 def titles(widget: Widget) -> list[str]:
     return widget.frame.locator("[data-part=history-item-title]").all_inner_texts()
+
+
+def test_qa_kit_waits_for_a_conversation_opened_from_history_until_it_is_drawn(
+    page: Page, demo: Demo
+) -> None:
+    widget = two_conversations(page, demo)
+    assert widget.history() == [SECOND, FIRST]
+    # The open request held: the widget says it is loading, so waiting for idle waits.
+    held: list[Route] = []
+    opening = re.compile(r"/history/[^/?]+$")
+    page.route(opening, lambda route: held.append(route))
+    with page.expect_request(opening):
+        widget.frame.locator("[data-part=history-item]", has_text=FIRST).locator(
+            "[data-part=history-open]"
+        ).click()
+    expect(widget.frame.locator("html[data-agent-state=starting]")).to_have_count(1)
+    while not held:  # the route's handler runs in Playwright's loop, which this wait turns
+        page.wait_for_timeout(20)
+    held[0].continue_()
+    page.unroute(opening)
+    widget.wait_until_idle()
+    assert widget.messages("user") == [FIRST]
+    # The same with the documented API only, back and forth, then a deletion.
+    widget.open_from_history(SECOND)
+    assert widget.messages("user") == [SECOND]
+    widget.delete_from_history(FIRST)
+    assert widget.history() == [SECOND]
+    widget.delete_from_history(SECOND)  # the one open: a new conversation takes its place
+    assert widget.messages("user") == []
+    assert widget.history() == []
 
 
 def test_history_lists_opens_continues_and_deletes_this_browser_s_conversations(

@@ -108,6 +108,58 @@ class Widget:
                 1, timeout=self.timeout
             )
 
+    def stop(self) -> None:
+        """Press Stop while the agent works; wait until the run has stopped (the widget idle)."""
+        with self._explained("stop the reply"):
+            self.frame.locator("[data-part=stop]").click(timeout=self.timeout)
+            self._idle()
+
+    # ------------------------------------------------------------------ history
+
+    def history(self) -> list[str]:
+        """Open the history (unless shown) and return the titles it lists, the conversation
+        last written in first (its first page)."""
+        with self._explained("list the history"):
+            if not self.frame.locator("[data-part=history]").count():
+                self.frame.locator("[data-part=open-history]").click(timeout=self.timeout)
+            loaded = self.frame.locator("[data-part=history]:not([data-state=loading])")
+            expect(loaded).to_have_count(1, timeout=self.timeout)
+            expect(loaded).to_have_attribute("data-state", "ready", timeout=self.timeout)
+            return self.frame.locator("[data-part=history-item-title]").all_inner_texts()
+
+    def open_from_history(self, title: str) -> None:
+        """Open the conversation titled ``title`` from the history; wait until its thread is
+        drawn and the agent idle."""
+        self.history()
+        with self._explained(f"open {title!r} from the history"):
+            self._history_item(title).locator("[data-part=history-open]").click()
+            expect(self.frame.locator("[data-part=history]")).to_have_count(
+                0, timeout=self.timeout
+            )
+            self._idle()
+
+    def delete_from_history(self, title: str) -> None:
+        """Delete the conversation titled ``title`` from the history (confirming); wait until
+        it is gone (the one open: until a new one is ready)."""
+        self.history()
+        with self._explained(f"delete {title!r} from the history"):
+            item = self._history_item(title)
+            item.locator("[data-part=history-delete]").click(timeout=self.timeout)
+            item.locator("[data-part=history-delete-yes]").click(timeout=self.timeout)
+            expect(item).to_have_count(0, timeout=self.timeout)
+            self._idle()
+
+    def _history_item(self, title: str) -> Locator:
+        titled = self.frame.locator("[data-part=history-item-title]").get_by_text(
+            title, exact=True
+        )
+        return self.frame.locator("[data-part=history-item]").filter(has=titled).first
+
+    def _idle(self) -> None:
+        expect(self.frame.locator("html[data-agent-state=idle]")).to_have_count(
+            1, timeout=self.timeout
+        )
+
     def describe(self) -> str:
         """What the widget shows now, in a few lines (what a failed wait reports)."""
         page = self.page
