@@ -78,12 +78,12 @@ export function createApi(base, agentId, parentOrigin, key) {
   }
 
   /**
-   * This browser's conversation with the agent, if it has one (404 no_session if not).
+   * This browser's conversation with the agent, if it has one (a 204, null, if not).
    * A 404 that says `superseded` met a cookie another tab's resume had just replaced (both
    * sent it at one instant): asked again once that tab's new cookie has had time to land.
    */
   const resume = () => retry(
-    () => call('POST', `${agentPath}/session`, { parentOrigin, resumeKey: key }, { cookies: true, held: true }).then(adopt),
+    () => call('POST', `${agentPath}/session`, { parentOrigin, resumeKey: key }, { cookies: true, held: true }).then(o => o && adopt(o)),
     (n, err) => (err instanceof ApiError && err.details.superseded ? RESUME_PAUSES[n] : undefined))
 
   const conv = (id, tail) => `/api/conversations/${enc(id)}${tail}`

@@ -9,6 +9,7 @@ machine-readable ``code`` (an ``ErrorCode``) and a message; ``hostcall.responses
      ├── Unauthorized          401  missing_token, bad_token, expired_token
      ├── Forbidden             403  wrong_token
      ├── NotFound              404  unknown_agent, unknown_conversation, unknown_call
+ │    └── NothingToResume       no_session (the session endpoint answers it 204: not a fault)
      ├── Conflict              409  call_already_settled, call_not_awaiting_decision, ...
      ├── RequestTimeout        408  request_timeout (a body that stopped arriving)
      ├── Gone                  410  call_expired
@@ -67,6 +68,13 @@ class Forbidden(HostcallError):
 class NotFound(HostcallError):
     status = 404
     code: ErrorCode = ErrorCode.NOT_FOUND
+
+
+class NothingToResume(NotFound):
+    """This browser has no conversation to resume. ``POST …/session`` answers ``204``, no
+    error: a first visit is the usual case, and a browser logs every 4xx as a failure."""
+
+    code: ErrorCode = ErrorCode.NO_SESSION
 
 
 class Conflict(HostcallError):

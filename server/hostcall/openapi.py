@@ -125,6 +125,12 @@ class _Paths:
         }
 
 
+def _or_nothing(op: dict[str, Any], why: str) -> dict[str, Any]:
+    """``op``, which may also answer ``204`` with no body, for ``why``."""
+    op["responses"]["204"] = {"description": why}
+    return op
+
+
 def _param(name: str, where: str = "path", schema: dict[str, Any] = STRING) -> dict[str, Any]:
     return {"name": name, "in": where, "required": where == "path", "schema": schema}
 
@@ -190,12 +196,13 @@ def _api(p: _Paths) -> dict[str, Any]:
         "/api/agents/{agentId}/conversations": {"parameters": [_param("agentId")], "post": p.op(
             "Start a conversation", 201, opened, 403, 404, 429,
             body=_ref("NewConversation"), optional_body=True)},
-        "/api/agents/{agentId}/session": {"parameters": [_param("agentId")], "post": p.op(
-            "Resume this browser's conversation (the widget page's cookie; the session token a"
-            " tab held, if any, keeps the session's generation)", 200, opened, 403, 404, 429,
-            body=_ref("ResumeSession"),
-            security=[{}, *SESSION],  # optional: a new page has no token
-            optional_body=True)},
+        "/api/agents/{agentId}/session": {"parameters": [_param("agentId")], "post": _or_nothing(
+            p.op("Resume this browser's conversation (the widget page's cookie; the session"
+                 " token a tab held, if any, keeps the session's generation)", 200, opened,
+                 403, 404, 429, body=_ref("ResumeSession"),
+                 security=[{}, *SESSION],  # optional: a new page has no token
+                 optional_body=True),
+            "Nothing to resume in this browser (a first visit): nothing changed")},
         "/api/agents/{agentId}/session/identify": {"parameters": [_param("agentId")], "post": p.op(
             "Go on as the person the page's identity token names: this browser's conversation"
             " (adopted if it was anonymous and begun), else the person's latest; 404 no_session"

@@ -175,3 +175,22 @@ def test_a_stopped_reply_s_retry_goes_once_the_conversation_moves_on_on_a_phone(
     expect(frame.locator("[data-part=retry]")).to_have_count(0)
     shot(widget.page, "run-control-phone-moved-on")
     widget.page.context.close()
+
+
+def test_a_first_visit_meets_no_error_response(browser: Browser, desk: Demo) -> None:
+    """Nothing to resume is the usual first visit, not a fault: no 4xx in the page's console."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(SLOW)
+    errors: list[str] = []
+    page.on("response", lambda r: errors.append(f"{r.status} {r.request.method} {r.url}")
+            if r.status >= 400 and r.url.startswith(desk.hostcall) else None)  # fmt: skip
+    page.on("console", lambda m: errors.append(m.text)
+            if m.type == "error" and str(m.location.get("url", "")).startswith(desk.hostcall)
+            else None)  # fmt: skip
+    page.goto(desk.board)
+    widget = Widget(page, timeout=SLOW).open()
+    widget.send("hello")
+    widget.wait_until_idle()
+    assert errors == []
+    context.close()

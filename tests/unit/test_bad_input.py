@@ -23,6 +23,13 @@ CREATE = "Add a task to review the Q3 report before Friday"
 LIMIT = 256 * 1024
 
 
+def assert_nothing_to_resume(response: Any) -> None:
+    """``POST …/session`` with nothing to resume: ``204``, no body, no cookie set (a first
+    visit is no error: docs/protocol.md)."""
+    assert response.status_code == 204, response.text
+    assert response.content == b"" and "set-cookie" not in response.headers
+
+
 def assert_error(response: Any, status: int, code: str, *mentions: str) -> dict[str, Any]:
     """The one error shape of docs/protocol.md, with a readable message naming ``mentions``."""
     assert response.status_code == status, response.text

@@ -113,7 +113,10 @@ def test_the_visitor_api_answers_as_described(harness: Harness, described: Descr
                   headers={**ORIGIN, "Cookie": _session_cookie(r)})  # fmt: skip
     d.held(r, resume, status=200)
     conv = Conv(conv.id, r.json()["sessionToken"], conv.stream)
-    d.held(http.post("/api/agents/planner/session", json={}, headers=ORIGIN), resume, status=404)
+    # A first visit, nothing to resume: described, and no error.
+    nothing = http.post("/api/agents/planner/session", json={}, headers=ORIGIN)
+    assert nothing.status_code == 204 and nothing.content == b"", nothing.text
+    assert "204" in d.spec["paths"][resume]["post"]["responses"]
     caps = {"surfaceId": "surface-one", "tools": ["read_board_tasks", "create_task"]}
     r = http.post(f"/api/conversations/{conv.id}/capabilities", json=caps, headers=conv.auth)
     d.held(r, "/api/conversations/{conversationId}/capabilities", status=200)

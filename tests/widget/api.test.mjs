@@ -19,7 +19,7 @@ class ScriptedFetch {
     const next = this.answers.shift()
     assert.ok(next, `no answer scripted for ${url}`)
     const [status, body] = next
-    return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+    return new Response(status === 204 ? null : JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
   }
 }
 
@@ -75,9 +75,10 @@ test('a superseded cookie is asked for three times at most', async () => {
   assert.equal(server.sent.length, 3)
 })
 
-test('no cookie at all is not asked for again: the page creates its conversation at once', async () => {
-  script([404, ERROR('no_session')])
+test('no cookie at all is no error and not asked for again: the conversation comes with the first message', async () => {
+  script([204])
   const api = createApi('', 'planner', '')
-  await assert.rejects(api.resume(), err => err.code === 'no_session')
+  assert.equal(await api.resume(), null)
+  assert.deepEqual(api.current(), { conversationId: '', sessionToken: '' })
   assert.equal(server.sent.length, 1)
 })

@@ -63,7 +63,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.agents import Agent
-from hostcall.errors import BadRequest, Forbidden, HostcallError, NotFound, Unauthorized
+from hostcall.errors import (
+    BadRequest,
+    Forbidden,
+    HostcallError,
+    NotFound,
+    NothingToResume,
+    Unauthorized,
+)
 from hostcall.origins import check_request_origin
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.requests import ResumeSession, read_body
@@ -251,7 +258,7 @@ class Sessions:
         identified its visitor as, if it did; a person's conversation resumes only for them
         (after ``logout``, or for someone else in this browser, the cookie opens nothing).
         """
-        gone = NotFound("no conversation to resume in this browser", code=ErrorCode.NO_SESSION)
+        gone = NothingToResume("no conversation to resume in this browser")
         claims = self._claims(cookie, Purpose.RESUME)
         # Checked first, before the store is read: a cookie without its key says nothing.
         if claims is None or not key or claims.binding is None:
@@ -324,13 +331,16 @@ async def resume_session(request: Request) -> Response:
     parent = sessions.parent_origin(body.parent_origin, agent)
     cookie = request.cookies.get(sessions.cookie_name(parent))
     identity = await runtime.identities.of_request(request, agent)
-    conversation, claims = await sessions.resume(
-        cookie,
-        agent,
-        body.resume_key,
-        held=bearer_token(request),
-        person=identity.sub if identity else None,
-    )
+    try:
+        conversation, claims = await sessions.resume(
+            cookie,
+            agent,
+            body.resume_key,
+            held=bearer_token(request),
+            person=identity.sub if identity else None,
+        )
+    except NothingToResume:
+        return Response(status_code=204)  # a first visit: nothing changed, nothing to say
     generation, browser = claims.generation, claims.browser
     response = WireResponse(
         sessions.opened(conversation, agent, browser=browser, generation=generation)
