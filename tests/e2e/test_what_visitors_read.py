@@ -9,10 +9,9 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from hostcall.qa.widget import Widget
 from hostcall.settings import DEMO_AGENTS
@@ -25,7 +24,7 @@ pytestmark = pytest.mark.e2e
 PHONE = {"width": 390, "height": 844}
 LANGUAGES = {
     "en-US": "Asking for a person…",
-    "fr-FR": "Appel à une personne de l’équipe…",
+    "fr-FR": "Appel à une personne de l\u2019équipe…",
     "es-ES": "Llamando a una persona del equipo…",
     "ja-JP": "担当者を呼んでいます…",
 }

@@ -133,9 +133,7 @@ class Widget:
         self.history()
         with self._explained(f"open {title!r} from the history"):
             self._history_item(title).locator("[data-part=history-open]").click()
-            expect(self.frame.locator("[data-part=history]")).to_have_count(
-                0, timeout=self.timeout
-            )
+            expect(self.frame.locator("[data-part=history]")).to_have_count(0, timeout=self.timeout)
             self._idle()
 
     def delete_from_history(self, title: str) -> None:
@@ -150,9 +148,7 @@ class Widget:
             self._idle()
 
     def _history_item(self, title: str) -> Locator:
-        titled = self.frame.locator("[data-part=history-item-title]").get_by_text(
-            title, exact=True
-        )
+        titled = self.frame.locator("[data-part=history-item-title]").get_by_text(title, exact=True)
         return self.frame.locator("[data-part=history-item]").filter(has=titled).first
 
     def _idle(self) -> None:
