@@ -328,7 +328,7 @@ def _open_store(settings: Settings) -> Store:
     """The store, proven writable: better no server than one that fails every answer."""
     target = settings.database_url or settings.db_path
     try:
-        store = open_store(target)
+        store = open_store(target, environ=settings.environ)
     except StoreError:
         raise
     except (sqlite3.Error, OSError) as exc:

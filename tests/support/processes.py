@@ -69,16 +69,20 @@ class Cluster:
     database_url: str
     logs: Path
     processes: list[Process] = field(default_factory=list)
+    # The agents directory (else the demo's, without rate limits), and more environment.
+    agents: Path | None = None
+    environ: dict[str, str] = field(default_factory=dict)
 
     def start(self) -> Process:
         port = free_port()
-        env = {**os.environ, "HOSTCALL_SECRET_KEYS": SECRET[0]}
+        env = {**os.environ, "HOSTCALL_SECRET_KEYS": SECRET[0], **self.environ}
+        agents = self.agents or unlimited_agents(self.logs)
         log = self.logs / f"hostcall-{port}.log"
         # A file, not a pipe: a pipe nobody reads fills up and blocks the server.
         with open(log, "wb") as out:
             popen = subprocess.Popen(
             [sys.executable, "-m", "hostcall", "serve", "--db", self.database_url,
-             "--agents", str(unlimited_agents(self.logs)),
+             "--agents", str(agents),
              "--port", str(port), "--log-level", "warning",
              "--lease-seconds", str(LEASE_SECONDS)],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,

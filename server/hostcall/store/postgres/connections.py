@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -22,10 +23,12 @@ from typing import Any, cast
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from hostcall.errors import StoreError
 from hostcall.store.health import WriteHealth
+
+log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
 Params = Sequence[Any] | dict[str, Any] | None
@@ -38,11 +41,16 @@ Params = Sequence[Any] | dict[str, Any] | None
 # other's locks.
 POOL_MIN = 2
 POOL_MAX = 5
-# How long a statement waits for a pooled connection before it fails (``PoolTimeout``, a
-# 503 store_unavailable for a request). A connection is held for a round trip or a few, so
-# a healthy pool answers in milliseconds; when PostgreSQL is down the pool has none to
-# give, and a request should fail in seconds, not hang for the pool's default 30.
+# How long a statement waits for a pooled connection before this process asks whether
+# PostgreSQL is there at all. A connection is held for a round trip or a few, so a healthy
+# pool answers in milliseconds; when PostgreSQL is down the pool has none to give, and a
+# request should fail in seconds (503 store_unavailable), not hang for the pool's default
+# 30. A pool that is only busy (a starved CPU holds connections longer) is not a failure:
+# the statement waits on (see ``_borrow``). HOSTCALL_DB_POOL_WAIT_SECONDS sets it.
 POOL_WAIT_SECONDS = 3.0
+# How long the answer of a reachability check (``_reachable``) stands for the waiters that
+# ask after it: one connection attempt a second at most, however many wait.
+PROBE_SECONDS = 1.0
 # How long opening one connection may take: a database host that does not answer (a cut
 # network, a host gone) must fail the attempt, as a refused one does at once.
 CONNECT_TIMEOUT_SECONDS = 3
@@ -142,7 +150,9 @@ class PostgresConnections:
     statement (``_run`` sends and, in a transaction, does not wait; ``_count``, ``_one``
     and ``_all`` wait for the answer)."""
 
-    def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
+    def __init__(
+        self, url: str, *, pool_max: int = POOL_MAX, pool_wait: float = POOL_WAIT_SECONDS
+    ) -> None:
         self.url = url
         # dict_row makes every connection's rows dicts; the pool's type cannot say so itself.
         self._pool = cast(
@@ -154,7 +164,7 @@ class PostgresConnections:
                 kwargs={"autocommit": True, "row_factory": dict_row, **timeouts(url)},
                 open=False,
                 name="hostcall",
-                timeout=POOL_WAIT_SECONDS,
+                timeout=pool_wait,
                 reconnect_timeout=RECONNECT_SECONDS,
             ),
         )
@@ -163,6 +173,11 @@ class PostgresConnections:
         self._transactions: dict[asyncio.Task[Any], _Transaction] = {}
         # The last write PostgreSQL refused (a full disk, read-only): /healthz says so.
         self._health = WriteHealth()
+        # When a connection last came back to the pool unbroken (loop time): PostgreSQL
+        # answered then. And the last reachability check: its answer, and when it began.
+        self._returned_at = float("-inf")
+        self._probe: asyncio.Future[bool] | None = None
+        self._probed_at = float("-inf")
 
     def refused_write(self) -> str | None:
         return self._health.refused()
@@ -243,7 +258,7 @@ class PostgresConnections:
         finally:
             del self._transactions[task]
             if current.connection is not None:
-                await self._pool.putconn(current.connection)
+                await self._give_back(current.connection)
 
     async def _begin(self, current: _Transaction) -> psycopg.AsyncConnection[Row]:
         connection = current.connection = await self._borrow()
@@ -257,7 +272,50 @@ class PostgresConnections:
         and lock cost every statement a little more, for nothing in autocommit mode."""
         if not self._opened:
             await self._open()
-        return await self._pool.getconn()
+        loop = asyncio.get_running_loop()
+        started = waiting = loop.time()
+        while True:
+            try:
+                connection = await self._pool.getconn()
+            except PoolTimeout:
+                # Do not "fix" this into failing at once: a pool with every connection
+                # busy (a starved CPU, a burst) is not the database failing, and a run
+                # step failed here cost the visitor a message. Only an outage fails.
+                if self._returned_at < waiting and not await self._reachable():
+                    raise
+                waiting = loop.time()
+                log.warning("waited %.1f s for a PostgreSQL connection: the pool is busy; "
+                            "waiting on", waiting - started)  # fmt: skip
+                continue
+            return connection
+
+    async def _give_back(self, connection: psycopg.AsyncConnection[Row]) -> None:
+        if not connection.broken:
+            self._returned_at = asyncio.get_running_loop().time()
+        await self._pool.putconn(connection)
+
+    async def _reachable(self) -> bool:
+        """Whether PostgreSQL takes a connection now: asked once for every waiter whose
+        wait ran out with none coming back to the pool meanwhile (all held that long, or
+        the database gone). A refused or failed connection (as the pool meets in an
+        outage) is an outage; one that opens says the pool is only busy. The check opens a
+        connection of its own, past the pool's bound, and closes it at once."""
+        now = asyncio.get_running_loop().time()
+        if self._probe is None or (self._probe.done() and now - self._probed_at > PROBE_SECONDS):
+            self._probed_at = now
+            self._probe = asyncio.ensure_future(self._probe_once())
+        return await asyncio.shield(self._probe)
+
+    async def _probe_once(self) -> bool:
+        try:
+            connection = await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, **timeouts(self.url)
+            )
+        except (psycopg.Error, OSError):
+            return False
+        with contextlib.suppress(psycopg.Error):
+            await connection.close()
+        return True
 
     async def _in(self, current: _Transaction, *, reads: bool) -> psycopg.AsyncConnection[Row]:
         """The transaction's connection. ``reads``: the caller reads the statement's answer,
@@ -329,7 +387,7 @@ class PostgresConnections:
         try:
             yield connection
         finally:
-            await self._pool.putconn(connection)
+            await self._give_back(connection)
 
     # The four ways to send a statement: spelled out, as they run for every statement.
 
@@ -342,7 +400,7 @@ class PostgresConnections:
         try:
             await connection.execute(sql, params)
         finally:
-            await self._pool.putconn(connection)
+            await self._give_back(connection)
 
     async def _count(self, sql: str, params: Params = None, *, sees_appends: bool = True) -> int:
         """Rows the statement (an INSERT, UPDATE or DELETE) changed. In a transaction, read
@@ -356,7 +414,7 @@ class PostgresConnections:
         try:
             return (await connection.execute(sql, params)).rowcount
         finally:
-            await self._pool.putconn(connection)
+            await self._give_back(connection)
 
     async def _one(
         self, sql: str, params: Params = None, *, sees_appends: bool = True
@@ -369,7 +427,7 @@ class PostgresConnections:
         try:
             return await (await connection.execute(sql, params)).fetchone()
         finally:
-            await self._pool.putconn(connection)
+            await self._give_back(connection)
 
     async def _all(
         self, sql: str, params: Params = None, *, sees_appends: bool = True
@@ -382,4 +440,4 @@ class PostgresConnections:
         try:
             return await (await connection.execute(sql, params)).fetchall()
         finally:
-            await self._pool.putconn(connection)
+            await self._give_back(connection)

@@ -23,7 +23,12 @@ from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
 from hostcall.store.postgres.calls import CallTables
-from hostcall.store.postgres.connections import POOL_MAX, connect, redacted
+from hostcall.store.postgres.connections import (
+    POOL_MAX,
+    POOL_WAIT_SECONDS,
+    connect,
+    redacted,
+)
 from hostcall.store.postgres.console import PostgresConsoleTables
 from hostcall.store.postgres.conversations import ConversationTables
 from hostcall.store.postgres.coordination import LOCK_KEY
@@ -51,8 +56,10 @@ class PostgresStore(
 ):
     """Each aggregate's part (its statements) on one pool (connections.py)."""
 
-    def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
-        super().__init__(url, pool_max=pool_max)
+    def __init__(
+        self, url: str, *, pool_max: int = POOL_MAX, pool_wait: float = POOL_WAIT_SECONDS
+    ) -> None:
+        super().__init__(url, pool_max=pool_max, pool_wait=pool_wait)
         self._definitions = Definitions()
         self._migrate()
         self._tickets_pruned = 0.0

@@ -1,0 +1,156 @@
+"""A real Hostcall process on PostgreSQL whose connection pool is busy, not down.
+
+The process runs with a pool of one connection and a short wait for it. A request holds
+that connection, blocked on a row lock the test takes in PostgreSQL itself (as a slow
+statement, or a CPU too busy to give the connection back, holds it). A run that was
+accepted meanwhile needs a connection for its next step: it waits on, and finishes once
+the connection comes back. Only an outage fails a run (tests/unit/test_outage.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from tests.support.databases import fresh_schema
+from tests.support.harness import allow_hosts, planner_definition, write_agent
+from tests.support.loopback import serve_in_thread
+from tests.support.processes import Cluster, Process
+
+# One connection, and a wait for it far shorter than the lock is held: without waiting on,
+# the step would give up after a fifth of a second.
+BUSY_POOL = {"HOSTCALL_DB_POOL_SIZE": "1", "HOSTCALL_DB_POOL_WAIT_SECONDS": "0.2"}
+ORIGIN = {"Origin": "http://localhost:8001"}
+# What the server logs when a run fails, or when a statement waits on for a connection.
+FAILED = "failed"
+WAITING_ON = "waiting on"
+
+
+class MidTextProvider:
+    """A model that streams its first words at once (``asked`` is set), then the rest once
+    ``go`` is set."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.go = threading.Event()
+
+    async def chat(self, request: Request) -> Response:
+        async def chunks() -> AsyncIterator[str]:
+            for text in ("Let me think", None, " about it."):
+                if text is None:
+                    self.asked.set()
+                    await asyncio.to_thread(self.go.wait, 30)
+                    continue
+                delta = {"choices": [{"index": 0, "delta": {"content": text}}]}
+                yield f"data: {json.dumps(delta)}\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+
+@pytest.fixture
+def model() -> Iterator[tuple[MidTextProvider, int]]:
+    fake = MidTextProvider()
+    app = Starlette(routes=[Route("/v1/chat/completions", fake.chat, methods=["POST"])])
+    with serve_in_thread(app) as port:
+        yield fake, port
+
+
+@pytest.fixture
+def busy(tmp_path: Path, model: tuple[MidTextProvider, int]) -> Iterator[tuple[Cluster, str]]:
+    """A cluster of processes with a one-connection pool, their agent on the fake model;
+    and the database's URL."""
+    _, port = model
+    agents = tmp_path / "agents"
+    data = planner_definition()
+    data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
+    data["limits"] = {}
+    write_agent(agents, data, name="planner.json")
+    allow_hosts(agents, data["model"]["base_url"])
+    with fresh_schema() as url:
+        group = Cluster(url, tmp_path, agents=agents, environ=BUSY_POOL)
+        try:
+            yield group, url
+        finally:
+            group.close()
+            print(group.output())  # shown by pytest when the test failed
+
+
+def _conversation(client: httpx.Client, process: Process) -> tuple[str, dict[str, str]]:
+    created = client.post(f"{process.url}/api/agents/planner/conversations", headers=ORIGIN)
+    assert created.status_code == 201, created.text
+    body = created.json()
+    return body["conversationId"], {"Authorization": f"Bearer {body['sessionToken']}"}
+
+
+def _until(condition: Callable[[], Any], what: str, *, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (got := condition()):
+        assert time.monotonic() < deadline, f"no {what} in {timeout:g} s"
+        time.sleep(0.05)
+    return got
+
+
+def _lock_waiters(url: str) -> int:
+    """The backends waiting on a lock: the server's one connection, blocked."""
+    with psycopg.connect(url, autocommit=True) as db:
+        row = db.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_an_accepted_run_waits_for_a_busy_pool_and_finishes(
+    busy: tuple[Cluster, str], model: tuple[MidTextProvider, int]
+) -> None:
+    cluster, url = busy
+    fake, _ = model
+    process = cluster.start()
+    with httpx.Client(timeout=60) as client, ThreadPoolExecutor(1) as background:
+        first, first_auth = _conversation(client, process)
+        other, other_auth = _conversation(client, process)
+        sent = client.post(f"{process.url}/api/conversations/{first}/messages",
+                           json={"text": "Hello"}, headers=first_auth)  # fmt: skip
+        assert sent.status_code == 202, sent.text
+        # The step streams its first words, then the model holds the rest.
+        _until(lambda: fake.asked.is_set(), "model request")
+        with psycopg.connect(url) as locker:
+            locker.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (other,))
+            # A message to the other conversation takes the pool's one connection, and its
+            # statement waits for the row lock.
+            blocked = background.submit(
+                client.post, f"{process.url}/api/conversations/{other}/messages",
+                json={"text": "Hello too"}, headers=other_auth,
+            )  # fmt: skip
+            _until(lambda: _lock_waiters(url) > 0, "request blocked on the lock")
+            fake.go.set()  # the step goes on, and needs a connection for what it streamed
+            _until(
+                lambda: FAILED in (log := process.log.read_text()) or WAITING_ON in log,
+                "step waiting on or failing",
+            )
+            locker.rollback()
+        assert blocked.result().status_code == 202, blocked.result().text
+        for conversation, auth in ((first, first_auth), (other, other_auth)):
+            run = _until(
+                lambda c=conversation, a=auth: (
+                    r := client.get(f"{process.url}/api/conversations/{c}", headers=a)
+                    .json()["run"]
+                )["status"] in ("finished", "failed") and r,
+                "run end",
+            )  # fmt: skip
+            assert run["status"] == "finished", run
+    assert FAILED not in process.log.read_text()
