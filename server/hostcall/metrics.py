@@ -82,6 +82,25 @@ STORE_ERRORS = Counter(
     "Requests the store failed (down, full, out of connections), by driver error type.",
     ["error"],
 )
+# PostgreSQL's connection pool, per process (hostcall/store/postgres/connections.py).
+DB_CONNECTIONS_IN_USE = Gauge(
+    "hostcall_db_connections_in_use",
+    "PostgreSQL connections borrowed from the pool now.",
+    multiprocess_mode="livesum",
+)
+DB_CONNECTION_WAITERS = Gauge(
+    "hostcall_db_connection_waiters",
+    "Statements and transactions waiting for a PostgreSQL connection now.",
+    multiprocess_mode="livesum",
+)
+DB_POOL_WAITS = Counter(
+    "hostcall_db_pool_waits",
+    "Waits for a pooled connection that ran past the pool's wait, by what followed: "
+    "busy (the database answers: waited on), outage (it does not: the statement failed).",
+    ["outcome"],
+)
+POOL_BUSY = "busy"
+POOL_OUTAGE = "outage"
 HTTP_SECONDS = Histogram(
     "hostcall_http_request_seconds",
     "HTTP requests (event streams excepted), by method, route template and status class.",

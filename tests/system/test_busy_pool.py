@@ -142,6 +142,10 @@ def test_an_accepted_run_waits_for_a_busy_pool_and_finishes(
                 lambda: FAILED in (log := process.log.read_text()) or WAITING_ON in log,
                 "step waiting on or failing",
             )
+            # /metrics shows it: the one connection in use, the step waiting for it.
+            waiting = _metrics(client, process)
+            assert waiting["hostcall_db_connections_in_use"] == 1.0, waiting
+            assert waiting["hostcall_db_connection_waiters"] >= 1.0, waiting
             locker.rollback()
         assert blocked.result().status_code == 202, blocked.result().text
         for conversation, auth in ((first, first_auth), (other, other_auth)):
@@ -153,4 +157,67 @@ def test_an_accepted_run_waits_for_a_busy_pool_and_finishes(
                 "run end",
             )  # fmt: skip
             assert run["status"] == "finished", run
+        seen = _metrics(client, process)
     assert FAILED not in process.log.read_text()
+    assert seen['hostcall_db_pool_waits_total{outcome="busy"}'] >= 1.0, seen
+    assert seen.get('hostcall_db_pool_waits_total{outcome="outage"}', 0.0) == 0.0, seen
+    assert seen["hostcall_db_connection_waiters"] == 0.0, seen
+
+
+def _metrics(client: httpx.Client, process: Process) -> dict[str, float]:
+    """The pool's samples in the process's /metrics (it answers loopback without a token)."""
+    text = client.get(f"{process.url}/metrics").text
+    samples = (line.rpartition(" ") for line in text.splitlines() if line.startswith("hostcall_db"))
+    return {name: float(value) for name, _, value in samples}
+
+
+def _metrics(client: httpx.Client, process: Process) -> dict[str, float]:
+    """The pool's samples in the process's /metrics (it answers loopback without a token)."""
+    text = client.get(f"{process.url}/metrics").text
+    samples = (line.rpartition(" ") for line in text.splitlines() if line.startswith("hostcall_db"))
+    return {name: float(value) for name, _, value in samples}
+
+
+def test_requests_cancelled_at_shutdown_answer_json_not_plain_text(
+    busy: tuple[Cluster, str],
+) -> None:
+    """SIGTERM while requests wait: one holds the pool's connection (blocked on a row lock
+    past the graceful shutdown), others wait for it. The server cancels them as it stops;
+    each answers the JSON error shape (503, Retry-After), none a plain-text 500."""
+    cluster, url = busy
+    process = cluster.start()
+    with httpx.Client(timeout=60) as client, ThreadPoolExecutor(6) as background:
+        conversations = [_conversation(client, process) for _ in range(5)]
+        blocked, blocked_auth = conversations[0]
+        with psycopg.connect(url) as locker:
+            locker.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (blocked,))
+            sent = background.submit(
+                client.post, f"{process.url}/api/conversations/{blocked}/messages",
+                json={"text": "Hello"}, headers=blocked_auth,
+            )  # fmt: skip
+            _until(lambda: _lock_waiters(url) > 0, "request blocked on the lock")
+            queued = [
+                background.submit(
+                    client.get, f"{process.url}/api/conversations/{cid}", headers=auth
+                )
+                for cid, auth in conversations[1:]
+            ]
+            _until(
+                lambda: WAITING_ON in process.log.read_text() or any(q.done() for q in queued),
+                "requests waiting for the connection",
+            )
+            cluster.stop(process)
+            answers = [sent.result(), *(q.result() for q in queued)]
+            locker.rollback()
+    for answer in answers:
+        assert answer.headers["content-type"].startswith("application/json"), (
+            answer.status_code,
+            answer.text,
+        )
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["error"]["code"] == "store_unavailable", answer.text
+        assert int(answer.headers["Retry-After"]) > 0
+    # The message cancelled at shutdown was not stored: sending it again is safe.
+    with psycopg.connect(url) as db:
+        row = db.execute("SELECT count(*) FROM messages WHERE conversation_id = %s", (blocked,))
+        assert row.fetchone() == (0,)

@@ -25,6 +25,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from hostcall import metrics
 from hostcall.errors import StoreError
 from hostcall.store.health import WriteHealth
 
@@ -274,22 +275,30 @@ class PostgresConnections:
             await self._open()
         loop = asyncio.get_running_loop()
         started = waiting = loop.time()
-        while True:
-            try:
-                connection = await self._pool.getconn()
-            except PoolTimeout:
-                # Do not "fix" this into failing at once: a pool with every connection
-                # busy (a starved CPU, a burst) is not the database failing, and a run
-                # step failed here cost the visitor a message. Only an outage fails.
-                if self._returned_at < waiting and not await self._reachable():
-                    raise
-                waiting = loop.time()
-                log.warning("waited %.1f s for a PostgreSQL connection: the pool is busy; "
-                            "waiting on", waiting - started)  # fmt: skip
-                continue
-            return connection
+        metrics.DB_CONNECTION_WAITERS.inc()
+        try:
+            while True:
+                try:
+                    connection = await self._pool.getconn()
+                except PoolTimeout:
+                    # Do not "fix" this into failing at once: a pool with every connection
+                    # busy (a starved CPU, a burst) is not the database failing, and a run
+                    # step failed here cost the visitor a message. Only an outage fails.
+                    if self._returned_at < waiting and not await self._reachable():
+                        metrics.DB_POOL_WAITS.labels(metrics.POOL_OUTAGE).inc()
+                        raise
+                    metrics.DB_POOL_WAITS.labels(metrics.POOL_BUSY).inc()
+                    waiting = loop.time()
+                    log.warning("waited %.1f s for a PostgreSQL connection: the pool is "
+                                "busy; waiting on", waiting - started)  # fmt: skip
+                    continue
+                metrics.DB_CONNECTIONS_IN_USE.inc()
+                return connection
+        finally:
+            metrics.DB_CONNECTION_WAITERS.dec()
 
     async def _give_back(self, connection: psycopg.AsyncConnection[Row]) -> None:
+        metrics.DB_CONNECTIONS_IN_USE.dec()
         if not connection.broken:
             self._returned_at = asyncio.get_running_loop().time()
         await self._pool.putconn(connection)
