@@ -20,7 +20,7 @@ from hostcall.call_answers import call_answer_routes
 from hostcall.console import console_routes
 from hostcall.exposition import metrics_routes
 from hostcall.history import history_routes
-from hostcall.middleware import ApiHeaders, RequestMetrics, TextGuard
+from hostcall.middleware import ApiHeaders, RequestMetrics, Stopping, TextGuard
 from hostcall.openapi import document as openapi_document
 from hostcall.pages import page_routes
 from hostcall.protocol.responses import Health
@@ -75,6 +75,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
         ],
         exception_handlers=exception_handlers(),
         middleware=[
+            Middleware(Stopping),
             Middleware(RequestMetrics),
             Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds),
             Middleware(TextGuard),

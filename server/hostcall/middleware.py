@@ -12,6 +12,11 @@ options) or a header holding a NUL, or percent-encoded bytes that are not UTF-8 
 surrogate among them), gets ``400 invalid_text`` (docs/protocol.md). JSON bodies are
 checked where they are read (hostcall/protocol/reading.py), forms likewise
 (hostcall/console/session.py).
+
+``Stopping`` answers a request the server cancelled as it stopped (its graceful shutdown
+ran out: the request was still waiting, for a database connection say) with ``503
+store_unavailable`` and ``Retry-After``, in the JSON error shape, rather than leaving
+uvicorn to answer a plain-text 500.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from urllib.parse import unquote_to_bytes
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hostcall import metrics, strictjson
-from hostcall.errors import BadRequest, RequestTimeout
+from hostcall.errors import BadRequest, RequestTimeout, Unavailable
 from hostcall.protocol.reading import NOT_UTF8, unstorable_text
 from hostcall.responses import error_response
 
@@ -146,3 +151,42 @@ class RequestMetrics:
                 metrics.route_label(scope.get("route")),
                 metrics.status_label(status),
             ).observe(time.perf_counter() - started)
+
+
+# What a request cancelled at shutdown is told: send it again, to a process still serving.
+STOPPING_RETRY_AFTER = 1
+
+
+class Stopping:
+    """A request cancelled before its response began is answered 503 (see the module's
+    docstring). Outermost, so that nothing between it and uvicorn sees the cancellation."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except asyncio.CancelledError:
+            if started:
+                raise
+            # Do not "fix" this into re-raising: the only one to cancel a request is the
+            # server, stopping, and the task ends here either way; re-raised, uvicorn
+            # would answer the client a plain-text 500 instead of this.
+            refused = Unavailable(
+                "the server is stopping; send the request again",
+                retry_after=STOPPING_RETRY_AFTER,
+                reason="stopping",
+            )
+            await error_response(refused)(scope, receive, send)

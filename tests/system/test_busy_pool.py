@@ -171,13 +171,6 @@ def _metrics(client: httpx.Client, process: Process) -> dict[str, float]:
     return {name: float(value) for name, _, value in samples}
 
 
-def _metrics(client: httpx.Client, process: Process) -> dict[str, float]:
-    """The pool's samples in the process's /metrics (it answers loopback without a token)."""
-    text = client.get(f"{process.url}/metrics").text
-    samples = (line.rpartition(" ") for line in text.splitlines() if line.startswith("hostcall_db"))
-    return {name: float(value) for name, _, value in samples}
-
-
 def test_requests_cancelled_at_shutdown_answer_json_not_plain_text(
     busy: tuple[Cluster, str],
 ) -> None:
