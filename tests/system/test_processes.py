@@ -86,6 +86,11 @@ async def _stream_until_finished(client: httpx.AsyncClient, url: str) -> list[tu
     async with client.stream("GET", url) as response:
         assert response.status_code == 200
         async for event in EventSource(response).aiter_sse():
+            if not event.data:
+                # A keep-alive ping (a comment) after an event: httpx_sse hands it on as an
+                # empty "message" carrying the last event's id. A stream open past the
+                # ping interval (15 s, a loaded machine) gets one.
+                continue
             seen.append((int(event.id.rpartition(":")[2]), event.event))
             if event.event == "RUN_FINISHED":
                 return seen
