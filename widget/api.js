@@ -103,7 +103,8 @@ export function createApi(base, agentId, parentOrigin, key) {
     activity: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/activity`), {}),
     // keepalive: sent while the page unloads (pagehide), and it outlives the page.
     leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, { keepalive: true }).catch(() => {}),
-    message: (id, text, simulate) => call('POST', conv(id, '/messages'), simulate ? { text, simulate } : { text }),
+    // `context`: the page's (app.js), absent when it has none.
+    message: (id, text, simulate, context) => call('POST', conv(id, '/messages'), { text, ...(simulate && { simulate }), ...(context && { context }) }),
     // The endpoints of what loads on demand are with it: `call` and `conv` from there
     // (control.js: retry, stop; toolcalls.js: result, decision; people.js: feedback).
     conv,

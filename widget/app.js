@@ -70,6 +70,7 @@ if (channel) channel.port1.onmessage = e => {
   else if (m.type === MSG.SEND && typeof m.text === 'string') send(m.text)
   else if (m.type === MSG.FOCUS) ui.focusComposer()
   else if (m.type === MSG.ACTIVE) active() // the person is busy on the host page
+  else if (m.type === MSG.CONTEXT) setContext(m.key, m.value, m.clone)
 }
 
 /** The handshake's answer, and any later change of the page's handlers. */
@@ -231,6 +232,22 @@ const loadPeople = once(async query => {
 /** @param {string} id @param {string} [rating] */
 const rate = (id, rating) => loadPeople().then(m => m.offer(id, rating))
 
+/** The page's context: context.js, with the first value, for an agent that admits it (its
+ * caps); another agent refuses it here, on the console and as an `error` event.
+ * @type {Promise<ReturnType<typeof import('./context.js').createContext>> | null} */
+let pageContext = null
+const contexts = once(query => import(`./context.js${query}`))
+function setContext(key, value, clone) {
+  if (value == null && !clone && !pageContext) return // nothing set, nothing to remove
+  if (cfg.pageContext) pageContext = (pageContext || contexts().then(m => m.createContext(cfg.pageContext, refuseContext))).then(c => (c.set(key, value, clone), c))
+  else refuseContext({ key: String(key).slice(0, 64), reason: 'not_admitted', message: `page context "${key}" refused: this agent admits none (its file has no page_context block)` })
+}
+/** @param {import('./context.js').Refusal} refusal */
+function refuseContext(refusal) {
+  console.error(`Hostcall: ${refusal.message}`)
+  emit('error', { code: 'page_context_refused', ...refusal })
+}
+
 /** Retry and Stop, a failed run, a refused message: widget/control.js, fetched on first use
  * (and again, if that fetch failed). */
 const app = { state, api, cfg, ui, t, emit, refresh }
@@ -289,7 +306,9 @@ async function send(raw) {
     if (!state.conversationId && identifying) await identifying
     made = !state.conversationId
     if (made) await start()
-    const sent = await api.message(state.conversationId, text, cfg.simulate === true)
+    // The page's whole context, as it is now.
+    const context = pageContext && (await pageContext).value()
+    const sent = await api.message(state.conversationId, text, cfg.simulate === true, context)
     state.runId = sent?.runId
     if (!sent?.runId) state.run = '' // held by a person
   } catch (err) {

@@ -6,7 +6,7 @@
 ;(() => {
   // MSG.HELLO = 'hostcall:hello'…: the MSG of widget/protocol.js (a test keeps these words equal).
   const MSG = {}
-  for (const k of 'hello handlers ready call result cancel send focus close event active identity attention'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
+  for (const k of 'hello handlers ready call result cancel send focus close event active identity attention context'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
 
   window.Hostcall?._connect?.(hc => {
     const { opts, src, base, handlers, frame, emit } = hc
@@ -22,6 +22,11 @@
       greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()], token })
     }
     hc.send = text => (ready ? post(MSG.SEND, { text }) : hc.outbox.push(text))
+    // The page's context, one entry at a time (the widget checks it). A value the channel
+    // cannot copy (a function) goes as why, for the widget to refuse like any other.
+    hc.put = (key, value) => {
+      try { post(MSG.CONTEXT, { key, value }) } catch (err) { post(MSG.CONTEXT, { key: String(key), clone: String(err?.message || err) }) }
+    }
     // Focus the frame from the page first: a frame's own focus() is often ignored.
     hc.focus = () => ready && (frame.focus(), post(MSG.FOCUS))
 
@@ -36,6 +41,7 @@
       greeted = 1
       ready = 0
       frame.style.visibility = ''
+      for (const [key, value] of hc.ctx) value == null ? hc.ctx.delete(key) : hc.put(key, value)
       hc.sync()
     })
 

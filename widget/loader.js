@@ -14,8 +14,8 @@
   const phone = matchMedia('(max-width:639px)')
   const scheme = ['light', 'dark'].includes(opts.theme) ? opts.theme : 'light dark'
   const ICONS = ['M3 5h18v12H9l-5 4v-4H3z', 'M6 6l12 12M18 6 6 18']
-  /** Shared with the bridge, which adds sync, send, focus. */
-  const hc = { opts, src, base, handlers: new Map(), listeners: {}, outbox: [], emit, fail }
+  /** Shared with the bridge, which adds sync, send, focus, put. */
+  const hc = { opts, src, base, handlers: new Map(), ctx: new Map(), listeners: {}, outbox: [], emit, fail }
   let panel, button, icon, inline, isOpen, openSoon
 
   const api = {
@@ -45,6 +45,10 @@
     },
     logout() {
       api.identify()
+    },
+    context(name, value) {
+      hc.ctx.set(name, value)
+      hc.put?.(name, value)
     },
     on(event, fn) {
       (hc.listeners[event] ||= new Set()).add(fn)

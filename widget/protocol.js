@@ -24,4 +24,5 @@ export const MSG = Object.freeze({
   ACTIVE: "hostcall:active",
   IDENTITY: "hostcall:identity",
   ATTENTION: "hostcall:attention",
+  CONTEXT: "hostcall:context",
 })

@@ -11,6 +11,8 @@ export interface Shared {
   src: URL
   base: string
   handlers: Map<string, Handler>
+  /** The page's context as it set it (Hostcall('context')); null or undefined: removed. */
+  ctx: Map<string, unknown>
   listeners: Record<string, Set<(detail: unknown) => void>>
   /** Texts sent before the widget was ready. */
   outbox: string[]
@@ -28,6 +30,8 @@ export interface Shared {
   sync?(token?: unknown): Promise<void>
   send?(text: string): void
   focus?(): void
+  /** One entry of the page's context, to the widget (which checks it). */
+  put?(key: string, value: unknown): void
 }
 
 declare module '../../widget/embed' {

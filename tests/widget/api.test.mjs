@@ -82,3 +82,11 @@ test('no cookie at all is no error and not asked for again: the conversation com
   assert.deepEqual(api.current(), { conversationId: '', sessionToken: '' })
   assert.equal(server.sent.length, 1)
 })
+
+test('a message carries the page context when there is one, and no key when there is none', async () => {
+  script([202, { runId: 'r1' }], [202, { runId: 'r2' }])
+  const api = createApi('', 'planner', '')
+  await api.message('c_1', 'which column?', false, { 'board.column': { id: 'doing' } })
+  await api.message('c_1', 'and now?', false, undefined)
+  assert.deepEqual(server.bodies, [{ text: 'which column?', context: { 'board.column': { id: 'doing' } } }, { text: 'and now?' }])
+})

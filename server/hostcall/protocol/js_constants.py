@@ -44,8 +44,11 @@ from hostcall.protocol.events import CustomName, EventType
 #             docs/identity.md)
 #   attention widget -> page: a reply, or a card that now needs the person (the closed
 #             launcher's badge counts them)
+#   context   page -> widget: {key, value} of Hostcall('context', …), one entry (null
+#             removes it; `clone`: why the page could not copy the value), each again
+#             after a hello; the widget checks it against the agent's caps
 MESSAGES = ("hello", "handlers", "ready", "call", "result", "cancel", "send", "focus", "close",
-            "event", "active", "identity", "attention")  # fmt: skip
+            "event", "active", "identity", "attention", "context")  # fmt: skip
 
 
 LIMITS = ("MAX_BODY_BYTES", "MAX_MESSAGE_CHARS", "MAX_REASON_CHARS", "MAX_ERROR_MESSAGE_CHARS")
