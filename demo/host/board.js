@@ -24,7 +24,7 @@ const DELAY = Math.min(Number(delayParam) || 0, 60000)
 const held = []
 const pause = () => new Promise(resolve => (delayParam === 'hold' ? held.push(resolve) : setTimeout(resolve, DELAY)))
 
-/** @type {{tasks: typeof SEED, nextId: number, results: Record<string, object>, runs: {callId: string, tool: string}[], manual: boolean}} */
+/** @type {{tasks: typeof SEED, nextId: number, results: Record<string, object>, runs: {callId: string, tool: string}[], manual: boolean, selected?: string}} */
 let board = load()
 
 function load() {
@@ -32,7 +32,7 @@ function load() {
     const saved = JSON.parse(sessionStorage.getItem(STORE) || 'null')
     if (saved && Array.isArray(saved.tasks)) return saved
   } catch { /* fresh board */ }
-  return { tasks: SEED.map(t => ({ ...t })), nextId: 7, results: {}, runs: [], manual: false }
+  return { tasks: SEED.map(t => ({ ...t })), nextId: 7, results: {}, runs: [], manual: false, selected: '' }
 }
 
 function save() {
@@ -106,6 +106,37 @@ function render(fresh) {
   }
   const toggle = document.querySelector('[data-part=toggle-manual-create]')
   toggle.checked = board.manual
+  renderSelection()
+}
+
+// ============================================================================ Page context
+// The column the person selected (by its title) is the page's context: the agent gets it with
+// each message ("What's in this column?"). Selecting it again clears it. Set again on every
+// render, so that a task the agent added is in it.
+
+function selectColumn(status) {
+  board.selected = board.selected === status ? '' : status
+  save()
+  renderSelection()
+}
+
+function renderSelection() {
+  let selected = null
+  for (const column of document.querySelectorAll('[data-part=column]')) {
+    const on = column.dataset.status === board.selected
+    column.toggleAttribute('data-selected', on)
+    column.querySelector('[data-part=select-column]').setAttribute('aria-pressed', String(on))
+    if (on) selected = column
+  }
+  Hostcall('context', 'selected_column', selected && {
+    status: board.selected,
+    name: selected.querySelector('[data-part=select-column]').textContent,
+    tasks: board.tasks.filter(t => t.status === board.selected).map(({ id, title, assignee, dueDate }) => ({ id, title, assignee, dueDate })),
+  })
+}
+
+for (const column of document.querySelectorAll('[data-part=column]')) {
+  column.querySelector('[data-part=select-column]').addEventListener('click', () => selectColumn(column.dataset.status))
 }
 
 function renderRuns() {

@@ -483,6 +483,7 @@ def test_page_context_is_admitted_only_with_its_block_and_its_caps_default(
     tmp_path: Path,
 ) -> None:
     data = planner_definition()
+    del data["page_context"]  # the demo's planner admits it
     write_agent(agents_folder(tmp_path), {**data, "id": "closed"}, name="a.json")
     write_agent(agents_folder(tmp_path), {**data, "id": "open", "page_context": {}}, "b.json")
     caps = {"max_entry_bytes": 100, "max_total_bytes": 300, "max_entries": 4}

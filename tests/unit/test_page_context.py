@@ -19,7 +19,7 @@ from hostcall.store.records import Conversation, StoredMessage
 from hostcall.tracing import CAPTURE_CONTENT
 from hostcall.visitors.personal_data import erase_person, export_person
 from tests.support.databases import fresh_schema
-from tests.support.harness import Conv, Harness, write_agent
+from tests.support.harness import Conv, Harness, planner_definition, write_agent
 from tests.unit.console_client import ConsoleClient, fast_passwords
 from tests.unit.test_bad_input import assert_error
 from tests.unit.test_embedding import widget_config
@@ -63,6 +63,13 @@ SHOP = {
 }
 
 
+def closed() -> dict[str, Any]:
+    """The demo's planner without its page_context block: an agent that admits none."""
+    data = planner_definition()
+    del data["page_context"]
+    return {**data, "id": "closed"}
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def both(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
     write_agent(agents_dir, SHOP)
@@ -76,6 +83,7 @@ def both(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> It
 @pytest.fixture
 def shop(tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
     write_agent(agents_dir, SHOP)
+    write_agent(agents_dir, closed())
     h = Harness(tmp_path, agents_dir)
     yield h
     h.stop()
@@ -124,14 +132,14 @@ def test_a_message_without_context_stores_none_and_the_model_reads_it_empty(
 
 
 def test_context_to_an_agent_that_admits_none_is_refused_and_nothing_is_stored(
-    harness: Harness,
+    shop: Harness,
 ) -> None:
-    conv = harness.conversation()  # the demo's planner: no page_context block
-    r = _send(harness, conv, "hello", {"page": "/board"})
+    conv = shop.conversation("closed")
+    r = _send(shop, conv, "hello", {"page": "/board"})
     assert_error(r, 422, "page_context_not_admitted", "page_context")
-    _nothing_stored(harness, conv)
+    _nothing_stored(shop, conv)
     # An empty map is no context: the message goes through.
-    r = _send(harness, conv, "hello", {})
+    r = _send(shop, conv, "hello", {})
     assert r.status_code == 202, r.text
 
 
@@ -217,7 +225,7 @@ def test_a_run_resumed_by_another_process_reads_the_context_its_message_brought(
 def test_the_widget_config_carries_the_caps_or_says_none_are_admitted(shop: Harness) -> None:
     config = widget_config(shop.http.get("/widget/shop").text)
     assert config["pageContext"] == {"maxEntryBytes": 64, "maxTotalBytes": 100, "maxEntries": 3}
-    assert widget_config(shop.http.get("/widget/planner").text)["pageContext"] is None
+    assert widget_config(shop.http.get("/widget/closed").text)["pageContext"] is None
 
 
 def _agui(h: Harness, agent: str, thread: str, context: Any) -> Any:
@@ -239,7 +247,7 @@ def test_an_agui_clients_context_reaches_the_model_keyed_by_description(shop: Ha
 @pytest.mark.parametrize(
     ("agent", "context", "code", "mention"),
     [
-        ("planner", [{"description": "page", "value": "/b"}], "page_context_not_admitted",
+        ("closed", [{"description": "page", "value": "/b"}], "page_context_not_admitted",
          "page_context"),
         ("shop", [{"description": "page", "value": "x" * 70}], "page_context_refused",
          "64 per entry"),
