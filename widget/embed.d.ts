@@ -69,10 +69,22 @@ export interface ErrorDetail {
    * start here, so no launcher is drawn), `widget_not_started` (the frame never answered: the
    * server's log says why), `model_unreachable`, `model_http_error`, `send_failed`,
    * `bad_identity` / `expired_identity` (the server refused the page's identity token),
-   * `identify_failed` (the page's identity function threw).
+   * `identify_failed` (the page's identity function threw), `page_context_refused` (a
+   * `Hostcall('context', …)` value was refused: {@link PageContextRefused}).
    */
   code: string
   message?: string
+}
+
+/** The `error` event of a refused `Hostcall('context', key, value)`: the value was not kept,
+ * nor the key's earlier value, and the console says the same. */
+export interface PageContextRefused extends ErrorDetail {
+  code: 'page_context_refused'
+  key: string
+  /** `not_admitted` (the agent file has no `page_context` block), `bad_key`, `not_json`,
+   * `entry_too_large`, `total_too_large`, `too_many_entries`. */
+  reason: string
+  message: string
 }
 
 /**
@@ -89,7 +101,7 @@ export interface HostcallEvents {
   message: MessageDetail
   toolcall: ToolCallDetail
   toolresult: ToolResultDetail
-  error: ErrorDetail
+  error: ErrorDetail | PageContextRefused
 }
 
 export type HostcallEvent = keyof HostcallEvents
@@ -106,6 +118,7 @@ export interface HostcallCommands {
   (command: 'send', text: string): void
   (command: 'identify', token: IdentityToken): void
   (command: 'logout'): void
+  (command: 'context', key: string, value: Json | null | undefined): void
   /**
    * Listen to an event. Returns a function that stops listening — or `undefined` when called
    * before the loader ran (the queue returns nothing; the listener is still added).
@@ -141,6 +154,14 @@ export interface HostcallApi extends HostcallCommands {
   identify(token: IdentityToken): void
   /** The visitor signed out: the widget goes on as an anonymous visitor, in a new conversation. */
   logout(): void
+  /**
+   * Tell the agent where the visitor is and what they see (the page, the selected item, the
+   * cart): `key` (1–64 letters, digits, `_`, `-`, `.`) is set to `value`, strict JSON, copied
+   * now; `null` removes it. Each message carries the page's whole map as it is when sent.
+   * A value the agent's caps refuse is not kept (nor the key's earlier value): the console
+   * and the `error` event say why ({@link PageContextRefused}).
+   */
+  context(key: string, value: Json | null | undefined): void
   /** Listen to an event; returns a function that stops listening. */
   on<E extends HostcallEvent>(event: E, listener: (detail: HostcallEvents[E]) => void): () => void
   /** Set once the loader has run. */

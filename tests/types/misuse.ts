@@ -27,3 +27,7 @@ if (Hostcall.loaded) {
 }
 // @ts-expect-error: the command form checks the same: send takes text
 Hostcall('send', 42)
+// @ts-expect-error: context is JSON: a function is not
+Hostcall('context', 'cart', { total: () => 3 })
+// @ts-expect-error: and a key is a name
+Hostcall('context', 42, 'x')

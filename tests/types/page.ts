@@ -34,6 +34,9 @@ const stop = Hostcall('on', 'toolresult', (detail: ToolResultDetail) => {
 stop?.()
 Hostcall('open')
 Hostcall('send', 'What should I work on next?')
+// Where the visitor is: sent with each message; null removes it.
+Hostcall('context', 'selected_column', { status: 'todo', tasks: board.map(t => t.id) })
+Hostcall('context', 'selected_column', null)
 
 // The methods exist once the loader has run.
 if (Hostcall.loaded) {
@@ -42,6 +45,8 @@ if (Hostcall.loaded) {
   stopErrors()
   Hostcall.send('And after that?')
   Hostcall.unregister('create_task')
+  Hostcall.context('page', { path: location.pathname })
+  Hostcall.on('error', e => 'key' in e && console.warn(`context ${e.key}: ${e.reason}`))
   Hostcall.identify(async () => (await fetch('/hostcall-token')).text())
 }
 if (window.Hostcall.loaded) {
