@@ -24,6 +24,13 @@ pytestmark = pytest.mark.e2e
 PHONE = {"width": 390, "height": 844}
 
 
+@pytest.fixture(scope="module")
+def demo(shared_demo: Demo) -> Demo:
+    """A test here opens its own browser context, so its own conversation; one that stops the
+    server or changes its agents starts a demo of its own."""
+    return shared_demo
+
+
 def phone_page(browser: Browser, **options: object) -> Page:
     context = browser.new_context(
         viewport=PHONE, screen=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True,
@@ -85,9 +92,8 @@ def test_on_a_phone_the_chat_is_a_full_screen_sheet_without_the_keyboard(
 
 
 def test_a_light_accent_gets_dark_text_in_the_widget_and_on_the_launcher(
-    browser: Browser, tmp_path: Path
+    browser: Browser, demo: Demo
 ) -> None:
-    demo = start_demo(tmp_path)
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     try:
         page.goto(demo.board + "?accent=%23facc15")  # the board passes it to data-accent
@@ -107,7 +113,6 @@ def test_a_light_accent_gets_dark_text_in_the_widget_and_on_the_launcher(
         shot(page, "accent-yellow", readme="accent-yellow")
     finally:
         page.context.close()
-        demo.stop()
 
 
 def test_new_conversation_asks_first(page: Page, demo: Demo) -> None:
@@ -253,7 +258,9 @@ def test_a_model_that_is_down_reads_as_a_sentence_and_the_log_has_the_detail(
 
 
 def test_an_unknown_agent_is_named_in_the_console_and_the_log(page: Page, demo: Demo) -> None:
-    # A page whose snippet names an agent the server does not have.
+    # A page whose snippet names an agent the server does not have. The server is shared: the
+    # log is read from here on.
+    logged = len(demo.output())
     with serve_host_page(HostPage(demo.hostcall, "plannr", snippet={"open": "true"})) as host:
         with page.expect_console_message(
             lambda m: m.text.startswith("Hostcall: no widget"), timeout=SLOW
@@ -265,7 +272,7 @@ def test_an_unknown_agent_is_named_in_the_console_and_the_log(page: Page, demo: 
         )
         expect(page.locator("[data-part=hostcall-launcher]")).to_have_count(0)
         expect(page.locator("[data-part=hostcall-frame]")).to_have_count(0)
-    assert "widget refused: unknown_agent: agent=plannr" in demo.output()
+    assert "widget refused: unknown_agent: agent=plannr" in demo.output()[logged:]
 
 
 # A conversation whose model-token budget is spent: copied from widget/locale-*.js on purpose.
