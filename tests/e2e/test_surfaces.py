@@ -133,6 +133,9 @@ def _activity(page: Page) -> Any:
 def test_typing_clicking_or_focusing_on_the_host_page_makes_that_tab_the_one_calls_go_to(
     page: Page, demo: Demo, context: BrowserContext
 ) -> None:
+    # Both tabs' clocks are Playwright's, run forward past the 2 s activity throttles (the
+    # loader's and the widget's) rather than waited out.
+    context.clock.install()
     widget_a = open_chat(page, demo)
     page_b, widget_b = tab(context, demo)
     # The conversation is made with its first message; tab B joins it then.
@@ -144,11 +147,11 @@ def test_typing_clicking_or_focusing_on_the_host_page_makes_that_tab_the_one_cal
         if how == "key":
             checkbox.focus()  # where the key will go (this focus is tab A's activity too)
         # The person works in tab B's chat: B becomes the most recently active tab...
-        page_b.wait_for_timeout(2100)  # past the 2 s throttles
+        context.clock.fast_forward(2100)  # past the 2 s throttles
         with _activity(page_b):
             widget_b.frame.locator("[data-part=composer-input]").click()
         # ...then does something on tab A's own page, outside its widget's frame.
-        page.wait_for_timeout(2100)
+        context.clock.fast_forward(2100)
         with _activity(page):
             if how == "click":
                 page.locator("[data-part=brand]").click()
