@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, expect
@@ -22,12 +21,22 @@ from tests.support.mcp_server import Seen, build, http_server
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[tuple[Site, Seen]]:
+#: A copy of the planner for the picker's test: the first test saves the planner, and the
+#: two share one site (a demo, an MCP server and a designer take half a minute to set up on a
+#: loaded machine), so neither sees what the other did, in either order.
+PICKER = "picker"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Site, Seen]]:
+    tmp_path = tmp_path_factory.mktemp("designer-mcp")
     seen = Seen()
     with http_server(seen) as url:
         agents = tmp_path / "agents"
         shutil.copytree(DEMO_AGENTS, agents)
+        picker = json.loads((agents / "planner.json").read_text())
+        picker["id"] = PICKER
+        (agents / f"{PICKER}.json").write_text(json.dumps(picker))
         platform = json.loads((agents / "_platform.json").read_text())
         platform["environments"]["demo"]["mcp_servers"] = ["crm"]
         # The demo's hosts, so that the MCP server is the one thing it refuses.
@@ -115,7 +124,7 @@ def test_the_server_picker_reads_in_japanese_and_works_from_the_keyboard(
 ) -> None:
     (where, _) = site
     designer = person(browser, where.demo, "dana", lang="ja-JP")
-    designer.goto(f"{where.demo.hostcall}/console/agents/planner")
+    designer.goto(f"{where.demo.hostcall}/console/agents/{PICKER}")
     designer.locator("[data-part=add-tool]").click()
     form = designer.locator("form[data-part=add-tool]")
     form.locator("select[data-key=kind]").select_option("mcp")
