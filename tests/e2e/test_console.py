@@ -107,9 +107,10 @@ def test_operator_answers_a_waiting_call_and_the_visitors_late_answer_is_already
     expect(form).to_be_visible()
     # The visitor's network stalls (no events, no snapshots): the widget will not hear of the
     # operator's answer, and its person answers too, late.
-    page.route("**/events*", lambda route: route.abort())
+    # The stream only: the widget's own events.js module must still load.
+    page.route("**/api/conversations/*/events*", lambda route: route.abort())
     page.reload()
-    expect(form).to_be_visible()
+    expect(form).to_be_visible(timeout=SLOW)
     page.route(
         "**/api/conversations/**",
         lambda route: route.abort() if route.request.method == "GET" else route.continue_(),
@@ -133,7 +134,7 @@ def test_operator_answers_a_waiting_call_and_the_visitors_late_answer_is_already
     expect(card.locator("[data-part=tool-call-note]")).to_have_text(
         "This action was already answered."
     )
-    page.unroute("**/events*")
+    page.unroute("**/api/conversations/*/events*")
     page.unroute("**/api/conversations/**")
     page.reload()
     expect(widget.locator("[data-part=message][data-role=assistant]").last).to_contain_text(
