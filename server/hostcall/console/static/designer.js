@@ -166,7 +166,7 @@ function addToolForm() {
         : fresh.kind === 'block' ? addNodeFields(choice, field)
           : [field(http, 'method', tr('method'), { kind: 'select', options: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map(m => [m, m]) }), field(http, 'url', tr('url')),
             field(http, 'ai_params', tr('ai_params'), { kind: 'json', optional: true })]))
-    panes.replaceChildren(...helpTabs(fresh.kind, [name, description, body], example => fillForm(panes, example)))
+    panes.replaceChildren(...helpTabs(fresh.kind, [name, description, body], example => fresh.kind === 'mcp' ? mcp.useExample(panes, draft) : fillForm(panes, example)))
   }
   const category = field(fresh, 'kind', tr('category'), { kind: 'select', options: [['client', tr('client_tool')], ['http', tr('http_tool')], ['mcp', tr('mcp_tool')], ['block', tr('node_tool')]], onChange: fill })
   fill()

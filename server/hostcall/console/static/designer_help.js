@@ -8,8 +8,9 @@ import { tr, h } from './console.js'
 /**
  * Each kind's example: the add form's fields by their data-key. The HTTP one is the seed's
  * `meteo`, whose city the model provides (`{{ $fromAI.ville }}`, checked against its schema
- * before the request is made).
- * @type {Record<string, Record<string, unknown>>}
+ * before the request is made). The MCP one is null: what it can choose is the environment's
+ * servers and the tools the first one lists, known only once listed (help_mcp_example says so).
+ * @type {Record<string, Record<string, unknown> | null>}
  */
 export const EXAMPLES = {
   client: {
@@ -29,27 +30,35 @@ export const EXAMPLES = {
     name: 'lookup',
     description: 'Looks the visitor’s question up with the installed block chosen below.',
   },
-  mcp: {},
+  mcp: null,
 }
 
 /**
  * The add form's body for `kind` under two tabs, "Fields" and "Help". `apply` fills the form
- * with the example. @param {string} kind @param {HTMLElement[]} fields
- * @param {(example: Record<string, unknown>) => void} apply
+ * with the example; when it answers (at once or once a server has listed) with what stopped
+ * it, the Help tab comes back and says so. @param {string} kind @param {HTMLElement[]} fields
+ * @param {(example: Record<string, unknown>) => void | Promise<string | null>} apply
  */
 export function helpTabs(kind, fields, apply) {
-  const example = EXAMPLES[kind] || {}
+  const example = EXAMPLES[kind] ?? {}
   const fieldsPanel = h('div', { id: 'add-fields-panel', role: 'tabpanel', 'aria-labelledby': 'add-fields-tab', 'data-part': 'fields-panel' }, fields)
-  const hasExample = Object.keys(example).length > 0
+  const hasExample = kind in EXAMPLES
+  const stopped = h('p', { 'data-part': 'example-problem', role: 'alert', hidden: true })
   const helpPanel = h('div', { id: 'add-help-panel', role: 'tabpanel', 'aria-labelledby': 'add-help-tab', 'data-part': 'help-panel', 'data-kind': kind, hidden: true },
     h('p', { 'data-part': 'kind-help', text: tr(`help_${kind}`) }),
     hasExample ? [
-      h('p', { text: tr('help_example') }),
-      h('pre', { 'data-part': 'example', text: JSON.stringify(example, null, 2) }),
-      h('button', { type: 'button', 'data-part': 'use-example', 'data-kind': 'primary', onclick: () => {
+      EXAMPLES[kind] ? [h('p', { text: tr('help_example') }), h('pre', { 'data-part': 'example', text: JSON.stringify(example, null, 2) })]
+        : h('p', { 'data-part': 'example', text: tr(`help_${kind}_example`) }),
+      h('button', { type: 'button', 'data-part': 'use-example', 'data-kind': 'primary', onclick: async () => {
+        stopped.hidden = true
         show(false)
-        apply(example)
+        const problem = await apply(example)
+        if (!problem) return
+        stopped.textContent = problem
+        stopped.hidden = false
+        show(true)
       } }, tr('help_use_example')),
+      stopped,
     ] : '')
   const fieldsTab = h('button', { type: 'button', role: 'tab', id: 'add-fields-tab', 'aria-controls': 'add-fields-panel', 'data-part': 'fields-tab', onclick: () => show(false) }, tr('help_fields_tab'))
   const helpTab = h('button', { type: 'button', role: 'tab', id: 'add-help-tab', 'aria-controls': 'add-help-panel', 'data-part': 'help-tab', onclick: () => show(true) }, tr('help_tab'))

@@ -6,6 +6,9 @@
 
 import { page, tr, h, api } from './console.js'
 
+/** Fired by a tool picker when a listing ends; `detail.problem` is null when it drew tools. */
+export const LISTED = 'hostcall:mcp-listed'
+
 /** The servers the draft's environment allows. @param {any} draft @returns {string[]} */
 export function allowedServers(draft) {
   return page.data.mcpServers[draft.environment || 'default'] || []
@@ -19,11 +22,20 @@ export function toolPicker(binding, draft, onChange) {
   const status = h('p', { 'data-part': 'mcp-status', role: 'status', 'aria-live': 'polite' })
   const list = h('div', { 'data-part': 'mcp-tools' })
   const show = h('button', { type: 'button', 'data-part': 'mcp-show-tools', onclick: () => load() }, tr('mcp_show_tools'))
+  const el = h('div', { 'data-part': 'mcp-picker' }, show, status, list)
 
   async function load() {
+    el.setAttribute('aria-busy', 'true')
+    const problem = await listing()
+    el.removeAttribute('aria-busy')
+    el.dispatchEvent(new CustomEvent(LISTED, { bubbles: true, detail: { problem } }))
+  }
+
+  /** @returns {Promise<string | null>} what went wrong, or null when the tools are drawn */
+  async function listing() {
     list.replaceChildren()
     delete status.dataset.kind
-    if (!binding.server) { status.textContent = tr('mcp_pick_server'); return }
+    if (!binding.server) { status.textContent = tr('mcp_pick_server'); return status.textContent }
     status.textContent = tr('mcp_reading')
     const env = draft.environment || 'default'
     const result = await api(`/console/api/mcp/${encodeURIComponent(binding.server)}/tools?environment=${encodeURIComponent(env)}`)
@@ -31,10 +43,11 @@ export function toolPicker(binding, draft, onChange) {
     if (problem) {
       status.textContent = problem
       status.dataset.kind = 'error'
-      return
+      return problem
     }
     status.textContent = tr('mcp_listed', { n: result.body.tools.length, server: binding.server })
     draw(result.body.tools)
+    return result.body.tools.length ? null : status.textContent
   }
 
   /** @param {{name: string, title: string, description: string, readOnly: boolean}[]} tools */
@@ -65,7 +78,7 @@ export function toolPicker(binding, draft, onChange) {
       h('ul', { 'aria-label': tr('mcp_tools_of', { server: binding.server }) }, boxes)))
   }
 
-  return { el: h('div', { 'data-part': 'mcp-picker' }, show, status, list), load }
+  return { el, load }
 }
 
 /**
@@ -81,6 +94,28 @@ export function addFields(fresh, draft, field) {
     return [h('p', { 'data-part': 'mcp-none', text: tr('mcp_no_servers', { env: draft.environment || 'default' }) })]
   }
   return [field(fresh, 'server', tr('mcp_server'), { kind: 'select', options: servers.map(s => [s, s]), onChange: () => { fresh.tools = []; picker.load() } }), picker.el]
+}
+
+/**
+ * The Help tab's example for the add form in `root`: the first server the environment allows,
+ * chosen as a person would (its input event lists its tools), then, once listed, its first
+ * tool ticked. Resolves to what stopped it, or null. @param {HTMLElement} root @param {any} draft
+ * @returns {Promise<string | null>}
+ */
+export function useExample(root, draft) {
+  const [server] = allowedServers(draft)
+  const select = /** @type {HTMLSelectElement | null} */ (root.querySelector('[data-part="prop"] select[data-key="server"]'))
+  if (!server || !select) return Promise.resolve(tr('mcp_no_servers', { env: draft.environment || 'default' }))
+  return new Promise(resolve => {
+    root.addEventListener(LISTED, e => {
+      const problem = /** @type {CustomEvent} */ (e).detail.problem
+      const first = /** @type {HTMLInputElement | null} */ (root.querySelector('[data-part="mcp-tool"]'))
+      if (!problem && first && !first.checked) first.click()
+      resolve(problem)
+    }, { once: true })
+    select.value = server
+    select.dispatchEvent(new Event('input', { bubbles: true }))
+  })
 }
 
 /** The entry an add form makes. @param {any} fresh */
