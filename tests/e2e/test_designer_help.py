@@ -153,7 +153,10 @@ def test_the_mcp_example_chooses_the_first_allowed_server_and_its_first_listed_t
 
 @pytest.mark.parametrize(
     ("environment", "said"),
-    [("empty", "No MCP server is allowed in environment empty"), ("gone", "gone")],
+    [
+        ("empty", "No MCP server is allowed in environment empty"),
+        ("gone", "MCP server 'gone' is unavailable"),
+    ],
 )
 def test_the_mcp_example_says_in_the_help_tab_why_it_could_not_choose(
     browser: Browser, mcp_site: Site, environment: str, said: str
