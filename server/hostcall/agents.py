@@ -20,6 +20,7 @@ from hostcall.env_bindings import Use, agent_uses, refused_as_second_use, second
 from hostcall.errors import AgentConfigError
 from hostcall.origins import BadOrigin, normalize_origin
 from hostcall.page_context import PageContextCaps, parse_caps
+from hostcall.page_tools import PageToolsPolicy, parse_block, parse_entries
 from hostcall.platform import (
     DEFAULT_ENVIRONMENT,
     PLATFORM_FILE,
@@ -49,6 +50,7 @@ AGENT_KEYS = {
     "identity",
     "retention_days",
     "page_context",
+    "page_tools",
 }
 
 # A step sends the model the conversation's last 20 turns: enough for a chat to keep its
@@ -88,6 +90,9 @@ class Agent:
     # What a message's page context may weigh (hostcall/page_context.py); None: the agent
     # admits none.
     page_context: PageContextCaps | None = None
+    # Which tools a page may offer, and their policies (hostcall/page_tools.py); None: the
+    # agent admits none. A run's frozen definition has the ones it planned with in ``tools``.
+    page_tools: PageToolsPolicy | None = None
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -97,7 +102,10 @@ class Agent:
         unread (a name the server does not list is answered ``unknown_tool``)."""
         if any(b.tools is None for b in self.mcp):
             return None
-        return [t.name for t in self.tools] + [n for b in self.mcp for n in b.known_names()]
+        if self.page_tools is not None and self.page_tools.has_prefix():
+            return None
+        names = [t.name for t in self.tools] + [n for b in self.mcp for n in b.known_names()]
+        return names + list(self.page_tools.exact_names() if self.page_tools else ())
 
 
 def check_allowed_origins(origins: Any, where: str) -> tuple[list[str], list[str]]:
@@ -121,6 +129,7 @@ def parse_agent(
     platform: Platform | None = None,
     *,
     check_replies: bool = True,
+    frozen: bool = False,
 ) -> tuple[Agent | None, list[str]]:
     """Check one agent definition; return it, or the problems found (all of them).
 
@@ -128,7 +137,8 @@ def parse_agent(
     a run is re-read without it: the engine enforces the environment at run time). Without
     ``check_replies``, a scripted model's reply templates are not held to the output
     schemas: a run's stored definition had them checked when it was frozen, and a reply
-    renders leniently at run time whatever a later check would say of it.
+    renders leniently at run time whatever a later check would say of it. ``frozen``: a
+    run's definition, which may hold the page tools it planned with (an agent file may not).
     """
     # Imported here: the model factory imports adapters that import this module's types.
     from hostcall.models.factory import model_problems
@@ -174,6 +184,11 @@ def parse_agent(
     if "page_context" in data:
         page_context, context_problems = parse_caps(data["page_context"], where)
         problems += context_problems
+    page_tools: PageToolsPolicy | None = None
+    page_entries: list[dict[str, Any]] = []
+    if "page_tools" in data:
+        page_tools, page_entries, found = parse_block(data["page_tools"], where, frozen=frozen)
+        problems += found
     tools_data = data.get("tools", [])
     if not isinstance(tools_data, list):
         problems.append(f"{where}: 'tools' must be a list")
@@ -195,12 +210,23 @@ def parse_agent(
             problems.append(f"{where}: tool {tool.name!r}: duplicate name")
         seen.add(tool.name)
         tools.append(tool)
+    planned, found = parse_entries(page_entries, where)
+    problems += found
+    for tool in planned:
+        if tool.name in seen:
+            problems.append(f"{where}: page tool {tool.name!r}: duplicate name")
+        seen.add(tool.name)
+        tools.append(tool)
     environment = data.get("environment", DEFAULT_ENVIRONMENT)
     if not isinstance(environment, str):
         problems.append(f"{where}: 'environment' must be the name of an environment")
     elif platform is not None:
         problems += _environment_problems(where, environment, tools, platform)
         problems += _server_problems(where, environment, bindings, platform)
+        if page_tools is not None and environment in platform.environments:
+            protected = platform.environments[environment].protected
+            problems += [f"{where}: {p}" for p in page_tools.never_asked_writes(environment)
+                         if protected]  # fmt: skip
     identity: IdentityConfig | None = None
     if "identity" in data:
         env_allowed = platform.allowed_env if platform is not None else None
@@ -222,6 +248,10 @@ def parse_agent(
     # A server's "all" is known when a run starts: its rules may name any tool until then
     # (one the server does not list is answered unknown_tool).
     checked = None if any(b.tools is None for b in bindings) else names
+    if page_tools is not None:
+        # A page's tools are known when a run starts; its rules may name an allowed one.
+        names |= set(page_tools.exact_names())
+        checked = None if page_tools.has_prefix() or checked is None else names
     limits_of_model: dict[str, Any] = {}
     if platform is not None:
         # What an agents directory's model may reach and read; a frozen definition, re-read
@@ -258,6 +288,7 @@ def parse_agent(
         mcp=tuple(bindings),
         retention_days=retention_days,
         page_context=page_context,
+        page_tools=page_tools,
     ), []
 
 

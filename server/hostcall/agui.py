@@ -11,6 +11,9 @@ Each request is one AG-UI run:
   run: when the model calls one, the AG-UI run ends (``RUN_FINISHED``) with the call in its
   ``TOOL_CALL_*`` events, and the client's next request carries the result. A client-side
   tool the client did not declare fails at once with ``no_handler``;
+- its other tools are page tools, admitted by the agent's ``page_tools`` block as a page's
+  are (hostcall/page_tools.py) and frozen with the run; one refused ends the AG-UI run with
+  ``RUN_ERROR`` (``page_tool_refused``, naming the tool and the reason);
 - server-side tools, approvals, guardrails and every other policy run on the server, as for
   any surface: the stream stays open while a call waits for a person's decision.
 """
@@ -29,8 +32,18 @@ from starlette.routing import BaseRoute, Route
 from hostcall.errors import BadRequest, NotFound
 from hostcall.origins import check_request_origin
 from hostcall.page_context import admit_described
-from hostcall.protocol.codes import ErrorCode
-from hostcall.protocol.events import CustomName, EventType, RunFinished, RunStarted, encode
+from hostcall.page_tools import Refused, agent_names
+from hostcall.page_tools import admit as admit_page_tools
+from hostcall.protocol.codes import ErrorCode, RunErrorCode
+from hostcall.protocol.events import (
+    CustomName,
+    EventType,
+    RunError,
+    RunFinished,
+    RunStarted,
+    encode,
+)
+from hostcall.protocol.page_tool import PageTool
 from hostcall.protocol.requests import read_body
 from hostcall.protocol.run_input import InputMessage, RunAgentInput
 from hostcall.runtime import runtime_of
@@ -68,15 +81,23 @@ async def run_agent(request: Request) -> EventSourceResponse:
     client = request.client.host if request.client else "unknown"
     # Checked first, as the widget's is: a refused context costs no message of the quota.
     context = admit_described(agent.page_context, body.context)
+    client_tools = {t.name for t in agent.tools if t.kind == "client"}
+    offered = [t for t in body.definitions if t.name not in client_tools]
+    page_tools: list[PageTool] = []
+    if agent.page_tools is not None and offered:
+        # The client's other tools are its page tools; without a page_tools block they are
+        # ignored, as they always were. A refused one ends the run before anything is kept.
+        page_tools, refused = admit_page_tools(agent.page_tools, offered, taken=agent_names(agent))
+        if refused:
+            return _refused(body, refused[0])
     cid = thread_conversation_id(agent.id, body.thread_id, person)
     new = await runtime.services.conversations.find(cid) is None
     if new:
         await runtime.quotas.new_conversation(agent.id, agent.limits, client)
     await runtime.quotas.new_message(agent.id, agent.limits, cid, client, person=person)
-    client_tools = {t.name for t in agent.tools if t.kind == "client"}
     tools = tuple(n for n in body.tools if n in client_tools)
     conversation = await runtime.services.conversations.thread(
-        cid, agent.id, person, tools, new=new
+        cid, agent.id, person, tools, tuple(t.stored() for t in page_tools), new=new
     )
     declared = frozenset(body.tools)
     queue = runtime.broker.subscribe(conversation.id)
@@ -167,6 +188,21 @@ class _Relay:
             if await self.calls.hand_to_client(data["value"]["toolCallId"], self.declared):
                 self.handed_off = True
         return data
+
+
+def _refused(body: RunAgentInput, refused: Refused) -> EventSourceResponse:
+    """The AG-UI run that ends at once: the client offered a tool the agent refuses."""
+    error = RunError(
+        f"the tool {refused.name[:80]!r} was refused: {refused.reason.value}",
+        RunErrorCode.PAGE_TOOL_REFUSED,
+        body.run_id,
+    )
+
+    async def frames() -> AsyncIterator[ServerSentEvent]:
+        yield _sse(*encode(RunStarted(body.thread_id, body.run_id)))
+        yield _sse(*encode(error))
+
+    return EventSourceResponse(frames(), headers={"Cache-Control": "no-store"}, sep=LF)
 
 
 def _user_text(messages: tuple[InputMessage, ...]) -> str:

@@ -11,6 +11,8 @@ from hostcall.agents import Agent
 from hostcall.errors import BadRequest, Forbidden, NotFound
 from hostcall.origins import check_request_origin
 from hostcall.page_context import admit
+from hostcall.page_tools import admit as admit_page_tools
+from hostcall.page_tools import agent_names
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.requests import (
     Capabilities,
@@ -22,8 +24,10 @@ from hostcall.protocol.requests import (
     surface_id,
 )
 from hostcall.protocol.responses import (
+    AdmittedPageTool,
     FeedbackSaved,
     MessageHeld,
+    RefusedPageTool,
     RunAccepted,
     RunStopped,
     StreamToken,
@@ -119,8 +123,21 @@ async def capabilities(request: Request) -> Response:
     unknown = sorted(set(tools) - {t.name for t in agent.tools})
     if unknown:
         raise BadRequest(f"agent {agent.id!r} has no tool {unknown[0]!r}", field="tools")
-    surface = await runtime.services.surfaces.declare(conversation.id, body.surface_id, tools)
-    return WireResponse(SurfaceTools(surface, tuple(tools)))
+    # Refused ones are named and not kept: the widget tells the page why.
+    admitted, refused = admit_page_tools(
+        agent.page_tools, body.page_tools, taken=agent_names(agent)
+    )
+    surface = await runtime.services.surfaces.declare(
+        conversation.id, body.surface_id, tools, tuple(t.stored() for t in admitted)
+    )
+    return WireResponse(
+        SurfaceTools(
+            surface,
+            tuple(tools),
+            tuple(AdmittedPageTool(t.name, t.digest) for t in admitted),
+            tuple(RefusedPageTool(r.name, r.reason.value) for r in refused),
+        )
+    )
 
 
 async def surface_activity(request: Request) -> Response:

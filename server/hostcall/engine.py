@@ -38,6 +38,7 @@ from hostcall.journal import Journal
 from hostcall.leases import Leases, call_key, run_key
 from hostcall.ledger import Ledger, new_id
 from hostcall.notices import run_notice
+from hostcall.page_tools import planned
 from hostcall.platform import Platform
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import (
@@ -53,7 +54,7 @@ from hostcall.runs.recovery import Adopted, Recovery, Resumable, Work
 from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
 from hostcall.runs.tasks import Tasks
-from hostcall.store.interfaces import Calls, Conversations, Events, Messages, Runs
+from hostcall.store.interfaces import Calls, Conversations, Events, Messages, Runs, Surfaces
 from hostcall.store.interfaces import Leases as LeaseRows
 from hostcall.store.records import (
     Call,
@@ -69,7 +70,7 @@ from hostcall.visitors.visitor import Visitor
 log = logging.getLogger("hostcall.engine")
 
 
-class _EngineStore(Calls, Conversations, Events, LeaseRows, Messages, Runs, Protocol):
+class _EngineStore(Calls, Conversations, Events, LeaseRows, Messages, Runs, Surfaces, Protocol):
     """What the engine reads and writes itself, outside its parts: runs, the visitor's
     message, a stopped step's calls and open messages, a run's lease."""
 
@@ -129,8 +130,15 @@ class Engine:
             raise NotFound(
                 f"agent {conversation.agent_id!r} is no longer loaded", code=ErrorCode.UNKNOWN_AGENT
             )
-        # Its MCP servers' tool lists, read now and kept for the whole run.
-        agent = await self.agents.freeze(agent)
+        # Its MCP servers' tool lists, read now, and the page tools its conversation's
+        # present pages hold: kept for the whole run.
+        moves = self.ledger.moves
+        offered = planned(
+            await self.store.list_surfaces(conversation.id),
+            now=moves.clock(),
+            grace=moves.surface_grace,
+        )
+        agent = await self.agents.freeze(agent, offered)
         run = Run(
             new_id("r"),
             conversation.id,

@@ -19,6 +19,7 @@ from hostcall.calls.assignment import FormReason
 from hostcall.errors import SURFACE_ERROR_CODES
 from hostcall.protocol import console as c
 from hostcall.protocol import responses as r
+from hostcall.protocol.codes import PageToolRefusal
 from hostcall.protocol.events import CustomName, EventType
 from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS, MAX_MESSAGE_CHARS
 from hostcall.protocol.requests import LOCALES, SURFACE_ID
@@ -45,6 +46,7 @@ ENUMS: Enums = {
     (c.ConsoleHandoff, "state"): ("waiting", "taken"),
     (c.ConversationItem, "handoff"): ("waiting", "taken"),
     (r.ToolCard, "effect"): EFFECTS,
+    (r.RefusedPageTool, "reason"): PageToolRefusal,
 }
 
 
@@ -144,7 +146,13 @@ def request_schemas() -> dict[str, Any]:
         ),
         "ResumeSession": _obj([], parentOrigin=STRING, resumeKey=STRING),
         "Capabilities": _obj(["tools"], tools={"type": "array", "items": STRING},
-                             surfaceId=surface),
+                             surfaceId=surface,
+                             # WebMCP's getTools(), admitted by the agent's page_tools.
+                             pageTools={"type": "array", "items": _obj(
+                                 ["name"], name=STRING, title=STRING, description=STRING,
+                                 inputSchema=OBJECT, annotations=_obj(
+                                     [], readOnlyHint={"type": "boolean"},
+                                     untrustedContentHint={"type": "boolean"}))}),
         "NewMessage": _obj(["text"], text={"type": "string", "minLength": 1,
                                            "maxLength": MAX_MESSAGE_CHARS},
                            simulate={"type": "boolean"},
@@ -226,7 +234,8 @@ def _api(p: _Paths) -> dict[str, Any]:
             "A fresh stream token", 200, p.body(r.StreamToken), 401, 403, 404, body=OBJECT,
             security=SESSION, optional_body=True)},
         "/api/conversations/{conversationId}/capabilities": {"parameters": conv, "post": p.op(
-            "The tools this surface has handlers for", 200, p.body(r.SurfaceTools), 401, 403,
+            "The tools this surface has handlers for, and the page tools it registered:"
+            " those admitted and those refused", 200, p.body(r.SurfaceTools), 400, 401, 403,
             404, body=_ref("Capabilities"), security=SESSION)},
         "/api/conversations/{conversationId}/messages": {"parameters": conv, "post": p.op(
             "Send a user message: starts a run (or, while a person holds the conversation,"

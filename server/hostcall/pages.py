@@ -260,6 +260,9 @@ async def widget_page(request: Request) -> HTMLResponse:
         # What the page's context may weigh (hostcall/page_context.py), so the widget refuses
         # early what the server would; null: the agent admits none.
         "pageContext": agent.page_context.to_wire() if agent.page_context else None,
+        # Which tools the page may register (hostcall/page_tools.py); null: none, and the
+        # page-tools code is never loaded.
+        "pageTools": agent.page_tools.to_wire() if agent.page_tools else None,
         # The built-in person tool's calls read "Asking for a person…", not its id and input.
         "personTools": [tool.name for tool in agent.tools if getattr(tool, "kind", "") == "person"],
     }

@@ -110,6 +110,29 @@ def pattern_problems(schema: Any, at: str = "") -> list[str]:
     return problems
 
 
+def remote_refs(schema: Any) -> list[str]:
+    """The ``$ref`` and ``$dynamicRef`` values in ``schema`` that point outside it: nothing
+    here fetches one (``_no_retrieval``), so a schema holding one could never be checked."""
+    if isinstance(schema, list):
+        return [r for item in schema for r in remote_refs(item)]
+    if not isinstance(schema, dict):
+        return []
+    found = [
+        v for k, v in schema.items()
+        if k in ("$ref", "$dynamicRef") and not (isinstance(v, str) and v.startswith("#"))
+    ]  # fmt: skip
+    return found + [r for v in schema.values() for r in remote_refs(v)]
+
+
+def schema_depth(value: Any) -> int:
+    """How deep ``value``'s JSON containers nest (a scalar: 0)."""
+    if isinstance(value, dict):
+        return 1 + max(map(schema_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(schema_depth, value), default=0)
+    return 0
+
+
 def _subschemas(schema: dict[str, Any]) -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = [(k, schema[k]) for k in _SUBSCHEMA if k in schema]
     for key in _SUBSCHEMA_MAPS:

@@ -71,6 +71,13 @@ class Tool:
     # What end users see instead of the tool's id ("Create a task", not "create_task").
     title: str = ""
     idempotent: bool = False
+    # A page tool (hostcall/page_tools.py): the digest of the registration the run planned
+    # with (a call goes only to a surface holding the same), whether the page marked its
+    # results untrusted, and whether a form may answer it (only with the agent file's
+    # output schema).
+    page_digest: str = ""
+    untrusted: bool = False
+    has_form: bool = True
 
     @property
     def rerunnable(self) -> bool:
@@ -109,6 +116,7 @@ class Tool:
             "title": self.title or self.name,
             "effect": self.effect,
             "rerunnable": self.rerunnable,
+            **({"pageTool": True} if self.page_digest else {}),
         }
 
 

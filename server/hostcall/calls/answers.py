@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from hostcall.calls.moves import CallMoves, tool_error
-from hostcall.calls.outcomes import CallExpired, Dispatched, Settled
+from hostcall.calls.outcomes import CallExpired, Moved, Settled
 from hostcall.calls.transitions import CallEvent
 from hostcall.errors import (
     BadRequest,
@@ -194,7 +194,9 @@ class Answers:
         surface: str | None = None,
         *,
         audit: AuditEntry | None = None,
-    ) -> Dispatched:
+    ) -> Moved:
+        """The call dispatched as approved (``Settled`` instead: a page tool with nowhere
+        to run, hostcall/calls/moves.py ``_no_handler``)."""
         if call.state is not CallState.AWAITING_CONFIRMATION:
             raise await self.moves.not_open(call.id, deciding=True)
         approval = dict(call.extra.get("approval", {}))

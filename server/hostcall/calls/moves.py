@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from hostcall.calls.assignment import FormReason, choose
 from hostcall.calls.observed import observe_settled
-from hostcall.calls.outcomes import Dispatched, Moved
+from hostcall.calls.outcomes import Dispatched, Moved, Settled
 from hostcall.calls.transitions import CallEvent, Effect, Move, sources, transition
 from hostcall.calls.views import CallViews
 from hostcall.errors import Conflict, Gone, ToolErrorCode
@@ -84,8 +84,9 @@ class CallMoves:
         *,
         surface: str | None,
         stored: bool = True,
-    ) -> Dispatched:
-        """Send the call where it runs: its block, a surface (the claim), or the form.
+    ) -> Moved:
+        """Send the call where it runs: its block, a surface (the claim), or the form; a
+        page tool no present page holds and no form may answer fails ``no_handler``.
 
         ``stored=False``: a call proposed in the caller's unit and not stored yet; it is
         stored as the move leaves it (nobody else can see it before the unit commits)."""
@@ -96,7 +97,9 @@ class CallMoves:
             # The block enforces this timeout itself; the sweeper is only the safety net.
             deadline += 5
         else:
-            changes |= await self._assignment(call, preferred=surface, now=now)
+            changes |= await self._assignment(call, tool, preferred=surface, now=now)
+            if changes["surface_id"] is None and not tool.has_form:
+                return await self._no_handler(unit, call, stored=stored)
         if not stored:
             move = transition(call.state, event)
             placed = replace(call, state=move.to, deadline=deadline, **changes)
@@ -108,11 +111,36 @@ class CallMoves:
         assert isinstance(moved, Dispatched), f"{event.value} sends a call where it runs"
         return moved
 
-    async def _assignment(self, call: Call, *, preferred: str | None, now: float) -> dict[str, Any]:
+    async def _no_handler(self, unit: Unit, call: Call, *, stored: bool) -> Moved:
+        """A page tool's call with nowhere to run: no open page holds the registration its
+        run planned with, and without the agent file's output schema no form stands in."""
+        outcome = tool_error(
+            ToolErrorCode.NO_HANDLER,
+            f"No open page has the tool {call.tool_name!r} as this run planned it; it was not run.",
+        )
+        if not stored:
+            await self.store.add_call(call)
+            refused = await self.settle(unit, call, CallEvent.REFUSE, outcome)
+            assert refused is not None, "a call just added is where the move starts"
+            return Moved(refused)  # in the step that proposed it: nothing to resume
+        # Approved (or waiting for it), never dispatched: it ends as a cancelled call does.
+        settled = await self.settle(unit, call, CallEvent.CANCEL, outcome)
+        if settled is None:
+            raise await self.not_open(call.id, deciding=True)
+        return Settled(settled)
+
+    async def _assignment(
+        self, call: Call, tool: Tool, *, preferred: str | None, now: float
+    ) -> dict[str, Any]:
         """The store changes that assign ``call`` to a surface, or to the form."""
         surfaces = await self.store.list_surfaces(call.conversation_id)
         target = choose(
-            surfaces, call.tool_name, now=now, grace=self.surface_grace, preferred=preferred
+            surfaces,
+            call.tool_name,
+            now=now,
+            grace=self.surface_grace,
+            preferred=preferred,
+            digest=tool.page_digest,
         )
         extra = {k: v for k, v in call.extra.items() if k != "formReason"}
         if target is None:

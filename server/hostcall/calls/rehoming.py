@@ -8,9 +8,12 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from hostcall.calls.assignment import rehome
-from hostcall.calls.moves import CallMoves
+from hostcall.calls.moves import CallMoves, tool_error
+from hostcall.calls.outcomes import Settled
+from hostcall.calls.transitions import CallEvent
+from hostcall.errors import ToolErrorCode
 from hostcall.store.interfaces import Calls, Database, Surfaces
-from hostcall.store.records import CallState
+from hostcall.store.records import Call, CallState
 
 
 class _RehomingStore(Calls, Database, Surfaces, Protocol):
@@ -40,19 +43,20 @@ class Rehoming:
             and (call.surface_id, call.assignment) == (surface_id, assignment)
         )
 
-    async def rehome(self, conversation_id: str) -> int:
+    async def rehome(self, conversation_id: str) -> list[Settled]:
         """Move the open client calls of a conversation whose surface is gone (see
-        hostcall/calls/assignment.py); the number moved."""
+        hostcall/calls/assignment.py). A page tool's call that no form may answer fails
+        ``no_handler`` instead: those calls, whose runs the caller resumes."""
         now = self.moves.clock()
         calls = [
             c for c in await self.store.list_calls(conversation_id)
             if c.state in (CallState.DISPATCHED, CallState.DELIVERED)
         ]  # fmt: skip
         if not calls:
-            return 0
+            return []
         surfaces = await self.store.list_surfaces(conversation_id)
         by_id = {s.id: s for s in surfaces}
-        moved = 0
+        failed: list[Settled] = []
         for call in calls:
             tool = await self.moves.views.tool_of(call)
             if tool is None or tool.kind != "client":
@@ -60,8 +64,14 @@ class Rehoming:
             plan = rehome(
                 call, by_id.get(call.surface_id or ""), surfaces,
                 rerunnable=tool.rerunnable, now=now, grace=self.moves.surface_grace,
+                digest=tool.page_digest,
             )  # fmt: skip
             if plan is None:
+                continue
+            if plan.surface is None and not tool.has_form:
+                async with self.moves.journal.unit() as unit:
+                    settled = await self.moves.settle(unit, call, CallEvent.FAIL, _gone(call))
+                failed += [Settled(settled)] if settled is not None else []
                 continue
             extra = {k: v for k, v in call.extra.items() if k != "formReason"}
             changes: dict[str, Any]
@@ -75,13 +85,27 @@ class Rehoming:
                     "assignment": call.assignment + 1, "extra": extra,
                 }  # fmt: skip
             async with self.moves.journal.unit() as unit:
-                moved += await self.moves.move(unit, call, plan.event, **changes) is not None
-        return moved
+                await self.moves.move(unit, call, plan.event, **changes)
+        return failed
 
-    async def rehome_due(self) -> int:
+    async def rehome_due(self) -> list[Settled]:
         """The sweeper's pass: every conversation with a call on a surface or the form."""
         conversations = {
             c.conversation_id
             for c in await self.store.calls_in_states([CallState.DISPATCHED, CallState.DELIVERED])
         }
-        return sum([await self.rehome(cid) for cid in sorted(conversations)])
+        return [s for cid in sorted(conversations) for s in await self.rehome(cid)]
+
+
+def _gone(call: Call) -> dict[str, Any]:
+    """Why a page tool's call with no page left to run it failed; a delivered one may have
+    run before its page went."""
+    said = (
+        "Its page went away after receiving it: it may already have taken effect."
+        if call.delivered
+        else "It was not run."
+    )
+    return tool_error(
+        ToolErrorCode.NO_HANDLER,
+        f"No open page has the tool {call.tool_name!r} as this run planned it. {said}",
+    )

@@ -66,6 +66,7 @@ class CallViews:
             assignment=call.assignment,
             title=tool.title if tool and tool.title else None,
             form_reason=call.extra.get("formReason"),
+            page_tool=True if tool and tool.page_digest else None,
             result_token=self.tokens.sign(Purpose.CALL_RESULT, claims) if answerable else None,
             decision_token=self.tokens.sign(Purpose.CALL_DECISION, claims) if awaiting else None,
         )

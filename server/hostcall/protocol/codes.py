@@ -102,3 +102,19 @@ class RunErrorCode(StrEnum):
     STORE_UNAVAILABLE = "store_unavailable"
     CANCELLED = "cancelled"  # the visitor stopped the run (Stop)
     OPERATOR_CANCELLED = "operator_cancelled"  # an operator cancelled the run (the console)
+    # An AG-UI client's tool the agent's page_tools block refused (hostcall/page_tools.py).
+    PAGE_TOOL_REFUSED = "page_tool_refused"
+
+
+class PageToolRefusal(StrEnum):
+    """Why a tool the page offered was not admitted (the ``reason`` of a capabilities
+    answer's ``refused`` entry, and of an AG-UI ``RUN_ERROR``)."""
+
+    NOT_ADMITTED = "not_admitted"  # the agent file has no page_tools block
+    NOT_ALLOWED = "not_allowed"  # its name is not in the block's allow list
+    SHADOWED = "shadowed"  # the agent file has a tool of that name: it wins
+    BAD_NAME = "bad_name"
+    BAD_SCHEMA = "bad_schema"  # not an object schema, too deep, a remote $ref, a pattern
+    TOO_LARGE = "too_large"  # its input schema is over max_schema_bytes
+    DESCRIPTION_TOO_LONG = "description_too_long"
+    TOO_MANY = "too_many"  # past max_tools

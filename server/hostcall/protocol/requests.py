@@ -16,6 +16,7 @@ from starlette.requests import Request
 from hostcall.errors import SURFACE_ERROR_CODES, BadRequest, ToolErrorCode, Unprocessable
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS, MAX_MESSAGE_CHARS
+from hostcall.protocol.page_tool import PageTool
 from hostcall.protocol.reading import read_json
 from hostcall.protocol.run_input import RunAgentInput
 
@@ -101,17 +102,51 @@ class ResumeSession:
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """``POST /api/conversations/{conversationId}/capabilities``: the tools a surface answers."""
+    """``POST /api/conversations/{conversationId}/capabilities``: the tools a surface answers,
+    and the page tools it registered (hostcall/page_tools.py), admitted by the route."""
 
     tools: tuple[str, ...]
     surface_id: str | None = None
+    page_tools: tuple[PageTool, ...] = ()
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> Capabilities:
         tools = body.get("tools")
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise BadRequest("field 'tools' must be a list of tool names", field="tools")
-        return cls(tuple(dict.fromkeys(tools)), surface_id(body.get("surfaceId")))
+        raw = body.get("pageTools", [])
+        if not isinstance(raw, list):
+            raise BadRequest("field 'pageTools' must be a list of tools", field="pageTools")
+        page_tools = tuple(_page_tool(t, f"pageTools[{i}]") for i, t in enumerate(raw))
+        names = [t.name for t in page_tools]
+        if len(set(names)) != len(names):
+            twice = next(n for n in names if names.count(n) > 1)
+            raise BadRequest(f"pageTools names {twice[:80]!r} twice", field="pageTools")
+        return cls(tuple(dict.fromkeys(tools)), surface_id(body.get("surfaceId")), page_tools)
+
+
+def _page_tool(raw: Any, where: str) -> PageTool:
+    """One page tool as WebMCP's ``getTools()`` lists it: ``{name, title, description,
+    inputSchema, annotations: {readOnlyHint, untrustedContentHint}}``."""
+    if not isinstance(raw, dict):
+        raise BadRequest(f"{where} must be a JSON object", field=where)
+    name, description = raw.get("name"), raw.get("description", "")
+    if not isinstance(name, str) or not isinstance(description, str):
+        raise BadRequest(f"{where}: 'name' and 'description' must be strings", field=where)
+    title = raw.get("title") or ""
+    schema = raw.get("inputSchema") or {"type": "object"}
+    hints = raw.get("annotations") or {}
+    if not isinstance(title, str) or not isinstance(schema, dict) or not isinstance(hints, dict):
+        raise BadRequest(
+            f"{where}: 'title' must be a string, 'inputSchema' and 'annotations' objects",
+            field=where,
+        )
+    flags = {k: hints.get(k, False) for k in ("readOnlyHint", "untrustedContentHint")}
+    if not all(isinstance(v, bool) for v in flags.values()):
+        raise BadRequest(f"{where}: annotations' hints must be true or false", field=where)
+    return PageTool(
+        name, description, schema, flags["readOnlyHint"], flags["untrustedContentHint"], title
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,9 @@ class CallView:
     assignment: int = 0
     title: str | None = None
     form_reason: str | None = None
+    # A tool the page registered itself (hostcall/page_tools.py): the widget runs it with
+    # the page's ``executeTool``, not a handler of Hostcall's.
+    page_tool: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +148,31 @@ class StreamToken:
 
 
 @dataclass(frozen=True, slots=True)
+class AdmittedPageTool:
+    """A page tool the agent admitted, and the digest of its registration: a run that plans
+    with it calls only a surface holding the same."""
+
+    name: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedPageTool:
+    """A page tool the agent refused, and why (a ``PageToolRefusal``)."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class SurfaceTools:
-    """The answer to ``capabilities``: the surface and the tools it handles."""
+    """The answer to ``capabilities``: the surface and the tools it handles; the page tools
+    admitted (``{name, digest}``) and those refused (``{name, reason}``)."""
 
     surface_id: str
     tools: tuple[str, ...]
+    page_tools: tuple[AdmittedPageTool, ...] = ()
+    refused: tuple[RefusedPageTool, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from hostcall import strictjson
 from hostcall.errors import BadRequest
+from hostcall.protocol.page_tool import PageTool
 from hostcall.protocol.reading import refuse_unstorable, unstorable_what
 
 ROLES = ("developer", "system", "assistant", "user", "tool", "activity", "reasoning")
@@ -45,6 +46,9 @@ class RunAgentInput:
     tools: tuple[str, ...]  # the names of the tools the client runs itself
     # Its ``context``: (description, value) pairs, in order, as sent.
     context: tuple[tuple[str, Any], ...] = ()
+    # Its tools as page tools (``{name, description, parameters}``): those the agent file
+    # does not define are admitted by its ``page_tools`` block (hostcall/page_tools.py).
+    definitions: tuple[PageTool, ...] = ()
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> RunAgentInput:
@@ -57,12 +61,13 @@ class RunAgentInput:
             raise BadRequest("field 'tools' must be a list", field="tools")
         refuse_unstorable(_without_tool_results(body, raw_messages), "request body")
         messages = tuple(_message(m, f"messages[{i}]") for i, m in enumerate(raw_messages))
-        tools = tuple(_tool_name(t, f"tools[{i}]") for i, t in enumerate(raw_tools))
+        definitions = tuple(_tool(t, f"tools[{i}]") for i, t in enumerate(raw_tools))
+        tools = tuple(t.name for t in definitions)
         raw_context = body.get("context", [])
         if not isinstance(raw_context, list):
             raise BadRequest("field 'context' must be a list", field="context")
         context = tuple(_context(c, f"context[{i}]") for i, c in enumerate(raw_context))
-        return cls(thread_id, run_id, messages, tools, context)
+        return cls(thread_id, run_id, messages, tools, context, definitions)
 
 
 def _text(body: dict[str, Any], name: str, where: str = "") -> str:
@@ -134,7 +139,15 @@ def _unstorable_result(text: str, error: str | None, where: str) -> str | None:
     return unstorable_what(reason, field)
 
 
-def _tool_name(raw: Any, where: str) -> str:
+def _tool(raw: Any, where: str) -> PageTool:
+    """AG-UI's ``Tool``: ``{name, description, parameters}`` (a JSON Schema)."""
     if not isinstance(raw, dict):
         raise BadRequest(f"{where} must be a JSON object", field=where)
-    return _text(raw, "name", where)
+    name = _text(raw, "name", where)
+    description = raw.get("description") or ""
+    parameters = raw.get("parameters") or {"type": "object"}
+    if not isinstance(description, str) or not isinstance(parameters, dict):
+        raise BadRequest(
+            f"{where}: 'description' must be a string and 'parameters' an object", field=where
+        )
+    return PageTool(name, description, parameters)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hostcall.agents import Agent, definition_digest, parse_agent
@@ -24,7 +24,9 @@ from hostcall.errors import RunUnreadable
 from hostcall.models.base import Model
 from hostcall.models.factory import RefusedModel, build_model
 from hostcall.models.reply_check import reply_problems
+from hostcall.page_tools import ADMITTED, admit, agent_names, run_entries
 from hostcall.platform import Platform
+from hostcall.protocol.page_tool import PageTool
 from hostcall.store.interfaces import Runs
 
 RUN_CACHE_SIZE = 4096
@@ -115,7 +117,7 @@ class RunAgents:
         agent = self._frozen.get(key)
         if agent is None:
             agent, problems = parse_agent(
-                run.agent, f"run {run_id}", self.environ, check_replies=False
+                run.agent, f"run {run_id}", self.environ, check_replies=False, frozen=True
             )
             if agent is None:  # a stored row is data from outside this process
                 log.error("run %s: its stored definition cannot be read: %s", run_id, problems)
@@ -124,13 +126,24 @@ class RunAgents:
         self.remember(run_id, agent)
         return agent
 
-    async def freeze(self, agent: Agent) -> Agent:
-        """The agent with its MCP servers' tools as the servers list them now: what a new
-        run keeps to its end. A server the environment does not allow is not contacted; one
-        that cannot be reached leaves its tools out of this run (and says so in the log)."""
-        if not agent.mcp:
-            return agent
+    async def freeze(self, agent: Agent, page_tools: Sequence[PageTool] = ()) -> Agent:
+        """The agent with its MCP servers' tools as the servers list them now, and the page
+        tools it admits of ``page_tools`` (its conversation's, hostcall/page_tools.py): what
+        a new run keeps to its end. A server the environment does not allow is not
+        contacted; one that cannot be reached leaves its tools out of this run (and says so
+        in the log)."""
         environment = self.platform.environment(agent.environment)
+        admitted: list[PageTool] = []
+        if agent.page_tools is not None and page_tools:
+            # Again: the agent file may have changed since the page offered them.
+            admitted, _ = admit(agent.page_tools, page_tools, taken=agent_names(agent))
+        if not agent.mcp and not admitted:
+            return agent
+        source = dict(agent.source)
+        if admitted:
+            assert agent.page_tools is not None
+            kept = run_entries(agent.page_tools, admitted, protected=environment.protected)
+            source["page_tools"] = {**source["page_tools"], ADMITTED: kept}
         # The bindings stay in: re-read, the definition knows the names its rules may call
         # even when a server was left out (the model is then told unknown_tool).
         tools: list[Any] = list(agent.source.get("tools", []))
@@ -165,15 +178,15 @@ class RunAgents:
                     continue
                 taken.add(name)
                 tools.append(entry)
-        source = {**agent.source, "tools": tools}
+        source["tools"] = tools
         digest = definition_digest(source)
         frozen = self._frozen.get(digest)
         if frozen is None:
-            frozen, problems = parse_agent(source, f"agent {agent.id}", self.environ)
+            frozen, problems = parse_agent(source, f"agent {agent.id}", self.environ, frozen=True)
             if frozen is None:
                 # Every entry was checked above; should the server's list still make the
                 # definition unreadable, the run goes on without the servers' tools.
-                log.error("agent %s: MCP tools left out of a run: %s", agent.id, problems)
+                log.error("agent %s: MCP and page tools left out of a run: %s", agent.id, problems)
                 return agent
             self._frozen[digest] = frozen
         return frozen

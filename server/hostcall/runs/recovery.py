@@ -102,7 +102,7 @@ class Recovery:
             return []
         work: list[Work | None] = []
         work += await self.ledger.answers.expire_due()
-        await self.ledger.rehoming.rehome_due()
+        work += await self.ledger.rehoming.rehome_due()
         for key in await self.leases.expired():
             if await self.leases.take(key):
                 work.append(await self._adopt(key))

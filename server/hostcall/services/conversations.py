@@ -7,7 +7,7 @@ is decided here, never from a request's body (hostcall/history.py, hostcall/visi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from hostcall.engine import Engine
 from hostcall.errors import NotFound
@@ -75,11 +75,12 @@ class ConversationService:
         agent_id: str,
         person: str | None,
         tools: tuple[str, ...],
+        page_tools: tuple[dict[str, Any], ...] = (),
         *,
         new: bool,
     ) -> Conversation:
         """An AG-UI thread's conversation, created if ``new``, with the client tools its
-        client declares now."""
+        client declares now, and the page tools of its that the agent admitted."""
         store = self.store
         if new:
             await store.create_conversation(
@@ -88,7 +89,9 @@ class ConversationService:
         # The AG-UI client names no surface: it is the conversation's own, always present
         # (docs/protocol.md "Surfaces"), so its calls are assigned to it and never move.
         async with store.transaction():
-            await store.save_surface_tools(conversation_id, ANONYMOUS_SURFACE, tools, self.clock())
+            await store.save_surface_tools(
+                conversation_id, ANONYMOUS_SURFACE, tools, self.clock(), page_tools
+            )
         conversation = await store.get_conversation(conversation_id)
         assert conversation is not None
         return conversation

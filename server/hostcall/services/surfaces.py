@@ -5,8 +5,9 @@ leaves, and its stream attaches and detaches. What changes where calls may go mo
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
+from hostcall.calls.outcomes import Settled
 from hostcall.engine import Engine
 from hostcall.store.interfaces import Database, Surfaces
 from hostcall.store.records import ANONYMOUS_SURFACE
@@ -18,20 +19,28 @@ class _SurfaceStore(Database, Surfaces, Protocol):
 
 class SurfaceService:
     def __init__(self, engine: Engine) -> None:
+        self.engine = engine
         self.store: _SurfaceStore = engine.journal.store
         self.ledger = engine.ledger
         # The ledger's clock: a surface's presence is judged on it (``Surface.present``).
         self.clock = engine.ledger.moves.clock
 
     async def declare(
-        self, conversation_id: str, surface: str | None, tools: tuple[str, ...]
+        self,
+        conversation_id: str,
+        surface: str | None,
+        tools: tuple[str, ...],
+        page_tools: tuple[dict[str, Any], ...] = (),
     ) -> str:
-        """The tools a page handles now; the surface they were saved for."""
+        """The tools a page handles now, and the page tools its agent admitted; the surface
+        they were saved for."""
         surface = surface or ANONYMOUS_SURFACE
         async with self.store.transaction():
-            await self.store.save_surface_tools(conversation_id, surface, tools, self.clock())
+            await self.store.save_surface_tools(
+                conversation_id, surface, tools, self.clock(), page_tools
+            )
         # A read left on the form (its page reloaded) may now have a handler again.
-        await self.ledger.rehoming.rehome(conversation_id)
+        self._resume(await self.ledger.rehoming.rehome(conversation_id))
         return surface
 
     async def touch(self, conversation_id: str, surface: str) -> None:
@@ -44,7 +53,12 @@ class SurfaceService:
         period."""
         async with self.store.transaction():
             await self.store.leave_surface(conversation_id, surface, self.clock())
-        await self.ledger.rehoming.rehome(conversation_id)
+        self._resume(await self.ledger.rehoming.rehome(conversation_id))
+
+    def _resume(self, failed: list[Settled]) -> None:
+        """Page tools' calls that failed for want of a page: their runs go on."""
+        for settled in failed:
+            self.engine.resume(settled)
 
     async def claim(self, call_id: str, surface: str, assignment: int) -> bool:
         """``Rehoming.claim``: whether a dispatch is still this surface's to run."""

@@ -210,7 +210,12 @@ class Surfaces(Protocol):
     does not exist yet."""
 
     async def save_surface_tools(
-        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
+        self,
+        conversation_id: str,
+        surface_id: str,
+        tools: tuple[str, ...],
+        now: float,
+        page_tools: tuple[dict[str, Any], ...] = (),
     ) -> None: ...
     async def attach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""

@@ -185,6 +185,13 @@ class Surface:
     detached_at: float | None = None
     # The page said it is going away (reload, navigation, closed tab): no grace period.
     left: bool = False
+    # The page tools it registered and its agent admitted (hostcall/page_tools.py), each
+    # ``{name, description, inputSchema, annotations, digest}``.
+    page_tools: tuple[dict[str, Any], ...] = ()
+
+    def holds(self, name: str, digest: str) -> bool:
+        """Whether it holds the page tool ``name`` registered as ``digest``."""
+        return any(t["name"] == name and t["digest"] == digest for t in self.page_tools)
 
     def present(self, now: float, grace: float) -> bool:
         if self.id == ANONYMOUS_SURFACE:

@@ -215,6 +215,7 @@ def surface(row: Mapping[str, Any]) -> Surface:
         streams=row["streams"],
         detached_at=row["detached_at"],
         left=bool(row["left_page"]),
+        page_tools=tuple(load(row["page_tools"]) or ()),
     )
 
 

@@ -223,7 +223,7 @@ class Statements:
 
         # ---- surfaces
         self.save_surface_tools = q(
-            "UPDATE surfaces SET tools = ? WHERE conversation_id = ? AND id = ?"
+            "UPDATE surfaces SET tools = ?, page_tools = ? WHERE conversation_id = ? AND id = ?"
         )
         self.attach_surface = q(
             "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"

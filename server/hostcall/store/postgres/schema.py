@@ -9,7 +9,11 @@ from hostcall.store import usage_sql
 from hostcall.store.migrations import Migration
 from hostcall.store.postgres.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
 from hostcall.store.postgres.people import PEOPLE_SCHEMA
-from hostcall.store.postgres.surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
+from hostcall.store.postgres.surfaces import (
+    PAGE_TOOLS_SCHEMA,
+    SURFACE_STREAMS_SCHEMA,
+    SURFACES_SCHEMA,
+)
 
 MIGRATIONS = (
     Migration(1, "initial", """
@@ -144,4 +148,6 @@ CREATE INDEX conversations_by_activity ON conversations (agent_id, updated_at);
     Migration(17, "page context", """
 ALTER TABLE messages ADD COLUMN context TEXT;
 """),
+    # The page tools a surface holds (Surface.page_tools), as JSON.
+    Migration(18, "page tools", PAGE_TOOLS_SCHEMA),
 )  # fmt: skip

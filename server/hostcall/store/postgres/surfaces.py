@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hostcall.store import rows
 from hostcall.store.interfaces import Surfaces
 from hostcall.store.postgres.connections import PostgresConnections
@@ -36,17 +38,28 @@ _UPSERT = (
     " VALUES (%s, %s, %s, %s) ON CONFLICT (conversation_id, id) DO NOTHING"
 )
 
+# The next migration (schema.py): the page tools each surface holds (Surface.page_tools).
+PAGE_TOOLS_SCHEMA = """
+ALTER TABLE surfaces ADD COLUMN page_tools TEXT NOT NULL DEFAULT '[]';
+"""
+
 
 class SurfaceTables(PostgresConnections, Surfaces):
     async def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         await self._run(_UPSERT, (conversation_id, surface_id, now, now))
 
     async def save_surface_tools(
-        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
+        self,
+        conversation_id: str,
+        surface_id: str,
+        tools: tuple[str, ...],
+        now: float,
+        page_tools: tuple[dict[str, Any], ...] = (),
     ) -> None:
         await self._ensure_surface(conversation_id, surface_id, now)
         await self._run(
-            SQL.save_surface_tools, (rows.dump(list(tools)), conversation_id, surface_id)
+            SQL.save_surface_tools,
+            (rows.dump(list(tools)), rows.dump(list(page_tools)), conversation_id, surface_id),
         )
 
     async def attach_surface(

@@ -9,7 +9,11 @@ from hostcall.store import usage_sql
 from hostcall.store.migrations import Migration
 from hostcall.store.sqlite.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
 from hostcall.store.sqlite.people import PEOPLE_SCHEMA
-from hostcall.store.sqlite.surfaces import SURFACE_STREAMS_SCHEMA, SURFACES_SCHEMA
+from hostcall.store.sqlite.surfaces import (
+    PAGE_TOOLS_SCHEMA,
+    SURFACE_STREAMS_SCHEMA,
+    SURFACES_SCHEMA,
+)
 
 MIGRATIONS = (
     # Version 1 is the schema from before migrations existed; IF NOT EXISTS adopts such files.
@@ -125,4 +129,6 @@ CREATE INDEX conversations_by_activity ON conversations (agent_id, updated_at);
     Migration(17, "page context", """
 ALTER TABLE messages ADD COLUMN context TEXT;
 """),
+    # The page tools a surface holds (Surface.page_tools), as JSON.
+    Migration(18, "page tools", PAGE_TOOLS_SCHEMA),
 )  # fmt: skip

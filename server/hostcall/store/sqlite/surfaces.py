@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hostcall.store import rows
 from hostcall.store.interfaces import Surfaces
 from hostcall.store.records import Surface
@@ -31,6 +33,11 @@ CREATE TABLE surface_streams (
 CREATE INDEX surface_streams_by_owner ON surface_streams (owner);
 """
 
+# The next migration (schema.py): the page tools each surface holds (Surface.page_tools).
+PAGE_TOOLS_SCHEMA = """
+ALTER TABLE surfaces ADD COLUMN page_tools TEXT NOT NULL DEFAULT '[]';
+"""
+
 
 class SurfaceTables(SQLiteConnection, Surfaces):
     def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
@@ -43,11 +50,17 @@ class SurfaceTables(SQLiteConnection, Surfaces):
         )
 
     async def save_surface_tools(
-        self, conversation_id: str, surface_id: str, tools: tuple[str, ...], now: float
+        self,
+        conversation_id: str,
+        surface_id: str,
+        tools: tuple[str, ...],
+        now: float,
+        page_tools: tuple[dict[str, Any], ...] = (),
     ) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
         self._db.execute(
-            SQL.save_surface_tools, (rows.dump(list(tools)), conversation_id, surface_id)
+            SQL.save_surface_tools,
+            (rows.dump(list(tools)), rows.dump(list(page_tools)), conversation_id, surface_id),
         )
 
     async def attach_surface(
