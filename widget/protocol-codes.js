@@ -27,6 +27,7 @@ export const RUN_ERROR_CODE = Object.freeze({
   STORE_UNAVAILABLE: "store_unavailable",
   CANCELLED: "cancelled",
   OPERATOR_CANCELLED: "operator_cancelled",
+  PAGE_TOOL_REFUSED: "page_tool_refused",
 })
 
 /** Error codes a surface may send instead of a result. */

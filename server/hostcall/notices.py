@@ -33,6 +33,7 @@ RUN_NOTICES: dict[RunErrorCode, str] = {
     "message again in a moment.",
     RunErrorCode.CANCELLED: "You stopped this reply.",
     RunErrorCode.OPERATOR_CANCELLED: "The support team stopped this request.",
+    RunErrorCode.PAGE_TOOL_REFUSED: GENERIC,
 }
 
 # What a visitor reads for a call that ended without an output (events and snapshots carry

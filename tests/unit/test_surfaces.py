@@ -257,11 +257,13 @@ def test_a_client_that_names_no_surface_is_always_present(harness: Harness) -> N
     assert register(harness, conv, None, BOTH).json() == {
         "surfaceId": "conversation",
         "tools": BOTH,
+        "pageTools": [],
+        "refused": [],
     }
     harness.say(conv, ASK_READ)
     call = harness.open_call(conv)
     assert (call["surfaceId"], call["route"]) == ("conversation", "handler")
-    assert harness.call(harness.runtime.engine.ledger.rehoming.rehome, conv.id) == 0
+    assert harness.call(harness.runtime.engine.ledger.rehoming.rehome, conv.id) == []
 
 
 # ---- bad input: a clear error, and nothing changed -------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from hostcall.calls.assignment import rehome
 from hostcall.calls.moves import CallMoves, tool_error
-from hostcall.calls.outcomes import Settled
+from hostcall.calls.outcomes import Moved, Settled
 from hostcall.calls.transitions import CallEvent
 from hostcall.errors import ToolErrorCode
 from hostcall.store.interfaces import Calls, Database, Surfaces
@@ -43,10 +43,10 @@ class Rehoming:
             and (call.surface_id, call.assignment) == (surface_id, assignment)
         )
 
-    async def rehome(self, conversation_id: str) -> list[Settled]:
+    async def rehome(self, conversation_id: str) -> list[Moved]:
         """Move the open client calls of a conversation whose surface is gone (see
-        hostcall/calls/assignment.py). A page tool's call that no form may answer fails
-        ``no_handler`` instead: those calls, whose runs the caller resumes."""
+        hostcall/calls/assignment.py); the calls moved. A page tool's call that no form may
+        answer fails ``no_handler`` instead: a ``Settled``, whose run the caller resumes."""
         now = self.moves.clock()
         calls = [
             c for c in await self.store.list_calls(conversation_id)
@@ -56,7 +56,7 @@ class Rehoming:
             return []
         surfaces = await self.store.list_surfaces(conversation_id)
         by_id = {s.id: s for s in surfaces}
-        failed: list[Settled] = []
+        moved: list[Moved] = []
         for call in calls:
             tool = await self.moves.views.tool_of(call)
             if tool is None or tool.kind != "client":
@@ -71,7 +71,7 @@ class Rehoming:
             if plan.surface is None and not tool.has_form:
                 async with self.moves.journal.unit() as unit:
                     settled = await self.moves.settle(unit, call, CallEvent.FAIL, _gone(call))
-                failed += [Settled(settled)] if settled is not None else []
+                moved += [Settled(settled)] if settled is not None else []
                 continue
             extra = {k: v for k, v in call.extra.items() if k != "formReason"}
             changes: dict[str, Any]
@@ -85,8 +85,9 @@ class Rehoming:
                     "assignment": call.assignment + 1, "extra": extra,
                 }  # fmt: skip
             async with self.moves.journal.unit() as unit:
-                await self.moves.move(unit, call, plan.event, **changes)
-        return failed
+                made = await self.moves.move(unit, call, plan.event, **changes)
+            moved += [made] if made is not None else []
+        return moved
 
     async def rehome_due(self) -> list[Settled]:
         """The sweeper's pass: every conversation with a call on a surface or the form."""
@@ -94,7 +95,8 @@ class Rehoming:
             c.conversation_id
             for c in await self.store.calls_in_states([CallState.DISPATCHED, CallState.DELIVERED])
         }
-        return [s for cid in sorted(conversations) for s in await self.rehome(cid)]
+        moved = [m for cid in sorted(conversations) for m in await self.rehome(cid)]
+        return [m for m in moved if isinstance(m, Settled)]
 
 
 def _gone(call: Call) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from hostcall.calls.outcomes import Settled
+from hostcall.calls.outcomes import Moved, Settled
 from hostcall.engine import Engine
 from hostcall.store.interfaces import Database, Surfaces
 from hostcall.store.records import ANONYMOUS_SURFACE
@@ -55,10 +55,11 @@ class SurfaceService:
             await self.store.leave_surface(conversation_id, surface, self.clock())
         self._resume(await self.ledger.rehoming.rehome(conversation_id))
 
-    def _resume(self, failed: list[Settled]) -> None:
+    def _resume(self, moved: list[Moved]) -> None:
         """Page tools' calls that failed for want of a page: their runs go on."""
-        for settled in failed:
-            self.engine.resume(settled)
+        for settled in moved:
+            if isinstance(settled, Settled):
+                self.engine.resume(settled)
 
     async def claim(self, call_id: str, surface: str, assignment: int) -> bool:
         """``Rehoming.claim``: whether a dispatch is still this surface's to run."""
