@@ -9,15 +9,21 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from hostcall.agents import load_agents, parse_agent
 from hostcall.agui import thread_conversation_id
 from hostcall.errors import AgentConfigError
+from hostcall.store import Store, open_store
+from hostcall.store.postgres.schema import MIGRATIONS as POSTGRES_MIGRATIONS
+from hostcall.store.records import Conversation
+from hostcall.store.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv, Harness, write_agent
 from tests.unit.test_bad_input import assert_error
@@ -516,3 +522,40 @@ def test_an_agui_client_of_an_agent_without_page_tools_keeps_its_other_tools_ign
             "messages": [{"id": "m1", "role": "user", "content": "hello"}]}  # fmt: skip
     events = sse(board.http.post("/agui/closed", json=body))
     assert events[-1]["type"] == "RUN_FINISHED"
+
+
+def _version(migrations: Any) -> int:
+    return next(m.version for m in migrations if m.name == "page tools")
+
+
+async def test_a_store_from_before_page_tools_is_migrated_and_keeps_its_surfaces(
+    store: Store, store_target: str | Path
+) -> None:
+    await store.create_conversation(Conversation("c1", "board", 1.0))
+    async with store.transaction():
+        await store.save_surface_tools("c1", A, ("sizes",), 2.0)
+    await store.close()
+    # Back to the schema before the column: as a database of the previous release is.
+    sqlite = isinstance(store_target, Path)
+    version = _version(SQLITE_MIGRATIONS if sqlite else POSTGRES_MIGRATIONS)
+    undo = ["ALTER TABLE surfaces DROP COLUMN page_tools",
+            f"DELETE FROM schema_migrations WHERE version = {version}"]  # fmt: skip
+    if isinstance(store_target, Path):
+        with contextlib.closing(sqlite3.connect(store_target)) as db, db:
+            for statement in undo:
+                db.execute(statement)
+    else:
+        with psycopg.connect(store_target, autocommit=True) as pg:
+            for statement in undo:
+                pg.execute(statement)
+    again = open_store(store_target)
+    try:
+        before = await again.get_surface("c1", A)
+        assert before is not None and (before.tools, before.page_tools) == (("sizes",), ())
+        stored = {**READ, "digest": digest(READ)}
+        async with again.transaction():
+            await again.save_surface_tools("c1", B, (), 3.0, (stored,))
+        after = await again.get_surface("c1", B)
+        assert after is not None and after.page_tools == (stored,)
+    finally:
+        await again.close()
