@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from hostcall import strictjson
 from hostcall.protocol.codes import PageToolRefusal
@@ -31,7 +31,11 @@ from hostcall.schemas import (
     schema_depth,
     schema_problem,
 )
+from hostcall.store.records import Surface
 from hostcall.tools import MAX_NAME_LENGTH, POLICY_KEYS, Tool, parse_tool
+
+if TYPE_CHECKING:  # agents.py reads the block with this module
+    from hostcall.agents import Agent
 
 BLOCK_KEYS = {"allow", "trust_read_hints", "max_tools", "max_description_chars",
               "max_schema_bytes", "tools"}  # fmt: skip
@@ -103,9 +107,6 @@ class Refused:
     name: str
     reason: PageToolRefusal
 
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "reason": self.reason.value}
-
 
 def parse_block(
     data: Any, where: str, *, frozen: bool = False
@@ -149,9 +150,11 @@ def parse_block(
     for name, entry in tools.items():
         problems += _entry_problems(policy, name, entry, f"{where}: page_tools: tools.{name}")
     admitted = data.get(ADMITTED, []) if frozen else []
+    if not isinstance(admitted, list):
+        problems.append(f"{where}: page_tools: {ADMITTED!r} must be a list")
     if problems:
         return None, [], problems
-    return policy, list(admitted), []
+    return policy, admitted, []
 
 
 def _entry_problems(
@@ -160,7 +163,7 @@ def _entry_problems(
     problems = [f"{where}: unknown key {k!r}" for k in sorted(set(entry) - ENTRY_KEYS)]
     if not NAME.fullmatch(name) or not policy.allows(name):
         problems.append(f"{where}: names no tool that 'allow' admits")
-    probe = _probe(name, "stand-in", {"type": "object"}, entry)
+    probe = _probe(_as_client(name), "stand-in", {"type": "object"}, entry)
     _, found = parse_tool(probe, where)
     problems += [p for p in found if ": unknown key " not in p]
     return problems
@@ -180,7 +183,13 @@ def _probe(
     }
 
 
-def agent_names(agent: Any) -> list[str]:
+def _as_client(name: str) -> str:
+    """A page tool's name as a client tool's rule takes it (which has no ``-``), for the
+    checks of ``parse_tool``: the tool keeps its own."""
+    return name.replace("-", "_")
+
+
+def agent_names(agent: Agent) -> list[str]:
     """The names an agent file's own tools take (a page's tool of one is ``shadowed``)."""
     own = [t.name for t in agent.tools if not t.page_digest]
     return own + [n for b in agent.mcp for n in b.known_names()]
@@ -263,8 +272,6 @@ def run_entries(
 
 def parse_entries(entries: Sequence[Any], where: str) -> tuple[list[Tool], list[str]]:
     """A frozen definition's page tool entries as tools (client tools marked as the page's)."""
-    from dataclasses import replace
-
     tools: list[Tool] = []
     problems: list[str] = []
     for index, entry in enumerate(entries):
@@ -276,12 +283,18 @@ def parse_entries(entries: Sequence[Any], where: str) -> tuple[list[Tool], list[
         formless = raw.get("output_schema") == ANY_OUTPUT
         if formless:
             raw["output_schema"] = {"type": "object"}
+        name = raw.get("name")
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            problems.append(f"{where}: page tool #{index + 1} has no page tool's name")
+            continue
+        raw["name"] = _as_client(name)
         tool, found = parse_tool(raw, f"{where}: page tool #{index + 1}")
         problems += found
         if tool is None:
             continue
         tools.append(replace(
             tool,
+            name=name,
             output_schema=ANY_OUTPUT if formless else tool.output_schema,
             page_digest=entry["digest"],
             untrusted=entry.get("untrusted") is True,
@@ -291,7 +304,7 @@ def parse_entries(entries: Sequence[Any], where: str) -> tuple[list[Tool], list[
     return tools, problems
 
 
-def planned(surfaces: Iterable[Any], *, now: float, grace: float) -> list[PageTool]:
+def planned(surfaces: Iterable[Surface], *, now: float, grace: float) -> list[PageTool]:
     """The page tools a run plans with: those of the conversation's present surfaces, most
     recently active first; for a name on several surfaces, that surface's registration."""
     chosen: dict[str, PageTool] = {}

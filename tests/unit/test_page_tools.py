@@ -347,6 +347,8 @@ def test_a_run_plans_with_a_page_tool_and_its_call_goes_to_the_surface_holding_i
     [entry] = frozen(h, run_id)
     assert (entry["name"], entry["digest"], entry["effect"]) == ("add_note", digest(NOTE), "write")
     assert entry["input_schema"] == NOTE["inputSchema"]
+    # Another process goes on with the run: it reads the page tool from the run's definition.
+    h.restart()
     assert h.answer(call, {"ok": True}).status_code == 200
     assert h.finish(conv)["run"]["status"] == "finished"
     assert h.assistant_texts(conv) == ["Noted: True"]
@@ -391,6 +393,18 @@ def test_a_page_tool_gone_with_no_output_schema_fails_no_handler_and_the_run_goe
     assert done["state"] == "failed" and done["outcome"]["error"]["code"] == "no_handler"
     assert "read_page" in h.model_error(done)["message"]
     assert h.assistant_texts(conv) == ["failed no_handler"]
+
+
+def test_a_page_tool_named_with_a_dash_is_planned_with_under_its_own_name(
+    board: Harness,
+) -> None:
+    conv = board.conversation("board")
+    dashed = {**READ, "name": "read_cart-v2"}
+    assert offer(board, conv, A, [dashed, READ]).json()["refused"] == []
+    run_id = board.say(conv, "read the page")
+    assert [e["name"] for e in frozen(board, run_id)] == ["read_cart-v2", "read_page"]
+    agent = board.call(board.runtime.engine.agents.agent_of_run, run_id)
+    assert [t.name for t in agent.tools if t.page_digest] == ["read_cart-v2", "read_page"]
 
 
 def test_a_page_tool_no_page_holds_when_the_run_plans_is_unknown_to_it(board: Harness) -> None:
