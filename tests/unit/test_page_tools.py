@@ -388,6 +388,9 @@ def test_a_page_tool_gone_with_no_output_schema_fails_no_handler_and_the_run_goe
     call = h.open_call(conv)
     assert (call["route"], call["surfaceId"], call["pageTool"]) == ("handler", A, True)
     leave(h, conv, A)
+    # A reload would have the grace period to take it; past it, the call fails.
+    assert h.snapshot(conv)["calls"][0]["state"] == "dispatched"
+    h.clock.advance(h.settings.surface_grace_seconds + 1)
     assert h.finish(conv)["run"]["status"] == "finished"
     [done] = h.snapshot(conv)["calls"]
     assert done["state"] == "failed" and done["outcome"]["error"]["code"] == "no_handler"
@@ -459,6 +462,41 @@ def test_a_read_hint_is_taken_only_where_trusted_and_never_in_a_protected_enviro
             # The page went away while the person decided: approved, it has nowhere to run.
             leave(h, conv, A)
             assert h.decide(call, "approve").status_code == 200
+            assert h.finish(conv)["run"]["status"] == "finished"
+            [done] = h.snapshot(conv)["calls"]
+            assert done["outcome"]["error"]["code"] == "no_handler"
+    finally:
+        h.stop()
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_a_read_runs_again_on_the_reloaded_page_only_with_the_same_registration(
+    tmp_path: Path, same: bool
+) -> None:
+    (tmp_path / "demo-db").mkdir()
+    h = hinted(tmp_path, "demo")
+    try:
+        conv = h.conversation("board")
+        assert offer(h, conv, A, [READ]).status_code == 200
+        h.say(conv, "read the page")
+        first = h.open_call(conv)
+        # A's snapshot claims it: delivered, it may have run there.
+        r = h.http.get(f"/api/conversations/{conv.id}?surface={A}", headers=conv.auth)
+        assert r.status_code == 200 and h.open_call(conv)["state"] == "delivered"
+        leave(h, conv, A)  # the page reloads as the next surface
+        reloaded = READ if same else {**READ, "description": "Reads the page again."}
+        assert offer(h, conv, B, [reloaded]).status_code == 200
+        call = h.open_call(conv)
+        if same:
+            assert (call["toolCallId"], call["surfaceId"], call["state"]) == (
+                first["toolCallId"], B, "dispatched",
+            )  # fmt: skip
+            assert h.answer(call, {"title": "Board"}).status_code == 200
+            assert h.finish(conv)["run"]["status"] == "finished"
+            assert h.snapshot(conv)["calls"][0]["outcome"] == {"output": {"title": "Board"}}
+        else:
+            assert call["surfaceId"] == A and call["state"] == "delivered"
+            h.clock.advance(h.settings.surface_grace_seconds + 1)
             assert h.finish(conv)["run"]["status"] == "finished"
             [done] = h.snapshot(conv)["calls"]
             assert done["outcome"]["error"]["code"] == "no_handler"

@@ -13,7 +13,7 @@ from hostcall.calls.outcomes import Moved, Settled
 from hostcall.calls.transitions import CallEvent
 from hostcall.errors import ToolErrorCode
 from hostcall.store.interfaces import Calls, Database, Surfaces
-from hostcall.store.records import Call, CallState
+from hostcall.store.records import Call, CallState, Surface
 
 
 class _RehomingStore(Calls, Database, Surfaces, Protocol):
@@ -69,6 +69,9 @@ class Rehoming:
             if plan is None:
                 continue
             if plan.surface is None and not tool.has_form:
+                if _may_come_back(call, by_id.get(call.surface_id or ""), tool.rerunnable,
+                                  now=now, grace=self.moves.surface_grace):  # fmt: skip
+                    continue
                 async with self.moves.journal.unit() as unit:
                     settled = await self.moves.settle(unit, call, CallEvent.FAIL, _gone(call))
                 moved += [Settled(settled)] if settled is not None else []
@@ -97,6 +100,17 @@ class Rehoming:
         }
         moved = [m for cid in sorted(conversations) for m in await self.rehome(cid)]
         return [m for m in moved if isinstance(m, Settled)]
+
+
+def _may_come_back(
+    call: Call, gone: Surface | None, rerunnable: bool, *, now: float, grace: float
+) -> bool:
+    """Whether a page tool's call with no form waits for its page a while longer: a reload
+    (a new surface, the same registration) may take it within the grace period after its
+    page went, if it never ran or may run again; a delivered write never runs twice."""
+    if gone is None or gone.detached_at is None or (call.delivered and not rerunnable):
+        return False
+    return now - gone.detached_at < grace
 
 
 def _gone(call: Call) -> dict[str, Any]:
