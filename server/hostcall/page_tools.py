@@ -32,7 +32,7 @@ from hostcall.schemas import (
     schema_problem,
 )
 from hostcall.store.records import Surface
-from hostcall.tools import MAX_NAME_LENGTH, POLICY_KEYS, Tool, parse_tool
+from hostcall.tools import MAX_NAME_LENGTH, MAX_TITLE_LENGTH, POLICY_KEYS, Tool, parse_tool
 
 if TYPE_CHECKING:  # agents.py reads the block with this module
     from hostcall.agents import Agent
@@ -259,6 +259,9 @@ def run_entries(
         entry = _probe(tool.name, tool.description, tool.input_schema, said)
         if "output" not in said:
             entry["output_schema"] = ANY_OUTPUT
+        if "title" not in said and tool.title.strip():
+            # What people see of the call: the page's title, when the agent file gives none.
+            entry["title"] = tool.title.strip()[:MAX_TITLE_LENGTH]
         entry["digest"] = tool.digest
         entry["untrusted"] = tool.untrusted_content_hint
         if "effect" not in said:

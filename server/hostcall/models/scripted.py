@@ -163,6 +163,9 @@ def _reply(rule: Rule, value: Any, context: dict[str, Any]) -> Iterator[str]:
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("error"), dict):
         error = {**context, "error": value["error"]}
         return iter(_chunks(_render(rule.error_reply, error, rule.where("error_reply"))))
+    if isinstance(value, dict) and set(value) == {"untrusted", "result"}:
+        # A page's result marked untrusted (hostcall/policies.py): a rule reads the result.
+        value = value["result"]
     simulated = isinstance(value, dict) and value.get("simulated") is True and "result" in value
     if not simulated:
         context = {**context, "result": value, "simulated": False}

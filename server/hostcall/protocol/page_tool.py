@@ -40,7 +40,7 @@ class PageTool:
 
     def stored(self) -> dict[str, Any]:
         """As a surface keeps it (hostcall/store/records.py ``Surface.page_tools``)."""
-        return {**self.signed(), "digest": self.digest}
+        return {**self.signed(), "digest": self.digest, "title": self.title}
 
     @classmethod
     def from_stored(cls, data: Mapping[str, Any]) -> PageTool:
@@ -51,4 +51,5 @@ class PageTool:
             input_schema=data["inputSchema"],
             read_only_hint=hints.get("readOnlyHint") is True,
             untrusted_content_hint=hints.get("untrustedContentHint") is True,
+            title=str(data.get("title") or ""),
         )

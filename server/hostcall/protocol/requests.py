@@ -114,7 +114,8 @@ class Capabilities:
         tools = body.get("tools")
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise BadRequest("field 'tools' must be a list of tool names", field="tools")
-        raw = body.get("pageTools", [])
+        raw = body.get("pageTools")
+        raw = [] if raw is None else raw
         if not isinstance(raw, list):
             raise BadRequest("field 'pageTools' must be a list of tools", field="pageTools")
         page_tools = tuple(_page_tool(t, f"pageTools[{i}]") for i, t in enumerate(raw))
