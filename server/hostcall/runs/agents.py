@@ -140,10 +140,6 @@ class RunAgents:
         if not agent.mcp and not admitted:
             return agent
         source = dict(agent.source)
-        if admitted:
-            assert agent.page_tools is not None
-            kept = run_entries(agent.page_tools, admitted, protected=environment.protected)
-            source["page_tools"] = {**source["page_tools"], ADMITTED: kept}
         # The bindings stay in: re-read, the definition knows the names its rules may call
         # even when a server was left out (the model is then told unknown_tool).
         tools: list[Any] = list(agent.source.get("tools", []))
@@ -179,6 +175,12 @@ class RunAgents:
                 taken.add(name)
                 tools.append(entry)
         source["tools"] = tools
+        # An MCP server's tool of the same name is the agent file's: it wins.
+        admitted = [t for t in admitted if t.name not in taken]
+        if admitted:
+            assert agent.page_tools is not None
+            kept = run_entries(agent.page_tools, admitted, protected=environment.protected)
+            source["page_tools"] = {**source["page_tools"], ADMITTED: kept}
         digest = definition_digest(source)
         frozen = self._frozen.get(digest)
         if frozen is None:
