@@ -256,7 +256,9 @@ def run_entries(
     entries = []
     for tool in tools:
         said = policy.tools.get(tool.name, {})
-        entry = _probe(tool.name, tool.description, tool.input_schema, said)
+        # The model needs a description (an AG-UI client's may be empty): the title, or name.
+        description = tool.description.strip() or tool.title.strip() or tool.name
+        entry = _probe(tool.name, description, tool.input_schema, said)
         if "output" not in said:
             entry["output_schema"] = ANY_OUTPUT
         if "title" not in said and tool.title.strip():

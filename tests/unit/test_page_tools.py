@@ -520,8 +520,7 @@ def sse(r: Any) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
 
 
-AGUI_READ = {"name": "read_page", "description": "Reads the page.",
-             "parameters": {"type": "object"}}  # fmt: skip
+AGUI_READ = {"name": "read_page", "parameters": {"type": "object"}}
 USER = {"id": "m1", "role": "user", "content": "read the page"}
 
 
@@ -536,6 +535,8 @@ def test_an_agui_clients_tool_is_admitted_frozen_and_handed_to_the_client(
     [run] = h.call(h.runtime.store.list_runs, cid)
     [entry] = frozen(h, run.id)
     assert entry["name"] == "read_page" and entry["input_schema"] == {"type": "object"}
+    # It gave no description: the model has its name for one.
+    assert entry["description"] == "read_page"
     assistant = {"id": "m2", "role": "assistant", "content": "", "toolCalls": [{
         "id": start["toolCallId"], "type": "function",
         "function": {"name": "read_page", "arguments": "{}"}}]}  # fmt: skip
