@@ -25,7 +25,7 @@ import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import servers
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, Response, sync_playwright
 from report import compare, ms, print_table, summary
 from streams import RawStream
 
@@ -47,6 +47,7 @@ AGENT = "bench"  # servers.bench_agents: a copy of demo/agents/planner.json
 HOST_COST_BUDGET = 0.010
 DISPATCH = "hostcall.tool_call_dispatch"
 TARGETS = {"p50": 2.0, "p99": 3.0}  # the round trip's, x the floor (PRODUCT.md)
+GREETING = "hello"  # the planner's greeting rule: a reply, no tool
 TURNS = 10  # round trips per conversation, then a fresh widget (the widget slows as it grows)
 TIMEOUT = 10.0
 # Stamps on one clock for every frame (timeOrigin + now, ms since the epoch): in the widget's
@@ -318,27 +319,35 @@ def until(events: Events, last: str) -> dict[str, tuple[float, str]]:
     return seen
 
 
+def _posted(path_end: str) -> Callable[[Response], bool]:
+    return lambda r: r.request.method == "POST" and urlsplit(r.url).path.endswith(path_end)
+
+
 class Widget:
-    """A fresh host page with the widget open and ready, and the conversation it created."""
+    """A fresh host page with the widget open, the conversation its first message created
+    (a greeting, no tool: the widget makes its conversation with the first message, not on
+    open), and the bench's own stream on it, opened once that run is over."""
 
     def __init__(self, env: Env, observer: Observer) -> None:
         self.page = env.new_page()
         self.page.context.add_init_script(PROBE)
-        created = []
-        self.page.on(
-            "response",
-            lambda r: (
-                created.append(r)
-                if r.request.method == "POST"
-                and r.url.endswith(f"/api/agents/{AGENT}/conversations")
-                else None
-            ),
-        )
         self.page.goto(env.host_page(True))
         self.page.evaluate("Hostcall('open')")
         self.page.wait_for_function("bench.ready")
         self.frame = next(f for f in self.page.frames if f"/widget/{AGENT}" in f.url)
-        conv = created[0].json()
+        with (
+            self.page.expect_response(_posted(f"/api/agents/{AGENT}/conversations")) as made,
+            self.page.expect_response(_posted("/messages")) as sent,
+        ):
+            self.page.evaluate(f"Hostcall('send', {json.dumps(GREETING)})")
+        if sent.value.status != 202:
+            raise RuntimeError(f"the widget's first message answered {sent.value.status}")
+        conv = made.value.json()
+        # The greeting's run is over when the widget says so: the bench's runs must not
+        # meet it (409 run_in_progress).
+        self.frame.locator("html[data-agent-state=idle]").wait_for(
+            state="attached", timeout=TIMEOUT * 1000
+        )
         self.path = f"/api/conversations/{conv['conversationId']}"
         self.auth = {"Authorization": f"Bearer {conv['sessionToken']}"}
         self.http = httpx.Client(base_url=env.hc.url, timeout=TIMEOUT, trust_env=False)
