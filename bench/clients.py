@@ -104,6 +104,15 @@ class RawHttp:
         status: int = 200,
         headers: dict[str, str] | None = None,
     ) -> bytes:
+        got, head, answer = await self.request(path, body, headers)
+        if got != status:
+            raise RuntimeError(f"POST {path} answered {head[:40]!r}: {answer[:300]!r}")
+        return answer
+
+    async def request(
+        self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes, bytes]:
+        """POST ``body``; the status, the response's head and its body, whatever the status."""
         idle = time.monotonic() - self.used
         if idle > KEEP_ALIVE or self.reader.at_eof() or self.writer.transport.is_closing():
             # The server closes an idle keep-alive connection (uvicorn: after 5 s); a request
@@ -124,9 +133,7 @@ class RawHttp:
             raise RuntimeError(f"POST {path}: no Content-Length in {head[:300]!r}")
         answer = await self.reader.readexactly(int(length.group(1)))
         self.used = time.monotonic()
-        if int(head.split(b" ", 2)[1]) != status:
-            raise RuntimeError(f"POST {path} answered {head[:40]!r}: {answer[:300]!r}")
-        return answer
+        return int(head.split(b" ", 2)[1]), head, answer
 
     def close(self) -> None:
         self.writer.transport.abort()

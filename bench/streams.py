@@ -62,11 +62,20 @@ class Tally:
             self.reached.set()
 
 
+class Refused(RuntimeError):
+    """The stream's GET answered another status than 200."""
+
+    def __init__(self, path: str, status: int, head: bytes) -> None:
+        super().__init__(f"GET {path} answered {head[:300]!r}")
+        self.status, self.head = status, head
+
+
 class RawStream:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
         self.delivered = _Counter(b"\nevent: ")
+        self.last_id = ""  # the last event's id, for ``after=`` on a reconnect
 
     @classmethod
     async def open(cls, host: str, port: int, path: str) -> RawStream:
@@ -79,8 +88,8 @@ class RawStream:
             )
             await writer.drain()
             head = await reader.readuntil(b"\r\n\r\n")
-            if head.split(b" ", 2)[1] != b"200":
-                raise RuntimeError(f"GET {path} answered {head[:300]!r}")
+            if (status := int(head.split(b" ", 2)[1])) != 200:
+                raise Refused(path, status, head)
         except BaseException:
             writer.transport.abort()
             raise
@@ -102,6 +111,8 @@ class RawStream:
                     value = value[1:] if value.startswith(" ") else value
                     if name == "event":
                         kind = value
+                    elif name == "id":
+                        self.last_id = value
                     elif name == "data":
                         data.append(value)
                 if data:

@@ -1,0 +1,224 @@
+"""One visitor of the load bench: a conversation with the full tool round trip, as a client
+that names no surface does it, on raw keep-alive HTTP/1.1 (bench/clients.py, bench/streams.py).
+
+create -> capabilities -> stream -> message -> (approval -> decision) -> dispatch ->
+delivered -> result -> RUN_FINISHED. Kinds of visitor, dealt in a fixed pattern:
+
+- ``plain``: "What should I work on next?" (read_board_tasks, no approval);
+- ``approval``: "add a task to ..." (create_task: a person approves it first);
+- ``slow``: first a greeting the model streams slowly (``SLOW_SECONDS`` for the step,
+  in paced chunks), then the plain round trip.
+
+A ``503`` is what a busy server says at its door: the visitor waits its ``Retry-After`` (at
+most ``RETRY_CAP``) and asks again, as the widget does, and the tally counts it. A stream
+the server cuts is opened again after the last event seen. Anything else is an error of the
+visitor's, with its reason; a ``RUN_ERROR`` is a failed run, with its code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import servers
+from clients import RawHttp
+from streams import RawStream, Refused
+
+AGENT = "load"
+ASK = "What should I work on next?"
+ADD = "Add a task to check the load bench"
+SLOW = "Take your time and say hello"
+SLOW_WORDS = 24  # six chunks of four words
+SLOW_PACE = 0.2  # seconds between chunks: a model step of about a second
+SLOW_SECONDS = SLOW_PACE * (SLOW_WORDS // 4 - 1)
+BOARD = {"tasks": [{"id": "t1", "title": "Fix login bug", "status": "todo", "assignee": "Ana"}]}
+CREATED = {"id": "t2", "title": "Check the load bench", "status": "todo"}
+TOOLS = ["read_board_tasks", "create_task"]
+DISPATCH = "hostcall.tool_call_dispatch"
+APPROVAL = "hostcall.tool_call_approval_requested"
+RETRIES = 30  # 503s a visitor takes for one request before it gives up
+RETRY_CAP = 5.0
+RECONNECTS = 5
+_RETRY_AFTER = re.compile(rb"(?i)\r\nretry-after:[ \t]*(\d+)")
+
+
+def kind_of(n: int, approvals: float, slow: float) -> str:
+    """The ``n``-th visitor's kind: shares dealt evenly, the same for every backend."""
+    pattern_step = n % 20
+    if pattern_step < round(20 * approvals):
+        return "approval"
+    if pattern_step >= 20 - round(20 * slow):
+        return "slow"
+    return "plain"
+
+
+def agent_file(planner: dict[str, Any], limits: dict[str, int]) -> dict[str, Any]:
+    """The load agent: the demo planner with ``limits``, and a slow greeting first in its
+    rules."""
+    rule = {
+        "match": f"(?i)^{SLOW}$",
+        "reply": " ".join(["word"] * SLOW_WORDS),
+        "pace_seconds": SLOW_PACE,
+    }
+    model = {**planner["model"], "rules": [rule, *planner["model"]["rules"]]}
+    return {**planner, "id": AGENT, "model": model, "limits": limits}
+
+
+@dataclass
+class Tally:
+    """What every visitor of one backend met."""
+
+    finished: int = 0
+    failed_runs: Counter[str] = field(default_factory=Counter)  # RUN_ERROR code -> count
+    errors: Counter[str] = field(default_factory=Counter)  # the visitor's own, by reason
+    busy: Counter[str] = field(default_factory=Counter)  # 503 -> the request that met it
+    cuts: int = 0  # streams the server ended before RUN_FINISHED
+    round_trips: list[float] = field(default_factory=list)  # dispatch -> TOOL_CALL_RESULT
+    turns: list[float] = field(default_factory=list)  # message POST -> RUN_FINISHED
+
+
+class VisitorError(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Visitor:
+    def __init__(self, port: int, tally: Tally) -> None:
+        self.port, self.tally = port, tally
+        self.origin = f"http://{servers.HOST}:{port}"
+        self.http: RawHttp | None = None
+
+    async def post(
+        self, what: str, path: str, body: dict[str, Any], want: int, auth: dict[str, str]
+    ) -> Any:
+        for _ in range(RETRIES):
+            if self.http is None:
+                self.http = await RawHttp.open(self.port)
+            status, head, answer = await self.http.request(path, body, auth)
+            if status == want:
+                return json.loads(answer) if answer else None
+            if status != 503:
+                raise VisitorError(f"{what} {status} {_code(answer)}")
+            self.tally.busy[what] += 1
+            await asyncio.sleep(_retry_after(head))
+        raise VisitorError(f"{what} 503 x{RETRIES}")
+
+    async def open_stream(self, cid: str, auth: dict[str, str], after: str) -> RawStream:
+        for _ in range(RETRIES):
+            ticket = await self.post(
+                "stream ticket", f"/api/conversations/{cid}/stream-token", {}, 200, auth
+            )
+            path = f"/api/conversations/{cid}/events?token={ticket['streamToken']}"
+            try:
+                return await RawStream.open(servers.HOST, self.port, path + after)
+            except Refused as refused:
+                if refused.status != 503:
+                    raise VisitorError(f"stream {refused.status}") from None
+                self.tally.busy["stream"] += 1
+                await asyncio.sleep(_retry_after(refused.head))
+        raise VisitorError(f"stream 503 x{RETRIES}")
+
+    async def converse(self, kind: str) -> None:
+        created = await self.post(
+            "create", f"/api/agents/{AGENT}/conversations", {}, 201, {"Origin": self.origin}
+        )
+        cid = created["conversationId"]
+        auth = {"Authorization": f"Bearer {created['sessionToken']}"}
+        await self.post(
+            "capabilities", f"/api/conversations/{cid}/capabilities", {"tools": TOOLS}, 200, auth
+        )
+        path = f"/api/conversations/{cid}/events?token={created['streamToken']}"
+        stream = await RawStream.open(servers.HOST, self.port, path)
+        try:
+            texts = [SLOW, ASK] if kind == "slow" else [ADD if kind == "approval" else ASK]
+            for text in texts:
+                stream = await self.turn(cid, auth, stream, text)
+        finally:
+            stream.close()
+        self.tally.finished += 1
+
+    async def turn(self, cid: str, auth: dict[str, str], stream: RawStream, text: str) -> RawStream:
+        """One message to its run's end; the stream it ends on (a cut one is replaced)."""
+        sent = time.perf_counter()
+        run = await self.post(
+            "message", f"/api/conversations/{cid}/messages", {"text": text}, 202, auth
+        )
+        dispatched = 0.0
+        for _ in range(RECONNECTS):
+            async for event, data in stream.events():
+                if event == APPROVAL:
+                    call = json.loads(data)["value"]
+                    await self.post(
+                        "decision",
+                        f"/api/calls/{call['toolCallId']}/decision",
+                        {"token": call["decisionToken"], "decision": "approve"},
+                        200,
+                        auth,
+                    )
+                elif event == DISPATCH:
+                    dispatched = time.perf_counter()
+                    await self.answer(json.loads(data)["value"], auth)
+                elif event == "TOOL_CALL_RESULT" and dispatched:
+                    self.tally.round_trips.append(time.perf_counter() - dispatched)
+                    dispatched = 0.0
+                elif event == "RUN_ERROR" and json.loads(data).get("runId") == run["runId"]:
+                    self.tally.failed_runs[json.loads(data).get("code", "?")] += 1
+                    raise VisitorError("run failed")
+                elif event == "RUN_FINISHED" and json.loads(data).get("runId") == run["runId"]:
+                    self.tally.turns.append(time.perf_counter() - sent)
+                    return stream
+            self.tally.cuts += 1
+            stream.close()
+            stream = await self.open_stream(cid, auth, f"&after={stream.last_id}")
+        raise VisitorError("stream cut too often")
+
+    async def answer(self, call: dict[str, Any], auth: dict[str, str]) -> None:
+        call_id, token = call["toolCallId"], call["resultToken"]
+        claim = await self.post(
+            "delivered", f"/api/calls/{call_id}/delivered", {"token": token}, 200, auth
+        )
+        if not claim["first"]:  # a replayed dispatch: the handler ran already
+            return
+        output = CREATED if call["toolCallName"] == "create_task" else BOARD
+        await self.post(
+            "result", f"/api/calls/{call_id}/result", {"token": token, "output": output}, 200, auth
+        )
+
+    def close(self) -> None:
+        if self.http is not None:
+            self.http.close()
+
+
+async def visit(port: int, kind: str, tally: Tally, timeout: float) -> None:
+    """One visitor, start to end; whatever stops it is tallied, never raised."""
+    visitor = Visitor(port, tally)
+    try:
+        async with asyncio.timeout(timeout):
+            await visitor.converse(kind)
+    except VisitorError as exc:
+        if exc.reason != "run failed":
+            tally.errors[exc.reason] += 1
+    except TimeoutError:
+        tally.errors[f"not finished in {timeout:g} s"] += 1
+    except (OSError, asyncio.IncompleteReadError, ValueError, KeyError, RuntimeError) as exc:
+        tally.errors[type(exc).__name__] += 1
+    finally:
+        visitor.close()
+
+
+def _retry_after(head: bytes) -> float:
+    found = _RETRY_AFTER.search(head)
+    return min(RETRY_CAP, float(found.group(1))) if found else 1.0
+
+
+def _code(answer: bytes) -> str:
+    try:
+        return str(json.loads(answer).get("code", ""))
+    except ValueError:
+        return "(not JSON)"
