@@ -120,24 +120,46 @@ def running(
         server.stop()
 
 
-def bench_agents(workdir: Path) -> Path:
-    """The demo agents dir (with its platform files), plus ``bench``: a copy of the planner,
-    whose read_board_tasks flow needs no approval."""
+def limit_keys(root: Path = ROOT) -> list[str]:
+    """The agent file's ``limits`` keys that checkout ``root`` knows: an older checkout
+    refuses a key it lacks, so its own are asked for (none, if it has no limits)."""
+    if root == ROOT:
+        return sorted(LIMIT_KEYS)
+    ask = (
+        "import json; from hostcall.quotas import LIMIT_KEYS; print(json.dumps(sorted(LIMIT_KEYS)))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", ask],
+        cwd=root,
+        env=dict(os.environ, PYTHONPATH=str(root / "server")),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    keys: list[str] = json.loads(found.stdout) if found.returncode == 0 else []
+    return keys
+
+
+def bench_agents(workdir: Path, root: Path = ROOT) -> Path:
+    """The demo agents dir of checkout ``root`` (with its platform files), plus ``bench``: a
+    copy of its planner, whose read_board_tasks flow needs no approval. Each checkout's own
+    demo agents, so a checkout from before a key of today's agent files accepts them."""
     directory = workdir / "agents"
     if not directory.exists():
-        shutil.copytree(ROOT / "demo" / "agents", directory)
+        shutil.copytree(root / "demo" / "agents", directory)
         agent = json.loads((directory / "planner.json").read_text())
         agent["id"] = "bench"
         # A benchmark is one client sending as fast as it can: rate limits off (0).
-        agent["limits"] = {key: 0 for key in LIMIT_KEYS}
+        if keys := limit_keys(root):
+            agent["limits"] = {key: 0 for key in keys}
         (directory / "bench.json").write_text(json.dumps(agent, indent=2))
     return directory
 
 
-def serve_argv(workdir: Path, db: str | Path) -> list[str]:
-    """``hostcall serve`` of the bench agents on ``db`` (a file or a URL), on loopback, quiet;
-    ``running`` adds ``--port``."""
-    return [sys.executable, "-m", "hostcall", "serve", "--agents", str(bench_agents(workdir)),
+def serve_argv(workdir: Path, db: str | Path, root: Path = ROOT) -> list[str]:
+    """``hostcall serve`` of checkout ``root``'s bench agents on ``db`` (a file or a URL), on
+    loopback, quiet; ``running`` adds ``--port``."""
+    return [sys.executable, "-m", "hostcall", "serve", "--agents", str(bench_agents(workdir, root)),
             "--db", str(db), "--host", HOST, "--log-level", LOG_LEVEL]  # fmt: skip
 
 
@@ -146,7 +168,7 @@ def hostcall(
 ) -> contextlib.AbstractContextManager[Server]:
     """Hostcall's server; ``root``: the checkout whose ``hostcall`` package it runs (its source
     root ``server/`` goes first on ``PYTHONPATH``), with this Python environment."""
-    argv = serve_argv(workdir, db)
+    argv = serve_argv(workdir, db, root)
     env = dict(
         os.environ,
         HOSTCALL_SECRET_KEYS=secret,
