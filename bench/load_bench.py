@@ -7,8 +7,9 @@ its own and a fresh database:
 
   SQLite, one process | PostgreSQL, one process | PostgreSQL, two (`--workers 2`)
 
-With two processes, each new connection goes to whichever process accepts it: a visitor's
-stream and its POSTs land on either, independently, so most conversations cross processes.
+Each POST goes on a new connection (``--keep-alive``: one per visitor). With two processes,
+each connection goes to whichever process accepts it: a visitor's stream and each of its
+POSTs land on either, independently, so a run starts, resumes and streams across processes.
 
 Per backend: visitors finished, failed runs (RUN_ERROR, by code), visitors lost otherwise
 (their reasons), 503s met at the door (create, message) and elsewhere, the round trip (the
@@ -146,7 +147,9 @@ def write_agent(workdir: Path) -> Path:
 
 async def crowd(port: int, n: int, args: argparse.Namespace, tally: load_flow.Tally) -> None:
     kinds = [load_flow.kind_of(i, args.approvals, args.slow) for i in range(n)]
-    await asyncio.gather(*(load_flow.visit(port, k, tally, args.timeout) for k in kinds))
+    await asyncio.gather(
+        *(load_flow.visit(port, k, tally, args.timeout, args.keep_alive) for k in kinds)
+    )
 
 
 def run_backend(
@@ -252,10 +255,13 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     notes = [
         f"{args.n} visitors at once per backend ({args.approvals:.0%} approve a call first, "
         f"{args.slow:.0%} wait for a {load_flow.SLOW_SECONDS:.0f} s model step first), after "
-        f"{WARMUP} of warm-up; rt: dispatch read -> TOOL_CALL_RESULT read (with /delivered); "
+        f"{WARMUP} of warm-up; POSTs on "
+        + ("a connection per visitor" if args.keep_alive else "a new connection each")
+        + "; rt: dispatch read -> TOOL_CALL_RESULT read (with /delivered); "
         "turn: message POSTed -> RUN_FINISHED read; cpu: per finished conversation",
         "lost: visitors stopped by anything but a failed run; 503 door: create and message "
-        "answered 503 (retried after Retry-After); peak http conns: per server process",
+        "answered 503 (retried after Retry-After); peak http conns: per server process; "
+        "calls timed: " + ", ".join(str(len(r.tally.round_trips)) for r in results),
         f"{os.cpu_count()} cores, {platform.platform()}, load average at end "
         + " ".join(f"{x:.2f}" for x in os.getloadavg()),
     ]
@@ -290,8 +296,15 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=None, help="visitors per backend")
     parser.add_argument("--approvals", type=float, default=0.2, help="share (default 0.2)")
     parser.add_argument("--slow", type=float, default=0.1, help="share (default 0.1)")
+    parser.add_argument(
+        "--keep-alive",
+        action="store_true",
+        help="one connection per visitor for its POSTs (default: a new one for each)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="per visitor, seconds")
-    parser.add_argument("--only", action="append", choices=[b.name for b in BACKENDS])
+    parser.add_argument(
+        "--backend", action="append", choices=[b.name for b in BACKENDS], help="only these"
+    )
     args = parser.parse_args()
     args.n = args.n or (200 if args.quick else 1000)
     url = os.environ.get("HOSTCALL_TEST_DATABASE_URL")
@@ -309,7 +322,7 @@ def main() -> int:
         workdir = Path(tmp)
         write_agent(workdir)
         for backend in BACKENDS:
-            if args.only and backend.name not in args.only:
+            if args.backend and backend.name not in args.backend:
                 continue
             print(f"  {backend.name}: {args.n} visitors ...", file=sys.stderr)
             try:

@@ -9,6 +9,10 @@ delivered -> result -> RUN_FINISHED. Kinds of visitor, dealt in a fixed pattern:
 - ``slow``: first a greeting the model streams slowly (``SLOW_SECONDS`` for the step,
   in paced chunks), then the plain round trip.
 
+Each POST goes on a connection of its own (``keep_alive``: one per visitor, as a browser
+would): with several processes on one port, each request goes to whichever process accepts
+its connection, independently of the visitor's other requests and its stream.
+
 A ``503`` is what a busy server says at its door: the visitor waits its ``Retry-After`` (at
 most ``RETRY_CAP``) and asks again, as the widget does, and the tally counts it. A stream
 the server cuts is opened again after the last event seen. Anything else is an error of the
@@ -89,38 +93,60 @@ class VisitorError(Exception):
 
 
 class Visitor:
-    def __init__(self, port: int, tally: Tally) -> None:
-        self.port, self.tally = port, tally
+    def __init__(self, port: int, tally: Tally, keep_alive: bool) -> None:
+        self.port, self.tally, self.keep_alive = port, tally, keep_alive
         self.origin = f"http://{servers.HOST}:{port}"
         self.http: RawHttp | None = None
 
     async def post(
-        self, what: str, path: str, body: dict[str, Any], want: int, auth: dict[str, str]
+        self,
+        what: str,
+        path: str,
+        body: dict[str, Any],
+        want: int,
+        auth: dict[str, str],
+        also: int = 0,
     ) -> Any:
+        """POST until it is not a 503; ``want`` (its JSON) or ``also`` (None), else an
+        error."""
         for _ in range(RETRIES):
             if self.http is None:
                 self.http = await RawHttp.open(self.port)
-            status, head, answer = await self.http.request(path, body, auth)
+            try:
+                status, head, answer = await self.http.request(path, body, auth)
+            finally:
+                if not self.keep_alive:  # the next request goes to whichever process accepts
+                    self.http.close()
+                    self.http = None
             if status == want:
                 return json.loads(answer) if answer else None
+            if status == also:
+                return None
             if status != 503:
                 raise VisitorError(f"{what} {status} {_code(answer)}")
             self.tally.busy[what] += 1
             await asyncio.sleep(_retry_after(head))
         raise VisitorError(f"{what} 503 x{RETRIES}")
 
-    async def open_stream(self, cid: str, auth: dict[str, str], after: str) -> RawStream:
+    async def open_stream(
+        self, cid: str, auth: dict[str, str], after: str = "", ticket: str = ""
+    ) -> RawStream:
+        """The conversation's stream (``after``: resumed past that event id), on ``ticket``
+        or, after a 503, a fresh ticket: a ticket opens one stream, once."""
         for _ in range(RETRIES):
-            ticket = await self.post(
-                "stream ticket", f"/api/conversations/{cid}/stream-token", {}, 200, auth
-            )
-            path = f"/api/conversations/{cid}/events?token={ticket['streamToken']}"
+            if not ticket:
+                fresh = await self.post(
+                    "stream ticket", f"/api/conversations/{cid}/stream-token", {}, 200, auth
+                )
+                ticket = fresh["streamToken"]
+            path = f"/api/conversations/{cid}/events?token={ticket}"
             try:
                 return await RawStream.open(servers.HOST, self.port, path + after)
             except Refused as refused:
                 if refused.status != 503:
                     raise VisitorError(f"stream {refused.status}") from None
                 self.tally.busy["stream"] += 1
+                ticket = ""
                 await asyncio.sleep(_retry_after(refused.head))
         raise VisitorError(f"stream 503 x{RETRIES}")
 
@@ -133,8 +159,7 @@ class Visitor:
         await self.post(
             "capabilities", f"/api/conversations/{cid}/capabilities", {"tools": TOOLS}, 200, auth
         )
-        path = f"/api/conversations/{cid}/events?token={created['streamToken']}"
-        stream = await RawStream.open(servers.HOST, self.port, path)
+        stream = await self.open_stream(cid, auth, ticket=created["streamToken"])
         try:
             texts = [SLOW, ASK] if kind == "slow" else [ADD if kind == "approval" else ASK]
             for text in texts:
@@ -160,6 +185,7 @@ class Visitor:
                         {"token": call["decisionToken"], "decision": "approve"},
                         200,
                         auth,
+                        also=409,  # a replayed request: decided already
                     )
                 elif event == DISPATCH:
                     dispatched = time.perf_counter()
@@ -175,7 +201,10 @@ class Visitor:
                     return stream
             self.tally.cuts += 1
             stream.close()
-            stream = await self.open_stream(cid, auth, f"&after={stream.last_id}")
+            # Past the last event seen; none seen: all of it again (a replayed decision is a
+            # 409, a replayed dispatch's claim is not ``first``).
+            after = f"&after={stream.last_id}" if stream.last_id else ""
+            stream = await self.open_stream(cid, auth, after)
         raise VisitorError("stream cut too often")
 
     async def answer(self, call: dict[str, Any], auth: dict[str, str]) -> None:
@@ -195,9 +224,10 @@ class Visitor:
             self.http.close()
 
 
-async def visit(port: int, kind: str, tally: Tally, timeout: float) -> None:
-    """One visitor, start to end; whatever stops it is tallied, never raised."""
-    visitor = Visitor(port, tally)
+async def visit(port: int, kind: str, tally: Tally, timeout: float, keep_alive: bool) -> None:
+    """One visitor, start to end; whatever stops it is tallied, never raised. Without
+    ``keep_alive``, each POST goes on a new connection."""
+    visitor = Visitor(port, tally, keep_alive)
     try:
         async with asyncio.timeout(timeout):
             await visitor.converse(kind)
@@ -207,7 +237,7 @@ async def visit(port: int, kind: str, tally: Tally, timeout: float) -> None:
     except TimeoutError:
         tally.errors[f"not finished in {timeout:g} s"] += 1
     except (OSError, asyncio.IncompleteReadError, ValueError, KeyError, RuntimeError) as exc:
-        tally.errors[type(exc).__name__] += 1
+        tally.errors[f"{type(exc).__name__}: {str(exc)[:60]}"] += 1
     finally:
         visitor.close()
 
