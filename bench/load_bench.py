@@ -34,6 +34,7 @@ import os
 import platform
 import secrets
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -136,6 +137,20 @@ class Peaks:
             self.thread.join(10)
 
 
+@contextlib.contextmanager
+def burners(count: int) -> Iterator[None]:
+    """``count`` busy loops beside the servers while the visitors run: a machine busy with
+    other work, where an event loop holds what it borrowed longer."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+        for loop in loops:
+            loop.wait()
+
+
 def write_agent(workdir: Path) -> Path:
     directory = servers.bench_agents(workdir)
     planner = json.loads((directory / "planner.json").read_text())
@@ -181,7 +196,7 @@ def run_backend(
         for meter in meters.values():
             meter.start()
         started = time.monotonic()
-        with peaks.sampling():
+        with burners(args.burners), peaks.sampling():
             asyncio.run(crowd(server.port, args.n, args, tally))
         wall = time.monotonic() - started
         used = {name: meter.stop() for name, meter in meters.items()}
@@ -257,6 +272,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         f"{args.slow:.0%} wait for a {load_flow.SLOW_SECONDS:.0f} s model step first), after "
         f"{WARMUP} of warm-up; POSTs on "
         + ("a connection per visitor" if args.keep_alive else "a new connection each")
+        + (f"; {args.burners} busy loops beside" if args.burners else "")
         + "; rt: dispatch read -> TOOL_CALL_RESULT read (with /delivered); "
         "turn: message POSTed -> RUN_FINISHED read; cpu: per finished conversation",
         "lost: visitors stopped by anything but a failed run; 503 door: create and message "
@@ -300,6 +316,9 @@ def main() -> int:
         "--keep-alive",
         action="store_true",
         help="one connection per visitor for its POSTs (default: a new one for each)",
+    )
+    parser.add_argument(
+        "--burners", type=int, default=0, help="busy loops beside the servers (default 0)"
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="per visitor, seconds")
     parser.add_argument(
