@@ -1,0 +1,63 @@
+"""The benchmarks' parts that would otherwise rot unseen (a benchmark is run by hand, so a
+change of the product can break one for weeks): the agent file the A/B gives an older
+checkout, and the load benchmark's visitors against a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from hostcall.settings import DEMO_AGENTS, ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))  # the benchmarks import each other by module name
+import load_bench
+import load_flow
+import servers
+
+
+def older_checkout(root: Path, limit_keys: list[str] | None) -> Path:
+    """A checkout from before ``page_context`` and (``None``) before any limits."""
+    package = root / "server" / "hostcall"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    if limit_keys is not None:
+        (package / "quotas.py").write_text(f"LIMIT_KEYS = frozenset({limit_keys!r})\n")
+    agents = root / "demo" / "agents"
+    agents.mkdir(parents=True)
+    planner = json.loads((DEMO_AGENTS / "planner.json").read_text())
+    del planner["page_context"]
+    (agents / "planner.json").write_text(json.dumps(planner))
+    return root
+
+
+def test_the_ab_gives_an_older_checkout_an_agent_file_of_its_own_keys(tmp_path: Path) -> None:
+    old = older_checkout(tmp_path / "old", ["conversations_per_minute"])
+    bench = json.loads((servers.bench_agents(tmp_path / "work", old) / "bench.json").read_text())
+    assert "page_context" not in bench
+    assert bench["limits"] == {"conversations_per_minute": 0}
+    assert bench["id"] == "bench"
+
+
+def test_the_ab_gives_a_checkout_without_limits_no_limits(tmp_path: Path) -> None:
+    old = older_checkout(tmp_path / "old", None)
+    bench = json.loads((servers.bench_agents(tmp_path / "work", old) / "bench.json").read_text())
+    assert "limits" not in bench
+
+
+async def test_every_kind_of_load_visitor_finishes_on_a_real_server(tmp_path: Path) -> None:
+    load_bench.write_agent(tmp_path)
+    argv = servers.serve_argv(tmp_path, tmp_path / "load.db")
+    env = dict(os.environ, HOSTCALL_SECRET_KEYS=secrets.token_urlsafe(32))
+    kinds = ["plain", "approval", "slow"]
+    with servers.running("hostcall", argv, tmp_path, env) as server:
+        for keep_alive in (False, True):
+            tally = load_flow.Tally()
+            for kind in kinds:
+                await load_flow.visit(server.port, kind, tally, 60.0, keep_alive)
+            assert (tally.finished, tally.errors, tally.failed_runs) == (3, {}, {}), tally
+            assert len(tally.round_trips) == 3  # one tool call each, the approved one too
+            assert len(tally.turns) == 4  # the slow visitor's greeting is a turn of its own
+        server.check_alive()
