@@ -40,10 +40,12 @@ import tempfile
 import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import load_flow
 import psutil
 import psycopg
@@ -79,6 +81,23 @@ class Result:
     cpu_postgres: float | None
     peak_pg: int | None
     peak_http: list[int]
+    counted: Counter[str]  # what /metrics counted meanwhile: COUNTED's series
+
+
+# The server's own counts, read from /metrics before and after the visitors (not sampled:
+# an exposition costs the server milliseconds of CPU): pool waits past the pool's wait, by
+# what followed (busy: waited on; outage: failed), and requests the store failed.
+COUNTED = ("hostcall_db_pool_waits_total", "hostcall_store_errors_total")
+
+
+def counts(server: servers.Server) -> Counter[str]:
+    text = httpx.get(f"{server.url}/metrics", timeout=30.0, trust_env=False).text
+    found: Counter[str] = Counter()
+    for line in text.splitlines():
+        if line.startswith(COUNTED):
+            series, _, value = line.rpartition(" ")
+            found[series] += int(float(value))
+    return found
 
 
 def serving(server: servers.Server) -> list[psutil.Process]:
@@ -193,6 +212,7 @@ def run_backend(
             meters["postgres"] = CpuMeter([cluster])
         peaks = Peaks(server, db if url else None)
         tally = load_flow.Tally()
+        before = counts(server)
         for meter in meters.values():
             meter.start()
         started = time.monotonic()
@@ -201,6 +221,7 @@ def run_backend(
         wall = time.monotonic() - started
         used = {name: meter.stop() for name, meter in meters.items()}
         server.check_alive()
+        counted = counts(server) - before
         if tally.errors or tally.failed_runs:
             print(f"  {backend.name}: server log tail:\n{server.log_tail(1500)}", file=sys.stderr)
         return Result(
@@ -211,6 +232,7 @@ def run_backend(
             used.get("postgres"),
             peaks.pg,
             sorted(peaks.http.values(), reverse=True),
+            counted,
         )
 
 
@@ -224,6 +246,16 @@ def _per_conversation(seconds: float | None, result: Result) -> str:
     if seconds is None or not result.tally.finished:
         return "-"
     return f"{1000 * seconds / result.tally.finished:.1f} ms"
+
+
+def pool_waits(result: Result) -> str:
+    if not result.backend.postgres:
+        return "-"
+    waits = [
+        sum(n for series, n in result.counted.items() if f'outcome="{outcome}"' in series)
+        for outcome in ("busy", "outage")
+    ]
+    return "/".join(str(n) for n in waits)
 
 
 def report(results: list[Result], args: argparse.Namespace) -> None:
@@ -247,6 +279,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
                 _per_conversation(r.cpu_postgres, r),
                 "-" if r.peak_pg is None else str(r.peak_pg),
                 "/".join(str(n) for n in r.peak_http),
+                pool_waits(r),
                 f"{r.wall:.1f} s",
             )
         )
@@ -265,6 +298,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         "cpu pg",
         "peak pg conns",
         "peak http conns",
+        "pool waits",
         "wall",
     )
     notes = [
@@ -277,12 +311,20 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         "turn: message POSTed -> RUN_FINISHED read; cpu: per finished conversation",
         "lost: visitors stopped by anything but a failed run; 503 door: create and message "
         "answered 503 (retried after Retry-After); peak http conns: per server process; "
+        "pool waits: past the pool's wait, busy (waited on) / outage (failed), from /metrics; "
         "calls timed: " + ", ".join(str(len(r.tally.round_trips)) for r in results),
         f"{os.cpu_count()} cores, {platform.platform()}, load average at end "
         + " ".join(f"{x:.2f}" for x in os.getloadavg()),
     ]
     for r in results:
         t = r.tally
+        failed_requests = {
+            series.partition("{")[2].rstrip("}"): n
+            for series, n in r.counted.items()
+            if series.startswith("hostcall_store_errors")
+        }
+        if failed_requests:
+            notes.append(f"{r.backend.name}: requests the store failed {failed_requests}")
         if t.failed_runs or t.errors or t.busy or t.cuts:
             notes.append(
                 f"{r.backend.name}: failed runs {dict(t.failed_runs)}, lost "
