@@ -108,7 +108,7 @@ class CpuMeter:
         return sum(v - self.before.get(pid, 0.0) for pid, v in after.items())
 
 
-def _self_cpu() -> float:
+def self_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -191,12 +191,12 @@ async def measure(server: servers.Server, total: int, cpu: dict[str, CpuMeter]) 
 
     for meter in cpu.values():
         meter.start()
-    generator_before = _self_cpu()
+    generator_before = self_cpu()
     started = time.monotonic()
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
     elapsed = time.monotonic() - started
     used = {name: meter.stop() for name, meter in cpu.items()}
-    used["load generator"] = _self_cpu() - generator_before
+    used["load generator"] = self_cpu() - generator_before
     return {"done": done, "errors": errors, "elapsed": elapsed, **used}
 
 

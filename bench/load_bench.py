@@ -50,12 +50,15 @@ import load_flow
 import psutil
 import psycopg
 import servers
-from cluster_bench import CpuMeter, fresh_schema, postmaster
+from cluster_bench import CpuMeter, fresh_schema, postmaster, self_cpu
 from report import print_table
 
 TARGET_CPU_RATIO = 1.5  # PostgreSQL Hostcall CPU per conversation <= 1.5x SQLite's
 WARMUP = 20  # conversations before the measured ones: imports, caches, prepared statements
 SAMPLE_EVERY = 0.25
+# HTTP connections are sampled every 4th time only: listing a process's sockets reads all of
+# the machine's TCP table, in this process, beside the visitors.
+HTTP_EVERY = 4
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class Result:
     peak_pg: int | None
     peak_http: list[int]
     counted: Counter[str]  # what /metrics counted meanwhile: COUNTED's series
+    cpu_generator: float  # this process: the visitors and the sampler
 
 
 # The server's own counts, read from /metrics before and after the visitors (not sampled:
@@ -121,6 +125,7 @@ class Peaks:
         self.server, self.url = server, url
         self.pg: int | None = None
         self.http: dict[int, int] = {}
+        self.cpu = 0.0
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -128,19 +133,27 @@ class Peaks:
         return serving(self.server)
 
     def _run(self) -> None:
+        try:
+            self._sample()
+        finally:
+            self.cpu = time.thread_time()  # this thread's: not the load generator's
+
+    def _sample(self) -> None:
         with contextlib.ExitStack() as stack:
             pg = None
             if self.url is not None:
                 pg = stack.enter_context(psycopg.connect(self.url, autocommit=True))
                 self.pg = 0
+            tick = 0
             while not self.done.wait(SAMPLE_EVERY):
+                tick += 1
                 if pg is not None:
                     row = pg.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
                         "'client backend' AND pid <> pg_backend_pid()"
                     ).fetchone()
                     self.pg = max(self.pg or 0, int(row[0]) if row else 0)
-                for process in self._processes():
+                for process in self._processes() if tick % HTTP_EVERY == 1 else ():
                     with contextlib.suppress(psutil.Error):
                         conns = process.net_connections(kind="tcp")
                         n = sum(1 for c in conns if c.status == psutil.CONN_ESTABLISHED)
@@ -213,6 +226,7 @@ def run_backend(
         peaks = Peaks(server, db if url else None)
         tally = load_flow.Tally()
         before = counts(server)
+        generator = self_cpu()
         for meter in meters.values():
             meter.start()
         started = time.monotonic()
@@ -220,6 +234,7 @@ def run_backend(
             asyncio.run(crowd(server.port, args.n, args, tally))
         wall = time.monotonic() - started
         used = {name: meter.stop() for name, meter in meters.items()}
+        used["generator"] = self_cpu() - generator - peaks.cpu
         server.check_alive()
         counted = counts(server) - before
         if tally.errors or tally.failed_runs:
@@ -233,6 +248,7 @@ def run_backend(
             peaks.pg,
             sorted(peaks.http.values(), reverse=True),
             counted,
+            used["generator"],
         )
 
 
@@ -313,6 +329,8 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         "answered 503 (retried after Retry-After); peak http conns: per server process; "
         "pool waits: past the pool's wait, busy (waited on) / outage (failed), from /metrics; "
         "calls timed: " + ", ".join(str(len(r.tally.round_trips)) for r in results),
+        "load generator's CPU per conversation (this process but its sampler, on the same "
+        "cores): " + ", ".join(_per_conversation(r.cpu_generator, r) for r in results),
         f"{os.cpu_count()} cores, {platform.platform()}, load average at end "
         + " ".join(f"{x:.2f}" for x in os.getloadavg()),
     ]
