@@ -1,0 +1,28 @@
+"""The browser benchmark's round trip, run as a person runs it: the headline figure must not
+stop being measured unseen (a widget that made its conversation later once broke it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from hostcall.settings import ROOT
+
+pytestmark = pytest.mark.e2e
+
+
+def test_the_browser_bench_measures_the_round_trip_beside_its_floor() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/browser_bench.py", "--quick", "--only", "round trip"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = done.stdout[done.stdout.index("## 3. Browser tool round trip") :]
+    row = next(line for line in table.splitlines() if "has validated result, p50" in line)
+    hostcall, floor = (float(cell.split()[0]) for cell in row.split("  ") if "ms" in cell)
+    assert hostcall > 0 and floor > 0, row
