@@ -1,5 +1,5 @@
 """One visitor of the load bench: a conversation with the full tool round trip, as a client
-that names no surface does it, on raw keep-alive HTTP/1.1 (bench/clients.py, bench/streams.py).
+that names no surface does it, on raw HTTP/1.1 (bench/clients.py, bench/streams.py).
 
 create -> capabilities -> stream -> message -> (approval -> decision) -> dispatch ->
 delivered -> result -> RUN_FINISHED. Kinds of visitor, dealt in a fixed pattern:
