@@ -4,6 +4,7 @@ checkout, and the load benchmark's visitors against a real server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -61,3 +62,36 @@ async def test_every_kind_of_load_visitor_finishes_on_a_real_server(tmp_path: Pa
             assert len(tally.round_trips) == 3  # one tool call each, the approved one too
             assert len(tally.turns) == 4  # the slow visitor's greeting is a turn of its own
         server.check_alive()
+
+
+async def test_a_load_visitor_waits_out_a_503_and_counts_it() -> None:
+    """A busy door answers 503 with Retry-After: the visitor asks again, and the tally says
+    where it met it (a raw server on loopback, one connection per request)."""
+    answers = [
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nContent-Length: 15\r\n\r\n"
+        b'{"code":"busy"}',
+        b'HTTP/1.1 201 Created\r\nContent-Length: 11\r\n\r\n{"made":42}',
+    ]
+    asked: list[bytes] = []
+
+    async def door(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        asked.append(head.split(b"\r\n")[0] + b" " + await reader.readexactly(length))
+        writer.write(answers[len(asked) - 1])
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(door, servers.HOST, 0)
+    port = server.sockets[0].getsockname()[1]
+    tally = load_flow.Tally()
+    visitor = load_flow.Visitor(port, tally, keep_alive=False)
+    try:
+        made = await visitor.post("create", "/api/agents/load/conversations", {}, 201, {})
+    finally:
+        visitor.close()
+        server.close()
+        await server.wait_closed()
+    assert made == {"made": 42}
+    assert asked == [b"POST /api/agents/load/conversations HTTP/1.1 {}"] * 2
+    assert tally.busy == {"create": 1}
