@@ -74,6 +74,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
     # thread is a new conversation (per client address and per agent), so a fresh thread
     # id is no way around them, and each request costs one message (it may start a run).
     check_request_origin(request, agent.allowed_origins)
+    runtime.door.admit()  # before anything is read or stored (hostcall/door.py)
     body = await read_body(request, RunAgentInput, runtime.settings.max_body_bytes)
     # The site's identity token for its visitor, as this endpoint's bearer token.
     identity = await runtime.identities.of_request(request, agent, token=bearer_token(request))

@@ -69,6 +69,7 @@ async def create_conversation(request: Request) -> Response:
     if agent is None:
         raise NotFound(f"no agent {agent_id!r}", code=ErrorCode.UNKNOWN_AGENT)
     check_request_origin(request, agent.allowed_origins, required=True)
+    runtime.door.admit()
     body = await read_body(request, NewConversation, runtime.settings.max_body_bytes)
     parent = runtime.sessions.parent_origin(body.parent_origin, agent)
     # An identified visitor's new conversation is theirs from the start.
@@ -163,6 +164,7 @@ async def surface_leave(request: Request) -> Response:
 
 async def post_message(request: Request) -> Response:
     runtime = runtime_of(request)
+    runtime.door.admit()  # before the session's read: it would wait for the same connections
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
@@ -201,6 +203,7 @@ async def message_feedback(request: Request) -> Response:
 async def retry_run(request: Request) -> Response:
     """Retry after a failed run: a new run over the history as it is; nothing is re-sent."""
     runtime = runtime_of(request)
+    runtime.door.admit()
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, RetryRun, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)

@@ -21,7 +21,8 @@ machine-readable ``code`` (an ``ErrorCode``) and a message; ``hostcall.responses
      ├── InternalError         500  internal_error (anything unexpected; no traceback words)
      │    └── RunUnreadable         a run's row is gone, or its stored definition unparsable
      └── Unavailable           503  store_unavailable (``Retry-After``)
-      └── IdentityUnavailable   identity_unavailable (an agent's JWKS could not be read)
+      ├── IdentityUnavailable   identity_unavailable (an agent's JWKS could not be read)
+      └── Overloaded            overloaded (refused before any work was taken: hostcall/door.py)
 
 ``AgentConfigError`` is not an HTTP error: it stops the server at start with one line per
 problem; ``StoreError`` stops it when the database cannot be used (another process holds a
@@ -163,6 +164,24 @@ class Unavailable(HostcallError):
     ) -> None:
         super().__init__(message, retryAfter=retry_after, **details)
         self.retry_after = retry_after
+
+
+class Overloaded(Unavailable):
+    """This process cannot take more work now (``reason``: what is past its bound,
+    hostcall/door.py): refused before anything was stored, so sending the same request
+    again after ``Retry-After`` is safe."""
+
+    code: ErrorCode = ErrorCode.OVERLOADED
+
+    def __init__(self, reason: str, *, retry_after: int, **details: Any) -> None:
+        super().__init__(
+            f"the server is too busy to take this now ({reason}); send it again after "
+            f"{retry_after} s",
+            retry_after=retry_after,
+            reason=reason,
+            **details,
+        )
+        self.reason = reason
 
 
 class AgentConfigError(Exception):

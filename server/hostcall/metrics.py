@@ -77,6 +77,11 @@ OPEN_STREAMS = Gauge(
 RATE_LIMITED = Counter(
     "hostcall_rate_limit_refusals", "Requests refused by a rate or cost limit, by code.", ["code"]
 )
+DOOR_REFUSALS = Counter(
+    "hostcall_overloaded_refusals",
+    "New work refused at the door (503 overloaded), by the bound it met (hostcall/door.py).",
+    ["reason"],
+)
 STORE_ERRORS = Counter(
     "hostcall_store_errors",
     "Requests the store failed (down, full, out of connections), by driver error type.",

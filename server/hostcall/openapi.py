@@ -87,13 +87,16 @@ class _Paths:
             404: "Unknown resource", 405: "Method not allowed", 408: "The body stopped arriving",
             409: "Conflict", 410: "The call expired", 413: "Body too large",
             415: "Not application/json", 422: "Valid JSON, invalid content",
-            429: "Rate limited (Retry-After)", 503: "The store cannot be written",
+            429: "Rate limited (Retry-After)", 503: "The store cannot be written, or (code"
+            " overloaded) the server is too busy to take new work: nothing was stored; send it"
+            " again after Retry-After",
         }  # fmt: skip
         error = self.body(r.ErrorBody)
         out = {str(s): {"description": described[s], **_json(error)} for s in statuses}
-        if "429" in out:
-            wait = {"required": True, "schema": {"type": "integer", "minimum": 1}}
-            out["429"]["headers"] = {"Retry-After": {"description": "Seconds to wait", **wait}}
+        wait = {"required": True, "schema": {"type": "integer", "minimum": 1}}
+        for waited in ("429", "503"):
+            if waited in out:
+                out[waited]["headers"] = {"Retry-After": {"description": "Seconds to wait", **wait}}
         return out
 
     def op(
@@ -202,7 +205,7 @@ def _api(p: _Paths) -> dict[str, Any]:
                          "get": p.op("Why a page could not embed an agent", 200,
                                      p.body(r.EmbedAllowed, r.EmbedRefused))},
         "/api/agents/{agentId}/conversations": {"parameters": [_param("agentId")], "post": p.op(
-            "Start a conversation", 201, opened, 403, 404, 429,
+            "Start a conversation", 201, opened, 403, 404, 429, 503,
             body=_ref("NewConversation"), optional_body=True)},
         "/api/agents/{agentId}/session": {"parameters": [_param("agentId")], "post": _or_nothing(
             p.op("Resume this browser's conversation (the widget page's cookie; the session"
@@ -240,7 +243,7 @@ def _api(p: _Paths) -> dict[str, Any]:
         "/api/conversations/{conversationId}/messages": {"parameters": conv, "post": p.op(
             "Send a user message: starts a run (or, while a person holds the conversation,"
             " is kept for them)", 202, p.body(r.RunAccepted, r.MessageHeld), 401, 403, 404,
-            409, 422, 429, body=_ref("NewMessage"), security=SESSION)},
+            409, 422, 429, 503, body=_ref("NewMessage"), security=SESSION)},
         "/api/conversations/{conversationId}/messages/{messageId}/feedback": {"parameters": [
             *conv, _param("messageId")], "post": p.op(
             "Rate one of the agent's replies (again: the latest rating stands)", 200,
@@ -248,7 +251,7 @@ def _api(p: _Paths) -> dict[str, Any]:
             security=SESSION)},
         "/api/conversations/{conversationId}/retry": {"parameters": conv, "post": p.op(
             "Retry after a failed run: a new run over the history, nothing re-sent", 202,
-            p.body(r.RunAccepted), 401, 403, 404, 409, 429, body=_ref("RetryRun"),
+            p.body(r.RunAccepted), 401, 403, 404, 409, 429, 503, body=_ref("RetryRun"),
             security=SESSION, optional_body=True)},
         "/api/conversations/{conversationId}/runs/{runId}/stop": {"parameters": [
             *conv, _param("runId"),
@@ -294,7 +297,7 @@ def _api(p: _Paths) -> dict[str, Any]:
             404, 409, 410, 422, body=_ref("Decision"))},
         "/agui/{agentId}": {"parameters": [_param("agentId")], "post": p.op(
             "AG-UI: RunAgentInput in, the run as AG-UI events out", 200, STRING, 403, 404, 409,
-            422, 429, body=_ref("RunAgentInput"), ok_media="text/event-stream")},
+            422, 429, 503, body=_ref("RunAgentInput"), ok_media="text/event-stream")},
     }  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from hostcall.calls.proposals import Proposals
 from hostcall.calls.rehoming import Rehoming
 from hostcall.calls.views import CallViews
 from hostcall.counters import Counters, LimitsCounters, StoreCounters
+from hostcall.door import Door
 from hostcall.engine import Engine
 from hostcall.errors import (
     Forbidden,
@@ -46,7 +47,7 @@ from hostcall.runs.recovery import Recovery
 from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
 from hostcall.services import Services
-from hostcall.settings import Settings, load_secret_keys
+from hostcall.settings import Capacity, Settings, load_secret_keys
 from hostcall.store import Store, open_store
 from hostcall.store.postgres import PostgresStore
 from hostcall.tokens import Claims, Purpose, Tokens
@@ -87,9 +88,15 @@ class Runtime:
     _agent_ids: dict[str, str] = field(default_factory=dict, repr=False)
     # The use cases routes call (hostcall/services/), on the parts above.
     services: Services = field(init=False, repr=False)
+    # Refuses new work while this process cannot take more (hostcall/door.py).
+    door: Door = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.services = Services.build(self.engine, self.quotas, clock=self.clock)
+        capacity = self.settings.capacity or Capacity.from_environ(self.settings.environ)
+        self.door = Door(
+            capacity, steps=lambda: len(self.engine.tasks), db_waiters=self.store.connection_waiters
+        )
 
     @classmethod
     def build(cls, settings: Settings, *, clock: Callable[[], float] = time.time) -> Runtime:

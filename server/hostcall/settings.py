@@ -23,6 +23,49 @@ DATA_DIR = ROOT / "var" if in_checkout() else Path("var")
 
 
 @dataclass(frozen=True, kw_only=True)
+class Capacity:
+    """When a process cannot take more (hostcall/door.py; docs/deploy.md, "Back-pressure"):
+    new conversations, messages, retries and AG-UI runs are then refused with ``503
+    overloaded`` and ``Retry-After``, before anything is stored. Read from the environment:
+
+    - ``HOSTCALL_MAX_STEPS_IN_FLIGHT``: run steps (and the resumes and server-side calls
+      that are steps' work) this process has started and not finished, running or queued
+      for its event loop. Past it, a new run would only wait behind them;
+    - ``HOSTCALL_MAX_DB_WAITERS``: this process's statements waiting for a pooled
+      PostgreSQL connection (SQLite has no pool: never counted). Past it, the database is
+      the bottleneck, and new work would lengthen every wait;
+    - ``HOSTCALL_BUSY_RETRY_AFTER_SECONDS``: the ``Retry-After`` of a refusal.
+
+    0 for either bound refuses all new work (a test's overload, or a process drained by
+    hand)."""
+
+    max_steps_in_flight: int = 200
+    max_db_waiters: int = 64
+    retry_after: int = 2
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str]) -> Capacity:
+        values: dict[str, int] = {}
+        for name, key, least in (
+            ("HOSTCALL_MAX_STEPS_IN_FLIGHT", "max_steps_in_flight", 0),
+            ("HOSTCALL_MAX_DB_WAITERS", "max_db_waiters", 0),
+            ("HOSTCALL_BUSY_RETRY_AFTER_SECONDS", "retry_after", 1),
+        ):
+            raw = environ.get(name, "").strip()
+            if not raw:
+                continue
+            try:
+                value = int(raw)
+            except ValueError:
+                value = -1
+            if value < least:
+                raise StoreError(f"{name}={raw!r}: give a whole number, at least {least}",
+                                 target=name)  # fmt: skip
+            values[key] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     agents_dir: Path = DEMO_AGENTS
     db_path: Path = Path("hostcall.db")
@@ -51,6 +94,8 @@ class Settings:
     # Added to every agent's allowed origins (the demo adds its host page this way).
     extra_origins: tuple[str, ...] = ()
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    # When the process refuses new work (``Capacity``); None: as ``environ`` says.
+    capacity: Capacity | None = None
     # Where spans go instead of OTLP (a test's in-memory exporter); None: as the OTEL_*
     # variables in ``environ`` say (hostcall/tracing.py).
     span_exporter: SpanExporter | None = None

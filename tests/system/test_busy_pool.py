@@ -214,3 +214,79 @@ def test_requests_cancelled_at_shutdown_answer_json_not_plain_text(
     with psycopg.connect(url) as db:
         row = db.execute("SELECT count(*) FROM messages WHERE conversation_id = %s", (blocked,))
         assert row.fetchone() == (0,)
+
+
+def test_new_work_is_refused_at_the_door_while_statements_queue_for_the_pool(
+    busy: tuple[Cluster, str], model: tuple[MidTextProvider, int]
+) -> None:
+    """With one statement queued for the pool's one connection (its bound here), a new
+    conversation and a new message are refused 503 overloaded with Retry-After, and nothing
+    is stored; the message accepted before, waiting for the connection, runs to its end;
+    and once the queue is gone the same requests are taken."""
+    cluster, url = busy
+    fake, _ = model
+    fake.go.set()  # the model answers at once: only the pool holds anything up
+    cluster.environ.update({"HOSTCALL_MAX_DB_WAITERS": "1",
+                            "HOSTCALL_BUSY_RETRY_AFTER_SECONDS": "4"})  # fmt: skip
+    process = cluster.start()
+    with httpx.Client(timeout=60) as client, ThreadPoolExecutor(2) as background:
+        (held, held_auth), (other, other_auth) = (_conversation(client, process) for _ in "ab")
+        with psycopg.connect(url) as locker:
+            locker.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (held,))
+            # Accepted work: the message takes the one connection and waits on the lock...
+            sent = background.submit(
+                client.post, f"{process.url}/api/conversations/{held}/messages",
+                json={"text": "Hello"}, headers=held_auth,
+            )  # fmt: skip
+            _until(lambda: _lock_waiters(url) > 0, "request blocked on the lock")
+            # ...and a read queues for it behind.
+            read = background.submit(
+                client.get, f"{process.url}/api/conversations/{other}", headers=other_auth
+            )
+            _until(
+                lambda: _metrics(client, process)["hostcall_db_connection_waiters"] >= 1,
+                "a statement queued for the pool",
+            )
+            stored = _stored(url)
+            refused = [
+                client.post(f"{process.url}/api/agents/planner/conversations", headers=ORIGIN),
+                client.post(
+                    f"{process.url}/api/conversations/{other}/messages",
+                    json={"text": "Me too"},
+                    headers=other_auth,
+                ),
+            ]
+            for answer in refused:
+                assert answer.status_code == 503, answer.text
+                error = answer.json()["error"]
+                assert error["code"] == "overloaded", error
+                assert error["details"]["reason"] == "db_waiters", error
+                assert answer.headers["Retry-After"] == "4"
+            assert _stored(url) == stored
+            locker.rollback()
+        assert sent.result().status_code == 202, sent.result().text
+        assert read.result().status_code == 200, read.result().text
+        run = _until(
+            lambda: (
+                r := client.get(f"{process.url}/api/conversations/{held}", headers=held_auth)
+                .json()["run"]
+            )["status"] in ("finished", "failed") and r,
+            "run end",
+        )  # fmt: skip
+        assert run["status"] == "finished", run
+        # The queue is gone: the same requests are taken.
+        _conversation(client, process)
+        again = client.post(f"{process.url}/api/conversations/{other}/messages",
+                            json={"text": "Me too"}, headers=other_auth)  # fmt: skip
+        assert again.status_code == 202, again.text
+    assert FAILED not in process.log.read_text()
+
+
+def _stored(url: str) -> tuple[int, int]:
+    """Conversations and messages in the database."""
+    with psycopg.connect(url) as db:
+        row = db.execute(
+            "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages)"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])

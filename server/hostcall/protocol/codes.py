@@ -85,6 +85,7 @@ class ErrorCode(StrEnum):
     # 503
     STORE_UNAVAILABLE = "store_unavailable"
     IDENTITY_UNAVAILABLE = "identity_unavailable"  # the agent's JWKS could not be read
+    OVERLOADED = "overloaded"  # refused at the door: this process cannot take more work now
     # Any other status Starlette raises itself (none is known to reach a client).
     HTTP_ERROR = "http_error"
 

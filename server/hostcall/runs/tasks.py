@@ -17,6 +17,10 @@ class Tasks:
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
+    def __len__(self) -> int:
+        """Tasks started and not ended: running, or queued for the event loop."""
+        return len(self._running)
+
     async def drain(self) -> None:
         """Wait for the tasks in flight, and the ones they start."""
         while self._running:

@@ -69,6 +69,9 @@ class Database(Protocol):
     # Why the database refused a write lately (a full disk, a read-only file), if no
     # transaction has committed since (hostcall/store/health.py); None if it did not.
     def refused_write(self) -> str | None: ...
+    # Statements and transactions of this process waiting for a connection now (always 0
+    # on SQLite, whose one connection is taken in turn): the door's bound (hostcall/door.py).
+    def connection_waiters(self) -> int: ...
     async def close(self) -> None: ...
 
 

@@ -179,9 +179,14 @@ class PostgresConnections:
         self._returned_at = float("-inf")
         self._probe: asyncio.Future[bool] | None = None
         self._probed_at = float("-inf")
+        # This process's statements waiting for a connection now (the metric sums workers).
+        self._waiters = 0
 
     def refused_write(self) -> str | None:
         return self._health.refused()
+
+    def connection_waiters(self) -> int:
+        return self._waiters
 
     async def _open(self) -> None:
         if self._opened:
@@ -276,6 +281,7 @@ class PostgresConnections:
         loop = asyncio.get_running_loop()
         started = waiting = loop.time()
         metrics.DB_CONNECTION_WAITERS.inc()
+        self._waiters += 1
         try:
             while True:
                 try:
@@ -296,6 +302,7 @@ class PostgresConnections:
                 return connection
         finally:
             metrics.DB_CONNECTION_WAITERS.dec()
+            self._waiters -= 1
 
     async def _give_back(self, connection: psycopg.AsyncConnection[Row]) -> None:
         metrics.DB_CONNECTIONS_IN_USE.dec()

@@ -69,6 +69,9 @@ class SQLiteConnection:
     def refused_write(self) -> str | None:
         return self._health.refused()
 
+    def connection_waiters(self) -> int:
+        return 0
+
     def _history(self, conversation_id: str, turns: int | None) -> tuple[StoredMessage, ...]:
         """The conversation's messages, oldest first, of its last ``turns`` turns (None: all):
         a step's history (see ``ClaimedRun``)."""
