@@ -305,10 +305,10 @@ async function send(raw) {
   try {
     if (!state.conversationId && identifying) await identifying
     made = !state.conversationId
-    if (made) await start()
+    if (made) await patient(start, pending)
     // The page's whole context, as it is now.
     const context = pageContext && (await pageContext).value()
-    const sent = await api.message(state.conversationId, text, cfg.simulate === true, context)
+    const sent = await patient(() => api.message(state.conversationId, text, cfg.simulate === true, context), pending)
     state.runId = sent?.runId
     if (!sent?.runId) state.run = '' // held by a person
   } catch (err) {
@@ -325,6 +325,12 @@ async function send(raw) {
     if (made && state.conversationId) tabs.postMessage(0)
     refresh()
   }
+}
+
+/** `f()` again while refused unread (503 overloaded), after its Retry-After (30 s at most). */
+function patient(f, el) {
+  const busy = ui.h('p', { 'data-part': 'message-busy', role: 'status' }, t('busy'))
+  return retry(f, (_, e) => e.code == 'overloaded' ? (el.append(busy), Math.min(e.details.retryAfter, 30) * 1e3) : NaN).finally(() => busy.remove())
 }
 
 /** Sync the composer with the run; publish `data-agent-state` (docs/testing.md). */

@@ -11,5 +11,6 @@ export default {
   errorBusy: 'Please wait until the agent has finished.',
   limit: 'Messages are limited to {n} characters; the rest was not added.',
   notSent: 'Not sent.', cancel: 'Cancel',
+  busy: 'Busy, retrying…',
   stop: 'Stop',
 }

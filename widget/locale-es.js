@@ -12,5 +12,6 @@ export default {
   errorBusy: 'Espera a que el agente termine.',
   limit: 'Los mensajes tienen un límite de {n} caracteres; el resto no se añadió.',
   notSent: 'No enviado.', cancel: 'Cancelar',
+  busy: 'Ocupado, reintentando…',
   stop: 'Detener',
 }

@@ -13,5 +13,6 @@ export default {
   errorBusy: 'Veuillez attendre que l’agent ait terminé.',
   limit: 'Les messages sont limités à {n} caractères ; le reste n’a pas été ajouté.',
   notSent: 'Non envoyé.', cancel: 'Annuler',
+  busy: 'Occupé, nouvel essai…',
   stop: 'Arrêter',
 }
