@@ -225,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         database_url=url,
         lease_seconds=args.lease_seconds,
         extra_origins=tuple(extra),
-        environ=dict(os.environ),
+        # --workers share HOSTCALL_DB_CONNECTIONS (hostcall/store/__init__.py, pool_share).
+        environ={**os.environ, **({"HOSTCALL_WORKERS": str(workers)} if workers > 1 else {})},
     )
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -22,9 +22,11 @@ AGENTS = "HOSTCALL_AGENTS_DIR"
 ORIGINS = "HOSTCALL_EXTRA_ORIGINS"
 DATABASE = "HOSTCALL_DATABASE_URL"
 LEASE = "HOSTCALL_LEASE_SECONDS"
+# How many workers share the connection budget (hostcall/store/__init__.py, ``pool_share``).
+WORKERS = "HOSTCALL_WORKERS"
 
 
-def environment_for(settings: Settings) -> dict[str, str]:
+def environment_for(settings: Settings, workers: int) -> dict[str, str]:
     """What a worker needs to rebuild ``settings`` (paths and URLs, never secrets)."""
     assert settings.database_url is not None, "workers share a PostgreSQL store"
     return {
@@ -32,6 +34,7 @@ def environment_for(settings: Settings) -> dict[str, str]:
         ORIGINS: ",".join(settings.extra_origins),
         DATABASE: settings.database_url,
         LEASE: str(settings.lease_seconds),
+        WORKERS: str(workers),
     }
 
 
@@ -79,7 +82,7 @@ def serve(
 ) -> None:
     import uvicorn
 
-    os.environ.update(environment_for(settings))
+    os.environ.update(environment_for(settings, workers))
     made = _metrics_directory()
     try:
         _run(uvicorn, host=host, port=port, workers=workers, log_level=log_level,

@@ -66,8 +66,9 @@ def open_store(
     """A PostgreSQL store for a ``postgresql://`` URL, else a SQLite store at that path.
 
     ``serving=False`` opens it for a short command run beside a server (see SQLiteStore).
-    ``environ``: where HOSTCALL_DB_POOL_SIZE and HOSTCALL_DB_POOL_WAIT_SECONDS are read
-    (PostgreSQL's pool, docs/operations.md); None: the defaults.
+    ``environ``: where HOSTCALL_DB_POOL_SIZE, HOSTCALL_DB_CONNECTIONS (with
+    HOSTCALL_WORKERS) and HOSTCALL_DB_POOL_WAIT_SECONDS are read (PostgreSQL's pool,
+    docs/deploy.md "Connections"); None: the defaults.
     """
     if isinstance(target, str) and is_database_url(target):
         from hostcall.store.postgres import PostgresStore
@@ -94,4 +95,34 @@ def _pool_options(environ: Mapping[str, str]) -> dict[str, Any]:
         if value is None or value < least:
             raise StoreError(f"{name}={raw!r}: give a number, at least {least}", target=name)
         options[key] = value
+    if "pool_max" not in options and environ.get(BUDGET, "").strip():
+        options["pool_max"] = pool_share(environ[BUDGET].strip(), environ.get(WORKERS, "1"))
     return options
+
+
+# The connections one ``hostcall serve`` may open in all, shared by its workers
+# (``--workers``, passed on to each as HOSTCALL_WORKERS); HOSTCALL_DB_POOL_SIZE, if set, sizes
+# each worker's pool instead.
+BUDGET = "HOSTCALL_DB_CONNECTIONS"
+WORKERS = "HOSTCALL_WORKERS"
+# What a process holds besides its pool: its LISTEN connection and its lease renewer's.
+OWN_CONNECTIONS = 2
+
+
+def pool_share(budget: str, workers: str) -> int:
+    """Each worker's pool when ``budget`` connections are shared by ``workers`` processes:
+    an equal share, less the two each holds of its own."""
+    try:
+        total, count = int(budget), int(workers)
+    except ValueError:
+        total, count = 0, 0
+    share = total // count - OWN_CONNECTIONS if total > 0 and count > 0 else 0
+    if share < 1:
+        least = max(count, 1) * (OWN_CONNECTIONS + 1)
+        raise StoreError(
+            f"{BUDGET}={budget!r} with {WORKERS}={workers!r}: each worker needs "
+            f"{OWN_CONNECTIONS + 1} connections at least (a pool of one, its LISTEN and its "
+            f"lease renewal); give {least} or more",
+            target=BUDGET,
+        )
+    return share
