@@ -93,6 +93,11 @@ DB_CONNECTIONS_IN_USE = Gauge(
     "PostgreSQL connections borrowed from the pool now.",
     multiprocess_mode="livesum",
 )
+DB_POOL_SIZE = Gauge(
+    "hostcall_db_pool_size",
+    "PostgreSQL connections the pools may hold (each process's pool size, summed).",
+    multiprocess_mode="livesum",
+)
 DB_CONNECTION_WAITERS = Gauge(
     "hostcall_db_connection_waiters",
     "Statements and transactions waiting for a PostgreSQL connection now.",

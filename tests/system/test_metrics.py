@@ -189,3 +189,41 @@ def test_two_workers_report_the_same_totals_whichever_answers(
     assert process.returncode == 0, process.stderr.read() if process.stderr else ""
     # A worker that stopped took its live gauge with it.
     assert not list(metrics_dir.glob("gauge_livesum_*.db"))
+
+
+def test_workers_share_the_connection_budget(
+    tmp_path: Path, pg_url: str, metrics_dir: Path
+) -> None:
+    """``HOSTCALL_DB_CONNECTIONS=10`` with ``--workers 2``: each worker's pool is its share
+    less its LISTEN and lease connections, 3, so the server's pools hold 6 and the whole
+    server at most 10 connections."""
+    port = free_port()
+    env = {**os.environ, "HOSTCALL_SECRET_KEYS": SECRET[0], "HOSTCALL_DB_CONNECTIONS": "10",
+           "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}  # fmt: skip
+    for name in ("HOSTCALL_METRICS_TOKEN", "HOSTCALL_DB_POOL_SIZE", "HOSTCALL_WORKERS"):
+        env.pop(name, None)
+    agents = unlimited_agents(tmp_path / "agents")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hostcall", "serve", "--db", pg_url, "--port", str(port),
+         "--agents", str(agents), "--workers", "2", "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        pools = 0.0
+        while pools != 6:  # both workers started: 3 + 3
+            assert process.poll() is None, "the supervisor exited"
+            assert time.monotonic() < deadline, f"pools of {pools} after 60 s"
+            try:
+                pools = value(samples(scrape(url).text), "hostcall_db_pool_size")
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)

@@ -181,6 +181,7 @@ class PostgresConnections:
         self._probed_at = float("-inf")
         # This process's statements waiting for a connection now (the metric sums workers).
         self._waiters = 0
+        metrics.DB_POOL_SIZE.set(pool_max)
 
     def refused_write(self) -> str | None:
         return self._health.refused()
