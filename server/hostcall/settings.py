@@ -39,7 +39,7 @@ class Capacity:
     0 for either bound refuses all new work (a test's overload, or a process drained by
     hand)."""
 
-    max_steps_in_flight: int = 200
+    max_steps_in_flight: int = 500
     max_db_waiters: int = 64
     retry_after: int = 2
 
