@@ -42,6 +42,15 @@ export async function control(retry, app) {
       : api.call('POST', api.conv(id, `/runs/${encodeURIComponent(state.runId)}/stop`), {}))
   } catch (err) {
     if (state.run === next) state.run = run
+    if (retry && err.code === 'overloaded') {
+      // Refused unread (the server is too busy: docs/deploy.md, "Back-pressure"): said so,
+      // and asked again after its Retry-After (30 s at most), as app.js sends a message.
+      ui.showError(t('busy'), null, true)
+      const notes = document.querySelectorAll('[data-part=error]')
+      const note = notes[notes.length - 1]
+      setTimeout(() => { note.remove(); if (id === state.conversationId) control(true, app) }, Math.min(err.details.retryAfter, 30) * 1e3)
+      return
+    }
     if (err.status !== 409) ui.showError(t('errorRun'), retry ? () => control(true, app) : null)
     emit('error', { code: err.code || 'control_failed', message: err.message })
   } finally { refresh() }
