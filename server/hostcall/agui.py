@@ -9,13 +9,17 @@ Each request is one AG-UI run:
   last message, a user message, starts a Hostcall run;
 - the agent's client-side tools that the client declares in ``tools`` are the client's to
   run: when the model calls one, the AG-UI run ends (``RUN_FINISHED``) with the call in its
-  ``TOOL_CALL_*`` events, and the client's next request carries the result. A client-side
-  tool the client did not declare fails at once with ``no_handler``;
+  ``TOOL_CALL_*`` events, and the client's next request carries the result;
 - its other tools are page tools, admitted by the agent's ``page_tools`` block as a page's
   are (hostcall/page_tools.py) and frozen with the run; one refused ends the AG-UI run with
   ``RUN_ERROR`` (``page_tool_refused``, naming the tool and the reason);
-- server-side tools, approvals, guardrails and every other policy run on the server, as for
-  any surface: the stream stays open while a call waits for a person's decision.
+- a call that waits for a person (an approval, or a client-side call no client of the thread
+  runs, which a person answers as the widget's form) ends the AG-UI run with AG-UI's
+  interrupt outcome, and the client's next request answers it in ``resume``
+  (hostcall/interrupts.py). A request with neither a resume nor a new message, on a thread
+  with interrupts pending, is a reload: the run ends at once with the same interrupts;
+- server-side tools, guardrails and every other policy run on the server, as for any
+  surface.
 """
 
 from __future__ import annotations
@@ -29,23 +33,28 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
-from hostcall.errors import BadRequest, NotFound
+from hostcall.errors import BadRequest, Conflict, HostcallError, NotFound
+from hostcall.interrupts import Interrupts
 from hostcall.origins import check_request_origin
 from hostcall.page_context import admit_described
 from hostcall.page_tools import Refused, agent_names
 from hostcall.page_tools import admit as admit_page_tools
+from hostcall.protocol.agui_fields import agui_event, encode_agui
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import (
     CustomName,
     EventType,
+    Interrupt,
     RunError,
     RunFinished,
+    RunOutcome,
     RunStarted,
     encode,
 )
 from hostcall.protocol.page_tool import PageTool
 from hostcall.protocol.requests import read_body
 from hostcall.protocol.run_input import InputMessage, RunAgentInput
+from hostcall.protocol.wire import dumps
 from hostcall.runtime import runtime_of
 from hostcall.services import CallService
 from hostcall.visitors.sessions import bearer_token
@@ -101,18 +110,51 @@ async def run_agent(request: Request) -> EventSourceResponse:
         cid, agent.id, person, tools, tuple(t.stored() for t in page_tools), new=new
     )
     declared = frozenset(body.tools)
+    interrupts = Interrupts(runtime.services.calls)
     queue = runtime.broker.subscribe(conversation.id)
+    refusal: HostcallError | None = None
+    reoffered: list[Interrupt] = []
     try:
         start = await runtime.services.logs.end(conversation.id)
-        answered = await runtime.services.calls.answer_from_client(conversation.id, body.messages)
-        if not answered:
-            visitor = identity.visitor if identity else None
-            await runtime.services.runs.start(
-                conversation, _user_text(body.messages), visitor=visitor, context=context
+        try:
+            if body.resume:
+                await interrupts.resume(conversation.id, body.resume, declared)
+        except HostcallError as exc:
+            # AG-UI's rule: a resume that cannot be applied is a RUN_ERROR (with our code).
+            refusal = exc
+        answered: set[str] = set()
+        if refusal is None:
+            answered = await runtime.services.calls.answer_from_client(
+                conversation.id, body.messages
             )
+        if refusal is None and not body.resume and not answered:
+            reoffered = await interrupts.pending(conversation.id, declared)
+            if reoffered and _has_user_text(body.messages):
+                ids = ", ".join(i.id for i in reoffered)
+                refusal = Conflict(
+                    f"this thread waits for its interrupts ({ids}): answer them in 'resume' "
+                    "before a new message",
+                    code=ErrorCode.INTERRUPTS_PENDING,
+                    interrupts=[i.id for i in reoffered],
+                )
+            elif not reoffered:
+                visitor = identity.visitor if identity else None
+                await runtime.services.runs.start(
+                    conversation, _user_text(body.messages), visitor=visitor, context=context
+                )
     except BaseException:
         runtime.broker.unsubscribe(conversation.id, queue)
         raise
+
+    def finished(
+        pending: list[Interrupt] | None = None, handed: tuple[str, ...] = ()
+    ) -> ServerSentEvent:
+        outcome = (
+            RunOutcome("interrupt", tuple(pending))
+            if pending
+            else RunOutcome("success", pending_tool_call_ids=handed or None)
+        )
+        return _sse(*encode(RunFinished(body.thread_id, body.run_id, outcome)))
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         yield _sse(*encode(RunStarted(body.thread_id, body.run_id)))
@@ -120,23 +162,41 @@ async def run_agent(request: Request) -> EventSourceResponse:
         last = start
         ended = False
         try:
+            if refusal is not None:
+                ended = True
+                details = refusal.details or None
+                error = RunError(refusal.message, refusal.code.value, body.run_id, details)
+                yield _sse(*encode_agui(error))
+                return
+            if reoffered:
+                ended = True
+                yield finished(reoffered)
+                return
+            look = True  # whether the thread may now wait only for people
             while True:
                 for event in await runtime.services.logs.after(conversation.id, last):
                     last = event.seq
                     out = await relay.translate(event.name, event.data)
                     if out is not None:
-                        yield _sse(event.name, event.encoded)
+                        shaped = agui_event(out)
+                        yield _sse(event.name, event.encoded if shaped is out else dumps(shaped))
                     if relay.ended:
                         ended = True
                         if relay.ended == EventType.RUN_FINISHED:
-                            yield _sse(*encode(RunFinished(body.thread_id, body.run_id)))
+                            yield finished()
                         return
-                if relay.handed_off:
-                    # Every event of the step that called the client's tool is committed
-                    # together, so all its calls were in the page just read.
-                    ended = True
-                    yield _sse(*encode(RunFinished(body.thread_id, body.run_id)))
-                    return
+                look = look or relay.moved
+                relay.moved = False
+                if relay.handed_off or look:
+                    look = False
+                    # Every event of the step that called the client's tool (or asked for
+                    # a person) is committed together, so all its calls were in the page
+                    # just read.
+                    waiting = await interrupts.waiting(conversation.id, declared)
+                    if relay.handed_off or waiting:
+                        ended = True
+                        yield finished(waiting, tuple(relay.handed))
+                        return
                 try:
                     await asyncio.wait_for(queue.get(), POLL_SECONDS)
                 except TimeoutError:
@@ -147,7 +207,8 @@ async def run_agent(request: Request) -> EventSourceResponse:
                 # The client went away mid-run: AG-UI's abortRun closes the request, and an
                 # AG-UI run lives only as long as its request (nothing resumes its stream).
                 # Stop it, as the widget's Stop does, in a task of the engine's own: this
-                # one is being cancelled.
+                # one is being cancelled. A run that ended with interrupts is not stopped:
+                # it waits for the person's answer in a later request.
                 runtime.services.runs.abandon(conversation.id)
 
     return EventSourceResponse(
@@ -167,7 +228,10 @@ class _Relay:
         self.answered = answered  # results the client sent: it has them already
         self.user_messages: set[str] = set()
         self.handed_off = False
+        self.handed: list[str] = []  # the calls handed to the client, in order
         self.ended: EventType | None = None
+        # A call moved in a way that may leave the run waiting only for people.
+        self.moved = False
 
     async def translate(self, name: str, data: dict[str, Any]) -> dict[str, Any] | None:
         kind = data["type"]
@@ -183,11 +247,18 @@ class _Relay:
             self.user_messages.add(data["messageId"])
         if kind.startswith("TEXT_MESSAGE_") and data.get("messageId") in self.user_messages:
             return None  # the client sent this message itself
-        if kind == EventType.TOOL_CALL_RESULT and data["toolCallId"] in self.answered:
-            return None
+        if kind == EventType.TOOL_CALL_RESULT:
+            self.moved = True
+            if data["toolCallId"] in self.answered:
+                return None
+        if name == CustomName.TOOL_CALL_APPROVAL_REQUESTED:
+            self.moved = True
         if name == CustomName.TOOL_CALL_DISPATCH and data["value"].get("kind") == "client":
-            if await self.calls.hand_to_client(data["value"]["toolCallId"], self.declared):
+            self.moved = True
+            call_id = data["value"]["toolCallId"]
+            if await self.calls.hand_to_client(call_id, self.declared):
                 self.handed_off = True
+                self.handed.append(call_id)
         return data
 
 
@@ -201,9 +272,13 @@ def _refused(body: RunAgentInput, refused: Refused) -> EventSourceResponse:
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         yield _sse(*encode(RunStarted(body.thread_id, body.run_id)))
-        yield _sse(*encode(error))
+        yield _sse(*encode_agui(error))
 
     return EventSourceResponse(frames(), headers={"Cache-Control": "no-store"}, sep=LF)
+
+
+def _has_user_text(messages: tuple[InputMessage, ...]) -> bool:
+    return bool(messages) and messages[-1].role == "user" and bool(messages[-1].text.strip())
 
 
 def _user_text(messages: tuple[InputMessage, ...]) -> str:

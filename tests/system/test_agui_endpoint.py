@@ -103,13 +103,16 @@ def server(tmp_path_factory: pytest.TempPathFactory, target: Target) -> Iterator
     write_agent(agents, _chat("few", {"conversations_per_minute_per_client": 3}))
     write_agent(agents, _chat("thrifty", {"model_tokens_per_day": 1,
                                           "model_tokens_per_conversation": 0}))  # fmt: skip
-    # A call that waits for a person's approval keeps the AG-UI stream open.
+    # A server-side call that takes its time keeps the AG-UI stream open.
+    wait = {
+        "name": "wait", "kind": "http", "description": "Waits.", "effect": "read",
+        "request": {"method": "GET", "url": f"{target.base}/slow"}, "deadline_seconds": 30,
+    }  # fmt: skip
     write_agent(agents, {
         "id": "careful", "environment": "dev",
         "model": {"kind": "scripted", "fallback": "nothing", "rules": [
-            {"match": "create (?P<t>.+)", "tool": "create", "arguments": {"title": "{{ t }}"},
-             "reply": "created"}]},
-        "tools": [{**CREATE, "approval": "always", "guardrails": []}],
+            {"match": "wait", "tool": "wait", "arguments": {}, "reply": "waited"}]},
+        "tools": [wait],
     })  # fmt: skip
     settings = Settings(agents_dir=agents, db_path=tmp / "hostcall.db", secret_keys=SECRET,
                         sweep_seconds=0.05, environ={})  # fmt: skip
@@ -125,6 +128,8 @@ def drive(server: Live, text: str, **plan: Any) -> tuple[str, dict[str, Any]]:
     })  # fmt: skip
     events = [(f"run {i}", e) for i, run in enumerate(result["runs"]) for e in run["events"]]
     assert check_events(events) == []
+    # The client strips what AG-UI does not define, with a warning: ours is under metadata.
+    assert result["warnings"] == [], result["warnings"]
     return thread, result
 
 
@@ -160,16 +165,20 @@ def test_http_agent_runs_a_tool_it_declares_and_the_agent_continues(server: Live
     assert (stored["state"], stored["delivered"], stored["route"]) == ("answered", 1, "handler")
 
 
-def test_a_client_side_tool_the_client_does_not_declare_fails_with_no_handler(
+def test_a_client_side_tool_the_client_does_not_declare_waits_for_a_person(
     server: Live,
 ) -> None:
+    """As the widget shows a form for a tool no page runs: the run ends with an interrupt
+    whose schema is the tool's output schema (tests/system/test_agui_interrupts.py)."""
     thread, result = drive(server, "what next?", tools=[])
     [run] = result["runs"]
-    assert reply(result) == "error no_handler"
-    results = [json.loads(e["content"]) for e in run["events"] if e["type"] == "TOOL_CALL_RESULT"]
-    assert [r["error"]["code"] for r in results] == ["no_handler"]
+    outcome = run["events"][-1]["outcome"]
+    [interrupt] = outcome["interrupts"]
+    assert interrupt["reason"] == "input_required"
+    assert interrupt["responseSchema"] == BOARD_SCHEMA
+    assert "TOOL_CALL_RESULT" not in types(run)
     [stored] = calls(server, thread)
-    assert stored["state"] == "failed"
+    assert (stored["state"], stored["delivered"]) == ("dispatched", 0)
 
 
 def test_a_failing_client_tool_reaches_the_model_as_client_error(server: Live) -> None:
@@ -318,12 +327,12 @@ def test_a_client_that_aborts_its_run_stops_it(server: Live) -> None:
     thread = f"thread-{uuid.uuid4()}"
     cid = thread_conversation_id("careful", thread)
     body = {"threadId": thread, "runId": "run-1", "tools": [],
-            "messages": [{"id": "u1", "role": "user", "content": "create the notes"}]}  # fmt: skip
+            "messages": [{"id": "u1", "role": "user", "content": "wait"}]}  # fmt: skip
     with httpx.stream("POST", f"{server.url}/agui/careful", json=body, timeout=10) as r:
         assert r.status_code == 200
         for line in r.iter_lines():
-            if "hostcall.tool_call_approval_requested" in line:
-                break  # the run waits for a person; the client goes away
+            if "hostcall.tool_call_dispatch" in line:
+                break  # the run waits for its server-side call; the client goes away
     # The stop commits the run's end, then settles its open calls: wait for both.
     deadline = time.monotonic() + 30
     while True:
@@ -334,4 +343,4 @@ def test_a_client_that_aborts_its_run_stops_it(server: Live) -> None:
         assert time.monotonic() < deadline, (dict(run), dict(call))
         time.sleep(0.05)
     assert json.loads(run["error"])["code"] == "cancelled"
-    assert call["state"] == "failed" and json.loads(call["outcome"])["error"]["code"] == "cancelled"
+    assert json.loads(call["outcome"])["error"]["code"] == "cancelled"

@@ -42,6 +42,7 @@ class ErrorCode(StrEnum):
     NO_SESSION = "no_session"
     UNKNOWN_RUN = "unknown_run"  # the console's
     UNKNOWN_MESSAGE = "unknown_message"
+    UNKNOWN_INTERRUPT = "unknown_interrupt"  # an AG-UI resume names no interrupt of the thread
     # 405
     METHOD_NOT_ALLOWED = "method_not_allowed"
     # 408
@@ -60,6 +61,8 @@ class ErrorCode(StrEnum):
     CONVERSATION_TAKEN = "conversation_taken"  # the console's: another person holds it
     NOT_TAKEN_OVER = "not_taken_over"  # the console's: you do not hold it
     CONVERSATION_FINISHED = "conversation_finished"  # the console's: its agent is gone
+    # AG-UI: a new message on a thread whose interrupts no resume answered.
+    INTERRUPTS_PENDING = "interrupts_pending"
     # 410
     CALL_EXPIRED = "call_expired"
     # 413

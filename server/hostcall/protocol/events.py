@@ -49,6 +49,30 @@ class CustomName(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Interrupt:
+    """AG-UI's ``Interrupt``: a call that waits for a person, and what to send back."""
+
+    id: str
+    reason: str  # "tool_call" (an approval) or "input_required" (the tool's output)
+    message: str
+    tool_call_id: str
+    response_schema: dict[str, Any]
+    expires_at: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """``RUN_FINISHED.outcome``: ``success``, or ``interrupt`` with what waits."""
+
+    type: str
+    interrupts: tuple[Interrupt, ...] | None = None
+    # A success's: calls of an earlier AG-UI run that the client runs now (an approval let
+    # them go), for the client to answer in its next run.
+    pending_tool_call_ids: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RunStarted:
     TYPE: ClassVar[EventType] = EventType.RUN_STARTED
     thread_id: str
@@ -61,6 +85,8 @@ class RunFinished:
     TYPE: ClassVar[EventType] = EventType.RUN_FINISHED
     thread_id: str
     run_id: str
+    # The AG-UI endpoint's (hostcall/interrupts.py); the widget's stream leaves it out.
+    outcome: RunOutcome | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +95,7 @@ class RunError:
     message: str
     code: str
     run_id: str  # ours: AG-UI's RUN_ERROR has no run id
+    details: dict[str, Any] | None = None  # ours: the AG-UI endpoint's refusal's details
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ Only what Hostcall acts on is kept: the thread and run ids, the messages (the la
 message starts a run; tool messages answer the calls this client ran), and the names of the
 tools the client declares it runs, and its ``context`` entries (``{description, value}``:
 the page's context, admitted by the agent as the widget's is: hostcall/page_context.py).
-``state`` and ``forwardedProps`` are accepted and ignored (docs/protocol.md, "AG-UI endpoint").
+``resume`` answers the interrupts a run ended with (AG-UI's interrupt-aware lifecycle:
+hostcall/interrupts.py). ``state`` and ``forwardedProps`` are accepted and ignored
+(docs/protocol.md, "AG-UI endpoint").
 
 Text no store can hold (a NUL, a lone surrogate) refuses the whole request, before anything
 is done, except in a tool message's content or error: that is the client's tool answering a
@@ -16,6 +18,7 @@ says so instead (``InputMessage.unstorable``), and the call fails with it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from hostcall import strictjson
@@ -38,6 +41,28 @@ class InputMessage:
     unstorable: str | None = None
 
 
+class ResumeStatus(StrEnum):
+    """AG-UI's ``resume[].status``."""
+
+    RESOLVED = "resolved"
+    CANCELLED = "cancelled"  # the person dismissed it without an answer
+
+
+RESUME_STATUSES = tuple(s.value for s in ResumeStatus)
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeEntry:
+    """One answer of ``resume``: to the interrupt ``interrupt_id``, ``resolved`` with its
+    ``payload`` or ``cancelled``. ``metadata`` is the envelope (a decision token)."""
+
+    interrupt_id: str
+    status: ResumeStatus
+    payload: Any = None
+    metadata: dict[str, Any] | None = None
+    where: str = "resume"
+
+
 @dataclass(frozen=True, slots=True)
 class RunAgentInput:
     thread_id: str
@@ -49,6 +74,7 @@ class RunAgentInput:
     # Its tools as page tools (``{name, description, parameters}``): those the agent file
     # does not define are admitted by its ``page_tools`` block (hostcall/page_tools.py).
     definitions: tuple[PageTool, ...] = ()
+    resume: tuple[ResumeEntry, ...] = ()
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> RunAgentInput:
@@ -67,7 +93,14 @@ class RunAgentInput:
         if not isinstance(raw_context, list):
             raise BadRequest("field 'context' must be a list", field="context")
         context = tuple(_context(c, f"context[{i}]") for i, c in enumerate(raw_context))
-        return cls(thread_id, run_id, messages, tools, context, definitions)
+        raw_resume = body.get("resume", [])
+        if not isinstance(raw_resume, list):
+            raise BadRequest("field 'resume' must be a list", field="resume")
+        resume = tuple(_resume(r, f"resume[{i}]") for i, r in enumerate(raw_resume))
+        ids = [r.interrupt_id for r in resume]
+        if len(set(ids)) != len(ids):
+            raise BadRequest("field 'resume' answers one interrupt twice", field="resume")
+        return cls(thread_id, run_id, messages, tools, context, definitions, resume)
 
 
 def _text(body: dict[str, Any], name: str, where: str = "") -> str:
@@ -82,6 +115,20 @@ def _context(raw: Any, where: str) -> tuple[str, Any]:
     if not isinstance(raw, dict) or "value" not in raw:
         raise BadRequest(f"{where} must be an object with a description and a value", field=where)
     return _text(raw, "description", where), raw["value"]
+
+
+def _resume(raw: Any, where: str) -> ResumeEntry:
+    if not isinstance(raw, dict):
+        raise BadRequest(f"{where} must be a JSON object", field=where)
+    status = raw.get("status")
+    if status not in RESUME_STATUSES:
+        field = f"{where}.status"
+        raise BadRequest(f"{field} must be one of {', '.join(RESUME_STATUSES)}", field=field)
+    metadata = raw.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise BadRequest(f"{where}.metadata must be an object", field=f"{where}.metadata")
+    interrupt_id = _text(raw, "interruptId", where)
+    return ResumeEntry(interrupt_id, ResumeStatus(status), raw.get("payload"), metadata, where)
 
 
 def _message(raw: Any, where: str) -> InputMessage:

@@ -175,21 +175,13 @@ class CallService:
 
     async def hand_to_client(self, call_id: str, declared: frozenset[str]) -> bool:
         """A client call dispatched to an AG-UI client: delivered if the client runs its tool
-        (True: the client has it now), else failed with ``no_handler``."""
+        (True: the client has it now). Else it waits, open, for a person to answer it (an
+        interrupt, hostcall/interrupts.py), as the widget's form waits."""
         call = await self.store.get_call(call_id)
-        if call is None or not call.state.answerable:
+        if call is None or not call.state.answerable or call.tool_name not in declared:
             return False
-        if call.tool_name in declared:
-            await self.answers.deliver(call)
-            return True
-        names = ", ".join(sorted(declared)) or "none"
-        failed = await self.answers.fail(
-            call,
-            ToolErrorCode.NO_HANDLER,
-            f"The AG-UI client does not run {call.tool_name!r} (it runs: {names}).",
-        )
-        await self.engine.follow(failed)
-        return False
+        await self.answers.deliver(call)
+        return True
 
     async def answer_from_client(
         self, conversation_id: str, messages: tuple[InputMessage, ...]
