@@ -31,6 +31,7 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from hostcall.errors import BadRequest, Conflict, HostcallError, NotFound
@@ -298,5 +299,41 @@ def _sse(name: str, data: str) -> ServerSentEvent:
     return ServerSentEvent(data=data, event=name, sep=LF)
 
 
+async def capabilities(request: Request) -> JSONResponse:
+    """AG-UI's ``AgentCapabilities`` (ag-ui docs/concepts/capabilities.mdx): what a client
+    can count on before its first run. ``HttpAgent`` has no ``getCapabilities`` of its own;
+    a client reads this with one GET."""
+    runtime = runtime_of(request)
+    agent_id = request.path_params["agent_id"]
+    agent = runtime.agents.get(agent_id)
+    if agent is None:
+        raise NotFound(f"no agent {agent_id!r}", code=ErrorCode.UNKNOWN_AGENT)
+    tools = [
+        {"name": t.name, "description": t.description, "parameters": t.input_schema}
+        for t in agent.tools
+    ]
+    body = {
+        "identity": {"name": agent.id, "type": "hostcall"},
+        "transport": {"streaming": True},
+        "tools": {
+            "supported": True,
+            "items": tools,
+            "parallelCalls": True,
+            # The agent's client-side tools are the client's to run, when it names them.
+            "clientProvided": any(t.kind == "client" for t in agent.tools),
+        },
+        "humanInTheLoop": {
+            "supported": True,
+            "approvals": True,
+            "interrupts": True,
+            "approveWithEdits": True,
+        },
+    }
+    return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+
 def agui_routes() -> list[BaseRoute]:
-    return [Route("/agui/{agent_id}", run_agent, methods=["POST"])]
+    return [
+        Route("/agui/{agent_id}", run_agent, methods=["POST"]),
+        Route("/agui/{agent_id}/capabilities", capabilities, methods=["GET"]),
+    ]

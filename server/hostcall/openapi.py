@@ -189,6 +189,9 @@ def request_schemas() -> dict[str, Any]:
                 ["description", "value"], description={
                     "type": "string", "minLength": 1,
                     "maxLength": page_context.MAX_DESCRIPTION_CHARS}, value={})},
+            resume={"type": "array", "items": _obj(
+                ["interruptId", "status"], interruptId=STRING,
+                status={"enum": ["resolved", "cancelled"]}, payload={}, metadata=OBJECT)},
         ),
     }  # fmt: skip
 
@@ -298,6 +301,8 @@ def _api(p: _Paths) -> dict[str, Any]:
         "/agui/{agentId}": {"parameters": [_param("agentId")], "post": p.op(
             "AG-UI: RunAgentInput in, the run as AG-UI events out", 200, STRING, 403, 404, 409,
             422, 429, 503, body=_ref("RunAgentInput"), ok_media="text/event-stream")},
+        "/agui/{agentId}/capabilities": {"parameters": [_param("agentId")], "get": p.op(
+            "AG-UI: the agent's AgentCapabilities", 200, OBJECT, 404)},
     }  # fmt: skip
 
 

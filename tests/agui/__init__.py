@@ -44,6 +44,15 @@ def check_events(items: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
     return failures
 
 
+def check_shapes(items: list[tuple[str, str, Any]]) -> list[dict[str, Any]]:
+    """``check_events`` for other values: (where, the name of an @ag-ui/core schema, value)."""
+    payload = [{"where": w, "schema": s, "event": v} for w, s, v in items]
+    report = run_node("validate_events.mjs", payload)
+    assert report["checked"] == len(items)
+    failures: list[dict[str, Any]] = report["failures"]
+    return failures
+
+
 def stored_events(db: Path) -> list[tuple[str, str, dict[str, Any]]]:
     """(where, SSE event name, event JSON) of every event in a Hostcall SQLite file, as a
     stream sends it (``stored_event`` brings rows of older versions to today's shape)."""

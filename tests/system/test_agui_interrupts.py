@@ -23,7 +23,7 @@ from hostcall.agui import thread_conversation_id
 from hostcall.settings import Settings
 from hostcall.store import open_store
 from hostcall.store.records import Call
-from tests.agui import check_events, run_node
+from tests.agui import check_events, check_shapes, run_node
 from tests.support.clock import Clock
 from tests.support.databases import store_url
 from tests.support.harness import BOARD, SECRET, write_agent
@@ -251,9 +251,11 @@ def start(live: Live, text: str, thread: str, tools: list[Any] | None = None) ->
 
 
 def resume(live: Live, thread: str, *entries: dict[str, Any], tools: Any = ()) -> list[Any]:
-    return post(live, {"threadId": thread, "runId": f"r-{uuid.uuid4()}", "tools": list(tools),
-                       "messages": [{"id": "u1", "role": "user", "content": "x"}],
-                       "resume": list(entries)})  # fmt: skip
+    body = {"threadId": thread, "runId": f"r-{uuid.uuid4()}", "tools": list(tools),
+            "messages": [{"id": "u1", "role": "user", "content": "x"}], "resume": list(entries),
+            "state": {}, "context": [], "forwardedProps": {}}  # fmt: skip
+    assert check_shapes([("resume", "RunAgentInputSchema", body)]) == []
+    return post(live, body)
 
 
 def refused(events: list[dict[str, Any]], code: str) -> dict[str, Any]:
@@ -379,3 +381,17 @@ def test_a_resume_after_expires_at_is_refused_and_the_model_reads_the_expiry(
         call = one_call(live, thread)
     assert call.state.value == "expired"
     assert call.outcome is not None and call.outcome["error"]["code"] == "approval_expired"
+
+
+def test_the_agent_advertises_interrupts_with_edits_and_client_tools(live: Live) -> None:
+    r = httpx.get(f"{live.url}/agui/desk/capabilities")
+    assert r.status_code == 200, r.text
+    capabilities = r.json()
+    assert check_shapes([("capabilities", "AgentCapabilitiesSchema", capabilities)]) == []
+    loop = capabilities["humanInTheLoop"]
+    assert loop["interrupts"] is loop["approveWithEdits"] is loop["approvals"] is True
+    assert capabilities["tools"]["clientProvided"] is True
+    assert [t["name"] for t in capabilities["tools"]["items"]] == ["create", "read_board"]
+    assert httpx.get(f"{live.url}/agui/nobody/capabilities").json()["error"]["code"] == (
+        "unknown_agent"
+    )
