@@ -115,6 +115,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
     queue = runtime.broker.subscribe(conversation.id)
     refusal: HostcallError | None = None
     reoffered: list[Interrupt] = []
+    idle = False
     try:
         start = await runtime.services.logs.end(conversation.id)
         try:
@@ -138,11 +139,15 @@ async def run_agent(request: Request) -> EventSourceResponse:
                     code=ErrorCode.INTERRUPTS_PENDING,
                     interrupts=[i.id for i in reoffered],
                 )
-            elif not reoffered:
+            elif not reoffered and (new or _has_user_text(body.messages)):
                 visitor = identity.visitor if identity else None
                 await runtime.services.runs.start(
                     conversation, _user_text(body.messages), visitor=visitor, context=context
                 )
+            elif not reoffered:
+                # A reload (the thread's history, nothing new): it follows the run that goes
+                # on, or ends at once with nothing to do. It never runs anything again.
+                idle = not await runtime.services.runs.active(conversation.id)
     except BaseException:
         runtime.broker.unsubscribe(conversation.id, queue)
         raise
@@ -169,7 +174,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
                 error = RunError(refusal.message, refusal.code.value, body.run_id, details)
                 yield _sse(*encode_agui(error))
                 return
-            if reoffered:
+            if reoffered or idle:
                 ended = True
                 yield finished(reoffered)
                 return

@@ -116,6 +116,9 @@ def _parser() -> argparse.ArgumentParser:
     from hostcall.visitors.person_command import add_parser
 
     add_parser(sub, DEFAULT_DB)
+    from hostcall.conformance.runner import add_parser as add_conformance
+
+    add_conformance(sub)
     return parser
 
 
@@ -182,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         from hostcall.console.users_command import users_command
 
         return users_command(args)
+    if args.command == "conformance":
+        from hostcall.conformance.runner import conformance_command
+
+        return conformance_command(args, sys.stdout)
     if args.command == "person":
         from hostcall.visitors.person_command import person_command
 

@@ -24,6 +24,7 @@ call to its form, ``approve:<id>`` is refused as a second decision, never read a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -278,5 +279,7 @@ def _form_waits(call: Call, tool: Tool, declared: frozenset[str]) -> bool:
 
 
 def _iso(timestamp: float) -> str:
-    moment = datetime.fromtimestamp(timestamp, UTC)
+    """The deadline in whole seconds, rounded up: a client that waits until ``expiresAt``
+    has passed finds the call expired (rounded down, it could be a fraction early)."""
+    moment = datetime.fromtimestamp(math.ceil(timestamp), UTC)
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -107,6 +107,11 @@ class RunService:
         its client went away (an AG-UI run lives only as long as its request)."""
         await self._stop_latest(conversation_id, RunErrorCode.CANCELLED)
 
+    async def active(self, conversation_id: str) -> bool:
+        """Whether the conversation's latest run still goes on (running, or waiting)."""
+        run = await self.store.latest_run(conversation_id)
+        return run is not None and run.status in (RunStatus.RUNNING, RunStatus.WAITING)
+
     def abandon(self, conversation_id: str) -> None:
         """``stop_abandoned``, in a task of the engine's own: the request whose client went
         away is being cancelled, and the stop must outlive it."""
