@@ -23,6 +23,7 @@ from hostcall.protocol.codes import PageToolRefusal
 from hostcall.protocol.events import CustomName, EventType
 from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS, MAX_MESSAGE_CHARS
 from hostcall.protocol.requests import LOCALES, SURFACE_ID
+from hostcall.protocol.run_input import RESUME_STATUSES
 from hostcall.protocol.schema import Enums, Schemas
 from hostcall.store.records import CallState, RunStatus
 from hostcall.tools import EFFECTS, KINDS
@@ -191,7 +192,7 @@ def request_schemas() -> dict[str, Any]:
                     "maxLength": page_context.MAX_DESCRIPTION_CHARS}, value={})},
             resume={"type": "array", "items": _obj(
                 ["interruptId", "status"], interruptId=STRING,
-                status={"enum": ["resolved", "cancelled"]}, payload={}, metadata=OBJECT)},
+                status={"enum": list(RESUME_STATUSES)}, payload={}, metadata=OBJECT)},
         ),
     }  # fmt: skip
 
