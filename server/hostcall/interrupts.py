@@ -192,7 +192,11 @@ class Interrupts:
         )
         if name not in ours:
             return
-        claims = self.tokens.verify(purpose, ours[name])
+        token = ours[name]
+        if not isinstance(token, str):
+            field = f"{entry.where}.metadata.{METADATA_KEY}.{name}"
+            raise BadRequest(f"{field} must be a string", field=field)
+        claims = self.tokens.verify(purpose, token)
         if claims.call_id != call.id or claims.conversation_id != call.conversation_id:
             raise Forbidden(f"this token was issued for another call, not {call.id}")
         if claims.digest != input_digest(call.input):

@@ -234,6 +234,16 @@ def _conversations(server: Live) -> int:
          "messages[0].content"),
         ({"threadId": "t", "runId": "r", "messages": [], "tools": [{"description": "x"}]},
          "tools[0].name"),
+        ({"threadId": "t", "runId": "r", "messages": [], "resume": {}}, "resume"),
+        ({"threadId": "t", "runId": "r", "messages": [],
+          "resume": [{"interruptId": "x", "status": "maybe"}]}, "resume[0].status"),
+        ({"threadId": "t", "runId": "r", "messages": [], "resume": [{"status": "cancelled"}]},
+         "resume[0].interruptId"),
+        ({"threadId": "t", "runId": "r", "messages": [],
+          "resume": [{"interruptId": "x", "status": "cancelled", "metadata": []}]},
+         "resume[0].metadata"),
+        ({"threadId": "t", "runId": "r", "messages": [],
+          "resume": [{"interruptId": "x", "status": "cancelled"}] * 2}, "resume"),
     ],
 )  # fmt: skip
 def test_a_malformed_run_input_is_a_400_naming_the_field(

@@ -332,6 +332,10 @@ def test_a_token_of_another_call_is_refused(live: Live) -> None:
     entry = {"interruptId": first["id"], "status": "resolved", "payload": {"approved": True},
              "metadata": {"hostcall": {"decisionToken": token}}}  # fmt: skip
     refused(resume(live, one, entry), "wrong_token")
+    entry["metadata"] = {"hostcall": {"decisionToken": 7}}
+    refused(resume(live, one, entry), "bad_request")
+    entry["metadata"] = {"hostcall": {"decisionToken": token[:-3] + "abc"}}
+    refused(resume(live, one, entry), "bad_token")
     assert one_call(live, one).state.value == "awaiting_confirmation"
 
 
