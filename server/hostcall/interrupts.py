@@ -80,8 +80,10 @@ class Interrupts:
         person's)."""
         found = []
         for call in await self.calls.store.list_calls(conversation_id):
+            if not call.state.open:
+                continue  # settled: never offered again
             tool = await self.views.tool_of(call)
-            if tool is None or not call.state.open:
+            if tool is None:
                 continue
             if call.state is CallState.AWAITING_CONFIRMATION:
                 found.append(self._approval(call, tool))
