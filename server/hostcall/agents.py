@@ -31,6 +31,7 @@ from hostcall.platform import (
 from hostcall.pricing import Price, parse_prices
 from hostcall.quotas import DEFAULT_LIMITS, Limits, parse_limits
 from hostcall.store.definitions import definition_digest
+from hostcall.suggestions import RatingAsk, Suggestions, parse_rating, parse_suggestions
 from hostcall.tools import Tool, parse_tool
 from hostcall.visitors.identity import IdentityConfig, parse_identity
 
@@ -51,6 +52,8 @@ AGENT_KEYS = {
     "retention_days",
     "page_context",
     "page_tools",
+    "suggestions",
+    "rating",
 }
 
 # A step sends the model the conversation's last 20 turns: enough for a chat to keep its
@@ -93,6 +96,9 @@ class Agent:
     # Which tools a page may offer, and their policies (hostcall/page_tools.py); None: the
     # agent admits none. A run's frozen definition has the ones it planned with in ``tools``.
     page_tools: PageToolsPolicy | None = None
+    # What the widget offers to click, and when it asks for a rating (hostcall/suggestions.py).
+    suggestions: Suggestions | None = None
+    rating: RatingAsk | None = None
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -189,6 +195,13 @@ def parse_agent(
     if "page_tools" in data:
         page_tools, page_entries, found = parse_block(data["page_tools"], where, frozen=frozen)
         problems += found
+    suggestions, suggestion_problems = (
+        parse_suggestions(data["suggestions"], where) if "suggestions" in data else (None, [])
+    )
+    rating, rating_problems = (
+        parse_rating(data["rating"], where) if "rating" in data else (None, [])
+    )
+    problems += suggestion_problems + rating_problems
     tools_data = data.get("tools", [])
     if not isinstance(tools_data, list):
         problems.append(f"{where}: 'tools' must be a list")
@@ -289,6 +302,8 @@ def parse_agent(
         retention_days=retention_days,
         page_context=page_context,
         page_tools=page_tools,
+        suggestions=suggestions,
+        rating=rating,
     ), []
 
 

@@ -8,7 +8,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall.agents import Agent
-from hostcall.errors import BadRequest, Forbidden, NotFound
+from hostcall.errors import BadRequest, Forbidden, NotFound, Unprocessable
 from hostcall.origins import check_request_origin
 from hostcall.page_context import admit
 from hostcall.page_tools import admit as admit_page_tools
@@ -19,6 +19,7 @@ from hostcall.protocol.requests import (
     NewConversation,
     NewFeedback,
     NewMessage,
+    NewRating,
     RetryRun,
     read_body,
     surface_id,
@@ -27,6 +28,7 @@ from hostcall.protocol.responses import (
     AdmittedPageTool,
     FeedbackSaved,
     MessageHeld,
+    RatingSaved,
     RefusedPageTool,
     RunAccepted,
     RunStopped,
@@ -200,6 +202,26 @@ async def message_feedback(request: Request) -> Response:
     return WireResponse(FeedbackSaved(message_id, body.rating, body.comment))
 
 
+async def conversation_rating(request: Request) -> Response:
+    """The visitor rates the whole conversation, once, when the widget asks (the agent file's
+    ``rating`` block); counted against the same limits as ratings of replies."""
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
+    body = await read_body(request, NewRating, runtime.settings.max_body_bytes)
+    agent = runtime.agents.get(conversation.agent_id)
+    if agent is None or agent.rating is None:
+        raise Unprocessable(
+            f"the agent {conversation.agent_id!r} asks for no rating (its file has no"
+            " rating block)",
+            code=ErrorCode.RATING_NOT_ASKED,
+        )
+    await runtime.quotas.new_rating(agent.id, agent.limits, conversation.id, client_of(request))
+    stored = await runtime.services.feedback.rate_conversation(
+        conversation, body.score, body.remark
+    )
+    return WireResponse(RatingSaved(conversation.id, stored.score, stored.remark))
+
+
 async def retry_run(request: Request) -> Response:
     """Retry after a failed run: a new run over the history as it is; nothing is re-sent."""
     runtime = runtime_of(request)
@@ -241,6 +263,7 @@ def api_routes() -> list[BaseRoute]:
             message_feedback,
             methods=["POST"],
         ),
+        Route("/api/conversations/{conversation_id}/rating", conversation_rating, methods=["POST"]),
         Route(
             "/api/conversations/{conversation_id}/surfaces/{surface_id}/activity",
             surface_activity,

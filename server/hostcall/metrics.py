@@ -119,6 +119,11 @@ HTTP_SECONDS = Histogram(
 )
 # Visitors' thumbs on replies; counted where feedback is stored.
 FEEDBACK = Counter("hostcall_feedback", "Visitors' feedback on replies.", ["agent", "rating"])
+# Visitors' ratings of whole conversations, 1 to 5 (the score's five values: a closed set);
+# counted once per conversation, when the first is stored.
+RATINGS = Counter(
+    "hostcall_conversation_ratings", "Visitors' ratings of conversations.", ["agent", "score"]
+)
 
 
 # ---- closed label sets ----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from hostcall.assets import WIDGET_DIR
 from hostcall.embedding import embed_problem, embed_routes, log_refusal
 from hostcall.errors import NotFound
 from hostcall.runtime import runtime_of
+from hostcall.suggestions import widget_config
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -265,6 +266,9 @@ async def widget_page(request: Request) -> HTMLResponse:
         "pageTools": agent.page_tools.to_wire() if agent.page_tools else None,
         # The built-in person tool's calls read "Asking for a person…", not its id and input.
         "personTools": [tool.name for tool in agent.tools if getattr(tool, "kind", "") == "person"],
+        # Starters, follow-ups and when to ask for a rating (hostcall/suggestions.py); null:
+        # the widget loads none of it.
+        "suggest": widget_config(agent.suggestions, agent.rating),
     }
     # The widget picks the language (snippet, else the browser's languages); preload the
     # strings it will most likely ask for.

@@ -28,6 +28,8 @@ EN = {
     "send_as": "Send as {name}",
     "role_operator": "Team",
     "rated": "Visitor’s rating: {rating}",
+    "rating_title": "The visitor’s rating of the conversation",
+    "rating_score": "{score} out of 5",
     "rating_up": "good",
     "rating_down": "bad",
 }
@@ -56,6 +58,8 @@ FR = {
     "send_as": "Envoyer en tant que {name}",
     "role_operator": "Équipe",
     "rated": "Avis du visiteur : {rating}",
+    "rating_title": "La note du visiteur pour la conversation",
+    "rating_score": "{score} sur 5",
     "rating_up": "bonne",
     "rating_down": "mauvaise",
 }
@@ -84,6 +88,8 @@ ES = {
     "send_as": "Enviar como {name}",
     "role_operator": "Equipo",
     "rated": "Valoración del visitante: {rating}",
+    "rating_title": "La valoración de la conversación por el visitante",
+    "rating_score": "{score} de 5",
     "rating_up": "buena",
     "rating_down": "mala",
 }
@@ -112,6 +118,8 @@ JA = {
     "send_as": "{name} として送信",
     "role_operator": "チーム",
     "rated": "訪問者の評価: {rating}",
+    "rating_title": "訪問者による会話の評価",
+    "rating_score": "5 段階中 {score}",
     "rating_up": "良い",
     "rating_down": "悪い",
 }

@@ -27,6 +27,7 @@ from hostcall.protocol.console import (
     ConsoleFeedback,
     ConsoleHandoff,
     ConsoleMessage,
+    ConsoleRating,
     ConsoleRun,
     ConversationDetail,
     ConversationItem,
@@ -46,6 +47,7 @@ from hostcall.store.records import (
     ConversationSummary,
     Feedback,
     Handoff,
+    Rating,
     RunStatus,
 )
 
@@ -185,11 +187,16 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
         events=tuple(ConsoleEvent(e.seq, e.name, _without_tokens(e.data)) for e in found.events),
         audit=tuple(AuditItem(e.at, e.actor, e.action, e.call_id) for e in audit[:50]),
         handoff=handoff_view(found.handoff),
+        rating=_rating(found.rating),
     )
 
 
 def _feedback(found: Feedback | None) -> ConsoleFeedback | None:
     return None if found is None else ConsoleFeedback(found.rating, found.comment, found.at)
+
+
+def _rating(found: Rating | None) -> ConsoleRating | None:
+    return None if found is None else ConsoleRating(found.score, found.remark, found.at)
 
 
 def handoff_view(found: Handoff | None) -> ConsoleHandoff | None:

@@ -56,6 +56,7 @@ class ErrorCode(StrEnum):
     INPUT_CHANGED = "input_changed"
     RUN_NOT_ACTIVE = "run_not_active"  # a stop of a run that already ended
     NOTHING_TO_RETRY = "nothing_to_retry"  # a retry with no failed run to run again
+    ALREADY_RATED = "already_rated"  # a conversation's second, different rating
     AGENT_EXISTS = "agent_exists"  # the console's
     CONVERSATION_LIMIT_REACHED = "conversation_limit_reached"
     CONVERSATION_TAKEN = "conversation_taken"  # the console's: another person holds it
@@ -78,6 +79,7 @@ class ErrorCode(StrEnum):
     PAGE_CONTEXT_NOT_ADMITTED = "page_context_not_admitted"
     PAGE_CONTEXT_REFUSED = "page_context_refused"
     NOT_A_REPLY = "not_a_reply"
+    RATING_NOT_ASKED = "rating_not_asked"  # the agent file has no rating block
     AGENT_ID_CHANGED = "agent_id_changed"  # the console's
     AGENT_INVALID = "agent_invalid"  # the console's
     # 429

@@ -95,6 +95,15 @@ class ConsoleFeedback:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsoleRating:
+    """The visitor's rating of the whole conversation, asked at its end."""
+
+    score: int  # 1 to 5
+    remark: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class ConsoleHandoff:
     state: str  # "waiting" (the agent asked for a person) | "taken"
     person: str  # who holds it ("" while it waits)
@@ -155,6 +164,7 @@ class ConversationDetail:
     events: tuple[ConsoleEvent, ...]  # the latest, oldest first
     audit: tuple[AuditItem, ...]  # the latest console actions on it, newest first
     handoff: ConsoleHandoff | None = field(metadata=ALWAYS)
+    rating: ConsoleRating | None = field(default=None, metadata=ALWAYS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,6 +201,28 @@ class NewFeedback:
 
 
 @dataclass(frozen=True, slots=True)
+class NewRating:
+    """``POST /api/conversations/{conversationId}/rating``: five points, a remark if any."""
+
+    score: int
+    remark: str
+
+    @classmethod
+    def decode(cls, body: dict[str, Any]) -> NewRating:
+        score = body.get("score")
+        if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 5:
+            raise BadRequest("field 'score' must be a whole number from 1 to 5", field="score")
+        remark = (_str(body, "remark") or "").strip()
+        if len(remark) > MAX_FEEDBACK_COMMENT_CHARS:
+            raise BadRequest(
+                f"the remark is {len(remark)} characters; the limit is"
+                f" {MAX_FEEDBACK_COMMENT_CHARS}",
+                field="remark",
+            )
+        return cls(score, remark)
+
+
+@dataclass(frozen=True, slots=True)
 class PersonSays:
     """``POST /console/api/conversations/{id}/messages``: the operator holding it writes."""
 
@@ -304,6 +326,7 @@ Body = TypeVar(
     Capabilities,
     NewMessage,
     NewFeedback,
+    NewRating,
     PersonSays,
     RetryRun,
     Delivered,

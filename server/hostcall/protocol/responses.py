@@ -196,6 +196,13 @@ class FeedbackSaved:
 
 
 @dataclass(frozen=True, slots=True)
+class RatingSaved:
+    conversation_id: str
+    score: int
+    remark: str
+
+
+@dataclass(frozen=True, slots=True)
 class RunStopped:
     """A run the visitor stopped: it ended ``stopped``, its ``RUN_ERROR`` code ``cancelled``."""
 
@@ -281,6 +288,7 @@ ResponseBody = (
     | RunAccepted
     | MessageHeld
     | FeedbackSaved
+    | RatingSaved
     | RunStopped
     | Snapshot
     | Health

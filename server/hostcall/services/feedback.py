@@ -1,5 +1,6 @@
-"""A visitor's rating of one of the agent's replies, as a use case: the latest rating of a
-reply stands (docs/protocol.md ``POST .../messages/{id}/feedback``)."""
+"""A visitor's ratings, as use cases: of one of the agent's replies, where the latest rating
+stands (docs/protocol.md ``POST .../messages/{id}/feedback``), and of the whole conversation,
+asked once at its end, where the first stands (``POST .../rating``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Protocol
 
 from hostcall import metrics
 from hostcall.engine import Engine
-from hostcall.errors import NotFound, Unprocessable
+from hostcall.errors import Conflict, NotFound, Unprocessable
 from hostcall.protocol.codes import ErrorCode
 from hostcall.store.interfaces import Database, Feedbacks, Messages
-from hostcall.store.records import Conversation, Feedback
+from hostcall.store.records import Conversation, Feedback, Rating
 
 
 class _FeedbackStore(Database, Feedbacks, Messages, Protocol):
@@ -48,3 +49,22 @@ class FeedbackService:
             metrics.FEEDBACK.labels(
                 agent=metrics.agent_label(conversation.agent_id), rating=rating
             ).inc()
+
+    async def rate_conversation(
+        self, conversation: Conversation, score: int, remark: str
+    ) -> Rating:
+        """Store the conversation's rating, once: the same one sent again (a retry whose
+        answer was lost) is the one stored; a different one is refused, ``already_rated``."""
+        rating = Rating(conversation.id, score, remark, self.clock())
+        async with self.store.transaction():
+            stored = await self.store.save_rating(rating)
+        if stored == rating:  # this one was stored: counted once, here
+            metrics.RATINGS.labels(
+                agent=metrics.agent_label(conversation.agent_id), score=str(score)
+            ).inc()
+        elif (stored.score, stored.remark) != (score, remark):
+            raise Conflict(
+                f"this conversation was rated {stored.score} already; a rating is given once",
+                code=ErrorCode.ALREADY_RATED,
+            )
+        return stored

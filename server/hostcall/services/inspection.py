@@ -29,6 +29,7 @@ from hostcall.store.records import (
     ConversationSummary,
     Feedback,
     Handoff,
+    Rating,
     Run,
     StoredMessage,
 )
@@ -49,6 +50,7 @@ class Inspected:
     audit: tuple[AuditEntry, ...]  # newest first
     calls: tuple[tuple[Call, CallView], ...]  # each with its operator's view
     feedback: tuple[Feedback, ...]
+    rating: Rating | None  # of the whole conversation, asked at its end
     handoff: Handoff | None
     last_seq: int
     events: tuple[Event, ...]
@@ -87,6 +89,7 @@ class InspectionService:
             audit=tuple(entries),
             calls=tuple(calls),
             feedback=tuple(feedback),
+            rating=await store.rating_of(conversation_id),
             handoff=handoff,
             last_seq=last,
             events=tuple(logged),

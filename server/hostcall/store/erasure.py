@@ -27,6 +27,7 @@ TABLES = (
     "surfaces",
     "audit",
     "feedback",
+    "ratings",
     "handoffs",
     "model_usage",
     "quota_counters",
@@ -40,7 +41,7 @@ def statements(mark: str) -> tuple[tuple[str, str, int], ...]:
     by_conversation = {
         t: f"DELETE FROM {t} WHERE conversation_id = {mark}"
         for t in ("messages", "calls", "grants", "runs", "events", "surface_streams",
-                  "surfaces", "audit", "feedback", "handoffs")
+                  "surfaces", "audit", "feedback", "ratings", "handoffs")
     }  # fmt: skip
     special = {
         "leases": (

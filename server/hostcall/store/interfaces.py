@@ -16,7 +16,7 @@ module that needs one aggregate can say so by taking that aggregate's protocol.
     Audit           the console's audit log
     AgentVersions   the designer's saved agent versions
     Erasure         conversations deleted whole: a person's erasure, the retention sweeper
-    Feedbacks       visitors' ratings of the agent's replies
+    Feedbacks       visitors' ratings of the agent's replies, and of whole conversations
     Handoffs        conversations a person of the team is asked for, or holds
 
 Every write the engine makes for one decision happens inside one ``async with
@@ -48,6 +48,7 @@ from hostcall.store.records import (
     KnownPerson,
     OpenedStream,
     PersonConversation,
+    Rating,
     Run,
     RunStart,
     RunStatus,
@@ -367,6 +368,12 @@ class Feedbacks(Protocol):
         ...
 
     async def feedback_of(self, conversation_id: str) -> list[Feedback]: ...
+
+    async def save_rating(self, rating: Rating) -> Rating:
+        """One per conversation: the first stands. The rating stored, this one or the first."""
+        ...
+
+    async def rating_of(self, conversation_id: str) -> Rating | None: ...
 
 
 class Handoffs(Protocol):

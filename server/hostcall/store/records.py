@@ -26,6 +26,7 @@ __all__ = [
     "Handoff",
     "OpenedStream",
     "PersonConversation",
+    "Rating",
     "Run",
     "RunStart",
     "RunStatus",
@@ -291,6 +292,17 @@ class Feedback:
     message_id: str
     rating: str  # "up" | "down"
     comment: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Rating:
+    """A visitor's rating of a whole conversation, asked once at its end (after a handoff, or
+    a reply that ends it): one per conversation, the first kept."""
+
+    conversation_id: str
+    score: int  # 1 to 5
+    remark: str
     at: float
 
 

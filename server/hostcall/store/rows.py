@@ -17,6 +17,7 @@ from hostcall.store.records import (
     Handoff,
     KnownPerson,
     PersonConversation,
+    Rating,
     Run,
     RunStatus,
     StoredMessage,
@@ -143,6 +144,10 @@ def feedback(row: Mapping[str, Any]) -> Feedback:
     return Feedback(
         row["conversation_id"], row["message_id"], row["rating"], row["comment"], row["at"]
     )
+
+
+def rating(row: Mapping[str, Any]) -> Rating:
+    return Rating(row["conversation_id"], row["score"], row["remark"], row["at"])
 
 
 def handoff(row: Mapping[str, Any]) -> Handoff:

@@ -303,6 +303,12 @@ class Statements:
             " WHERE feedback.rating <> excluded.rating"
         )
         self.feedback_of = q("SELECT * FROM feedback WHERE conversation_id = ? ORDER BY at")
+        # A conversation's rating: the first stands (a second is told what it is).
+        self.save_rating = q(
+            "INSERT INTO ratings (conversation_id, score, remark, at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (conversation_id) DO NOTHING"
+        )
+        self.rating_of = q("SELECT * FROM ratings WHERE conversation_id = ?")
         self.handoff = q("SELECT * FROM handoffs WHERE conversation_id = ?")
         self.request_person = q(
             "INSERT INTO handoffs (conversation_id, state, person, since)"

@@ -26,6 +26,7 @@ from hostcall.store.interfaces import (
     Database,
     Erasure,
     Events,
+    Feedbacks,
     Messages,
     Runs,
 )
@@ -42,7 +43,7 @@ EXPORT_ACTION = "person.export"
 ERASE_ACTION = "person.erase"
 
 
-class ExportReads(Conversations, Events, Messages, Runs, Calls, Protocol):
+class ExportReads(Conversations, Events, Messages, Runs, Calls, Feedbacks, Protocol):
     """Everything an export reads of a conversation."""
 
 
@@ -153,6 +154,7 @@ async def export(
         while page := await store.events_after(conversation_id, after, EVENT_PAGE):
             events += [{"seq": e.seq, "name": e.name, "event": json.loads(e.encoded)} for e in page]
             after = page[-1].seq
+        rating = await store.rating_of(conversation_id)
         conversations.append(
             {
                 "id": conversation.id,
@@ -189,6 +191,18 @@ async def export(
                     for c in await store.list_calls(conversation_id)
                 ],
                 "events": events,
+                # The visitor's ratings: of replies, and of the whole conversation (or null).
+                "feedback": [
+                    {
+                        "messageId": f.message_id,
+                        "rating": f.rating,
+                        "comment": f.comment,
+                        "at": f.at,
+                    }
+                    for f in await store.feedback_of(conversation_id)
+                ],
+                "rating": rating
+                and {"score": rating.score, "remark": rating.remark, "at": rating.at},
             }
         )
     return {"format": EXPORT_FORMAT, "subject": subject, "conversations": conversations}

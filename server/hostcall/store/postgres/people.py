@@ -6,7 +6,7 @@ from __future__ import annotations
 from hostcall.store import rows
 from hostcall.store.interfaces import Feedbacks, Handoffs
 from hostcall.store.postgres.connections import PostgresConnections
-from hostcall.store.records import Feedback, Handoff
+from hostcall.store.records import Feedback, Handoff, Rating
 from hostcall.store.statements import POSTGRES as SQL
 
 PEOPLE_SCHEMA = """
@@ -22,6 +22,14 @@ CREATE TABLE handoffs (
 ALTER TABLE messages ADD COLUMN author TEXT;
 """
 
+# A visitor's rating of a whole conversation (records.Rating): one row, the first.
+RATINGS_SCHEMA = """
+CREATE TABLE ratings (
+    conversation_id TEXT PRIMARY KEY, score INTEGER NOT NULL, remark TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL
+);
+"""
+
 
 class PeopleTables(PostgresConnections, Feedbacks, Handoffs):
     async def save_feedback(self, feedback: Feedback) -> bool:
@@ -35,6 +43,15 @@ class PeopleTables(PostgresConnections, Feedbacks, Handoffs):
 
     async def feedback_of(self, conversation_id: str) -> list[Feedback]:
         return [rows.feedback(r) for r in await self._all(SQL.feedback_of, (conversation_id,))]
+
+    async def save_rating(self, rating: Rating) -> Rating:
+        r = rating
+        await self._count(SQL.save_rating, (r.conversation_id, r.score, r.remark, r.at))
+        return await self.rating_of(r.conversation_id) or rating
+
+    async def rating_of(self, conversation_id: str) -> Rating | None:
+        row = await self._one(SQL.rating_of, (conversation_id,))
+        return rows.rating(row) if row else None
 
     async def get_handoff(self, conversation_id: str) -> Handoff | None:
         row = await self._one(SQL.handoff, (conversation_id,))

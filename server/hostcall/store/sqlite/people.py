@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hostcall.store import rows
 from hostcall.store.interfaces import Feedbacks, Handoffs
-from hostcall.store.records import Feedback, Handoff
+from hostcall.store.records import Feedback, Handoff, Rating
 from hostcall.store.sqlite.connection import SQLiteConnection
 from hostcall.store.statements import SQLITE as SQL
 
@@ -21,6 +21,14 @@ CREATE TABLE handoffs (
 ALTER TABLE messages ADD COLUMN author TEXT;
 """
 
+# A visitor's rating of a whole conversation (records.Rating): one row, the first.
+RATINGS_SCHEMA = """
+CREATE TABLE ratings (
+    conversation_id TEXT PRIMARY KEY, score INTEGER NOT NULL, remark TEXT NOT NULL,
+    at REAL NOT NULL
+) WITHOUT ROWID;
+"""
+
 
 class PeopleTables(SQLiteConnection, Feedbacks, Handoffs):
     async def save_feedback(self, feedback: Feedback) -> bool:
@@ -35,6 +43,15 @@ class PeopleTables(SQLiteConnection, Feedbacks, Handoffs):
 
     async def feedback_of(self, conversation_id: str) -> list[Feedback]:
         return [rows.feedback(r) for r in self._db.execute(SQL.feedback_of, (conversation_id,))]
+
+    async def save_rating(self, rating: Rating) -> Rating:
+        r = rating
+        self._db.execute(SQL.save_rating, (r.conversation_id, r.score, r.remark, r.at))
+        return await self.rating_of(r.conversation_id) or rating
+
+    async def rating_of(self, conversation_id: str) -> Rating | None:
+        row = self._db.execute(SQL.rating_of, (conversation_id,)).fetchone()
+        return rows.rating(row) if row else None
 
     async def get_handoff(self, conversation_id: str) -> Handoff | None:
         row = self._db.execute(SQL.handoff, (conversation_id,)).fetchone()

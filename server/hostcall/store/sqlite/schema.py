@@ -8,7 +8,7 @@ from __future__ import annotations
 from hostcall.store import usage_sql
 from hostcall.store.migrations import Migration
 from hostcall.store.sqlite.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
-from hostcall.store.sqlite.people import PEOPLE_SCHEMA
+from hostcall.store.sqlite.people import PEOPLE_SCHEMA, RATINGS_SCHEMA
 from hostcall.store.sqlite.surfaces import (
     PAGE_TOOLS_SCHEMA,
     SURFACE_STREAMS_SCHEMA,
@@ -131,4 +131,6 @@ ALTER TABLE messages ADD COLUMN context TEXT;
 """),
     # The page tools a surface holds (Surface.page_tools), as JSON.
     Migration(18, "page tools", PAGE_TOOLS_SCHEMA),
+    # A visitor's rating of a whole conversation, asked at its end.
+    Migration(19, "conversation ratings", RATINGS_SCHEMA),
 )  # fmt: skip
