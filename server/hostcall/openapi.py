@@ -165,6 +165,8 @@ def request_schemas() -> dict[str, Any]:
                                "pattern": f"^{page_context.KEY.pattern}$"}}),
         "NewFeedback": _obj(["rating"], rating={"enum": ["up", "down"]},
                             comment={"type": "string", "maxLength": MAX_FEEDBACK_COMMENT_CHARS}),
+        "NewRating": _obj(["score"], score={"type": "integer", "minimum": 1, "maximum": 5},
+                          remark={"type": "string", "maxLength": MAX_FEEDBACK_COMMENT_CHARS}),
         "PersonSays": _obj(["text"], text={"type": "string", "minLength": 1,
                                            "maxLength": MAX_MESSAGE_CHARS}),
         "RetryRun": _obj([], simulate={"type": "boolean"}),
@@ -253,6 +255,10 @@ def _api(p: _Paths) -> dict[str, Any]:
             "Rate one of the agent's replies (again: the latest rating stands)", 200,
             p.body(r.FeedbackSaved), 401, 403, 404, 422, 429, body=_ref("NewFeedback"),
             security=SESSION)},
+        "/api/conversations/{conversationId}/rating": {"parameters": conv, "post": p.op(
+            "Rate the whole conversation, once, when the widget asks (the same again: the"
+            " one stored)", 200, p.body(r.RatingSaved), 400, 401, 403, 404, 409, 422, 429,
+            body=_ref("NewRating"), security=SESSION)},
         "/api/conversations/{conversationId}/retry": {"parameters": conv, "post": p.op(
             "Retry after a failed run: a new run over the history, nothing re-sent", 202,
             p.body(r.RunAccepted), 401, 403, 404, 409, 429, 503, body=_ref("RetryRun"),
