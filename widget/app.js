@@ -258,6 +258,7 @@ const control = (/** @type {boolean} */ again) => troubles().then(m => m.control
 /** What events.js is lent to follow the conversation. @type {import('./events.js').App} */
 const live = {
   state, api, surfaceId, ui, t, calls: () => calls, toolCalls, people: loadPeople, rate, applySnapshot, restart, refresh, toParent, emit,
+  heard: (kind, d) => suggest?.then(f => f(kind, d)),
   answersTools: () => framed && [...parentTools].some(name => agentTools.has(name)),
   runFailed: d => {
     // Not if the person left the conversation while control.js loaded.
@@ -376,5 +377,7 @@ if (channel) window.parent.postMessage({ type: MSG.HELLO, version: 2 }, cfg.pare
 /** The conversation and session token this widget holds in memory: a test hook, readable
  * only by scripts of the widget's own origin (a module import inside its frame). */
 export const currentSession = () => api.current()
+// Starters, follow-ups, a rating: suggest.js, only for an agent whose file has them.
+const suggest = cfg.suggest && import('./suggest.js').then(m => m.start(cfg.suggest, { locale, send, api, state }), err => (console.warn('hostcall: suggest', err), () => {}))
 
 boot()

@@ -38,6 +38,7 @@ import { CUSTOM, EVENT } from './protocol-events.js'
  * @property {() => void} refresh sync the composer with the run
  * @property {(type: string, data?: object) => void} toParent a message to the host page
  * @property {(event: string, detail: object) => void} emit a Hostcall('on', …) event
+ * @property {(kind: string, d?: object) => void} heard tell suggest.js (if loaded) of a reply or a hand-back
  */
 
 /** The tool-call feature's files. form.js too: the result check needs it right after the
@@ -151,7 +152,7 @@ function handlers(app) {
       const { text, role } = ui.endMessage(d.messageId)
       if (state.streaming === d.messageId) state.streaming = ''
       if (!text) return
-      if (role === 'assistant') { ui.announce(text); app.rate(d.messageId); app.toParent(MSG.ATTENTION) }
+      if (role === 'assistant') { ui.announce(text); app.rate(d.messageId); app.heard('reply', { text }); app.toParent(MSG.ATTENTION) }
       app.emit('message', { messageId: d.messageId, role, text })
     },
     // A server crash cut this message off; the step runs again and streams the answer anew.
@@ -161,7 +162,11 @@ function handlers(app) {
     },
   }
   // A person of the team: people.js's; what it shows counts as unread while the chat is closed.
-  for (const name of Object.values(CUSTOM)) if (name.includes('person')) ON[name] = d => app.people().then(m => m.on(name, d) && app.toParent(MSG.ATTENTION))
+  // A person handing the conversation back ends their part: suggest.js may ask for a rating.
+  for (const name of Object.values(CUSTOM)) if (name.includes('person')) ON[name] = d => {
+    if (name === CUSTOM.PERSON_LEFT) app.heard('handedBack')
+    app.people().then(m => m.on(name, d) && app.toParent(MSG.ATTENTION))
+  }
   /** @type {Record<string, (c: Calls, d: any) => void>} */
   const ON_CALL = {
     [EVENT.TOOL_CALL_START]: (c, d) => c.start(d),
