@@ -163,10 +163,10 @@ function handlers(app) {
   }
   // A person of the team: people.js's; what it shows counts as unread while the chat is closed.
   // A person handing the conversation back ends their part: suggest.js may ask for a rating.
-  for (const name of Object.values(CUSTOM)) if (name.includes('person')) ON[name] = d => {
-    if (name === CUSTOM.PERSON_LEFT) app.heard('handedBack')
-    app.people().then(m => m.on(name, d) && app.toParent(MSG.ATTENTION))
-  }
+  for (const name of Object.values(CUSTOM)) if (name.includes('person')) ON[name] = d => app.people().then(m => {
+    if (m.on(name, d)) app.toParent(MSG.ATTENTION)
+    if (name === CUSTOM.PERSON_LEFT) app.heard('handedBack') // after its notice
+  })
   /** @type {Record<string, (c: Calls, d: any) => void>} */
   const ON_CALL = {
     [EVENT.TOOL_CALL_START]: (c, d) => c.start(d),

@@ -148,3 +148,32 @@ def test_starters_follow_ups_and_rating_in_dark_in_french_and_on_a_phone(
         assert point and point["height"] >= 44, point
     shot(page, f"{name}-rating")
     page.context.close()
+
+
+def test_a_person_handing_the_conversation_back_asks_for_its_rating_in_japanese(
+    browser: Browser, site: Site
+) -> None:
+    page, widget = board(browser, site, locale="ja-JP")
+    widget.locator("[data-part=starter]").first.click()  # "Hello": the conversation is made
+    expect(widget.locator("[data-part=follow-up]")).to_have_text(["Thanks, that's all"])
+    console = person(browser, site.demo, "olga")
+    console.goto(f"{site.demo.hostcall}/console/conversations")
+    console.locator("[data-part=conversation] [data-part=open]").first.click()
+    console.once("dialog", lambda d: d.accept())
+    console.locator("[data-part=take-over]").click()
+    expect(widget.locator("[data-part=notice]").last).to_contain_text("olga")
+    expect(widget.locator("[data-part=rating]")).to_have_count(0)  # not while a person holds it
+    console.locator("[data-part=hand-back]").click()
+    rating = widget.locator("[data-part=rating]")
+    expect(rating.locator("[data-part=rating-question]")).to_have_text("この会話はいかがでしたか？")
+    expect(rating.get_by_role("radio").first).to_have_accessible_name("5 段階中 1")
+    rating.get_by_role("radio").nth(4).check()
+    rating.locator("[data-part=rating-send]").click()
+    expect(rating.locator("[data-part=rating-thanks]")).to_be_visible()
+    shot(page, "suggestions-ja-handed-back-rating")
+    console.reload()
+    expect(console.locator("[data-part=conversation-rating] [data-part=rating-score]")).to_have_text(
+        "5 out of 5"
+    )
+    console.context.close()
+    page.context.close()
