@@ -54,7 +54,9 @@ def board(browser: Browser, site: Site, *, theme: str = "light", phone: bool = F
           locale: str = "en-US") -> tuple[Page, FrameLocator]:  # fmt: skip
     """The visitor's task board, the chat opened (the widget able to send)."""
     size = PHONE if phone else {"width": 900, "height": 820}
-    options: dict[str, object] = {"is_mobile": True, "has_touch": True, "screen": PHONE} if phone else {}
+    options: dict[str, object] = (
+        {"is_mobile": True, "has_touch": True, "screen": PHONE} if phone else {}
+    )
     context = browser.new_context(viewport=size, locale=locale, color_scheme=theme, **options)  # type: ignore[arg-type]
     page = context.new_page()
     page.set_default_timeout(SLOW)
@@ -81,7 +83,9 @@ def test_a_starter_creates_the_conversation_a_follow_up_sends_and_the_end_is_rat
     # A starter picked by keyboard: the conversation is made and the starter sent.
     starters.locator("[data-part=starter]").first.focus()
     page.keyboard.press("Enter")
-    expect(widget.locator("[data-part=message][data-role=user] [data-part=message-text]")).to_have_text(["Hello"])
+    expect(
+        widget.locator("[data-part=message][data-role=user] [data-part=message-text]")
+    ).to_have_text(["Hello"])
     expect(starters).to_have_count(0)
     assert [u for u in posted if u.endswith("/conversations")], posted
     follow = widget.locator("[data-part=follow-ups]")
@@ -90,9 +94,9 @@ def test_a_starter_creates_the_conversation_a_follow_up_sends_and_the_end_is_rat
 
     # A follow-up clicked: sent; the reply ends the conversation, and the rating is asked.
     follow.locator("[data-part=follow-up]").click()
-    expect(widget.locator("[data-part=message][data-role=user] [data-part=message-text]")).to_have_text(
-        ["Hello", "Thanks, that's all"]
-    )
+    expect(
+        widget.locator("[data-part=message][data-role=user] [data-part=message-text]")
+    ).to_have_text(["Hello", "Thanks, that's all"])
     expect(follow).to_have_count(0)
     rating = widget.locator("[data-part=rating]")
     expect(rating.locator("[data-part=rating-question]")).to_have_text("How was this conversation?")
@@ -130,7 +134,9 @@ def test_a_starter_creates_the_conversation_a_follow_up_sends_and_the_end_is_rat
     page.context.close()
 
 
-@pytest.mark.parametrize(("theme", "phone", "locale"), [("dark", False, "fr-FR"), ("light", True, "en-US")])
+@pytest.mark.parametrize(
+    ("theme", "phone", "locale"), [("dark", False, "fr-FR"), ("light", True, "en-US")]
+)
 def test_starters_follow_ups_and_rating_in_dark_in_french_and_on_a_phone(
     browser: Browser, site: Site, theme: str, phone: bool, locale: str
 ) -> None:
@@ -165,15 +171,15 @@ def test_a_person_handing_the_conversation_back_asks_for_its_rating_in_japanese(
     expect(widget.locator("[data-part=rating]")).to_have_count(0)  # not while a person holds it
     console.locator("[data-part=hand-back]").click()
     rating = widget.locator("[data-part=rating]")
-    expect(rating.locator("[data-part=rating-question]")).to_have_text("この会話はいかがでしたか？")
+    expect(rating.locator("[data-part=rating-question]")).to_have_text("この会話はいかがでしたか？")  # noqa: RUF001
     expect(rating.get_by_role("radio").first).to_have_accessible_name("5 段階中 1")
     rating.get_by_role("radio").nth(4).check()
     rating.locator("[data-part=rating-send]").click()
     expect(rating.locator("[data-part=rating-thanks]")).to_be_visible()
     shot(page, "suggestions-ja-handed-back-rating")
     console.reload()
-    expect(console.locator("[data-part=conversation-rating] [data-part=rating-score]")).to_have_text(
-        "5 out of 5"
-    )
+    expect(
+        console.locator("[data-part=conversation-rating] [data-part=rating-score]")
+    ).to_have_text("5 out of 5")
     console.context.close()
     page.context.close()

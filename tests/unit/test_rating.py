@@ -68,9 +68,11 @@ def test_a_conversation_is_rated_once_and_counted_shown_and_exported(both: Harne
     assert h.call(h.runtime.store.rating_of, other.id) is None
 
     after = parse(scrape_from(h, "127.0.0.1").text)
-    assert value(after, METRIC, agent="planner", score="4") - value(
-        before, METRIC, agent="planner", score="4"
-    ) == 1
+    assert (
+        value(after, METRIC, agent="planner", score="4")
+        - value(before, METRIC, agent="planner", score="4")
+        == 1
+    )
     assert value(after, METRIC) - value(before, METRIC) == 1
 
     olga = ConsoleClient(h.app, h.runtime, "olga", "operator")

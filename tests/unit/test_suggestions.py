@@ -37,15 +37,50 @@ MISTAKES: list[tuple[str, str, Any, tuple[str, ...]]] = [
     ("too-long", "suggestions", {"starters": {"en": ["x" * 81]}}, ("81 characters; at most 80",)),
     ("twice", "suggestions", {"starters": {"ja": ["はい", "はい"]}}, ("same text is given twice",)),
     ("rules-not-a-list", "suggestions", {"follow_ups": {}}, ("follow_ups must be a list",)),
-    ("too-many-rules", "suggestions", {"follow_ups": [{"when": ["a"], "offer": {"en": ["b"]}}] * 21}, ("at most 20 rules",)),  # fmt: skip
-    ("rule-no-when", "suggestions", {"follow_ups": [{"offer": {"en": ["b"]}}]}, ("follow_ups #1.when must be a list",)),  # fmt: skip
-    ("rule-no-offer", "suggestions", {"follow_ups": [{"when": ["a"]}]}, ("follow_ups #1.offer must be an object",)),  # fmt: skip
-    ("rule-long-phrase", "suggestions", {"follow_ups": [{"when": ["x" * 61], "offer": {"en": ["b"]}}]}, ("at most 60",)),  # fmt: skip
-    ("rule-many-offers", "suggestions", {"follow_ups": [{"when": ["a"], "offer": {"es": list("abcd")}}]}, ("offer.es", "1 to 3")),  # fmt: skip
-    ("rule-unknown-key", "suggestions", {"follow_ups": [{"when": ["a"], "offer": {"en": ["b"]}, "if": 1}]}, ("follow_ups #1: unknown key 'if'",)),  # fmt: skip
+    (
+        "too-many-rules",
+        "suggestions",
+        {"follow_ups": [{"when": ["a"], "offer": {"en": ["b"]}}] * 21},
+        ("at most 20 rules",),
+    ),
+    (
+        "rule-no-when",
+        "suggestions",
+        {"follow_ups": [{"offer": {"en": ["b"]}}]},
+        ("follow_ups #1.when must be a list",),
+    ),
+    (
+        "rule-no-offer",
+        "suggestions",
+        {"follow_ups": [{"when": ["a"]}]},
+        ("follow_ups #1.offer must be an object",),
+    ),
+    (
+        "rule-long-phrase",
+        "suggestions",
+        {"follow_ups": [{"when": ["x" * 61], "offer": {"en": ["b"]}}]},
+        ("at most 60",),
+    ),
+    (
+        "rule-many-offers",
+        "suggestions",
+        {"follow_ups": [{"when": ["a"], "offer": {"es": list("abcd")}}]},
+        ("offer.es", "1 to 3"),
+    ),
+    (
+        "rule-unknown-key",
+        "suggestions",
+        {"follow_ups": [{"when": ["a"], "offer": {"en": ["b"]}, "if": 1}]},
+        ("follow_ups #1: unknown key 'if'",),
+    ),
     ("rating-not-an-object", "rating", True, ("rating must be an object",)),
     ("rating-unknown-key", "rating", {"stars": 5}, ("rating: unknown key 'stars'",)),
-    ("rating-handoff-not-bool", "rating", {"after_handoff": "yes"}, ("after_handoff must be true or false",)),  # fmt: skip
+    (
+        "rating-handoff-not-bool",
+        "rating",
+        {"after_handoff": "yes"},
+        ("after_handoff must be true or false",),
+    ),
     ("rating-never", "rating", {"after_handoff": False}, ("asks never",)),
     ("rating-when-too-many", "rating", {"when": list("abcdefghijk")}, ("rating.when", "1 to 10")),
 ]
