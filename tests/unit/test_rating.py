@@ -83,10 +83,19 @@ def test_a_conversation_is_rated_once_and_counted_shown_and_exported(both: Harne
     assert page.status_code == 200 and 'data-part="conversation-rating"' in page.text
     assert "Quick and right." in page.text
 
+    # The export carries it, with the ratings of replies (the thumbs) beside it.
+    [reply] = [m for m in h.snapshot(conv)["messages"] if m["role"] == "assistant"]
+    thumbs = h.http.post(
+        f"/api/conversations/{conv.id}/messages/{reply['id']}/feedback",
+        json={"rating": "up"},
+        headers=conv.auth,
+    )
+    assert thumbs.status_code == 200, thumbs.text
     document = h.call(export, h.runtime.store, [conv.id, other.id], subject="test")
     rated, unrated = document["conversations"]
     assert rated["rating"] == {"score": 4, "remark": "Quick and right.", "at": stored.at}
-    assert unrated["rating"] is None
+    assert [(f["messageId"], f["rating"]) for f in rated["feedback"]] == [(reply["id"], "up")]
+    assert (unrated["rating"], unrated["feedback"]) == (None, [])
 
 
 def test_bad_ratings_and_wrong_conversations_are_refused_and_nothing_is_stored(
