@@ -8,6 +8,7 @@
 // would be (app.js's send), which creates it.
 
 import { addStrings, announce, append, h, t, uid } from './chat.js'
+import { write } from './drawing.js'
 
 const REMARK_CHARS = 1000 // docs/protocol.md: the server's limit
 const MOST = 3 // follow-ups shown at once
@@ -53,11 +54,11 @@ export function start(config, app) {
   // ---- starters: while the chat is empty (nothing but the greeting, no conversation)
   const first = prompts(config.starters)
   const empty = () => app.state.ready && !app.state.conversationId && !thread.querySelector('[data-part=message]:not([data-greeting])')
-  function sync() {
-    if (!first.length) return
-    if (empty() && !starters?.isConnected) append(starters = group('starters', t('starters'), first))
+  // Decided when made, after the thread's changes queued before it: two calls never add two.
+  const sync = () => first.length && write(() => {
+    if (empty() && !starters?.isConnected) thread.append(starters = group('starters', t('starters'), first))
     else if (!empty() && starters) { starters.remove(); starters = null }
-  }
+  })
   // A message shown (the visitor's, a resumed conversation's) or a new conversation started
   // (the thread emptied, the agent state back to idle): starters shown or removed; a message
   // of the visitor's, typed rather than picked, takes the follow-ups away.

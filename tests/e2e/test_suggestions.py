@@ -123,8 +123,16 @@ def test_a_starter_creates_the_conversation_a_follow_up_sends_and_the_end_is_rat
     expect(widget.locator("[data-part=message][data-role=assistant]")).to_have_count(4)
     expect(widget.locator("[data-part=rating]")).to_have_count(1)
 
+    # A new conversation: empty again, the starters are back (and nothing is created yet).
+    widget.locator("[data-part=new-conversation]").click()
+    widget.locator("[data-part=restart-yes]").click()
+    expect(widget.locator("[data-part=starters]")).to_have_count(1)
+    expect(widget.locator("[data-part=starter]")).to_have_count(2)
+    expect(widget.locator("[data-part=rating]")).to_have_count(0)
+
     console = person(browser, site.demo, "olga")
     console.goto(f"{site.demo.hostcall}/console/conversations")
+    expect(console.locator("[data-part=conversation]")).to_have_count(1)
     console.locator("[data-part=conversation] [data-part=open]").first.click()
     shown = console.locator("[data-part=conversation-rating]")
     expect(shown.locator("[data-part=rating-score]")).to_have_text("4 out of 5")
