@@ -114,6 +114,17 @@ class Agent:
         return names + list(self.page_tools.exact_names() if self.page_tools else ())
 
 
+def _view_tool_problems(where: str, tools: list[Tool], names: set[str] | None) -> list[str]:
+    """A view's button asks the model for a tool: one of the agent's (``names``; None while
+    an MCP server's ``"all"`` is unread)."""
+    return [
+        f"{where}: tool {t.name!r}: 'view' has a button for tool {name!r}, which the agent lacks"
+        for t in tools
+        if t.view is not None and names is not None
+        for name in sorted(t.view.tools - names)
+    ]
+
+
 def check_allowed_origins(origins: Any, where: str) -> tuple[list[str], list[str]]:
     """The allowed origins normalised as browsers send them, and a problem per bad one."""
     if not isinstance(origins, list):
@@ -265,6 +276,7 @@ def parse_agent(
         # A page's tools are known when a run starts; its rules may name an allowed one.
         names |= set(page_tools.exact_names())
         checked = None if page_tools.has_prefix() or checked is None else names
+    problems += _view_tool_problems(where, tools, checked)
     limits_of_model: dict[str, Any] = {}
     if platform is not None:
         # What an agents directory's model may reach and read; a frozen definition, re-read

@@ -21,6 +21,7 @@ from hostcall.blocks import registry
 from hostcall.blocks.kind import Block, positive
 from hostcall.guardrails import Guardrail, parse_guardrails
 from hostcall.schemas import CompiledSchema, pattern_problems, required_problems, schema_problem
+from hostcall.views.spec import ViewSpec, parse_view
 
 # The wire's enum of kinds (the OpenAPI document's): the page's, then the registry's.
 KINDS = ("client", *registry.names())
@@ -29,8 +30,10 @@ APPROVALS = ("by_environment", "always", "never")
 POLICY_KEYS = {
     "deadline_seconds", "approval_timeout_seconds", "effect", "approval", "require_confirmation",
     "max_calls_per_pass", "max_result_kb", "simulation_result", "guardrails", "idempotent",
-    "title",
+    "title", "view",
 }  # fmt: skip
+# The output schema's hint of a view, where the agent file's tool sets none (docs/agents.md).
+VIEW_HINT = "x-hostcall-view"
 # Every tool's keys; a kind adds its own (``BlockKind.keys``).
 COMMON_KEYS = {"name", "kind", "description", *POLICY_KEYS}
 CLIENT_KEYS = {*COMMON_KEYS, "input_schema", "output_schema"}
@@ -78,6 +81,8 @@ class Tool:
     page_digest: str = ""
     untrusted: bool = False
     has_form: bool = True
+    # What the widget draws from a result (hostcall/views/); None: the result's values.
+    view: ViewSpec | None = None
 
     @property
     def rerunnable(self) -> bool:
@@ -225,6 +230,10 @@ def parse_tool(raw: Any, where: str) -> tuple[Tool | None, list[str]]:
                 extra["effect"] = parsed.effect
             extra["effect_by_hint"] = parsed.effect_by_hint
     policy = _parse_policy(raw, where, problems) | extra
+    hinted = output_schema.get(VIEW_HINT) if not problems and "view" not in raw else None
+    if hinted is not None:
+        policy["view"], found = parse_view(hinted, where, f"output_schema.{VIEW_HINT}")
+        problems += found
     if problems:
         return None, problems
     assert isinstance(name, str)
@@ -297,6 +306,9 @@ def _parse_policy(raw: dict[str, Any], where: str, problems: list[str]) -> dict[
     if "simulation_result" in raw:
         policy["has_simulation_result"] = True
         policy["simulation_result"] = raw["simulation_result"]
+    if "view" in raw:
+        policy["view"], found = parse_view(raw["view"], where)
+        problems += found
     if "guardrails" in raw:
         try:
             policy["guardrails"] = parse_guardrails(raw["guardrails"])

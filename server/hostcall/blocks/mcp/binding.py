@@ -29,7 +29,7 @@ from hostcall.tools import MAX_NAME_LENGTH, POLICY_KEYS, Tool, parse_tool
 
 ALL = "all"
 OVERRIDE_KEYS = {*POLICY_KEYS, "name", "description", "max_response_kb"}
-DEFAULT_KEYS = OVERRIDE_KEYS - {"name", "description", "title"}
+DEFAULT_KEYS = OVERRIDE_KEYS - {"name", "description", "title", "view"}
 BINDING_KEYS = {"kind", "server", "tools", "overrides", *DEFAULT_KEYS}
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
