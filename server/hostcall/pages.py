@@ -24,11 +24,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from hostcall.agents import Agent
 from hostcall.assets import WIDGET_DIR
 from hostcall.embedding import embed_problem, embed_routes, log_refusal
 from hostcall.errors import NotFound
+from hostcall.origins import normalize_origin
 from hostcall.runtime import runtime_of
 from hostcall.suggestions import widget_config
+from hostcall.views.spec import SELF
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -52,7 +55,8 @@ _ACCENT = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors {ancestors}"
+    "img-src 'self' data:{images}; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors {ancestors}"
 )
 _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
@@ -171,12 +175,20 @@ def _pick(value: str | None, allowed: tuple[str, ...], default: str) -> str:
     return value if value in allowed else default
 
 
-def _page(request: Request, status: int, ancestors: str, context: dict[str, Any]) -> HTMLResponse:
+def _page(
+    request: Request,
+    status: int,
+    ancestors: str,
+    context: dict[str, Any],
+    images: tuple[str, ...] = (),
+) -> HTMLResponse:
     html = _templates.get_template("widget.html").render(
         base=request.scope.get("root_path", ""), **context
     )
     headers = {
-        "Content-Security-Policy": _CSP.format(ancestors=ancestors),
+        "Content-Security-Policy": _CSP.format(
+            ancestors=ancestors, images="".join(f" {o}" for o in images)
+        ),
         "Cache-Control": "no-store",
         **_SECURITY_HEADERS,
     }
@@ -281,4 +293,17 @@ async def widget_page(request: Request) -> HTMLResponse:
         "config": config,
         "modules": (*WIDGET_MODULES, f"locale-{likely}.js"),
     }
-    return _page(request, 200, origin or "'self'", context)
+    return _page(request, 200, origin or "'self'", context, _image_origins(agent))
+
+
+def _image_origins(agent: Agent) -> tuple[str, ...]:
+    """The origins the agent's result views may show images from (docs/agents.md "Views"):
+    the browser holds the widget to them too, whatever a result's address says."""
+    views = [t.view for t in agent.tools if t.view is not None]
+    listed = [o for v in views for o in v.image_hosts if o != SELF]
+    for binding in agent.mcp:  # a server's tools are read when a run starts; their views now
+        for override in binding.overrides.values():
+            view = override.get("view")
+            hosts = view.get("image_hosts", []) if isinstance(view, dict) else []
+            listed += [normalize_origin(o) for o in hosts if o != SELF]
+    return tuple(dict.fromkeys(listed))

@@ -27,6 +27,7 @@ from hostcall.guardrails import Hit, redact
 from hostcall.notices import tool_notice
 from hostcall.platform import Environment
 from hostcall.tools import Tool
+from hostcall.views.drawn import draw
 
 
 class ApprovalReason(StrEnum):
@@ -89,6 +90,15 @@ def visible_outcome(
     if outcome.get("simulated"):
         return {"output": view["result"], "simulated": True}
     return {"output": view}
+
+
+def visible_view(tool: Tool | None, outcome: dict[str, Any]) -> dict[str, Any] | None:
+    """The tool's result view of an output (hostcall/views/drawn.py), drawn from what the
+    model may read (redacted), as the widget's values are; None without a view or output."""
+    if tool is None or tool.view is None or "error" in outcome:
+        return None
+    shown = model_view(tool, outcome)
+    return draw(tool.view, shown["result"] if outcome.get("simulated") else shown)
 
 
 def public_error(error: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from hostcall.errors import Conflict, Gone, ToolErrorCode
 from hostcall.guardrails import Hit
 from hostcall.journal import Journal, Unit
 from hostcall.leases import Leases, call_key
-from hostcall.policies import model_content, visible_content, visible_outcome
+from hostcall.policies import model_content, visible_content, visible_outcome, visible_view
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import (
     ApprovalRequested,
@@ -300,6 +300,7 @@ class CallMoves:
             state=settled.state.value,
             outcome=visible_outcome(tool, outcome),
             simulated=True if outcome.get("simulated") else None,
+            view=visible_view(tool, outcome),
         )
         await unit.emit(settled.conversation_id, result)
 

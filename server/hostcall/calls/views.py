@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from hostcall.errors import RunUnreadable
-from hostcall.policies import visible_outcome
+from hostcall.policies import visible_outcome, visible_view
 from hostcall.protocol.responses import CallView
 from hostcall.runs.agents import RunAgents
 from hostcall.store.records import Call, CallState
@@ -67,6 +67,7 @@ class CallViews:
             title=tool.title if tool and tool.title else None,
             form_reason=call.extra.get("formReason"),
             page_tool=True if tool and tool.page_digest else None,
+            view=None if call.outcome is None else visible_view(tool, call.outcome),
             result_token=self.tokens.sign(Purpose.CALL_RESULT, claims) if answerable else None,
             decision_token=self.tokens.sign(Purpose.CALL_DECISION, claims) if awaiting else None,
         )

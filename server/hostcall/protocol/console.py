@@ -60,6 +60,7 @@ class ConsoleCall:
     form_reason: str | None
     title: str | None
     answered_by: dict[str, str] | None = field(metadata=ALWAYS)  # {actor, action}
+    view: dict[str, Any] | None = None  # the tool's result view (docs/agents.md "Views")
 
     @classmethod
     def of(cls, view: CallView, answered_by: dict[str, str] | None) -> ConsoleCall:
@@ -84,6 +85,7 @@ class ConsoleCall:
             form_reason=view.form_reason,
             title=view.title,
             answered_by=answered_by,
+            view=view.view,
         )
 
 

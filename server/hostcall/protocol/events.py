@@ -150,6 +150,7 @@ class ToolCallResult:
     outcome: dict[str, Any] | None = field(metadata=ALWAYS)  # ours: what a person may see
     role: str = "tool"
     simulated: bool | None = None
+    view: dict[str, Any] | None = None  # ours: the tool's result view (docs/agents.md)
 
 
 # ---- Hostcall's own events (AG-UI CUSTOM) ----------------------------------------------------

@@ -67,6 +67,8 @@ class CallView:
     # A tool the page registered itself (hostcall/page_tools.py): the widget runs it with
     # the page's ``executeTool``, not a handler of Hostcall's.
     page_tool: bool | None = None
+    # The tool's result view of its output (docs/agents.md "Views"), once answered.
+    view: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
