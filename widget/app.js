@@ -219,7 +219,7 @@ let calls = null
  * @type {() => Promise<Calls>}
  */
 const toolCalls = once(async query => (calls = await (await events()).loadCalls(query, ui, {
-  api, surfaceId, agentTools, personTools: new Set(cfg.personTools || []), maxBodyBytes, hasHandler: name => framed && parentTools.has(name), toParent, emit, refresh,
+  api, surfaceId, agentTools, personTools: new Set(cfg.personTools || []), maxBodyBytes, hasHandler: name => framed && parentTools.has(name), toParent, emit, refresh, send,
 })))
 
 // people.js: ratings, a person of the team

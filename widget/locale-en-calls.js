@@ -43,4 +43,6 @@ export default {
   operatorEndedNote: 'The support team ended this action.',
   // The send button's hint while a call waits for the person (calls are loaded then).
   hintPending: 'First answer the action above: approve, edit or reject it, or fill in its form.',
+  // A result view (views.js): the rows it leaves out, the column of a table's buttons.
+  viewMore: '{n} more not shown', viewActions: 'Actions',
 }

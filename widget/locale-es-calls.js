@@ -48,4 +48,6 @@ export default {
   operatorEndedNote: 'Un miembro del equipo de soporte finalizó esta acción.',
   // The send button's hint while a call waits for the person (calls are loaded then).
   hintPending: 'Primero responde a la acción de arriba: apruébala, edítala o recházala, o rellena su formulario.',
+  // A result view (views.js): the rows it leaves out, the column of a table's buttons.
+  viewMore: '{n} más sin mostrar', viewActions: 'Acciones',
 }

@@ -51,4 +51,6 @@ export default {
   operatorEndedNote: 'Un membre de l’équipe d’assistance a mis fin à cette action.',
   // The send button's hint while a call waits for the person (calls are loaded then).
   hintPending: 'Répondez d’abord à l’action ci-dessus : approuvez, modifiez ou refusez-la, ou remplissez son formulaire.',
+  // A result view (views.js): the rows it leaves out, the column of a table's buttons.
+  viewMore: '{n} de plus, non affichés', viewActions: 'Actions',
 }

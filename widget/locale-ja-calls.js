@@ -34,4 +34,6 @@ export default {
   operatorEndedNote: 'サポートチームのメンバーがこの操作を終了しました。',
   // The send button's hint while a call waits for the person (calls are loaded then).
   hintPending: '先に上の操作に対応してください (承認・編集・却下、またはフォームへの入力)。',
+  // A result view (views.js): the rows it leaves out, the column of a table's buttons.
+  viewMore: 'ほか {n} 件は表示されていません', viewActions: '操作',
 }

@@ -17,7 +17,7 @@ const t = ui.t
  * @typedef {{toolCallId: string, toolCallName: string, state: string, input?: any,
  *   inputSchema?: any, outputSchema?: any, deadline?: string, route?: string, kind?: string,
  *   formReason?: string, approval?: {scopes: string[]}, resultToken?: string,
- *   decisionToken?: string, outcome?: any}} Call  (docs/protocol.md CALL)
+ *   decisionToken?: string, outcome?: any, view?: any}} Call  (docs/protocol.md CALL)
  * @typedef {{id: string, call: Call, card: import('./cards.js').Card, args: string, state: string,
  *   scope: string, resolveParent: Function | null}} CallView  (state: widget/calls.js STATE)
  * @typedef {import('./form.js').FieldError} FieldError
@@ -34,6 +34,7 @@ const t = ui.t
  * @property {(type: string, data?: object) => void} toParent a message to the host page
  * @property {(event: string, detail: object) => void} emit a Hostcall('on', …) event
  * @property {() => void} refresh sync the composer with the run
+ * @property {(text: string) => void} send a visitor message (a result view's button)
  */
 
 // ============================================================================
@@ -49,9 +50,10 @@ const t = ui.t
 /** @type {Context['toParent']} */ let toParent
 /** @type {Context['emit']} */ let emit
 /** @type {Context['refresh']} */ let refresh
+/** @type {Context['send']} */ let send
 /** @param {Context} context */
 export function attach(context) {
-  ({ api, surfaceId, agentTools, personTools, maxBodyBytes, hasHandler, toParent, emit, refresh } = context)
+  ({ api, surfaceId, agentTools, personTools, maxBodyBytes, hasHandler, toParent, emit, refresh, send } = context)
   // Imported now (app.js fetched it with this module), beside the call's first events:
   // the handler's result waits for its check otherwise.
   forms().catch(console.error)
@@ -94,6 +96,7 @@ export function callState(/** @type {any} */ d) {
 }
 export function result(/** @type {any} */ d) {
   const v = view(d.toolCallId)
+  if (d.view) v.call.view = d.view
   settle(v, d.state || (d.outcome?.error ? CALL_STATE.FAILED : CALL_STATE.ANSWERED), d.outcome)
   emit('toolresult', { callId: v.id, toolName: v.call.toolCallName, state: v.call.state, outcome: v.call.outcome })
 }
@@ -194,10 +197,21 @@ function settle(v, st, outcome) {
   const note = st === CALL_STATE.EXPIRED ? t('expiredNote') : st !== CALL_STATE.REJECTED ? error : reason ? t('rejectedNote', { reason }) : ''
   // Stopped or ended by a person: not the tool's failure.
   v.card.setState(ERROR_NOTES[oc?.error?.code] ? 'stopped' : cardState(st), note)
-  v.card.setBody(oc && 'output' in oc && !forPerson(v)
+  const details = oc && 'output' in oc && !forPerson(v)
     ? ui.h('details', { 'data-part': 'tool-call-result' }, ui.h('summary', { text: t('result') }), readable(oc.output, v.call.outputSchema))
-    : null)
+    : null
+  v.card.setBody(details)
   v.card.show()
+  if (v.call.view && details) drawView(v, oc, details)
+}
+
+/** @type {Promise<typeof import('./views.js')> | null} */
+let viewModule = null
+/** The result's view above its values, once views.js is here (fetched again if it failed). */
+async function drawView(v, oc, details) {
+  const m = await (viewModule ??= import('./views.js').catch(err => { viewModule = null; throw err }))
+  // Still this outcome: a later one (another result, a new conversation) draws its own.
+  if (v.call.outcome === oc && calls.get(v.id) === v) v.card.setBody(m.draw(v.call.view, titleOf(v.call.toolCallName), send), details)
 }
 
 const running = v => v.state === STATE.RUNNING || v.state === STATE.RERUNNING
