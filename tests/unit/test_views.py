@@ -356,3 +356,43 @@ def test_the_widget_page_allows_images_from_the_views_hosts_only(
     made.append(h)
     csp = h.http.get("/widget/planner").headers["content-security-policy"]
     assert "img-src 'self' data: https://cdn.example.com;" in csp
+
+
+# ---- MCP tools: a view in a server's overrides, over its structured content -----------------
+
+
+def test_an_mcp_tools_view_reads_its_structured_content() -> None:
+    from hostcall.blocks.mcp.binding import ListedTool, McpBinding, frozen_entries
+    from hostcall.policies import visible_view
+
+    columns = [{"label": "Name", "value": "@.name"}, {"label": "Email", "value": "@.email"}]
+    view = {"type": "table", "items": "$.structuredContent.contacts", "columns": columns}
+    listed = [ListedTool("find", "Finds contacts.", input_schema={"type": "object"})]
+    binding = McpBinding("crm", ("find",), {"find": {"view": view}}, {})
+    entries, problems = frozen_entries(binding, listed, protected=False)
+    assert problems == []
+    found, problems = parse_tool(entries[0], "run: tool #1")
+    assert problems == [] and found is not None and found.view is not None
+    contacts = [{"name": HOSTILE, "email": "a@x.io"}]
+    output = {"content": [{"type": "text", "text": "1 contact"}],
+              "structuredContent": {"contacts": contacts}}  # fmt: skip
+    assert visible_view(found, {"output": output}) == {
+        "type": "table", "columns": ["Name", "Email"], "more": 0,
+        "items": [{"cells": [HOSTILE, "a@x.io"]}],
+    }  # fmt: skip
+    assert visible_view(found, {"error": {"code": "block_failed", "message": "x"}}) is None
+
+
+def test_a_bad_view_in_an_mcp_servers_overrides_is_refused_at_load(tmp_path: Path) -> None:
+    from tests.unit.test_mcp_definitions import agent_problems
+
+    pie = {"find": {"view": {"type": "pie"}}}
+    problems = agent_problems(tmp_path, {"kind": "mcp", "server": "crm", "tools": ["find"],
+                                         "overrides": pie})  # fmt: skip
+    assert any("'view.type' must be one of card, list" in p and "find" in p for p in problems), (
+        problems
+    )
+    # A view is a tool's own: not a default for every tool of a server.
+    problems = agent_problems(tmp_path, {"kind": "mcp", "server": "crm", "tools": ["find"],
+                                         "view": {"type": "pie"}})  # fmt: skip
+    assert any("unknown key 'view'" in p for p in problems), problems
