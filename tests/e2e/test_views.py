@@ -14,10 +14,12 @@ from playwright.sync_api import Browser, Page, expect
 from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo, shot
 from tests.e2e.flows_helpers import ASK_NEXT, SLOW, open_chat
+from tests.e2e.test_console import Site, person, site
 from tests.e2e.test_end_user import phone_page
 from tests.e2e.test_ui import audit, widget_frame
 
 pytestmark = pytest.mark.e2e
+__all__ = ["site"]  # the console's fixture: a demo with console users
 
 HOSTILE = '<img src=x onerror="window.pwned=1">Ship it'
 TASKS = [
@@ -109,3 +111,21 @@ def test_the_view_reads_in_the_dark_theme_and_on_a_phones_sheet(
     width = view.evaluate("el => [el.scrollWidth, el.clientWidth]")
     assert width[0] <= width[1], width
     shot(phone, "views-30-phone", readme="result-view-phone")
+
+
+def test_the_console_draws_the_view_server_side_as_text(
+    browser: Browser, page: Page, site: Site
+) -> None:
+    board_view(page, site.demo)
+    admin = person(browser, site.demo, "olga")
+    for theme in ("light", "dark"):
+        admin.goto(f"{site.demo.hostcall}/console/conversations?theme={theme}")
+        admin.locator("[data-part=conversation]").first.locator("[data-part=open]").click()
+        view = admin.locator("[data-part=views-section] [data-part=result-view]")
+        expect(view).to_have_attribute("data-view", "list")
+        expect(view.locator("li").first).to_contain_text(HOSTILE)  # as text, no element
+        expect(view.locator("img")).to_have_count(0)
+        assert admin.evaluate("() => window.pwned") is None
+        audit(admin, f"the console's view ({theme})")
+        view.scroll_into_view_if_needed()
+        shot(admin, f"views-40-console-{theme}")

@@ -45,7 +45,8 @@ function facts(c) {
     [tr('col_by'), h('span', { 'data-part': 'answered-by', text: by })],
     [tr('input'), h('pre', { text: json(c.input) })],
   ]
-  if (c.outcome) rows.push([tr('col_outcome'), h('pre', { 'data-part': 'outcome', text: json(c.outcome) })])
+  // Focusable: a long outcome scrolls, and a keyboard must reach it to scroll it.
+  if (c.outcome) rows.push([tr('col_outcome'), h('pre', { 'data-part': 'outcome', tabindex: 0, text: json(c.outcome) })])
   return h('dl', { 'data-part': 'facts' }, rows.map(([k, v]) => [h('dt', { text: k }), h('dd', null, v)]))
 }
 
