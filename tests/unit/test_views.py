@@ -19,7 +19,11 @@ from hostcall.views.drawn import MAX_ITEMS, MAX_MESSAGE_CHARS, MAX_TEXT_CHARS, d
 from hostcall.views.paths import MAX_STEPS, PathError, parse_path, parse_template
 from hostcall.views.spec import ViewSpec, parse_view
 from tests.support.harness import BOARD, Harness
+from tests.support.loopback import Live
 from tests.unit.console_client import ConsoleClient, fast_passwords
+from tests.unit.test_server_tools import target
+
+__all__ = ["target"]  # a loopback HTTP server, for a server-side tool
 
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 LIST = {
@@ -396,3 +400,31 @@ def test_a_bad_view_in_an_mcp_servers_overrides_is_refused_at_load(tmp_path: Pat
     problems = agent_problems(tmp_path, {"kind": "mcp", "server": "crm", "tools": ["find"],
                                          "view": {"type": "pie"}})  # fmt: skip
     assert any("unknown key 'view'" in p for p in problems), problems
+
+
+# ---- a server-side tool: drawn from what the model may read --------------------------------
+
+
+def test_a_server_side_tools_view_is_drawn_from_its_redacted_result(
+    tmp_path: Path, target: Live, made: list[Harness]
+) -> None:
+    from tests.unit.test_server_tools import ask, build, fetch_tool
+
+    view = {"type": "keyvalue", "title": "$.body.path",
+            "fields": [{"label": "Status", "value": "$.status"},
+                       {"label": "Path", "value": "$.body.path"}]}  # fmt: skip
+    redact = [{"name": "hide path", "on": "output", "action": "redact",
+               "when": {"path": "/status", "op": "equals", "value": 200},
+               "fields": ["/body/path"]}]  # fmt: skip
+    url = f"{target.base}/echo/{{{{ $fromAI.what }}}}"
+    h = build(tmp_path, target, fetch_tool(url, view=view, guardrails=redact))
+    made.append(h)
+    conv, snap = ask(h, "fetch reports")
+    [call] = snap["calls"]
+    assert call["state"] == "answered"
+    assert call["view"] == {"type": "keyvalue", "title": "[redacted]", "fields": [
+        {"label": "Status", "value": "200"}, {"label": "Path", "value": "[redacted]"}
+    ]}  # fmt: skip
+    assert "/echo/reports" not in json.dumps(call["view"])
+    [result] = [d for name, d in h.events(conv) if name == "TOOL_CALL_RESULT"]
+    assert result["view"] == call["view"]
