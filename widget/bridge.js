@@ -9,17 +9,30 @@
   for (const k of 'hello handlers ready call result cancel send focus close event active identity attention context'.split(' ')) MSG[k.toUpperCase()] = 'hostcall:' + k
 
   window.Hostcall?._connect?.(hc => {
-    const { opts, src, base, handlers, frame, emit } = hc
+    const { opts, src, base, handlers, emit } = hc
+    const frame = (hc.frame = document.createElement('iframe'))
+    // Hidden until the widget's hello (below): a refused frame shows no broken page.
+    frame.style.cssText = 'border:0;width:100%;height:100%;display:block;visibility:hidden;min-height:' + (hc.mode == 'inline' ? '420px' : 0)
+    frame.title = hc.label
+    frame.dataset.part = 'hostcall-frame'
+    hc.panel.append(frame)
     const running = new Map() // callId → AbortController of a handler running in this page
     let ready, greeted
     /** @type {MessagePort | undefined} the widget's channel, from its latest hello */
     let port
 
     const post = (type, data) => port?.postMessage({ type, ...data })
+    // WebMCP's tools, this window's only (getTools may list other frames').
+    const mc = document.modelContext
+    const own = async () => [...((await mc?.getTools?.()) || [])].filter(t => t.window === window)
+    let soon
+    mc?.addEventListener?.('toolchange', () => (clearTimeout(soon), (soon = setTimeout(hc.sync, 50))))
     /** Handshake: the tools this page handles and its visitor's token, on every change. */
     hc.sync = async token => {
       try { token = hc.id ? await (typeof hc.id == 'function' ? hc.id() : hc.id) : '' } catch (err) { emit('error', { code: 'identify_failed', message: String(err) }) }
-      greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()], token })
+      let pageTools // JSON text: a page's schema may hold what the channel cannot copy
+      try { pageTools = JSON.stringify(await own(), (k, v) => (v === window ? undefined : v)) } catch (err) { console.error(err) }
+      greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()], token, pageTools })
     }
     hc.send = text => (ready ? post(MSG.SEND, { text }) : hc.outbox.push(text))
     // The page's context, one entry at a time (the widget checks it). A value the channel
@@ -82,10 +95,11 @@
     for (const t of ['pointerdown', 'keydown', 'focusin']) addEventListener(t, active, { capture: true, passive: true })
 
     /** Run a handler; post its outcome unless the call was settled meanwhile. */
-    async function run({ callId, toolName, input, inputSchema, outputSchema, deadline }) {
-      const fn = handlers.get(toolName)
-      if (!fn) return post(MSG.RESULT, { callId, noHandler: 1 })
+    async function run({ callId, toolName, input, inputSchema, outputSchema, deadline, pageTool }) {
       if (running.has(callId)) return
+      const tool = pageTool && (await own()).find(t => t.name === toolName)
+      const fn = pageTool ? tool && (i => mc.executeTool(tool, i)) : handlers.get(toolName)
+      if (!fn) return post(MSG.RESULT, { callId, noHandler: 1 })
       const ctrl = new AbortController()
       const wait = Date.parse(deadline) - Date.now()
       const timer = wait > 0 && setTimeout(() => ctrl.abort(new DOMException('Deadline passed', 'TimeoutError')), Math.min(wait, 2e9))
@@ -103,7 +117,9 @@
     }
 
     // No hello soon after the frame loads: the server went away or refused it (its log says).
-    frame.onload = () => setTimeout(() => greeted || hc.fail({ code: 'widget_not_started', message: "the widget did not start (see the server's log)" }), 1500)
+    frame.onload = () => setTimeout(() => greeted || (
+      hc.fail({ code: 'widget_not_started', message: "the widget did not start (see the server's log)" }),
+      (hc.mode == 'inline' ? frame : (hc.button.remove(), hc.panel)).remove()), 1500)
     const q = new URLSearchParams({ origin: location.origin, mode: hc.mode })
     for (const k of ['locale', 'theme', 'accent']) opts[k] && q.set(k, opts[k])
     // The resume key (widget/api.js): in this page's storage, which no other origin reads,

@@ -1,11 +1,25 @@
 /* Hostcall embed loader (/embed.js): the page's API (README.md, /embed.d.ts) and, once the
- * server allows this page, the launcher. On hover, focus or open it adds the iframe and
- * static/bridge.js (the widget's side, the page's handlers). Budget: 3 KB gzipped. */
+ * server allows this page, the launcher; on hover, focus or open, static/bridge.js (the
+ * frame, the page's handlers). Budget: 3 KB gzipped. */
 ;(() => {
   const queued = window.Hostcall
   const script = /** @type {HTMLScriptElement} */ (document.currentScript || document.querySelector('script[data-agent]'))
   const opts = script?.dataset || {}
   if (queued?.loaded || !opts.agent) return
+  // WebMCP's shape where neither the browser nor the page gives one: bridge.js reads it.
+  'modelContext' in document || (() => {
+    const tools = new Map()
+    const mc = (document.modelContext = new EventTarget())
+    const changed = () => mc.dispatchEvent(new Event('toolchange'))
+    mc.addEventListener('toolchange', e => mc.ontoolchange?.(e))
+    mc.registerTool = async (tool, o) => {
+      tools.set(tool.name, { ...tool, window })
+      o?.signal?.addEventListener('abort', () => tools.delete(tool.name) && changed())
+      changed()
+    }
+    mc.getTools = async () => [...tools.values()]
+    mc.executeTool = async (tool, input) => JSON.stringify(await tools.get(tool.name).execute(input))
+  })()
   const src = new URL(script.src, location.href)
   const base = src.href.replace(/embed\.js.*/, '')
   const label = { fr: 'Discussion', ja: 'チャット' }[(opts.locale || navigator.language).slice(0, 2)] || 'Chat'
@@ -14,8 +28,8 @@
   const phone = matchMedia('(max-width:639px)')
   const scheme = ['light', 'dark'].includes(opts.theme) ? opts.theme : 'light dark'
   const ICONS = ['M3 5h18v12H9l-5 4v-4H3z', 'M6 6l12 12M18 6 6 18']
-  /** Shared with the bridge, which adds sync, send, focus, put. */
-  const hc = { opts, src, base, handlers: new Map(), ctx: new Map(), listeners: {}, outbox: [], emit, fail }
+  /** Handed to static/bridge.js (_connect, once), which adds frame, sync, send, focus, put. */
+  const hc = { opts, src, base, label, handlers: new Map(), ctx: new Map(), listeners: {}, outbox: [], emit, fail }
   let panel, button, icon, inline, isOpen, openSoon
 
   const api = {
@@ -59,7 +73,6 @@
   function Hostcall(command, ...args) {
     return api[command](...args)
   }
-  // _connect hands the shared state to static/bridge.js, once.
   window.Hostcall = Object.assign(Hostcall, api, { loaded: /** @type {const} */ (1), _connect: fn => hc.frame?.src || fn(hc) })
   for (const args of queued?.q || []) {
     try { Hostcall(...args) } catch (err) { console.error(err) }
@@ -95,25 +108,17 @@
     emit(open ? 'open' : 'close', {})
   }
 
-  /** The iframe and the bridge, once: until then the widget costs the page nothing. */
+  /** The bridge, once: until then the widget costs the page nothing. */
   function mount() {
-    if (hc.frame) return
-    const frame = (hc.frame = document.createElement('iframe'))
-    // Hidden until the widget's hello (bridge.js): a refused frame shows no broken page.
-    frame.style.cssText = 'border:0;width:100%;height:100%;display:block;visibility:hidden;min-height:' + (inline ? '420px' : 0)
-    frame.title = label
-    frame.dataset.part = 'hostcall-frame'
+    if (hc.panel) return
+    hc.panel = panel
     hc.mode = inline ? 'inline' : 'bubble'
-    panel.append(frame)
-    const bridge = document.createElement('script')
-    bridge.src = base + 'static/bridge.js'
-    document.head.append(bridge)
+    document.head.append(Object.assign(document.createElement('script'), { src: base + 'static/bridge.js' }))
   }
 
-  /** The widget cannot run here: say why, remove what was drawn. */
+  /** The widget cannot run here: say why (bridge.js removes what it drew). */
   function fail(why) {
     console.error('Hostcall: no widget: ' + why.message)
-    panel && (inline ? hc.frame : (button.remove(), panel)).remove()
     emit('error', why)
   }
 
@@ -126,11 +131,9 @@
     button = hc.button = document.createElement('button')
     panel.id = 'hostcall-panel'
     panel.dataset.part = 'hostcall-panel'
-    // The icon is black or white, whichever contrasts more with the accent (WCAG luminance).
-    const [r, g, b] = accent.replace(/^#(.)(.)(.)(.)?$/, '#$1$1$2$2$3$3').match(/\w\w/g)
-      .map(x => parseInt(x, 16) / 255).map(x => x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4)
+    // A black or white icon, whichever contrasts more: WCAG's luminance 0.179 is CIE L* 49.4.
     button.style.cssText = 'position:fixed;right:16px;bottom:16px;z-index:2147483001;width:56px;height:56px;border:0;border-radius:50%;cursor:pointer;place-items:center;padding:0;box-shadow:0 4px 14px #0004;background:' +
-      accent + ';color:' + (0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 ? '#000' : '#fff')
+      accent + ';color:lch(from ' + accent + ' calc((49.4 - l) * infinity) 0 0)'
     button.dataset.part = 'hostcall-launcher'
     button.setAttribute('aria-controls', panel.id)
     button.setAttribute('aria-label', label)
