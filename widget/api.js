@@ -99,7 +99,7 @@ export function createApi(base, agentId, parentOrigin, key) {
     current: () => ({ conversationId, sessionToken: session }),
     snapshot: (id, surface) => call('GET', conv(id, `?surface=${enc(surface)}`)),
     streamToken: id => call('POST', conv(id, '/stream-token'), {}),
-    capabilities: (id, surfaceId, tools) => call('POST', conv(id, '/capabilities'), { surfaceId, tools }),
+    capabilities: (id, surfaceId, tools, pageTools) => call('POST', conv(id, '/capabilities'), { surfaceId, tools, ...(pageTools && { pageTools }) }),
     activity: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/activity`), {}),
     // keepalive: sent while the page unloads (pagehide), and it outlives the page.
     leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, { keepalive: true }).catch(() => {}),

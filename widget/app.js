@@ -39,6 +39,7 @@ const state = {
   /** @type {string[]} */ outbox: [], // texts sent before we were ready: sent once we are
 }
 let parentTools = new Set()
+let pageTools = '' // the page's WebMCP tools: bridge.js's JSON text
 let idToken = '' // the page's visitor's: known.js acts on it (docs/identity.md)
 const known = () => import('./known.js').then(k => k.go({ api, token: idToken, locale, restart, emit, toParent, cid: state.conversationId }))
 /** Opening the person's conversation (identify, none held): a first message waits for it.
@@ -65,7 +66,7 @@ const emit = (event, detail) => toParent(MSG.EVENT, { event, detail })
 if (channel) channel.port1.onmessage = e => {
   const m = e.data
   if (typeof m?.type !== 'string') return
-  if (m.type === MSG.HANDLERS) setParentTools(m.tools, m.token)
+  if (m.type === MSG.HANDLERS) setParentTools(m.tools, m.token, m.pageTools)
   else if (m.type === MSG.RESULT) calls?.parentResult(m) // no calls loaded: not one of ours
   else if (m.type === MSG.SEND && typeof m.text === 'string') send(m.text)
   else if (m.type === MSG.FOCUS) ui.focusComposer()
@@ -74,8 +75,9 @@ if (channel) channel.port1.onmessage = e => {
 }
 
 /** The handshake's answer, and any later change of the page's handlers. */
-function setParentTools(list, token) {
+function setParentTools(list, token, page) {
   parentTools = new Set(Array.isArray(list) ? list.filter(n => typeof n === 'string').slice(0, 200) : [])
+  pageTools = page
   if (typeof token == 'string' && token != idToken) {
     idToken = token
     // None held (nothing written, or signed out): open the person's, as at start.
@@ -89,7 +91,12 @@ function setParentTools(list, token) {
 /** Handler negotiation: tell the server which of the agent's tools this surface answers. */
 async function sendCapabilities(strict = false) {
   const tools = framed ? [...parentTools].filter(name => agentTools.has(name)) : []
-  try { await api.capabilities(state.conversationId, surfaceId, tools) } catch (err) {
+  // The page's WebMCP tools too, for an agent that admits them (pagetools.js).
+  const page = cfg.pageTools && framed && (await pageToolsJs())
+  try {
+    const res = await api.capabilities(state.conversationId, surfaceId, tools, page?.offer(pageTools))
+    page?.refuse(res?.refused, emit)
+  } catch (err) {
     if (strict) throw err
     console.warn('hostcall: capabilities', err)
   }
@@ -247,6 +254,8 @@ function refuseContext(refusal) {
   console.error(`Hostcall: ${refusal.message}`)
   emit('error', { code: 'page_context_refused', ...refusal })
 }
+
+const pageToolsJs = once(query => import(`./pagetools.js${query}`))
 
 /** Retry and Stop, a failed run, a refused message: widget/control.js, fetched on first use
  * (and again, if that fetch failed). */

@@ -16,7 +16,7 @@ const t = ui.t
 /**
  * @typedef {{toolCallId: string, toolCallName: string, state: string, input?: any,
  *   inputSchema?: any, outputSchema?: any, deadline?: string, route?: string, kind?: string,
- *   formReason?: string, approval?: {scopes: string[]}, resultToken?: string,
+ *   formReason?: string, approval?: {scopes: string[]}, resultToken?: string, pageTool?: boolean,
  *   decisionToken?: string, outcome?: any, view?: any}} Call  (docs/protocol.md CALL)
  * @typedef {{id: string, call: Call, card: import('./cards.js').Card, args: string, state: string,
  *   scope: string, resolveParent: Function | null}} CallView  (state: widget/calls.js STATE)
@@ -232,7 +232,8 @@ const HOLD_MS = 100
  */
 async function runInParent(v) {
   const c = v.call
-  if (!hasHandler(c.toolCallName)) {
+  // A page tool (WebMCP) was assigned here for the page holds it: bridge.js looks it up.
+  if (!c.pageTool && !hasHandler(c.toolCallName)) {
     emit('toolcall', publicCall(c))
     move(v, CALL_EVENT.NO_HANDLER)
     return showAnswerForm(v, { note: t('answerNoHandler') })
@@ -248,7 +249,7 @@ async function handOver(v) {
     v.resolveParent = resolve
     toParent(MSG.CALL, {
       callId: c.toolCallId, toolName: c.toolCallName, input: c.input,
-      inputSchema: c.inputSchema, outputSchema: c.outputSchema, deadline: c.deadline,
+      inputSchema: c.inputSchema, outputSchema: c.outputSchema, deadline: c.deadline, pageTool: c.pageTool,
     })
   })
   emit('toolcall', publicCall(c))
@@ -257,6 +258,9 @@ async function handOver(v) {
   const res = await reply
   v.resolveParent = null
   if (!running(v) || res.cancelled) return
+  if (c.pageTool && 'output' in res) res.output = pageResult(res.output)
+  // A page tool gone since, with no output schema for a person to answer by: no_handler.
+  if (res.noHandler && c.pageTool && !c.outputSchema) return answer(v, { error: { code: 'no_handler', message: 'The page no longer has this tool.' } })
   if (res.noHandler) {
     move(v, CALL_EVENT.NO_HANDLER)
     return showAnswerForm(v, { note: t('answerNoHandler') })
@@ -276,6 +280,16 @@ async function handOver(v) {
     return showAnswerForm(v, { value: res.output, errors, note: t('answerInvalid'), returned: res.output })
   }
   return answer(v, { output: res.output })
+}
+
+/**
+ * A page tool's result, from WebMCP's executeTool: the JSON text of what the tool returned,
+ * or a string it returned as is (Chromium), which the agent gets as `{text}`.
+ * @param {unknown} out
+ */
+function pageResult(out) {
+  try { out = JSON.parse(String(out)) } catch { /* not JSON: text */ }
+  return typeof out === 'string' ? { text: out } : out ?? null
 }
 
 /** Stop waiting for the page's handler; the page aborts its ctx.signal. */
