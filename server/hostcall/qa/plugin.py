@@ -5,7 +5,8 @@ embeds Hostcall, in real Chromium. See docs/testing.md for a complete example.
                           under test, a dict or a path (file or directory); default: the demo
     hostcall_server       ``hostcall serve`` on a free port of 127.0.0.1, allowing the host page
     host_page             a page on http://localhost:<port> with the snippet (another origin)
-    hostcall_browser      Chromium (module-scoped; $HOSTCALL_CHROMIUM, else /usr/bin/chromium)
+    hostcall_browser      Chromium (module-scoped; $HOSTCALL_CHROMIUM, else /usr/bin/chromium);
+                          with WebMCP on for a module marked ``hostcall_webmcp``
     hostcall_page         a fresh browser context and page per test
     widget                ``Widget`` on ``host_page``, opened and idle
 """
@@ -31,7 +32,7 @@ from hostcall.qa.servers import (
 )
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Page, Playwright
 
     from hostcall.qa.widget import Widget
 
@@ -42,6 +43,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+#: WebMCP (``document.modelContext``, Playwright's ``page.webmcp``): behind a flag in
+#: Chromium 156. Without it the loader offers the same shape to the page.
+WEBMCP_ARGS = ["--enable-features=WebMCP"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,6 +54,20 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers", "hostcall_snippet(**attrs): data-* attributes of the host page's snippet"
+    )
+    config.addinivalue_line(
+        "markers", "hostcall_webmcp: the module's Chromium runs with WebMCP on (page.webmcp)"
+    )
+
+
+def launch_chromium(playwright: Playwright, *, webmcp: bool = False) -> Browser:
+    """Chromium as the fixtures launch it: $HOSTCALL_CHROMIUM, else Debian's, headless;
+    ``webmcp``: with WebMCP on, so the page's ``document.modelContext`` is the browser's."""
+    executable = os.environ.get("HOSTCALL_CHROMIUM") or "/usr/bin/chromium"
+    return playwright.chromium.launch(
+        executable_path=executable if Path(executable).exists() else None,
+        args=CHROMIUM_ARGS + (WEBMCP_ARGS if webmcp else []),
+        headless=True,
     )
 
 
@@ -118,18 +136,14 @@ def host_page(
 
 
 @pytest.fixture(scope="module")
-def hostcall_browser() -> Iterator[Browser]:
+def hostcall_browser(request: pytest.FixtureRequest) -> Iterator[Browser]:
     # Module-scoped, not session-scoped: Playwright's sync API runs an event loop on the main
     # thread while it is open, and async tests collected after it could not run.
     from playwright.sync_api import sync_playwright
 
-    executable = os.environ.get("HOSTCALL_CHROMIUM") or "/usr/bin/chromium"
+    webmcp = request.node.get_closest_marker("hostcall_webmcp") is not None
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=executable if Path(executable).exists() else None,
-            args=CHROMIUM_ARGS,
-            headless=True,
-        )
+        browser = launch_chromium(p, webmcp=webmcp)
         yield browser
         browser.close()
 

@@ -72,6 +72,18 @@ class Widget:
         except PlaywrightError:
             pass  # no page loaded yet: the init script covers the first one
 
+    # ------------------------------------------------------------------ the page's tools
+
+    def page_tools(self) -> list[str]:
+        """The names of the tools the host page registered through WebMCP, as the browser
+        lists them (``page.webmcp``: Chromium launched with WebMCP on, ``launch_chromium``)."""
+        return sorted(tool["name"] for tool in self.page.webmcp.tools(timeout=self.timeout))
+
+    def call_page_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+        """Call the page's WebMCP tool ``name`` as an agent in the browser would, bypassing
+        Hostcall: what the tool itself returns, for checking it apart from the chat."""
+        return self.page.webmcp.call_tool(name, dict(arguments or {}), timeout=self.timeout)
+
     # ------------------------------------------------------------------ the chat
 
     def open(self) -> Widget:
