@@ -32,7 +32,16 @@ NOTES: dict[str, Any] = {
         "allow": ["add_note", "read_*"],
         "tools": {
             "add_note": {"effect": "write", "approval": "always"},
-            "read_notes": {"effect": "read"},
+            # An output schema: with no tab holding it (its page reloading), the form stands
+            # in until a page with it comes back, as for the agent file's own client tools.
+            "read_notes": {
+                "effect": "read",
+                "output": {
+                    "type": "object",
+                    "properties": {"count": {"type": "integer"}},
+                    "required": ["count"],
+                },
+            },
         },
     },
     "model": {
@@ -217,7 +226,11 @@ def test_a_call_goes_to_the_tab_that_registered_the_tool(page: Page, host: HostP
     widget_a = open_page(page, host)
     page_b = page.context.new_page()
     widget_b = open_page(page_b, host, "?tools=none")
-    widget_b.send("What are my notes?")  # from the tab without the tool
+    # Both tabs in one conversation (B joins A's once its first message is in)...
+    widget_a.send("hello")
+    expect(widget_b.last_reply()).to_have_text("Ask me to note something.", timeout=SLOW)
+    widget_b.wait_until_idle()
+    widget_b.send("What are my notes?")  # ...then ask from the tab without the tool
     expect(widget_b.last_reply()).to_have_text("You have 0 notes.", timeout=SLOW)
     expect(widget_a.call("read_notes")).to_have_attribute("data-state", "done", timeout=SLOW)
     assert runs(page) == [["read_notes"]]
