@@ -70,7 +70,9 @@ export interface ErrorDetail {
    * server's log says why), `model_unreachable`, `model_http_error`, `send_failed`,
    * `bad_identity` / `expired_identity` (the server refused the page's identity token),
    * `identify_failed` (the page's identity function threw), `page_context_refused` (a
-   * `Hostcall('context', …)` value was refused: {@link PageContextRefused}).
+   * `Hostcall('context', …)` value was refused: {@link PageContextRefused}),
+   * `page_tool_refused` (a tool the page registered through WebMCP was not admitted:
+   * {@link PageToolRefused}).
    */
   code: string
   message?: string
@@ -87,6 +89,61 @@ export interface PageContextRefused extends ErrorDetail {
   message: string
 }
 
+/** The `error` event of a page tool (WebMCP's `registerTool`) the agent did not admit: the
+ * agent cannot call it, and the console says the same. Said once per tool and reason. */
+export interface PageToolRefused extends ErrorDetail {
+  code: 'page_tool_refused'
+  /** The tool's name, as the page registered it. */
+  name: string
+  /** `not_admitted` (the agent file has no `page_tools` block), `not_allowed` (not in its
+   * `allow` list), `shadowed` (the agent file has a tool of that name), `bad_name`,
+   * `bad_schema`, `too_large`, `description_too_long`, `too_many`. */
+  reason: string
+  message: string
+}
+
+/** A tool as the page registers it with WebMCP's `document.modelContext.registerTool`. */
+export interface PageToolDefinition<Input = any> {
+  /** The agent file's `page_tools.allow` must admit it. */
+  name: string
+  /** What people see on its card (else its name). */
+  title?: string
+  /** What the model reads. */
+  description: string
+  /** A JSON Schema of `type: 'object'`; absent: no input. */
+  inputSchema?: JsonSchema
+  /** Hints; `readOnlyHint` makes it a read only where the agent file trusts hints, and
+   * `untrustedContentHint` marks its results untrusted for the model. */
+  annotations?: { readOnlyHint?: boolean; untrustedContentHint?: boolean }
+  /** Its result goes to the agent as JSON (a string as `{text}`); throwing: `client_error`. */
+  execute(input: Input): unknown
+}
+
+/** A registered tool, as `getTools()` lists it (the browser's adds `origin`). */
+export interface PageTool {
+  name: string
+  title?: string
+  description: string
+  inputSchema?: JsonSchema
+  annotations?: { readOnlyHint?: boolean; untrustedContentHint?: boolean }
+  /** The window that registered it: Hostcall offers this window's only. */
+  window: Window
+}
+
+/**
+ * WebMCP's `document.modelContext`: the browser's (Chromium with WebMCP on), else a page's
+ * own polyfill, else the loader's stand-in of the same shape (docs/embedding.md, "Page tools").
+ */
+export interface PageModelContext extends EventTarget {
+  /** Resolves once registered; aborting `signal` unregisters it. */
+  registerTool<Input = any>(tool: PageToolDefinition<Input>, options?: { signal?: AbortSignal }): Promise<void>
+  getTools(): Promise<PageTool[]>
+  /** The JSON text of what the tool's `execute` returned. */
+  executeTool(tool: PageTool, input: Json): Promise<string>
+  /** Fired when a tool is registered or unregistered. */
+  ontoolchange: ((event: Event) => void) | null
+}
+
 /**
  * Who the visitor is, signed by the site's own backend (docs/identity.md): a short-lived JWT,
  * or a function that fetches a fresh one, which the widget calls again before each expires.
@@ -101,7 +158,7 @@ export interface HostcallEvents {
   message: MessageDetail
   toolcall: ToolCallDetail
   toolresult: ToolResultDetail
-  error: ErrorDetail | PageContextRefused
+  error: ErrorDetail | PageContextRefused | PageToolRefused
 }
 
 export type HostcallEvent = keyof HostcallEvents
@@ -171,6 +228,10 @@ export interface HostcallApi extends HostcallCommands {
 declare global {
   interface Window {
     Hostcall: HostcallQueue | HostcallApi
+  }
+  interface Document {
+    /** Absent only before the loader has run, in a browser without WebMCP. */
+    modelContext?: PageModelContext
   }
   // The snippet's first line makes `Hostcall` callable before the loader arrives; its methods
   // exist only once `Hostcall.loaded` is set.

@@ -9,7 +9,7 @@
   // WebMCP's shape where neither the browser nor the page gives one: bridge.js reads it.
   'modelContext' in document || (() => {
     const tools = new Map()
-    const mc = (document.modelContext = new EventTarget())
+    const mc = (document.modelContext = /** @type {any} */ (new EventTarget()))
     const changed = () => mc.dispatchEvent(new Event('toolchange'))
     mc.addEventListener('toolchange', e => mc.ontoolchange?.(e))
     mc.registerTool = async (tool, o) => {

@@ -10,6 +10,8 @@ export interface Shared {
   /** The loader's own URL; its origin is the widget's. */
   src: URL
   base: string
+  /** The launcher's name, in the snippet's language: the frame's title too. */
+  label: string
   handlers: Map<string, Handler>
   /** The page's context as it set it (Hostcall('context')); null or undefined: removed. */
   ctx: Map<string, unknown>
@@ -17,10 +19,13 @@ export interface Shared {
   /** Texts sent before the widget was ready. */
   outbox: string[]
   emit(name: string, detail: unknown): void
-  /** The widget cannot run here: say why, take the launcher (or the frame) away. */
+  /** The widget cannot run here: say why (the bridge takes away what it drew). */
   fail(why: { code: string; message: string }): void
   /** The launcher (absent inline). */
   button?: HTMLButtonElement
+  /** The element the bridge puts the frame in (the page's, inline), once it is wanted. */
+  panel?: HTMLElement
+  /** The bridge's. */
   frame?: HTMLIFrameElement
   mode?: 'inline' | 'bubble'
   isOpen?: 0 | 1

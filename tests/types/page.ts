@@ -56,3 +56,21 @@ if (window.Hostcall.loaded) {
 // Known visitors: a token, or a function that fetches a fresh one before each expires.
 Hostcall('identify', 'eyJhbGciOiJIUzI1NiJ9.e30.sig')
 Hostcall('logout')
+
+// Page tools: WebMCP alone, the browser's or the loader's stand-in.
+const notes = new AbortController()
+document.modelContext?.registerTool<{ text: string }>({
+  name: 'add_note',
+  description: 'Adds a note.',
+  inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+  annotations: { readOnlyHint: false },
+  execute: async ({ text }) => ({ saved: text }),
+}, { signal: notes.signal })
+document.modelContext?.addEventListener('toolchange', async () => {
+  const tools = (await document.modelContext?.getTools()) ?? []
+  console.log(tools.filter(t => t.window === window).map(t => t.name))
+})
+Hostcall('on', 'error', e => {
+  if (e.code === 'page_tool_refused' && 'name' in e) console.warn(`tool ${e.name}: ${e.reason}`)
+})
+notes.abort()
