@@ -82,6 +82,21 @@ function registerCreateTask() {
 Hostcall('register', 'read_board_tasks', readBoardTasks)
 registerCreateTask()
 
+// count_tasks is registered the web-standard way, WebMCP, with no Hostcall call at all: the
+// agent file admits it (page_tools). Where the browser has no WebMCP, the loader offers the
+// same document.modelContext, there by the page's load event (the loader is async).
+function registerCountTasks() {
+  document.modelContext?.registerTool({
+    name: 'count_tasks',
+    title: 'Count tasks',
+    description: "How many tasks the board has with a status ('todo', 'in-progress', 'done'), or in all.",
+    inputSchema: { type: 'object', properties: { status: { type: 'string', enum: ['todo', 'in-progress', 'done'] } } },
+    annotations: { readOnlyHint: true },
+    execute: async ({ status }) => ({ status: status || 'all', count: board.tasks.filter(t => !status || t.status === status).length }),
+  })
+}
+document.modelContext ? registerCountTasks() : addEventListener('load', registerCountTasks)
+
 // ============================================================================ Rendering
 
 function el(tag, attrs, ...kids) {

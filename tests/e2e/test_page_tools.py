@@ -19,8 +19,8 @@ from playwright.sync_api import Browser, Page, Request, expect, sync_playwright
 from hostcall.qa.plugin import launch_chromium
 from hostcall.qa.servers import HostPage
 from hostcall.qa.widget import Widget
-from tests.e2e.conftest import shot
-from tests.e2e.flows_helpers import SLOW
+from tests.e2e.conftest import Demo, shot
+from tests.e2e.flows_helpers import SLOW, open_chat
 
 pytestmark = pytest.mark.e2e
 
@@ -269,3 +269,13 @@ def test_a_refused_page_tool_is_a_console_error_and_an_error_event(
         "not_allowed",
     )
     assert any('page tool "delete_everything" refused (not_allowed)' in e for e in errors)
+
+
+def test_the_demo_boards_own_webmcp_tool_counts_its_tasks(page: Page, shared_demo: Demo) -> None:
+    caps = Capabilities(page)
+    widget = open_chat(page, shared_demo)
+    widget.send("How many tasks are done?")
+    expect(widget.last_reply()).to_have_text("2 of your tasks are done.", timeout=SLOW)
+    expect(widget.call("count_tasks")).to_have_attribute("data-state", "done")
+    assert caps.names(0) == ["count_tasks"]  # its Hostcall handlers are not page tools
+    shot(page, "page-tools-demo-count")
