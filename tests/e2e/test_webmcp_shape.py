@@ -82,9 +82,7 @@ def test_the_browsers_model_context_is_kept_else_the_loader_offers_one_that_work
     assert used["after"] == []
 
 
-def test_a_pages_own_polyfill_is_never_replaced(
-    page: Page, host_page: HostPage, mode: str
-) -> None:
+def test_a_pages_own_polyfill_is_never_replaced(page: Page, host_page: HostPage, mode: str) -> None:
     page.add_init_script(OWN_POLYFILL + ";" + BEFORE)
     loaded(page, host_page)
     assert page.evaluate("window.before === document.modelContext") is True
