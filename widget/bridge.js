@@ -96,10 +96,10 @@
 
     /** Run a handler; post its outcome unless the call was settled meanwhile. */
     async function run({ callId, toolName, input, inputSchema, outputSchema, deadline, pageTool }) {
-      if (running.has(callId)) return
       const tool = pageTool && (await own()).find(t => t.name === toolName)
       const fn = pageTool ? tool && (i => mc.executeTool(tool, i)) : handlers.get(toolName)
       if (!fn) return post(MSG.RESULT, { callId, noHandler: 1 })
+      if (running.has(callId)) return
       const ctrl = new AbortController()
       const wait = Date.parse(deadline) - Date.now()
       const timer = wait > 0 && setTimeout(() => ctrl.abort(new DOMException('Deadline passed', 'TimeoutError')), Math.min(wait, 2e9))
