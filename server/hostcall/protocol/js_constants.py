@@ -29,9 +29,11 @@ from hostcall.protocol.events import CustomName, EventType
 # The hello goes to window.parent with the exact parent origin and carries one end of a
 # MessageChannel; everything after it goes over that channel:
 #   hello     widget -> page: I am up; tell me your handlers (with the page's port)
-#   handlers  page -> widget: {tools: [names]}, again whenever they change
+#   handlers  page -> widget: {tools: [names], token, pageTools: JSON text of the page's
+#             WebMCP tools}, again whenever they change
 #   ready     widget -> page: started (its conversation resumed, or none yet): send away
-#   call      widget -> page: {callId, toolName, input, inputSchema, outputSchema, deadline}
+#   call      widget -> page: {callId, toolName, input, inputSchema, outputSchema, deadline,
+#             pageTool}: a page tool runs through WebMCP's executeTool
 #   result    page -> widget: {callId, output} | {callId, error: {message}} | {callId, noHandler}
 #   cancel    widget -> page: {callId}: settled elsewhere or expired; abort ctx.signal
 #   send      page -> widget: {text}: send as the user
