@@ -26,10 +26,11 @@
     const mc = document.modelContext
     const own = async () => [...((await mc?.getTools?.()) || [])].filter(t => t.window === window)
     let soon
-    mc?.addEventListener?.('toolchange', () => (clearTimeout(soon), (soon = setTimeout(hc.sync, 50))))
-    /** Handshake: the tools this page handles and its visitor's token, on every change. */
-    hc.sync = async token => {
-      try { token = hc.id ? await (typeof hc.id == 'function' ? hc.id() : hc.id) : '' } catch (err) { emit('error', { code: 'identify_failed', message: String(err) }) }
+    mc?.addEventListener?.('toolchange', () => (clearTimeout(soon), (soon = setTimeout(hc.sync, 50, 1))))
+    /** Handshake: the tools this page handles and its visitor's token, on every change
+     * (`toolsOnly`: not the token, whose function may fetch). */
+    hc.sync = async (toolsOnly, token) => {
+      if (!toolsOnly) try { token = hc.id ? await (typeof hc.id == 'function' ? hc.id() : hc.id) : '' } catch (err) { emit('error', { code: 'identify_failed', message: String(err) }) }
       let pageTools // JSON text: a page's schema may hold what the channel cannot copy
       try { pageTools = JSON.stringify(await own(), (k, v) => (v === window ? undefined : v)) } catch (err) { console.error(err) }
       greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()], token, pageTools })

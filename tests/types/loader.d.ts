@@ -32,7 +32,7 @@ export interface Shared {
   /** The page's identity token, or the function that gives it (Hostcall('identify')). */
   id?: IdentityToken
   // The bridge's half.
-  sync?(token?: unknown): Promise<void>
+  sync?(toolsOnly?: unknown, token?: unknown): Promise<void>
   send?(text: string): void
   focus?(): void
   /** One entry of the page's context, to the widget (which checks it). */
