@@ -198,6 +198,8 @@ def test_a_page_tool_write_asks_for_approval_then_runs_once(page: Page, host: Ho
     widget.send("note buy milk")
     card = widget.wait_for_call("add_note", "waiting")
     expect(card.locator("[data-part=approve]")).to_be_visible()
+    # The person reads the title the page gave its tool, not its name.
+    expect(card.locator("[data-part=tool-call-title]")).to_contain_text("Add a note")
     assert runs(page) == []  # nothing ran before the person said yes
     shot(page, "page-tools-approval")
     widget.approve("add_note")
