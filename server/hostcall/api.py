@@ -239,6 +239,47 @@ async def retry_run(request: Request) -> Response:
     return WireResponse(RunAccepted(run.id), status_code=202)
 
 
+async def _branch_visitor(
+    request: Request, runtime: Runtime, conversation: Conversation
+) -> Visitor | None:
+    """Who a branch's run acts for, counted as a message is (a new run costs the same)."""
+    agent = runtime.agents.get(conversation.agent_id)
+    if agent is None:
+        return None
+    visitor = await _visitor_of(request, runtime, agent, conversation)
+    await runtime.quotas.new_message(
+        agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
+    )
+    return visitor
+
+
+async def edit_message(request: Request) -> Response:
+    """The visitor edits their last message: a new run on a branch (services/branches.py)."""
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
+    body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
+    agent = runtime.agents.get(conversation.agent_id)
+    context = admit(agent.page_context if agent is not None else None, body.context)
+    visitor = await _branch_visitor(request, runtime, conversation)
+    run = await runtime.services.branches.edit(
+        conversation, request.path_params["message_id"], body.text, simulate=body.simulate,
+        visitor=visitor, context=context,
+    )  # fmt: skip
+    return WireResponse(RunAccepted(run.id), status_code=202)
+
+
+async def regenerate_message(request: Request) -> Response:
+    """The visitor has the last answer written again: a new run on a branch."""
+    runtime = runtime_of(request)
+    conversation = await session_conversation(request, runtime)
+    body = await read_body(request, RetryRun, runtime.settings.max_body_bytes)
+    visitor = await _branch_visitor(request, runtime, conversation)
+    run = await runtime.services.branches.regenerate(
+        conversation, request.path_params["message_id"], simulate=body.simulate, visitor=visitor
+    )
+    return WireResponse(RunAccepted(run.id), status_code=202)
+
+
 async def stop_run(request: Request) -> Response:
     """The visitor's Stop: the run and its open calls end as ``cancelled``."""
     runtime = runtime_of(request)
@@ -257,6 +298,16 @@ def api_routes() -> list[BaseRoute]:
         Route("/api/conversations/{conversation_id}/retry", retry_run, methods=["POST"]),
         Route(
             "/api/conversations/{conversation_id}/runs/{run_id}/stop", stop_run, methods=["POST"]
+        ),
+        Route(
+            "/api/conversations/{conversation_id}/messages/{message_id}/edit",
+            edit_message,
+            methods=["POST"],
+        ),
+        Route(
+            "/api/conversations/{conversation_id}/messages/{message_id}/regenerate",
+            regenerate_message,
+            methods=["POST"],
         ),
         Route(
             "/api/conversations/{conversation_id}/messages/{message_id}/feedback",

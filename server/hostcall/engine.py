@@ -57,6 +57,7 @@ from hostcall.runs.tasks import Tasks
 from hostcall.store.interfaces import Calls, Conversations, Events, Messages, Runs, Surfaces
 from hostcall.store.interfaces import Leases as LeaseRows
 from hostcall.store.records import (
+    Branch,
     Call,
     ClaimedRun,
     Conversation,
@@ -119,12 +120,14 @@ class Engine:
         simulate: bool = False,
         visitor: Visitor | None = None,
         context: dict[str, Any] | None = None,
+        branch: Branch | None = None,
     ) -> Run:
         """A run for the visitor's new message ``text``; or, with ``text`` None, Retry: a
         run over the history as it is, after a failed run (the message it failed on is
         not sent, nor stored, again: the thread shows it once, the model reads one turn).
         ``context``: the page's, as its agent admitted it (hostcall/page_context.py), kept
-        with the message."""
+        with the message. ``branch``: an edit or a regeneration, whose messages ``text``
+        replaces in the unit that starts the run (hostcall/services/branches.py)."""
         agent = self.agents.loaded.get(conversation.agent_id)
         if agent is None:
             raise NotFound(
@@ -150,7 +153,12 @@ class Engine:
         )
         message_id = new_id("m")
         cid = conversation.id
-        started = RunStarted(cid, run.id, simulated=True if simulate else None)
+        started = RunStarted(
+            cid,
+            run.id,
+            simulated=True if simulate else None,
+            parent_run_id=branch.parent_run_id if branch is not None else None,
+        )
         async with self.journal.unit() as unit:
             # The run's message and first events go first: their append locks the
             # conversation (on PostgreSQL its row, to the end of the transaction; SQLite's
@@ -169,6 +177,8 @@ class Engine:
                         status=None if last is None else last.status.value,
                     )
             else:
+                if branch is not None:
+                    await self.store.supersede_messages(cid, branch.first_message_id, run.id)
                 message = StoredMessage(
                     message_id, cid, run.id, "user", text, context=context or None
                 )

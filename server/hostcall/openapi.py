@@ -259,6 +259,16 @@ def _api(p: _Paths) -> dict[str, Any]:
             "Rate the whole conversation, once, when the widget asks (the same again: the"
             " one stored)", 200, p.body(r.RatingSaved), 400, 401, 403, 404, 409, 422, 429,
             body=_ref("NewRating"), security=SESSION)},
+        "/api/conversations/{conversationId}/messages/{messageId}/edit": {"parameters": [
+            *conv, _param("messageId")], "post": p.op(
+            "Edit the visitor's last message: a new run on a branch, the old one kept", 202,
+            p.body(r.RunAccepted), 401, 403, 404, 409, 422, 429, 503, body=_ref("NewMessage"),
+            security=SESSION)},
+        "/api/conversations/{conversationId}/messages/{messageId}/regenerate": {"parameters": [
+            *conv, _param("messageId")], "post": p.op(
+            "Answer the visitor's last message again, in place of the last answer: a new run"
+            " on a branch, the old one kept", 202, p.body(r.RunAccepted), 401, 403, 404, 409,
+            429, 503, body=_ref("RetryRun"), security=SESSION, optional_body=True)},
         "/api/conversations/{conversationId}/retry": {"parameters": conv, "post": p.op(
             "Retry after a failed run: a new run over the history, nothing re-sent", 202,
             p.body(r.RunAccepted), 401, 403, 404, 409, 429, 503, body=_ref("RetryRun"),

@@ -57,6 +57,10 @@ class ErrorCode(StrEnum):
     RUN_NOT_ACTIVE = "run_not_active"  # a stop of a run that already ended
     NOTHING_TO_RETRY = "nothing_to_retry"  # a retry with no failed run to run again
     ALREADY_RATED = "already_rated"  # a conversation's second, different rating
+    # An edit or a regeneration of a message that is not the last turn's, or of a turn in
+    # which a write tool's call already ran (on the page or the server): it stays done.
+    NOT_LAST_MESSAGE = "not_last_message"
+    WRITE_ALREADY_RAN = "write_already_ran"
     AGENT_EXISTS = "agent_exists"  # the console's
     CONVERSATION_LIMIT_REACHED = "conversation_limit_reached"
     CONVERSATION_TAKEN = "conversation_taken"  # the console's: another person holds it

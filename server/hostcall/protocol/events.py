@@ -78,6 +78,8 @@ class RunStarted:
     thread_id: str
     run_id: str
     simulated: bool | None = None  # ours: the run returns tools' simulation results
+    # AG-UI's: the run this one branches from (an edit or a regeneration replaced it).
+    parent_run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -240,6 +240,8 @@ class SnapshotMessage:
     tool_call_ids: tuple[str, ...] | None = None  # absent when it called no tool
     name: str | None = None  # an operator's message: who wrote it
     feedback: str | None = None  # the visitor's rating of this reply, "up" or "down"
+    # The run of an edit or a regeneration that replaced it: an old branch, not drawn.
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from hostcall.engine import Engine
 from hostcall.quotas import Quotas
 from hostcall.services.agent_versions import AgentVersionService
 from hostcall.services.audit import AuditService
+from hostcall.services.branches import BranchService
 from hostcall.services.calls import CallService
 from hostcall.services.conversations import ConversationService
 from hostcall.services.feedback import FeedbackService
@@ -54,6 +55,7 @@ __all__ = [
 class Services:
     agent_versions: AgentVersionService
     audit: AuditService
+    branches: BranchService
     calls: CallService
     conversations: ConversationService
     feedback: FeedbackService
@@ -73,6 +75,7 @@ class Services:
         return cls(
             agent_versions=AgentVersionService(engine),
             audit=AuditService(engine),
+            branches=BranchService(engine),
             calls=CallService(engine, clock=clock),
             conversations=ConversationService(engine, quotas, clock=clock),
             feedback=FeedbackService(engine, clock=clock),

@@ -57,6 +57,7 @@ class SnapshotService:
                 tool_call_ids=tuple(c["id"] for c in m.tool_calls) if m.tool_calls else None,
                 name=m.author,
                 feedback=rated.get(m.id),
+                superseded_by=m.superseded_by,
             )
             for m in await store.list_messages(conversation.id)
             if m.role != "tool"

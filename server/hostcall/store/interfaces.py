@@ -135,6 +135,9 @@ class Messages(Protocol):
     # Its last ``turns`` turns, oldest first: everything from the person's ``turns``-th last
     # message on (hostcall/transcript.py), read without the turns before it.
     async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]: ...
+    # An edit or a regeneration: message ``first_id`` and every later one not superseded yet
+    # are superseded by run ``run_id`` (kept, never read by the model again); how many.
+    async def supersede_messages(self, conversation_id: str, first_id: str, run_id: str) -> int: ...
 
 
 class Runs(Protocol):

@@ -101,6 +101,8 @@ class StoredMessage:
     # as its agent admitted it; None when the page sent none. The model reads it with the
     # message, so a recovered or retried run reads what the first one did.
     context: dict[str, Any] | None = None
+    # The run of an edit or a regeneration that replaced it (a branch); None: current.
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +133,16 @@ class ClaimedRun:
 
     run: Run
     history: tuple[StoredMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """An edit of the visitor's last message or a regeneration of the last answer: the new
+    run supersedes the messages from ``first_message_id`` on, and names ``parent_run_id``,
+    the run of that message, as AG-UI's ``parentRunId``."""
+
+    parent_run_id: str
+    first_message_id: str
 
 
 @dataclass(frozen=True, slots=True)

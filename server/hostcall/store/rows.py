@@ -167,6 +167,7 @@ def message(row: Mapping[str, Any]) -> StoredMessage:
         interrupted=bool(row["interrupted"]),
         author=row["author"],
         context=load(row["context"]) if row["context"] is not None else None,
+        superseded_by=row["superseded_by"],
     )
 
 

@@ -41,7 +41,7 @@ ORDER BY r.pos
 # index messages_by_conversation, so its cost follows the window, not the conversation.
 WINDOW_START = (
     "SELECT u.pos FROM messages u WHERE u.conversation_id = {cid} AND u.role = 'user'"
-    " ORDER BY u.pos DESC LIMIT 1 OFFSET {skip}"
+    " AND u.superseded_by IS NULL ORDER BY u.pos DESC LIMIT 1 OFFSET {skip}"
 )
 
 
@@ -165,12 +165,23 @@ class Statements:
             f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         self.messages = q("SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos")
+        # The current branch only: an edit or a regeneration supersedes the messages from
+        # the visitor's last one on (hostcall/services/branches.py); they stay, unread by
+        # the model.
+        self.current_messages = q(
+            "SELECT * FROM messages WHERE conversation_id = ? AND superseded_by IS NULL"
+            " ORDER BY pos"
+        )
+        self.supersede_messages = q(
+            "UPDATE messages SET superseded_by = ? WHERE conversation_id = ?"
+            " AND superseded_by IS NULL AND pos >= (SELECT f.pos FROM messages f WHERE f.id = ?)"
+        )
         # The last turns only (parameters: the conversation twice, then the turns to skip
         # back, ``turns - 1``): everything from the person's ``turns``-th last message on, all
         # of it when there are fewer (hostcall/transcript.py ``recent_turns``, in SQL).
         self.recent_messages = q(
-            "SELECT * FROM messages WHERE conversation_id = ? AND pos >= COALESCE(("
-            f"{WINDOW_START.format(cid='?', skip='?')}), 0) ORDER BY pos"
+            "SELECT * FROM messages WHERE conversation_id = ? AND superseded_by IS NULL"
+            f" AND pos >= COALESCE(({WINDOW_START.format(cid='?', skip='?')}), 0) ORDER BY pos"
         )
 
         # ---- events

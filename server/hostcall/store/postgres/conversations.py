@@ -163,6 +163,9 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
         return [rows.message(r) for r in await self._all(SQL.messages, (conversation_id,))]
 
+    async def supersede_messages(self, conversation_id: str, first_id: str, run_id: str) -> int:
+        return await self._count(SQL.supersede_messages, (run_id, conversation_id, first_id))
+
     async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]:
         values = (conversation_id, conversation_id, window_skip(turns))
         return [rows.message(r) for r in await self._all(SQL.recent_messages, values)]

@@ -23,7 +23,7 @@ _OPEN = rows.states_sql(OPEN_STATES)
 # condition (the run was claimed or stored); {skip}: the turns to skip back (``window_skip``).
 HISTORY = """(
     SELECT json_agg(m ORDER BY m.pos) FROM messages m WHERE m.conversation_id = {cid} AND {when}
-    AND m.pos >= COALESCE(({window}), 0)
+    AND m.superseded_by IS NULL AND m.pos >= COALESCE(({window}), 0)
 )"""
 
 

@@ -152,4 +152,9 @@ ALTER TABLE messages ADD COLUMN context TEXT;
     Migration(18, "page tools", PAGE_TOOLS_SCHEMA),
     # A visitor's rating of a whole conversation, asked at its end.
     Migration(19, "conversation ratings", RATINGS_SCHEMA),
+    # The run an edit or a regeneration superseded a message with (StoredMessage.superseded_by):
+    # kept for the console and export, left out of the model's history and the widget's thread.
+    Migration(20, "branches", """
+ALTER TABLE messages ADD COLUMN superseded_by TEXT;
+"""),
 )  # fmt: skip

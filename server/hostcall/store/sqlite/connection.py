@@ -74,8 +74,8 @@ class SQLiteConnection:
 
     def _history(self, conversation_id: str, turns: int | None) -> tuple[StoredMessage, ...]:
         """The conversation's messages, oldest first, of its last ``turns`` turns (None: all):
-        a step's history (see ``ClaimedRun``)."""
+        a step's history (see ``ClaimedRun``): the current branch's."""
         if turns is None:
-            return rows.messages(self._db.execute(SQL.messages, (conversation_id,)))
+            return rows.messages(self._db.execute(SQL.current_messages, (conversation_id,)))
         values = (conversation_id, conversation_id, window_skip(turns))
         return rows.messages(self._db.execute(SQL.recent_messages, values))

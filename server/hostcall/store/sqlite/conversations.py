@@ -133,7 +133,12 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
         self._db.execute(SQL.insert_message, rows.message_values(message))
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
-        return list(self._history(conversation_id, None))
+        return list(rows.messages(self._db.execute(SQL.messages, (conversation_id,))))
+
+    async def supersede_messages(self, conversation_id: str, first_id: str, run_id: str) -> int:
+        return self._db.execute(
+            SQL.supersede_messages, (run_id, conversation_id, first_id)
+        ).rowcount
 
     async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]:
         return list(self._history(conversation_id, turns))  # the read a run's start and claim make
