@@ -214,7 +214,7 @@ async function follow() {
  * with the snapshot (an idle chat has none). */
 const snapshots = once(query => import(`./snapshot.js${query}`))
 async function applySnapshot(snap) {
-  return (await snapshots()).apply(snap, { state, ui, calls: () => calls, toolCalls, people: loadPeople, rate, refresh })
+  return (await snapshots()).apply(snap, live)
 }
 
 /** @typedef {typeof import('./toolcalls.js')} Calls */

@@ -123,6 +123,14 @@ export function follow(app) {
   return { close() { stream.close(); held.length = 0 } }
 }
 
+/** The edit and regenerate controls of the last turn (branch.js): put there when a run
+ * ends, taken away when one starts (once loaded; until then there are none). `app`: app.js's
+ * `live`, as branch.js reads it. @param {{state: {run: string}}} app */
+export function branches(app) {
+  if (app.state.run !== 'running' || loadedBranch) import('./branch.js').then(m => { loadedBranch = true; m.offer(/** @type {any} */ (app)) }, console.warn)
+}
+let loadedBranch = false
+
 /** What each event does: `ON`, by stream event (the SSE `event:` name: the AG-UI type, or a
  * CUSTOM event's name), with the event (a CUSTOM event's `value`); `ON_CALL`, the tool-call
  * events, handled once toolcalls.js (`c`) has loaded. @param {App} app */
@@ -136,11 +144,13 @@ function handlers(app) {
       state.runId = d.runId
       // A page answering some of the agent's tools: fetch the call code while the model works.
       if (app.answersTools()) app.toolCalls()
+      branches(app)
     },
-    [EVENT.RUN_FINISHED]: () => { state.run = 'finished' },
+    [EVENT.RUN_FINISHED]: () => { state.run = 'finished'; branches(app) },
     [EVENT.RUN_ERROR]: d => {
       state.run = 'failed'
       app.runFailed(d)
+      branches(app)
     },
     [EVENT.TEXT_MESSAGE_START]: d => {
       const role = d.role === 'user' ? 'user' : 'assistant'

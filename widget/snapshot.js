@@ -4,6 +4,7 @@
 // idle chat, which has no conversation to resume.
 
 import { seqOf } from './api.js'
+import { branches } from './events.js'
 
 /** @typedef {typeof import('./toolcalls.js')} Calls */
 /** @typedef {import('./toolcalls.js').Call} Call */
@@ -13,7 +14,7 @@ import { seqOf } from './api.js'
  * @property {string} [lastEventId] the last event it includes
  * @property {{status: string, runId: string} | null} [run] the latest run
  * @property {{id: string, role: string, text?: string, name?: string, feedback?: string,
- *   toolCallIds?: string[]}[]} [messages]
+ *   toolCallIds?: string[], supersededBy?: string}[]} [messages] (`supersededBy`: an old branch's)
  * @property {Call[]} [calls]
  * @property {string} [person] the person of the team holding the conversation
  */
@@ -41,19 +42,22 @@ import { seqOf } from './api.js'
 /** Draw `snap` into what is shown. @param {Snapshot} snap @param {App} app */
 export async function apply(snap, app) {
   const { state, ui } = app
+  // The current branch only: an edit or a regeneration superseded the rest (and its calls).
+  const messages = (snap.messages || []).filter(m => !m.supersededBy)
+  const old = new Set((snap.messages || []).flatMap(m => m.supersededBy ? m.toolCallIds || [] : []))
   const c = snap.calls?.length ? await app.toolCalls() : app.calls()
   if (seqOf(snap.lastEventId) >= state.lastSeq) {
     state.lastEventId = snap.lastEventId || ''
     state.lastSeq = seqOf(snap.lastEventId)
     // Up to there the snapshot is the whole story (a discarded message is not in it; one
     // still streaming comes again from its start).
-    ui.keepMessages(new Set((snap.messages || []).map(m => m.id)))
+    ui.keepMessages(new Set(messages.map(m => m.id)))
     if (state.streaming && !ui.hasMessage(state.streaming)) state.streaming = ''
   }
   state.run = snap.run?.status || ''
   state.runId = snap.run?.runId || ''
-  const byId = new Map((snap.calls || []).map(x => [x.toolCallId, x]))
-  for (const m of snap.messages || []) {
+  const byId = new Map((snap.calls || []).filter(x => !old.has(x.toolCallId)).map(x => [x.toolCallId, x]))
+  for (const m of messages) {
     if (m.text) ui.upsertMessage(m.id, m.role, m.text)
     if (m.role === 'assistant' && m.text) app.rate(m.id, m.feedback)
     for (const id of m.toolCallIds || []) {
@@ -62,9 +66,10 @@ export async function apply(snap, app) {
     }
   }
   byId.forEach(x => c?.upsertCall(x))
-  if (snap.person || snap.messages?.length) app.people().then(p => p.holder(snap.person, snap.messages))
+  if (snap.person || messages.length) app.people().then(p => p.holder(snap.person, messages))
   ui.scrollToEnd()
   // The snapshot may be all there is (a run that finished while the stream was down):
   // no later event will come to update the composer.
   app.refresh()
+  if (messages.length) branches(app)
 }

@@ -225,9 +225,7 @@ def test_bad_branches_are_refused_and_lose_nothing(shop: Harness) -> None:
     refused(edit(h, conv, last(snap, "user")["id"], 7), 422, "invalid_message")
     refused(edit(h, conv, theirs, "hi"), 404, "unknown_message")
     refused(regenerate(h, conv, "m_nope"), 404, "unknown_message")
-    unknown = h.http.post(
-        "/api/conversations/c_nope/messages/m_nope/regenerate", headers=conv.auth
-    )
+    unknown = h.http.post("/api/conversations/c_nope/messages/m_nope/regenerate", headers=conv.auth)
     assert unknown.status_code in (401, 403, 404), unknown.text
     assert (stored(h, conv), h.events(conv)) == before
     assert thread(h.snapshot(other))[0] == ("user", "hello")

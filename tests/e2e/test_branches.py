@@ -1,0 +1,105 @@
+"""Edit and regenerate in the widget, in Chromium (docs/protocol.md): the visitor has the last
+answer written again, or edits their last message, and a reload shows the current branch
+only; a turn whose write already ran says so and offers a new message instead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from hostcall.qa.widget import Widget
+from tests.e2e.conftest import Demo, shot, start_demo
+from tests.e2e.flows_helpers import SLOW, calls_of, open_chat, snapshot
+from tests.e2e.test_run_control import _provider_agents
+from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
+
+
+def _reply(words: str) -> Reply:
+    return Reply([text(words), chunk({}, "stop"), DONE])
+
+
+def test_regenerate_then_edit_and_a_reload_shows_the_current_branch_only(
+    page: Page, tmp_path: Path, provider: FakeProvider
+) -> None:
+    for words in ("Plan A: write the notes.", "Plan B: call the team.", "Tuesday works."):
+        provider.replies.append(_reply(words))
+    demo = start_demo(tmp_path, extra=["--agents", str(_provider_agents(tmp_path, provider))])
+    try:
+        widget = open_chat(page, demo)
+        frame = widget.frame
+        widget.send("plan my week")
+        expect(widget.last_reply()).to_have_text("Plan A: write the notes.", timeout=SLOW)
+        widget.wait_until_idle()
+        regenerate = frame.locator("[data-part=branch-regenerate]")
+        expect(regenerate).to_have_accessible_name("Write the last answer again", timeout=SLOW)
+        shot(page, "branches-1-controls")
+        # By keyboard: a real button.
+        regenerate.focus()
+        page.keyboard.press("Enter")
+        expect(widget.last_reply()).to_have_text("Plan B: call the team.", timeout=SLOW)
+        widget.wait_until_idle()
+        expect(frame.locator("[data-part=message]", has_text="Plan A")).to_have_count(0)
+        assert widget.messages("user") == ["plan my week"]
+
+        # Edit the message: Enter sends the edited text.
+        edit = frame.locator("[data-part=branch-edit]")
+        expect(edit).to_have_accessible_name("Edit your last message", timeout=SLOW)
+        edit.click()
+        box = frame.locator("[data-part=branch-input]")
+        expect(box).to_be_focused()
+        expect(box).to_have_value("plan my week")
+        box.fill("plan my Tuesday")
+        shot(page, "branches-2-editing")
+        box.press("Enter")
+        expect(widget.last_reply()).to_have_text("Tuesday works.", timeout=SLOW)
+        widget.wait_until_idle()
+        assert widget.messages("user") == ["plan my Tuesday"]
+
+        # The server kept every branch; a reload draws the current one.
+        snap = snapshot(page, demo)
+        kept = [(m["text"], bool(m.get("supersededBy"))) for m in snap["messages"]]
+        assert kept == [
+            ("plan my week", True),
+            ("Plan A: write the notes.", True),
+            ("plan my week", True),
+            ("Plan B: call the team.", True),
+            ("plan my Tuesday", False),
+            ("Tuesday works.", False),
+        ]
+        page.reload()
+        widget = Widget(page, timeout=SLOW).open()
+        expect(widget.last_reply()).to_have_text("Tuesday works.", timeout=SLOW)
+        widget.wait_until_idle()
+        assert widget.messages("user") == ["plan my Tuesday"]
+        for old in ("Plan A", "Plan B"):
+            expect(widget.frame.locator("[data-part=message]", has_text=old)).to_have_count(0)
+        expect(widget.frame.locator("[data-part=branch-regenerate]")).to_have_count(1, timeout=SLOW)
+        shot(page, "branches-3-reloaded")
+        assert len(provider.received) == 3
+    finally:
+        demo.stop()
+
+
+def test_a_write_that_already_ran_is_not_regenerated_in_french_and_dark(
+    page: Page, demo: Demo
+) -> None:
+    page.emulate_media(color_scheme="dark")
+    widget = open_chat(page, demo, "?locale=fr")
+    widget.send("Add a task to write the notes")
+    widget.approve("create_task")
+    widget.wait_until_idle()
+    frame = widget.frame
+    frame.locator("[data-part=branch-regenerate]").click()
+    error = widget.error()
+    expect(error).to_have_attribute("data-code", "write_already_ran", timeout=SLOW)
+    expect(error).to_contain_text("C'est déjà fait")
+    offer = error.locator("[data-part=branch-new]")
+    expect(offer).to_have_text("Écrire un nouveau message")
+    shot(page, "branches-4-already-happened-fr-dark")
+    offer.click()
+    expect(frame.locator("[data-part=composer-input]")).to_be_focused()
+    # Nothing was run again, nothing was superseded.
+    snap = snapshot(page, demo)
+    assert not [m for m in snap["messages"] if m.get("supersededBy")]
+    assert len(calls_of(snap, "create_task")) == 1
