@@ -70,17 +70,15 @@ function edit(app, asked) {
 async function branch(app, asked, id, how, text) {
   const { api, state } = app
   for (const el of document.querySelectorAll('[data-part=branch] button, [data-part=branch-form] button')) /** @type {HTMLButtonElement} */ (el).disabled = true
+  // What is there now, not what the new run's events may add while the request is out.
+  /** @type {HTMLElement[]} */
+  const turn = []
+  for (let el = /** @type {Element | null} */ (asked); el; el = el.nextElementSibling) turn.push(/** @type {HTMLElement} */ (el))
   try {
     const started = await api.call('POST', api.conv(state.conversationId, `/messages/${encodeURIComponent(id)}/${how}`), text ? { text } : {})
-    state.run = 'running'
-    state.runId = started.runId
-    for (let el = /** @type {Element | null} */ (asked); el;) {
-      const next = el.nextElementSibling
-      const mid = /** @type {HTMLElement} */ (el).dataset.messageId
-      if (mid) removeMessage(mid)
-      else el.remove()
-      el = next
-    }
+    // Running, unless its RUN_STARTED (and maybe its end) came first on the stream.
+    if (state.runId !== started.runId) Object.assign(state, { run: 'running', runId: started.runId })
+    for (const el of turn) el.dataset.messageId ? removeMessage(el.dataset.messageId) : el.remove()
     app.refresh()
   } catch (err) {
     offer(app)

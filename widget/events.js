@@ -144,6 +144,9 @@ function handlers(app) {
       state.runId = d.runId
       // A page answering some of the agent's tools: fetch the call code while the model works.
       if (app.answersTools()) app.toolCalls()
+      // An edit or a regeneration (here or in another tab): the old turn goes, as from a
+      // snapshot, which has the new branch.
+      if (d.parentRunId) app.api.snapshot(state.conversationId, app.surfaceId).then(app.applySnapshot, console.warn)
       branches(app)
     },
     [EVENT.RUN_FINISHED]: () => { state.run = 'finished'; branches(app) },

@@ -31,6 +31,11 @@ def test_regenerate_then_edit_and_a_reload_shows_the_current_branch_only(
         widget.send("plan my week")
         expect(widget.last_reply()).to_have_text("Plan A: write the notes.", timeout=SLOW)
         widget.wait_until_idle()
+        # Another tab of the same conversation follows the new branch too.
+        other = Widget(page.context.new_page(), timeout=SLOW)
+        other.page.goto(demo.board)
+        other.open()
+        expect(other.last_reply()).to_have_text("Plan A: write the notes.", timeout=SLOW)
         regenerate = frame.locator("[data-part=branch-regenerate]")
         expect(regenerate).to_have_accessible_name("Write the last answer again", timeout=SLOW)
         shot(page, "branches-1-controls")
@@ -41,6 +46,10 @@ def test_regenerate_then_edit_and_a_reload_shows_the_current_branch_only(
         widget.wait_until_idle()
         expect(frame.locator("[data-part=message]", has_text="Plan A")).to_have_count(0)
         assert widget.messages("user") == ["plan my week"]
+        expect(other.last_reply()).to_have_text("Plan B: call the team.", timeout=SLOW)
+        expect(other.frame.locator("[data-part=message]", has_text="Plan A")).to_have_count(0)
+        assert other.messages("user") == ["plan my week"]
+        other.page.close()
 
         # Edit the message: Enter sends the edited text.
         edit = frame.locator("[data-part=branch-edit]")
