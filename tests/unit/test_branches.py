@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from hostcall.visitors.personal_data import export
 from tests.support.databases import store_url as on_store
 from tests.support.harness import Conv, Harness, write_agent
+from tests.unit.console_client import ConsoleClient, fast_passwords
 
 SHOP = {
     "id": "shop",
@@ -254,3 +256,28 @@ def test_the_model_reads_the_current_branch_only(shop: Harness) -> None:
         ("user", "the red shirt?"),
         ("assistant", "The red one is sold out."),
     ]
+
+
+@pytest.mark.usefixtures(fast_passwords.__name__)
+def test_the_console_and_the_export_keep_the_old_branch_marked(shop: Harness) -> None:
+    h = shop
+    conv = h.conversation("shop")
+    first = h.say(conv, "the blue shirt?")
+    snap = h.finish(conv)
+    second = regenerate(h, conv, last(snap, "assistant")["id"]).json()["runId"]
+    h.finish(conv)
+    operator = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    detail = operator.http.get(f"/console/api/conversations/{conv.id}").json()
+    marked = [(m["role"], m["runId"], m.get("supersededBy")) for m in detail["messages"]]
+    assert marked == [
+        ("user", first, second),
+        ("assistant", first, second),
+        ("user", second, None),
+        ("assistant", second, None),
+    ]
+    page = operator.http.get(f"/console/conversations/{conv.id}")
+    assert page.status_code == 200
+    document = h.call(export, h.runtime.store, [conv.id], subject="test")
+    [exported] = document["conversations"]
+    assert [m.get("supersededBy") for m in exported["messages"]] == [second, second, None, None]
+    assert [r["id"] for r in exported["runs"]] == [first, second]

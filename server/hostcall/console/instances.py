@@ -177,6 +177,7 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
                 author=m.author,
                 feedback=_feedback(rated.get(m.id)),
                 context=m.context,
+                superseded_by=m.superseded_by,
             )
             for m in found.messages
         ),

@@ -124,6 +124,8 @@ class ConsoleMessage:
     feedback: ConsoleFeedback | None = field(metadata=ALWAYS)  # the visitor's, on a reply
     # Role ``user``: the page's context it was sent with (hostcall/page_context.py).
     context: dict[str, Any] | None = None
+    # An old branch's: the run of the visitor's edit or regeneration that replaced it.
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

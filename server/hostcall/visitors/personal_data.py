@@ -172,6 +172,8 @@ async def export(
                         "toolName": m.tool_name,
                         # The page's context a visitor's message was sent with.
                         **({"context": m.context} if m.context is not None else {}),
+                        # An old branch's: the run of the edit or regeneration that replaced it.
+                        **({"supersededBy": m.superseded_by} if m.superseded_by else {}),
                     }
                     for m in await store.list_messages(conversation_id)
                 ],

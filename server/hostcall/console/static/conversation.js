@@ -189,9 +189,10 @@ function render(d) {
   renderHandoff(d)
   renderCalls(d)
   document.querySelector('[data-part="transcript"]')?.replaceChildren(...d.messages.map((/** @type {any} */ m) =>
-    h('li', { 'data-part': 'turn', 'data-role': m.role },
+    h('li', { 'data-part': 'turn', 'data-role': m.role, 'data-superseded': m.supersededBy ? 'true' : null },
       h('strong', { text: m.author ? `${tr('role_operator')} (${m.author})` : tr(`role_${m.role}`) }), ' ',
       m.text ? h('span', { text: m.text }) : '', rating(m),
+      m.supersededBy ? h('span', { 'data-part': 'superseded', text: ` (${tr('superseded', { run: m.supersededBy })})` }) : '',
       m.toolCalls.length ? h('span', { 'data-part': 'tool-calls', text: ` ${tr('calls_tools', { names: m.toolCalls.join(', ') })}` }) : '')))
   const runs = d.runs.slice().reverse()
   document.querySelector('[data-part="runs"]')?.replaceChildren(runs.length ? h('ul', null, runs.map((/** @type {any} */ r) =>
