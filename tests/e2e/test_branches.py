@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo, shot, start_demo
 from tests.e2e.flows_helpers import SLOW, calls_of, open_chat, snapshot
+from tests.e2e.test_console import _users_add, person
 from tests.e2e.test_run_control import _provider_agents
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
 
@@ -20,11 +21,14 @@ def _reply(words: str) -> Reply:
 
 
 def test_regenerate_then_edit_and_a_reload_shows_the_current_branch_only(
-    page: Page, tmp_path: Path, provider: FakeProvider
+    page: Page, browser: Browser, tmp_path: Path, provider: FakeProvider
 ) -> None:
     for words in ("Plan A: write the notes.", "Plan B: call the team.", "Tuesday works."):
         provider.replies.append(_reply(words))
-    demo = start_demo(tmp_path, extra=["--agents", str(_provider_agents(tmp_path, provider))])
+    db = tmp_path / "e2e.db"
+    _users_add(db, "olga", "operator")
+    agents = _provider_agents(tmp_path, provider)
+    demo = start_demo(tmp_path, db=db, extra=["--agents", str(agents)])
     try:
         widget = open_chat(page, demo)
         frame = widget.frame
@@ -86,6 +90,15 @@ def test_regenerate_then_edit_and_a_reload_shows_the_current_branch_only(
         expect(widget.frame.locator("[data-part=branch-regenerate]")).to_have_count(1, timeout=SLOW)
         shot(page, "branches-3-reloaded")
         assert len(provider.received) == 3
+
+        # The console shows the old branch too, marked.
+        console = person(browser, demo, "olga")
+        console.goto(f"{demo.hostcall}/console/conversations/{snap['conversationId']}")
+        turns = console.locator("[data-part=turn][data-superseded]")
+        expect(turns).to_have_count(4)
+        expect(turns.first.locator("[data-part=superseded]")).to_contain_text("replaced by run")
+        expect(console.locator("[data-part=turn]:not([data-superseded])")).to_have_count(2)
+        shot(console, "branches-5-console")
     finally:
         demo.stop()
 
