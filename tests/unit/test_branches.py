@@ -13,7 +13,9 @@ import pytest
 from hostcall.visitors.personal_data import export
 from tests.support.databases import store_url as on_store
 from tests.support.harness import Conv, Harness, write_agent
+from tests.support.loopback import Live, live_server
 from tests.unit.console_client import ConsoleClient, fast_passwords
+from tests.unit.test_server_tools import ask, build, fetch_tool
 
 SHOP = {
     "id": "shop",
@@ -281,3 +283,27 @@ def test_the_console_and_the_export_keep_the_old_branch_marked(shop: Harness) ->
     [exported] = document["conversations"]
     assert [m.get("supersededBy") for m in exported["messages"]] == [second, second, None, None]
     assert [r["id"] for r in exported["runs"]] == [first, second]
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[Live]:
+    with live_server() as live:
+        yield live
+
+
+def test_a_server_write_that_failed_on_its_way_back_refuses_a_branch(
+    tmp_path: Path, target: Live
+) -> None:
+    """The server's block sent its request; the answer was an error, so the write may have
+    happened all the same: nothing runs it again."""
+    tool = fetch_tool(f"{target.base}/status/503?w={{{{ $fromAI.what }}}}", effect="write")
+    h = build(tmp_path, target, tool)
+    try:
+        conv, snap = ask(h, "fetch it")
+        assert h.model_error(snap["calls"][0])["code"] == "block_failed"
+        snap = h.finish(conv)
+        before = (stored(h, conv), h.events(conv))
+        refused(regenerate(h, conv, last(snap, "assistant")["id"]), 409, "write_already_ran")
+        assert (stored(h, conv), h.events(conv)) == before
+    finally:
+        h.stop()

@@ -15,10 +15,11 @@ from typing import Any, Protocol
 
 from hostcall.calls.transitions import CallState
 from hostcall.engine import Engine
-from hostcall.errors import Conflict, NotFound
+from hostcall.errors import Conflict, NotFound, ToolErrorCode
 from hostcall.protocol.codes import ErrorCode
 from hostcall.store.interfaces import Calls, Messages, Runs
 from hostcall.store.records import Branch, Call, Conversation, Run, RunStatus, StoredMessage
+from hostcall.tools import Tool
 from hostcall.visitors.visitor import Visitor
 
 
@@ -134,15 +135,33 @@ class BranchService:
         for call in await self.store.list_calls(conversation_id):
             if call.run_id not in real:
                 continue
-            if not (call.delivered or call.state is CallState.ANSWERED):
-                continue
             agent = await self.engine.agents.run_agent(call.run_id)
             tool = agent.tool(call.tool_name) if agent is not None else None
-            # A tool the run's agent does not list (an MCP server's, a page's) is a write
-            # unless its definition says read.
-            if tool is None or tool.effect != "read":
+            # A tool the run's definition does not describe is taken for a write.
+            if (tool is None or tool.effect != "read") and _may_have_run(call, tool):
                 ran.append(call)
         return ran
+
+
+# What a failed call's code says never reached its tool: refused, rejected or never sent.
+_NEVER_RAN = frozenset({
+    ToolErrorCode.INVALID_ARGUMENTS, ToolErrorCode.UNKNOWN_TOOL, ToolErrorCode.NO_HANDLER,
+    ToolErrorCode.APPROVAL_REJECTED, ToolErrorCode.APPROVAL_EXPIRED,
+    ToolErrorCode.NOT_AUTHORIZED, ToolErrorCode.CALL_LIMIT_REACHED,
+    ToolErrorCode.BLOCKED_BY_GUARDRAIL,
+})  # fmt: skip
+
+
+def _may_have_run(call: Call, tool: Tool | None) -> bool:
+    """A page was given the call, or it was answered; or the server's block ran it and it
+    failed or timed out after it was sent (the write may have happened all the same)."""
+    if call.delivered or call.state is CallState.ANSWERED:
+        return True
+    on_server = tool is not None and tool.kind != "client"
+    if not on_server or call.state not in (CallState.FAILED, CallState.EXPIRED):
+        return False
+    error = (call.outcome or {}).get("error") or {}
+    return error.get("code") not in _NEVER_RAN
 
 
 def _last(messages: list[StoredMessage], role: str) -> StoredMessage | None:
