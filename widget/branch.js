@@ -81,6 +81,10 @@ async function branch(app, asked, id, how, text) {
     for (const el of turn) el.dataset.messageId ? removeMessage(el.dataset.messageId) : el.remove()
     app.refresh()
   } catch (err) {
+    // The message as it was, with its controls again.
+    asked.querySelector('[data-part=branch-form]')?.remove()
+    const shown = /** @type {HTMLElement | null} */ (asked.querySelector('[data-part=message-text]'))
+    if (shown) shown.hidden = false
     offer(app)
     refused(app, /** @type {any} */ (err), text)
   }

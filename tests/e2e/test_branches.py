@@ -121,6 +121,17 @@ def test_a_write_that_already_ran_is_not_regenerated_in_french_and_dark(
     shot(page, "branches-4-already-happened-fr-dark")
     offer.click()
     expect(frame.locator("[data-part=composer-input]")).to_be_focused()
+    # An edit of the message is refused the same way; the message stays as it was, and the
+    # edited text goes to the composer for a new message.
+    frame.locator("[data-part=branch-edit]").click()
+    frame.locator("[data-part=branch-input]").fill("Add a task to write the minutes")
+    frame.locator("[data-part=branch-send]").click()
+    expect(widget.error().locator("[data-part=branch-new]")).to_be_visible(timeout=SLOW)
+    expect(frame.locator("[data-part=branch-form]")).to_have_count(0)
+    assert widget.messages("user") == ["Add a task to write the notes"]
+    widget.error().locator("[data-part=branch-new]").click()
+    composer = frame.locator("[data-part=composer-input]")
+    expect(composer).to_have_value("Add a task to write the minutes")
     # Nothing was run again, nothing was superseded.
     snap = snapshot(page, demo)
     assert not [m for m in snap["messages"] if m.get("supersededBy")]
