@@ -256,6 +256,7 @@ async def _branch_visitor(
 async def edit_message(request: Request) -> Response:
     """The visitor edits their last message: a new run on a branch (services/branches.py)."""
     runtime = runtime_of(request)
+    runtime.door.admit()
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
@@ -271,6 +272,7 @@ async def edit_message(request: Request) -> Response:
 async def regenerate_message(request: Request) -> Response:
     """The visitor has the last answer written again: a new run on a branch."""
     runtime = runtime_of(request)
+    runtime.door.admit()
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, RetryRun, runtime.settings.max_body_bytes)
     visitor = await _branch_visitor(request, runtime, conversation)

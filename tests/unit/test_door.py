@@ -61,6 +61,17 @@ def test_a_full_process_refuses_new_work_before_storing_it_and_takes_it_after(
                 headers=waiting.auth,
             ),
             h.http.post(f"/api/conversations/{waiting.id}/retry", json={}, headers=waiting.auth),
+            # The door comes before the message is looked up: any id meets it.
+            h.http.post(
+                f"/api/conversations/{waiting.id}/messages/m_0/edit",
+                json={"text": "hi again"},
+                headers=waiting.auth,
+            ),
+            h.http.post(
+                f"/api/conversations/{waiting.id}/messages/m_0/regenerate",
+                json={},
+                headers=waiting.auth,
+            ),
             h.http.post("/agui/talker", json={**HELLO}),
         ]
         for answer in refused:
