@@ -84,12 +84,13 @@ class Engine:
         agents: RunAgents,
         ledger: Ledger,
         *,
+        store: _EngineStore,
         steps: Steps,
         server_calls: ServerCalls,
         recovery: Recovery,
     ) -> None:
         self.journal = journal
-        self.store: _EngineStore = journal.store
+        self.store = store
         self.leases = leases
         self.agents = agents
         self.ledger = ledger

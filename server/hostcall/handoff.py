@@ -42,10 +42,12 @@ class _HandoffStore(Audit, Handoffs, Messages, Runs, Protocol):
 
 
 class HumanHandoff:
-    def __init__(self, journal: Journal, *, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, journal: Journal, *, store: _HandoffStore, clock: Callable[[], float]
+    ) -> None:
         self.journal = journal
         self.clock = clock
-        self.store: _HandoffStore = journal.store
+        self.store = store
 
     async def take_over(self, conversation_id: str, person: str, *, audit: AuditEntry) -> None:
         """``person`` holds the conversation now. Refused while a run is running or waiting

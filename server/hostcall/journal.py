@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from hostcall.broker import Broker
 from hostcall.protocol.events import ProtocolEvent
 from hostcall.protocol.frames import Event
-from hostcall.store import Store
-from hostcall.store.interfaces import Events
+from hostcall.store.interfaces import Database, Events
+
+
+class _JournalStore(Database, Events, Protocol):
+    """What a unit needs: a transaction to append its events in. Nothing else of the store
+    goes through the journal: each part that writes more is handed its own slice."""
 
 
 @dataclass
@@ -41,7 +46,7 @@ class Unit:
 
 
 class Journal:
-    def __init__(self, store: Store, broker: Broker) -> None:
+    def __init__(self, store: _JournalStore, broker: Broker) -> None:
         self.store = store
         self.broker = broker
 

@@ -33,6 +33,7 @@ from hostcall.errors import (
     Unauthorized,
     Unavailable,
 )
+from hostcall.handoff import HumanHandoff
 from hostcall.journal import Journal
 from hostcall.leases import Leases
 from hostcall.ledger import Ledger
@@ -46,7 +47,24 @@ from hostcall.runs.agents import RunAgents
 from hostcall.runs.recovery import Recovery
 from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
-from hostcall.services import Services
+from hostcall.services import (
+    AgentVersionService,
+    AuditService,
+    BranchService,
+    CallService,
+    ConversationService,
+    FeedbackService,
+    HandoffService,
+    InspectionService,
+    LogService,
+    OperatorService,
+    PeopleService,
+    RunService,
+    Services,
+    SnapshotService,
+    SurfaceService,
+    UsageService,
+)
 from hostcall.settings import Capacity, Settings, load_secret_keys
 from hostcall.store import Store, open_store
 from hostcall.store.postgres import PostgresStore
@@ -92,7 +110,7 @@ class Runtime:
     door: Door = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.services = Services.build(self.engine, self.quotas, clock=self.clock)
+        self.services = _services(self.engine, self.store, self.quotas, clock=self.clock)
         capacity = self.settings.capacity or Capacity.from_environ(self.settings.environ)
         self.door = Door(
             capacity, steps=lambda: len(self.engine.tasks), db_waiters=self.store.connection_waiters
@@ -133,6 +151,7 @@ class Runtime:
         run_agents = RunAgents(store, agents, platform=platform, environ=settings.environ)
         ledger = _ledger(
             journal,
+            store,
             tokens,
             leases,
             run_agents,
@@ -145,14 +164,28 @@ class Runtime:
             leases,
             run_agents,
             ledger,
+            store=store,
             steps=Steps(
-                journal, leases, run_agents, ledger.proposals, quotas, tracing=tracing, clock=clock
+                journal,
+                leases,
+                run_agents,
+                ledger.proposals,
+                quotas,
+                store=store,
+                tracing=tracing,
+                clock=clock,
             ),
-            server_calls=ServerCalls(ledger, run_agents),
+            server_calls=ServerCalls(
+                ledger,
+                run_agents,
+                store=store,
+                people=HumanHandoff(journal, store=store, clock=clock),
+            ),
             recovery=Recovery(
                 journal,
                 leases,
                 ledger,
+                store=store,
                 clock=clock,
                 retention=Retention(store, lambda: run_agents.loaded, clock=clock, quotas=quotas),
             ),
@@ -309,6 +342,7 @@ def services_of(request: HTTPConnection) -> Services:
 
 def _ledger(
     journal: Journal,
+    store: Store,
     tokens: Tokens,
     leases: Leases,
     agents: RunAgents,
@@ -320,14 +354,46 @@ def _ledger(
     """The call ledger's parts, on one core of views and moves."""
     views = CallViews(tokens, agents)
     moves = CallMoves(
-        journal, views, leases, clock=clock, surface_grace=surface_grace, tracing=tracing
+        journal,
+        views,
+        leases,
+        store=store,
+        clock=clock,
+        surface_grace=surface_grace,
+        tracing=tracing,
     )
     return Ledger(
         views=views,
         moves=moves,
-        proposals=Proposals(moves, agents),
-        answers=Answers(moves, agents),
-        rehoming=Rehoming(moves),
+        proposals=Proposals(moves, agents, store=store),
+        answers=Answers(moves, agents, store=store),
+        rehoming=Rehoming(moves, store=store),
+    )
+
+
+def _services(
+    engine: Engine, store: Store, quotas: Quotas, *, clock: Callable[[], float]
+) -> Services:
+    """The use cases, each handed its own slice of ``store`` (typed by the service: the
+    whole store stops here)."""
+    handoff = HumanHandoff(engine.journal, store=store, clock=clock)
+    runs = RunService(engine, handoff, store=store, clock=clock)
+    return Services(
+        agent_versions=AgentVersionService(store),
+        audit=AuditService(store),
+        branches=BranchService(engine, store=store),
+        calls=CallService(engine, store=store, clock=clock),
+        conversations=ConversationService(engine, quotas, store=store, clock=clock),
+        feedback=FeedbackService(store, clock=clock),
+        handoffs=HandoffService(runs, handoff, store=store, clock=clock),
+        inspection=InspectionService(engine, store=store),
+        logs=LogService(store),
+        operators=OperatorService(store),
+        people=PeopleService(engine, quotas, store=store, clock=clock),
+        runs=runs,
+        snapshots=SnapshotService(engine, store=store),
+        surfaces=SurfaceService(engine, store=store),
+        usage=UsageService(store),
     )
 
 

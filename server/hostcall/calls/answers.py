@@ -55,9 +55,9 @@ class _AnswerStore(Audit, Calls, Protocol):
 
 
 class Answers:
-    def __init__(self, moves: CallMoves, agents: RunAgents) -> None:
+    def __init__(self, moves: CallMoves, agents: RunAgents, *, store: _AnswerStore) -> None:
         self.moves = moves
-        self.store: _AnswerStore = moves.journal.store
+        self.store = store
         self.journal = moves.journal
         self.agents = agents
 

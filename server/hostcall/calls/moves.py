@@ -59,12 +59,13 @@ class CallMoves:
         views: CallViews,
         leases: Leases,
         *,
+        store: _MoveStore,
         clock: Callable[[], float] = time.time,
         surface_grace: float = 5.0,
         tracing: Tracing | None = None,
     ) -> None:
         self.journal = journal
-        self.store: _MoveStore = journal.store
+        self.store = store
         self.views = views
         self.leases = leases
         self.clock = clock

@@ -33,9 +33,9 @@ SCOPES = ("once", "conversation")
 
 
 class Proposals:
-    def __init__(self, moves: CallMoves, agents: RunAgents) -> None:
+    def __init__(self, moves: CallMoves, agents: RunAgents, *, store: Calls) -> None:
         self.moves = moves
-        self.store: Calls = moves.journal.store
+        self.store = store
         self.agents = agents
 
     async def propose(

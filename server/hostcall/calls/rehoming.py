@@ -21,9 +21,9 @@ class _RehomingStore(Calls, Database, Surfaces, Protocol):
 
 
 class Rehoming:
-    def __init__(self, moves: CallMoves) -> None:
+    def __init__(self, moves: CallMoves, *, store: _RehomingStore) -> None:
         self.moves = moves
-        self.store: _RehomingStore = moves.journal.store
+        self.store = store
 
     async def claim(self, call_id: str, surface_id: str, assignment: int) -> bool:
         """Record that assignment ``assignment`` of the call reached surface ``surface_id``.

@@ -62,12 +62,13 @@ class Recovery:
         leases: Leases,
         ledger: Ledger,
         *,
+        store: _RecoveryStore,
         clock: Callable[[], float],
         retention: Retention | None = None,
     ) -> None:
         self.journal = journal
         self.retention = retention
-        self.store: _RecoveryStore = journal.store
+        self.store = store
         self.leases = leases
         self.ledger = ledger
         self.clock = clock

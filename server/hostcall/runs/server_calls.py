@@ -29,10 +29,19 @@ class _ServerCallStore(Calls, Runs, Protocol):
 
 
 class ServerCalls:
-    def __init__(self, ledger: Ledger, agents: RunAgents) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        agents: RunAgents,
+        *,
+        store: _ServerCallStore,
+        people: HumanHandoff,
+    ) -> None:
         self.ledger = ledger
-        self.store: _ServerCallStore = ledger.moves.journal.store
+        self.store = store
         self.agents = agents
+        # The built-in person tool's way to queue a conversation for the team.
+        self.people = people
 
     async def request(self, call_id: str) -> Settled | None:
         """Run the call's block and settle the call with what it said; None if the call
@@ -54,7 +63,7 @@ class ServerCalls:
             platform=platform,
             timeout=tool.deadline_seconds,
             mcp=self.agents.mcp,
-            people=HumanHandoff(self.ledger.moves.journal, clock=self.ledger.moves.clock),
+            people=self.people,
         )
         try:
             output = await _within_deadline(tool.block, context)

@@ -83,16 +83,17 @@ class Steps:
         proposals: Proposals,
         quotas: Quotas,
         *,
+        store: _StepStore,
         tracing: Tracing | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.journal = journal
-        self.store: _StepStore = journal.store
+        self.store = store
         self.leases = leases
         self.agents = agents
         self.proposals = proposals
         # Each step's tokens: recorded, priced, counted against the limits, traced.
-        self.usage = Usage(journal.store, quotas, tracing or Tracing.off(), clock=clock)
+        self.usage = Usage(store, quotas, tracing or Tracing.off(), clock=clock)
         self.tracing = self.usage.tracing
 
     async def step(self, run_id: str, known: ClaimedRun | None = None) -> Stepped:

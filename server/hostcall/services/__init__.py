@@ -5,17 +5,15 @@ here and writes its response. A method does a use case's writes and what they le
 audit entry), so no route has to remember it. Each service takes the slice of the store it
 uses (its own protocol, hostcall/store/interfaces.py); no route reaches the store.
 
-The runtime holds one ``Services`` (hostcall/runtime.py); a route reaches it with
-``services_of(request)``.
+The runtime holds one ``Services``, and builds it: handing each service its slice of the
+store is the composition root's job (hostcall/runtime.py, ``_services``); a route reaches
+it with ``services_of(request)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from hostcall.engine import Engine
-from hostcall.quotas import Quotas
 from hostcall.services.agent_versions import AgentVersionService
 from hostcall.services.audit import AuditService
 from hostcall.services.branches import BranchService
@@ -69,23 +67,3 @@ class Services:
     surfaces: SurfaceService
     usage: UsageService
 
-    @classmethod
-    def build(cls, engine: Engine, quotas: Quotas, *, clock: Callable[[], float]) -> Services:
-        runs = RunService(engine, clock=clock)
-        return cls(
-            agent_versions=AgentVersionService(engine),
-            audit=AuditService(engine),
-            branches=BranchService(engine),
-            calls=CallService(engine, clock=clock),
-            conversations=ConversationService(engine, quotas, clock=clock),
-            feedback=FeedbackService(engine, clock=clock),
-            handoffs=HandoffService(engine, runs, clock=clock),
-            inspection=InspectionService(engine),
-            logs=LogService(engine),
-            operators=OperatorService(engine),
-            people=PeopleService(engine, quotas, clock=clock),
-            runs=runs,
-            snapshots=SnapshotService(engine),
-            surfaces=SurfaceService(engine),
-            usage=UsageService(engine),
-        )

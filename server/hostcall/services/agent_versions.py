@@ -3,14 +3,13 @@ written by hostcall/console/agent_files.py)."""
 
 from __future__ import annotations
 
-from hostcall.engine import Engine
 from hostcall.store.interfaces import AgentVersions
 from hostcall.store.records import AgentVersion
 
 
 class AgentVersionService:
-    def __init__(self, engine: Engine) -> None:
-        self.store: AgentVersions = engine.journal.store
+    def __init__(self, store: AgentVersions) -> None:
+        self.store = store
 
     async def list(self, agent_id: str) -> list[AgentVersion]:
         """The agent's versions, newest first."""

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from hostcall.engine import Engine
 from hostcall.store.interfaces import Audit
 from hostcall.store.records import AuditEntry
 
 
 class AuditService:
-    def __init__(self, engine: Engine) -> None:
-        self.store: Audit = engine.journal.store
+    def __init__(self, store: Audit) -> None:
+        self.store = store
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
         """The entry, stored with its new id."""

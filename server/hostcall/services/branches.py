@@ -28,9 +28,9 @@ class _BranchStore(Calls, Messages, Runs, Protocol):
 
 
 class BranchService:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, store: _BranchStore) -> None:
         self.engine = engine
-        self.store: _BranchStore = engine.journal.store
+        self.store = store
 
     async def edit(
         self,

@@ -35,9 +35,9 @@ class _CallStore(Audit, Calls, Protocol):
 class CallService:
     """Answers and decisions, each followed by what its write left to do."""
 
-    def __init__(self, engine: Engine, *, clock: Callable[[], float]) -> None:
+    def __init__(self, engine: Engine, *, store: _CallStore, clock: Callable[[], float]) -> None:
         self.engine = engine
-        self.store: _CallStore = engine.journal.store
+        self.store = store
         self.answers = engine.ledger.answers
         self.clock = engine.ledger.moves.clock
         # The runtime's clock: an operator's audit entry is dated on it, as the console's are.

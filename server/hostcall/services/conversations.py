@@ -40,8 +40,15 @@ VISITOR = "visitor"
 
 
 class ConversationService:
-    def __init__(self, engine: Engine, quotas: Quotas, *, clock: Callable[[], float]) -> None:
-        self.store: _ConversationStore = engine.journal.store
+    def __init__(
+        self,
+        engine: Engine,
+        quotas: Quotas,
+        *,
+        store: _ConversationStore,
+        clock: Callable[[], float],
+    ) -> None:
+        self.store = store
         self.agents = engine.agents
         self.quotas = quotas
         self.clock = clock

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hostcall import metrics
-from hostcall.engine import Engine
 from hostcall.errors import Conflict, NotFound, Unprocessable
 from hostcall.protocol.codes import ErrorCode
 from hostcall.store.interfaces import Database, Feedbacks, Messages
@@ -20,8 +19,8 @@ class _FeedbackStore(Database, Feedbacks, Messages, Protocol):
 
 
 class FeedbackService:
-    def __init__(self, engine: Engine, *, clock: Callable[[], float]) -> None:
-        self.store: _FeedbackStore = engine.journal.store
+    def __init__(self, store: _FeedbackStore, *, clock: Callable[[], float]) -> None:
+        self.store = store
         self.clock = clock
 
     async def rate(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hostcall.engine import Engine
 from hostcall.handoff import HumanHandoff
 from hostcall.services.runs import RunService
 from hostcall.store.interfaces import Handoffs
@@ -15,9 +14,16 @@ from hostcall.store.records import AuditEntry, Handoff
 
 
 class HandoffService:
-    def __init__(self, engine: Engine, runs: RunService, *, clock: Callable[[], float]) -> None:
-        self.handoff = HumanHandoff(engine.journal, clock=clock)
-        self.store: Handoffs = engine.journal.store
+    def __init__(
+        self,
+        runs: RunService,
+        handoff: HumanHandoff,
+        *,
+        store: Handoffs,
+        clock: Callable[[], float],
+    ) -> None:
+        self.handoff = handoff
+        self.store = store
         self.runs = runs
         self.clock = clock
 

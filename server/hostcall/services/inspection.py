@@ -59,8 +59,8 @@ class Inspected:
 
 
 class InspectionService:
-    def __init__(self, engine: Engine) -> None:
-        self.store: _InspectionStore = engine.journal.store
+    def __init__(self, engine: Engine, *, store: _InspectionStore) -> None:
+        self.store = store
         self.views = engine.ledger.views
 
     async def list(self, query: ConversationQuery) -> list[ConversationSummary]:

@@ -3,14 +3,13 @@ seq (a widget's stream, hostcall/stream.py; an AG-UI request's, hostcall/agui.py
 
 from __future__ import annotations
 
-from hostcall.engine import Engine
 from hostcall.protocol.frames import Event
 from hostcall.store.interfaces import Events
 
 
 class LogService:
-    def __init__(self, engine: Engine) -> None:
-        self.store: Events = engine.journal.store
+    def __init__(self, store: Events) -> None:
+        self.store = store
 
     async def end(self, conversation_id: str) -> int:
         """The seq of the conversation's last event (0: none yet)."""

@@ -4,14 +4,13 @@ signed-in user holds (hostcall/console/session.py; the users themselves are mana
 
 from __future__ import annotations
 
-from hostcall.engine import Engine
 from hostcall.store.interfaces import Accounts
 from hostcall.store.records import ConsoleSession, User
 
 
 class OperatorService:
-    def __init__(self, engine: Engine) -> None:
-        self.store: Accounts = engine.journal.store
+    def __init__(self, store: Accounts) -> None:
+        self.store = store
 
     async def get_user(self, name: str) -> User | None:
         return await self.store.get_user(name)

@@ -24,8 +24,10 @@ class _PeopleStore(AuditedExport, PersonErasure, Protocol):
 
 
 class PeopleService:
-    def __init__(self, engine: Engine, quotas: Quotas, *, clock: Callable[[], float]) -> None:
-        self.store: _PeopleStore = engine.journal.store
+    def __init__(
+        self, engine: Engine, quotas: Quotas, *, store: _PeopleStore, clock: Callable[[], float]
+    ) -> None:
+        self.store = store
         self.agents = engine.agents
         self.quotas = quotas
         self.clock = clock

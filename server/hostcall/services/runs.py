@@ -32,9 +32,18 @@ class _RunStore(Audit, Runs, Protocol):
 
 
 class RunService:
-    def __init__(self, engine: Engine, *, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        handoff: HumanHandoff,
+        *,
+        store: _RunStore,
+        clock: Callable[[], float],
+    ) -> None:
         self.engine = engine
-        self.store: _RunStore = engine.journal.store
+        # Where a visitor's message goes while a team member holds the conversation.
+        self.handoff = handoff
+        self.store = store
         self.clock = clock
 
     async def start(
@@ -69,9 +78,7 @@ class RunService:
                 conversation, text, simulate=simulate, visitor=visitor, context=context
             )
         except HeldByPerson as held:
-            message_id = await HumanHandoff(self.engine.journal, clock=self.clock).keep_for_person(
-                conversation, text, context=context
-            )
+            message_id = await self.handoff.keep_for_person(conversation, text, context=context)
             return Held(message_id, held.person)
 
     async def retry(

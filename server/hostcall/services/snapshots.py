@@ -25,8 +25,8 @@ class _SnapshotStore(Calls, Events, Feedbacks, Handoffs, Messages, Runs, Surface
 
 
 class SnapshotService:
-    def __init__(self, engine: Engine) -> None:
-        self.store: _SnapshotStore = engine.journal.store
+    def __init__(self, engine: Engine, *, store: _SnapshotStore) -> None:
+        self.store = store
         self.ledger = engine.ledger
 
     async def read(self, conversation: Conversation, surface: str | None) -> Snapshot:

@@ -18,9 +18,9 @@ class _SurfaceStore(Database, Surfaces, Protocol):
 
 
 class SurfaceService:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, store: _SurfaceStore) -> None:
         self.engine = engine
-        self.store: _SurfaceStore = engine.journal.store
+        self.store = store
         self.ledger = engine.ledger
         # The ledger's clock: a surface's presence is judged on it (``Surface.present``).
         self.clock = engine.ledger.moves.clock

@@ -3,14 +3,13 @@ with each step)."""
 
 from __future__ import annotations
 
-from hostcall.engine import Engine
 from hostcall.store.interfaces import ModelUsage
 from hostcall.store.records import UsageTotal
 
 
 class UsageService:
-    def __init__(self, engine: Engine) -> None:
-        self.store: ModelUsage = engine.journal.store
+    def __init__(self, store: ModelUsage) -> None:
+        self.store = store
 
     async def by_day(self, since_day: str) -> list[UsageTotal]:
         """Totals per (day, agent) from ``since_day`` (YYYY-MM-DD, UTC), newest day first."""
