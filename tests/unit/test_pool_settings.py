@@ -36,10 +36,11 @@ def test_the_pool_takes_its_size_and_wait_from_the_environment() -> None:
             url, environ={"HOSTCALL_DB_POOL_SIZE": "1", "HOSTCALL_DB_POOL_WAIT_SECONDS": "0.5"}
         )
         assert isinstance(store, PostgresStore)
-        assert (store._pool.max_size, store._pool.min_size, store._pool.timeout) == (1, 1, 0.5)
+        pool = store.db._pool
+        assert (pool.max_size, pool.min_size, pool.timeout) == (1, 1, 0.5)
         default = open_store(url, environ={})
         assert isinstance(default, PostgresStore)
-        assert (default._pool.max_size, default._pool.timeout) == (5, 3.0)
+        assert (default.db._pool.max_size, default.db._pool.timeout) == (5, 3.0)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +67,7 @@ def test_the_pool_is_sized_from_the_budget_unless_its_size_is_given() -> None:
         shared = {"HOSTCALL_DB_CONNECTIONS": "16", "HOSTCALL_WORKERS": "2"}
         store = open_store(url, environ=shared)
         assert isinstance(store, PostgresStore)
-        assert store._pool.max_size == 6
+        assert store.db._pool.max_size == 6
         given = open_store(url, environ={**shared, "HOSTCALL_DB_POOL_SIZE": "3"})
         assert isinstance(given, PostgresStore)
-        assert given._pool.max_size == 3
+        assert given.db._pool.max_size == 3

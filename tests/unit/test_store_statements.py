@@ -61,15 +61,15 @@ async def test_a_transaction_is_one_without_begin_or_commit_and_only_its_end_com
     other = PostgresStore(store.url)
     try:
         async with store.transaction():
-            await store._run("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", ("c1",))
+            await store.db.run("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", ("c1",))
             await store.append_event("c1", TextMessageContent("m", "a"))  # waited for
             await store.add_message(_message("m1", "one"))
             assert await store.last_seq("c1") == 1 and len(await store.list_messages("c1")) == 1
             assert await other.last_seq("c1") == 0 and await other.list_messages("c1") == []
             with pytest.raises(psycopg.errors.LockNotAvailable):
-                await other._one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
+                await other.db.one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
         assert await other.last_seq("c1") == 1 and len(await other.list_messages("c1")) == 1
-        assert await other._one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
+        assert await other.db.one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
         assert not {"BEGIN", "COMMIT", "ROLLBACK"} & {s.split()[0] for s in sent}
         # An exception of ours rolls back what the server already ran.
         with pytest.raises(RuntimeError):
@@ -78,15 +78,15 @@ async def test_a_transaction_is_one_without_begin_or_commit_and_only_its_end_com
                 assert await store.last_seq("c1") == 2
                 raise RuntimeError
         assert await other.last_seq("c1") == 1 and await store.last_seq("c1") == 1
-        assert await other._one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
+        assert await other.db.one("SELECT 1 FROM conversations WHERE id = 'c1' FOR UPDATE NOWAIT")
         # A count inside a transaction reads rows, and does not end it either.
         async with store.transaction():
             await store.append_event("c1", TextMessageContent("m", "c"))
             assert await store.take_lease("run:r1", "a", until=10.0, now=0.0)
             assert await other.last_seq("c1") == 1
-            assert await other._one("SELECT 1 FROM leases WHERE key = 'run:r1'") is None
+            assert await other.db.one("SELECT 1 FROM leases WHERE key = 'run:r1'") is None
         assert await other.last_seq("c1") == 2
-        assert await other._one("SELECT 1 FROM leases WHERE key = 'run:r1'")
+        assert await other.db.one("SELECT 1 FROM leases WHERE key = 'run:r1'")
     finally:
         await other.close()
 
@@ -174,13 +174,13 @@ async def test_an_append_carrying_messages_writes_none_when_its_fence_fails_even
     # Inside a transaction LeaseLost rolls everything back; the statement itself must not
     # depend on that: run on its own (autocommit), a failed fence writes nothing at all.
     await store.take_lease("run:r1", "b", until=30.0, now=20.0)
-    params = store._append_params(
+    params = store.events._append_params(
         "c1",
         [("TEXT_MESSAGE_CONTENT", '{"delta":"late"}')],
         ("run:r1", "a"),
         [("m1", "c1", "r1", "assistant", "late", "[]", None, None, False, None, None)],
     )
-    row = await store._one(append_sql(fenced=True, notify=True, count=1, carried=1), params)
+    row = await store.db.one(append_sql(fenced=True, notify=True, count=1, carried=1), params)
     assert row is None
     assert await store.list_messages("c1") == [] and await store.last_seq("c1") == 0
     with pytest.raises(LeaseLost):  # and through the store's interface
@@ -205,7 +205,7 @@ async def test_a_claim_that_waited_out_a_step_of_its_run_claims_nothing(
         await other.execute("UPDATE runs SET step = 2 WHERE id = 'r1'")
         await other.execute(messages.INSERT_ONE, rows.message_values(_message("m1", "b's")))
         claim = asyncio.create_task(store.claim_ready_run("r1", "run:r1", "a", 99.0, 1.0))
-        while not await store._one(
+        while not await store.db.one(
             "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
             " AND query LIKE '%%WITH ready%%'"
         ):

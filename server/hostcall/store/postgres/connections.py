@@ -16,7 +16,7 @@ import contextlib
 import logging
 import re
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -102,7 +102,7 @@ IF_FENCED = "{if_fenced}"
 
 @dataclass(frozen=True)
 class HeldWrite:
-    """A write a transaction holds back (see ``PostgresConnections._hold``): CTEs
+    """A write a transaction holds back (see ``PostgresConnections.hold``): CTEs
     (``name AS (...)``, names and parameters unique in the transaction), sent with the
     transaction's next statement or at its end, and the table it writes.
 
@@ -134,7 +134,7 @@ class _Transaction:
     deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     # Messages not sent yet, in order: each its column values (hostcall/store/postgres/messages.py).
     messages: list[tuple[Any, ...]] = field(default_factory=list)
-    # Other writes not sent yet, in order (see _hold).
+    # Other writes not sent yet, in order (see hold).
     writes: list[HeldWrite] = field(default_factory=list)
     # The leases (key, owner) a fenced append of this transaction found held since its last
     # write of a lease: the append keeps the lease row FOR SHARE to the end, so no other
@@ -146,10 +146,15 @@ class _Transaction:
     committed: list[Callable[[], None]] = field(default_factory=list)
 
 
+# What sends a transaction's held writes, deferred appends and held messages (see
+# ``PostgresConnections.flush_with``): the current transaction, and whether to send all.
+Flush = Callable[[_Transaction, bool], Awaitable[None]]
+
+
 class PostgresConnections:
-    """The base of ``PostgresStore``: ``transaction()`` and the four ways to send a
-    statement (``_run`` sends and, in a transaction, does not wait; ``_count``, ``_one``
-    and ``_all`` wait for the answer)."""
+    """What every part of ``PostgresStore`` shares, one object: the pool, ``transaction()``
+    and the four ways to send a statement (``run`` sends and, in a transaction, does not
+    wait; ``count``, ``one`` and ``all`` wait for the answer)."""
 
     def __init__(
         self, url: str, *, pool_max: int = POOL_MAX, pool_wait: float = POOL_WAIT_SECONDS
@@ -182,6 +187,13 @@ class PostgresConnections:
         # This process's statements waiting for a connection now (the metric sums workers).
         self._waiters = 0
         metrics.DB_POOL_SIZE.set(pool_max)
+        self._flush: Flush | None = None
+
+    def flush_with(self, flush: Flush) -> None:
+        """Who sends what a transaction holds back: the event log, which knows how to carry
+        held writes and messages inside its appends (events.py). Set once, before the first
+        transaction."""
+        self._flush = flush
 
     def refused_write(self) -> str | None:
         return self._health.refused()
@@ -205,12 +217,12 @@ class PostgresConnections:
                     ) from None
                 self._opened = True
 
-    async def _close_pool(self) -> None:
+    async def close_pool(self) -> None:
         if self._opened:
             self._opened = False
             await self._pool.close()
 
-    def _current(self) -> _Transaction | None:
+    def current(self) -> _Transaction | None:
         task = asyncio.current_task()
         return self._transactions.get(task) if task is not None else None
 
@@ -226,7 +238,7 @@ class PostgresConnections:
         No BEGIN or COMMIT (two statements of every transaction, ~100 us of this
         process's CPU together): a pipeline's statements up to its Sync are one implicit
         transaction, which the Sync commits, or rolls back if one of them failed. Nothing
-        here sends a Sync before the end (``_count`` reads its rows instead of syncing).
+        here sends a Sync before the end (``count`` reads its rows instead of syncing).
         An exception of our own sends ROLLBACK first, so the Sync commits nothing.
         """
         task = asyncio.current_task()
@@ -339,21 +351,21 @@ class PostgresConnections:
         which must see every event appended and message added before it in the
         transaction (the deferred ones are sent first). A statement that reads none of
         ``events``, ``conversations`` and ``messages`` (the only tables a held write
-        touches) passes ``sees_appends=False`` to ``_one``, ``_all`` or ``_count``: the
+        touches) passes ``sees_appends=False`` to ``one``, ``all`` or ``count``: the
         held writes wait for a later statement or COMMIT, and go in together (one
         statement, not one per read in between)."""
         if current.writes or (reads and (current.deferred or current.messages)):
             await self._send_deferred(current, everything=reads)
         return current.connection or await self._begin(current)
 
-    def _lease_written(self) -> None:
+    def lease_written(self) -> None:
         """The task's transaction writes a lease: what its fences proved may no longer hold
         (see ``_Transaction.fenced``)."""
-        current = self._current()
+        current = self.current()
         if current is not None:
             current.fenced.clear()
 
-    async def _hold(
+    async def hold(
         self,
         current: _Transaction,
         table: str,
@@ -380,10 +392,10 @@ class PostgresConnections:
         params = {f"{prefix}{i}": value for i, value in enumerate(values)}
         current.writes.append(HeldWrite(sql, params, table, fence, check.replace("{p}", prefix)))
 
-    def _after_commit(self, then: Callable[[], None]) -> None:
+    def after_commit(self, then: Callable[[], None]) -> None:
         """Call ``then`` once what the task sent so far is committed: at its transaction's
         COMMIT, or now if it has none (its statements were autocommitted)."""
-        current = self._current()
+        current = self.current()
         if current is None:
             then()
         else:
@@ -391,12 +403,16 @@ class PostgresConnections:
 
     async def _send_deferred(self, current: _Transaction, *, everything: bool = True) -> None:
         """Send the transaction's held writes, and with ``everything`` its deferred appends
-        and held messages too (``EventLog`` knows how)."""
+        and held messages too (``flush_with``)."""
+        if self._flush is not None:
+            await self._flush(current, everything)
+        else:
+            assert not current.writes, "held writes, and nothing set to send them"
 
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
         """The task's transaction's connection, or a pooled one for the block."""
-        current = self._current()
+        current = self.current()
         if current is not None:
             yield await self._in(current, reads=True)
             return
@@ -408,8 +424,8 @@ class PostgresConnections:
 
     # The four ways to send a statement: spelled out, as they run for every statement.
 
-    async def _run(self, sql: str, params: Params = None) -> None:
-        current = self._current()
+    async def run(self, sql: str, params: Params = None) -> None:
+        current = self.current()
         if current is not None:
             await (await self._in(current, reads=False)).execute(sql, params)
             return
@@ -419,10 +435,10 @@ class PostgresConnections:
         finally:
             await self._give_back(connection)
 
-    async def _count(self, sql: str, params: Params = None, *, sees_appends: bool = True) -> int:
+    async def count(self, sql: str, params: Params = None, *, sees_appends: bool = True) -> int:
         """Rows the statement (an INSERT, UPDATE or DELETE) changed. In a transaction, read
         as rows it returns: the rowcount waits for a Sync, which would commit."""
-        current = self._current()
+        current = self.current()
         if current is not None:
             connection = await self._in(current, reads=sees_appends)
             cursor = await connection.execute(sql + " RETURNING 1", params)
@@ -433,10 +449,10 @@ class PostgresConnections:
         finally:
             await self._give_back(connection)
 
-    async def _one(
+    async def one(
         self, sql: str, params: Params = None, *, sees_appends: bool = True
     ) -> Row | None:
-        current = self._current()
+        current = self.current()
         if current is not None:
             cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
             return await cursor.fetchone()
@@ -446,10 +462,8 @@ class PostgresConnections:
         finally:
             await self._give_back(connection)
 
-    async def _all(
-        self, sql: str, params: Params = None, *, sees_appends: bool = True
-    ) -> list[Row]:
-        current = self._current()
+    async def all(self, sql: str, params: Params = None, *, sees_appends: bool = True) -> list[Row]:
+        current = self.current()
         if current is not None:
             cursor = await (await self._in(current, reads=sees_appends)).execute(sql, params)
             return await cursor.fetchall()
@@ -458,3 +472,10 @@ class PostgresConnections:
             return await (await connection.execute(sql, params)).fetchall()
         finally:
             await self._give_back(connection)
+
+
+class Part:
+    """One aggregate's statements, on the store's shared ``PostgresConnections``."""
+
+    def __init__(self, db: PostgresConnections) -> None:
+        self.db = db

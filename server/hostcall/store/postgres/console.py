@@ -10,7 +10,7 @@ from typing import Any
 
 from hostcall.store import rows
 from hostcall.store.interfaces import Accounts, AgentVersions, Audit
-from hostcall.store.postgres.connections import PostgresConnections
+from hostcall.store.postgres.connections import Part
 from hostcall.store.records import AgentVersion, AuditEntry, ConsoleSession, User
 from hostcall.store.statements import POSTGRES as SQL
 
@@ -44,9 +44,9 @@ CREATE TABLE agent_versions (
 """
 
 
-class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions):
+class PostgresConsoleTables(Part, Accounts, Audit, AgentVersions):
     async def add_user(self, user: User) -> bool:
-        changed = await self._count(
+        changed = await self.db.count(
             "INSERT INTO users (name, role, password_hash, created_at) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT DO NOTHING",
             (user.name, user.role, user.password_hash, user.created_at),
@@ -54,17 +54,17 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
         return changed == 1
 
     async def get_user(self, name: str) -> User | None:
-        row = await self._one(SQL.user, (name,))
+        row = await self.db.one(SQL.user, (name,))
         return rows.user(row) if row else None
 
     async def list_users(self) -> list[User]:
-        return [rows.user(r) for r in await self._all(SQL.users)]
+        return [rows.user(r) for r in await self.db.all(SQL.users)]
 
     async def _change_user(self, name: str, sql: str, args: tuple[Any, ...]) -> bool:
-        async with self.transaction():
-            changed = await self._count(sql, args) == 1
+        async with self.db.transaction():
+            changed = await self.db.count(sql, args) == 1
             if changed:
-                await self._run(SQL.end_user_sessions, (name,))
+                await self.db.run(SQL.end_user_sessions, (name,))
         return changed
 
     async def remove_user(self, name: str) -> bool:
@@ -77,34 +77,34 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
         return await self._change_user(name, SQL.set_user_password, (password_hash, name))
 
     async def add_session(self, session: ConsoleSession) -> None:
-        async with self.transaction():
-            await self._run(SQL.drop_expired_sessions, (session.created_at,))
-            await self._run(
+        async with self.db.transaction():
+            await self.db.run(SQL.drop_expired_sessions, (session.created_at,))
+            await self.db.run(
                 SQL.insert_session,
                 (session.digest, session.user, session.created_at, session.expires_at),
             )
 
     async def session_user(self, digest: str, now: float) -> str | None:
-        row = await self._one(SQL.session_user, (digest, now))
+        row = await self.db.one(SQL.session_user, (digest, now))
         return str(row["user_name"]) if row else None
 
     async def end_session(self, digest: str) -> bool:
-        return await self._count(SQL.end_session, (digest,)) == 1
+        return await self.db.count(SQL.end_session, (digest,)) == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
-        row = await self._one(f"{SQL.insert_audit} RETURNING id", rows.audit_values(entry))
+        row = await self.db.one(f"{SQL.insert_audit} RETURNING id", rows.audit_values(entry))
         assert row is not None
         return replace(entry, id=int(row["id"]))
 
     async def note_audit(self, entry: AuditEntry) -> None:
         values = rows.audit_values(entry)
-        current = self._current()
+        current = self.db.current()
         if current is not None:
             # Held: it goes out inside the transaction's next statement (an answer's: the
             # settling UPDATE's), so the round trip pays no statement for it.
-            await self._hold(current, "audit", f"{{p}}audit AS ({SQL.insert_audit})", values)
+            await self.db.hold(current, "audit", f"{{p}}audit AS ({SQL.insert_audit})", values)
             return
-        await self._run(SQL.insert_audit, values)
+        await self.db.run(SQL.insert_audit, values)
 
     async def list_audit(
         self,
@@ -115,16 +115,16 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
         agent_id: str | None = None,
     ) -> list[AuditEntry]:
         sql, args = SQL.audit_page(limit, before, conversation_id, agent_id)
-        return [rows.audit_entry(r) for r in await self._all(sql, args)]
+        return [rows.audit_entry(r) for r in await self.db.all(sql, args)]
 
     async def add_agent_version(self, version: AgentVersion) -> AgentVersion:
-        async with self.transaction():
+        async with self.db.transaction():
             # Numbers per agent without gaps or repeats, across processes.
-            await self._run("SELECT pg_advisory_xact_lock(hashtext(%s))", (version.agent_id,))
-            row = await self._one(SQL.next_agent_version, (version.agent_id,))
+            await self.db.run("SELECT pg_advisory_xact_lock(hashtext(%s))", (version.agent_id,))
+            row = await self.db.one(SQL.next_agent_version, (version.agent_id,))
             assert row is not None
             saved = replace(version, version=int(row["next"]))
-            await self._run(
+            await self.db.run(
                 SQL.insert_agent_version,
                 (saved.agent_id, saved.version, saved.body, saved.author, saved.created_at,
                  saved.note),
@@ -132,8 +132,8 @@ class PostgresConsoleTables(PostgresConnections, Accounts, Audit, AgentVersions)
         return saved
 
     async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
-        return [rows.agent_version(r) for r in await self._all(SQL.agent_versions, (agent_id,))]
+        return [rows.agent_version(r) for r in await self.db.all(SQL.agent_versions, (agent_id,))]
 
     async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
-        row = await self._one(SQL.agent_version, (agent_id, version))
+        row = await self.db.one(SQL.agent_version, (agent_id, version))
         return rows.agent_version(row) if row else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hostcall.store import rows
 from hostcall.store.interfaces import Conversations, Messages, Sessions
-from hostcall.store.postgres.connections import PostgresConnections
+from hostcall.store.postgres.connections import Part, PostgresConnections
 from hostcall.store.records import (
     Conversation,
     ConversationQuery,
@@ -31,14 +31,16 @@ SELECT c.*, EXISTS (SELECT 1 FROM t) AS redeemed FROM c
 """
 
 
-class ConversationTables(PostgresConnections, Conversations, Sessions, Messages):
-    # When this process last forgot expired tickets.
-    _tickets_pruned: float
+class ConversationTables(Part, Conversations, Sessions, Messages):
+    def __init__(self, db: PostgresConnections) -> None:
+        super().__init__(db)
+        # When this process last forgot expired tickets.
+        self._tickets_pruned = 0.0
 
     # ---- conversations -------------------------------------------------------------------
 
     async def create_conversation(self, conversation: Conversation) -> None:
-        await self._run(
+        await self.db.run(
             SQL.insert_conversation,
             (
                 conversation.id,
@@ -53,11 +55,11 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
         )
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
-        row = await self._one(SQL.conversation, (conversation_id,))
+        row = await self.db.one(SQL.conversation, (conversation_id,))
         return rows.conversation(row) if row else None
 
     async def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
-        await self._run(SQL.set_handled_tools, (rows.dump(list(tools)), conversation_id))
+        await self.db.run(SQL.set_handled_tools, (rows.dump(list(tools)), conversation_id))
 
     async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
         where, args = SQL.summary_filters(query)
@@ -68,7 +70,7 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
                 " WHERE m.conversation_id = s.id AND m.text ILIKE %s))"
             )
             args += [contains(query.text)] * 2
-        found = await self._all(
+        found = await self.db.all(
             f"SELECT * FROM ({SQL.conversation_summaries}) s WHERE {' AND '.join(where)}"
             " ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
             (*args, query.limit, query.offset),
@@ -76,10 +78,10 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
         return [rows.summary(r) for r in found]
 
     async def set_person(self, conversation_id: str, person: str) -> bool:
-        return await self._count(SQL.set_person, (person, conversation_id, person)) == 1
+        return await self.db.count(SQL.set_person, (person, conversation_id, person)) == 1
 
     async def touch_conversation(self, conversation_id: str, at: float) -> None:
-        await self._run(SQL.touch_conversation, (at, conversation_id, at))
+        await self.db.run(SQL.touch_conversation, (at, conversation_id, at))
 
     async def person_conversations(
         self,
@@ -106,33 +108,33 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
     async def known_people(
         self, agent_id: str = "", *, limit: int = 50, offset: int = 0
     ) -> list[KnownPerson]:
-        found = await self._all(SQL.known_people, (agent_id, agent_id, limit, offset))
+        found = await self.db.all(SQL.known_people, (agent_id, agent_id, limit, offset))
         return [rows.known_person(r) for r in found]
 
     async def _owned(
         self, sql: str, agent_id: str, owner: str, limit: int, before: tuple[float, str] | None
     ) -> list[PersonConversation]:
         keyset = (before[0], before[0], before[1]) if before else ()
-        found = await self._all(sql, (agent_id, owner, *keyset, limit))
+        found = await self.db.all(sql, (agent_id, owner, *keyset, limit))
         return [rows.person_conversation(r) for r in found]
 
     # ---- sessions and stream tickets -----------------------------------------------------
 
     async def rotate_session(self, conversation_id: str, generation: int) -> bool:
-        return await self._count(SQL.rotate_session, (conversation_id, generation)) == 1
+        return await self.db.count(SQL.rotate_session, (conversation_id, generation)) == 1
 
     async def _prune_tickets(self, now: float) -> None:
         if now - self._tickets_pruned > TICKET_PRUNE_SECONDS:
             # Housekeeping, not the check: an expired ticket is refused by its signature's
             # age before it gets here. Once in a while, not a table scan per stream.
             self._tickets_pruned = now
-            await self._run(SQL.prune_tickets, (now,))
+            await self.db.run(SQL.prune_tickets, (now,))
 
     async def open_stream(
         self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
     ) -> OpenedStream:
         await self._prune_tickets(now)
-        row = await self._one(
+        row = await self.db.one(
             OPEN_STREAM,
             {"cid": conversation_id, "generation": generation, "nonce": nonce, "until": expires_at},
         )
@@ -142,7 +144,7 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
 
     async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
         await self._prune_tickets(now)
-        changed = await self._count(
+        changed = await self.db.count(
             "INSERT INTO stream_tickets (nonce, expires_at) VALUES (%s, %s)"
             " ON CONFLICT (nonce) DO NOTHING",
             (nonce, expires_at),
@@ -152,20 +154,20 @@ class ConversationTables(PostgresConnections, Conversations, Sessions, Messages)
     # ---- messages ------------------------------------------------------------------------
 
     async def add_message(self, message: StoredMessage) -> None:
-        current = self._current()
+        current = self.db.current()
         if current is not None:
             # Held: it goes out with the transaction's next append of its conversation, or
             # before its next read of messages or COMMIT (messages.py).
             current.messages.append(rows.message_values(message))
             return
-        await self._run(SQL.insert_message, rows.message_values(message))
+        await self.db.run(SQL.insert_message, rows.message_values(message))
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
-        return [rows.message(r) for r in await self._all(SQL.messages, (conversation_id,))]
+        return [rows.message(r) for r in await self.db.all(SQL.messages, (conversation_id,))]
 
     async def supersede_messages(self, conversation_id: str, first_id: str, run_id: str) -> int:
         return await self._count(SQL.supersede_messages, (run_id, conversation_id, first_id))
 
     async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]:
         values = (conversation_id, conversation_id, window_skip(turns))
-        return [rows.message(r) for r in await self._all(SQL.recent_messages, values)]
+        return [rows.message(r) for r in await self.db.all(SQL.recent_messages, values)]

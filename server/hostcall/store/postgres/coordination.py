@@ -5,7 +5,7 @@ the rate and cost limits (hostcall/counters.py)."""
 from __future__ import annotations
 
 from hostcall.store.interfaces import Leases, QuotaCounters
-from hostcall.store.postgres.connections import PostgresConnections
+from hostcall.store.postgres.connections import Part
 from hostcall.store.statements import POSTGRES as SQL
 
 # Advisory locks (the migrations') are per database, not per schema: the key includes the
@@ -16,31 +16,31 @@ LOCK_KEY = "hashtext('hostcall:' || current_schema() || ':' || %s)"
 RENEW_LEASES = SQL.renew_leases
 
 
-class Coordination(PostgresConnections, Leases, QuotaCounters):
+class Coordination(Part, Leases, QuotaCounters):
     # ---- leases (hostcall/leases.py) ---------------------------------------------------------
 
     async def take_lease(self, key: str, owner: str, until: float, now: float) -> bool:
-        self._lease_written()
-        return await self._count(SQL.take_lease, (key, owner, until, now)) == 1
+        self.db.lease_written()
+        return await self.db.count(SQL.take_lease, (key, owner, until, now)) == 1
 
     async def keep_lease(self, key: str, owner: str, until: float) -> bool:
-        self._lease_written()
-        return await self._count(SQL.keep_lease, (until, key, owner)) == 1
+        self.db.lease_written()
+        return await self.db.count(SQL.keep_lease, (until, key, owner)) == 1
 
     async def renew_leases(self, owner: str, until: float) -> int:
-        self._lease_written()
-        return await self._count(SQL.renew_leases, (until, owner))
+        self.db.lease_written()
+        return await self.db.count(SQL.renew_leases, (until, owner))
 
     async def release_lease(self, key: str, owner: str) -> bool:
-        self._lease_written()
-        return await self._count(SQL.release_lease, (key, owner)) == 1
+        self.db.lease_written()
+        return await self.db.count(SQL.release_lease, (key, owner)) == 1
 
     async def break_lease(self, key: str) -> bool:
-        self._lease_written()
-        return await self._count(SQL.break_lease, (key,)) == 1
+        self.db.lease_written()
+        return await self.db.count(SQL.break_lease, (key,)) == 1
 
     async def expired_leases(self, now: float, *, other_than: str = "") -> list[str]:
-        found = await self._all(SQL.expired_leases, (now, other_than))
+        found = await self.db.all(SQL.expired_leases, (now, other_than))
         return [r["key"] for r in found]
 
     async def try_singleton(self, name: str, owner: str, until: float, now: float) -> bool:
@@ -63,8 +63,8 @@ class Coordination(PostgresConnections, Leases, QuotaCounters):
         ceiling = 2**62 if limit is None else limit
         if amount > ceiling:
             return False
-        return await self._count(SQL.add_to_counter, (key, window, amount, ceiling)) == 1
+        return await self.db.count(SQL.add_to_counter, (key, window, amount, ceiling)) == 1
 
     async def counted(self, key: str, window: float) -> int:
-        row = await self._one(SQL.counted, (key, window))
+        row = await self.db.one(SQL.counted, (key, window))
         return int(row["count"]) if row else 0

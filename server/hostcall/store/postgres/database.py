@@ -18,7 +18,9 @@ What keeps processes apart:
 from __future__ import annotations
 
 import secrets
+from contextlib import AbstractAsyncContextManager
 
+from hostcall.store.composed import ComposedStore
 from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
@@ -26,12 +28,13 @@ from hostcall.store.postgres.calls import CallTables
 from hostcall.store.postgres.connections import (
     POOL_MAX,
     POOL_WAIT_SECONDS,
+    PostgresConnections,
     connect,
     redacted,
 )
 from hostcall.store.postgres.console import PostgresConsoleTables
 from hostcall.store.postgres.conversations import ConversationTables
-from hostcall.store.postgres.coordination import LOCK_KEY
+from hostcall.store.postgres.coordination import LOCK_KEY, Coordination
 from hostcall.store.postgres.erasure import ErasureTables
 from hostcall.store.postgres.events import EventLog
 from hostcall.store.postgres.people import PeopleTables
@@ -42,30 +45,42 @@ from hostcall.store.postgres.usage import UsageTables
 from hostcall.store.statements import POSTGRES as SQL
 
 
-class PostgresStore(
-    ConversationTables,
-    ErasureTables,
-    PeopleTables,
-    CallTables,
-    PostgresConsoleTables,
-    SurfaceTables,
-    RunTables,
-    EventLog,
-    UsageTables,
-    Database,
-):
-    """Each aggregate's part (its statements) on one pool (connections.py)."""
+class PostgresStore(ComposedStore, Database):
+    """Each aggregate's part (its statements) on one ``PostgresConnections`` (``db``: the
+    pool and each task's pipelined transaction), composed (hostcall/store/composed.py)."""
 
     def __init__(
         self, url: str, *, pool_max: int = POOL_MAX, pool_wait: float = POOL_WAIT_SECONDS
     ) -> None:
-        super().__init__(url, pool_max=pool_max, pool_wait=pool_wait)
-        self._definitions = Definitions()
+        self.url = url
+        self.db = db = PostgresConnections(url, pool_max=pool_max, pool_wait=pool_wait)
         self._migrate()
-        self._tickets_pruned = 0.0
         # Names this process in its events' notifications: the relay skips its own, which
         # the journal publishes here after commit (reading them back cost a query each).
         self.origin = secrets.token_hex(8)
+        self.events = events = EventLog(db, origin=self.origin)
+        # What a transaction holds back goes out with its appends: the event log sends it.
+        db.flush_with(events.send_held)
+        self.conversations = ConversationTables(db)
+        self.coordination = coordination = Coordination(db)
+        self.runs = RunTables(db, definitions=Definitions(), leases=coordination)
+        self.calls = CallTables(db)
+        self.surfaces = SurfaceTables(db)
+        self.console = PostgresConsoleTables(db)
+        self.usage = UsageTables(db)
+        self.erasure = ErasureTables(db)
+        self.people = PeopleTables(db)
+
+    # ---- Database ----------------------------------------------------------------------
+
+    def transaction(self) -> AbstractAsyncContextManager[None]:
+        return self.db.transaction()
+
+    def refused_write(self) -> str | None:
+        return self.db.refused_write()
+
+    def connection_waiters(self) -> int:
+        return self.db.connection_waiters()
 
     def _migrate(self) -> None:
         # Before the event loop serves anything, on a connection of its own. A migration is
@@ -92,7 +107,7 @@ class PostgresStore(
         return int(row["v"] or 0) if row else 0
 
     async def close(self) -> None:
-        await self._close_pool()
+        await self.db.close_pool()
 
     def check_writable(self) -> None:
         with connect(self.url) as db:
@@ -105,7 +120,7 @@ class PostgresStore(
     async def probe_write(self) -> None:
         """Write and roll back one row: raises when writes would fail (read-only
         transaction mode, a full disk, a lost connection)."""
-        async with self._connection() as connection:
+        async with self.db.connection() as connection:
             await connection.execute("BEGIN")
             try:
                 await connection.execute("INSERT INTO probe (at) VALUES (0)")

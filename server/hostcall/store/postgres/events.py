@@ -14,6 +14,7 @@ from hostcall.store.postgres import messages
 from hostcall.store.postgres.connections import (
     IF_FENCED,
     HeldWrite,
+    Part,
     PostgresConnections,
     _Transaction,
 )
@@ -55,7 +56,7 @@ def append_parts(*, fenced: bool, notify: bool, count: int, carried: int = 0) ->
     (%(m<i>_<j>)s, hostcall/store/postgres/messages.py), only if ``next`` does: a lost
     fence writes no message either.
     Returned in two parts, its CTEs and what it SELECTs FROM next, for a statement that
-    carries held writes too (``EventLog._send_deferred``).
+    carries held writes too (``EventLog.send_held``).
     """
     fence = (
         " AND EXISTS (SELECT 1 FROM leases WHERE key = %(key)s AND owner = %(owner)s FOR SHARE)"
@@ -131,9 +132,11 @@ def _fenced_writes(current: _Transaction | None, fence: tuple[str, str] | None) 
     return taken
 
 
-class EventLog(PostgresConnections, Events):
-    # Names this process in its notifications (set by PostgresStore).
-    origin: str
+class EventLog(Part, Events):
+    def __init__(self, db: PostgresConnections, *, origin: str) -> None:
+        super().__init__(db)
+        # Names this process in its notifications.
+        self.origin = origin
 
     # ---- events --------------------------------------------------------------------------
 
@@ -152,7 +155,7 @@ class EventLog(PostgresConnections, Events):
         if not events:
             return []
         encoded = [encode(event) for event in events]
-        current = self._current()
+        current = self.db.current()
         previous = current.appended.get(conversation_id) if current is not None else None
         if current is not None and previous is not None and fence is None:
             # This transaction already holds the conversation's row lock (taken by its first
@@ -162,7 +165,7 @@ class EventLog(PostgresConnections, Events):
             current.deferred.setdefault(conversation_id, []).extend(encoded)
             first = previous + 1
         else:
-            # (_one sends the deferred appends first: this one numbers after them.)
+            # (``db.one`` sends the deferred appends first: this one numbers after them.)
             carried = _carried(current, conversation_id)
             sql = append_sql(
                 fenced=fence is not None,
@@ -179,7 +182,7 @@ class EventLog(PostgresConnections, Events):
                 sql = f"{head}, {', '.join(ctes)}\nSELECT {tail}"
                 for write in writes:
                     params.update(write.params)
-            row = await self._one(sql, params)
+            row = await self.db.one(sql, params)
             if row is None:
                 if fence is not None:
                     raise LeaseLost(*fence)
@@ -193,16 +196,17 @@ class EventLog(PostgresConnections, Events):
             Event(conversation_id, first + i, name, data) for i, (name, data) in enumerate(encoded)
         ]
 
-    async def _send_deferred(self, current: _Transaction, *, everything: bool = True) -> None:
+    async def send_held(self, current: _Transaction, everything: bool = True) -> None:
         """Send what the transaction holds, in one statement where it can: the held writes
-        (``_hold``), and with ``everything`` its deferred appends of one conversation and
+        (``hold``), and with ``everything`` its deferred appends of one conversation and
         its held messages (another conversation's appends, which no step makes, in
-        statements of their own). Not waited for: nothing in it is read (the seqs are
-        known), and an error surfaces by the transaction's end."""
+        statements of their own). The store's connections call it (``flush_with``).
+        Not waited for: nothing in it is read (the seqs are known), and an error surfaces
+        by the transaction's end."""
         writes, current.writes = current.writes, []
         for write in [w for w in writes if w.fence is not None]:
             # Nothing proved its lease held: alone, and checked (see HeldWrite.fence).
-            row = await self._one(
+            row = await self.db.one(
                 f"WITH {write.ctes.replace(IF_FENCED, '')}"
                 f"\nSELECT EXISTS (SELECT 1 FROM {write.check}) AS held",
                 write.params,
@@ -228,7 +232,7 @@ class EventLog(PostgresConnections, Events):
                 params.update(values)
                 select = parts[1]
             else:
-                await self._run(f"WITH {parts[0]}\nSELECT {parts[1]} FROM next", values)
+                await self.db.run(f"WITH {parts[0]}\nSELECT {parts[1]} FROM next", values)
         # Unfenced appends need not gate them: every held message in one INSERT, in order.
         if held:
             ctes.append(f"rest AS ({messages.insert_sql(len(held), prefix='r')})")
@@ -238,7 +242,7 @@ class EventLog(PostgresConnections, Events):
             params.update(write.params)
         if ctes:
             end = f"{select} FROM next" if select else "1"
-            await self._run(f"WITH {', '.join(ctes)}\nSELECT {end}", params)
+            await self.db.run(f"WITH {', '.join(ctes)}\nSELECT {end}", params)
 
     def _append_params(
         self,
@@ -262,9 +266,9 @@ class EventLog(PostgresConnections, Events):
         return params
 
     async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
-        found = await self._all(SQL.events_after, (conversation_id, seq, limit))
+        found = await self.db.all(SQL.events_after, (conversation_id, seq, limit))
         return [stored_event(conversation_id, int(r["seq"]), r["type"], r["data"]) for r in found]
 
     async def last_seq(self, conversation_id: str) -> int:
-        row = await self._one(SQL.last_seq, (conversation_id,))
+        row = await self.db.one(SQL.last_seq, (conversation_id,))
         return int(row["last_seq"]) if row else 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hostcall.store import rows
 from hostcall.store.interfaces import Feedbacks, Handoffs
-from hostcall.store.postgres.connections import PostgresConnections
+from hostcall.store.postgres.connections import Part
 from hostcall.store.records import Feedback, Handoff, Rating
 from hostcall.store.statements import POSTGRES as SQL
 
@@ -31,37 +31,37 @@ CREATE TABLE ratings (
 """
 
 
-class PeopleTables(PostgresConnections, Feedbacks, Handoffs):
+class PeopleTables(Part, Feedbacks, Handoffs):
     async def save_feedback(self, feedback: Feedback) -> bool:
         f = feedback
-        if await self._count(SQL.restate_feedback, (f.comment, f.at, f.message_id, f.rating)):
+        if await self.db.count(SQL.restate_feedback, (f.comment, f.at, f.message_id, f.rating)):
             return False
-        changed = await self._count(
+        changed = await self.db.count(
             SQL.save_feedback, (f.message_id, f.conversation_id, f.rating, f.comment, f.at)
         )
         return bool(changed)
 
     async def feedback_of(self, conversation_id: str) -> list[Feedback]:
-        return [rows.feedback(r) for r in await self._all(SQL.feedback_of, (conversation_id,))]
+        return [rows.feedback(r) for r in await self.db.all(SQL.feedback_of, (conversation_id,))]
 
     async def save_rating(self, rating: Rating) -> Rating:
         r = rating
-        await self._count(SQL.save_rating, (r.conversation_id, r.score, r.remark, r.at))
+        await self.db.count(SQL.save_rating, (r.conversation_id, r.score, r.remark, r.at))
         return await self.rating_of(r.conversation_id) or rating
 
     async def rating_of(self, conversation_id: str) -> Rating | None:
-        row = await self._one(SQL.rating_of, (conversation_id,))
+        row = await self.db.one(SQL.rating_of, (conversation_id,))
         return rows.rating(row) if row else None
 
     async def get_handoff(self, conversation_id: str) -> Handoff | None:
-        row = await self._one(SQL.handoff, (conversation_id,))
+        row = await self.db.one(SQL.handoff, (conversation_id,))
         return rows.handoff(row) if row else None
 
     async def request_person(self, conversation_id: str, now: float) -> bool:
-        return await self._count(SQL.request_person, (conversation_id, now)) == 1
+        return await self.db.count(SQL.request_person, (conversation_id, now)) == 1
 
     async def take_over(self, conversation_id: str, person: str, now: float) -> bool:
-        return await self._count(SQL.take_over, (conversation_id, person, now)) == 1
+        return await self.db.count(SQL.take_over, (conversation_id, person, now)) == 1
 
     async def hand_back(self, conversation_id: str, person: str) -> bool:
-        return await self._count(SQL.hand_back, (conversation_id, person)) == 1
+        return await self.db.count(SQL.hand_back, (conversation_id, person)) == 1

@@ -9,7 +9,7 @@ from typing import Any
 from hostcall.store import rows
 from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Runs
-from hostcall.store.postgres.connections import IF_FENCED, Row
+from hostcall.store.postgres.connections import IF_FENCED, Part, PostgresConnections, Row
 from hostcall.store.postgres.coordination import Coordination
 from hostcall.store.records import OPEN_STATES, ClaimedRun, Run, RunStart, RunStatus
 from hostcall.store.statements import POSTGRES as SQL
@@ -92,11 +92,18 @@ FROM (SELECT 1) AS one LEFT JOIN busy ON TRUE LEFT JOIN taken ON TRUE
 """
 
 
-class RunTables(Coordination, Runs):
-    _definitions: Definitions
+class RunTables(Part, Runs):
+    def __init__(
+        self, db: PostgresConnections, *, definitions: Definitions, leases: Coordination
+    ) -> None:
+        super().__init__(db)
+        # The agent definitions runs name by digest, and which this process has written.
+        self._definitions = definitions
+        # A claimed run's lease, let go when the claim finds the run not ready after all.
+        self.leases = leases
 
     async def create_run(self, run: Run) -> None:
-        await self._run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
+        await self.db.run(RUN_INSERT, self._run_values(run, await self._stored_digest(run)))
 
     async def create_run_alone(
         self, run: Run, lease: tuple[str, str, float], *, turns: int | None = None
@@ -109,10 +116,10 @@ class RunTables(Coordination, Runs):
         # progress, a person holding the conversation), the run and its lease are one
         # statement (it used to take three).
         values = self._run_values(run, await self._stored_digest(run))
-        self._lease_written()
+        self.db.lease_written()
         cid = run.conversation_id
         window = (cid, cid, window_skip(turns))
-        row = await self._one(CREATE_RUN_ALONE, (cid, cid, *values, *lease, *window))
+        row = await self.db.one(CREATE_RUN_ALONE, (cid, cid, *values, *lease, *window))
         assert row is not None  # the statement always returns its one row
         if row["held"] is not None:
             return RunStart(None, held=row["held"])
@@ -126,13 +133,13 @@ class RunTables(Coordination, Runs):
         digest = self._definitions.digest(run)
         if digest not in self._definitions.written:
             # Once per distinct definition and process, not per run (~5 KB of JSON each).
-            await self._run(
+            await self.db.run(
                 "INSERT INTO agent_definitions (digest, definition) VALUES (%s, %s)"
                 " ON CONFLICT (digest) DO NOTHING",
                 (digest, self._definitions.text(digest, run.agent)),
             )
             # Remembered only once committed: a rolled-back run's definition is not there.
-            self._after_commit(lambda: self._definitions.written.add(digest))
+            self.db.after_commit(lambda: self._definitions.written.add(digest))
         return digest
 
     @staticmethod
@@ -145,7 +152,7 @@ class RunTables(Coordination, Runs):
         table only the first time this process meets a digest)."""
         agents, missing = self._definitions.known(r["agent_digest"] for r in found)
         if missing:
-            for row in await self._all(
+            for row in await self.db.all(
                 "SELECT digest, definition FROM agent_definitions WHERE digest = ANY(%s)",
                 (missing,),
             ):
@@ -156,21 +163,21 @@ class RunTables(Coordination, Runs):
         return (await self._runs([row]))[0] if row else None
 
     async def get_run(self, run_id: str) -> Run | None:
-        return await self._run_or_none(await self._one(SQL.run, (run_id,)))
+        return await self._run_or_none(await self.db.one(SQL.run, (run_id,)))
 
     async def latest_run(self, conversation_id: str) -> Run | None:
-        return await self._run_or_none(await self._one(SQL.latest_run, (conversation_id,)))
+        return await self._run_or_none(await self.db.one(SQL.latest_run, (conversation_id,)))
 
     async def list_runs(self, conversation_id: str) -> list[Run]:
-        return await self._runs(await self._all(SQL.runs, (conversation_id,)))
+        return await self._runs(await self.db.all(SQL.runs, (conversation_id,)))
 
     async def runs_with_status(self, status: RunStatus) -> list[Run]:
-        return await self._runs(await self._all(SQL.runs_with_status, (status,)))
+        return await self._runs(await self.db.all(SQL.runs_with_status, (status,)))
 
     async def update_run(self, run_id: str, **changes: Any) -> None:
         encoded = rows.run_changes(changes)
         assignments = ", ".join(f"{k} = %s" for k in encoded)
-        await self._run(
+        await self.db.run(
             f"UPDATE runs SET {assignments} WHERE id = %s",
             (*encoded.values(), run_id),
         )
@@ -195,25 +202,25 @@ class RunTables(Coordination, Runs):
             f" {assignments} WHERE id = %s AND EXISTS (SELECT 1 FROM {{p}}held))"
         )
         values = (*lease_args, *encoded.values(), run_id)
-        current = self._current()
+        current = self.db.current()
         if current is not None and lease in current.fenced:
             # A fenced append of this transaction found the lease held, keeps its row FOR
             # SHARE to the end, and nothing in the transaction wrote a lease since: the
             # lease is still held, so the answer is known without asking. Held, the write
             # goes out with the step's other writes at the end, in one statement where
             # there were two, and is not waited for.
-            await self._hold(current, "runs", ctes.replace(IF_FENCED, ""), values)
-            self._lease_written()
+            await self.db.hold(current, "runs", ctes.replace(IF_FENCED, ""), values)
+            self.db.lease_written()
             return True
         if current is not None:
             # Not known yet: held, and answered by the transaction's next fenced append of
             # the lease, which carries it (a step's end before its last text: one statement
             # where there were two), or checked where it goes out alone. Lost,
             # the transaction raises LeaseLost and changes nothing.
-            await self._hold(current, "runs", ctes, values, fence=lease, check="{p}held")
-            self._lease_written()
+            await self.db.hold(current, "runs", ctes, values, fence=lease, check="{p}held")
+            self.db.lease_written()
             return True
-        row = await self._one(
+        row = await self.db.one(
             f"WITH {ctes.replace('{p}', '').replace(IF_FENCED, '')} SELECT COUNT(*) AS n FROM held",
             values,
         )
@@ -222,15 +229,15 @@ class RunTables(Coordination, Runs):
     async def claim_run(
         self, run_id: str, from_status: RunStatus, to_status: RunStatus
     ) -> Run | None:
-        row = await self._one(SQL.claim_run, (to_status, run_id, from_status))
+        row = await self.db.one(SQL.claim_run, (to_status, run_id, from_status))
         return await self._run_or_none(row)
 
     async def claim_ready_run(
         self, run_id: str, key: str, owner: str, until: float, now: float, *,
         turns: int | None = None,
     ) -> ClaimedRun | None:  # fmt: skip
-        self._lease_written()
-        row = await self._one(
+        self.db.lease_written()
+        row = await self.db.one(
             CLAIM_READY_RUN,
             {
                 "run": run_id,
@@ -250,8 +257,8 @@ class RunTables(Coordination, Runs):
         if row["took"]:
             # The run moved on between the statement's read and its update (another process
             # claimed and ran it meanwhile): the lease taken for it goes back.
-            await self.release_lease(key, owner)
+            await self.leases.release_lease(key, owner)
         return None
 
     async def stalled_runs(self) -> list[Run]:
-        return await self._runs(await self._all(SQL.stalled_runs))
+        return await self._runs(await self.db.all(SQL.stalled_runs))

@@ -6,7 +6,7 @@ from typing import Any
 
 from hostcall.store import rows
 from hostcall.store.interfaces import Surfaces
-from hostcall.store.postgres.connections import PostgresConnections
+from hostcall.store.postgres.connections import Part
 from hostcall.store.records import Surface
 from hostcall.store.statements import POSTGRES as SQL
 
@@ -44,9 +44,9 @@ ALTER TABLE surfaces ADD COLUMN page_tools TEXT NOT NULL DEFAULT '[]';
 """
 
 
-class SurfaceTables(PostgresConnections, Surfaces):
+class SurfaceTables(Part, Surfaces):
     async def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
-        await self._run(_UPSERT, (conversation_id, surface_id, now, now))
+        await self.db.run(_UPSERT, (conversation_id, surface_id, now, now))
 
     async def save_surface_tools(
         self,
@@ -57,7 +57,7 @@ class SurfaceTables(PostgresConnections, Surfaces):
         page_tools: tuple[dict[str, Any], ...] = (),
     ) -> None:
         await self._ensure_surface(conversation_id, surface_id, now)
-        await self._run(
+        await self.db.run(
             SQL.save_surface_tools,
             (rows.dump(list(tools)), rows.dump(list(page_tools)), conversation_id, surface_id),
         )
@@ -66,19 +66,19 @@ class SurfaceTables(PostgresConnections, Surfaces):
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None:
         await self._ensure_surface(conversation_id, surface_id, now)
-        await self._run(SQL.attach_surface, (now, conversation_id, surface_id))
-        await self._run(SQL.count_stream, (conversation_id, surface_id, owner))
+        await self.db.run(SQL.attach_surface, (now, conversation_id, surface_id))
+        await self.db.run(SQL.count_stream, (conversation_id, surface_id, owner))
 
     async def detach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None:
         # Only a stream still counted for this owner: once its streams were dropped (the
         # process was taken for dead), a late detach must not count them off twice.
-        mine = await self._count(SQL.uncount_stream, (conversation_id, surface_id, owner))
+        mine = await self.db.count(SQL.uncount_stream, (conversation_id, surface_id, owner))
         if mine != 1:
             return
-        await self._run(SQL.forget_streams, (conversation_id, surface_id, owner))
-        await self._run(
+        await self.db.run(SQL.forget_streams, (conversation_id, surface_id, owner))
+        await self.db.run(
             "UPDATE surfaces SET streams = GREATEST(streams - 1, 0),"
             " detached_at = CASE WHEN streams = 1 THEN %s ELSE detached_at END"
             " WHERE conversation_id = %s AND id = %s",
@@ -86,13 +86,13 @@ class SurfaceTables(PostgresConnections, Surfaces):
         )
 
     async def drop_streams(self, owner: str, now: float) -> int:
-        counted = await self._all(
+        counted = await self.db.all(
             "DELETE FROM surface_streams WHERE owner = %s"
             " RETURNING conversation_id, surface_id, streams",
             (owner,),
         )
         for row in counted:
-            await self._run(
+            await self.db.run(
                 "UPDATE surfaces SET streams = GREATEST(streams - %s, 0),"
                 " detached_at = CASE WHEN streams <= %s THEN %s ELSE detached_at END"
                 " WHERE conversation_id = %s AND id = %s",
@@ -102,7 +102,7 @@ class SurfaceTables(PostgresConnections, Surfaces):
 
     async def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         await self._ensure_surface(conversation_id, surface_id, now)
-        await self._run(
+        await self.db.run(
             "UPDATE surfaces SET left_page = TRUE, detached_at = %s"
             " WHERE conversation_id = %s AND id = %s",
             (now, conversation_id, surface_id),
@@ -110,18 +110,18 @@ class SurfaceTables(PostgresConnections, Surfaces):
 
     async def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         await self._ensure_surface(conversation_id, surface_id, now)
-        await self._run(
+        await self.db.run(
             "UPDATE surfaces SET last_active = GREATEST(last_active, %s)"
             " WHERE conversation_id = %s AND id = %s",
             (now, conversation_id, surface_id),
         )
 
     async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
-        row = await self._one(SQL.surface, (conversation_id, surface_id))
+        row = await self.db.one(SQL.surface, (conversation_id, surface_id))
         return rows.surface(row) if row else None
 
     async def list_surfaces(self, conversation_id: str) -> list[Surface]:
-        found = await self._all(SQL.surfaces, (conversation_id,), sees_appends=False)
+        found = await self.db.all(SQL.surfaces, (conversation_id,), sees_appends=False)
         return [rows.surface(r) for r in found]
 
     async def reset_surfaces(self, now: float) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hostcall.store import usage_sql as U
 from hostcall.store.interfaces import ModelUsage
-from hostcall.store.postgres.connections import IF_FENCED, PostgresConnections
+from hostcall.store.postgres.connections import IF_FENCED, Part
 from hostcall.store.records import UsageRecord, UsageTotal
 
 INSERT = U.for_postgres(U.INSERT)
@@ -16,32 +16,32 @@ OF_CONVERSATION = U.for_postgres(U.OF_CONVERSATION)
 OF_RUN = U.for_postgres(U.OF_RUN)
 
 
-class UsageTables(PostgresConnections, ModelUsage):
+class UsageTables(Part, ModelUsage):
     async def add_usage(self, record: UsageRecord, *, fence: tuple[str, str] | None = None) -> None:
-        current = self._current()
+        current = self.db.current()
         if current is None:
-            await self._run(INSERT, U.values(record))
+            await self.db.run(INSERT, U.values(record))
         elif fence is not None and fence not in current.fenced:
             # Made with the transaction's next fenced append of that lease, inside its
             # statement (a finishing step's last events): no statement of its own.
             ctes = f"{{p}}usage AS ({INSERT_IF})"
-            await self._hold(current, "usage", ctes, U.values(record), fence=fence,
+            await self.db.hold(current, "usage", ctes, U.values(record), fence=fence,
                              check="{p}usage")  # fmt: skip
         else:
             # Held: it goes out inside the transaction's next statement, or at its end
             # with the appends it defers.
-            await self._hold(current, "usage", f"{{p}}usage AS ({INSERT})", U.values(record))
+            await self.db.hold(current, "usage", f"{{p}}usage AS ({INSERT})", U.values(record))
 
     async def usage_by_day(self, since_day: str) -> list[UsageTotal]:
-        return [U.total(r) for r in await self._all(BY_DAY, (since_day,))]
+        return [U.total(r) for r in await self.db.all(BY_DAY, (since_day,))]
 
     async def usage_by_conversation(self, since: float, limit: int) -> list[UsageTotal]:
-        return [U.total(r) for r in await self._all(BY_CONVERSATION, (since, limit))]
+        return [U.total(r) for r in await self.db.all(BY_CONVERSATION, (since, limit))]
 
     async def usage_of_conversation(self, conversation_id: str) -> UsageTotal | None:
-        row = await self._one(OF_CONVERSATION, (conversation_id,))
+        row = await self.db.one(OF_CONVERSATION, (conversation_id,))
         return U.total(row) if row else None
 
     async def usage_of_run(self, conversation_id: str, run_id: str) -> UsageTotal | None:
-        row = await self._one(OF_RUN, (conversation_id, run_id))
+        row = await self.db.one(OF_RUN, (conversation_id, run_id))
         return U.total(row) if row else None
