@@ -8,52 +8,52 @@ from typing import Any
 from hostcall.store import rows
 from hostcall.store.interfaces import Calls
 from hostcall.store.records import OPEN_STATES, Call, CallState
-from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.sqlite.connection import Part
 from hostcall.store.statements import SQLITE as SQL
 
 
-class CallTables(SQLiteConnection, Calls):
+class CallTables(Part, Calls):
     async def add_call(self, call: Call) -> None:
-        self._db.execute(SQL.insert_call, rows.call_values(call))
+        self.db.execute(SQL.insert_call, rows.call_values(call))
 
     async def get_call(self, call_id: str) -> Call | None:
-        row = self._db.execute(SQL.call, (call_id,)).fetchone()
+        row = self.db.execute(SQL.call, (call_id,)).fetchone()
         return rows.call(row) if row else None
 
     async def list_calls(self, conversation_id: str) -> list[Call]:
-        return [rows.call(r) for r in self._db.execute(SQL.calls, (conversation_id,))]
+        return [rows.call(r) for r in self.db.execute(SQL.calls, (conversation_id,))]
 
     async def calls_of_step(self, run_id: str, step: int) -> list[Call]:
-        return [rows.call(r) for r in self._db.execute(SQL.calls_of_step, (run_id, step))]
+        return [rows.call(r) for r in self.db.execute(SQL.calls_of_step, (run_id, step))]
 
     async def due_calls(self, now: float) -> list[Call]:
         marks = ",".join("?" * len(OPEN_STATES))
-        found = self._db.execute(
+        found = self.db.execute(
             f"SELECT * FROM calls WHERE state IN ({marks}) AND deadline <= ? ORDER BY deadline",
             (*OPEN_STATES, now),
         )
         return [rows.call(r) for r in found]
 
     async def count_calls(self, run_id: str, tool_name: str) -> int:
-        row = self._db.execute(SQL.count_calls, (run_id, tool_name)).fetchone()
+        row = self.db.execute(SQL.count_calls, (run_id, tool_name)).fetchone()
         return int(row[0])
 
     async def calls_in_states(self, states: Iterable[CallState]) -> list[Call]:
         wanted = list(states)
         marks = ",".join("?" * len(wanted))
-        found = self._db.execute(
+        found = self.db.execute(
             f"SELECT * FROM calls WHERE state IN ({marks}) ORDER BY pos", wanted
         )
         return [rows.call(r) for r in found]
 
     async def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None:
-        self._db.execute(
+        self.db.execute(
             "INSERT OR IGNORE INTO grants (conversation_id, tool_name, call_id) VALUES (?, ?, ?)",
             (conversation_id, tool_name, call_id),
         )
 
     async def has_grant(self, conversation_id: str, tool_name: str) -> bool:
-        row = self._db.execute(SQL.has_grant, (conversation_id, tool_name)).fetchone()
+        row = self.db.execute(SQL.has_grant, (conversation_id, tool_name)).fetchone()
         return row is not None
 
     async def transition_call(
@@ -72,7 +72,7 @@ class CallTables(SQLiteConnection, Calls):
         condition, extra_args = "", []
         if assigned is not None:
             condition, extra_args = " AND surface_id IS ? AND assignment = ?", list(assigned)
-        cursor = self._db.execute(
+        cursor = self.db.execute(
             f"UPDATE calls SET state = ?{assignments} WHERE id = ? AND state IN ({marks})"
             + condition,
             (to_state, *encoded.values(), call_id, *states, *extra_args),

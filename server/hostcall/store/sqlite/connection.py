@@ -1,8 +1,8 @@
 """What every part of the SQLite store shares: its one connection, and the transaction.
 
-``SQLiteStore`` (database.py) opens the connection; each aggregate's part (conversations.py,
-events.py, calls.py, runs.py, surfaces.py, coordination.py, console.py) sends its statements
-on it.
+``SQLiteStore`` (database.py) opens the connection and builds each aggregate's part
+(conversations.py, events.py, calls.py, runs.py, surfaces.py, coordination.py, console.py,
+…), an object that sends its statements through the one ``SQLiteConnection`` it is given.
 """
 
 from __future__ import annotations
@@ -21,16 +21,27 @@ from hostcall.store.statements import window_skip
 
 
 class SQLiteConnection:
-    _db: sqlite3.Connection
-    _writer: asyncio.Lock
-    # The last write the file refused (a full disk, a read-only file): /healthz says so.
-    _health: WriteHealth
-    # The task whose transaction is open (its nested transactions join it).
-    _owner: asyncio.Task[Any] | None
-    # Leases (key, owner) the open transaction released while they were held (a run's
-    # end before its last events): the transaction holds the file, so nobody took them
-    # since, and its fenced appends pass (see runs.py, update_run_leased).
-    _let_go: set[tuple[str, str]]
+    """What every part of ``SQLiteStore`` shares, one object: the file's connection, the
+    transaction, and what the open transaction knows."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        # One writer at a time (and ``probe_write``, which must not cut into a transaction).
+        self.writer = asyncio.Lock()
+        # The last write the file refused (a full disk, a read-only file): /healthz says so.
+        self._health = WriteHealth()
+        # The task whose transaction is open (its nested transactions join it).
+        self.owner: asyncio.Task[Any] | None = None
+        # Leases (key, owner) the open transaction released while they were held (a run's
+        # end before its last events): the transaction holds the file, so nobody took them
+        # since, and its fenced appends pass (see runs.py, update_run_leased).
+        self.let_go: set[tuple[str, str]] = set()
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.connection.execute(sql, params)
+
+    def executemany(self, sql: str, params: Any) -> sqlite3.Cursor:
+        return self.connection.executemany(sql, params)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
@@ -39,31 +50,31 @@ class SQLiteConnection:
         normally never interleaved with another task's; the lock keeps it that way if a
         caller awaits something else inside one. Nested calls from the same task join it."""
         task = asyncio.current_task()
-        if self._owner is task and task is not None:
+        if self.owner is task and task is not None:
             yield
             return
-        async with self._writer:
+        async with self.writer:
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                changes = self._db.total_changes
-                self._owner = task
+                self.connection.execute("BEGIN IMMEDIATE")
+                changes = self.connection.total_changes
+                self.owner = task
                 try:
                     yield
                 except BaseException:
                     # SQLite rolls back by itself after some errors (SQLITE_FULL): a
                     # ROLLBACK then would raise, hiding why the transaction failed.
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
+                    if self.connection.in_transaction:
+                        self.connection.execute("ROLLBACK")
                     raise
                 else:
-                    self._db.execute("COMMIT")
+                    self.connection.execute("COMMIT")
                 finally:
-                    self._owner = None
-                    self._let_go.clear()
+                    self.owner = None
+                    self.let_go.clear()
             except sqlite3.Error as exc:
                 self._health.failed(exc)
                 raise
-            if self._db.total_changes > changes:  # a write went through, not just a COMMIT
+            if self.connection.total_changes > changes:  # a write went through, not just a COMMIT
                 self._health.committed()
 
     def refused_write(self) -> str | None:
@@ -72,10 +83,17 @@ class SQLiteConnection:
     def connection_waiters(self) -> int:
         return 0
 
-    def _history(self, conversation_id: str, turns: int | None) -> tuple[StoredMessage, ...]:
+    def history(self, conversation_id: str, turns: int | None) -> tuple[StoredMessage, ...]:
         """The conversation's messages, oldest first, of its last ``turns`` turns (None: all):
         a step's history (see ``ClaimedRun``): the current branch's."""
         if turns is None:
-            return rows.messages(self._db.execute(SQL.current_messages, (conversation_id,)))
+            return rows.messages(self.execute(SQL.current_messages, (conversation_id,)))
         values = (conversation_id, conversation_id, window_skip(turns))
-        return rows.messages(self._db.execute(SQL.recent_messages, values))
+        return rows.messages(self.execute(SQL.recent_messages, values))
+
+
+class Part:
+    """One aggregate's statements, on the store's shared ``SQLiteConnection``."""
+
+    def __init__(self, db: SQLiteConnection) -> None:
+        self.db = db

@@ -8,7 +8,7 @@ from typing import Any
 from hostcall.store import rows
 from hostcall.store.interfaces import Accounts, AgentVersions, Audit
 from hostcall.store.records import AgentVersion, AuditEntry, ConsoleSession, User
-from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.sqlite.connection import Part
 from hostcall.store.statements import SQLITE as SQL
 
 # Console sessions kept on the server, so signing out (or a password or role change, or the
@@ -42,9 +42,9 @@ CREATE TABLE IF NOT EXISTS agent_versions (
 """
 
 
-class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
+class ConsoleTables(Part, Accounts, Audit, AgentVersions):
     async def add_user(self, user: User) -> bool:
-        cursor = self._db.execute(
+        cursor = self.db.execute(
             "INSERT OR IGNORE INTO users (name, role, password_hash, created_at)"
             " VALUES (?, ?, ?, ?)",
             (user.name, user.role, user.password_hash, user.created_at),
@@ -52,17 +52,17 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
         return cursor.rowcount == 1
 
     async def get_user(self, name: str) -> User | None:
-        row = self._db.execute(SQL.user, (name,)).fetchone()
+        row = self.db.execute(SQL.user, (name,)).fetchone()
         return rows.user(row) if row else None
 
     async def list_users(self) -> list[User]:
-        return [rows.user(r) for r in self._db.execute(SQL.users)]
+        return [rows.user(r) for r in self.db.execute(SQL.users)]
 
     async def _change_user(self, name: str, sql: str, args: tuple[Any, ...]) -> bool:
-        async with self.transaction():
-            changed = self._db.execute(sql, args).rowcount == 1
+        async with self.db.transaction():
+            changed = self.db.execute(sql, args).rowcount == 1
             if changed:
-                self._db.execute(SQL.end_user_sessions, (name,))
+                self.db.execute(SQL.end_user_sessions, (name,))
         return changed
 
     async def remove_user(self, name: str) -> bool:
@@ -75,28 +75,28 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
         return await self._change_user(name, SQL.set_user_password, (password_hash, name))
 
     async def add_session(self, session: ConsoleSession) -> None:
-        async with self.transaction():
-            self._db.execute(SQL.drop_expired_sessions, (session.created_at,))
-            self._db.execute(
+        async with self.db.transaction():
+            self.db.execute(SQL.drop_expired_sessions, (session.created_at,))
+            self.db.execute(
                 SQL.insert_session,
                 (session.digest, session.user, session.created_at, session.expires_at),
             )
 
     async def session_user(self, digest: str, now: float) -> str | None:
-        row = self._db.execute(SQL.session_user, (digest, now)).fetchone()
+        row = self.db.execute(SQL.session_user, (digest, now)).fetchone()
         return str(row[0]) if row else None
 
     async def end_session(self, digest: str) -> bool:
-        cursor = self._db.execute(SQL.end_session, (digest,))
+        cursor = self.db.execute(SQL.end_session, (digest,))
         return cursor.rowcount == 1
 
     async def add_audit(self, entry: AuditEntry) -> AuditEntry:
-        cursor = self._db.execute(SQL.insert_audit, rows.audit_values(entry))
+        cursor = self.db.execute(SQL.insert_audit, rows.audit_values(entry))
         assert cursor.lastrowid is not None
         return replace(entry, id=cursor.lastrowid)
 
     async def note_audit(self, entry: AuditEntry) -> None:
-        self._db.execute(SQL.insert_audit, rows.audit_values(entry))
+        self.db.execute(SQL.insert_audit, rows.audit_values(entry))
 
     async def list_audit(
         self,
@@ -107,13 +107,13 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
         agent_id: str | None = None,
     ) -> list[AuditEntry]:
         sql, args = SQL.audit_page(limit, before, conversation_id, agent_id)
-        return [rows.audit_entry(r) for r in self._db.execute(sql, args)]
+        return [rows.audit_entry(r) for r in self.db.execute(sql, args)]
 
     async def add_agent_version(self, version: AgentVersion) -> AgentVersion:
-        async with self.transaction():
-            row = self._db.execute(SQL.next_agent_version, (version.agent_id,)).fetchone()
+        async with self.db.transaction():
+            row = self.db.execute(SQL.next_agent_version, (version.agent_id,)).fetchone()
             saved = replace(version, version=int(row[0]))
-            self._db.execute(
+            self.db.execute(
                 SQL.insert_agent_version,
                 (saved.agent_id, saved.version, saved.body, saved.author, saved.created_at,
                  saved.note),
@@ -121,9 +121,9 @@ class ConsoleTables(SQLiteConnection, Accounts, Audit, AgentVersions):
         return saved
 
     async def list_agent_versions(self, agent_id: str) -> list[AgentVersion]:
-        found = self._db.execute(SQL.agent_versions, (agent_id,))
+        found = self.db.execute(SQL.agent_versions, (agent_id,))
         return [rows.agent_version(r) for r in found]
 
     async def get_agent_version(self, agent_id: str, version: int) -> AgentVersion | None:
-        row = self._db.execute(SQL.agent_version, (agent_id, version)).fetchone()
+        row = self.db.execute(SQL.agent_version, (agent_id, version)).fetchone()
         return rows.agent_version(row) if row else None

@@ -13,16 +13,16 @@ from hostcall.store.records import (
     PersonConversation,
     StoredMessage,
 )
-from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.sqlite.connection import Part
 from hostcall.store.statements import SQLITE as SQL
 from hostcall.store.statements import contains
 
 
-class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
+class ConversationTables(Part, Conversations, Sessions, Messages):
     # ---- conversations -------------------------------------------------------------------
 
     async def create_conversation(self, conversation: Conversation) -> None:
-        self._db.execute(
+        self.db.execute(
             SQL.insert_conversation,
             (
                 conversation.id,
@@ -37,11 +37,11 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
         )
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
-        row = self._db.execute(SQL.conversation, (conversation_id,)).fetchone()
+        row = self.db.execute(SQL.conversation, (conversation_id,)).fetchone()
         return rows.conversation(row) if row else None
 
     async def set_handled_tools(self, conversation_id: str, tools: tuple[str, ...]) -> None:
-        self._db.execute(SQL.set_handled_tools, (rows.dump(list(tools)), conversation_id))
+        self.db.execute(SQL.set_handled_tools, (rows.dump(list(tools)), conversation_id))
 
     async def list_conversations(self, query: ConversationQuery) -> list[ConversationSummary]:
         where, args = SQL.summary_filters(query)
@@ -51,7 +51,7 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
                 " WHERE m.conversation_id = s.id AND m.text LIKE ? ESCAPE '\\'))"
             )
             args += [contains(query.text)] * 2
-        found = self._db.execute(
+        found = self.db.execute(
             f"SELECT * FROM ({SQL.conversation_summaries}) s WHERE {' AND '.join(where)}"
             " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
             (*args, query.limit, query.offset),
@@ -59,11 +59,11 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
         return [rows.summary(r) for r in found]
 
     async def set_person(self, conversation_id: str, person: str) -> bool:
-        cursor = self._db.execute(SQL.set_person, (person, conversation_id, person))
+        cursor = self.db.execute(SQL.set_person, (person, conversation_id, person))
         return cursor.rowcount == 1
 
     async def touch_conversation(self, conversation_id: str, at: float) -> None:
-        self._db.execute(SQL.touch_conversation, (at, conversation_id, at))
+        self.db.execute(SQL.touch_conversation, (at, conversation_id, at))
 
     async def person_conversations(
         self,
@@ -90,26 +90,26 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
     async def known_people(
         self, agent_id: str = "", *, limit: int = 50, offset: int = 0
     ) -> list[KnownPerson]:
-        found = self._db.execute(SQL.known_people, (agent_id, agent_id, limit, offset))
+        found = self.db.execute(SQL.known_people, (agent_id, agent_id, limit, offset))
         return [rows.known_person(r) for r in found]
 
     def _owned(
         self, sql: str, agent_id: str, owner: str, limit: int, before: tuple[float, str] | None
     ) -> list[PersonConversation]:
         keyset = (before[0], before[0], before[1]) if before else ()
-        found = self._db.execute(sql, (agent_id, owner, *keyset, limit))
+        found = self.db.execute(sql, (agent_id, owner, *keyset, limit))
         return [rows.person_conversation(r) for r in found]
 
     # ---- sessions and stream tickets -----------------------------------------------------
 
     async def rotate_session(self, conversation_id: str, generation: int) -> bool:
-        cursor = self._db.execute(SQL.rotate_session, (conversation_id, generation))
+        cursor = self.db.execute(SQL.rotate_session, (conversation_id, generation))
         return cursor.rowcount == 1
 
     async def consume_ticket(self, nonce: str, expires_at: float, now: float) -> bool:
-        async with self.transaction():
-            self._db.execute(SQL.prune_tickets, (now,))
-            cursor = self._db.execute(
+        async with self.db.transaction():
+            self.db.execute(SQL.prune_tickets, (now,))
+            cursor = self.db.execute(
                 "INSERT OR IGNORE INTO stream_tickets (nonce, expires_at) VALUES (?, ?)",
                 (nonce, expires_at),
             )
@@ -118,7 +118,7 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
     async def open_stream(
         self, conversation_id: str, generation: int, nonce: str, expires_at: float, now: float
     ) -> OpenedStream:
-        row = self._db.execute(SQL.conversation, (conversation_id,)).fetchone()
+        row = self.db.execute(SQL.conversation, (conversation_id,)).fetchone()
         if row is None:
             return OpenedStream(None, False)
         conversation, last_seq = rows.conversation(row), int(row["last_seq"])
@@ -130,15 +130,17 @@ class ConversationTables(SQLiteConnection, Conversations, Sessions, Messages):
     # ---- messages ------------------------------------------------------------------------
 
     async def add_message(self, message: StoredMessage) -> None:
-        self._db.execute(SQL.insert_message, rows.message_values(message))
+        self.db.execute(SQL.insert_message, rows.message_values(message))
 
     async def list_messages(self, conversation_id: str) -> list[StoredMessage]:
-        return list(rows.messages(self._db.execute(SQL.messages, (conversation_id,))))
+        return list(rows.messages(self.db.execute(SQL.messages, (conversation_id,))))
 
     async def supersede_messages(self, conversation_id: str, first_id: str, run_id: str) -> int:
-        return self._db.execute(
+        return self.db.execute(
             SQL.supersede_messages, (run_id, conversation_id, first_id)
         ).rowcount
 
     async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]:
-        return list(self._history(conversation_id, turns))  # the read a run's start and claim make
+        return list(
+            self.db.history(conversation_id, turns)
+        )  # the read a run's start and claim make

@@ -9,22 +9,24 @@ serve each other's streams nowhere). Several processes share a PostgreSQL store 
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import logging
 import os
 import sqlite3
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from hostcall.errors import StoreError
 from hostcall.store.checkpoints import Checkpointer
+from hostcall.store.composed import ComposedStore
 from hostcall.store.definitions import Definitions
-from hostcall.store.health import WriteHealth
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
 from hostcall.store.sqlite.calls import CallTables
+from hostcall.store.sqlite.connection import SQLiteConnection
 from hostcall.store.sqlite.console import ConsoleTables
 from hostcall.store.sqlite.conversations import ConversationTables
+from hostcall.store.sqlite.coordination import Coordination
 from hostcall.store.sqlite.erasure import ErasureTables
 from hostcall.store.sqlite.events import EventTables
 from hostcall.store.sqlite.people import PeopleTables
@@ -97,19 +99,9 @@ def _holder(stat: os.stat_result) -> str | None:
     return None
 
 
-class SQLiteStore(
-    ConversationTables,
-    ErasureTables,
-    PeopleTables,
-    EventTables,
-    CallTables,
-    RunTables,
-    SurfaceTables,
-    ConsoleTables,
-    UsageTables,
-    Database,
-):
-    """Each aggregate's part (its statements) on one connection (connection.py)."""
+class SQLiteStore(ComposedStore, Database):
+    """Each aggregate's part (its statements) on one ``SQLiteConnection`` (``db``: the
+    file's connection and the transaction), composed (hostcall/store/composed.py)."""
 
     def __init__(self, path: Path | str, *, serving: bool = True) -> None:
         """``serving=False``: a short-lived command beside the server (``hostcall users
@@ -134,11 +126,17 @@ class SQLiteStore(
         # FULL's cost per commit.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._owner = None
-        self._let_go = set()
-        self._writer = asyncio.Lock()
-        self._health = WriteHealth()
-        self._definitions = Definitions()
+        self.db = db = SQLiteConnection(self._db)
+        self.conversations = ConversationTables(db)
+        self.events = EventTables(db)
+        self.coordination = coordination = Coordination(db)
+        self.runs = RunTables(db, definitions=Definitions(), leases=coordination)
+        self.calls = CallTables(db)
+        self.surfaces = SurfaceTables(db)
+        self.console = ConsoleTables(db)
+        self.usage = UsageTables(db)
+        self.erasure = ErasureTables(db)
+        self.people = PeopleTables(db)
         self._migrate()
         if serving:
             # We hold the file alone: every lease in it belongs to a process that is gone.
@@ -184,6 +182,15 @@ class SQLiteStore(
             os.close(self._lock)
             self._lock = None
 
+    def transaction(self) -> AbstractAsyncContextManager[None]:
+        return self.db.transaction()
+
+    def refused_write(self) -> str | None:
+        return self.db.refused_write()
+
+    def connection_waiters(self) -> int:
+        return self.db.connection_waiters()
+
     def check_writable(self) -> None:
         try:
             self._probe()
@@ -201,5 +208,5 @@ class SQLiteStore(
     async def probe_write(self) -> None:
         """Write and roll back one row: raises ``sqlite3.Error`` when writes would fail
         (read-only file or directory, full disk, a lock held past the busy timeout)."""
-        async with self._writer:
+        async with self.db.writer:
             self._probe()

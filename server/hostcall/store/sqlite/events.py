@@ -8,29 +8,29 @@ from hostcall.errors import LeaseLost
 from hostcall.protocol.events import ProtocolEvent, encode
 from hostcall.protocol.frames import Event, stored_event
 from hostcall.store.interfaces import Events
-from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.sqlite.connection import Part
 from hostcall.store.statements import SQLITE as SQL
 
 _INSERT = "INSERT INTO events (conversation_id, seq, type, data) VALUES (?, ?, ?, ?)"
 
 
-class EventTables(SQLiteConnection, Events):
+class EventTables(Part, Events):
     def _next_seqs(self, conversation_id: str, n: int, fence: tuple[str, str] | None) -> int:
         """In a transaction: check the fence (``LeaseLost`` if the lease is gone), then take
         the conversation's next ``n`` sequence numbers; returns the last of them."""
         if (
             fence is not None
-            and fence not in self._let_go
-            and not self._db.execute(
+            and fence not in self.db.let_go
+            and not self.db.execute(
                 "SELECT 1 FROM leases WHERE key = ? AND owner = ?", fence
             ).fetchone()
         ):
             raise LeaseLost(*fence)
         # An UPDATE and a read, not RETURNING: SQLite's RETURNING costs more than the read.
-        self._db.execute(
+        self.db.execute(
             "UPDATE conversations SET last_seq = last_seq + ? WHERE id = ?", (n, conversation_id)
         )
-        row = self._db.execute(SQL.last_seq, (conversation_id,)).fetchone()
+        row = self.db.execute(SQL.last_seq, (conversation_id,)).fetchone()
         assert row is not None, f"no conversation {conversation_id}"
         return int(row[0])
 
@@ -38,9 +38,9 @@ class EventTables(SQLiteConnection, Events):
         self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None
     ) -> Event:
         name, encoded = encode(event)
-        async with self.transaction():
+        async with self.db.transaction():
             seq = self._next_seqs(conversation_id, 1, fence)
-            self._db.execute(_INSERT, (conversation_id, seq, name, encoded))
+            self.db.execute(_INSERT, (conversation_id, seq, name, encoded))
         return Event(conversation_id, seq, name, encoded)
 
     async def append_events(
@@ -53,7 +53,7 @@ class EventTables(SQLiteConnection, Events):
         if len(events) <= 1:
             return [await self.append_event(conversation_id, e, fence=fence) for e in events]
         encoded = [encode(event) for event in events]
-        async with self.transaction():
+        async with self.db.transaction():
             # One fence check, one seq bump and one INSERT for the lot (a step's first text
             # is two events: the resumed run's first text).
             first = self._next_seqs(conversation_id, len(events), fence) - len(events) + 1
@@ -61,15 +61,15 @@ class EventTables(SQLiteConnection, Events):
                 Event(conversation_id, first + n, name, data)
                 for n, (name, data) in enumerate(encoded)
             ]
-            self._db.executemany(
+            self.db.executemany(
                 _INSERT, [(conversation_id, e.seq, e.name, e.encoded) for e in stored]
             )
         return stored
 
     async def events_after(self, conversation_id: str, seq: int, limit: int = 1000) -> list[Event]:
-        found = self._db.execute(SQL.events_after, (conversation_id, seq, limit))
+        found = self.db.execute(SQL.events_after, (conversation_id, seq, limit))
         return [stored_event(conversation_id, r["seq"], r["type"], r["data"]) for r in found]
 
     async def last_seq(self, conversation_id: str) -> int:
-        row = self._db.execute(SQL.last_seq, (conversation_id,)).fetchone()
+        row = self.db.execute(SQL.last_seq, (conversation_id,)).fetchone()
         return int(row[0]) if row else 0

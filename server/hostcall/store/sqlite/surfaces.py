@@ -7,7 +7,7 @@ from typing import Any
 from hostcall.store import rows
 from hostcall.store.interfaces import Surfaces
 from hostcall.store.records import Surface
-from hostcall.store.sqlite.connection import SQLiteConnection
+from hostcall.store.sqlite.connection import Part
 from hostcall.store.statements import SQLITE as SQL
 
 # Migration 6 (sqlite/schema.py): where each call is assigned, and the surfaces.
@@ -39,11 +39,11 @@ ALTER TABLE surfaces ADD COLUMN page_tools TEXT NOT NULL DEFAULT '[]';
 """
 
 
-class SurfaceTables(SQLiteConnection, Surfaces):
+class SurfaceTables(Part, Surfaces):
     def _ensure_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         # A new surface starts detached "now": present for the grace period until its
         # stream attaches (the widget says what it handles before it opens the stream).
-        self._db.execute(
+        self.db.execute(
             "INSERT OR IGNORE INTO surfaces (conversation_id, id, last_active, detached_at)"
             " VALUES (?, ?, ?, ?)",
             (conversation_id, surface_id, now, now),
@@ -58,7 +58,7 @@ class SurfaceTables(SQLiteConnection, Surfaces):
         page_tools: tuple[dict[str, Any], ...] = (),
     ) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
+        self.db.execute(
             SQL.save_surface_tools,
             (rows.dump(list(tools)), rows.dump(list(page_tools)), conversation_id, surface_id),
         )
@@ -67,19 +67,19 @@ class SurfaceTables(SQLiteConnection, Surfaces):
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(SQL.attach_surface, (now, conversation_id, surface_id))
-        self._db.execute(SQL.count_stream, (conversation_id, surface_id, owner))
+        self.db.execute(SQL.attach_surface, (now, conversation_id, surface_id))
+        self.db.execute(SQL.count_stream, (conversation_id, surface_id, owner))
 
     async def detach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None:
         # Only a stream still counted for this owner: once its streams were dropped (the
         # process was taken for dead), a late detach must not count them off twice.
-        mine = self._db.execute(SQL.uncount_stream, (conversation_id, surface_id, owner))
+        mine = self.db.execute(SQL.uncount_stream, (conversation_id, surface_id, owner))
         if mine.rowcount != 1:
             return
-        self._db.execute(SQL.forget_streams, (conversation_id, surface_id, owner))
-        self._db.execute(
+        self.db.execute(SQL.forget_streams, (conversation_id, surface_id, owner))
+        self.db.execute(
             "UPDATE surfaces SET streams = MAX(streams - 1, 0),"
             " detached_at = CASE WHEN streams = 1 THEN ? ELSE detached_at END"
             " WHERE conversation_id = ? AND id = ?",
@@ -87,23 +87,23 @@ class SurfaceTables(SQLiteConnection, Surfaces):
         )
 
     async def drop_streams(self, owner: str, now: float) -> int:
-        counted = self._db.execute(
+        counted = self.db.execute(
             "SELECT conversation_id, surface_id, streams FROM surface_streams WHERE owner = ?",
             (owner,),
         ).fetchall()
         for cid, sid, streams in counted:
-            self._db.execute(
+            self.db.execute(
                 "UPDATE surfaces SET streams = MAX(streams - ?, 0),"
                 " detached_at = CASE WHEN streams <= ? THEN ? ELSE detached_at END"
                 " WHERE conversation_id = ? AND id = ?",
                 (streams, streams, now, cid, sid),
             )
-        self._db.execute("DELETE FROM surface_streams WHERE owner = ?", (owner,))
+        self.db.execute("DELETE FROM surface_streams WHERE owner = ?", (owner,))
         return len(counted)
 
     async def leave_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
+        self.db.execute(
             "UPDATE surfaces SET left_page = 1, detached_at = ?"
             " WHERE conversation_id = ? AND id = ?",
             (now, conversation_id, surface_id),
@@ -111,22 +111,22 @@ class SurfaceTables(SQLiteConnection, Surfaces):
 
     async def touch_surface(self, conversation_id: str, surface_id: str, now: float) -> None:
         self._ensure_surface(conversation_id, surface_id, now)
-        self._db.execute(
+        self.db.execute(
             "UPDATE surfaces SET last_active = MAX(last_active, ?)"
             " WHERE conversation_id = ? AND id = ?",
             (now, conversation_id, surface_id),
         )
 
     async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
-        row = self._db.execute(SQL.surface, (conversation_id, surface_id)).fetchone()
+        row = self.db.execute(SQL.surface, (conversation_id, surface_id)).fetchone()
         return rows.surface(row) if row else None
 
     async def list_surfaces(self, conversation_id: str) -> list[Surface]:
-        return [rows.surface(r) for r in self._db.execute(SQL.surfaces, (conversation_id,))]
+        return [rows.surface(r) for r in self.db.execute(SQL.surfaces, (conversation_id,))]
 
     async def reset_surfaces(self, now: float) -> None:
         # One process per SQLite file: at start, every stream it counted is gone.
-        self._db.execute(
+        self.db.execute(
             "UPDATE surfaces SET streams = 0, detached_at = ? WHERE streams > 0", (now,)
         )
-        self._db.execute("DELETE FROM surface_streams")
+        self.db.execute("DELETE FROM surface_streams")
