@@ -5,10 +5,16 @@ the composition root, hostcall/runtime.py, which hands each part its slice
 through another part (``journal.store``), could grow into any aggregate unseen."""
 
 import ast
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import hostcall
+from hostcall.store import Store
+from hostcall.store.postgres import PostgresStore
+from hostcall.store.sqlite import SQLiteStore
 
 PACKAGE = Path(hostcall.__file__).parent
 # The store itself, and the one place that opens it and hands out its slices.
@@ -76,3 +82,18 @@ def test_no_part_reaches_the_store_through_the_journal() -> None:
         == "journal"
     ]
     assert found == [], "take a store slice in the constructor instead:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("dialect", [SQLiteStore, PostgresStore], ids=["sqlite", "postgres"])
+def test_every_store_method_reaches_a_part_not_its_protocols_stub(dialect: type) -> None:
+    """A dialect that subclasses the protocols and misses a method inherits the protocol's
+    ``...`` body, which returns None instead of failing: each method must be the dialect's
+    own or a ``forward`` to one of its parts (hostcall/store/composed.py)."""
+    stubs = [
+        f"{aggregate.__name__}.{name}"
+        for aggregate in Store.__mro__
+        if aggregate.__module__ == "hostcall.store.interfaces"
+        for name, member in vars(aggregate).items()
+        if inspect.isfunction(member) and inspect.getattr_static(dialect, name) is member
+    ]
+    assert stubs == []
