@@ -54,6 +54,7 @@ AGENT_KEYS = {
     "page_tools",
     "suggestions",
     "rating",
+    "show_reasoning",
 }
 
 # A step sends the model the conversation's last 20 turns: enough for a chat to keep its
@@ -99,6 +100,8 @@ class Agent:
     # What the widget offers to click, and when it asks for a rating (hostcall/suggestions.py).
     suggestions: Suggestions | None = None
     rating: RatingAsk | None = None
+    # Whether the model's reasoning is relayed (REASONING_* events) and so kept in the log.
+    show_reasoning: bool = True
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -197,6 +200,8 @@ def parse_agent(
             f"{where}: 'retention_days' must be a whole number of days from 1 to "
             f"{MAX_RETENTION_DAYS}, or left out to keep conversations"
         )
+    if not isinstance(data.get("show_reasoning", True), bool):
+        problems.append(f"{where}: 'show_reasoning' must be true or false")
     page_context: PageContextCaps | None = None
     if "page_context" in data:
         page_context, context_problems = parse_caps(data["page_context"], where)
@@ -316,6 +321,7 @@ def parse_agent(
         page_tools=page_tools,
         suggestions=suggestions,
         rating=rating,
+        show_reasoning=data.get("show_reasoning", True),
     ), []
 
 

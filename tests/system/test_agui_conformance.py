@@ -63,10 +63,32 @@ def test_each_flow_of_the_planner_streams_only_ag_ui_events(tmp_path: Path) -> N
     finally:
         h.stop()
     names = {event_name(e) for _, e in events}
-    expected = {t.value for t in EventType} - {"CUSTOM", "RUN_ERROR"}
+    reasoning = {t.value for t in EventType if t.value.startswith("REASONING")}  # below
+    expected = {t.value for t in EventType} - {"CUSTOM", "RUN_ERROR"} - reasoning
     expected |= {CustomName.TOOL_CALL_DISPATCH, CustomName.TOOL_CALL_APPROVAL_REQUESTED}
     assert expected <= names, expected - names
     assert any(e.get("simulated") for _, e in events if e["type"] == "RUN_STARTED")
+    assert check_events(events) == []
+
+
+def test_a_model_reasoning_before_it_answers_streams_only_ag_ui_events(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    write_agent(agents, {
+        "id": "thinker", "name": "Thinker", "tools": [],
+        "model": {"kind": "scripted", "rules": [
+            {"match": "plan", "reasoning": "Goals first, then days.", "reply": "Your plan."},
+        ]},
+    })  # fmt: skip
+    h = Harness(tmp_path, agents)
+    try:
+        conv = h.conversation("thinker")
+        h.say(conv, "plan my week")
+        h.settle(conv)
+        events = [("reasoning", e) for e in _events(h, conv.id)]
+    finally:
+        h.stop()
+    reasoning = {t.value for t in EventType if t.value.startswith("REASONING")}
+    assert reasoning <= {event_name(e) for _, e in events}
     assert check_events(events) == []
 
 

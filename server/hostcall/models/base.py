@@ -58,6 +58,21 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """Some of the model's reasoning, as the provider streams it in plain text (vLLM's,
+    DeepSeek's and Ollama's ``reasoning_content`` or ``reasoning``)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningEncrypted:
+    """The provider reasoned, and sent its reasoning only encrypted (an opaque blob for the
+    provider itself to read back). Carries nothing: the blob is neither relayed nor
+    stored, so no reasoning a provider chose to hide is ever kept."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepEnd:
     """How the provider says a step ended: its ``finish_reason`` and, when it counted them,
     the tokens it read and wrote (what it bills), and which model and reply it was. An
@@ -78,7 +93,7 @@ class StepEnd:
         return self.input_tokens is not None and self.output_tokens is not None
 
 
-ModelEvent = TextDelta | ToolCallRequest | StepEnd
+ModelEvent = TextDelta | ReasoningDelta | ReasoningEncrypted | ToolCallRequest | StepEnd
 
 
 class ModelError(Exception):
@@ -98,5 +113,5 @@ class Model(Protocol):
         *,
         instructions: str = "",
     ) -> AsyncIterator[ModelEvent]:
-        """Stream one step: text deltas, then zero or more tool-call requests."""
+        """Stream one step: reasoning, text deltas, then zero or more tool-call requests."""
         ...

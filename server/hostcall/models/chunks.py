@@ -1,5 +1,6 @@
 """What the chunks of a streamed Chat Completions reply carry, read leniently: tool calls
-arrive in fragments, and token usage comes in the shape each kind of server sends."""
+arrive in fragments, token usage comes in the shape each kind of server sends, and so does
+the model's reasoning."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .base import ModelEvent, ReasoningDelta, ReasoningEncrypted
 
 
 @dataclass(slots=True)
@@ -102,3 +105,23 @@ def _count(fields: Mapping[str, Any], names: tuple[str, ...]) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
     return None
+
+
+def read_reasoning(delta: dict[str, Any]) -> list[ModelEvent]:
+    """The reasoning a chunk's delta carries: ``reasoning_content`` (vLLM, DeepSeek) or
+    ``reasoning`` (Ollama, newer vLLM) in plain text, or ``reasoning_details`` items
+    (OpenRouter), whose ``reasoning.encrypted`` ones are opaque: only their presence is
+    kept (``ReasoningEncrypted``)."""
+    for key in ("reasoning_content", "reasoning"):
+        text = delta.get(key)
+        if isinstance(text, str) and text:
+            return [ReasoningDelta(text)]
+    found: list[ModelEvent] = []
+    for item in delta.get("reasoning_details") or ():
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "reasoning.encrypted":
+            found.append(ReasoningEncrypted())
+        elif isinstance(text := item.get("text") or item.get("summary"), str) and text:
+            found.append(ReasoningDelta(text))
+    return found

@@ -45,7 +45,7 @@ from .base import (
     ToolCallRequest,
     ToolDescriptor,
 )
-from .chunks import PendingCall, merge_fragment, read_usage, sse_data
+from .chunks import PendingCall, merge_fragment, read_reasoning, read_usage, sse_data
 from .names import ToolNameMap
 
 CONFIG_KEYS = frozenset(
@@ -355,7 +355,7 @@ class OpenAICompatModel:
         delta = choices[0].get("delta")
         if not isinstance(delta, dict):
             return []
-        events: list[ModelEvent] = []
+        events: list[ModelEvent] = read_reasoning(delta)
         content = delta.get("content")
         if isinstance(content, str) and content:
             events.append(TextDelta(content))

@@ -29,6 +29,7 @@ from hostcall.models.base import (
     Message,
     ModelError,
     ModelEvent,
+    ReasoningDelta,
     TextDelta,
     ToolCallRequest,
     ToolDescriptor,
@@ -37,7 +38,7 @@ from hostcall.protocol.codes import RunErrorCode
 
 RULE_KEYS = {
     "match", "say", "tool", "arguments", "raw_arguments", "calls", "reply", "error_reply",
-    "pace_seconds",
+    "pace_seconds", "reasoning",
 }  # fmt: skip
 MAX_PACE = 10.0
 CONFIG_KEYS = {"kind", "rules", "fallback"}
@@ -63,6 +64,9 @@ class Rule:
     # Seconds between streamed chunks of its text: a slow model, for demos and for tests of
     # what happens mid-answer (a restart, a reload).
     pace: float = 0.0
+    # What the model streams as its reasoning before its first answer (plain text, not a
+    # template): as a reasoning model's provider sends ``reasoning_content``.
+    reasoning: str = ""
 
     def where(self, key: str) -> str:
         return f"rule #{self.number} {key!r}"
@@ -118,6 +122,11 @@ class ScriptedModel:
             page = dict(messages[last_user].context or {})
             context: dict[str, Any] = {"context": page, "match": groups, **groups}
             answers = [m for m in messages[last_user + 1 :] if m.role == "tool"]
+            if rule.reasoning and not answers:
+                for n, chunk in enumerate(_chunks(rule.reasoning)):
+                    if n and rule.pace:
+                        await asyncio.sleep(rule.pace)
+                    yield ReasoningDelta(chunk + " ")
             if not rule.calls:
                 for n, chunk in enumerate(
                     _chunks(_render(rule.reply, context, rule.where("reply")))
@@ -339,6 +348,8 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
     pace = raw.get("pace_seconds", 0)
     if isinstance(pace, bool) or not isinstance(pace, int | float) or not 0 <= pace <= MAX_PACE:
         raise ValueError(f"{where}: 'pace_seconds' must be a number from 0 to {MAX_PACE:g}")
+    if not isinstance(raw.get("reasoning", ""), str):
+        raise ValueError(f"{where}: 'reasoning' must be a string")
     for key in ("say", "reply", "error_reply"):
         if key in raw:
             if not isinstance(raw[key], str):
@@ -352,6 +363,7 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
         error_reply=raw.get("error_reply", DEFAULT_ERROR_REPLY),
         number=number,
         pace=float(pace),
+        reasoning=raw.get("reasoning", ""),
     )
 
 

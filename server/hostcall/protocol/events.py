@@ -28,6 +28,11 @@ class EventType(StrEnum):
     TOOL_CALL_ARGS = "TOOL_CALL_ARGS"
     TOOL_CALL_END = "TOOL_CALL_END"
     TOOL_CALL_RESULT = "TOOL_CALL_RESULT"
+    REASONING_START = "REASONING_START"
+    REASONING_MESSAGE_START = "REASONING_MESSAGE_START"
+    REASONING_MESSAGE_CONTENT = "REASONING_MESSAGE_CONTENT"
+    REASONING_MESSAGE_END = "REASONING_MESSAGE_END"
+    REASONING_END = "REASONING_END"
     CUSTOM = "CUSTOM"
 
 
@@ -153,6 +158,43 @@ class ToolCallResult:
     role: str = "tool"
     simulated: bool | None = None
     view: dict[str, Any] | None = None  # ours: the tool's result view (docs/agents.md)
+
+
+# The model's reasoning before its answer, as the provider streamed it in plain text (a
+# provider that encrypts it sends none: only its START and END). ``message_id`` names the
+# reasoning, not the answer it leads to.
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningStart:
+    TYPE: ClassVar[EventType] = EventType.REASONING_START
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningMessageStart:
+    TYPE: ClassVar[EventType] = EventType.REASONING_MESSAGE_START
+    message_id: str
+    role: str = "reasoning"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningMessageContent:
+    TYPE: ClassVar[EventType] = EventType.REASONING_MESSAGE_CONTENT
+    message_id: str
+    delta: str  # never empty
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningMessageEnd:
+    TYPE: ClassVar[EventType] = EventType.REASONING_MESSAGE_END
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningEnd:
+    TYPE: ClassVar[EventType] = EventType.REASONING_END
+    message_id: str
 
 
 # ---- Hostcall's own events (AG-UI CUSTOM) ----------------------------------------------------
@@ -287,6 +329,11 @@ StandardEvent = (
     | ToolCallArgs
     | ToolCallEnd
     | ToolCallResult
+    | ReasoningStart
+    | ReasoningMessageStart
+    | ReasoningMessageContent
+    | ReasoningMessageEnd
+    | ReasoningEnd
 )
 CustomEvent = (
     ApprovalRequested

@@ -24,6 +24,8 @@ from hostcall.leases import Leases, run_key
 from hostcall.models.base import (
     Message,
     ModelError,
+    ReasoningDelta,
+    ReasoningEncrypted,
     StepEnd,
     TextDelta,
     ToolCallRequest,
@@ -41,6 +43,7 @@ from hostcall.protocol.events import (
 )
 from hostcall.quotas import Quotas
 from hostcall.runs.agents import RunAgents
+from hostcall.runs.reasoning import Reasoning
 from hostcall.runs.usage import StepUsage, Usage
 from hostcall.store.interfaces import Events, Messages, ModelUsage, Runs
 from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage, UsageRecord
@@ -157,15 +160,19 @@ class Steps:
         # there, its message cut where the new owner discarded it. Chunks that come while
         # an append is in flight go in together (hostcall/appender.py).
         appender = Appender(self.journal, cid, fence)
+        reasoning = Reasoning(appender, shown=agent.show_reasoning)
         measure = self.usage.measure(run, agent, began=began)
         end: StepEnd | None = None
         try:
             async for item in measure.stream(model, history, tools):
                 if isinstance(item, StepEnd):
                     end = item
+                elif isinstance(item, ReasoningDelta | ReasoningEncrypted):
+                    await reasoning.add(item)
                 elif isinstance(item, TextDelta):
                     if not item.text:
                         continue
+                    reasoning.end()
                     content = TextMessageContent(message_id, item.text)
                     if text:
                         appender.add(content)
@@ -178,9 +185,11 @@ class Steps:
                         await asyncio.sleep(0)
                 else:
                     requests.append(item)
+            reasoning.end()
             # What has not gone out yet ends the message, in the step's last transaction.
             rest = await appender.settle()
         except ModelError as exc:
+            reasoning.end()
             await appender.flush()
             partial = (message_id, "".join(text)) if text else None
             # A model that failed once it had begun to answer was paid for that much: its
