@@ -136,6 +136,8 @@ let loadedBranch = false
  * events, handled once toolcalls.js (`c`) has loaded. @param {App} app */
 function handlers(app) {
   const { state, ui } = app
+  /** reasoning.js, once a reasoning began. @type {Promise<typeof import('./reasoning.js')> | null} */
+  let reasoning = null
   /** @type {Record<string, (d: any) => void>} */
   const ON = {
     [EVENT.RUN_STARTED]: d => {
@@ -149,9 +151,10 @@ function handlers(app) {
       if (d.parentRunId) app.api.snapshot(state.conversationId, app.surfaceId).then(app.applySnapshot, console.warn)
       branches(app)
     },
-    [EVENT.RUN_FINISHED]: () => { state.run = 'finished'; branches(app) },
+    [EVENT.RUN_FINISHED]: () => { state.run = 'finished'; reasoning?.then(m => m.endAll()); branches(app) },
     [EVENT.RUN_ERROR]: d => {
       state.run = 'failed'
+      reasoning?.then(m => m.endAll())
       app.runFailed(d)
       branches(app)
     },
@@ -173,6 +176,13 @@ function handlers(app) {
       ui.removeMessage(d.messageId)
       if (state.streaming === d.messageId) state.streaming = ''
     },
+  }
+  // The model's reasoning: reasoning.js's, each event in order, shown where its start came.
+  for (const type of [EVENT.REASONING_START, EVENT.REASONING_MESSAGE_CONTENT, EVENT.REASONING_END]) {
+    ON[type] = d => {
+      const spot = type === EVENT.REASONING_START ? ui.reserve() : null
+      ;(reasoning ??= import('./reasoning.js')).then(m => m.on(type, d, spot))
+    }
   }
   // A person of the team: people.js's; what it shows counts as unread while the chat is closed.
   // A person handing the conversation back ends their part: suggest.js may ask for a rating.

@@ -90,7 +90,7 @@ def test_reasoning_streams_as_agui_events_before_the_answer(tmp_path: Path) -> N
         assert len({d["messageId"] for d in thought}) == 1
         assert thought[1]["role"] == "reasoning"
         said = "".join(d["delta"] for d in thought if d["type"] == "REASONING_MESSAGE_CONTENT")
-        assert said.split() == "First the goals, then the days.".split()
+        assert said == "First the goals, then the days."
         # All of it before the answer begins; the answer is the only message kept.
         answer_starts = max(i for i, n in enumerate(names) if n == "TEXT_MESSAGE_START")
         assert names.index("REASONING_END") < answer_starts

@@ -126,7 +126,7 @@ class ScriptedModel:
                 for n, chunk in enumerate(_chunks(rule.reasoning)):
                     if n and rule.pace:
                         await asyncio.sleep(rule.pace)
-                    yield ReasoningDelta(chunk + " ")
+                    yield ReasoningDelta(chunk)
             if not rule.calls:
                 for n, chunk in enumerate(
                     _chunks(_render(rule.reply, context, rule.where("reply")))
