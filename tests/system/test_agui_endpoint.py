@@ -69,6 +69,8 @@ def _agent(target: Target) -> dict[str, Any]:
              **rule, "reply": "fetched {{ result.body.path }}"},
             {"match": "create (?P<t>.+)", "tool": "create", "arguments": {"title": "{{ t }}"},
              **rule},
+            {"match": "think", "reasoning": "The board first, then the days.",
+             "reply": "thought it through"},
         ]},
         "tools": [READ_BOARD, CREATE, fetch],
     }  # fmt: skip
@@ -163,6 +165,15 @@ def test_http_agent_runs_a_tool_it_declares_and_the_agent_continues(server: Live
     assert reply(result) == "3 tasks, first Write release notes"
     [stored] = calls(server, thread)
     assert (stored["state"], stored["delivered"], stored["route"]) == ("answered", 1, "handler")
+
+
+def test_http_agent_takes_the_reasoning_before_the_answer(server: Live) -> None:
+    _, result = drive(server, "think about my week")
+    [run] = result["runs"]
+    thought = [t for t in types(run) if t.startswith("REASONING")]
+    assert thought[0] == "REASONING_START" and thought[-1] == "REASONING_END"
+    assert types(run).index("REASONING_END") < types(run).index("TEXT_MESSAGE_START")
+    assert reply(result) == "thought it through"
 
 
 def test_a_client_side_tool_the_client_does_not_declare_waits_for_a_person(
