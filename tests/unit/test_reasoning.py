@@ -10,9 +10,16 @@ from typing import Any
 import pytest
 
 from hostcall.agents import load_agents
+from hostcall.appender import Appender
+from hostcall.broker import Broker
 from hostcall.errors import AgentConfigError
+from hostcall.journal import Journal
 from hostcall.models.base import Message, ReasoningDelta, ReasoningEncrypted, StepEnd, TextDelta
 from hostcall.models.openai_compat import OpenAICompatModel
+from hostcall.protocol.events import TextMessageStart
+from hostcall.runs.reasoning import Reasoning
+from hostcall.store.records import Conversation
+from hostcall.store.sqlite import SQLiteStore
 from tests.support.harness import Harness, allow_hosts, write_agent
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
 
@@ -149,3 +156,26 @@ def test_encrypted_reasoning_is_neither_relayed_nor_stored(
         assert BLOB not in repr(events)
     finally:
         h.stop()
+
+
+async def test_reasoning_again_after_the_answer_began_is_a_reasoning_of_its_own(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "r.db")
+    try:
+        await store.create_conversation(Conversation("c1", "thinker", 1.0, "en"))
+        appender = Appender(Journal(store, Broker()), "c1", ("run:r1", "me"))
+        await store.take_lease("run:r1", "me", 1e12, 0.0)
+        reasoning = Reasoning(appender, shown=True)
+        await reasoning.add(ReasoningDelta("one"))
+        reasoning.end()
+        appender.add(TextMessageStart("m_answer", "assistant"))
+        await reasoning.add(ReasoningDelta("two"))
+        reasoning.end()
+        await appender.flush()
+        events = [(e.name, e.data) for e in await store.events_after("c1", 0)]
+    finally:
+        await store.close()
+    starts = [d for n, d in events if n == "REASONING_START"]
+    assert len(starts) == 2 and starts[0] != starts[1]
+    assert [n for n, _ in events].count("REASONING_END") == 2

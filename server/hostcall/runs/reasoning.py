@@ -56,5 +56,8 @@ class Reasoning:
         if not self.started:
             return
         ending: list[ProtocolEvent] = [ReasoningMessageEnd(self.message_id)] if self.text else []
-        self.started = self.text = False
         self.appender.add(*ending, ReasoningEnd(self.message_id))
+        # Reasoning again after the answer began (some models interleave) is a reasoning of
+        # its own: a client may not see one id started twice.
+        self.started = self.text = False
+        self.message_id = new_id("m")
