@@ -66,4 +66,3 @@ class Services:
     snapshots: SnapshotService
     surfaces: SurfaceService
     usage: UsageService
-

@@ -126,6 +126,7 @@ class ComposedStore(
     add_message = forward("conversations", Messages.add_message)
     list_messages = forward("conversations", Messages.list_messages)
     recent_messages = forward("conversations", Messages.recent_messages)
+    supersede_messages = forward("conversations", Messages.supersede_messages)
 
     create_run = forward("runs", Runs.create_run)
     create_run_alone = forward("runs", Runs.create_run_alone)

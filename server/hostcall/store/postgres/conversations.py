@@ -166,7 +166,7 @@ class ConversationTables(Part, Conversations, Sessions, Messages):
         return [rows.message(r) for r in await self.db.all(SQL.messages, (conversation_id,))]
 
     async def supersede_messages(self, conversation_id: str, first_id: str, run_id: str) -> int:
-        return await self._count(SQL.supersede_messages, (run_id, conversation_id, first_id))
+        return await self.db.count(SQL.supersede_messages, (run_id, conversation_id, first_id))
 
     async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]:
         values = (conversation_id, conversation_id, window_skip(turns))

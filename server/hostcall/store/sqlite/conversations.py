@@ -136,9 +136,7 @@ class ConversationTables(Part, Conversations, Sessions, Messages):
         return list(rows.messages(self.db.execute(SQL.messages, (conversation_id,))))
 
     async def supersede_messages(self, conversation_id: str, first_id: str, run_id: str) -> int:
-        return self.db.execute(
-            SQL.supersede_messages, (run_id, conversation_id, first_id)
-        ).rowcount
+        return self.db.execute(SQL.supersede_messages, (run_id, conversation_id, first_id)).rowcount
 
     async def recent_messages(self, conversation_id: str, turns: int) -> list[StoredMessage]:
         return list(
