@@ -58,6 +58,9 @@ def test_the_open_widget_and_its_loader_are_within_their_budgets(
     lazy |= {"events.js", "protocol-events.js", "snapshot.js", "markdown.js"}
     lazy.add("suggest.js")  # the demo's planner has no starters, follow-ups or rating
     lazy.add("context.js")  # the demo's board sets no context until a column is selected
+    # Page tools go with a conversation's first capabilities; a view, a branch and reasoning
+    # with a result, an ended run and a thinking model.
+    lazy |= {"pagetools.js", "views.js", "branch.js", "reasoning.js"}
     assert not loaded & lazy, loaded & lazy
     assert not {name for name in loaded if name.startswith("locale-en-")}, loaded
 
