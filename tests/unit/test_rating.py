@@ -147,3 +147,21 @@ def test_erasing_a_conversation_erases_its_rating(both: Harness) -> None:
     assert h.call(erase)["ratings"] == 1
     assert h.call(h.runtime.store.rating_of, conv.id) is None
     assert h.call(h.runtime.store.rating_of, kept.id) is not None
+
+
+def test_the_snapshot_carries_the_rating_once_given_so_a_reload_never_asks_again(
+    both: Harness,
+) -> None:
+    h = both
+    conv, other = _talked(h), _talked(h)
+    # Not rated yet: the documented shape says so, null.
+    assert h.snapshot(conv)["rating"] is None
+    assert _rate(h, conv, {"score": 3, "remark": "  Slow, but right. "}).status_code == 200
+    assert h.snapshot(conv)["rating"] == {"score": 3, "remark": "Slow, but right."}
+    # A refused second rating changes nothing the widget reloads; another stays unrated.
+    assert _rate(h, conv, {"score": 5}).status_code == 409
+    assert h.snapshot(conv)["rating"] == {"score": 3, "remark": "Slow, but right."}
+    assert h.snapshot(other)["rating"] is None
+    # Without a remark: an empty one, as stored.
+    assert _rate(h, other, {"score": 5}).status_code == 200
+    assert h.snapshot(other)["rating"] == {"score": 5, "remark": ""}

@@ -245,6 +245,15 @@ class SnapshotMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class SnapshotRating:
+    """The visitor's rating of the whole conversation: given once, so a reloaded widget that
+    sees it never asks again."""
+
+    score: int
+    remark: str
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """What a reloaded widget renders (``GET /api/conversations/{id}``)."""
 
@@ -257,6 +266,7 @@ class Snapshot:
     calls: tuple[CallView, ...]
     # The person of the operator's team holding the conversation (human handoff), if any.
     person: str | None = None
+    rating: SnapshotRating | None = field(default=None, metadata=ALWAYS)
 
 
 # ---- the rest --------------------------------------------------------------------------------

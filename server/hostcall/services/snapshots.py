@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Protocol
 
 from hostcall.engine import Engine
-from hostcall.protocol.responses import Snapshot, SnapshotMessage, SnapshotRun, SurfaceView
+from hostcall.protocol.responses import (
+    Snapshot,
+    SnapshotMessage,
+    SnapshotRating,
+    SnapshotRun,
+    SurfaceView,
+)
 from hostcall.store.interfaces import (
     Calls,
     Events,
@@ -69,6 +75,7 @@ class SnapshotService:
         )
         # Read after the messages, as before: every call a message names is in ``calls``.
         calls = tuple([await ledger.views.view(c) for c in await store.list_calls(conversation.id)])
+        rating = await store.rating_of(conversation.id)
         return Snapshot(
             conversation_id=conversation.id,
             agent_id=conversation.agent_id,
@@ -78,4 +85,5 @@ class SnapshotService:
             messages=messages,
             calls=calls,
             person=handoff.person if handoff is not None and handoff.taken else None,
+            rating=None if rating is None else SnapshotRating(rating.score, rating.remark),
         )
