@@ -11,12 +11,14 @@ import { branches } from './events.js'
 /**
  * A snapshot, as this module reads it (docs/protocol.md).
  * @typedef {object} Snapshot
+ * @property {string} [conversationId]
  * @property {string} [lastEventId] the last event it includes
  * @property {{status: string, runId: string} | null} [run] the latest run
  * @property {{id: string, role: string, text?: string, name?: string, feedback?: string,
  *   toolCallIds?: string[], supersededBy?: string}[]} [messages] (`supersededBy`: an old branch's)
  * @property {Call[]} [calls]
  * @property {string} [person] the person of the team holding the conversation
+ * @property {{score: number, remark: string} | null} [rating] the visitor's rating of it, given once
  */
 /**
  * What this module reads and changes of app.js's state.
@@ -37,6 +39,7 @@ import { branches } from './events.js'
  * @property {() => Promise<typeof import('./people.js')>} people people.js, loaded
  * @property {(id: string, rating?: string) => void} rate offer a rating of an answer
  * @property {() => void} refresh sync the composer with the run
+ * @property {(kind: string, d?: object) => void} heard tell suggest.js (if loaded) of the conversation
  */
 
 /** Draw `snap` into what is shown. @param {Snapshot} snap @param {App} app */
@@ -67,6 +70,8 @@ export async function apply(snap, app) {
   }
   byId.forEach(x => c?.upsertCall(x))
   if (snap.person || messages.length) app.people().then(p => p.holder(snap.person, messages))
+  // Rated already (before a reload, in another tab): its end never asks again.
+  if (snap.rating) app.heard('rated', { conversationId: snap.conversationId })
   ui.scrollToEnd()
   // The snapshot may be all there is (a run that finished while the stream was down):
   // no later event will come to update the composer.

@@ -26,7 +26,9 @@ await Promise.all([addStrings('suggest'), new Promise(resolve => document.head.a
  */
 
 /** Show what `config` offers; returns what app.js tells this module of the conversation:
- * `('reply', {text})` an answer of the agent's, complete; `('handedBack')` a person left it.
+ * `('reply', {text})` an answer of the agent's, complete; `('handedBack')` a person left it;
+ * `('rated', {conversationId})` its snapshot has a rating (given before a reload, or in
+ * another tab), so it is never asked for.
  * @param {Config} config @param {App} app @returns {(kind: string, d?: any) => void} */
 export function start(config, app) {
   const thread = /** @type {HTMLElement} */ (document.querySelector('[data-part=messages]'))
@@ -35,7 +37,7 @@ export function start(config, app) {
   const prompts = byLocale => (byLocale && (byLocale[app.locale] || Object.values(byLocale)[0])) || []
   /** Matches: the reply contains one of the phrases, ignoring case. @param {string} text @param {string[]} when */
   const matches = (text, when) => when.some(w => text.includes(w.toLocaleLowerCase()))
-  /** Conversations whose rating was asked for here (once each). */
+  /** Conversations whose rating was asked for here, or found given (once each). */
   const asked = new Set()
   /** @type {HTMLElement | null} */ let starters = null
   /** @type {HTMLElement | null} */ let followUps = null
@@ -110,6 +112,7 @@ export function start(config, app) {
   }
 
   return (kind, d) => {
+    if (kind === 'rated') return void asked.add(d.conversationId)
     if (kind === 'handedBack' && config.rating?.afterHandoff) return ask()
     if (kind !== 'reply') return
     const text = String(d.text).toLocaleLowerCase()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, FrameLocator, Page, expect
 
+from hostcall.qa.widget import Widget
 from hostcall.settings import DEMO_AGENTS
 from tests.e2e.conftest import shot, start_demo
 from tests.e2e.test_console import SLOW, Site, _users_add, person
@@ -36,18 +37,23 @@ SUGGESTIONS = {
 RATING = {"after_handoff": True, "when": ["I can read your board"]}
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[Site]:
+def serve(tmp_path: Path, suggestions: dict[str, object]) -> Site:
+    """The demo, its planner given ``suggestions`` and the ``RATING`` block."""
     agents = tmp_path / "agents"
     shutil.copytree(DEMO_AGENTS, agents)
     planner = json.loads((agents / "planner.json").read_text())
-    planner |= {"suggestions": SUGGESTIONS, "rating": RATING}
+    planner |= {"suggestions": suggestions, "rating": RATING}
     (agents / "planner.json").write_text(json.dumps(planner))
     db = tmp_path / "e2e.db"
     _users_add(db, "olga", "operator")
-    demo = start_demo(tmp_path, db=db, extra=["--agents", str(agents)])
-    yield Site(demo, agents)
-    demo.stop()
+    return Site(start_demo(tmp_path, db=db, extra=["--agents", str(agents)]), agents)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    running = serve(tmp_path, SUGGESTIONS)
+    yield running
+    running.demo.stop()
 
 
 def board(browser: Browser, site: Site, *, theme: str = "light", phone: bool = False,
@@ -190,4 +196,41 @@ def test_a_person_handing_the_conversation_back_asks_for_its_rating_in_japanese(
         console.locator("[data-part=conversation-rating] [data-part=rating-score]")
     ).to_have_text("5 out of 5")
     console.context.close()
+    page.context.close()
+
+
+# The reply that ends the conversation offers a follow-up too: the signal that the widget heard
+# that reply, for in the same step it asks for the rating, or does not.
+ENDING_OFFERS = {"when": ["I can read your board"], "offer": {"en": ["Show my board"]}}
+
+
+@pytest.fixture
+def ending_site(tmp_path: Path) -> Iterator[Site]:
+    follow_ups = [*SUGGESTIONS["follow_ups"], ENDING_OFFERS]  # type: ignore[misc]
+    running = serve(tmp_path, {**SUGGESTIONS, "follow_ups": follow_ups})
+    yield running
+    running.demo.stop()
+
+
+def test_a_rated_conversation_is_not_asked_again_after_a_reload(
+    browser: Browser, ending_site: Site
+) -> None:
+    page, widget = board(browser, ending_site)
+    widget.locator("[data-part=starter]").first.click()
+    widget.locator("[data-part=follow-up]").click()
+    rating = widget.locator("[data-part=rating]")
+    rating.get_by_role("radio").nth(1).check()
+    rating.locator("[data-part=rating-send]").click()
+    expect(rating.locator("[data-part=rating-thanks]")).to_be_visible()
+
+    page.reload()
+    chat = Widget(page, timeout=SLOW).open()
+    mine = chat.frame.locator("[data-part=message][data-role=user] [data-part=message-text]")
+    expect(mine).to_have_text(["Hello", "Thanks, that's all"])  # the conversation resumed
+    expect(chat.frame.locator("[data-part=rating]")).to_have_count(0)  # nothing asked on reload
+    # The end again: its follow-up shows that the reply was heard, and no question came with it.
+    chat.send("Thanks, that's all")
+    expect(chat.frame.locator("[data-part=follow-up]")).to_have_text(["Show my board"])
+    expect(chat.frame.locator("[data-part=rating]")).to_have_count(0)
+    shot(page, "suggestions-rated-reloaded")
     page.context.close()
