@@ -528,7 +528,12 @@ def test_an_agui_tool_result_with_unstorable_text_fails_its_call_and_the_thread_
     ]
     r = h.http.post("/agui/planner", content=with_bad(agui_body("t-2", history, "r2"), bad),
                     headers=JSON)  # fmt: skip
-    assert sse_events(r)[-1] == {"type": "RUN_FINISHED", "threadId": "t-2", "runId": "r2"}
+    assert sse_events(r)[-1] == {
+        "type": "RUN_FINISHED",
+        "threadId": "t-2",
+        "runId": "r2",
+        "outcome": {"type": "success"},
+    }
     # The call failed, and the model was told why: once, as a client error.
     calls = h.call(h.runtime.store.list_calls, cid)
     assert [(c.id, c.state.value) for c in calls] == [(call_id, "failed")]
@@ -544,8 +549,15 @@ def test_an_agui_tool_result_with_unstorable_text_fails_its_call_and_the_thread_
     r = h.http.post("/agui/planner", content=with_bad(agui_body("t-2", again, "r3"), bad),
                     headers=JSON)  # fmt: skip
     events = sse_events(r)
-    assert events[-1] == {"type": "RUN_FINISHED", "threadId": "t-2", "runId": "r3"}
-    assert "TOOL_CALL_START" in [e["type"] for e in events]
+    # The model asks again: the run ends with that call the client's to answer.
+    asked = [e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_START"]
+    assert len(asked) == 1, events
+    assert events[-1] == {
+        "type": "RUN_FINISHED",
+        "threadId": "t-2",
+        "runId": "r3",
+        "outcome": {"type": "success", "pendingToolCallIds": asked},
+    }
     # Nothing was lost: both visitor messages are in the thread, each run ended.
     said_by_user = [m for m in h.call(h.runtime.store.list_messages, cid) if m.role == "user"]
     assert [m.text for m in said_by_user] == [READ, READ]
