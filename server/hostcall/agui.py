@@ -18,6 +18,9 @@ Each request is one AG-UI run:
   interrupt outcome, and the client's next request answers it in ``resume``
   (hostcall/interrupts.py). A request with neither a resume nor a new message, on a thread
   with interrupts pending, is a reload: the run ends at once with the same interrupts;
+- a reload first hands over the ``TOOL_CALL_RESULT`` of every settled call whose result the
+  client's history lacks (a client that aborted its run while a write was in flight reads
+  how it ended: a write that may have run says so; nothing is run again);
 - server-side tools, guardrails and every other policy run on the server, as for any
   surface.
 """
@@ -58,6 +61,7 @@ from hostcall.protocol.run_input import InputMessage, RunAgentInput
 from hostcall.protocol.wire import dumps
 from hostcall.runtime import runtime_of
 from hostcall.services import CallService
+from hostcall.services.logs import LogService
 from hostcall.visitors.sessions import bearer_token
 
 # A stream waits this long for news before looking at the store again (the broker only wakes
@@ -115,6 +119,7 @@ async def run_agent(request: Request) -> EventSourceResponse:
     queue = runtime.broker.subscribe(conversation.id)
     refusal: HostcallError | None = None
     reoffered: list[Interrupt] = []
+    unseen: set[str] = set()
     idle = False
     try:
         start = await runtime.services.logs.end(conversation.id)
@@ -130,6 +135,8 @@ async def run_agent(request: Request) -> EventSourceResponse:
                 conversation.id, body.messages
             )
         if refusal is None and not body.resume and not answered:
+            if not _has_user_text(body.messages):
+                unseen = await runtime.services.calls.unseen_results(conversation.id, body.messages)
             reoffered = await interrupts.pending(conversation.id, declared)
             if reoffered and _has_user_text(body.messages):
                 ids = ", ".join(i.id for i in reoffered)
@@ -164,10 +171,13 @@ async def run_agent(request: Request) -> EventSourceResponse:
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
         yield _sse(*encode(RunStarted(body.thread_id, body.run_id)))
-        relay = _Relay(runtime.services.calls, declared, answered)
+        # A result handed over here is not relayed again if it settled since ``start``.
+        relay = _Relay(runtime.services.calls, declared, answered | unseen)
         last = start
         ended = False
         try:
+            for data in await _results_of(runtime.services.logs, conversation.id, unseen):
+                yield _sse(EventType.TOOL_CALL_RESULT, dumps(agui_event(data)))
             if refusal is not None:
                 ended = True
                 details = refusal.details or None
@@ -281,6 +291,20 @@ def _refused(body: RunAgentInput, refused: Refused) -> EventSourceResponse:
         yield _sse(*encode_agui(error))
 
     return EventSourceResponse(frames(), headers={"Cache-Control": "no-store"}, sep=LF)
+
+
+async def _results_of(logs: LogService, cid: str, calls: set[str]) -> list[dict[str, Any]]:
+    """The ``TOOL_CALL_RESULT`` events of ``calls`` in the thread's log, in order."""
+    found: list[dict[str, Any]] = []
+    seq = 0
+    while calls:
+        page = await logs.after(cid, seq)
+        if not page:
+            break
+        seq = page[-1].seq
+        found += [e.data for e in page if e.data.get("type") == EventType.TOOL_CALL_RESULT
+                  and e.data.get("toolCallId") in calls]  # fmt: skip
+    return found
 
 
 def _has_user_text(messages: tuple[InputMessage, ...]) -> bool:

@@ -59,9 +59,15 @@ def run_notice(code: str) -> str:
         return GENERIC
 
 
-def tool_notice(code: str) -> str:
+# Added for a write that ended without a result after its request went out (the error's
+# ``mayHaveRun``): nobody should take "stopped" for "did not happen" and do it again.
+MAY_HAVE_RUN = "It may already have taken effect: check before trying again."
+
+
+def tool_notice(code: str, *, may_have_run: bool = False) -> str:
     """The sentence a visitor reads for a call that failed with ``code``."""
     try:
-        return TOOL_NOTICES.get(ToolErrorCode(code), TOOL_FAILED)
+        notice = TOOL_NOTICES.get(ToolErrorCode(code), TOOL_FAILED)
     except ValueError:
-        return TOOL_FAILED
+        notice = TOOL_FAILED
+    return f"{notice} {MAY_HAVE_RUN}" if may_have_run else notice

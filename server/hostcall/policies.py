@@ -104,7 +104,10 @@ def visible_view(tool: Tool | None, outcome: dict[str, Any]) -> dict[str, Any] |
 def public_error(error: dict[str, Any]) -> dict[str, Any]:
     """A call's error as a visitor's widget may have it: the code and a sentence."""
     code = str(error.get("code", ""))
-    shown: dict[str, Any] = {"code": code, "message": tool_notice(code)}
+    ran = error.get("mayHaveRun") is True
+    shown: dict[str, Any] = {"code": code, "message": tool_notice(code, may_have_run=ran)}
+    if ran:
+        shown["mayHaveRun"] = True
     if isinstance(error.get("reason"), str):
         shown["reason"] = error["reason"]
     return shown

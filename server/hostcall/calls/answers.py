@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Protocol
 
-from hostcall.calls.moves import CallMoves, tool_error
+from hostcall.calls.moves import MAY_HAVE_RUN, CallMoves, may_have_run, tool_error
 from hostcall.calls.outcomes import CallExpired, Moved, Settled
 from hostcall.calls.transitions import CallEvent
 from hostcall.errors import (
@@ -35,15 +35,14 @@ from hostcall.tokens import Claims, input_digest
 from hostcall.tools import Tool
 
 # What the model reads for a call that was cancelled (``Answers.cancel``): who ended it, and
-# that no result is coming. ``delivered`` says whether the page had it (a write may have run).
+# that no result is coming, or, for a write that may have run (``may_have_run``), that it
+# may already have taken effect. ``delivered`` says whether the page had it.
 CANCEL_MESSAGES: dict[ToolErrorCode, str] = {
-    ToolErrorCode.CANCELLED: "The user stopped the run before this call finished; "
-    "it has no result.",
-    ToolErrorCode.OPERATOR_CANCELLED: "An operator cancelled the run before this call "
-    "finished; it has no result.",
-    ToolErrorCode.OPERATOR_ENDED: "An operator ended this call before it was answered; "
-    "it has no result.",
+    ToolErrorCode.CANCELLED: "The user stopped the run before this call finished",
+    ToolErrorCode.OPERATOR_CANCELLED: "An operator cancelled the run before this call finished",
+    ToolErrorCode.OPERATOR_ENDED: "An operator ended this call before it was answered",
 }
+NO_RESULT = "it has no result."
 
 
 class _NotAsClaimed(Exception):
@@ -266,9 +265,16 @@ class Answers:
     async def cancel(self, call: Call, code: ToolErrorCode) -> Settled | None:
         """End an open call with ``code`` (``CANCEL_MESSAGES``: what the model reads): its
         run was stopped or cancelled, or an operator ended it. None when the call moved
-        first (an answer, an expiry)."""
-        message = CANCEL_MESSAGES[code]
-        outcome = tool_error(code, message, delivered=call.delivered)
+        first (an answer, an expiry).
+
+        A write whose request went out (a page had it, or its block was started) is not
+        said to have no result: the model reads that it may already have taken effect, and
+        the outcome says ``mayHaveRun`` (shown to people too), so nobody retries it blind.
+        """
+        ran = may_have_run(call, await self.moves.views.tool_of(call))
+        message = f"{CANCEL_MESSAGES[code]}; {MAY_HAVE_RUN if ran else NO_RESULT}"
+        details: dict[str, Any] = {"mayHaveRun": True} if ran else {}
+        outcome = tool_error(code, message, delivered=call.delivered, **details)
         async with self.journal.unit() as unit:
             settled = await self.moves.settle(unit, call, CallEvent.CANCEL, outcome)
         return None if settled is None else Settled(settled)

@@ -48,6 +48,22 @@ def tool_error(code: ToolErrorCode, message: str, **details: Any) -> dict[str, A
     return {"error": {"code": code.value, "message": message, **details}}
 
 
+# What the model reads for a write that ended without a result after it may have run.
+MAY_HAVE_RUN = "it may already have taken effect."
+
+
+def may_have_run(call: Call, tool: Tool | None) -> bool:
+    """Whether an open call's write may have taken effect: a page received it (a read or an
+    idempotent tool is run again instead), or its server-side block was started — a
+    dispatched server-side call's request goes out as soon as its dispatch commits, and
+    is never sent twice (hostcall/runs/recovery.py)."""
+    if tool is None or tool.rerunnable:
+        return False
+    if tool.kind == "client":
+        return call.delivered
+    return call.state is CallState.DISPATCHED
+
+
 class _MoveStore(Calls, Messages, Surfaces, Protocol):
     """What a call's moves write: the call, its tool message, and where its surfaces are."""
 

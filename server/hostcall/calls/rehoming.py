@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from hostcall.calls.assignment import rehome
-from hostcall.calls.moves import CallMoves, tool_error
+from hostcall.calls.moves import MAY_HAVE_RUN, CallMoves, tool_error
 from hostcall.calls.outcomes import Moved, Settled
 from hostcall.calls.transitions import CallEvent
 from hostcall.errors import ToolErrorCode
@@ -117,11 +117,13 @@ def _gone(call: Call) -> dict[str, Any]:
     """Why a page tool's call with no page left to run it failed; a delivered one may have
     run before its page went."""
     said = (
-        "Its page went away after receiving it: it may already have taken effect."
+        f"Its page went away after receiving it: {MAY_HAVE_RUN}"
         if call.delivered
-        else "It was not run."
+        else ("It was not run.")
     )
+    details: dict[str, Any] = {"mayHaveRun": True} if call.delivered else {}
     return tool_error(
         ToolErrorCode.NO_HANDLER,
         f"No open page has the tool {call.tool_name!r} as this run planned it. {said}",
+        **details,
     )

@@ -203,6 +203,15 @@ class CallService:
             await self.engine.follow(await self._client_answer(call, message))
         return answered
 
+    async def unseen_results(
+        self, conversation_id: str, messages: tuple[InputMessage, ...]
+    ) -> set[str]:
+        """The settled calls of a thread whose result an AG-UI client's history lacks: it
+        went away before they settled (an aborted run), and a reload hands them over."""
+        seen = {m.tool_call_id for m in messages if m.role == "tool"}
+        calls = await self.store.list_calls(conversation_id)
+        return {c.id for c in calls if not c.state.open and c.id not in seen}
+
     async def _client_answer(self, call: Call, message: InputMessage) -> Moved:
         if message.unstorable is not None:
             # Refusing the request would leave the call waiting for a result this client
