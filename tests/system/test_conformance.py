@@ -3,6 +3,7 @@ case passes, and the site behind the agent's write saw each approved call exactl
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
+from hostcall.qa.servers import serve_in_thread
 from hostcall.settings import Settings
 from tests.support.databases import store_url
 from tests.support.harness import SECRET, write_agent
@@ -39,9 +45,14 @@ def _agent(target: Target) -> dict[str, Any]:
              **rule},
             {"match": "hurry (?P<t>.+)", "tool": "rush", "arguments": {"title": "{{ t }}"},
              **rule},
+            {"match": "slowly (?P<t>.+)", "tool": "slow", "arguments": {"title": "{{ t }}"},
+             **rule},
         ]},
-        # An approval that expires soon, for the case that resumes after expiresAt.
-        "tools": [_tool(target, "write"), _tool(target, "rush", approval_timeout_seconds=2)],
+        # An approval that expires soon, for the case that resumes after expiresAt; a write
+        # the site answers after 5 s (its /slow takes GET only), for the case that aborts it.
+        "tools": [_tool(target, "write"), _tool(target, "rush", approval_timeout_seconds=2),
+                  _tool(target, "slow", deadline_seconds=30,
+                        request={"method": "GET", "url": f"{target.base}/slow"})],
     }  # fmt: skip
 
 
@@ -68,17 +79,20 @@ def test_hostcall_passes_its_own_conformance_suite(
             done = subprocess.run(
                 [sys.executable, "-m", "hostcall", "conformance", f"{live.url}/agui/desk",
                  "--prompt", "create a task", "--expiring-prompt", "hurry a task",
+                 "--write-prompt", "slowly a task",
                  "--max-wait", "30", "--strict"],
                 capture_output=True, text=True, timeout=600, check=False,
             )  # fmt: skip
     print(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[-1] == "9/9 passed", done.stdout
+    assert lines[-1] == "10/10 passed", done.stdout
     # Three cases approve a call (after an approval, two runs later, before replays): the
     # site saw three writes, however many times the threads were reloaded or answered.
     writes = [r for r in target.rec.requests if r.raw_path.startswith("/echo/")]
     assert len(writes) == 3, [r.raw_path for r in writes]
+    # The aborted write reached the site once, and was never sent again.
+    assert target.rec.hits["slow"] == 1
 
 
 def test_the_suite_fails_an_endpoint_that_breaks_a_guarantee(tmp_path: Path) -> None:
@@ -92,3 +106,57 @@ def test_the_suite_fails_an_endpoint_that_breaks_a_guarantee(tmp_path: Path) -> 
         )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAIL" in done.stdout and "did not end with a tool_call interrupt" in done.stdout
+
+
+class _Forgetful:
+    """An AG-UI endpoint with one approval-gated write that forgets how an aborted run's
+    write ended: a reload says nothing (``silent``), runs it again (``retry``), or says only
+    that it was stopped (``stopped``)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await Starlette(routes=[Route("/agui", self.run, methods=["POST"])])(scope, receive, send)
+
+    async def run(self, request: Request) -> Response:
+        body = await request.json()
+        ids = {"threadId": body["threadId"], "runId": body["runId"]}
+        events: list[dict[str, Any]] = [{"type": "RUN_STARTED", **ids}]
+        said = body["messages"][-1]["role"] == "user" and "resume" not in body
+        call = [{"type": "TOOL_CALL_START", "toolCallId": "k1", "toolCallName": "write"},
+                {"type": "TOOL_CALL_END", "toolCallId": "k1"}]  # fmt: skip
+        outcome: dict[str, Any] = {"type": "success"}
+        if said:
+            events += call
+            outcome = {"type": "interrupt", "interrupts": [
+                {"id": "i1", "reason": "tool_call", "toolCallId": "k1"}]}  # fmt: skip
+        elif "resume" not in body and self.mode == "retry":
+            events += [*call, {"type": "TOOL_CALL_RESULT", "messageId": "m1",
+                               "toolCallId": "k1", "content": "{}"}]  # fmt: skip
+        elif "resume" not in body and self.mode == "stopped":
+            error = {"error": {"code": "cancelled", "message": "This action was stopped."}}
+            events.append({"type": "TOOL_CALL_RESULT", "messageId": "m1", "toolCallId": "k1",
+                           "content": json.dumps(error)})  # fmt: skip
+        events.append({"type": "RUN_FINISHED", **ids, "outcome": outcome})
+        text = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+        return Response(text, media_type="text/event-stream")
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("silent", "said nothing about the interrupted write"),
+        ("retry", "ran the interrupted write again"),
+        ("stopped", "ended without saying it may have completed"),
+    ],
+)
+def test_the_interrupted_write_case_fails_an_endpoint_that_forgets_it(mode: str, said: str) -> None:
+    with serve_in_thread(_Forgetful(mode)) as port:
+        done = subprocess.run(
+            [sys.executable, "-m", "hostcall", "conformance", f"http://127.0.0.1:{port}/agui",
+             "--case", "an interrupted write may have completed", "--max-wait", "1"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAIL" in done.stdout and said in done.stdout, done.stdout

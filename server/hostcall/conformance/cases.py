@@ -2,11 +2,14 @@
 with what it saw. ``prompt`` must make the agent call a tool that waits for a person's
 approval (an interrupt of ``reason: "tool_call"``, resolved with AG-UI's recommended
 ``{approved: boolean}`` payload), and run it once approved; ``expiring_prompt`` the same,
-with an ``expiresAt`` soon enough to wait for.
+with an ``expiresAt`` soon enough to wait for; ``write_prompt`` the same, for a write still
+in flight a moment after its approval (a slow one), which the client aborts.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ class Target:
     max_wait: float
     # A second client of the same endpoint (its own connection), for the two-client case.
     other: Endpoint
+    write_prompt: str = ""
 
 
 def _interrupted(endpoint: Endpoint, prompt: str) -> tuple[Thread, list[dict[str, Any]]]:
@@ -175,6 +179,62 @@ def expired_resume_refused(t: Target) -> str:
     return f"refused: {late.error}"
 
 
+# A result that says the write may have completed: in its words, or as Hostcall's outcome
+# says it (``mayHaveRun``).
+MAY_HAVE_COMPLETED = re.compile(
+    r"may (already )?have (taken effect|completed|run|succeeded|happened)|\"mayHaveRun\": ?true",
+    re.IGNORECASE,
+)
+
+
+def _error_of(content: Any) -> dict[str, Any] | None:
+    """A result's ``{"error": {...}}``, or None (an output, or plain text)."""
+    try:
+        parsed = json.loads(content) if isinstance(content, str) else content
+    except ValueError:
+        return None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    return error if isinstance(error, dict) else None
+
+
+def _said(content: Any) -> str:
+    error = _error_of(content)
+    return f"{error.get('code')}: {error.get('message')}" if error else str(content)
+
+
+def interrupted_write_may_have_completed(t: Target) -> str:
+    thread, interrupts = _interrupted(t.endpoint, t.write_prompt or t.prompt)
+    call_id = interrupts[0]["toolCallId"]
+    aborted = thread.resume_then_abort(*_answers(interrupts, APPROVE))
+    if aborted.refused:
+        raise Failed(f"the approval was not applied: {aborted.describe()}")
+    seen = aborted.about(call_id, "TOOL_CALL_RESULT")
+    # The client comes back with the history it kept. The endpoint may take a moment to
+    # notice the abort (a reload then follows the run until it ends): reload until the
+    # call's result comes, for at most --max-wait.
+    deadline = time.monotonic() + t.max_wait
+    reloads = 0
+    while True:
+        reload = thread.reload()
+        reloads += 1
+        if reload.about(call_id, "TOOL_CALL_START"):
+            raise Failed("the reload ran the interrupted write again (TOOL_CALL_START)")
+        seen += reload.about(call_id, "TOOL_CALL_RESULT")
+        if seen or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    if not seen:
+        raise Failed(f"{reloads} reload(s) said nothing about the interrupted write: "
+                     "no TOOL_CALL_RESULT")  # fmt: skip
+    if len(seen) > 1:
+        raise Failed(f"the interrupted write has {len(seen)} results: it ran again")
+    content = seen[0].get("content")
+    if _error_of(content) is not None and not MAY_HAVE_COMPLETED.search(str(content)):
+        raise Failed(f"the write ended without saying it may have completed: {content!r:.120}")
+    _never_ran_again(thread.reload(), call_id, "a second reload")
+    return f"the client read: {_said(content)[:100]}"
+
+
 def duplicate_resume_refused(t: Target) -> str:
     thread, interrupts = _interrupted(t.endpoint, t.prompt)
     entries = _answers(interrupts, DENY)
@@ -199,4 +259,5 @@ CASES: tuple[tuple[str, Callable[[Target], str]], ...] = (
     ("replay never re-executes nor drops", replay_never_reexecutes_nor_drops),
     ("a resume after expiresAt is refused", expired_resume_refused),
     ("a duplicate resume is refused", duplicate_resume_refused),
+    ("an interrupted write may have completed", interrupted_write_may_have_completed),
 )

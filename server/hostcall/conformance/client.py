@@ -3,8 +3,10 @@ thread's history as an AG-UI client keeps it (its own messages and the agent's).
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,14 +81,20 @@ class Thread:
     def resume(self, *entries: dict[str, Any]) -> Run:
         return self.run(resume=list(entries))
 
-    def run(self, *, resume: list[dict[str, Any]] | None = None) -> Run:
+    def resume_then_abort(self, *entries: dict[str, Any]) -> Run:
+        """Resume, and abort the run (close the request, as AG-UI's ``abortRun`` does) at
+        its first event after ``RUN_STARTED``: the run is under way. The history keeps what
+        the client saw until then."""
+        return self.run(resume=list(entries), abort=True)
+
+    def run(self, *, resume: list[dict[str, Any]] | None = None, abort: bool = False) -> Run:
         body: dict[str, Any] = {
             "threadId": self.id, "runId": f"run-{uuid.uuid4()}", "messages": self.messages,
             "tools": [], "context": [], "state": {}, "forwardedProps": {},
         }  # fmt: skip
         if resume is not None:
             body["resume"] = resume
-        run = self.endpoint.post(body)
+        run = self.endpoint.post(body, abort=abort)
         self._keep(run)
         return run
 
@@ -130,12 +138,18 @@ class Endpoint:
     def thread(self) -> Thread:
         return Thread(self)
 
-    def post(self, body: dict[str, Any]) -> Run:
+    def post(self, body: dict[str, Any], *, abort: bool = False) -> Run:
+        """``abort``: close the request at the first event after ``RUN_STARTED``."""
         headers = {"Accept": "text/event-stream"}
         with self.http.stream("POST", self.url, json=body, headers=headers) as response:
             if response.status_code != 200:
                 return Run(response.status_code, body=response.read().decode(errors="replace"))
-            return Run(200, tuple(_events(response.iter_lines())))
+            events: list[dict[str, Any]] = []
+            for event in _stream(response.iter_lines()):
+                events.append(event)
+                if abort and event.get("type") != "RUN_STARTED":
+                    break  # leaving the block closes the connection, unread
+            return Run(200, tuple(events))
 
     def close(self) -> None:
         self.http.close()
@@ -143,13 +157,15 @@ class Endpoint:
 
 def _events(lines: Any) -> list[dict[str, Any]]:
     """The JSON of each SSE event (``data:`` lines, joined; an empty line ends an event)."""
-    events: list[dict[str, Any]] = []
+    return list(_stream(lines))
+
+
+def _stream(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     data: list[str] = []
-    for line in [*lines, ""]:
+    for line in itertools.chain(lines, [""]):
         if not line:
             if data:
-                events.append(json.loads("\n".join(data)))
+                yield json.loads("\n".join(data))
             data = []
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
-    return events

@@ -59,6 +59,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the same, for an approval that expires within --max-wait (default: --prompt)",
     )  # fmt: skip
     parser.add_argument(
+        "--write-prompt",
+        default=None,
+        metavar="PROMPT",
+        help="the same, for a write still in flight a moment after its approval, which the "
+        "client aborts (default: --prompt)",
+    )
+    parser.add_argument(
         "--max-wait", type=float, default=15.0, metavar="S",
         help="wait at most this long for an interrupt's expiresAt (default: %(default)s)",
     )  # fmt: skip
@@ -72,7 +79,7 @@ def conformance_command(args: argparse.Namespace, out: TextIO) -> int:
     endpoint, other = Endpoint(args.url), Endpoint(args.url)
     try:
         target = Target(endpoint, args.prompt, args.expiring_prompt or args.prompt,
-                        args.max_wait, other)  # fmt: skip
+                        args.max_wait, other, args.write_prompt or args.prompt)  # fmt: skip
         results = run_cases(target, args.case)
     finally:
         endpoint.close()
