@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from hostcall.agui import thread_conversation_id
-from hostcall.conformance.client import _events
+from hostcall.conformance.client import Endpoint
 from hostcall.settings import Settings
 from hostcall.store import open_store
 from hostcall.store.records import Call, StoredMessage
@@ -136,9 +136,13 @@ def _settled(live: Live, cid: str) -> tuple[Call, StoredMessage]:
 
 
 def _reload(live: Live, thread: str, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    r = httpx.post(f"{live.url}/agui/desk", json=_body(thread, history), timeout=SLOW)
-    assert r.status_code == 200
-    return _events(r.text.splitlines())
+    endpoint = Endpoint(f"{live.url}/agui/desk", timeout=SLOW)
+    try:
+        run = endpoint.post(_body(thread, history))
+    finally:
+        endpoint.close()
+    assert run.status == 200, run.body
+    return list(run.events)
 
 
 def test_an_aborted_write_in_flight_may_have_taken_effect_and_a_reload_says_so(
