@@ -157,7 +157,10 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
         for e in reversed(audit)
         if e.call_id and e.action in _ANSWER_ACTIONS
     }
-    calls = tuple(ConsoleCall.of(view, answered_by.get(call.id)) for call, view in found.calls)
+    calls = tuple(
+        ConsoleCall.of(c.view, answered_by.get(c.call.id), page_digest=c.page_digest)
+        for c in found.calls
+    )
     rated = {f.message_id: f for f in found.feedback}
     return ConversationDetail(
         id=conversation.id,

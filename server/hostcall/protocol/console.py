@@ -61,9 +61,15 @@ class ConsoleCall:
     title: str | None
     answered_by: dict[str, str] | None = field(metadata=ALWAYS)  # {actor, action}
     view: dict[str, Any] | None = None  # the tool's result view (docs/agents.md "Views")
+    # A tool the page registered itself (hostcall/page_tools.py): the digest of the
+    # registration its run planned with, which the surface that ran it held. Null: a tool
+    # of the agent file's.
+    page_digest: str | None = field(default=None, metadata=ALWAYS)
 
     @classmethod
-    def of(cls, view: CallView, answered_by: dict[str, str] | None) -> ConsoleCall:
+    def of(
+        cls, view: CallView, answered_by: dict[str, str] | None, *, page_digest: str = ""
+    ) -> ConsoleCall:
         return cls(
             tool_call_id=view.tool_call_id,
             tool_call_name=view.tool_call_name,
@@ -86,6 +92,7 @@ class ConsoleCall:
             title=view.title,
             answered_by=answered_by,
             view=view.view,
+            page_digest=page_digest or None,
         )
 
 

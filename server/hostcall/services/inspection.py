@@ -42,13 +42,23 @@ class _InspectionStore(
 
 
 @dataclass(frozen=True, slots=True)
+class InspectedCall:
+    """A call with its operator's view, and, for a page's own tool, the digest of the
+    registration its run planned with ("" for an agent file's tool)."""
+
+    call: Call
+    view: CallView
+    page_digest: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Inspected:
     """One conversation as an operator inspects it: the newest events and audit entries, all
     of the rest."""
 
     conversation: Conversation
     audit: tuple[AuditEntry, ...]  # newest first
-    calls: tuple[tuple[Call, CallView], ...]  # each with its operator's view
+    calls: tuple[InspectedCall, ...]
     feedback: tuple[Feedback, ...]
     rating: Rating | None  # of the whole conversation, asked at its end
     handoff: Handoff | None
@@ -76,10 +86,7 @@ class InspectionService:
                 f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION
             )
         entries = await store.list_audit(conversation_id=conversation_id, limit=audit)
-        calls = [
-            (call, await self.views.view(call, operator=True))
-            for call in await store.list_calls(conversation_id)
-        ]
+        calls = [await self._call(call) for call in await store.list_calls(conversation_id)]
         feedback = await store.feedback_of(conversation_id)
         handoff = await store.get_handoff(conversation_id)
         last = await store.last_seq(conversation_id)
@@ -96,3 +103,8 @@ class InspectionService:
             messages=tuple(await store.list_messages(conversation_id)),
             runs=tuple(await store.list_runs(conversation_id)),
         )
+
+    async def _call(self, call: Call) -> InspectedCall:
+        tool = await self.views.tool_of(call)
+        digest = tool.page_digest if tool else ""
+        return InspectedCall(call, await self.views.view(call, operator=True), digest)

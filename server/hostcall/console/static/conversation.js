@@ -39,7 +39,7 @@ function facts(c) {
         : c.state === 'answered' || c.state === 'rejected' ? tr('visitor') : tr('none')
   const rows = [
     [tr('col_state'), h('code', { 'data-part': 'call-state', text: c.state })],
-    [tr('col_route'), h('span', { 'data-part': 'route', text: c.route === 'server' ? tr('route_server') : c.route })],
+    [tr('col_route'), [h('span', { 'data-part': 'route', text: c.route === 'server' ? tr('route_server') : c.route }), pageTool(c)]],
     [tr('col_surface'), h('code', { 'data-part': 'surface', text: c.surfaceId || (c.formReason ? `form (${c.formReason})` : tr('none')) })],
     [tr('col_deadline'), c.deadline],
     [tr('col_by'), h('span', { 'data-part': 'answered-by', text: by })],
@@ -48,6 +48,17 @@ function facts(c) {
   // Focusable: a long outcome scrolls, and a keyboard must reach it to scroll it.
   if (c.outcome) rows.push([tr('col_outcome'), h('pre', { 'data-part': 'outcome', tabindex: 0, text: json(c.outcome) })])
   return h('dl', { 'data-part': 'facts' }, rows.map(([k, v]) => [h('dt', { text: k }), h('dd', null, v)]))
+}
+
+/**
+ * Beside the route, for a page's own tool: a label, and its registration's digest shortened
+ * (the whole one in the title) to match against the page's. Nothing for an agent file's tool.
+ * @param {any} c
+ */
+function pageTool(c) {
+  if (!c.pageDigest) return null
+  return [' ', h('span', { 'data-part': 'page-tool', text: tr('page_tool') }), ' ',
+    h('code', { 'data-part': 'page-digest', title: tr('page_digest', { digest: c.pageDigest }), text: c.pageDigest.slice(0, 12) })]
 }
 
 /** The operator's actions on an open call. @param {any} c */
