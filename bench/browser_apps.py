@@ -1,7 +1,8 @@
 """The floor app of bench/floor_app.py, plus the browser bench's pages, in one process.
 
 ``GET /pages/host.html`` is a host page (``?snippet=1&hc=<Hostcall URL>`` pastes the README
-snippet in, from ``pages/snippet.html``); ``GET /pages/floor.html`` is the floor's browser
+snippet in, from ``pages/snippet.html``; ``&webmcp=1``, before it, ``pages/webmcp.html``: a tool
+the page registers with WebMCP); ``GET /pages/floor.html`` is the floor's browser
 side. The floor's routes are untouched. ``python bench/browser_apps.py --port N [--ping 15]``,
 with floor_app's uvicorn settings.
 """
@@ -27,6 +28,8 @@ async def page(request: Request) -> Response:
     html = (PAGES / f"{name}.html").read_text()
     if query.get("snippet") == "1" and HOSTCALL_URL.fullmatch(query.get("hc", "")):
         snippet = (PAGES / "snippet.html").read_text().replace("{{HOSTCALL}}", query["hc"])
+        if query.get("webmcp") == "1":  # the page's own WebMCP tool, before the snippet
+            snippet = (PAGES / "webmcp.html").read_text() + snippet
         html = html.replace("<!--SNIPPET-->", snippet)
     return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 

@@ -4,6 +4,8 @@
 2. Host-page cost: main-thread time a page pays for the snippet before the widget is opened.
 3. Tool round trip: server emits the call -> the page's handler answers -> server has the
    validated result; floor: SSE event -> POST echo -> SSE event, same browser, same run.
+4. Page tool: the same round trip for a tool the page registered with WebMCP, against the
+   agent file's client tool, in one widget (bench/page_tool_bench.py).
 
 Usage: .venv/bin/python bench/browser_bench.py [--quick]
 A measurement: exits 0 when a target is missed, 1 when a section failed to run.
@@ -26,6 +28,7 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -34,6 +37,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import servers
+from page_tool_bench import page_tool
 from playwright.sync_api import Browser, Page, Response, sync_playwright
 from report import compare, ms, print_table, summary
 from streams import RawStream
@@ -43,6 +47,9 @@ from hostcall.qa.weight import LOADER_BUDGET, WIDGET_BUDGET, OpenWidget, Weighed
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's; never Playwright's download (tests/e2e/conftest.py)
 ASK = "What should I work on next?"  # the planner's read_board_tasks rule: no approval
+# The planner's count_tasks rule: the tool its page_tools block admits (a read, no approval),
+# which bench/pages/webmcp.html registers with WebMCP.
+PAGE_ASK, PAGE_TOOL = "How many tasks are done?", "count_tasks"
 AGENT = "bench"  # servers.bench_agents: a copy of demo/agents/planner.json
 HOST_COST_BUDGET = 0.010
 DISPATCH = "hostcall.tool_call_dispatch"
@@ -106,11 +113,12 @@ class Env:
     apps: servers.Server  # bench/browser_apps.py: the floor app plus bench/pages
     hc: servers.Server
 
-    def host_page(self, snippet: bool) -> str:
+    def host_page(self, snippet: bool, *, webmcp: bool = False) -> str:
+        """``webmcp``: the page registers a tool of its own too (bench/pages/webmcp.html)."""
         # localhost, while Hostcall is on 127.0.0.1: two sites, as on a customer's page.
         return (
             f"http://localhost:{self.apps.port}/pages/host.html"
-            f"?snippet={int(snippet)}&hc={self.hc.url}"
+            f"?snippet={int(snippet)}&webmcp={int(webmcp)}&hc={self.hc.url}"
         )
 
     def new_page(self) -> Page:  # in a context of its own: empty cache and storage
@@ -326,22 +334,31 @@ def _posted(path_end: str) -> Callable[[Response], bool]:
 class Widget:
     """A fresh host page with the widget open, the conversation its first message created
     (a greeting, no tool: the widget makes its conversation with the first message, not on
-    open), and the bench's own stream on it, opened once that run is over."""
+    open), and the bench's own stream on it, opened once that run is over. ``webmcp``: the
+    page registers its own tool too, and the server has admitted it before the first run."""
 
-    def __init__(self, env: Env, observer: Observer) -> None:
+    def __init__(self, env: Env, observer: Observer, *, webmcp: bool = False) -> None:
         self.page = env.new_page()
         self.page.context.add_init_script(PROBE)
-        self.page.goto(env.host_page(True))
+        self.page.goto(env.host_page(True, webmcp=webmcp))
         self.page.evaluate("Hostcall('open')")
         self.page.wait_for_function("bench.ready")
         self.frame = next(f for f in self.page.frames if f"/widget/{AGENT}" in f.url)
+        # The page's tool goes to the server with the surface's first capabilities: a run
+        # started before they are in would plan without it.
+        offering = self.page.expect_response(_posted("/capabilities")) if webmcp else nullcontext()
         with (
             self.page.expect_response(_posted(f"/api/agents/{AGENT}/conversations")) as made,
             self.page.expect_response(_posted("/messages")) as sent,
+            offering as offered,
         ):
             self.page.evaluate(f"Hostcall('send', {json.dumps(GREETING)})")
         if sent.value.status != 202:
             raise RuntimeError(f"the widget's first message answered {sent.value.status}")
+        if offered is not None:
+            admitted = [t["name"] for t in offered.value.json().get("pageTools", [])]
+            if admitted != [PAGE_TOOL]:
+                raise RuntimeError(f"the page's tool was not admitted: {offered.value.json()}")
         conv = made.value.json()
         # The greeting's run is over when the widget says so: the bench's runs must not
         # meet it (409 run_in_progress).
@@ -356,16 +373,22 @@ class Widget:
             env.hc.port, f"{self.path}/events?token={token['streamToken']}"
         )
 
-    def ask(self) -> tuple[float, str, float]:
+    def ask(self, text: str = ASK) -> tuple[float, str, float]:
         """One run (posted by the bench, as the widget would); DISPATCH -> RESULT, call id,
-        and when DISPATCH reached the observer (perf_counter)."""
+        and when DISPATCH reached the observer (perf_counter). ``text``: ASK calls the
+        agent file's client tool, PAGE_ASK the page's own (WebMCP) tool."""
         self.http.post(
-            f"{self.path}/messages", json={"text": ASK}, headers=self.auth
+            f"{self.path}/messages", json={"text": text}, headers=self.auth
         ).raise_for_status()
         seen = until(self.events, "RUN_FINISHED")
         call = json.loads(seen[DISPATCH][1])["value"]
         outcome = json.loads(seen["TOOL_CALL_RESULT"][1])
-        if call["route"] != "handler" or outcome["state"] != "answered":
+        page_tool = call.get("pageTool") is True
+        if (
+            call["route"] != "handler"
+            or outcome["state"] != "answered"
+            or (page_tool != (text == PAGE_ASK))
+        ):
             raise RuntimeError(f"not answered by the page's handler: {call} -> {outcome}")
         return (
             seen["TOOL_CALL_RESULT"][0] - seen[DISPATCH][0],
@@ -373,15 +396,19 @@ class Widget:
             seen[DISPATCH][0],
         )
 
-    def close(self, runs: int) -> dict[str, dict[str, Any]]:
-        """The widget's timings per call id (TIMINGS); checks the handler ran ``runs`` times."""
+    def close(self, runs: int, page_runs: int = 0) -> dict[str, dict[str, Any]]:
+        """The widget's timings per call id (TIMINGS); checks the handler ran ``runs`` times
+        (and the page's WebMCP tool ``page_runs``)."""
         handled, timings = self.page.evaluate("bench.calls"), self.frame.evaluate(TIMINGS)
+        executed = self.page.evaluate("window.benchPageCalls || 0")
         for call_id, at in self.page.evaluate("benchCalls").items():  # PROBE, host page
             timings[call_id]["call"] = at
         self.http.close()
         self.page.context.close()
         if handled != runs:
             raise RuntimeError(f"the page's handler ran {handled} times for {runs} calls")
+        if executed != page_runs:
+            raise RuntimeError(f"the page's WebMCP tool ran {executed} times for {page_runs}")
         return timings  # type: ignore[no-any-return]
 
 
@@ -589,7 +616,7 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-SECTIONS = ("weight", "host-page cost", "round trip")
+SECTIONS = ("weight", "host-page cost", "round trip", "page tool")
 
 
 def run(mode: Mode, workdir: Path, sections: Sequence[str] = SECTIONS) -> int:
@@ -621,6 +648,7 @@ def run(mode: Mode, workdir: Path, sections: Sequence[str] = SECTIONS) -> int:
                     ("weight", lambda: weight(env)),
                     ("host-page cost", lambda: host_cost(env, mode)),
                     ("round trip", lambda: round_trip(env, mode)),
+                    ("page tool", lambda: page_tool(p, env, mode)),
                 ):
                     if name not in sections:
                         continue

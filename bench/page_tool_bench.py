@@ -1,0 +1,100 @@
+"""The browser bench's section 4: a tool the page registers itself with WebMCP, against an
+agent file's client tool, in the same widget of the same run.
+
+Chromium with WebMCP on (``--enable-features=WebMCP``; ``http://localhost`` is a secure
+context), the host page registering ``count_tasks`` with ``document.modelContext`` alone
+(bench/pages/webmcp.html), and the snippet's handler for ``read_board_tasks``. Both round trips
+are timed as section 3 times them (the server emits the call -> it has the validated result,
+on the bench's own SSE stream), alternating in one conversation, so the ratio compares the
+two paths through the widget and nothing else: a page tool adds the page's ``executeTool``
+behind the same postMessage channel. Target: at most 1.1x the client tool's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from playwright.sync_api import Playwright
+from report import compare, ms, print_table, summary
+
+from hostcall.qa.plugin import CHROMIUM_ARGS, WEBMCP_ARGS
+
+if TYPE_CHECKING:
+    from browser_bench import Env, Mode
+
+TARGET = 1.1  # the page tool's round trip, x the client tool's (p50)
+
+
+def page_tool(playwright: Playwright, env: Env, mode: Mode) -> None:
+    """Section 4, in a Chromium of its own with WebMCP on."""
+    from browser_bench import CHROMIUM  # the bench imports this module: not at the top
+
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + WEBMCP_ARGS)
+    try:
+        round_trips(replace(env, browser=browser), mode)
+    finally:
+        browser.close()
+
+
+def round_trips(env: Env, mode: Mode) -> None:
+    from browser_bench import ASK, PAGE_ASK, TURNS, Observer, Widget
+
+    observer = Observer()
+    timed: dict[str, list[float]] = {ASK: [], PAGE_ASK: []}
+    cold: dict[str, list[float]] = {ASK: [], PAGE_ASK: []}
+    pairs = max(1, TURNS // 2)  # a widget makes TURNS runs, as in section 3
+    total = mode.warmup + mode.round_trips
+    try:
+        for first in range(0, total, pairs):
+            widget = Widget(env, observer, webmcp=True)
+            # A fresh widget's first call of each kind imports code (the call code): timed on
+            # rows of their own, as in section 3.
+            for text in (ASK, PAGE_ASK):
+                cold[text].append(widget.ask(text)[0])
+            count = min(total, first + pairs) - first
+            for i in range(first, first + count):
+                # Each goes first in every other pair: neither always meets a warmer widget.
+                for text in (ASK, PAGE_ASK) if i % 2 else (PAGE_ASK, ASK):
+                    elapsed = widget.ask(text)[0]
+                    if i >= mode.warmup:
+                        timed[text].append(elapsed)
+            widget.close(count + 1, count + 1)
+    finally:
+        observer.close()
+    env.hc.check_alive()
+    page, client = summary(timed[PAGE_ASK]), summary(timed[ASK])
+    first_page, first_client = summary(cold[PAGE_ASK]), summary(cold[ASK])
+    print_table(
+        f"4. Page tool (WebMCP) round trip against an agent file's client tool, headless "
+        f"Chromium with WebMCP on, n={mode.round_trips} each after {mode.warmup} warm-up, "
+        "alternating in one widget",
+        [
+            *(
+                compare(
+                    f"server emits call -> has validated result, {stat}",
+                    page[stat],
+                    client[stat],
+                    ms,
+                    TARGET if stat == "p50" else None,
+                )
+                for stat in ("p50", "p99", "mean")
+            ),
+            compare(
+                "a fresh widget's first call of each (imports the call code), p50",
+                first_page["p50"],
+                first_client["p50"],
+                ms,
+                None,
+            ),
+        ],
+        [
+            "page tool: count_tasks, registered by the host page with "
+            "document.modelContext.registerTool, admitted by the agent's page_tools block; "
+            "client tool: read_board_tasks, the agent file's, answered by Hostcall('register')",
+            "both answer at once; timed as in section 3 (tool_call_dispatch -> "
+            "TOOL_CALL_RESULT on the bench's own SSE stream), the two kinds alternating, a "
+            f"fresh widget every {2 * pairs} round trips",
+        ],
+        header=("measure", "page tool", "client tool", "ratio", "target", "verdict"),
+    )
