@@ -12,8 +12,9 @@ behind the same postMessage channel. Target: at most 1.1x the client tool's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from playwright.sync_api import Playwright
 from report import compare, ms, print_table, summary
@@ -24,6 +25,16 @@ if TYPE_CHECKING:
     from browser_bench import Env, Mode
 
 TARGET = 1.1  # the page tool's round trip, x the client tool's (p50)
+# Parts of the round trip, from a call's TIMINGS (bench/browser_bench.py), in ms.
+SEGMENTS: dict[str, Callable[[dict[str, Any]], float]] = {
+    "widget: DISPATCH reaches its JS -> hostcall:call reaches the page": lambda s: (
+        s["call"] - s["dispatch"]
+    ),
+    "page: hostcall:call -> its hostcall:result reaches the widget": lambda s: (
+        s["result"] - s["call"]
+    ),
+    "widget: hostcall:result -> fetch POST /result called": lambda s: s["post"][0] - s["result"],
+}
 
 
 def page_tool(playwright: Playwright, env: Env, mode: Mode) -> None:
@@ -43,6 +54,7 @@ def round_trips(env: Env, mode: Mode) -> None:
     observer = Observer()
     timed: dict[str, list[float]] = {ASK: [], PAGE_ASK: []}
     cold: dict[str, list[float]] = {ASK: [], PAGE_ASK: []}
+    steps: dict[str, list[dict[str, Any]]] = {ASK: [], PAGE_ASK: []}  # TIMINGS of each call
     pairs = max(1, TURNS // 2)  # a widget makes TURNS runs, as in section 3
     total = mode.warmup + mode.round_trips
     try:
@@ -53,18 +65,27 @@ def round_trips(env: Env, mode: Mode) -> None:
             for text in (ASK, PAGE_ASK):
                 cold[text].append(widget.ask(text)[0])
             count = min(total, first + pairs) - first
+            ids: list[tuple[str, str]] = []
             for i in range(first, first + count):
                 # Each goes first in every other pair: neither always meets a warmer widget.
                 for text in (ASK, PAGE_ASK) if i % 2 else (PAGE_ASK, ASK):
-                    elapsed = widget.ask(text)[0]
+                    elapsed, call_id, _ = widget.ask(text)
                     if i >= mode.warmup:
                         timed[text].append(elapsed)
-            widget.close(count + 1, count + 1)
+                        ids.append((text, call_id))
+            timings = widget.close(count + 1, count + 1)
+            for text, call_id in ids:
+                steps[text].append(timings[call_id])
     finally:
         observer.close()
     env.hc.check_alive()
     page, client = summary(timed[PAGE_ASK]), summary(timed[ASK])
     first_page, first_client = summary(cold[PAGE_ASK]), summary(cold[ASK])
+    # Where the two differ, on the frames' one clock (section 3b's stamps), ms -> s.
+    parts = {
+        kind: {label: summary([f(s) / 1000 for s in steps[text]]) for label, f in SEGMENTS.items()}
+        for kind, text in (("page", PAGE_ASK), ("client", ASK))
+    }
     print_table(
         f"4. Page tool (WebMCP) round trip against an agent file's client tool, headless "
         f"Chromium with WebMCP on, n={mode.round_trips} each after {mode.warmup} warm-up, "
@@ -79,6 +100,16 @@ def round_trips(env: Env, mode: Mode) -> None:
                     TARGET if stat == "p50" else None,
                 )
                 for stat in ("p50", "p99", "mean")
+            ),
+            *(
+                compare(
+                    f"{label}, p50",
+                    parts["page"][label]["p50"],
+                    parts["client"][label]["p50"],
+                    ms,
+                    None,
+                )
+                for label in SEGMENTS
             ),
             compare(
                 "a fresh widget's first call of each (imports the call code), p50",

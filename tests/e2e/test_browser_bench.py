@@ -26,3 +26,19 @@ def test_the_browser_bench_measures_the_round_trip_beside_its_floor() -> None:
     row = next(line for line in table.splitlines() if "has validated result, p50" in line)
     hostcall, floor = (float(cell.split()[0]) for cell in row.split("  ") if "ms" in cell)
     assert hostcall > 0 and floor > 0, row
+
+
+def test_the_browser_bench_times_a_webmcp_page_tool_beside_a_client_tool() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/browser_bench.py", "--quick", "--only", "page tool"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = done.stdout[done.stdout.index("## 4. Page tool (WebMCP) round trip") :]
+    row = next(line for line in table.splitlines() if "has validated result, p50" in line)
+    page, client = (float(cell.split()[0]) for cell in row.split("  ") if "ms" in cell)
+    assert page > 0 and client > 0, row
+    assert "x  <= 1.1x" in row, row  # the ratio, against its target
