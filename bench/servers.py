@@ -156,6 +156,13 @@ def bench_agents(workdir: Path, root: Path = ROOT) -> Path:
         # A benchmark is one client sending as fast as it can: rate limits off (0).
         if keys := limit_keys(root):
             agent["limits"] = {key: 0 for key in keys}
+        # The page tool's run (browser bench, section 4) shaped as the client tool's: a
+        # sentence, then the call, so the two round trips differ by the tool alone.
+        rules = agent["model"]["rules"]
+        said = next((r["say"] for r in rules if r.get("tool") == "read_board_tasks"), None)
+        for rule in rules:
+            if rule.get("tool") == "count_tasks" and said:
+                rule.setdefault("say", said)
         (directory / "bench.json").write_text(json.dumps(agent, indent=2))
     return directory
 
