@@ -92,7 +92,8 @@ function setParentTools(list, token, page) {
 async function sendCapabilities(strict = false) {
   const tools = framed ? [...parentTools].filter(name => agentTools.has(name)) : []
   // The page's WebMCP tools too, for an agent that admits them (pagetools.js).
-  const page = cfg.pageTools && framed && (await pageToolsJs())
+  // Never `&&`: a `false` here makes `page?.offer(...)` a TypeError.
+  const page = cfg.pageTools && framed ? await pageToolsJs() : null
   try {
     const res = await api.capabilities(state.conversationId, surfaceId, tools, page?.offer(pageTools))
     page?.refuse(res?.refused, emit)
