@@ -56,9 +56,13 @@ export async function apply(snap, app) {
     // still streaming comes again from its start).
     ui.keepMessages(new Set(messages.map(m => m.id)))
     if (state.streaming && !ui.hasMessage(state.streaming)) state.streaming = ''
+    // Only a snapshot as new as the stream says how the run is: one fetched before a
+    // RUN_FINISHED the stream has applied since would make the run look running for good.
+    state.run = snap.run?.status || ''
+    state.runId = snap.run?.runId || ''
   }
-  state.run = snap.run?.status || ''
-  state.runId = snap.run?.runId || ''
+  // Superseded stays superseded: the old branch goes however old the snapshot.
+  for (const m of snap.messages || []) if (m.supersededBy) ui.removeMessage(m.id)
   const byId = new Map((snap.calls || []).filter(x => !old.has(x.toolCallId)).map(x => [x.toolCallId, x]))
   for (const m of messages) {
     if (m.text) ui.upsertMessage(m.id, m.role, m.text)

@@ -4,9 +4,11 @@ only; a turn whose write already ran says so and offers a new message instead.""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import APIResponse, Browser, Page, Route, expect
 
 from hostcall.qa.widget import Widget
 from tests.e2e.conftest import Demo, shot, start_demo
@@ -14,6 +16,9 @@ from tests.e2e.flows_helpers import SLOW, calls_of, open_chat, snapshot
 from tests.e2e.test_console import _users_add, person
 from tests.e2e.test_run_control import _provider_agents
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
+
+# A conversation's snapshot (GET /api/conversations/{id}?surface=…), not its other routes.
+SNAPSHOT = re.compile(r"/api/conversations/c_[0-9a-f]+\?")
 
 
 def _reply(words: str) -> Reply:
@@ -23,8 +28,11 @@ def _reply(words: str) -> Reply:
 def test_regenerate_then_edit_and_a_reload_shows_the_current_branch_only(
     page: Page, browser: Browser, tmp_path: Path, provider: FakeProvider
 ) -> None:
-    for words in ("Plan A: write the notes.", "Plan B: call the team.", "Tuesday works."):
-        provider.replies.append(_reply(words))
+    provider.replies.append(_reply("Plan A: write the notes."))
+    # The regenerated answer ends 2 s after its first words: the snapshot the widget asks
+    # for as that run starts says "running" (below).
+    provider.replies.append(replace(_reply("Plan B: call the team."), stall=2.0))
+    provider.replies.append(_reply("Tuesday works."))
     db = tmp_path / "e2e.db"
     _users_add(db, "olga", "operator")
     agents = _provider_agents(tmp_path, provider)
@@ -43,17 +51,27 @@ def test_regenerate_then_edit_and_a_reload_shows_the_current_branch_only(
         regenerate = frame.locator("[data-part=branch-regenerate]")
         expect(regenerate).to_have_accessible_name("Write the last answer again", timeout=SLOW)
         shot(page, "branches-1-controls")
+        # The snapshot this tab asks for at the new branch's start comes back only after the
+        # stream has finished that run: being older, it must not make the run look running.
+        held: list[tuple[Route, APIResponse]] = []
+        page.route(SNAPSHOT, lambda route: held.append((route, route.fetch())))
         # By keyboard: a real button.
         regenerate.focus()
-        page.keyboard.press("Enter")
+        with page.expect_request(SNAPSHOT):
+            page.keyboard.press("Enter")
         expect(widget.last_reply()).to_have_text("Plan B: call the team.", timeout=SLOW)
         widget.wait_until_idle()
+        with page.expect_response(SNAPSHOT):
+            for route, answer in held:
+                route.fulfill(response=answer)
+        page.unroute(SNAPSHOT)
         expect(frame.locator("[data-part=message]", has_text="Plan A")).to_have_count(0)
         assert widget.messages("user") == ["plan my week"]
         expect(other.last_reply()).to_have_text("Plan B: call the team.", timeout=SLOW)
         expect(other.frame.locator("[data-part=message]", has_text="Plan A")).to_have_count(0)
         assert other.messages("user") == ["plan my week"]
         other.page.close()
+        widget.wait_until_idle()  # the late snapshot was applied meanwhile: still idle
 
         # Edit the message: Enter sends the edited text.
         edit = frame.locator("[data-part=branch-edit]")
