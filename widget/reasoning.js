@@ -20,9 +20,7 @@ const open = new Map()
  */
 export function on(type, d, spot) {
   if (type === EVENT.REASONING_START && spot) {
-    const el = /** @type {HTMLDetailsElement} */ (h('details', { 'data-part': 'reasoning', 'data-state': 'thinking' },
-      h('summary', { 'data-part': 'reasoning-summary', text: t('reasoningThinking') }),
-      h('div', { 'data-part': 'reasoning-text' })))
+    const el = box('thinking', t('reasoningThinking'), '')
     open.set(d.messageId, el)
     fill(spot, el)
   }
@@ -32,6 +30,19 @@ export function on(type, d, spot) {
     const text = /** @type {HTMLElement} */ (el.lastElementChild)
     keepPinned(() => text.append(String(d.delta ?? '')))
   } else if (type === EVENT.REASONING_END) end(d.messageId)
+}
+
+/** @param {string} state @param {string} summary @param {string} text */
+const box = (state, summary, text) => /** @type {HTMLDetailsElement} */ (h('details', { 'data-part': 'reasoning', 'data-state': state },
+  h('summary', { 'data-part': 'reasoning-summary', text: summary }),
+  h('div', { 'data-part': 'reasoning-text', text })))
+
+/** A reasoning that ended before a reload (the snapshot's), shown where `spot` is.
+ * @param {Comment} spot @param {string} text */
+export function restore(spot, text) {
+  const el = box('done', t('reasoningDone'), text)
+  if (!text) el.dataset.empty = ''
+  fill(spot, el)
 }
 
 /** Say it is over (its answer began, or the run ended without one). @param {string} id */

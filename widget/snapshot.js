@@ -15,7 +15,8 @@ import { branches } from './events.js'
  * @property {string} [lastEventId] the last event it includes
  * @property {{status: string, runId: string} | null} [run] the latest run
  * @property {{id: string, role: string, text?: string, name?: string, feedback?: string,
- *   toolCallIds?: string[], supersededBy?: string}[]} [messages] (`supersededBy`: an old branch's)
+ *   toolCallIds?: string[], supersededBy?: string, reasoning?: string}[]} [messages]
+ *   (`supersededBy`: an old branch's; `reasoning`: what the model reasoned before it)
  * @property {Call[]} [calls]
  * @property {string} [person] the person of the team holding the conversation
  * @property {{score: number, remark: string} | null} [rating] the visitor's rating of it, given once
@@ -65,6 +66,11 @@ export async function apply(snap, app) {
   for (const m of snap.messages || []) if (m.supersededBy) ui.removeMessage(m.id)
   const byId = new Map((snap.calls || []).filter(x => !old.has(x.toolCallId)).map(x => [x.toolCallId, x]))
   for (const m of messages) {
+    // What the model reasoned first, drawn before it: only where this thread lacks it.
+    if (m.reasoning != null && !ui.hasMessage(m.id) && !m.toolCallIds?.some(id => c?.has(id))) {
+      const spot = ui.reserve()
+      import('./reasoning.js').then(r => r.restore(spot, String(m.reasoning)))
+    }
     if (m.text) ui.upsertMessage(m.id, m.role, m.text)
     if (m.role === 'assistant' && m.text) app.rate(m.id, m.feedback)
     for (const id of m.toolCallIds || []) {
@@ -76,6 +82,10 @@ export async function apply(snap, app) {
   if (snap.person || messages.length) app.people().then(p => p.holder(snap.person, messages))
   // Rated already (before a reload, in another tab): its end never asks again.
   if (snap.rating) app.heard('rated', { conversationId: snap.conversationId })
+  // What followed its last reply (follow-ups, a rating question not answered) comes back
+  // with it, as it was; a rating asked is never asked anew.
+  const last = messages[messages.length - 1]
+  if (last?.role === 'assistant' && last.text) app.heard('resumed', { text: last.text })
   ui.scrollToEnd()
   // The snapshot may be all there is (a run that finished while the stream was down):
   // no later event will come to update the composer.

@@ -26,7 +26,8 @@ await Promise.all([addStrings('suggest'), new Promise(resolve => document.head.a
  */
 
 /** Show what `config` offers; returns what app.js tells this module of the conversation:
- * `('reply', {text})` an answer of the agent's, complete; `('handedBack')` a person left it;
+ * `('reply', {text})` an answer of the agent's, complete; `('resumed', {text})` the last
+ * answer of a resumed conversation (what followed it is shown again); `('handedBack')` a person left it;
  * `('rated', {conversationId})` its snapshot has a rating (given before a reload, or in
  * another tab), so it is never asked for.
  * @param {Config} config @param {App} app @returns {(kind: string, d?: any) => void} */
@@ -114,7 +115,7 @@ export function start(config, app) {
   return (kind, d) => {
     if (kind === 'rated') return void asked.add(d.conversationId)
     if (kind === 'handedBack' && config.rating?.afterHandoff) return ask()
-    if (kind !== 'reply') return
+    if (kind !== 'reply' && kind !== 'resumed') return
     const text = String(d.text).toLocaleLowerCase()
     followUps?.remove()
     followUps = null

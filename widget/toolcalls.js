@@ -71,6 +71,8 @@ const TERMINAL = new Set(TERMINAL_STATES)
 const cardState = (/** @type {string} */ st) => ({ awaiting_confirmation: 'waiting', answered: 'done' })[st] || (TERMINAL.has(st) ? st : 'running')
 
 /** Whether a person has something to do in a card (the working indicator hides). */
+/** Whether call `id` has its card. @param {string} id */
+export const has = id => calls.has(id)
 export const needsPerson = () => [...calls.values()].some(v => PERSON.has(v.state))
 
 /** The page's handler answered (MSG.RESULT). */

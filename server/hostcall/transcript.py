@@ -32,6 +32,35 @@ async def open_messages(store: Events, conversation_id: str) -> dict[str, int]:
     return started
 
 
+async def reasonings(store: Events, conversation_id: str) -> dict[str, str]:
+    """Message id -> what the model reasoned (in plain text) before that message or the
+    calls it made, for a snapshot to show it again after a reload. Reasoning is in the log
+    only as it was relayed: none for an agent that hides it, and "" for a provider that
+    encrypts it (the model reasoned; nothing of it is shown)."""
+    found: dict[str, str] = {}
+    # The reasonings since the last message or call began, each its deltas so far.
+    pending: list[list[str]] | None = None
+    seq = 0
+    while page := await store.reasoning_events_after(conversation_id, seq, PAGE):
+        for event in page:
+            data = event.data
+            if event.name == EventType.REASONING_START:
+                pending = [*(pending or []), []]
+            elif event.name == EventType.REASONING_MESSAGE_CONTENT:
+                if pending:
+                    pending[-1].append(str(data.get("delta", "")))
+            elif pending is not None:
+                # The message (or a call's parent message) it led to; a person's message
+                # next means its run ended with no answer: that reasoning led nowhere shown.
+                anchor = data.get("messageId") or data.get("parentMessageId")
+                if anchor and data.get("role") != "user":
+                    said = [p for p in (found.get(anchor, ""), *map("".join, pending)) if p]
+                    found[anchor] = "\n\n".join(said)
+                pending = None
+        seq = page[-1].seq
+    return found
+
+
 def recent_turns(messages: Sequence[StoredMessage], turns: int) -> Sequence[StoredMessage]:
     """The conversation's last ``turns`` turns, oldest first: everything from the person's
     ``turns``-th last message on (all of it if there are fewer).

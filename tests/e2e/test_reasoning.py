@@ -64,5 +64,19 @@ def test_the_reasoning_shows_collapsed_while_the_model_thinks_then_opens(
         assert text.inner_text() == THOUGHT
         assert {"reasoning.js", "reasoning.css", "locale-en-reasoning.js"} <= set(fetched)
         shot(page, "reasoning-opened")
+
+        # After a reload it is there again, ended, where it was: above its answer, once.
+        page.reload()
+        widget = Widget(page, timeout=SLOW).open()
+        answer = widget.frame.locator("[data-part=message][data-role=assistant]").last
+        expect(answer).to_contain_text("Start with the two late tasks", timeout=SLOW)
+        reasoning = widget.frame.locator("[data-part=reasoning]")
+        expect(reasoning).to_have_count(1, timeout=SLOW)
+        expect(reasoning).to_have_attribute("data-state", "done")
+        expect(reasoning.locator("[data-part=reasoning-summary]")).to_have_text("Thought")
+        assert reasoning.evaluate(follows, answer.element_handle())
+        reasoning.locator("[data-part=reasoning-summary]").click()
+        assert reasoning.locator("[data-part=reasoning-text]").inner_text() == THOUGHT
+        shot(page, "reasoning-reloaded")
     finally:
         demo.stop()

@@ -234,3 +234,33 @@ def test_a_rated_conversation_is_not_asked_again_after_a_reload(
     expect(chat.frame.locator("[data-part=rating]")).to_have_count(0)
     shot(page, "suggestions-rated-reloaded")
     page.context.close()
+
+
+def test_a_rating_asked_and_not_answered_comes_back_once_after_a_reload(
+    browser: Browser, ending_site: Site
+) -> None:
+    page, widget = board(browser, ending_site)
+    widget.locator("[data-part=starter]").first.click()
+    widget.locator("[data-part=follow-up]").click()
+    expect(widget.locator("[data-part=rating]")).to_have_count(1)  # asked; the visitor leaves
+
+    page.reload()
+    chat = Widget(page, timeout=SLOW).open()
+    mine = chat.frame.locator("[data-part=message][data-role=user] [data-part=message-text]")
+    expect(mine).to_have_text(["Hello", "Thanks, that's all"])
+    # The question is there again, as it was, with what followed the reply; not asked anew.
+    rating = chat.frame.locator("[data-part=rating]")
+    expect(rating).to_have_count(1)
+    expect(chat.frame.locator("[data-part=follow-up]")).to_have_text(["Show my board"])
+    replies = chat.frame.locator("[data-part=message][data-role=assistant]")
+    before = replies.count()
+    chat.send("Thanks, that's all")
+    expect(replies).to_have_count(before + 1)
+    chat.wait_until_idle()
+    expect(chat.frame.locator("[data-part=follow-up]")).to_have_text(["Show my board"])
+    expect(rating).to_have_count(1)
+    rating.get_by_role("radio").nth(3).check()
+    rating.locator("[data-part=rating-send]").click()
+    expect(rating.locator("[data-part=rating-thanks]")).to_be_visible()
+    shot(page, "suggestions-asked-reloaded")
+    page.context.close()

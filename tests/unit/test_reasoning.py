@@ -16,10 +16,11 @@ from hostcall.errors import AgentConfigError
 from hostcall.journal import Journal
 from hostcall.models.base import Message, ReasoningDelta, ReasoningEncrypted, StepEnd, TextDelta
 from hostcall.models.openai_compat import OpenAICompatModel
-from hostcall.protocol.events import TextMessageStart
+from hostcall.protocol.events import TextMessageStart, ToolCallStart
 from hostcall.runs.reasoning import Reasoning
 from hostcall.store.records import Conversation
 from hostcall.store.sqlite import SQLiteStore
+from hostcall.transcript import reasonings
 from tests.support.harness import Harness, allow_hosts, write_agent
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
 
@@ -179,3 +180,62 @@ async def test_reasoning_again_after_the_answer_began_is_a_reasoning_of_its_own(
     starts = [d for n, d in events if n == "REASONING_START"]
     assert len(starts) == 2 and starts[0] != starts[1]
     assert [n for n, _ in events].count("REASONING_END") == 2
+
+
+def test_a_snapshot_carries_the_reasoning_before_its_answer(tmp_path: Path) -> None:
+    # A reloaded widget draws the thread from the snapshot: the reasoning shown while the
+    # answer streamed comes back with it, on the message it led to.
+    agents = tmp_path / "agents"
+    _thinker(agents)
+    h = Harness(tmp_path, agents)
+    try:
+        conv = h.conversation("thinker")
+        h.say(conv, "plan my week")
+        snap = h.settle(conv)
+        [question] = [m for m in snap["messages"] if m["role"] == "user"]
+        [answer] = [m for m in snap["messages"] if m["role"] == "assistant"]
+        assert answer["reasoning"] == "First the goals, then the days."
+        assert "reasoning" not in question
+    finally:
+        h.stop()
+
+
+def test_a_snapshot_has_no_reasoning_an_agent_hides(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    _thinker(agents, show_reasoning=False)
+    h = Harness(tmp_path, agents)
+    try:
+        conv = h.conversation("thinker")
+        h.say(conv, "plan my week")
+        snap = h.settle(conv)
+        assert snap["messages"] and not [m for m in snap["messages"] if "reasoning" in m]
+    finally:
+        h.stop()
+
+
+async def test_reasoning_is_placed_on_what_it_led_to(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "r.db")
+    try:
+        await store.create_conversation(Conversation("c1", "thinker", 1.0, "en"))
+        appender = Appender(Journal(store, Broker()), "c1", ("run:r1", "me"))
+        await store.take_lease("run:r1", "me", 1e12, 0.0)
+        reasoning = Reasoning(appender, shown=True)
+        # A step that only calls a tool: its reasoning goes with the call's message.
+        await reasoning.add(ReasoningDelta("look it up"))
+        reasoning.end()
+        appender.add(ToolCallStart("k1", "lookup", "m_calls"))
+        # A run that failed after reasoning: the person's next message is not its answer.
+        await reasoning.add(ReasoningEncrypted())
+        reasoning.end()
+        appender.add(TextMessageStart("m_user", "user"))
+        # Reasoning in two parts before one answer: both, in order.
+        await reasoning.add(ReasoningDelta("first"))
+        reasoning.end()
+        await reasoning.add(ReasoningDelta("second"))
+        reasoning.end()
+        appender.add(TextMessageStart("m_answer", "assistant"))
+        await appender.flush()
+        found = await reasonings(store, "c1")
+    finally:
+        await store.close()
+    assert found == {"m_calls": "look it up", "m_answer": "first\n\nsecond"}

@@ -21,7 +21,18 @@ import pytest
 from hostcall.blocks import user_values
 from hostcall.errors import LeaseLost, StoreError
 from hostcall.guardrails import evaluate, parse_guardrails
-from hostcall.protocol.events import RunFinished, TextMessageContent
+from hostcall.protocol.events import (
+    ReasoningEnd,
+    ReasoningMessageContent,
+    ReasoningMessageEnd,
+    ReasoningMessageStart,
+    ReasoningStart,
+    RunFinished,
+    TextMessageContent,
+    TextMessageEnd,
+    TextMessageStart,
+    ToolCallStart,
+)
 from hostcall.store import Store, open_store
 from hostcall.store.migrations import Migration, pending
 from hostcall.store.records import (
@@ -137,6 +148,22 @@ async def test_events_are_numbered_per_conversation_without_gaps(store: Store) -
     assert [e.seq for e in await store.events_after("c1", 2, limit=1)] == [3]
     assert await store.last_seq("c1") == 4 and await store.last_seq("c2") == 1
     assert await store.last_seq("c_missing") == 0
+
+
+async def test_reasoning_events_are_the_log_without_the_answers_text(store: Store) -> None:
+    await _conversation(store, "c1")
+    await store.append_events("c1", [
+        ReasoningStart("r1"), ReasoningMessageStart("r1"), ReasoningMessageContent("r1", "hm"),
+        ReasoningMessageEnd("r1"), ReasoningEnd("r1"),
+        TextMessageStart("m1", "assistant"), TextMessageContent("m1", "answer"),
+        ToolCallStart("k1", "lookup", "m1"), TextMessageEnd("m1"),
+    ])  # fmt: skip
+    found = await store.reasoning_events_after("c1", 0)
+    assert [(e.seq, e.name) for e in found] == [
+        (1, "REASONING_START"), (3, "REASONING_MESSAGE_CONTENT"), (6, "TEXT_MESSAGE_START"),
+        (8, "TOOL_CALL_START"),
+    ]  # fmt: skip
+    assert [e.seq for e in await store.reasoning_events_after("c1", 3, limit=1)] == [6]
 
 
 async def test_several_events_append_at_once_in_order_and_fenced_alike(store: Store) -> None:

@@ -242,6 +242,9 @@ class SnapshotMessage:
     feedback: str | None = None  # the visitor's rating of this reply, "up" or "down"
     # The run of an edit or a regeneration that replaced it: an old branch, not drawn.
     superseded_by: str | None = None
+    # What the model reasoned before this message (or its calls), as it was shown while it
+    # streamed: absent when it did not reason or its agent hides reasoning.
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from hostcall.store.interfaces import (
     Surfaces,
 )
 from hostcall.store.records import Conversation, RunStatus
-from hostcall.transcript import open_messages
+from hostcall.transcript import open_messages, reasonings
 
 
 class _SnapshotStore(Calls, Events, Feedbacks, Handoffs, Messages, Runs, Surfaces, Protocol):
@@ -53,6 +53,7 @@ class SnapshotService:
             if opened:
                 last_seq = min(opened.values()) - 1
         rated = {f.message_id: f.rating for f in await store.feedback_of(conversation.id)}
+        reasoned = await reasonings(store, conversation.id)
         messages = tuple(
             SnapshotMessage(
                 id=m.id,
@@ -64,6 +65,7 @@ class SnapshotService:
                 name=m.author,
                 feedback=rated.get(m.id),
                 superseded_by=m.superseded_by,
+                reasoning=reasoned.get(m.id),
             )
             for m in await store.list_messages(conversation.id)
             if m.role != "tool"

@@ -164,6 +164,7 @@ class ComposedStore(
     append_event = forward("events", Events.append_event)
     append_events = forward("events", Events.append_events)
     events_after = forward("events", Events.events_after)
+    reasoning_events_after = forward("events", Events.reasoning_events_after)
     last_seq = forward("events", Events.last_seq)
 
     take_lease = forward("coordination", Leases.take_lease)

@@ -256,6 +256,11 @@ class Events(Protocol):
     async def events_after(
         self, conversation_id: str, seq: int, limit: int = 1000
     ) -> list[Event]: ...
+    # ``events_after``'s subset that places a model's reasoning: its start and text, and
+    # the starts of the messages and calls it led to.
+    async def reasoning_events_after(
+        self, conversation_id: str, seq: int, limit: int = 1000
+    ) -> list[Event]: ...
     async def last_seq(self, conversation_id: str) -> int: ...
 
 

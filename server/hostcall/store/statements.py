@@ -190,6 +190,13 @@ class Statements:
             "SELECT seq, type, data FROM events WHERE conversation_id = ? AND seq > ?"
             " ORDER BY seq LIMIT ?"
         )
+        # The events that say what a model reasoned before which message: a snapshot's
+        # reasoning (hostcall/services/reasoning_log.py), without the answers' text deltas.
+        self.reasoning_events_after = q(
+            "SELECT seq, type, data FROM events WHERE conversation_id = ? AND seq > ?"
+            " AND type IN ('REASONING_START', 'REASONING_MESSAGE_CONTENT',"
+            " 'TEXT_MESSAGE_START', 'TOOL_CALL_START') ORDER BY seq LIMIT ?"
+        )
 
         # ---- calls and grants
         self.insert_call = q(

@@ -269,6 +269,12 @@ class EventLog(Part, Events):
         found = await self.db.all(SQL.events_after, (conversation_id, seq, limit))
         return [stored_event(conversation_id, int(r["seq"]), r["type"], r["data"]) for r in found]
 
+    async def reasoning_events_after(
+        self, conversation_id: str, seq: int, limit: int = 1000
+    ) -> list[Event]:
+        found = await self.db.all(SQL.reasoning_events_after, (conversation_id, seq, limit))
+        return [stored_event(conversation_id, int(r["seq"]), r["type"], r["data"]) for r in found]
+
     async def last_seq(self, conversation_id: str) -> int:
         row = await self.db.one(SQL.last_seq, (conversation_id,))
         return int(row["last_seq"]) if row else 0

@@ -70,6 +70,12 @@ class EventTables(Part, Events):
         found = self.db.execute(SQL.events_after, (conversation_id, seq, limit))
         return [stored_event(conversation_id, r["seq"], r["type"], r["data"]) for r in found]
 
+    async def reasoning_events_after(
+        self, conversation_id: str, seq: int, limit: int = 1000
+    ) -> list[Event]:
+        found = self.db.execute(SQL.reasoning_events_after, (conversation_id, seq, limit))
+        return [stored_event(conversation_id, r["seq"], r["type"], r["data"]) for r in found]
+
     async def last_seq(self, conversation_id: str) -> int:
         row = self.db.execute(SQL.last_seq, (conversation_id,)).fetchone()
         return int(row[0]) if row else 0
