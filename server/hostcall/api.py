@@ -242,7 +242,8 @@ async def retry_run(request: Request) -> Response:
 async def _branch_visitor(
     request: Request, runtime: Runtime, conversation: Conversation
 ) -> Visitor | None:
-    """Who a branch's run acts for, counted as a message is (a new run costs the same)."""
+    """Who a branch's run acts for, counted as a message is (a new run costs the same):
+    once the branch is found possible, so a refused one costs nothing."""
     agent = runtime.agents.get(conversation.agent_id)
     if agent is None:
         return None
@@ -261,11 +262,12 @@ async def edit_message(request: Request) -> Response:
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
     context = admit(agent.page_context if agent is not None else None, body.context)
+    branches = runtime.services.branches
+    plan = await branches.edit(
+        conversation, request.path_params["message_id"], body.text, context=context
+    )
     visitor = await _branch_visitor(request, runtime, conversation)
-    run = await runtime.services.branches.edit(
-        conversation, request.path_params["message_id"], body.text, simulate=body.simulate,
-        visitor=visitor, context=context,
-    )  # fmt: skip
+    run = await branches.start(plan, simulate=body.simulate, visitor=visitor)
     return WireResponse(RunAccepted(run.id), status_code=202)
 
 
@@ -275,10 +277,10 @@ async def regenerate_message(request: Request) -> Response:
     runtime.door.admit()
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, RetryRun, runtime.settings.max_body_bytes)
+    branches = runtime.services.branches
+    plan = await branches.regenerate(conversation, request.path_params["message_id"])
     visitor = await _branch_visitor(request, runtime, conversation)
-    run = await runtime.services.branches.regenerate(
-        conversation, request.path_params["message_id"], simulate=body.simulate, visitor=visitor
-    )
+    run = await branches.start(plan, simulate=body.simulate, visitor=visitor)
     return WireResponse(RunAccepted(run.id), status_code=202)
 
 

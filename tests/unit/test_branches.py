@@ -307,3 +307,29 @@ def test_a_server_write_that_failed_on_its_way_back_refuses_a_branch(
         assert (stored(h, conv), h.events(conv)) == before
     finally:
         h.stop()
+
+
+def test_a_refused_branch_costs_the_visitor_no_message(tmp_path: Path) -> None:
+    # Two messages a conversation: the first is said; refused edits and regenerations
+    # (a write ran, not the last message) must leave the second to the visitor.
+    agents = tmp_path / "agents"
+    write_agent(agents, {**SHOP, "limits": {"messages_per_minute_per_conversation": 2}})
+    h = Harness(tmp_path, agents)
+    try:
+        conv = h.conversation("shop")
+        h.say(conv, "order it")
+        assert h.answer(h.open_call(conv), {}).status_code == 200
+        snap = h.finish(conv)
+        for _ in range(3):
+            refused(regenerate(h, conv, last(snap, "assistant")["id"]), 409, "write_already_ran")
+            refused(edit(h, conv, last(snap, "user")["id"], "red"), 409, "write_already_ran")
+            refused(edit(h, conv, "m_not_there", "red"), 404, "unknown_message")
+        h.say(conv, "the red shirt?")
+        assert thread(h.finish(conv))[-1] == ("assistant", "The red one is sold out.")
+        # The limit holds all the same: a third message is refused.
+        third = h.http.post(
+            f"/api/conversations/{conv.id}/messages", json={"text": "blue?"}, headers=conv.auth
+        )
+        assert third.status_code == 429, third.text
+    finally:
+        h.stop()

@@ -11,6 +11,7 @@ again cannot take the write back, and the visitor is offered a new message inste
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hostcall.calls.transitions import CallState
@@ -21,6 +22,16 @@ from hostcall.store.interfaces import Calls, Messages, Runs
 from hostcall.store.records import Branch, Call, Conversation, Run, RunStatus, StoredMessage
 from hostcall.tools import Tool
 from hostcall.visitors.visitor import Visitor
+
+
+@dataclass(frozen=True, slots=True)
+class BranchPlan:
+    """A branch found possible: the visitor's message it starts from, and what it sends."""
+
+    conversation: Conversation
+    asked: StoredMessage
+    text: str
+    context: dict[str, Any] | None
 
 
 class _BranchStore(Calls, Messages, Runs, Protocol):
@@ -38,29 +49,20 @@ class BranchService:
         message_id: str,
         text: str,
         *,
-        simulate: bool = False,
-        visitor: Visitor | None = None,
         context: dict[str, Any] | None = None,
-    ) -> Run:
-        """A run for ``text`` in place of the visitor's last message ``message_id``."""
+    ) -> BranchPlan:
+        """The branch for ``text`` in place of the visitor's last message ``message_id``,
+        checked; ``start`` runs it."""
         current = await self._current(conversation, message_id)
         asked = _last(current, "user")
         if asked is None or asked.id != message_id:
             raise _not_last(message_id, "the visitor's last message")
-        return await self._branch(
-            conversation, asked, text, simulate=simulate, visitor=visitor, context=context
-        )
+        return await self._plan(conversation, asked, text, context)
 
-    async def regenerate(
-        self,
-        conversation: Conversation,
-        message_id: str,
-        *,
-        simulate: bool = False,
-        visitor: Visitor | None = None,
-    ) -> Run:
-        """A run that answers the visitor's last message again, in place of the last
-        answer ``message_id`` (with the page's context the message was sent with)."""
+    async def regenerate(self, conversation: Conversation, message_id: str) -> BranchPlan:
+        """The branch that answers the visitor's last message again, in place of the last
+        answer ``message_id`` (with the page's context the message was sent with), checked;
+        ``start`` runs it."""
         current = await self._current(conversation, message_id)
         answer = _last(current, "assistant")
         asked = _last(current, "user")
@@ -68,10 +70,21 @@ class BranchService:
             raise _not_last(message_id, "the agent's last answer")
         if current.index(answer) < current.index(asked):
             raise _not_last(message_id, "the answer to the visitor's last message")
-        return await self._branch(
-            conversation, asked, asked.text, simulate=simulate, visitor=visitor,
-            context=asked.context,
-        )  # fmt: skip
+        return await self._plan(conversation, asked, asked.text, asked.context)
+
+    async def start(
+        self, plan: BranchPlan, *, simulate: bool = False, visitor: Visitor | None = None
+    ) -> Run:
+        """Run a checked branch. Checked before the visitor's message is counted, so a
+        refused one costs nothing; the engine checks the turn again as the run starts."""
+        return await self.engine.start_run(
+            plan.conversation,
+            plan.text,
+            simulate=simulate,
+            visitor=visitor,
+            context=dict(plan.context) if plan.context else None,
+            branch=Branch(parent_run_id=plan.asked.run_id, first_message_id=plan.asked.id),
+        )
 
     async def _current(self, conversation: Conversation, message_id: str) -> list[StoredMessage]:
         """The current branch's messages; ``NotFound`` unless ``message_id`` is one of the
@@ -95,16 +108,13 @@ class BranchService:
             )
         return [m for m in listed if m.superseded_by is None]
 
-    async def _branch(
+    async def _plan(
         self,
         conversation: Conversation,
         asked: StoredMessage,
         text: str,
-        *,
-        simulate: bool,
-        visitor: Visitor | None,
         context: dict[str, Any] | None,
-    ) -> Run:
+    ) -> BranchPlan:
         runs = await self.store.list_runs(conversation.id)
         first = next((i for i, r in enumerate(runs) if r.id == asked.run_id), len(runs))
         replaced = runs[first:]
@@ -117,14 +127,7 @@ class BranchService:
                 callId=ran[0].id,
                 tool=ran[0].tool_name,
             )
-        return await self.engine.start_run(
-            conversation,
-            text,
-            simulate=simulate,
-            visitor=visitor,
-            context=dict(context) if context else None,
-            branch=Branch(parent_run_id=asked.run_id, first_message_id=asked.id),
-        )
+        return BranchPlan(conversation, asked, text, context)
 
     async def _writes_that_ran(self, conversation_id: str, runs: list[Run]) -> list[Call]:
         """The calls of ``runs`` of a tool that may write which a page was given or which
