@@ -316,13 +316,14 @@ async function send(raw) {
   try {
     if (!state.conversationId && identifying) await identifying
     made = !state.conversationId
-    if (made) await patient(start, pending)
+    if (made) await patient(start, pending, text)
     // The page's whole context, as it is now.
     const context = pageContext && (await pageContext).value()
-    const sent = await patient(() => api.message(state.conversationId, text, cfg.simulate === true, context), pending)
+    const sent = await patient(() => api.message(state.conversationId, text, cfg.simulate === true, context), pending, text)
     state.runId = sent?.runId
     if (!sent?.runId) state.run = '' // held by a person
   } catch (err) {
+    if (err === HALTED) return
     state.run = ''
     // Refused (a 4xx): control.js says why. Else the server is down or failing (503: its
     // database, for a moment): the message stays in the thread, with a retry.
@@ -338,10 +339,17 @@ async function send(raw) {
   }
 }
 
+/** Stop, while a message waits for room: not sent. @type {(() => void) | null} */
+let halt = null
+const HALTED = {}
 /** `f()` again while refused unread (503 overloaded), after its Retry-After (30 s at most). */
-function patient(f, el) {
+function patient(f, el, text) {
   const busy = ui.h('p', { 'data-part': 'message-busy', role: 'status' }, t('busy'))
-  return retry(f, (_, e) => e.code == 'overloaded' ? (el.append(busy), Math.min(e.details.retryAfter, 30) * 1e3) : NaN).finally(() => busy.remove())
+  /** @type {(() => void) | null} */
+  let stop = () => { stop = null; busy.remove(); state.run = ''; ui.markFailed(el, () => send(text)); refresh() }
+  return retry(() => stop ? (halt = null, f()) : Promise.reject(HALTED),
+    (_, e) => e.code == 'overloaded' ? (halt = stop, el.append(busy), Math.min(e.details.retryAfter, 30) * 1e3) : NaN)
+    .finally(() => { busy.remove(); if (halt == stop) halt = null })
 }
 
 /** Sync the composer with the run; publish `data-agent-state` (docs/testing.md). */
@@ -375,7 +383,7 @@ ui.mountShell(document.getElementById('hc-root'), {
   onClose: () => toParent(MSG.CLOSE),
   onNew: restart,
   onHistory: () => import('./history.js').then(m => m.show(api, state, restart), () => ui.showError(t('errorRun'))),
-  onStop: () => control(false),
+  onStop: () => halt ? halt() : control(false),
   // Starting: the first message waits for the conversation (send), a second one is refused.
   blocked: () => state.ready || state.outbox.length ? t(calls?.needsPerson() ? 'hintPending' : 'errorBusy') : '',
 })

@@ -99,3 +99,39 @@ def test_a_retry_the_busy_server_refuses_goes_again_on_its_own(
         assert len(provider.received) == 3
     finally:
         demo.stop()
+
+
+def test_stop_while_a_message_waits_for_room_keeps_it_unsent(
+    page: Page, tmp_path: Path, provider: FakeProvider
+) -> None:
+    provider.replies += [HELD, PLANNED]
+    demo = _busy_demo(tmp_path, provider)
+    try:
+        with _held_run(demo):
+            widget = open_chat(page, demo)
+            frame = widget.frame
+            widget.send("Plan my week")
+            mine = frame.locator("[data-part=message][data-role=user]", has_text="Plan my week")
+            expect(mine.locator("[data-part=message-busy]")).to_be_visible(timeout=SLOW)
+            frame.locator("[data-part=stop]").click()
+            # At once: not sent, with its Retry, and the composer free again.
+            expect(mine).to_have_attribute("data-state", "failed")
+            expect(mine.locator("[data-part=message-busy]")).to_have_count(0)
+            expect(mine.locator("[data-part=message-retry]")).to_be_visible()
+            widget.wait_until_idle()
+            shot(page, "busy-door-4-stopped")
+            # Its Retry-After (1 s) passes while the server still has no room: a resend
+            # would be refused and show "Busy" again.
+            frame.locator("body").evaluate("() => new Promise(r => setTimeout(r, 1500))")
+            expect(mine.locator("[data-part=message-busy]")).to_have_count(0)
+            expect(mine).to_have_attribute("data-state", "failed")
+        mine.locator("[data-part=message-retry]").click()
+        expect(widget.last_reply()).to_have_text("Your week is planned.", timeout=SLOW)
+        widget.wait_until_idle()
+        assert widget.messages("user") == ["Plan my week"]
+        # The held run's step and this one: the stopped message was never sent on its own.
+        assert len(provider.received) == 2
+        sent = [m["content"] for m in provider.received[-1].body["messages"] if m["role"] == "user"]
+        assert sent == ["Plan my week"]
+    finally:
+        demo.stop()
