@@ -8,6 +8,7 @@ import json
 import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+
+from hostcall.qa.servers import serve_in_thread
 
 
 @dataclass
@@ -138,3 +141,35 @@ def provider_server() -> Iterator[FakeProvider]:
 def provider(provider_server: FakeProvider) -> FakeProvider:
     provider_server.reset()
     return provider_server
+
+
+class HeldProvider:
+    """A model that streams ``first`` at once (then ``asked`` is set), and ``rest`` once the
+    test sets ``go`` (or after ``hold`` seconds): a step caught mid-text, for as long as a
+    test needs it there."""
+
+    def __init__(self, first: str = "Let me think", rest: str = " about it.", *,
+                 hold: float = 30.0) -> None:  # fmt: skip
+        self.first, self.rest, self.hold = first, rest, hold
+        self.asked = threading.Event()
+        self.go = threading.Event()
+
+    async def chat(self, request: Request) -> Response:
+        async def chunks() -> AsyncIterator[str]:
+            for text in (self.first, None, self.rest):
+                if text is None:
+                    self.asked.set()
+                    await asyncio.to_thread(self.go.wait, self.hold)
+                    continue
+                delta = {"choices": [{"index": 0, "delta": {"content": text}}]}
+                yield f"data: {json.dumps(delta)}\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    @contextmanager
+    def serving(self) -> Iterator[int]:
+        """Serve it on loopback; yields its port (``/v1/chat/completions``)."""
+        app = Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"])])
+        with serve_in_thread(app) as port:
+            yield port

@@ -9,11 +9,8 @@ the connection comes back. Only an outage fails a run (tests/unit/test_outage.py
 
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,15 +18,11 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
 from tests.support.databases import fresh_schema
 from tests.support.harness import allow_hosts, planner_definition, write_agent
-from tests.support.loopback import serve_in_thread
 from tests.support.processes import Cluster, Process
+from tests.support.provider import HeldProvider
 
 # One connection, and a wait for it far shorter than the lock is held: without waiting on,
 # the step would give up after a fifth of a second.
@@ -40,38 +33,15 @@ FAILED = "failed"
 WAITING_ON = "waiting on"
 
 
-class MidTextProvider:
-    """A model that streams its first words at once (``asked`` is set), then the rest once
-    ``go`` is set."""
-
-    def __init__(self) -> None:
-        self.asked = threading.Event()
-        self.go = threading.Event()
-
-    async def chat(self, request: Request) -> Response:
-        async def chunks() -> AsyncIterator[str]:
-            for text in ("Let me think", None, " about it."):
-                if text is None:
-                    self.asked.set()
-                    await asyncio.to_thread(self.go.wait, 30)
-                    continue
-                delta = {"choices": [{"index": 0, "delta": {"content": text}}]}
-                yield f"data: {json.dumps(delta)}\n\n"
-            yield "data: [DONE]\n\n"
-
-        return StreamingResponse(chunks(), media_type="text/event-stream")
-
-
 @pytest.fixture
-def model() -> Iterator[tuple[MidTextProvider, int]]:
-    fake = MidTextProvider()
-    app = Starlette(routes=[Route("/v1/chat/completions", fake.chat, methods=["POST"])])
-    with serve_in_thread(app) as port:
+def model() -> Iterator[tuple[HeldProvider, int]]:
+    fake = HeldProvider()
+    with fake.serving() as port:
         yield fake, port
 
 
 @pytest.fixture
-def busy(tmp_path: Path, model: tuple[MidTextProvider, int]) -> Iterator[tuple[Cluster, str]]:
+def busy(tmp_path: Path, model: tuple[HeldProvider, int]) -> Iterator[tuple[Cluster, str]]:
     """A cluster of processes with a one-connection pool, their agent on the fake model;
     and the database's URL."""
     _, port = model
@@ -115,7 +85,7 @@ def _lock_waiters(url: str) -> int:
 
 
 def test_an_accepted_run_waits_for_a_busy_pool_and_finishes(
-    busy: tuple[Cluster, str], model: tuple[MidTextProvider, int]
+    busy: tuple[Cluster, str], model: tuple[HeldProvider, int]
 ) -> None:
     cluster, url = busy
     fake, _ = model
@@ -217,7 +187,7 @@ def test_requests_cancelled_at_shutdown_answer_json_not_plain_text(
 
 
 def test_new_work_is_refused_at_the_door_while_statements_queue_for_the_pool(
-    busy: tuple[Cluster, str], model: tuple[MidTextProvider, int]
+    busy: tuple[Cluster, str], model: tuple[HeldProvider, int]
 ) -> None:
     """With one statement queued for the pool's one connection (its bound here), a new
     conversation and a new message are refused 503 overloaded with Retry-After, and nothing

@@ -22,8 +22,6 @@ import httpx
 import psycopg
 import pytest
 from psycopg_pool import PoolTimeout
-from starlette.applications import Starlette
-from starlette.routing import Route
 
 from hostcall.errors import is_store_failure
 from hostcall.settings import Settings
@@ -31,10 +29,10 @@ from hostcall.store.health import refusal
 from tests.support.databases import fresh_schema
 from tests.support.harness import SECRET, allow_hosts, planner_definition, write_agent
 from tests.support.live import live_server, settings_for
-from tests.support.loopback import serve_in_thread
+from tests.support.provider import HeldProvider
 from tests.support.proxy import CuttableProxy, proxied
 from tests.unit.test_bad_input import CREATE
-from tests.unit.test_write_failures import LONG, MidTextProvider, unended
+from tests.unit.test_write_failures import LONG, unended
 
 # Slow enough to see a request hang (the pool's default wait was 30 s).
 PATIENT = httpx.Timeout(45.0)
@@ -129,17 +127,16 @@ def test_an_outage_answers_503_fast_and_what_was_committed_goes_on_after(
 
 
 @pytest.fixture
-def mid_text() -> Iterator[tuple[MidTextProvider, int]]:
-    fake = MidTextProvider()
-    app = Starlette(routes=[Route("/v1/chat/completions", fake.chat, methods=["POST"])])
-    with serve_in_thread(app) as port:
+def mid_text() -> Iterator[tuple[HeldProvider, int]]:
+    fake = HeldProvider(rest=LONG, hold=10)
+    with fake.serving() as port:
         yield fake, port
 
 
 def test_a_step_cut_off_by_an_outage_ends_with_store_unavailable_once_it_is_back(
     tmp_path: Path,
     database: tuple[CuttableProxy, str, str],
-    mid_text: tuple[MidTextProvider, int],
+    mid_text: tuple[HeldProvider, int],
 ) -> None:
     """The step's next append meets the outage (a dropped connection, then the pool's
     PoolTimeout): the run ends with store_unavailable, not internal_error, once the

@@ -13,7 +13,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,13 @@ import psycopg
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from tests.support.databases import fresh_schema
 from tests.support.harness import Harness, allow_hosts, planner_definition, write_agent
 from tests.support.loopback import serve_in_thread
+from tests.support.provider import HeldProvider
 
 LONG = "x" * 40_000  # needs new pages: cannot fit in the free space of existing ones
 
@@ -42,25 +43,6 @@ class Provider:
         delta = {"choices": [{"index": 0, "delta": {"content": LONG}}]}
         body = f"data: {json.dumps(delta)}\n\ndata: [DONE]\n\n"
         return Response(body, media_type="text/event-stream")
-
-
-class MidTextProvider:
-    """Streams a first chunk at once, then holds the rest until ``go``."""
-
-    def __init__(self) -> None:
-        self.go = threading.Event()
-
-    async def chat(self, request: Request) -> Response:
-        async def chunks() -> AsyncIterator[str]:
-            for text in ("Let me think", None, LONG):
-                if text is None:
-                    await asyncio.to_thread(self.go.wait, 10)
-                    continue
-                delta = {"choices": [{"index": 0, "delta": {"content": text}}]}
-                yield f"data: {json.dumps(delta)}\n\n"
-            yield "data: [DONE]\n\n"
-
-        return StreamingResponse(chunks(), media_type="text/event-stream")
 
 
 @pytest.fixture
@@ -122,9 +104,8 @@ def unended(events: list[tuple[str, dict[str, Any]]]) -> list[str]:
 def test_a_write_failure_mid_text_discards_and_ends_the_message_before_run_error(
     tmp_path: Path,
 ) -> None:
-    fake = MidTextProvider()
-    app = Starlette(routes=[Route("/v1/chat/completions", fake.chat, methods=["POST"])])
-    with serve_in_thread(app) as port:
+    fake = HeldProvider(rest=LONG, hold=10)
+    with fake.serving() as port:
         data = planner_definition()
         data["model"] = {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}
         write_agent(tmp_path / "agents", data, name="planner.json")
