@@ -37,6 +37,19 @@ _UPSERT = (
     "INSERT INTO surfaces (conversation_id, id, last_active, detached_at)"
     " VALUES (%s, %s, %s, %s) ON CONFLICT (conversation_id, id) DO NOTHING"
 )
+# Made if new, changed if not, in one statement each: ``_UPSERT`` and then an UPDATE of
+# the same row cost two. A new surface ends as the two left it.
+_SAVE_TOOLS = (
+    "INSERT INTO surfaces (conversation_id, id, last_active, detached_at, tools, page_tools)"
+    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (conversation_id, id)"
+    " DO UPDATE SET tools = EXCLUDED.tools, page_tools = EXCLUDED.page_tools"
+)
+_ATTACH = (
+    "INSERT INTO surfaces (conversation_id, id, last_active, detached_at, streams)"
+    " VALUES (%s, %s, %s, NULL, 1) ON CONFLICT (conversation_id, id)"
+    " DO UPDATE SET streams = surfaces.streams + 1, detached_at = NULL,"
+    " last_active = EXCLUDED.last_active"
+)
 
 # The next migration (schema.py): the page tools each surface holds (Surface.page_tools).
 PAGE_TOOLS_SCHEMA = """
@@ -56,17 +69,13 @@ class SurfaceTables(Part, Surfaces):
         now: float,
         page_tools: tuple[dict[str, Any], ...] = (),
     ) -> None:
-        await self._ensure_surface(conversation_id, surface_id, now)
-        await self.db.run(
-            SQL.save_surface_tools,
-            (rows.dump(list(tools)), rows.dump(list(page_tools)), conversation_id, surface_id),
-        )
+        tools_json, page_json = rows.dump(list(tools)), rows.dump(list(page_tools))
+        await self.db.run(_SAVE_TOOLS, (conversation_id, surface_id, now, now, tools_json, page_json))
 
     async def attach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None:
-        await self._ensure_surface(conversation_id, surface_id, now)
-        await self.db.run(SQL.attach_surface, (now, conversation_id, surface_id))
+        await self.db.run(_ATTACH, (conversation_id, surface_id, now))
         await self.db.run(SQL.count_stream, (conversation_id, surface_id, owner))
 
     async def detach_surface(
