@@ -167,6 +167,10 @@ class Engine:
             # follows, in a statement of its own, sees every run committed before: two
             # messages at once (two tabs, two processes) start one run, not two. A refused
             # start rolls them back, and nothing is published.
+            # A person's (or a browser's) history lists what they wrote in last first, and
+            # an agent's retention counts idle days from it (hostcall/retention.py). Before
+            # the append: on PostgreSQL the append's UPDATE of the conversation sets it.
+            await self.store.touch_conversation(cid, self.leases.clock())
             if text is None:
                 await unit.emit(cid, started)
                 last = await self.store.latest_run(cid)
@@ -210,9 +214,6 @@ class Engine:
                     code=ErrorCode.RUN_IN_PROGRESS,
                     runId=busy_id,
                 )
-            # A person's (or a browser's) history lists what they wrote in last first, and
-            # an agent's retention counts idle days from it (hostcall/retention.py).
-            await self.store.touch_conversation(cid, self.leases.clock())
             self.agents.remember(run.id, agent)
         metrics.RUNS.labels(metrics.agent_label(agent.id), "started").inc()
         # The first step's history, read with the run's start (its message is the last):

@@ -249,13 +249,45 @@ async def test_a_conversation_s_steps_read_no_messages_and_its_start_locks_nothi
     reads = [s for s in sent if s.startswith("SELECT * FROM messages")]
     assert len(reads) == len(snapshots) > 0
     assert not [s for s in sent if "FOR UPDATE" in s]
-    # The finished step's end went out inside its last fenced append, not alone. (The
-    # visitor's answer is audited by a held write of its own, sent with the answer's COMMIT
-    # in the same pipeline: a statement, not a round trip.)
-    assert not [s for s in sent if s.startswith("WITH h") and "INTO audit" not in s]
-    assert len([s for s in sent if s.startswith("WITH h") and "INTO audit" in s]) == 1
+    # The finished step's end went out inside its last fenced append, not alone; the
+    # visitor's answer is audited inside the append of its outcome, not alone either.
+    assert not [s for s in sent if s.startswith("WITH h")]
+    assert len([s for s in sent if "INTO audit" in s and "INSERT INTO events" in s]) == 1
     assert len([s for s in sent if "DELETE FROM leases" in s and "FOR SHARE" in s]) == 1
     start = next(i for i, s in enumerate(sent) if "INSERT INTO runs" in s)
     # (A process's first run writes its definition in between.)
     before = [s for s in sent[:start] if not s.startswith("INSERT INTO agent_definitions")][-1]
     assert "INSERT INTO messages" in before and "INSERT INTO events" in before
+
+
+async def test_a_run_s_touch_rides_in_its_first_append_and_never_moves_time_back(
+    store: PostgresStore, sent: list[str]
+) -> None:
+    # A run's start touches its conversation before its first append: the append's UPDATE
+    # of the row sets updated_at too (one statement, not two).
+    async with store.transaction():
+        await store.touch_conversation("c1", 50.0)
+        await store.append_event("c1", TextMessageContent("m", "a"))
+    assert len(sent) == 1 and "updated_at = GREATEST" in sent[0]
+    assert await _updated_at(store) == 50.0
+    # An earlier time leaves it, as the UPDATE ... WHERE updated_at < did.
+    async with store.transaction():
+        await store.touch_conversation("c1", 40.0)
+        await store.append_event("c1", TextMessageContent("m", "b"))
+    assert await _updated_at(store) == 50.0
+    # With no append after it, it goes out by itself at the end; rolled back, not at all.
+    async with store.transaction():
+        await store.touch_conversation("c1", 60.0)
+    assert await _updated_at(store) == 60.0
+    with pytest.raises(RuntimeError):
+        async with store.transaction():
+            await store.touch_conversation("c1", 70.0)
+            await store.append_event("c1", TextMessageContent("m", "c"))
+            raise RuntimeError
+    assert await _updated_at(store) == 60.0
+
+
+async def _updated_at(store: PostgresStore) -> float:
+    row = await store.db.one("SELECT updated_at FROM conversations WHERE id = 'c1'")
+    assert row is not None
+    return float(row["updated_at"])

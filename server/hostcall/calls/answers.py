@@ -100,9 +100,10 @@ class Answers:
                 and settled.deadline > self.moves.clock()
             ):
                 raise _NotAsClaimed(call_id)
+            # Before the outcome's append: on PostgreSQL the entry goes out inside it.
+            await self._audit(audit)
             await self.moves.record_hits(unit, claims.conversation_id, call_id, tool.name, hits)
             await self.moves.record_outcome(unit, settled, tool, outcome)
-            await self._audit(audit)
         return settled
 
     async def checked_call(self, call_id: str, claims: Claims) -> Call:

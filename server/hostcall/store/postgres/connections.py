@@ -134,6 +134,9 @@ class _Transaction:
     deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     # Messages not sent yet, in order: each its column values (hostcall/store/postgres/messages.py).
     messages: list[tuple[Any, ...]] = field(default_factory=list)
+    # Conversations' ``updated_at`` not set yet (``touch_conversation``): the next append of
+    # the conversation sets it in the UPDATE of the row it makes anyway (see append_events).
+    touched: dict[str, float] = field(default_factory=dict)
     # Other writes not sent yet, in order (see hold).
     writes: list[HeldWrite] = field(default_factory=list)
     # The leases (key, owner) a fenced append of this transaction found held since its last
@@ -354,7 +357,7 @@ class PostgresConnections:
         touches) passes ``sees_appends=False`` to ``one``, ``all`` or ``count``: the
         held writes wait for a later statement or COMMIT, and go in together (one
         statement, not one per read in between)."""
-        if current.writes or (reads and (current.deferred or current.messages)):
+        if current.writes or (reads and (current.deferred or current.messages or current.touched)):
             await self._send_deferred(current, everything=reads)
         return current.connection or await self._begin(current)
 

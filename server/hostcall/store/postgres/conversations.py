@@ -81,7 +81,14 @@ class ConversationTables(Part, Conversations, Sessions, Messages):
         return await self.db.count(SQL.set_person, (person, conversation_id, person)) == 1
 
     async def touch_conversation(self, conversation_id: str, at: float) -> None:
-        await self.db.run(SQL.touch_conversation, (at, conversation_id, at))
+        current = self.db.current()
+        if current is None:
+            await self.db.run(SQL.touch_conversation, (at, conversation_id, at))
+            return
+        # Held: the transaction's next append of the conversation sets it in its UPDATE of
+        # the same row (one statement, not two: a run's start touches before its first
+        # append), or its end sends it alone (hostcall/store/postgres/events.py).
+        current.touched[conversation_id] = max(at, current.touched.get(conversation_id, at))
 
     async def person_conversations(
         self,

@@ -33,12 +33,18 @@ VALUES_MAX = 32
 CARRIED_MAX = 4
 
 
-def _append_sql(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> str:
-    ctes, select = append_parts(fenced=fenced, notify=notify, count=count, carried=carried)
+def _append_sql(
+    *, fenced: bool, notify: bool, count: int, carried: int = 0, touched: bool = False
+) -> str:
+    ctes, select = append_parts(
+        fenced=fenced, notify=notify, count=count, carried=carried, touched=touched
+    )
     return f"WITH {ctes}\nSELECT {select} FROM next"
 
 
-def append_parts(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> tuple[str, str]:
+def append_parts(
+    *, fenced: bool, notify: bool, count: int, carried: int = 0, touched: bool = False
+) -> tuple[str, str]:
     """Appends ``count`` events as the conversation's next seqs in one statement, and
     returns the first seq (no row: the fence failed). The events are %(t0)s/%(d0)s,
     %(t1)s/%(d1)s... (type, data), or, past ``VALUES_MAX``, the arrays %(types)s/%(datas)s.
@@ -52,6 +58,8 @@ def append_parts(*, fenced: bool, notify: bool, count: int, carried: int = 0) ->
     ``notify``: NOTIFY ``"<conversation> <first seq> <origin>"`` at commit. One per
     transaction and conversation is enough: a listener reads every event after the seq it
     is told (hostcall/relay.py), and a transaction's events commit together.
+    ``touched``: the UPDATE also moves the conversation's ``updated_at`` on to
+    %(touched)s (a held ``touch_conversation``), never back.
     ``carried``: the statement also writes that many held messages of the conversation
     (%(m<i>_<j>)s, hostcall/store/postgres/messages.py), only if ``next`` does: a lost
     fence writes no message either.
@@ -81,8 +89,9 @@ def append_parts(*, fenced: bool, notify: bool, count: int, carried: int = 0) ->
         )
     note = f", pg_notify(%(channel)s, %(cid)s || ' ' || ({first}) || ' ' || %(origin)s)"
     kept = f", kept AS ({messages.insert_sql(carried, after='next')})" if carried else ""
+    touch = ", updated_at = GREATEST(updated_at, %(touched)s)" if touched else ""
     ctes = f"""next AS (
-    UPDATE conversations SET last_seq = last_seq + {increment} WHERE id = %(cid)s{fence}
+    UPDATE conversations SET last_seq = last_seq + {increment}{touch} WHERE id = %(cid)s{fence}
     RETURNING last_seq
 ), added AS (
     INSERT INTO events (conversation_id, seq, type, data) {rows}
@@ -95,16 +104,18 @@ def append_parts(*, fenced: bool, notify: bool, count: int, carried: int = 0) ->
 # runs before the write's own change of that row.
 _IF_NEXT = " AND EXISTS (SELECT 1 FROM next)"
 
-# By (fenced, notify, count, carried); built as they are first needed.
-_APPENDS: dict[tuple[bool, bool, int, int], str] = {}
+# By (fenced, notify, count, carried, touched); built as they are first needed.
+_APPENDS: dict[tuple[bool, bool, int, int, bool], str] = {}
 
 
-def append_sql(*, fenced: bool, notify: bool, count: int, carried: int = 0) -> str:
-    key = (fenced, notify, count if count <= VALUES_MAX else VALUES_MAX + 1, carried)
+def append_sql(
+    *, fenced: bool, notify: bool, count: int, carried: int = 0, touched: bool = False
+) -> str:
+    key = (fenced, notify, count if count <= VALUES_MAX else VALUES_MAX + 1, carried, touched)
     found = _APPENDS.get(key)
     if found is None:
         found = _APPENDS[key] = _append_sql(
-            fenced=fenced, notify=notify, count=count, carried=carried
+            fenced=fenced, notify=notify, count=count, carried=carried, touched=touched
         )
     return found
 
@@ -123,8 +134,11 @@ def _carried(current: _Transaction | None, conversation_id: str) -> list[message
 
 def _fenced_writes(current: _Transaction | None, fence: tuple[str, str] | None) -> list[HeldWrite]:
     """The transaction's held writes waiting for a fenced append of ``fence`` (see
-    ``HeldWrite.fence``), taken to go out inside it."""
-    if current is None or fence is None or not current.writes:
+    ``HeldWrite.fence``), taken to go out inside it; for an unfenced append, those that
+    wait for no fence (they would go out alone just before it: an answer's audit entry).
+    Not those into a fenced append: the lease a run's end deletes is the row its fence
+    reads, and one statement must not change a row twice."""
+    if current is None or not current.writes:
         return []
     taken = [w for w in current.writes if w.fence == fence]
     if taken:
@@ -167,13 +181,17 @@ class EventLog(Part, Events):
         else:
             # (``db.one`` sends the deferred appends first: this one numbers after them.)
             carried = _carried(current, conversation_id)
+            touched = current.touched.pop(conversation_id, None) if current is not None else None
             sql = append_sql(
                 fenced=fence is not None,
                 notify=previous is None,
                 count=len(encoded),
                 carried=len(carried),
+                touched=touched is not None,
             )
             params = self._append_params(conversation_id, encoded, fence, carried)
+            if touched is not None:
+                params["touched"] = touched
             writes = _fenced_writes(current, fence)
             if writes:
                 # Made only if this append's fence holds: its answer is theirs too.
@@ -218,21 +236,30 @@ class EventLog(Part, Events):
         writes = [w for w in writes if w.fence is None]
         deferred: list[tuple[str, list[tuple[str, str]]]] = []
         held: list[messages.Values] = []
+        touched: dict[str, float] = {}
         if everything:
             deferred, current.deferred = list(current.deferred.items()), {}
             held, current.messages = current.messages, []
+            touched, current.touched = current.touched, {}
         ctes: list[str] = []
         params: dict[str, Any] = {}
         select = ""
         for index, (conversation_id, encoded) in enumerate(deferred):
-            parts = append_parts(fenced=False, notify=False, count=len(encoded))
+            at = touched.pop(conversation_id, None)
+            parts = append_parts(
+                fenced=False, notify=False, count=len(encoded), touched=at is not None
+            )
             values = self._append_params(conversation_id, encoded)
+            if at is not None:
+                values["touched"] = at
             if index == 0:
                 ctes.append(parts[0])
                 params.update(values)
                 select = parts[1]
             else:
                 await self.db.run(f"WITH {parts[0]}\nSELECT {parts[1]} FROM next", values)
+        for conversation_id, at in touched.items():  # no append of it to ride in
+            await self.db.run(SQL.touch_conversation, (at, conversation_id, at))
         # Unfenced appends need not gate them: every held message in one INSERT, in order.
         if held:
             ctes.append(f"rest AS ({messages.insert_sql(len(held), prefix='r')})")
