@@ -91,20 +91,41 @@ class Answers:
             settled = await self.moves.settle_row(call_id, event, outcome)
             if settled is None:
                 return None
-            if not (
-                settled.conversation_id == claims.conversation_id
-                and settled.tool_name == claims.tool
-                and settled.run_id == claims.run_id
-                and input_digest(settled.input) == claims.digest
-                # Settled past its deadline: the long way expires it instead.
-                and settled.deadline > self.moves.clock()
-            ):
+            if not self._as_claimed(settled, claims):
                 raise _NotAsClaimed(call_id)
             # Before the outcome's append: on PostgreSQL the entry goes out inside it.
             await self._audit(audit)
             await self.moves.record_hits(unit, claims.conversation_id, call_id, tool.name, hits)
             await self.moves.record_outcome(unit, settled, tool, outcome)
         return settled
+
+    def _as_claimed(self, moved: Call, claims: Claims) -> bool:
+        """What ``checked_call`` checks, on the row a move left."""
+        return (
+            moved.conversation_id == claims.conversation_id
+            and moved.tool_name == claims.tool
+            and moved.run_id == claims.run_id
+            and input_digest(moved.input) == claims.digest
+            # Moved past its deadline: the long way expires it instead.
+            and moved.deadline > self.moves.clock()
+        )
+
+    async def deliver_claimed(self, call_id: str, claims: Claims) -> bool | None:
+        """``deliver(await checked_call(call_id, claims))`` when the token names its run, in
+        one statement where there were two: the delivery UPDATE, and the checks on the row
+        it returns. None where that says nothing (the call was not dispatched, or a check
+        failed, rolled back): the caller goes the long way, which reads the call and
+        answers as it always did (False for a second delivery, or the refusal)."""
+        if claims.run_id is None or claims.call_id != call_id or not claims.tool:
+            return None
+        try:
+            async with self.journal.unit():
+                moved = await self.moves.deliver_row(call_id)
+                if moved is None or not self._as_claimed(moved, claims):
+                    raise _NotAsClaimed(call_id)
+        except _NotAsClaimed:
+            return None
+        return True
 
     async def checked_call(self, call_id: str, claims: Claims) -> Call:
         """The call a verified token is for; refuses tokens of another call or input, and

@@ -196,9 +196,11 @@ class CallMoves:
             return Dispatched(moved, execute=execute)
         return Moved(moved)
 
-    async def deliver_row(self, call_id: str, assigned: tuple[str, int]) -> Call | None:
-        """The delivery UPDATE alone (a surface's claim): the call as it left
-        ``dispatched``, or None."""
+    async def deliver_row(
+        self, call_id: str, assigned: tuple[str, int] | None = None
+    ) -> Call | None:
+        """The delivery UPDATE alone (a surface's claim; ``assigned`` None: a client's that
+        names no surface): the call as it left ``dispatched``, or None."""
         made = await self._update(call_id, CallEvent.DELIVER, read=None, assigned=assigned,
                                   delivered=True)  # fmt: skip
         if made is None:

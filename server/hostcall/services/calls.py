@@ -67,6 +67,9 @@ class CallService:
 
     async def deliver(self, call_id: str, claims: Claims) -> bool:
         """The page claims the call; True only for the request that made the move."""
+        first = await self.answers.deliver_claimed(call_id, claims)
+        if first is not None:
+            return first
         return await self.answers.deliver(await self._checked(call_id, claims))
 
     async def answer(self, call_id: str, claims: Claims, result: CallResult) -> Call:
