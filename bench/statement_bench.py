@@ -86,7 +86,9 @@ def measure(workdir: Path, url: str, conversations: int) -> dict[str, list[dict[
     return found
 
 
-def runs(live: Live, tally: Tally, conversations: int, streamed: Live | None = None) -> list[dict[str, Counted]]:
+def runs(
+    live: Live, tally: Tally, conversations: int, streamed: Live | None = None
+) -> list[dict[str, Counted]]:
     turn(live, tally, streamed)  # warm-up
     return [turn(live, tally, streamed) for _ in range(conversations)]
 
@@ -104,9 +106,7 @@ def report(found: dict[str, list[dict[str, Counted]]]) -> None:
             for runs_ in found.values():
                 for r in runs_:
                     r[name] = _sum([c for k, c in r.items() if not k.startswith("stream replay")])
-        rows.append(
-            (name, cell("sqlite", name, sqlite=True), cell("pg", name), cell("pg2", name))
-        )
+        rows.append((name, cell("sqlite", name, sqlite=True), cell("pg", name), cell("pg2", name)))
     header = ("operation", "SQLite stmts (txns)", "PG stmts / round trips",
               "PG, stream on another process")  # fmt: skip
     notes = [

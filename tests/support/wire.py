@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from psycopg import AsyncCursor, Cursor
-from psycopg._pipeline_async import AsyncPipeline
+from psycopg import AsyncCursor, AsyncPipeline, Cursor
 
 from tests.support.harness import BOARD, Conv
 from tests.support.live import Frame, Live, frames

@@ -70,7 +70,9 @@ class SurfaceTables(Part, Surfaces):
         page_tools: tuple[dict[str, Any], ...] = (),
     ) -> None:
         tools_json, page_json = rows.dump(list(tools)), rows.dump(list(page_tools))
-        await self.db.run(_SAVE_TOOLS, (conversation_id, surface_id, now, now, tools_json, page_json))
+        await self.db.run(
+            _SAVE_TOOLS, (conversation_id, surface_id, now, now, tools_json, page_json)
+        )
 
     async def attach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""

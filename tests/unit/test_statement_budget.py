@@ -1,0 +1,54 @@
+"""What one conversation costs PostgreSQL in statements and round trips (the load bench's
+flow: create, capabilities, stream, message, dispatch, delivered, result, ``RUN_FINISHED``).
+Hostcall's CPU per conversation on PostgreSQL is mostly psycopg sending statements and
+reading answers (py-spy, load bench), so a statement more per turn is CPU more on every
+conversation: counted, not timed, the figure holds on a loaded machine.
+bench/statement_bench.py prints the same counts per operation, for both stores."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from hostcall.settings import ROOT
+from tests.support.databases import fresh_schema
+from tests.support.live import live_server, settings_for
+from tests.support.wire import OPERATIONS, counting, total, turn
+
+sys.path.insert(0, str(ROOT / "bench"))  # the load bench's agent
+import load_bench
+
+# A conversation (all but the replay): 24 statements and 25 round trips before the touch
+# rode in the run's first append, the surface's tools became one upsert, an answer's audit
+# entry rode in its outcome's append and a delivery stopped reading the call first.
+STATEMENTS = 20
+ROUND_TRIPS = 24
+
+
+def test_a_conversation_on_postgresql_costs_no_more_statements_than_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_bench.write_agent(tmp_path)
+    with fresh_schema() as url, counting(monkeypatch) as tally:
+        # No sweeper pass: it reads on its own clock, not the conversation's.
+        settings = replace(
+            settings_for(tmp_path, database_url=url),
+            agents_dir=tmp_path / "agents",
+            sweep_seconds=3600,
+        )
+        with live_server(settings) as live:
+            turn(live, tally)  # a process's first run writes its agent's definition
+            found = turn(live, tally)
+    spent = total(found, but=(OPERATIONS[-1],))
+    shown = json.dumps({k: (v.statements, v.round_trips) for k, v in found.items()}, indent=1)
+    assert spent.statements <= STATEMENTS, (
+        f"{spent.statements} statements per conversation: {shown}"
+    )
+    assert spent.round_trips <= ROUND_TRIPS, f"{spent.round_trips} round trips: {shown}"
+    # The replay reads the conversation, redeems the ticket, and reads the events once.
+    replay = found[OPERATIONS[-1]]
+    assert replay.statements <= 3, shown
