@@ -215,7 +215,7 @@ class Engine:
                     runId=busy_id,
                 )
             self.agents.remember(run.id, agent)
-        metrics.RUNS.labels(metrics.agent_label(agent.id), "started").inc()
+        metrics.child(metrics.RUNS, metrics.agent_label(agent.id), "started").inc()
         # The first step's history, read with the run's start (its message is the last):
         # nothing else adds a message while the run is running.
         self.tasks.spawn(self._advance(run.id, ClaimedRun(run, start.history)))

@@ -146,7 +146,8 @@ class RequestMetrics:
         finally:
             # Each label from a closed set: the method and the path are the client's to
             # make up, and each new value would be a series kept until restart.
-            metrics.HTTP_SECONDS.labels(
+            metrics.child(
+                metrics.HTTP_SECONDS,
                 metrics.method_label(scope.get("method", "")),
                 metrics.route_label(scope.get("route")),
                 metrics.status_label(status),

@@ -48,12 +48,12 @@ def observe_settled(
     route = answered_by(call, tool, outcome, by)
     state = call.state.value
     label = metrics.answered_by_label(route)
-    metrics.TOOL_CALLS.labels(state, label).inc()
+    metrics.child(metrics.TOOL_CALLS, state, label).inc()
     started = now
     if tool is not None and call.deadline:
         margin = _BLOCK_MARGIN if tool.kind != "client" else 0.0
         started = min(now, call.deadline - tool.deadline_seconds - margin)
-    metrics.TOOL_CALL_SECONDS.labels(label).observe(max(0.0, now - started))
+    metrics.child(metrics.TOOL_CALL_SECONDS, label).observe(max(0.0, now - started))
     if not tracing.on:
         return
     attributes: dict[str, Any] = {

@@ -81,7 +81,7 @@ class Usage:
         processes)."""
         agent_id = str(run.agent.get("id", "")) if isinstance(run.agent, dict) else ""
         outcome = metrics.run_outcome_label(ending)
-        metrics.RUNS.labels(metrics.agent_label(agent_id), outcome).inc()
+        metrics.child(metrics.RUNS, metrics.agent_label(agent_id), outcome).inc()
         if not self.tracing.on:
             return
         now = self.clock()
@@ -142,7 +142,7 @@ class Measure:
                 yield item
         except ModelError as exc:
             seconds = time.perf_counter() - self._perf
-            metrics.MODEL_SECONDS.labels(self.label, "error").observe(seconds)
+            metrics.child(metrics.MODEL_SECONDS, self.label, "error").observe(seconds)
             self._trace(seconds, None, None, error=exc.code)
             raise
         except (asyncio.CancelledError, GeneratorExit):
@@ -187,9 +187,9 @@ class Measure:
             seconds=seconds,
         )
         if not cut_off:
-            metrics.MODEL_SECONDS.labels(self.label, "ok").observe(seconds)
-        metrics.MODEL_TOKENS.labels(self.label, "input", source).inc(read)
-        metrics.MODEL_TOKENS.labels(self.label, "output", source).inc(wrote)
+            metrics.child(metrics.MODEL_SECONDS, self.label, "ok").observe(seconds)
+        metrics.child(metrics.MODEL_TOKENS, self.label, "input", source).inc(read)
+        metrics.child(metrics.MODEL_TOKENS, self.label, "output", source).inc(wrote)
         if not cut_off:  # (a cut-off call's span was recorded with its error)
             self._trace(seconds, record, end)
         person = self.run.visitor.sub if self.run.visitor else None
