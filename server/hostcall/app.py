@@ -59,15 +59,18 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             metrics.worker_stopped()
 
     app = Starlette(
+        # The router tries each route's pattern in turn: the event stream (every connect)
+        # and the calls' answers (the round trip) come first, not after twenty others.
+        # No two templates here match the same path, so the order decides nothing else.
         routes=[
+            *stream_routes(),
+            *call_answer_routes(),
             Route("/healthz", _health),
             Route("/openapi.json", _openapi),
             *api_routes(),
-            *call_answer_routes(),
             *history_routes(),
             *session_routes(),
             *known_visitor_routes(),
-            *stream_routes(),
             *agui_routes(),
             *page_routes(),
             *console_routes(),
