@@ -22,17 +22,27 @@
     let port
 
     const post = (type, data) => port?.postMessage({ type, ...data })
-    // WebMCP's tools, this window's only (getTools may list other frames').
+    // WebMCP's tools, this window's only (getTools may list other frames'), by name: listed at
+    // first use and after each toolchange (fired as a tool is (un)registered), not per call;
+    // a listing begun before a toolchange is not kept.
     const mc = document.modelContext
-    const own = async () => [...((await mc?.getTools?.()) || [])].filter(t => t.window === window)
+    let mine, gen = 0
+    const own = (g = gen) => (mine ||= Promise.resolve().then(() => mc?.getTools?.()).then(list => {
+      const tools = new Map([...(list || [])].filter(t => t.window === window).map(t => [t.name, t]))
+      if (g == gen) mine = tools
+      return tools
+    }, err => {
+      if (g == gen) mine = 0
+      throw err
+    }))
     let soon
-    mc?.addEventListener?.('toolchange', () => (clearTimeout(soon), (soon = setTimeout(hc.sync, 50, 1))))
+    mc?.addEventListener?.('toolchange', () => (gen++, (mine = 0), clearTimeout(soon), (soon = setTimeout(hc.sync, 50, 1))))
     /** Handshake: the tools this page handles and its visitor's token, on every change
      * (`toolsOnly`: not the token, whose function may fetch). */
     hc.sync = async (toolsOnly, token) => {
       if (!toolsOnly) try { token = hc.id ? await (typeof hc.id == 'function' ? hc.id() : hc.id) : '' } catch (err) { emit('error', { code: 'identify_failed', message: String(err) }) }
       let pageTools // JSON text: a page's schema may hold what the channel cannot copy
-      try { pageTools = JSON.stringify(await own(), (k, v) => (v === window ? undefined : v)) } catch (err) { console.error(err) }
+      try { pageTools = JSON.stringify([...(await own()).values()], (k, v) => (v === window ? undefined : v)) } catch (err) { console.error(err) }
       greeted && post(MSG.HANDLERS, { tools: [...handlers.keys()], token, pageTools })
     }
     hc.send = text => (ready ? post(MSG.SEND, { text }) : hc.outbox.push(text))
@@ -97,7 +107,7 @@
 
     /** Run a handler; post its outcome unless the call was settled meanwhile. */
     async function run({ callId, toolName, input, inputSchema, outputSchema, deadline, pageTool }) {
-      const tool = pageTool && (await own()).find(t => t.name === toolName)
+      const tool = pageTool && (await own()).get(toolName)
       const fn = pageTool ? tool && (i => mc.executeTool(tool, i)) : handlers.get(toolName)
       if (!fn) return post(MSG.RESULT, { callId, noHandler: 1 })
       if (running.has(callId)) return

@@ -255,6 +255,49 @@ def test_a_tool_unregistered_while_its_call_waits_is_no_handler(page: Page, host
     assert runs(page) == []
 
 
+#: Counts the page's getTools() calls from now on (the bridge reads ``document.modelContext``'s
+#: method at each use, the browser's or the loader's shape).
+COUNT_LISTS = """() => { const mc = document.modelContext, list = mc.getTools
+  window.listed = 0
+  mc.getTools = (...args) => (listed++, list.apply(mc, args)) }"""
+#: add_note again, with another schema and another execute: what a call must run now.
+REREGISTER = """() => { noteCtl.abort()
+  document.modelContext.registerTool({
+    name: 'add_note', description: 'Adds a tagged note.',
+    inputSchema: { type: 'object',
+      properties: { text: { type: 'string' }, tag: { type: 'string' } } },
+    execute: async ({ text }) => (ran(['add_note again', text]), { saved: text, count: 7 }),
+  }) }"""
+
+
+def test_a_page_tool_call_lists_no_tools_and_runs_the_latest_registration(
+    page: Page, host: HostPage
+) -> None:
+    widget = open_page(page, host)
+    widget.send("What are my notes?")
+    expect(widget.call("read_notes")).to_have_attribute("data-state", "done", timeout=SLOW)
+    page.evaluate(COUNT_LISTS)
+    widget.wait_until_idle()
+    widget.send("What are my notes?")
+    expect(widget.calls("read_notes")).to_have_count(2, timeout=SLOW)
+    expect(widget.call("read_notes")).to_have_attribute("data-state", "done", timeout=SLOW)
+    # The call looked its tool up in what the bridge kept: it asked the browser for no list.
+    assert page.evaluate("listed") == 0
+    assert runs(page) == [["read_notes"], ["read_notes"]]
+    widget.wait_until_idle()
+    # A new registration of the same name is what the next call runs, with its new schema
+    # offered first (toolchange).
+    with page.expect_request(lambda r: r.url.endswith("/capabilities"), timeout=SLOW) as sent:
+        page.evaluate(REREGISTER)
+    offered = {t["name"]: t for t in json.loads(sent.value.post_data or "{}")["pageTools"]}
+    assert "tag" in offered["add_note"]["inputSchema"]["properties"]
+    widget.send("note buy milk")
+    widget.wait_for_call("add_note", "waiting")
+    widget.approve("add_note")
+    expect(widget.last_reply()).to_have_text("Noted: buy milk (7 in all).", timeout=SLOW)
+    assert runs(page)[-1] == ["add_note again", "buy milk"]
+
+
 def test_a_refused_page_tool_is_a_console_error_and_an_error_event(
     page: Page, host: HostPage
 ) -> None:
