@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Request, Route
+from playwright.sync_api import Browser, Page, Request, Route, expect
 
 from hostcall.qa.weight import WIDGET_BUDGET, OpenWidget, gzipped, weigh
 from tests.e2e.conftest import Demo, start_demo
@@ -72,3 +72,28 @@ def test_an_open_widget_over_its_budget_is_reported_with_its_files(
     assert gzipped(widget.whole) > WIDGET_BUDGET
     (over,) = widget.over_budget()
     assert over.startswith("the open widget is") and "/static/app.js" in over, over
+
+
+def test_a_page_gets_the_launcher_alone_until_it_is_hovered(browser: Browser, demo: Demo) -> None:
+    """What every view of the host page pays for: the loader, its check and one button; the
+    panel, the frame and bridge.js come when the visitor comes near the launcher."""
+    page: Page = browser.new_context(locale="en-US").new_page()
+    try:
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url) if r.url.startswith(demo.url) else None)
+        page.goto(demo.board)
+        launcher = page.locator("[data-part=hostcall-launcher]")
+        expect(launcher).to_be_visible()
+        expect(launcher).to_have_attribute("aria-expanded", "false")
+        assert page.locator("[data-part=hostcall-panel]").count() == 0
+        assert [url.removeprefix(demo.url).split("?")[0] for url in asked] == [
+            "/embed.js",
+            "/embed/check",
+        ]
+        launcher.hover()
+        framed = page.locator("[data-part=hostcall-panel] [data-part=hostcall-frame]")
+        expect(framed).to_have_count(1)
+        expect(page.locator("[data-part=hostcall-panel]")).to_be_hidden()
+        assert launcher.get_attribute("aria-controls") == "hostcall-panel"
+    finally:
+        page.context.close()
