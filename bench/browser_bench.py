@@ -63,7 +63,8 @@ TIMEOUT = 10.0
 # when each hostcall:call reaches it. Both travel on the widget's MessageChannel: the listeners
 # go on its ports (the widget's, made by the MessageChannel it constructs; the page's, handed
 # over with the hello), added before the page's and the widget's own, so they stamp arrival,
-# before any handling. Nothing else is added.
+# before any handling. And, where the browser has WebMCP, the host page's getTools() calls
+# are counted (section 4: how often the bridge lists the page's tools). Nothing else is added.
 PROBE = """window.benchAt = () => performance.timeOrigin + performance.now()
 const benchOn = (port, type, into) => port.addEventListener('message', e => {
   if (e.data?.type === type) into[e.data.callId] = benchAt() })
@@ -77,6 +78,9 @@ if (location.pathname.startsWith('/widget/')) {
       benchDispatched[JSON.parse(e.data).value.toolCallId] = benchAt() }) } }
 } else if (location.pathname === '/pages/host.html') {
   window.benchCalls = {}
+  window.benchLists = 0
+  const mc = document.modelContext, list = mc?.getTools
+  if (list) mc.getTools = (...args) => (benchLists++, list.apply(mc, args))
   addEventListener('message', e => {
     const port = e.data?.type === 'hostcall:hello' && e.ports[0]
     if (port) benchOn(port, 'hostcall:call', benchCalls)
@@ -204,9 +208,12 @@ def weight(env: Env) -> None:
 
 
 def load_metrics(env: Env, snippet: bool) -> dict[str, float]:
-    """Chromium's Performance.getMetrics for one load in a fresh context (cold cache)."""
+    """Chromium's Performance.getMetrics for one load in a fresh context (cold cache), and
+    ``Requests``: how many went to Hostcall."""
     page = env.new_page()
     try:
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url) if r.url.startswith(env.hc.url) else None)
         cdp = page.context.new_cdp_session(page)
         cdp.send("Performance.enable")
         page.goto(env.host_page(snippet), wait_until="load")  # the async loader has run by then
@@ -216,7 +223,7 @@ def load_metrics(env: Env, snippet: bool) -> dict[str, float]:
         launcher = page.evaluate("!!document.querySelector('[data-part=hostcall-launcher]')")
         if launcher != snippet or len(page.frames) != 1:
             raise RuntimeError(f"snippet={snippet}: launcher {launcher}, {len(page.frames)} frames")
-        return metrics
+        return metrics | {"Requests": len(asked)}
     finally:
         page.context.close()
 
@@ -234,10 +241,15 @@ def host_cost(env: Env, mode: Mode) -> None:
         ("main-thread CPU (ThreadTime)", "ThreadTime", True),
         ("main-thread tasks (TaskDuration, wall)", "TaskDuration", False),
         ("layout (LayoutDuration)", "LayoutDuration", False),
+        # Counts, which the machine's load does not change: what the snippet made Chromium do.
         ("DOM nodes", "Nodes", False),
+        ("layouts (LayoutCount)", "LayoutCount", False),
+        ("style recalculations (RecalcStyleCount)", "RecalcStyleCount", False),
+        ("JS event listeners", "JSEventListeners", False),
+        ("requests to Hostcall", "Requests", False),
     ):
         on, off = (statistics.median(m[key] for m in runs[s]) for s in (True, False))
-        if key == "Nodes":
+        if not key.endswith("Duration") and key != "ThreadTime":
             rows.append((label, f"{on:.0f}", f"{off:.0f}", f"{on - off:+.0f}", "-", "info"))
         else:
             verdict = "info" if not judged else "ok" if on - off < HOST_COST_BUDGET else "MISSED"
@@ -401,6 +413,7 @@ class Widget:
         (and the page's WebMCP tool ``page_runs``)."""
         handled, timings = self.page.evaluate("bench.calls"), self.frame.evaluate(TIMINGS)
         executed = self.page.evaluate("window.benchPageCalls || 0")
+        self.lists: int = self.page.evaluate("benchLists")  # PROBE: the page's getTools()
         for call_id, at in self.page.evaluate("benchCalls").items():  # PROBE, host page
             timings[call_id]["call"] = at
         self.http.close()

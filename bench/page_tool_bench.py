@@ -59,6 +59,7 @@ def round_trips(env: Env, mode: Mode) -> None:
     timed: dict[str, list[float]] = {ASK: [], PAGE_ASK: []}
     cold: dict[str, list[float]] = {ASK: [], PAGE_ASK: []}
     steps: dict[str, list[dict[str, Any]]] = {ASK: [], PAGE_ASK: []}  # TIMINGS of each call
+    lists, page_calls = 0, 0  # the page's getTools() calls (PROBE), its tool's calls
     pairs = max(1, TURNS // 2)  # a widget makes TURNS runs, as in section 3
     total = mode.warmup + mode.round_trips
     try:
@@ -78,6 +79,7 @@ def round_trips(env: Env, mode: Mode) -> None:
                         timed[text].append(elapsed)
                         ids.append((text, call_id))
             timings = widget.close(count + 1, count + 1)
+            lists, page_calls = lists + widget.lists, page_calls + count + 1
             for text, call_id in ids:
                 steps[text].append(timings[call_id])
     finally:
@@ -114,6 +116,14 @@ def round_trips(env: Env, mode: Mode) -> None:
                     None,
                 )
                 for label in SEGMENTS
+            ),
+            (
+                "the page's getTools() calls per page tool call (a count: load does not change it)",
+                f"{lists / page_calls:.2f}",
+                "-",
+                "-",
+                "-",
+                "info",
             ),
             compare(
                 "a fresh widget's first call of each (imports the call code), p50",
