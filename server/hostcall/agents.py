@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hostcall.attachments.policy import AttachmentPolicy, parse_attachments
 from hostcall.blocks.kind import Block
 from hostcall.blocks.kinds.mcp import server_problems
 from hostcall.blocks.mcp.binding import McpBinding, is_binding, parse_binding
@@ -55,6 +56,7 @@ AGENT_KEYS = {
     "suggestions",
     "rating",
     "show_reasoning",
+    "attachments",
 }
 
 # A step sends the model the conversation's last 20 turns: enough for a chat to keep its
@@ -102,6 +104,8 @@ class Agent:
     rating: RatingAsk | None = None
     # Whether the model's reasoning is relayed (REASONING_* events) and so kept in the log.
     show_reasoning: bool = True
+    # Which files a visitor may attach (hostcall/attachments/policy.py); None: none.
+    attachments: AttachmentPolicy | None = None
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -218,6 +222,10 @@ def parse_agent(
         parse_rating(data["rating"], where) if "rating" in data else (None, [])
     )
     problems += suggestion_problems + rating_problems
+    attachments, attachment_problems = (
+        parse_attachments(data["attachments"], where) if "attachments" in data else (None, [])
+    )
+    problems += attachment_problems
     tools_data = data.get("tools", [])
     if not isinstance(tools_data, list):
         problems.append(f"{where}: 'tools' must be a list")
@@ -322,6 +330,7 @@ def parse_agent(
         suggestions=suggestions,
         rating=rating,
         show_reasoning=data.get("show_reasoning", True),
+        attachments=attachments,
     ), []
 
 

@@ -281,6 +281,9 @@ async def widget_page(request: Request) -> HTMLResponse:
         # Starters, follow-ups and when to ask for a rating (hostcall/suggestions.py); null:
         # the widget loads none of it.
         "suggest": widget_config(agent.suggestions, agent.rating),
+        # Which files the visitor may attach, so the widget refuses early what the server
+        # would (hostcall/attachments/policy.py); null: no attach button.
+        "attachments": agent.attachments.to_wire() if agent.attachments else None,
     }
     # The widget picks the language (snippet, else the browser's languages); preload the
     # strings it will most likely ask for.
@@ -299,6 +302,9 @@ async def widget_page(request: Request) -> HTMLResponse:
 def _image_origins(agent: Agent) -> tuple[str, ...]:
     """The origins the agent's result views may show images from (docs/agents.md "Views"):
     the browser holds the widget to them too, whatever a result's address says."""
+    # The visitor's attached images are fetched with the session token and drawn from
+    # object URLs (an <img> cannot send the token): blob: is the page's own bytes.
+    own = ("blob:",) if agent.attachments is not None else ()
     views = [t.view for t in agent.tools if t.view is not None]
     listed = [o for v in views for o in v.image_hosts if o != SELF]
     for binding in agent.mcp:  # a server's tools are read when a run starts; their views now
@@ -306,4 +312,4 @@ def _image_origins(agent: Agent) -> tuple[str, ...]:
             view = override.get("view")
             hosts = view.get("image_hosts", []) if isinstance(view, dict) else []
             listed += [normalize_origin(o) for o in hosts if o != SELF]
-    return tuple(dict.fromkeys(listed))
+    return tuple(dict.fromkeys([*own, *listed]))

@@ -17,3 +17,5 @@ MAX_FEEDBACK_COMMENT_CHARS = 1000
 MAX_REASON_CHARS = 1000
 # An error message from a surface or a block, in characters (longer ones are cut).
 MAX_ERROR_MESSAGE_CHARS = 1000
+# Files one message may carry (an agent file's ``attachments.max_files`` is at most this).
+MAX_ATTACHMENTS = 10
