@@ -178,9 +178,12 @@ async def post_message(request: Request) -> Response:
         await runtime.quotas.new_message(
             agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
+    policy = agent.attachments if agent is not None else None
+    files = await runtime.services.attachments.sendable(conversation, policy, body.attachments)
     sent = await runtime.services.runs.send(
-        conversation, body.text, simulate=body.simulate, visitor=visitor, context=context
-    )
+        conversation, body.text, simulate=body.simulate, visitor=visitor, context=context,
+        attachments=files,
+    )  # fmt: skip
     if isinstance(sent, Held):
         # A member of the operator's team holds the conversation: the message is theirs to read.
         return WireResponse(MessageHeld(sent.message_id, sent.member), status_code=202)
@@ -260,6 +263,12 @@ async def edit_message(request: Request) -> Response:
     runtime.door.admit()
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
+    if body.attachments or not body.text:
+        raise Unprocessable(
+            "an edit changes the message's text and carries no files; send a new message "
+            "to attach some",
+            code=ErrorCode.INVALID_MESSAGE,
+        )
     agent = runtime.agents.get(conversation.agent_id)
     context = admit(agent.page_context if agent is not None else None, body.context)
     branches = runtime.services.branches

@@ -16,6 +16,7 @@ from starlette.routing import Route
 from hostcall import metrics
 from hostcall.agui import agui_routes
 from hostcall.api import api_routes
+from hostcall.attachment_api import attachment_routes
 from hostcall.call_answers import call_answer_routes
 from hostcall.console import console_routes
 from hostcall.exposition import metrics_routes
@@ -68,6 +69,7 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             Route("/healthz", _health),
             Route("/openapi.json", _openapi),
             *api_routes(),
+            *attachment_routes(),
             *history_routes(),
             *session_routes(),
             *known_visitor_routes(),

@@ -25,6 +25,8 @@ import time
 from typing import Any, Protocol
 
 from hostcall import metrics
+from hostcall.attachments.claims import take_attachments
+from hostcall.attachments.wire import user_message
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
 from hostcall.errors import (
     Conflict,
@@ -45,18 +47,25 @@ from hostcall.protocol.events import (
     MessageDiscarded,
     RunError,
     RunStarted,
-    TextMessageContent,
     TextMessageEnd,
-    TextMessageStart,
 )
 from hostcall.runs.agents import RunAgents
 from hostcall.runs.recovery import Adopted, Recovery, Resumable, Work
 from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
 from hostcall.runs.tasks import Tasks
-from hostcall.store.interfaces import Calls, Conversations, Events, Messages, Runs, Surfaces
+from hostcall.store.interfaces import (
+    Attachments,
+    Calls,
+    Conversations,
+    Events,
+    Messages,
+    Runs,
+    Surfaces,
+)
 from hostcall.store.interfaces import Leases as LeaseRows
 from hostcall.store.records import (
+    AttachmentRef,
     Branch,
     Call,
     ClaimedRun,
@@ -71,9 +80,12 @@ from hostcall.visitors.visitor import Visitor
 log = logging.getLogger("hostcall.engine")
 
 
-class _EngineStore(Calls, Conversations, Events, LeaseRows, Messages, Runs, Surfaces, Protocol):
+class _EngineStore(
+    Attachments, Calls, Conversations, Events, LeaseRows, Messages, Runs, Surfaces, Protocol
+):
     """What the engine reads and writes itself, outside its parts: runs, the visitor's
-    message, a stopped step's calls and open messages, a run's lease."""
+    message and the files it sends, a stopped step's calls and open messages, a run's
+    lease."""
 
 
 class Engine:
@@ -122,13 +134,16 @@ class Engine:
         visitor: Visitor | None = None,
         context: dict[str, Any] | None = None,
         branch: Branch | None = None,
+        attachments: tuple[AttachmentRef, ...] = (),
     ) -> Run:
         """A run for the visitor's new message ``text``; or, with ``text`` None, Retry: a
         run over the history as it is, after a failed run (the message it failed on is
         not sent, nor stored, again: the thread shows it once, the model reads one turn).
         ``context``: the page's, as its agent admitted it (hostcall/page_context.py), kept
         with the message. ``branch``: an edit or a regeneration, whose messages ``text``
-        replaces in the unit that starts the run (hostcall/services/branches.py)."""
+        replaces in the unit that starts the run (hostcall/services/branches.py).
+        ``attachments``: files uploaded to the conversation that the message sends; each is
+        taken in the same unit, or none is (``bad_attachment``: one was sent meanwhile)."""
         agent = self.agents.loaded.get(conversation.agent_id)
         if agent is None:
             raise NotFound(
@@ -185,19 +200,14 @@ class Engine:
                 if branch is not None:
                     await self.store.supersede_messages(cid, branch.first_message_id, run.id)
                 message = StoredMessage(
-                    message_id, cid, run.id, "user", text, context=context or None
-                )
+                    message_id, cid, run.id, "user", text, context=context or None,
+                    attachments=attachments,
+                )  # fmt: skip
                 await self.store.add_message(message)
                 # One append (one statement on PostgreSQL, with the message), not four.
-                await unit.emit_all(
-                    cid,
-                    [
-                        started,
-                        TextMessageStart(message_id, "user"),
-                        TextMessageContent(message_id, text),
-                        TextMessageEnd(message_id),
-                    ],
-                )
+                await unit.emit_all(cid, [started, *user_message(cid, message_id, text,
+                                                                  attachments)])  # fmt: skip
+                await take_attachments(self.store, cid, attachments, message_id)
             # Only the turns the model is sent: a step costs the same however long the
             # conversation has grown.
             start = await self.leases.create_run_alone(run, turns=agent.history_turns)

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from hostcall.attachments.claims import take_attachments
+from hostcall.attachments.wire import user_message
 from hostcall.errors import Conflict
 from hostcall.journal import Journal
 from hostcall.ledger import new_id
@@ -28,15 +30,18 @@ from hostcall.protocol.events import (
     PersonLeft,
     PersonMessage,
     PersonRequested,
-    TextMessageContent,
-    TextMessageEnd,
-    TextMessageStart,
 )
-from hostcall.store.interfaces import Audit, Handoffs, Messages, Runs
-from hostcall.store.records import AuditEntry, Conversation, RunStatus, StoredMessage
+from hostcall.store.interfaces import Attachments, Audit, Handoffs, Messages, Runs
+from hostcall.store.records import (
+    AttachmentRef,
+    AuditEntry,
+    Conversation,
+    RunStatus,
+    StoredMessage,
+)
 
 
-class _HandoffStore(Audit, Handoffs, Messages, Runs, Protocol):
+class _HandoffStore(Attachments, Audit, Handoffs, Messages, Runs, Protocol):
     """What a handoff writes: its row, the person's messages, the audit log; and reads the
     latest run."""
 
@@ -96,23 +101,24 @@ class HumanHandoff:
         return message_id
 
     async def keep_for_person(
-        self, conversation: Conversation, text: str, *, context: dict[str, Any] | None = None
+        self,
+        conversation: Conversation,
+        text: str,
+        *,
+        context: dict[str, Any] | None = None,
+        attachments: tuple[AttachmentRef, ...] = (),
     ) -> str:
         """A visitor's message while ``person`` holds the conversation (``HeldByPerson``):
-        stored and shown like any (with the page's ``context``), and no run starts. Its id."""
+        stored and shown like any (with the page's ``context`` and its files), and no run
+        starts. Its id."""
         message_id = new_id("m")
         cid = conversation.id
-        message = StoredMessage(message_id, cid, "", "user", text, context=context or None)
+        message = StoredMessage(message_id, cid, "", "user", text, context=context or None,
+                                attachments=attachments)  # fmt: skip
         async with self.journal.unit() as unit:
             await self.store.add_message(message)
-            await unit.emit_all(
-                cid,
-                [
-                    TextMessageStart(message_id, "user"),
-                    TextMessageContent(message_id, text),
-                    TextMessageEnd(message_id),
-                ],
-            )
+            await unit.emit_all(cid, user_message(cid, message_id, text, attachments))
+            await take_attachments(self.store, cid, attachments, message_id)
         return message_id
 
     async def ask_for_person(self, conversation_id: str) -> bool:

@@ -21,7 +21,11 @@ from hostcall.protocol import console as c
 from hostcall.protocol import responses as r
 from hostcall.protocol.codes import PageToolRefusal
 from hostcall.protocol.events import CustomName, EventType
-from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS, MAX_MESSAGE_CHARS
+from hostcall.protocol.limits import (
+    MAX_ATTACHMENTS,
+    MAX_FEEDBACK_COMMENT_CHARS,
+    MAX_MESSAGE_CHARS,
+)
 from hostcall.protocol.requests import LOCALES, SURFACE_ID
 from hostcall.protocol.run_input import RESUME_STATUSES
 from hostcall.protocol.schema import Enums, Schemas
@@ -131,6 +135,15 @@ class _Paths:
         }
 
 
+def _upload(op: dict[str, Any]) -> dict[str, Any]:
+    """``op`` taking a file's raw bytes: its ``Content-Type`` is the browser's guess, which
+    decides nothing (the content does), so any is described."""
+    op["requestBody"] = {"required": True, "content": {
+        "*/*": {"schema": {"type": "string", "format": "binary"}}}}  # fmt: skip
+    op["responses"].update({k: v for k, v in _Paths().errors(408).items()})
+    return op
+
+
 def _or_nothing(op: dict[str, Any], why: str) -> dict[str, Any]:
     """``op``, which may also answer ``204`` with no body, for ``why``."""
     op["responses"]["204"] = {"description": why}
@@ -157,8 +170,10 @@ def request_schemas() -> dict[str, Any]:
                                  inputSchema=OBJECT, annotations=_obj(
                                      [], readOnlyHint={"type": "boolean"},
                                      untrustedContentHint={"type": "boolean"}))}),
-        "NewMessage": _obj(["text"], text={"type": "string", "minLength": 1,
-                                           "maxLength": MAX_MESSAGE_CHARS},
+        # ``text`` may be empty (or left out) when the message carries attachments.
+        "NewMessage": _obj([], text={"type": "string", "maxLength": MAX_MESSAGE_CHARS},
+                           attachments={"type": "array", "maxItems": MAX_ATTACHMENTS,
+                                        "items": {"type": "string", "minLength": 1}},
                            simulate={"type": "boolean"},
                            # The page's context: its agent's page_context caps (agents.md).
                            context={"type": "object", "propertyNames": {
@@ -250,6 +265,19 @@ def _api(p: _Paths) -> dict[str, Any]:
             "Send a user message: starts a run (or, while a person holds the conversation,"
             " is kept for them)", 202, p.body(r.RunAccepted, r.MessageHeld), 401, 403, 404,
             409, 422, 429, 503, body=_ref("NewMessage"), security=SESSION)},
+        "/api/conversations/{conversationId}/attachments": {"parameters": [
+            *conv, {**_param("name", "query"), "required": True},
+        ], "post": _upload(p.op(
+            "Upload one file (the raw bytes as the body) for a message to send: kept if its"
+            " content is one of the agent's types, within its size and the conversation's"
+            " total", 201, p.body(r.AttachmentSaved), 401, 403, 404, 413, 415, 422, 429, 503,
+            security=SESSION))},
+        "/api/conversations/{conversationId}/attachments/{attachmentId}": {"parameters": [
+            *conv, _param("attachmentId"), _param("thumb", "query"),
+        ], "get": p.op(
+            "A file's bytes, as an attachment, with the type its content showed", 200,
+            {"type": "string", "format": "binary"}, 401, 403, 404, security=SESSION,
+            ok_media="application/octet-stream")},
         "/api/conversations/{conversationId}/messages/{messageId}/feedback": {"parameters": [
             *conv, _param("messageId")], "post": p.op(
             "Rate one of the agent's replies (again: the latest rating stands)", 200,

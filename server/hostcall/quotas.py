@@ -49,6 +49,9 @@ class Limits:
     # A visitor's ratings of replies (feedback): a few a minute is a person thinking twice.
     ratings_per_minute_per_client: int = 60
     ratings_per_minute_per_conversation: int = 10
+    # Files uploaded (hostcall/attachments/): a message carries 10 at most.
+    uploads_per_minute_per_client: int = 60
+    uploads_per_minute_per_conversation: int = 30
     model_tokens_per_conversation: int = 200_000
     model_tokens_per_day: int = 5_000_000
     # An identified person's, across all their conversations (none for anonymous visitors).
@@ -125,6 +128,18 @@ class Quotas:
              agent_id, conversation_id, "ratings in this conversation"),
         )  # fmt: skip
 
+    async def new_upload(
+        self, agent_id: str, limits: Limits, conversation_id: str, client: str
+    ) -> None:
+        """An upload, counted before its body is read: refused or kept, each one costs the
+        server the reading and the checking."""
+        await self._hit(
+            (RateLimitItemPerMinute(limits.uploads_per_minute_per_client), "up-client",
+             agent_id, client, "uploads from this address"),
+            (RateLimitItemPerMinute(limits.uploads_per_minute_per_conversation), "up-conv",
+             agent_id, conversation_id, "uploads in this conversation"),
+        )  # fmt: skip
+
     # ---- a person's data erased -------------------------------------------------------------
 
     async def forget(
@@ -144,6 +159,8 @@ class Quotas:
                           "msg-conv", cid))  # fmt: skip
             items.append((RateLimitItemPerMinute(limits.ratings_per_minute_per_conversation),
                           "rate-conv", cid))  # fmt: skip
+            items.append((RateLimitItemPerMinute(limits.uploads_per_minute_per_conversation),
+                          "up-conv", cid))  # fmt: skip
             items += [i for i in self._token_items(limits, agent_id, cid, None) if i[2] == cid]
         if person is not None:
             items.append((RateLimitItemPerDay(limits.messages_per_day_per_person),

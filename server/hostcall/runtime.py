@@ -49,6 +49,7 @@ from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
 from hostcall.services import (
     AgentVersionService,
+    AttachmentService,
     AuditService,
     BranchService,
     CallService,
@@ -380,6 +381,7 @@ def _services(
     runs = RunService(engine, handoff, store=store, clock=clock)
     return Services(
         agent_versions=AgentVersionService(store),
+        attachments=AttachmentService(store, clock=clock),
         audit=AuditService(store),
         branches=BranchService(engine, store=store),
         calls=CallService(engine, store=store, clock=clock),

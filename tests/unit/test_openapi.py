@@ -39,7 +39,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
 def _spec_path(route_path: str) -> str:
     names = {"agent_id": "agentId", "conversation_id": "conversationId", "call_id": "callId",
              "surface_id": "surfaceId", "run_id": "runId", "other_id": "otherId",
-             "message_id": "messageId"}  # fmt: skip
+             "message_id": "messageId", "attachment_id": "attachmentId"}  # fmt: skip
     for snake, camel in names.items():
         route_path = route_path.replace("{" + snake + "}", "{" + camel + "}")
     return route_path

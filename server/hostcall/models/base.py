@@ -27,11 +27,26 @@ class ToolCallRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Attached:
+    """A file sent with a user message, as a model is given it (hostcall/attachments/
+    for_model.py): an image with its bytes, a file the agent gives as text with that text
+    (cut to a cap), any other named only."""
+
+    name: str
+    type: str
+    size: int
+    data: bytes | None = None
+    text: str | None = None
+    cut: bool = False  # ``text`` is the file's start only
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One entry of the model's view of a conversation.
 
-    ``user``: ``text``, and the page's ``context`` it was sent with (data, never
-    instructions: hostcall/page_context.py). ``assistant``: ``text`` and/or ``tool_calls``.
+    ``user``: ``text``, the page's ``context`` it was sent with (data, never
+    instructions: hostcall/page_context.py), and the files it carries (``attachments``).
+    ``assistant``: ``text`` and/or ``tool_calls``.
     ``tool``: the answer to ``tool_call_id``, with ``text`` holding the JSON the model reads.
     """
 
@@ -41,6 +56,7 @@ class Message:
     tool_call_id: str | None = None
     tool_name: str | None = None
     context: Mapping[str, Any] | None = None
+    attachments: tuple[Attached, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,8 @@
 """The scripted model: deterministic rules instead of a language model.
 
-A rule matches the latest user message with a regular expression, may say something, may
+A rule matches the latest user message with a regular expression (and, with
+``attachment``, a file it carries: its type and name, each a glob such as ``image/*`` or
+``*.csv``), may say something, may
 call one tool with arguments rendered from the match, and renders its reply from the tool's
 result (or error). Templates run in Jinja2's sandbox and produce text, except an argument that
 is exactly one expression, which keeps its value's JSON type.
@@ -11,6 +13,7 @@ It is the embedded default: the demo runs offline and QA tests are exact.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import functools
 import itertools
 import json
@@ -26,6 +29,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from hostcall import patterns, strictjson
 from hostcall.models.base import (
+    Attached,
     Message,
     ModelError,
     ModelEvent,
@@ -38,8 +42,9 @@ from hostcall.protocol.codes import RunErrorCode
 
 RULE_KEYS = {
     "match", "say", "tool", "arguments", "raw_arguments", "calls", "reply", "error_reply",
-    "pace_seconds", "reasoning",
+    "pace_seconds", "reasoning", "attachment",
 }  # fmt: skip
+ATTACHMENT_KEYS = ("type", "name")
 MAX_PACE = 10.0
 CONFIG_KEYS = {"kind", "rules", "fallback"}
 DEFAULT_FALLBACK = "Sorry, I can't help with that yet."
@@ -67,6 +72,8 @@ class Rule:
     # What the model streams as its reasoning before its first answer (plain text, not a
     # template): as a reasoning model's provider sends ``reasoning_content``.
     reasoning: str = ""
+    # Globs a file of the message must match (``type``, ``name``); None: any message.
+    attachment: tuple[tuple[str, str], ...] | None = None
 
     def where(self, key: str) -> str:
         return f"rule #{self.number} {key!r}"
@@ -111,16 +118,23 @@ class ScriptedModel:
             yield TextDelta(self.fallback)
             return
         text = messages[last_user].text
+        files = [_file(a) for a in messages[last_user].attachments]
         for rule in self.rules:
             found = rule.pattern.search(text)
             if found is None:
                 continue
+            attached = _attached(rule, files)
+            if rule.attachment is not None and attached is None:
+                continue
             # An optional group that did not match is "", not None (which renders "None").
             groups = dict(found.groups)
             # ``context``: the page's, sent with the message (a group of that name wins,
-            # as it did before pages had one).
+            # as it did before pages had one). ``attachments``: the message's files;
+            # ``attachment``: the one the rule matched.
             page = dict(messages[last_user].context or {})
-            context: dict[str, Any] = {"context": page, "match": groups, **groups}
+            context: dict[str, Any] = {"context": page, "attachments": files,
+                                       "attachment": attached, "match": groups,
+                                       **groups}  # fmt: skip
             answers = [m for m in messages[last_user + 1 :] if m.role == "tool"]
             if rule.reasoning and not answers:
                 for n, chunk in enumerate(_chunks(rule.reasoning)):
@@ -155,6 +169,24 @@ class ScriptedModel:
                     yield TextDelta(chunk)
             return
         yield TextDelta(self.fallback)
+
+
+def _file(attached: Attached) -> dict[str, Any]:
+    """A file as a rule's templates read it: name, type, size, and its text if the agent
+    gives its type as text."""
+    shown: dict[str, Any] = {"name": attached.name, "type": attached.type, "size": attached.size}
+    return shown | ({"text": attached.text} if attached.text is not None else {})
+
+
+def _attached(rule: Rule, files: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first of the message's files the rule's ``attachment`` globs match; None."""
+    for file in files:
+        if rule.attachment is not None and all(
+            fnmatch.fnmatchcase(str(file[key]).lower(), glob.lower())
+            for key, glob in rule.attachment
+        ):
+            return file
+    return None
 
 
 def _parse(content: str) -> Any:
@@ -331,11 +363,12 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
     unknown = set(raw) - RULE_KEYS
     if unknown:
         raise ValueError(f"{where}: unknown key {sorted(unknown)[0]!r}")
-    if not isinstance(raw.get("match"), str):
+    attachment = _parse_attachment(raw.get("attachment"), where) if "attachment" in raw else None
+    if not isinstance(raw.get("match", "" if attachment else None), str):
         raise ValueError(f"{where}: 'match' (a regular expression) is required")
     try:
         # RE2, linear time: the text is a visitor's message.
-        pattern = patterns.compile(raw["match"], capture=True)
+        pattern = patterns.compile(raw.get("match", ""), capture=True)
     except patterns.PatternError as exc:
         raise ValueError(f"{where}: 'match' {exc}") from None
     if "tool" in raw and "calls" in raw:
@@ -364,7 +397,23 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
         number=number,
         pace=float(pace),
         reasoning=raw.get("reasoning", ""),
+        attachment=attachment,
     )
+
+
+def _parse_attachment(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """``{"type": glob, "name": glob}``, one or both: what a message's file must match."""
+    if (
+        not isinstance(raw, dict)
+        or not raw
+        or set(raw) - set(ATTACHMENT_KEYS)
+        or not all(isinstance(v, str) and v for v in raw.values())
+    ):
+        raise ValueError(
+            f"{where}: 'attachment' is {{'type', 'name'}}, one or both, each a glob"
+            " ('image/*', '*.csv')"
+        )
+    return tuple((k, raw[k]) for k in ATTACHMENT_KEYS if k in raw)
 
 
 def _parse_call(raw: Any, where: str, tools: Collection[str] | None) -> tuple[str, Any, str | None]:

@@ -17,6 +17,7 @@ class ErrorCode(StrEnum):
     BAD_EVENT_ID = "bad_event_id"
     FOREIGN_EVENT_ID = "foreign_event_id"
     INVALID_TEXT = "invalid_text"  # a NUL or a lone surrogate: text no store can hold
+    BAD_ATTACHMENT_NAME = "bad_attachment_name"  # an upload's name: missing, a path, too long
     # 401
     MISSING_TOKEN = "missing_token"
     BAD_TOKEN = "bad_token"
@@ -43,6 +44,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_RUN = "unknown_run"  # the console's
     UNKNOWN_MESSAGE = "unknown_message"
     UNKNOWN_INTERRUPT = "unknown_interrupt"  # an AG-UI resume names no interrupt of the thread
+    UNKNOWN_ATTACHMENT = "unknown_attachment"  # none of this conversation's files
     # 405
     METHOD_NOT_ALLOWED = "method_not_allowed"
     # 408
@@ -72,8 +74,11 @@ class ErrorCode(StrEnum):
     CALL_EXPIRED = "call_expired"
     # 413
     BODY_TOO_LARGE = "body_too_large"
+    ATTACHMENT_TOO_LARGE = "attachment_too_large"  # past its type's size in the agent file
     # 415
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    # A file whose content is none of the agent's types, or not what its name says.
+    ATTACHMENT_TYPE_REFUSED = "attachment_type_refused"
     # 422
     UNPROCESSABLE = "unprocessable"
     INVALID_RESULT = "invalid_result"
@@ -84,6 +89,10 @@ class ErrorCode(StrEnum):
     PAGE_CONTEXT_REFUSED = "page_context_refused"
     NOT_A_REPLY = "not_a_reply"
     RATING_NOT_ASKED = "rating_not_asked"  # the agent file has no rating block
+    ATTACHMENTS_NOT_ALLOWED = "attachments_not_allowed"  # the agent file has no attachments
+    ATTACHMENT_QUOTA = "attachment_quota"  # the conversation's files past max_total_mb
+    # A message's attachment id: unknown, another conversation's, already sent, too many.
+    BAD_ATTACHMENT = "bad_attachment"
     AGENT_ID_CHANGED = "agent_id_changed"  # the console's
     AGENT_INVALID = "agent_invalid"  # the console's
     # 429

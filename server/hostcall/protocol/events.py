@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from hostcall.protocol.responses import CallView
+from hostcall.protocol.responses import CallView, MessageAttachment
 from hostcall.protocol.wire import ALWAYS, dumps, to_wire
 
 
@@ -110,6 +110,9 @@ class TextMessageStart:
     TYPE: ClassVar[EventType] = EventType.TEXT_MESSAGE_START
     message_id: str
     role: str
+    # Ours: a visitor's message's files (AG-UI's TEXT_MESSAGE_START has no such field, and
+    # its schemas let one through); absent when none.
+    attachments: tuple[MessageAttachment, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

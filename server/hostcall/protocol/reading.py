@@ -91,3 +91,20 @@ def unstorable_text(what: str, reason: str, field: str = "") -> BadRequest:
         code=ErrorCode.INVALID_TEXT,
         **details,
     )
+
+
+async def read_bytes(request: Request, max_bytes: int) -> bytes | None:
+    """The request's raw body, or None if it is over ``max_bytes``: from its declared
+    ``Content-Length`` before anything is read, else as soon as what arrived is over it
+    (nothing past the limit is read, nor kept)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -15,7 +15,11 @@ from starlette.requests import Request
 
 from hostcall.errors import SURFACE_ERROR_CODES, BadRequest, ToolErrorCode, Unprocessable
 from hostcall.protocol.codes import ErrorCode
-from hostcall.protocol.limits import MAX_FEEDBACK_COMMENT_CHARS, MAX_MESSAGE_CHARS
+from hostcall.protocol.limits import (
+    MAX_ATTACHMENTS,
+    MAX_FEEDBACK_COMMENT_CHARS,
+    MAX_MESSAGE_CHARS,
+)
 from hostcall.protocol.page_tool import PageTool
 from hostcall.protocol.reading import read_json
 from hostcall.protocol.run_input import RunAgentInput
@@ -159,13 +163,17 @@ class NewMessage:
     # The page's context at send time (hostcall/page_context.py), as sent: its agent's caps
     # are checked where the agent is known.
     context: dict[str, Any] | None = None
+    # Ids of files uploaded to the conversation (``POST …/attachments``) that it sends.
+    attachments: tuple[str, ...] = ()
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> NewMessage:
-        text = body.get("text")
-        if not isinstance(text, str) or not text.strip():
+        attachments = _attachment_ids(body.get("attachments", []))
+        text = body.get("text", "" if attachments else None)
+        if not isinstance(text, str) or not (text.strip() or attachments):
             raise Unprocessable(
-                "field 'text' must be a non-empty string", code=ErrorCode.INVALID_MESSAGE
+                "field 'text' must be a non-empty string (it may be empty with attachments)",
+                code=ErrorCode.INVALID_MESSAGE,
             )
         if len(text) > MAX_MESSAGE_CHARS:
             raise Unprocessable(
@@ -175,7 +183,19 @@ class NewMessage:
         simulate = body.get("simulate", False)
         if not isinstance(simulate, bool):
             raise BadRequest("field 'simulate' must be true or false", field="simulate")
-        return cls(text.strip(), simulate, _object(body, "context"))
+        return cls(text.strip(), simulate, _object(body, "context"), attachments)
+
+
+def _attachment_ids(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise BadRequest("field 'attachments' must be a list of attachment ids",
+                         field="attachments")  # fmt: skip
+    if len(value) > MAX_ATTACHMENTS:
+        raise Unprocessable(
+            f"a message carries {MAX_ATTACHMENTS} attachments at most",
+            code=ErrorCode.BAD_ATTACHMENT,
+        )
+    return tuple(value)
 
 
 @dataclass(frozen=True, slots=True)

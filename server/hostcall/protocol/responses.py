@@ -217,6 +217,27 @@ class RunStopped:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageAttachment:
+    """A file a visitor attached: in the upload's answer, the snapshot's messages and the
+    user message's ``TEXT_MESSAGE_START``. ``type`` is what its content showed (never the
+    name's or the browser's guess); ``url`` is ``GET`` of its bytes, a path under the API's
+    base like every route (``/api/conversations/{id}/attachments/{attachmentId}``)."""
+
+    id: str
+    name: str
+    type: str
+    size: int
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentSaved:
+    """``POST /api/conversations/{conversationId}/attachments`` (201)."""
+
+    attachment: MessageAttachment
+
+
+@dataclass(frozen=True, slots=True)
 class SurfaceView:
     surface_id: str
     tools: tuple[str, ...]
@@ -245,6 +266,8 @@ class SnapshotMessage:
     # What the model reasoned before this message (or its calls), as it was shown while it
     # streamed: absent when it did not reason or its agent hides reasoning.
     reasoning: str | None = None
+    # A visitor's message: the files sent with it; absent when none.
+    attachments: tuple[MessageAttachment, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +329,7 @@ ResponseBody = (
     | MessageHeld
     | FeedbackSaved
     | RatingSaved
+    | AttachmentSaved
     | RunStopped
     | Snapshot
     | Health

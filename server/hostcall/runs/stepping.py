@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from hostcall import strictjson
 from hostcall.appender import Appender
+from hostcall.attachments.for_model import model_files
 from hostcall.calls.moves import new_id
 from hostcall.calls.outcomes import Dispatched
 from hostcall.calls.proposals import Proposals
@@ -22,6 +23,7 @@ from hostcall.errors import LeaseLost, RunUnreadable
 from hostcall.journal import Journal
 from hostcall.leases import Leases, run_key
 from hostcall.models.base import (
+    Attached,
     Message,
     ModelError,
     ReasoningDelta,
@@ -45,7 +47,7 @@ from hostcall.quotas import Quotas
 from hostcall.runs.agents import RunAgents
 from hostcall.runs.reasoning import Reasoning
 from hostcall.runs.usage import StepUsage, Usage
-from hostcall.store.interfaces import Events, Messages, ModelUsage, Runs
+from hostcall.store.interfaces import Attachments, Events, Messages, ModelUsage, Runs
 from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage, UsageRecord
 from hostcall.tracing import Attributes, Tracing
 from hostcall.transcript import open_messages, recent_turns
@@ -61,8 +63,9 @@ FAIL_RETRIES = 12  # about 45 s of a full disk before giving up until the next s
 INTERRUPTED_NOTE = "\n\n[This reply was interrupted by an error before it was complete.]"
 
 
-class _StepStore(Events, Messages, ModelUsage, Runs, Protocol):
-    """What a step reads and writes: its run, the history, its messages and usage."""
+class _StepStore(Attachments, Events, Messages, ModelUsage, Runs, Protocol):
+    """What a step reads and writes: its run, the history (and its files' bytes), its
+    messages and usage."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +150,9 @@ class Steps:
         stored = (
             known.history if known is not None else await self.store.recent_messages(cid, turns)
         )
-        history = [_model_message(m) for m in recent_turns(stored, turns)]
+        window = recent_turns(stored, turns)
+        files = await model_files(self.store, agent.attachments, window)
+        history = [_model_message(m, files.get(m.id, ())) for m in window]
         page = next((m.context for m in reversed(history) if m.role == "user"), None)
         if page:
             self.tracing.add_content(span, "hostcall.page_context", strictjson.dumps(page))
@@ -335,7 +340,7 @@ class Steps:
         await self.usage.run_ended(run, RunStatus.FAILED, error=code)
 
 
-def _model_message(message: StoredMessage) -> Message:
+def _model_message(message: StoredMessage, files: tuple[Attached, ...] = ()) -> Message:
     if message.role == "assistant":
         return Message(
             role="assistant",
@@ -357,4 +362,4 @@ def _model_message(message: StoredMessage) -> Message:
             tool_call_id=message.tool_call_id,
             tool_name=message.tool_name,
         )
-    return Message(role="user", text=message.text, context=message.context)
+    return Message(role="user", text=message.text, context=message.context, attachments=files)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hostcall.services.agent_versions import AgentVersionService
+from hostcall.services.attachments import AttachmentService
 from hostcall.services.audit import AuditService
 from hostcall.services.branches import BranchService
 from hostcall.services.calls import CallService
@@ -32,6 +33,7 @@ from hostcall.services.usage import UsageService
 
 __all__ = [
     "AgentVersionService",
+    "AttachmentService",
     "AuditService",
     "CallService",
     "ConversationService",
@@ -52,6 +54,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Services:
     agent_versions: AgentVersionService
+    attachments: AttachmentService
     audit: AuditService
     branches: BranchService
     calls: CallService

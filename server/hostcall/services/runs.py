@@ -14,7 +14,7 @@ from hostcall.errors import Conflict, HeldByPerson, NotFound
 from hostcall.handoff import HumanHandoff
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.store.interfaces import Audit, Runs
-from hostcall.store.records import AuditEntry, Conversation, Run, RunStatus
+from hostcall.store.records import AttachmentRef, AuditEntry, Conversation, Run, RunStatus
 from hostcall.visitors.visitor import Visitor
 
 
@@ -54,13 +54,15 @@ class RunService:
         simulate: bool = False,
         visitor: Visitor | None = None,
         context: dict[str, Any] | None = None,
+        attachments: tuple[AttachmentRef, ...] = (),
     ) -> Run:
         """A run for the message ``text`` (and the page's ``context``, admitted by its
-        agent: hostcall/page_context.py); ``HeldByPerson`` while a member of the team
-        holds the conversation (an AG-UI client is told so)."""
+        agent: hostcall/page_context.py, and the files it sends); ``HeldByPerson`` while a
+        member of the team holds the conversation (an AG-UI client is told so)."""
         return await self.engine.start_run(
-            conversation, text, simulate=simulate, visitor=visitor, context=context
-        )
+            conversation, text, simulate=simulate, visitor=visitor, context=context,
+            attachments=attachments,
+        )  # fmt: skip
 
     async def send(
         self,
@@ -70,15 +72,19 @@ class RunService:
         simulate: bool = False,
         visitor: Visitor | None = None,
         context: dict[str, Any] | None = None,
+        attachments: tuple[AttachmentRef, ...] = (),
     ) -> Run | Held:
         """The visitor's message: a run for it, or, while a team member holds the conversation,
         the message kept for them to read."""
         try:
             return await self.start(
-                conversation, text, simulate=simulate, visitor=visitor, context=context
-            )
+                conversation, text, simulate=simulate, visitor=visitor, context=context,
+                attachments=attachments,
+            )  # fmt: skip
         except HeldByPerson as held:
-            message_id = await self.handoff.keep_for_person(conversation, text, context=context)
+            message_id = await self.handoff.keep_for_person(
+                conversation, text, context=context, attachments=attachments
+            )
             return Held(message_id, held.person)
 
     async def retry(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from hostcall.attachments.wire import shown_all
 from hostcall.engine import Engine
 from hostcall.protocol.responses import (
     Snapshot,
@@ -66,6 +67,7 @@ class SnapshotService:
                 feedback=rated.get(m.id),
                 superseded_by=m.superseded_by,
                 reasoning=reasoned.get(m.id),
+                attachments=shown_all(conversation.id, m.attachments),
             )
             for m in await store.list_messages(conversation.id)
             if m.role != "tool"

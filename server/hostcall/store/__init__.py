@@ -15,6 +15,7 @@ from hostcall.errors import StoreError
 from hostcall.store.interfaces import (
     Accounts,
     AgentVersions,
+    Attachments,
     Audit,
     Calls,
     Conversations,
@@ -51,6 +52,7 @@ class Store(
     Erasure,
     Feedbacks,
     Handoffs,
+    Attachments,
     Protocol,
 ):
     """Every aggregate of the store, as one object: what the app's runtime holds."""

@@ -18,6 +18,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar, cast
 from hostcall.store.interfaces import (
     Accounts,
     AgentVersions,
+    Attachments,
     Audit,
     Calls,
     Conversations,
@@ -94,6 +95,7 @@ class ComposedStore(
     Erasure,
     Feedbacks,
     Handoffs,
+    Attachments,
 ):
     """Every aggregate but ``Database``, each method the part's that holds it. A dialect
     sets the parts in its ``__init__``."""
@@ -108,6 +110,7 @@ class ComposedStore(
     usage: ModelUsage
     erasure: Erasure
     people: PeoplePart
+    attachments: Attachments
 
     create_conversation = forward("conversations", Conversations.create_conversation)
     get_conversation = forward("conversations", Conversations.get_conversation)
@@ -215,3 +218,10 @@ class ComposedStore(
     request_person = forward("people", Handoffs.request_person)
     take_over = forward("people", Handoffs.take_over)
     hand_back = forward("people", Handoffs.hand_back)
+
+    add_attachment = forward("attachments", Attachments.add_attachment)
+    get_attachment = forward("attachments", Attachments.get_attachment)
+    attachment_bytes = forward("attachments", Attachments.attachment_bytes)
+    conversation_attachments = forward("attachments", Attachments.conversation_attachments)
+    claim_attachments = forward("attachments", Attachments.claim_attachments)
+    purge_unsent_attachments = forward("attachments", Attachments.purge_unsent_attachments)

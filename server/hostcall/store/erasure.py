@@ -29,6 +29,8 @@ TABLES = (
     "feedback",
     "ratings",
     "handoffs",
+    "attachment_blobs",
+    "attachments",
     "model_usage",
     "quota_counters",
     "conversations",
@@ -41,7 +43,7 @@ def statements(mark: str) -> tuple[tuple[str, str, int], ...]:
     by_conversation = {
         t: f"DELETE FROM {t} WHERE conversation_id = {mark}"
         for t in ("messages", "calls", "grants", "runs", "events", "surface_streams",
-                  "surfaces", "audit", "feedback", "ratings", "handoffs")
+                  "surfaces", "audit", "feedback", "ratings", "handoffs", "attachments")
     }  # fmt: skip
     special = {
         "leases": (
@@ -50,6 +52,11 @@ def statements(mark: str) -> tuple[tuple[str, str, int], ...]:
             f" WHERE conversation_id = {mark})"
         ),
         "quota_counters": forget_counters(mark),
+        # The bytes of the conversation's files, found through their rows (deleted next).
+        "attachment_blobs": (
+            "DELETE FROM attachment_blobs WHERE id IN"
+            f" (SELECT id FROM attachments WHERE conversation_id = {mark})"
+        ),
         "conversations": f"DELETE FROM conversations WHERE id = {mark}",
         "model_usage": (
             f"UPDATE model_usage SET conversation_id = '', run_id = ''"

@@ -18,6 +18,7 @@ module that needs one aggregate can say so by taking that aggregate's protocol.
     Erasure         conversations deleted whole: a person's erasure, the retention sweeper
     Feedbacks       visitors' ratings of the agent's replies, and of whole conversations
     Handoffs        conversations a person of the team is asked for, or holds
+    Attachments     files visitors upload, their bytes apart, and which message sent them
 
 Every write the engine makes for one decision happens inside one ``async with
 transaction()``, so a crash never leaves a call settled without its tool message, or a step
@@ -35,6 +36,7 @@ from hostcall.protocol.events import ProtocolEvent
 from hostcall.protocol.frames import Event
 from hostcall.store.records import (
     AgentVersion,
+    Attachment,
     AuditEntry,
     Call,
     CallState,
@@ -392,3 +394,21 @@ class Handoffs(Protocol):
     async def take_over(self, conversation_id: str, person: str, now: float) -> bool: ...
     # ``person`` lets the conversation go; False if they did not hold it.
     async def hand_back(self, conversation_id: str, person: str) -> bool: ...
+
+
+class Attachments(Protocol):
+    # Keep the file and its bytes only while the conversation's files, this one with them,
+    # weigh ``max_total`` bytes or less: False (and nothing kept) past it. Atomic.
+    async def add_attachment(
+        self, attachment: Attachment, data: bytes, *, max_total: int
+    ) -> bool: ...
+    async def get_attachment(self, attachment_id: str) -> Attachment | None: ...
+    async def attachment_bytes(self, attachment_id: str) -> bytes | None: ...
+    async def conversation_attachments(self, conversation_id: str) -> list[Attachment]: ...
+    # A message sends its files: each of ``ids`` that is the conversation's and not sent
+    # yet becomes ``message_id``'s; how many did (fewer than asked: the caller rolls back).
+    async def claim_attachments(
+        self, conversation_id: str, ids: Sequence[str], message_id: str
+    ) -> int: ...
+    # Uploads no message sent, made before ``before``, deleted with their bytes: how many.
+    async def purge_unsent_attachments(self, before: float) -> int: ...

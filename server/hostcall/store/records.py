@@ -14,6 +14,8 @@ __all__ = [
     "ANONYMOUS_SURFACE",
     "OPEN_STATES",
     "AgentVersion",
+    "Attachment",
+    "AttachmentRef",
     "AuditEntry",
     "Call",
     "CallState",
@@ -83,6 +85,38 @@ class OpenedStream:
 
 
 @dataclass(frozen=True, slots=True)
+class AttachmentRef:
+    """A file a visitor's message carries, as the message keeps it (its bytes and digest are
+    the ``attachments`` table's: ``Attachment``)."""
+
+    id: str
+    name: str
+    type: str  # as its content showed it (hostcall/attachments/sniff.py)
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "type": self.type, "size": self.size}
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """An uploaded file, kept apart from the message rows; ``message_id`` is None until a
+    message is sent with it (an unsent one is purged after an hour: hostcall/retention.py)."""
+
+    id: str
+    conversation_id: str
+    name: str
+    type: str
+    size: int
+    sha256: str
+    created_at: float
+    message_id: str | None = None
+
+    def ref(self) -> AttachmentRef:
+        return AttachmentRef(self.id, self.name, self.type, self.size)
+
+
+@dataclass(frozen=True, slots=True)
 class StoredMessage:
     id: str
     conversation_id: str
@@ -103,6 +137,8 @@ class StoredMessage:
     context: dict[str, Any] | None = None
     # The run of an edit or a regeneration that replaced it (a branch); None: current.
     superseded_by: str | None = None
+    # Role ``user``: the files sent with it, in the order the visitor gave them.
+    attachments: tuple[AttachmentRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

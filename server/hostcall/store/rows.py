@@ -8,6 +8,8 @@ from typing import Any
 from hostcall import strictjson
 from hostcall.store.records import (
     AgentVersion,
+    Attachment,
+    AttachmentRef,
     AuditEntry,
     Call,
     CallState,
@@ -79,7 +81,7 @@ def call_values(call: Call) -> tuple[Any, ...]:
 
 def message_values(message: StoredMessage) -> tuple[Any, ...]:
     """A message's column values for both stores' INSERT: id, conversation_id, run_id, role,
-    text, tool_calls, tool_call_id, tool_name, interrupted, author, context."""
+    text, tool_calls, tool_call_id, tool_name, interrupted, author, context, attachments."""
     return (
         message.id,
         message.conversation_id,
@@ -92,6 +94,7 @@ def message_values(message: StoredMessage) -> tuple[Any, ...]:
         message.interrupted,
         message.author,
         dump(message.context) if message.context is not None else None,
+        dump([a.to_json() for a in message.attachments]) if message.attachments else None,
     )
 
 
@@ -168,6 +171,26 @@ def message(row: Mapping[str, Any]) -> StoredMessage:
         author=row["author"],
         context=load(row["context"]) if row["context"] is not None else None,
         superseded_by=row["superseded_by"],
+        attachments=attachment_refs(row["attachments"]),
+    )
+
+
+def attachment_refs(value: str | None) -> tuple[AttachmentRef, ...]:
+    """A message's ``attachments`` column: JSON of ``AttachmentRef.to_json`` each, or NULL."""
+    found = load(value) if value is not None else None
+    return tuple(AttachmentRef(a["id"], a["name"], a["type"], a["size"]) for a in found or ())
+
+
+def attachment(row: Mapping[str, Any]) -> Attachment:
+    return Attachment(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        name=row["name"],
+        type=row["type"],
+        size=int(row["size"]),
+        sha256=row["sha256"],
+        created_at=float(row["created_at"]),
+        message_id=row["message_id"],
     )
 
 

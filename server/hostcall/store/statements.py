@@ -16,7 +16,7 @@ from hostcall.store.records import OPEN_STATES, TITLE_CHARS, ConversationQuery
 
 MESSAGE_COLUMNS = (
     "id, conversation_id, run_id, role, text, tool_calls, tool_call_id, tool_name, interrupted,"
-    " author, context"
+    " author, context, attachments"
 )
 CALL_COLUMNS = (
     "id, conversation_id, run_id, step, tool_name, state, input, arguments, deadline, route,"
@@ -162,7 +162,7 @@ class Statements:
 
         # ---- messages
         self.insert_message = q(
-            f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         self.messages = q("SELECT * FROM messages WHERE conversation_id = ? ORDER BY pos")
         # The current branch only: an edit or a regeneration supersedes the messages from

@@ -24,6 +24,7 @@ from hostcall.store.composed import ComposedStore
 from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
+from hostcall.store.postgres.attachments import AttachmentTables
 from hostcall.store.postgres.calls import CallTables
 from hostcall.store.postgres.connections import (
     POOL_MAX,
@@ -70,6 +71,7 @@ class PostgresStore(ComposedStore, Database):
         self.usage = UsageTables(db)
         self.erasure = ErasureTables(db)
         self.people = PeopleTables(db)
+        self.attachments = AttachmentTables(db)
 
     # ---- Database ----------------------------------------------------------------------
 

@@ -18,7 +18,20 @@ from hostcall.store.statements import POSTGRES as SQL
 
 # One row of VALUES: (n, id, conversation_id, ..., interrupted), typed, as a VALUES list's
 # parameters have no column to take a type from (a None would be text, not boolean).
-_TYPES = ("text", "text", "text", "text", "text", "text", "text", "text", "boolean", "text", "text")
+_TYPES = (
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "boolean",
+    "text",
+    "text",
+    "text",
+)
 _NAMES = (
     "id",
     "cid",
@@ -31,6 +44,7 @@ _NAMES = (
     "interrupted",
     "author",
     "context",
+    "attachments",
 )
 
 INSERT_ONE = SQL.insert_message

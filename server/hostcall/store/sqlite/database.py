@@ -22,6 +22,7 @@ from hostcall.store.composed import ComposedStore
 from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
+from hostcall.store.sqlite.attachments import AttachmentTables
 from hostcall.store.sqlite.calls import CallTables
 from hostcall.store.sqlite.connection import SQLiteConnection
 from hostcall.store.sqlite.console import ConsoleTables
@@ -137,6 +138,7 @@ class SQLiteStore(ComposedStore, Database):
         self.usage = UsageTables(db)
         self.erasure = ErasureTables(db)
         self.people = PeopleTables(db)
+        self.attachments = AttachmentTables(db)
         self._migrate()
         if serving:
             # We hold the file alone: every lease in it belongs to a process that is gone.

@@ -5,7 +5,7 @@ Changing a table means a new migration at the end, never an edit of an applied o
 
 from __future__ import annotations
 
-from hostcall.store import usage_sql
+from hostcall.store import attachment_sql, usage_sql
 from hostcall.store.migrations import Migration
 from hostcall.store.sqlite.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
 from hostcall.store.sqlite.people import PEOPLE_SCHEMA, RATINGS_SCHEMA
@@ -138,4 +138,7 @@ ALTER TABLE messages ADD COLUMN context TEXT;
     Migration(20, "branches", """
 ALTER TABLE messages ADD COLUMN superseded_by TEXT;
 """),
+    # Files visitors attach: metadata and bytes apart from the messages, which keep what
+    # they show of them (StoredMessage.attachments, as JSON).
+    Migration(21, "attachments", attachment_sql.SQLITE_SCHEMA),
 )  # fmt: skip

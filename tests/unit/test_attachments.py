@@ -1,0 +1,263 @@
+"""A visitor's files: uploaded by content (never by name or the browser's guess), checked
+against the agent file's ``attachments`` block, kept apart from the messages on both
+stores, sent by one message once, and served back only as inert bytes. Every refusal says
+why and keeps nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.databases import fresh_schema
+from tests.support.harness import Conv, Harness, planner_definition, write_agent
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(64)
+JPEG = b"\xff\xd8\xff\xe0" + bytes(64)
+PDF = b"%PDF-1.7\n" + bytes(64)
+SVG = b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
+HTML = b"<!DOCTYPE html><html><body><script>alert(1)</script></body></html>"
+
+ATTACHMENTS = {
+    "max_files": 2,
+    "types": {"image/png": "1KB", "image/jpeg": "1KB", "text/plain": 200, "text/csv": "1KB"},
+    "extract_text": ["text/plain", "text/csv"],
+    "max_total_mb": 1,
+}
+
+
+def attaching_agent(**block: Any) -> dict[str, Any]:
+    rules = [
+        {"match": "", "attachment": {"type": "image/png"}, "reply": "A PNG: {{ attachment.name }}"},
+        {"match": "hello", "reply": "Hello."},
+    ]
+    return {
+        **planner_definition(),
+        "id": "attaching",
+        "attachments": {**ATTACHMENTS, **block},
+        "model": {"kind": "scripted", "rules": rules},
+        "tools": [],
+    }
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def both(request: pytest.FixtureRequest, tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    write_agent(agents_dir, attaching_agent())
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_schema()) if request.param == "postgres" else None
+        h = Harness(tmp_path, agents_dir, **({"database_url": url} if url else {}))
+        stack.callback(h.stop)
+        yield h
+
+
+@pytest.fixture
+def h(tmp_path: Path, agents_dir: Path) -> Iterator[Harness]:
+    write_agent(agents_dir, attaching_agent())
+    harness = Harness(tmp_path, agents_dir)
+    yield harness
+    harness.stop()
+
+
+def upload(
+    h: Harness, conv: Conv, name: str | None, data: bytes, content_type: str = "image/png"
+) -> Any:
+    params = {"name": name} if name is not None else {}
+    return h.http.post(
+        f"/api/conversations/{conv.id}/attachments",
+        params=params,
+        content=data,
+        headers={**conv.auth, "Content-Type": content_type},
+    )
+
+
+def stored(h: Harness, conv: Conv) -> list[Any]:
+    return h.call(h.runtime.store.conversation_attachments, conv.id)
+
+
+def refused(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert error["code"] == code, error
+    return error
+
+
+# ---- uploads -------------------------------------------------------------------------------
+
+
+def test_an_image_is_kept_by_its_content_and_served_back_inert(both: Harness) -> None:
+    h = both
+    conv = h.conversation("attaching")
+    # The browser's guess says text: the content decides.
+    r = upload(h, conv, "photo é.png", PNG, content_type="text/plain")
+    assert r.status_code == 201, r.text
+    body = r.json()["attachment"]
+    assert body == {
+        "id": body["id"],
+        "name": "photo é.png",
+        "type": "image/png",
+        "size": len(PNG),
+        "url": f"/api/conversations/{conv.id}/attachments/{body['id']}",
+    }
+    [row] = stored(h, conv)
+    assert row.sha256 == hashlib.sha256(PNG).hexdigest() and row.message_id is None
+    got = h.http.get(body["url"], headers=conv.auth)
+    assert got.status_code == 200 and got.content == PNG
+    assert got.headers["content-type"] == "image/png"
+    assert got.headers["content-disposition"] == "attachment; filename*=UTF-8''photo%20%C3%A9.png"
+    assert got.headers["x-content-type-options"] == "nosniff"
+    assert got.headers["content-security-policy"] == "default-src 'none'; sandbox"
+    assert got.headers["cache-control"] == "private, max-age=3600"
+    assert h.http.get(body["url"] + "?thumb=1", headers=conv.auth).content == PNG
+
+
+def test_another_conversations_attachment_is_not_found(h: Harness) -> None:
+    mine, theirs = h.conversation("attaching"), h.conversation("attaching")
+    url = upload(h, theirs, "a.png", PNG).json()["attachment"]["url"]
+    own_path = url.replace(theirs.id, mine.id)
+    refused(h.http.get(own_path, headers=mine.auth), 404, "unknown_attachment")
+    # Their path with my token is not mine to read either.
+    assert h.http.get(url, headers=mine.auth).status_code == 403
+    assert h.http.get(url).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "why"),
+    [
+        ("drawing.svg", SVG, "never accepted"),
+        ("cat.png", HTML, "none of the types"),
+        ("page.txt", HTML, "none of the types"),
+        ("notes.txt", PNG, "named as text/plain, but its content is image/png"),
+        ("scan.pdf", PDF, "application/pdf, which this agent does not take"),
+        ("empty.txt", b"", "is empty"),
+        ("blob.bin", bytes(range(256)), "none of the types"),
+    ],
+)
+def test_a_file_of_a_refused_type_is_refused_and_nothing_kept(
+    h: Harness, name: str, data: bytes, why: str
+) -> None:
+    conv = h.conversation("attaching")
+    error = refused(upload(h, conv, name, data), 415, "attachment_type_refused")
+    assert why in error["message"]
+    assert "image/png" in error["details"]["accepted"]
+    assert stored(h, conv) == []
+
+
+def test_a_file_past_its_types_size_is_refused(both: Harness) -> None:
+    h = both
+    conv = h.conversation("attaching")
+    # text/plain takes 200 bytes; the body is within the largest size (1 KB), so read.
+    error = refused(upload(h, conv, "long.txt", b"a" * 201), 413, "attachment_too_large")
+    assert error["details"]["limit"] == 200
+    # Past every type's size: refused from its Content-Length, before any of it is read.
+    refused(upload(h, conv, "big.png", PNG + bytes(1024)), 413, "attachment_too_large")
+    assert stored(h, conv) == []
+
+
+@pytest.mark.parametrize("name", [None, "", "../etc/passwd", "a\\b.png", "a\x01.png", "x" * 256])
+def test_a_bad_name_is_refused(h: Harness, name: str | None) -> None:
+    conv = h.conversation("attaching")
+    refused(upload(h, conv, name, PNG), 400, "bad_attachment_name")
+    assert stored(h, conv) == []
+
+
+def test_an_agent_without_the_block_takes_no_upload(h: Harness) -> None:
+    conv = h.conversation("planner")
+    refused(upload(h, conv, "a.png", PNG), 422, "attachments_not_allowed")
+    r = h.http.post(f"/api/conversations/{conv.id}/messages",
+                    json={"text": "hi", "attachments": ["f_x"]}, headers=conv.auth)  # fmt: skip
+    refused(r, 422, "attachments_not_allowed")
+
+
+def test_the_conversations_total_is_kept(both: Harness, agents_dir: Path) -> None:
+    h = both
+    conv = h.conversation("attaching")
+    csv = b"a,b\n" * 250  # 1000 bytes, within text/csv's 1 KB
+    # 1 MB in all: 1048 files of 1000 bytes fit, the next does not.
+    for i in range(1048):
+        h.call(_keep, h, conv, f"f_{i}", len(csv))
+    error = refused(upload(h, conv, "more.csv", csv), 422, "attachment_quota")
+    assert "1 MB" in error["message"]
+    assert len(stored(h, conv)) == 1048
+
+
+async def _keep(h: Harness, conv: Conv, attachment_id: str, size: int) -> None:
+    from hostcall.store.records import Attachment
+
+    attachment = Attachment(attachment_id, conv.id, "x.csv", "text/csv", size, "0", 1.0)
+    assert await h.runtime.store.add_attachment(attachment, b"x", max_total=2**40)
+
+
+# ---- messages ------------------------------------------------------------------------------
+
+
+def send(h: Harness, conv: Conv, text: str, ids: list[str]) -> Any:
+    return h.http.post(
+        f"/api/conversations/{conv.id}/messages",
+        json={"text": text, "attachments": ids},
+        headers=conv.auth,
+    )
+
+
+def test_a_message_sends_its_files_and_the_scripted_model_matches_them(both: Harness) -> None:
+    h = both
+    conv = h.conversation("attaching")
+    shown = upload(h, conv, "cat.png", PNG).json()["attachment"]
+    r = send(h, conv, "", [shown["id"]])  # files alone: the text may be empty
+    assert r.status_code == 202, r.text
+    snap = h.finish(conv)
+    user, reply = [m for m in snap["messages"] if m["role"] in ("user", "assistant")]
+    assert user["text"] == "" and user["attachments"] == [shown]
+    assert reply["text"] == "A PNG: cat.png"
+    # The stream's TEXT_MESSAGE_START carries them; no empty content event is written.
+    started = [d for n, d in h.events(conv) if n == "TEXT_MESSAGE_START" and d["role"] == "user"]
+    assert started[0]["attachments"] == [shown]
+    assert not [d for n, d in h.events(conv)
+                if n == "TEXT_MESSAGE_CONTENT" and d["messageId"] == user["id"]]  # fmt: skip
+    [row] = stored(h, conv)
+    assert row.message_id == user["id"]
+
+
+def test_a_message_without_a_matching_file_is_not_matched(h: Harness) -> None:
+    conv = h.conversation("attaching")
+    shown = upload(h, conv, "photo.jpg", JPEG).json()["attachment"]
+    assert send(h, conv, "hello", [shown["id"]]).status_code == 202
+    assert h.finish(conv)["messages"][-1]["text"] == "Hello."
+
+
+def test_a_file_is_sent_once(both: Harness) -> None:
+    h = both
+    conv = h.conversation("attaching")
+    file_id = upload(h, conv, "cat.png", PNG).json()["attachment"]["id"]
+    assert send(h, conv, "hello", [file_id]).status_code == 202
+    h.finish(conv)
+    before = h.snapshot(conv)["messages"]
+    error = refused(send(h, conv, "again", [file_id]), 422, "bad_attachment")
+    assert "sent already" in error["message"]
+    assert h.snapshot(conv)["messages"] == before  # nothing stored, no run
+
+
+def test_another_conversations_or_an_unknown_file_is_refused(both: Harness) -> None:
+    h = both
+    mine, theirs = h.conversation("attaching"), h.conversation("attaching")
+    their_file = upload(h, theirs, "cat.png", PNG).json()["attachment"]["id"]
+    refused(send(h, mine, "hello", [their_file]), 422, "bad_attachment")
+    refused(send(h, mine, "hello", ["f_0000000000000000"]), 422, "bad_attachment")
+    assert h.snapshot(mine)["messages"] == []
+    # Theirs is still theirs to send.
+    assert [a.message_id for a in stored(h, theirs)] == [None]
+    assert send(h, theirs, "hello", [their_file]).status_code == 202
+
+
+def test_more_files_than_the_agent_takes_are_refused(h: Harness) -> None:
+    conv = h.conversation("attaching")
+    ids = [upload(h, conv, f"{i}.png", PNG).json()["attachment"]["id"] for i in range(3)]
+    error = refused(send(h, conv, "hello", ids), 422, "bad_attachment")
+    assert "2 files at most" in error["message"]
+    refused(send(h, conv, "hello", [ids[0], ids[0]]), 422, "bad_attachment")
+    refused(send(h, conv, "hello", ["x"] * 11), 422, "bad_attachment")
+    assert h.snapshot(conv)["messages"] == []
+    assert [a.message_id for a in stored(h, conv)] == [None, None, None]
