@@ -22,6 +22,7 @@ with a ``StepEnd`` carrying it, in whichever shape the server sends it (``chunks
 
 from __future__ import annotations
 
+import base64
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
@@ -32,6 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from hostcall import envvars, strictjson
+from hostcall.attachments.for_model import as_text
 from hostcall.blocks.http_request import host_port
 from hostcall.page_context import model_block
 from hostcall.protocol.codes import RunErrorCode
@@ -382,7 +384,9 @@ class _Ending:
 
 def _chat_message(message: Message, names: ToolNameMap) -> dict[str, Any]:
     if message.role == "user":
-        return {"role": "user", "content": message.text}
+        if not message.attachments:
+            return {"role": "user", "content": message.text}
+        return {"role": "user", "content": _user_parts(message)}
     if message.role == "tool":
         assert message.tool_call_id is not None, "a tool message answers a call id"
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
@@ -399,6 +403,22 @@ def _chat_message(message: Message, names: ToolNameMap) -> dict[str, Any]:
     elif not message.text:
         chat["content"] = ""
     return chat
+
+
+def _user_parts(message: Message) -> list[dict[str, Any]]:
+    """A message with files as content parts: its text, then each image as an ``image_url``
+    part (a data URL: the provider never fetches anything of ours), each other file as text
+    (hostcall/attachments/for_model.py)."""
+    parts: list[dict[str, Any]] = []
+    if message.text:
+        parts.append({"type": "text", "text": message.text})
+    for file in message.attachments:
+        if file.data is not None:
+            url = f"data:{file.type};base64,{base64.b64encode(file.data).decode('ascii')}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            parts.append({"type": "text", "text": as_text(file)})
+    return parts
 
 
 def _excerpt(text: str) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from hostcall.errors import Conflict
 from hostcall.protocol.codes import ErrorCode
 from hostcall.store.interfaces import (
+    Attachments,
     Audit,
     Calls,
     Conversations,
@@ -43,7 +44,7 @@ EXPORT_ACTION = "person.export"
 ERASE_ACTION = "person.erase"
 
 
-class ExportReads(Conversations, Events, Messages, Runs, Calls, Feedbacks, Protocol):
+class ExportReads(Conversations, Events, Messages, Runs, Calls, Feedbacks, Attachments, Protocol):
     """Everything an export reads of a conversation."""
 
 
@@ -174,6 +175,8 @@ async def export(
                         **({"context": m.context} if m.context is not None else {}),
                         # An old branch's: the run of the edit or regeneration that replaced it.
                         **({"supersededBy": m.superseded_by} if m.superseded_by else {}),
+                        # The files it sent (listed below, under ``attachments``).
+                        **({"attachments": [a.id for a in m.attachments]} if m.attachments else {}),
                     }
                     for m in await store.list_messages(conversation_id)
                 ],
@@ -205,6 +208,19 @@ async def export(
                 ],
                 "rating": rating
                 and {"score": rating.score, "remark": rating.remark, "at": rating.at},
+                # The visitor's files: what they were and their digest, not their bytes.
+                "attachments": [
+                    {
+                        "id": a.id,
+                        "messageId": a.message_id,
+                        "name": a.name,
+                        "type": a.type,
+                        "size": a.size,
+                        "sha256": a.sha256,
+                        "createdAt": a.created_at,
+                    }
+                    for a in await store.conversation_attachments(conversation_id)
+                ],
             }
         )
     return {"format": EXPORT_FORMAT, "subject": subject, "conversations": conversations}
