@@ -37,6 +37,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from hostcall.agui_files import admit as admit_files
+from hostcall.agui_files import body_limit
+from hostcall.agui_files import keep as keep_files
 from hostcall.errors import BadRequest, Conflict, HostcallError, NotFound
 from hostcall.interrupts import Interrupts
 from hostcall.origins import check_request_origin
@@ -89,7 +92,8 @@ async def run_agent(request: Request) -> EventSourceResponse:
     # id is no way around them, and each request costs one message (it may start a run).
     check_request_origin(request, agent.allowed_origins)
     runtime.door.admit()  # before anything is read or stored (hostcall/door.py)
-    body = await read_body(request, RunAgentInput, runtime.settings.max_body_bytes)
+    limit = body_limit(runtime.settings.max_body_bytes, agent.attachments)
+    body = await read_body(request, RunAgentInput, limit)
     # The site's identity token for its visitor, as this endpoint's bearer token.
     identity = await runtime.identities.of_request(request, agent, token=bearer_token(request))
     person = identity.sub if identity else None
@@ -106,6 +110,11 @@ async def run_agent(request: Request) -> EventSourceResponse:
         if refused:
             return _refused(body, refused[0])
     cid = thread_conversation_id(agent.id, body.thread_id, person)
+    # The new message's files, checked as uploads are before anything is kept.
+    last = body.messages[-1] if body.messages and body.messages[-1].role == "user" else None
+    files = await admit_files(
+        runtime.services.attachments, agent.attachments, cid, last, request
+    ) if last is not None else ()  # fmt: skip
     new = await runtime.services.conversations.find(cid) is None
     if new:
         await runtime.quotas.new_conversation(agent.id, agent.limits, client)
@@ -148,8 +157,12 @@ async def run_agent(request: Request) -> EventSourceResponse:
                 )
             elif not reoffered and (new or _has_user_text(body.messages)):
                 visitor = identity.visitor if identity else None
+                text = _user_text(body.messages)
+                sent = await keep_files(
+                    runtime.services.attachments, agent.attachments, conversation, files
+                )
                 await runtime.services.runs.start(
-                    conversation, _user_text(body.messages), visitor=visitor, context=context
+                    conversation, text, visitor=visitor, context=context, attachments=sent
                 )
             elif not reoffered:
                 # A reload (the thread's history, nothing new): it follows the run that goes
@@ -308,18 +321,19 @@ async def _results_of(logs: LogService, cid: str, calls: set[str]) -> list[dict[
 
 
 def _has_user_text(messages: tuple[InputMessage, ...]) -> bool:
-    return bool(messages) and messages[-1].role == "user" and bool(messages[-1].text.strip())
+    """Whether the last message is a new user message: text, or files."""
+    last = messages[-1] if messages else None
+    return last is not None and last.role == "user" and bool(last.text.strip() or last.files)
 
 
 def _user_text(messages: tuple[InputMessage, ...]) -> str:
-    last = messages[-1] if messages else None
-    if last is None or last.role != "user" or not last.text.strip():
+    if not _has_user_text(messages):
         raise BadRequest(
-            "nothing to run: the last message is not a user message with text, and no tool "
-            "message answers a call of this thread",
+            "nothing to run: the last message is not a user message with text or files, and"
+            " no tool message answers a call of this thread",
             field="messages",
         )
-    return last.text.strip()
+    return messages[-1].text.strip()
 
 
 def _sse(name: str, data: str) -> ServerSentEvent:

@@ -179,7 +179,7 @@ async def post_message(request: Request) -> Response:
             agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
     policy = agent.attachments if agent is not None else None
-    files = await runtime.services.attachments.sendable(conversation, policy, body.attachments)
+    files = await runtime.services.attachments.sendable(conversation.id, policy, body.attachments)
     sent = await runtime.services.runs.send(
         conversation, body.text, simulate=body.simulate, visitor=visitor, context=context,
         attachments=files,

@@ -93,6 +93,8 @@ class ErrorCode(StrEnum):
     ATTACHMENT_QUOTA = "attachment_quota"  # the conversation's files past max_total_mb
     # A message's attachment id: unknown, another conversation's, already sent, too many.
     BAD_ATTACHMENT = "bad_attachment"
+    # An AG-UI part whose source is a URL: never fetched (only this server's own file's).
+    ATTACHMENT_URL_REFUSED = "attachment_url_refused"
     AGENT_ID_CHANGED = "agent_id_changed"  # the console's
     AGENT_INVALID = "agent_invalid"  # the console's
     # 429

@@ -4,9 +4,12 @@ Only what Hostcall acts on is kept: the thread and run ids, the messages (the la
 message starts a run; tool messages answer the calls this client ran), and the names of the
 tools the client declares it runs, and its ``context`` entries (``{description, value}``:
 the page's context, admitted by the agent as the widget's is: hostcall/page_context.py).
-``resume`` answers the interrupts a run ended with (AG-UI's interrupt-aware lifecycle:
-hostcall/interrupts.py). ``state`` and ``forwardedProps`` are accepted and ignored
-(docs/protocol.md, "AG-UI endpoint").
+A user message's content may be a list of AG-UI ``InputContent`` parts: its ``text`` parts
+make its text, its ``image``, ``audio``, ``video`` and ``document`` parts (and the older
+``binary``) its files (``InputFile``), decoded here and admitted as an upload is
+(hostcall/agui_files.py). ``resume`` answers the interrupts a run ended with (AG-UI's
+interrupt-aware lifecycle: hostcall/interrupts.py). ``state`` and ``forwardedProps`` are
+accepted and ignored (docs/protocol.md, "AG-UI endpoint").
 
 Text no store can hold (a NUL, a lone surrogate) refuses the whole request, before anything
 is done, except in a tool message's content or error: that is the client's tool answering a
@@ -17,6 +20,8 @@ says so instead (``InputMessage.unstorable``), and the call fails with it.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -27,6 +32,24 @@ from hostcall.protocol.page_tool import PageTool
 from hostcall.protocol.reading import refuse_unstorable, unstorable_what
 
 ROLES = ("developer", "system", "assistant", "user", "tool", "activity", "reasoning")
+# AG-UI's InputContent parts that carry a file (``source``), and the older one that may.
+FILE_PARTS = ("image", "audio", "video", "document")
+BINARY_PART = "binary"
+
+
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    """A file part of a user message: its bytes (a ``data`` source, decoded), or where it
+    says they are (a ``url`` source, or a binary part's ``url`` or ``id``), which is never
+    fetched. ``mime_type`` is the client's word, which decides nothing."""
+
+    kind: str  # the part's type: image, audio, video, document or binary
+    where: str  # "messages[3].content[1]", for a refusal
+    mime_type: str = ""
+    data: bytes | None = None
+    url: str | None = None
+    id: str | None = None
+    name: str | None = None  # a binary part's ``filename``, or its metadata's
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +62,8 @@ class InputMessage:
     # What a tool message's content or error holds that cannot be stored ("a NUL character
     # (in messages[2].content)"; then text and error are empty): the call it answers fails.
     unstorable: str | None = None
+    # A user message's file parts, in order.
+    files: tuple[InputFile, ...] = ()
 
 
 class ResumeStatus(StrEnum):
@@ -138,9 +163,16 @@ def _message(raw: Any, where: str) -> InputMessage:
     if role not in ROLES:
         raise BadRequest(f"{where}.role must be one of {', '.join(ROLES)}", field=f"{where}.role")
     content = raw.get("content")
+    files: tuple[InputFile, ...] = ()
     if isinstance(content, list):
         parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
         text = "".join(p for p in parts if isinstance(p, str))
+        if role == "user":
+            files = tuple(
+                _file(p, f"{where}.content[{i}]")
+                for i, p in enumerate(content)
+                if isinstance(p, dict) and p.get("type") in (*FILE_PARTS, BINARY_PART)
+            )
     elif isinstance(content, str) or content is None:
         text = content or ""
     else:
@@ -149,13 +181,57 @@ def _message(raw: Any, where: str) -> InputMessage:
     error = raw.get("error")
     if error is not None and not isinstance(error, str):
         raise BadRequest(f"{where}.error must be a string", field=f"{where}.error")
-    message = InputMessage(_text(raw, "id", where), role, text, tool_call_id, error)
+    message = InputMessage(_text(raw, "id", where), role, text, tool_call_id, error, files=files)
     if tool_call_id is None:
         return message
     unstorable = _unstorable_result(text, error, where)
     if unstorable is None:
         return message
     return InputMessage(message.id, role, "", tool_call_id, None, unstorable)
+
+
+def _file(raw: dict[str, Any], where: str) -> InputFile:
+    """One file part: ``{type, source: {type: "data"|"url", value, mimeType}, metadata}``, or
+    the older ``{type: "binary", mimeType, data|url|id, filename}``."""
+    kind = raw["type"]
+    metadata = raw.get("metadata")
+    named = metadata.get("filename") or metadata.get("name") if isinstance(metadata, dict) else None
+    if kind == BINARY_PART:
+        mime = raw.get("mimeType")
+        data, url, ident = raw.get("data"), raw.get("url"), raw.get("id")
+        name = raw.get("filename") or named
+        if not isinstance(mime, str) or not any(
+            isinstance(v, str) and v for v in (data, url, ident)
+        ):
+            raise BadRequest(
+                f"{where}: a binary part needs its mimeType and one of data, url or id",
+                field=where,
+            )
+        return InputFile(kind, where, mime, _decoded(data, f"{where}.data") if data else None,
+                         url if isinstance(url, str) and url else None,
+                         ident if isinstance(ident, str) and ident else None,
+                         name if isinstance(name, str) else None)  # fmt: skip
+    source = raw.get("source")
+    if not isinstance(source, dict) or source.get("type") not in ("data", "url"):
+        raise BadRequest(f"{where}.source must be a data or a url source", field=f"{where}.source")
+    value = source.get("value")
+    mime = source.get("mimeType", "")
+    if not isinstance(value, str) or not value or not isinstance(mime, str):
+        raise BadRequest(f"{where}.source needs its value (and mimeType, a string)",
+                         field=f"{where}.source")  # fmt: skip
+    name = named if isinstance(named, str) else None
+    if source["type"] == "url":
+        return InputFile(kind, where, mime, url=value, name=name)
+    return InputFile(kind, where, mime, _decoded(value, f"{where}.source.value"), name=name)
+
+
+def _decoded(value: Any, where: str) -> bytes:
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        return base64.b64decode(value, validate=True)
+    except (ValueError, binascii.Error):
+        raise BadRequest(f"{where} is not base64", field=where) from None
 
 
 def _without_tool_results(body: dict[str, Any], messages: list[Any]) -> dict[str, Any]:

@@ -60,7 +60,7 @@ class AttachmentService:
         return found, data
 
     async def sendable(
-        self, conversation: Conversation, policy: AttachmentPolicy | None, ids: Sequence[str]
+        self, conversation_id: str, policy: AttachmentPolicy | None, ids: Sequence[str]
     ) -> tuple[AttachmentRef, ...]:
         """The files a message may send: at most the agent's ``max_files``, each uploaded to
         this conversation and not sent yet (a message's unit takes them for good)."""
@@ -78,7 +78,7 @@ class AttachmentService:
         refs: list[AttachmentRef] = []
         for attachment_id in ids:
             found = await self.store.get_attachment(attachment_id)
-            if found is None or found.conversation_id != conversation.id:
+            if found is None or found.conversation_id != conversation_id:
                 raise _bad(f"no attachment {attachment_id[:80]!r} in this conversation",
                            attachment=attachment_id[:80])  # fmt: skip
             if found.message_id is not None:
