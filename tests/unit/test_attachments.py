@@ -19,6 +19,7 @@ from hostcall.visitors.personal_data import erase, export
 from tests.support.databases import fresh_schema
 from tests.support.harness import Conv, Harness, allow_hosts, planner_definition, write_agent
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
+from tests.unit.console_client import ConsoleClient, fast_passwords
 from tests.unit.test_person_data import every_row, rows_naming, wait_for
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(64)
@@ -423,3 +424,25 @@ def test_an_upload_no_message_sent_is_purged_after_an_hour(both: Harness) -> Non
     sent = next(a for a in stored(h, conv) if a.name == "cat.png")
     assert h.http.get(f"/api/conversations/{conv.id}/attachments/{sent.id}",
                       headers=conv.auth).content == PNG  # fmt: skip
+
+
+# ---- the console ----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures(fast_passwords.__name__)
+def test_the_console_lists_a_messages_files_by_name_never_drawn(h: Harness) -> None:
+    conv = h.conversation("attaching")
+    name = "<img src=x onerror=alert(1)>.png"
+    file_id = upload(h, conv, name, PNG).json()["attachment"]["id"]
+    assert send(h, conv, "look", [file_id]).status_code == 202
+    h.finish(conv)
+    operator = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    detail = operator.http.get(f"/console/api/conversations/{conv.id}").json()
+    [mine] = [m for m in detail["messages"] if m["role"] == "user"]
+    assert mine["attachments"] == [{"id": file_id, "name": name, "type": "image/png",
+                                    "size": len(PNG)}]  # fmt: skip
+    html = operator.http.get(f"/console/conversations/{conv.id}").text
+    section = html[html.index('data-part="attachments"') :]
+    assert "Files the visitor attached" in section
+    assert "&lt;img src=x onerror=alert(1)&gt;.png</strong> · <code>image/png</code>" in section
+    assert f"{len(PNG)} bytes" in section and "<img" not in html

@@ -22,6 +22,7 @@ from hostcall.console.usage_page import money
 from hostcall.errors import BadRequest
 from hostcall.protocol.console import (
     AuditItem,
+    ConsoleAttachment,
     ConsoleCall,
     ConsoleEvent,
     ConsoleFeedback,
@@ -181,6 +182,10 @@ async def _detail(runtime: Runtime, conversation_id: str) -> ConversationDetail:
                 feedback=_feedback(rated.get(m.id)),
                 context=m.context,
                 superseded_by=m.superseded_by,
+                attachments=tuple(
+                    ConsoleAttachment(a.id, a.name, a.type, a.size) for a in m.attachments
+                )
+                or None,
             )
             for m in found.messages
         ),
@@ -223,7 +228,8 @@ async def conversation_page(request: Request) -> Response:
     detail = await _detail(runtime, conversation_id)
     usage = await runtime.services.usage.of_conversation(conversation_id)
     return page(request, "conversation.html", operator_of(request), data=to_wire(detail),
-                usage=usage, money=money, page_context=_page_context(detail))  # fmt: skip
+                usage=usage, money=money, page_context=_page_context(detail),
+                attached=[m for m in detail.messages if m.attachments])  # fmt: skip
 
 
 def _page_context(detail: ConversationDetail) -> list[tuple[ConsoleMessage, list[tuple[str, str]]]]:

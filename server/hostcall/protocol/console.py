@@ -120,6 +120,16 @@ class ConsoleHandoff:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsoleAttachment:
+    """A file a visitor's message sent: named, never drawn (its bytes are the visitor's)."""
+
+    id: str
+    name: str
+    type: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
 class ConsoleMessage:
     id: str
     role: str
@@ -133,6 +143,8 @@ class ConsoleMessage:
     context: dict[str, Any] | None = None
     # An old branch's: the run of the visitor's edit or regeneration that replaced it.
     superseded_by: str | None = None
+    # Role ``user``: the files it sent; absent when none.
+    attachments: tuple[ConsoleAttachment, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
