@@ -178,7 +178,7 @@ async def test_an_append_carrying_messages_writes_none_when_its_fence_fails_even
         "c1",
         [("TEXT_MESSAGE_CONTENT", '{"delta":"late"}')],
         ("run:r1", "a"),
-        [("m1", "c1", "r1", "assistant", "late", "[]", None, None, False, None, None)],
+        [("m1", "c1", "r1", "assistant", "late", "[]", None, None, False, None, None, None)],
     )
     row = await store.db.one(append_sql(fenced=True, notify=True, count=1, carried=1), params)
     assert row is None
