@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -32,8 +32,8 @@ def b64(data: bytes) -> str:
 
 
 def image(data: bytes, mime: str = "image/png", **metadata: Any) -> dict[str, Any]:
-    part: dict[str, Any] = {"type": "image",
-                            "source": {"type": "data", "value": b64(data), "mimeType": mime}}  # fmt: skip
+    source = {"type": "data", "value": b64(data), "mimeType": mime}
+    part: dict[str, Any] = {"type": "image", "source": source}
     return part | ({"metadata": metadata} if metadata else {})
 
 
@@ -72,8 +72,10 @@ def test_the_older_binary_part_and_an_unnamed_part_are_taken(h: Harness) -> None
     binary = {"type": "binary", "mimeType": "image/png", "data": b64(PNG)}
     r = run(h, "t-2", [binary])  # files alone: no text
     assert r.status_code == 200 and "A PNG: binary-1.png" in r.text, r.text
-    document = {"type": "document",
-                "source": {"type": "data", "value": b64(b"a,b\n1,2\n"), "mimeType": "text/csv"}}
+    document = {
+        "type": "document",
+        "source": {"type": "data", "value": b64(b"a,b\n1,2\n"), "mimeType": "text/csv"},
+    }
     assert run(h, "t-3", [document, {"type": "text", "text": "hello"}]).status_code == 200
     cid = thread_conversation_id("attaching", "t-3")
     [kept] = h.call(h.runtime.store.conversation_attachments, cid)
@@ -81,7 +83,7 @@ def test_the_older_binary_part_and_an_unnamed_part_are_taken(h: Harness) -> None
 
 
 class _Counting(BaseHTTPRequestHandler):
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         self.hits.append(self.path)
@@ -107,7 +109,7 @@ def test_a_url_source_is_refused_before_any_connection(h: Harness) -> None:
         binary = {"type": "binary", "mimeType": "image/png", "url": url}
         refused(run(h, "t-4", [binary]), 422, "attachment_url_refused")
         # Another conversation's file of this server is no better.
-        other = f"/api/conversations/c_0123456789abcdef/attachments/f_0123456789abcdef"
+        other = "/api/conversations/c_0123456789abcdef/attachments/f_0123456789abcdef"
         part = {"type": "image", "source": {"type": "url", "value": other}}
         refused(run(h, "t-4", [part]), 422, "attachment_url_refused")
     finally:

@@ -270,6 +270,40 @@ def test_more_files_than_the_agent_takes_are_refused(h: Harness) -> None:
     assert [a.message_id for a in stored(h, conv)] == [None, None, None]
 
 
+@pytest.mark.usefixtures(fast_passwords.__name__)
+def test_a_message_held_for_a_person_of_the_team_keeps_its_files(h: Harness) -> None:
+    conv = h.conversation("attaching")
+    assert send(h, conv, "hello", []).status_code == 202
+    h.finish(conv)
+    olga = ConsoleClient(h.app, h.runtime, "olga", "operator")
+    assert olga.post(f"/console/api/conversations/{conv.id}/take-over", {}).status_code == 200
+    shown = upload(h, conv, "cat.png", PNG).json()["attachment"]
+    r = send(h, conv, "", [shown["id"]])
+    assert r.status_code == 202 and r.json()["person"] == "olga", r.text
+    held = h.snapshot(conv)["messages"][-1]
+    assert (held["role"], held["text"], held["attachments"]) == ("user", "", [shown])
+    [row] = stored(h, conv)
+    assert row.message_id == held["id"]
+
+
+def test_uploads_are_counted_per_conversation(tmp_path: Path, agents_dir: Path) -> None:
+    write_agent(agents_dir, {**attaching_agent(),
+                             "limits": {"uploads_per_minute_per_conversation": 2}})  # fmt: skip
+    h = Harness(tmp_path, agents_dir)
+    try:
+        conv = h.conversation("attaching")
+        assert upload(h, conv, "a.png", PNG).status_code == 201
+        refused(upload(h, conv, "b.svg", SVG), 415, "attachment_type_refused")  # counted too
+        error = refused(upload(h, conv, "c.png", PNG), 429, "rate_limited")
+        assert "uploads in this conversation" in error["message"]
+        assert [a.name for a in stored(h, conv)] == ["a.png"]
+        # Another conversation has its own count.
+        other = h.conversation("attaching")
+        assert upload(h, other, "c.png", PNG).status_code == 201
+    finally:
+        h.stop()
+
+
 # ---- what a model is given -----------------------------------------------------------------
 
 
