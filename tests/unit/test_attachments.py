@@ -158,6 +158,9 @@ def test_a_file_past_its_types_size_is_refused(both: Harness) -> None:
     # text/plain takes 200 bytes; the body is within the largest size (1 KB), so read.
     error = refused(upload(h, conv, "long.txt", b"a" * 201), 413, "attachment_too_large")
     assert error["details"]["limit"] == 200
+    assert error["message"] == (
+        "'long.txt' is larger than 200 bytes, the most a text/plain file may weigh here"
+    )
     # Past every type's size: refused from its Content-Length, before any of it is read.
     refused(upload(h, conv, "big.png", PNG + bytes(1024)), 413, "attachment_too_large")
     assert stored(h, conv) == []

@@ -80,4 +80,6 @@ def _refused(message: str, takes: str, **details: str) -> UnsupportedMediaType:
 
 
 def _size(size: int) -> str:
-    return f"{size // MB} MB" if size % MB == 0 else f"{size // 1024} KB"
+    if size % MB == 0:
+        return f"{size // MB} MB"
+    return f"{size // 1024} KB" if size % 1024 == 0 else f"{size} bytes"

@@ -235,13 +235,26 @@ def _decoded(value: Any, where: str) -> bytes:
 
 
 def _without_tool_results(body: dict[str, Any], messages: list[Any]) -> dict[str, Any]:
-    """``body`` with its tool messages' content and error emptied (checked on their own)."""
+    """``body`` with its tool messages' content and error emptied (checked on their own), and
+    its file parts' base64 too: decoding refuses any character that is not base64, and a
+    walk over megabytes of it would hold the event loop for nothing."""
     emptied = [
         {**m, "content": "", "error": None} if isinstance(m, dict) and m.get("role") == "tool"
+        else {**m, "content": [_without_data(p) for p in m["content"]]}
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
         else m
         for m in messages
     ]  # fmt: skip
     return {**body, "messages": emptied}
+
+
+def _without_data(part: Any) -> Any:
+    if not isinstance(part, dict) or part.get("type") not in (*FILE_PARTS, BINARY_PART):
+        return part
+    source = part.get("source")
+    if isinstance(source, dict) and source.get("type") == "data":
+        part = {**part, "source": {**source, "value": ""}}
+    return {**part, "data": ""} if "data" in part else part
 
 
 def _unstorable_result(text: str, error: str | None, where: str) -> str | None:
