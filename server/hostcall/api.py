@@ -170,16 +170,17 @@ async def post_message(request: Request) -> Response:
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
-    # Checked first: a refused context costs the visitor no message of their quota.
+    # Checked first: a refused context, or a file the message may not send, costs the
+    # visitor no message of their quota.
     context = admit(agent.page_context if agent is not None else None, body.context)
+    policy = agent.attachments if agent is not None else None
+    files = await runtime.services.attachments.sendable(conversation.id, policy, body.attachments)
     visitor = None
     if agent is not None:
         visitor = await _visitor_of(request, runtime, agent, conversation)
         await runtime.quotas.new_message(
             agent.id, agent.limits, conversation.id, client_of(request), person=conversation.person
         )
-    policy = agent.attachments if agent is not None else None
-    files = await runtime.services.attachments.sendable(conversation.id, policy, body.attachments)
     sent = await runtime.services.runs.send(
         conversation, body.text, simulate=body.simulate, visitor=visitor, context=context,
         attachments=files,

@@ -262,6 +262,19 @@ def test_another_conversations_or_an_unknown_file_is_refused(both: Harness) -> N
     assert send(h, theirs, "hello", [their_file]).status_code == 202
 
 
+def test_a_refused_file_costs_no_message_of_the_quota(tmp_path: Path, agents_dir: Path) -> None:
+    write_agent(agents_dir, {**attaching_agent(),
+                             "limits": {"messages_per_minute_per_conversation": 1}})  # fmt: skip
+    h = Harness(tmp_path, agents_dir)
+    try:
+        conv = h.conversation("attaching")
+        for _ in range(3):
+            refused(send(h, conv, "hello", ["f_0000000000000000"]), 422, "bad_attachment")
+        assert send(h, conv, "hello", []).status_code == 202
+    finally:
+        h.stop()
+
+
 def test_more_files_than_the_agent_takes_are_refused(h: Harness) -> None:
     conv = h.conversation("attaching")
     ids = [upload(h, conv, f"{i}.png", PNG).json()["attachment"]["id"] for i in range(3)]
