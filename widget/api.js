@@ -50,13 +50,14 @@ export function createApi(base, agentId, parentOrigin, key) {
    */
   async function call(method, path, body, { cookies = false, held = false, retried = false, keepalive = false } = {}) {
     const headers = new Headers(session && (!cookies || held) ? { authorization: `Bearer ${session}` } : {})
-    if (body !== undefined) headers.set('content-type', 'application/json')
+    const raw = body instanceof Blob // a file, as it is
+    if (body !== undefined && !raw) headers.set('content-type', 'application/json')
     if (identity) headers.set('hostcall-identity', identity)
     let res
     try {
       // Cookies only where the server sets or reads the session cookie.
       const credentials = cookies ? 'same-origin' : 'omit'
-      res = await fetch(base + path, { method, headers, credentials, cache: 'no-store', keepalive, body: body === undefined ? undefined : JSON.stringify(body) })
+      res = await fetch(base + path, { method, headers, credentials, cache: 'no-store', keepalive, body: raw ? body : JSON.stringify(body) })
     } catch (err) {
       throw new ApiError(0, 'network', String(err))
     }
@@ -104,7 +105,7 @@ export function createApi(base, agentId, parentOrigin, key) {
     // keepalive: sent while the page unloads (pagehide), and it outlives the page.
     leave: (id, surface) => call('POST', conv(id, `/surfaces/${enc(surface)}/leave`), {}, { keepalive: true }).catch(() => {}),
     // `context`: the page's (app.js), absent when it has none.
-    message: (id, text, simulate, context) => call('POST', conv(id, '/messages'), { text, ...(simulate && { simulate }), ...(context && { context }) }),
+    message: (id, text, simulate, context, attachments) => call('POST', conv(id, '/messages'), { text, ...(simulate && { simulate }), ...(context && { context }), ...(attachments && { attachments }) }),
     // The endpoints of what loads on demand are with it: `call` and `conv` from there
     // (control.js: retry, stop; toolcalls.js: result, decision; people.js: feedback).
     conv,

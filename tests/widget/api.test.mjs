@@ -15,7 +15,8 @@ class ScriptedFetch {
   constructor(answers) { this.answers = answers; this.sent = []; this.bodies = [] }
   fetch = async (url, init) => {
     this.sent.push({ url, credentials: init.credentials, authorization: init.headers.get('authorization') })
-    this.bodies.push(init.body === undefined ? undefined : JSON.parse(init.body))
+    this.bodies.push(init.body === undefined || init.body instanceof Blob ? init.body : JSON.parse(init.body))
+    this.types = [...(this.types || []), init.headers.get('content-type')]
     const next = this.answers.shift()
     assert.ok(next, `no answer scripted for ${url}`)
     const [status, body] = next
@@ -89,4 +90,28 @@ test('a message carries the page context when there is one, and no key when ther
   await api.message('c_1', 'which column?', false, { 'board.column': { id: 'doing' } })
   await api.message('c_1', 'and now?', false, undefined)
   assert.deepEqual(server.bodies, [{ text: 'which column?', context: { 'board.column': { id: 'doing' } } }, { text: 'and now?' }])
+})
+
+test('a file goes up as its bytes, not JSON, and again as they are after a replaced session', async () => {
+  const file = new Blob([new Uint8Array([0x89, 0x50, 0x4e, 0x47])], { type: 'image/png' })
+  script([200, OPENED('t1')], [401, ERROR('session_replaced')], [200, OPENED('t2')], [201, { attachment: { id: 'a_1' } }])
+  const api = createApi('', 'planner', '')
+  await api.resume()
+  const sent = await api.call('POST', api.conv('c_1', '/attachments?name=p.png'), file)
+  assert.equal(sent.attachment.id, 'a_1')
+  const [, refused, , retried] = server.bodies
+  assert.equal(refused, file)
+  assert.equal(retried, file)
+  // No JSON content type: the browser sends the file's own.
+  assert.deepEqual(server.types, ['application/json', null, 'application/json', null])
+  assert.equal(server.sent[3].authorization, 'Bearer t2')
+})
+
+test('a message names its files by id, and only when it has some', async () => {
+  script([200, OPENED('t1')], [202, { runId: 'r1' }], [202, { runId: 'r2' }])
+  const api = createApi('', 'planner', '')
+  await api.resume()
+  await api.message('c_1', '', false, undefined, ['a_1', 'a_2'])
+  await api.message('c_1', 'hi', false, undefined, undefined)
+  assert.deepEqual(server.bodies.slice(1), [{ text: '', attachments: ['a_1', 'a_2'] }, { text: 'hi' }])
 })
