@@ -41,6 +41,7 @@ const state = {
 let parentTools = new Set()
 let pageTools = '' // the page's WebMCP tools: bridge.js's JSON text
 let idToken = '' // the page's visitor's: known.js acts on it (docs/identity.md)
+let files // files.js's
 const known = () => import('./known.js').then(k => k.go({ api, token: idToken, locale, restart, emit, toParent, cid: state.conversationId }))
 /** Opening the person's conversation (identify, none held): a first message waits for it.
  * @type {Promise<unknown> | null} */
@@ -305,7 +306,7 @@ async function send(raw) {
   // Cut at 8000 UTF-16 units, never between an emoji's two halves: a lone surrogate is
   // text the server refuses (400 invalid_text).
   const text = String(raw).trim().slice(0, 8000).replace(/[\uD800-\uDBFF]$/, '')
-  if (!text) return
+  if (!text && !files?.size()) return
   // Still starting (a slow network): it goes, and shows, once boot is done.
   if (!state.ready) return void state.outbox.push(text)
   if (state.run === 'running' || state.run === 'waiting') return void ui.showError(t('errorBusy'))
@@ -319,7 +320,7 @@ async function send(raw) {
     if (made) await patient(start, pending, text)
     // The page's whole context, as it is now.
     const context = pageContext && (await pageContext).value()
-    const sent = await patient(() => api.message(state.conversationId, text, cfg.simulate === true, context), pending, text)
+    const sent = await patient(async () => api.message(state.conversationId, text, cfg.simulate === true, context, await files?.upload(state.conversationId, pending, text)), pending, text)
     state.runId = sent?.runId
     if (!sent?.runId) state.run = '' // held by a person
   } catch (err) {
@@ -397,5 +398,6 @@ if (channel) window.parent.postMessage({ type: MSG.HELLO, version: 2 }, cfg.pare
 export const currentSession = () => api.current()
 // Starters, follow-ups, a rating: suggest.js, only for an agent whose file has them.
 const suggest = cfg.suggest && import('./suggest.js').then(m => m.start(cfg.suggest, { locale, send, api, state }), err => (console.warn('hostcall: suggest', err), () => {}))
+if (cfg.attachments) import('./files.js').then(m => { files = m.start(cfg.attachments, app) })
 
 boot()

@@ -141,7 +141,6 @@ export function mountShell(root, o) {
       const text = input.value.trim()
       const why = text && parts.send.hasAttribute('disabled') && o.blocked()
       if (why) return note(parts.hint, why)
-      if (!text) return
       input.value = ''
       grow(input)
       note(parts.limit, '')
@@ -332,7 +331,7 @@ export function appendDelta(id, delta) {
 export function endMessage(id) {
   const m = messages.get(id)
   if (m && !m.raw && m.shown) m.raw = m.shown
-  if (m && !m.raw.trim()) removeMessage(id)
+  if (m && !m.raw.trim() && !m.el.dataset.files) removeMessage(id)
   return { text: m?.raw || '', role: m?.role || '' }
 }
 
@@ -360,7 +359,7 @@ function setText(m, text) {
   m.queued = true
   keepPinned(() => {
     m.queued = false
-    m.el.hidden = !m.raw.trim()
+    m.el.hidden = !m.raw.trim() && !m.el.dataset.files
     m.role === 'user' ? (m.body.textContent = plain(m.raw)) : draw(m)
   })
 }

@@ -79,6 +79,8 @@ export function runFailed(d, app) {
  */
 export function refused(err, pending, again, app) {
   const { ui, t, emit } = app
+  // A file refused: attach.js said why, by the file, and gave the text back to the composer.
+  if (/** @type {any} */ (err).said) return void emit('error', { code: err.code, message: err.message })
   const drop = (/** @type {string} */ key) => { pending.remove(); ui.showError(t(key)) }
   let code = err.code
   // The conversation has spent its model budget (docs/protocol.md: 409

@@ -23,7 +23,7 @@ import { CUSTOM, EVENT } from './protocol-events.js'
  * app.js's state and helpers, as this module uses them.
  * @typedef {object} App
  * @property {StreamState} state
- * @property {Pick<ReturnType<typeof import('./api.js').createApi>, 'snapshot' | 'streamToken' | 'eventsUrl'>} api
+ * @property {ReturnType<typeof import('./api.js').createApi>} api
  * @property {string} surfaceId this page load's
  * @property {typeof import('./chat.js')} ui
  * @property {(key: string) => string} t
@@ -131,6 +131,15 @@ export function branches(app) {
 }
 let loadedBranch = false
 
+/** A message's files (attach.js draws them): marked at once, so that a message of files
+ * alone is shown, and kept when it ends with no text (chat.js). @param {HTMLElement | undefined} el
+ * @param {import('./attach.js').Sent[] | undefined} sent @param {{api: import('./attach.js').Api}} app */
+export function files(el, sent, app) {
+  if (!el || !sent?.length) return
+  el.dataset.files = String(sent.length)
+  import('./attach.js').then(m => m.show(el, sent, app.api), console.warn)
+}
+
 /** What each event does: `ON`, by stream event (the SSE `event:` name: the AG-UI type, or a
  * CUSTOM event's name), with the event (a CUSTOM event's `value`); `ON_CALL`, the tool-call
  * events, handled once toolcalls.js (`c`) has loaded. @param {App} app */
@@ -162,6 +171,7 @@ function handlers(app) {
       const role = d.role === 'user' ? 'user' : 'assistant'
       if (!ui.hasMessage(d.messageId)) ui.upsertMessage(d.messageId, role)
       if (role === 'assistant') state.streaming = d.messageId
+      files(ui.messageEl(d.messageId), d.attachments, app)
     },
     [EVENT.TEXT_MESSAGE_CONTENT]: d => ui.appendDelta(d.messageId, String(d.delta ?? '')),
     [EVENT.TEXT_MESSAGE_END]: d => {

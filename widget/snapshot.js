@@ -4,7 +4,7 @@
 // idle chat, which has no conversation to resume.
 
 import { seqOf } from './api.js'
-import { branches } from './events.js'
+import { branches, files } from './events.js'
 
 /** @typedef {typeof import('./toolcalls.js')} Calls */
 /** @typedef {import('./toolcalls.js').Call} Call */
@@ -15,8 +15,9 @@ import { branches } from './events.js'
  * @property {string} [lastEventId] the last event it includes
  * @property {{status: string, runId: string} | null} [run] the latest run
  * @property {{id: string, role: string, text?: string, name?: string, feedback?: string,
- *   toolCallIds?: string[], supersededBy?: string, reasoning?: string}[]} [messages]
- *   (`supersededBy`: an old branch's; `reasoning`: what the model reasoned before it)
+ *   toolCallIds?: string[], supersededBy?: string, reasoning?: string,
+ *   attachments?: import('./attach.js').Sent[]}[]} [messages] (`supersededBy`: an old branch's;
+ *   `reasoning`: what the model reasoned before it; `attachments`: a visitor's message's files)
  * @property {Call[]} [calls]
  * @property {string} [person] the person of the team holding the conversation
  * @property {{score: number, remark: string} | null} [rating] the visitor's rating of it, given once
@@ -34,6 +35,7 @@ import { branches } from './events.js'
  * app.js's state and helpers, as this module uses them.
  * @typedef {object} App
  * @property {StreamState} state
+ * @property {ReturnType<typeof import('./api.js').createApi>} api
  * @property {typeof import('./chat.js')} ui
  * @property {() => Calls | null} calls toolcalls.js, if loaded
  * @property {() => Promise<Calls>} toolCalls toolcalls.js, loaded (and its strings, styles)
@@ -71,7 +73,8 @@ export async function apply(snap, app) {
       const spot = ui.reserve()
       import('./reasoning.js').then(r => r.restore(spot, String(m.reasoning)))
     }
-    if (m.text) ui.upsertMessage(m.id, m.role, m.text)
+    if (m.text || m.attachments?.length) ui.upsertMessage(m.id, m.role, m.text)
+    files(ui.messageEl(m.id), m.attachments, app)
     if (m.role === 'assistant' && m.text) app.rate(m.id, m.feedback)
     for (const id of m.toolCallIds || []) {
       c?.upsertCall(byId.get(id))
