@@ -55,7 +55,7 @@ _ACCENT = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self' data:{images}; base-uri 'none'; form-action 'none'; "
+    "img-src 'self' data: blob:{images}; base-uri 'none'; form-action 'none'; "
     "frame-ancestors {ancestors}"
 )
 _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
