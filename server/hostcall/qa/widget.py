@@ -11,8 +11,9 @@ events — a test asking for what never comes reads why, not a bare timeout.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Error as PlaywrightError
@@ -111,6 +112,17 @@ class Widget:
                 "[data-part=message][data-role=user] [data-part=message-text]"
             )
             expect(mine.last).to_have_text(text.strip(), timeout=self.timeout)
+
+    def attach(self, paths: Sequence[str | Path]) -> None:
+        """Choose ``paths`` with the composer's attach button (an agent whose file has an
+        ``attachments`` block); wait until each shows as a chip, refused or not. Nothing is
+        uploaded before the next message is sent (``send``)."""
+        with self._explained(f"attach {[Path(p).name for p in paths]}"):
+            chips = self.frame.locator("[data-part=attachment-chip]")
+            before = chips.count()
+            picker = self.frame.locator("[data-part=attach] input[type=file]")
+            picker.set_input_files([str(p) for p in paths], timeout=self.timeout)
+            expect(chips).to_have_count(before + len(paths), timeout=self.timeout)
 
     def wait_until_idle(self) -> None:
         """Wait until the agent has finished (``data-agent-state="idle"`` on the widget's root:
