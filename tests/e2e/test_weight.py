@@ -61,6 +61,8 @@ def test_the_open_widget_and_its_loader_are_within_their_budgets(
     # Page tools go with a conversation's first capabilities; a view, a branch and reasoning
     # with a result, an ended run and a thinking model.
     lazy |= {"pagetools.js", "views.js", "branch.js", "reasoning.js"}
+    # Files: the attach button for an agent that admits them, the chips with the first file.
+    lazy |= {"files.js", "attach.js", "attach.css"}
     assert not loaded & lazy, loaded & lazy
     assert not {name for name in loaded if name.startswith("locale-en-")}, loaded
 
