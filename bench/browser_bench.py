@@ -6,6 +6,8 @@
    validated result; floor: SSE event -> POST echo -> SSE event, same browser, same run.
 4. Page tool: the same round trip for a tool the page registered with WebMCP, against the
    agent file's client tool, in one widget (bench/page_tool_bench.py).
+5. Attachment: an image sent with a message, Send -> the model's first byte in the widget,
+   against a text-only message in the same widget (bench/attach_bench.py).
 
 Usage: .venv/bin/python bench/browser_bench.py [--quick]
 A measurement: exits 0 when a target is missed, 1 when a section failed to run.
@@ -37,6 +39,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import servers
+from attach_bench import attachment
 from page_tool_bench import page_tool
 from playwright.sync_api import Browser, Page, Response, sync_playwright
 from report import compare, ms, print_table, summary
@@ -117,12 +120,12 @@ class Env:
     apps: servers.Server  # bench/browser_apps.py: the floor app plus bench/pages
     hc: servers.Server
 
-    def host_page(self, snippet: bool, *, webmcp: bool = False) -> str:
+    def host_page(self, snippet: bool, *, webmcp: bool = False, agent: str = AGENT) -> str:
         """``webmcp``: the page registers a tool of its own too (bench/pages/webmcp.html)."""
         # localhost, while Hostcall is on 127.0.0.1: two sites, as on a customer's page.
         return (
             f"http://localhost:{self.apps.port}/pages/host.html"
-            f"?snippet={int(snippet)}&webmcp={int(webmcp)}&hc={self.hc.url}"
+            f"?snippet={int(snippet)}&webmcp={int(webmcp)}&hc={self.hc.url}&agent={agent}"
         )
 
     def new_page(self) -> Page:  # in a context of its own: empty cache and storage
@@ -629,7 +632,7 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-SECTIONS = ("weight", "host-page cost", "round trip", "page tool")
+SECTIONS = ("weight", "host-page cost", "round trip", "page tool", "attachment")
 
 
 def run(mode: Mode, workdir: Path, sections: Sequence[str] = SECTIONS) -> int:
@@ -662,6 +665,7 @@ def run(mode: Mode, workdir: Path, sections: Sequence[str] = SECTIONS) -> int:
                     ("host-page cost", lambda: host_cost(env, mode)),
                     ("round trip", lambda: round_trip(env, mode)),
                     ("page tool", lambda: page_tool(p, env, mode)),
+                    ("attachment", lambda: attachment(env, mode, workdir)),
                 ):
                     if name not in sections:
                         continue

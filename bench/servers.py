@@ -164,6 +164,16 @@ def bench_agents(workdir: Path, root: Path = ROOT) -> Path:
             if rule.get("tool") == "count_tasks" and said:
                 rule.setdefault("say", said)
         (directory / "bench.json").write_text(json.dumps(agent, indent=2))
+        # The browser bench's section 5 (bench/attach_bench.py): the same agent taking PNG
+        # images, answering a message with one at once. Its own agent: the others' widget
+        # opens without the attach button, as the weight section measures it. Only for a
+        # checkout that reads an attachments block (an older one would refuse the file).
+        if (root / "server" / "hostcall" / "attachments").is_dir():
+            files = dict(agent, id="bench-files", attachments={"types": {"image/png": "5MB"}})
+            image = {"match": "", "attachment": {"type": "image/png"},
+                     "reply": "I see your image {{ attachment.name }}."}  # fmt: skip
+            files["model"] = dict(agent["model"], rules=[image, *rules])
+            (directory / "bench-files.json").write_text(json.dumps(files, indent=2))
     return directory
 
 

@@ -42,3 +42,20 @@ def test_the_browser_bench_times_a_webmcp_page_tool_beside_a_client_tool() -> No
     page, client = (float(cell.split()[0]) for cell in row.split("  ") if "ms" in cell)
     assert page > 0 and client > 0, row
     assert "x  <= 1.1x" in row, row  # the ratio, against its target
+
+
+def test_the_browser_bench_times_an_image_attachment_beside_a_text_message() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/browser_bench.py", "--quick", "--only", "attachment"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = done.stdout[done.stdout.index("## 5. An image attachment") :]
+    row = next(line for line in table.splitlines() if "first model byte" in line and "p50" in line)
+    image, text = (float(cell.split()[0]) for cell in row.split("  ") if "ms" in cell)
+    assert image > 0 and text > 0, row
+    upload = next(line for line in table.splitlines() if "of which the upload" in line)
+    assert "% of it" in upload, upload
