@@ -129,6 +129,9 @@ export function tray(config, app) {
       const going = ready()
       if (!going.length) return undefined
       show(pending, going.map(c => ({ name: c.file.name, type: c.type, size: c.file.size, src: c.src })))
+      // Each stays, while the message is on its way: its image is in the thread too.
+      const lock = (/** @type {boolean} */ on) => going.forEach(c => c.el.querySelector('button')?.toggleAttribute('disabled', on))
+      lock(true)
       for (const [i, chip] of going.entries()) {
         say(t('attachUploading', { i: i + 1, n: going.length }))
         chip.el.dataset.state = 'uploading'
@@ -142,6 +145,7 @@ export function tray(config, app) {
           chip.el.dataset.state = 'uploaded'
         } catch (err) {
           for (const c of going) if (c.el.dataset.state !== 'refused') c.el.dataset.state = c.cid === cid ? 'uploaded' : 'ready'
+          lock(false)
           say('')
           const key = err.status >= 400 && err.status < 500 && REASONS[/** @type {keyof typeof REASONS} */ (err.code)]
           // Not reached (the network, the server down): the message is marked not sent,

@@ -60,6 +60,15 @@ def png(width: int = 48, height: int = 32, rgb: tuple[int, int, int] = (226, 92,
     )
 
 
+@pytest.fixture(autouse=True, scope="module")
+def patient() -> Iterator[None]:
+    """Every assertion here waits up to SLOW (a loaded machine streams late), then the
+    default again for the modules after this one."""
+    expect.set_options(timeout=SLOW)
+    yield
+    expect.set_options(timeout=5_000)
+
+
 @dataclass(frozen=True)
 class Site:
     demo: Demo
@@ -151,6 +160,10 @@ def test_a_file_chosen_with_the_button_goes_on_send_and_is_there_after_a_reload(
     made = uploads(page)
     attach = chat.get_by_label("Attach files")
     expect(attach).to_have_attribute("accept", "image/png,text/plain")
+    # Reached by keyboard, before the text box.
+    chat.locator("[data-part=composer-input]").focus()
+    page.keyboard.press("Shift+Tab")
+    expect(attach).to_be_focused()
     # The open chat has the button (files.js); the chips' code comes with the first file.
     assert loaded(page, "files.js") and not loaded(page, "attach.js"), LOADED[page]
     widget.attach([site.files / "sunset.png", site.files / "notes.txt"])
