@@ -17,6 +17,7 @@ from hostcall.store.interfaces import (
     AgentVersions,
     Attachments,
     Audit,
+    CallApps,
     Calls,
     Conversations,
     Database,
@@ -53,6 +54,7 @@ class Store(
     Feedbacks,
     Handoffs,
     Attachments,
+    CallApps,
     Protocol,
 ):
     """Every aggregate of the store, as one object: what the app's runtime holds."""

@@ -20,6 +20,7 @@ from hostcall.store.interfaces import (
     AgentVersions,
     Attachments,
     Audit,
+    CallApps,
     Calls,
     Conversations,
     Erasure,
@@ -96,6 +97,7 @@ class ComposedStore(
     Feedbacks,
     Handoffs,
     Attachments,
+    CallApps,
 ):
     """Every aggregate but ``Database``, each method the part's that holds it. A dialect
     sets the parts in its ``__init__``."""
@@ -111,6 +113,7 @@ class ComposedStore(
     erasure: Erasure
     people: PeoplePart
     attachments: Attachments
+    apps: CallApps
 
     create_conversation = forward("conversations", Conversations.create_conversation)
     get_conversation = forward("conversations", Conversations.get_conversation)
@@ -225,3 +228,7 @@ class ComposedStore(
     conversation_attachments = forward("attachments", Attachments.conversation_attachments)
     claim_attachments = forward("attachments", Attachments.claim_attachments)
     purge_unsent_attachments = forward("attachments", Attachments.purge_unsent_attachments)
+    add_call_app = forward("apps", CallApps.add_call_app)
+    get_call_app = forward("apps", CallApps.get_call_app)
+    set_app_context = forward("apps", CallApps.set_app_context)
+    app_contexts = forward("apps", CallApps.app_contexts)

@@ -20,6 +20,7 @@ TABLES = (
     "leases",
     "messages",
     "calls",
+    "call_apps",
     "grants",
     "runs",
     "events",
@@ -42,7 +43,7 @@ def statements(mark: str) -> tuple[tuple[str, str, int], ...]:
     the conversation's id (``counter_pattern`` stands in for it in ``quota_counters``)."""
     by_conversation = {
         t: f"DELETE FROM {t} WHERE conversation_id = {mark}"
-        for t in ("messages", "calls", "grants", "runs", "events", "surface_streams",
+        for t in ("messages", "calls", "call_apps", "grants", "runs", "events", "surface_streams",
                   "surfaces", "audit", "feedback", "ratings", "handoffs", "attachments")
     }  # fmt: skip
     special = {

@@ -39,6 +39,7 @@ from hostcall.store.records import (
     Attachment,
     AuditEntry,
     Call,
+    CallApp,
     CallState,
     ClaimedRun,
     ConsoleSession,
@@ -205,6 +206,15 @@ class Calls(Protocol):
     # calls of that tool in it are dispatched without asking (docs/agents.md).
     async def add_grant(self, conversation_id: str, tool_name: str, call_id: str) -> None: ...
     async def has_grant(self, conversation_id: str, tool_name: str) -> bool: ...
+
+
+class CallApps(Protocol):
+    """Calls' MCP App views (records.CallApp): one per call, its context replaced."""
+
+    async def add_call_app(self, app: CallApp) -> None: ...
+    async def get_call_app(self, call_id: str) -> CallApp | None: ...
+    async def set_app_context(self, call_id: str, context: dict[str, Any]) -> bool: ...
+    async def app_contexts(self, conversation_id: str) -> list[CallApp]: ...
 
 
 class Surfaces(Protocol):

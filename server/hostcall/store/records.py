@@ -344,6 +344,25 @@ class Feedback:
 
 
 @dataclass(frozen=True, slots=True)
+class CallApp:
+    """A call's MCP App view (hostcall/apps/): the resource its server gave after the call,
+    kept with the call so that the view comes back after a reload, and what the view last
+    told the model (``context``, its ``ui/update-model-context``). ``failed`` (then no
+    ``html``): why it could not be read (protocol/apps.py's ``AppFailure``)."""
+
+    call_id: str
+    conversation_id: str
+    server: str
+    resource_uri: str
+    html: str | None = None
+    # The resource's ``_meta.ui``: its declared ``csp`` domains and ``prefersBorder``.
+    meta: dict[str, Any] = field(default_factory=dict)
+    failed: str | None = None
+    context: dict[str, Any] | None = None
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Rating:
     """A visitor's rating of a whole conversation, asked once at its end (after a handoff, or
     a reply that ends it): one per conversation, the first kept."""

@@ -12,6 +12,7 @@ from hostcall.store.records import (
     AttachmentRef,
     AuditEntry,
     Call,
+    CallApp,
     CallState,
     Conversation,
     ConversationSummary,
@@ -146,6 +147,30 @@ def summary(row: Mapping[str, Any]) -> ConversationSummary:
 def feedback(row: Mapping[str, Any]) -> Feedback:
     return Feedback(
         row["conversation_id"], row["message_id"], row["rating"], row["comment"], row["at"]
+    )
+
+
+def call_app_values(app: CallApp) -> tuple[Any, ...]:
+    return (
+        app.call_id, app.conversation_id, app.server, app.resource_uri, app.html,
+        dump(app.meta), app.failed, dump(app.context) if app.context is not None else None,
+        app.created_at,
+    )  # fmt: skip
+
+
+def call_app(row: Mapping[str, Any]) -> CallApp:
+    meta = load(row["meta"])
+    context = load(row["context"]) if row["context"] is not None else None
+    return CallApp(
+        call_id=row["call_id"],
+        conversation_id=row["conversation_id"],
+        server=row["server"],
+        resource_uri=row["resource_uri"],
+        html=row["html"],
+        meta=meta if isinstance(meta, dict) else {},
+        failed=row["failed"],
+        context=context if isinstance(context, dict) else None,
+        created_at=row["created_at"],
     )
 
 

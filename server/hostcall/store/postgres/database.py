@@ -25,6 +25,7 @@ from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
 from hostcall.store.postgres.attachments import AttachmentTables
+from hostcall.store.postgres.apps import AppTables
 from hostcall.store.postgres.calls import CallTables
 from hostcall.store.postgres.connections import (
     POOL_MAX,
@@ -72,6 +73,7 @@ class PostgresStore(ComposedStore, Database):
         self.erasure = ErasureTables(db)
         self.people = PeopleTables(db)
         self.attachments = AttachmentTables(db)
+        self.apps = AppTables(db)
 
     # ---- Database ----------------------------------------------------------------------
 

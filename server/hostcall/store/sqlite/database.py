@@ -23,6 +23,7 @@ from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
 from hostcall.store.sqlite.attachments import AttachmentTables
+from hostcall.store.sqlite.apps import AppTables
 from hostcall.store.sqlite.calls import CallTables
 from hostcall.store.sqlite.connection import SQLiteConnection
 from hostcall.store.sqlite.console import ConsoleTables
@@ -139,6 +140,7 @@ class SQLiteStore(ComposedStore, Database):
         self.erasure = ErasureTables(db)
         self.people = PeopleTables(db)
         self.attachments = AttachmentTables(db)
+        self.apps = AppTables(db)
         self._migrate()
         if serving:
             # We hold the file alone: every lease in it belongs to a process that is gone.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hostcall.store import attachment_sql, usage_sql
 from hostcall.store.migrations import Migration
+from hostcall.store.sqlite.apps import APPS_SCHEMA
 from hostcall.store.sqlite.console import CONSOLE_SCHEMA, SESSIONS_SCHEMA
 from hostcall.store.sqlite.people import PEOPLE_SCHEMA, RATINGS_SCHEMA
 from hostcall.store.sqlite.surfaces import (
@@ -141,4 +142,7 @@ ALTER TABLE messages ADD COLUMN superseded_by TEXT;
     # Files visitors attach: metadata and bytes apart from the messages, which keep what
     # they show of them (StoredMessage.attachments, as JSON).
     Migration(21, "attachments", attachment_sql.SQLITE_SCHEMA),
+    # Calls' MCP App views (records.CallApp): the resource read after the call, and the
+    # view's last update of the model's context.
+    Migration(22, "call apps", APPS_SCHEMA),
 )  # fmt: skip
