@@ -17,6 +17,9 @@ from hostcall import metrics
 from hostcall.agui import agui_routes
 from hostcall.api import api_routes
 from hostcall.attachment_api import attachment_routes
+from hostcall.apps.bridge import bridge_routes
+from hostcall.apps.origin import AppsHost
+from hostcall.apps.routes import apps_routes
 from hostcall.call_answers import call_answer_routes
 from hostcall.console import console_routes
 from hostcall.exposition import metrics_routes
@@ -70,6 +73,8 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             Route("/openapi.json", _openapi),
             *api_routes(),
             *attachment_routes(),
+            *bridge_routes(),
+            *apps_routes(),
             *history_routes(),
             *session_routes(),
             *known_visitor_routes(),
@@ -84,6 +89,8 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
             Middleware(RequestMetrics),
             Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds),
             Middleware(TextGuard),
+            # Innermost: what it refuses has passed the text guard, and gets the API headers.
+            Middleware(AppsHost, apps=runtime.apps),
         ],
         lifespan=lifespan,
     )

@@ -48,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
         "(default: none: every client is the address it connects from)",
     )
     serve.add_argument(
+        "--apps-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="also listen on PORT, the origin MCP Apps' views run on: "
+        "http://HOST:PORT, unless HOSTCALL_APPS_ORIGIN names the origin a proxy serves it "
+        "at (docs/deploy.md, 'The apps origin'; default: none, views are not shown)",
+    )
+    serve.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -226,12 +235,25 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    apps_port = getattr(args, "apps_port", None)
+    apps_origin = os.environ.get("HOSTCALL_APPS_ORIGIN", "").strip() or None
+    if apps_port is not None:
+        if workers > 1:
+            print("hostcall: --apps-port serves one process; behind a proxy, set "
+                  "HOSTCALL_APPS_ORIGIN instead (docs/deploy.md)", file=sys.stderr)  # fmt: skip
+            return 2
+        if apps_origin is None and args.host in ("0.0.0.0", "::", ""):
+            print(f"hostcall: --apps-port with --host {args.host}: set HOSTCALL_APPS_ORIGIN "
+                  "to the origin browsers reach that port at", file=sys.stderr)  # fmt: skip
+            return 2
+        apps_origin = apps_origin or f"http://{_url_host(args.host)}:{apps_port}"
     settings = Settings(
         agents_dir=args.agents,
         db_path=Path(target) if url is None else DEFAULT_DB,
         database_url=url,
         lease_seconds=args.lease_seconds,
         extra_origins=tuple(extra),
+        apps_origin=apps_origin,
         # --workers share HOSTCALL_DB_CONNECTIONS (hostcall/store/__init__.py, pool_share).
         environ={**os.environ, **({"HOSTCALL_WORKERS": str(workers)} if workers > 1 else {})},
     )
@@ -267,11 +289,22 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             return asyncio.run(demo_command.demo(app, args))
         asyncio.run(
-            serving.serve(app, args.host, args.port, args.log_level, args.forwarded_allow_ips)
+            serving.serve(
+                app,
+                args.host,
+                args.port,
+                args.log_level,
+                args.forwarded_allow_ips,
+                apps_port=apps_port,
+            )
         )
     except KeyboardInterrupt:  # Ctrl-C: the servers have shut down; no traceback
         print("hostcall: stopped", file=sys.stderr)
     return 0
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _check(agents: Path) -> int:

@@ -199,6 +199,10 @@ def request_schemas() -> dict[str, Any]:
             surfaceId=surface,
         ),
         "ConsoleAnswer": _obj(["output"], output={}),
+        "AppToolCall": _obj(["name"], name={"type": "string", "minLength": 1, "maxLength": 128},
+                            arguments=OBJECT),
+        "AppContext": _obj([], content={"type": "array", "items": OBJECT},
+                           structuredContent={}),
         "AgentBody": _obj(["agent"], agent=OBJECT, note=STRING),
         "RunAgentInput": _obj(
             ["threadId", "runId", "messages"], threadId=STRING, runId=STRING,
@@ -283,6 +287,16 @@ def _api(p: _Paths) -> dict[str, Any]:
             "Rate one of the agent's replies (again: the latest rating stands)", 200,
             p.body(r.FeedbackSaved), 401, 403, 404, 422, 429, body=_ref("NewFeedback"),
             security=SESSION)},
+        "/api/conversations/{conversationId}/calls/{callId}/app/tools-call": {
+            "parameters": [*conv, *call], "post": p.op(
+            "An MCP App view's tools/call: a read of its own server's tools (docs/agents.md,"
+            " 'MCP Apps')", 200, p.body(r.AppCallResult), 400, 401, 403, 404, 422,
+            body=_ref("AppToolCall"), security=SESSION)},
+        "/api/conversations/{conversationId}/calls/{callId}/app/context": {
+            "parameters": [*conv, *call], "post": p.op(
+            "An MCP App view's ui/update-model-context: the page-context entry app:<server>",
+            200, p.body(r.AppContextSaved), 400, 401, 403, 404, 422,
+            body=_ref("AppContext"), security=SESSION)},
         "/api/conversations/{conversationId}/rating": {"parameters": conv, "post": p.op(
             "Rate the whole conversation, once, when the widget asks (the same again: the"
             " one stored)", 200, p.body(r.RatingSaved), 400, 401, 403, 404, 409, 422, 429,

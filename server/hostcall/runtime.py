@@ -14,6 +14,8 @@ from starlette.requests import HTTPConnection
 
 from hostcall import metrics
 from hostcall.agents import Agent, load_agents
+from hostcall.apps.origin import AppsOrigin, apps_origin
+from hostcall.apps.references import AppReferences
 from hostcall.backlog import Backlog
 from hostcall.blocks.mcp.pool import McpPool
 from hostcall.broker import Broker
@@ -50,6 +52,7 @@ from hostcall.runs.stepping import Steps
 from hostcall.services import (
     AgentVersionService,
     AttachmentService,
+    AppService,
     AuditService,
     BranchService,
     CallService,
@@ -109,9 +112,13 @@ class Runtime:
     services: Services = field(init=False, repr=False)
     # Refuses new work while this process cannot take more (hostcall/door.py).
     door: Door = field(init=False, repr=False)
+    # The origin MCP Apps' views run on (hostcall/apps/origin.py); None: views not shown.
+    apps: AppsOrigin | None = None
 
     def __post_init__(self) -> None:
-        self.services = _services(self.engine, self.store, self.quotas, clock=self.clock)
+        self.services = _services(
+            self.engine, self.store, self.quotas, clock=self.clock, apps=self.apps
+        )
         capacity = self.settings.capacity or Capacity.from_environ(self.settings.environ)
         self.door = Door(
             capacity, steps=lambda: len(self.engine.tasks), db_waiters=self.store.connection_waiters
@@ -133,9 +140,11 @@ class Runtime:
                 Purpose.STREAM: settings.stream_max_age,
                 Purpose.CALL_RESULT: settings.call_token_max_age,
                 Purpose.CALL_DECISION: settings.call_token_max_age,
+                Purpose.APP_VIEW: settings.app_view_max_age,
             },
             clock=clock,
         )
+        apps = apps_origin(settings.apps_origin, settings.environ)
         store = _open_store(settings)
         broker = Broker()
         leases = Leases(store, ttl=settings.lease_seconds, clock=clock)
@@ -159,6 +168,7 @@ class Runtime:
             clock=clock,
             surface_grace=settings.surface_grace_seconds,
             tracing=tracing,
+            apps=apps,
         )
         engine = Engine(
             journal,
@@ -181,6 +191,7 @@ class Runtime:
                 run_agents,
                 store=store,
                 people=HumanHandoff(journal, store=store, clock=clock),
+                views=apps is not None,
             ),
             recovery=Recovery(
                 journal,
@@ -194,7 +205,7 @@ class Runtime:
         sessions = Sessions(tokens, store, max_age=settings.session_max_age)
         identities = Identities(platform=lambda: run_agents.platform, clock=clock)
         parts = (broker, tokens, engine, leases, quotas, sessions)
-        return cls(settings, agents, store, *parts, clock, tracing, identities)
+        return cls(settings, agents, store, *parts, clock, tracing, identities, apps=apps)
 
     def stream_ticket(
         self, conversation_id: str, generation: int, person: str | None = None
@@ -351,9 +362,10 @@ def _ledger(
     clock: Callable[[], float],
     surface_grace: float,
     tracing: Tracing,
+    apps: AppsOrigin | None,
 ) -> Ledger:
     """The call ledger's parts, on one core of views and moves."""
-    views = CallViews(tokens, agents)
+    views = CallViews(tokens, agents, apps=AppReferences(tokens, apps, store=store))
     moves = CallMoves(
         journal,
         views,
@@ -373,7 +385,12 @@ def _ledger(
 
 
 def _services(
-    engine: Engine, store: Store, quotas: Quotas, *, clock: Callable[[], float]
+    engine: Engine,
+    store: Store,
+    quotas: Quotas,
+    *,
+    clock: Callable[[], float],
+    apps: AppsOrigin | None,
 ) -> Services:
     """The use cases, each handed its own slice of ``store`` (typed by the service: the
     whole store stops here)."""
@@ -382,6 +399,7 @@ def _services(
     return Services(
         agent_versions=AgentVersionService(store),
         attachments=AttachmentService(store, clock=clock),
+        apps=AppService(engine, apps, store=store, clock=clock),
         audit=AuditService(store),
         branches=BranchService(engine, store=store),
         calls=CallService(engine, store=store, clock=clock),

@@ -9,6 +9,7 @@ import contextlib
 import gc
 import logging
 import signal
+import socket
 from typing import Any
 
 from starlette.applications import Starlette
@@ -66,16 +67,41 @@ def server_config(
     return config
 
 
-async def serve(app: Starlette, host: str, port: int, log_level: str, forwarded: str) -> None:
+async def serve(
+    app: Starlette,
+    host: str,
+    port: int,
+    log_level: str,
+    forwarded: str,
+    *,
+    apps_port: int | None = None,
+) -> None:
+    """Serve ``app``; with ``apps_port``, on a second port too: the apps origin
+    (hostcall/apps/origin.py), where the same process serves MCP Apps' views. One server,
+    two sockets: one lifespan, one shutdown."""
     import uvicorn
 
     reload_on_sighup(app)
     config = server_config(
         app, host=host, port=port, log_level=log_level, forwarded_allow_ips=forwarded
     )
+    sockets = None
+    if apps_port is not None:
+        sockets = [config.bind_socket(), _bind(config, apps_port)]
     # What the process holds once built (modules, agents, the app) lives as long as it:
     # out of the collector's sight, a full collection walks only what requests made, not
     # ~70,000 objects (20-100 ms, a pause every request waits behind when a crowd of
     # streams connects and its allocations set one off).
     gc.freeze()
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(config).serve(sockets=sockets)
+
+
+def _bind(config: Any, port: int) -> socket.socket:
+    """A listening socket on ``config``'s host and another port, as uvicorn binds its own."""
+    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((config.host, port))
+    sock.listen(config.backlog)
+    sock.set_inheritable(True)
+    return sock

@@ -96,6 +96,11 @@ class Settings:
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     # When the process refuses new work (``Capacity``); None: as ``environ`` says.
     capacity: Capacity | None = None
+    # The origin MCP Apps' views run on (hostcall/apps/origin.py), never the widget's; None:
+    # as ``HOSTCALL_APPS_ORIGIN`` in ``environ`` says, and views are not shown without it.
+    apps_origin: str | None = None
+    # How long a view's URL opens it (a snapshot mints a new one each time it is read).
+    app_view_max_age: int = 600
     # Where spans go instead of OTLP (a test's in-memory exporter); None: as the OTEL_*
     # variables in ``environ`` say (hostcall/tracing.py).
     span_exporter: SpanExporter | None = None

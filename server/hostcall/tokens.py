@@ -28,6 +28,9 @@ class Purpose(StrEnum):
     # The widget's resume cookie: not a session token, and it resumes only with the key
     # whose digest it binds (hostcall/visitors/sessions.py).
     RESUME = "resume"
+    # An MCP App's view: binds the conversation, the call and the resource it shows
+    # (hostcall/apps/routes.py); short-lived, a snapshot mints a fresh one each time.
+    APP_VIEW = "app-view"
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)

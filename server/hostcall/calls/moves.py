@@ -320,6 +320,7 @@ class CallMoves:
             outcome=visible_outcome(tool, outcome),
             simulated=True if outcome.get("simulated") else None,
             view=visible_view(tool, outcome),
+            app=await self.views.apps.ref(settled, tool),
         )
         await unit.emit(settled.conversation_id, result)
 

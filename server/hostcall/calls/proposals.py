@@ -10,6 +10,7 @@ from typing import Any
 
 from hostcall import strictjson
 from hostcall.agents import Agent
+from hostcall.apps.resources import app_only
 from hostcall.calls.moves import CallMoves, tool_error
 from hostcall.calls.outcomes import Moved
 from hostcall.calls.transitions import CallEvent
@@ -59,6 +60,8 @@ class Proposals:
         await unit.emit(cid, ToolCallEnd(call_id))
 
         tool = agent.tool(name)
+        if app_only(tool):
+            tool = None  # its server's views' alone: to the model, no such tool
         value, failure = _parse_arguments(tool, name, arguments, agent)
         if failure is None and tool and tool.max_calls_per_pass is not None:
             made = await self.store.count_calls(run.id, name)
@@ -139,7 +142,7 @@ def _parse_arguments(
     tool: Tool | None, name: str, arguments: str, agent: Agent
 ) -> tuple[Any, dict[str, Any] | None]:
     if tool is None:
-        known = ", ".join(t.name for t in agent.tools) or "none"
+        known = ", ".join(t.name for t in agent.tools if not app_only(t)) or "none"
         return None, tool_error(
             ToolErrorCode.UNKNOWN_TOOL, f"There is no tool named {name!r}. Tools: {known}."
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from hostcall.apps.references import AppReferences
 from hostcall.errors import RunUnreadable
 from hostcall.policies import visible_outcome, visible_view
 from hostcall.protocol.responses import CallView
@@ -15,9 +16,11 @@ from hostcall.tools import Tool
 
 
 class CallViews:
-    def __init__(self, tokens: Tokens, agents: RunAgents) -> None:
+    def __init__(self, tokens: Tokens, agents: RunAgents, *, apps: AppReferences) -> None:
         self.tokens = tokens
         self.agents = agents
+        # What a settled call says of its MCP App view (hostcall/apps/references.py).
+        self.apps = apps
 
     async def tool_of(self, call: Call) -> Tool | None:
         return (await self.agents.agent_of_run(call.run_id)).tool(call.tool_name)
@@ -68,6 +71,7 @@ class CallViews:
             form_reason=call.extra.get("formReason"),
             page_tool=True if tool and tool.page_digest else None,
             view=None if call.outcome is None else visible_view(tool, call.outcome),
+            app=await self.apps.ref(call, tool),
             result_token=self.tokens.sign(Purpose.CALL_RESULT, claims) if answerable else None,
             decision_token=self.tokens.sign(Purpose.CALL_DECISION, claims) if awaiting else None,
         )

@@ -35,6 +35,10 @@ class ErrorCode(StrEnum):
     ROLE_REQUIRED = "role_required"  # the console's
     CSRF_FAILED = "csrf_failed"  # the console's
     WRONG_PERSON = "wrong_person"  # a session token of another person than the conversation's
+    # An MCP App's view asked for a tool its server does not list, or another server's;
+    # or for a write, which views may not make (docs/agents.md, "MCP Apps").
+    APP_TOOL_REFUSED = "app_tool_refused"
+    APP_WRITE_REFUSED = "app_write_refused"
     # 404
     NOT_FOUND = "not_found"
     UNKNOWN_AGENT = "unknown_agent"
@@ -45,6 +49,8 @@ class ErrorCode(StrEnum):
     UNKNOWN_MESSAGE = "unknown_message"
     UNKNOWN_INTERRUPT = "unknown_interrupt"  # an AG-UI resume names no interrupt of the thread
     UNKNOWN_ATTACHMENT = "unknown_attachment"  # none of this conversation's files
+    # The call has no view to speak for (none declared, not read, or no apps origin set).
+    NO_APP = "no_app"
     # 405
     METHOD_NOT_ALLOWED = "method_not_allowed"
     # 408

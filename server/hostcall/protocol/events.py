@@ -161,6 +161,7 @@ class ToolCallResult:
     role: str = "tool"
     simulated: bool | None = None
     view: dict[str, Any] | None = None  # ours: the tool's result view (docs/agents.md)
+    app: dict[str, Any] | None = None  # ours: its MCP App view (hostcall/protocol/apps.py)
 
 
 # The model's reasoning before its answer, as the provider streamed it in plain text (a

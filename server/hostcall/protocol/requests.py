@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 from starlette.requests import Request
 
 from hostcall.errors import SURFACE_ERROR_CODES, BadRequest, ToolErrorCode, Unprocessable
+from hostcall.protocol.apps import AppContext, AppToolCall
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.limits import (
     MAX_ATTACHMENTS,
@@ -353,6 +354,8 @@ Body = TypeVar(
     CallResult,
     Decision,
     RunAgentInput,
+    AppToolCall,
+    AppContext,
 )
 
 

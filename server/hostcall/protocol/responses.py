@@ -69,6 +69,8 @@ class CallView:
     page_tool: bool | None = None
     # The tool's result view of its output (docs/agents.md "Views"), once answered.
     view: dict[str, Any] | None = None
+    # Its MCP App view, once answered (hostcall/protocol/apps.py): a fresh view URL each time.
+    app: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,8 +319,30 @@ class EmbedRefused:
     message: str
 
 
+# ---- MCP App views ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AppCallResult:
+    """A view's ``tools/call``, answered: the MCP ``CallToolResult`` its server gave, with
+    the tool's guardrails applied (``isError``: the server's tool failed)."""
+
+    content: tuple[Any, ...] | list[Any] = field(metadata=ALWAYS)
+    structured_content: Any = None
+    is_error: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppContextSaved:
+    """A view's ``ui/update-model-context``, kept: the page-context key it is under."""
+
+    key: str
+
+
 ResponseBody = (
     ErrorBody
+    | AppCallResult
+    | AppContextSaved
     | CallStatus
     | DeliveryAck
     | ConversationOpened

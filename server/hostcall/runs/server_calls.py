@@ -9,23 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any, Protocol
 
+from hostcall.apps.resources import AppResource, app_resource, read_view
 from hostcall.blocks import BlockError, BlockFailed
 from hostcall.blocks.kind import Block, CallContext
+from hostcall.blocks.mcp.calling import allowed_server
 from hostcall.calls.outcomes import Settled
 from hostcall.errors import ToolErrorCode
 from hostcall.handoff import HumanHandoff
 from hostcall.ledger import Ledger
 from hostcall.runs.agents import RunAgents
-from hostcall.store.interfaces import Calls, Runs
-from hostcall.store.records import Call
+from hostcall.store.interfaces import CallApps, Calls, Runs
+from hostcall.store.records import Call, CallApp
 
 log = logging.getLogger("hostcall.engine")
 
 
-class _ServerCallStore(Calls, Runs, Protocol):
-    """What running a call on the server reads: the call and its run."""
+class _ServerCallStore(Calls, Runs, CallApps, Protocol):
+    """What running a call on the server reads: the call and its run; and writes: the
+    view of an MCP tool that declares one."""
 
 
 class ServerCalls:
@@ -36,12 +40,15 @@ class ServerCalls:
         *,
         store: _ServerCallStore,
         people: HumanHandoff,
+        views: bool = False,
     ) -> None:
         self.ledger = ledger
         self.store = store
         self.agents = agents
         # The built-in person tool's way to queue a conversation for the team.
         self.people = people
+        # An apps origin is set: an MCP tool's view is read after its call (hostcall/apps/).
+        self.views = views
 
     async def request(self, call_id: str) -> Settled | None:
         """Run the call's block and settle the call with what it said; None if the call
@@ -80,10 +87,30 @@ class ServerCalls:
         current = await self.store.get_call(call_id)
         if current is None or not current.state.answerable:
             return None  # expired (or settled by an operator) while the block ran
+        if self.views and (resource := app_resource(tool)) is not None:
+            # Before the call settles: its TOOL_CALL_RESULT says whether there is a view.
+            await self._read_view(current, resource, context)
         try:
             return await self.ledger.answers.answer(current, output)
         except Exception as exc:  # e.g. the body does not match the tool's output schema
             return await self._settle_quietly(current, ToolErrorCode.BLOCK_FAILED, str(exc))
+
+    async def _read_view(self, call: Call, resource: AppResource, context: CallContext) -> None:
+        """The call's view, read from the same server and kept with the call, or why not;
+        the model's result is the same either way."""
+        server = allowed_server(
+            resource.server, context.platform.mcp_servers, context.environment.mcp_servers
+        )
+        read = await read_view(context.mcp, server, resource.resource_uri)
+        if read.failed is not None:
+            log.warning("an MCP App view was not read: call=%s resource=%s: %s",
+                        call.id, resource.resource_uri, read.failed.value)  # fmt: skip
+        await self.store.add_call_app(CallApp(
+            call_id=call.id, conversation_id=call.conversation_id, server=resource.server,
+            resource_uri=resource.resource_uri, html=read.html, meta=read.meta,
+            failed=read.failed.value if read.failed is not None else None,
+            created_at=time.time(),
+        ))  # fmt: skip
 
     async def _settle_quietly(
         self, call: Call, code: ToolErrorCode, message: str, **details: Any

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from hostcall import strictjson
 from hostcall.appender import Appender
 from hostcall.attachments.for_model import model_files
+from hostcall.apps.resources import app_only, with_views_context
 from hostcall.calls.moves import new_id
 from hostcall.calls.outcomes import Dispatched
 from hostcall.calls.proposals import Proposals
@@ -47,7 +48,7 @@ from hostcall.quotas import Quotas
 from hostcall.runs.agents import RunAgents
 from hostcall.runs.reasoning import Reasoning
 from hostcall.runs.usage import StepUsage, Usage
-from hostcall.store.interfaces import Attachments, Events, Messages, ModelUsage, Runs
+from hostcall.store.interfaces import Attachments, CallApps, Events, Messages, ModelUsage, Runs
 from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage, UsageRecord
 from hostcall.tracing import Attributes, Tracing
 from hostcall.transcript import open_messages, recent_turns
@@ -63,7 +64,7 @@ FAIL_RETRIES = 12  # about 45 s of a full disk before giving up until the next s
 INTERRUPTED_NOTE = "\n\n[This reply was interrupted by an error before it was complete.]"
 
 
-class _StepStore(Attachments, Events, Messages, ModelUsage, Runs, Protocol):
+class _StepStore(Attachments, CallApps, Events, Messages, ModelUsage, Runs, Protocol):
     """What a step reads and writes: its run, the history (and its files' bytes), its
     messages and usage."""
 
@@ -145,7 +146,11 @@ class Steps:
             )
             return Stepped(again=False)
         model = self.agents.model(agent)
-        tools = [ToolDescriptor(t.name, t.description, t.input_schema) for t in agent.tools]
+        tools = [
+            ToolDescriptor(t.name, t.description, t.input_schema)
+            for t in agent.tools
+            if not app_only(t)  # a view's tool: the model never sees it
+        ]
         turns = agent.history_turns
         stored = (
             known.history if known is not None else await self.store.recent_messages(cid, turns)
@@ -153,6 +158,7 @@ class Steps:
         window = recent_turns(stored, turns)
         files = await model_files(self.store, agent.attachments, window)
         history = [_model_message(m, files.get(m.id, ())) for m in window]
+        history = with_views_context(history, await self.store.app_contexts(cid))
         page = next((m.context for m in reversed(history) if m.role == "user"), None)
         if page:
             self.tracing.add_content(span, "hostcall.page_context", strictjson.dumps(page))

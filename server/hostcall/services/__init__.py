@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from hostcall.services.agent_versions import AgentVersionService
 from hostcall.services.attachments import AttachmentService
+from hostcall.services.apps import AppService
 from hostcall.services.audit import AuditService
 from hostcall.services.branches import BranchService
 from hostcall.services.calls import CallService
@@ -34,6 +35,7 @@ from hostcall.services.usage import UsageService
 __all__ = [
     "AgentVersionService",
     "AttachmentService",
+    "AppService",
     "AuditService",
     "CallService",
     "ConversationService",
@@ -55,6 +57,7 @@ __all__ = [
 class Services:
     agent_versions: AgentVersionService
     attachments: AttachmentService
+    apps: AppService
     audit: AuditService
     branches: BranchService
     calls: CallService

@@ -27,6 +27,10 @@ class McpBlock(Block):
     # The tool declared an outputSchema: its result must carry structured content.
     structured: bool = False
     max_response_kb: float = RESPONSE_KB
+    # The tool's MCP App view, a ui:// resource of the same server (hostcall/apps/), and
+    # whether the tool is its views' alone: never offered to the model.
+    app_resource: str | None = None
+    app_only: bool = False
 
     def platform_problems(self, environment: Environment, platform: Platform) -> list[str]:
         return server_problems(self.server, environment, platform)
@@ -64,7 +68,16 @@ def server_problems(server: str, environment: Environment, platform: Platform) -
 class McpKind(BlockKind):
     name = "mcp"
     keys = frozenset(
-        {"server", "tool", "input_schema", "output_schema", "max_response_kb", "effect_by_hint"}
+        {
+            "server",
+            "tool",
+            "input_schema",
+            "output_schema",
+            "max_response_kb",
+            "effect_by_hint",
+            "app_resource",
+            "app_only",
+        }
     )
 
     def parse(self, raw: Mapping[str, Any]) -> tuple[Parsed | None, list[str]]:
@@ -86,10 +99,21 @@ class McpKind(BlockKind):
         hinted = raw.get("effect_by_hint", False)
         if not isinstance(hinted, bool):
             problems.append("'effect_by_hint' must be true or false")
+        resource = raw.get("app_resource")
+        if resource is not None and (
+            not isinstance(resource, str) or not resource.startswith("ui://")
+        ):
+            problems.append("'app_resource' must be a ui:// URI of the server's")
+        app_only = raw.get("app_only", False)
+        if not isinstance(app_only, bool):
+            problems.append("'app_only' must be true or false")
         if problems:
             return None, problems
         structured = "output_schema" in raw
-        block = McpBlock(str(server), str(tool), structured, float(size))
+        block = McpBlock(
+            str(server), str(tool), structured, float(size),
+            app_resource=resource, app_only=app_only,
+        )  # fmt: skip
         # An entry's output_schema is the server's, for its structured content: the result
         # itself always has the one shape blocks/mcp/results.py describes.
         output = result_schema(schemas["output_schema"] if structured else None)

@@ -45,6 +45,10 @@ class ListedTool:
     output_schema: Mapping[str, Any] | None = None
     read_only: bool = False  # readOnlyHint
     destructive: bool = False  # destructiveHint, said: it wins over readOnlyHint
+    # Its MCP App view (``_meta.ui.resourceUri``, a ui:// URI) and whether only views may
+    # call it (``_meta.ui.visibility == ["app"]``): hostcall/apps/resources.py.
+    app_resource: str | None = None
+    app_only: bool = False
 
     @property
     def hinted_read(self) -> bool:
@@ -169,6 +173,10 @@ def _entry(binding: McpBinding, listed: ListedTool, *, protected: bool) -> dict[
         entry["output_schema"] = dict(listed.output_schema)
     if listed.title:
         entry["title"] = listed.title[:80].strip()
+    if listed.app_resource is not None:
+        entry["app_resource"] = listed.app_resource
+    if listed.app_only:
+        entry["app_only"] = True
     entry |= dict(binding.defaults) | dict(binding.overrides.get(listed.name, {}))
     said = "effect" in binding.defaults or "effect" in binding.overrides.get(listed.name, {})
     if not said and listed.hinted_read and not protected:

@@ -25,7 +25,7 @@ from hostcall.blocks.mcp.stdio import Link, stdio_transport
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp_types import CallToolResult
+    from mcp_types import BlobResourceContents, CallToolResult, TextResourceContents
 
 T = TypeVar("T")
 log = logging.getLogger("hostcall.mcp")
@@ -225,6 +225,17 @@ class McpPool:
 
         return await self._request(server, call)
 
+    async def read_resource(
+        self, server: McpServer, uri: str
+    ) -> list[TextResourceContents | BlobResourceContents]:
+        """A resource's contents (a view's HTML: hostcall/apps/resources.py), from the same
+        session the server's calls use; the caller bounds the time."""
+
+        async def read(client: Client) -> list[TextResourceContents | BlobResourceContents]:
+            return list((await client.read_resource(uri, cache_mode="refresh")).contents)
+
+        return await self._request(server, read)
+
     def _failed(self, server: McpServer, session: _Session, exc: Exception) -> Exception:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
@@ -290,7 +301,10 @@ def _ended(session: _Session) -> bool:
 
 
 def _listed(tool: Any) -> ListedTool:
+    from hostcall.apps.resources import declared_ui
+
     annotations = tool.annotations
+    ui = declared_ui(tool.meta)
     return ListedTool(
         name=tool.name,
         description=tool.description or "",
@@ -299,4 +313,6 @@ def _listed(tool: Any) -> ListedTool:
         output_schema=tool.output_schema,
         read_only=bool(annotations and annotations.read_only_hint),
         destructive=bool(annotations and annotations.destructive_hint),
+        app_resource=ui.resource_uri,
+        app_only=ui.app_only,
     )
