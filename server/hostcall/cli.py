@@ -322,6 +322,13 @@ def _check(agents: Path) -> int:
         if agent.tools or not parts:
             parts.insert(0, f"{len(agent.tools)} tools: {', '.join(t.name for t in agent.tools)}")
         print(f"ok: {agent.id} ({'; '.join(parts)})")
+    if not os.environ.get("HOSTCALL_APPS_ORIGIN", "").strip():
+        from hostcall.apps.check import unshown_views
+        from hostcall.platform import load_platform
+
+        platform = load_platform(agents, os.environ)
+        for warning in asyncio.run(unshown_views(found, platform)):
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

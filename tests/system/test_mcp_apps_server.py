@@ -41,7 +41,7 @@ RULES = [
     rule("missing", "missing_view"),
     rule("web", "web_view"),
     rule("details", "task_details", {"task_id": "t1"}),
-    {"match": "^context$", "reply": "page: {{ page | tojson }}"},
+    {"match": "^context$", "reply": "page: {{ context | tojson }}"},
 ]
 
 
@@ -251,3 +251,149 @@ def test_apps_routes_exist_on_the_apps_origin_only(h: Harness) -> None:
     assert r.status_code == 404
     # Nothing was sent by the refused message.
     assert len(h.snapshot(conv)["calls"]) == 1
+
+
+# ---- app-only tools and the view's requests back --------------------------------------------
+
+
+def bridge(h: Harness, conv: Conv, call_id: str, route: str, body: Any) -> Any:
+    return h.http.post(f"/api/conversations/{conv.id}/calls/{call_id}/app/{route}",
+                       json=body, headers=conv.auth)  # fmt: skip
+
+
+def viewed(h: Harness) -> tuple[Conv, str]:
+    conv, snap = ask(h, "tasks")
+    return conv, str(snap["calls"][0]["toolCallId"])
+
+
+def stored_calls(h: Harness, conv: Conv) -> list[Any]:
+    return h.call(h.runtime.store.list_calls, conv.id)
+
+
+def test_an_app_only_tool_is_never_offered_to_the_model(h: Harness) -> None:
+    _conv, snap = ask(h, "details")
+    (call,) = snap["calls"]
+    assert call["state"] == "failed" and call["outcome"]["error"]["code"] == "unknown_tool"
+    assert h.model_error(call)["code"] == "unknown_tool"
+    assert "task_details" not in h.model_error(call)["message"].split("Tools:")[1]
+    run = h.call(h.runtime.store.get_run, snap["run"]["runId"])
+    assert run is not None and any(
+        t.get("tool") == "task_details" and t["app_only"] for t in run.agent["tools"]
+    )
+
+
+def test_a_view_calls_a_read_of_its_own_server_through_the_ledger(h: Harness) -> None:
+    conv, call_id = viewed(h)
+    r = bridge(
+        h, conv, call_id, "tools-call", {"name": "task_details", "arguments": {"task_id": "t9"}}
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["structuredContent"] == {"id": "t9", "title": "details of t9"}
+    made = [c for c in stored_calls(h, conv) if c.extra.get("origin") == "app"]
+    assert [(c.tool_name, c.state.value, c.extra["viewCall"]) for c in made] == [
+        ("task_details", "answered", call_id)
+    ]
+    # The model was not told: no tool message, and the run stays as it ended.
+    assert "details of t9" not in json.dumps(h.snapshot(conv)["messages"])
+    assert h.snapshot(conv)["run"]["status"] == "finished"
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("lookup", "app_tool_refused"),  # the crm server's: another server's tool
+        ("no_such_tool", "app_tool_refused"),  # not a tool the server lists
+        ("delete_task", "app_write_refused"),  # a write
+    ],
+)
+def test_a_view_is_refused_other_tools(h: Harness, name: str, code: str) -> None:
+    conv, call_id = viewed(h)
+    before = stored_calls(h, conv)
+    r = bridge(h, conv, call_id, "tools-call", {"name": name, "arguments": {"task_id": "t1"}})
+    assert r.status_code == 403 and r.json()["error"]["code"] == code, r.text
+    assert stored_calls(h, conv) == before  # nothing ran, nothing recorded
+
+
+def test_a_view_call_with_bad_arguments_is_refused(h: Harness) -> None:
+    conv, call_id = viewed(h)
+    r = bridge(h, conv, call_id, "tools-call", {"name": "task_details", "arguments": {}})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_input"
+    r = bridge(h, conv, call_id, "tools-call", {"name": "task_details", "arguments": [1]})
+    assert r.status_code == 400
+    assert len(stored_calls(h, conv)) == 1
+
+
+def test_a_view_speaks_only_for_its_own_conversation_and_call(h: Harness) -> None:
+    conv, call_id = viewed(h)
+    other, other_call = viewed(h)
+    body = {"name": "task_details", "arguments": {"task_id": "t1"}}
+    # Another conversation's call, with this conversation's session.
+    r = bridge(h, conv, other_call, "tools-call", body)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_call"
+    # This conversation's path with the other's session token.
+    r = h.http.post(f"/api/conversations/{conv.id}/calls/{call_id}/app/tools-call",
+                    json=body, headers=other.auth)  # fmt: skip
+    assert r.status_code == 403
+    # No session at all.
+    r = h.http.post(f"/api/conversations/{conv.id}/calls/{call_id}/app/tools-call", json=body)
+    assert r.status_code == 401
+    assert len(stored_calls(h, conv)) == 1 and len(stored_calls(h, other)) == 1
+
+
+def test_a_call_without_a_view_has_no_bridge(h: Harness) -> None:
+    conv, snap = ask(h, "plain")  # its view failed to read
+    call_id = snap["calls"][0]["toolCallId"]
+    body = {"name": "task_details", "arguments": {"task_id": "t1"}}
+    r = bridge(h, conv, call_id, "tools-call", body)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "no_app"
+    r = bridge(h, conv, call_id, "context", {"structuredContent": {"x": 1}})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "no_app"
+
+
+def test_a_views_context_reaches_the_models_next_turn(h: Harness) -> None:
+    conv, call_id = viewed(h)
+    value = {"content": [{"type": "text", "text": "selected t1"}],
+             "structuredContent": {"selected": "t1"}}  # fmt: skip
+    r = bridge(h, conv, call_id, "context", value)
+    assert r.status_code == 200 and r.json() == {"key": "app:board"}
+    stored = h.call(h.runtime.store.get_call_app, call_id)
+    assert stored is not None and stored.context == value
+    _, _snap = ask(h, "context", conv)
+    assert '"app:board"' in h.assistant_texts(conv)[-1]
+    assert "selected t1" in h.assistant_texts(conv)[-1]
+
+
+def test_a_views_context_is_held_to_the_agents_caps(h: Harness) -> None:
+    conv, call_id = viewed(h)
+    r = bridge(h, conv, call_id, "context", {"structuredContent": {"x": "y" * 5000}})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "page_context_refused"
+    r = bridge(h, conv, call_id, "context", {"structuredContent": 2**60})
+    assert r.status_code == 422
+    r = bridge(h, conv, call_id, "context", {"content": "not a list"})
+    assert r.status_code == 400
+    stored = h.call(h.runtime.store.get_call_app, call_id)
+    assert stored is not None and stored.context is None
+
+
+def test_a_views_call_is_marked_in_the_snapshot_and_the_export_keeps_metadata_only(
+    h: Harness,
+) -> None:
+    conv, call_id = viewed(h)
+    r = bridge(
+        h, conv, call_id, "tools-call", {"name": "task_details", "arguments": {"task_id": "t2"}}
+    )
+    assert r.status_code == 200
+    bridge(h, conv, call_id, "context", {"structuredContent": {"selected": "t2"}})
+    calls = h.snapshot(conv)["calls"]
+    assert [(c.get("origin"), c.get("viewCall")) for c in calls] == [(None, None), ("app", call_id)]
+    from hostcall.visitors.personal_data import export
+
+    done = h.call(export, h.runtime.store, [conv.id], subject="test")
+    (exported,) = done["conversations"]
+    app = exported["calls"][0]["app"]
+    assert app == {"server": "board", "resourceUri": "ui://board/tasks.html", "failed": None,
+                   "context": {"structuredContent": {"selected": "t2"}}}  # fmt: skip
+    assert VIEW_HTML not in json.dumps(exported)
+    # Erased with its conversation.
+    h.call(h.runtime.store.erase_conversation, conv.id)
+    assert h.call(h.runtime.store.get_call_app, call_id) is None

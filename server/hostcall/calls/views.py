@@ -72,6 +72,8 @@ class CallViews:
             page_tool=True if tool and tool.page_digest else None,
             view=None if call.outcome is None else visible_view(tool, call.outcome),
             app=await self.apps.ref(call, tool),
+            origin=call.extra.get("origin"),
+            view_call=call.extra.get("viewCall"),
             result_token=self.tokens.sign(Purpose.CALL_RESULT, claims) if answerable else None,
             decision_token=self.tokens.sign(Purpose.CALL_DECISION, claims) if awaiting else None,
         )

@@ -71,6 +71,10 @@ class CallView:
     view: dict[str, Any] | None = None
     # Its MCP App view, once answered (hostcall/protocol/apps.py): a fresh view URL each time.
     app: dict[str, Any] | None = None
+    # ``"app"``: a call an MCP App view made of its own server (never the model's), and
+    # ``view_call`` the call whose view made it.
+    origin: str | None = None
+    view_call: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

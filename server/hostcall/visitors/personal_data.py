@@ -22,6 +22,7 @@ from hostcall.protocol.codes import ErrorCode
 from hostcall.store.interfaces import (
     Attachments,
     Audit,
+    CallApps,
     Calls,
     Conversations,
     Database,
@@ -44,8 +45,18 @@ EXPORT_ACTION = "person.export"
 ERASE_ACTION = "person.erase"
 
 
-class ExportReads(Conversations, Events, Messages, Runs, Calls, Feedbacks, Attachments, Protocol):
+class ExportReads(
+    Conversations, Events, Messages, Runs, Calls, CallApps, Feedbacks, Attachments, Protocol
+):
     """Everything an export reads of a conversation."""
+
+
+async def _app_of(store: CallApps, call_id: str) -> dict[str, Any]:
+    app = await store.get_call_app(call_id)
+    if app is None:
+        return {}
+    meta = {"server": app.server, "resourceUri": app.resource_uri, "failed": app.failed}
+    return {"app": {**meta, "context": app.context}}
 
 
 class AuditedExport(ExportReads, Audit, Protocol):
@@ -192,6 +203,9 @@ async def export(
                         "state": c.state.value,
                         "input": c.input,
                         "outcome": c.outcome,
+                        # Its MCP App view, as metadata: the server's page itself is not
+                        # the person's data.
+                        **await _app_of(store, c.id),
                     }
                     for c in await store.list_calls(conversation_id)
                 ],
