@@ -73,6 +73,13 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=int, default=8000, help="Hostcall's port on 127.0.0.1 (default: %(default)s)"
     )
     demo.add_argument(
+        "--apps-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="also serve MCP Apps' views on 127.0.0.1:PORT (default: none, views not shown)",
+    )
+    demo.add_argument(
         "--host-port",
         type=int,
         default=8001,
@@ -242,11 +249,12 @@ def main(argv: list[str] | None = None) -> int:
             print("hostcall: --apps-port serves one process; behind a proxy, set "
                   "HOSTCALL_APPS_ORIGIN instead (docs/deploy.md)", file=sys.stderr)  # fmt: skip
             return 2
-        if apps_origin is None and args.host in ("0.0.0.0", "::", ""):
-            print(f"hostcall: --apps-port with --host {args.host}: set HOSTCALL_APPS_ORIGIN "
+        host = getattr(args, "host", "127.0.0.1")
+        if apps_origin is None and host in ("0.0.0.0", "::", ""):
+            print(f"hostcall: --apps-port with --host {host}: set HOSTCALL_APPS_ORIGIN "
                   "to the origin browsers reach that port at", file=sys.stderr)  # fmt: skip
             return 2
-        apps_origin = apps_origin or f"http://{_url_host(args.host)}:{apps_port}"
+        apps_origin = apps_origin or f"http://{_url_host(host)}:{apps_port}"
     settings = Settings(
         agents_dir=args.agents,
         db_path=Path(target) if url is None else DEFAULT_DB,

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from starlette.applications import Starlette
 
-from hostcall.serving import reload_on_sighup, server_config
+from hostcall.serving import bind, reload_on_sighup, server_config
 from hostcall.settings import DEMO_AGENTS
 from hostcall.store import is_database_url
 
@@ -72,7 +72,18 @@ async def demo(app: Starlette, args: argparse.Namespace) -> int:
         flush=True,
     )
     services = server(create_services_app(), "127.0.0.1", 0, "warning", "off")
-    await asyncio.gather(*(s.serve() for s in servers), services.serve(sockets=[sock]))
+    # With --apps-port, Hostcall's server listens on the apps origin's port too.
+    hostcall_sockets = None
+    if args.apps_port is not None:
+        config = servers[0].config
+        hostcall_sockets = [config.bind_socket(), bind(config, args.apps_port)]
+        print(f"  MCP Apps' views:      http://127.0.0.1:{args.apps_port}  (the apps origin)\n",
+              flush=True)  # fmt: skip
+    await asyncio.gather(
+        servers[0].serve(sockets=hostcall_sockets),
+        *(s.serve() for s in servers[1:]),
+        services.serve(sockets=[sock]),
+    )
     return 0
 
 

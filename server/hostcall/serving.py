@@ -87,7 +87,7 @@ async def serve(
     )
     sockets = None
     if apps_port is not None:
-        sockets = [config.bind_socket(), _bind(config, apps_port)]
+        sockets = [config.bind_socket(), bind(config, apps_port)]
     # What the process holds once built (modules, agents, the app) lives as long as it:
     # out of the collector's sight, a full collection walks only what requests made, not
     # ~70,000 objects (20-100 ms, a pause every request waits behind when a crowd of
@@ -96,7 +96,7 @@ async def serve(
     await uvicorn.Server(config).serve(sockets=sockets)
 
 
-def _bind(config: Any, port: int) -> socket.socket:
+def bind(config: Any, port: int) -> socket.socket:
     """A listening socket on ``config``'s host and another port, as uvicorn binds its own."""
     family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
