@@ -365,7 +365,7 @@ def _ledger(
     apps: AppsOrigin | None,
 ) -> Ledger:
     """The call ledger's parts, on one core of views and moves."""
-    views = CallViews(tokens, agents, apps=AppReferences(tokens, apps, store=store))
+    views = CallViews(tokens, agents, apps=AppReferences(tokens, apps, store=store, agents=agents))
     moves = CallMoves(
         journal,
         views,

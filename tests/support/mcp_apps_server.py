@@ -21,6 +21,23 @@ CSP = {
     "frameDomains": [],
 }
 READ = ToolAnnotations(read_only_hint=True)
+# A view that speaks: it says ui/initialize to its parent (the sandbox proxy, which relays
+# it), echoes back whatever it is sent, and reports what it could and could not reach.
+ECHO_HTML = """<!doctype html><title>Echo</title><p>echo</p><script>
+const report = (method, params) => parent.postMessage({jsonrpc: "2.0", method, params}, "*");
+window.addEventListener("message", (e) => {
+  if (e.source === parent) report("echo", {got: e.data});
+});
+const tries = {};
+try { tries.top = String(top.document.title); } catch (err) { tries.top = "refused"; }
+try { localStorage.setItem("k", "v"); tries.storage = localStorage.getItem("k"); }
+catch (err) { tries.storage = "refused"; }
+document.addEventListener("securitypolicyviolation", (e) => {
+  report("violation", {directive: e.effectiveDirective, blocked: e.blockedURI});
+});
+fetch(UNDECLARED).then(() => report("fetched", {}), () => report("fetch_failed", {}));
+parent.postMessage({jsonrpc: "2.0", id: 1, method: "ui/initialize", params: tries}, "*");
+</script>"""
 
 
 class Task(BaseModel):
@@ -36,7 +53,8 @@ def _ui(uri: str, **more: object) -> dict[str, object]:
     return {"ui": {"resourceUri": uri, **more}}
 
 
-def build() -> MCPServer:
+def build(*, undeclared: str = "http://127.0.0.1:9/") -> MCPServer:
+    """``undeclared``: an address on loopback the echo view tries to fetch, undeclared."""
     server = MCPServer("test-apps", log_level="WARNING")
 
     @server.tool(annotations=READ, meta=_ui("ui://board/tasks.html"))
@@ -84,6 +102,16 @@ def build() -> MCPServer:
     def tasks_view() -> str:
         return VIEW_HTML
 
+    @server.tool(annotations=READ, meta=_ui("ui://board/echo.html"))
+    def echo_view() -> str:
+        """Shows a view that echoes what it is sent."""
+        return "echo"
+
+    @server.resource("ui://board/echo.html", mime_type=MIME)
+    def echo_resource() -> str:
+        # Undeclared: the view's policy declares no connect domain at all.
+        return ECHO_HTML.replace("UNDECLARED", repr(undeclared))
+
     @server.resource("ui://board/plain.html", mime_type="text/html")
     def plain_resource() -> str:
         return "<p>plain</p>"
@@ -96,9 +124,10 @@ def build() -> MCPServer:
 
 
 @contextmanager
-def http_server() -> Iterator[str]:
+def http_server(*, undeclared: str = "http://127.0.0.1:9/") -> Iterator[str]:
     """The server over streamable HTTP on loopback; yields its URL."""
     from hostcall.qa.servers import serve_in_thread
 
-    with serve_in_thread(build().streamable_http_app(), lifespan="on") as port:
+    app = build(undeclared=undeclared).streamable_http_app()
+    with serve_in_thread(app, lifespan="on") as port:
         yield f"http://127.0.0.1:{port}/mcp"

@@ -95,7 +95,7 @@ def test_a_tools_view_is_offered_on_the_result_and_in_the_snapshot(h: Harness) -
     app = call["app"]
     assert app["server"] == "board" and app["resourceUri"] == "ui://board/tasks.html"
     assert app["viewUrl"].startswith(f"{APPS}/apps/view/")
-    assert app["proxyUrl"] == f"{APPS}/apps/proxy" and app["prefersBorder"] is True
+    assert app["proxyUrl"] == f"{APPS}/apps/proxy/ops" and app["prefersBorder"] is True
     (event,) = result_events(h, conv)
     assert event["app"]["resourceUri"] == "ui://board/tasks.html"
     # The model reads the tool's result, and nothing of a view.
@@ -118,7 +118,12 @@ def test_the_view_is_served_on_the_apps_origin_under_its_declared_domains(h: Har
     # Undeclared, non-https or wildcard domains are never in the policy.
     for never in ("tracker.example.net", " * ", "'unsafe-eval'", "*;"):
         assert never not in policy
-    assert "frame-src 'none'" in policy and f"frame-ancestors {APPS}" in policy
+    # Framed by the proxy (apps origin), in the widget, in a page allowed to embed it.
+    assert "frame-src 'none'" in policy and policy.endswith(
+        f"frame-ancestors {APPS} http://localhost:8001"
+    )
+    framed = h.http.get(url, params={"host": WIDGET}).headers["content-security-policy"]
+    assert framed.endswith(f"frame-ancestors {APPS} {WIDGET} http://localhost:8001")
     assert r.headers["cache-control"] == "no-store"
     assert r.headers["x-content-type-options"] == "nosniff"
     assert r.headers["referrer-policy"] == "no-referrer"
@@ -223,7 +228,12 @@ def test_the_proxy_is_framed_by_the_widget_only_and_runs_its_own_script(h: Harne
     r = h.http.get(f"{APPS}/apps/proxy", params={"host": WIDGET})
     assert r.status_code == 200
     policy = r.headers["content-security-policy"]
-    assert f"frame-ancestors {WIDGET}" in policy and "script-src 'self';" in policy
+    assert policy.endswith(f"frame-ancestors {WIDGET}") and "script-src 'self';" in policy
+    # An agent's proxy: the pages allowed to embed its widget are ancestors too.
+    r = h.http.get(f"{APPS}/apps/proxy/ops", params={"host": WIDGET})
+    policy = r.headers["content-security-policy"]
+    assert policy.endswith(f"frame-ancestors {WIDGET} http://localhost:8001")
+    assert h.http.get(f"{APPS}/apps/proxy/nobody", params={"host": WIDGET}).status_code == 404
     assert '<script src="/apps/proxy.js"' in r.text and "srcdoc" not in r.text
     js = h.http.get(f"{APPS}/apps/proxy.js")
     assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")

@@ -39,7 +39,7 @@ def test_only_https_or_loopback_origins_are_taken_from_a_declaration(
 
 
 def test_a_view_with_nothing_declared_reaches_nothing() -> None:
-    policy = directives(view_policy(declared_domains(None, where="v"), apps_origin=APPS))
+    policy = directives(view_policy(declared_domains(None, where="v"), ancestors=[APPS]))
     assert policy["default-src"] == "'none'"
     assert policy["connect-src"] == "'none'" and policy["frame-src"] == "'none'"
     assert policy["script-src"] == "'self' 'unsafe-inline'"
@@ -51,12 +51,13 @@ def test_declared_domains_go_to_their_directives_only() -> None:
     domains = DeclaredDomains(connect=("https://api.example.com",),
                               resource=("https://cdn.example.com",),
                               frame=("https://maps.example.com",))  # fmt: skip
-    policy = directives(view_policy(domains, apps_origin=APPS))
+    policy = directives(view_policy(domains, ancestors=[APPS, "https://chat.example.com"]))
     assert policy["connect-src"] == "https://api.example.com"
     for name in ("script-src", "style-src", "img-src", "font-src", "media-src"):
         assert "https://cdn.example.com" in policy[name]
         assert "https://api.example.com" not in policy[name]
     assert policy["frame-src"] == "https://maps.example.com"
+    assert policy["frame-ancestors"] == f"{APPS} https://chat.example.com"
 
 
 @pytest.mark.parametrize(

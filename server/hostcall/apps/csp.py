@@ -77,8 +77,10 @@ def declared_domains(csp: Any, *, where: str) -> DeclaredDomains:
     )
 
 
-def view_policy(domains: DeclaredDomains, *, apps_origin: str) -> str:
-    """The view's ``Content-Security-Policy`` header."""
+def view_policy(domains: DeclaredDomains, *, ancestors: Sequence[str]) -> str:
+    """The view's ``Content-Security-Policy`` header. ``ancestors``: every origin that may
+    frame it, at any depth (the proxy's, the widget's, the pages embedding the widget):
+    ``frame-ancestors`` holds for the whole chain, not the parent alone."""
 
     def sources(*base: str, extra: Sequence[str]) -> str:
         listed = [*base, *extra]
@@ -98,5 +100,5 @@ def view_policy(domains: DeclaredDomains, *, apps_origin: str) -> str:
         "frame-src " + sources(extra=domains.frame),
         "base-uri 'none'",
         "form-action 'none'",
-        "frame-ancestors " + apps_origin,
+        "frame-ancestors " + " ".join(dict.fromkeys(ancestors)),
     ])  # fmt: skip

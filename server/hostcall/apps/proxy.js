@@ -26,7 +26,9 @@
     inner.setAttribute("sandbox", SANDBOX);
     inner.setAttribute("referrerpolicy", "no-referrer");
     inner.setAttribute("title", "View");
-    inner.src = viewUrl;
+    // The view's policy names its ancestors (frame-ancestors holds for the whole chain):
+    // the widget is one of them.
+    inner.src = viewUrl + (viewUrl.indexOf("?") < 0 ? "?" : "&") + "host=" + encodeURIComponent(host);
     document.body.appendChild(inner);
   }
 

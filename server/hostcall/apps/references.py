@@ -14,6 +14,7 @@ from hostcall.protocol.apps import (
     unavailable_ref,
     view_ref,
 )
+from hostcall.runs.agents import RunAgents
 from hostcall.store.interfaces import CallApps
 from hostcall.store.records import Call
 from hostcall.tokens import Claims, Purpose, Tokens
@@ -21,10 +22,13 @@ from hostcall.tools import Tool
 
 
 class AppReferences:
-    def __init__(self, tokens: Tokens, apps: AppsOrigin | None, *, store: CallApps) -> None:
+    def __init__(
+        self, tokens: Tokens, apps: AppsOrigin | None, *, store: CallApps, agents: RunAgents
+    ) -> None:
         self.tokens = tokens
         self.apps = apps
         self.store = store
+        self.agents = agents
 
     async def ref(self, call: Call, tool: Tool | None) -> dict[str, Any] | None:
         """The ``app`` field of a settled call whose tool declares a view; None for any
@@ -42,10 +46,13 @@ class AppReferences:
         claims = Claims(call.conversation_id, call.id, tool=stored.resource_uri)
         token = self.tokens.sign(Purpose.APP_VIEW, claims)
         border = stored.meta.get("prefersBorder")
+        # The proxy's path names the agent: the pages allowed to embed its widget are the
+        # proxy's ancestors too, and its policy must name them (frame-ancestors).
+        agent = await self.agents.agent_of_run(call.run_id)
         return view_ref(
             server=stored.server,
             resource_uri=stored.resource_uri,
             view_url=self.apps.url(f"/apps/view/{token}"),
-            proxy_url=self.apps.url("/apps/proxy"),
+            proxy_url=self.apps.url(f"/apps/proxy/{agent.id}"),
             prefers_border=border if isinstance(border, bool) else None,
         )

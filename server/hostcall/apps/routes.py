@@ -27,7 +27,7 @@ from hostcall.tokens import Purpose
 HERE = Path(__file__).resolve().parent
 _PROXY_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; frame-src 'self'; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors {host}"
+    "base-uri 'none'; form-action 'none'; frame-ancestors {ancestors}"
 )
 _HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -43,25 +43,43 @@ _STATIC = {
 def apps_routes() -> list[BaseRoute]:
     return [
         Route("/apps/proxy", proxy_page, methods=["GET"]),
+        Route("/apps/proxy/{agent_id}", proxy_page, methods=["GET"]),
         Route("/apps/proxy.js", proxy_asset, methods=["GET"]),
         Route("/apps/proxy.css", proxy_asset, methods=["GET"]),
         Route("/apps/view/{token}", view_page, methods=["GET"]),
     ]
 
 
+def _host(request: Request, apps: str, *, required: bool = True) -> str | None:
+    """``?host=``: the widget's origin, the proxy's parent (and the view's grandparent)."""
+    raw = request.query_params.get("host")
+    if raw is None and not required:
+        return None
+    try:
+        host = normalize_origin(raw or "")
+    except BadOrigin as exc:
+        raise BadRequest(f"host: {exc}", field="host") from None
+    if host == apps:
+        # The proxy's parent is the widget, on another origin; never a view of its own.
+        raise BadRequest("host must be the widget's origin, not the apps origin", field="host")
+    return host
+
+
 async def proxy_page(request: Request) -> Response:
     runtime = runtime_of(request)
     assert runtime.apps is not None, "apps routes exist on the apps origin only"
-    raw = request.query_params.get("host", "")
-    try:
-        host = normalize_origin(raw)
-    except BadOrigin as exc:
-        raise BadRequest(f"host: {exc}", field="host") from None
-    if host == runtime.apps.origin:
-        # The proxy's parent is the widget, on another origin; never a view of its own.
-        raise BadRequest("host must be the widget's origin, not the apps origin", field="host")
+    host = _host(request, runtime.apps.origin)
+    assert host is not None
+    ancestors = [host]
+    if (agent_id := request.path_params.get("agent_id")) is not None:
+        # The widget's own ancestors are the proxy's too: the pages allowed to embed it.
+        agent = runtime.agents.get(agent_id)
+        if agent is None:
+            raise NotFound(f"no agent {agent_id[:80]!r}", code=ErrorCode.UNKNOWN_AGENT)
+        ancestors += agent.allowed_origins
     body = (HERE / "proxy.html").read_bytes()
-    headers = {**_HEADERS, "Content-Security-Policy": _PROXY_CSP.format(host=host)}
+    policy = _PROXY_CSP.format(ancestors=" ".join(dict.fromkeys(ancestors)))
+    headers = {**_HEADERS, "Content-Security-Policy": policy}
     return Response(body, media_type="text/html; charset=utf-8", headers=headers)
 
 
@@ -84,10 +102,16 @@ async def view_page(request: Request) -> Response:
     if app is None or app.html is None:
         raise _no_view()
     domains = declared_domains(app.meta.get("csp"), where=f"the view {app.resource_uri!r}")
-    headers = {
-        **_HEADERS,
-        "Content-Security-Policy": view_policy(domains, apps_origin=runtime.apps.origin),
-    }
+    # Framed by the proxy, in the widget (the proxy names it: ?host=), in a page that embeds
+    # the widget: each is an ancestor that frame-ancestors must name.
+    ancestors = [runtime.apps.origin]
+    if (host := _host(request, runtime.apps.origin, required=False)) is not None:
+        ancestors.append(host)
+    agent_id = await runtime.agent_of_conversation(app.conversation_id)
+    agent = runtime.agents.get(agent_id) if agent_id else None
+    ancestors += agent.allowed_origins if agent is not None else ()
+    policy = view_policy(domains, ancestors=ancestors)
+    headers = {**_HEADERS, "Content-Security-Policy": policy}
     return Response(app.html.encode(), media_type="text/html; charset=utf-8", headers=headers)
 
 
