@@ -200,7 +200,7 @@ def request_schemas() -> dict[str, Any]:
         ),
         "ConsoleAnswer": _obj(["output"], output={}),
         "AppToolCall": _obj(["name"], name={"type": "string", "minLength": 1, "maxLength": 128},
-                            arguments=OBJECT),
+                            arguments=OBJECT, confirmed={"type": "boolean"}),
         "AppContext": _obj([], content={"type": "array", "items": OBJECT},
                            structuredContent={}),
         "AgentBody": _obj(["agent"], agent=OBJECT, note=STRING),
@@ -290,7 +290,7 @@ def _api(p: _Paths) -> dict[str, Any]:
         "/api/conversations/{conversationId}/calls/{callId}/app/tools-call": {
             "parameters": [*conv, *call], "post": p.op(
             "An MCP App view's tools/call: a read of its own server's tools (docs/agents.md,"
-            " 'MCP Apps')", 200, p.body(r.AppCallResult), 400, 401, 403, 404, 422,
+            " 'MCP Apps')", 200, p.body(r.AppCallResult), 400, 401, 403, 404, 409, 422,
             body=_ref("AppToolCall"), security=SESSION)},
         "/api/conversations/{conversationId}/calls/{callId}/app/context": {
             "parameters": [*conv, *call], "post": p.op(

@@ -45,7 +45,9 @@ RULES = [
 ]
 
 
-def build(tmp_path: Path, urls: tuple[str, str], *, apps: str | None = APPS) -> Harness:
+def build(
+    tmp_path: Path, urls: tuple[str, str], *, apps: str | None = APPS, writes: bool = False
+) -> Harness:
     board, crm = urls
     directory = tmp_path / "agents"
     write_agent(directory, {
@@ -59,7 +61,8 @@ def build(tmp_path: Path, urls: tuple[str, str], *, apps: str | None = APPS) -> 
         "page_context": {},
         "model": {"kind": "scripted", "rules": RULES},
         "tools": [
-            {"kind": "mcp", "server": "board", "tools": "all"},
+            {"kind": "mcp", "server": "board", "tools": "all",
+             **({"apps": {"allow_writes": True}} if writes else {})},
             {"kind": "mcp", "server": "crm", "tools": ["lookup"]},
         ],
     })  # fmt: skip
@@ -407,3 +410,41 @@ def test_a_views_call_is_marked_in_the_snapshot_and_the_export_keeps_metadata_on
     # Erased with its conversation.
     h.call(h.runtime.store.erase_conversation, conv.id)
     assert h.call(h.runtime.store.get_call_app, call_id) is None
+
+
+def test_a_views_write_runs_only_once_the_visitor_confirms_it_where_the_file_allows(
+    tmp_path: Path, urls: tuple[str, str]
+) -> None:
+    h = build(tmp_path, urls, writes=True)
+    try:
+        conv, call_id = viewed(h)
+        body = {"name": "delete_task", "arguments": {"task_id": "t1"}}
+        r = bridge(h, conv, call_id, "tools-call", body)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "approval_required"
+        assert len(stored_calls(h, conv)) == 1  # nothing ran
+        r = bridge(h, conv, call_id, "tools-call", {**body, "confirmed": "yes"})
+        assert r.status_code == 400 and len(stored_calls(h, conv)) == 1
+        r = bridge(h, conv, call_id, "tools-call", {**body, "confirmed": True})
+        assert r.status_code == 200, r.text
+        assert r.json()["content"][0]["text"] == "deleted t1"
+        made = stored_calls(h, conv)[-1]
+        assert made.tool_name == "delete_task" and made.state.value == "answered"
+        assert made.extra["approval"] == {"reason": "app", "decision": "approved",
+                                          "by": "visitor"}  # fmt: skip
+        # Another server's tool stays refused, confirmed or not.
+        r = bridge(h, conv, call_id, "tools-call", {"name": "lookup", "confirmed": True,
+                                                     "arguments": {"name": "Ana"}})  # fmt: skip
+        assert r.status_code == 403 and r.json()["error"]["code"] == "app_tool_refused"
+    finally:
+        h.stop()
+
+
+def test_apps_setting_of_a_binding_is_checked(tmp_path: Path, urls: tuple[str, str]) -> None:
+    from hostcall.blocks.mcp.binding import parse_binding
+
+    raw = {"kind": "mcp", "server": "board", "tools": "all"}
+    for bad in ({"allow_writes": "yes"}, {"allow": True}, []):
+        binding, problems = parse_binding({**raw, "apps": bad}, "agent.json: tools[0]")
+        assert binding is None and any("'apps' must be" in p for p in problems), problems
+    binding, problems = parse_binding({**raw, "apps": {"allow_writes": True}}, "a: t")
+    assert binding is not None and binding.app_writes and not problems

@@ -30,7 +30,9 @@ async def app_tools_call(request: Request) -> Response:
     conversation = await session_conversation(request, runtime)
     body = await read_body(request, AppToolCall, runtime.settings.max_body_bytes)
     call_id = request.path_params["call_id"]
-    result = await runtime.services.apps.call_tool(conversation, call_id, body.name, body.arguments)
+    result = await runtime.services.apps.call_tool(
+        conversation, call_id, body.name, body.arguments, confirmed=body.confirmed
+    )
     return WireResponse(result)
 
 

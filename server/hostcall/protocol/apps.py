@@ -65,6 +65,9 @@ class AppToolCall:
 
     name: str
     arguments: dict[str, Any]
+    # The visitor confirmed this call in the widget's own UI (a write the agent file lets
+    # views ask for): the widget sets it, never the view, which cannot reach the API.
+    confirmed: bool = False
 
     @classmethod
     def decode(cls, body: dict[str, Any]) -> AppToolCall:
@@ -76,7 +79,10 @@ class AppToolCall:
             arguments = {}
         if not isinstance(arguments, dict):
             raise BadRequest("field 'arguments' must be a JSON object", field="arguments")
-        return cls(name, arguments)
+        confirmed = body.get("confirmed", False)
+        if not isinstance(confirmed, bool):
+            raise BadRequest("field 'confirmed' must be true or false", field="confirmed")
+        return cls(name, arguments, confirmed)
 
 
 @dataclass(frozen=True, slots=True)

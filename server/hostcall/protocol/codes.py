@@ -76,6 +76,8 @@ class ErrorCode(StrEnum):
     CONVERSATION_FINISHED = "conversation_finished"  # the console's: its agent is gone
     # AG-UI: a new message on a thread whose interrupts no resume answered.
     INTERRUPTS_PENDING = "interrupts_pending"
+    # An MCP App view's write, which the agent file allows: the visitor must confirm it.
+    APPROVAL_REQUIRED = "approval_required"
     # 410
     CALL_EXPIRED = "call_expired"
     # 413

@@ -5,7 +5,9 @@ A view is a page of an MCP server's, run in the visitor's browser: whatever it a
 by that server, never by the visitor or the model. So a view's ``tools/call`` is refused
 unless the tool is one of the run's frozen definition *of the same server* (an app-only tool
 among them, which the model never sees), and reads only: a write, or a read the agent file
-sends to a person, is refused — a view cannot click the approval card for the visitor. The
+sends to a person, is refused — a view cannot click the approval card for the visitor —
+unless the agent file sets ``"apps": {"allow_writes": true}`` on that server: then it runs
+once the visitor confirmed it in the widget's own UI (the widget says so: ``confirmed``). The
 call goes through the tool's limits and guardrails, runs on the server's pooled session
 within the tool's timeout, and is kept in the ledger as a call of the run, settled, with
 ``extra.origin = "app"`` and the call whose view made it (no tool message: the model did
@@ -24,7 +26,7 @@ from hostcall.blocks.kind import CallContext
 from hostcall.blocks.kinds.mcp import McpBlock
 from hostcall.calls.transitions import CallEvent
 from hostcall.engine import Engine
-from hostcall.errors import Forbidden, NotFound, ToolErrorCode, Unprocessable
+from hostcall.errors import Conflict, Forbidden, NotFound, ToolErrorCode, Unprocessable
 from hostcall.guardrails import evaluate, redact
 from hostcall.ledger import new_id, tool_error
 from hostcall.page_context import admit
@@ -75,7 +77,13 @@ class AppService:
         return call, app
 
     async def call_tool(
-        self, conversation: Conversation, call_id: str, name: str, arguments: dict[str, Any]
+        self,
+        conversation: Conversation,
+        call_id: str,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        confirmed: bool = False,
     ) -> AppCallResult:
         """A view's ``tools/call``: the MCP ``CallToolResult`` of its server's tool."""
         viewed, app = await self._viewed(conversation, call_id)
@@ -103,21 +111,32 @@ class AppService:
         blocked = next((h for h in hits if h.action == "block"), None)
         if blocked is not None:
             raise _refused(name, f"the guardrail {blocked.rule!r} blocked it")
+        approval = None
         if (
             tool.effect != "read"
             or approval_reason(tool, environment, granted=False, hits=hits) is not None
         ):
-            raise Forbidden(
-                f"{name!r} is a write, or needs a person's approval: a view may not call it",
-                code=ErrorCode.APP_WRITE_REFUSED,
-                tool=name,
-            )
+            if not (isinstance(tool.block, McpBlock) and tool.block.app_writes):
+                raise Forbidden(
+                    f"{name!r} is a write, or needs a person's approval: a view may not call "
+                    "it (the agent file's 'apps': {'allow_writes': true} lets the visitor)",
+                    code=ErrorCode.APP_WRITE_REFUSED,
+                    tool=name,
+                )
+            if not confirmed:
+                raise Conflict(
+                    f"{name!r} needs the visitor's confirmation: ask them, then send it again "
+                    "with 'confirmed': true",
+                    code=ErrorCode.APPROVAL_REQUIRED,
+                    tool=name,
+                )
+            approval = {"reason": "app", "decision": "approved", "by": "visitor"}
         if tool.max_calls_per_pass is not None:
             made = await self.store.count_calls(viewed.run_id, tool.name)
             if made >= tool.max_calls_per_pass:
                 raise _refused(name, f"it may be called at most {tool.max_calls_per_pass} "
                                      "time(s) per agent pass")  # fmt: skip
-        call = await self._record(viewed, tool, arguments)
+        call = await self._record(viewed, tool, arguments, approval)
         context = CallContext(
             arguments=arguments,
             visitor=visitor,
@@ -146,7 +165,13 @@ class AppService:
         await self._settle(call, CallEvent.ANSWER, {"output": output})
         return _call_tool_result(shown)
 
-    async def _record(self, viewed: Call, tool: Tool, arguments: dict[str, Any]) -> Call:
+    async def _record(
+        self,
+        viewed: Call,
+        tool: Tool,
+        arguments: dict[str, Any],
+        approval: dict[str, Any] | None,
+    ) -> Call:
         """The view's call, in the ledger as a call of the viewed call's run and step."""
         from hostcall import strictjson
 
@@ -163,7 +188,11 @@ class AppService:
             # died under it.
             deadline=self.clock() + tool.deadline_seconds + 60,
             route="server",
-            extra={"origin": ORIGIN, "viewCall": viewed.id},
+            extra={
+                "origin": ORIGIN,
+                "viewCall": viewed.id,
+                **({"approval": approval} if approval else {}),
+            },
         )
         await self.store.add_call(call)
         return call

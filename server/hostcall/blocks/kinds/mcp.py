@@ -31,6 +31,8 @@ class McpBlock(Block):
     # whether the tool is its views' alone: never offered to the model.
     app_resource: str | None = None
     app_only: bool = False
+    # The agent file lets its views ask for writes, each confirmed by the visitor.
+    app_writes: bool = False
 
     def platform_problems(self, environment: Environment, platform: Platform) -> list[str]:
         return server_problems(self.server, environment, platform)
@@ -77,6 +79,7 @@ class McpKind(BlockKind):
             "effect_by_hint",
             "app_resource",
             "app_only",
+            "app_writes",
         }
     )
 
@@ -104,15 +107,15 @@ class McpKind(BlockKind):
             not isinstance(resource, str) or not resource.startswith("ui://")
         ):
             problems.append("'app_resource' must be a ui:// URI of the server's")
-        app_only = raw.get("app_only", False)
-        if not isinstance(app_only, bool):
-            problems.append("'app_only' must be true or false")
+        app_only, app_writes = raw.get("app_only", False), raw.get("app_writes", False)
+        if not isinstance(app_only, bool) or not isinstance(app_writes, bool):
+            problems.append("'app_only' and 'app_writes' must be true or false")
         if problems:
             return None, problems
         structured = "output_schema" in raw
         block = McpBlock(
             str(server), str(tool), structured, float(size),
-            app_resource=resource, app_only=app_only,
+            app_resource=resource, app_only=app_only, app_writes=app_writes,
         )  # fmt: skip
         # An entry's output_schema is the server's, for its structured content: the result
         # itself always has the one shape blocks/mcp/results.py describes.

@@ -30,7 +30,7 @@ from hostcall.tools import MAX_NAME_LENGTH, POLICY_KEYS, Tool, parse_tool
 ALL = "all"
 OVERRIDE_KEYS = {*POLICY_KEYS, "name", "description", "max_response_kb"}
 DEFAULT_KEYS = OVERRIDE_KEYS - {"name", "description", "title", "view"}
-BINDING_KEYS = {"kind", "server", "tools", "overrides", *DEFAULT_KEYS}
+BINDING_KEYS = {"kind", "server", "tools", "overrides", "apps", *DEFAULT_KEYS}
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -62,6 +62,9 @@ class McpBinding:
     tools: tuple[str, ...] | None  # None: all of them
     overrides: Mapping[str, Mapping[str, Any]]
     defaults: Mapping[str, Any]
+    # ``"apps": {"allow_writes": true}``: the server's MCP App views may ask for its writes,
+    # each run only once the visitor confirms it in the widget (hostcall/services/apps.py).
+    app_writes: bool = False
 
     def known_names(self) -> list[str]:
         """The names the model will know the chosen tools by (all but ``"all"``'s)."""
@@ -124,11 +127,20 @@ def parse_binding(raw: dict[str, Any], where: str) -> tuple[McpBinding | None, l
     for tool, override in overrides.items():
         for key in sorted(set(override) - OVERRIDE_KEYS):
             problems.append(f"{where}: overrides.{tool}: unknown key {key!r}")
+    apps = raw.get("apps", {})
+    if (
+        not isinstance(apps, dict)
+        or set(apps) - {"allow_writes"}
+        or not isinstance(apps.get("allow_writes", False), bool)
+    ):
+        problems.append(f"{where}: 'apps' must be {{'allow_writes': true or false}}")
+        apps = {}
     binding = McpBinding(
         str(server),
         None if chosen == ALL else tuple(chosen),
         {t: dict(o) for t, o in overrides.items()},
         defaults,
+        app_writes=apps.get("allow_writes", False),
     )
     # Each setting checked as the frozen tool will be, on a stand-in schema (its keys were
     # checked above, against what an agent file may set).
@@ -177,6 +189,8 @@ def _entry(binding: McpBinding, listed: ListedTool, *, protected: bool) -> dict[
         entry["app_resource"] = listed.app_resource
     if listed.app_only:
         entry["app_only"] = True
+    if binding.app_writes and listed.app_resource is not None:
+        entry["app_writes"] = True
     entry |= dict(binding.defaults) | dict(binding.overrides.get(listed.name, {}))
     said = "effect" in binding.defaults or "effect" in binding.overrides.get(listed.name, {})
     if not said and listed.hinted_read and not protected:
