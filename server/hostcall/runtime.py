@@ -192,6 +192,7 @@ class Runtime:
                 store=store,
                 people=HumanHandoff(journal, store=store, clock=clock),
                 views=apps is not None,
+                clock=clock,
             ),
             recovery=Recovery(
                 journal,

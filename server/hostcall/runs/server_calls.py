@@ -10,16 +10,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from hostcall.apps.resources import AppResource, app_resource, read_view
-from hostcall.blocks import BlockError, BlockFailed
+from hostcall.apps.resources import AppResource, ReadView, app_resource, read_view
+from hostcall.blocks import BlockError, BlockFailed, NotAuthorized
 from hostcall.blocks.kind import Block, CallContext
 from hostcall.blocks.mcp.calling import allowed_server
 from hostcall.calls.outcomes import Settled
 from hostcall.errors import ToolErrorCode
 from hostcall.handoff import HumanHandoff
 from hostcall.ledger import Ledger
+from hostcall.protocol.apps import AppFailure
 from hostcall.runs.agents import RunAgents
 from hostcall.store.interfaces import CallApps, Calls, Runs
 from hostcall.store.records import Call, CallApp
@@ -41,6 +43,7 @@ class ServerCalls:
         store: _ServerCallStore,
         people: HumanHandoff,
         views: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.ledger = ledger
         self.store = store
@@ -49,6 +52,7 @@ class ServerCalls:
         self.people = people
         # An apps origin is set: an MCP tool's view is read after its call (hostcall/apps/).
         self.views = views
+        self.clock = clock
 
     async def request(self, call_id: str) -> Settled | None:
         """Run the call's block and settle the call with what it said; None if the call
@@ -98,10 +102,14 @@ class ServerCalls:
     async def _read_view(self, call: Call, resource: AppResource, context: CallContext) -> None:
         """The call's view, read from the same server and kept with the call, or why not;
         the model's result is the same either way."""
-        server = allowed_server(
-            resource.server, context.platform.mcp_servers, context.environment.mcp_servers
-        )
-        read = await read_view(context.mcp, server, resource.resource_uri)
+        try:
+            server = allowed_server(
+                resource.server, context.platform.mcp_servers, context.environment.mcp_servers
+            )
+        except NotAuthorized:  # the environment narrowed since the call ran: no view
+            read = ReadView(failed=AppFailure.UNREACHABLE)
+        else:
+            read = await read_view(context.mcp, server, resource.resource_uri)
         if read.failed is not None:
             log.warning("an MCP App view was not read: call=%s resource=%s: %s",
                         call.id, resource.resource_uri, read.failed.value)  # fmt: skip
@@ -109,7 +117,7 @@ class ServerCalls:
             call_id=call.id, conversation_id=call.conversation_id, server=resource.server,
             resource_uri=resource.resource_uri, html=read.html, meta=read.meta,
             failed=read.failed.value if read.failed is not None else None,
-            created_at=time.time(),
+            created_at=self.clock(),
         ))  # fmt: skip
 
     async def _settle_quietly(
