@@ -16,10 +16,10 @@ from starlette.routing import Route
 from hostcall import metrics
 from hostcall.agui import agui_routes
 from hostcall.api import api_routes
-from hostcall.attachment_api import attachment_routes
 from hostcall.apps.bridge import bridge_routes
 from hostcall.apps.origin import AppsHost
 from hostcall.apps.routes import apps_routes
+from hostcall.attachment_api import attachment_routes
 from hostcall.call_answers import call_answer_routes
 from hostcall.console import console_routes
 from hostcall.exposition import metrics_routes

@@ -51,8 +51,8 @@ from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
 from hostcall.services import (
     AgentVersionService,
-    AttachmentService,
     AppService,
+    AttachmentService,
     AuditService,
     BranchService,
     CallService,

@@ -82,6 +82,14 @@ def app_only(tool: Tool | None) -> bool:
     return isinstance(block, McpBlock) and block.app_only
 
 
+def has_views(tools: Sequence[Tool]) -> bool:
+    """Whether any of the tools shows an MCP App view: only then has a conversation views'
+    context to read (a step of any other agent sends no statement for it)."""
+    from hostcall.blocks.kinds.mcp import McpBlock
+
+    return any(isinstance(t.block, McpBlock) and t.block.app_resource for t in tools)
+
+
 @dataclass(frozen=True, slots=True)
 class ReadView:
     """A resource read for a call: its HTML and kept ``_meta.ui``, or why there is none."""

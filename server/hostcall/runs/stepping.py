@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from hostcall import strictjson
 from hostcall.appender import Appender
+from hostcall.apps.resources import app_only, has_views, with_views_context
 from hostcall.attachments.for_model import model_files
-from hostcall.apps.resources import app_only, with_views_context
 from hostcall.calls.moves import new_id
 from hostcall.calls.outcomes import Dispatched
 from hostcall.calls.proposals import Proposals
@@ -158,7 +158,8 @@ class Steps:
         window = recent_turns(stored, turns)
         files = await model_files(self.store, agent.attachments, window)
         history = [_model_message(m, files.get(m.id, ())) for m in window]
-        history = with_views_context(history, await self.store.app_contexts(cid))
+        if has_views(agent.tools):
+            history = with_views_context(history, await self.store.app_contexts(cid))
         page = next((m.context for m in reversed(history) if m.role == "user"), None)
         if page:
             self.tracing.add_content(span, "hostcall.page_context", strictjson.dumps(page))

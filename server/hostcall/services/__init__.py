@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hostcall.services.agent_versions import AgentVersionService
-from hostcall.services.attachments import AttachmentService
 from hostcall.services.apps import AppService
+from hostcall.services.attachments import AttachmentService
 from hostcall.services.audit import AuditService
 from hostcall.services.branches import BranchService
 from hostcall.services.calls import CallService
@@ -34,8 +34,8 @@ from hostcall.services.usage import UsageService
 
 __all__ = [
     "AgentVersionService",
-    "AttachmentService",
     "AppService",
+    "AttachmentService",
     "AuditService",
     "CallService",
     "ConversationService",

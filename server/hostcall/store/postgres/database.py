@@ -24,8 +24,8 @@ from hostcall.store.composed import ComposedStore
 from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
-from hostcall.store.postgres.attachments import AttachmentTables
 from hostcall.store.postgres.apps import AppTables
+from hostcall.store.postgres.attachments import AttachmentTables
 from hostcall.store.postgres.calls import CallTables
 from hostcall.store.postgres.connections import (
     POOL_MAX,

@@ -22,8 +22,8 @@ from hostcall.store.composed import ComposedStore
 from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Database
 from hostcall.store.migrations import pending
-from hostcall.store.sqlite.attachments import AttachmentTables
 from hostcall.store.sqlite.apps import AppTables
+from hostcall.store.sqlite.attachments import AttachmentTables
 from hostcall.store.sqlite.calls import CallTables
 from hostcall.store.sqlite.connection import SQLiteConnection
 from hostcall.store.sqlite.console import ConsoleTables
