@@ -17,7 +17,7 @@ const t = ui.t
  * @typedef {{toolCallId: string, toolCallName: string, state: string, input?: any,
  *   inputSchema?: any, outputSchema?: any, deadline?: string, route?: string, kind?: string,
  *   formReason?: string, approval?: {scopes: string[]}, resultToken?: string, pageTool?: boolean,
- *   decisionToken?: string, outcome?: any, view?: any}} Call  (docs/protocol.md CALL)
+ *   decisionToken?: string, outcome?: any, view?: any, app?: any}} Call  (docs/protocol.md CALL)
  * @typedef {{id: string, call: Call, card: import('./cards.js').Card, args: string, state: string,
  *   scope: string, resolveParent: Function | null}} CallView  (state: widget/calls.js STATE)
  * @typedef {import('./form.js').FieldError} FieldError
@@ -25,7 +25,7 @@ const t = ui.t
 /**
  * What app.js lends this module.
  * @typedef {object} Context
- * @property {Pick<ReturnType<typeof import('./api.js').createApi>, 'call'>} api
+ * @property {Pick<ReturnType<typeof import('./api.js').createApi>, 'call' | 'current'>} api
  * @property {string} surfaceId this page load's
  * @property {Map<string, {title?: string, description?: string}>} agentTools the agent's tools, by name
  * @property {Set<string>} personTools the agent's built-in tools that ask for a person
@@ -80,6 +80,7 @@ export const parentResult = (/** @type {any} */ m) => calls.get(String(m.callId)
 
 /** A new conversation: stop the page's handlers of this one, forget its calls. */
 export function clear() {
+  appModule?.then(m => m.closeAll())
   calls.forEach(cancelParent)
   calls.clear()
 }
@@ -99,6 +100,7 @@ export function callState(/** @type {any} */ d) {
 export function result(/** @type {any} */ d) {
   const v = view(d.toolCallId)
   if (d.view) v.call.view = d.view
+  if (d.app) v.call.app = d.app
   settle(v, d.state || (d.outcome?.error ? CALL_STATE.FAILED : CALL_STATE.ANSWERED), d.outcome)
   emit('toolresult', { callId: v.id, toolName: v.call.toolCallName, state: v.call.state, outcome: v.call.outcome })
 }
@@ -205,6 +207,17 @@ function settle(v, st, outcome) {
   v.card.setBody(details)
   v.card.show()
   if (v.call.view && details) drawView(v, oc, details)
+  if (v.call.app) showApp(v)
+}
+
+/** @type {Promise<typeof import('./apps.js')> | null} */
+let appModule = null
+/** The call's MCP Apps view (apps.js, fetched again if it failed), beside its text result. */
+async function showApp(v) {
+  const m = await (appModule ??= import('./apps.js').catch(err => { appModule = null; throw err }))
+  let input = v.call.input
+  if (input === undefined) try { input = JSON.parse(v.args) } catch { /* none */ }
+  if (calls.get(v.id) === v) m.show(v.card.el, { ...v.call, input }, { api, send, emit, title: titleOf(v.call.toolCallName) })
 }
 
 /** @type {Promise<typeof import('./views.js')> | null} */

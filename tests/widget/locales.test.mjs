@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 
 const LOCALES = ['en', 'fr', 'es', 'ja']
-const PARTS = ['', '-calls', '-history', '-people', '-control', '-restart', '-suggest', '-branch', '-reasoning', '-attach']
+const PARTS = ['', '-calls', '-history', '-people', '-control', '-restart', '-suggest', '-branch', '-reasoning', '-attach', '-apps']
 const placeholders = text => [...text.matchAll(/\{(\w+)\}/g)].map(m => m[1]).sort()
 
 for (const part of PARTS) {
