@@ -217,7 +217,7 @@ async function showApp(v) {
   const m = await (appModule ??= import('./apps.js').catch(err => { appModule = null; throw err }))
   let input = v.call.input
   if (input === undefined) try { input = JSON.parse(v.args) } catch { /* none */ }
-  if (calls.get(v.id) === v) m.show(v.card.el, { ...v.call, input }, { api, send, emit, title: titleOf(v.call.toolCallName) })
+  if (calls.get(v.id) === v) m.show(v.card.el, { ...v.call, input }, { api, send, emit, title: v.call.title || titleOf(v.call.toolCallName) })
 }
 
 /** @type {Promise<typeof import('./views.js')> | null} */

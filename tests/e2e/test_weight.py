@@ -63,6 +63,7 @@ def test_the_open_widget_and_its_loader_are_within_their_budgets(
     lazy |= {"pagetools.js", "views.js", "branch.js", "reasoning.js"}
     # Files: the attach button for an agent that admits them, the chips with the first file.
     lazy |= {"files.js", "attach.js", "attach.css"}
+    lazy |= {"apps.js", "apps-wire.js", "apps.css"}  # with a call whose result has an MCP App
     assert not loaded & lazy, loaded & lazy
     assert not {name for name in loaded if name.startswith("locale-en-")}, loaded
 
