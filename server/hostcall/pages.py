@@ -55,7 +55,7 @@ _ACCENT = re.compile(r"#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self' data: blob:{images}; base-uri 'none'; form-action 'none'; "
+    "img-src 'self' data:{images};{frames} base-uri 'none'; form-action 'none'; "
     "frame-ancestors {ancestors}"
 )
 _SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
@@ -181,13 +181,16 @@ def _page(
     ancestors: str,
     context: dict[str, Any],
     images: tuple[str, ...] = (),
+    frames: str | None = None,
 ) -> HTMLResponse:
     html = _templates.get_template("widget.html").render(
         base=request.scope.get("root_path", ""), **context
     )
     headers = {
         "Content-Security-Policy": _CSP.format(
-            ancestors=ancestors, images="".join(f" {o}" for o in images)
+            ancestors=ancestors,
+            images="".join(f" {o}" for o in images),
+            frames=f" frame-src {frames};" if frames else "",
         ),
         "Cache-Control": "no-store",
         **_SECURITY_HEADERS,
@@ -296,7 +299,10 @@ async def widget_page(request: Request) -> HTMLResponse:
         "config": config,
         "modules": (*WIDGET_MODULES, f"locale-{likely}.js"),
     }
-    return _page(request, 200, origin or "'self'", context, _image_origins(agent))
+    # MCP Apps' views run in frames of the apps origin (hostcall/apps/), and only there: no
+    # frame at all when none is set (default-src 'none').
+    apps = runtime.apps.origin if runtime.apps is not None else None
+    return _page(request, 200, origin or "'self'", context, _image_origins(agent), apps)
 
 
 def _image_origins(agent: Agent) -> tuple[str, ...]:

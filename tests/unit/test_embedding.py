@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +100,17 @@ def test_the_page_api_types_are_served_beside_the_loader(harness: Harness) -> No
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("application/typescript")
     assert "interface HostcallApi" in r.text and "HandlerContext" in r.text
+
+
+def test_the_widget_page_frames_the_apps_origin_only_and_only_when_one_is_set(
+    tmp_path: Path, agents_dir: Path, harness: Harness, made: list[Harness]
+) -> None:
+    # None set: no frame of any origin (default-src 'none' holds for frames too).
+    unset = harness.http.get("/widget/planner", params={"origin": BOARD_ORIGIN})
+    assert "frame-src" not in unset.headers["content-security-policy"]
+    made.append(h := Harness(tmp_path / "apps", agents_dir, apps_origin="http://127.0.0.1:8010"))
+    csp = h.http.get("/widget/planner", params={"origin": BOARD_ORIGIN}).headers[
+        "content-security-policy"
+    ]
+    assert "; frame-src http://127.0.0.1:8010; " in csp, csp
+    assert csp.count("frame-src") == 1 and f"frame-ancestors {BOARD_ORIGIN}" in csp

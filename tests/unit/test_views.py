@@ -338,7 +338,7 @@ def test_the_view_travels_in_the_result_event_and_the_snapshot_and_the_console_e
     assert results[-1]["view"] == view
     # The widget page lets images come only from what the agent's views allow: none here.
     page = harness.http.get("/widget/planner")
-    assert "img-src 'self' data: blob:;" in page.headers["content-security-policy"]
+    assert "img-src 'self' data:;" in page.headers["content-security-policy"]
 
     operator = ConsoleClient(harness.app, harness.runtime, "olga", "operator")
     html = operator.http.get(f"/console/conversations/{conv.id}").text
@@ -359,7 +359,7 @@ def test_the_widget_page_allows_images_from_the_views_hosts_only(
     h = Harness(tmp_path, agents)
     made.append(h)
     csp = h.http.get("/widget/planner").headers["content-security-policy"]
-    assert "img-src 'self' data: blob: https://cdn.example.com;" in csp
+    assert "img-src 'self' data: https://cdn.example.com;" in csp
 
 
 # ---- MCP tools: a view in a server's overrides, over its structured content -----------------
