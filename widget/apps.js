@@ -38,13 +38,14 @@ const views = new Map()
 
 /**
  * Show call `call`'s view in its card (`card`: the card's element), once: the same call
- * shown again (its result again, a snapshot) keeps its view and tells it the new outcome.
+ * shown again (its result again, a snapshot) keeps its view, and tells it a new outcome; one
+ * that failed stays failed until the page loads again.
  * @param {HTMLElement} card @param {Call} call @param {Host} host
  */
 export function show(card, call, host) {
   const app = call.app || {}
   const had = views.get(call.toolCallId)
-  if (had && had.card === card && !had.closed) return had.update(call)
+  if (had && had.card === card) return had.update(call)
   had?.close()
   const spot = card.querySelector('[data-part=tool-call-body]')
   let origin = ''
@@ -234,12 +235,14 @@ class View {
         resolve(ok)
       }
       this.answer = done
-      this.prompt.replaceChildren(
+      // Not replaceChildren(…, null, …): a null child is the text "null".
+      this.prompt.replaceChildren(...[
         h('p', { 'data-part': 'app-prompt-text', text: question }),
-        detail ? h('p', { 'data-part': 'app-prompt-detail', text: detail }) : null,
+        detail && h('p', { 'data-part': 'app-prompt-detail', text: detail }),
         h('div', { 'data-part': 'actions' },
           h('button', { type: 'button', 'data-part': part, 'data-kind': 'primary', onclick: () => done(true) }, yes),
-          h('button', { type: 'button', 'data-part': 'app-dismiss', onclick: () => done(false) }, t('appDismiss'))))
+          h('button', { type: 'button', 'data-part': 'app-dismiss', onclick: () => done(false) }, t('appDismiss'))),
+      ].filter(Boolean))
       this.prompt.hidden = false
       announce(question)
     })
