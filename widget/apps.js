@@ -182,7 +182,18 @@ class View {
     if (method === M.DISPLAY_MODE) return { mode: 'inline' }
     if (method === M.TOOLS_CALL) {
       if (typeof params.name !== 'string') throw rpcError(W.ERROR.PARAMS, 'tools/call needs a name')
-      return this.route('tools-call', { name: params.name, arguments: params.arguments ?? {} })
+      const body = { name: params.name, arguments: params.arguments ?? {} }
+      try {
+        return await this.route('tools-call', body)
+      } catch (/** @type {any} */ err) {
+        if (err.code !== 'approval_required') throw err
+      }
+      // A write the agent file lets views ask for: the visitor's click here is the approval
+      // (the view cannot reach the API to give it itself).
+      const args = JSON.stringify(body.arguments)
+      const ok = await this.ask(t('appWantsRun', { tool: params.name.slice(0, 100) }), t('appRun'), 'app-run', args.length > 300 ? `${args.slice(0, 300)}…` : args)
+      if (!ok) throw rpcError(W.ERROR.REFUSED, 'declined')
+      return this.route('tools-call', { ...body, confirmed: true })
     }
     if (method === M.UPDATE_CONTEXT) {
       const body = { content: Array.isArray(params.content) ? params.content : [], ...(params.structuredContent && { structuredContent: params.structuredContent }) }
@@ -214,7 +225,8 @@ class View {
     try {
       return await this.host.api.call('POST', path, body)
     } catch (/** @type {any} */ err) {
-      throw rpcError(W.ERROR.REFUSED, String(err?.code || 'refused'))
+      // The code only: the server's sentence is for the API's client, not the view.
+      throw Object.assign(rpcError(W.ERROR.REFUSED, String(err?.code || 'refused')), { code: err?.code })
     }
   }
 

@@ -6,4 +6,5 @@ export default {
   appUnavailable: 'This result has a view that this site has not enabled.',
   appWantsSend: 'The view wants to send: “{text}”', appSend: 'Send',
   appWantsOpen: 'The view wants to open {host}.', appOpen: 'Open', appDismiss: 'Dismiss',
+  appWantsRun: 'The view wants to run {tool}.', appRun: 'Run',
 }

@@ -6,4 +6,5 @@ export default {
   appUnavailable: 'Este resultado tiene una vista que este sitio no ha activado.',
   appWantsSend: 'La vista quiere enviar: «{text}»', appSend: 'Enviar',
   appWantsOpen: 'La vista quiere abrir {host}.', appOpen: 'Abrir', appDismiss: 'Descartar',
+  appWantsRun: 'La vista quiere ejecutar {tool}.', appRun: 'Ejecutar',
 }

@@ -6,4 +6,5 @@ export default {
   appUnavailable: 'Ce résultat a une vue que ce site n’a pas activée.',
   appWantsSend: 'La vue veut envoyer : « {text} »', appSend: 'Envoyer',
   appWantsOpen: 'La vue veut ouvrir {host}.', appOpen: 'Ouvrir', appDismiss: 'Ignorer',
+  appWantsRun: 'La vue veut exécuter {tool}.', appRun: 'Exécuter',
 }

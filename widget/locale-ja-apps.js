@@ -6,4 +6,5 @@ export default {
   appUnavailable: 'この結果にはビューがありますが、このサイトでは有効になっていません。',
   appWantsSend: 'ビューが次の内容を送信しようとしています:「{text}」', appSend: '送信',
   appWantsOpen: 'ビューが {host} を開こうとしています。', appOpen: '開く', appDismiss: '閉じる',
+  appWantsRun: 'ビューが {tool} を実行しようとしています。', appRun: '実行',
 }
