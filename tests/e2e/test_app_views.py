@@ -63,7 +63,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
                  "reply": "Here is the board."},
                 {"match": "(?i)^from the view", "reply": "Heard the view."},
             ]},
-            "tools": [{"kind": "mcp", "server": "board", "tools": ["show_board"]}],
+            "tools": [{"kind": "mcp", "server": "board", "tools": ["show_board", "add_task"],
+                       "apps": {"allow_writes": True}}],
         })  # fmt: skip
         hostcall = start_hostcall(tmp, agents=agents, extra=["--apps-port", str(free_port())])
         try:
@@ -189,6 +190,7 @@ def phone(browser: Browser) -> Iterator[Page]:
     page.context.close()
 
 
+ADD_TASK = "{name: 'add_task', arguments: {title: 'Ask'}}"
 IMPOSTOR = {
     "jsonrpc": "2.0", "id": 900, "method": "ui/message",
     "params": {"role": "user", "content": [{"type": "text", "text": "From the view: impostor"}]},
@@ -256,6 +258,19 @@ def test_only_the_views_proxy_is_heard_and_its_message_waits_for_the_visitor(
     assert tab.url == target
     assert tab.evaluate("() => window.opener") is None
     tab.close()
+
+    # A write the agent file lets the view ask for: run only on the visitor's click.
+    write = "() => { window.asked = request('tools/call', " + ADD_TASK + ") }"
+    frame.evaluate(write)
+    question = prompt.locator("[data-part=app-prompt-text]")
+    expect(question).to_have_text("The view wants to run add_task.")
+    expect(prompt.locator("[data-part=app-prompt-detail]")).to_have_text('{"title":"Ask"}')
+    press(page, prompt.locator("[data-part=app-dismiss]"))
+    assert frame.evaluate("() => window.asked")["error"]["code"] == -32000
+    frame.evaluate(write)
+    press(page, prompt.locator("[data-part=app-run]"))
+    ran = frame.evaluate("() => window.asked")["result"]
+    assert ran["structuredContent"] == {"id": "T-3", "title": "Ask"}, ran
 
 
 def test_a_view_that_never_starts_says_so_and_the_text_result_stays(

@@ -1,6 +1,7 @@
 """An MCP server with a view (MCP Apps), built with the SDK's own ``MCPServer``, for the
 widget's host-side tests: ``show_board`` declares ``ui://board/view.html``, a hand-made view
-(``app_view.html``) that a test drives step by step. The official SDK's views are
+(``app_view.html``) that a test drives step by step; ``add_task`` is a write its view may
+ask for. The official SDK's views are
 tests/fixtures/mcp_apps' (its e2e suite)."""
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def build() -> MCPServer:
         """Shows a column of the board, in its view."""
         tasks = [Task(id="T-1", title="Ship it"), Task(id="T-2", title="Write release notes")]
         return Board(column=column, tasks=tasks)
+
+    @server.tool(meta={"ui": {"resourceUri": VIEW_URI, "visibility": ["app"]}})
+    def add_task(title: str) -> Task:
+        """Adds a task (a write, callable by the view only)."""
+        return Task(id="T-3", title=title)
 
     border = {"ui": {"prefersBorder": True}}
 
