@@ -193,8 +193,8 @@ def test_a_hostile_view_is_refused_everything(apps: Stack, page: Page) -> None:
     widget.send("show the hostile view")
     card, view = ready_view(widget, "show_hostile")
     expect(view.locator("body")).to_have_attribute("data-state", "reported", timeout=SLOW)
-    [report] = apps.tasks.reports("hostile")
-    [navigation] = apps.tasks.reports("hostile-navigation")
+    report = apps.tasks.reports("hostile")[-1]
+    navigation = apps.tasks.reports("hostile-navigation")[-1]
     attempts = report["attempts"] + navigation["attempts"]
     outcomes = {a["name"]: (a["outcome"], a["detail"]) for a in attempts}
     assert outcomes.keys() >= {
@@ -228,6 +228,28 @@ def test_a_hostile_view_is_refused_everything(apps: Stack, page: Page) -> None:
     expect(card_view(card)).to_have_attribute("data-state", "ready")
     card.locator("[data-part=app-frame]").scroll_into_view_if_needed()
     shot(page, "mcp-apps-hostile-view")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="every view lives on the one apps origin: a view reaches another view's proxy "
+    "through the widget's window.frames (which crosses origins) and, being of the same "
+    "origin, reads its document (and shares its storage); needs an origin per view",
+)
+def test_a_hostile_view_cannot_read_another_views_document(apps: Stack, page: Page) -> None:
+    widget = open_widget(page, apps)
+    widget.send("show the tasks")
+    ready_view(widget, "show_tasks")
+    widget.send("show the hostile view")
+    _, view = ready_view(widget, "show_hostile")
+    expect(view.locator("body")).to_have_attribute("data-state", "reported", timeout=SLOW)
+    report = apps.tasks.reports("hostile")[-1]
+    [(outcome, detail)] = [
+        (a["outcome"], a["detail"])
+        for a in report["attempts"]
+        if a["name"] == "other_view_document"
+    ]
+    assert outcome == "refused", detail
 
 
 def test_views_follow_the_theme_and_fit_a_phone(apps: Stack, browser: Browser) -> None:
