@@ -12,11 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hostcall.agent_checks import (
+    environment_problems,
+    server_problems_of,
+    template_problems,
+    user_without_identity,
+    view_tool_problems,
+)
 from hostcall.attachments.policy import AttachmentPolicy, parse_attachments
-from hostcall.blocks.kind import Block
-from hostcall.blocks.kinds.mcp import server_problems
 from hostcall.blocks.mcp.binding import McpBinding, is_binding, parse_binding
-from hostcall.blocks.mcp.results import CONTENT_OUTPUT_SCHEMA
 from hostcall.env_bindings import Use, agent_uses, refused_as_second_use, second_uses
 from hostcall.errors import AgentConfigError
 from hostcall.origins import BadOrigin, normalize_origin
@@ -24,8 +28,6 @@ from hostcall.page_context import PageContextCaps, parse_caps
 from hostcall.page_tools import PageToolsPolicy, parse_block, parse_entries
 from hostcall.platform import (
     DEFAULT_ENVIRONMENT,
-    PLATFORM_FILE,
-    Environment,
     Platform,
     load_platform,
 )
@@ -119,17 +121,6 @@ class Agent:
             return None
         names = [t.name for t in self.tools] + [n for b in self.mcp for n in b.known_names()]
         return names + list(self.page_tools.exact_names() if self.page_tools else ())
-
-
-def _view_tool_problems(where: str, tools: list[Tool], names: set[str] | None) -> list[str]:
-    """A view's button asks the model for a tool: one of the agent's (``names``; None while
-    an MCP server's ``"all"`` is unread)."""
-    return [
-        f"{where}: tool {t.name!r}: 'view' has a button for tool {name!r}, which the agent lacks"
-        for t in tools
-        if t.view is not None and names is not None
-        for name in sorted(t.view.tools - names)
-    ]
 
 
 def check_allowed_origins(origins: Any, where: str) -> tuple[list[str], list[str]]:
@@ -258,8 +249,8 @@ def parse_agent(
     if not isinstance(environment, str):
         problems.append(f"{where}: 'environment' must be the name of an environment")
     elif platform is not None:
-        problems += _environment_problems(where, environment, tools, platform)
-        problems += _server_problems(where, environment, bindings, platform)
+        problems += environment_problems(where, environment, tools, platform)
+        problems += server_problems_of(where, environment, bindings, platform)
         if page_tools is not None and environment in platform.environments:
             protected = platform.environments[environment].protected
             problems += [f"{where}: {p}" for p in page_tools.never_asked_writes(environment)
@@ -276,7 +267,7 @@ def parse_agent(
         )
         problems += identity_problems
     if "identity" not in data:
-        problems += _user_without_identity(where, tools)
+        problems += user_without_identity(where, tools)
     model = data.get("model", {"kind": "scripted", "rules": []})
     # Rules may name any declared tool: a broken tool is reported once, for itself.
     declared = {t.get("name", t.get("toolName")) for t in tools_data if isinstance(t, dict)}
@@ -289,7 +280,7 @@ def parse_agent(
         # A page's tools are known when a run starts; its rules may name an allowed one.
         names |= set(page_tools.exact_names())
         checked = None if page_tools.has_prefix() or checked is None else names
-    problems += _view_tool_problems(where, tools, checked)
+    problems += view_tool_problems(where, tools, checked)
     limits_of_model: dict[str, Any] = {}
     if platform is not None:
         # What an agents directory's model may reach and read; a frozen definition, re-read
@@ -303,7 +294,7 @@ def parse_agent(
     if platform is not None:
         problems += platform.secret_problems(data, where)
     if check_replies:
-        problems += _reply_problems(where, model, tools, bindings, names)
+        problems += template_problems(where, model, tools, bindings, names)
     if problems:
         return None, problems
     assert isinstance(agent_id, str)
@@ -332,99 +323,6 @@ def parse_agent(
         show_reasoning=data.get("show_reasoning", True),
         attachments=attachments,
     ), []
-
-
-def _user_without_identity(where: str, tools: list[Tool]) -> list[str]:
-    """A tool that acts for the signed-in person, in an agent where nobody signs in."""
-    problems = []
-    for tool in tools:
-        uses = bool(tool.block and tool.block.user_keys()) or any(
-            c.path.startswith("$user") for rule in tool.guardrails for c in rule.when
-        )
-        if uses:
-            problems.append(
-                f"{where}: tool {tool.name!r} uses $user, but the agent has no 'identity' "
-                "block: nobody would ever be signed in (docs/identity.md)"
-            )
-    return problems
-
-
-def _reply_problems(
-    where: str, model: Any, tools: list[Tool], bindings: list[McpBinding], names: set[str]
-) -> list[str]:
-    """Reply templates checked against the tools' output schemas: a mistake is
-    reported by ``hostcall check``, not met by a visitor. An MCP server's tools are not
-    listed until a run starts, but every result of theirs has one shape (``content``,
-    ``structuredContent``): a rule is held to it, and to the server's own schema when a run
-    reads it (``RunAgents.freeze``)."""
-    from hostcall.models.reply_check import reply_problems
-
-    schemas: dict[str, Any] = {}
-    for tool in tools:  # a duplicate name is reported once, as such
-        schemas.setdefault(tool.name, tool.output_schema)
-    for binding in bindings:
-        for name in binding.known_names():
-            schemas.setdefault(name, CONTENT_OUTPUT_SCHEMA)
-    for name in names:  # a tool that did not parse: reported once, for itself
-        schemas.setdefault(name, None)
-    # A rule naming no declared tool, beside a server's "all", names one of its tools.
-    other = CONTENT_OUTPUT_SCHEMA if any(b.tools is None for b in bindings) else None
-    found = reply_problems(model, schemas, other=other)
-    return [f"{where}: model: {problem}" for problem in found]
-
-
-def _environment_problems(
-    where: str, name: str, tools: list[Tool], platform: Platform
-) -> list[str]:
-    if name not in platform.environments:
-        known = ", ".join(sorted(platform.environments))
-        return [f"{where}: environment {name!r} is not defined in {PLATFORM_FILE} ({known})"]
-    env = platform.environments[name]
-    problems = []
-    for tool in tools:
-        if env.protected and tool.effect == "write" and tool.approval == "never":
-            problems.append(
-                f"{where}: tool {tool.name!r}: 'approval': 'never' is refused for a write tool "
-                f"in the protected environment {name!r} (writes there always need a person)"
-            )
-        if tool.block is not None:
-            found = _block_problems(tool.block, env, platform)
-            problems += [f"{where}: tool {tool.name!r}: {p}" for p in found]
-    return problems
-
-
-def _block_problems(block: Block, env: Environment, platform: Platform) -> list[str]:
-    """What the environment does not allow of a block: refused here, where the designer
-    shows it beside the field, since every call would otherwise fail as not_authorized."""
-    try:
-        targets = block.targets()
-    except ValueError as exc:
-        return [str(exc)]
-    problems = [
-        f"{target.via} {target.host}, which environment {env.name!r} does not allow (its "
-        f"'allowed_hosts' in {PLATFORM_FILE}: {', '.join(sorted(env.allowed_hosts)) or 'none'})"
-        for target in targets
-        if target.host not in env.allowed_hosts
-    ]
-    return problems + block.platform_problems(env, platform)
-
-
-def _server_problems(
-    where: str, name: str, bindings: list[McpBinding], platform: Platform
-) -> list[str]:
-    """MCP servers the agent's environment does not allow: said at load, never met by a
-    run (which refuses them too, before any connection, if the platform changed since)."""
-    env = platform.environments.get(name)
-    if env is None:
-        return []  # reported once, as an unknown environment
-    problems = [
-        f"{where}: {problem}"
-        for server in sorted({b.server for b in bindings})
-        for problem in server_problems(server, env, platform)
-    ]
-    if env.protected:
-        problems += [f"{where}: {p}" for b in bindings for p in b.never_asked_writes(name)]
-    return problems
 
 
 def load_agents(
