@@ -40,7 +40,8 @@ def build() -> MCPServer:
         tasks = [Task(id="T-1", title="Ship it"), Task(id="T-2", title="Write release notes")]
         return Board(column=column, tasks=tasks)
 
-    @server.tool(meta={"ui": {"resourceUri": VIEW_URI, "visibility": ["app"]}})
+    # App-only, with no view of its own: a view's write is allowed by the binding alone.
+    @server.tool(meta={"ui": {"visibility": ["app"]}})
     def add_task(title: str) -> Task:
         """Adds a task (a write, callable by the view only)."""
         return Task(id="T-3", title=title)

@@ -67,7 +67,8 @@ def build(*, undeclared: str = "http://127.0.0.1:9/") -> MCPServer:
         """The view's own: one task's details."""
         return Task(id=task_id, title=f"details of {task_id}")
 
-    @server.tool(meta=_ui("ui://board/tasks.html", visibility=["app"]))
+    # App-only with no view of its own: what lets a view ask for it is the binding alone.
+    @server.tool(meta={"ui": {"visibility": ["app"]}})
     def delete_task(task_id: str) -> str:
         """A write a view asks for: deletes a task."""
         return f"deleted {task_id}"

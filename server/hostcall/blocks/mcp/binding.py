@@ -189,7 +189,9 @@ def _entry(binding: McpBinding, listed: ListedTool, *, protected: bool) -> dict[
         entry["app_resource"] = listed.app_resource
     if listed.app_only:
         entry["app_only"] = True
-    if binding.app_writes and listed.app_resource is not None:
+    if binding.app_writes:
+        # Every tool of the binding: a view's write is often an app-only tool with no view
+        # of its own (a board's "add task" button), and the agent file's word covers it.
         entry["app_writes"] = True
     entry |= dict(binding.defaults) | dict(binding.overrides.get(listed.name, {}))
     said = "effect" in binding.defaults or "effect" in binding.overrides.get(listed.name, {})
