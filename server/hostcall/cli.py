@@ -52,9 +52,10 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="PORT",
-        help="also listen on PORT, the origin MCP Apps' views run on: "
-        "http://HOST:PORT, unless HOSTCALL_APPS_ORIGIN names the origin a proxy serves it "
-        "at (docs/deploy.md, 'The apps origin'; default: none, views are not shown)",
+        help="also listen on PORT, where MCP Apps' views run: on loopback "
+        "http://{server}.localhost:PORT (an origin per MCP server), else http://HOST:PORT, "
+        "unless HOSTCALL_APPS_ORIGIN names the origin(s) a proxy serves it at "
+        "(docs/deploy.md, 'The apps origin'; default: none, views are not shown)",
     )
     serve.add_argument(
         "--workers",
@@ -77,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="PORT",
-        help="also serve MCP Apps' views on 127.0.0.1:PORT (default: none, views not shown)",
+        help="also serve MCP Apps' views on http://{server}.localhost:PORT, an origin per "
+        "MCP server (default: none, views not shown)",
     )
     demo.add_argument(
         "--host-port",
@@ -254,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"hostcall: --apps-port with --host {host}: set HOSTCALL_APPS_ORIGIN "
                   "to the origin browsers reach that port at", file=sys.stderr)  # fmt: skip
             return 2
-        apps_origin = apps_origin or f"http://{_url_host(host)}:{apps_port}"
+        apps_origin = apps_origin or _local_apps_origin(host, apps_port)
     settings = Settings(
         agents_dir=args.agents,
         db_path=Path(target) if url is None else DEFAULT_DB,
@@ -315,6 +317,14 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def _local_apps_origin(host: str, apps_port: int) -> str:
+    """``--apps-port``'s apps origin: on loopback, one per MCP server (browsers take any
+    ``*.localhost`` for loopback, no DNS needed); else that address's, shared by all."""
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return f"http://{{server}}.localhost:{apps_port}"
+    return f"http://{_url_host(host)}:{apps_port}"
+
+
 def _check(agents: Path) -> int:
     try:
         found = load_agents(agents, os.environ)
@@ -330,14 +340,21 @@ def _check(agents: Path) -> int:
         if agent.tools or not parts:
             parts.insert(0, f"{len(agent.tools)} tools: {', '.join(t.name for t in agent.tools)}")
         print(f"ok: {agent.id} ({'; '.join(parts)})")
-    if not os.environ.get("HOSTCALL_APPS_ORIGIN", "").strip():
-        from hostcall.apps.check import unshown_views
-        from hostcall.platform import load_platform
+    from hostcall.apps.check import check_views
+    from hostcall.apps.origin import apps_origin
+    from hostcall.platform import load_platform
 
-        platform = load_platform(agents, os.environ)
-        for warning in asyncio.run(unshown_views(found, platform)):
-            print(f"warning: {warning}", file=sys.stderr)
-    return 0
+    try:
+        apps = apps_origin(None, dict(os.environ))
+    except StoreError as exc:
+        print(exc.message, file=sys.stderr)
+        return 1
+    views = asyncio.run(check_views(found, load_platform(agents, os.environ), apps))
+    for warning in views.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for problem in views.problems:
+        print(problem, file=sys.stderr)
+    return 1 if views.problems else 0
 
 
 def _blocks() -> int:

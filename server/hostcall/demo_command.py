@@ -77,8 +77,9 @@ async def demo(app: Starlette, args: argparse.Namespace) -> int:
     if args.apps_port is not None:
         config = servers[0].config
         hostcall_sockets = [config.bind_socket(), bind(config, args.apps_port)]
-        print(f"  MCP Apps' views:      http://127.0.0.1:{args.apps_port}  (the apps origin)\n",
-              flush=True)  # fmt: skip
+        apps = app.state.hostcall.apps
+        where = apps.origin if apps is not None else f"port {args.apps_port}"
+        print(f"  MCP Apps' views:      {where}  (the apps origin)\n", flush=True)
     await asyncio.gather(
         servers[0].serve(sockets=hostcall_sockets),
         *(s.serve() for s in servers[1:]),

@@ -299,9 +299,13 @@ async def widget_page(request: Request) -> HTMLResponse:
         "config": config,
         "modules": (*WIDGET_MODULES, f"locale-{likely}.js"),
     }
-    # MCP Apps' views run in frames of the apps origin (hostcall/apps/), and only there: no
-    # frame at all when none is set (default-src 'none').
-    apps = runtime.apps.origin if runtime.apps is not None else None
+    # MCP Apps' views run in frames of the apps origins (hostcall/apps/), and only there: no
+    # frame at all when none is set (default-src 'none'). Under a template, the origins of
+    # this agent's MCP servers by name, not the template's wildcard: the widget frames no
+    # other server's origin.
+    servers = [b.server for b in agent.mcp]
+    sources = runtime.apps.frame_sources(servers) if runtime.apps is not None else ()
+    apps = " ".join(sources) or None
     return _page(request, 200, origin or "'self'", context, _image_origins(agent), apps)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from hostcall.settings import ROOT
 from tests.support.harness import write_agent
@@ -50,28 +51,40 @@ def serving(tmp_path: Path, *args: str) -> Iterator[tuple[str, str]]:
 
 def test_serve_listens_on_the_apps_port_for_views_only(tmp_path: Path) -> None:
     with serving(tmp_path) as (widget, views):
-        proxy = httpx.get(f"{views}/apps/proxy", params={"host": widget}, timeout=5)
+        # On loopback the apps origin is a template, http://{server}.localhost:PORT:
+        # browsers take *.localhost for loopback; this client says the name itself.
+        board = {"Host": f"board.localhost:{views.rsplit(':', 1)[1]}"}
+        proxy = httpx.get(f"{views}/apps/proxy", params={"host": widget}, headers=board)
         assert proxy.status_code == 200
         assert f"frame-ancestors {widget}" in proxy.headers["content-security-policy"]
         # The widget's routes are not on the apps port, and the views' not on the widget's.
-        assert httpx.get(f"{views}/widget/planner", timeout=5).status_code == 404
-        assert httpx.get(f"{views}/healthz", timeout=5).status_code == 404
+        assert httpx.get(f"{views}/widget/planner", headers=board).status_code == 404
+        assert httpx.get(f"{views}/healthz", headers=board).status_code == 404
         r = httpx.post(f"{views}/api/agents/planner/conversations",
-                       headers={"Origin": widget}, timeout=5)  # fmt: skip
+                       headers={"Origin": widget, **board}, timeout=5)  # fmt: skip
         assert r.status_code == 404
         assert httpx.get(f"{widget}/apps/proxy", params={"host": widget}).status_code == 404
         assert httpx.get(f"{widget}/widget/planner", timeout=5).status_code == 200
+        # The port's bare address names no server: no view there.
+        assert httpx.get(f"{views}/apps/proxy", params={"host": widget}).status_code == 404
 
 
-def test_a_bad_apps_origin_is_refused_at_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("origin", "said"),
+    [
+        ("https://apps.example.com/views", "no path"),
+        ("https://apps.{server}.example.com", "the first label of the host"),
+    ],
+)
+def test_a_bad_apps_origin_is_refused_at_start(tmp_path: Path, origin: str, said: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "hostcall", "serve", "--port", str(free_port()),
          "--db", str(tmp_path / "h.db")],
         cwd=ROOT, capture_output=True, text=True, timeout=30,
-        env={**os.environ, "HOSTCALL_APPS_ORIGIN": "https://apps.example.com/views"},
+        env={**os.environ, "HOSTCALL_APPS_ORIGIN": origin},
     )  # fmt: skip
     assert done.returncode == 1
-    assert "HOSTCALL_APPS_ORIGIN" in done.stderr and "no path" in done.stderr
+    assert "HOSTCALL_APPS_ORIGIN" in done.stderr and said in done.stderr
 
 
 def test_check_warns_of_views_no_apps_origin_would_show(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from hostcall.apps.csp import DeclaredDomains, declared_domains, view_policy
-from hostcall.apps.origin import AppsOrigin, apps_origin
+from hostcall.apps.origin import AppsOrigin, OnApps, apps_origin
 from hostcall.apps.resources import declared_ui
 from hostcall.errors import StoreError
 
@@ -84,6 +84,74 @@ def test_which_requests_are_for_the_apps_origin(
 @pytest.mark.parametrize("bad", ["apps.example.com", "https://apps.example.com/", "ftp://x",
                                  "https://*.example.com"])  # fmt: skip
 def test_a_bad_apps_origin_is_refused(bad: str) -> None:
+    with pytest.raises(StoreError, match="HOSTCALL_APPS_ORIGIN"):
+        apps_origin(None, {"HOSTCALL_APPS_ORIGIN": bad})
+
+
+TEMPLATE = "https://{server}.apps.example.com"
+
+
+@pytest.mark.parametrize(
+    ("template", "host", "server"),
+    [
+        (TEMPLATE, "board.apps.example.com", "board"),
+        (TEMPLATE, "BOARD.apps.example.com:443", "board"),
+        (TEMPLATE, "crm-2.apps.example.com", "crm-2"),
+        (TEMPLATE, "apps.example.com", None),  # the template's own suffix names no server
+        (TEMPLATE, "a.b.apps.example.com", None),  # two labels: not the template's
+        (TEMPLATE, "-x.apps.example.com", None),  # no DNS label
+        (TEMPLATE, "board.apps.example.com:8443", None),
+        (TEMPLATE, "board.example.com", None),
+        ("http://{server}.localhost:8002", "board.localhost:8002", "board"),
+        ("http://{server}.localhost:8002", "127.0.0.1:8002", None),
+        ("http://{server}.localhost:8002", "localhost:8002", None),
+    ],
+)
+def test_a_template_gives_each_server_its_origin(
+    template: str, host: str, server: str | None
+) -> None:
+    apps = AppsOrigin.parse(template)
+    assert apps.template
+    on = apps.match(host, "https" if template.startswith("https") else "http")
+    assert (on.server if on else None) == server
+    if server is not None:
+        assert (
+            apps.origin_of(server)
+            == f"{template.split('{')[0]}{server}." + (template.split("}.", 1)[1])
+        )
+
+
+def test_a_template_is_normalised_and_names_only_dns_labels() -> None:
+    apps = AppsOrigin.parse(" HTTPS://{server}.Apps.Example.com:443 ")
+    assert apps == AppsOrigin(TEMPLATE, template=True)
+    assert apps.origin_of("board") == "https://board.apps.example.com"
+    assert apps.url("board", "/apps/proxy") == "https://board.apps.example.com/apps/proxy"
+    for bad in ("Board", "crm_1", "-x", "x-", "a" * 64, "", "a.b"):
+        assert apps.origin_of(bad) is None, bad
+    assert apps.origin_of("a" * 63) is not None
+    assert apps.frame_sources(["board", "crm_1", "board", "notes"]) == (
+        "https://board.apps.example.com",
+        "https://notes.apps.example.com",
+    )
+    plain = AppsOrigin.parse("https://apps.example.com")
+    assert not plain.template and plain.origin_of("crm_1") == "https://apps.example.com"
+    assert plain.frame_sources(["board", "notes"]) == ("https://apps.example.com",)
+    assert plain.match("apps.example.com", "https") == OnApps(None)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "https://apps.{server}.example.com",  # not the first label
+        "https://{server}-apps.example.com",  # part of a label
+        "https://{server}.{server}.example.com",
+        "https://{server}.apps.example.com/views",
+        "{server}.apps.example.com",
+        "https://{server}",
+        "https://{server}.*.example.com",
+    ],
+)
+def test_a_bad_template_is_refused(bad: str) -> None:
     with pytest.raises(StoreError, match="HOSTCALL_APPS_ORIGIN"):
         apps_origin(None, {"HOSTCALL_APPS_ORIGIN": bad})
 

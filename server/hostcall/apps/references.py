@@ -1,6 +1,7 @@
 """What a settled call's wire entry says of its view (protocol/apps.py's ``app`` field), on
 ``TOOL_CALL_RESULT`` and in every snapshot, which mints a fresh view URL each time it is
-read: the view's token lives ten minutes, a conversation much longer."""
+read: the view's token lives ten minutes, a conversation much longer. Both addresses are on
+the origin of the view's own server (hostcall/apps/origin.py)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,11 @@ class AppReferences:
             return None  # read before an apps origin was set, or not yet
         if stored.failed is not None:
             return failed_ref(stored.failed)
+        origin = self.apps.origin_of(stored.server)
+        if origin is None:
+            # Under a template, a server whose name is no DNS label has no origin of its
+            # own; hostcall check says so, and its views are not shown anywhere else.
+            return unavailable_ref(AppUnavailable.SERVER_NAME_NOT_A_LABEL)
         claims = Claims(call.conversation_id, call.id, tool=stored.resource_uri)
         token = self.tokens.sign(Purpose.APP_VIEW, claims)
         border = stored.meta.get("prefersBorder")
@@ -52,7 +58,7 @@ class AppReferences:
         return view_ref(
             server=stored.server,
             resource_uri=stored.resource_uri,
-            view_url=self.apps.url(f"/apps/view/{token}"),
-            proxy_url=self.apps.url(f"/apps/proxy/{agent.id}"),
+            view_url=f"{origin}/apps/view/{token}",
+            proxy_url=f"{origin}/apps/proxy/{agent.id}",
             prefers_border=border if isinstance(border, bool) else None,
         )

@@ -5,7 +5,7 @@ requests back to Hostcall.
 ``app`` is one of three shapes::
 
     {"server", "resourceUri", "viewUrl", "proxyUrl", "prefersBorder"?}   a view to show
-    {"unavailable": "apps_origin_unset"}                                 none offered here
+    {"unavailable": "apps_origin_unset" | "server_name_not_a_label"}     none offered here
     {"failed": "<AppFailure>"}                                           it could not be read
 """
 
@@ -20,6 +20,8 @@ from hostcall.errors import BadRequest
 
 class AppUnavailable(StrEnum):
     APPS_ORIGIN_UNSET = "apps_origin_unset"
+    # Under a template the server's name is its origin's first label, and this one is none.
+    SERVER_NAME_NOT_A_LABEL = "server_name_not_a_label"
 
 
 class AppFailure(StrEnum):
