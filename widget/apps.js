@@ -3,11 +3,12 @@
 // when a call's result carries `app` (live, or from the snapshot after a reload): a chat
 // whose tools have no view never fetches it, its styles (apps.css) or its strings.
 //
-// The view runs on the apps origin, never this one: a proxy page of that origin, framed here,
-// holds the view in a frame of its own (by address, so the proxy's CSP is not the view's).
-// Everything that comes out of that frame is the view's to say, and treated so: a message
-// counts only from the proxy's window AND the apps origin; what is posted goes to that exact
-// origin. The view's asks go through Hostcall's rules: a tool call and its context through
+// The view runs on its MCP server's apps origin, never this one: a proxy page of that origin,
+// framed here, holds the view in a frame of its own (by address, so the proxy's CSP is not the
+// view's). Each server has an origin of its own, so another server's view cannot reach into
+// this one. Everything that comes out of that frame is the view's to say, and treated so: a
+// message counts only from the proxy's window AND the origin of the call's own proxyUrl; what
+// is posted goes to that exact origin. The view's asks go through Hostcall's rules: a tool call and its context through
 // the server (every policy, the ledger), a message only when the visitor sends it, a link
 // only when the visitor opens it. Nothing is sent to the view before it says `initialized`.
 
@@ -74,7 +75,7 @@ window.addEventListener('pagehide', closeAll)
 // ============================================================================
 
 class View {
-  /** @param {HTMLElement} card @param {Call} call @param {Host} host @param {string} origin the apps origin */
+  /** @param {HTMLElement} card @param {Call} call @param {Host} host @param {string} origin the origin of the call's proxyUrl (its server's) */
   constructor(card, call, host, origin) {
     this.card = card
     this.call = call
@@ -115,16 +116,16 @@ class View {
     this.dark.addEventListener('change', this.onTheme)
   }
 
-  /** Post to the proxy, at the apps origin only (never `*`): a proxy navigated elsewhere
-   * gets nothing. @param {object} message */
+  /** Post to the proxy, at its server's origin only (never `*`): a proxy navigated
+   * elsewhere gets nothing. @param {object} message */
   post(message) {
     if (!this.closed) this.frame.contentWindow?.postMessage(message, this.origin)
   }
 
   /** @param {MessageEvent} e */
   receive(e) {
-    // Both: the origin alone would let another frame of the apps origin (another view)
-    // speak for this one; the window alone, a frame navigated to another origin.
+    // Both: the origin alone would let another frame of that origin (another view of the
+    // same server) speak for this one; the window alone, a frame navigated elsewhere.
     if (e.origin !== this.origin || e.source !== this.frame.contentWindow) return
     const m = W.classify(e.data)
     if (!m) return

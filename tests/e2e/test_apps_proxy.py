@@ -41,8 +41,13 @@ def served(tmp_path: Path) -> Iterator[tuple[HostcallServer, str]]:
                 {"match": "^echo$", "tool": "echo_view", "arguments": {}, "reply": "done"}]},
             "tools": [{"kind": "mcp", "server": "board", "tools": ["echo_view"]}],
         })  # fmt: skip
+        # A plain apps origin (one server here), same-site with the page that frames the
+        # proxy below: the view's storage is then first-party, and works in any browser.
+        # Origins per server: test_app_origins.py.
         apps = free_port()
-        server = start_hostcall(tmp_path, agents=agents, extra=["--apps-port", str(apps)])
+        plain = {"HOSTCALL_APPS_ORIGIN": f"http://127.0.0.1:{apps}"}
+        server = start_hostcall(tmp_path, agents=agents, extra=["--apps-port", str(apps)],
+                                env=plain)  # fmt: skip
         try:
             yield server, f"http://127.0.0.1:{apps}"
         finally:

@@ -29,12 +29,15 @@ class Board(BaseModel):
     tasks: list[Task]
 
 
-def build() -> MCPServer:
+def build(show: str = "show_board") -> MCPServer:
+    """``show``: the name of the tool that shows the board (two such servers in one agent
+    need two names)."""
     server = MCPServer("test-board", log_level="WARNING")
 
     read = ToolAnnotations(read_only_hint=True)
 
-    @server.tool(title="Show the board", annotations=read, meta={"ui": {"resourceUri": VIEW_URI}})
+    @server.tool(name=show, title="Show the board", annotations=read,
+                 meta={"ui": {"resourceUri": VIEW_URI}})  # fmt: skip
     def show_board(column: str) -> Board:
         """Shows a column of the board, in its view."""
         tasks = [Task(id="T-1", title="Ship it"), Task(id="T-2", title="Write release notes")]
@@ -56,9 +59,9 @@ def build() -> MCPServer:
 
 
 @contextmanager
-def http_server() -> Iterator[str]:
+def http_server(show: str = "show_board") -> Iterator[str]:
     """The server over streamable HTTP on loopback; yields its URL."""
     from hostcall.qa.servers import serve_in_thread
 
-    with serve_in_thread(build().streamable_http_app(), lifespan="on") as port:
+    with serve_in_thread(build(show).streamable_http_app(), lifespan="on") as port:
         yield f"http://127.0.0.1:{port}/mcp"
