@@ -1,10 +1,11 @@
 """What the MCP Apps end-to-end tests share: the agent, its platform file, the servers (the
-MCP Apps fixture, a second MCP server whose tools a view must not reach, Hostcall with its apps
-origin on a second port, the host page on localhost), and how to reach a view in its frames.
+MCP Apps fixture as ``tasks``, the same fixture again as ``rogue`` whose hostile view the agent
+shows, a plain MCP server whose tools a view must not reach, Hostcall with its apps origins on
+a second port, the host page on localhost), and how to reach a view in its frames.
 
 Frames: the host page (localhost) holds the widget (127.0.0.1:PORT), whose call card holds the
-sandbox proxy (the apps origin, 127.0.0.1:APPS_PORT), which holds the view (the same origin).
-Playwright reaches each by its frame locator, whatever its origin.
+sandbox proxy (its server's apps origin, http://{server}.localhost:APPS_PORT), which holds the
+view (the same origin). Playwright reaches each by its frame locator, whatever its origin.
 """
 
 from __future__ import annotations
@@ -67,17 +68,23 @@ def agent() -> dict[str, Any]:
         "greeting": "Hello! Ask me to show the tasks.",
         "page_context": {},
         "tools": [
-            {"kind": "mcp", "server": "tasks", "tools": "all"},
+            {"kind": "mcp", "server": "tasks", "tools": ["show_tasks", "refresh_tasks"]},
+            # The hostile view is another server's: the tasks view is out of its reach.
+            {"kind": "mcp", "server": "rogue", "tools": ["show_hostile"]},
             {"kind": "mcp", "server": "crm", "tools": ["lookup"]},
         ],
         "model": {"kind": "scripted", "rules": RULES, "fallback": "Ask me to show the tasks."},
     }
 
 
-def platform(tasks: AppsServer, crm_url: str) -> dict[str, Any]:
+def platform(tasks: AppsServer, rogue: AppsServer, crm_url: str) -> dict[str, Any]:
     return {
-        "environments": {"dev": {"mcp_servers": ["tasks", "crm"]}},
-        "mcp_servers": {"tasks": {"url": tasks.url}, "crm": {"url": crm_url}},
+        "environments": {"dev": {"mcp_servers": ["tasks", "rogue", "crm"]}},
+        "mcp_servers": {
+            "tasks": {"url": tasks.url},
+            "rogue": {"url": rogue.url},
+            "crm": {"url": crm_url},
+        },
     }
 
 
@@ -86,6 +93,7 @@ class Stack:
     """The servers one test module runs against."""
 
     tasks: AppsServer
+    rogue: AppsServer
     crm: Seen
     hostcall: HostcallServer
     host: HostPage
@@ -94,24 +102,26 @@ class Stack:
 
 @contextmanager
 def stack(tmp: Path, *, apps: bool = True) -> Iterator[Stack]:
-    """The fixture, the second MCP server, Hostcall (with ``--apps-port`` and
-    ``HOSTCALL_APPS_ORIGIN`` when ``apps``) and the host page, stopped when the block ends."""
+    """The fixture (twice), the plain MCP server, Hostcall (with ``--apps-port`` and its
+    ``{server}`` template when ``apps``) and the host page, stopped when the block ends;
+    ``apps_origin``: the tasks server's apps origin."""
     with ExitStack() as stack:
         tasks = stack.enter_context(apps_server())
+        rogue = stack.enter_context(apps_server())
         seen = Seen()
         crm_url = stack.enter_context(http_server(seen))
         agents = tmp / "agents"
         write_agent(agents, agent())
-        (agents / "_platform.json").write_text(json.dumps(platform(tasks, crm_url)))
+        (agents / "_platform.json").write_text(json.dumps(platform(tasks, rogue, crm_url)))
         host_port = free_port()
         extra: list[str] = []
         env: dict[str, str] = {}
         apps_origin = None
         if apps:
             apps_port = free_port()
-            apps_origin = f"http://127.0.0.1:{apps_port}"
+            apps_origin = f"http://tasks.localhost:{apps_port}"
             extra = ["--apps-port", str(apps_port)]
-            env = {"HOSTCALL_APPS_ORIGIN": apps_origin}
+            env = {"HOSTCALL_APPS_ORIGIN": f"http://{{server}}.localhost:{apps_port}"}
         hostcall = start_hostcall(
             tmp, agents=agents, allow_origins=(f"http://localhost:{host_port}",),
             extra=extra, env=env,
@@ -119,7 +129,7 @@ def stack(tmp: Path, *, apps: bool = True) -> Iterator[Stack]:
         stack.callback(hostcall.stop)
         page = HostPage(hostcall.url, AGENT_ID, script=PAGE_SCRIPT, port=host_port)
         host = stack.enter_context(serve_host_page(page))
-        yield Stack(tasks, seen, hostcall, host, apps_origin)
+        yield Stack(tasks, rogue, seen, hostcall, host, apps_origin)
 
 
 def open_widget(page: Page, where: Stack) -> Widget:

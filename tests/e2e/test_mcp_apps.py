@@ -1,9 +1,10 @@
 """MCP Apps views in real Chromium (docs/agents.md "MCP Apps"), against a real MCP Apps
 server built with the official SDKs (tests/fixtures/mcp_apps/server.mjs) over streamable HTTP.
 
-The host page is on localhost, the widget on 127.0.0.1, the views on the apps origin (a second
-port of 127.0.0.1). The scripted model calls ``show_tasks`` (a view with buttons) or
-``show_hostile`` (a view that attacks its host and reports each outcome to its own server,
+The host page is on localhost, the widget on 127.0.0.1, each server's views on its own apps
+origin (``http://{server}.localhost`` on a second port). The scripted model calls
+``show_tasks`` (a view with buttons, of the ``tasks`` server) or ``show_hostile`` (a view of
+another server, ``rogue``, that attacks its host and reports each outcome to its own server,
 which the test reads back).
 """
 
@@ -193,8 +194,8 @@ def test_a_hostile_view_is_refused_everything(apps: Stack, page: Page) -> None:
     widget.send("show the hostile view")
     card, view = ready_view(widget, "show_hostile")
     expect(view.locator("body")).to_have_attribute("data-state", "reported", timeout=SLOW)
-    report = apps.tasks.reports("hostile")[-1]
-    navigation = apps.tasks.reports("hostile-navigation")[-1]
+    report = apps.rogue.reports("hostile")[-1]
+    navigation = apps.rogue.reports("hostile-navigation")[-1]
     attempts = report["attempts"] + navigation["attempts"]
     outcomes = {a["name"]: (a["outcome"], a["detail"]) for a in attempts}
     assert outcomes.keys() >= {
@@ -230,20 +231,16 @@ def test_a_hostile_view_is_refused_everything(apps: Stack, page: Page) -> None:
     shot(page, "mcp-apps-hostile-view")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="every view lives on the one apps origin: a view reaches another view's proxy "
-    "through the widget's window.frames (which crosses origins) and, being of the same "
-    "origin, reads its document (and shares its storage); needs an origin per view",
-)
-def test_a_hostile_view_cannot_read_another_views_document(apps: Stack, page: Page) -> None:
+def test_a_hostile_view_cannot_read_another_servers_view(apps: Stack, page: Page) -> None:
     widget = open_widget(page, apps)
     widget.send("show the tasks")
     ready_view(widget, "show_tasks")
     widget.send("show the hostile view")
     _, view = ready_view(widget, "show_hostile")
     expect(view.locator("body")).to_have_attribute("data-state", "reported", timeout=SLOW)
-    report = apps.tasks.reports("hostile")[-1]
+    # The tasks view is another server's, on that server's apps origin: a window the hostile
+    # view can reach through the widget's frames, never a document it can read.
+    report = apps.rogue.reports("hostile")[-1]
     [(outcome, detail)] = [
         (a["outcome"], a["detail"])
         for a in report["attempts"]
