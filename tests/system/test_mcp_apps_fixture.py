@@ -12,9 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.support.apps_fixture import AppsServer, apps_server, available
-
-pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
+from tests.support.apps_fixture import AppsServer, apps_server
 
 MIME = "text/html;profile=mcp-app"
 
