@@ -323,17 +323,23 @@ def test_uploads_are_counted_per_conversation(tmp_path: Path, agents_dir: Path) 
 # ---- what a model is given -----------------------------------------------------------------
 
 
-def test_an_openai_compatible_model_gets_the_image_as_a_part_and_text_files_as_text(
-    tmp_path: Path, provider: FakeProvider
-) -> None:
+def _on_openai(tmp_path: Path, provider: FakeProvider, reply: str, **block: Any) -> Harness:
+    """The attaching agent (its block changed by ``block``) on the fake OpenAI-compatible
+    provider, which answers ``reply`` once."""
     agents = tmp_path / "agents"
     write_agent(agents, {
-        **attaching_agent(),
+        **attaching_agent(**block),
         "model": {"kind": "openai", "base_url": provider.base_url, "model": "m"},
     })  # fmt: skip
     allow_hosts(agents, provider.base_url)
-    provider.replies.append(Reply([text("A cat."), chunk({}, "stop"), DONE]))
-    h = Harness(tmp_path, agents)
+    provider.replies.append(Reply([text(reply), chunk({}, "stop"), DONE]))
+    return Harness(tmp_path, agents)
+
+
+def test_an_openai_compatible_model_gets_the_image_as_a_part_and_text_files_as_text(
+    tmp_path: Path, provider: FakeProvider
+) -> None:
+    h = _on_openai(tmp_path, provider, "A cat.")
     try:
         conv = h.conversation("attaching")
         ids = [
@@ -358,14 +364,8 @@ def test_an_openai_compatible_model_gets_the_image_as_a_part_and_text_files_as_t
 def test_a_file_the_agent_does_not_read_is_named_to_the_model(
     tmp_path: Path, provider: FakeProvider
 ) -> None:
-    agents = tmp_path / "agents"
-    write_agent(agents, {
-        **attaching_agent(extract_text=[], types={"text/plain": "1KB", "application/pdf": "1KB"}),
-        "model": {"kind": "openai", "base_url": provider.base_url, "model": "m"},
-    })  # fmt: skip
-    allow_hosts(agents, provider.base_url)
-    provider.replies.append(Reply([text("Noted."), chunk({}, "stop"), DONE]))
-    h = Harness(tmp_path, agents)
+    h = _on_openai(tmp_path, provider, "Noted.", extract_text=[],
+                   types={"text/plain": "1KB", "application/pdf": "1KB"})  # fmt: skip
     try:
         conv = h.conversation("attaching")
         ids = [upload(h, conv, "scan.pdf", PDF).json()["attachment"]["id"],
