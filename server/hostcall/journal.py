@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Protocol
 
 from hostcall.broker import Broker
@@ -45,21 +46,46 @@ class Unit:
         return stored
 
 
+class _Opened:
+    """``Journal.unit``: a class rather than a generator, as every answer and every step
+    enters one (a generator's context manager costs twice the calls)."""
+
+    __slots__ = ("journal", "transaction", "unit")
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.unit = Unit(journal.store)
+        self.transaction = journal.store.transaction()
+
+    async def __aenter__(self) -> Unit:
+        await self.transaction.__aenter__()
+        return self.unit
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        suppressed = bool(await self.transaction.__aexit__(kind, error, tb))
+        if error is None or suppressed:
+            broker = self.journal.broker
+            for event in self.unit.events:
+                broker.publish(event)
+            for then in self.unit.afterwards:
+                then()
+        return suppressed
+
+
 class Journal:
     def __init__(self, store: _JournalStore, broker: Broker) -> None:
         self.store = store
         self.broker = broker
 
-    @asynccontextmanager
-    async def unit(self) -> AsyncIterator[Unit]:
-        unit = Unit(self.store)
-        async with self.store.transaction():
-            yield unit
-        # Only committed events reach streams; a rolled-back unit publishes nothing.
-        for event in unit.events:
-            self.broker.publish(event)
-        for then in unit.afterwards:
-            then()
+    def unit(self) -> AbstractAsyncContextManager[Unit]:
+        """A unit of work: its writes and events committed together; only committed
+        events reach streams (a rolled-back unit publishes nothing), then ``afterwards``."""
+        return _Opened(self)
 
     async def emit(
         self, conversation_id: str, event: ProtocolEvent, *, fence: tuple[str, str] | None = None

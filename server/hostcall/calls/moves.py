@@ -13,6 +13,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
 from typing import Any, Protocol
 
 from hostcall.calls.assignment import FormReason, choose
@@ -228,13 +229,12 @@ class CallMoves:
         read the call (hostcall/calls/answers.py); every state the event leaves leads to one
         move, and the store's conditional update has the last word."""
         if read is None:
-            (move,) = {transition(s, event) for s in sources(event)}
-            starts = sorted(sources(event))
+            move, starts = _unread_move(event)
         else:
             move = transition(read, event)
-            starts = [s for s in sources(event) if transition(s, event).to is move.to]
+            starts = tuple(s for s in sources(event) if transition(s, event).to is move.to)
             if move.to is read:
-                starts = [read]
+                starts = (read,)
         moved = await self.store.transition_call(
             call_id, starts, move.to, assigned=assigned, **changes
         )
@@ -352,6 +352,14 @@ class CallMoves:
         return Conflict(
             f"call {call_id} is already {state}", code=ErrorCode.CALL_ALREADY_SETTLED, state=state
         )
+
+
+@cache
+def _unread_move(event: CallEvent) -> tuple[Move, tuple[CallState, ...]]:
+    """``_update``'s move for a call it did not read, and the states it starts from: every
+    state ``event`` leaves leads to the one move (an answer's, on its round trip)."""
+    (move,) = {transition(s, event) for s in sources(event)}
+    return move, tuple(sorted(sources(event)))
 
 
 # Moves that take a call from its surface: only while it is still on the one we read.

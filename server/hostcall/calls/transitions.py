@@ -132,9 +132,12 @@ def transition(state: CallState, event: CallEvent) -> Move:
     return move
 
 
+_SOURCES = {event: frozenset(state for state, ev in TABLE if ev is event) for event in CallEvent}
+
+
 def sources(event: CallEvent) -> frozenset[CallState]:
     """The states ``event`` may leave: what the store's conditional update checks."""
-    return frozenset(state for state, ev in TABLE if ev is event)
+    return _SOURCES[event]
 
 
 TERMINAL_STATES = frozenset(s for s in CallState if not any(st is s for st, _ in TABLE))

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from hostcall.store import rows
@@ -43,39 +42,12 @@ class SQLiteConnection:
     def executemany(self, sql: str, params: Any) -> sqlite3.Cursor:
         return self.connection.executemany(sql, params)
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
+    def transaction(self) -> AbstractAsyncContextManager[None]:
         """One BEGIN IMMEDIATE ... COMMIT. Statements never suspend the task (sqlite3 is
         called directly: a local file, microseconds a statement), so a transaction is
         normally never interleaved with another task's; the lock keeps it that way if a
         caller awaits something else inside one. Nested calls from the same task join it."""
-        task = asyncio.current_task()
-        if self.owner is task and task is not None:
-            yield
-            return
-        async with self.writer:
-            try:
-                self.connection.execute("BEGIN IMMEDIATE")
-                changes = self.connection.total_changes
-                self.owner = task
-                try:
-                    yield
-                except BaseException:
-                    # SQLite rolls back by itself after some errors (SQLITE_FULL): a
-                    # ROLLBACK then would raise, hiding why the transaction failed.
-                    if self.connection.in_transaction:
-                        self.connection.execute("ROLLBACK")
-                    raise
-                else:
-                    self.connection.execute("COMMIT")
-                finally:
-                    self.owner = None
-                    self.let_go.clear()
-            except sqlite3.Error as exc:
-                self._health.failed(exc)
-                raise
-            if self.connection.total_changes > changes:  # a write went through, not just a COMMIT
-                self._health.committed()
+        return _Transaction(self)
 
     def refused_write(self) -> str | None:
         return self._health.refused()
@@ -90,6 +62,64 @@ class SQLiteConnection:
             return rows.messages(self.execute(SQL.current_messages, (conversation_id,)))
         values = (conversation_id, conversation_id, window_skip(turns))
         return rows.messages(self.execute(SQL.recent_messages, values))
+
+
+class _Transaction:
+    """``SQLiteConnection.transaction``: a class rather than a generator, as it is entered
+    three times or more on every answer's round trip (a generator's context manager costs
+    twice the calls). On an error the transaction rolls back; a statement the file refused
+    (a full disk, a read-only file) is what ``/healthz`` reports."""
+
+    __slots__ = ("changes", "db", "joined")
+
+    def __init__(self, db: SQLiteConnection) -> None:
+        self.db = db
+        self.joined = False
+        self.changes = 0
+
+    async def __aenter__(self) -> None:
+        db = self.db
+        task = asyncio.current_task()
+        if db.owner is task and task is not None:
+            self.joined = True
+            return
+        await db.writer.acquire()
+        try:
+            db.connection.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            db.writer.release()
+            if isinstance(exc, sqlite3.Error):
+                db._health.failed(exc)
+            raise
+        self.changes = db.connection.total_changes
+        db.owner = task
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: object
+    ) -> None:
+        if self.joined:
+            return
+        db = self.db
+        connection = db.connection
+        try:
+            try:
+                if error is None:
+                    connection.execute("COMMIT")
+                # SQLite rolls back by itself after some errors (SQLITE_FULL): a ROLLBACK
+                # then would raise, hiding why the transaction failed.
+                elif connection.in_transaction:
+                    connection.execute("ROLLBACK")
+            finally:
+                db.owner = None
+                db.let_go.clear()
+                db.writer.release()
+        except sqlite3.Error as exc:
+            db._health.failed(exc)
+            raise
+        if isinstance(error, sqlite3.Error):
+            db._health.failed(error)
+        elif error is None and connection.total_changes > self.changes:
+            db._health.committed()  # a write went through, not just a COMMIT
 
 
 class Part:
