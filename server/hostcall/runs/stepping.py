@@ -194,6 +194,10 @@ class Steps:
                         await appender.put(TextMessageStart(message_id, "assistant"), content)
                     text.append(item.text)
                     if len(text) == 1:
+                        # Two turns: in the first, the streams write the first text; in the
+                        # second, the answer whose result resumed this step has its response
+                        # written (hostcall/engine.py, ``follow``) before the rest of a burst.
+                        await asyncio.sleep(0)
                         await asyncio.sleep(0)
                 else:
                     requests.append(item)
