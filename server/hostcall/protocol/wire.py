@@ -35,13 +35,22 @@ def _keys(cls: type) -> tuple[tuple[str, str, bool], ...]:
     return keys
 
 
+# Whether a value of each type met is a wire object: one lookup per field, not the three
+# calls of ``dataclasses.is_dataclass`` (every event written goes through here).
+_IS_WIRE: dict[type, bool] = {}
+
+
 def to_wire(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for attr, key, always in _keys(type(obj)):
         value = getattr(obj, attr)
         if value is None and not always:
             continue
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        wire = _IS_WIRE.get(kind)
+        if wire is None:
+            wire = _IS_WIRE[kind] = dataclasses.is_dataclass(kind)
+        if wire:
             value = to_wire(value)
         elif type(value) is tuple and value and dataclasses.is_dataclass(value[0]):
             value = [to_wire(item) for item in value]  # a tuple of wire objects
