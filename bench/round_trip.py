@@ -113,7 +113,11 @@ class Side:
 DISPATCH = "hostcall.tool_call_dispatch"
 
 
-async def hostcall_iteration(side: Side) -> dict[str, float]:
+async def hostcall_iteration(
+    side: Side, before_answer: Callable[[], None] | None = None
+) -> dict[str, float]:
+    """``before_answer``: called once the call is parsed, before its result is POSTed
+    (round_trip_profile.py starts recording there)."""
     conv = (await create_conversations(side.http, 1))[0]
     # The client is a surface with a handler, as the widget is: the call is
     # assigned to it, and its stream records the claim as it writes the dispatch.
@@ -136,6 +140,8 @@ async def hostcall_iteration(side: Side) -> dict[str, float]:
         )
 
     async def answer(post: Post, call: dict[str, Any]) -> None:
+        if before_answer is not None:
+            before_answer()
         await post(
             f"/api/calls/{call['toolCallId']}/result",
             {"token": call["resultToken"], "output": BOARD},

@@ -1,0 +1,353 @@
+"""What the server does for one raw round trip (section 1b), counted rather than timed.
+
+A Hostcall server (this checkout, or CHECKOUT) runs under a wrapper that records only
+between two signals the client sends: SIGUSR1 once it has parsed the call, before it
+POSTs the result, and SIGUSR2 once it has read ``RUN_FINISHED`` and the POST's response.
+The marks are the server's own: the result POST's bytes arriving, and its writes of
+``TOOL_CALL_RESULT``, of the resumed ``TEXT_MESSAGE_START``, of the POST's response and of
+``RUN_FINISHED``. Counts move far less than milliseconds on a shared machine.
+
+Modes:
+- ``calls``: Python function calls per round trip (cProfile) and the functions that make
+  most of them (``--top``, ``--sort``, ``--callees``, ``--callers``); with ``--until``
+  (and ``--since``) only between two marks;
+- ``tree``: between ``--since`` and ``--until``, the calls made inside each function
+  (inclusive counts: where a segment's calls go);
+- ``marks``: calls and microseconds from the POST's arrival to each mark (counted with
+  ``sys.setprofile``, which slows them: compare them with each other, not with the bench);
+- ``times``: the marks' microseconds with nothing counted, medians;
+- ``steps``, ``step-times``: the event loop's steps between the marks, in order;
+- ``sql``: the SQLite statements of a round trip, with when each began.
+
+Usage: .venv/bin/python bench/round_trip_profile.py [-n 50] [--mode MODE] [--since MARK]
+[--until MARK] [CHECKOUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import json
+import os
+import pstats
+import runpy
+import secrets
+import signal
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+MARKS = (
+    (b"event: TOOL_CALL_RESULT", "TOOL_CALL_RESULT"),
+    (b"event: TEXT_MESSAGE_START", "first text (resumed)"),
+    (b"HTTP/1.1 200", "the POST's response"),
+    (b"event: RUN_FINISHED", "RUN_FINISHED"),
+)
+WARMUP = 10
+
+
+# ---- inside the server's process ----------------------------------------------------------
+
+
+def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None:
+    """Run ``hostcall`` with ``argv``, recording as ``mode`` between SIGUSR1 and SIGUSR2
+    (``calls`` with ``until``: from the POST's arrival to that mark only)."""
+    import asyncio.selector_events as selector_events
+
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    profile = cProfile.Profile()
+    state: dict[str, Any] = {"on": False, "calls": 0, "rounds": []}
+    round_marks: list[tuple[str, float, int]] = []
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" or event == "c_call":
+            state["calls"] += 1
+
+    inclusive: dict[str, int] = {}
+    stack: list[str] = []
+
+    def tree(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" or event == "c_call":
+            if event == "call":
+                code = frame.f_code
+                path = code.co_filename.rsplit("site-packages/", 1)[-1].rsplit("server/", 1)[-1]
+                key = f"{path}:{code.co_firstlineno}({code.co_name})"
+            else:
+                key = f"<{getattr(arg, '__qualname__', arg)}>"
+            for k in set(stack):
+                inclusive[k] = inclusive.get(k, 0) + 1
+            inclusive[key] = inclusive.get(key, 0) + 1
+            stack.append(key)
+        elif stack:
+            stack.pop()
+
+    def mark(name: str) -> None:
+        if state["on"] and all(n != name for n, _, _ in round_marks):
+            round_marks.append((name, time.perf_counter(), state["calls"]))
+            if until and mode == "calls":
+                if name == since:
+                    profile.enable()
+                elif name == until:
+                    profile.disable()
+            if until and mode == "tree":
+                if name == since:
+                    stack.clear()
+                    sys.setprofile(tree)
+                elif name == until:
+                    sys.setprofile(None)
+
+    write = selector_events._SelectorSocketTransport.write
+
+    def watched_write(self: Any, data: Any) -> None:
+        if state["on"] and round_marks:
+            head = bytes(data[:4096])
+            for needle, name in MARKS:
+                if needle in head:
+                    mark(name)
+        write(self, data)
+
+    selector_events._SelectorSocketTransport.write = watched_write  # type: ignore[method-assign]
+    received = H11Protocol.data_received
+
+    def watched_received(self: Any, data: bytes) -> None:
+        if state["on"] and data.startswith(b"POST /api/calls/"):
+            mark("POST arrives")
+        received(self, data)
+
+    H11Protocol.data_received = watched_received  # type: ignore[method-assign]
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def statement(sql: str) -> None:
+        at = (time.perf_counter() - round_marks[0][1]) * 1e6
+        statements.append(f"[{len(round_marks)}] {at:6,.0f} us {' '.join(sql.split())[:120]}")
+
+    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(
+            lambda sql: statement(sql) if state["on"] and round_marks else None
+        )
+        return connection
+
+    if mode == "sql":
+        sqlite3.connect = traced_connect
+
+    run_handle = asyncio.events.Handle._run
+
+    def traced_run(self: Any) -> None:
+        if state["on"] and round_marks:
+            callback = getattr(self._callback, "__self__", None)
+            coro = callback.get_coro() if isinstance(callback, asyncio.Task) else None
+            name = getattr(coro, "__qualname__", None) or repr(self._callback)[:80]
+            round_marks.append((f"step {name}", time.perf_counter(), state["calls"]))
+        run_handle(self)
+
+    if mode in ("steps", "step-times"):
+        asyncio.events.Handle._run = traced_run  # type: ignore[method-assign]
+
+    def start(signum: int, frame: Any) -> None:
+        round_marks.clear()
+        statements.clear()
+        state["on"], state["calls"] = True, 0
+        if mode == "calls" and not until:
+            profile.enable()
+        elif mode in ("marks", "steps"):
+            sys.setprofile(count)
+
+    def stop(signum: int, frame: Any) -> None:
+        if mode == "calls":
+            profile.disable()
+        elif mode in ("marks", "steps"):
+            sys.setprofile(None)
+        state["on"] = False
+        state["rounds"].append(list(round_marks) if mode != "sql" else list(statements))
+        if mode == "calls":
+            profile.dump_stats(str(out))
+        elif mode == "tree":
+            out.write_text(json.dumps(inclusive))
+        else:
+            out.write_text(json.dumps(state["rounds"]))
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
+    sys.argv = ["hostcall", *argv]
+    runpy.run_module("hostcall", run_name="__main__", alter_sys=True)
+
+
+# ---- the client -----------------------------------------------------------------------------
+
+
+async def drive(
+    root: Path, mode: str, marks: tuple[str, str], iterations: int, workdir: Path, out: Path
+) -> None:
+    import servers
+    from clients import RawHttp, client_for
+    from round_trip import Side, hostcall_iteration
+
+    argv = servers.serve_argv(workdir, workdir / "rt.db", root)[3:]  # after "-m hostcall"
+    wrapper = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--serve",
+        mode,
+        str(out),
+        *marks,
+        "--",
+    ]
+    env = dict(
+        os.environ,
+        HOSTCALL_SECRET_KEYS=secrets.token_urlsafe(32),
+        PYTHONPATH=os.pathsep.join([str(root / "server"), str(Path(__file__).parent)]),
+    )
+    with servers.running("hostcall", [*wrapper, *argv], workdir, env, cwd=root) as server:
+        async with client_for(server) as http:
+            raw = await RawHttp.open(server.port)
+            try:
+                side = Side(http, server.port, raw)
+                pid = server.proc.pid
+                for i in range(WARMUP + iterations):
+                    hook = (lambda: os.kill(pid, signal.SIGUSR1)) if i >= WARMUP else None
+                    await hostcall_iteration(side, before_answer=hook)
+                    if hook is not None:
+                        os.kill(pid, signal.SIGUSR2)
+                        await asyncio.sleep(0.05)  # the server's handler writes the file
+            finally:
+                raw.close()
+        server.check_alive()
+
+
+def report(
+    mode: str, out: Path, iterations: int, top: int, sort: str, callees: str, callers: str = ""
+) -> None:
+    if mode == "calls":
+        stats = pstats.Stats(str(out))
+        total = sum(nc for _, nc, _, _, _ in stats.stats.values())  # type: ignore[attr-defined]
+        print(f"Python function calls per round trip: {total / iterations:,.0f}")
+        tasks = sum(
+            nc
+            for (file, _, name), (_, nc, _, _, _) in stats.stats.items()  # type: ignore[attr-defined]
+            if name == "create_task"
+        )
+        steps = sum(
+            nc
+            for (file, _, name), (_, nc, _, _, _) in stats.stats.items()  # type: ignore[attr-defined]
+            if name == "_run" and file.endswith("asyncio/events.py")
+        )
+        print(f"event-loop callbacks run: {steps / iterations:.1f}, tasks created: "
+              f"{tasks / iterations:.1f}")  # fmt: skip
+        stats.sort_stats(sort).print_stats(top)
+        if callees:
+            stats.print_callees(callees)
+        if callers:
+            stats.print_callers(callers)
+        return
+    rounds = json.loads(out.read_text())
+    if mode == "tree":
+        print("calls made inside each function (inclusive), per round trip, between the marks")
+        ranked = sorted(rounds.items(), key=lambda kv: -kv[1])
+        for key, n in ranked[:top]:
+            if not callees or callees in key:
+                print(f"  {n / iterations:8,.1f}  {key}")
+        return
+    if mode in ("steps", "step-times"):
+        print("the last round trip's loop steps and marks: calls and us since the POST arrived")
+        shapes: dict[tuple[str, ...], list[Any]] = {}
+        for r in rounds:
+            shapes.setdefault(tuple(n for n, _, _ in r), []).append(r)
+        shape, alike = max(shapes.items(), key=lambda kv: len(kv[1]))
+        print(f"the most common sequence ({len(alike)} of {len(rounds)}), medians:")
+        for i, name in enumerate(shape):
+            us = statistics.median((r[i][1] - r[0][1]) * 1e6 for r in alike)
+            calls = statistics.median(r[i][2] - r[0][2] for r in alike)
+            print(f"  {calls:6,.0f}  {us:7,.0f}  {name}")
+        return
+    if mode == "sql":
+        print("statements of a round trip, [n]: after the nth mark (1: the POST's arrival), "
+              "median us from it")  # fmt: skip
+        alike = [r for r in rounds if len(r) == len(rounds[-1])]
+        for i, line in enumerate(rounds[-1]):
+            at = statistics.median(float(r[i].split(" us ")[0].split("]")[1].replace(",", ""))
+                                   for r in alike)  # fmt: skip
+            mark, _, sql = line.partition(" us ")
+            print(f"  {mark.split(']')[0]}] {at:7,.0f} us {sql}")
+        print(f"statements per round trip: {statistics.mean(len(r) for r in rounds):.1f}")
+        return
+    print(f"n={len(rounds)}; from the result POST's bytes arriving, medians:")
+    names = ["POST arrives", *(name for _, name in MARKS)]
+    for name in names[1:]:
+        found = [
+            (t - r[0][1], c - r[0][2])
+            for r in rounds
+            if r and r[0][0] == "POST arrives"
+            for n, t, c in r
+            if n == name
+        ]
+        if not found:
+            print(f"  {name}: not seen")
+            continue
+        us = statistics.median(t for t, _ in found) * 1e6
+        calls = statistics.median(c for _, c in found)
+        extra = f", {calls:,.0f} calls" if mode == "marks" else ""
+        print(f"  {name}: {us:,.0f} us{extra} (seen {len(found)})")
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve":
+        mode, out, until, since = sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5]
+        serve(mode, out, sys.argv[7:], until, since)
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=50, help="round trips recorded")
+    parser.add_argument(
+        "--mode",
+        choices=("calls", "marks", "times", "sql", "steps", "step-times", "tree"),
+        default="calls",
+    )
+    parser.add_argument("--top", type=int, default=30, help="functions listed (calls)")
+    parser.add_argument(
+        "--sort", default="tottime", help="calls: pstats' order (cumulative, ncalls…)"
+    )
+    parser.add_argument("--callers", default="", help="calls: what calls functions matching this")
+    parser.add_argument(
+        "--callees", default="", help="calls: list what functions matching this call"
+    )
+    parser.add_argument(
+        "--since",
+        choices=["POST arrives", *(name for _, name in MARKS)],
+        default="POST arrives",
+        help="calls with --until: count from this mark",
+    )
+    parser.add_argument(
+        "--until",
+        choices=[name for _, name in MARKS],
+        default="",
+        help="calls: count from the result POST's arrival to this mark only",
+    )
+    parser.add_argument("checkout", nargs="?", type=Path, default=Path(__file__).parent.parent)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hostcall-profile-") as tmp:
+        out = Path(tmp) / "profile.out"
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(
+                drive(
+                    args.checkout.resolve(),
+                    args.mode,
+                    (args.until, args.since),
+                    args.n,
+                    Path(tmp),
+                    out,
+                )
+            )
+        report(args.mode, out, args.n, args.top, args.sort, args.callees, args.callers)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
