@@ -119,6 +119,7 @@ class Env:
     browser: Browser
     apps: servers.Server  # bench/browser_apps.py: the floor app plus bench/pages
     hc: servers.Server
+    probe: str = ""  # one more init script for each page (section 4's steps in the page)
 
     def host_page(self, snippet: bool, *, webmcp: bool = False, agent: str = AGENT) -> str:
         """``webmcp``: the page registers a tool of its own too (bench/pages/webmcp.html)."""
@@ -130,6 +131,8 @@ class Env:
 
     def new_page(self) -> Page:  # in a context of its own: empty cache and storage
         page = self.browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+        if self.probe:
+            page.context.add_init_script(self.probe)
         page.set_default_timeout(TIMEOUT * 1000)
         return page
 

@@ -42,6 +42,10 @@ def test_the_browser_bench_times_a_webmcp_page_tool_beside_a_client_tool() -> No
     page, client = (float(cell.split()[0]) for cell in row.split("  ") if "ms" in cell)
     assert page > 0 and client > 0, row
     assert "x  <= 1.1x" in row, row  # the ratio, against its target
+    # The page's part step by step: stamped in the page (the bench's STEPS and its tool).
+    steps = done.stdout[done.stdout.index("## 4b. The page's part") :]
+    hop = next(line for line in steps.splitlines() if "page's execute runs (Chromium)" in line)
+    assert len([cell for cell in hop.split("  ") if cell.strip().endswith(" ms")]) == 2, hop
 
 
 def test_the_browser_bench_times_an_image_attachment_beside_a_text_message() -> None:
