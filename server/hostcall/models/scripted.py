@@ -4,8 +4,7 @@ A rule matches the latest user message with a regular expression (and, with
 ``attachment``, a file it carries: its type and name, each a glob such as ``image/*`` or
 ``*.csv``), may say something, may
 call one tool with arguments rendered from the match, and renders its reply from the tool's
-result (or error). Templates run in Jinja2's sandbox and produce text, except an argument that
-is exactly one expression, which keeps its value's JSON type.
+result (or error). Templates run in Jinja2's sandbox (hostcall/models/templates.py).
 
 It is the embedded default: the demo runs offline and QA tests are exact.
 """
@@ -14,31 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import functools
 import itertools
 import json
-import math
 import re
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateError, Undefined, nodes
-from jinja2.environment import TemplateExpression
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
 from hostcall import patterns, strictjson
+from hostcall.models import templates
 from hostcall.models.base import (
     Attached,
     Message,
-    ModelError,
     ModelEvent,
     ReasoningDelta,
     TextDelta,
     ToolCallRequest,
     ToolDescriptor,
 )
-from hostcall.protocol.codes import RunErrorCode
 
 RULE_KEYS = {
     "match", "say", "tool", "arguments", "raw_arguments", "calls", "reply", "error_reply",
@@ -51,8 +43,6 @@ DEFAULT_FALLBACK = "Sorry, I can't help with that yet."
 # Read by visitors: no code, no message (it may quote an upstream body or an exception).
 DEFAULT_ERROR_REPLY = "I couldn't finish that. Please try again."
 
-_env = ImmutableSandboxedEnvironment(autoescape=False, undefined=StrictUndefined)
-_lenient = ImmutableSandboxedEnvironment(autoescape=False)
 _ids = itertools.count(1)
 
 
@@ -107,7 +97,7 @@ class ScriptedModel:
         fallback = config.get("fallback", DEFAULT_FALLBACK)
         if not isinstance(fallback, str):
             raise ValueError("'fallback' must be a string")
-        _check_template(fallback, "fallback")
+        templates.check(fallback, "fallback")
         return cls(rules, fallback)
 
     async def stream(
@@ -143,14 +133,14 @@ class ScriptedModel:
                     yield ReasoningDelta(chunk)
             if not rule.calls:
                 for n, chunk in enumerate(
-                    _chunks(_render(rule.reply, context, rule.where("reply")))
+                    _chunks(templates.render(rule.reply, context, rule.where("reply")))
                 ):
                     if n and rule.pace:
                         await asyncio.sleep(rule.pace)
                     yield TextDelta(chunk)
             elif not answers:
                 if rule.say:
-                    for chunk in _chunks(_render(rule.say, context, rule.where("say"))):
+                    for chunk in _chunks(templates.render(rule.say, context, rule.where("say"))):
                         yield TextDelta(chunk)
                 for tool, arguments, raw in rule.calls:
                     yield ToolCallRequest(
@@ -159,7 +149,9 @@ class ScriptedModel:
                         arguments=raw
                         if raw is not None
                         else json.dumps(
-                            _render_value(arguments or {}, context, rule.where("arguments"))
+                            templates.render_value(
+                                arguments or {}, context, rule.where("arguments")
+                            )
                         ),
                     )
             else:
@@ -203,121 +195,17 @@ def _reply(rule: Rule, value: Any, context: dict[str, Any]) -> Iterator[str]:
     midway then fails the run after its first chunks, which stay, marked interrupted."""
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("error"), dict):
         error = {**context, "error": value["error"]}
-        return iter(_chunks(_render(rule.error_reply, error, rule.where("error_reply"))))
+        return iter(_chunks(templates.render(rule.error_reply, error, rule.where("error_reply"))))
     if isinstance(value, dict) and set(value) == {"untrusted", "result"}:
         # A page's result marked untrusted (hostcall/policies.py): a rule reads the result.
         value = value["result"]
     simulated = isinstance(value, dict) and value.get("simulated") is True and "result" in value
     if not simulated:
         context = {**context, "result": value, "simulated": False}
-        return _streamed(_rendering(rule.reply, context, rule.where("reply")))
+        return _streamed(templates.rendering(rule.reply, context, rule.where("reply")))
     context = {**context, "result": value["result"], "simulated": True}
-    reply = _render(rule.reply, context, rule.where("reply"))
+    reply = templates.render(rule.reply, context, rule.where("reply"))
     return iter(_chunks(f"(Simulated) {reply}"))
-
-
-@functools.lru_cache(maxsize=2048)
-def _template(source: str) -> Template:
-    return _lenient.from_string(source)
-
-
-def _render(template: str, context: dict[str, Any], where: str) -> str:
-    """Lenient at run time: a reply that names a missing field renders it empty rather than
-    failing the run (templates were compiled, and checked against the output schemas, at
-    load). Anything else that goes wrong is a ``ModelError`` naming the rule, for the
-    operator's log; it never becomes text a visitor reads."""
-    try:
-        return _template(template).render(context).strip()
-    except Exception as exc:  # TemplateError, or TypeError etc. from a filter on odd data
-        detail = f"{where} failed: {type(exc).__name__}: {exc}"
-        raise ModelError(detail, code=RunErrorCode.REPLY_TEMPLATE_FAILED) from exc
-
-
-def _rendering(template: str, context: dict[str, Any], where: str) -> Iterator[str]:
-    """``_render``'s text, unstripped, in the pieces Jinja produces it as it renders."""
-    try:
-        yield from _template(template).generate(context)
-    except Exception as exc:  # as _render's
-        detail = f"{where} failed: {type(exc).__name__}: {exc}"
-        raise ModelError(detail, code=RunErrorCode.REPLY_TEMPLATE_FAILED) from exc
-
-
-def _render_value(value: Any, context: dict[str, Any], where: str) -> Any:
-    """Render every string in ``value``; keys whose string renders empty are left out. A
-    string that is exactly one expression (``"{{ count | int }}"``) keeps its value's JSON
-    type: a tool with a number parameter gets a number, not the number's text."""
-    if isinstance(value, str):
-        expression = _expression(value)
-        if expression is not None:
-            return _evaluate(expression, value, context, where)
-        return _render(value, context, where)
-    if isinstance(value, list):
-        return [_render_value(v, context, where) for v in value]
-    if isinstance(value, dict):
-        rendered = {k: _render_value(v, context, where) for k, v in value.items()}
-        return {k: v for k, v in rendered.items() if v != ""}
-    return value
-
-
-@functools.lru_cache(maxsize=2048)
-def _expression(template: str) -> TemplateExpression | None:
-    """The expression of a template that is one ``{{ … }}`` and nothing else (spaces
-    around it aside), compiled; None for any other template."""
-    source = template.strip()
-    try:
-        body = _lenient.parse(source).body
-    except TemplateError:
-        return None
-    if not (
-        len(body) == 1
-        and isinstance(body[0], nodes.Output)
-        and len(body[0].nodes) == 1
-        and not isinstance(body[0].nodes[0], nodes.TemplateData)
-    ):
-        return None
-    inner = _ONE_EXPRESSION.fullmatch(source)
-    if inner is None:
-        return None
-    try:
-        return _lenient.compile_expression(inner.group(1), undefined_to_none=False)
-    except TemplateError:
-        return None
-
-
-def _evaluate(
-    expression: TemplateExpression, template: str, context: dict[str, Any], where: str
-) -> Any:
-    """The expression's value if it is JSON (a string, number, boolean, null, or lists and
-    objects of them); anything else (a date, an undefined name) as the template's text."""
-    try:
-        value = expression(**context)
-    except Exception as exc:  # as _render's
-        detail = f"{where} failed: {type(exc).__name__}: {exc}"
-        raise ModelError(detail, code=RunErrorCode.REPLY_TEMPLATE_FAILED) from exc
-    typed = _json_value(value)
-    return _render(template, context, where) if typed is _NOT_JSON else typed
-
-
-_NOT_JSON = object()
-_ONE_EXPRESSION = re.compile(r"\{\{-?(.*?)-?\}\}", re.DOTALL)
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, Undefined):
-        return _NOT_JSON
-    if value is None or isinstance(value, bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else _NOT_JSON
-    if isinstance(value, str):
-        return str(value).strip()  # a Markup too; stripped as a rendered string is
-    if isinstance(value, list | tuple):
-        items = [_json_value(v) for v in value]
-        return _NOT_JSON if any(v is _NOT_JSON for v in items) else items
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        found = {k: _json_value(v) for k, v in value.items()}
-        return _NOT_JSON if any(v is _NOT_JSON for v in found.values()) else found
-    return _NOT_JSON
 
 
 _WORDS = re.compile(r"\s*\S+\s*")
@@ -347,13 +235,6 @@ def _streamed(pieces: Iterable[str], words: int = 4) -> Iterator[str]:
             pending = "".join(found)
     if pending.strip() or not sent:
         yield from _chunks(pending.strip(), words)
-
-
-def _check_template(template: str, where: str) -> None:
-    try:
-        _env.parse(template)
-    except TemplateError as exc:
-        raise ValueError(f"{where}: template does not compile: {exc}") from None
 
 
 def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
@@ -387,7 +268,7 @@ def _parse_rule(raw: Any, number: int, tools: Collection[str] | None) -> Rule:
         if key in raw:
             if not isinstance(raw[key], str):
                 raise ValueError(f"{where}: {key!r} must be a string")
-            _check_template(raw[key], f"{where}: {key!r}")
+            templates.check(raw[key], f"{where}: {key!r}")
     return Rule(
         pattern=pattern,
         say=raw.get("say", ""),
@@ -429,16 +310,5 @@ def _parse_call(raw: Any, where: str, tools: Collection[str] | None) -> tuple[st
         raise ValueError(f"{where}: 'raw_arguments' must be a string")
     if tools is not None and tool not in tools and raw_args is None:
         raise ValueError(f"{where}: calls tool {tool!r}, which the agent does not define")
-    _walk_templates(raw.get("arguments"), f"{where}: 'arguments'")
+    templates.check_all(raw.get("arguments"), f"{where}: 'arguments'")
     return tool, raw.get("arguments"), raw_args
-
-
-def _walk_templates(value: Any, where: str) -> None:
-    if isinstance(value, str):
-        _check_template(value, where)
-    elif isinstance(value, list):
-        for v in value:
-            _walk_templates(v, where)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _walk_templates(v, where)
