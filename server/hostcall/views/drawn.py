@@ -58,10 +58,13 @@ def _item(spec: ViewSpec, result: Any, row: Any) -> dict[str, Any]:
     if spec.columns:
         item["cells"] = [_text(c.value, result, row) or "" for c in spec.columns]
     elif spec.item is not None:
-        _put(item, "title", _text(spec.item.title, result, row))
-        _put(item, "subtitle", _text(spec.item.subtitle, result, row))
-    if spec.item is not None:
-        _put(item, "buttons", _buttons(spec.item.buttons, result, row))
+        if title := _text(spec.item.title, result, row):
+            item["title"] = title
+        if subtitle := _text(spec.item.subtitle, result, row):
+            item["subtitle"] = subtitle
+    if spec.item is not None and spec.item.buttons:
+        if buttons := _buttons(spec.item.buttons, result, row):
+            item["buttons"] = buttons
     return item
 
 
@@ -80,13 +83,31 @@ def shown(value: Any, limit: int = MAX_TEXT_CHARS) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
+# A view draws every item of up to MAX_ITEMS rows, on the way to the result's event: the
+# helpers below test a value's class before calling ``shown`` (text, the common case, needs
+# no call) and build a message in a loop rather than a generator.
+
+
 def _text(path: Path | None, result: Any, row: Any = None) -> str | None:
-    return None if path is None else shown(path.read(result, row)) or None
+    if path is None:
+        return None
+    value = path.read(result, row)
+    if value.__class__ is not str:
+        return shown(value) or None
+    return (value if len(value) <= MAX_TEXT_CHARS else shown(value)) or None
 
 
 def _message(template: Template, result: Any, row: Any) -> str:
-    words = "".join(p if isinstance(p, str) else shown(p.read(result, row)) for p in template.parts)
-    return shown(words.strip(), MAX_MESSAGE_CHARS)
+    words = []
+    for part in template.parts:
+        if part.__class__ is str:
+            words.append(part)
+        else:
+            assert isinstance(part, Path)
+            value = part.read(result, row)
+            words.append(value if value.__class__ is str and len(value) <= MAX_TEXT_CHARS
+                         else shown(value))  # fmt: skip
+    return shown("".join(words).strip(), MAX_MESSAGE_CHARS)
 
 
 def _buttons(buttons: tuple[Button, ...], result: Any, row: Any) -> list[dict[str, str]]:
@@ -95,7 +116,9 @@ def _buttons(buttons: tuple[Button, ...], result: Any, row: Any) -> list[dict[st
         message = _message(b.message, result, row)
         if message:  # a button whose message came out empty would send nothing
             drawn.append(
-                {"label": b.label, "message": message} | ({"tool": b.tool} if b.tool else {})
+                {"label": b.label, "message": message, "tool": b.tool}
+                if b.tool
+                else {"label": b.label, "message": message}
             )
     return drawn
 

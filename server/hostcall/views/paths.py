@@ -38,14 +38,18 @@ class Path:
     def read(self, result: Any, item: Any = None) -> Any:
         value = result if self.root == "$" else item
         for step in self.steps:
-            if isinstance(step, int):
+            # Classes compared before isinstance: a view reads every item of a list on the
+            # way to the result's event, and a comparison is not a call.
+            if step.__class__ is str:
+                if value.__class__ is dict or isinstance(value, dict):
+                    value = value.get(step)
+                else:
+                    return None
+            else:
+                assert isinstance(step, int)
                 if not isinstance(value, list) or step >= len(value):
                     return None
                 value = value[step]
-            elif isinstance(value, dict):
-                value = value.get(step)
-            else:
-                return None
         return value
 
 
