@@ -12,7 +12,8 @@ _jinja = ImmutableSandboxedEnvironment(autoescape=False)
 # Text without an opening brace, rich in what Jinja's lexer treats specially: newlines of
 # every kind (it normalises them, and drops one at the end), and the other delimiters' halves.
 _plain_text = st.lists(
-    st.sampled_from(["a", " ", "\n", "\r", "\r\n", "%", "#", "}", "-", "é", "\t", "\\"]),
+    st.sampled_from(["a", " ", "\n", "\r", "\r\n", "%", "#", "}", "-", "é", "\t", "\\"])
+    | st.text(st.characters(exclude_characters="{"), max_size=5),
     max_size=30,
 ).map("".join)
 
