@@ -18,6 +18,7 @@ from hostcall.errors import AgentConfigError, StoreError
 from hostcall.origins import BadOrigin, normalize_origin
 from hostcall.settings import DATA_DIR, DEMO_AGENTS, Settings
 from hostcall.store import is_database_url
+from hostcall.workers import HANG_SECONDS
 
 DEFAULT_DB = DATA_DIR / "hostcall.db"
 
@@ -63,6 +64,15 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="run N processes on the port; needs a PostgreSQL --db (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--worker-timeout",
+        type=float,
+        default=HANG_SECONDS,
+        metavar="SECONDS",
+        help="with --workers: replace a worker that has not answered its health check for "
+        "this long (a slower one is starved, not dead: left running), or 0 for never "
+        "(default: %(default)g; docs/deploy.md, 'Workers')",
     )
 
     demo = sub.add_parser(
@@ -236,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     if workers < 1:
         print(f"hostcall: --workers must be 1 or more, not {workers}", file=sys.stderr)
         return 2
+    if getattr(args, "worker_timeout", 0) < 0:
+        print(f"hostcall: --worker-timeout must be 0 (never) or more, not {args.worker_timeout:g}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if workers > 1 and url is None:
         print(
             f"hostcall: --workers {workers} needs PostgreSQL: a SQLite file serves one process "
@@ -293,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             workers=workers,
             log_level=args.log_level,
             forwarded_allow_ips=args.forwarded_allow_ips,
+            hang_seconds=args.worker_timeout,
         )
         return 0
     try:

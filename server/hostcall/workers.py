@@ -1,13 +1,15 @@
 """``hostcall serve --workers N``: N processes on one port, sharing a PostgreSQL store.
 
-uvicorn's supervisor binds the port once and starts N worker processes that accept on it
-(and restarts a worker that dies). Each worker builds its own app from the settings the
+A supervisor (hostcall/supervisor.py: uvicorn's, with a health check that leaves a starved
+worker alone) binds the port once and starts N worker processes that accept on it, and
+replaces one that dies or hangs. Each worker builds its own app from the settings the
 parent passes in the environment; they share conversations through PostgreSQL: events
 reach every worker's streams through LISTEN/NOTIFY, and leases keep a run step in one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -24,6 +26,9 @@ DATABASE = "HOSTCALL_DATABASE_URL"
 LEASE = "HOSTCALL_LEASE_SECONDS"
 # How many workers share the connection budget (hostcall/store/__init__.py, ``pool_share``).
 WORKERS = "HOSTCALL_WORKERS"
+# --worker-timeout's default: a worker silent this long is hung, not starved (a starved one
+# answers within seconds even on a machine loaded 15 times over; docs/deploy.md, "Workers").
+HANG_SECONDS = 60.0
 
 
 def environment_for(settings: Settings, workers: int) -> dict[str, str]:
@@ -79,25 +84,29 @@ def serve(
     workers: int,
     log_level: str,
     forwarded_allow_ips: str = "",
+    hang_seconds: float = HANG_SECONDS,
 ) -> None:
-    import uvicorn
+    from hostcall.supervisor import Supervisor
 
     os.environ.update(environment_for(settings, workers))
     made = _metrics_directory()
     try:
-        _run(uvicorn, host=host, port=port, workers=workers, log_level=log_level,
-             forwarded_allow_ips=forwarded_allow_ips)  # fmt: skip
+        config = _config(host=host, port=port, workers=workers, log_level=log_level,
+                         forwarded_allow_ips=forwarded_allow_ips)  # fmt: skip
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the workers have stopped
+            Supervisor(config, [config.bind_socket()], hang_seconds=hang_seconds).run()
     finally:
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
 
 
-def _run(
-    uvicorn: Any, *, host: str, port: int, workers: int, log_level: str, forwarded_allow_ips: str
-) -> None:
+def _config(*, host: str, port: int, workers: int, log_level: str, forwarded_allow_ips: str) -> Any:
+    """What ``uvicorn.run`` would build for these options (each worker loads the app)."""
+    import uvicorn
+
     from hostcall.connections import GuardedH11Protocol
 
-    uvicorn.run(
+    return uvicorn.Config(
         "hostcall.workers:app_from_environment",
         factory=True,
         host=host,
