@@ -8,10 +8,12 @@ read, then bytes counted — far lighter than thousands of httpx streams in one 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import httpx
+from clients import KEEP_ALIVE, Lateness
 from httpx_sse import EventSource
 
 
@@ -80,7 +82,15 @@ class RawStream:
     @classmethod
     async def open(cls, host: str, port: int, path: str) -> RawStream:
         """Connect, send the GET, and return once the response headers (first bytes) arrived."""
-        reader, writer = await asyncio.open_connection(host, port)
+        while True:
+            connecting = time.monotonic()
+            reader, writer = await asyncio.open_connection(host, port)
+            if time.monotonic() - connecting <= KEEP_ALIVE:
+                break
+            # Too late to write on (clients.KEEP_ALIVE): the server may have closed it. Its
+            # ticket is unspent (nothing was sent), so a new connection takes it.
+            Lateness.reopened += 1
+            writer.transport.abort()
         try:
             writer.write(
                 f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
