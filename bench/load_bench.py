@@ -50,6 +50,7 @@ import load_flow
 import psutil
 import psycopg
 import servers
+from clients import Lateness
 from cluster_bench import CpuMeter, fresh_schema, postmaster, self_cpu
 from report import print_table
 
@@ -86,6 +87,7 @@ class Result:
     peak_http: list[int]
     counted: Counter[str]  # what /metrics counted meanwhile: COUNTED's series
     cpu_generator: float  # this process: the visitors and the sampler
+    reopened: int  # connections the generator came to write on too late (clients.Lateness)
 
 
 # The server's own counts, read from /metrics before and after the visitors (not sampled:
@@ -230,6 +232,7 @@ def run_backend(
         for meter in meters.values():
             meter.start()
         started = time.monotonic()
+        Lateness.reopened = 0
         with burners(args.burners), peaks.sampling():
             asyncio.run(crowd(server.port, args.n, args, tally))
         wall = time.monotonic() - started
@@ -255,6 +258,7 @@ def run_backend(
             sorted(peaks.http.values(), reverse=True),
             counted,
             used["generator"],
+            Lateness.reopened,
         )
 
 
@@ -337,6 +341,11 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         "calls timed: " + ", ".join(str(len(r.tally.round_trips)) for r in results),
         "load generator's CPU per conversation (this process but its sampler, on the same "
         "cores): " + ", ".join(_per_conversation(r.cpu_generator, r) for r in results),
+        "connections the generator opened and came to write on too late (past "
+        "clients.KEEP_ALIVE, so replaced unwritten; the server closes one silent 10 s): "
+        + ", ".join(str(r.reopened) for r in results)
+        + "; longest wait through 503s for one request: "
+        + ", ".join(f"{r.tally.longest_503_wait:.0f} s" for r in results),
         f"{os.cpu_count()} cores, {platform.platform()}, load average at end "
         + " ".join(f"{x:.2f}" for x in os.getloadavg()),
     ]

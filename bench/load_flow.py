@@ -14,7 +14,10 @@ would): with several processes on one port, each request goes to whichever proce
 its connection, independently of the visitor's other requests and its stream.
 
 A ``503`` is what a busy server says at its door: the visitor waits its ``Retry-After`` (at
-most ``RETRY_CAP``) and asks again, as the widget does, and the tally counts it. A stream
+most ``RETRY_CAP``) and asks again, and the tally counts it. Refused as ``overloaded`` (the
+door's own refusal, before any work was taken), it asks again for as long as it is refused,
+as the widget does while it shows "Busy, retrying…" (widget/app.js, ``patient``): only the
+visitor's ``--timeout`` ends its wait. Another ``503`` is tried ``RETRIES`` times. A stream
 the server cuts is opened again after the last event seen. Anything else is an error of the
 visitor's, with its reason; a ``RUN_ERROR`` is a failed run, with its code.
 """
@@ -45,9 +48,10 @@ CREATED = {"id": "t2", "title": "Check the load bench", "status": "todo"}
 TOOLS = ["read_board_tasks", "create_task"]
 DISPATCH = "hostcall.tool_call_dispatch"
 APPROVAL = "hostcall.tool_call_approval_requested"
-RETRIES = 30  # 503s a visitor takes for one request before it gives up
+RETRIES = 30  # 503s but the door's a visitor takes for one request before it gives up
 RETRY_CAP = 5.0
 RECONNECTS = 5
+OVERLOADED = "overloaded"  # the door's refusal (hostcall/door.py)
 _RETRY_AFTER = re.compile(rb"(?i)\r\nretry-after:[ \t]*(\d+)")
 
 
@@ -81,6 +85,7 @@ class Tally:
     failed_runs: Counter[str] = field(default_factory=Counter)  # RUN_ERROR code -> count
     errors: Counter[str] = field(default_factory=Counter)  # the visitor's own, by reason
     busy: Counter[str] = field(default_factory=Counter)  # 503 -> the request that met it
+    longest_503_wait: float = 0.0  # the longest a request waited out 503s before it was taken
     cuts: int = 0  # streams the server ended before RUN_FINISHED
     round_trips: list[float] = field(default_factory=list)  # dispatch -> TOOL_CALL_RESULT
     turns: list[float] = field(default_factory=list)  # message POST -> RUN_FINISHED
@@ -107,9 +112,11 @@ class Visitor:
         auth: dict[str, str],
         also: int = 0,
     ) -> Any:
-        """POST until it is not a 503; ``want`` (its JSON) or ``also`` (None), else an
-        error."""
-        for _ in range(RETRIES):
+        """POST until it is not a 503 (the door's: for as long as it takes); ``want`` (its
+        JSON) or ``also`` (None), else an error."""
+        met = refused = 0  # 503s met; those not the door's
+        first = time.perf_counter()
+        while refused < RETRIES:
             if self.http is None:
                 self.http = await RawHttp.open(self.port)
             try:
@@ -118,13 +125,16 @@ class Visitor:
                 if not self.keep_alive:  # the next request goes to whichever process accepts
                     self.http.close()
                     self.http = None
-            if status == want:
-                return json.loads(answer) if answer else None
-            if status == also:
-                return None
+            if status in (want, also):
+                if met:
+                    waited = time.perf_counter() - first
+                    self.tally.longest_503_wait = max(self.tally.longest_503_wait, waited)
+                return json.loads(answer) if answer and status == want else None
             if status != 503:
                 raise VisitorError(f"{what} {status} {_code(answer)}")
             self.tally.busy[what] += 1
+            met += 1
+            refused += _code(answer) != OVERLOADED
             await asyncio.sleep(_retry_after(head))
         raise VisitorError(f"{what} 503 x{RETRIES}")
 

@@ -10,6 +10,7 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import Any
 
 from hostcall.settings import DEMO_AGENTS, ROOT
 
@@ -95,3 +96,47 @@ async def test_a_load_visitor_waits_out_a_503_and_counts_it() -> None:
     assert made == {"made": 42}
     assert asked == [b"POST /api/agents/load/conversations HTTP/1.1 {}"] * 2
     assert tally.busy == {"create": 1}
+
+
+async def test_a_load_visitor_waits_at_the_door_for_as_long_as_the_widget_would() -> None:
+    """Refused ``overloaded`` (the door's 503, before any work was taken), the visitor asks
+    again past ``RETRIES``, as the widget does while it shows "Busy, retrying…"; another 503
+    it takes ``RETRIES`` times only."""
+    door = (
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nContent-Length: 21\r\n\r\n"
+        b'{"code":"overloaded"}'
+    )
+    other = door.replace(b"21", b"26").replace(b"overloaded", b"store_unavailable")
+    made = b'HTTP/1.1 201 Created\r\nContent-Length: 11\r\n\r\n{"made":42}'
+
+    async def visit(answers: list[bytes]) -> tuple[Any, load_flow.Tally]:
+        asked = 0
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal asked
+            head = await reader.readuntil(b"\r\n\r\n")
+            await reader.readexactly(int(head.lower().split(b"content-length:")[1].split()[0]))
+            writer.write(answers[min(asked, len(answers) - 1)])
+            asked += 1
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, servers.HOST, 0)
+        tally = load_flow.Tally()
+        visitor = load_flow.Visitor(server.sockets[0].getsockname()[1], tally, keep_alive=False)
+        try:
+            return await visitor.post(
+                "create", "/api/agents/load/conversations", {}, 201, {}
+            ), tally
+        except load_flow.VisitorError as exc:
+            return exc.reason, tally
+        finally:
+            visitor.close()
+            server.close()
+            await server.wait_closed()
+
+    waited, tally = await visit([door] * (load_flow.RETRIES + 5) + [made])
+    assert waited == {"made": 42}
+    assert tally.busy == {"create": load_flow.RETRIES + 5}
+    gave_up, _ = await visit([other])
+    assert gave_up == f"create 503 x{load_flow.RETRIES}"
