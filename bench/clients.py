@@ -13,19 +13,21 @@ import httpx
 from servers import HOST, Server
 
 TIMEOUT = 10.0
-# Write on a connection within this long of connecting or of its last response, else on a new
-# one: the servers close a connection idle 5 s after a response (keep-alive) and one that has
-# sent nothing 10 s after they accepted it (hostcall/connections.py, its header deadline). A
-# request written into a connection the server has just closed is lost with no response (0
-# bytes read), and a load generator starved of CPU can take that long between its connect and
-# its write: a browser, whose network stack is not behind a busy page's loop, does not.
+# Reconnect rather than reuse a connection idle this long: the servers close theirs at 5 s.
 KEEP_ALIVE = 4.0
+# Write on a new connection within this long of starting to connect, else on another: the
+# servers close one that has sent nothing 10 s after they accepted it (hostcall/connections.py,
+# its header deadline; the accept comes after the connect began). A request written into a
+# connection the server has just closed is lost with no response (0 bytes read), and a load
+# generator starved of CPU can take that long between its connect and its write; a browser,
+# whose network stack is not behind a busy page's loop, does not.
+FRESH = 8.0
 
 
 class Lateness:
-    """Connections this process opened and then came to write on too late (past
-    ``KEEP_ALIVE``), and so replaced before writing: the load generator's own slowness,
-    reported beside what it measured."""
+    """Connections this process opened and then came to write on too late (past ``FRESH``),
+    and so replaced before writing: the load generator's own slowness, reported beside what
+    it measured."""
 
     reopened = 0
 
@@ -136,11 +138,11 @@ class RawHttp:
     ) -> tuple[int, bytes, bytes]:
         """POST ``body``; the status, the response's head and its body, whatever the status."""
         while (
-            time.monotonic() - self.used > KEEP_ALIVE
+            time.monotonic() - self.used > (FRESH if self.fresh else KEEP_ALIVE)
             or self.reader.at_eof()
             or self.writer.transport.is_closing()
         ):
-            # The server may have closed it (KEEP_ALIVE says when); a request sent as it does
+            # The server may have closed it (FRESH, KEEP_ALIVE say when); a request sent as it does
             # is lost. A new connection carries it instead, as httpx does; checked again, for
             # a generator so starved that the new one is late too.
             Lateness.reopened += self.fresh

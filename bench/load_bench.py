@@ -342,7 +342,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         "load generator's CPU per conversation (this process but its sampler, on the same "
         "cores): " + ", ".join(_per_conversation(r.cpu_generator, r) for r in results),
         "connections the generator opened and came to write on too late (past "
-        "clients.KEEP_ALIVE, so replaced unwritten; the server closes one silent 10 s): "
+        "clients.FRESH, so replaced unwritten; the server closes one silent 10 s): "
         + ", ".join(str(r.reopened) for r in results)
         + "; longest wait through 503s for one request: "
         + ", ".join(f"{r.tally.longest_503_wait:.0f} s" for r in results),

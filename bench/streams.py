@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import httpx
-from clients import KEEP_ALIVE, Lateness
+from clients import FRESH, Lateness
 from httpx_sse import EventSource
 
 
@@ -85,9 +85,9 @@ class RawStream:
         while True:
             connecting = time.monotonic()
             reader, writer = await asyncio.open_connection(host, port)
-            if time.monotonic() - connecting <= KEEP_ALIVE:
+            if time.monotonic() - connecting <= FRESH:
                 break
-            # Too late to write on (clients.KEEP_ALIVE): the server may have closed it. Its
+            # Too late to write on (clients.FRESH): the server may have closed it. Its
             # ticket is unspent (nothing was sent), so a new connection takes it.
             Lateness.reopened += 1
             writer.transport.abort()
