@@ -93,10 +93,16 @@ def serve(tmp_path: Path, *options: str) -> Iterator[Served]:
             _until("answer from /healthz", lambda: _healthy(served.url) or None, served)
             yield served
         finally:
-            for worker in served.workers():  # one left stopped must not hold up the stop
+            workers = served.workers()
+            for worker in workers:  # one left stopped must not hold up the stop
                 worker.send_signal(signal.SIGCONT)
             popen.send_signal(signal.SIGTERM)
-            popen.wait(60)
+            try:
+                popen.wait(60)
+            except subprocess.TimeoutExpired:  # nothing of it may outlive the test
+                for process in [*workers, popen]:
+                    process.kill()
+                popen.wait(10)
             print(served.text())  # shown by pytest when the test failed
 
 
