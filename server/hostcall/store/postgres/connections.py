@@ -1,12 +1,13 @@
 """The PostgreSQL store's connections: an async pool, and the transaction of each task.
 
-Every statement is awaited on a ``psycopg.AsyncConnection`` taken from a
-``psycopg_pool.AsyncConnectionPool``, so a round trip to the database never blocks the
-event loop. Outside a transaction a statement borrows a pooled connection in
-autocommit mode for its one round trip. Inside ``transaction()`` the task that opened it
-keeps one connection, in pipeline mode, until COMMIT: its statements go to that connection
-(they are found by task, not by context variable, so a task spawned inside a transaction
-does not inherit it), and other tasks' statements go to other connections meanwhile.
+Every statement is awaited on a ``psycopg.AsyncConnection`` lent from a
+``psycopg_pool.AsyncConnectionPool`` (hostcall/store/postgres/lending.py), so a round trip
+to the database never blocks the event loop. Outside a transaction a statement borrows a
+pooled connection in autocommit mode for its one round trip. Inside ``transaction()`` the
+task that opened it keeps one connection, in pipeline mode, until COMMIT: its statements go
+to that connection (they are found by task, not by context variable, so a task spawned
+inside a transaction does not inherit it), and other tasks' statements go to other
+connections meanwhile.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from typing import Any, cast
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool
 
 from hostcall import metrics
 from hostcall.errors import StoreError
 from hostcall.store.health import WriteHealth
+from hostcall.store.postgres.lending import Lender
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +49,9 @@ POOL_MAX = 5
 # pool answers in milliseconds; when PostgreSQL is down the pool has none to give, and a
 # request should fail in seconds (503 store_unavailable), not hang for the pool's default
 # 30. A pool that is only busy (a starved CPU holds connections longer) is not a failure:
-# the statement waits on (see ``_borrow``). HOSTCALL_DB_POOL_WAIT_SECONDS sets it.
+# the statement waits on (hostcall/store/postgres/lending.py).
+# HOSTCALL_DB_POOL_WAIT_SECONDS sets it.
 POOL_WAIT_SECONDS = 3.0
-# How long the answer of a reachability check (``_reachable``) stands for the waiters that
-# ask after it: one connection attempt a second at most, however many wait.
-PROBE_SECONDS = 1.0
 # How long opening one connection may take: a database host that does not answer (a cut
 # network, a host gone) must fail the attempt, as a refused one does at once.
 CONNECT_TIMEOUT_SECONDS = 3
@@ -164,7 +164,7 @@ class PostgresConnections:
     ) -> None:
         self.url = url
         # dict_row makes every connection's rows dicts; the pool's type cannot say so itself.
-        self._pool = cast(
+        pool = cast(
             AsyncConnectionPool[psycopg.AsyncConnection[Row]],
             AsyncConnectionPool(
                 url,
@@ -177,18 +177,14 @@ class PostgresConnections:
                 reconnect_timeout=RECONNECT_SECONDS,
             ),
         )
-        self._opening: asyncio.Lock | None = None
-        self._opened = False
         self._transactions: dict[asyncio.Task[Any], _Transaction] = {}
         # The last write PostgreSQL refused (a full disk, read-only): /healthz says so.
         self._health = WriteHealth()
-        # When a connection last came back to the pool unbroken (loop time): PostgreSQL
-        # answered then. And the last reachability check: its answer, and when it began.
-        self._returned_at = float("-inf")
-        self._probe: asyncio.Future[bool] | None = None
-        self._probed_at = float("-inf")
-        # This process's statements waiting for a connection now (the metric sums workers).
-        self._waiters = 0
+        self._pool = pool  # (its settings, for the tests)
+        self._lender = Lender(pool, pool_max=pool_max, target=redacted(url), probe=self._probe_once)
+        # What every statement calls: a connection lent, and given back.
+        self._borrow = self._lender.lend
+        self._give_back = self._lender.give_back
         metrics.DB_POOL_SIZE.set(pool_max)
         self._flush: Flush | None = None
 
@@ -202,28 +198,10 @@ class PostgresConnections:
         return self._health.refused()
 
     def connection_waiters(self) -> int:
-        return self._waiters
-
-    async def _open(self) -> None:
-        if self._opened:
-            return
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
-            if not self._opened:
-                try:
-                    await self._pool.open(wait=True, timeout=10)
-                except Exception as exc:
-                    raise StoreError(
-                        f"cannot connect to PostgreSQL ({redacted(self.url)}): {exc}",
-                        target=redacted(self.url),
-                    ) from None
-                self._opened = True
+        return self._lender.waiters
 
     async def close_pool(self) -> None:
-        if self._opened:
-            self._opened = False
-            await self._pool.close()
+        await self._lender.close()
 
     def current(self) -> _Transaction | None:
         task = asyncio.current_task()
@@ -287,58 +265,9 @@ class PostgresConnections:
         current.pipeline = await current.piped.enter_async_context(connection.pipeline())
         return connection
 
-    async def _borrow(self) -> psycopg.AsyncConnection[Row]:
-        """A pooled connection, for ``putconn`` to take back (which rolls back, or replaces,
-        one left in a transaction or broken). ``getconn``/``putconn`` rather than the pool's
-        ``connection()``: that also enters the connection's own context, whose COMMIT check
-        and lock cost every statement a little more, for nothing in autocommit mode."""
-        if not self._opened:
-            await self._open()
-        loop = asyncio.get_running_loop()
-        started = waiting = loop.time()
-        metrics.DB_CONNECTION_WAITERS.inc()
-        self._waiters += 1
-        try:
-            while True:
-                try:
-                    connection = await self._pool.getconn()
-                except PoolTimeout:
-                    # Do not "fix" this into failing at once: a pool with every connection
-                    # busy (a starved CPU, a burst) is not the database failing, and a run
-                    # step failed here cost the visitor a message. Only an outage fails.
-                    if self._returned_at < waiting and not await self._reachable():
-                        metrics.DB_POOL_WAITS.labels(metrics.POOL_OUTAGE).inc()
-                        raise
-                    metrics.DB_POOL_WAITS.labels(metrics.POOL_BUSY).inc()
-                    waiting = loop.time()
-                    log.warning("waited %.1f s for a PostgreSQL connection: the pool is "
-                                "busy; waiting on", waiting - started)  # fmt: skip
-                    continue
-                metrics.DB_CONNECTIONS_IN_USE.inc()
-                return connection
-        finally:
-            metrics.DB_CONNECTION_WAITERS.dec()
-            self._waiters -= 1
-
-    async def _give_back(self, connection: psycopg.AsyncConnection[Row]) -> None:
-        metrics.DB_CONNECTIONS_IN_USE.dec()
-        if not connection.broken:
-            self._returned_at = asyncio.get_running_loop().time()
-        await self._pool.putconn(connection)
-
-    async def _reachable(self) -> bool:
-        """Whether PostgreSQL takes a connection now: asked once for every waiter whose
-        wait ran out with none coming back to the pool meanwhile (all held that long, or
-        the database gone). A refused or failed connection (as the pool meets in an
-        outage) is an outage; one that opens says the pool is only busy. The check opens a
-        connection of its own, past the pool's bound, and closes it at once."""
-        now = asyncio.get_running_loop().time()
-        if self._probe is None or (self._probe.done() and now - self._probed_at > PROBE_SECONDS):
-            self._probed_at = now
-            self._probe = asyncio.ensure_future(self._probe_once())
-        return await asyncio.shield(self._probe)
-
     async def _probe_once(self) -> bool:
+        """Whether a connection of its own, past the pool's bound, opens (and it is closed
+        at once): the lender's check that PostgreSQL is there at all."""
         try:
             connection = await psycopg.AsyncConnection.connect(
                 self.url, autocommit=True, **timeouts(self.url)
