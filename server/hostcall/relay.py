@@ -1,13 +1,16 @@
 """Carries events committed by other processes into this process's broker (PostgreSQL).
 
-A transaction's first event of a conversation NOTIFYs ``"<conversation> <seq> <origin>"``
-at commit (hostcall/store/postgres/events.py). The relay LISTENs on its own connection and
-skips its own process's events (the journal publishes those here after commit; reading them
-back cost a query each). For another process's events in a conversation someone here is
-watching, it reads the events it has not published yet from the table (the notified one
-and every one after it) and publishes them. Notifications only wake streams up: the
-events come from the table, so a missed notification loses nothing — and after the
-listening connection drops, every watched conversation is read again.
+Each statement that appends events of a conversation NOTIFYs ``"<conversation> <seq>
+<origin>"`` at commit, with the events themselves when they fit
+(hostcall/store/postgres/notices.py, events.py). The relay LISTENs on its own connection
+and skips its own process's events (the journal publishes those here after commit; reading
+them back cost a query each). For another process's events in a conversation someone here
+is watching, it publishes the events carried, if they follow what it published last;
+otherwise (not carried, or after a gap) it reads the events it has not published yet from
+the table (the notified one and every one after it) and publishes them. A notification
+carries only what its statement committed, and a missed one loses nothing: the next one
+finds the gap and reads the table, and after the listening connection drops, every watched
+conversation is read again.
 """
 
 from __future__ import annotations
@@ -18,9 +21,12 @@ import logging
 import psycopg
 
 from hostcall.broker import Broker
+from hostcall.protocol.frames import stored_event
 from hostcall.store.interfaces import Events
+from hostcall.store.postgres import notices
 from hostcall.store.postgres.connections import timeouts
 from hostcall.store.postgres.events import CHANNEL
+from hostcall.store.postgres.notices import Notice
 
 log = logging.getLogger("hostcall.relay")
 RETRY_SECONDS = 1.0
@@ -49,11 +55,22 @@ class Relay:
             return False
         return True
 
-    async def wake(self, conversation_id: str, seq: int | None = None) -> None:
-        """Publish what is committed past what this process published, if anyone watches."""
+    async def wake(
+        self, conversation_id: str, seq: int | None = None, told: Notice | None = None
+    ) -> None:
+        """Publish what is committed past what this process published, if anyone watches:
+        the events ``told`` carries (from ``seq``) when nothing lies between, else read."""
         if not self.broker.watching(conversation_id):
             return
         last = self.broker.last_published(conversation_id)
+        carried = told.events() if told is not None else None
+        if carried is not None and seq is not None and (last is None or seq <= last + 1):
+            # Nothing published here since the stream read its backlog (a stream that sees
+            # a seq past the one it expects fills the gap itself), or these follow on.
+            for at, (name, data) in enumerate(carried, start=seq):
+                if last is None or at > last:
+                    self.broker.publish(stored_event(conversation_id, at, name, data))
+            return
         if last is not None and seq is not None and seq <= last:
             return  # ours, or already read with an earlier notification
         if last is None:
@@ -79,13 +96,13 @@ class Relay:
                             await self.wake(conversation_id)
                     first = False
                     async for note in connection.notifies():
-                        conversation_id, seq, origin = note.payload.split(" ")
-                        if origin == self.origin:
+                        told = notices.parse(note.payload)
+                        if told.origin == self.origin:
                             continue
                         try:
-                            await self.wake(conversation_id, int(seq))
+                            await self.wake(told.conversation_id, told.seq, told)
                         except Exception:
-                            log.exception("relaying %r failed", note.payload)
+                            log.exception("relaying %r failed", note.payload[:200])
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -52,3 +52,31 @@ def test_a_conversation_on_postgresql_costs_no_more_statements_than_its_budget(
     # The replay reads the conversation, redeems the ticket, and reads the events once.
     replay = found[OPERATIONS[-1]]
     assert replay.statements <= 3, shown
+
+
+# With the stream on another process (as with ``--workers 2``), both processes' statements:
+# 24-26 statements and 28-30 round trips while that process read back the events each
+# notification woke it for; now a notification carries its statement's events.
+STREAMED_STATEMENTS = 20
+STREAMED_ROUND_TRIPS = 24
+
+
+def test_a_conversation_streamed_on_another_process_costs_no_more_than_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_bench.write_agent(tmp_path)
+    with fresh_schema() as url, counting(monkeypatch) as tally:
+        settings = replace(
+            settings_for(tmp_path, database_url=url),
+            agents_dir=tmp_path / "agents",
+            sweep_seconds=3600,
+        )
+        with live_server(settings) as live, live_server(settings) as other:
+            turn(live, tally, other)
+            found = turn(live, tally, other)
+    spent = total(found, but=(OPERATIONS[-1],))
+    shown = json.dumps({k: (v.statements, v.round_trips) for k, v in found.items()}, indent=1)
+    assert spent.statements <= STREAMED_STATEMENTS, (
+        f"{spent.statements} statements per conversation: {shown}"
+    )
+    assert spent.round_trips <= STREAMED_ROUND_TRIPS, f"{spent.round_trips} round trips: {shown}"

@@ -10,7 +10,7 @@ from hostcall.errors import LeaseLost
 from hostcall.protocol.events import ProtocolEvent, encode
 from hostcall.protocol.frames import Event, stored_event
 from hostcall.store.interfaces import Events
-from hostcall.store.postgres import messages
+from hostcall.store.postgres import messages, notices
 from hostcall.store.postgres.connections import (
     IF_FENCED,
     HeldWrite,
@@ -55,9 +55,11 @@ def append_parts(
     until this transaction ends: a process taking the lease over waits for this append to
     commit, so whatever it reads after taking the lease includes it (hostcall/runs/recovery.py
     discards a message cut off mid-answer; an append that came later would escape that).
-    ``notify``: NOTIFY ``"<conversation> <first seq> <origin>"`` at commit. One per
-    transaction and conversation is enough: a listener reads every event after the seq it
-    is told (hostcall/relay.py), and a transaction's events commit together.
+    ``notify``: NOTIFY ``"<conversation> <first seq> <origin>"`` and %(told)s, the
+    events themselves if they fit (hostcall/store/postgres/notices.py), at commit. Every
+    append of a transaction notifies its own events: a listener that has them all needs no
+    read (hostcall/relay.py); one told of events it was not given reads every event from
+    the seq it is told, and a transaction's events commit together.
     ``touched``: the UPDATE also moves the conversation's ``updated_at`` on to
     %(touched)s (a held ``touch_conversation``), never back.
     ``carried``: the statement also writes that many held messages of the conversation
@@ -87,7 +89,7 @@ def append_parts(
             "SELECT %(cid)s, next.last_seq - %(n)s + e.n, e.type, e.data FROM next,"
             " unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS e(type, data, n)"
         )
-    note = f", pg_notify(%(channel)s, %(cid)s || ' ' || ({first}) || ' ' || %(origin)s)"
+    note = f", pg_notify(%(channel)s, %(cid)s || ' ' || ({first}) || ' ' || %(origin)s || %(told)s)"
     kept = f", kept AS ({messages.insert_sql(carried, after='next')})" if carried else ""
     touch = ", updated_at = GREATEST(updated_at, %(touched)s)" if touched else ""
     ctes = f"""next AS (
@@ -184,7 +186,7 @@ class EventLog(Part, Events):
             touched = current.touched.pop(conversation_id, None) if current is not None else None
             sql = append_sql(
                 fenced=fence is not None,
-                notify=previous is None,
+                notify=True,
                 count=len(encoded),
                 carried=len(carried),
                 touched=touched is not None,
@@ -247,7 +249,7 @@ class EventLog(Part, Events):
         for index, (conversation_id, encoded) in enumerate(deferred):
             at = touched.pop(conversation_id, None)
             parts = append_parts(
-                fenced=False, notify=False, count=len(encoded), touched=at is not None
+                fenced=False, notify=True, count=len(encoded), touched=at is not None
             )
             values = self._append_params(conversation_id, encoded)
             if at is not None:
@@ -278,7 +280,12 @@ class EventLog(Part, Events):
         fence: tuple[str, str] | None = None,
         carried: list[messages.Values] | None = None,
     ) -> dict[str, Any]:
-        params: dict[str, Any] = {"cid": conversation_id, "channel": CHANNEL, "origin": self.origin}
+        params: dict[str, Any] = {
+            "cid": conversation_id,
+            "channel": CHANNEL,
+            "origin": self.origin,
+            "told": notices.carried(encoded),
+        }
         if carried:
             params.update(messages.params(carried))
         if len(encoded) <= VALUES_MAX:
