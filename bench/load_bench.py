@@ -196,9 +196,13 @@ def write_agent(workdir: Path) -> Path:
 
 async def crowd(port: int, n: int, args: argparse.Namespace, tally: load_flow.Tally) -> None:
     kinds = [load_flow.kind_of(i, args.approvals, args.slow) for i in range(n)]
-    await asyncio.gather(
-        *(load_flow.visit(port, k, tally, args.timeout, args.keep_alive) for k in kinds)
-    )
+    room = asyncio.Semaphore(getattr(args, "at_once", 0) or n)
+
+    async def visit(kind: str) -> None:
+        async with room:
+            await load_flow.visit(port, kind, tally, args.timeout, args.keep_alive)
+
+    await asyncio.gather(*(visit(k) for k in kinds))
 
 
 def run_backend(
@@ -328,7 +332,9 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         "wall",
     )
     notes = [
-        f"{args.n} visitors at once per backend ({args.approvals:.0%} approve a call first, "
+        f"{args.n} visitors "
+        + (f"{args.at_once} at a time" if args.at_once else "at once")
+        + f" per backend ({args.approvals:.0%} approve a call first, "
         f"{args.slow:.0%} wait for a {load_flow.SLOW_SECONDS:.0f} s model step first), after "
         f"{WARMUP} of warm-up; POSTs on "
         + ("a connection per visitor" if args.keep_alive else "a new connection each")
@@ -394,6 +400,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--burners", type=int, default=0, help="busy loops beside the servers (default 0)"
+    )
+    parser.add_argument(
+        "--at-once",
+        type=int,
+        default=0,
+        help="visitors in flight at a time (default: all of them): a steady load, not a crowd",
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="per visitor, seconds")
     parser.add_argument(
