@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from psycopg_pool import PoolClosed
 
 from hostcall.store.postgres.connections import PostgresConnections
 from tests.support.databases import fresh_schema
@@ -81,5 +82,19 @@ def test_a_waiter_cancelled_as_it_is_handed_the_connection_passes_it_on(
         assert first.cancelled()
         assert await asyncio.wait_for(db.one("SELECT 3 AS n"), 5) == {"n": 3}
         assert db._lender._places == 0
+
+    _run(test)
+
+
+def test_a_statement_waiting_when_the_pool_closes_fails_at_once() -> None:
+    async def test(db: PostgresConnections) -> None:
+        held = await db._borrow()
+        waiter = asyncio.ensure_future(db.one("SELECT 1 AS n"))
+        while db.connection_waiters() < 1:
+            await asyncio.sleep(0.01)
+        await db.close_pool()
+        with pytest.raises(PoolClosed):
+            await asyncio.wait_for(waiter, 1)  # not the pool's 5 s wait
+        await db._give_back(held)
 
     _run(test)

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
 from hostcall import metrics
 from hostcall.errors import StoreError
@@ -96,6 +96,11 @@ class Lender:
         if self.opened:
             self.opened = False
             await self._pool.close()
+        # As the pool fails its own waiters: nothing will be handed over any more.
+        while self._queue:
+            waiter = self._queue.popleft()
+            if not waiter.done():
+                waiter.set_exception(PoolClosed("the pool is closed"))
 
     async def lend(self) -> Connection:
         """A connection, for ``give_back``: handed over by a statement before, or from the
