@@ -325,7 +325,7 @@ def _api(p: _Paths) -> dict[str, Any]:
             *conv, _param("token", "query"), _param("after", "query"),
             _param("surface", "query", SURFACE), _param("Last-Event-ID", "header"),
         ], "get": p.op(
-            f"The event stream (SSE; AG-UI events: {events})", 200, STRING, 400, 401, 403, 404,
+            f"The event stream (SSE; AG-UI events: {events})", 200, STRING, 400, 401, 403, 404, 503,
             ok_media="text/event-stream")},
         "/api/conversations/{conversationId}/history": {"parameters": [
             *conv, _param("before", "query"),

@@ -72,6 +72,7 @@ from hostcall.services import (
 from hostcall.settings import Capacity, Settings, load_secret_keys
 from hostcall.store import Store, open_store
 from hostcall.store.postgres import PostgresStore
+from hostcall.stream_gate import StreamGate
 from hostcall.tokens import Claims, Purpose, Tokens
 from hostcall.tracing import Tracing
 from hostcall.visitors.identity_tokens import Identities
@@ -99,8 +100,6 @@ class Runtime:
     # Visitors' identity tokens, and the JWKS they are checked with
     # (hostcall/visitors/identity_tokens.py).
     identities: Identities = field(default_factory=Identities, repr=False)
-    # Streams replaying a backlog take turns here, a page at a time (hostcall/stream.py).
-    replay_gate: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2))
     # The pages of logs those streams replay, read and framed once for all of them.
     backlog: Backlog = field(default_factory=Backlog, repr=False)
     # On PostgreSQL: what carries other processes' events to this one's streams.
@@ -112,6 +111,9 @@ class Runtime:
     services: Services = field(init=False, repr=False)
     # Refuses new work while this process cannot take more (hostcall/door.py).
     door: Door = field(init=False, repr=False)
+    # Streams take turns here to connect and for each page of a replay
+    # (hostcall/stream_gate.py).
+    stream_gate: StreamGate = field(init=False, repr=False)
     # The origin MCP Apps' views run on (hostcall/apps/origin.py); None: views not shown.
     apps: AppsOrigin | None = None
 
@@ -122,6 +124,9 @@ class Runtime:
         capacity = self.settings.capacity or Capacity.from_environ(self.settings.environ)
         self.door = Door(
             capacity, steps=lambda: len(self.engine.tasks), db_waiters=self.store.connection_waiters
+        )
+        self.stream_gate = StreamGate(
+            max_waiting=capacity.max_stream_waiters, retry_after=capacity.retry_after
         )
 
     @classmethod

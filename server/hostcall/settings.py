@@ -34,6 +34,9 @@ class Capacity:
     - ``HOSTCALL_MAX_DB_WAITERS``: this process's statements waiting for a pooled
       PostgreSQL connection (SQLite has no pool: never counted). Past it, the database is
       the bottleneck, and new work would lengthen every wait;
+    - ``HOSTCALL_MAX_STREAM_WAITERS``: event streams waiting for their turn to connect
+      (hostcall/stream_gate.py); past it, another is refused the same way, and the widget
+      reconnects;
     - ``HOSTCALL_BUSY_RETRY_AFTER_SECONDS``: the ``Retry-After`` of a refusal.
 
     0 for either bound refuses all new work (a test's overload, or a process drained by
@@ -41,6 +44,7 @@ class Capacity:
 
     max_steps_in_flight: int = 500
     max_db_waiters: int = 64
+    max_stream_waiters: int = 1000
     retry_after: int = 2
 
     @classmethod
@@ -49,6 +53,7 @@ class Capacity:
         for name, key, least in (
             ("HOSTCALL_MAX_STEPS_IN_FLIGHT", "max_steps_in_flight", 0),
             ("HOSTCALL_MAX_DB_WAITERS", "max_db_waiters", 0),
+            ("HOSTCALL_MAX_STREAM_WAITERS", "max_stream_waiters", 0),
             ("HOSTCALL_BUSY_RETRY_AFTER_SECONDS", "retry_after", 1),
         ):
             raw = environ.get(name, "").strip()

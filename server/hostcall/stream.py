@@ -1,12 +1,13 @@
 """The conversation event stream (SSE), with exact replay after ``Last-Event-ID``.
 
-A stream must not cost other users anything while its reader is slow.
-The backlog is replayed in small pages with the event loop released between them, each full
-page read and framed once for every stream that replays it (hostcall/backlog.py); each
-stream holds at most one page plus the broker's bounded queue; a client that does not take
-a frame within ``SEND_TIMEOUT`` seconds is dropped (it reconnects with ``Last-Event-ID``
-and misses nothing). On shutdown every stream ends its response cleanly, so a SIGTERM does
-not log an error per open stream.
+A stream must not cost other users anything while its reader is slow, nor while a crowd
+connects: its set-up and each page of its replay take a turn on the event loop
+(hostcall/stream_gate.py). The backlog is replayed in small pages with the event loop
+released between them, each full page read and framed once for every stream that replays
+it (hostcall/backlog.py); each stream holds at most one page plus the broker's bounded
+queue; a client that does not take a frame within ``SEND_TIMEOUT`` seconds is dropped (it
+reconnects with ``Last-Event-ID`` and misses nothing). On shutdown every stream ends its
+response cleanly, so a SIGTERM does not log an error per open stream.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from hostcall import metrics
 from hostcall.protocol.events import CustomName
 from hostcall.protocol.frames import Event, parse_event_id, sse_frame
 from hostcall.protocol.requests import surface_id
-from hostcall.runtime import runtime_of
+from hostcall.runtime import Runtime, runtime_of
 
 SEND_TIMEOUT = 10.0
 DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
@@ -48,6 +49,13 @@ class _Farewell:
 
 async def events(request: Request) -> EventSourceResponse:
     runtime = runtime_of(request)
+    # Everything a connect does waits for its turn (hostcall/stream_gate.py): a crowd of
+    # streams connecting at once must not fill the loop ahead of other users' requests.
+    async with runtime.stream_gate.connect():
+        return await _connected(request, runtime)
+
+
+async def _connected(request: Request, runtime: Runtime) -> EventSourceResponse:
     conversation_id = request.path_params["conversation_id"]
     ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
     logs = runtime.services.logs
@@ -83,6 +91,7 @@ async def events(request: Request) -> EventSourceResponse:
     backlog = last_seq > seen
     surfaces = runtime.services.surfaces
     pages = runtime.backlog
+    gate = runtime.stream_gate
     owner = runtime.leases.owner  # the stream counts for its surface while this process lives
     if surface is not None:
         await surfaces.attach(conversation_id, surface, owner)
@@ -101,17 +110,17 @@ async def events(request: Request) -> EventSourceResponse:
 
     async def replay(after: int) -> AsyncIterator[tuple[bytes, int]]:
         """Everything after ``after``: (SSE bytes of a page, its last seq), one page at a
-        time. Taking a page takes a turn at the runtime's replay gate, so a crowd of
-        replaying streams gets a bounded share of the loop and every other request gets the
-        rest; a full page is read and framed once for every stream (hostcall/backlog.py),
-        and goes out as one write, not one per event.
+        time. Taking a page takes a turn at the stream gate, so a crowd of replaying
+        streams gets a bounded share of the loop and every other request gets the rest; a
+        full page is read and framed once for every stream (hostcall/backlog.py), and goes
+        out as one write, not one per event.
 
         One write per page also keeps a guarantee: a client that
         disconnects mid-replay costs one failed write (one asyncio warning) per page, not one
         per frame, and the response stops at the next.
         """
         while True:
-            async with runtime.replay_gate:
+            async with gate.page():
                 page = await pages.after(logs.after, conversation_id, after)
                 if surface is not None and page.dispatches:
                     kept = [
@@ -120,9 +129,6 @@ async def events(request: Request) -> EventSourceResponse:
                     chunk = b"".join(kept)
                 else:
                     chunk = b"".join(page.frames)
-                # Keep the turn through one pass of the loop: everything else that is ready
-                # runs before the next page of any stream (do not move this out of the gate).
-                await asyncio.sleep(0)
             if page.events:
                 after = page.events[-1].seq
                 yield chunk, after
