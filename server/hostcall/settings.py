@@ -39,8 +39,8 @@ class Capacity:
       reconnects;
     - ``HOSTCALL_BUSY_RETRY_AFTER_SECONDS``: the ``Retry-After`` of a refusal.
 
-    0 for either bound refuses all new work (a test's overload, or a process drained by
-    hand)."""
+    0 for a bound refuses everything it guards: all new work for the first two, every new
+    stream for the third (a test's overload, or a process drained by hand)."""
 
     max_steps_in_flight: int = 500
     max_db_waiters: int = 64
