@@ -80,7 +80,7 @@ RATE_LIMITED = Counter(
 )
 DOOR_REFUSALS = Counter(
     "hostcall_overloaded_refusals",
-    "New work refused at the door (503 overloaded), by the bound it met (hostcall/door.py).",
+    "New work and streams refused (503 overloaded), by the bound met (door.py, stream_gate.py).",
     ["reason"],
 )
 STORE_ERRORS = Counter(
