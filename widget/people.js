@@ -94,7 +94,12 @@ function thumb(rating) {
  * @param {string} id @param {string} [rating] */
 export function offer(id, rating) {
   const el = messageEl(id)
-  if (!el || el.querySelector('[data-part=feedback]')) return
+  // Built with the reply's drawing, not while the stream's events wait behind it.
+  if (el) keepPinned(() => el.querySelector('[data-part=feedback]') || el.append(bar(id, rating)))
+}
+
+/** The bar, its buttons and comment form. @param {string} id @param {string} [rating] */
+function bar(id, rating) {
   const status = h('p', { 'data-part': 'feedback-status', role: 'status' })
   const box = /** @type {HTMLTextAreaElement} */ (h('textarea', {
     'data-part': 'feedback-comment', rows: 2, maxlength: COMMENT_CHARS,
@@ -126,7 +131,6 @@ export function offer(id, rating) {
     buttons[r] = h('button', { type: 'button', 'data-part': `feedback-${r}`, 'aria-label': label, title: label, onclick: () => send(r) }, thumb(r))
   }
   show()
-  const bar = h('div', { 'data-part': 'feedback', role: 'group', 'aria-label': t('feedbackLabel') },
+  return h('div', { 'data-part': 'feedback', role: 'group', 'aria-label': t('feedbackLabel') },
     h('div', { 'data-part': 'feedback-buttons' }, buttons.up, buttons.down, status), form)
-  keepPinned(() => el.append(bar))
 }
