@@ -57,15 +57,13 @@ const handshake = new Promise(resolve => { handshakeDone = () => resolve(0) })
 // window is read (bench/README.md says why a port).
 const channel = framed ? new MessageChannel() : null
 
-// The page's events (and unread counts) go in order at the end of this task; the rest at
-// once: a call that came in one read with a reply's end reaches the handler before them.
+// The page's events (and unread counts) go in order with the drawing of what they tell; the
+// rest at once: a call overtakes them, and none is sent while the page's handler has one.
 const later = []
-const tick = new MessageChannel()
-tick.port1.onmessage = () => later.splice(0).forEach(m => channel?.port1.postMessage(m))
 function toParent(type, data) {
   const m = { type, ...data }
   if (type != MSG.EVENT && type != MSG.ATTENTION) channel?.port1.postMessage(m)
-  else if (later.push(m) < 2) tick.port2.postMessage(0)
+  else if (later.push(m) < 2) ui.write(() => later.splice(0).forEach(m => channel?.port1.postMessage(m)))
 }
 
 /** A Hostcall('on', …) event for the page; never carries tokens. */
