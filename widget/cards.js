@@ -80,10 +80,11 @@ export function toolCard(id, name, title = name) {
       el.querySelector('[data-part=tool-call-note]')?.remove()
       if (note) body.before(h('p', { 'data-part': 'tool-call-note', text: note }))
     },
-    setInput(value, schema) {
+    // Drawn with the rest: the call's events that come before its dispatch wait for no DOM.
+    setInput: (value, schema) => keepPinned(() => {
       input.hidden = false
       input.replaceChildren(h('p', { 'data-part': 'label', text: t('input') }), readable(value, schema))
-    },
+    }),
     setBody: (...nodes) => keepPinned(() => body.replaceChildren(...nodes.filter(Boolean))),
     busy(on) {
       for (const b of el.querySelectorAll('button')) b.toggleAttribute('disabled', on)

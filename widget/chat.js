@@ -7,7 +7,7 @@ import { LIMITS } from './protocol.js'
 import { write, setAfterFlush } from './drawing.js'
 
 // When changes are drawn (bursts of stream events, calls with the page's handler): drawing.js.
-export { batch, hold, flushWrites, write } from './drawing.js'
+export { batch, burstEnd, hold, flushWrites, write } from './drawing.js'
 
 // ============================================================================
 // Text: English, French, Spanish, Japanese (the seeds' languages): from the snippet's

@@ -48,6 +48,13 @@ function queueFlush() {
   setTimeout(flush, FLUSH_MS)
 }
 
+/** The burst is over (its run ended): drawn at the next frame, without waiting for quiet. */
+export function burstEnd() {
+  clearTimeout(quietTimer)
+  quietTimer = 0
+  queueFlush()
+}
+
 /** Make every waiting change now, held or not (before focusing what they show). */
 export function flushWrites() {
   flushQueued = false

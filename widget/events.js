@@ -117,6 +117,8 @@ export function follow(app) {
       ui.batch(() => type in ON_CALL ? c && ON_CALL[type](c, value) : ON[type]?.(value))
     } catch (err) { console.error('hostcall:', type, err) }
     ui.batch(app.refresh)
+    // Nothing follows a run's end: its last words need not wait for quiet.
+    if (type === EVENT.RUN_FINISHED || type === EVENT.RUN_ERROR) ui.burstEnd()
   }
 
   const stream = openStream({ url, types: [...Object.keys(ON), ...Object.keys(ON_CALL)], onEvent, onState })

@@ -10,7 +10,7 @@ let frames = []
 globalThis.requestAnimationFrame = cb => { frames.push(cb) }
 const frame = () => { const due = frames; frames = []; due.forEach(cb => cb(0)) }
 
-const { write, batch, hold, flushWrites, setAfterFlush, QUIET_MS, FLUSH_MS } = await import('../../widget/drawing.js')
+const { write, batch, burstEnd, hold, flushWrites, setAfterFlush, QUIET_MS, FLUSH_MS } = await import('../../widget/drawing.js')
 
 let made, flushes
 beforeEach(() => {
@@ -90,6 +90,27 @@ test('a hold keeps everything undrawn until it is released, then the next frame 
   mock.timers.tick(QUIET_MS)
   frame()
   assert.deepEqual(made, ['text', 'answer sent', 'later'])
+})
+
+test("a burst that ended (its run finished) goes in the next frame, without waiting for quiet", () => {
+  streamed('last words')
+  streamed('run finished')
+  burstEnd()
+  frame()
+  assert.deepEqual(made, ['last words', 'run finished'])
+  assert.equal(flushes, 1)
+  mock.timers.tick(QUIET_MS + FLUSH_MS) // no timer left to draw it again
+  frame()
+  assert.equal(flushes, 1)
+  // Held (a call with the page's handler): the end of a burst draws nothing until released.
+  streamed('text')
+  const release = hold(100)
+  burstEnd()
+  frame()
+  assert.deepEqual(made, ['last words', 'run finished'])
+  release()
+  frame()
+  assert.deepEqual(made, ['last words', 'run finished', 'text'])
 })
 
 test('a hold ends by itself after its time', () => {
