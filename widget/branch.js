@@ -4,7 +4,7 @@
 // events.js and snapshot.js when a run has ended, with its strings (locale-xx-branch.js)
 // and styles (branch.css): the first screen needs none of it.
 
-import { addStrings, append, focusComposer, h, removeMessage, t } from './chat.js'
+import { addStrings, append, focusComposer, h, keepPinned, removeMessage, t } from './chat.js'
 
 // Strings and styles first: nothing of this module shows as keys or unstyled.
 await Promise.all([addStrings('branch'), new Promise(resolve => document.head.append(h('link', {
@@ -23,8 +23,10 @@ await Promise.all([addStrings('branch'), new Promise(resolve => document.head.ap
 /** The last message of `role` in the thread, if the server has it. @param {string} role */
 const last = role => /** @type {HTMLElement | undefined} */ ([...document.querySelectorAll(`[data-part=message][data-role=${role}][data-message-id]`)].pop())
 
-/** Put the controls on the last turn, or take them away while a run goes on. @param {App} app */
-export function offer(app) {
+/** Put the controls on the last turn, or take them away while a run goes on: with the
+ * drawing of that turn (its answer may still wait to be drawn), the view kept at the end.
+ * @param {App} app */
+export const offer = app => keepPinned(() => {
   for (const el of document.querySelectorAll('[data-part=branch]')) el.remove()
   const { state } = app
   if (!state.conversationId || state.run === 'running' || state.run === 'waiting') return
@@ -36,7 +38,7 @@ export function offer(app) {
     const id = String(answer.dataset.messageId)
     answer.append(bar(h('button', { type: 'button', 'data-part': 'branch-regenerate', 'aria-label': t('branchRegenerateLabel'), onclick: () => branch(app, asked, id, 'regenerate') }, t('branchRegenerate'))))
   }
-}
+})
 
 /** @param {HTMLElement} button */
 const bar = button => h('div', { 'data-part': 'branch' }, button)

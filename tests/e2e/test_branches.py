@@ -154,3 +154,23 @@ def test_a_write_that_already_ran_is_not_regenerated_in_french_and_dark(
     snap = snapshot(page, demo)
     assert not [m for m in snap["messages"] if m.get("supersededBy")]
     assert len(calls_of(snap, "create_task")) == 1
+
+
+def test_an_answer_drawn_with_its_run_s_end_gets_regenerate_in_view(page: Page, demo: Demo) -> None:
+    # The scripted greeting comes in one burst with its run's end: the controls go on once
+    # that burst is drawn, on its answer, and the view stays at the end of the thread.
+    widget = open_chat(page, demo)
+    frame = widget.frame
+    inner = next(f for f in page.frames if "/widget/" in f.url)
+    for turn in range(1, 4):
+        widget.send("hello")
+        widget.wait_until_idle()
+        answer = frame.locator("[data-part=message][data-role=assistant]").last
+        expect(answer.locator("[data-part=branch-regenerate]")).to_have_count(1, timeout=SLOW)
+        expect(frame.locator("[data-part=branch-regenerate]")).to_have_count(1)
+        inner.wait_for_function(
+            "() => { const l = document.querySelector('[data-part=messages]')"
+            "; return l.scrollHeight - l.scrollTop - l.clientHeight < 2 }",
+            timeout=SLOW,
+        )
+        assert widget.messages("user") == ["hello"] * turn
