@@ -27,14 +27,22 @@ def _run(test: object) -> None:
         asyncio.run(main())
 
 
+async def _waiting(db: PostgresConnections, n: int) -> None:
+    """Until ``n`` statements wait for a connection (polled: the waiting has no event)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while db.connection_waiters() < n:
+        assert loop.time() < deadline, f"{n} statements never waited for a connection"
+        await asyncio.sleep(0.01)
+
+
 def test_waiters_on_a_one_connection_pool_each_get_it_in_turn_and_a_cancelled_one_loses_none() -> (
     None
 ):
     async def test(db: PostgresConnections) -> None:
         held = await db._borrow()  # every connection lent
         waiters = [asyncio.ensure_future(db.one("SELECT %s::int AS n", (n,))) for n in range(4)]
-        while db.connection_waiters() < 4:
-            await asyncio.sleep(0.01)
+        await _waiting(db, 4)
         waiters[1].cancel()
         await db._give_back(held)  # handed to the first waiter, then on down the queue
         done = await asyncio.gather(*waiters, return_exceptions=True)
@@ -53,8 +61,7 @@ def test_a_connection_given_back_in_a_transaction_is_not_handed_over_in_it() -> 
         await left.execute("BEGIN")
         await left.execute("CREATE TEMP TABLE leftover (n int)")
         waiter = asyncio.ensure_future(db.one("SELECT pg_current_xact_id_if_assigned() AS x"))
-        while db.connection_waiters() < 1:
-            await asyncio.sleep(0.01)
+        await _waiting(db, 1)
         await db._give_back(left)  # in a transaction: to the pool, which rolls it back
         assert await asyncio.wait_for(waiter, 5) == {"x": None}
         assert await db.one("SELECT to_regclass('pg_temp.leftover') AS t") == {"t": None}
@@ -70,8 +77,7 @@ def test_a_waiter_cancelled_as_it_is_handed_the_connection_passes_it_on(
         held = await db._borrow()
         first = asyncio.ensure_future(db.one("SELECT 1 AS n"))
         second = asyncio.ensure_future(db.one("SELECT 2 AS n"))
-        while db.connection_waiters() < 2:
-            await asyncio.sleep(0.01)
+        await _waiting(db, 2)
         if cancelled_first:
             first.cancel()
             await db._give_back(held)
@@ -90,8 +96,7 @@ def test_a_statement_waiting_when_the_pool_closes_fails_at_once() -> None:
     async def test(db: PostgresConnections) -> None:
         held = await db._borrow()
         waiter = asyncio.ensure_future(db.one("SELECT 1 AS n"))
-        while db.connection_waiters() < 1:
-            await asyncio.sleep(0.01)
+        await _waiting(db, 1)
         await db.close_pool()
         with pytest.raises(PoolClosed):
             await asyncio.wait_for(waiter, 1)  # not the pool's 5 s wait
