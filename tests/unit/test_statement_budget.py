@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from hostcall.settings import ROOT
 from tests.support.databases import fresh_schema
 from tests.support.live import live_server, settings_for
-from tests.support.wire import OPERATIONS, counting, total, turn
+from tests.support.wire import OPERATIONS, Counted, counting, total, turn
 
 sys.path.insert(0, str(ROOT / "bench"))  # the load bench's agent
 import load_bench
@@ -29,9 +30,12 @@ STATEMENTS = 20
 ROUND_TRIPS = 24
 
 
-def test_a_conversation_on_postgresql_costs_no_more_statements_than_its_budget(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _conversation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, streamed_elsewhere: bool
+) -> tuple[dict[str, Counted], Counted, str]:
+    """The statements of a second conversation (a process's first run also writes its
+    agent's definition), per operation; with ``streamed_elsewhere``, its stream on a second
+    process and both processes' statements."""
     load_bench.write_agent(tmp_path)
     with fresh_schema() as url, counting(monkeypatch) as tally:
         # No sweeper pass: it reads on its own clock, not the conversation's.
@@ -40,11 +44,19 @@ def test_a_conversation_on_postgresql_costs_no_more_statements_than_its_budget(
             agents_dir=tmp_path / "agents",
             sweep_seconds=3600,
         )
-        with live_server(settings) as live:
-            turn(live, tally)  # a process's first run writes its agent's definition
-            found = turn(live, tally)
+        with live_server(settings) as live, ExitStack() as more:
+            other = more.enter_context(live_server(settings)) if streamed_elsewhere else None
+            turn(live, tally, other)
+            found = turn(live, tally, other)
     spent = total(found, but=(OPERATIONS[-1],))
     shown = json.dumps({k: (v.statements, v.round_trips) for k, v in found.items()}, indent=1)
+    return found, spent, shown
+
+
+def test_a_conversation_on_postgresql_costs_no_more_statements_than_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found, spent, shown = _conversation(tmp_path, monkeypatch, streamed_elsewhere=False)
     assert spent.statements <= STATEMENTS, (
         f"{spent.statements} statements per conversation: {shown}"
     )
@@ -64,18 +76,7 @@ STREAMED_ROUND_TRIPS = 24
 def test_a_conversation_streamed_on_another_process_costs_no_more_than_its_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    load_bench.write_agent(tmp_path)
-    with fresh_schema() as url, counting(monkeypatch) as tally:
-        settings = replace(
-            settings_for(tmp_path, database_url=url),
-            agents_dir=tmp_path / "agents",
-            sweep_seconds=3600,
-        )
-        with live_server(settings) as live, live_server(settings) as other:
-            turn(live, tally, other)
-            found = turn(live, tally, other)
-    spent = total(found, but=(OPERATIONS[-1],))
-    shown = json.dumps({k: (v.statements, v.round_trips) for k, v in found.items()}, indent=1)
+    _, spent, shown = _conversation(tmp_path, monkeypatch, streamed_elsewhere=True)
     assert spent.statements <= STREAMED_STATEMENTS, (
         f"{spent.statements} statements per conversation: {shown}"
     )
