@@ -31,14 +31,9 @@ from hostcall.protocol.events import (
     PersonMessage,
     PersonRequested,
 )
+from hostcall.store.console_records import AuditEntry
 from hostcall.store.interfaces import Attachments, Audit, Handoffs, Messages, Runs
-from hostcall.store.records import (
-    AttachmentRef,
-    AuditEntry,
-    Conversation,
-    RunStatus,
-    StoredMessage,
-)
+from hostcall.store.records import AttachmentRef, Conversation, RunStatus, StoredMessage
 
 
 class _HandoffStore(Attachments, Audit, Handoffs, Messages, Runs, Protocol):

@@ -21,7 +21,8 @@ import pytest
 from httpx_sse import EventSource
 
 from hostcall.store import Store, open_store
-from hostcall.store.records import CallState, ConversationQuery, RunStatus
+from hostcall.store.console_records import ConversationQuery
+from hostcall.store.records import CallState, RunStatus
 from tests.support.databases import fresh_schema
 from tests.support.harness import BOARD
 from tests.support.processes import (

@@ -132,7 +132,7 @@ def _state(harness: Harness) -> tuple[Any, ...]:
 
 
 def _everything() -> Any:
-    from hostcall.store.records import ConversationQuery
+    from hostcall.store.console_records import ConversationQuery
 
     return ConversationQuery(limit=10_000)
 

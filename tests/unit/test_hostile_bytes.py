@@ -26,7 +26,7 @@ from hostcall.agui import thread_conversation_id
 from hostcall.app import create_app
 from hostcall.console.accounts import add_user
 from hostcall.errors import StoreUnwritable
-from hostcall.store.records import ConversationQuery
+from hostcall.store.console_records import ConversationQuery
 from tests.support.databases import fresh_schema
 from tests.support.harness import BOARD, ORIGIN, Conv, Harness, write_agent
 from tests.support.loopback import serve_in_thread

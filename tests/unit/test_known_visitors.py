@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hostcall.store.records import ConversationQuery
+from hostcall.store.console_records import ConversationQuery
 from tests.support.databases import store_url
 from tests.support.harness import ORIGIN, Conv, Harness, allow_hosts
 from tests.support.identity import SECRET, SECRET_ENV, hs_token

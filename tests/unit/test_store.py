@@ -34,19 +34,17 @@ from hostcall.protocol.events import (
     ToolCallStart,
 )
 from hostcall.store import Store, open_store
+from hostcall.store.console_records import TITLE_CHARS, ConversationQuery, UsageRecord
 from hostcall.store.migrations import Migration, pending
 from hostcall.store.records import (
-    TITLE_CHARS,
     Call,
     CallState,
     Conversation,
-    ConversationQuery,
     OpenedStream,
     Run,
     RunStart,
     RunStatus,
     StoredMessage,
-    UsageRecord,
 )
 from hostcall.store.sqlite import SQLiteStore
 from hostcall.transcript import recent_turns

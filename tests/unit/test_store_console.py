@@ -8,19 +8,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hostcall.store import Store
-from hostcall.store.records import (
+from hostcall.store.console_records import (
     AgentVersion,
     AuditEntry,
-    Call,
-    CallState,
     ConsoleSession,
-    Conversation,
     ConversationQuery,
-    Run,
-    RunStatus,
-    StoredMessage,
     User,
 )
+from hostcall.store.records import Call, CallState, Conversation, Run, RunStatus, StoredMessage
 
 
 async def _conversation(store: Store, cid: str, at: float, agent: str = "planner") -> None:

@@ -29,8 +29,9 @@ from hostcall.guardrails import Hit, evaluate
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.limits import MAX_ERROR_MESSAGE_CHARS, MAX_REASON_CHARS
 from hostcall.runs.agents import RunAgents
+from hostcall.store.console_records import AuditEntry
 from hostcall.store.interfaces import Audit, Calls
-from hostcall.store.records import AuditEntry, Call, CallState
+from hostcall.store.records import Call, CallState
 from hostcall.tokens import Claims, input_digest
 from hostcall.tools import Tool
 

@@ -19,8 +19,8 @@ from typing import Protocol
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from hostcall.store.console_records import User
 from hostcall.store.interfaces import Accounts
-from hostcall.store.records import User
 
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1024

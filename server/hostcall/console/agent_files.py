@@ -23,7 +23,7 @@ from hostcall.errors import AgentConfigError, Conflict, NotFound, Unprocessable
 from hostcall.platform import load_platform
 from hostcall.protocol.codes import ErrorCode
 from hostcall.runtime import Runtime
-from hostcall.store.records import AgentVersion
+from hostcall.store.console_records import AgentVersion
 
 DISABLED = "disabled"
 FOUND_ON_DISK = "as found on disk"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from hostcall.store.records import AuditEntry
+from hostcall.store.console_records import AuditEntry
 
 # The actions the console records (the audit page translates them).
 ACTIONS = (

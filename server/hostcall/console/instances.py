@@ -42,15 +42,14 @@ from hostcall.protocol.responses import CallStatus
 from hostcall.protocol.wire import to_wire
 from hostcall.responses import WireResponse
 from hostcall.runtime import Runtime, runtime_of, services_of
-from hostcall.store.records import (
-    CallState,
+from hostcall.store.console_records import (
     ConversationQuery,
     ConversationSummary,
     Feedback,
     Handoff,
     Rating,
-    RunStatus,
 )
+from hostcall.store.records import CallState, RunStatus
 
 PAGE_SIZE = 25
 MAX_EVENTS = 500

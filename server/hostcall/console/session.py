@@ -35,7 +35,7 @@ from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.reading import NOT_UTF8, refuse_unstorable, unstorable_text
 from hostcall.runtime import Runtime, runtime_of
 from hostcall.settings import load_secret_keys
-from hostcall.store.records import ConsoleSession, User
+from hostcall.store.console_records import ConsoleSession, User
 
 COOKIE = "hc_console"
 LOGIN_COOKIE = "hc_console_login"

@@ -14,7 +14,7 @@ from hostcall.console.render import page
 from hostcall.console.session import guarded, operator_of
 from hostcall.protocol.numbers import whole_number
 from hostcall.runtime import runtime_of
-from hostcall.store.records import UsageTotal
+from hostcall.store.console_records import UsageTotal
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 366

@@ -48,8 +48,9 @@ from hostcall.quotas import Quotas
 from hostcall.runs.agents import RunAgents
 from hostcall.runs.reasoning import Reasoning
 from hostcall.runs.usage import StepUsage, Usage
+from hostcall.store.console_records import UsageRecord
 from hostcall.store.interfaces import Attachments, CallApps, Events, Messages, ModelUsage, Runs
-from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage, UsageRecord
+from hostcall.store.records import Call, ClaimedRun, Run, RunStatus, StoredMessage
 from hostcall.tracing import Attributes, Tracing
 from hostcall.transcript import open_messages, recent_turns
 

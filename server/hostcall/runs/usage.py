@@ -18,8 +18,9 @@ from hostcall.agents import Agent
 from hostcall.models.base import Message, Model, ModelError, ModelEvent, StepEnd, ToolDescriptor
 from hostcall.pricing import model_name
 from hostcall.quotas import Quotas, estimate_tokens
+from hostcall.store.console_records import UsageRecord
 from hostcall.store.interfaces import ModelUsage
-from hostcall.store.records import Run, RunStatus, UsageRecord
+from hostcall.store.records import Run, RunStatus
 from hostcall.tracing import Tracing
 
 log = logging.getLogger("hostcall.tracing")

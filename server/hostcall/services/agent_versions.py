@@ -3,8 +3,8 @@ written by hostcall/console/agent_files.py)."""
 
 from __future__ import annotations
 
+from hostcall.store.console_records import AgentVersion
 from hostcall.store.interfaces import AgentVersions
-from hostcall.store.records import AgentVersion
 
 
 class AgentVersionService:

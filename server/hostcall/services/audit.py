@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from hostcall.store.console_records import AuditEntry
 from hostcall.store.interfaces import Audit
-from hostcall.store.records import AuditEntry
 
 
 class AuditService:

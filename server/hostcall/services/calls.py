@@ -19,8 +19,9 @@ from hostcall.protocol.limits import MAX_REASON_CHARS
 from hostcall.protocol.requests import CallResult, Decision
 from hostcall.protocol.responses import CallView
 from hostcall.protocol.run_input import InputMessage
+from hostcall.store.console_records import AuditEntry
 from hostcall.store.interfaces import Audit, Calls
-from hostcall.store.records import AuditEntry, Call
+from hostcall.store.records import Call
 from hostcall.tokens import Claims
 
 # Who the audit log names for what a visitor's call token did (the console's actions name

@@ -14,8 +14,9 @@ from hostcall.errors import NotFound
 from hostcall.ledger import new_id
 from hostcall.protocol.codes import ErrorCode
 from hostcall.quotas import Quotas
+from hostcall.store.console_records import PersonConversation
 from hostcall.store.interfaces import Conversations, Runs, Sessions, Surfaces
-from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, PersonConversation
+from hostcall.store.records import ANONYMOUS_SURFACE, Conversation
 from hostcall.visitors.personal_data import ErasureWrites, erase, refuse_running
 
 

@@ -10,8 +10,9 @@ from typing import Protocol
 from hostcall import metrics
 from hostcall.errors import Conflict, NotFound, Unprocessable
 from hostcall.protocol.codes import ErrorCode
+from hostcall.store.console_records import Feedback, Rating
 from hostcall.store.interfaces import Database, Feedbacks, Messages
-from hostcall.store.records import Conversation, Feedback, Rating
+from hostcall.store.records import Conversation
 
 
 class _FeedbackStore(Database, Feedbacks, Messages, Protocol):

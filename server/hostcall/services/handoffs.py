@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from hostcall.handoff import HumanHandoff
 from hostcall.services.runs import RunService
+from hostcall.store.console_records import AuditEntry, Handoff
 from hostcall.store.interfaces import Handoffs
-from hostcall.store.records import AuditEntry, Handoff
 
 
 class HandoffService:

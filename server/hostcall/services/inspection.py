@@ -11,6 +11,14 @@ from hostcall.errors import NotFound
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.frames import Event
 from hostcall.protocol.responses import CallView
+from hostcall.store.console_records import (
+    AuditEntry,
+    ConversationQuery,
+    ConversationSummary,
+    Feedback,
+    Handoff,
+    Rating,
+)
 from hostcall.store.interfaces import (
     Audit,
     Calls,
@@ -21,18 +29,7 @@ from hostcall.store.interfaces import (
     Messages,
     Runs,
 )
-from hostcall.store.records import (
-    AuditEntry,
-    Call,
-    Conversation,
-    ConversationQuery,
-    ConversationSummary,
-    Feedback,
-    Handoff,
-    Rating,
-    Run,
-    StoredMessage,
-)
+from hostcall.store.records import Call, Conversation, Run, StoredMessage
 
 
 class _InspectionStore(

@@ -4,8 +4,8 @@ signed-in user holds (hostcall/console/session.py; the users themselves are mana
 
 from __future__ import annotations
 
+from hostcall.store.console_records import ConsoleSession, User
 from hostcall.store.interfaces import Accounts
-from hostcall.store.records import ConsoleSession, User
 
 
 class OperatorService:

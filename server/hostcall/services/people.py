@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from hostcall.engine import Engine
 from hostcall.quotas import Quotas
-from hostcall.store.records import KnownPerson, PersonConversation
+from hostcall.store.console_records import KnownPerson, PersonConversation
 from hostcall.visitors.personal_data import (
     AuditedExport,
     Erased,

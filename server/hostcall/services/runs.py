@@ -13,8 +13,9 @@ from hostcall.engine import Engine
 from hostcall.errors import Conflict, HeldByPerson, NotFound
 from hostcall.handoff import HumanHandoff
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
+from hostcall.store.console_records import AuditEntry
 from hostcall.store.interfaces import Audit, Runs
-from hostcall.store.records import AttachmentRef, AuditEntry, Conversation, Run, RunStatus
+from hostcall.store.records import AttachmentRef, Conversation, Run, RunStatus
 from hostcall.visitors.visitor import Visitor
 
 

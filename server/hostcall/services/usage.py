@@ -3,8 +3,8 @@ with each step)."""
 
 from __future__ import annotations
 
+from hostcall.store.console_records import UsageTotal
 from hostcall.store.interfaces import ModelUsage
-from hostcall.store.records import UsageTotal
 
 
 class UsageService:

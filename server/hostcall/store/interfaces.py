@@ -34,32 +34,34 @@ from typing import Any, Protocol
 
 from hostcall.protocol.events import ProtocolEvent
 from hostcall.protocol.frames import Event
-from hostcall.store.records import (
+from hostcall.store.console_records import (
     AgentVersion,
-    Attachment,
     AuditEntry,
-    Call,
-    CallApp,
-    CallState,
-    ClaimedRun,
     ConsoleSession,
-    Conversation,
     ConversationQuery,
     ConversationSummary,
     Feedback,
     Handoff,
     KnownPerson,
-    OpenedStream,
     PersonConversation,
     Rating,
+    UsageRecord,
+    UsageTotal,
+    User,
+)
+from hostcall.store.records import (
+    Attachment,
+    Call,
+    CallApp,
+    CallState,
+    ClaimedRun,
+    Conversation,
+    OpenedStream,
     Run,
     RunStart,
     RunStatus,
     StoredMessage,
     Surface,
-    UsageRecord,
-    UsageTotal,
-    User,
 )
 
 

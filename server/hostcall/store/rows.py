@@ -6,26 +6,28 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hostcall import strictjson
-from hostcall.store.records import (
+from hostcall.store.console_records import (
     AgentVersion,
-    Attachment,
-    AttachmentRef,
     AuditEntry,
-    Call,
-    CallApp,
-    CallState,
-    Conversation,
     ConversationSummary,
     Feedback,
     Handoff,
     KnownPerson,
     PersonConversation,
     Rating,
+    User,
+)
+from hostcall.store.records import (
+    Attachment,
+    AttachmentRef,
+    Call,
+    CallApp,
+    CallState,
+    Conversation,
     Run,
     RunStatus,
     StoredMessage,
     Surface,
-    User,
 )
 from hostcall.visitors.visitor import Visitor
 

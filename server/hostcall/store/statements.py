@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from hostcall.store import rows
-from hostcall.store.records import OPEN_STATES, TITLE_CHARS, ConversationQuery
+from hostcall.store.console_records import TITLE_CHARS, ConversationQuery
+from hostcall.store.records import OPEN_STATES
 
 MESSAGE_COLUMNS = (
     "id, conversation_id, run_id, role, text, tool_calls, tool_call_id, tool_name, interrupted,"

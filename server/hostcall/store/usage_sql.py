@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hostcall.store.records import UsageRecord, UsageTotal
+from hostcall.store.console_records import UsageRecord, UsageTotal
 
 # No primary key of its own: nothing looks a row up alone. Read by conversation (its
 # page, and a run's totals within it) and by day (the daily totals).

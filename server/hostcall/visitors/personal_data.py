@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from hostcall.errors import Conflict
 from hostcall.protocol.codes import ErrorCode
+from hostcall.store.console_records import AuditEntry
 from hostcall.store.interfaces import (
     Attachments,
     Audit,
@@ -32,7 +33,7 @@ from hostcall.store.interfaces import (
     Messages,
     Runs,
 )
-from hostcall.store.records import AuditEntry, RunStatus
+from hostcall.store.records import RunStatus
 
 # The version of the export document's shape; a reader checks it.
 EXPORT_FORMAT = 1

@@ -9,9 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 from hostcall.store import rows
+from hostcall.store.console_records import AgentVersion, AuditEntry, ConsoleSession, User
 from hostcall.store.interfaces import Accounts, AgentVersions, Audit
 from hostcall.store.postgres.connections import Part
-from hostcall.store.records import AgentVersion, AuditEntry, ConsoleSession, User
 from hostcall.store.statements import POSTGRES as SQL
 
 # Console sessions kept on the server (the twin of sqlite/console.py's).

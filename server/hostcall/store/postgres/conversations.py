@@ -4,17 +4,15 @@ messages (held back in a transaction: messages.py)."""
 from __future__ import annotations
 
 from hostcall.store import rows
-from hostcall.store.interfaces import Conversations, Messages, Sessions
-from hostcall.store.postgres.connections import Part, PostgresConnections
-from hostcall.store.records import (
-    Conversation,
+from hostcall.store.console_records import (
     ConversationQuery,
     ConversationSummary,
     KnownPerson,
-    OpenedStream,
     PersonConversation,
-    StoredMessage,
 )
+from hostcall.store.interfaces import Conversations, Messages, Sessions
+from hostcall.store.postgres.connections import Part, PostgresConnections
+from hostcall.store.records import Conversation, OpenedStream, StoredMessage
 from hostcall.store.statements import POSTGRES as SQL
 from hostcall.store.statements import contains, window_skip
 

@@ -4,9 +4,9 @@ sqlite/people.py; statements.py has their SQL)."""
 from __future__ import annotations
 
 from hostcall.store import rows
+from hostcall.store.console_records import Feedback, Handoff, Rating
 from hostcall.store.interfaces import Feedbacks, Handoffs
 from hostcall.store.postgres.connections import Part
-from hostcall.store.records import Feedback, Handoff, Rating
 from hostcall.store.statements import POSTGRES as SQL
 
 PEOPLE_SCHEMA = """

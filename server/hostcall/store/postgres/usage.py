@@ -4,9 +4,9 @@ sqlite/usage.py."""
 from __future__ import annotations
 
 from hostcall.store import usage_sql as U
+from hostcall.store.console_records import UsageRecord, UsageTotal
 from hostcall.store.interfaces import ModelUsage
 from hostcall.store.postgres.connections import IF_FENCED, Part
-from hostcall.store.records import UsageRecord, UsageTotal
 
 INSERT = U.for_postgres(U.INSERT)
 INSERT_IF = U.for_postgres(U.INSERT_IF).replace("{if_fenced}", IF_FENCED)

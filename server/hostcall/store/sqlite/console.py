@@ -6,8 +6,8 @@ from dataclasses import replace
 from typing import Any
 
 from hostcall.store import rows
+from hostcall.store.console_records import AgentVersion, AuditEntry, ConsoleSession, User
 from hostcall.store.interfaces import Accounts, AgentVersions, Audit
-from hostcall.store.records import AgentVersion, AuditEntry, ConsoleSession, User
 from hostcall.store.sqlite.connection import Part
 from hostcall.store.statements import SQLITE as SQL
 

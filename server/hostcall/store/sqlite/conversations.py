@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from hostcall.store import rows
-from hostcall.store.interfaces import Conversations, Messages, Sessions
-from hostcall.store.records import (
-    Conversation,
+from hostcall.store.console_records import (
     ConversationQuery,
     ConversationSummary,
     KnownPerson,
-    OpenedStream,
     PersonConversation,
-    StoredMessage,
 )
+from hostcall.store.interfaces import Conversations, Messages, Sessions
+from hostcall.store.records import Conversation, OpenedStream, StoredMessage
 from hostcall.store.sqlite.connection import Part
 from hostcall.store.statements import SQLITE as SQL
 from hostcall.store.statements import contains

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hostcall.store import rows
+from hostcall.store.console_records import Feedback, Handoff, Rating
 from hostcall.store.interfaces import Feedbacks, Handoffs
-from hostcall.store.records import Feedback, Handoff, Rating
 from hostcall.store.sqlite.connection import Part
 from hostcall.store.statements import SQLITE as SQL
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hostcall.store import usage_sql as U
+from hostcall.store.console_records import UsageRecord, UsageTotal
 from hostcall.store.interfaces import ModelUsage
-from hostcall.store.records import UsageRecord, UsageTotal
 from hostcall.store.sqlite.connection import Part
 
 
