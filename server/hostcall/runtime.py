@@ -15,15 +15,9 @@ from starlette.requests import HTTPConnection
 from hostcall import metrics
 from hostcall.agents import Agent, load_agents
 from hostcall.apps.origin import AppsOrigin, apps_origin
-from hostcall.apps.references import AppReferences
 from hostcall.backlog import Backlog
 from hostcall.blocks.mcp.pool import McpPool
 from hostcall.broker import Broker
-from hostcall.calls.answers import Answers
-from hostcall.calls.moves import CallMoves
-from hostcall.calls.proposals import Proposals
-from hostcall.calls.rehoming import Rehoming
-from hostcall.calls.views import CallViews
 from hostcall.counters import Counters, LimitsCounters, StoreCounters
 from hostcall.door import Door
 from hostcall.engine import Engine
@@ -38,7 +32,6 @@ from hostcall.errors import (
 from hostcall.handoff import HumanHandoff
 from hostcall.journal import Journal
 from hostcall.leases import Leases
-from hostcall.ledger import Ledger
 from hostcall.platform import Platform, load_platform
 from hostcall.pricing import model_name
 from hostcall.protocol.codes import ErrorCode
@@ -50,24 +43,7 @@ from hostcall.runs.recovery import Recovery
 from hostcall.runs.server_calls import ServerCalls
 from hostcall.runs.stepping import Steps
 from hostcall.services import (
-    AgentVersionService,
-    AppService,
-    AttachmentService,
-    AuditService,
-    BranchService,
-    CallService,
-    ConversationService,
-    FeedbackService,
-    HandoffService,
-    InspectionService,
-    LogService,
-    OperatorService,
-    PeopleService,
-    RunService,
     Services,
-    SnapshotService,
-    SurfaceService,
-    UsageService,
 )
 from hostcall.settings import Capacity, Settings, load_secret_keys
 from hostcall.store import Store, open_store
@@ -77,6 +53,7 @@ from hostcall.tokens import Claims, Purpose, Tokens
 from hostcall.tracing import Tracing
 from hostcall.visitors.identity_tokens import Identities
 from hostcall.visitors.sessions import Sessions
+from hostcall.wiring import build_ledger, build_services
 
 AGENT_IDS_KEPT = 10_000
 # How long /healthz waits for the store's write probe: a health check must answer fast,
@@ -118,7 +95,7 @@ class Runtime:
     apps: AppsOrigin | None = None
 
     def __post_init__(self) -> None:
-        self.services = _services(
+        self.services = build_services(
             self.engine, self.store, self.quotas, clock=self.clock, apps=self.apps
         )
         capacity = self.settings.capacity or Capacity.from_environ(self.settings.environ)
@@ -164,7 +141,7 @@ class Runtime:
         journal = Journal(store, broker)
         tracing = Tracing.build(settings.environ, settings.span_exporter)
         run_agents = RunAgents(store, agents, platform=platform, environ=settings.environ)
-        ledger = _ledger(
+        ledger = build_ledger(
             journal,
             store,
             tokens,
@@ -356,71 +333,6 @@ def runtime_of(request: HTTPConnection) -> Runtime:
 def services_of(request: HTTPConnection) -> Services:
     """The use cases of the app serving the request (``runtime_of(request).services``)."""
     return runtime_of(request).services
-
-
-def _ledger(
-    journal: Journal,
-    store: Store,
-    tokens: Tokens,
-    leases: Leases,
-    agents: RunAgents,
-    *,
-    clock: Callable[[], float],
-    surface_grace: float,
-    tracing: Tracing,
-    apps: AppsOrigin | None,
-) -> Ledger:
-    """The call ledger's parts, on one core of views and moves."""
-    views = CallViews(tokens, agents, apps=AppReferences(tokens, apps, store=store, agents=agents))
-    moves = CallMoves(
-        journal,
-        views,
-        leases,
-        store=store,
-        clock=clock,
-        surface_grace=surface_grace,
-        tracing=tracing,
-    )
-    return Ledger(
-        views=views,
-        moves=moves,
-        proposals=Proposals(moves, agents, store=store),
-        answers=Answers(moves, agents, store=store),
-        rehoming=Rehoming(moves, store=store),
-    )
-
-
-def _services(
-    engine: Engine,
-    store: Store,
-    quotas: Quotas,
-    *,
-    clock: Callable[[], float],
-    apps: AppsOrigin | None,
-) -> Services:
-    """The use cases, each handed its own slice of ``store`` (typed by the service: the
-    whole store stops here)."""
-    handoff = HumanHandoff(engine.journal, store=store, clock=clock)
-    runs = RunService(engine, handoff, store=store, clock=clock)
-    return Services(
-        agent_versions=AgentVersionService(store),
-        attachments=AttachmentService(store, clock=clock),
-        apps=AppService(engine, apps, store=store, clock=clock),
-        audit=AuditService(store),
-        branches=BranchService(engine, store=store),
-        calls=CallService(engine, store=store, clock=clock),
-        conversations=ConversationService(engine, quotas, store=store, clock=clock),
-        feedback=FeedbackService(store, clock=clock),
-        handoffs=HandoffService(runs, handoff, store=store, clock=clock),
-        inspection=InspectionService(engine, store=store),
-        logs=LogService(store),
-        operators=OperatorService(store),
-        people=PeopleService(engine, quotas, store=store, clock=clock),
-        runs=runs,
-        snapshots=SnapshotService(engine, store=store),
-        surfaces=SurfaceService(engine, store=store),
-        usage=UsageService(store),
-    )
 
 
 def _open_store(settings: Settings) -> Store:

@@ -1,6 +1,7 @@
 """Each consumer of the store names the slice it uses (a protocol of
 hostcall/store/interfaces.py, or its own union of a few): the whole ``Store`` is held only by
-the composition root, hostcall/runtime.py, which hands each part its slice
+the composition root, hostcall/runtime.py and the wiring it builds its parts with
+(hostcall/wiring.py), which hand each part its slice
 (docs/architecture.md, "Layout and layers"). A part that took the whole store, or reached it
 through another part (``journal.store``), could grow into any aggregate unseen."""
 
@@ -17,8 +18,8 @@ from hostcall.store.postgres import PostgresStore
 from hostcall.store.sqlite import SQLiteStore
 
 PACKAGE = Path(hostcall.__file__).parent
-# The store itself, and the one place that opens it and hands out its slices.
-HOME = ("store/", "runtime.py")
+# The store itself, and the composition root that opens it and hands out its slices.
+HOME = ("store/", "runtime.py", "wiring.py")
 
 
 def _modules() -> Iterator[tuple[str, ast.Module]]:
