@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -121,7 +122,39 @@ def visible_content(tool: Tool | None, outcome: dict[str, Any], content: str) ->
 
 def model_content(tool: Tool | None, outcome: dict[str, Any]) -> str:
     """The JSON text the model reads for a settled call."""
+    return _model_text(tool, outcome, model_view(tool, outcome))
+
+
+@dataclass(frozen=True, slots=True)
+class SettledResult:
+    """A settled call's outcome as each reader has it: ``content``, what the model reads
+    (``model_content``); ``event_content``, ``outcome`` and ``view``, what
+    ``TOOL_CALL_RESULT`` shows (``visible_content``, ``visible_outcome``, ``visible_view``)."""
+
+    content: str
+    event_content: str
+    outcome: dict[str, Any]
+    view: dict[str, Any] | None
+
+
+def settled_result(tool: Tool | None, outcome: dict[str, Any]) -> SettledResult:
+    """The four at once, from one redaction of the output: a settled call's tool message and
+    event are written on the result's round trip (the four functions apart redact it three
+    times)."""
+    if "error" in outcome:
+        public = {"error": public_error(outcome["error"])}
+        content = _model_text(tool, outcome, {"error": outcome["error"]})
+        return SettledResult(content, _dump(public), public, None)
     view = model_view(tool, outcome)
+    content = _model_text(tool, outcome, view)
+    output = view["result"] if outcome.get("simulated") else view
+    shown = {"output": output, "simulated": True} if outcome.get("simulated") else {"output": view}
+    drawn = draw(tool.view, output) if tool is not None and tool.view is not None else None
+    return SettledResult(content, content, shown, drawn)
+
+
+def _model_text(tool: Tool | None, outcome: dict[str, Any], view: Any) -> str:
+    """``model_content`` of ``view``, the outcome's ``model_view``."""
     if tool is not None and tool.untrusted and "error" not in outcome:
         view = {"untrusted": UNTRUSTED, "result": view}
     text = _dump(view)

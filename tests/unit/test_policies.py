@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,15 @@ from hostcall.agents import load_agents
 from hostcall.errors import AgentConfigError
 from hostcall.guardrails import Hit, evaluate, parse_guardrails
 from hostcall.platform import Environment, Platform
+from hostcall.policies import (
+    model_content,
+    settled_result,
+    visible_content,
+    visible_outcome,
+    visible_view,
+)
+from hostcall.tools import Tool
+from hostcall.views.spec import parse_view
 from tests.support.harness import Harness, write_agent
 from tests.support.redos import (
     FAST_SECONDS,
@@ -458,3 +468,49 @@ def test_a_conversation_whose_agent_was_removed_gets_a_clear_error(make: Any) ->
         r = h.http.post(f"/api/conversations/{conv.id}/{path}", json=body, headers=conv.auth)
         assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_agent", r.text
     assert h.snapshot(conv)["messages"] == []  # nothing half-done
+
+
+# ---- a settled call's result, drawn once ---------------------------------------------------
+
+
+def _settled_tools() -> list[Tool]:
+    view, problems = parse_view(
+        {"type": "list", "items": "$.tasks", "item": {"title": "@.title"}}, "act"
+    )
+    assert view is not None and not problems
+    hide = parse_guardrails([{"name": "hide email", "on": "output", "action": "redact",
+                              "when": {"path": "/email", "op": "exists"},
+                              "fields": ["/email"]}])  # fmt: skip
+    base = Tool("act", "Does the thing.", {"type": "object"}, {"type": "object"})
+    return [
+        base,
+        replace(base, view=view),
+        replace(base, guardrails=hide, view=view),
+        replace(base, untrusted=True, view=view),
+        replace(base, max_result_kb=0.05),
+        replace(base, untrusted=True, max_result_kb=0.05, guardrails=hide),
+    ]
+
+
+SETTLED_OUTCOMES: list[dict[str, Any]] = [
+    {"output": {"tasks": [{"title": "a"}, {"title": "b"}], "email": "ana@example.com"}},
+    {"output": {"note": "x" * 200}},
+    {"output": {"tasks": [{"title": "a"}]}, "simulated": True},
+    {"output": {"email": "ana@example.com"},
+     "guardrails": [{"rule": "hide email", "on": "output", "action": "redact"}]},
+    {"error": {"code": "timeout", "message": "late", "delivered": True}},
+    {"error": {"code": "cancelled", "message": "stopped", "mayHaveRun": True, "reason": "no"}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("outcome", SETTLED_OUTCOMES)
+def test_a_settled_result_is_what_each_view_of_it_shows(outcome: dict[str, Any]) -> None:
+    # The settling unit draws the four in one go; each must stay what the functions apart
+    # give (the snapshot's call view still calls them one at a time).
+    for tool in [None, *_settled_tools()]:
+        content = model_content(tool, outcome)
+        shown = settled_result(tool, outcome)
+        assert shown.content == content
+        assert shown.event_content == visible_content(tool, outcome, content)
+        assert shown.outcome == visible_outcome(tool, outcome)
+        assert shown.view == visible_view(tool, outcome)

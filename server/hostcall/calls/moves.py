@@ -25,7 +25,7 @@ from hostcall.errors import Conflict, Gone, ToolErrorCode
 from hostcall.guardrails import Hit
 from hostcall.journal import Journal, Unit
 from hostcall.leases import Leases, call_key
-from hostcall.policies import model_content, visible_content, visible_outcome, visible_view
+from hostcall.policies import settled_result
 from hostcall.protocol.codes import ErrorCode
 from hostcall.protocol.events import (
     ApprovalRequested,
@@ -306,20 +306,20 @@ class CallMoves:
         ``TOOL_CALL_RESULT``, in the unit that settled it; counted and traced
         (hostcall/calls/observed.py)."""
         observe_settled(self.tracing, settled, tool, outcome, by=by, now=self.clock())
-        content = model_content(tool, outcome)
+        shown = settled_result(tool, outcome)
         message_id = new_id("m")
         await self.store.add_message(StoredMessage(
             id=message_id, conversation_id=settled.conversation_id, run_id=settled.run_id,
-            role="tool", text=content, tool_call_id=settled.id, tool_name=settled.tool_name,
+            role="tool", text=shown.content, tool_call_id=settled.id, tool_name=settled.tool_name,
         ))  # fmt: skip
         result = ToolCallResult(
             message_id=message_id,
             tool_call_id=settled.id,
-            content=visible_content(tool, outcome, content),
+            content=shown.event_content,
             state=settled.state.value,
-            outcome=visible_outcome(tool, outcome),
+            outcome=shown.outcome,
             simulated=True if outcome.get("simulated") else None,
-            view=visible_view(tool, outcome),
+            view=shown.view,
             app=await self.views.apps.ref(settled, tool),
         )
         await unit.emit(settled.conversation_id, result)
