@@ -14,7 +14,8 @@ two transactions. The same code recovers a single process after a restart.
 The engine is the one place that acts on what happened; the work itself is done by its
 collaborators in hostcall/runs/ (composed in hostcall/runtime.py): stepping.py (one model
 step, and a run's failure), server_calls.py (server-side tools), recovery.py (the
-sweeper's passes), agents.py (each run's agent and model), tasks.py (what it started).
+sweeper's passes), agents.py (each run's agent and model), tasks.py (what it started),
+starting.py (a run's start).
 """
 
 from __future__ import annotations
@@ -25,12 +26,9 @@ import time
 from typing import Any, Protocol
 
 from hostcall import metrics
-from hostcall.attachments.claims import take_attachments
-from hostcall.attachments.wire import user_message
 from hostcall.calls.outcomes import CallExpired, Dispatched, Moved, Settled
 from hostcall.errors import (
     Conflict,
-    HeldByPerson,
     LeaseLost,
     NotFound,
     ToolErrorCode,
@@ -38,30 +36,25 @@ from hostcall.errors import (
 )
 from hostcall.journal import Journal
 from hostcall.leases import Leases, call_key, run_key
-from hostcall.ledger import Ledger, new_id
+from hostcall.ledger import Ledger
 from hostcall.notices import run_notice
-from hostcall.page_tools import planned
 from hostcall.platform import Platform
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.protocol.events import (
     MessageDiscarded,
     RunError,
-    RunStarted,
     TextMessageEnd,
 )
 from hostcall.runs.agents import RunAgents
 from hostcall.runs.recovery import Adopted, Recovery, Resumable, Work
 from hostcall.runs.server_calls import ServerCalls
+from hostcall.runs.starting import Starts
 from hostcall.runs.stepping import Steps
 from hostcall.runs.tasks import Tasks
 from hostcall.store.interfaces import (
-    Attachments,
     Calls,
-    Conversations,
     Events,
-    Messages,
     Runs,
-    Surfaces,
 )
 from hostcall.store.interfaces import Leases as LeaseRows
 from hostcall.store.records import (
@@ -72,7 +65,6 @@ from hostcall.store.records import (
     Conversation,
     Run,
     RunStatus,
-    StoredMessage,
 )
 from hostcall.transcript import open_messages
 from hostcall.visitors.visitor import Visitor
@@ -80,12 +72,9 @@ from hostcall.visitors.visitor import Visitor
 log = logging.getLogger("hostcall.engine")
 
 
-class _EngineStore(
-    Attachments, Calls, Conversations, Events, LeaseRows, Messages, Runs, Surfaces, Protocol
-):
-    """What the engine reads and writes itself, outside its parts: runs, the visitor's
-    message and the files it sends, a stopped step's calls and open messages, a run's
-    lease."""
+class _EngineStore(Calls, Events, LeaseRows, Runs, Protocol):
+    """What the engine reads and writes itself, outside its parts: a stopped run, its step's
+    calls and open messages, and its lease."""
 
 
 class Engine:
@@ -97,6 +86,7 @@ class Engine:
         ledger: Ledger,
         *,
         store: _EngineStore,
+        starts: Starts,
         steps: Steps,
         server_calls: ServerCalls,
         recovery: Recovery,
@@ -106,6 +96,7 @@ class Engine:
         self.leases = leases
         self.agents = agents
         self.ledger = ledger
+        self.starts = starts
         self.steps = steps
         self.server_calls = server_calls
         self.recovery = recovery
@@ -144,91 +135,13 @@ class Engine:
         replaces in the unit that starts the run (hostcall/services/branches.py).
         ``attachments``: files uploaded to the conversation that the message sends; each is
         taken in the same unit, or none is (``bad_attachment``: one was sent meanwhile)."""
-        agent = self.agents.loaded.get(conversation.agent_id)
-        if agent is None:
-            raise NotFound(
-                f"agent {conversation.agent_id!r} is no longer loaded", code=ErrorCode.UNKNOWN_AGENT
-            )
-        # Its MCP servers' tool lists, read now, and the page tools its conversation's
-        # present pages hold: kept for the whole run.
-        moves = self.ledger.moves
-        offered = planned(
-            await self.store.list_surfaces(conversation.id),
-            now=moves.clock(),
-            grace=moves.surface_grace,
-        )
-        agent = await self.agents.freeze(agent, offered)
-        run = Run(
-            new_id("r"),
-            conversation.id,
-            agent.source,
-            RunStatus.RUNNING,
-            simulate=simulate,
-            agent_digest=agent.digest,
-            visitor=visitor,
-        )
-        message_id = new_id("m")
-        cid = conversation.id
-        started = RunStarted(
-            cid,
-            run.id,
-            simulated=True if simulate else None,
-            parent_run_id=branch.parent_run_id if branch is not None else None,
-        )
-        async with self.journal.unit() as unit:
-            # The run's message and first events go first: their append locks the
-            # conversation (on PostgreSQL its row, to the end of the transaction; SQLite's
-            # transaction holds the whole file), so the check for a run in progress that
-            # follows, in a statement of its own, sees every run committed before: two
-            # messages at once (two tabs, two processes) start one run, not two. A refused
-            # start rolls them back, and nothing is published.
-            # A person's (or a browser's) history lists what they wrote in last first, and
-            # an agent's retention counts idle days from it (hostcall/retention.py). Before
-            # the append: on PostgreSQL the append's UPDATE of the conversation sets it.
-            await self.store.touch_conversation(cid, self.leases.clock())
-            if text is None:
-                await unit.emit(cid, started)
-                last = await self.store.latest_run(cid)
-                # A run in progress is refused below (``run_in_progress``), as for a message.
-                if last is None or last.status is RunStatus.FINISHED:
-                    raise Conflict(
-                        f"the last run of {cid} did not fail; there is nothing to retry",
-                        code=ErrorCode.NOTHING_TO_RETRY,
-                        status=None if last is None else last.status.value,
-                    )
-            else:
-                if branch is not None:
-                    await self.store.supersede_messages(cid, branch.first_message_id, run.id)
-                message = StoredMessage(
-                    message_id, cid, run.id, "user", text, context=context or None,
-                    attachments=attachments,
-                )  # fmt: skip
-                await self.store.add_message(message)
-                # One append (one statement on PostgreSQL, with the message), not four.
-                await unit.emit_all(cid, [started, *user_message(cid, message_id, text,
-                                                                  attachments)])  # fmt: skip
-                await take_attachments(self.store, cid, attachments, message_id)
-            # Only the turns the model is sent: a step costs the same however long the
-            # conversation has grown.
-            start = await self.leases.create_run_alone(run, turns=agent.history_turns)
-            if start.held is not None:
-                # A person of the team holds the conversation (hostcall/handoff.py): no
-                # run; the caller keeps the message for them. Read after the append's lock,
-                # as the run in progress is: a takeover committing now is seen, or sees
-                # this run.
-                raise HeldByPerson(cid, start.held)
-            if start.busy is not None:
-                busy_id, status = start.busy
-                raise Conflict(
-                    f"run {busy_id} is still {status.value}; wait for it to finish",
-                    code=ErrorCode.RUN_IN_PROGRESS,
-                    runId=busy_id,
-                )
-            self.agents.remember(run.id, agent)
-        metrics.child(metrics.RUNS, metrics.agent_label(agent.id), "started").inc()
-        # The first step's history, read with the run's start (its message is the last):
-        # nothing else adds a message while the run is running.
-        self.tasks.spawn(self._advance(run.id, ClaimedRun(run, start.history)))
+        started = await self.starts.start(
+            conversation, text, simulate=simulate, visitor=visitor, context=context,
+            branch=branch, attachments=attachments,
+        )  # fmt: skip
+        run = started.claimed.run
+        metrics.child(metrics.RUNS, metrics.agent_label(started.agent_id), "started").inc()
+        self.tasks.spawn(self._advance(run.id, started.claimed))
         return run
 
     async def stop_run(self, run_id: str, code: RunErrorCode) -> Run:

@@ -41,6 +41,7 @@ from hostcall.retention import Retention
 from hostcall.runs.agents import RunAgents
 from hostcall.runs.recovery import Recovery
 from hostcall.runs.server_calls import ServerCalls
+from hostcall.runs.starting import Starts
 from hostcall.runs.stepping import Steps
 from hostcall.services import (
     Services,
@@ -158,6 +159,7 @@ class Runtime:
             run_agents,
             ledger,
             store=store,
+            starts=Starts(journal, leases, run_agents, ledger, store=store),
             steps=Steps(
                 journal,
                 leases,

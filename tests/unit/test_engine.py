@@ -258,7 +258,7 @@ def test_each_step_s_history_is_the_conversation_s_messages_as_stored_when_it_st
             self.model = model
 
         async def stream(self, history: list[Message], *args: Any, **kwargs: Any) -> Any:
-            stored = await engine.store.list_messages(conv.id)
+            stored = await h.runtime.store.list_messages(conv.id)
             given.append((list(history), [_model_message(m) for m in stored]))
             async for item in self.model.stream(history, *args, **kwargs):
                 yield item
