@@ -55,7 +55,12 @@ class _Forwarded:
     def __get__(self, instance: object, owner: type | None = None) -> Any:
         if instance is None:
             return self
-        return getattr(getattr(instance, self.part), self.method)
+        bound = getattr(getattr(instance, self.part), self.method)
+        # Kept on the instance, which a descriptor without ``__set__`` gives way to: the
+        # next read is a plain attribute (a store method is called several times on every
+        # answer's round trip). A store's parts are built with it and never replaced.
+        vars(instance)[self.method] = bound
+        return bound
 
 
 def forward(part: str, method: Callable[P, R]) -> Callable[P, R]:
