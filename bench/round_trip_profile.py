@@ -139,6 +139,20 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
     if mode == "sql":
         sqlite3.connect = traced_connect
 
+    class Marking(sqlite3.Connection):
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+            name = " ".join(sql.split()[:4])[:40]
+            mark_each(name)
+            cursor = super().execute(sql, *args)
+            mark_each(f"{name} (done)")
+            return cursor
+
+    def marking_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        return connect(*args, **kwargs, factory=Marking)
+
+    if mode == "segments":
+        sqlite3.connect = marking_connect
+
     run_handle = asyncio.events.Handle._run
 
     def traced_run(self: Any) -> None:
@@ -152,9 +166,21 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
     if mode in ("steps", "step-times"):
         asyncio.events.Handle._run = traced_run  # type: ignore[method-assign]
 
+    seen: dict[str, int] = {}
+
+    def mark_each(name: str) -> None:
+        """``mark``, once per time it is reached (a second BEGIN is ``BEGIN #2``)."""
+        if state["on"] and round_marks:
+            seen[name] = seen.get(name, 0) + 1
+            mark(name if seen[name] == 1 else f"{name} #{seen[name]}")
+
+    if mode == "segments":
+        _watch_segments(mark_each)
+
     def start(signum: int, frame: Any) -> None:
         round_marks.clear()
         statements.clear()
+        seen.clear()
         state["on"], state["calls"] = True, 0
         if mode == "calls" and not until:
             profile.enable()
@@ -179,6 +205,56 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
     signal.signal(signal.SIGUSR2, stop)
     sys.argv = ["hostcall", *argv]
     runpy.run_module("hostcall", run_name="__main__", alter_sys=True)
+
+
+def _watch_segments(mark: Any) -> None:
+    """``segments``: marks where the result POST's handler passes from one part to the next
+    (each first time in a round trip), timed with nothing else recorded."""
+    import hostcall.call_answers as call_answers
+    from hostcall.engine import Engine
+    from hostcall.store.sqlite.connection import _Transaction
+    from hostcall.tokens import Tokens
+
+    read_body = call_answers.read_body
+
+    async def watched_body(*args: Any, **kwargs: Any) -> Any:
+        mark("handler starts")
+        body = await read_body(*args, **kwargs)
+        mark("body read")
+        return body
+
+    call_answers.read_body = watched_body  # type: ignore[assignment]
+    verify = Tokens.verify
+
+    def watched_verify(self: Any, *args: Any, **kwargs: Any) -> Any:
+        claims = verify(self, *args, **kwargs)
+        mark("token verified")
+        return claims
+
+    Tokens.verify = watched_verify  # type: ignore[method-assign]
+    enter, leave = _Transaction.__aenter__, _Transaction.__aexit__
+
+    async def watched_enter(self: Any) -> None:
+        mark("BEGIN sent")
+        await enter(self)
+        mark("BEGIN done")
+
+    async def watched_leave(self: Any, *args: Any) -> None:
+        if not self.joined:
+            mark("COMMIT sent")
+        await leave(self, *args)
+        if not self.joined:
+            mark("COMMIT done")
+
+    _Transaction.__aenter__ = watched_enter  # type: ignore[method-assign]
+    _Transaction.__aexit__ = watched_leave  # type: ignore[method-assign]
+    follow = Engine.follow
+
+    async def watched_follow(self: Any, outcome: Any) -> Any:
+        mark("published")
+        return await follow(self, outcome)
+
+    Engine.follow = watched_follow  # type: ignore[method-assign]
 
 
 # ---- the client -----------------------------------------------------------------------------
@@ -256,7 +332,7 @@ def report(
             if not callees or callees in key:
                 print(f"  {n / iterations:8,.1f}  {key}")
         return
-    if mode in ("steps", "step-times"):
+    if mode in ("steps", "step-times", "segments"):
         print("the last round trip's loop steps and marks: calls and us since the POST arrived")
         shapes: dict[tuple[str, ...], list[Any]] = {}
         for r in rounds:
@@ -307,7 +383,7 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=50, help="round trips recorded")
     parser.add_argument(
         "--mode",
-        choices=("calls", "marks", "times", "sql", "steps", "step-times", "tree"),
+        choices=("calls", "marks", "times", "sql", "steps", "step-times", "tree", "segments"),
         default="calls",
     )
     parser.add_argument("--top", type=int, default=30, help="functions listed (calls)")
