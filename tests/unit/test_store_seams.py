@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import hostcall
-from hostcall.store import Store
+from hostcall.store import Store, rows
 from hostcall.store.postgres import PostgresStore
 from hostcall.store.sqlite import SQLiteStore
 
@@ -98,3 +98,14 @@ def test_every_store_method_reaches_a_part_not_its_protocols_stub(dialect: type)
         if inspect.isfunction(member) and inspect.getattr_static(dialect, name) is member
     ]
     assert stubs == []
+
+
+def test_an_empty_object_or_list_read_back_is_a_new_one_each_time() -> None:
+    # Read without a parse (the settling unit's row, a history's tool calls): still never
+    # one shared value that a caller's change would leak into every later read.
+    found = rows.load("{}")
+    found["changed"] = True
+    assert rows.load("{}") == {} and rows.load(" {}") == {}
+    listed = rows.load("[]")
+    listed.append(1)
+    assert rows.load("[]") == [] and rows.load('["a"]') == ["a"]

@@ -56,10 +56,14 @@ def dump(value: Any) -> str:
 def load(text: str) -> Any:
     # Lenient: rows written before strict parsing may hold NaN or absurd nesting; they
     # read back as NaN (rendered null) or None, never as an exception.
+    # Empty ones, without a parse (eleven Python calls each): most of a call's row as the
+    # result's settling unit reads it back (its ``extra``, a tool's empty ``input``), and
+    # the ``tool_calls`` of most messages of a step's history. A new one each time, as a
+    # parse gives.
     if text == "{}":
-        # Most of a call's row as a result's settling unit reads it back (its ``extra``, a
-        # tool's empty ``input``): a new dict each time, as a parse gives, without one.
         return {}
+    if text == "[]":
+        return []
     return strictjson.loads_stored(text)
 
 
