@@ -149,8 +149,8 @@ class Leases:
         process loses them. Do not move this onto the event loop or the store's pool: a
         renewal must not queue behind the work it is keeping alive.
         """
-        from hostcall.store.postgres.connections import connect
         from hostcall.store.postgres.coordination import RENEW_LEASES
+        from hostcall.store.postgres.dialing import connect
 
         stopping = threading.Event()
 

@@ -24,7 +24,7 @@ from hostcall.broker import Broker
 from hostcall.protocol.frames import stored_event
 from hostcall.store.interfaces import Events
 from hostcall.store.postgres import notices
-from hostcall.store.postgres.connections import timeouts
+from hostcall.store.postgres.dialing import timeouts
 from hostcall.store.postgres.events import CHANNEL
 from hostcall.store.postgres.notices import Notice
 

@@ -27,8 +27,8 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from hostcall import metrics
-from hostcall.errors import StoreError
 from hostcall.store.health import WriteHealth
+from hostcall.store.postgres.dialing import redacted, timeouts
 from hostcall.store.postgres.lending import Lender
 
 log = logging.getLogger(__name__)
@@ -52,47 +52,12 @@ POOL_MAX = 5
 # the statement waits on (hostcall/store/postgres/lending.py).
 # HOSTCALL_DB_POOL_WAIT_SECONDS sets it.
 POOL_WAIT_SECONDS = 3.0
-# How long opening one connection may take: a database host that does not answer (a cut
-# network, a host gone) must fail the attempt, as a refused one does at once.
-CONNECT_TIMEOUT_SECONDS = 3
 # How long the pool keeps retrying a connection it lost (backing off: 1 s, 2 s, 4 s, ...)
 # before it gives up, and the next statement that needs one tries again at once. Its
 # default, 300 s, let the back-off grow to half a minute: PostgreSQL back after a 40 s
 # outage could wait that long for its first connection. Short, it is back within seconds.
 RECONNECT_SECONDS = 5.0
 _PLACEHOLDER = re.compile(r"%s")
-
-
-def redacted(url: str) -> str:
-    """The URL without its password, for messages."""
-    try:
-        info = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "(unparsable URL)"
-    info.pop("password", None)
-    return " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
-
-
-def timeouts(url: str) -> dict[str, Any]:
-    """``connect_timeout`` for a connection to ``url``, unless the URL sets its own."""
-    try:
-        given = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        given = {}
-    return {} if "connect_timeout" in given else {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
-
-
-def connect(url: str, **options: Any) -> psycopg.Connection[Row]:
-    """A synchronous connection, for work done before the event loop runs (migrations)
-    and for the lease-renewal thread."""
-    try:
-        options = timeouts(url) | options
-        return psycopg.connect(url, autocommit=True, row_factory=dict_row, **options)
-    except psycopg.Error as exc:
-        raise StoreError(
-            f"cannot connect to PostgreSQL ({redacted(url)}): {str(exc).strip()}",
-            target=redacted(url),
-        ) from None
 
 
 # In a held write's CTEs, where the condition goes that makes it only if the fenced append

@@ -31,12 +31,11 @@ from hostcall.store.postgres.connections import (
     POOL_MAX,
     POOL_WAIT_SECONDS,
     PostgresConnections,
-    connect,
-    redacted,
 )
 from hostcall.store.postgres.console import PostgresConsoleTables
 from hostcall.store.postgres.conversations import ConversationTables
 from hostcall.store.postgres.coordination import LOCK_KEY, Coordination
+from hostcall.store.postgres.dialing import connect, redacted
 from hostcall.store.postgres.erasure import ErasureTables
 from hostcall.store.postgres.events import EventLog
 from hostcall.store.postgres.people import PeopleTables
