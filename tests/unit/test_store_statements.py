@@ -91,6 +91,48 @@ async def test_a_transaction_is_one_without_begin_or_commit_and_only_its_end_com
         await other.close()
 
 
+async def test_a_transaction_of_one_statement_sends_it_alone_and_of_more_in_one_pipeline(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One statement is a transaction of its own: no pipeline to set up, no Sync to wait for.
+    pipelines: list[object] = []
+    pipeline = psycopg.AsyncConnection.pipeline
+
+    def counted(self: psycopg.AsyncConnection[Any]) -> Any:
+        pipelines.append(self)
+        return pipeline(self)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "pipeline", counted)
+    locale = "SELECT locale FROM conversations WHERE id = 'c1'"
+    set_locale = "UPDATE conversations SET locale = %s WHERE id = 'c1'"
+    async with store.transaction():
+        await store.db.run(set_locale, ("de",))
+    assert pipelines == [] and await store.db.one(locale) == {"locale": "de"}
+    # It fails as a transaction does, at its end at the latest, and commits nothing.
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        async with store.transaction():
+            await store.db.run("INSERT INTO conversations (id, agent_id, created_at) "
+                               "VALUES ('c1', 'planner', 1)")  # fmt: skip
+    # Two are one transaction, in order: the second's failure takes the first back.
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        async with store.transaction():
+            await store.db.run(set_locale, ("it",))
+            await store.db.run("INSERT INTO conversations (id, agent_id, created_at) "
+                               "VALUES ('c1', 'planner', 1)")  # fmt: skip
+    assert len(pipelines) == 1 and await store.db.one(locale) == {"locale": "de"}
+    async with store.transaction():
+        await store.db.run(set_locale, ("it",))
+        assert await store.db.one(locale) == {"locale": "it"}  # it went out before the read
+        await store.db.run(set_locale, ("fr",))
+    assert len(pipelines) == 2 and await store.db.one(locale) == {"locale": "fr"}
+    # Nothing sent before an exception of ours, nothing to take back.
+    with pytest.raises(RuntimeError):
+        async with store.transaction():
+            await store.db.run(set_locale, ("es",))
+            raise RuntimeError
+    assert len(pipelines) == 2 and await store.db.one(locale) == {"locale": "fr"}
+
+
 def _message(message_id: str, text: str) -> StoredMessage:
     return StoredMessage(message_id, "c1", "r1", "assistant", text)
 

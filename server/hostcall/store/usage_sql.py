@@ -55,7 +55,7 @@ OF_RUN = _TOTALS.format(key="run_id", where="conversation_id = ? AND run_id = ?"
 
 
 # The same row as INSERT ... SELECT, which can take a condition (``{if_fenced}``: see
-# hostcall/store/postgres/connections.py HeldWrite) and say whether it was made.
+# hostcall/store/postgres/held.py HeldWrite) and say whether it was made.
 INSERT_IF = (
     "INSERT INTO model_usage (at, day, agent_id, conversation_id, run_id, step, model,"
     " input_tokens, output_tokens, source, cost, seconds)"

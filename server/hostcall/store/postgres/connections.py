@@ -19,7 +19,6 @@ import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import psycopg
@@ -29,12 +28,11 @@ from psycopg_pool import AsyncConnectionPool
 from hostcall import metrics
 from hostcall.store.health import WriteHealth
 from hostcall.store.postgres.dialing import redacted, timeouts
+from hostcall.store.postgres.held import HeldWrite, Params, Row, Transaction
 from hostcall.store.postgres.lending import Lender
 
 log = logging.getLogger(__name__)
 
-Row = dict[str, Any]
-Params = Sequence[Any] | dict[str, Any] | None
 # Pool bounds per process. Each connection is a PostgreSQL backend process: a handful is
 # plenty (a statement holds one for a round trip; a transaction for a few). Fewer backends
 # cost PostgreSQL less CPU for the same work (cluster bench, 200 conversations at
@@ -60,63 +58,9 @@ RECONNECT_SECONDS = 5.0
 _PLACEHOLDER = re.compile(r"%s")
 
 
-# In a held write's CTEs, where the condition goes that makes it only if the fenced append
-# of the statement carrying it found its lease held (see HeldWrite.fence).
-IF_FENCED = "{if_fenced}"
-
-
-@dataclass(frozen=True)
-class HeldWrite:
-    """A write a transaction holds back (see ``PostgresConnections.hold``): CTEs
-    (``name AS (...)``, names and parameters unique in the transaction), sent with the
-    transaction's next statement or at its end, and the table it writes.
-
-    ``fence``: a write to make only while that lease (key, owner) is held, which nothing in
-    the transaction has proven yet. It goes out inside the transaction's next fenced append
-    of that lease, made only if the append's fence holds (``IF_FENCED`` in ``ctes``: the
-    append's row is there), so that append answers for both; or, before any other
-    statement or at the end, alone, its ``check`` (a table expression of its CTEs) read:
-    no row, and the transaction raises ``LeaseLost``."""
-
-    ctes: str
-    params: dict[str, Any]
-    table: str
-    fence: tuple[str, str] | None = None
-    check: str = ""
-
-
-@dataclass
-class _Transaction:
-    # None until the transaction's first statement: a transaction that sends nothing (a
-    # limit check with no limits set, say) costs no connection and no BEGIN/COMMIT.
-    connection: psycopg.AsyncConnection[Row] | None = None
-    pipeline: psycopg.AsyncPipeline | None = None
-    # What _begin entered on the connection: its pipeline.
-    piped: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
-    # The last seq this transaction appended per conversation (see append_events).
-    appended: dict[str, int] = field(default_factory=dict)
-    # Appends not sent yet, per conversation: (type, data) each (see append_events).
-    deferred: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    # Messages not sent yet, in order: each its column values (hostcall/store/postgres/messages.py).
-    messages: list[tuple[Any, ...]] = field(default_factory=list)
-    # Conversations' ``updated_at`` not set yet (``touch_conversation``): the next append of
-    # the conversation sets it in the UPDATE of the row it makes anyway (see append_events).
-    touched: dict[str, float] = field(default_factory=dict)
-    # Other writes not sent yet, in order (see hold).
-    writes: list[HeldWrite] = field(default_factory=list)
-    # The leases (key, owner) a fenced append of this transaction found held since its last
-    # write of a lease: the append keeps the lease row FOR SHARE to the end, so no other
-    # transaction can change or take the lease meanwhile, and this one has not.
-    fenced: set[tuple[str, str]] = field(default_factory=set)
-    # Numbers the held writes' CTEs and parameters.
-    serial: int = 0
-    # Run once COMMIT has succeeded (what the store may remember only once it is so).
-    committed: list[Callable[[], None]] = field(default_factory=list)
-
-
 # What sends a transaction's held writes, deferred appends and held messages (see
 # ``PostgresConnections.flush_with``): the current transaction, and whether to send all.
-Flush = Callable[[_Transaction, bool], Awaitable[None]]
+Flush = Callable[[Transaction, bool], Awaitable[None]]
 
 
 class PostgresConnections:
@@ -142,7 +86,7 @@ class PostgresConnections:
                 reconnect_timeout=RECONNECT_SECONDS,
             ),
         )
-        self._transactions: dict[asyncio.Task[Any], _Transaction] = {}
+        self._transactions: dict[asyncio.Task[Any], Transaction] = {}
         # The last write PostgreSQL refused (a full disk, read-only): /healthz says so.
         self._health = WriteHealth()
         self._pool = pool  # (its settings, for the tests)
@@ -168,7 +112,7 @@ class PostgresConnections:
     async def close_pool(self) -> None:
         await self._lender.close()
 
-    def current(self) -> _Transaction | None:
+    def current(self) -> Transaction | None:
         task = asyncio.current_task()
         return self._transactions.get(task) if task is not None else None
 
@@ -178,8 +122,9 @@ class PostgresConnections:
         most event appends) go out without waiting for their answers, so a transaction
         costs a round trip per result read plus one to end it, not one per statement.
         Errors still surface before the transaction ends (at its end at the latest).
-        The connection is taken with the first statement.
-        A nested call from the same task joins the open transaction.
+        The connection is taken with the first statement that is read, or the second sent;
+        a transaction of one statement sends it alone, autocommitted. A nested call from
+        the same task joins the open transaction.
 
         No BEGIN or COMMIT (two statements of every transaction, ~100 us of this
         process's CPU together): a pipeline's statements up to its Sync are one implicit
@@ -192,11 +137,17 @@ class PostgresConnections:
         if task in self._transactions:
             yield
             return
-        current = self._transactions[task] = _Transaction()
+        current = self._transactions[task] = Transaction()
         ending = False
         try:
             yield
             await self._send_deferred(current)
+            if current.connection is None and len(current.unsent) == 1:
+                # A pipeline's set-up and Sync cost ~40 us more for the same round trip.
+                await self._alone(*current.unsent.pop())
+                self._health.committed()
+            elif current.connection is None and current.unsent:
+                await self._begin(current)
             if current.connection is not None:
                 ending = True
                 await current.piped.aclose()  # the Sync commits: an error raises here
@@ -225,9 +176,12 @@ class PostgresConnections:
             if current.connection is not None:
                 await self._give_back(current.connection)
 
-    async def _begin(self, current: _Transaction) -> psycopg.AsyncConnection[Row]:
+    async def _begin(self, current: Transaction) -> psycopg.AsyncConnection[Row]:
         connection = current.connection = await self._borrow()
         current.pipeline = await current.piped.enter_async_context(connection.pipeline())
+        unsent, current.unsent = current.unsent, []
+        for sql, params in unsent:
+            await connection.execute(sql, params)
         return connection
 
     async def _probe_once(self) -> bool:
@@ -243,7 +197,7 @@ class PostgresConnections:
             await connection.close()
         return True
 
-    async def _in(self, current: _Transaction, *, reads: bool) -> psycopg.AsyncConnection[Row]:
+    async def _in(self, current: Transaction, *, reads: bool) -> psycopg.AsyncConnection[Row]:
         """The transaction's connection. ``reads``: the caller reads the statement's answer,
         which must see every event appended and message added before it in the
         transaction (the deferred ones are sent first). A statement that reads none of
@@ -257,14 +211,14 @@ class PostgresConnections:
 
     def lease_written(self) -> None:
         """The task's transaction writes a lease: what its fences proved may no longer hold
-        (see ``_Transaction.fenced``)."""
+        (see ``Transaction.fenced``)."""
         current = self.current()
         if current is not None:
             current.fenced.clear()
 
     async def hold(
         self,
-        current: _Transaction,
+        current: Transaction,
         table: str,
         ctes: str,
         values: Sequence[Any],
@@ -298,7 +252,7 @@ class PostgresConnections:
         else:
             current.committed.append(then)
 
-    async def _send_deferred(self, current: _Transaction, *, everything: bool = True) -> None:
+    async def _send_deferred(self, current: Transaction, *, everything: bool = True) -> None:
         """Send the transaction's held writes, and with ``everything`` its deferred appends
         and held messages too (``flush_with``)."""
         if self._flush is not None:
@@ -324,8 +278,16 @@ class PostgresConnections:
     async def run(self, sql: str, params: Params = None) -> None:
         current = self.current()
         if current is not None:
-            await (await self._in(current, reads=False)).execute(sql, params)
+            if current.writes:
+                await self._send_deferred(current, everything=False)
+            if current.connection is None:  # the first: it may be the only one
+                current.unsent.append((sql, params))
+                return
+            await current.connection.execute(sql, params)
             return
+        await self._alone(sql, params)
+
+    async def _alone(self, sql: str, params: Params) -> None:
         connection = await self._borrow()
         try:
             await connection.execute(sql, params)

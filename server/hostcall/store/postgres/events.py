@@ -11,13 +11,8 @@ from hostcall.protocol.events import ProtocolEvent, encode
 from hostcall.protocol.frames import Event, stored_event
 from hostcall.store.interfaces import Events
 from hostcall.store.postgres import messages, notices
-from hostcall.store.postgres.connections import (
-    IF_FENCED,
-    HeldWrite,
-    Part,
-    PostgresConnections,
-    _Transaction,
-)
+from hostcall.store.postgres.connections import Part, PostgresConnections
+from hostcall.store.postgres.held import IF_FENCED, HeldWrite, Transaction
 from hostcall.store.statements import POSTGRES as SQL
 
 CHANNEL = "hostcall_events"
@@ -122,7 +117,7 @@ def append_sql(
     return found
 
 
-def _carried(current: _Transaction | None, conversation_id: str) -> list[messages.Values]:
+def _carried(current: Transaction | None, conversation_id: str) -> list[messages.Values]:
     """The transaction's held messages of the conversation, taken to go out with its
     append (none past ``CARRIED_MAX``: those go in an INSERT of their own)."""
     if current is None or not current.messages:
@@ -134,7 +129,7 @@ def _carried(current: _Transaction | None, conversation_id: str) -> list[message
     return carried
 
 
-def _fenced_writes(current: _Transaction | None, fence: tuple[str, str] | None) -> list[HeldWrite]:
+def _fenced_writes(current: Transaction | None, fence: tuple[str, str] | None) -> list[HeldWrite]:
     """The transaction's held writes waiting for a fenced append of ``fence`` (see
     ``HeldWrite.fence``), taken to go out inside it; for an unfenced append, those that
     wait for no fence (they would go out alone just before it: an answer's audit entry).
@@ -216,7 +211,7 @@ class EventLog(Part, Events):
             Event(conversation_id, first + i, name, data) for i, (name, data) in enumerate(encoded)
         ]
 
-    async def send_held(self, current: _Transaction, everything: bool = True) -> None:
+    async def send_held(self, current: Transaction, everything: bool = True) -> None:
         """Send what the transaction holds, in one statement where it can: the held writes
         (``hold``), and with ``everything`` its deferred appends of one conversation and
         its held messages (another conversation's appends, which no step makes, in

@@ -9,8 +9,9 @@ from typing import Any
 from hostcall.store import rows
 from hostcall.store.definitions import Definitions
 from hostcall.store.interfaces import Runs
-from hostcall.store.postgres.connections import IF_FENCED, Part, PostgresConnections, Row
+from hostcall.store.postgres.connections import Part, PostgresConnections, Row
 from hostcall.store.postgres.coordination import Coordination
+from hostcall.store.postgres.held import IF_FENCED
 from hostcall.store.records import OPEN_STATES, ClaimedRun, Run, RunStart, RunStatus
 from hostcall.store.statements import POSTGRES as SQL
 from hostcall.store.statements import WINDOW_START, window_skip

@@ -6,7 +6,8 @@ from __future__ import annotations
 from hostcall.store import usage_sql as U
 from hostcall.store.console_records import UsageRecord, UsageTotal
 from hostcall.store.interfaces import ModelUsage
-from hostcall.store.postgres.connections import IF_FENCED, Part
+from hostcall.store.postgres.connections import Part
+from hostcall.store.postgres.held import IF_FENCED
 
 INSERT = U.for_postgres(U.INSERT)
 INSERT_IF = U.for_postgres(U.INSERT_IF).replace("{if_fenced}", IF_FENCED)
