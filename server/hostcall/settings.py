@@ -37,7 +37,7 @@ class Capacity:
     - ``HOSTCALL_MAX_STREAM_WAITERS``: event streams waiting for their turn to connect
       (hostcall/stream_gate.py); past it, another is refused the same way, and the widget
       reconnects;
-    - ``HOSTCALL_BUSY_RETRY_AFTER_SECONDS``: the ``Retry-After`` of a refusal.
+    - ``HOSTCALL_BUSY_RETRY_AFTER_SECONDS``: the shortest ``Retry-After`` of a refusal.
 
     0 for a bound refuses everything it guards: all new work for the first two, every new
     stream for the third (a test's overload, or a process drained by hand)."""

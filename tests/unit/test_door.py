@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hostcall.errors import StoreError
+from hostcall.door import DB_WAITERS, SPREAD_MAX, Door
+from hostcall.errors import Overloaded, StoreError
 from hostcall.settings import Capacity
 from tests.support.harness import ORIGIN, Harness, allow_hosts, write_agent
 from tests.support.provider import DONE, FakeProvider, Reply, chunk, text
@@ -78,8 +79,12 @@ def test_a_full_process_refuses_new_work_before_storing_it_and_takes_it_after(
             assert answer.status_code == 503, answer.text
             error = answer.json()["error"]
             assert error["code"] == "overloaded", error
-            assert error["details"] == {"retryAfter": 3, "reason": "steps_in_flight"}, error
-            assert answer.headers["Retry-After"] == "3"
+            assert error["details"]["reason"] == "steps_in_flight", error
+            # The bound is 1: the first is told 3 s, the next ones a second later each.
+            pause = error["details"]["retryAfter"]
+            assert 3 <= pause <= 3 * SPREAD_MAX, error
+            assert answer.headers["Retry-After"] == str(pause)
+        assert refused[0].json()["error"]["details"]["retryAfter"] == 3
         # Nothing was stored: no conversation, no message, no thread.
         assert _counts(tmp_path / "hostcall.db") == before
         # Work already accepted goes on: the busy conversation still reads and stops.
@@ -125,3 +130,33 @@ def test_capacity_settings_are_read_from_the_environment() -> None:
     })  # fmt: skip
     assert read == Capacity(max_steps_in_flight=10, max_db_waiters=4, retry_after=7)
     assert Capacity.from_environ({}) == Capacity()
+
+
+def _told(door: Door, times: int) -> list[int]:
+    pauses = []
+    for _ in range(times):
+        with pytest.raises(Overloaded) as refused:
+            door.admit()
+        assert refused.value.reason == DB_WAITERS
+        pauses.append(refused.value.retry_after)
+    return pauses
+
+
+def test_a_crowd_refused_together_is_told_to_come_back_a_bound_a_second() -> None:
+    """Told the same pause, a crowd comes back together and is refused again, each refusal a
+    request paid for: as many as the bound lets in come back each second after it."""
+    now = [1000.0]
+    door = Door(
+        Capacity(max_db_waiters=3, retry_after=2),
+        steps=lambda: 0,
+        db_waiters=lambda: 3,
+        clock=lambda: now[0],
+    )
+    assert _told(door, 8) == [2, 2, 2, 3, 3, 3, 4, 4]
+    now[0] += 0.5  # half a second later: the latest second's last place, then the next
+    assert _told(door, 2) == [4, 5]
+    # Far past the bound, the pause stops growing at SPREAD_MAX times Retry-After.
+    assert _told(door, 30)[-1] == 2 * SPREAD_MAX
+    # Once those told have come back, a refusal is told Retry-After again.
+    now[0] += 2 * SPREAD_MAX
+    assert _told(door, 1) == [2]
