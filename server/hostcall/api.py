@@ -87,6 +87,7 @@ async def create_conversation(request: Request) -> Response:
     conversation = await runtime.services.conversations.start(
         agent.id, body.locale, person=person, browser=browser
     )
+    runtime.remember_agent(conversation.id, agent.id)
     opened = runtime.sessions.opened(conversation, agent, browser=browser)
     response = WireResponse(opened, status_code=201)
     if key and browser is not None:

@@ -28,6 +28,7 @@ async def session_claims(request: Request, runtime: Runtime) -> tuple[Conversati
     if claims.conversation_id != conversation_id:
         raise Forbidden(f"this session token is for another conversation than {conversation_id}")
     conversation = await runtime.services.conversations.get(conversation_id)
+    runtime.remember_agent(conversation.id, conversation.agent_id)
     runtime.sessions.check_generation(conversation, claims)
     check_origin(request, runtime, conversation.agent_id)
     return conversation, claims
