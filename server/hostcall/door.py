@@ -13,7 +13,7 @@ in flight, and its statements waiting for a pooled connection. Everything else (
 answers to calls, snapshots) is let through: it finishes work already accepted.
 
 A crowd refused together would come back together, after the same ``Retry-After``, and
-be refused again: each refusal is a request the process pays for (~0.4 ms of CPU with its
+be refused again: each refusal is a request the process pays for (~0.5 ms of CPU with its
 connection, as much as a few statements), and PostgreSQL's door refused 4-5 times per
 conversation of the load bench under a busy CPU (bench/README.md). So the refused are told
 to come back at most as many a second as the bound that refused them lets in (``Spread``),
