@@ -210,11 +210,31 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
 def _watch_segments(mark: Any) -> None:
     """``segments``: marks where the result POST's handler passes from one part to the next
     (each first time in a round trip), timed with nothing else recorded."""
+    from starlette.applications import Starlette
+    from starlette.routing import Router
+
     import hostcall.call_answers as call_answers
     from hostcall.engine import Engine
     from hostcall.store.sqlite.connection import _Transaction
     from hostcall.tokens import Tokens
 
+    # Where the request's own task begins (uvicorn has parsed it and started the task), and
+    # where the middleware hands it to the router: the layers' share of the wait before the
+    # handler starts.
+    app_call, router_call = Starlette.__call__, Router.__call__
+
+    async def watched_app(self: Any, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/api/calls/"):
+            mark("app called")
+        await app_call(self, scope, receive, send)
+
+    async def watched_router(self: Any, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/api/calls/"):
+            mark("router called")
+        await router_call(self, scope, receive, send)
+
+    Starlette.__call__ = watched_app  # type: ignore[method-assign]
+    Router.__call__ = watched_router  # type: ignore[method-assign]
     read_body = call_answers.read_body
 
     async def watched_body(*args: Any, **kwargs: Any) -> Any:

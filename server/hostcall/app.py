@@ -24,7 +24,7 @@ from hostcall.call_answers import call_answer_routes
 from hostcall.console import console_routes
 from hostcall.exposition import metrics_routes
 from hostcall.history import history_routes
-from hostcall.middleware import ApiHeaders, RequestMetrics, Stopping, TextGuard
+from hostcall.middleware import Edge
 from hostcall.openapi import document as openapi_document
 from hostcall.pages import page_routes
 from hostcall.protocol.responses import Health
@@ -85,10 +85,9 @@ def create_app(settings: Settings, *, clock: Callable[[], float] = time.time) ->
         ],
         exception_handlers=exception_handlers(),
         middleware=[
-            Middleware(Stopping),
-            Middleware(RequestMetrics),
-            Middleware(ApiHeaders, body_timeout=settings.body_timeout_seconds),
-            Middleware(TextGuard),
+            # The 503 at shutdown, the requests' metrics, the API headers and body deadline,
+            # the text guard (hostcall/middleware.py).
+            Middleware(Edge, body_timeout=settings.body_timeout_seconds),
             # Innermost: what it refuses has passed the text guard, and gets the API headers.
             Middleware(AppsHost, apps=runtime.apps),
         ],

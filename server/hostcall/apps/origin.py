@@ -142,8 +142,10 @@ class AppsHost:
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
-        host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
-        on = self.apps.match(host, scope.get("scheme", "http")) if self.apps else None
+        on = None
+        if self.apps is not None:  # else no origin is one: the Host header cannot matter
+            host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
+            on = self.apps.match(host, scope.get("scheme", "http"))
         if (on is not None) != path.startswith(PREFIX):
             where = "an apps origin" if on is not None else "this origin"
             response = error_response(NotFound(f"{path} is not served on {where}"))
