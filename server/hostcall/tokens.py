@@ -71,6 +71,11 @@ class _ClockedSigner(TimestampSigner):
     sleeping) rather than by ``time.time`` directly."""
 
     clock: Callable[[], float] = staticmethod(time.time)
+    # The library's own default, SHA-1, named directly: its default is a Python function
+    # that calls ``hashlib.sha1`` (so that a FIPS build fails late, not on import), and
+    # ``hmac`` given a function that is not OpenSSL's runs HMAC in Python, ~15 calls a
+    # token. The same HMAC-SHA1 and the same tokens either way (tests/unit/test_tokens.py).
+    default_digest_method = staticmethod(hashlib.sha1)
 
     def get_timestamp(self) -> int:
         return int(self.clock())

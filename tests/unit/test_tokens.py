@@ -9,6 +9,7 @@ from itertools import permutations
 from typing import Any
 
 import pytest
+from itsdangerous import URLSafeTimedSerializer
 from itsdangerous.encoding import base64_decode
 
 from hostcall.errors import Forbidden, Unauthorized
@@ -53,6 +54,19 @@ def test_new_tokens_are_signed_with_the_newest_key(purpose: Purpose) -> None:
     assert Tokens((NEW,), DAY).verify(purpose, token) == CLAIMS
     error = refused(Tokens((OLD,), DAY), purpose, token)
     assert (error.status, error.code) == (401, "bad_token")
+
+
+@pytest.mark.parametrize("purpose", list(Purpose))
+def test_tokens_are_itsdangerous_own_both_ways(purpose: Purpose) -> None:
+    """The signer names its digest (for OpenSSL's HMAC) but signs as the library's defaults
+    do: a token another process made with them verifies here, and one made here verifies
+    with them (a rolling upgrade has both)."""
+    library = URLSafeTimedSerializer([OLD, NEW], salt=f"hostcall.{purpose}")
+    theirs = library.dumps({"c": CLAIMS.conversation_id, "k": CLAIMS.call_id})
+    claims = Tokens((OLD, NEW), DAY).verify(purpose, theirs)
+    assert (claims.conversation_id, claims.call_id) == (CLAIMS.conversation_id, CLAIMS.call_id)
+    ours = Tokens((OLD, NEW), DAY).sign(purpose, CLAIMS)
+    assert library.loads(ours, max_age=60)["k"] == CLAIMS.call_id
 
 
 def test_tokens_survive_a_key_rotation_and_die_with_the_retired_key(harness: Harness) -> None:
