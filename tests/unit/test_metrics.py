@@ -306,3 +306,35 @@ def test_a_store_error_is_labelled_by_the_driver_s_own_types_only() -> None:
     assert metrics.store_error_label(psycopg.errors.AdminShutdown()) == "AdminShutdown"
     assert metrics.store_error_label(RuntimeError("x")) == "other"
     assert metrics.status_label(200) == "2xx" and metrics.status_label(999) == "other"
+
+
+def test_an_answer_whose_unit_rolls_back_is_not_counted(harness: Harness) -> None:
+    """A settled call is counted once its unit has committed: an answer whose write fails
+    (a trigger stands in for a full disk at its event's INSERT, after the call's row was
+    settled in the same unit) changed nothing, and the count says so; the page's retry
+    settles it and is counted once."""
+    h = harness
+    conv = h.conversation()
+    h.say(conv, "What should I work on next?")
+    call = h.open_call(conv, "dispatched")
+    db = h.runtime.store._db  # the server's own connection
+    db.execute(
+        "CREATE TEMP TRIGGER full_disk BEFORE INSERT ON events "
+        "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+    )
+    before = parse(scrape_from(h, "127.0.0.1").text)
+    try:
+        failed = h.answer(call, {"tasks": []})
+    finally:
+        db.execute("DROP TRIGGER full_disk")
+    assert failed.status_code == 503, failed.text
+    middle = parse(scrape_from(h, "127.0.0.1").text)
+    assert value(middle, "hostcall_tool_calls_total", outcome="answered") == value(
+        before, "hostcall_tool_calls_total", outcome="answered"
+    )
+    assert h.answer(call, {"tasks": []}).status_code == 200
+    after = parse(scrape_from(h, "127.0.0.1").text)
+    grew = value(after, "hostcall_tool_calls_total", outcome="answered") - value(
+        before, "hostcall_tool_calls_total", outcome="answered"
+    )
+    assert grew == 1

@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from hostcall.calls.assignment import FormReason, choose
-from hostcall.calls.observed import observe_settled
+from hostcall.calls.observed import observe_committed
 from hostcall.calls.outcomes import Dispatched, Moved, Settled
 from hostcall.calls.transitions import CallEvent, Effect, Move, sources, transition
 from hostcall.calls.views import CallViews
@@ -304,8 +304,9 @@ class CallMoves:
     ) -> None:
         """The settled call's tool message (what the model reads) and its
         ``TOOL_CALL_RESULT``, in the unit that settled it; counted and traced
-        (hostcall/calls/observed.py)."""
-        observe_settled(self.tracing, settled, tool, outcome, by=by, now=self.clock())
+        (hostcall/calls/observed.py) once the unit commits."""
+        now = self.clock()
+        observe_committed(unit, self.tracing, settled, tool, outcome, by=by, now=now)
         shown = settled_result(tool, outcome)
         message_id = new_id("m")
         await self.store.add_message(StoredMessage(

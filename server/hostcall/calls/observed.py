@@ -4,10 +4,13 @@ refused at its proposal, expired, or cancelled), and how long it took from its d
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
 from typing import Any
 
 from hostcall import metrics, strictjson
 from hostcall.errors import ToolErrorCode
+from hostcall.journal import Unit
 from hostcall.store.records import Call, CallState
 from hostcall.tools import Tool
 from hostcall.tracing import Attributes, Tracing
@@ -74,3 +77,24 @@ def observe_settled(
     typed: Attributes = attributes
     tracing.record(f"execute_tool {call.tool_name}", typed, run_id=call.run_id, start=started,
                    end=now, error=code if isinstance(code, str) else None)  # fmt: skip
+
+
+def observe_committed(
+    unit: Unit,
+    tracing: Tracing,
+    call: Call,
+    tool: Tool | None,
+    outcome: dict[str, Any],
+    *,
+    by: str | None,
+    now: float,
+) -> None:
+    """``observe_settled`` once ``unit`` has committed (a unit rolled back settled nothing,
+    and is not counted), a turn after its events are published: the streams write the
+    call's ``TOOL_CALL_RESULT`` first, and the counting is not on the round trip's path."""
+    counted = partial(observe_settled, tracing, call, tool, outcome, by=by, now=now)
+
+    def committed() -> None:
+        asyncio.get_running_loop().call_soon(counted)
+
+    unit.afterwards.append(committed)
