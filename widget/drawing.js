@@ -13,6 +13,8 @@ export const FLUSH_MS = 50
 export const QUIET_MS = 12
 let quietTimer = 0
 let burstStart = 0
+let lastWrite = 0
+let flushTimer = 0
 let afterFlush = () => {}
 
 /** What to run in the frame of every flush (chat.js scrolls). @param {() => void} fn */
@@ -23,14 +25,23 @@ export function write(change) {
   if (!batching && !holds && !writes.length) return change()
   writes.push(change)
   if (batching) waitForQuiet()
-  else queueFlush()
+  else if (!quietTimer) queueFlush() // else drawn with the burst under way
 }
 
+// One timer a burst, not one an event: when it fires early, it waits for what is left.
 function waitForQuiet() {
-  const now = Date.now()
-  if (!quietTimer) burstStart = now
-  else clearTimeout(quietTimer)
-  quietTimer = setTimeout(() => { quietTimer = 0; queueFlush() }, Math.max(0, Math.min(QUIET_MS, FLUSH_MS - (now - burstStart))))
+  lastWrite = Date.now()
+  if (!quietTimer) burstStart = lastWrite, quiet(QUIET_MS)
+}
+
+/** @param {number} ms */
+function quiet(ms) {
+  quietTimer = setTimeout(() => {
+    const left = Math.min(lastWrite + QUIET_MS, burstStart + FLUSH_MS) - Date.now()
+    if (left > 0) return quiet(left)
+    quietTimer = 0
+    queueFlush()
+  }, ms)
 }
 
 function queueFlush() {
@@ -40,12 +51,13 @@ function queueFlush() {
   const flush = () => {
     if (!flushQueued) return // the other of the two came first
     flushQueued = false
+    clearTimeout(flushTimer)
     if (holds) return // the release queues it again
     flushWrites()
     afterFlush() // this frame lays the changes out anyway
   }
   requestAnimationFrame(flush)
-  setTimeout(flush, FLUSH_MS)
+  flushTimer = setTimeout(flush, FLUSH_MS)
 }
 
 /** The burst is over (its run ended): drawn at the next frame, without waiting for quiet. */

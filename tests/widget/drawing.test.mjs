@@ -66,12 +66,35 @@ test('a stream that never pauses is still drawn FLUSH_MS after its first event',
   assert.equal(made.at(-1), `chunk ${FLUSH_MS - 5}`, 'a new burst starts after the flush')
 })
 
-test('a change made outside a burst after it waits its turn: order is kept', () => {
+test('a change made outside a burst under way waits for its quiet, in order, and asks no frame of its own', () => {
+  // As a reply's rating bar, drawn once its module has loaded, while the call that came
+  // with the reply's end is on its way: a frame then would hold the call up.
   streamed('text')
-  write(() => made.push('card'))
+  write(() => made.push('rating'))
   assert.deepEqual(made, [])
+  assert.equal(frames.length, 0)
+  mock.timers.tick(QUIET_MS - 1)
+  streamed('call')
+  mock.timers.tick(QUIET_MS - 1)
   frame()
-  assert.deepEqual(made, ['text', 'card'])
+  assert.deepEqual(made, [])
+  mock.timers.tick(1)
+  frame()
+  assert.deepEqual(made, ['text', 'rating', 'call'])
+  assert.equal(flushes, 1)
+  write(() => made.push('later'))
+  frame()
+  assert.deepEqual(made.at(-1), 'later')
+})
+
+test('a burst has one timer, however many events it has', () => {
+  const setTimeout = mock.fn(globalThis.setTimeout)
+  const real = globalThis.setTimeout
+  globalThis.setTimeout = setTimeout
+  try {
+    for (let i = 0; i < 20; i++) streamed(`chunk ${i}`)
+  } finally { globalThis.setTimeout = real }
+  assert.equal(setTimeout.mock.callCount(), 1)
 })
 
 test('a hold keeps everything undrawn until it is released, then the next frame draws it', () => {
