@@ -241,12 +241,11 @@ function scrollNow() {
 }
 setAfterFlush(scrollNow)
 
-/** For screen readers, once. @param {string} text */
+let nbsp = ''
+/** For screen readers, once (a no-break space every other time makes a repeat a change),
+ * drawn with the rest: no timer to draw during a call. @param {string} text */
 export function announce(text) {
-  write(() => {
-    parts.live.textContent = ''
-    setTimeout(() => { parts.live.textContent = clip(text, 600) }, 50)
-  })
+  write(() => { parts.live.textContent = clip(text, 600) + (nbsp = nbsp ? '' : '\u00a0') })
 }
 
 /** @param {'open'|'connecting'|'down'} state */
