@@ -3,7 +3,7 @@
 // appears (the weight budget: a chat that never calls a tool never fetches it).
 // Like chat.js: what a model, page or person wrote enters the DOM as text nodes only.
 
-import { fill, flushWrites, h, keepPinned, phone, reserve, t, uid } from './chat.js'
+import { flushWrites, h, keepPinned, phone, reserve, t, uid, write } from './chat.js'
 import { humanize } from './form.js'
 import { LIMITS } from './protocol.js'
 
@@ -48,10 +48,51 @@ export function readable(v, schema, depth = 0) {
 /**
  * A call's card; `data-state`: running, waiting, done, failed, rejected, expired, stopped. `name` is
  * the tool's id (`data-tool`, for tests and pages); `title` is what people read. Shown by
- * `show()`, at the latest SHOW_WITHIN_MS after it was made.
+ * `show()`, at the latest SHOW_WITHIN_MS after it was made. Its DOM is built, and changed,
+ * with the thread's drawing (chat.js `write`): a call's dispatch comes in the same network
+ * read as its first events, and goes to the page before any card is built.
  * @param {string} id @param {string} name @param {string} [title] @returns {Card}
  */
 export function toolCard(id, name, title = name) {
+  // Its place in the thread is taken now: text that arrives meanwhile goes after it.
+  const spot = reserve()
+  /** @type {ReturnType<typeof build> | null} */
+  let dom = null
+  const built = () => (dom ??= build(id, name, title))
+  let shown = false
+  const show = () => { if (!shown) { shown = true; clearTimeout(timer); keepPinned(() => spot.parentNode && spot.replaceWith(built().el)) } }
+  const timer = setTimeout(show, SHOW_WITHIN_MS)
+  /** A change in its order with the thread's (`pin`: one that may change its height). @param {(d: ReturnType<typeof build>) => void} change */
+  const draw = (change, pin = true) => (pin ? keepPinned : write)(() => change(built()))
+  return {
+    get el() { return built().el },
+    show,
+    setTitle: text => draw(d => d.named(text), false),
+    setState: (state, note) => draw(({ el, status, body }) => {
+      el.dataset.state = status.dataset.state = state
+      status.textContent = t(`state_${state}`)
+      el.querySelector('[data-part=tool-call-note]')?.remove()
+      if (note) body.before(h('p', { 'data-part': 'tool-call-note', text: note }))
+    }, false),
+    setInput: (value, schema) => draw(({ input }) => {
+      input.hidden = false
+      input.replaceChildren(h('p', { 'data-part': 'label', text: t('input') }), readable(value, schema))
+    }),
+    setBody: (...nodes) => draw(d => d.body.replaceChildren(...nodes.filter(Boolean))),
+    busy: on => draw(({ el }) => {
+      for (const b of el.querySelectorAll('button')) b.toggleAttribute('disabled', on)
+      on ? el.setAttribute('aria-busy', 'true') : el.removeAttribute('aria-busy')
+    }, false),
+    focus(part) {
+      flushWrites() // what it shows is on the page first
+      const target = /** @type {HTMLElement | null} */ (built().el.querySelector(`[data-part=${part}]`))
+      target?.focus()
+    },
+  }
+}
+
+/** A card's DOM. @param {string} id @param {string} name @param {string} title */
+function build(id, name, title) {
   const titleId = uid('call')
   const heading = h('h2', { id: titleId, 'data-part': 'tool-call-title' })
   /** A title people read, or the tool's id as code when it has none. @param {string} text */
@@ -62,40 +103,8 @@ export function toolCard(id, name, title = name) {
   const input = h('div', { 'data-part': 'tool-call-input', hidden: true })
   const body = h('div', { 'data-part': 'tool-call-body' })
   const el = h('article', { 'data-part': 'tool-call', 'data-call-id': id, 'data-tool': name, 'aria-labelledby': titleId },
-    h('header', null,
-      heading, status),
-    input, body)
-  // Its place in the thread is taken now: text that arrives meanwhile goes after it.
-  const spot = reserve()
-  let shown = false
-  const show = () => { if (!shown) { shown = true; clearTimeout(timer); fill(spot, el) } }
-  const timer = setTimeout(show, SHOW_WITHIN_MS)
-  return {
-    el,
-    show,
-    setTitle: named,
-    setState(state, note) {
-      el.dataset.state = status.dataset.state = state
-      status.textContent = t(`state_${state}`)
-      el.querySelector('[data-part=tool-call-note]')?.remove()
-      if (note) body.before(h('p', { 'data-part': 'tool-call-note', text: note }))
-    },
-    // Drawn with the rest: the call's events that come before its dispatch wait for no DOM.
-    setInput: (value, schema) => keepPinned(() => {
-      input.hidden = false
-      input.replaceChildren(h('p', { 'data-part': 'label', text: t('input') }), readable(value, schema))
-    }),
-    setBody: (...nodes) => keepPinned(() => body.replaceChildren(...nodes.filter(Boolean))),
-    busy(on) {
-      for (const b of el.querySelectorAll('button')) b.toggleAttribute('disabled', on)
-      on ? el.setAttribute('aria-busy', 'true') : el.removeAttribute('aria-busy')
-    },
-    focus(part) {
-      flushWrites() // what it shows is on the page first
-      const target = /** @type {HTMLElement | null} */ (el.querySelector(`[data-part=${part}]`))
-      target?.focus()
-    },
-  }
+    h('header', null, heading, status), input, body)
+  return { el, named, status, input, body }
 }
 
 /**
