@@ -516,6 +516,7 @@ def round_trip(env: Env, mode: Mode) -> None:
         kicks = floor.evaluate("floor.kicks")[-mode.round_trips :]
         echoes = floor.evaluate(f"({POSTS})('/echo/')")[-mode.round_trips :]
         profile = profiled(env, observer, mode.profiled)
+        threaded = traced(env, observer, mode.profiled)
     finally:
         floor.context.close()
         observer.close()
@@ -598,6 +599,94 @@ def round_trip(env: Env, mode: Mode) -> None:
             "(e.g. reading scrollHeight) counts in that function"
         ],
     )
+    table(
+        f"3d. Widget frame's main thread, Chromium trace over {mode.profiled} more round trips: "
+        "per round trip, mean (max)",
+        ("what it ran", "while the call is with the page", "while the server takes the answer"),
+        threaded,
+        [
+            "with the page: the dispatch reaches the widget's JS -> the result POST is sent; "
+            "with the server: -> TOOL_CALL_RESULT reaches the widget's JS",
+            "tasks begun in the span (not the dispatch's own); anything here may hold the "
+            "page's answer up, or take a core from the page or the server",
+        ],
+    )
+
+
+# 3d: marks for the trace, in a widget of its own (not timed): when a dispatch and a result
+# reach the widget's JS. The result POST's sending is Chromium's own ResourceSendRequest.
+MARKS = """if (location.pathname.startsWith('/widget/')) {
+  window.EventSource = class extends EventSource { constructor (...args) { super(...args)
+    for (const type of ['DISPATCH', 'TOOL_CALL_RESULT'])
+      this.addEventListener(type, () => performance.mark(`bench:${type}`)) } }
+}""".replace("DISPATCH", DISPATCH)
+TRACE_CATEGORIES = ["devtools.timeline", "blink.user_timing", "toplevel"]
+# What the widget's main thread did (trace event names), counted per round trip.
+TRACED = (
+    ("tasks run", ("ThreadControllerImpl::RunTask",)),
+    ("frames (their PrePaint)", ("PrePaint",)),
+    ("DOM events (scroll, scrollend...)", ("EventDispatch",)),
+    ("style recalculations", ("UpdateLayoutTree",)),
+    ("layouts", ("Layout",)),
+    ("paints", ("Paint",)),
+    ("timers fired", ("TimerFire",)),
+    ("garbage collections", ("MinorGC", "MajorGC")),
+)
+
+
+def traced(env: Env, observer: Observer, runs: int) -> list[tuple[str, ...]]:
+    """A Chromium trace of ``runs`` round trips in a fresh widget: what its main thread
+    does while the call is with the page (the dispatch in its JS -> the result POST sent)
+    and while the server takes the answer (-> TOOL_CALL_RESULT in its JS), per round trip.
+    Counts, which the machine's load does not change; and the busy time, which it does."""
+    widget = Widget(Env(env.browser, env.apps, env.hc, probe=MARKS), observer)
+    widget.ask()  # warm
+    env.browser.start_tracing(categories=TRACE_CATEGORIES)
+    try:
+        for _ in range(runs):
+            widget.ask()
+    finally:
+        trace = json.loads(env.browser.stop_tracing())
+    widget.close(runs + 1)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    marks = [e for e in events if e.get("name") == f"bench:{DISPATCH}"]
+    if len(marks) != runs:
+        raise RuntimeError(f"{len(marks)} dispatch marks in the trace for {runs} round trips")
+    pid, tid = marks[0]["pid"], marks[0]["tid"]
+    thread = sorted(
+        (e for e in events if e["pid"] == pid and e["tid"] == tid), key=lambda e: e["ts"]
+    )
+    sent = [
+        e["ts"]
+        for e in thread
+        if e.get("name") == "ResourceSendRequest"
+        and "/result" in ((e.get("args") or {}).get("data") or {}).get("url", "")
+    ]
+    results = [e["ts"] for e in thread if e.get("name") == "bench:TOOL_CALL_RESULT"]
+    spans: list[list[dict[str, float]]] = [[], []]
+    for mark in marks:
+        at = mark["ts"]
+        post = next(t for t in sent if t > at)
+        done = next(t for t in results if t > post)
+        for span, (start, end) in zip(spans, ((at, post), (post, done)), strict=True):
+            inside = [e for e in thread if e.get("ph") == "X" and start < e["ts"] < end]
+            counts = {label: sum(e["name"] in names for e in inside) for label, names in TRACED}
+            counts["busy"] = (
+                sum(e.get("dur", 0) for e in inside if e["name"] == "ThreadControllerImpl::RunTask")
+                / 1e6
+            )
+            counts["span"] = (end - start) / 1e6
+            span.append(counts)
+
+    def cell(span: list[dict[str, float]], key: str, fmt: Callable[[float], str]) -> str:
+        values = [c[key] for c in span]
+        return f"{fmt(statistics.fmean(values))} (max {fmt(max(values))})"
+
+    count = "{:.1f}".format
+    rows = [(label, *(cell(span, label, count) for span in spans)) for label, _ in TRACED]
+    rows.append(("busy (wall, load-dependent)", *(cell(span, "busy", ms) for span in spans)))
+    rows.append(("the span itself (traced)", *(cell(span, "span", ms) for span in spans)))
+    return rows
 
 
 def profiled(env: Env, observer: Observer, runs: int) -> list[tuple[str, str, str]]:

@@ -26,6 +26,10 @@ def test_the_browser_bench_measures_the_round_trip_beside_its_floor() -> None:
     row = next(line for line in table.splitlines() if "has validated result, p50" in line)
     hostcall, floor = (float(cell.split()[0]) for cell in row.split("  ") if "ms" in cell)
     assert hostcall > 0 and floor > 0, row
+    # What the widget's main thread runs while the call is with the page, from a trace.
+    traced = done.stdout[done.stdout.index("## 3d. Widget frame's main thread") :]
+    layouts = next(line for line in traced.splitlines() if line.startswith("layouts"))
+    assert len([cell for cell in layouts.split("  ") if "(max " in cell]) == 2, layouts
 
 
 def test_the_browser_bench_times_a_webmcp_page_tool_beside_a_client_tool() -> None:
