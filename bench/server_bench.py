@@ -46,10 +46,15 @@ class Mode:
     stream_levels: tuple[int, ...]
     subscribers: int
     runs: int
+    storm_rounds: int
 
 
-FULL = Mode(iterations=300, warmup=30, stream_levels=(1000, 5000), subscribers=200, runs=30)
-QUICK = Mode(iterations=50, warmup=10, stream_levels=(200, 1000), subscribers=50, runs=10)
+FULL = Mode(
+    iterations=300, warmup=30, stream_levels=(1000, 5000), subscribers=200, runs=30, storm_rounds=3
+)
+QUICK = Mode(
+    iterations=50, warmup=10, stream_levels=(200, 1000), subscribers=50, runs=10, storm_rounds=2
+)
 
 
 # ---- 2. idle streams -----------------------------------------------------------------------
@@ -200,7 +205,10 @@ async def main_async(mode: Mode, only: list[str]) -> int:
             ("round trip", lambda: round_trip(mode.iterations, mode.warmup, Path(tmp), secret)),
             ("idle streams", lambda: idle_streams(mode, Path(tmp), secret)),
             ("fan-out", lambda: fan_out_section(mode, Path(tmp), secret)),
-            ("slow readers", lambda: stalled_readers(mode.iterations, Path(tmp), secret)),
+            (
+                "slow readers",
+                lambda: stalled_readers(mode.iterations, mode.storm_rounds, Path(tmp), secret),
+            ),
         ]
         for name, section in sections:
             if name not in only:
