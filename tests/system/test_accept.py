@@ -1,0 +1,80 @@
+"""A crowd connecting at once is taken a few connections a pass of the event loop.
+
+The real server (``server_config`` and ``serving.listening`` under uvicorn, in this test's
+loop) with a protocol that notes the pass each connection is set up in: a ticker counts the
+loop's passes. While the loop is blocked, 30 clients connect; the kernel queues them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections import Counter
+from pathlib import Path
+
+import uvicorn
+
+from hostcall.app import create_app
+from hostcall.connections import GuardedH11Protocol
+from hostcall.serving import ACCEPT_BATCH, listening, server_config
+from tests.support.live import settings_for
+
+CROWD = 30
+DEADLINE = 30.0  # seconds; a ceiling for a loaded machine, never a wait
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def test_a_crowd_connecting_at_once_is_set_up_one_connection_a_pass(
+    tmp_path: Path,
+) -> None:
+    passes = 0
+    made: list[int] = []
+
+    class Noting(GuardedH11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            made.append(passes)
+            super().connection_made(transport)
+
+    port = free_port()
+    config = server_config(
+        create_app(settings_for(tmp_path)), host="127.0.0.1", port=port, log_level="warning"
+    )
+    config.http = Noting
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve(sockets=listening(config)))
+    loop = asyncio.get_running_loop()
+    deadline = time.monotonic() + DEADLINE
+    clients: list[socket.socket] = []
+    try:
+        while not server.started:
+            assert time.monotonic() < deadline and not serving.done()
+            await asyncio.sleep(0.01)
+
+        def tick() -> None:
+            nonlocal passes
+            passes += 1
+            if not server.should_exit:
+                loop.call_soon(tick)
+
+        # The loop is blocked while they connect: all wait in the kernel's queue together.
+        clients += [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(CROWD)]
+        tick()
+        while len(made) < CROWD:
+            assert time.monotonic() < deadline, f"{len(made)} of {CROWD} connections set up"
+            await asyncio.sleep(0.01)
+        # Every one was set up, a few at most in any one pass of the loop, not all thirty
+        # ahead of whatever else was ready (asyncio takes as many as uvicorn's backlog, 2,048).
+        per_pass = Counter(made)
+        assert max(per_pass.values()) <= min(ACCEPT_BATCH, 4), per_pass
+    finally:
+        server.should_exit = True
+        for client in clients:
+            client.close()
+        await asyncio.wait_for(serving, DEADLINE)
