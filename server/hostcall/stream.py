@@ -13,10 +13,8 @@ response cleanly, so a SIGTERM does not log an error per open stream.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 
@@ -25,29 +23,30 @@ from hostcall.protocol.events import CustomName
 from hostcall.protocol.frames import Event, parse_event_id, sse_frame
 from hostcall.protocol.requests import surface_id
 from hostcall.runtime import Runtime, runtime_of
+from hostcall.sse_response import EventStreamResponse
 
 SEND_TIMEOUT = 10.0
 DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
+PING = b": ping\r\n\r\n"  # an SSE comment: keeps proxies from closing an idle stream
 
 
-class _Farewell:
-    """Handed to sse-starlette as its ``shutdown_event``: on server shutdown it wakes this
-    stream's generator (a ``None`` in its queue), which then returns and the response ends
-    properly instead of being cancelled mid-body."""
+def farewell(queue: asyncio.Queue[Event | None]) -> Callable[[], None]:
+    """Wakes a stream's generator (a ``None`` in its queue), which then returns: on the
+    client's disconnect and the server's shutdown, the response ends properly instead of
+    being cancelled mid-body."""
 
-    def __init__(self, queue: asyncio.Queue[Event | None]) -> None:
-        self._queue = queue
-
-    def set(self) -> None:
+    def wake() -> None:
         while True:
             try:
-                self._queue.put_nowait(None)
+                queue.put_nowait(None)
                 return
             except asyncio.QueueFull:
-                self._queue.get_nowait()
+                queue.get_nowait()
+
+    return wake
 
 
-async def events(request: Request) -> EventSourceResponse:
+async def events(request: Request) -> EventStreamResponse:
     runtime = runtime_of(request)
     # Everything a connect does waits for its turn (hostcall/stream_gate.py): a crowd of
     # streams connecting at once must not fill the loop ahead of other users' requests.
@@ -55,7 +54,7 @@ async def events(request: Request) -> EventSourceResponse:
         return await _connected(request, runtime)
 
 
-async def _connected(request: Request, runtime: Runtime) -> EventSourceResponse:
+async def _connected(request: Request, runtime: Runtime) -> EventStreamResponse:
     conversation_id = request.path_params["conversation_id"]
     ticket = runtime.check_stream_ticket(request.query_params.get("token"), conversation_id)
     logs = runtime.services.logs
@@ -135,7 +134,9 @@ async def _connected(request: Request, runtime: Runtime) -> EventSourceResponse:
             if page.ends_log:
                 return
 
-    async def frames() -> AsyncIterator[ServerSentEvent | bytes]:
+    ping = runtime.settings.ping_seconds or None
+
+    async def frames() -> AsyncGenerator[bytes, None]:
         last = seen
         metrics.OPEN_STREAMS.inc()
         try:
@@ -147,7 +148,12 @@ async def _connected(request: Request, runtime: Runtime) -> EventSourceResponse:
                 # Everything already queued goes out in one write: a unit of work publishes
                 # several events at once (a call's start, arguments, end and dispatch), and
                 # a write per event cost a send() each on the round trip's path.
-                batch = [await queue.get()]
+                try:
+                    async with asyncio.timeout(ping):
+                        batch = [await queue.get()]
+                except TimeoutError:
+                    yield PING
+                    continue
                 while not queue.empty():
                     batch.append(queue.get_nowait())
                 chunk = b""
@@ -177,13 +183,11 @@ async def _connected(request: Request, runtime: Runtime) -> EventSourceResponse:
             if surface is not None:
                 await surfaces.detach(conversation_id, surface, owner)
 
-    return EventSourceResponse(
+    return EventStreamResponse(
         frames(),
-        ping=int(runtime.settings.ping_seconds),
+        wake=farewell(queue),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         send_timeout=SEND_TIMEOUT,
-        shutdown_event=cast(Any, _Farewell(queue)),
-        shutdown_grace_period=1.0,
     )
 
 
