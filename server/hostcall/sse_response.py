@@ -84,10 +84,6 @@ class EventStreamResponse:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        if scope["method"] == "HEAD":
-            await self.body.aclose()
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            return
         gone = ended = False
 
         def end() -> None:

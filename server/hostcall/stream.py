@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from hostcall import metrics
@@ -27,6 +28,7 @@ from hostcall.sse_response import EventStreamResponse
 
 SEND_TIMEOUT = 10.0
 DISPATCH = CustomName.TOOL_CALL_DISPATCH.value
+HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 PING = b": ping\r\n\r\n"  # an SSE comment: keeps proxies from closing an idle stream
 
 
@@ -46,7 +48,11 @@ def farewell(queue: asyncio.Queue[Event | None]) -> Callable[[], None]:
     return wake
 
 
-async def events(request: Request) -> EventStreamResponse:
+async def events(request: Request) -> EventStreamResponse | Response:
+    if request.method == "HEAD":
+        # Headers only, and no set-up: the end of a stream's body gives back what its set-up
+        # took (its subscription, its surface), and a HEAD's body never runs.
+        return Response(headers=HEADERS, media_type="text/event-stream")
     runtime = runtime_of(request)
     # Everything a connect does waits for its turn (hostcall/stream_gate.py): a crowd of
     # streams connecting at once must not fill the loop ahead of other users' requests.
@@ -186,7 +192,7 @@ async def _connected(request: Request, runtime: Runtime) -> EventStreamResponse:
     return EventStreamResponse(
         frames(),
         wake=farewell(queue),
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        headers=HEADERS,
         send_timeout=SEND_TIMEOUT,
     )
 

@@ -97,3 +97,17 @@ def test_an_open_stream_holds_few_objects(pinging: Live) -> None:
         for raw in raws:
             raw.close()
     assert per_stream <= OBJECTS_PER_STREAM, per_stream
+
+
+def test_a_head_request_leaves_nothing_subscribed_and_the_ticket_good(pinging: Live) -> None:
+    # A HEAD took the stream's set-up (its ticket, a subscription) and never ran its body,
+    # whose end gives them back: the subscription stayed for good.
+    runtime: Runtime = pinging.app.state.hostcall
+    conv = pinging.conversation()
+    ticket = _ticket(pinging, conv)
+    head = pinging.client.head(pinging.events_url(conv, token=ticket))
+    assert head.status_code == 200
+    assert head.headers["content-type"].startswith("text/event-stream")
+    assert not runtime.broker.watching(conv.id)
+    with _open(pinging, conv, ticket) as raw:  # the ticket opens the stream itself
+        _until_pinged(raw)
