@@ -157,12 +157,14 @@ class Lender:
         loop = asyncio.get_running_loop()
         if not connection.broken:
             self._returned_at = loop.time()
-        waiter = self._next_waiter()
+        # The first waiter is taken from the queue only if it is handed this connection:
+        # otherwise ``_pass_place`` below gives it the place, and it takes one from the pool
+        # (taken here and then left, it would wait out ``pool_wait`` for nothing).
         if (
-            waiter is not None
-            and not connection.broken
+            not connection.broken
             and connection.info.transaction_status == _IDLE
             and loop.time() - self._out_since.get(connection, 0.0) < HANDOFF_SECONDS
+            and (waiter := self._next_waiter()) is not None
         ):
             waiter.set_result(connection)  # its place and all
             return
