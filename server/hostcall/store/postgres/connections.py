@@ -30,6 +30,7 @@ from hostcall.store.health import WriteHealth
 from hostcall.store.postgres.dialing import redacted, timeouts
 from hostcall.store.postgres.held import HeldWrite, Params, Row, Transaction
 from hostcall.store.postgres.lending import Lender
+from hostcall.store.postgres.watched import WatchedConnection
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class PostgresConnections:
                 min_size=min(POOL_MIN, pool_max),
                 max_size=pool_max,
                 kwargs={"autocommit": True, "row_factory": dict_row, **timeouts(url)},
+                connection_class=WatchedConnection,
                 open=False,
                 name="hostcall",
                 timeout=pool_wait,
