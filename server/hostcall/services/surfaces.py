@@ -35,12 +35,13 @@ class SurfaceService:
         """The tools a page handles now, and the page tools its agent admitted; the surface
         they were saved for."""
         surface = surface or ANONYMOUS_SURFACE
-        async with self.store.transaction():
-            await self.store.save_surface_tools(
-                conversation_id, surface, tools, self.clock(), page_tools
-            )
-        # A read left on the form (its page reloaded) may now have a handler again.
-        self._resume(await self.ledger.rehoming.rehome(conversation_id))
+        # One statement on PostgreSQL: the tools saved, and whether a call could move.
+        may_move = await self.store.save_surface_tools(
+            conversation_id, surface, tools, self.clock(), page_tools
+        )
+        if may_move:
+            # A read left on the form (its page reloaded) may now have a handler again.
+            self._resume(await self.ledger.rehoming.rehome(conversation_id))
         return surface
 
     async def touch(self, conversation_id: str, surface: str) -> None:

@@ -237,7 +237,12 @@ class Surfaces(Protocol):
         tools: tuple[str, ...],
         now: float,
         page_tools: tuple[dict[str, Any], ...] = (),
-    ) -> None: ...
+    ) -> bool:
+        """Save a surface's tools (atomic on its own: no transaction needed around it), and
+        say whether the conversation has a call dispatched or delivered, which the new
+        tools may take (``Rehoming.rehome``): without one there is nothing to move."""
+        ...
+
     async def attach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
     ) -> None: ...

@@ -244,6 +244,11 @@ class Statements:
         self.save_surface_tools = q(
             "UPDATE surfaces SET tools = ?, page_tools = ? WHERE conversation_id = ? AND id = ?"
         )
+        # Whether a conversation has a call a surface's tools may take (``Rehoming.rehome``).
+        self.calls_to_rehome = q(
+            "SELECT EXISTS (SELECT 1 FROM calls WHERE conversation_id = ?"
+            " AND state IN ('dispatched','delivered')) AS open"
+        )
         self.attach_surface = q(
             "UPDATE surfaces SET streams = streams + 1, detached_at = NULL, last_active = ?"
             " WHERE conversation_id = ? AND id = ?"

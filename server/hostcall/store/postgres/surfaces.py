@@ -39,10 +39,13 @@ _UPSERT = (
 )
 # Made if new, changed if not, in one statement each: ``_UPSERT`` and then an UPDATE of
 # the same row cost two. A new surface ends as the two left it.
+# One statement: the tools saved, and whether a call is there that they may take.
 _SAVE_TOOLS = (
+    "WITH saved AS ("
     "INSERT INTO surfaces (conversation_id, id, last_active, detached_at, tools, page_tools)"
     " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (conversation_id, id)"
-    " DO UPDATE SET tools = EXCLUDED.tools, page_tools = EXCLUDED.page_tools"
+    " DO UPDATE SET tools = EXCLUDED.tools, page_tools = EXCLUDED.page_tools) "
+    + SQL.calls_to_rehome
 )
 _ATTACH = (
     "INSERT INTO surfaces (conversation_id, id, last_active, detached_at, streams)"
@@ -68,11 +71,11 @@ class SurfaceTables(Part, Surfaces):
         tools: tuple[str, ...],
         now: float,
         page_tools: tuple[dict[str, Any], ...] = (),
-    ) -> None:
+    ) -> bool:
         tools_json, page_json = rows.dump(list(tools)), rows.dump(list(page_tools))
-        await self.db.run(
-            _SAVE_TOOLS, (conversation_id, surface_id, now, now, tools_json, page_json)
-        )
+        values = (conversation_id, surface_id, now, now, tools_json, page_json, conversation_id)
+        found = await self.db.one(_SAVE_TOOLS, values, sees_appends=False)
+        return bool(found and found["open"])
 
     async def attach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""

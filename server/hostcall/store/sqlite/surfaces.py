@@ -56,12 +56,15 @@ class SurfaceTables(Part, Surfaces):
         tools: tuple[str, ...],
         now: float,
         page_tools: tuple[dict[str, Any], ...] = (),
-    ) -> None:
-        self._ensure_surface(conversation_id, surface_id, now)
-        self.db.execute(
-            SQL.save_surface_tools,
-            (rows.dump(list(tools)), rows.dump(list(page_tools)), conversation_id, surface_id),
-        )
+    ) -> bool:
+        async with self.db.transaction():
+            self._ensure_surface(conversation_id, surface_id, now)
+            self.db.execute(
+                SQL.save_surface_tools,
+                (rows.dump(list(tools)), rows.dump(list(page_tools)), conversation_id, surface_id),
+            )
+            found = self.db.execute(SQL.calls_to_rehome, (conversation_id,)).fetchone()
+            return bool(found["open"])
 
     async def attach_surface(
         self, conversation_id: str, surface_id: str, now: float, owner: str = ""
