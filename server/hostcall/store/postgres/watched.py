@@ -15,9 +15,10 @@ for the socket before it looks in that buffer (the relay listens on a plain conn
 The registration must never outlive the socket: the loop's selector would keep a key for a
 closed descriptor, and the next socket given that number (an HTTP connection, say) would
 be silently left unwatched. So it is dropped before every path that closes the socket
-(``close``, a wait interrupted mid-statement, which closes the connection: its state is
-unknown, and the server closing it, which fails the taking of input), and before psycopg
-waits its own way (a wait with a timeout); the next wait registers again. While
+(``close``, the server closing it, which fails the taking of input), and before psycopg
+waits its own way (a wait with a timeout, and a statement interrupted mid-way, whose query
+is cancelled and its answers read to the end as psycopg does); the next wait registers
+again. While
 registered, the loop's handle holds the connection, so it cannot be collected (and its
 socket closed) unseen.
 """
@@ -25,12 +26,17 @@ socket closed) unseen.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 from typing import Any
 
 import psycopg
+from psycopg import waiting
 from psycopg.abc import PQGen
 from psycopg.waiting import READY_R, READY_W, WAIT_R, WAIT_W, Wait
+
+_ACTIVE = psycopg.pq.TransactionStatus.ACTIVE
+_CANCEL_SECONDS = 5.0  # psycopg's own, for a statement interrupted mid-way
 
 _POLL_IN = select.POLLIN
 _POLL_OUT = select.POLLOUT
@@ -94,14 +100,27 @@ class WatchedConnection(psycopg.AsyncConnection[Any]):
         except StopIteration as done:
             return done.value
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit):
-            # Mid-statement, whatever the server does next is unknown: the connection is
-            # closed (its lender replaces it), its registration first.
+            # As psycopg does: the query cancelled on the server and its answers read to
+            # the end (the generator finished, the connection usable), else closed.
             self._unwatch()
-            self.pgconn.finish()
+            if self.pgconn.transaction_status == _ACTIVE:
+                await self._abandon(gen, wait, fileno, interval)
             raise
         except OSError as exc:
             self._unwatch()
             raise psycopg.OperationalError("connection socket closed") from exc
+
+    async def _abandon(self, gen: PQGen[Any], wait: Wait, fileno: int, interval: float) -> None:
+        try:
+            with contextlib.suppress(Exception):
+                await self.cancel_safe(timeout=_CANCEL_SECONDS)
+            await waiting.wait_async(
+                _resumed(gen, wait), fileno, interval=interval, timeout=_CANCEL_SECONDS
+            )
+        except psycopg.errors.QueryCanceled:
+            pass
+        except BaseException:  # not ended in time, or interrupted again: state unknown
+            self.pgconn.finish()
 
     async def close(self) -> None:
         self._unwatch()
