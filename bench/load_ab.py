@@ -90,8 +90,9 @@ def main() -> int:
             argv = servers.serve_argv(workdir, db)
             if WORKERS[spec.backend] > 1:
                 argv += ["--workers", str(WORKERS[spec.backend])]
-            env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret,
-                       PYTHONPATH=str(spec.checkout / "server"), **spec.env)  # fmt: skip
+            # The spec's settings last: they may set anything, PYTHONPATH included.
+            env = {**os.environ, "HOSTCALL_SECRET_KEYS": secret,
+                   "PYTHONPATH": str(spec.checkout / "server"), **spec.env}  # fmt: skip
             name = f"ab{spec.label.split(':')[0]}"
             server = st.enter_context(servers.running(name, argv, workdir, env, spec.checkout))
             deadline = time.monotonic() + servers.START_TIMEOUT

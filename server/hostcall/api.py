@@ -42,7 +42,7 @@ from hostcall.services.runs import Held
 from hostcall.store.records import (
     Conversation,
 )
-from hostcall.visitors.session_requests import client_of, session_conversation
+from hostcall.visitors.session_requests import client_of, session_conversation, session_surfaces
 from hostcall.visitors.visitor import Visitor
 
 
@@ -168,7 +168,7 @@ async def surface_leave(request: Request) -> Response:
 async def post_message(request: Request) -> Response:
     runtime = runtime_of(request)
     runtime.door.admit()  # before the session's read: it would wait for the same connections
-    conversation = await session_conversation(request, runtime)
+    conversation, surfaces = await session_surfaces(request, runtime)
     body = await read_body(request, NewMessage, runtime.settings.max_body_bytes)
     agent = runtime.agents.get(conversation.agent_id)
     # Checked first: a refused context, or a file the message may not send, costs the
@@ -184,7 +184,7 @@ async def post_message(request: Request) -> Response:
         )
     sent = await runtime.services.runs.send(
         conversation, body.text, simulate=body.simulate, visitor=visitor, context=context,
-        attachments=files,
+        attachments=files, surfaces=surfaces,
     )  # fmt: skip
     if isinstance(sent, Held):
         # A member of the operator's team holds the conversation: the message is theirs to read.

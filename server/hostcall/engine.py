@@ -65,6 +65,7 @@ from hostcall.store.records import (
     Conversation,
     Run,
     RunStatus,
+    Surface,
 )
 from hostcall.transcript import open_messages
 from hostcall.visitors.visitor import Visitor
@@ -126,6 +127,7 @@ class Engine:
         context: dict[str, Any] | None = None,
         branch: Branch | None = None,
         attachments: tuple[AttachmentRef, ...] = (),
+        surfaces: list[Surface] | None = None,
     ) -> Run:
         """A run for the visitor's new message ``text``; or, with ``text`` None, Retry: a
         run over the history as it is, after a failed run (the message it failed on is
@@ -134,10 +136,12 @@ class Engine:
         with the message. ``branch``: an edit or a regeneration, whose messages ``text``
         replaces in the unit that starts the run (hostcall/services/branches.py).
         ``attachments``: files uploaded to the conversation that the message sends; each is
-        taken in the same unit, or none is (``bad_attachment``: one was sent meanwhile)."""
+        taken in the same unit, or none is (``bad_attachment``: one was sent meanwhile).
+        ``surfaces``: the conversation's, read with it (a message's session check), or None
+        to read them here: the run plans with the page tools of those present."""
         started = await self.starts.start(
             conversation, text, simulate=simulate, visitor=visitor, context=context,
-            branch=branch, attachments=attachments,
+            branch=branch, attachments=attachments, surfaces=surfaces,
         )  # fmt: skip
         run = started.claimed.run
         metrics.child(metrics.RUNS, metrics.agent_label(started.agent_id), "started").inc()

@@ -942,6 +942,28 @@ async def test_surfaces_are_listed_most_recently_active_first_and_leaving_is_fin
     assert await store.get_surface("c1", "nope-0000") is None
 
 
+async def test_a_conversation_read_with_its_surfaces_is_as_read_apart(store: Store) -> None:
+    """One statement on PostgreSQL (the surfaces as JSON, read back by column): the same
+    conversation and surfaces, fields and order, as its two reads apart."""
+    await _conversation(store)
+    await _conversation(store, "c2")
+    assert await store.conversation_with_surfaces("nope") is None
+    conversation = await store.get_conversation("c1")
+    assert await store.conversation_with_surfaces("c1") == (conversation, [])
+    page_tool = {"name": "sizes", "description": "the sizes in stock", "input_schema": {}}
+    async with store.transaction():
+        await store.attach_surface("c1", "tab-a-0000", 1.25)
+        await store.save_surface_tools("c1", "tab-a-0000", ("read_board_tasks",), 1.5)
+        await store.save_surface_tools("c1", "tab-b-0000", (), 2.0, (page_tool,))
+        await store.touch_surface("c1", "tab-a-0000", 1700000000.123456)
+        await store.detach_surface("c1", "tab-a-0000", 1700000001.5)
+        await store.attach_surface("c2", "tab-c-0000", 9.0)
+    found = await store.conversation_with_surfaces("c1")
+    assert found == (conversation, await store.list_surfaces("c1"))
+    assert [s.id for s in found[1]] == ["tab-a-0000", "tab-b-0000"]
+    assert found[1][0].tools == ("read_board_tasks",) and found[1][1].page_tools == (page_tool,)
+
+
 async def test_a_reassigning_move_happens_only_while_the_call_is_on_the_surface_read(
     store: Store,
 ) -> None:

@@ -26,6 +26,7 @@ from hostcall.store.records import (
     Run,
     RunStatus,
     StoredMessage,
+    Surface,
 )
 from hostcall.visitors.visitor import Visitor
 
@@ -70,6 +71,7 @@ class Starts:
         context: dict[str, Any] | None = None,
         branch: Branch | None = None,
         attachments: tuple[AttachmentRef, ...] = (),
+        surfaces: list[Surface] | None = None,
     ) -> Started:
         """``Engine.start_run``'s unit (its docstring says what each option does)."""
         agent = self.agents.loaded.get(conversation.agent_id)
@@ -80,8 +82,10 @@ class Starts:
         # Its MCP servers' tool lists, read now, and the page tools its conversation's
         # present pages hold: kept for the whole run.
         moves = self.ledger.moves
+        if surfaces is None:
+            surfaces = await self.store.list_surfaces(conversation.id)
         offered = planned(
-            await self.store.list_surfaces(conversation.id),
+            surfaces,
             now=moves.clock(),
             grace=moves.surface_grace,
         )

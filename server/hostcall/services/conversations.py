@@ -16,7 +16,7 @@ from hostcall.protocol.codes import ErrorCode
 from hostcall.quotas import Quotas
 from hostcall.store.console_records import PersonConversation
 from hostcall.store.interfaces import Conversations, Runs, Sessions, Surfaces
-from hostcall.store.records import ANONYMOUS_SURFACE, Conversation
+from hostcall.store.records import ANONYMOUS_SURFACE, Conversation, Surface
 from hostcall.visitors.personal_data import ErasureWrites, erase, refuse_running
 
 
@@ -76,6 +76,16 @@ class ConversationService:
                 f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION
             )
         return conversation
+
+    async def with_surfaces(self, conversation_id: str) -> tuple[Conversation, list[Surface]]:
+        """The conversation and its surfaces (``Store.conversation_with_surfaces``);
+        ``NotFound`` as ``get``."""
+        found = await self.store.conversation_with_surfaces(conversation_id)
+        if found is None:
+            raise NotFound(
+                f"no conversation {conversation_id}", code=ErrorCode.UNKNOWN_CONVERSATION
+            )
+        return found
 
     async def thread(
         self,

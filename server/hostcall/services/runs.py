@@ -15,7 +15,7 @@ from hostcall.handoff import HumanHandoff
 from hostcall.protocol.codes import ErrorCode, RunErrorCode
 from hostcall.store.console_records import AuditEntry
 from hostcall.store.interfaces import Audit, Runs
-from hostcall.store.records import AttachmentRef, Conversation, Run, RunStatus
+from hostcall.store.records import AttachmentRef, Conversation, Run, RunStatus, Surface
 from hostcall.visitors.visitor import Visitor
 
 
@@ -56,13 +56,15 @@ class RunService:
         visitor: Visitor | None = None,
         context: dict[str, Any] | None = None,
         attachments: tuple[AttachmentRef, ...] = (),
+        surfaces: list[Surface] | None = None,
     ) -> Run:
         """A run for the message ``text`` (and the page's ``context``, admitted by its
         agent: hostcall/page_context.py, and the files it sends); ``HeldByPerson`` while a
-        member of the team holds the conversation (an AG-UI client is told so)."""
+        member of the team holds the conversation (an AG-UI client is told so).
+        ``surfaces``: the conversation's, if read with it (``Engine.start_run``)."""
         return await self.engine.start_run(
             conversation, text, simulate=simulate, visitor=visitor, context=context,
-            attachments=attachments,
+            attachments=attachments, surfaces=surfaces,
         )  # fmt: skip
 
     async def send(
@@ -74,13 +76,14 @@ class RunService:
         visitor: Visitor | None = None,
         context: dict[str, Any] | None = None,
         attachments: tuple[AttachmentRef, ...] = (),
+        surfaces: list[Surface] | None = None,
     ) -> Run | Held:
         """The visitor's message: a run for it, or, while a team member holds the conversation,
         the message kept for them to read."""
         try:
             return await self.start(
                 conversation, text, simulate=simulate, visitor=visitor, context=context,
-                attachments=attachments,
+                attachments=attachments, surfaces=surfaces,
             )  # fmt: skip
         except HeldByPerson as held:
             message_id = await self.handoff.keep_for_person(

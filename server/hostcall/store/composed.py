@@ -170,6 +170,7 @@ class ComposedStore(
     touch_surface = forward("surfaces", Surfaces.touch_surface)
     get_surface = forward("surfaces", Surfaces.get_surface)
     list_surfaces = forward("surfaces", Surfaces.list_surfaces)
+    conversation_with_surfaces = forward("surfaces", Surfaces.conversation_with_surfaces)
     reset_surfaces = forward("surfaces", Surfaces.reset_surfaces)
 
     append_event = forward("events", Events.append_event)

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from hostcall.errors import Forbidden
 from hostcall.origins import check_request_origin
 from hostcall.runtime import Runtime
-from hostcall.store.records import Conversation
+from hostcall.store.records import Conversation, Surface
 from hostcall.tokens import Claims, Purpose
 from hostcall.visitors.sessions import bearer_token
 
@@ -23,15 +23,37 @@ async def session_conversation(request: Request, runtime: Runtime) -> Conversati
 async def session_claims(request: Request, runtime: Runtime) -> tuple[Conversation, Claims]:
     """The conversation in the path and the claims of the bearer session token for it (the
     browser it was issued to, for a history)."""
+    claims = _claims(request, runtime)
+    conversation = await runtime.services.conversations.get(claims.conversation_id)
+    _check(request, runtime, conversation, claims)
+    return conversation, claims
+
+
+async def session_surfaces(
+    request: Request, runtime: Runtime
+) -> tuple[Conversation, list[Surface]]:
+    """``session_conversation``, with the conversation's surfaces read with it (one
+    statement on PostgreSQL): for a message, whose run plans with its pages' tools."""
+    claims = _claims(request, runtime)
+    conversation, surfaces = await runtime.services.conversations.with_surfaces(
+        claims.conversation_id
+    )
+    _check(request, runtime, conversation, claims)
+    return conversation, surfaces
+
+
+def _claims(request: Request, runtime: Runtime) -> Claims:
     claims = runtime.tokens.verify(Purpose.SESSION, bearer_token(request))
     conversation_id = request.path_params["conversation_id"]
     if claims.conversation_id != conversation_id:
         raise Forbidden(f"this session token is for another conversation than {conversation_id}")
-    conversation = await runtime.services.conversations.get(conversation_id)
+    return claims
+
+
+def _check(request: Request, runtime: Runtime, conversation: Conversation, claims: Claims) -> None:
     runtime.remember_agent(conversation.id, conversation.agent_id)
     runtime.sessions.check_generation(conversation, claims)
     check_origin(request, runtime, conversation.agent_id)
-    return conversation, claims
 
 
 def check_origin(request: Request, runtime: Runtime, agent_id: str | None) -> None:

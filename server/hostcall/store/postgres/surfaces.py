@@ -7,7 +7,7 @@ from typing import Any
 from hostcall.store import rows
 from hostcall.store.interfaces import Surfaces
 from hostcall.store.postgres.connections import Part
-from hostcall.store.records import Surface
+from hostcall.store.records import Conversation, Surface
 from hostcall.store.statements import POSTGRES as SQL
 
 # Migration 5 (postgres/schema.py): where each call is assigned, and the surfaces.
@@ -52,6 +52,14 @@ _ATTACH = (
     " VALUES (%s, %s, %s, NULL, 1) ON CONFLICT (conversation_id, id)"
     " DO UPDATE SET streams = surfaces.streams + 1, detached_at = NULL,"
     " last_active = EXCLUDED.last_active"
+)
+
+# A message's session check and its run's page tools, one statement: the conversation, and
+# its surfaces as ``SQL.surfaces`` orders them (their rows as JSON, read back by column).
+_WITH_SURFACES = (
+    "SELECT c.*, (SELECT coalesce(json_agg(s ORDER BY s.last_active DESC), '[]'::json)"
+    " FROM surfaces s WHERE s.conversation_id = c.id) AS surfaces_found"
+    " FROM conversations c WHERE c.id = %s"
 )
 
 # The next migration (schema.py): the page tools each surface holds (Surface.page_tools).
@@ -137,6 +145,14 @@ class SurfaceTables(Part, Surfaces):
     async def list_surfaces(self, conversation_id: str) -> list[Surface]:
         found = await self.db.all(SQL.surfaces, (conversation_id,), sees_appends=False)
         return [rows.surface(r) for r in found]
+
+    async def conversation_with_surfaces(
+        self, conversation_id: str
+    ) -> tuple[Conversation, list[Surface]] | None:
+        row = await self.db.one(_WITH_SURFACES, (conversation_id,))
+        if row is None:
+            return None
+        return rows.conversation(row), [rows.surface(s) for s in row["surfaces_found"]]
 
     async def reset_surfaces(self, now: float) -> None:
         # Do not zero the counts here: other processes serve streams of this database too.

@@ -6,7 +6,7 @@ from typing import Any
 
 from hostcall.store import rows
 from hostcall.store.interfaces import Surfaces
-from hostcall.store.records import Surface
+from hostcall.store.records import Conversation, Surface
 from hostcall.store.sqlite.connection import Part
 from hostcall.store.statements import SQLITE as SQL
 
@@ -123,6 +123,14 @@ class SurfaceTables(Part, Surfaces):
     async def get_surface(self, conversation_id: str, surface_id: str) -> Surface | None:
         row = self.db.execute(SQL.surface, (conversation_id, surface_id)).fetchone()
         return rows.surface(row) if row else None
+
+    async def conversation_with_surfaces(
+        self, conversation_id: str
+    ) -> tuple[Conversation, list[Surface]] | None:
+        row = self.db.execute(SQL.conversation, (conversation_id,)).fetchone()
+        if row is None:
+            return None
+        return rows.conversation(row), await self.list_surfaces(conversation_id)
 
     async def list_surfaces(self, conversation_id: str) -> list[Surface]:
         return [rows.surface(r) for r in self.db.execute(SQL.surfaces, (conversation_id,))]
