@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import secrets
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -140,3 +141,22 @@ async def test_a_load_visitor_waits_at_the_door_for_as_long_as_the_widget_would(
     assert tally.busy == {"create": load_flow.RETRIES + 5}
     gave_up, _ = await visit([other])
     assert gave_up == f"create 503 x{load_flow.RETRIES}"
+
+
+def test_the_load_ab_drives_each_server_and_prints_their_ratio(tmp_path: Path) -> None:
+    """``load_ab.py``: two servers of this checkout (one with a setting of its own), a round
+    of a few visitors each, a table with each one's CPU and ratio."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "server"))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "load_ab.py"), "-n", "4", "--rounds", "2",
+         "sqlite=.", "sqlite=.,HOSTCALL_MAX_DB_WAITERS=5"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("1:", "2:"))]
+    assert len(rows) == 2, done.stdout
+    for row in rows:  # two rounds' figures, their median, the ratio and each round's
+        cells = row.split()
+        assert cells[-3].endswith("x") and cells[-4] == "ms", done.stdout
+        assert all(float(c) > 0 for c in (*cells[-7:-5], *cells[-2:])), done.stdout
+    assert done.stdout.count("  round ") == 2
