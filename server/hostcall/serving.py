@@ -102,7 +102,21 @@ async def serve(
     # ~70,000 objects (20-100 ms, a pause every request waits behind when a crowd of
     # streams connects and its allocations set one off).
     gc.freeze()
-    await uvicorn.Server(config).serve(sockets=sockets)
+    await _said_running(uvicorn.Server)(config).serve(sockets=sockets)
+
+
+def _said_running(server_class: type) -> type:
+    """uvicorn's server, saying "running on" once its application has started: uvicorn says
+    it where the socket is bound (``Config.bind_socket``), before the start-up, and a Ctrl-C
+    taken at that word came before uvicorn's own signal handlers, as a traceback."""
+
+    class Server(server_class):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if sockets and self.started:
+                self._log_started_message(sockets[:1])
+
+    return Server
 
 
 class _Listener(socket.socket):
@@ -124,7 +138,7 @@ def listening(config: Any, apps_port: int | None = None) -> list[socket.socket]:
     """``config``'s socket (and the apps origin's), bound and listening, to pass to
     ``uvicorn.Server.serve``: from then on ``config.backlog`` is how many connections a pass
     of the loop accepts (``ACCEPT_BATCH``), and the kernel's queue stays ``LISTEN_BACKLOG``."""
-    bound = [config.bind_socket()]
+    bound = [bind(config, config.port)]  # quietly: "running on" is said once started
     if apps_port is not None:
         bound.append(bind(config, apps_port))
     config.backlog = ACCEPT_BATCH
