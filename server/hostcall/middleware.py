@@ -31,9 +31,8 @@ from __future__ import annotations
 import asyncio
 import time
 import types
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable
 from itertools import chain
-from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -42,6 +41,7 @@ from hostcall import metrics, strictjson
 from hostcall.errors import BadRequest, RequestTimeout, Unavailable
 from hostcall.protocol.reading import NOT_UTF8, unstorable_text
 from hostcall.responses import error_response
+from hostcall.stepped import resumed
 
 API_HEADERS = ((b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"))
 API_PREFIXES = ("/api/", "/agui/", "/console/api/")
@@ -157,38 +157,12 @@ async def _within(waiting: Awaitable[Message], seconds: float) -> Message:
         except StopIteration as done:
             message: Message = done.value
             return message
-        waiting = _resumed(waiting, pending)
+        waiting = resumed(waiting, pending)
     try:
         async with asyncio.timeout(seconds):
             return await waiting
     except TimeoutError:
         raise RequestTimeout(f"the request body did not arrive within {seconds:g} s") from None
-
-
-@types.coroutine
-def _resumed(
-    coroutine: types.CoroutineType[Any, Any, Message], pending: Any
-) -> Generator[Any, Any, Message]:
-    """The rest of ``coroutine``, already stepped once to ``pending`` (what it waits on),
-    as ``await`` would run it: what it is sent or thrown goes on to it."""
-    while True:
-        try:
-            sent = yield pending
-        except GeneratorExit:
-            coroutine.close()
-            raise
-        except BaseException as exc:  # a cancellation, the deadline's among them
-            try:
-                pending = coroutine.throw(exc)
-            except StopIteration as done:
-                result: Message = done.value
-                return result
-            continue
-        try:
-            pending = coroutine.send(sent)
-        except StopIteration as done:
-            result = done.value
-            return result
 
 
 def _refused(scope: Scope) -> BadRequest | None:
