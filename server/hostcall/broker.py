@@ -5,12 +5,17 @@ too far behind is dropped (its queue gets ``None``), and its client reconnects w
 ``Last-Event-ID`` and replays from the store: nothing is lost, memory stays bounded.
 Events committed by other processes arrive through hostcall/relay.py (PostgreSQL only);
 ``last_published`` lets the relay skip what this process already published.
+
+A subscriber may also give a ``direct`` callable, tried first with each event: True if it
+took the event itself (an idle stream writes it to its socket from the publisher's task,
+hostcall/stream.py), False to have it queued as any other.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Callable
 
 from hostcall.protocol.frames import Event
 
@@ -18,22 +23,25 @@ from hostcall.protocol.frames import Event
 # reader's backlog is the store's, not this process's memory).
 QUEUE_LIMIT = 256
 
+Queue = asyncio.Queue[Event | None]
+Direct = Callable[[Event], bool]
+
 
 class Broker:
     def __init__(self) -> None:
-        self._subscribers: defaultdict[str, set[asyncio.Queue[Event | None]]] = defaultdict(set)
+        self._subscribers: defaultdict[str, dict[Queue, Direct | None]] = defaultdict(dict)
         # The newest seq published per watched conversation (only while it has subscribers).
         self._last: dict[str, int] = {}
 
-    def subscribe(self, conversation_id: str) -> asyncio.Queue[Event | None]:
-        queue: asyncio.Queue[Event | None] = asyncio.Queue(QUEUE_LIMIT)
-        self._subscribers[conversation_id].add(queue)
+    def subscribe(self, conversation_id: str, direct: Direct | None = None) -> Queue:
+        queue: Queue = asyncio.Queue(QUEUE_LIMIT)
+        self._subscribers[conversation_id][queue] = direct
         return queue
 
-    def unsubscribe(self, conversation_id: str, queue: asyncio.Queue[Event | None]) -> None:
+    def unsubscribe(self, conversation_id: str, queue: Queue) -> None:
         queues = self._subscribers.get(conversation_id)
         if queues is not None:
-            queues.discard(queue)
+            queues.pop(queue, None)
             if not queues:
                 del self._subscribers[conversation_id]
                 self._last.pop(conversation_id, None)
@@ -55,7 +63,9 @@ class Broker:
             return
         if event.seq > self._last.get(cid, 0):
             self._last[cid] = event.seq
-        for queue in tuple(queues):
+        for queue, direct in tuple(queues.items()):
+            if direct is not None and direct(event):
+                continue
             if queue.qsize() >= QUEUE_LIMIT - 1:
                 self.unsubscribe(cid, queue)
                 queue.put_nowait(None)

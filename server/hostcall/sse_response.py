@@ -12,16 +12,25 @@ ends properly (on shutdown, with its last chunk) instead of being cancelled mid-
 
 A write the client does not take within ``send_timeout`` seconds raises ``SlowReader``: the
 server closes the connection and the client reconnects with ``Last-Event-ID``.
+
+While the body waits for its next piece, another task may write one itself (``write_now``):
+a publisher, with a live event, instead of waking the body's task to write it on a later pass
+of the event loop. The publisher is never held by the client: what the transport cannot take
+at once is finished by a task of the response's, under the same ``send_timeout``, and the
+response writes nothing else before it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import types
 import weakref
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 
 from sse_starlette.sse import AppStatus
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
+
+from hostcall.stepped import resumed
 
 SHUTDOWN_POLL = 0.5  # seconds between looks at whether the server is stopping
 
@@ -81,14 +90,53 @@ class EventStreamResponse:
             (b"connection", b"keep-alive"),
             *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()),
         ]
+        self.ended = False  # the client left, or the server is stopping
+        self._send: Send | None = None  # while the body may be written
+        # The rest of a write made by ``write_now`` that the transport could not take at once.
+        self._writing: asyncio.Future[None] | None = None
+
+    def write_now(self, chunk: bytes) -> bool:
+        """Write ``chunk`` from another task (a publisher's) while the body waits for its next
+        piece, which the caller makes sure of (hostcall/stream.py); False if the response
+        cannot take it now (not begun or ended, or a write of its own not finished): the
+        caller gives it to the body instead.
+
+        The caller is not held: the write goes as far as it can without waiting (uvicorn's
+        ``send`` waits only while the transport's buffer is over its high-water mark), and
+        what is left of it is finished by a task under ``send_timeout``. A failed write is
+        raised by the response's own task, which it wakes, never by the caller."""
+        send = self._send
+        if send is None or self.ended or self._writing is not None:
+            return False
+        step = send({"type": "http.response.body", "body": chunk, "more_body": True})
+        rest: Awaitable[None] = step
+        if type(step) is types.CoroutineType:
+            try:
+                pending = step.send(None)
+            except StopIteration:
+                return True
+            except Exception as error:
+                failed = self._writing = asyncio.get_running_loop().create_future()
+                failed.set_exception(error)
+                failed.add_done_callback(self._written)
+                return True
+            rest = resumed(step, pending)
+        writing = self._writing = asyncio.get_running_loop().create_task(self._within(rest))
+        writing.add_done_callback(self._written)
+        return True
+
+    def _written(self, writing: asyncio.Future[None]) -> None:
+        if writing.cancelled() or writing.exception() is not None:
+            self.wake()  # the body returns, and the response raises what the write did
+        elif self._writing is writing:
+            self._writing = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        gone = ended = False
+        gone = False
 
         def end() -> None:
-            nonlocal ended
-            ended = True
+            self.ended = True
             self.wake()
 
         async def left() -> None:
@@ -101,25 +149,40 @@ class EventStreamResponse:
         watching = asyncio.get_running_loop().create_task(left())
         opened = _opened()
         opened.add(end)
+        self._send = send
         try:
             async for chunk in self.body:
-                if ended:  # mid-replay, say: the rest is not written
+                if self._writing is not None:
+                    await self._finished()
+                if self.ended:  # mid-replay, say: the rest is not written
                     break
-                await self._send(
-                    {"type": "http.response.body", "body": chunk, "more_body": True}, send
+                await self._within(
+                    send({"type": "http.response.body", "body": chunk, "more_body": True})
                 )
+            if self._writing is not None:
+                await self._finished()
             if not gone:
-                await self._send(
-                    {"type": "http.response.body", "body": b"", "more_body": False}, send
+                await self._within(
+                    send({"type": "http.response.body", "body": b"", "more_body": False})
                 )
         finally:
+            self._send = None
+            if self._writing is not None:
+                self._writing.cancel()
             opened.wakes.discard(end)
             watching.cancel()
             await self.body.aclose()
 
-    async def _send(self, message: Message, send: Send) -> None:
+    async def _finished(self) -> None:
+        """Wait for the rest of a write made by ``write_now`` (raising what it raised)."""
+        writing = self._writing
+        self._writing = None
+        if writing is not None:
+            await writing
+
+    async def _within(self, sending: Awaitable[None]) -> None:
         try:
             async with asyncio.timeout(self.send_timeout):
-                await send(message)
+                await sending
         except TimeoutError:
             raise SlowReader(f"no write taken in {self.send_timeout:g} s") from None

@@ -72,11 +72,31 @@ async def _connected(request: Request, runtime: Runtime) -> EventStreamResponse:
     )
     seen = 0
     assert ticket.nonce is not None
+    last = 0  # the seq of the last event written, or passed over
+    waiting = False  # the body waits for its next event: no replay, its last write finished
+
+    def direct(live: Event) -> bool:
+        """Write ``live`` from the publisher's task if the stream waits for it (the next seq,
+        nothing queued before it) and it needs no await to pass: a pass of the event loop
+        and the body's wake-up less on the round trip. Anything else is queued, as is
+        everything published after it until the body has caught up."""
+        nonlocal last, waiting
+        if (
+            waiting
+            and live.seq == last + 1
+            and (surface is None or live.name != DISPATCH)
+            and response.write_now(sse_frame(live))
+        ):
+            last = live.seq
+            return True
+        waiting = False
+        return False
+
     # Subscribe before reading the conversation's last seq, so nothing committed after
     # that read is missed: it is published after its commit, to this queue. What the read
     # saw committed is the backlog, read only if there is one (a new conversation's first
     # stream has none: no read); the seq check below drops what it already sent.
-    queue = runtime.broker.subscribe(conversation_id)
+    queue = runtime.broker.subscribe(conversation_id, direct)
     try:
         if raw:
             conversation = await runtime.services.conversations.get(conversation_id)
@@ -143,6 +163,7 @@ async def _connected(request: Request, runtime: Runtime) -> EventStreamResponse:
     ping = runtime.settings.ping_seconds or None
 
     async def frames() -> AsyncGenerator[bytes, None]:
+        nonlocal last, waiting
         last = seen
         metrics.OPEN_STREAMS.inc()
         try:
@@ -153,13 +174,18 @@ async def _connected(request: Request, runtime: Runtime) -> EventStreamResponse:
             while True:
                 # Everything already queued goes out in one write: a unit of work publishes
                 # several events at once (a call's start, arguments, end and dispatch), and
-                # a write per event cost a send() each on the round trip's path.
+                # a write per event cost a send() each on the round trip's path. While
+                # the body waits with nothing queued, ``direct`` writes what comes; once it
+                # queues one event, it queues every one after it until the body takes them.
+                waiting = queue.empty()
                 try:
                     async with asyncio.timeout(ping):
                         batch = [await queue.get()]
                 except TimeoutError:
+                    waiting = False
                     yield PING
                     continue
+                waiting = False
                 while not queue.empty():
                     batch.append(queue.get_nowait())
                 chunk = b""
@@ -184,17 +210,19 @@ async def _connected(request: Request, runtime: Runtime) -> EventStreamResponse:
                 if any(live is None for live in batch):
                     return
         finally:
+            waiting = False
             metrics.OPEN_STREAMS.dec()
             runtime.broker.unsubscribe(conversation_id, queue)
             if surface is not None:
                 await surfaces.detach(conversation_id, surface, owner)
 
-    return EventStreamResponse(
+    response = EventStreamResponse(
         frames(),
         wake=farewell(queue),
         headers=HEADERS,
         send_timeout=SEND_TIMEOUT,
     )
+    return response
 
 
 def stream_routes() -> list[BaseRoute]:
