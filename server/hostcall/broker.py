@@ -6,16 +6,17 @@ too far behind is dropped (its queue gets ``None``), and its client reconnects w
 Events committed by other processes arrive through hostcall/relay.py (PostgreSQL only);
 ``last_published`` lets the relay skip what this process already published.
 
-A subscriber may also give a ``direct`` callable, tried first with each event: True if it
-took the event itself (an idle stream writes it to its socket from the publisher's task,
-hostcall/stream.py), False to have it queued as any other.
+A subscriber may also give a ``direct`` callable, tried first with what is published: True
+if it took the events itself (a waiting stream writes them to its socket from the
+publisher's task, hostcall/stream.py), False to have them queued as any others. A unit of
+work's events are published together (``publish_all``), so a stream takes them in one write.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from hostcall.protocol.frames import Event
 
@@ -24,7 +25,7 @@ from hostcall.protocol.frames import Event
 QUEUE_LIMIT = 256
 
 Queue = asyncio.Queue[Event | None]
-Direct = Callable[[Event], bool]
+Direct = Callable[[Sequence[Event]], bool]
 
 
 class Broker:
@@ -57,17 +58,22 @@ class Broker:
         return self._last.get(conversation_id)
 
     def publish(self, event: Event) -> None:
-        cid = event.conversation_id
+        self.publish_all((event,))
+
+    def publish_all(self, events: Sequence[Event]) -> None:
+        """Events of one conversation, in order."""
+        cid = events[0].conversation_id
         queues = self._subscribers.get(cid)
         if not queues:
             return
-        if event.seq > self._last.get(cid, 0):
-            self._last[cid] = event.seq
+        if events[-1].seq > self._last.get(cid, 0):
+            self._last[cid] = events[-1].seq
         for queue, direct in tuple(queues.items()):
-            if direct is not None and direct(event):
+            if direct is not None and direct(events):
                 continue
-            if queue.qsize() >= QUEUE_LIMIT - 1:
-                self.unsubscribe(cid, queue)
-                queue.put_nowait(None)
-            else:
+            for event in events:
+                if queue.qsize() >= QUEUE_LIMIT - 1:
+                    self.unsubscribe(cid, queue)
+                    queue.put_nowait(None)
+                    break
                 queue.put_nowait(event)

@@ -70,8 +70,12 @@ class _Opened:
         suppressed = bool(await self.transaction.__aexit__(kind, error, tb))
         if error is None or suppressed:
             broker = self.journal.broker
-            for event in self.unit.events:
-                broker.publish(event)
+            events = self.unit.events
+            if len({event.conversation_id for event in events}) == 1:
+                broker.publish_all(events)  # one write to a waiting stream, not one each
+            else:
+                for event in events:
+                    broker.publish(event)
             for then in self.unit.afterwards:
                 then()
         return suppressed
@@ -105,6 +109,6 @@ class Journal:
     ) -> list[Event]:
         """Several events in order, committed together (one statement on PostgreSQL)."""
         stored = await self.store.append_events(conversation_id, events, fence=fence)
-        for event in stored:
-            self.broker.publish(event)
+        if stored:
+            self.broker.publish_all(stored)
         return stored

@@ -13,7 +13,7 @@ response cleanly, so a SIGTERM does not log an error per open stream.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -75,19 +75,21 @@ async def _connected(request: Request, runtime: Runtime) -> EventStreamResponse:
     last = 0  # the seq of the last event written, or passed over
     waiting = False  # the body waits for its next event: no replay, its last write finished
 
-    def direct(live: Event) -> bool:
-        """Write ``live`` from the publisher's task if the stream waits for it (the next seq,
-        nothing queued before it) and it needs no await to pass: a pass of the event loop
-        and the body's wake-up less on the round trip. Anything else is queued, as is
-        everything published after it until the body has caught up."""
+    def direct(published: Sequence[Event]) -> bool:
+        """Write ``published`` (a unit of work's events) from the publisher's task if the
+        stream waits for them (they follow its last seq, nothing queued before them) and
+        none needs an await to pass: a pass of the event loop and the body's wake-up less
+        on the round trip. Anything else is queued, as is everything published after it
+        until the body has caught up."""
         nonlocal last, waiting
         if (
             waiting
-            and live.seq == last + 1
-            and (surface is None or live.name != DISPATCH)
-            and response.write_now(sse_frame(live))
+            and published[0].seq == last + 1
+            and published[-1].seq == last + len(published)
+            and (surface is None or not any(live.name == DISPATCH for live in published))
+            and response.write_now(b"".join([sse_frame(live) for live in published]))
         ):
-            last = live.seq
+            last = published[-1].seq
             return True
         waiting = False
         return False

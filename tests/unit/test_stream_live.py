@@ -141,6 +141,25 @@ def test_a_live_event_is_on_the_socket_when_its_publish_returns(
         assert _seqs(raw, conv, 1) == [2]
 
 
+def test_a_unit_s_events_reach_a_waiting_stream_in_one_write(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A unit of work publishes several events at once (a call's start, arguments, end and
+    # dispatch): one write for them all, one chunk of the response, not a write each.
+    runtime = _runtime(live)
+    server = ServerLoop(runtime, monkeypatch)
+    conv = live.conversation()
+    deltas = [TextMessageContent("m_live", delta) for delta in ("one", "two", "three")]
+    with _open(live, conv) as raw:
+        server.run(runtime.engine.journal.emit_all(conv.id, deltas))
+        got = b""
+        while not got.endswith(b"\r\n\r\n\r\n"):  # a chunk's frames, then its end
+            got += raw.recv(4096)
+    size, _, chunk = got.partition(b"\r\n")
+    assert len(chunk) == int(size, 16) + 2, got
+    assert chunk.count(b"\nid: ") + chunk.startswith(b"id: ") == 3, got
+
+
 def test_a_reader_that_stops_reading_neither_holds_its_publisher_nor_loses_an_event(
     live: Live, monkeypatch: pytest.MonkeyPatch
 ) -> None:
