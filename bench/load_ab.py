@@ -5,7 +5,8 @@ a change worth 5%. Here every server is started once (each on a fresh database),
 round sends the same crowd of visitors (``load_flow.py``) to each server in turn, the order
 rotating, and reads the CPU each server used for it. Per server: the CPU per finished
 conversation of every round and their median; for each PostgreSQL server, its ratio to the
-SQLite servers' CPU in the same rounds, which is the load bench's target.
+SQLite servers' CPU in the same rounds (its own checkout's, if one is run: a change may make
+SQLite cheaper too), which is the load bench's target.
 
 A server is ``BACKEND=CHECKOUT[,NAME=VALUE...]``: ``sqlite`` or ``pg`` (one process; ``pg2``
 for ``--workers 2``), a checkout whose ``server/`` goes first on ``PYTHONPATH`` (this Python
@@ -126,11 +127,17 @@ def main() -> int:
 
 
 def report(specs: list[Spec], args: argparse.Namespace) -> None:
-    sqlite = [s for s in specs if s.backend == "sqlite"]
-    baseline = [statistics.mean(r) for r in zip(*(s.cpu for s in sqlite), strict=True)]
+    def baseline(spec: Spec) -> list[float]:
+        """The SQLite servers' CPU each round: those of the spec's own checkout if any (a
+        change may make SQLite cheaper too), else all."""
+        own = [s for s in specs if s.backend == "sqlite" and s.checkout == spec.checkout]
+        sqlite = own or [s for s in specs if s.backend == "sqlite"]
+        return [statistics.mean(r) for r in zip(*(s.cpu for s in sqlite), strict=True)]
+
     rows = []
     for spec in specs:
-        ratios = [c / b for c, b in zip(spec.cpu, baseline, strict=True)] if baseline else []
+        base = baseline(spec)
+        ratios = [c / b for c, b in zip(spec.cpu, base, strict=True)] if base else []
         rows.append([
             spec.label,
             " ".join(f"{c:.1f}" for c in spec.cpu),
