@@ -78,3 +78,44 @@ async def test_a_crowd_connecting_at_once_is_set_up_one_connection_a_pass(
         for client in clients:
             client.close()
         await asyncio.wait_for(serving, DEADLINE)
+
+
+async def test_a_connection_accepted_writes_at_once_without_waiting_for_an_ack(
+    tmp_path: Path,
+) -> None:
+    """The process binds its own sockets (the main port's and the apps origin's): what they
+    accept must have Nagle's algorithm off, as uvicorn's own bind gives, or each small
+    write of a round trip waits for the client's delayed ACK."""
+    seen: list[int] = []
+
+    class Noting(GuardedH11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            sock = transport.get_extra_info("socket")
+            seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            super().connection_made(transport)
+
+    port, apps_port = free_port(), free_port()
+    config = server_config(
+        create_app(settings_for(tmp_path)), host="127.0.0.1", port=port, log_level="warning"
+    )
+    config.http = Noting
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve(sockets=listening(config, apps_port)))
+    deadline = time.monotonic() + DEADLINE
+    clients: list[socket.socket] = []
+    try:
+        while not server.started:
+            assert time.monotonic() < deadline and not serving.done()
+            await asyncio.sleep(0.01)
+        clients += [
+            socket.create_connection(("127.0.0.1", p), timeout=5) for p in (port, apps_port)
+        ]
+        while len(seen) < 2:
+            assert time.monotonic() < deadline, f"{len(seen)} of 2 connections set up"
+            await asyncio.sleep(0.01)
+        assert all(seen), seen
+    finally:
+        server.should_exit = True
+        for client in clients:
+            client.close()
+        await asyncio.wait_for(serving, DEADLINE)
