@@ -28,7 +28,6 @@ import secrets
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +35,7 @@ import load_flow
 import psutil
 import servers
 from cluster_bench import CpuMeter, fresh_schema
-from load_bench import WARMUP, crowd, serving, write_agent
+from load_bench import crowd, warm_up, write_agent
 from report import print_table
 
 WORKERS = {"sqlite": 1, "pg": 1, "pg2": 2}
@@ -96,16 +95,7 @@ def main() -> int:
                    "PYTHONPATH": str(spec.checkout / "server"), **spec.env}  # fmt: skip
             name = f"ab{spec.label.split(':')[0]}"
             server = st.enter_context(servers.running(name, argv, workdir, env, spec.checkout))
-            deadline = time.monotonic() + servers.START_TIMEOUT
-            while len(serving(server)) < WORKERS[spec.backend] and WORKERS[spec.backend] > 1:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{spec.label}: workers did not start")
-                time.sleep(0.1)
-            warm = load_flow.Tally()
-            asyncio.run(crowd(server.port, WARMUP, args, warm))
-            if warm.finished != WARMUP:
-                print(f"load_ab: {spec.label}: warm-up failed: {warm}\n{server.log_tail()}")
-                return 1
+            warm_up(server, spec.label, WORKERS[spec.backend], args)
             started.append((spec, server))
         for r in range(args.rounds):
             order = started[r % len(started) :] + started[: r % len(started)]

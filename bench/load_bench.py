@@ -205,6 +205,19 @@ async def crowd(port: int, n: int, args: argparse.Namespace, tally: load_flow.Ta
     await asyncio.gather(*(visit(k) for k in kinds))
 
 
+def warm_up(server: servers.Server, name: str, workers: int, args: argparse.Namespace) -> None:
+    """Wait for every worker (one answered /healthz), then send the warm-up's visitors."""
+    deadline = time.monotonic() + servers.START_TIMEOUT
+    while workers > 1 and len(serving(server)) < workers:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name}: workers did not start")
+        time.sleep(0.1)
+    warm = load_flow.Tally()
+    asyncio.run(crowd(server.port, WARMUP, args, warm))
+    if warm.finished != WARMUP:
+        raise RuntimeError(f"{name}: warm-up failed: {warm}\n{server.log_tail()}")
+
+
 def run_backend(
     backend: Backend, args: argparse.Namespace, workdir: Path, secret: str, url: str | None
 ) -> Result:
@@ -215,16 +228,7 @@ def run_backend(
             argv += ["--workers", str(backend.workers)]
         env = dict(os.environ, HOSTCALL_SECRET_KEYS=secret)
         server = stack.enter_context(servers.running(backend.name, argv, workdir, env))
-        if backend.workers > 1:  # /healthz answered by one worker: wait for them all
-            deadline = time.monotonic() + servers.START_TIMEOUT
-            while len(serving(server)) < backend.workers:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{backend.name}: workers did not start")
-                time.sleep(0.1)
-        warm = load_flow.Tally()
-        asyncio.run(crowd(server.port, WARMUP, args, warm))
-        if warm.finished != WARMUP:
-            raise RuntimeError(f"{backend.name}: warm-up failed: {warm}\n{server.log_tail()}")
+        warm_up(server, backend.name, backend.workers, args)
         cluster = postmaster(url) if url else None
         meters = {"server": CpuMeter([psutil.Process(server.proc.pid)])}
         if cluster is not None:
