@@ -127,7 +127,12 @@ def _say(demo: Demo, pages: list[Page], text: str) -> None:
 
 
 def _activity(page: Page) -> Any:
-    return page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/activity"))
+    """Until the server has answered the tab's activity (its surface touched): a request
+    only sent may reach the server after the message that follows, whose call then goes to
+    the tab that was active before."""
+    return page.expect_response(
+        lambda r: r.request.method == "POST" and r.url.endswith("/activity")
+    )
 
 
 def test_typing_clicking_or_focusing_on_the_host_page_makes_that_tab_the_one_calls_go_to(
