@@ -127,11 +127,13 @@ def _say(demo: Demo, pages: list[Page], text: str) -> None:
 
 
 def _activity(page: Page) -> Any:
-    """Until the server has answered the tab's activity (its surface touched): a request
-    only sent may reach the server after the message that follows, whose call then goes to
-    the tab that was active before."""
+    """Until the server has taken the tab's activity (its surface touched): a request only
+    sent may reach the server after the message that follows, whose call then goes to the
+    tab that was active before. Taken means a 2xx: the other tab's resume rotated the
+    session, so this tab's first try is refused (401), and the activity counts only when it
+    is sent again after this tab's own resume."""
     return page.expect_response(
-        lambda r: r.request.method == "POST" and r.url.endswith("/activity")
+        lambda r: r.request.method == "POST" and r.url.endswith("/activity") and r.ok
     )
 
 
