@@ -3,7 +3,8 @@
 Each statement that appends events of a conversation NOTIFYs ``"<conversation> <seq>
 <origin>"`` at commit, with the events themselves when they fit
 (hostcall/store/postgres/notices.py, events.py). The relay LISTENs on its own connection
-and skips its own process's events (the journal publishes those here after commit; reading
+(read where its socket becomes readable: hostcall/store/postgres/listening.py) and skips its
+own process's events (the journal publishes those here after commit; reading
 them back cost a query each). For another process's events in a conversation someone here
 is watching, it publishes the events carried, if they follow what it published last;
 otherwise (not carried, or after a gap) it reads the events it has not published yet from
@@ -26,6 +27,7 @@ from hostcall.store.interfaces import Events
 from hostcall.store.postgres import notices
 from hostcall.store.postgres.dialing import timeouts
 from hostcall.store.postgres.events import CHANNEL
+from hostcall.store.postgres.listening import Listening
 from hostcall.store.postgres.notices import Notice
 
 log = logging.getLogger("hostcall.relay")
@@ -82,6 +84,10 @@ class Relay:
         for event in await self.store.events_after(conversation_id, last):
             self.broker.publish(event)
 
+    def _others(self, payload: str) -> bool:
+        """Another process's events: this process's own were published after commit."""
+        return notices.origin(payload) != self.origin
+
     async def run_forever(self) -> None:
         first = True
         while True:
@@ -95,14 +101,14 @@ class Relay:
                         for conversation_id in self.broker.watched():
                             await self.wake(conversation_id)
                     first = False
-                    async for note in connection.notifies():
-                        told = notices.parse(note.payload)
-                        if told.origin == self.origin:
-                            continue
-                        try:
-                            await self.wake(told.conversation_id, told.seq, told)
-                        except Exception:
-                            log.exception("relaying %r failed", note.payload[:200])
+                    listening = Listening(connection, self._others)
+                    async for payloads in listening.batches():
+                        for payload in payloads:
+                            told = notices.parse(payload)
+                            try:
+                                await self.wake(told.conversation_id, told.seq, told)
+                            except Exception:
+                                log.exception("relaying %r failed", payload[:200])
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

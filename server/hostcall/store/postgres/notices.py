@@ -42,6 +42,11 @@ class Notice:
         return [(str(name), str(data)) for name, data in json.loads(self.body)]
 
 
+def origin(payload: str) -> str:
+    """The process that appended what ``payload`` tells of (without parsing the rest)."""
+    return payload.partition(SEPARATOR)[0].rpartition(" ")[2]
+
+
 def parse(payload: str) -> Notice:
     head, _, body = payload.partition(SEPARATOR)
     conversation_id, seq, origin = head.split(" ")
