@@ -299,7 +299,8 @@ class Runtime:
         """Recover what a previous process left, expire calls on time, close on the way out.
 
         Background tasks: the sweeper (one process of a cluster at a time), lease renewal,
-        and on PostgreSQL the relay of other processes' events to this one's streams.
+        on PostgreSQL the relay of other processes' events to this one's streams, and with
+        ``--workers`` the writing of the live gauges for another worker's scrape.
         """
         await self.engine.recover()
         jobs = [self.engine.sweep_forever(self.settings.sweep_seconds), self.engine.agents.warm()]
@@ -312,6 +313,8 @@ class Runtime:
             assert isinstance(self.store, PostgresStore)
             self.relay = Relay(url, self.store, self.broker, origin=self.store.origin)
             jobs.append(self.relay.run_forever())
+        if metrics.multiprocess():
+            jobs.append(metrics.write_live_forever())
         self._tasks = [asyncio.create_task(job) for job in jobs]
         try:
             if self.relay is not None:

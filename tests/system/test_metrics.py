@@ -10,11 +10,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import psutil
+import psycopg
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from hostcall.settings import ROOT
@@ -191,12 +195,21 @@ def test_two_workers_report_the_same_totals_whichever_answers(
     assert not list(metrics_dir.glob("gauge_livesum_*.db"))
 
 
-def test_workers_share_the_connection_budget(
+def in_files(metrics_dir: Path) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """What the workers' files say, read here: no worker answers a scrape for it."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(metrics_dir))
+    return samples(generate_latest(registry).decode())
+
+
+def test_workers_share_the_connection_budget_and_report_its_use_without_a_scrape(
     tmp_path: Path, pg_url: str, metrics_dir: Path
 ) -> None:
     """``HOSTCALL_DB_CONNECTIONS=10`` with ``--workers 2``: each worker's pool is its share
     less its LISTEN and lease connections, 3, so the server's pools hold 6 and the whole
-    server at most 10 connections."""
+    server at most 10 connections. A worker counts the connections it uses in plain
+    numbers and writes them to its files every second, so a scrape that the other worker
+    answers reports them too."""
     port = free_port()
     env = {**os.environ, "HOSTCALL_SECRET_KEYS": SECRET[0], "HOSTCALL_DB_CONNECTIONS": "10",
            "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}  # fmt: skip
@@ -220,6 +233,28 @@ def test_workers_share_the_connection_budget(
             except httpx.TransportError:
                 pass
             time.sleep(0.2)
+        created = httpx.post(f"{url}/api/agents/planner/conversations", headers=ORIGIN)
+        assert created.status_code == 201, created.text
+        cid = created.json()["conversationId"]
+        auth = {"Authorization": f"Bearer {created.json()['sessionToken']}"}
+        in_use = "hostcall_db_connections_in_use"
+        with psycopg.connect(pg_url) as locker, ThreadPoolExecutor(1) as background:
+            locker.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (cid,))
+            # The message's statement holds a connection of one worker, blocked on the lock.
+            sent = background.submit(
+                httpx.post, f"{url}/api/conversations/{cid}/messages", json={"text": "Hello"},
+                headers=auth, timeout=30,
+            )  # fmt: skip
+            deadline = time.monotonic() + 30
+            while value(in_files(metrics_dir), in_use) < 1:
+                assert time.monotonic() < deadline, "the connection in use never reached a file"
+                time.sleep(0.1)
+            locker.rollback()
+            assert sent.result().status_code == 202, sent.result().text
+        deadline = time.monotonic() + 30
+        while value(in_files(metrics_dir), in_use) != 0:
+            assert time.monotonic() < deadline, "a connection given back is still counted"
+            time.sleep(0.1)
     finally:
         process.send_signal(signal.SIGTERM)
         try:

@@ -109,7 +109,7 @@ class Lender:
             await self.open()
         loop = asyncio.get_running_loop()
         started = waiting = loop.time()
-        metrics.DB_CONNECTION_WAITERS.inc()
+        metrics.DB_WAITERS_NOW.value += 1
         self.waiters += 1
         placed = False
         try:
@@ -147,13 +147,13 @@ class Lender:
                 self._pass_place()
             raise
         finally:
-            metrics.DB_CONNECTION_WAITERS.dec()
+            metrics.DB_WAITERS_NOW.value -= 1
             self.waiters -= 1
-        metrics.DB_CONNECTIONS_IN_USE.inc()
+        metrics.DB_IN_USE_NOW.value += 1
         return connection
 
     async def give_back(self, connection: Connection) -> None:
-        metrics.DB_CONNECTIONS_IN_USE.dec()
+        metrics.DB_IN_USE_NOW.value -= 1
         loop = asyncio.get_running_loop()
         if not connection.broken:
             self._returned_at = loop.time()
@@ -208,7 +208,7 @@ class Lender:
                 if handed is None:
                     self._pass_place()
                 else:  # lent to this waiter, place and all: given back for it
-                    metrics.DB_CONNECTIONS_IN_USE.inc()
+                    metrics.DB_IN_USE_NOW.value += 1
                     task = loop.create_task(self.give_back(handed))
                     self._returning.add(task)
                     task.add_done_callback(self._returning.discard)
