@@ -17,6 +17,7 @@ conversation is read again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import psycopg
@@ -101,14 +102,18 @@ class Relay:
                         for conversation_id in self.broker.watched():
                             await self.wake(conversation_id)
                     first = False
-                    listening = Listening(connection, self._others)
-                    async for payloads in listening.batches():
-                        for payload in payloads:
-                            told = notices.parse(payload)
-                            try:
-                                await self.wake(told.conversation_id, told.seq, told)
-                            except Exception:
-                                log.exception("relaying %r failed", payload[:200])
+                    # Closed on the way out, cancelled too: its socket's registration goes
+                    # before the connection closes the socket.
+                    async with contextlib.aclosing(
+                        Listening(connection, self._others).batches()
+                    ) as batches:
+                        async for payloads in batches:
+                            for payload in payloads:
+                                told = notices.parse(payload)
+                                try:
+                                    await self.wake(told.conversation_id, told.seq, told)
+                                except Exception:
+                                    log.exception("relaying %r failed", payload[:200])
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

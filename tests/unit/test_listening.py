@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import psycopg
 import pytest
 
+from hostcall.broker import Broker
+from hostcall.relay import Relay
+from hostcall.store.postgres.events import CHANNEL as EVENTS_CHANNEL
 from hostcall.store.postgres.listening import Listening
 from tests.support.databases import fresh_schema
 from tests.unit.test_watched_connection import _counting_registrations, _registered
@@ -98,3 +102,48 @@ def test_the_server_ending_the_session_fails_the_reading_and_leaves_nothing_regi
         assert not _registered(fd)
 
     _run(test)
+
+
+class _StuckStore:
+    """Events that never come: the relay is stopped while it reads them."""
+
+    def __init__(self) -> None:
+        self.reading = asyncio.Event()
+
+    async def last_seq(self, conversation_id: str) -> int:
+        return 1
+
+    async def events_after(self, conversation_id: str, after: int) -> list[Any]:
+        self.reading.set()
+        await asyncio.Event().wait()
+        return []
+
+
+def test_the_relay_stopped_mid_relay_unregisters_its_socket_before_it_closes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cancelled (a process shutting down) while it reads what another process appended,
+    the relay closes its reading before its connection: a registration left for a closed
+    socket would leave the next socket given that number unwatched."""
+    added = _counting_registrations(monkeypatch)
+
+    async def main(url: str) -> None:
+        store = _StuckStore()
+        broker = Broker()
+        broker.subscribe("c1")  # someone here watches c1
+        relay = Relay(url, store, broker, origin="p_here")  # type: ignore[arg-type]
+        task = asyncio.create_task(relay.run_forever())
+        assert await relay.ready()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as other:
+            # Another process's append, its events not carried: the relay reads them.
+            await other.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, "c1 1 p_there"))
+        await asyncio.wait_for(store.reading.wait(), 10)
+        kept = [fd for fd in set(added) if _registered(fd)]
+        assert kept, "the relay's socket is not registered while it listens"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not any(_registered(fd) for fd in kept)
+
+    with fresh_schema() as url:
+        asyncio.run(main(url))

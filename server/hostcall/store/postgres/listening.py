@@ -16,7 +16,7 @@ closed the connection) and when the reading ends, before the connection is close
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import psycopg
@@ -36,7 +36,7 @@ class Listening:
         self._failed: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
 
-    async def batches(self) -> AsyncIterator[list[str]]:
+    async def batches(self) -> AsyncGenerator[list[str], None]:
         """The wanted payloads, in the order the server sent them, a list per wake-up;
         raises ``psycopg.OperationalError`` once the connection is lost."""
         loop = asyncio.get_running_loop()
