@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.selector_events
+import contextlib
 import gc
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -136,6 +138,42 @@ def test_a_pipeline_interrupted_at_its_end_leaves_no_generator_behind() -> None:
         gc.collect()
         cursor = await connection.execute("SELECT 5")
         assert await cursor.fetchone() == (5,)
+
+    _run(test)
+
+
+def test_a_pipeline_ended_on_a_lost_connection_leaves_no_generator_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A transaction whose connection the server ended (an outage, a proxy cut) is rolled
+    back and its pipeline exited by the store, on a connection already lost: the exit fails
+    at once, as psycopg's does, with no generator started and left for the collector to
+    finish (it would fail there, "Exception ignored", blamed on whichever test runs then)."""
+    unseen: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unseen.append(repr(u.exc_value)))
+
+    async def test(connection: WatchedConnection, url: str) -> None:
+        async with contextlib.AsyncExitStack() as admin_stack:
+            admin = await admin_stack.enter_async_context(
+                await psycopg.AsyncConnection.connect(url, autocommit=True)
+            )
+            piped = contextlib.AsyncExitStack()
+            await piped.enter_async_context(connection.pipeline())
+            cursor = await connection.execute("SELECT 1")
+            assert await cursor.fetchone() == (1,)
+            fd = connection.pgconn.socket
+            await admin.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while _registered(fd):  # the reader took the end of the session in
+                assert loop.time() < deadline, "still watched after the session ended"
+                await asyncio.sleep(0.01)
+            with pytest.raises(psycopg.OperationalError):
+                await connection.execute("ROLLBACK")
+            with pytest.raises(psycopg.OperationalError):
+                await piped.aclose()
+        gc.collect()
+        assert unseen == []
 
     _run(test)
 

@@ -75,12 +75,16 @@ class WatchedConnection(psycopg.AsyncConnection[Any]):
         if timeout is not None:
             self._unwatch()
             return await super().wait(gen, interval, timeout)
+        # Before the generator starts, as psycopg's own wait: a connection already lost
+        # raises here, and a generator never started has nothing left to run. Started and
+        # left mid-way, it would finish when collected, and fail there, unseen (a
+        # pipeline's exit sends its Sync from a ``finally``).
+        fileno = self.pgconn.socket
         try:
             wait: Wait = next(gen)
         except StopIteration as done:
             return done.value
         loop = asyncio.get_running_loop()
-        fileno = self.pgconn.socket
         try:
             while True:
                 if wait & WAIT_W:
