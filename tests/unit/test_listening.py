@@ -79,7 +79,7 @@ def test_wanted_payloads_arrive_in_order_and_unwanted_ones_never_wake_the_reader
             await _notify(sender, f"theirs {n}")
             assert await _next(batches) == [f"theirs {n}"]
         fd = listener.pgconn.socket
-        assert added[before:].count(fd) == 1  # once for 28 packets
+        assert added[before:].count(fd) == 1  # once, for 29 transactions' notifications
         await batches.aclose()
         assert not _registered(fd)
 
