@@ -5,6 +5,21 @@
 
 import { addStrings, h, t } from './chat.js'
 
+// Dropped anywhere on the chat, or pasted: files only (text dropped or pasted is the
+// composer's, as ever). Listened for before the strings and styles below load, so that a
+// file dropped meanwhile is neither lost nor opened by the browser: it waits for `start`.
+/** @type {File[]} */
+const early = []
+/** @type {(files: File[]) => void} */
+let take = files => { early.push(...files) }
+addEventListener('dragover', e => e.preventDefault())
+addEventListener('drop', e => {
+  const files = [...e.dataTransfer?.files || []]
+  if (files.length) e.preventDefault()
+  take(files)
+})
+addEventListener('paste', e => take([...e.clipboardData?.files || []]))
+
 await Promise.all([addStrings('attach'), new Promise(resolve => document.head.append(h('link', {
   rel: 'stylesheet', href: new URL('attach.css', import.meta.url).href, onload: resolve, onerror: resolve,
 })))])
@@ -17,7 +32,8 @@ const CLIP = 'M16.5 6v11.5a4 4 0 0 1-8 0V5a2.5 2.5 0 0 1 5 0v10.5a1 1 0 0 1-2 0V
  */
 
 /**
- * The attach button and the drop and paste listeners, for the agent's `config`.
+ * The attach button, for the agent's `config`; the files dropped or pasted go to its tray,
+ * those dropped before it too.
  * @param {import('./attach.js').Config} config @param {import('./attach.js').App} app
  * @returns {Files}
  */
@@ -49,15 +65,8 @@ export function start(config, app) {
   svg.firstElementChild?.setAttribute('d', CLIP)
   document.querySelector('[data-part=composer]')?.prepend(h('label', { 'data-part': 'attach', title: t('attach') }, svg, input))
 
-  // Dropped anywhere on the chat, or pasted: files only (text dropped or pasted is the
-  // composer's, as ever).
-  addEventListener('dragover', e => e.preventDefault())
-  addEventListener('drop', e => {
-    const files = [...e.dataTransfer?.files || []]
-    if (files.length) e.preventDefault()
-    add(files)
-  })
-  addEventListener('paste', e => add([...e.clipboardData?.files || []]))
+  take = add
+  add(early.splice(0))
 
   return { size: () => tray?.size() || 0, upload: (cid, pending, text) => tray?.upload(cid, pending, text) }
 }
