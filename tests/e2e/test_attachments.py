@@ -98,11 +98,30 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     demo.stop()
 
 
+class Held:
+    """A route's handler that keeps its requests until ``release``, then lets all go."""
+
+    def __init__(self) -> None:
+        self.routes: list[Route] = []
+        self.released = False
+
+    def __call__(self, route: Route) -> None:
+        if self.released:
+            route.continue_()
+        else:
+            self.routes.append(route)
+
+    def release(self) -> None:
+        self.released = True
+        for route in self.routes:
+            route.continue_()
+
+
 def board(browser: Browser, site: Site, *, theme: str = "light", phone: bool = False,
           locale: str = "en-US",
-          held: list[Route] | None = None) -> tuple[Page, Widget]:  # fmt: skip
+          held: Held | None = None) -> tuple[Page, Widget]:  # fmt: skip
     """The visitor's task board, the chat opened (the widget able to send). ``held``: the
-    widget's file code is held back, its stylesheet's request kept there until released."""
+    widget's file code is held back, its stylesheet kept from it until released."""
     size = PHONE if phone else {"width": 900, "height": 820}
     options: dict[str, object] = (
         {"is_mobile": True, "has_touch": True, "screen": PHONE} if phone else {}
@@ -112,21 +131,10 @@ def board(browser: Browser, site: Site, *, theme: str = "light", phone: bool = F
     page.set_default_timeout(SLOW)
     page.on("request", lambda r: LOADED.setdefault(page, []).append(r.url.split("?")[0]))
     if held is not None:
-        page.route("**/attach.css", lambda route: held.append(route))
+        page.route("**/attach.css", held)
     page.goto(f"{site.demo.board}?theme={theme}")
     widget = Widget(page, timeout=SLOW).open()
     return page, widget
-
-
-def hold_back(page: Page, held: list[Route]) -> None:
-    """Wait until the widget's file code asks for its stylesheet, held (``board``'s
-    ``held``): it is loading, past its listeners, not started. (The route's handler runs
-    while Playwright is called: a short wait is a call.)"""
-    for _ in range(SLOW // 50):
-        if held:
-            return
-        page.wait_for_timeout(50)
-    raise AssertionError("the widget's file code never asked for its stylesheet")
 
 
 def frame_of(page: Page) -> Frame:
@@ -239,15 +247,16 @@ def test_a_file_chosen_with_the_button_goes_on_send_and_is_there_after_a_reload(
 
 
 def test_files_dropped_or_pasted_become_chips_and_go_alone(browser: Browser, site: Site) -> None:
-    held: list[Route] = []
+    held = Held()
     page, widget = board(browser, site, held=held)
     chat = widget.frame
     made = uploads(page)
     frame = frame_of(page)
     image = list(png(24, 24, (40, 120, 220)))
     # Dropped on the conversation, as a DataTransfer from the desktop would be, at once: the
-    # widget's file code still loading (no attach button yet).
-    hold_back(page, held)
+    # widget's file code still loading (no attach button yet), past its listeners (they come
+    # before its stylesheet is asked for).
+    chat.locator("link[href*='attach.css']").wait_for(state="attached")
     expect(chat.locator("[data-part=attach]")).to_have_count(0)
     frame.evaluate(
         """bytes => {
@@ -260,8 +269,7 @@ def test_files_dropped_or_pasted_become_chips_and_go_alone(browser: Browser, sit
         }""",
         image,
     )
-    for route in held:
-        route.continue_()
+    held.release()
     expect(chip(chat, "dropped.png")).to_have_attribute("data-state", "ready")
     # Pasted in the composer (a screenshot on the clipboard).
     frame.evaluate(
