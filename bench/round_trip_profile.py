@@ -17,7 +17,10 @@ Modes:
   ``sys.setprofile``, which slows them: compare them with each other, not with the bench);
 - ``times``: the marks' microseconds with nothing counted, medians;
 - ``steps``, ``step-times``: the event loop's steps between the marks, in order;
-- ``sql``: the SQLite statements of a round trip, with when each began.
+- ``sql``: the SQLite statements of a round trip, with when each began;
+- ``before-post``: what the loop runs from its write of the call's dispatch to its read of
+  the result POST (the client's turn): a POST that lands while a step runs waits for it,
+  and the client's clock counts that wait where the other modes do not look.
 
 Usage: .venv/bin/python bench/round_trip_profile.py [-n 50] [--mode MODE] [--since MARK]
 [--until MARK] [CHECKOUT]
@@ -50,6 +53,7 @@ MARKS = (
     (b"event: RUN_FINISHED", "RUN_FINISHED"),
 )
 WARMUP = 10
+MODES = ("calls", "marks", "times", "sql", "steps", "step-times", "tree", "segments", "before-post")
 
 
 # ---- inside the server's process ----------------------------------------------------------
@@ -106,6 +110,9 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
     write = selector_events._SelectorSocketTransport.write
 
     def watched_write(self: Any, data: Any) -> None:
+        if mode == "before-post" and b"tool_call_dispatch" in bytes(data[:4096]):
+            after_dispatch.clear()
+            watch["since"] = time.perf_counter()
         if state["on"] and round_marks:
             head = bytes(data[:4096])
             for needle, name in MARKS:
@@ -119,6 +126,9 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
     def watched_received(self: Any, data: bytes) -> None:
         if state["on"] and data.startswith(b"POST /api/calls/"):
             mark("POST arrives")
+            if watch["since"]:
+                state["rounds"].append([watch["since"], time.perf_counter(), list(after_dispatch)])
+                watch["since"] = 0.0
         received(self, data)
 
     H11Protocol.data_received = watched_received  # type: ignore[method-assign]
@@ -166,6 +176,23 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
     if mode in ("steps", "step-times"):
         asyncio.events.Handle._run = traced_run  # type: ignore[method-assign]
 
+    # before-post: each step from the dispatch's write to the POST's read, with its end.
+    after_dispatch: list[tuple[str, float, float]] = []
+    watch = {"since": 0.0}
+
+    def timed_run(self: Any) -> None:
+        began = time.perf_counter()
+        run_handle(self)
+        if watch["since"]:
+            # The step that wrote the dispatch counts from the write.
+            callback = getattr(self._callback, "__self__", None)
+            coro = callback.get_coro() if isinstance(callback, asyncio.Task) else None
+            name = getattr(coro, "__qualname__", None) or repr(self._callback)[:80]
+            after_dispatch.append((name, max(began, watch["since"]), time.perf_counter()))
+
+    if mode == "before-post":
+        asyncio.events.Handle._run = timed_run  # type: ignore[method-assign]
+
     seen: dict[str, int] = {}
 
     def mark_each(name: str) -> None:
@@ -193,7 +220,8 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
         elif mode in ("marks", "steps"):
             sys.setprofile(None)
         state["on"] = False
-        state["rounds"].append(list(round_marks) if mode != "sql" else list(statements))
+        if mode != "before-post":
+            state["rounds"].append(list(round_marks) if mode != "sql" else list(statements))
         if mode == "calls":
             profile.dump_stats(str(out))
         elif mode == "tree":
@@ -345,6 +373,9 @@ def report(
             stats.print_callers(callers)
         return
     rounds = json.loads(out.read_text())
+    if mode == "before-post":
+        report_before_post(rounds)
+        return
     if mode == "tree":
         print("calls made inside each function (inclusive), per round trip, between the marks")
         ranked = sorted(rounds.items(), key=lambda kv: -kv[1])
@@ -394,6 +425,37 @@ def report(
         print(f"  {name}: {us:,.0f} us{extra} (seen {len(found)})")
 
 
+def report_before_post(rounds: list[Any]) -> None:
+    """Medians over the round trips: the client's turn on the server's clock, how much of it
+    the loop was busy, and the steps that ran (by name)."""
+    turn = [(posted - wrote) * 1e6 for wrote, posted, _ in rounds]
+    busy = [sum(end - began for _, began, end in steps) * 1e6 for _, _, steps in rounds]
+    # A POST read right after a step ended (within 30 us) may have waited for that step.
+    held = [
+        steps[-1][0]
+        for _, posted, steps in rounds
+        if steps and (posted - steps[-1][2]) * 1e6 < 30 and steps[-1][2] - steps[-1][1] > 30e-6
+    ]
+    print(f"n={len(rounds)}; from the dispatch's write to the result POST's read, medians:")
+    print(f"  the client's turn: {statistics.median(turn):,.0f} us")
+    print(f"  the loop busy in it: {statistics.median(busy):,.0f} us "
+          f"(mean {statistics.mean(busy):,.0f})")  # fmt: skip
+    print(f"  POSTs read right after a step of 30 us or more: {len(held)} of {len(rounds)}")
+    for name in sorted(set(held), key=held.count, reverse=True):
+        print(f"    {held.count(name):4}  after {name[:90]}")
+    spent: dict[str, list[float]] = {}
+    for _, _, steps in rounds:
+        per: dict[str, float] = {}
+        for name, began, end in steps:
+            per[name] = per.get(name, 0.0) + (end - began) * 1e6
+        for name, us in per.items():
+            spent.setdefault(name, []).append(us)
+    print("  steps (rounds seen, median us when seen, total us over all rounds):")
+    for name, values in sorted(spent.items(), key=lambda kv: -sum(kv[1]))[:15]:
+        print(f"    {len(values):4}  {statistics.median(values):7,.0f}  {sum(values):9,.0f}  "
+              f"{name[:90]}")  # fmt: skip
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
         mode, out, until, since = sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5]
@@ -403,7 +465,7 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=50, help="round trips recorded")
     parser.add_argument(
         "--mode",
-        choices=("calls", "marks", "times", "sql", "steps", "step-times", "tree", "segments"),
+        choices=MODES,
         default="calls",
     )
     parser.add_argument("--top", type=int, default=30, help="functions listed (calls)")
