@@ -160,3 +160,17 @@ def test_the_load_ab_drives_each_server_and_prints_their_ratio(tmp_path: Path) -
         assert cells[-3].endswith("x") and cells[-4] == "ms", done.stdout
         assert all(float(c) > 0 for c in (*cells[-7:-5], *cells[-2:])), done.stdout
     assert done.stdout.count("  round ") == 2
+
+
+def test_the_claim_bench_reads_one_dispatch_on_both_streams(tmp_path: Path) -> None:
+    """``dispatch_claim.py``: a few conversations, each dispatch read on the surface's stream
+    and the observer's; a row of three gaps, in order."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "dispatch_claim.py"), "-n", "4"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("the surface's")]
+    gaps = [float(cell.replace(",", "")) for cell in row.split()[-6::2]]
+    assert gaps == sorted(gaps), done.stdout
+    assert row.split()[-5::2] == ["us", "us", "us"], done.stdout
