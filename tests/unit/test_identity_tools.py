@@ -90,12 +90,17 @@ def start(h: Harness, sub: str | None, **claims: Any) -> tuple[Conv, dict[str, s
     return Conv(body["conversationId"], body["sessionToken"], body["streamToken"]), who
 
 
-def ask(h: Harness, conv: Conv, who: dict[str, str], text: str) -> dict[str, Any]:
+def ask(
+    h: Harness, conv: Conv, who: dict[str, str], text: str, *, ends: bool = True
+) -> dict[str, Any]:
+    """The snapshot once the run has ended; ``ends=False``: once it waits (for a page).
+    A run also waits while a server tool's request is out: only its end says the call
+    settled."""
     r = h.http.post(
         f"/api/conversations/{conv.id}/messages", json={"text": text}, headers=conv.auth | who
     )
     assert r.status_code == 202, r.text
-    return h.settle(conv)
+    return h.finish(conv) if ends else h.settle(conv)
 
 
 def outcome(snap: dict[str, Any]) -> dict[str, Any]:
@@ -146,7 +151,7 @@ def test_a_guardrail_tests_the_person_s_claims(h: Harness) -> None:
     snap = ask(h, anonymous, nobody, "refund o-1")
     assert outcome(snap)["error"]["code"] == "blocked_by_guardrail"
     pro, who = start(h, "bob", plan="pro")
-    snap = ask(h, pro, who, "refund o-1")
+    snap = ask(h, pro, who, "refund o-1", ends=False)
     assert snap["calls"][-1]["outcome"] is None  # on its way to the page, not blocked
 
 
@@ -254,7 +259,7 @@ def test_a_run_stored_with_the_old_visitor_json_resumes_with_the_same_user(
         h.call(store_old_shape)
         h.restart()
         assert h.decide(call, "approve").status_code == 200
-        snap = h.settle(conv)
+        snap = h.finish(conv)
         assert snap["calls"][-1]["state"] == "answered", snap["calls"][-1]
         seen = target.rec.last
         assert seen.query == "customer=ann&q=shoes"
