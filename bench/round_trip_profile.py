@@ -167,10 +167,7 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
 
     def traced_run(self: Any) -> None:
         if state["on"] and round_marks:
-            callback = getattr(self._callback, "__self__", None)
-            coro = callback.get_coro() if isinstance(callback, asyncio.Task) else None
-            name = getattr(coro, "__qualname__", None) or repr(self._callback)[:80]
-            round_marks.append((f"step {name}", time.perf_counter(), state["calls"]))
+            round_marks.append((f"step {_step(self)}", time.perf_counter(), state["calls"]))
         run_handle(self)
 
     if mode in ("steps", "step-times"):
@@ -185,10 +182,7 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
         run_handle(self)
         if watch["since"]:
             # The step that wrote the dispatch counts from the write.
-            callback = getattr(self._callback, "__self__", None)
-            coro = callback.get_coro() if isinstance(callback, asyncio.Task) else None
-            name = getattr(coro, "__qualname__", None) or repr(self._callback)[:80]
-            after_dispatch.append((name, max(began, watch["since"]), time.perf_counter()))
+            after_dispatch.append((_step(self), max(began, watch["since"]), time.perf_counter()))
 
     if mode == "before-post":
         asyncio.events.Handle._run = timed_run  # type: ignore[method-assign]
@@ -233,6 +227,13 @@ def serve(mode: str, out: Path, argv: list[str], until: str, since: str) -> None
     signal.signal(signal.SIGUSR2, stop)
     sys.argv = ["hostcall", *argv]
     runpy.run_module("hostcall", run_name="__main__", alter_sys=True)
+
+
+def _step(handle: Any) -> str:
+    """A loop step's name: its task's coroutine, else its callback."""
+    callback = getattr(handle._callback, "__self__", None)
+    coro = callback.get_coro() if isinstance(callback, asyncio.Task) else None
+    return getattr(coro, "__qualname__", None) or repr(handle._callback)[:80]
 
 
 def _watch_segments(mark: Any) -> None:

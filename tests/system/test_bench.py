@@ -162,7 +162,7 @@ def test_the_load_ab_drives_each_server_and_prints_their_ratio(tmp_path: Path) -
     assert done.stdout.count("  round ") == 2
 
 
-def test_the_claim_bench_reads_one_dispatch_on_both_streams(tmp_path: Path) -> None:
+def test_the_claim_bench_reads_one_dispatch_on_both_streams() -> None:
     """``dispatch_claim.py``: a few conversations, each dispatch read on the surface's stream
     and the observer's; a row of three gaps, in order."""
     done = subprocess.run(
